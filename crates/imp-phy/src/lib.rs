@@ -1,0 +1,2 @@
+//! Devices for imp: the [`Device`] trait and devices that compose over it.
+#![warn(missing_docs)]

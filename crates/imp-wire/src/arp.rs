@@ -1,0 +1,1 @@
+//! TODO(wire helper): arp
