@@ -10,6 +10,7 @@
 
 extern crate alloc;
 
+pub mod tcp;
 pub mod time;
 
 pub use time::{Duration, Instant};
