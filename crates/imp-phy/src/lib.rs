@@ -1,2 +1,27 @@
 //! Devices for imp: the [`Device`] trait and devices that compose over it.
+//!
+//! - [`pipe()`]: two in-memory [`PipeEnd`]s joining two stacks, in one thread or two.
+//! - [`LinkModel`]: the link model (rate, delay, drop-tail queue, loss, reordering,
+//!   duplication, corruption) as pure code over a time parameter and a seeded [`Rng`],
+//!   shared with the simulator.
+//! - [`Impair`]: applies link models to the frames of any device, in real time.
+//! - [`Pcap`]: records every frame a device passes to a pcap file ([`PcapWriter`]).
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod device;
+pub mod impair;
+pub mod link;
+pub mod pcap;
+pub mod pipe;
+pub mod rng;
+
+#[cfg(test)]
+mod testutil;
+
+pub use device::{Device, DeviceError};
+pub use impair::Impair;
+pub use link::{DropReason, LinkConfig, LinkConfigError, LinkModel, LinkStats, Submit};
+pub use pcap::{Pcap, PcapWriter};
+pub use pipe::{PipeEnd, PipeStats, pipe, pipe_with_capacity};
+pub use rng::Rng;
