@@ -9,19 +9,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-#[allow(missing_docs)]
 pub mod arp;
-#[allow(missing_docs)]
 pub mod checksum;
 mod error;
-#[allow(missing_docs)]
 pub mod ethernet;
-#[allow(missing_docs)]
 pub mod icmpv4;
-#[allow(missing_docs)]
 pub mod ipv4;
 pub mod tcp;
-#[allow(missing_docs)]
 pub mod udp;
 
 pub use error::{Error, Result};

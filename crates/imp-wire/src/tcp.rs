@@ -1,6 +1,11 @@
 //! TCP header (RFC 9293 §3.1) with every option: EOL, NOP, MSS, window scale (RFC 7323),
 //! SACK-permitted and SACK blocks (RFC 2018), timestamps (RFC 7323).
 
+use core::fmt;
+use core::net::Ipv4Addr;
+
+use crate::{Error, Result, checksum};
+
 /// TCP control bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct Flags(pub u8);
@@ -123,3 +128,532 @@ pub struct Repr<'a> {
     /// Segment text.
     pub payload: &'a [u8],
 }
+
+/// Length of a TCP header without options.
+pub const HEADER_LEN: usize = 20;
+/// Largest header: data offset 15.
+pub const MAX_HEADER_LEN: usize = 60;
+/// Most option bytes a header holds.
+pub const MAX_OPTIONS_LEN: usize = MAX_HEADER_LEN - HEADER_LEN;
+/// IP protocol number of TCP.
+const PROTOCOL: u8 = 6;
+
+/// Option kinds (IANA "TCP Option Kind Numbers").
+mod kind {
+    pub const EOL: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WINDOW_SCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMPS: u8 = 8;
+}
+
+impl Options {
+    /// Decodes option bytes (the header between byte 20 and the data offset).
+    ///
+    /// EOL ends the list, NOP is skipped, unknown kinds are skipped by their length.
+    /// A length byte that is missing, below 2 or runs past the options, or a known kind
+    /// with the wrong length, is `BadOption { kind, len }`. A repeated option
+    /// overwrites the earlier one.
+    pub fn parse(mut bytes: &[u8]) -> Result<Options> {
+        let mut options = Options::default();
+        while let Some(&kind) = bytes.first() {
+            match kind {
+                kind::EOL => break,
+                kind::NOP => {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(&len) = bytes.get(1) else {
+                return Err(Error::BadOption { kind, len: 0 });
+            };
+            if len < 2 || usize::from(len) > bytes.len() {
+                return Err(Error::BadOption { kind, len });
+            }
+            let value = &bytes[2..usize::from(len)];
+            options.parse_one(kind, len, value)?;
+            bytes = &bytes[usize::from(len)..];
+        }
+        Ok(options)
+    }
+
+    /// Records one option of `kind` whose value (after kind and length) is `value`.
+    fn parse_one(&mut self, kind: u8, len: u8, value: &[u8]) -> Result<()> {
+        let bad = Error::BadOption { kind, len };
+        match (kind, value) {
+            (kind::MSS, &[a, b]) => self.mss = Some(u16::from_be_bytes([a, b])),
+            (kind::WINDOW_SCALE, &[shift]) => self.window_scale = Some(shift),
+            (kind::SACK_PERMITTED, &[]) => self.sack_permitted = true,
+            (kind::TIMESTAMPS, &[a, b, c, d, e, f, g, h]) => {
+                let tsval = u32::from_be_bytes([a, b, c, d]);
+                let tsecr = u32::from_be_bytes([e, f, g, h]);
+                self.timestamps = Some((tsval, tsecr));
+            }
+            (kind::SACK, _) => {
+                // RFC 2018 §3: "A SACK option that specifies n blocks will have a length
+                // of 8*n+2 bytes"; 40 option bytes hold at most 4.
+                if value.is_empty() || !value.len().is_multiple_of(8) || value.len() > 32 {
+                    return Err(bad);
+                }
+                self.sack_blocks = [SackBlock::default(); 4];
+                for (slot, block) in self.sack_blocks.iter_mut().zip(value.chunks_exact(8)) {
+                    slot.left = u32::from_be_bytes([block[0], block[1], block[2], block[3]]);
+                    slot.right = u32::from_be_bytes([block[4], block[5], block[6], block[7]]);
+                }
+                self.sack_len = (value.len() / 8) as u8;
+            }
+            (kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::TIMESTAMPS, _) => {
+                return Err(bad);
+            }
+            _ => {} // Unknown kind: skipped by its length.
+        }
+        Ok(())
+    }
+
+    /// Bytes before the SACK option: MSS, NOP+WS, and SACK-permitted/timestamps.
+    const fn fixed_len(&self) -> usize {
+        let mut len = 0;
+        if self.mss.is_some() {
+            len += 4;
+        }
+        if self.window_scale.is_some() {
+            len += 4;
+        }
+        len += match (self.sack_permitted, self.timestamps.is_some()) {
+            (_, true) => 12,    // SACKOK TS, or NOP NOP TS
+            (true, false) => 4, // NOP NOP SACKOK
+            (false, false) => 0,
+        };
+        len
+    }
+
+    /// How many SACK blocks `emit` writes: as many valid ones as fit in 40 bytes after
+    /// the other options (4 alone, 3 with timestamps).
+    pub const fn sack_blocks_emitted(&self) -> usize {
+        let valid = if self.sack_len > 4 {
+            4
+        } else {
+            self.sack_len as usize
+        };
+        let room = (MAX_OPTIONS_LEN - self.fixed_len()).saturating_sub(4) / 8;
+        if valid < room { valid } else { room }
+    }
+
+    /// The options as `emit` writes them and `parse` reads them back: SACK blocks cut
+    /// to [`Options::sack_blocks_emitted`] and unused block slots zeroed.
+    pub fn as_emitted(&self) -> Options {
+        let sack = self.sack_blocks_emitted();
+        let mut sack_blocks = [SackBlock::default(); 4];
+        sack_blocks[..sack].copy_from_slice(&self.sack_blocks[..sack]);
+        Options {
+            sack_blocks,
+            sack_len: sack as u8,
+            ..*self
+        }
+    }
+
+    /// Bytes `emit` writes: always a multiple of 4, at most 40.
+    pub const fn buffer_len(&self) -> usize {
+        let sack = self.sack_blocks_emitted();
+        self.fixed_len() + if sack > 0 { 4 + 8 * sack } else { 0 }
+    }
+
+    /// Writes the options in the order MSS, NOP WS, SACK-permitted and timestamps
+    /// (`SACKOK TS`, `NOP NOP TS` or `NOP NOP SACKOK`), NOP NOP SACK, so every option
+    /// that has a 32-bit field has it 4-aligned. Returns the bytes written
+    /// ([`Options::buffer_len`]).
+    ///
+    /// # Panics
+    /// If `buffer` is shorter than [`Options::buffer_len`].
+    pub fn emit(&self, buffer: &mut [u8]) -> usize {
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            buffer[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        if let Some(mss) = self.mss {
+            let [a, b] = mss.to_be_bytes();
+            put(&[kind::MSS, 4, a, b]);
+        }
+        if let Some(shift) = self.window_scale {
+            put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
+        }
+        match (self.sack_permitted, self.timestamps) {
+            (true, Some(_)) => put(&[kind::SACK_PERMITTED, 2]),
+            (false, Some(_)) => put(&[kind::NOP, kind::NOP]),
+            (true, None) => put(&[kind::NOP, kind::NOP, kind::SACK_PERMITTED, 2]),
+            (false, None) => {}
+        }
+        if let Some((tsval, tsecr)) = self.timestamps {
+            put(&[kind::TIMESTAMPS, 10]);
+            put(&tsval.to_be_bytes());
+            put(&tsecr.to_be_bytes());
+        }
+        let sack = self.sack_blocks_emitted();
+        if sack > 0 {
+            put(&[kind::NOP, kind::NOP, kind::SACK, (2 + 8 * sack) as u8]);
+            for block in &self.sack_blocks[..sack] {
+                put(&block.left.to_be_bytes());
+                put(&block.right.to_be_bytes());
+            }
+        }
+        at
+    }
+}
+
+mod field {
+    use core::ops::Range;
+    pub const SRC_PORT: Range<usize> = 0..2;
+    pub const DST_PORT: Range<usize> = 2..4;
+    pub const SEQ_NUM: Range<usize> = 4..8;
+    pub const ACK_NUM: Range<usize> = 8..12;
+    /// Data offset in the high nibble (the low nibble holds reserved bits and AE/NS).
+    pub const DATA_OFFSET: usize = 12;
+    pub const FLAGS: usize = 13;
+    pub const WIN_SIZE: Range<usize> = 14..16;
+    pub const CHECKSUM: Range<usize> = 16..18;
+    pub const URGENT: Range<usize> = 18..20;
+}
+
+/// A read/write view of a TCP segment. The buffer must be exactly the segment (the IP
+/// payload): the checksum covers all of it.
+#[derive(Debug, Clone)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer and runs [`Packet::check_len`].
+    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// Checks that the fixed header fits and that the data offset is at least 5 words
+    /// and within the buffer (`BadHeaderLen` otherwise).
+    pub fn check_len(&self) -> Result<()> {
+        let have = self.buffer.as_ref().len();
+        if have < HEADER_LEN {
+            return Err(Error::Truncated {
+                need: HEADER_LEN,
+                have,
+            });
+        }
+        let header_len = self.header_len();
+        if header_len < HEADER_LEN || header_len > have {
+            return Err(Error::BadHeaderLen(header_len));
+        }
+        Ok(())
+    }
+
+    /// Returns the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    fn u16_at(&self, range: core::ops::Range<usize>) -> u16 {
+        let b = &self.buffer.as_ref()[range];
+        u16::from_be_bytes([b[0], b[1]])
+    }
+
+    fn u32_at(&self, range: core::ops::Range<usize>) -> u32 {
+        let b = &self.buffer.as_ref()[range];
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        self.u16_at(field::SRC_PORT)
+    }
+
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        self.u16_at(field::DST_PORT)
+    }
+
+    /// Sequence number.
+    pub fn seq_number(&self) -> u32 {
+        self.u32_at(field::SEQ_NUM)
+    }
+
+    /// Acknowledgment number.
+    pub fn ack_number(&self) -> u32 {
+        self.u32_at(field::ACK_NUM)
+    }
+
+    /// Header length in bytes (data offset × 4).
+    pub fn header_len(&self) -> usize {
+        usize::from(self.buffer.as_ref()[field::DATA_OFFSET] >> 4) * 4
+    }
+
+    /// Control bits.
+    pub fn flags(&self) -> Flags {
+        Flags(self.buffer.as_ref()[field::FLAGS])
+    }
+
+    /// Window field (unscaled).
+    pub fn window_len(&self) -> u16 {
+        self.u16_at(field::WIN_SIZE)
+    }
+
+    /// Checksum field.
+    pub fn checksum(&self) -> u16 {
+        self.u16_at(field::CHECKSUM)
+    }
+
+    /// Urgent pointer.
+    pub fn urgent_at(&self) -> u16 {
+        self.u16_at(field::URGENT)
+    }
+
+    /// Raw option bytes.
+    pub fn options(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..self.header_len()]
+    }
+
+    /// The segment text.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[self.header_len()..]
+    }
+
+    /// Sequence space the segment occupies: text plus one each for SYN and FIN.
+    pub fn segment_len(&self) -> usize {
+        let flags = self.flags();
+        self.payload().len() + usize::from(flags.syn()) + usize::from(flags.fin())
+    }
+
+    /// True when the checksum over pseudo-header and segment is correct.
+    pub fn verify_checksum(&self, src: &Ipv4Addr, dst: &Ipv4Addr) -> bool {
+        sum_segment(self.buffer.as_ref(), src, dst) == 0xffff
+    }
+}
+
+/// Ones-complement sum of the IPv4 pseudo-header and `segment`.
+fn sum_segment(segment: &[u8], src: &Ipv4Addr, dst: &Ipv4Addr) -> u16 {
+    checksum::combine(&[
+        checksum::pseudo_header_v4(src, dst, PROTOCOL, segment.len() as u32),
+        checksum::data(segment),
+    ])
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    fn set_u16_at(&mut self, range: core::ops::Range<usize>, value: u16) {
+        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
+    }
+
+    fn set_u32_at(&mut self, range: core::ops::Range<usize>, value: u32) {
+        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
+    }
+
+    /// Sets the source port.
+    pub fn set_src_port(&mut self, value: u16) {
+        self.set_u16_at(field::SRC_PORT, value);
+    }
+
+    /// Sets the destination port.
+    pub fn set_dst_port(&mut self, value: u16) {
+        self.set_u16_at(field::DST_PORT, value);
+    }
+
+    /// Sets the sequence number.
+    pub fn set_seq_number(&mut self, value: u32) {
+        self.set_u32_at(field::SEQ_NUM, value);
+    }
+
+    /// Sets the acknowledgment number.
+    pub fn set_ack_number(&mut self, value: u32) {
+        self.set_u32_at(field::ACK_NUM, value);
+    }
+
+    /// Sets the header length in bytes (a multiple of 4, 20..=60); clears the reserved
+    /// bits that share its byte.
+    pub fn set_header_len(&mut self, len: usize) {
+        self.buffer.as_mut()[field::DATA_OFFSET] = ((len / 4) as u8 & 0x0f) << 4;
+    }
+
+    /// Sets the control bits.
+    pub fn set_flags(&mut self, flags: Flags) {
+        self.buffer.as_mut()[field::FLAGS] = flags.0;
+    }
+
+    /// Sets the window field.
+    pub fn set_window_len(&mut self, value: u16) {
+        self.set_u16_at(field::WIN_SIZE, value);
+    }
+
+    /// Sets the checksum field.
+    pub fn set_checksum(&mut self, value: u16) {
+        self.set_u16_at(field::CHECKSUM, value);
+    }
+
+    /// Sets the urgent pointer.
+    pub fn set_urgent_at(&mut self, value: u16) {
+        self.set_u16_at(field::URGENT, value);
+    }
+
+    /// Computes and stores the checksum over the pseudo-header and the whole buffer.
+    pub fn fill_checksum(&mut self, src: &Ipv4Addr, dst: &Ipv4Addr) {
+        self.set_checksum(0);
+        let sum = sum_segment(self.buffer.as_ref(), src, dst);
+        self.set_checksum(checksum::finish(sum));
+    }
+
+    /// Option bytes, mutable.
+    pub fn options_mut(&mut self) -> &mut [u8] {
+        let end = self.header_len();
+        &mut self.buffer.as_mut()[HEADER_LEN..end]
+    }
+
+    /// The segment text, mutable.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let start = self.header_len();
+        &mut self.buffer.as_mut()[start..]
+    }
+}
+
+impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    fn as_ref(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+}
+
+impl<'a> Repr<'a> {
+    /// Reads a segment sent from `src` to `dst`, verifying the checksum when
+    /// `verify_checksum` (`BadChecksum`) and decoding the options ([`Options::parse`]).
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(
+        packet: &Packet<&'a T>,
+        src: &Ipv4Addr,
+        dst: &Ipv4Addr,
+        verify_checksum: bool,
+    ) -> Result<Repr<'a>> {
+        packet.check_len()?;
+        if verify_checksum && !packet.verify_checksum(src, dst) {
+            return Err(Error::BadChecksum);
+        }
+        let buffer: &'a [u8] = packet.buffer.as_ref();
+        let header_len = packet.header_len();
+        Ok(Repr {
+            src_port: packet.src_port(),
+            dst_port: packet.dst_port(),
+            seq: packet.seq_number(),
+            ack: packet.ack_number(),
+            flags: packet.flags(),
+            window: packet.window_len(),
+            urgent: packet.urgent_at(),
+            options: Options::parse(&buffer[HEADER_LEN..header_len])?,
+            payload: &buffer[header_len..],
+        })
+    }
+
+    /// Header length: 20 plus the options `emit` writes (a multiple of 4, ≤ 60).
+    pub const fn header_len(&self) -> usize {
+        HEADER_LEN + self.options.buffer_len()
+    }
+
+    /// Header plus payload.
+    pub const fn buffer_len(&self) -> usize {
+        self.header_len() + self.payload.len()
+    }
+
+    /// Sequence space the segment occupies: text plus one each for SYN and FIN.
+    pub const fn segment_len(&self) -> usize {
+        self.payload.len() + self.flags.syn() as usize + self.flags.fin() as usize
+    }
+
+    /// Writes header, options and payload into the first [`Repr::buffer_len`] bytes of
+    /// `packet`. With `fill_checksum` the checksum is computed over those bytes; without
+    /// (checksum offload) it is left 0.
+    ///
+    /// # Panics
+    /// If the buffer is shorter than [`Repr::buffer_len`].
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(
+        &self,
+        packet: &mut Packet<&mut T>,
+        src: &Ipv4Addr,
+        dst: &Ipv4Addr,
+        fill_checksum: bool,
+    ) {
+        let header_len = self.header_len();
+        let total = self.buffer_len();
+        packet.set_src_port(self.src_port);
+        packet.set_dst_port(self.dst_port);
+        packet.set_seq_number(self.seq);
+        packet.set_ack_number(self.ack);
+        packet.set_header_len(header_len);
+        packet.set_flags(self.flags);
+        packet.set_window_len(self.window);
+        packet.set_checksum(0);
+        packet.set_urgent_at(self.urgent);
+        let buffer = packet.buffer.as_mut();
+        self.options.emit(&mut buffer[HEADER_LEN..header_len]);
+        buffer[header_len..total].copy_from_slice(self.payload);
+        if fill_checksum {
+            let sum = sum_segment(&buffer[..total], src, dst);
+            packet.set_checksum(checksum::finish(sum));
+        }
+    }
+}
+
+impl fmt::Display for Flags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const NAMES: [(Flags, char); 8] = [
+            (Flags::SYN, 'S'),
+            (Flags::FIN, 'F'),
+            (Flags::RST, 'R'),
+            (Flags::PSH, 'P'),
+            (Flags::ACK, '.'),
+            (Flags::URG, 'U'),
+            (Flags::ECE, 'E'),
+            (Flags::CWR, 'W'),
+        ];
+        for (flag, name) in NAMES {
+            if self.contains(flag) {
+                write!(f, "{name}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Repr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TCP {} > {} [{}] seq {}",
+            self.src_port, self.dst_port, self.flags, self.seq
+        )?;
+        if self.flags.ack() {
+            write!(f, " ack {}", self.ack)?;
+        }
+        write!(f, " win {} len {}", self.window, self.payload.len())?;
+        let o = &self.options;
+        if let Some(mss) = o.mss {
+            write!(f, " mss {mss}")?;
+        }
+        if let Some(ws) = o.window_scale {
+            write!(f, " wscale {ws}")?;
+        }
+        if o.sack_permitted {
+            write!(f, " sackOK")?;
+        }
+        if let Some((val, ecr)) = o.timestamps {
+            write!(f, " TS val {val} ecr {ecr}")?;
+        }
+        for block in o.sack() {
+            write!(f, " sack {}:{}", block.left, block.right)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,210 @@
+use super::*;
+
+const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+// SYN 10.0.0.1:49152 > 10.0.0.2:80, seq 0x01020304, win 65535, options as FreeBSD
+// sends them: mss 1460, nop, wscale 6, sackOK, TS val 100 ecr 0.
+const SYN: [u8; 40] = [
+    0xc0, 0x00, 0x00, 0x50, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x02, 0xff, 0xff,
+    0x6f, 0x44, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x01, 0x03, 0x03, 0x06, 0x04, 0x02, 0x08, 0x0a,
+    0x00, 0x00, 0x00, 0x64, 0x00, 0x00, 0x00, 0x00,
+];
+
+// ACK|PSH 80 > 49152 seq 1000 ack 2000 win 512, nop nop TS 7 8, nop nop SACK
+// {3000-4000, 5000-6000}, payload "hi".
+const DATA_SACK: [u8; 54] = [
+    0x00, 0x50, 0xc0, 0x00, 0x00, 0x00, 0x03, 0xe8, 0x00, 0x00, 0x07, 0xd0, 0xd0, 0x18, 0x02, 0x00,
+    0x8f, 0xb8, 0x00, 0x00, 0x01, 0x01, 0x08, 0x0a, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x08,
+    0x01, 0x01, 0x05, 0x12, 0x00, 0x00, 0x0b, 0xb8, 0x00, 0x00, 0x0f, 0xa0, 0x00, 0x00, 0x13, 0x88,
+    0x00, 0x00, 0x17, 0x70, 0x68, 0x69,
+];
+
+fn parse(bytes: &[u8]) -> Result<Repr<'_>> {
+    Repr::parse(&Packet::new_checked(bytes)?, &SRC, &DST, true)
+}
+
+fn emit(repr: &Repr<'_>) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    let len = repr.buffer_len();
+    repr.emit(
+        &mut Packet::new_unchecked(&mut out[..len]),
+        &SRC,
+        &DST,
+        true,
+    );
+    out
+}
+
+#[test]
+fn syn_round_trip() {
+    let packet = Packet::new_checked(&SYN[..]).unwrap();
+    assert_eq!(packet.header_len(), 40);
+    assert!(packet.verify_checksum(&SRC, &DST));
+    let repr = parse(&SYN).unwrap();
+    assert_eq!(
+        repr,
+        Repr {
+            src_port: 49152,
+            dst_port: 80,
+            seq: 0x0102_0304,
+            ack: 0,
+            flags: Flags::SYN,
+            window: 65535,
+            urgent: 0,
+            options: Options {
+                mss: Some(1460),
+                window_scale: Some(6),
+                sack_permitted: true,
+                timestamps: Some((100, 0)),
+                ..Options::default()
+            },
+            payload: &[],
+        }
+    );
+    assert_eq!(repr.segment_len(), 1);
+    assert_eq!(repr.buffer_len(), 40);
+    assert_eq!(emit(&repr)[..40], SYN);
+}
+
+#[test]
+fn data_with_sack_round_trip() {
+    let repr = parse(&DATA_SACK).unwrap();
+    assert_eq!(repr.flags, Flags::ACK | Flags::PSH);
+    assert_eq!((repr.seq, repr.ack, repr.window), (1000, 2000, 512));
+    assert_eq!(repr.options.timestamps, Some((7, 8)));
+    assert_eq!(
+        repr.options.sack(),
+        &[
+            SackBlock {
+                left: 3000,
+                right: 4000
+            },
+            SackBlock {
+                left: 5000,
+                right: 6000
+            }
+        ]
+    );
+    assert_eq!(repr.payload, b"hi");
+    assert_eq!(repr.segment_len(), 2);
+    assert_eq!(emit(&repr)[..54], DATA_SACK);
+}
+
+#[test]
+fn linux_syn_option_order_parses() {
+    // Linux: mss 1460, sackOK, TS val 1 ecr 0, nop, wscale 7.
+    let options = [
+        2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7,
+    ];
+    let parsed = Options::parse(&options).unwrap();
+    assert_eq!(parsed.mss, Some(1460));
+    assert_eq!(parsed.window_scale, Some(7));
+    assert!(parsed.sack_permitted);
+    assert_eq!(parsed.timestamps, Some((1, 0)));
+}
+
+#[test]
+fn unknown_options_skipped_and_eol_ends() {
+    // Kind 30 (MPTCP) with 4 bytes, then MSS, then EOL and garbage.
+    let options = [30, 4, 0xaa, 0xbb, 2, 4, 0x05, 0xdc, 0, 0xff, 0xff, 0xff];
+    let parsed = Options::parse(&options).unwrap();
+    assert_eq!(
+        parsed,
+        Options {
+            mss: Some(1500),
+            ..Options::default()
+        }
+    );
+}
+
+#[test]
+fn bad_options() {
+    let bad = |bytes: &[u8]| Options::parse(bytes).unwrap_err();
+    assert_eq!(bad(&[2]), Error::BadOption { kind: 2, len: 0 });
+    assert_eq!(bad(&[2, 1, 0, 0]), Error::BadOption { kind: 2, len: 1 });
+    assert_eq!(bad(&[2, 5, 0, 0]), Error::BadOption { kind: 2, len: 5 });
+    assert_eq!(bad(&[2, 3, 0, 0]), Error::BadOption { kind: 2, len: 3 });
+    assert_eq!(bad(&[3, 4, 0, 0]), Error::BadOption { kind: 3, len: 4 });
+    assert_eq!(bad(&[4, 3, 0, 0]), Error::BadOption { kind: 4, len: 3 });
+    assert_eq!(
+        bad(&[8, 8, 0, 0, 0, 0, 0, 0]),
+        Error::BadOption { kind: 8, len: 8 }
+    );
+    assert_eq!(bad(&[5, 2, 0, 0]), Error::BadOption { kind: 5, len: 2 });
+    assert_eq!(
+        bad(&[5, 9, 0, 0, 0, 0, 0, 0, 0, 0]),
+        Error::BadOption { kind: 5, len: 9 }
+    );
+    assert_eq!(bad(&[99, 0]), Error::BadOption { kind: 99, len: 0 });
+    assert_eq!(bad(&[1, 1, 99]), Error::BadOption { kind: 99, len: 0 });
+    // Through the whole parser.
+    let mut syn = SYN;
+    syn[21] = 5;
+    assert_eq!(
+        Repr::parse(&Packet::new_checked(&syn[..]).unwrap(), &SRC, &DST, false),
+        Err(Error::BadOption { kind: 2, len: 5 })
+    );
+}
+
+#[test]
+fn header_errors() {
+    assert_eq!(
+        parse(&SYN[..19]),
+        Err(Error::Truncated { need: 20, have: 19 })
+    );
+    assert_eq!(parse(&SYN[..39]), Err(Error::BadHeaderLen(40)));
+    let mut bad = SYN;
+    bad[12] = 0x40;
+    assert_eq!(parse(&bad), Err(Error::BadHeaderLen(16)));
+    let mut bad = SYN;
+    bad[39] = 1;
+    assert_eq!(parse(&bad), Err(Error::BadChecksum));
+}
+
+#[test]
+fn sack_blocks_limited_by_space() {
+    let block = SackBlock { left: 1, right: 2 };
+    let mut options = Options {
+        sack_blocks: [block; 4],
+        sack_len: 4,
+        ..Options::default()
+    };
+    assert_eq!(options.sack_blocks_emitted(), 4);
+    assert_eq!(options.buffer_len(), 36);
+    options.timestamps = Some((1, 2));
+    assert_eq!(options.sack_blocks_emitted(), 3);
+    assert_eq!(options.buffer_len(), 40);
+    options.mss = Some(1460);
+    options.window_scale = Some(2);
+    assert_eq!(options.sack_blocks_emitted(), 2);
+    options.sack_permitted = true;
+    assert_eq!(options.buffer_len(), 40);
+    let repr = Repr {
+        options,
+        ..Repr::default()
+    };
+    assert_eq!(repr.header_len(), 60);
+    let out = emit(&repr);
+    let parsed = parse(&out[..60]).unwrap();
+    assert_eq!(parsed.options.sack_len, 2);
+    assert_eq!(parsed.options.mss, Some(1460));
+}
+
+#[test]
+fn no_checksum_when_offloaded() {
+    let repr = parse(&SYN).unwrap();
+    let mut out = [0xffu8; 40];
+    repr.emit(&mut Packet::new_unchecked(&mut out[..]), &SRC, &DST, false);
+    assert_eq!(&out[16..18], &[0, 0]);
+}
+
+#[test]
+fn display() {
+    extern crate std;
+    let repr = parse(&SYN).unwrap();
+    assert_eq!(
+        std::format!("{repr}"),
+        "TCP 49152 > 80 [S] seq 16909060 win 65535 len 0 mss 1460 wscale 6 sackOK TS val 100 ecr 0"
+    );
+}
