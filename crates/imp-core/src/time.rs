@@ -166,7 +166,10 @@ mod tests {
         let t = Instant::from_millis(5);
         assert_eq!((t + Duration::from_millis(3)).as_millis(), 8);
         assert_eq!(t - Instant::from_millis(9), Duration::ZERO);
-        assert_eq!(Instant::from_nanos(u64::MAX) + Duration::from_secs(1), Instant::from_nanos(u64::MAX));
+        assert_eq!(
+            Instant::from_nanos(u64::MAX) + Duration::from_secs(1),
+            Instant::from_nanos(u64::MAX)
+        );
         assert_eq!(Duration::from_secs(u64::MAX).as_nanos(), u64::MAX);
     }
 }

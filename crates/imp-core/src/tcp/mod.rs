@@ -1,27 +1,100 @@
-//! TCP (RFC 9293 and companions). CONTRACT SKELETON: the TCP work replaces the bodies;
-//! the signatures below are what `Stack` calls and must stay (extend, don't break).
+//! TCP (RFC 9293 and companions).
 //!
 //! `Tcp` owns every TCP connection and listener of one stack. It never sees Ethernet or
 //! IPv4 bytes: the stack hands it parsed segments with their IPv4 addresses and asks it
 //! for segments to send, which `Tcp` writes (header, options, payload, checksum) into a
 //! buffer the stack then wraps in IPv4 and Ethernet headers.
+//!
+//! Call order, as for the whole stack: feed input ([`Tcp::handle_segment`], user calls),
+//! then drain [`Tcp::poll_transmit`] until it returns `None`, drain [`Tcp::poll_event`],
+//! and call [`Tcp::handle_timeout`] no later than [`Tcp::poll_timeout`].
+//!
+//! Inside: `state.rs` holds one type per RFC 9293 state, `input.rs` the segment-arrival
+//! steps of §3.10.7, `output.rs` what to send, `timer.rs` the timer table, `listen.rs`
+//! listeners, `conn.rs` the connection and the user calls, `table.rs` the socket table.
+
+pub mod buffer;
+pub mod cc;
+pub mod isn;
+pub mod rtt;
+pub mod sack;
+pub mod seq;
+
+mod conn;
+mod input;
+mod listen;
+mod output;
+mod state;
+mod table;
+mod timer;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_loop;
 
 use core::net::{Ipv4Addr, SocketAddrV4};
 
-use crate::time::{Duration, Instant};
-use imp_wire::tcp::Repr;
+use crate::time::Duration;
+
+pub use state::TcpState;
+pub use table::Tcp;
 
 /// Settings for every TCP connection of a stack.
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
     /// Send buffer size in bytes.
     pub send_buffer: usize,
-    /// Receive buffer size in bytes.
+    /// Receive buffer size in bytes (also sets our window-scale shift, RFC 7323 §2.3).
     pub recv_buffer: usize,
     /// Delayed-ACK timer (RFC 9293 §3.8.6.3; default 40 ms). Zero disables delayed ACKs.
     pub delayed_ack: Duration,
     /// Disable Nagle's algorithm on new connections.
     pub nodelay: bool,
+    /// Maximum segment lifetime; TIME-WAIT lasts 2*MSL (RFC 9293 §3.4.2; default 30 s).
+    pub msl: Duration,
+    /// MSS announced on passive opens (the stack passes one to `connect`).
+    pub mss: u16,
+    /// RTO before any RTT sample (RFC 6298 §2.1: 1 s).
+    pub initial_rto: Duration,
+    /// Lower bound of the RTO (RFC 6298 §2.4 says 1 s; default 200 ms as deployed).
+    pub min_rto: Duration,
+    /// Upper bound of the RTO (RFC 6298 §2.5: at least 60 s).
+    pub max_rto: Duration,
+    /// Retransmissions of one segment before the connection times out.
+    pub max_retransmits: u32,
+    /// Retransmissions of a SYN before the open fails.
+    pub syn_retransmits: u32,
+    /// RFC 9293 §3.10.8 user timeout: data unacknowledged this long aborts the
+    /// connection (`None`: only `max_retransmits` applies).
+    pub user_timeout: Option<Duration>,
+    /// Offer window scaling (RFC 7323 §2).
+    pub window_scaling: bool,
+    /// Offer timestamps (RFC 7323 §3).
+    pub timestamps: bool,
+    /// Offer SACK (RFC 2018).
+    pub sack: bool,
+    /// Initial congestion window in segments (RFC 6928: 10).
+    pub initial_window: u32,
+    /// Congestion control for new connections.
+    pub congestion: cc::CcAlgorithm,
+    /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
+    pub keepalive: Option<Keepalive>,
+    /// Most challenge ACKs sent per second, for all connections (RFC 5961 §7).
+    pub challenge_ack_limit: u32,
+    /// Most out-of-order ranges a receive buffer holds (bounds reassembly memory).
+    pub max_ooo_ranges: usize,
+}
+
+/// Keep-alive settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Idle time before the first probe (RFC 1122: default no less than two hours).
+    pub idle: Duration,
+    /// Time between unanswered probes.
+    pub interval: Duration,
+    /// Unanswered probes before the connection is declared dead.
+    pub count: u32,
 }
 
 impl Default for TcpConfig {
@@ -31,6 +104,22 @@ impl Default for TcpConfig {
             recv_buffer: 256 * 1024,
             delayed_ack: Duration::from_millis(40),
             nodelay: false,
+            msl: Duration::from_secs(30),
+            mss: 1460,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            max_retransmits: 15,
+            syn_retransmits: 6,
+            user_timeout: None,
+            window_scaling: true,
+            timestamps: true,
+            sack: true,
+            initial_window: 10,
+            congestion: cc::CcAlgorithm::NewReno,
+            keepalive: None,
+            challenge_ack_limit: 1000,
+            max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,
         }
     }
 }
@@ -64,6 +153,27 @@ pub enum TcpError {
     NoPortsAvailable,
 }
 
+impl core::fmt::Display for TcpError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            TcpError::InvalidHandle => "no such TCP socket: the handle was closed or never existed",
+            TcpError::WouldBlock => "nothing to read or no room to write yet: retry after an event",
+            TcpError::AddrInUse => {
+                "address and port already in use: pick another or close the owner"
+            }
+            TcpError::ConnectionReset => "connection reset by the peer",
+            TcpError::ConnectionRefused => "connection refused: nothing listens on the remote port",
+            TcpError::TimedOut => "connection timed out: the peer stopped answering",
+            TcpError::InvalidState => "operation not valid in the socket's current state",
+            TcpError::NoPortsAvailable => {
+                "no free ephemeral port: close connections or bind a port"
+            }
+        })
+    }
+}
+
+impl core::error::Error for TcpError {}
+
 /// A readiness change on a TCP socket, for wakers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TcpEvent {
@@ -87,79 +197,99 @@ pub struct TcpTransmit {
     pub len: usize,
 }
 
-/// All TCP state of one stack.
-#[derive(Debug)]
-pub struct Tcp {
-    config: TcpConfig,
-    seed: u64,
+/// A snapshot of one connection, like Linux's `struct tcp_info`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TcpInfo {
+    /// Protocol state.
+    pub state: TcpState,
+    /// Congestion window, bytes.
+    pub cwnd: u32,
+    /// Slow-start threshold, bytes.
+    pub ssthresh: u32,
+    /// Smoothed RTT (None before the first sample).
+    pub srtt: Option<Duration>,
+    /// RTT variation.
+    pub rttvar: Duration,
+    /// Current retransmission timeout (with backoff).
+    pub rto: Duration,
+    /// Bytes sent and not acknowledged.
+    pub bytes_in_flight: u32,
+    /// Bytes queued in the send buffer (sent or not).
+    pub bytes_queued: u32,
+    /// Segments retransmitted over the connection's life.
+    pub retransmits: u64,
+    /// Bytes the peer SACKed above SND.UNA.
+    pub sacked: u32,
+    /// True while in fast recovery.
+    pub in_recovery: bool,
+    /// Largest payload per segment we send (options already subtracted).
+    pub snd_mss: u16,
+    /// The window we advertise, bytes.
+    pub rcv_wnd: u32,
+    /// The peer's window, bytes.
+    pub snd_wnd: u32,
+    /// Window-scale shifts (ours, the peer's), when negotiated.
+    pub wscale: Option<(u8, u8)>,
+    /// Timestamps negotiated.
+    pub timestamps: bool,
+    /// SACK negotiated.
+    pub sack: bool,
+    /// Name of the congestion controller.
+    pub congestion: &'static str,
 }
 
-impl Tcp {
-    /// A TCP layer with no sockets; `seed` keys ISNs and ephemeral ports.
-    pub fn new(config: TcpConfig, seed: u64) -> Tcp {
-        Tcp { config, seed }
-    }
-    /// Listen on `local` (port must be non-zero; address may be unspecified).
-    pub fn listen(&mut self, local: SocketAddrV4, backlog: usize) -> Result<TcpHandle, TcpError> {
-        let _ = (local, backlog, &self.config, self.seed);
-        Err(TcpError::InvalidState)
-    }
-    /// Open a connection from `local` (port 0 picks an ephemeral port) to `remote`,
-    /// announcing `mss` (from the route's MTU).
-    pub fn connect(
-        &mut self,
-        now: Instant,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        mss: u16,
-    ) -> Result<TcpHandle, TcpError> {
-        let _ = (now, local, remote, mss);
-        Err(TcpError::InvalidState)
-    }
-    /// Take an established connection from a listener's accept queue.
-    pub fn accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
-        let _ = listener;
-        Err(TcpError::InvalidHandle)
-    }
-    /// Copy data into the send buffer; returns how much fit.
-    pub fn send(&mut self, now: Instant, handle: TcpHandle, data: &[u8]) -> Result<usize, TcpError> {
-        let _ = (now, handle, data);
-        Err(TcpError::InvalidHandle)
-    }
-    /// Copy received data out; `Ok(0)` means the peer closed (EOF).
-    pub fn recv(&mut self, now: Instant, handle: TcpHandle, buf: &mut [u8]) -> Result<usize, TcpError> {
-        let _ = (now, handle, buf);
-        Err(TcpError::InvalidHandle)
-    }
-    /// Close gracefully (send FIN after queued data); the handle stays valid until `Closed`.
-    pub fn close(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
-        let _ = (now, handle);
-        Err(TcpError::InvalidHandle)
-    }
-    /// Abort: send RST and release at once.
-    pub fn abort(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
-        let _ = (now, handle);
-        Err(TcpError::InvalidHandle)
-    }
-    /// A segment arrived from `src` to `dst` (one of our addresses, checksum verified).
-    pub fn handle_segment(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, segment: &Repr<'_>) {
-        let _ = (now, src, dst, segment);
-    }
-    /// Write the next segment to send into `buf` (at most `buf.len()` bytes).
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<TcpTransmit> {
-        let _ = (now, buf);
-        None
-    }
-    /// The earliest time `handle_timeout` must be called.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-    /// Fire the timers that are due.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        let _ = now;
-    }
-    /// The next readiness change.
-    pub fn poll_event(&mut self) -> Option<TcpEvent> {
-        None
-    }
+/// Counters for the whole TCP layer (`netstat -s` style).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Segments received.
+    pub segments_in: u64,
+    /// Segments sent.
+    pub segments_out: u64,
+    /// Segments retransmitted.
+    pub retransmitted: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Fast retransmits (entries into loss recovery).
+    pub fast_retransmits: u64,
+    /// RSTs sent.
+    pub resets_sent: u64,
+    /// RSTs received that reset a connection.
+    pub resets_received: u64,
+    /// Segments dropped as unacceptable (sequence check failed).
+    pub bad_seq: u64,
+    /// Segments dropped for an unacceptable ACK.
+    pub bad_ack: u64,
+    /// Segments to no socket.
+    pub no_socket: u64,
+    /// Segments dropped for other reasons (no ACK bit, bad flags in a state).
+    pub dropped_other: u64,
+    /// Challenge ACKs sent (RFC 5961).
+    pub challenge_acks: u64,
+    /// Challenge ACKs suppressed by the rate limit.
+    pub challenge_acks_limited: u64,
+    /// Segments rejected by PAWS (RFC 7323 §5).
+    pub paws_drops: u64,
+    /// Active opens.
+    pub active_opens: u64,
+    /// Connections accepted by a listener.
+    pub passive_opens: u64,
+    /// SYNs dropped because a listener's backlog was full.
+    pub listen_overflows: u64,
+    /// Opens that failed (refused, timed out, reset in SYN states).
+    pub failed_opens: u64,
+    /// Connections that timed out (retransmissions, user timeout, keep-alive).
+    pub timed_out: u64,
+    /// TIME-WAIT connections reopened by a new SYN (RFC 9293 §3.6.1, RFC 6191).
+    pub time_wait_reuses: u64,
+    /// Zero-window probes sent.
+    pub window_probes: u64,
+    /// Keep-alive probes sent.
+    pub keepalive_probes: u64,
+    /// Data segments received out of order.
+    pub out_of_order: u64,
+    /// Delayed ACKs sent by the timer.
+    pub delayed_acks: u64,
 }
+
+/// A connection's 4-tuple, in the order (local, remote).
+pub(crate) type FourTuple = (SocketAddrV4, SocketAddrV4);

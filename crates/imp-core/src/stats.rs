@@ -1,0 +1,206 @@
+//! `netstat -s` style counters: one counter per event and per drop reason, grouped by
+//! layer. Counters only ever grow (wrapping at 2^64, which never happens in practice).
+
+/// Link layer (Ethernet) counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Frames handed to `handle_frame`.
+    pub rx_frames: u64,
+    /// Frames returned by `poll_transmit`.
+    pub tx_frames: u64,
+    /// Dropped: shorter than an Ethernet header.
+    pub rx_truncated: u64,
+    /// Dropped: destination MAC neither ours nor broadcast.
+    pub rx_not_for_us: u64,
+    /// Dropped: an EtherType the stack does not speak (IPv6, VLAN, ...).
+    pub rx_unknown_ethertype: u64,
+    /// Dropped: the frame arrived on an interface id the stack does not have.
+    pub rx_unknown_interface: u64,
+    /// Dropped on output: the caller's buffer was too small for a queued frame.
+    pub tx_buffer_too_small: u64,
+    /// Dropped on output: the transmit queue was full.
+    pub tx_queue_full: u64,
+}
+
+/// ARP (RFC 826) and neighbour cache counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArpStats {
+    /// ARP requests received.
+    pub rx_requests: u64,
+    /// ARP replies received.
+    pub rx_replies: u64,
+    /// Dropped: malformed or unsupported ARP packets.
+    pub rx_malformed: u64,
+    /// ARP requests sent (resolution and retries).
+    pub tx_requests: u64,
+    /// ARP replies sent.
+    pub tx_replies: u64,
+    /// Gratuitous ARP announcements sent (RFC 5227 §2.3).
+    pub tx_gratuitous: u64,
+    /// Neighbour entries learned or refreshed.
+    pub cache_updates: u64,
+    /// Resolutions that exhausted their retries.
+    pub resolution_failed: u64,
+    /// Packets dropped because their neighbour never answered.
+    pub dropped_unresolved: u64,
+    /// Packets dropped because a resolution queue (per neighbour or total) was full.
+    pub dropped_queue_full: u64,
+    /// Packets dropped because the neighbour table was full of pending resolutions.
+    pub dropped_table_full: u64,
+}
+
+/// IPv4 (RFC 791) counters, input and output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ipv4Stats {
+    /// IPv4 packets received (before validation).
+    pub rx_packets: u64,
+    /// Datagrams delivered to ICMP, UDP or TCP.
+    pub rx_delivered: u64,
+    /// Dropped: header checksum wrong.
+    pub rx_bad_checksum: u64,
+    /// Dropped: shorter than the header or than the total length says.
+    pub rx_truncated: u64,
+    /// Dropped: version field not 4.
+    pub rx_bad_version: u64,
+    /// Dropped: IHL below 5 or beyond the packet.
+    pub rx_bad_ihl: u64,
+    /// Dropped: total length smaller than the header (or otherwise impossible).
+    pub rx_bad_length: u64,
+    /// Dropped: malformed options or other forbidden field values.
+    pub rx_bad_header: u64,
+    /// Dropped: source address broadcast, multicast or otherwise not a host (RFC 1122
+    /// §3.2.1.3).
+    pub rx_bad_source: u64,
+    /// Dropped: TTL expired (only when forwarding; a host accepts any TTL, RFC 1122
+    /// §3.2.1.7).
+    pub rx_ttl_expired: u64,
+    /// Dropped: destination is not one of our addresses nor a broadcast (no forwarding).
+    pub rx_not_for_us: u64,
+    /// Dropped: a protocol number nothing handles.
+    pub rx_unknown_protocol: u64,
+    /// IPv4 packets (fragments counted one by one) queued for output.
+    pub tx_packets: u64,
+    /// Datagrams that had to be fragmented.
+    pub tx_fragmented: u64,
+    /// Fragments created by output fragmentation.
+    pub tx_fragments: u64,
+    /// Not sent: no route to the destination.
+    pub tx_no_route: u64,
+    /// Not sent: the outgoing interface has no IPv4 address to send from.
+    pub tx_no_source_address: u64,
+    /// Not sent: larger than the route MTU with DF set.
+    pub tx_dont_fragment: u64,
+}
+
+/// Fragment reassembly (RFC 791, RFC 815) counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReassemblyStats {
+    /// Fragments received.
+    pub fragments: u64,
+    /// Datagrams reassembled and delivered.
+    pub reassembled: u64,
+    /// Datagrams dropped because their fragments did not all arrive in time.
+    pub timeout: u64,
+    /// Datagrams dropped because a fragment's bytes conflicted with bytes already held.
+    pub overlap_conflict: u64,
+    /// Datagrams dropped to stay under the memory limit.
+    pub memory: u64,
+    /// Fragments dropped as malformed (non-final fragment not a multiple of 8 bytes,
+    /// beyond 65535 bytes, data past a known end).
+    pub bad_fragment: u64,
+    /// Identical duplicate fragments (no new bytes), accepted and ignored.
+    pub duplicates: u64,
+}
+
+/// ICMP (RFC 792) counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IcmpStats {
+    /// ICMP messages received.
+    pub rx_messages: u64,
+    /// Dropped: checksum wrong.
+    pub rx_bad_checksum: u64,
+    /// Dropped: malformed or of a type we ignore.
+    pub rx_malformed: u64,
+    /// Echo requests received.
+    pub rx_echo_requests: u64,
+    /// Echo requests to a broadcast address, ignored (RFC 1122 §3.2.2.6 allows it).
+    pub rx_echo_broadcast_ignored: u64,
+    /// Echo replies received.
+    pub rx_echo_replies: u64,
+    /// Destination unreachable received.
+    pub rx_dst_unreachable: u64,
+    /// Time exceeded received.
+    pub rx_time_exceeded: u64,
+    /// Parameter problem received.
+    pub rx_param_problem: u64,
+    /// Dropped: echo reply or error for which no socket exists.
+    pub rx_no_socket: u64,
+    /// Dropped: the echo socket's receive queue was full.
+    pub rx_queue_full: u64,
+    /// ICMP messages queued for output.
+    pub tx_messages: u64,
+    /// Echo replies sent.
+    pub tx_echo_replies: u64,
+    /// Echo requests sent.
+    pub tx_echo_requests: u64,
+    /// Destination unreachable sent.
+    pub tx_dst_unreachable: u64,
+    /// Time exceeded sent.
+    pub tx_time_exceeded: u64,
+    /// Error messages not sent because the token bucket was empty.
+    pub rate_limited: u64,
+}
+
+/// UDP (RFC 768) counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UdpStats {
+    /// Datagrams received.
+    pub rx_datagrams: u64,
+    /// Datagrams queued on a socket.
+    pub rx_delivered: u64,
+    /// Dropped: checksum wrong.
+    pub rx_bad_checksum: u64,
+    /// Dropped: truncated or length field wrong.
+    pub rx_malformed: u64,
+    /// Dropped: no socket bound to the destination port.
+    pub rx_no_port: u64,
+    /// Dropped: the socket's receive queue was full (datagrams or bytes).
+    pub rx_queue_full: u64,
+    /// Datagrams sent.
+    pub tx_datagrams: u64,
+}
+
+/// TCP segment counters kept by the stack around the TCP layer (input checks and
+/// output wrapping); connection-level counters live with TCP.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TcpSegmentStats {
+    /// Segments received and handed to TCP.
+    pub rx_segments: u64,
+    /// Dropped: checksum wrong.
+    pub rx_bad_checksum: u64,
+    /// Dropped: malformed header or options.
+    pub rx_malformed: u64,
+    /// Dropped: addressed to a broadcast address.
+    pub rx_broadcast: u64,
+    /// Segments wrapped in IPv4 and sent (or queued for ARP).
+    pub tx_segments: u64,
+}
+
+/// Every counter of a stack.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Ethernet.
+    pub link: LinkStats,
+    /// ARP and the neighbour cache.
+    pub arp: ArpStats,
+    /// IPv4.
+    pub ipv4: Ipv4Stats,
+    /// IPv4 fragment reassembly.
+    pub reassembly: ReassemblyStats,
+    /// ICMP.
+    pub icmp: IcmpStats,
+    /// UDP.
+    pub udp: UdpStats,
+    /// TCP segments at the IP boundary.
+    pub tcp: TcpSegmentStats,
+}

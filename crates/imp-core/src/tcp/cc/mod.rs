@@ -1,0 +1,156 @@
+//! Congestion control: the [`CongestionControl`] trait the connection drives, and the
+//! algorithms behind it (NewReno now; CUBIC, Vegas and others slot in as new variants of
+//! [`CcAlgorithm`]).
+//!
+//! # How the connection drives an algorithm
+//!
+//! All sizes are bytes. `bytes_in_flight` is RFC 5681's FlightSize: "The amount of data
+//! that has been sent but not yet cumulatively acknowledged", i.e. SND.MAX - SND.UNA (not
+//! RFC 6675's pipe). Sending is allowed while the data in flight (or `pipe`, with SACK)
+//! is below [`CongestionControl::cwnd`].
+//!
+//! Outside loss recovery:
+//! - every ACK that advances SND.UNA: [`on_ack`](CongestionControl::on_ack) with the
+//!   number of newly acknowledged bytes and FlightSize *after* the ACK;
+//! - after an idle period longer than the RTO, before sending:
+//!   [`on_idle_restart`](CongestionControl::on_idle_restart) (RFC 5681 §4.1).
+//!
+//! Entering fast recovery (DupThresh duplicate ACKs, or RFC 6675 loss detection), with
+//! FlightSize at that moment (before the retransmission; RFC 5681 says segments sent by
+//! Limited Transmit should not be counted):
+//! - without SACK (RFC 6582 NewReno): [`on_enter_recovery`](CongestionControl::on_enter_recovery)
+//!   sets `ssthresh = max(FlightSize / 2, 2*SMSS)` and `cwnd = ssthresh + 3*SMSS` (the
+//!   three duplicate ACKs already received are accounted for); then
+//!   [`on_dup_ack_in_recovery`](CongestionControl::on_dup_ack_in_recovery) for every
+//!   further duplicate ACK (cwnd += SMSS), and
+//!   [`on_partial_ack`](CongestionControl::on_partial_ack) for every ACK that advances
+//!   SND.UNA but not past the recovery point (deflate by the bytes acked, add back SMSS);
+//! - with SACK (RFC 6675): [`on_enter_sack_recovery`](CongestionControl::on_enter_sack_recovery)
+//!   sets `ssthresh = cwnd = max(FlightSize / 2, 2*SMSS)`; the connection then sends while
+//!   `cwnd - pipe >= SMSS` and calls neither `on_dup_ack_in_recovery` nor
+//!   `on_partial_ack` (pipe already accounts for what left the network);
+//! - either way, ACKs during recovery do not call `on_ack`;
+//! - the ACK that covers the recovery point:
+//!   [`on_exit_recovery`](CongestionControl::on_exit_recovery) with FlightSize after it.
+//!
+//! On a retransmission timeout: [`on_rto`](CongestionControl::on_rto) with FlightSize
+//! before the timeout (this also ends any recovery; do not call `on_exit_recovery`).
+
+pub mod newreno;
+
+use alloc::boxed::Box;
+use core::fmt;
+
+use crate::time::{Duration, Instant};
+
+pub use newreno::NewReno;
+
+/// A congestion-control algorithm: owns cwnd and ssthresh of one connection. Every input
+/// is an argument; see the module docs for when the connection calls what.
+pub trait CongestionControl: fmt::Debug + Send {
+    /// A short lowercase name for reports (`"newreno"`).
+    fn name(&self) -> &'static str;
+
+    /// The congestion window in bytes.
+    fn cwnd(&self) -> usize;
+
+    /// The slow-start threshold in bytes (very large until the first loss).
+    fn ssthresh(&self) -> usize;
+
+    /// Whether the algorithm is in slow start (`cwnd < ssthresh`).
+    fn in_slow_start(&self) -> bool {
+        self.cwnd() < self.ssthresh()
+    }
+
+    /// The sender's maximum segment size (SMSS) in bytes.
+    fn mss(&self) -> usize;
+
+    /// SMSS changed (path MTU discovery, or the peer's MSS option once known).
+    fn set_mss(&mut self, mss: usize);
+
+    /// An ACK outside recovery acknowledged `acked_bytes` new bytes at `now`; `rtt` is the
+    /// RTT sample it produced, if any; `bytes_in_flight` is FlightSize after it.
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        acked_bytes: usize,
+        rtt: Option<Duration>,
+        bytes_in_flight: usize,
+    );
+
+    /// Fast retransmit without SACK (RFC 6582 / RFC 5681 §3.2): `ssthresh = max(FlightSize
+    /// / 2, 2*SMSS)`, `cwnd = ssthresh + 3*SMSS`.
+    fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize);
+
+    /// Loss recovery with SACK (RFC 6675 §5): `ssthresh = cwnd = max(FlightSize / 2,
+    /// 2*SMSS)`.
+    fn on_enter_sack_recovery(&mut self, now: Instant, bytes_in_flight: usize);
+
+    /// A further duplicate ACK during non-SACK recovery: inflate cwnd by SMSS.
+    fn on_dup_ack_in_recovery(&mut self);
+
+    /// A partial ACK during non-SACK recovery acknowledged `acked_bytes` (RFC 6582 deflate).
+    fn on_partial_ack(&mut self, acked_bytes: usize);
+
+    /// Recovery ended by a full acknowledgment; `bytes_in_flight` is FlightSize after it.
+    fn on_exit_recovery(&mut self, now: Instant, bytes_in_flight: usize);
+
+    /// The retransmission timer expired; `bytes_in_flight` is FlightSize before it.
+    fn on_rto(&mut self, now: Instant, bytes_in_flight: usize);
+
+    /// Sending resumes after an idle period longer than the RTO (RFC 5681 §4.1).
+    fn on_idle_restart(&mut self, now: Instant);
+}
+
+/// The congestion-control algorithms imp provides, for configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum CcAlgorithm {
+    /// NewReno (RFC 5681, RFC 6582, RFC 3465 byte counting).
+    #[default]
+    NewReno,
+}
+
+impl CcAlgorithm {
+    /// An instance for a connection whose SMSS is `mss`, with the RFC 6928 initial window
+    /// of 10 segments.
+    pub fn build(self, mss: usize) -> Box<dyn CongestionControl> {
+        match self {
+            CcAlgorithm::NewReno => {
+                Box::new(NewReno::new(mss, newreno::DEFAULT_INITIAL_WINDOW_SEGMENTS))
+            }
+        }
+    }
+
+    /// The algorithm's name, as [`CongestionControl::name`] reports it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CcAlgorithm::NewReno => "newreno",
+        }
+    }
+
+    /// The algorithm called `name` (as [`CcAlgorithm::name`] spells it), if imp has it.
+    pub fn from_name(name: &str) -> Option<CcAlgorithm> {
+        match name {
+            "newreno" | "reno" => Some(CcAlgorithm::NewReno),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_by_name() {
+        let algorithm = CcAlgorithm::from_name("newreno").unwrap();
+        assert_eq!(algorithm, CcAlgorithm::default());
+        let cc = algorithm.build(1460);
+        assert_eq!(cc.name(), algorithm.name());
+        assert_eq!(cc.cwnd(), 14600);
+        assert_eq!(cc.mss(), 1460);
+        assert!(cc.in_slow_start());
+        assert_eq!(CcAlgorithm::from_name("bbr9"), None);
+    }
+}

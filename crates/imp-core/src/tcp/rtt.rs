@@ -1,0 +1,276 @@
+//! Round-trip time estimation and the retransmission timeout (RFC 6298), and Karn's rule
+//! for taking RTT samples on connections without timestamps.
+
+use crate::time::{Duration, Instant};
+
+use super::seq::SeqNumber;
+
+/// RFC 6298 §2: "G" the clock granularity. Our clock is nanoseconds, but a floor of 1 ms
+/// on the variance term keeps the RTO from collapsing onto SRTT on quiet links.
+pub const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
+
+/// Smoothed RTT, RTT variance and the retransmission timeout of one connection.
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    /// SRTT, once a sample arrived.
+    srtt: Option<Duration>,
+    /// RTTVAR (meaningful once `srtt` is set).
+    rttvar: Duration,
+    /// The smallest sample seen.
+    min_rtt: Option<Duration>,
+    /// RTO before backoff, within `[min_rto, max_rto]`.
+    rto: Duration,
+    /// Times the timer has been backed off since the last sample or reset (the RTO is
+    /// `rto * 2^backoff`, capped at `max_rto`).
+    backoff: u32,
+    /// Lower bound on the RTO.
+    min_rto: Duration,
+    /// Upper bound on the RTO, backed off or not.
+    max_rto: Duration,
+}
+
+impl RttEstimator {
+    /// An estimator with no samples: the RTO is `initial_rto` until the first sample.
+    ///
+    /// RFC 6298 §2.1: "Until a round-trip time (RTT) measurement has been made for a
+    /// segment sent between the sender and receiver, the sender SHOULD set RTO <- 1
+    /// second". §2.4 rounds the RTO up to 1 s; Linux uses 200 ms, so the floor is a
+    /// parameter. §2.5: "A maximum value MAY be placed on RTO provided it is at least 60
+    /// seconds."
+    pub fn new(min_rto: Duration, max_rto: Duration, initial_rto: Duration) -> RttEstimator {
+        let max_rto = max_rto.max(min_rto);
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            min_rtt: None,
+            rto: initial_rto.max(min_rto).min(max_rto),
+            backoff: 0,
+            min_rto,
+            max_rto,
+        }
+    }
+
+    /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). Also clears the backoff: a
+    /// valid sample means the path answers again.
+    pub fn sample(&mut self, rtt: Duration) {
+        let r = u128::from(rtt.as_nanos());
+        let (srtt, rttvar) = match self.srtt {
+            // RFC 6298 §2.2: "When the first RTT measurement R is made, the host MUST
+            // set SRTT <- R, RTTVAR <- R/2".
+            None => (r, r / 2),
+            // RFC 6298 §2.3: "RTTVAR <- (1 - beta) * RTTVAR + beta * |SRTT - R'|
+            // SRTT <- (1 - alpha) * SRTT + alpha * R' ... using alpha=1/8 and beta=1/4".
+            // RTTVAR is updated first, with the old SRTT, as the RFC orders it.
+            Some(old) => {
+                let old = u128::from(old.as_nanos());
+                let rttvar = (3 * u128::from(self.rttvar.as_nanos()) + old.abs_diff(r)) / 4;
+                ((7 * old + r) / 8, rttvar)
+            }
+        };
+        let srtt = Duration::from_nanos(saturate(srtt));
+        self.rttvar = Duration::from_nanos(saturate(rttvar));
+        self.srtt = Some(srtt);
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        // RFC 6298 §2.2/2.3: "RTO <- SRTT + max (G, K*RTTVAR) where K = 4."
+        let rto = srtt + CLOCK_GRANULARITY.max(self.rttvar.saturating_mul(4));
+        self.rto = rto.max(self.min_rto).min(self.max_rto);
+        self.backoff = 0;
+    }
+
+    /// The retransmission timeout to arm now, backoff included, at most `max_rto`.
+    pub fn rto(&self) -> Duration {
+        let factor = 1u64.checked_shl(self.backoff).unwrap_or(u64::MAX);
+        self.rto.saturating_mul(factor).min(self.max_rto)
+    }
+
+    /// The timer expired: RFC 6298 §5.5 "The host MUST set RTO <- RTO * 2 ("back off
+    /// the timer")." The result is capped at `max_rto`.
+    pub fn backoff(&mut self) {
+        if self.rto() < self.max_rto {
+            self.backoff += 1;
+        }
+    }
+
+    /// Forget the backoff (the RTO returns to the estimate).
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
+    /// How many times the timer has been backed off since the last sample or reset.
+    pub fn backoff_count(&self) -> u32 {
+        self.backoff
+    }
+
+    /// SRTT, `None` before the first sample.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// RTTVAR (zero before the first sample).
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
+    /// The smallest RTT sampled, `None` before the first sample.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt
+    }
+}
+
+/// `n` as u64, saturating.
+fn saturate(n: u128) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Times one segment at a time for connections without timestamps, following Karn's rule.
+///
+/// RFC 6298 §3: "RTT samples MUST NOT be made using segments that were retransmitted
+/// (and thus for which it is ambiguous whether the reply was for the first instance of
+/// the packet or a later instance)." Any retransmission while a segment is timed throws
+/// the measurement away, which also covers a retransmission of an earlier segment
+/// delaying the ACK of the timed one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RttSampler {
+    /// The segment being timed: the sequence number just past it, and when it was sent.
+    timing: Option<(SeqNumber, Instant)>,
+}
+
+impl RttSampler {
+    /// A sampler timing nothing.
+    pub fn new() -> RttSampler {
+        RttSampler::default()
+    }
+
+    /// A new segment ending just before `seq_end` was sent at `now` (not a
+    /// retransmission): time it, unless a segment is already being timed.
+    pub fn start(&mut self, seq_end: SeqNumber, now: Instant) {
+        if self.timing.is_none() {
+            self.timing = Some((seq_end, now));
+        }
+    }
+
+    /// An ACK for everything before `ack` arrived at `now`: the RTT if it covers the
+    /// timed segment (the sampler is then free to time another).
+    pub fn on_ack(&mut self, ack: SeqNumber, now: Instant) -> Option<Duration> {
+        let (seq_end, sent) = self.timing?;
+        if ack >= seq_end {
+            self.timing = None;
+            Some(now.saturating_duration_since(sent))
+        } else {
+            None
+        }
+    }
+
+    /// A segment was retransmitted: drop the measurement in progress (Karn).
+    pub fn on_retransmit(&mut self) {
+        self.timing = None;
+    }
+
+    /// Whether a segment is being timed.
+    pub fn is_timing(&self) -> bool {
+        self.timing.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn estimator() -> RttEstimator {
+        RttEstimator::new(ms(200), Duration::from_secs(60), Duration::from_secs(1))
+    }
+
+    #[test]
+    fn initial_rto_before_samples() {
+        let e = estimator();
+        assert_eq!(e.rto(), Duration::from_secs(1));
+        assert_eq!(e.srtt(), None);
+        assert_eq!(e.rttvar(), Duration::ZERO);
+        assert_eq!(e.min_rtt(), None);
+    }
+
+    #[test]
+    fn first_and_later_samples_follow_rfc_6298() {
+        let mut e = estimator();
+        e.sample(ms(100));
+        assert_eq!(e.srtt(), Some(ms(100)));
+        assert_eq!(e.rttvar(), ms(50));
+        assert_eq!(e.rto(), ms(300)); // 100 + 4 * 50
+        e.sample(ms(200));
+        // RTTVAR = 3/4 * 50 + 1/4 * |100 - 200| = 62.5; SRTT = 7/8 * 100 + 1/8 * 200 = 112.5
+        assert_eq!(e.rttvar(), Duration::from_micros(62_500));
+        assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
+        assert_eq!(e.rto(), Duration::from_micros(362_500));
+        assert_eq!(e.min_rtt(), Some(ms(100)));
+        e.sample(ms(40));
+        assert_eq!(e.min_rtt(), Some(ms(40)));
+    }
+
+    #[test]
+    fn rto_is_clamped_and_uses_granularity() {
+        let mut e = RttEstimator::new(
+            Duration::ZERO,
+            Duration::from_secs(60),
+            Duration::from_secs(1),
+        );
+        for _ in 0..100 {
+            e.sample(Duration::from_micros(10));
+        }
+        // RTTVAR decays towards 0; G = 1 ms keeps the RTO above SRTT.
+        assert!(e.rto() >= CLOCK_GRANULARITY);
+        let mut e = estimator();
+        e.sample(ms(1));
+        assert_eq!(e.rto(), ms(200));
+        e.sample(Duration::from_secs(100));
+        assert_eq!(e.rto(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_max_and_resets() {
+        let mut e = estimator();
+        e.sample(ms(100));
+        e.backoff();
+        assert_eq!(e.rto(), ms(600));
+        e.backoff();
+        assert_eq!(e.rto(), ms(1200));
+        for _ in 0..200 {
+            e.backoff();
+        }
+        assert_eq!(e.rto(), Duration::from_secs(60));
+        assert!(e.backoff_count() < 10);
+        e.reset_backoff();
+        assert_eq!(e.rto(), ms(300));
+        e.backoff();
+        e.sample(ms(100));
+        assert_eq!(e.backoff_count(), 0);
+    }
+
+    #[test]
+    fn huge_samples_saturate_instead_of_overflowing() {
+        let mut e = RttEstimator::new(ms(200), Duration::MAX, Duration::from_secs(1));
+        e.sample(Duration::MAX);
+        e.sample(Duration::MAX);
+        assert_eq!(e.rto(), Duration::MAX);
+        e.backoff();
+        assert_eq!(e.rto(), Duration::MAX);
+    }
+
+    #[test]
+    fn sampler_applies_karns_rule() {
+        let mut s = RttSampler::new();
+        let t0 = Instant::from_millis(1000);
+        s.start(SeqNumber(u32::MAX - 10) + 100, t0);
+        s.start(SeqNumber(500), t0 + ms(5)); // ignored: already timing
+        assert_eq!(s.on_ack(SeqNumber(50), t0 + ms(10)), None);
+        assert_eq!(s.on_ack(SeqNumber(89), t0 + ms(30)), Some(ms(30)));
+        assert!(!s.is_timing());
+        assert_eq!(s.on_ack(SeqNumber(100), t0 + ms(40)), None);
+        s.start(SeqNumber(200), t0 + ms(50));
+        s.on_retransmit();
+        assert_eq!(s.on_ack(SeqNumber(200), t0 + ms(90)), None);
+    }
+}

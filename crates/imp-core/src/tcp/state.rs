@@ -1,0 +1,410 @@
+//! One type per RFC 9293 state (§3.3.2). Each owns only what exists in that state: the
+//! sending half ([`Snd`]) lives until our FIN is acknowledged, the receiving half
+//! ([`Rcv`]) until the peer's FIN arrives; after that only [`SndClosed`] /
+//! [`RcvClosed`] remain (the last sequence numbers, and the bytes the user has not
+//! read yet).
+//!
+//! LISTEN is not here: a listener is a different kind of socket (`listen.rs`), and
+//! CLOSED is [`State::Closed`], which remembers why the connection ended.
+
+use alloc::boxed::Box;
+
+use super::TcpError;
+use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
+use super::cc::CongestionControl;
+use super::rtt::RttSampler;
+use super::sack::Scoreboard;
+use super::seq::SeqNumber;
+
+/// A connection's protocol state.
+#[derive(Debug)]
+pub(crate) enum State {
+    /// We sent a SYN and wait for the peer's SYN.
+    SynSent(SynSent),
+    /// We received a SYN and sent our SYN; waiting for its ACK.
+    SynRcvd(SynRcvd),
+    /// Data flows both ways.
+    Established(Established),
+    /// We closed; our FIN is not acknowledged yet; the peer may still send.
+    FinWait1(FinWait1),
+    /// Our FIN is acknowledged; the peer may still send.
+    FinWait2(FinWait2),
+    /// Both sides closed at once; waiting for the ACK of our FIN.
+    Closing(Closing),
+    /// Both FINs acknowledged; waiting 2*MSL for stray segments to die.
+    TimeWait(TimeWait),
+    /// The peer closed; we may still send.
+    CloseWait(CloseWait),
+    /// The peer closed, then we did; waiting for the ACK of our FIN.
+    LastAck(LastAck),
+    /// No connection; `error` says why it ended (None: a clean close).
+    Closed(Closed),
+}
+
+/// SYN-SENT: only our ISN exists; data the user sends now waits in `buffer`.
+#[derive(Debug)]
+pub(crate) struct SynSent {
+    /// Our initial sequence number.
+    pub iss: SeqNumber,
+    /// `iss` while the SYN is due (not sent, or to retransmit), `iss + 1` once sent.
+    pub snd_nxt: SeqNumber,
+    /// Data written before the connection is established.
+    pub buffer: SendBuffer,
+}
+
+/// SYN-RECEIVED: the peer's ISN is known (so the receiving half exists); ours is sent.
+#[derive(Debug)]
+pub(crate) struct SynRcvd {
+    /// Our initial sequence number.
+    pub iss: SeqNumber,
+    /// `iss` while the SYN-ACK is due, `iss + 1` once sent.
+    pub snd_nxt: SeqNumber,
+    /// The peer's window from its SYN (unscaled: RFC 7323 §2.2, a SYN's window is never scaled).
+    pub snd_wnd: u32,
+    /// True when this connection came from a listener (RFC 9293: a RST or SYN then
+    /// returns it to LISTEN instead of refusing a user's open).
+    pub passive: bool,
+    /// The receiving half.
+    pub rcv: Rcv,
+    /// Data written before the connection is established.
+    pub buffer: SendBuffer,
+}
+
+/// ESTABLISHED.
+#[derive(Debug)]
+pub(crate) struct Established {
+    /// Sending half.
+    pub snd: Snd,
+    /// Receiving half.
+    pub rcv: Rcv,
+}
+
+/// FIN-WAIT-1: our FIN follows the buffered data in `snd`.
+#[derive(Debug)]
+pub(crate) struct FinWait1 {
+    /// Sending half; the FIN sits at `snd_una + buffer.len()`.
+    pub snd: Snd,
+    /// Receiving half.
+    pub rcv: Rcv,
+}
+
+/// FIN-WAIT-2.
+#[derive(Debug)]
+pub(crate) struct FinWait2 {
+    /// What is left of the sending half.
+    pub snd: SndClosed,
+    /// Receiving half.
+    pub rcv: Rcv,
+}
+
+/// CLOSING.
+#[derive(Debug)]
+pub(crate) struct Closing {
+    /// Sending half; the FIN sits at `snd_una + buffer.len()`.
+    pub snd: Snd,
+    /// What is left of the receiving half.
+    pub rcv: RcvClosed,
+}
+
+/// TIME-WAIT.
+#[derive(Debug)]
+pub(crate) struct TimeWait {
+    /// What is left of the sending half.
+    pub snd: SndClosed,
+    /// What is left of the receiving half.
+    pub rcv: RcvClosed,
+    /// The peer's last timestamp (RFC 6191: a new SYN with a newer one may reopen).
+    pub ts_recent: Option<u32>,
+}
+
+/// CLOSE-WAIT.
+#[derive(Debug)]
+pub(crate) struct CloseWait {
+    /// Sending half.
+    pub snd: Snd,
+    /// What is left of the receiving half.
+    pub rcv: RcvClosed,
+}
+
+/// LAST-ACK.
+#[derive(Debug)]
+pub(crate) struct LastAck {
+    /// Sending half; the FIN sits at `snd_una + buffer.len()`.
+    pub snd: Snd,
+    /// What is left of the receiving half.
+    pub rcv: RcvClosed,
+}
+
+/// CLOSED.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Closed {
+    /// Why the connection ended; None for a graceful close.
+    pub error: Option<TcpError>,
+}
+
+/// Loss recovery in progress (RFC 6582 NewReno, or RFC 6675 SACK-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Recovery {
+    /// RFC 6582 "recover" / RFC 6675 "RecoveryPoint": SND.MAX when recovery started;
+    /// an ACK at or beyond it ends recovery.
+    pub recover: SeqNumber,
+}
+
+/// The sending half of a synchronized connection.
+pub(crate) struct Snd {
+    /// Oldest unacknowledged sequence number; `buffer` offset 0.
+    pub snd_una: SeqNumber,
+    /// Next sequence number to send (drops back to `snd_una` on a retransmission timeout).
+    pub snd_nxt: SeqNumber,
+    /// Highest sequence number sent so far (`>= snd_nxt`); ACKs up to it are valid.
+    pub snd_max: SeqNumber,
+    /// The peer's window in bytes (scaled), from the segment of `snd_wl1`/`snd_wl2`.
+    pub snd_wnd: u32,
+    /// Sequence number of the segment that last updated `snd_wnd`.
+    pub snd_wl1: SeqNumber,
+    /// Acknowledgment number of the segment that last updated `snd_wnd`.
+    pub snd_wl2: SeqNumber,
+    /// Largest window the peer ever offered (RFC 5961 §5 ACK check; sender SWS).
+    pub max_snd_wnd: u32,
+    /// Bytes written by the user and not acknowledged yet, from `snd_una`.
+    pub buffer: SendBuffer,
+    /// Congestion controller.
+    pub cc: Box<dyn CongestionControl>,
+    /// RTT sample in flight (Karn's rule), when timestamps are not used.
+    pub sampler: RttSampler,
+    /// RFC 6675 scoreboard (used when SACK was negotiated).
+    pub scoreboard: Scoreboard,
+    /// Loss recovery, when in progress.
+    pub recovery: Option<Recovery>,
+    /// NewReno: the next sequence number to retransmit once (fast retransmit, partial ACK).
+    pub rexmit: Option<SeqNumber>,
+    /// RFC 6675: the highest sequence number retransmitted in this recovery ("HighRxt").
+    pub high_rxt: SeqNumber,
+    /// Duplicate ACKs in a row (RFC 5681 §2 definition).
+    pub dup_acks: u32,
+    /// Zero-window probes sent in a row (persist backoff exponent).
+    pub probe_count: u32,
+}
+
+impl core::fmt::Debug for Snd {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Snd")
+            .field("snd_una", &self.snd_una)
+            .field("snd_nxt", &self.snd_nxt)
+            .field("snd_max", &self.snd_max)
+            .field("snd_wnd", &self.snd_wnd)
+            .field("buffered", &self.buffer.len())
+            .field("cwnd", &self.cc.cwnd())
+            .field("recovery", &self.recovery)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Snd {
+    /// Bytes sent and not acknowledged (`snd_una..snd_max`, counting SYN/FIN).
+    pub fn outstanding(&self) -> usize {
+        self.snd_max - self.snd_una
+    }
+    /// The sequence number just past the last queued byte (where a FIN would go).
+    pub fn data_end(&self) -> SeqNumber {
+        self.snd_una + self.buffer.len()
+    }
+}
+
+/// What remains of the sending half once our FIN is acknowledged.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SndClosed {
+    /// SND.NXT = SND.UNA, just past our FIN.
+    pub snd_nxt: SeqNumber,
+}
+
+/// What the receiver owes the peer in acknowledgments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AckState {
+    /// Everything received is acknowledged.
+    Idle,
+    /// Full-size segments received and not yet acknowledged (the delayed-ACK timer runs).
+    Delayed(u32),
+    /// Send an ACK at the next chance.
+    Now,
+}
+
+/// The receiving half of a synchronized connection, until the peer's FIN.
+#[derive(Debug)]
+pub(crate) struct Rcv {
+    /// The peer's initial sequence number.
+    pub irs: SeqNumber,
+    /// Next sequence number expected.
+    pub rcv_nxt: SeqNumber,
+    /// Right edge of the window last advertised (never moves left, RFC 9293 §3.8.6.2.2).
+    pub rcv_adv: SeqNumber,
+    /// In-order bytes for the user plus the out-of-order assembler.
+    pub buffer: RecvBuffer,
+    /// Which out-of-order segments arrived last (order of SACK blocks).
+    pub sack: SackRecorder,
+    /// Sequence number of the peer's FIN when it arrived ahead of a hole.
+    pub fin_at: Option<SeqNumber>,
+}
+
+/// What remains of the receiving half once the peer's FIN arrived.
+#[derive(Debug)]
+pub(crate) struct RcvClosed {
+    /// RCV.NXT, just past the peer's FIN.
+    pub rcv_nxt: SeqNumber,
+    /// Bytes the user has not read yet (then EOF).
+    pub buffer: RecvBuffer,
+}
+
+impl Rcv {
+    /// The receiving half closed by the peer's FIN (which sits at `rcv_nxt`).
+    pub fn close(self) -> RcvClosed {
+        let Rcv {
+            rcv_nxt, buffer, ..
+        } = self;
+        RcvClosed {
+            rcv_nxt: rcv_nxt + 1,
+            buffer,
+        }
+    }
+}
+
+impl Snd {
+    /// The sending half closed: our FIN is acknowledged.
+    pub fn close(self) -> SndClosed {
+        SndClosed {
+            snd_nxt: self.snd_max,
+        }
+    }
+}
+
+/// The public name of a state, for [`super::TcpInfo`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpState {
+    /// A listener.
+    Listen,
+    /// SYN-SENT.
+    SynSent,
+    /// SYN-RECEIVED.
+    SynReceived,
+    /// ESTABLISHED.
+    Established,
+    /// FIN-WAIT-1.
+    FinWait1,
+    /// FIN-WAIT-2.
+    FinWait2,
+    /// CLOSING.
+    Closing,
+    /// TIME-WAIT.
+    TimeWait,
+    /// CLOSE-WAIT.
+    CloseWait,
+    /// LAST-ACK.
+    LastAck,
+    /// CLOSED.
+    Closed,
+}
+
+impl State {
+    /// The state's public name.
+    pub fn name(&self) -> TcpState {
+        match self {
+            State::SynSent(_) => TcpState::SynSent,
+            State::SynRcvd(_) => TcpState::SynReceived,
+            State::Established(_) => TcpState::Established,
+            State::FinWait1(_) => TcpState::FinWait1,
+            State::FinWait2(_) => TcpState::FinWait2,
+            State::Closing(_) => TcpState::Closing,
+            State::TimeWait(_) => TcpState::TimeWait,
+            State::CloseWait(_) => TcpState::CloseWait,
+            State::LastAck(_) => TcpState::LastAck,
+            State::Closed(_) => TcpState::Closed,
+        }
+    }
+    /// The sending half, in the states that have one.
+    pub fn snd(&self) -> Option<&Snd> {
+        match self {
+            State::Established(s) => Some(&s.snd),
+            State::FinWait1(s) => Some(&s.snd),
+            State::Closing(s) => Some(&s.snd),
+            State::CloseWait(s) => Some(&s.snd),
+            State::LastAck(s) => Some(&s.snd),
+            _ => None,
+        }
+    }
+    /// The sending half, mutably.
+    pub fn snd_mut(&mut self) -> Option<&mut Snd> {
+        match self {
+            State::Established(s) => Some(&mut s.snd),
+            State::FinWait1(s) => Some(&mut s.snd),
+            State::Closing(s) => Some(&mut s.snd),
+            State::CloseWait(s) => Some(&mut s.snd),
+            State::LastAck(s) => Some(&mut s.snd),
+            _ => None,
+        }
+    }
+    /// The open receiving half, in the states that have one.
+    pub fn rcv(&self) -> Option<&Rcv> {
+        match self {
+            State::SynRcvd(s) => Some(&s.rcv),
+            State::Established(s) => Some(&s.rcv),
+            State::FinWait1(s) => Some(&s.rcv),
+            State::FinWait2(s) => Some(&s.rcv),
+            _ => None,
+        }
+    }
+    /// The open receiving half, mutably.
+    pub fn rcv_mut(&mut self) -> Option<&mut Rcv> {
+        match self {
+            State::SynRcvd(s) => Some(&mut s.rcv),
+            State::Established(s) => Some(&mut s.rcv),
+            State::FinWait1(s) => Some(&mut s.rcv),
+            State::FinWait2(s) => Some(&mut s.rcv),
+            _ => None,
+        }
+    }
+    /// The receive buffer holding bytes for the user, open or closed half.
+    pub fn recv_buffer_mut(&mut self) -> Option<&mut RecvBuffer> {
+        match self {
+            State::Closing(s) => Some(&mut s.rcv.buffer),
+            State::TimeWait(s) => Some(&mut s.rcv.buffer),
+            State::CloseWait(s) => Some(&mut s.rcv.buffer),
+            State::LastAck(s) => Some(&mut s.rcv.buffer),
+            other => other.rcv_mut().map(|r| &mut r.buffer),
+        }
+    }
+    /// RCV.NXT, in synchronized states.
+    pub fn rcv_nxt(&self) -> Option<SeqNumber> {
+        match self {
+            State::Closing(s) => Some(s.rcv.rcv_nxt),
+            State::TimeWait(s) => Some(s.rcv.rcv_nxt),
+            State::CloseWait(s) => Some(s.rcv.rcv_nxt),
+            State::LastAck(s) => Some(s.rcv.rcv_nxt),
+            other => other.rcv().map(|r| r.rcv_nxt),
+        }
+    }
+    /// SND.NXT as the peer should see it in an ACK we send (SND.MAX after a go-back).
+    pub fn snd_seq_for_ack(&self) -> Option<SeqNumber> {
+        match self {
+            State::SynSent(s) => Some(s.snd_nxt),
+            State::SynRcvd(s) => Some(s.iss + 1),
+            State::FinWait2(s) => Some(s.snd.snd_nxt),
+            State::TimeWait(s) => Some(s.snd.snd_nxt),
+            State::Closed(_) => None,
+            other => other.snd().map(|s| s.snd_max),
+        }
+    }
+    /// Whether our FIN is queued after the buffered data.
+    pub fn fin_queued(&self) -> bool {
+        matches!(
+            self,
+            State::FinWait1(_) | State::Closing(_) | State::LastAck(_)
+        )
+    }
+    /// True in the states RFC 9293 calls synchronized.
+    pub fn synchronized(&self) -> bool {
+        !matches!(
+            self,
+            State::SynSent(_) | State::SynRcvd(_) | State::Closed(_)
+        )
+    }
+}

@@ -1,0 +1,211 @@
+//! TCP on the stack: segments in (checksum verified, then to `Tcp::handle_segment`),
+//! segments out (from `Tcp::poll_transmit`, wrapped in IPv4 and Ethernet in place),
+//! and the `tcp_*` socket calls, which delegate to [`Tcp`](crate::tcp::Tcp).
+
+use core::net::SocketAddrV4;
+
+use imp_wire::ethernet::{self, EtherType};
+use imp_wire::ipv4::{self, Protocol};
+use imp_wire::tcp as wire_tcp;
+
+use crate::ipv4::IpMeta;
+use crate::neighbor::Origin;
+use crate::stack::{Stack, Transmit};
+use crate::tcp::{TcpError, TcpHandle};
+use crate::time::Instant;
+
+/// Room in front of a TCP segment for the Ethernet and IPv4 headers.
+const HEADROOM: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
+/// IPv4 and TCP headers without options: MSS = MTU - 40 (RFC 9293 §3.7.1).
+const IP_TCP_HEADERS: usize = 40;
+
+/// What one round of TCP output produced.
+pub(crate) enum TcpOutput {
+    /// A frame is in the caller's buffer.
+    Frame(Transmit),
+    /// A segment went to a queue (waiting for ARP) or was dropped; ask again.
+    Queued,
+    /// TCP has nothing to send.
+    Idle,
+}
+
+impl Stack {
+    /// A TCP segment arrived for one of our addresses.
+    pub(crate) fn handle_tcp(&mut self, now: Instant, meta: &IpMeta<'_>, payload: &[u8]) {
+        // RFC 1122 §4.2.3.10: "A TCP implementation MUST silently discard an incoming
+        // SYN segment that is addressed to a broadcast or multicast address."
+        if meta.broadcast {
+            self.stats.tcp.rx_broadcast += 1;
+            return;
+        }
+        let parsed = wire_tcp::Packet::new_checked(payload)
+            .and_then(|packet| wire_tcp::Repr::parse(&packet, &meta.src, &meta.dst, true));
+        match parsed {
+            Ok(repr) => {
+                self.stats.tcp.rx_segments += 1;
+                self.tcp.handle_segment(now, meta.src, meta.dst, &repr);
+            }
+            Err(imp_wire::Error::BadChecksum) => self.stats.tcp.rx_bad_checksum += 1,
+            Err(_) => self.stats.tcp.rx_malformed += 1,
+        }
+    }
+
+    /// Ask TCP for one segment and frame it in `buf`.
+    pub(crate) fn poll_transmit_tcp(&mut self, now: Instant, buf: &mut [u8]) -> TcpOutput {
+        if buf.len() <= HEADROOM {
+            return TcpOutput::Idle;
+        }
+        let end = buf
+            .len()
+            .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
+        let Some(segment) = self.tcp.poll_transmit(now, &mut buf[HEADROOM..end]) else {
+            return TcpOutput::Idle;
+        };
+        self.stats.tcp.tx_segments += 1;
+        let Ok(route) = self.route_output(segment.dst, Some(segment.src)) else {
+            self.stats.ipv4.tx_no_route += 1;
+            return TcpOutput::Queued;
+        };
+        // RFC 1191: TCP segments carry DF; the MSS keeps them within the route MTU.
+        if ipv4::HEADER_LEN + segment.len > route.mtu {
+            self.stats.ipv4.tx_dont_fragment += 1;
+            return TcpOutput::Queued;
+        }
+        let repr = ipv4::Repr {
+            src_addr: segment.src,
+            dst_addr: segment.dst,
+            protocol: Protocol::Tcp,
+            payload_len: segment.len,
+            ttl: self.config.default_ttl,
+            ident: self.next_ident(),
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+            dscp: 0,
+            ecn: 0,
+            options: &[],
+        };
+        let frame_len = HEADROOM + segment.len;
+        repr.emit(&mut ipv4::Packet::new_unchecked(
+            &mut buf[ethernet::HEADER_LEN..frame_len],
+        ));
+        let mac = self.neighbors.lookup(now, route.iface, route.next_hop);
+        let (Some(dst_mac), Some(interface)) = (mac, self.ifaces.get(route.iface.index())) else {
+            // Not resolved yet: copy the packet to the neighbour queue.
+            let mut packet = self.pool.take();
+            packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
+            self.stats.ipv4.tx_packets -= u64::from(self.stats.ipv4.tx_packets > 0);
+            let _ = self.dispatch(now, route.iface, route.next_hop, packet, Origin::Tcp);
+            return TcpOutput::Queued;
+        };
+        self.stats.ipv4.tx_packets += 1;
+        let eth = ethernet::Repr {
+            src: interface.mac,
+            dst: dst_mac,
+            ethertype: EtherType::Ipv4,
+            vlan: None,
+        };
+        eth.emit(&mut ethernet::Frame::new_unchecked(&mut buf[..frame_len]));
+        self.stats.link.tx_frames += 1;
+        TcpOutput::Frame(Transmit {
+            iface: route.iface,
+            len: frame_len,
+        })
+    }
+
+    /// Listen on `local` (port non-zero; the address may be unspecified).
+    pub fn tcp_listen(
+        &mut self,
+        local: SocketAddrV4,
+        backlog: usize,
+    ) -> Result<TcpHandle, TcpError> {
+        if !local.ip().is_unspecified() && !self.is_local_addr(*local.ip()) {
+            return Err(TcpError::InvalidState);
+        }
+        self.tcp.listen(local, backlog)
+    }
+
+    /// Connect to `remote` from `local`; an unspecified local address is the route's
+    /// source address, port 0 an ephemeral port. The MSS announced is the route MTU
+    /// minus 40. Without a route (or with a local address not ours) the call fails
+    /// with `InvalidState`.
+    pub fn tcp_connect(
+        &mut self,
+        now: Instant,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+    ) -> Result<TcpHandle, TcpError> {
+        let src = Some(*local.ip()).filter(|a| !a.is_unspecified());
+        let route = self
+            .route_output(*remote.ip(), src)
+            .map_err(|_| TcpError::InvalidState)?;
+        let local = SocketAddrV4::new(route.src, local.port());
+        let mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
+        self.tcp.connect(now, local, remote, mss)
+    }
+
+    /// Take an established connection from a listener.
+    pub fn tcp_accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
+        self.tcp.accept(listener)
+    }
+
+    /// Copy data into the send buffer; returns how much fit.
+    pub fn tcp_send(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        data: &[u8],
+    ) -> Result<usize, TcpError> {
+        self.tcp.send(now, handle, data)
+    }
+
+    /// Copy received data out; `Ok(0)` is end of stream.
+    pub fn tcp_recv(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        buf: &mut [u8],
+    ) -> Result<usize, TcpError> {
+        self.tcp.recv(now, handle, buf)
+    }
+
+    /// Close gracefully (FIN after queued data).
+    pub fn tcp_close(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.close(now, handle)
+    }
+
+    /// Abort (RST) and release.
+    pub fn tcp_abort(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.abort(now, handle)
+    }
+
+    /// Half-close: send FIN after queued data, keep receiving.
+    pub fn tcp_shutdown(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.shutdown_write(now, handle)
+    }
+
+    /// Turn Nagle's algorithm off (`true`) or on for one connection.
+    pub fn tcp_set_nodelay(&mut self, handle: TcpHandle, nodelay: bool) -> Result<(), TcpError> {
+        self.tcp.set_nodelay(handle, nodelay)
+    }
+
+    /// A snapshot of a connection's state (cwnd, RTT, retransmits, ...).
+    pub fn tcp_info(&self, handle: TcpHandle) -> Option<crate::tcp::TcpInfo> {
+        self.tcp.info(handle)
+    }
+
+    /// (local, remote) addresses of a connection, or the local one twice for a listener.
+    pub fn tcp_addresses(&self, handle: TcpHandle) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        self.tcp.addresses(handle)
+    }
+
+    /// Counters of the whole TCP layer.
+    pub fn tcp_stats(&self) -> &crate::tcp::TcpStats {
+        self.tcp.stats()
+    }
+
+    /// The TCP layer, for calls the stack does not wrap.
+    pub fn tcp(&mut self) -> &mut crate::tcp::Tcp {
+        &mut self.tcp
+    }
+}
