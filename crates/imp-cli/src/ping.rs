@@ -102,7 +102,9 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
     let a = sim.add_host("a", StackConfig::default());
     let b = sim.add_host("b", StackConfig::default());
     let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
-    let link_id = sim.connect(a, cidr(SRC), b, cidr(DST), link);
+    let link_id = sim
+        .connect(a, cidr(SRC), b, cidr(DST), link)
+        .map_err(|e| format!("bad link settings: {e}"))?;
     if let Some(path) = &args.pcap {
         sim.capture(link_id, path)
             .map_err(|e| format!("cannot write pcap file {}: {e}", path.display()))?;

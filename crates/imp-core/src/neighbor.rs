@@ -26,9 +26,10 @@ pub struct ArpConfig {
     pub retry_interval: Duration,
     /// How long a learned mapping is used before it must be resolved again (default 60 s).
     pub entry_lifetime: Duration,
-    /// Packets queued per unresolved neighbour (default 16).
+    /// Packets queued per unresolved neighbour (default 128: one maximal datagram in
+    /// 576-byte fragments, about what Linux's 212 992-byte `unres_qlen_bytes` holds).
     pub queue_per_neighbor: usize,
-    /// Packets queued for all unresolved neighbours together (default 256).
+    /// Packets queued for all unresolved neighbours together (default 1024).
     pub queue_total: usize,
     /// Entries in the cache (default 1024).
     pub max_entries: usize,
@@ -40,8 +41,8 @@ impl Default for ArpConfig {
             max_requests: 3,
             retry_interval: Duration::from_secs(1),
             entry_lifetime: Duration::from_secs(60),
-            queue_per_neighbor: 16,
-            queue_total: 256,
+            queue_per_neighbor: 128,
+            queue_total: 1024,
             max_entries: 1024,
         }
     }

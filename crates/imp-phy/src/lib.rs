@@ -6,8 +6,10 @@
 //!   shared with the simulator.
 //! - [`Impair`]: applies link models to the frames of any device, in real time.
 //! - [`Pcap`]: records every frame a device passes to a pcap file ([`PcapWriter`]).
+//! - [`Tap`] (feature `tap`, on by default; Linux): a TAP device, with optional
+//!   virtio-net offloads. The only `unsafe` of the crate lives there.
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod device;
 pub mod impair;
@@ -15,6 +17,8 @@ pub mod link;
 pub mod pcap;
 pub mod pipe;
 pub mod rng;
+#[cfg(all(feature = "tap", target_os = "linux"))]
+pub mod tap;
 
 #[cfg(test)]
 mod testutil;
@@ -25,3 +29,5 @@ pub use link::{DropReason, LinkConfig, LinkConfigError, LinkModel, LinkStats, Su
 pub use pcap::{Pcap, PcapWriter};
 pub use pipe::{PipeEnd, PipeStats, pipe, pipe_with_capacity};
 pub use rng::Rng;
+#[cfg(all(feature = "tap", target_os = "linux"))]
+pub use tap::{Tap, TapConfig, TapError, TapStats};

@@ -196,7 +196,9 @@ pub fn run_bulk(config: &BulkConfig) -> Result<BulkResult, BulkError> {
     let a = sim.add_host("sender", stack(&config.sender_tcp));
     let b = sim.add_host("receiver", stack(&config.receiver_tcp));
     let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
-    let link = sim.connect(a, cidr(SENDER), b, cidr(RECEIVER), config.link.clone());
+    let link = sim
+        .connect(a, cidr(SENDER), b, cidr(RECEIVER), config.link.clone())
+        .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
     if let Some(path) = &config.pcap {
         sim.capture(link, path)
             .map_err(|e| BulkError::Config(format!("cannot write {}: {e}", path.display())))?;

@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use imp_core::{IfaceConfig, IfaceId, Instant, Stack, StackConfig};
-use imp_phy::{LinkConfig, LinkModel, LinkStats, PcapWriter};
+use imp_phy::{LinkConfig, LinkConfigError, LinkModel, LinkStats, PcapWriter};
 use imp_wire::ethernet;
 use imp_wire::ipv4::Cidr;
 
@@ -201,6 +201,7 @@ impl Sim {
     /// Join two hosts with a point-to-point link: a new interface on each side (MTU
     /// from the link config, minus the Ethernet header), each with its address and the
     /// connected route. Frames in each direction pass their own copy of the link model.
+    /// Fails, changing nothing, when the link settings are impossible.
     pub fn connect(
         &mut self,
         a: HostId,
@@ -208,7 +209,8 @@ impl Sim {
         b: HostId,
         b_addr: Cidr,
         config: LinkConfig,
-    ) -> LinkId {
+    ) -> Result<LinkId, LinkConfigError> {
+        config.validate()?;
         let link = LinkId(self.links.len());
         let ip_mtu = config.mtu.saturating_sub(ethernet::HEADER_LEN);
         let mut ends = Vec::with_capacity(2);
@@ -241,7 +243,7 @@ impl Sim {
             models,
             pcap: None,
         });
-        link
+        Ok(link)
     }
 
     /// Capture every frame sent on `link` (both directions, at the sender) to a pcap

@@ -21,7 +21,8 @@ fn two_hosts(seed: u64, link: LinkConfig) -> (Sim, HostId, HostId) {
         b,
         Cidr::new(B, 24).unwrap(),
         link,
-    );
+    )
+    .unwrap();
     (sim, a, b)
 }
 
@@ -156,6 +157,7 @@ fn same_seed_same_trace() {
             delay: Duration::from_millis(3),
             loss: 0.05,
             reorder: 0.1,
+            reorder_delay: Duration::from_millis(2),
             ..LinkConfig::default()
         };
         let (mut sim, a, b) = two_hosts(seed, link);
