@@ -43,7 +43,16 @@ impl Stack {
         match parsed {
             Ok(repr) => {
                 self.stats.tcp.rx_segments += 1;
-                self.tcp.handle_segment(now, meta.src, meta.dst, &repr);
+                // A SYN that opens a connection announces what our route back carries.
+                let mss = if repr.flags.syn() {
+                    self.route_output(meta.src, Some(meta.dst))
+                        .ok()
+                        .and_then(|r| u16::try_from(r.mtu.saturating_sub(IP_TCP_HEADERS)).ok())
+                        .unwrap_or(self.tcp.config().mss)
+                } else {
+                    self.tcp.config().mss
+                };
+                self.tcp.handle_segment_with_mss(now, meta.src, meta.dst, &repr, mss);
             }
             Err(imp_wire::Error::BadChecksum) => self.stats.tcp.rx_bad_checksum += 1,
             Err(_) => self.stats.tcp.rx_malformed += 1,

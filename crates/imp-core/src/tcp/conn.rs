@@ -165,10 +165,12 @@ impl Negotiated {
     pub fn fixed_option_len(&self) -> usize {
         if self.ts.is_some() { 12 } else { 0 }
     }
-    /// Largest payload of a segment without SACK blocks (RFC 9293 §3.7.1: the MSS
-    /// counts data only, so option bytes come out of it).
+    /// Largest payload of a segment without SACK blocks. RFC 9293 §3.7.1:
+    /// "Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize": bounded by the
+    /// peer's MSS and by what our own route carries (`mss_ours`); the MSS counts data
+    /// only, so option bytes come out of it.
     pub fn snd_mss(&self) -> usize {
-        usize::from(self.mss_peer)
+        usize::from(self.mss_peer.min(self.mss_ours))
             .saturating_sub(self.fixed_option_len())
             .max(1)
     }
@@ -281,13 +283,13 @@ impl Conn {
     /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
     pub fn accept_syn(
         config: &TcpConfig,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        (local, remote): (SocketAddrV4, SocketAddrV4),
         iss: SeqNumber,
         seg: &Repr<'_>,
         listener: TcpHandle,
+        mss: u16,
     ) -> Conn {
-        let mut opts = Negotiated::offer(config, config.mss);
+        let mut opts = Negotiated::offer(config, mss);
         opts.agree(seg);
         let rcv = new_rcv(config, SeqNumber(seg.seq), opts.rcv_shift());
         let state = State::SynRcvd(SynRcvd {
@@ -557,10 +559,10 @@ impl Conn {
 
     /// Give up: RST the peer (when synchronized) and report `TimedOut`.
     fn time_out(&mut self, ctx: &mut Ctx<'_>) {
-        if self.state.synchronized() {
-            if let Some(reset) = self.abort_reset() {
-                ctx.sh.reset(reset);
-            }
+        if self.state.synchronized()
+            && let Some(reset) = self.abort_reset()
+        {
+            ctx.sh.reset(reset);
         }
         self.enter_closed(ctx, Some(TcpError::TimedOut));
     }
@@ -623,10 +625,10 @@ impl Conn {
     /// Re-arm keep-alive after activity.
     pub fn restart_keepalive(&mut self, config: &TcpConfig, now: Instant) {
         self.keepalive_sent = 0;
-        if let Some(ka) = config.keepalive {
-            if matches!(self.state, State::Established(_) | State::CloseWait(_)) {
-                self.timers.set(Timer::Keepalive, now + ka.idle);
-            }
+        if let Some(ka) = config.keepalive
+            && matches!(self.state, State::Established(_) | State::CloseWait(_))
+        {
+            self.timers.set(Timer::Keepalive, now + ka.idle);
         }
     }
 }

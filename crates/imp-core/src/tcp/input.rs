@@ -95,11 +95,11 @@ impl Conn {
     /// The handshake completed: reset the retransmission state, take an RTT sample,
     /// wake the user, and apply a close requested before.
     fn on_established(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        if let (Some(_), Some((_, tsecr))) = (self.opts.ts, seg.options.timestamps) {
-            if tsecr != 0 {
-                let ms = tsval(ctx.now).wrapping_sub(tsecr);
-                self.rtt.sample(Duration::from_millis(u64::from(ms)));
-            }
+        if let (Some(_), Some((_, tsecr))) = (self.opts.ts, seg.options.timestamps)
+            && tsecr != 0
+        {
+            let ms = tsval(ctx.now).wrapping_sub(tsecr);
+            self.rtt.sample(Duration::from_millis(u64::from(ms)));
         }
         self.retries = 0;
         self.rtt.reset_backoff();
@@ -117,11 +117,13 @@ impl Conn {
     /// RFC 9293 §3.10.7.4 "Otherwise" (SYN-RECEIVED and the synchronized states).
     fn input_other(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         // A retransmitted SYN in SYN-RECEIVED: answer with our SYN-ACK again.
-        if let State::SynRcvd(s) = &mut self.state {
-            if seg.flags.syn() && !seg.flags.ack() && SeqNumber(seg.seq) == s.rcv.irs {
-                s.snd_nxt = s.iss;
-                return;
-            }
+        if let State::SynRcvd(s) = &mut self.state
+            && seg.flags.syn()
+            && !seg.flags.ack()
+            && SeqNumber(seg.seq) == s.rcv.irs
+        {
+            s.snd_nxt = s.iss;
+            return;
         }
         if !self.paws_ok(ctx, seg) || !self.sequence_ok(ctx, seg) {
             return;
@@ -167,12 +169,11 @@ impl Conn {
     /// RFC 7323 §4.3 (2): "If SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent, then
     /// SEG.TSval is copied to TS.Recent; otherwise, it is ignored."
     fn update_ts_recent(&mut self, seg: &Repr<'_>) {
-        if let (Some(ts), Some((seg_tsval, _))) = (&mut self.opts.ts, seg.options.timestamps) {
-            if (seg_tsval.wrapping_sub(ts.recent) as i32) >= 0
-                && SeqNumber(seg.seq) <= ts.last_ack_sent
-            {
-                ts.recent = seg_tsval;
-            }
+        if let (Some(ts), Some((seg_tsval, _))) = (&mut self.opts.ts, seg.options.timestamps)
+            && (seg_tsval.wrapping_sub(ts.recent) as i32) >= 0
+            && SeqNumber(seg.seq) <= ts.last_ack_sent
+        {
+            ts.recent = seg_tsval;
         }
     }
 
@@ -209,13 +210,14 @@ impl Conn {
         }
         // TIME-WAIT: "The only thing that can arrive in this state is a retransmission
         // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout."
-        if let State::TimeWait(_) = self.state {
-            if seg.flags.fin() && seq + len == rcv_nxt {
-                self.timers.set(
-                    Timer::TimeWait,
-                    ctx.now + ctx.sh.config.msl.saturating_mul(2),
-                );
-            }
+        if let State::TimeWait(_) = self.state
+            && seg.flags.fin()
+            && seq + len == rcv_nxt
+        {
+            self.timers.set(
+                Timer::TimeWait,
+                ctx.now + ctx.sh.config.msl.saturating_mul(2),
+            );
         }
         // "If an incoming segment is not acceptable, an acknowledgment should be sent in
         // reply (unless the RST bit is set, if so drop the segment and return)".
@@ -262,10 +264,10 @@ impl Conn {
     fn on_syn(&mut self, ctx: &mut Ctx<'_>) {
         // "SYN-RECEIVED STATE: If the connection was initiated with a passive OPEN, then
         // return this connection to the LISTEN state and return."
-        if let State::SynRcvd(s) = &self.state {
-            if s.passive {
-                return self.enter_closed(ctx, None);
-            }
+        if let State::SynRcvd(s) = &self.state
+            && s.passive
+        {
+            return self.enter_closed(ctx, None);
         }
         // "If the SYN bit is set, irrespective of the sequence number, TCP MUST send an
         // ACK (also referred to as challenge ACK) to the remote peer" (RFC 5961 §4.2).

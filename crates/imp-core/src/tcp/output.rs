@@ -6,7 +6,7 @@ use imp_wire::tcp::{Flags, Options, Packet, Repr};
 
 use super::conn::{Conn, Ctx, Negotiated, Probe};
 use super::seq::SeqNumber;
-use super::state::{AckState, Rcv, Snd, State};
+use super::state::{AckState, Snd, State};
 use super::timer::Timer;
 use crate::time::Instant;
 
@@ -252,25 +252,21 @@ impl Conn {
         let syn = plan.flags.syn();
         let ack_bit = !matches!(self.state, State::SynSent(_));
         let rcv_nxt = self.state.rcv_nxt().unwrap_or_default();
-        let window = self.advertise(syn);
+        let window = self.advertise(syn, ctx.sh.config.recv_buffer);
         let mut options = Options::default();
         if syn {
-            syn_options(
-                &self.opts,
-                matches!(self.state, State::SynRcvd(_)),
-                &mut options,
-            );
+            syn_options(&self.opts, &mut options);
         }
         if let Some(ts) = self.opts.ts {
             options.timestamps = Some((tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
         }
         let n = self.sack_blocks_to_send();
-        if n > 0 {
-            if let Some(rcv) = self.state.rcv() {
-                let (blocks, count) = rcv.sack.blocks(rcv.rcv_nxt, &rcv.buffer, n);
-                options.sack_blocks = blocks;
-                options.sack_len = count as u8;
-            }
+        if n > 0
+            && let Some(rcv) = self.state.rcv()
+        {
+            let (blocks, count) = rcv.sack.blocks(rcv.rcv_nxt, &rcv.buffer, n);
+            options.sack_blocks = blocks;
+            options.sack_len = count as u8;
         }
         let repr = Repr {
             src_port: self.local.port(),
@@ -305,7 +301,7 @@ impl Conn {
 
     /// The window field: RFC 9293 §3.8.6.2.2 receiver SWS avoidance, never moving the
     /// right edge left (§3.8.6.2.2 "the right edge ... should not move left"), scaled.
-    fn advertise(&mut self, syn: bool) -> u16 {
+    fn advertise(&mut self, syn: bool, recv_buffer: usize) -> u16 {
         let mss = usize::from(self.opts.mss_ours);
         let shift = if syn { 0 } else { self.opts.rcv_shift() };
         if let Some(rcv) = self.state.rcv_mut() {
@@ -328,7 +324,11 @@ impl Conn {
             rcv.rcv_adv = rcv.rcv_nxt + (field << shift);
             return field as u16;
         }
-        let window = self.state.recv_buffer_mut().map_or(0, |b| b.window());
+        // SYN-SENT has no receive buffer yet: offer what it will have.
+        let window = self
+            .state
+            .recv_buffer_mut()
+            .map_or(recv_buffer, |b| b.window());
         (window >> shift).min(0xffff) as u16
     }
 
@@ -382,11 +382,10 @@ impl Conn {
 }
 
 /// The options of our SYN (or SYN-ACK, which only echoes what the peer offered).
-fn syn_options(opts: &Negotiated, reply: bool, options: &mut Options) {
+fn syn_options(opts: &Negotiated, options: &mut Options) {
     options.mss = Some(opts.mss_ours);
     options.window_scale = opts.wscale.map(|w| w.0);
     options.sack_permitted = opts.sack;
-    let _ = reply;
 }
 
 /// A retransmission out of order: NewReno's one segment, or RFC 6675 NextSeg().
@@ -403,10 +402,11 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
             kind: Kind::Repair,
         }
     };
-    if let Some(seq) = snd.rexmit.take() {
-        if seq >= snd.snd_una && seq < snd.snd_max {
-            return Some(segment(snd, seq, mss));
-        }
+    if let Some(seq) = snd.rexmit.take()
+        && seq >= snd.snd_una
+        && seq < snd.snd_max
+    {
+        return Some(segment(snd, seq, mss));
     }
     snd.recovery?;
     if !opts.sack {
@@ -430,14 +430,14 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
 fn plan_next(snd: &mut Snd, opts: &Negotiated, fin_queued: bool, nodelay: bool) -> Option<Plan> {
     let mss = opts.snd_mss();
     // After a timeout, skip what the peer SACKed (RFC 6675 §5.1 keeps the scoreboard).
-    if opts.sack && snd.snd_nxt < snd.snd_max {
-        if let Some((_, right)) = snd
+    if opts.sack
+        && snd.snd_nxt < snd.snd_max
+        && let Some((_, right)) = snd
             .scoreboard
             .ranges()
             .find(|&(l, r)| l <= snd.snd_nxt && snd.snd_nxt < r)
-        {
-            snd.snd_nxt = right.min(snd.snd_max);
-        }
+    {
+        snd.snd_nxt = right.min(snd.snd_max);
     }
     let data_end = snd.data_end();
     let available = if snd.snd_nxt < data_end {
@@ -507,10 +507,4 @@ fn plan_next(snd: &mut Snd, opts: &Negotiated, fin_queued: bool, nodelay: bool) 
         return plan(len);
     }
     None
-}
-
-/// Whether a segment received is an acceptable in-window one, used by tests.
-#[allow(dead_code)]
-pub(crate) fn rcv_window(rcv: &Rcv) -> usize {
-    rcv.rcv_adv - rcv.rcv_nxt
 }

@@ -443,6 +443,7 @@ impl Tcp {
     }
 
     /// A segment arrived from `src` to `dst` (one of our addresses, checksum verified).
+    /// A connection it opens on a listener announces the configured MSS.
     pub fn handle_segment(
         &mut self,
         now: Instant,
@@ -450,17 +451,31 @@ impl Tcp {
         dst: Ipv4Addr,
         segment: &Repr<'_>,
     ) {
+        let mss = self.shared.config.mss;
+        self.handle_segment_with_mss(now, src, dst, segment, mss);
+    }
+
+    /// As [`Tcp::handle_segment`], where a connection opened on a listener announces
+    /// `local_mss` (the stack passes the MTU of the route back to `src` less 40).
+    pub fn handle_segment_with_mss(
+        &mut self,
+        now: Instant,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        segment: &Repr<'_>,
+        local_mss: u16,
+    ) {
         self.shared.stats.segments_in += 1;
         let local = SocketAddrV4::new(dst, segment.dst_port);
         let remote = SocketAddrV4::new(src, segment.src_port);
-        if let Some(&handle) = self.conns.get(&(local, remote)) {
-            if !self.time_wait_reuse(handle, segment) {
-                let _ = self.with_conn(now, handle, |conn, ctx| {
-                    conn.handle_segment(ctx, segment);
-                    Ok(())
-                });
-                return;
-            }
+        if let Some(&handle) = self.conns.get(&(local, remote))
+            && !self.time_wait_reuse(handle, segment)
+        {
+            let _ = self.with_conn(now, handle, |conn, ctx| {
+                conn.handle_segment(ctx, segment);
+                Ok(())
+            });
+            return;
         }
         let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
         let Some(&listener) = self
@@ -480,8 +495,8 @@ impl Tcp {
             ListenAction::Open => {
                 l.pending += 1;
                 let iss = self.isn.isn(now, local, remote);
-                let conn =
-                    Conn::accept_syn(&self.shared.config, local, remote, iss, segment, listener);
+                let config = &self.shared.config;
+                let conn = Conn::accept_syn(config, (local, remote), iss, segment, listener, local_mss);
                 let handle = self.insert(Socket::Conn(Box::new(conn)));
                 self.conns.insert((local, remote), handle);
                 self.settle(handle);

@@ -187,14 +187,6 @@ fn one_megabyte_with_five_percent_loss() {
     assert_eq!(p.b.socket_count(), 0);
     assert_eq!(p.a.timer_count() + p.b.timer_count(), 0);
     assert!(p.a.stats().retransmitted > 0);
-    std::println!(
-        "t={} sent={} dropped={} a={:?}\nb={:?}",
-        p.now,
-        p.sent,
-        p.dropped,
-        p.a.stats(),
-        p.b.stats()
-    );
 }
 
 #[test]
