@@ -531,6 +531,7 @@ pub(crate) fn new_snd(
         rexmit: None,
         high_rxt: snd_una,
         dup_acks: 0,
+        rto_recover: None,
         probe_count: 0,
     }
 }
@@ -591,6 +592,11 @@ impl Conn {
                     return;
                 }
                 snd.cc.on_rto(ctx.now, snd.outstanding());
+                // RFC 6675 §5.1: "If an RTO occurs during loss recovery ... RecoveryPoint
+                // MUST be set to HighData ... a new recovery phase ... MUST NOT be
+                // initiated until HighACK is greater than or equal to the new value of
+                // RecoveryPoint."
+                snd.rto_recover = Some(snd.snd_max);
                 // "(5.4) Retransmit the earliest segment that has not been acknowledged".
                 // Go back N: everything from SND.UNA is sent again as the window allows.
                 snd.snd_nxt = snd.snd_una;

@@ -444,6 +444,9 @@ impl Conn {
             None => snd.cc.on_ack(now, acked, sample, in_flight),
         }
         snd.dup_acks = 0;
+        if snd.rto_recover.is_some_and(|point| ack >= point) {
+            snd.rto_recover = None;
+        }
         let outstanding = snd.outstanding();
         if let Some(rtt) = sample {
             self.rtt.sample(rtt);
@@ -507,7 +510,8 @@ impl Conn {
         }
         // RFC 6675 §5 "(a) ... DupAcks >= DupThresh ... (b) IsLost (HighACK + 1)".
         let lost = snd.dup_acks >= 3 || (sack && snd.scoreboard.is_lost(snd.snd_una, mss, 3));
-        if !lost {
+        let after_rto = snd.rto_recover.is_some_and(|point| snd.snd_una < point);
+        if !lost || after_rto {
             return;
         }
         ctx.sh.stats.fast_retransmits += 1;

@@ -182,6 +182,10 @@ pub(crate) struct Snd {
     pub high_rxt: SeqNumber,
     /// Duplicate ACKs in a row (RFC 5681 §2 definition).
     pub dup_acks: u32,
+    /// After a retransmission timeout, the highest sequence number sent before it: no
+    /// fast recovery starts until the ACK passes it (RFC 6675 §5.1, RFC 6582 §4.1), so
+    /// duplicate ACKs for go-back-N retransmissions do not halve cwnd again.
+    pub rto_recover: Option<SeqNumber>,
     /// Zero-window probes sent in a row (persist backoff exponent).
     pub probe_count: u32,
 }

@@ -1191,6 +1191,38 @@ fn fast_retransmit_after_three_dupacks() {
     assert!(!tcp.info(c).unwrap().in_recovery);
 }
 
+#[test]
+fn no_fast_recovery_after_a_timeout_until_the_old_data_is_acked() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(100), c, &[4u8; 5000]).unwrap();
+    for _ in 0..5 {
+        recv!(tcp, 100);
+    }
+    // Nothing comes back: the RTO fires and the first segment goes again.
+    let rto = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(rto);
+    let bytes = recv!(tcp, rto.as_millis());
+    assert_eq!(parse(&bytes).seq, snd);
+    assert_eq!(tcp.stats().timeouts, 1);
+    // Three duplicate ACKs (the receiver holding later segments) must not start a fast
+    // retransmit: RFC 6675 §5.1 forbids a new recovery before the ACK passes what was
+    // outstanding at the timeout.
+    let t = rto.as_millis();
+    for dt in 1..=3 {
+        send!(tcp, t + dt, Repr { seq: RISS + 1, ack: snd, ..SEND_TEMPL });
+    }
+    assert_eq!(tcp.stats().fast_retransmits, 0);
+    assert!(!tcp.info(c).unwrap().in_recovery);
+    // Once everything from before the timeout is acknowledged, loss recovery works again.
+    send!(tcp, t + 10, Repr { seq: RISS + 1, ack: snd + 5000, ..SEND_TEMPL });
+    tcp.send(ms(t + 10), c, &[5u8; 5000]).unwrap();
+    while tcp.poll_transmit(ms(t + 10), &mut [0u8; 2000]).is_some() {}
+    for dt in 11..=13 {
+        send!(tcp, t + dt, Repr { seq: RISS + 1, ack: snd + 5000, ..SEND_TEMPL });
+    }
+    assert_eq!(tcp.stats().fast_retransmits, 1);
+}
+
 // ---- closing ----------------------------------------------------------------------------
 
 #[test]
