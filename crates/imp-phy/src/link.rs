@@ -16,6 +16,11 @@
 //! on the wire (it has still used the link's time), duplicated, held back by
 //! `reorder_delay`, or have one bit flipped; it arrives `delay` after it finished
 //! departing.
+//!
+//! Besides independent `loss`, a link may lose frames in bursts, as noisy lines and
+//! lossy ATM switches do: the Gilbert-Elliott model ([`GilbertElliott`]) is a two-state
+//! Markov chain (good, bad) stepped once per frame, each state with its own loss
+//! probability. A frame is lost if either model loses it.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -53,6 +58,37 @@ pub struct LinkConfig {
     pub corrupt: f64,
     /// Largest frame the link carries; larger frames are dropped and counted.
     pub mtu: usize,
+    /// Bursty loss (Gilbert-Elliott), on top of `loss`; `None` for none.
+    pub burst_loss: Option<GilbertElliott>,
+}
+
+/// The Gilbert-Elliott bursty loss model: a two-state Markov chain stepped once per
+/// frame (before deciding the frame's fate), losing frames with `loss_good` in the good
+/// state and `loss_bad` in the bad state. The chain starts good. Mean burst (bad period)
+/// length is `1 / bad_to_good` frames; the long-run share of frames in the bad state is
+/// `good_to_bad / (good_to_bad + bad_to_good)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GilbertElliott {
+    /// Probability (0..=1) of moving from the good to the bad state at a frame.
+    pub good_to_bad: f64,
+    /// Probability (0..=1) of moving from the bad to the good state at a frame.
+    pub bad_to_good: f64,
+    /// Loss probability (0..=1) in the good state.
+    pub loss_good: f64,
+    /// Loss probability (0..=1) in the bad state.
+    pub loss_bad: f64,
+}
+
+impl GilbertElliott {
+    /// The long-run fraction of frames this model loses.
+    pub fn mean_loss(&self) -> f64 {
+        let total = self.good_to_bad + self.bad_to_good;
+        if total == 0.0 {
+            return self.loss_good;
+        }
+        let bad = self.good_to_bad / total;
+        bad * self.loss_bad + (1.0 - bad) * self.loss_good
+    }
 }
 
 impl Default for LinkConfig {
@@ -68,6 +104,7 @@ impl Default for LinkConfig {
             duplicate: 0.0,
             corrupt: 0.0,
             mtu: 1514,
+            burst_loss: None,
         }
     }
 }
@@ -108,6 +145,13 @@ impl LinkConfig {
     pub fn with_corrupt(self, corrupt: f64) -> LinkConfig {
         LinkConfig { corrupt, ..self }
     }
+    /// This configuration with Gilbert-Elliott bursty loss.
+    pub fn with_burst_loss(self, model: GilbertElliott) -> LinkConfig {
+        LinkConfig {
+            burst_loss: Some(model),
+            ..self
+        }
+    }
     /// This configuration with an MTU of `mtu` bytes.
     pub fn with_mtu(self, mtu: usize) -> LinkConfig {
         LinkConfig { mtu, ..self }
@@ -122,7 +166,15 @@ impl LinkConfig {
             ("duplicate", self.duplicate),
             ("corrupt", self.corrupt),
         ];
-        for (name, value) in probabilities {
+        let burst = self.burst_loss.map(|ge| {
+            [
+                ("burst_loss.good_to_bad", ge.good_to_bad),
+                ("burst_loss.bad_to_good", ge.bad_to_good),
+                ("burst_loss.loss_good", ge.loss_good),
+                ("burst_loss.loss_bad", ge.loss_bad),
+            ]
+        });
+        for (name, value) in probabilities.into_iter().chain(burst.into_iter().flatten()) {
             if !(0.0..=1.0).contains(&value) {
                 return Err(LinkConfigError::ProbabilityOutOfRange { name, value });
             }
@@ -155,7 +207,7 @@ impl LinkConfig {
 pub enum LinkConfigError {
     /// A probability is outside `0..=1` (or is NaN).
     ProbabilityOutOfRange {
-        /// The field: `loss`, `reorder`, `duplicate` or `corrupt`.
+        /// The field: `loss`, `reorder`, `duplicate`, `corrupt` or a `burst_loss.` field.
         name: &'static str,
         /// The value given.
         value: f64,
@@ -280,6 +332,8 @@ struct Streams {
     reorder: Rng,
     duplicate: Rng,
     corrupt: Rng,
+    /// Forked after the others, so that adding it left their draws unchanged.
+    burst: Rng,
 }
 
 /// One direction of a link. Call [`submit`](LinkModel::submit) when a frame is sent,
@@ -301,6 +355,8 @@ pub struct LinkModel {
     waiting_bytes: usize,
     in_flight: BinaryHeap<InFlight>,
     next_seq: u64,
+    /// The Gilbert-Elliott chain is in its bad state.
+    burst_bad: bool,
     /// Buffers of delivered frames given back by [`LinkModel::recycle`].
     free: Vec<Vec<u8>>,
     stats: LinkStats,
@@ -328,6 +384,7 @@ impl LinkModel {
             reorder: root.fork(),
             duplicate: root.fork(),
             corrupt: root.fork(),
+            burst: root.fork(),
         };
         Ok(LinkModel {
             config,
@@ -337,6 +394,7 @@ impl LinkModel {
             waiting_bytes: 0,
             in_flight: BinaryHeap::new(),
             next_seq: 0,
+            burst_bad: false,
             free: Vec::new(),
             stats: LinkStats::default(),
         })
@@ -401,7 +459,8 @@ impl LinkModel {
         self.busy_until_scaled = start.saturating_add(serialisation);
         let departs = Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(scale)));
 
-        if self.streams.loss.chance(self.config.loss) {
+        let independent = self.streams.loss.chance(self.config.loss);
+        if independent | self.burst_lost() {
             self.stats.dropped_loss += 1;
             return Submit::Dropped(DropReason::Loss);
         }
@@ -412,6 +471,27 @@ impl LinkModel {
             self.launch_copy(arrives, frame);
         }
         Submit::Queued { departs }
+    }
+
+    /// Steps the Gilbert-Elliott chain for one frame and says whether it loses the frame.
+    fn burst_lost(&mut self) -> bool {
+        let Some(ge) = self.config.burst_loss else {
+            return false;
+        };
+        let flip = if self.burst_bad {
+            ge.bad_to_good
+        } else {
+            ge.good_to_bad
+        };
+        if self.streams.burst.chance(flip) {
+            self.burst_bad = !self.burst_bad;
+        }
+        let loss = if self.burst_bad {
+            ge.loss_bad
+        } else {
+            ge.loss_good
+        };
+        self.streams.burst.chance(loss)
     }
 
     /// Removes from the queue the frames whose serialisation has begun by `now_scaled`.

@@ -579,8 +579,18 @@ fn tcp_v4_offsets(frame: &[u8]) -> Option<(usize, usize, usize)> {
 fn prepare_partial_checksum(frame: &mut [u8], header: &VnetHeader) {
     let ip = ETH_HEADER_LEN;
     let tcp = usize::from(header.csum_start);
-    let src = std::net::Ipv4Addr::new(frame[ip + 12], frame[ip + 13], frame[ip + 14], frame[ip + 15]);
-    let dst = std::net::Ipv4Addr::new(frame[ip + 16], frame[ip + 17], frame[ip + 18], frame[ip + 19]);
+    let src = std::net::Ipv4Addr::new(
+        frame[ip + 12],
+        frame[ip + 13],
+        frame[ip + 14],
+        frame[ip + 15],
+    );
+    let dst = std::net::Ipv4Addr::new(
+        frame[ip + 16],
+        frame[ip + 17],
+        frame[ip + 18],
+        frame[ip + 19],
+    );
     let tcp_len = (frame.len() - tcp) as u32;
     let pseudo = checksum::pseudo_header_v4(&src, &dst, 6, tcp_len);
     let field = tcp + usize::from(header.csum_offset);
@@ -605,7 +615,10 @@ fn check_name(name: &str) -> Result<(), TapError> {
     if name == "." || name == ".." {
         return bad("`.` and `..` are not interface names");
     }
-    if name.bytes().any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace() || b == 0) {
+    if name
+        .bytes()
+        .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace() || b == 0)
+    {
         return bad("contains `/`, `:`, a NUL or white space");
     }
     Ok(())
@@ -649,8 +662,13 @@ fn setiff_error(e: io::Error, name: &str) -> TapError {
     }
 }
 
+/// True when an interface called `name` exists in the calling thread's namespace.
 fn interface_exists(name: &str) -> bool {
-    std::path::Path::new("/sys/class/net").join(name).exists()
+    let Ok(name) = CString::new(name) else {
+        return false;
+    };
+    // SAFETY: `name` is a valid NUL-terminated string that outlives the call.
+    unsafe { libc::if_nametoindex(name.as_ptr()) != 0 }
 }
 
 fn would_block_or(e: io::Error) -> Result<Option<usize>, DeviceError> {

@@ -1,5 +1,85 @@
 //! imp: a user-space TCP/IP stack. This crate is what applications depend on.
+//!
+//! A [`Runtime`] drives one [`imp_core::Stack`] over one or more devices (a Linux
+//! [`Tap`](imp_phy::Tap), an in-memory [`PipeEnd`](imp_phy::PipeEnd), either wrapped in
+//! [`Impair`](imp_phy::Impair) or [`Pcap`](imp_phy::Pcap)) on a background thread. The
+//! sockets are shaped like `std::net`: [`TcpListener`], [`TcpStream`] (`Read`/`Write`,
+//! timeouts, `shutdown`, `set_nodelay`), [`UdpSocket`], plus [`IcmpSocket`] for echo.
+//!
+//! ```no_run
+//! use std::io::{Read, Write};
+//! use imp::{Runtime, TcpListener};
+//! use imp::core::{IfaceConfig, StackConfig};
+//! use imp::phy::{Tap, TapConfig};
+//! use imp::wire::{ethernet, ipv4::Cidr};
+//!
+//! let rt = Runtime::new(StackConfig::default())?;
+//! let tap = Tap::open_with(&TapConfig::new("imp0"))?;
+//! let mac = ethernet::Address([0x02, 0, 0, 0, 0, 1]);
+//! let eth0 = rt.add_device(tap, IfaceConfig::new(mac, 1500));
+//! rt.add_address(eth0, Cidr { address: std::net::Ipv4Addr::new(10, 0, 0, 2), prefix_len: 24 });
+//! let listener = TcpListener::bind(&rt, "10.0.0.2:7")?;
+//! let (mut stream, _peer) = listener.accept()?;
+//! let mut buf = [0; 4096];
+//! let n = stream.read(&mut buf)?;
+//! stream.write_all(&buf[..n])?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 pub use imp_core as core;
+pub use imp_phy as phy;
 pub use imp_wire as wire;
+
+mod error;
+mod icmp;
+pub(crate) mod runtime;
+mod tcp;
+mod udp;
+
+#[cfg(feature = "tokio")]
+pub mod tokio;
+
+pub use icmp::IcmpSocket;
+pub use runtime::{RX_BATCH, Runtime, RuntimeStats};
+pub use tcp::{TcpListener, TcpStream};
+pub use udp::UdpSocket;
+
+use std::os::fd::RawFd;
+
+/// A device's file descriptor for the runtime to wait on, if it has one. Devices
+/// without (in-memory pipes) are looked at every millisecond instead.
+pub trait PollFd {
+    /// The descriptor that becomes readable when a frame waits.
+    fn poll_fd(&self) -> Option<RawFd>;
+}
+
+#[cfg(target_os = "linux")]
+impl PollFd for imp_phy::Tap {
+    fn poll_fd(&self) -> Option<RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(self))
+    }
+}
+
+impl PollFd for imp_phy::PipeEnd {
+    fn poll_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
+
+impl<D: imp_phy::Device + PollFd> PollFd for imp_phy::Impair<D> {
+    fn poll_fd(&self) -> Option<RawFd> {
+        self.inner().poll_fd()
+    }
+}
+
+impl<D: imp_phy::Device + PollFd, W: std::io::Write> PollFd for imp_phy::Pcap<D, W> {
+    fn poll_fd(&self) -> Option<RawFd> {
+        self.inner().poll_fd()
+    }
+}
+
+/// A deadline `timeout` from now (None: wait forever).
+pub(crate) fn deadline(timeout: Option<std::time::Duration>) -> Option<std::time::Instant> {
+    timeout.map(|t| std::time::Instant::now() + t)
+}

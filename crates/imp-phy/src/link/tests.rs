@@ -490,3 +490,67 @@ proptest::proptest! {
         }
     }
 }
+
+fn bursty(good_to_bad: f64, bad_to_good: f64) -> LinkConfig {
+    LinkConfig::default().with_burst_loss(crate::link::GilbertElliott {
+        good_to_bad,
+        bad_to_good,
+        loss_good: 0.0,
+        loss_bad: 1.0,
+    })
+}
+
+/// Which of `n` frames a link with `config` lost, in order.
+fn losses(config: LinkConfig, n: u32, seed: u64) -> Vec<bool> {
+    let mut link = LinkModel::new(config, seed);
+    (0..n)
+        .map(|i| {
+            matches!(
+                link.submit(ms(u64::from(i)), &numbered(i, 64)),
+                Submit::Dropped(DropReason::Loss)
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn gilbert_elliott_loses_in_bursts_at_the_expected_rate() {
+    // Bad 1% of the time on average entering, leaving with 1/4: mean burst 4 frames.
+    let config = bursty(0.01, 0.25);
+    let expected = config.burst_loss.unwrap().mean_loss();
+    let lost = losses(config, 200_000, 7);
+    let rate = lost.iter().filter(|&&l| l).count() as f64 / lost.len() as f64;
+    assert!(
+        (rate - expected).abs() < expected * 0.15,
+        "rate {rate}, expected {expected}"
+    );
+    let bursts = lost.windows(2).filter(|w| w[1] && !w[0]).count() as f64;
+    let mean_burst = lost.iter().filter(|&&l| l).count() as f64 / bursts;
+    assert!((3.0..5.0).contains(&mean_burst), "mean burst {mean_burst}");
+}
+
+#[test]
+fn gilbert_elliott_leaves_the_other_impairments_unchanged() {
+    // The burst model draws from its own stream: the independent-loss decisions of a
+    // link are the same with and without it, frame for frame.
+    let plain = losses(LinkConfig::default().with_loss(0.05), 5000, 3);
+    let both = losses(
+        LinkConfig {
+            loss: 0.05,
+            ..bursty(0.001, 0.5)
+        },
+        5000,
+        3,
+    );
+    for (i, (p, b)) in plain.iter().zip(&both).enumerate() {
+        assert!(!p || *b, "frame {i} lost without bursts but not with them");
+    }
+}
+
+#[test]
+fn gilbert_elliott_probabilities_are_validated() {
+    let config = bursty(1.5, 0.5);
+    let err = config.validate().unwrap_err();
+    assert!(err.to_string().contains("burst_loss.good_to_bad"), "{err}");
+    assert!(bursty(0.1, 0.5).validate().is_ok());
+}
