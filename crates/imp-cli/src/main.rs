@@ -1,7 +1,15 @@
 //! The `imp` command: experiments and tools on the imp TCP/IP stack.
 
+mod bench;
+mod http;
+mod impair;
+mod link;
 mod ping;
+mod serve;
+mod sim;
+mod tapargs;
 mod ttcp;
+mod ttcp_tap;
 mod units;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +28,14 @@ enum Command {
     Ping(ping::PingArgs),
     /// Transfer bytes over TCP between two simulated hosts and print the throughput.
     Ttcp(ttcp::TtcpArgs),
+    /// Run a scenario file in virtual time: tables per flow, pcaps, JSON summary, plots.
+    Sim(sim::SimArgs),
+    /// Measure imp against smoltcp and the Linux kernel (bulk, ping-pong, churn, scale).
+    Bench(bench::BenchArgs),
+    /// Serve echo (7), discard (9), chargen (19) and HTTP files (80) on imp over a TAP.
+    Serve(serve::ServeArgs),
+    /// Join two TAP devices by an emulated link (delay, rate, loss, ...) in real time.
+    Link(link::LinkArgs),
 }
 
 fn main() {
@@ -27,6 +43,10 @@ fn main() {
     let result = match &cli.command {
         Command::Ping(args) => ping::run(args),
         Command::Ttcp(args) => ttcp::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Sim(args) => sim::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Link(args) => link::run(args),
     };
     if let Err(message) = result {
         eprintln!("imp: {message}");

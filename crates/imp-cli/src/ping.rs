@@ -1,4 +1,5 @@
-//! `imp ping`: ICMP echo between two simulated hosts, printed like ping(8).
+//! `imp ping`: ICMP echo between two simulated hosts, printed like ping(8); with
+//! `--tap`, echo requests from imp over a TAP device to a real host.
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use imp_sim::{Flow, Sim};
 use imp_wire::ipv4::Cidr;
 use serde::Serialize;
 
+use crate::tapargs::TapArgs;
 use crate::units;
 
 /// Options of `imp ping`.
@@ -42,6 +44,14 @@ pub struct PingArgs {
     /// Print one JSON object instead of ping(8)-style lines.
     #[arg(long)]
     pub json: bool,
+    /// How long to wait for replies after the last request (with --tap).
+    #[arg(short = 'W', long, default_value = "2s", value_parser = units::parse_duration)]
+    pub wait: Duration,
+    /// The host to ping over the TAP (with --tap; the simulated network pings 10.0.0.2).
+    #[arg(value_name = "HOST")]
+    pub host: Option<Ipv4Addr>,
+    #[command(flatten)]
+    pub device: TapArgs,
 }
 
 /// One answered request.
@@ -79,7 +89,7 @@ fn payload(seq: u16, size: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Run `imp ping` on the built-in two-host network.
+/// Run `imp ping`: on the built-in two-host network, or over a TAP with `--tap`.
 pub fn run(args: &PingArgs) -> Result<(), String> {
     if args.count == 0 {
         return Err("--count must be at least 1".into());
@@ -89,6 +99,16 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
             "--size {} is larger than an IPv4 datagram can carry (65499)",
             args.size
         ));
+    }
+    if args.device.tap.is_some() {
+        return run_tap(args);
+    }
+    if args.host.is_some() || args.device.addr.is_some() || args.device.impair.is_some() {
+        return Err(
+            "HOST, --addr and --impair are for pinging over a TAP: add --tap NAME \
+             (without it imp ping runs on its simulated network, set by --rate/--delay/--loss)"
+                .into(),
+        );
     }
     let link = LinkConfig {
         rate_bps: args.rate,
@@ -123,8 +143,107 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
     let replies = exchange(&mut sim, args, a, socket)?;
     sim.flush_captures()
         .map_err(|e| format!("cannot write pcap file: {e}"))?;
-    report(args, &replies, sim.seed());
+    report(args, DST, &replies, sim.seed());
     Ok(())
+}
+
+/// `imp ping --tap`: echo requests from imp to a real host, at `--interval`.
+fn run_tap(args: &PingArgs) -> Result<(), String> {
+    let host = args
+        .host
+        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address)")?;
+    let stack = args.device.start("ping")?;
+    let socket = imp::IcmpSocket::bind(&stack.rt, IDENT)
+        .map_err(|e| format!("cannot open an ICMP socket: {e}"))?;
+    if !args.json {
+        println!(
+            "PING {host} ({host}) {}({}) bytes of data, from {}.",
+            args.size,
+            args.size + 28,
+            stack.describe(args.device.impair.as_ref())
+        );
+    }
+    let interval = std::time::Duration::from_nanos(args.interval.as_nanos());
+    let start = std::time::Instant::now();
+    let mut sent_at = Vec::new();
+    let mut replies = Vec::new();
+    let mut buf = vec![0u8; args.size.max(1)];
+    let mut last_error = None;
+    for seq in 0..args.count {
+        if let Err(e) = socket.send_echo(host, seq, &payload(seq, args.size)) {
+            println!("From {} icmp_seq={}: {e}", stack.addr.address, seq + 1);
+            last_error = Some(e.to_string());
+        }
+        sent_at.push(std::time::Instant::now());
+        let until = if seq + 1 == args.count {
+            start + interval * u32::from(seq)
+                + std::time::Duration::from_nanos(args.wait.as_nanos())
+        } else {
+            start + interval * u32::from(seq + 1)
+        };
+        receive_until(args, &socket, host, until, &sent_at, &mut buf, &mut replies, &mut last_error);
+    }
+    report(args, host, &replies, 0);
+    if replies.is_empty() {
+        let why = last_error.map_or(String::new(), |e| format!(" ({e})"));
+        return Err(format!("no echo reply from {host}{why}"));
+    }
+    Ok(())
+}
+
+/// Take echo replies until `until` (or every request is answered).
+#[allow(clippy::too_many_arguments)]
+fn receive_until(
+    args: &PingArgs,
+    socket: &imp::IcmpSocket,
+    host: Ipv4Addr,
+    until: std::time::Instant,
+    sent_at: &[std::time::Instant],
+    buf: &mut [u8],
+    replies: &mut Vec<Reply>,
+    last_error: &mut Option<String>,
+) {
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || replies.len() == usize::from(args.count) {
+            return;
+        }
+        match socket.recv(buf, Some(left)) {
+            Ok(echo) => {
+                let Some(sent) = sent_at.get(usize::from(echo.seq_no)) else {
+                    continue;
+                };
+                if echo.src != host || replies.iter().any(|r| r.seq == echo.seq_no + 1) {
+                    continue;
+                }
+                let reply = Reply {
+                    seq: echo.seq_no + 1,
+                    bytes: echo.len + 8,
+                    ttl: echo.ttl,
+                    rtt_ms: sent.elapsed().as_secs_f64() * 1e3,
+                };
+                if buf[..echo.len.min(buf.len())] != payload(echo.seq_no, args.size)[..echo.len.min(buf.len())] {
+                    eprintln!("reply {} carried corrupted data", reply.seq);
+                    continue;
+                }
+                if !args.json {
+                    println!(
+                        "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
+                        reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
+                    );
+                }
+                replies.push(reply);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return,
+            Err(e) => {
+                if !args.json {
+                    println!("From {host}: {e}");
+                }
+                *last_error = Some(e.to_string());
+                std::thread::sleep(std::time::Duration::from_millis(10).min(left));
+            }
+        }
+    }
 }
 
 fn exchange(
@@ -198,7 +317,7 @@ fn exchange(
     Ok(replies)
 }
 
-fn report(args: &PingArgs, replies: &[Reply], seed: u64) {
+fn report(args: &PingArgs, destination: Ipv4Addr, replies: &[Reply], seed: u64) {
     let rtts: Vec<f64> = replies.iter().map(|r| r.rtt_ms).collect();
     let n = rtts.len() as f64;
     let stats = (!rtts.is_empty()).then(|| {
@@ -212,7 +331,7 @@ fn report(args: &PingArgs, replies: &[Reply], seed: u64) {
     let time_ms = args.interval.as_nanos() as f64 / 1e6 * f64::from(args.count - 1);
     if args.json {
         let report = Report {
-            destination: DST.to_string(),
+            destination: destination.to_string(),
             transmitted: args.count,
             received: rtts.len(),
             loss_pct,
@@ -231,7 +350,7 @@ fn report(args: &PingArgs, replies: &[Reply], seed: u64) {
         return;
     }
     println!();
-    println!("--- {DST} ping statistics ---");
+    println!("--- {destination} ping statistics ---");
     println!(
         "{} packets transmitted, {} received, {}% packet loss, time {:.0}ms",
         args.count,

@@ -1,4 +1,6 @@
-//! `imp ttcp`: a ttcp-style bulk transfer between two simulated hosts, measured.
+//! `imp ttcp`: a ttcp-style bulk transfer between two simulated hosts, measured; with
+//! `--tap`, a real transfer between imp and a peer over a TAP device (`--connect`
+//! sends `--bytes` to a sink such as `nc -l`, `--listen` receives and counts).
 
 use std::path::PathBuf;
 
@@ -9,6 +11,7 @@ use imp_phy::LinkConfig;
 use imp_sim::bulk::{BulkConfig, BulkResult, run_bulk};
 use serde::Serialize;
 
+use crate::tapargs::TapArgs;
 use crate::units;
 
 /// Options of `imp ttcp`.
@@ -53,6 +56,18 @@ pub struct TtcpArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// With --tap: connect to HOST:PORT and send --bytes to it.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<std::net::SocketAddrV4>,
+    /// With --tap: accept one connection on PORT and count what arrives until it closes.
+    #[arg(long, value_name = "PORT")]
+    pub listen: Option<u16>,
+    /// With --tap: give up when connecting, or when the peer accepts or sends nothing
+    /// for this long.
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub device: TapArgs,
 }
 
 /// `--json` output.
@@ -107,6 +122,16 @@ pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
 
 /// Run `imp ttcp`.
 pub fn run(args: &TtcpArgs) -> Result<(), String> {
+    if args.device.tap.is_some() {
+        return crate::ttcp_tap::run(args);
+    }
+    if args.connect.is_some() || args.listen.is_some() || args.device.addr.is_some() {
+        return Err(
+            "--connect, --listen and --addr are for transfers over a TAP: add --tap NAME \
+             (without it imp ttcp runs on its simulated network)"
+                .into(),
+        );
+    }
     let bulk = config(args)?;
     let result = run_bulk(&bulk).map_err(|e| e.to_string())?;
     if args.json {
@@ -172,7 +197,7 @@ fn print_table(args: &TtcpArgs, r: &BulkResult) {
     );
 }
 
-fn format_rate(bps: f64) -> String {
+pub(crate) fn format_rate(bps: f64) -> String {
     if bps >= 1e9 {
         format!("{:.3} Gbit/s", bps / 1e9)
     } else if bps >= 1e6 {

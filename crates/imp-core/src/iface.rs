@@ -28,6 +28,37 @@ pub struct IfaceConfig {
     pub mtu: usize,
     /// Addresses with their prefix; each adds a connected route.
     pub addrs: Vec<Cidr>,
+    /// Work the device does so the stack need not (default: none, the stack computes
+    /// and verifies every checksum).
+    pub offloads: Offloads,
+}
+
+/// Work an interface's device takes off the stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offloads {
+    /// The device fills the TCP and UDP checksums of what we send (virtio-net
+    /// `VIRTIO_NET_HDR_F_NEEDS_CSUM`, Linux `CHECKSUM_PARTIAL`): the stack stores only
+    /// the pseudo-header sum in the checksum field, the partial sum those devices
+    /// expect. The IPv4 header checksum is always filled (20 bytes; no such device
+    /// computes it).
+    pub tx_checksum: bool,
+    /// The device verified the checksums of what it delivers (or the link cannot
+    /// corrupt, as an in-process pipe): the stack skips verifying IPv4, TCP and UDP
+    /// checksums on receive.
+    pub rx_checksum: bool,
+}
+
+impl Offloads {
+    /// Nothing offloaded: the stack computes and verifies every checksum.
+    pub const NONE: Offloads = Offloads {
+        tx_checksum: false,
+        rx_checksum: false,
+    };
+    /// Checksums offloaded both ways.
+    pub const CHECKSUM: Offloads = Offloads {
+        tx_checksum: true,
+        rx_checksum: true,
+    };
 }
 
 impl IfaceConfig {
@@ -37,7 +68,13 @@ impl IfaceConfig {
             mac,
             mtu,
             addrs: Vec::new(),
+            offloads: Offloads::NONE,
         }
+    }
+
+    /// The same interface with `offloads`.
+    pub fn with_offloads(self, offloads: Offloads) -> IfaceConfig {
+        IfaceConfig { offloads, ..self }
     }
 }
 
@@ -76,6 +113,7 @@ pub(crate) struct Interface {
     /// Invariant: at least [`MIN_MTU`].
     pub(crate) mtu: usize,
     pub(crate) addrs: Vec<Cidr>,
+    pub(crate) offloads: Offloads,
 }
 
 impl Interface {
@@ -84,6 +122,7 @@ impl Interface {
             mac: config.mac,
             mtu: config.mtu.max(MIN_MTU),
             addrs: config.addrs,
+            offloads: config.offloads,
         }
     }
 

@@ -23,6 +23,9 @@ pub(crate) struct IpMeta<'a> {
     pub(crate) broadcast: bool,
     /// The raw header (fragment zero's, for a reassembled datagram), for ICMP quotes.
     pub(crate) header: &'a [u8],
+    /// Transport checksums still need verifying (false when the interface's device
+    /// verified them, [`Offloads::rx_checksum`](crate::Offloads::rx_checksum)).
+    pub(crate) verify_checksum: bool,
 }
 
 /// Why a datagram could not be sent.
@@ -225,7 +228,11 @@ impl Stack {
     /// broadcast address).
     pub(crate) fn handle_ipv4(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
         self.stats.ipv4.rx_packets += 1;
-        let Some(packet) = self.validate_ipv4(bytes) else {
+        let verify_checksum = self
+            .ifaces
+            .get(iface.index())
+            .is_none_or(|i| !i.offloads.rx_checksum);
+        let Some(packet) = self.validate_ipv4(bytes, verify_checksum) else {
             return;
         };
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
@@ -252,6 +259,7 @@ impl Stack {
             ttl: packet.ttl(),
             broadcast,
             header,
+            verify_checksum,
         };
         let protocol = packet.protocol();
         if packet.more_frags() || packet.frag_offset() != 0 {
@@ -285,7 +293,12 @@ impl Stack {
 
     /// RFC 1122 §3.2.1.1-2: check version, header length, total length and checksum,
     /// counting each failure under its own reason.
-    fn validate_ipv4<'a>(&mut self, bytes: &'a [u8]) -> Option<ipv4::Packet<&'a [u8]>> {
+    /// The header checksum is skipped when `verify_checksum` is false (offloaded).
+    fn validate_ipv4<'a>(
+        &mut self,
+        bytes: &'a [u8],
+        verify_checksum: bool,
+    ) -> Option<ipv4::Packet<&'a [u8]>> {
         let stats = &mut self.stats.ipv4;
         let packet = match ipv4::Packet::new_checked(bytes) {
             Ok(packet) => packet,
@@ -301,7 +314,7 @@ impl Stack {
                 return None;
             }
         };
-        if !packet.verify_checksum() {
+        if verify_checksum && !packet.verify_checksum() {
             stats.rx_bad_checksum += 1;
             return None;
         }

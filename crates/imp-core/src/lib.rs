@@ -30,7 +30,7 @@ pub mod udp;
 pub(crate) mod testutil;
 
 pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
-pub use iface::{IfaceConfig, IfaceId};
+pub use iface::{IfaceConfig, IfaceId, Offloads};
 pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;
 pub use route::{Route, Routes};

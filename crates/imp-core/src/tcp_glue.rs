@@ -2,7 +2,7 @@
 //! segments out (from `Tcp::poll_transmit`, wrapped in IPv4 and Ethernet in place),
 //! and the `tcp_*` socket calls, which delegate to [`Tcp`](crate::tcp::Tcp).
 
-use core::net::SocketAddrV4;
+use core::net::{Ipv4Addr, SocketAddrV4};
 
 use imp_wire::ethernet::{self, EtherType};
 use imp_wire::ipv4::{self, Protocol};
@@ -38,8 +38,9 @@ impl Stack {
             self.stats.tcp.rx_broadcast += 1;
             return;
         }
+        let verify = meta.verify_checksum;
         let parsed = wire_tcp::Packet::new_checked(payload)
-            .and_then(|packet| wire_tcp::Repr::parse(&packet, &meta.src, &meta.dst, true));
+            .and_then(|packet| wire_tcp::Repr::parse(&packet, &meta.src, &meta.dst, verify));
         match parsed {
             Ok(repr) => {
                 self.stats.tcp.rx_segments += 1;
@@ -67,7 +68,18 @@ impl Stack {
         let end = buf
             .len()
             .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
-        let Some(segment) = self.tcp.poll_transmit(now, &mut buf[HEADROOM..end]) else {
+        let (routes, ifaces) = (&self.routes, &self.ifaces);
+        // The checksum is ours to compute unless the outgoing interface's device does it.
+        let checksum = |_src: Ipv4Addr, dst: Ipv4Addr| {
+            routes
+                .lookup(dst)
+                .and_then(|route| ifaces.get(route.iface.index()))
+                .is_none_or(|iface| !iface.offloads.tx_checksum)
+        };
+        let segment = self
+            .tcp
+            .poll_transmit_with(now, &mut buf[HEADROOM..end], checksum);
+        let Some(segment) = segment else {
             return TcpOutput::Idle;
         };
         self.stats.tcp.tx_segments += 1;

@@ -285,6 +285,13 @@ impl Stack {
         packet.resize(imp_wire::ipv4::HEADER_LEN + repr.buffer_len(), 0);
         let mut view = udp::Packet::new_unchecked(&mut packet[imp_wire::ipv4::HEADER_LEN..]);
         repr.emit(&mut view, &route.src, dst.ip());
+        if self.ifaces[route.iface.index()].offloads.tx_checksum {
+            // The device completes it: leave the pseudo-header sum (RFC 768's
+            // pseudo-header, what `CHECKSUM_PARTIAL` devices expect in the field).
+            let length = repr.buffer_len() as u32;
+            let partial = imp_wire::checksum::pseudo_header_v4(&route.src, dst.ip(), 17, length);
+            view.set_checksum(partial);
+        }
         let options = SendOptions {
             protocol: Protocol::Udp,
             dont_frag,
@@ -341,7 +348,7 @@ impl Stack {
             self.stats.udp.rx_malformed += 1;
             return;
         };
-        let repr = match udp::Repr::parse(&packet, &meta.src, &meta.dst, true) {
+        let repr = match udp::Repr::parse(&packet, &meta.src, &meta.dst, meta.verify_checksum) {
             Ok(repr) => repr,
             Err(imp_wire::Error::BadChecksum) => {
                 self.stats.udp.rx_bad_checksum += 1;

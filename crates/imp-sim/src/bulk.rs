@@ -197,7 +197,7 @@ pub fn run_bulk(config: &BulkConfig) -> Result<BulkResult, BulkError> {
     let b = sim.add_host("receiver", stack(&config.receiver_tcp));
     let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
     let link = sim
-        .connect(a, cidr(SENDER), b, cidr(RECEIVER), config.link.clone())
+        .connect(a, cidr(SENDER), b, cidr(RECEIVER), config.link)
         .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
     if let Some(path) = &config.pcap {
         sim.capture(link, path)

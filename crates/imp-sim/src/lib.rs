@@ -11,6 +11,13 @@
 #![warn(missing_docs)]
 
 pub mod bulk;
+pub mod experiment;
+pub mod plot;
+pub mod scenario;
 mod sim;
+pub mod trace;
+pub mod units;
 
-pub use sim::{Flow, HostId, LinkId, RunSummary, Sim, SimError};
+pub use sim::{
+    Flow, FrameEvent, FrameKind, FrameObserver, HostId, LinkId, RunSummary, Sim, SimError,
+};

@@ -102,7 +102,36 @@ struct Link {
     /// `models[i]` carries frames sent by end `i` towards the other end.
     models: [LinkModel; 2],
     pcap: Option<PcapWriter<BufWriter<File>>>,
+    /// Bytes of each frame the capture keeps (the record still gives the full length).
+    snaplen: usize,
 }
+
+/// What happened to a frame an observer is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A host handed the frame to the link (before the link model decides its fate).
+    Sent,
+    /// The link delivered the frame (or a copy of it) to the host at the other end.
+    Delivered,
+}
+
+/// One frame seen by the observer set with [`Sim::set_observer`].
+#[derive(Debug, Clone, Copy)]
+pub struct FrameEvent<'a> {
+    /// Virtual time of the event.
+    pub time: Instant,
+    /// The link the frame travels on.
+    pub link: LinkId,
+    /// The end that sent it: 0 = the first host given to [`Sim::connect`], 1 = the second.
+    pub from_side: usize,
+    /// Sent or delivered.
+    pub kind: FrameKind,
+    /// The Ethernet frame.
+    pub frame: &'a [u8],
+}
+
+/// A callback shown every frame sent and delivered, in event order.
+pub type FrameObserver = Box<dyn FnMut(&FrameEvent<'_>)>;
 
 /// A simulated network in virtual time.
 pub struct Sim {
@@ -113,6 +142,7 @@ pub struct Sim {
     steps: u64,
     trace_hash: u64,
     frame: Vec<u8>,
+    observer: Option<FrameObserver>,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -124,6 +154,32 @@ fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
         hash = hash.wrapping_mul(FNV_PRIME);
     }
     hash
+}
+
+/// Records `frame` at `now`, cut to `snaplen` bytes (pcap's incl_len < orig_len).
+fn write_capture(
+    pcap: &mut PcapWriter<BufWriter<File>>,
+    now: Instant,
+    frame: &[u8],
+    snaplen: usize,
+) -> io::Result<()> {
+    if frame.len() <= snaplen {
+        return pcap.write_packet(now, frame);
+    }
+    use std::io::Write;
+    let nanos = now.as_nanos();
+    let mut record = [0u8; 16];
+    record[0..4].copy_from_slice(
+        &u32::try_from(nanos / 1_000_000_000)
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
+    record[4..8].copy_from_slice(&((nanos % 1_000_000_000) as u32).to_le_bytes());
+    record[8..12].copy_from_slice(&(snaplen as u32).to_le_bytes());
+    record[12..16].copy_from_slice(&u32::try_from(frame.len()).unwrap_or(u32::MAX).to_le_bytes());
+    let out = pcap.get_mut();
+    out.write_all(&record)?;
+    out.write_all(&frame[..snaplen])
 }
 
 /// A seed for a component, derived from the simulation seed and a label (SplitMix64).
@@ -146,6 +202,7 @@ impl Sim {
             steps: 0,
             trace_hash: FNV_OFFSET,
             frame: vec![0; 65536 + 64],
+            observer: None,
         }
     }
 
@@ -210,6 +267,23 @@ impl Sim {
         b_addr: Cidr,
         config: LinkConfig,
     ) -> Result<LinkId, LinkConfigError> {
+        let seed = derive_seed(self.seed, 0x2000 + 2 * self.links.len() as u64);
+        self.connect_seeded(a, a_addr, b, b_addr, config, seed)
+    }
+
+    /// [`Sim::connect`], with the link model's random choices drawn from `link_seed`
+    /// instead of a seed derived from the simulation's: two links given the same seed
+    /// lose, reorder and corrupt the same frames (by position), so experiments that
+    /// differ in one setting see the same impairments.
+    pub fn connect_seeded(
+        &mut self,
+        a: HostId,
+        a_addr: Cidr,
+        b: HostId,
+        b_addr: Cidr,
+        config: LinkConfig,
+        link_seed: u64,
+    ) -> Result<LinkId, LinkConfigError> {
         config.validate()?;
         let link = LinkId(self.links.len());
         let ip_mtu = config.mtu.saturating_sub(ethernet::HEADER_LEN);
@@ -231,17 +305,22 @@ impl Sim {
             ends.push((host, iface));
         }
         let ends = [ends[0], ends[1]];
+        // The reverse direction's seed is derived from the forward one (for the default
+        // seeds this is the same 0x2001 + 2 * link label as before).
+        let reverse = if link_seed == derive_seed(self.seed, 0x2000 + 2 * link.0 as u64) {
+            derive_seed(self.seed, 0x2001 + 2 * link.0 as u64)
+        } else {
+            derive_seed(link_seed, 1)
+        };
         let models = [
-            LinkModel::new(
-                config.clone(),
-                derive_seed(self.seed, 0x2000 + 2 * link.0 as u64),
-            ),
-            LinkModel::new(config, derive_seed(self.seed, 0x2001 + 2 * link.0 as u64)),
+            LinkModel::new(config, link_seed),
+            LinkModel::new(config, reverse),
         ];
         self.links.push(Link {
             ends,
             models,
             pcap: None,
+            snaplen: usize::MAX,
         });
         Ok(link)
     }
@@ -249,9 +328,22 @@ impl Sim {
     /// Capture every frame sent on `link` (both directions, at the sender) to a pcap
     /// file that Wireshark and tshark read.
     pub fn capture(&mut self, link: LinkId, path: &Path) -> io::Result<()> {
+        self.capture_snaplen(link, path, usize::MAX)
+    }
+
+    /// [`Sim::capture`], keeping only the first `snaplen` bytes of each frame (headers
+    /// are enough for a time-sequence graph, and long runs stay small on disk).
+    pub fn capture_snaplen(&mut self, link: LinkId, path: &Path, snaplen: usize) -> io::Result<()> {
         let file = BufWriter::new(File::create(path)?);
         self.links[link.0].pcap = Some(PcapWriter::new(file)?);
+        self.links[link.0].snaplen = snaplen.max(1);
         Ok(())
+    }
+
+    /// Show every frame sent and delivered on every link to `observer` (time-sequence
+    /// traces, per-flow statistics); `None` removes it. Observing changes nothing.
+    pub fn set_observer(&mut self, observer: Option<FrameObserver>) {
+        self.observer = observer;
     }
 
     /// Flush every capture file.
@@ -288,9 +380,18 @@ impl Sim {
                     continue;
                 };
                 let frame = &self.frame[..tx.len];
+                if let Some(observer) = &mut self.observer {
+                    observer(&FrameEvent {
+                        time: now,
+                        link,
+                        from_side: side,
+                        kind: FrameKind::Sent,
+                        frame,
+                    });
+                }
                 let link = &mut self.links[link.0];
                 if let Some(pcap) = &mut link.pcap {
-                    pcap.write_packet(now, frame)?;
+                    write_capture(pcap, now, frame, link.snaplen)?;
                 }
                 link.models[side].submit(now, frame);
             }
@@ -339,12 +440,21 @@ impl Sim {
 
     fn deliver_due(&mut self) {
         let now = self.now;
-        for link in &mut self.links {
+        for (index, link) in self.links.iter_mut().enumerate() {
             for side in 0..2 {
                 let (dst_host, dst_iface) = link.ends[1 - side];
                 while let Some(frame) = link.models[side].poll_deliver(now) {
                     self.trace_hash = fnv1a(self.trace_hash, &now.as_nanos().to_le_bytes());
                     self.trace_hash = fnv1a(self.trace_hash, &frame);
+                    if let Some(observer) = &mut self.observer {
+                        observer(&FrameEvent {
+                            time: now,
+                            link: LinkId(index),
+                            from_side: side,
+                            kind: FrameKind::Delivered,
+                            frame: &frame,
+                        });
+                    }
                     self.hosts[dst_host.0]
                         .stack
                         .handle_frame(now, dst_iface, &frame);
@@ -394,6 +504,11 @@ impl Sim {
         let start = self.steps;
         let mut wake: Option<Instant> = None;
         loop {
+            // A wake-up already reached is spent: it must not hide a later one the
+            // application asks for now.
+            if wake.is_some_and(|w| w <= self.now) {
+                wake = None;
+            }
             match app(self) {
                 Flow::Done => return Ok(self.summary()),
                 Flow::Continue => {}

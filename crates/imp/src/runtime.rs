@@ -169,6 +169,7 @@ impl Shared {
 
     /// One attempt for an async task: `Pending` (with the task's waker registered for
     /// `handle`, readable or `write`able) when `attempt` returns `None`.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn poll_tcp<T>(
         &self,
         cx: &mut std::task::Context<'_>,
@@ -264,6 +265,7 @@ impl State {
     }
 
     /// Ask to be woken when `handle` may be readable (`write` false) or writable.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn register(&mut self, handle: TcpHandle, write: bool, waker: &Waker) {
         let slot = self.wakers.entry(handle).or_default();
         let slot = if write { &mut slot.1 } else { &mut slot.0 };

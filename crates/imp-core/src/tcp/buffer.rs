@@ -2,8 +2,10 @@
 //! out-of-order assembler, and the record of which out-of-order data arrived last (for
 //! SACK blocks, RFC 2018 §4).
 //!
-//! Both rings allocate once, when created (or when explicitly grown): moving bytes in and
-//! out never allocates.
+//! Both rings have a *capacity* (the most they hold, which sets the window) and storage
+//! that grows on demand, by doubling, up to it: a connection that moves little data
+//! holds little memory (an idle one none), and one that fills its window ends with
+//! storage of the full capacity and stops allocating. Storage never shrinks.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -37,6 +39,24 @@ fn ring_write(ring: &mut [u8], at: usize, data: &[u8]) {
     ring[..data.len() - first].copy_from_slice(&data[first..]);
 }
 
+/// Storage a ring grows to first (then doubles).
+const MIN_STORAGE: usize = 512;
+
+/// The storage size for holding `needed` bytes, at most `capacity`: a power of two.
+fn storage_for(needed: usize, capacity: usize) -> usize {
+    needed.max(MIN_STORAGE).next_power_of_two().min(capacity)
+}
+
+/// A copy of `ring` linearised from `head` into storage of `size` bytes (`size >= ring.len()`).
+fn relinearise(ring: &[u8], head: usize, size: usize) -> Vec<u8> {
+    let mut storage = vec![0; size];
+    copy_pair(
+        &mut storage[..ring.len()],
+        ring_slices(ring, head, ring.len()),
+    );
+    storage
+}
+
 /// Copy two slices one after the other into `out` (which holds exactly both).
 fn copy_pair(out: &mut [u8], (a, b): (&[u8], &[u8])) -> usize {
     out[..a.len()].copy_from_slice(a);
@@ -51,26 +71,34 @@ fn copy_pair(out: &mut [u8], (a, b): (&[u8], &[u8])) -> usize {
 /// connection maps a sequence number `s` to offset `s - snd_una`.
 #[derive(Debug, Clone)]
 pub struct SendBuffer {
-    /// Storage; its length is the capacity.
+    /// Storage, grown on demand: `len <= ring.len() <= capacity`.
     ring: Vec<u8>,
-    /// Index of the oldest unacknowledged byte (`< capacity`, or 0 when capacity is 0).
+    /// Index of the oldest unacknowledged byte (`< ring.len()`, or 0 when it is empty).
     head: usize,
-    /// Bytes held, starting at `head` (`<= capacity`).
+    /// Bytes held, starting at `head`.
     len: usize,
+    /// Most bytes held.
+    capacity: usize,
 }
 
 impl SendBuffer {
-    /// An empty buffer that holds up to `capacity` bytes.
+    /// An empty buffer that holds up to `capacity` bytes (no storage until written).
     pub fn new(capacity: usize) -> SendBuffer {
         SendBuffer {
-            ring: vec![0; capacity],
+            ring: Vec::new(),
             head: 0,
             len: 0,
+            capacity,
         }
     }
 
     /// How many bytes it can hold.
     pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes of storage allocated now (grows on demand up to the capacity).
+    pub fn storage(&self) -> usize {
         self.ring.len()
     }
 
@@ -92,8 +120,13 @@ impl SendBuffer {
     /// Append as much of `data` as fits; returns how many bytes were taken.
     pub fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
+        if self.len + n > self.ring.len() {
+            let size = storage_for(self.len + n, self.capacity);
+            self.ring = relinearise(&self.ring, self.head, size);
+            self.head = 0;
+        }
         if n > 0 {
-            let tail = wrap(self.head + self.len, self.capacity());
+            let tail = wrap(self.head + self.len, self.ring.len());
             ring_write(&mut self.ring, tail, &data[..n]);
             self.len += n;
         }
@@ -108,7 +141,7 @@ impl SendBuffer {
             return (&[], &[]);
         }
         let n = len.min(self.len - offset);
-        ring_slices(&self.ring, wrap(self.head + offset, self.capacity()), n)
+        ring_slices(&self.ring, wrap(self.head + offset, self.ring.len()), n)
     }
 
     /// Copy bytes starting `offset` bytes after the oldest unacknowledged byte into `out`;
@@ -125,23 +158,14 @@ impl SendBuffer {
         self.head = if self.len == 0 {
             0
         } else {
-            wrap(self.head + n, self.capacity())
+            wrap(self.head + n, self.ring.len())
         };
     }
 
-    /// Raise the capacity to `new_capacity`, keeping the bytes held. Allocates; a smaller
-    /// or equal `new_capacity` does nothing (the buffer never shrinks).
+    /// Raise the capacity to `new_capacity`, keeping the bytes held (storage follows on
+    /// demand); a smaller or equal `new_capacity` does nothing (it never shrinks).
     pub fn grow(&mut self, new_capacity: usize) {
-        if new_capacity <= self.capacity() {
-            return;
-        }
-        let mut ring = vec![0; new_capacity];
-        copy_pair(
-            &mut ring[..self.len],
-            ring_slices(&self.ring, self.head, self.len),
-        );
-        self.ring = ring;
-        self.head = 0;
+        self.capacity = self.capacity.max(new_capacity);
     }
 }
 
@@ -173,9 +197,12 @@ pub struct Insert {
 /// data already accepted.
 #[derive(Debug, Clone)]
 pub struct RecvBuffer {
-    /// Storage; its length is the capacity.
+    /// Storage, grown on demand: every held byte (in order or not) lies within
+    /// `ring.len() <= capacity` bytes of `head`.
     ring: Vec<u8>,
-    /// Index of the oldest unread in-order byte (`< capacity`, or 0 when capacity is 0).
+    /// Most bytes held; sets the window.
+    capacity: usize,
+    /// Index of the oldest unread in-order byte (`< ring.len()`, or 0 when it is empty).
     head: usize,
     /// In-order bytes waiting to be read, starting at `head`.
     readable: usize,
@@ -198,7 +225,8 @@ impl RecvBuffer {
     /// (0 keeps in-order data only).
     pub fn with_max_ranges(capacity: usize, max_ranges: usize) -> RecvBuffer {
         RecvBuffer {
-            ring: vec![0; capacity],
+            ring: Vec::new(),
+            capacity,
             head: 0,
             readable: 0,
             ranges: Vec::with_capacity(max_ranges),
@@ -208,6 +236,11 @@ impl RecvBuffer {
 
     /// Total size in bytes.
     pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes of storage allocated now (grows on demand up to the capacity).
+    pub fn storage(&self) -> usize {
         self.ring.len()
     }
 
@@ -252,6 +285,11 @@ impl RecvBuffer {
             };
         }
         let end = offset + data.len().min(window - offset);
+        if self.readable + end > self.ring.len() {
+            let size = storage_for(self.readable + end, self.capacity);
+            self.ring = relinearise(&self.ring, self.head, size);
+            self.head = 0;
+        }
         // Ranges that overlap or touch [offset, end) merge with it.
         let first = self.ranges.partition_point(|&(_, e)| e < offset);
         let past = self.ranges.partition_point(|&(s, _)| s <= end);
@@ -291,7 +329,7 @@ impl RecvBuffer {
     /// `self.ranges[overlapping]`, so the first copy of every byte wins.
     fn copy_into_gaps(&mut self, offset: usize, data: &[u8], overlapping: core::ops::Range<usize>) {
         let base = self.head + self.readable;
-        let capacity = self.capacity();
+        let capacity = self.ring.len();
         let end = offset + data.len();
         let mut pos = offset;
         for index in overlapping {
@@ -321,7 +359,7 @@ impl RecvBuffer {
         self.head = if self.readable == 0 && self.ranges.is_empty() {
             0
         } else {
-            wrap(self.head + n, self.capacity())
+            wrap(self.head + n, self.ring.len())
         };
     }
 
@@ -334,19 +372,9 @@ impl RecvBuffer {
     }
 
     /// Raise the capacity to `new_capacity` (the window grows by the difference), keeping
-    /// all data. Allocates; a smaller or equal capacity does nothing.
+    /// all data (storage follows on demand); a smaller or equal capacity does nothing.
     pub fn grow(&mut self, new_capacity: usize) {
-        let capacity = self.capacity();
-        if new_capacity <= capacity {
-            return;
-        }
-        let mut ring = vec![0; new_capacity];
-        copy_pair(
-            &mut ring[..capacity],
-            ring_slices(&self.ring, self.head, capacity),
-        );
-        self.ring = ring;
-        self.head = 0;
+        self.capacity = self.capacity.max(new_capacity);
     }
 }
 
@@ -505,6 +533,28 @@ mod tests {
         assert_eq!(b.write(b"0123456789"), 6);
         b.grow(3); // never shrinks
         assert_eq!(b.capacity(), 10);
+    }
+
+    #[test]
+    fn storage_grows_on_demand_up_to_the_capacity() {
+        let mut send = SendBuffer::new(1 << 20);
+        let mut recv = RecvBuffer::new(1 << 20);
+        assert_eq!((send.storage(), recv.storage()), (0, 0), "idle: no storage");
+        assert_eq!(recv.window(), 1 << 20, "the window is the capacity from the start");
+        send.write(&[7; 100]);
+        recv.insert(0, &[7; 100]);
+        assert_eq!((send.storage(), recv.storage()), (MIN_STORAGE, MIN_STORAGE));
+        // Out of order far ahead: storage covers it, in-order data kept.
+        recv.insert(5000, &[9; 10]);
+        assert_eq!(recv.storage(), 8192);
+        let data = stream(300_000);
+        assert_eq!(send.write(&data), 300_000);
+        assert_eq!(send.storage(), 512 * 1024);
+        let mut out = vec![0; 300_100];
+        assert_eq!(send.peek(0, &mut out), 300_100);
+        assert_eq!(&out[100..], &data[..]);
+        assert_eq!(recv.read(&mut out), 100);
+        assert_eq!(recv.capacity(), 1 << 20);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod sack;
 pub mod seq;
 
 mod conn;
+mod demux;
 mod input;
 mod listen;
 mod output;

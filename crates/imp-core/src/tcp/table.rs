@@ -9,12 +9,13 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 use imp_wire::tcp::Repr;
 
 use super::conn::{Conn, Ctx, Owner, Shared};
+use super::demux::{ConnMap, conn_map};
 use super::isn::IsnGenerator;
 use super::listen::{ListenAction, Listener};
 use super::output::Reset;
 use super::seq::SeqNumber;
 use super::state::{Closed, State};
-use super::{FourTuple, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
+use super::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
 use crate::time::Instant;
 
 /// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
@@ -41,7 +42,7 @@ pub struct Tcp {
     shared: Shared,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    conns: BTreeMap<FourTuple, TcpHandle>,
+    conns: ConnMap,
     listeners: BTreeMap<SocketAddrV4, TcpHandle>,
     /// Each connection's earliest deadline (`Conn::scheduled`).
     deadlines: BTreeSet<(Instant, TcpHandle)>,
@@ -72,7 +73,7 @@ impl Tcp {
             },
             slots: Vec::new(),
             free: Vec::new(),
-            conns: BTreeMap::new(),
+            conns: conn_map(mix(seed ^ 0x6465_6d75_7820_6b79)),
             listeners: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             dirty: VecDeque::new(),
@@ -554,10 +555,24 @@ impl Tcp {
         true
     }
 
-    /// Write the next segment to send into `buf` (at most `buf.len()` bytes).
+    /// Write the next segment to send into `buf` (at most `buf.len()` bytes), its
+    /// checksum filled in.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<TcpTransmit> {
+        self.poll_transmit_with(now, buf, |_, _| true)
+    }
+
+    /// As [`Tcp::poll_transmit`], asking `checksum(src, dst)` whether the segment's
+    /// checksum must be computed; where it says false (the device computes it, see
+    /// [`Offloads`](crate::Offloads)) the field holds the pseudo-header sum.
+    pub fn poll_transmit_with(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mut checksum: impl FnMut(Ipv4Addr, Ipv4Addr) -> bool,
+    ) -> Option<TcpTransmit> {
         while let Some(reset) = self.shared.resets.pop_front() {
-            if let Some(len) = reset.write(buf) {
+            let fill = checksum(*reset.local.ip(), *reset.remote.ip());
+            if let Some(len) = reset.write(buf, fill) {
                 self.shared.stats.segments_out += 1;
                 return Some(TcpTransmit {
                     src: *reset.local.ip(),
@@ -573,7 +588,10 @@ impl Tcp {
             // Stays marked while it runs so `settle` does not queue it a second time.
             conn.queued = true;
             let (src, dst) = (*conn.local.ip(), *conn.remote.ip());
-            let sent = self.with_conn(now, handle, |conn, ctx| Ok(conn.poll_transmit(ctx, buf)));
+            let fill = checksum(src, dst);
+            let sent = self.with_conn(now, handle, |conn, ctx| {
+                Ok(conn.poll_transmit(ctx, buf, fill))
+            });
             if let Ok(Some(len)) = sent {
                 // It may have more: back of the queue, behind the others.
                 self.dirty.push_back(handle);

@@ -67,7 +67,15 @@ impl Timers {
     }
     /// The earliest deadline.
     pub fn next(&self) -> Option<Instant> {
-        self.deadlines.iter().flatten().min().copied()
+        // A plain loop: this runs after every segment, and the iterator chain did not
+        // optimise as well.
+        let mut next: Option<Instant> = None;
+        for &at in self.deadlines.iter().flatten() {
+            if next.is_none_or(|n| at < n) {
+                next = Some(at);
+            }
+        }
+        next
     }
     /// The first timer due at `now`, disarmed, or None.
     pub fn pop_due(&mut self, now: Instant) -> Option<Timer> {

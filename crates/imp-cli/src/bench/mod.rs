@@ -1,0 +1,359 @@
+//! `imp bench`: the same workloads on imp, on smoltcp and on the Linux kernel, in one
+//! run, interleaved and repeated, reported as medians with the ratios imp/smoltcp and
+//! imp/Linux.
+//!
+//! Workloads (issue 6):
+//! - W1 bulk: one connection, in-process; (a) MTU 1500 with checksums computed and
+//!   verified, (b) MTU 65535 with checksum offload. Gbit/s of payload and CPU s/GiB.
+//! - W2 ping-pong: 1-byte request and response; round trips/s.
+//! - W3 churn: connect, 1 byte, close (the server closes first and keeps TIME-WAIT);
+//!   connections/s.
+//! - W4 scale: n idle connections, ping-pong spread over all of them; ns per packet,
+//!   and memory per idle connection.
+//!
+//! imp and smoltcp run as two stacks in one thread, frames handed from one to the
+//! other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
+
+mod alloc;
+mod imp_side;
+mod linux;
+mod smol;
+
+use std::time::Instant as StdInstant;
+
+use clap::Args;
+use serde::Serialize;
+
+/// Measure imp against smoltcp and the Linux kernel.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Small sizes: every workload in well under a minute.
+    #[arg(long)]
+    quick: bool,
+    /// Print a JSON list of {workload, unit, imp, smoltcp, linux} instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Repetitions of every workload (medians are reported); default 5, 3 with --quick.
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Only workloads whose name starts with one of these (e.g. W1,W2).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Only these implementations (imp, smoltcp, linux), e.g. for a profiler run.
+    #[arg(long = "impl", value_delimiter = ',')]
+    impls: Vec<String>,
+    /// Scale every size by this factor (e.g. 0.1 for a profiler run).
+    #[arg(long, hide = true)]
+    scale: Option<f64>,
+    /// Tiny sizes for tests of the output shape (also IMP_BENCH_TINY=1).
+    #[arg(long, hide = true)]
+    tiny: bool,
+}
+
+/// How much work each workload does.
+#[derive(Debug, Clone)]
+pub(crate) struct Sizes {
+    /// W1 payload bytes.
+    pub bulk: u64,
+    /// W2 round trips.
+    pub rounds: u64,
+    /// W3 connections.
+    pub churn: u64,
+    /// W4 connection counts.
+    pub scale: Vec<usize>,
+    /// W4 round trips measured at each count.
+    pub scale_rounds: u64,
+    /// Repetitions.
+    pub repeats: usize,
+}
+
+impl Sizes {
+    fn for_args(args: &BenchArgs) -> Sizes {
+        let tiny = args.tiny || std::env::var_os("IMP_BENCH_TINY").is_some_and(|v| v != "0");
+        let mut sizes = if tiny {
+            Sizes {
+                bulk: 2 << 20,
+                rounds: 200,
+                churn: 50,
+                scale: vec![1, 10],
+                scale_rounds: 100,
+                repeats: 1,
+            }
+        } else if args.quick {
+            Sizes {
+                bulk: 128 << 20,
+                rounds: 10_000,
+                churn: 2_000,
+                scale: vec![1, 100, 10_000],
+                scale_rounds: 5_000,
+                repeats: 3,
+            }
+        } else {
+            Sizes {
+                bulk: 1 << 30,
+                rounds: 100_000,
+                churn: 20_000,
+                scale: vec![1, 100, 10_000, 100_000],
+                scale_rounds: 20_000,
+                repeats: 5,
+            }
+        };
+        if let Some(r) = args.repeat {
+            sizes.repeats = r.max(1);
+        }
+        if let Some(f) = args.scale {
+            let scaled = |n: u64| ((n as f64 * f) as u64).max(1);
+            sizes.bulk = scaled(sizes.bulk);
+            sizes.rounds = scaled(sizes.rounds);
+            sizes.churn = scaled(sizes.churn);
+            sizes.scale_rounds = scaled(sizes.scale_rounds);
+        }
+        sizes
+    }
+}
+
+/// One implementation under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Impl {
+    Imp,
+    Smoltcp,
+    Linux,
+}
+
+const IMPLS: [Impl; 3] = [Impl::Imp, Impl::Smoltcp, Impl::Linux];
+
+/// One number a run produced: a row of the table, filled in per implementation.
+#[derive(Debug, Clone)]
+pub(crate) struct Sample {
+    pub workload: String,
+    pub unit: &'static str,
+    pub value: f64,
+}
+
+impl Sample {
+    pub fn new(workload: impl Into<String>, unit: &'static str, value: f64) -> Sample {
+        Sample {
+            workload: workload.into(),
+            unit,
+            value,
+        }
+    }
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    workload: String,
+    unit: &'static str,
+    imp: Option<f64>,
+    smoltcp: Option<f64>,
+    linux: Option<f64>,
+}
+
+/// The workloads, in the order they run within one repetition.
+const WORKLOADS: [&str; 5] = ["W1a", "W1b", "W2", "W3", "W4"];
+
+/// Run one workload on one implementation; None when it does not apply.
+fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
+    match (workload, which) {
+        ("W1a", Impl::Imp) => Ok(imp_side::bulk("W1a", 1500, false, sizes.bulk)),
+        ("W1b", Impl::Imp) => Ok(imp_side::bulk("W1b", 65535, true, sizes.bulk)),
+        ("W1a", Impl::Smoltcp) => Ok(smol::bulk("W1a", 1500, false, sizes.bulk)),
+        ("W1b", Impl::Smoltcp) => Ok(smol::bulk("W1b", 65535, true, sizes.bulk)),
+        // The kernel has one loopback (MTU 65536, checksums offloaded): it is the
+        // reference for both rows.
+        ("W1a", Impl::Linux) => linux::bulk("W1a", sizes.bulk),
+        ("W1b", Impl::Linux) => linux::bulk("W1b", sizes.bulk),
+        ("W2", Impl::Imp) => Ok(imp_side::ping_pong(sizes.rounds)),
+        ("W2", Impl::Smoltcp) => Ok(smol::ping_pong(sizes.rounds)),
+        ("W2", Impl::Linux) => linux::ping_pong(sizes.rounds),
+        ("W3", Impl::Imp) => Ok(imp_side::churn(sizes.churn)),
+        ("W3", Impl::Smoltcp) => Ok(smol::churn(sizes.churn)),
+        ("W3", Impl::Linux) => linux::churn(sizes.churn),
+        ("W4", Impl::Imp) => Ok(imp_side::scale(&sizes.scale, sizes.scale_rounds)),
+        ("W4", Impl::Linux) => linux::scale(&sizes.scale, sizes.scale_rounds),
+        _ => Ok(Vec::new()),
+    }
+}
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
+/// `imp bench`.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    let sizes = Sizes::for_args(args);
+    let selected: Vec<&str> = WORKLOADS
+        .into_iter()
+        .filter(|w| args.only.is_empty() || args.only.iter().any(|o| w.starts_with(o.as_str())))
+        .collect();
+    // (workload, unit) in first-seen order, with every sample per implementation.
+    let mut rows: Vec<(String, &'static str, [Vec<f64>; 3])> = Vec::new();
+    let started = StdInstant::now();
+    for repeat in 0..sizes.repeats {
+        for (w, workload) in selected.iter().enumerate() {
+            // Rotate who goes first, so drift on a shared machine hits all alike.
+            for k in 0..IMPLS.len() {
+                let which = IMPLS[(k + repeat + w) % IMPLS.len()];
+                let name = format!("{which:?}").to_lowercase();
+                if !args.impls.is_empty() && !args.impls.contains(&name) {
+                    continue;
+                }
+                let samples = run_one(workload, which, &sizes)
+                    .map_err(|e| format!("{workload} on {which:?}: {e}"))?;
+                for s in samples {
+                    let at = match rows.iter().position(|r| r.0 == s.workload) {
+                        Some(at) => at,
+                        None => {
+                            rows.push((s.workload.clone(), s.unit, Default::default()));
+                            rows.len() - 1
+                        }
+                    };
+                    let slot = IMPLS.iter().position(|&i| i == which).unwrap_or(0);
+                    rows[at].2[slot].push(s.value);
+                }
+            }
+        }
+        if !args.json {
+            eprintln!(
+                "imp bench: repetition {}/{} done ({:.1} s)",
+                repeat + 1,
+                sizes.repeats,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let report: Vec<Row> = rows
+        .into_iter()
+        .map(|(workload, unit, mut samples)| {
+            let [imp, smoltcp, linux] = &mut samples;
+            Row {
+                workload,
+                unit,
+                imp: median(imp),
+                smoltcp: median(smoltcp),
+                linux: median(linux),
+            }
+        })
+        .collect();
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print_table(&report, &sizes);
+    }
+    Ok(())
+}
+
+fn print_table(report: &[Row], sizes: &Sizes) {
+    let cell = |v: Option<f64>| match v {
+        None => "-".to_string(),
+        Some(v) if v.abs() >= 1000.0 => format!("{v:.0}"),
+        Some(v) if v.abs() >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.3}"),
+    };
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => format!("{:.2}x", a / b),
+        _ => "-".to_string(),
+    };
+    println!(
+        "medians of {} run(s); bulk {} MiB, {} round trips, {} connections",
+        sizes.repeats,
+        sizes.bulk >> 20,
+        sizes.rounds,
+        sizes.churn
+    );
+    println!(
+        "{:<12} {:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "workload", "unit", "imp", "smoltcp", "linux", "imp/smol", "imp/linux"
+    );
+    for r in report {
+        println!(
+            "{:<12} {:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            r.workload,
+            r.unit,
+            cell(r.imp),
+            cell(r.smoltcp),
+            cell(r.linux),
+            ratio(r.imp, r.smoltcp),
+            ratio(r.imp, r.linux)
+        );
+    }
+}
+
+/// CPU time (user + system) of the whole process so far, in seconds.
+pub(crate) fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes the struct it is given; a zeroed rusage is a valid value.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Wall and CPU time around a piece of work.
+pub(crate) struct Stopwatch {
+    wall: StdInstant,
+    cpu: f64,
+}
+
+impl Stopwatch {
+    pub fn start() -> Stopwatch {
+        Stopwatch {
+            wall: StdInstant::now(),
+            cpu: cpu_seconds(),
+        }
+    }
+    /// (wall seconds, CPU seconds) since `start`.
+    pub fn stop(&self) -> (f64, f64) {
+        (
+            self.wall.elapsed().as_secs_f64(),
+            cpu_seconds() - self.cpu,
+        )
+    }
+}
+
+/// The samples of a bulk run: throughput, CPU per GiB and (when counted) allocations
+/// per GiB after warm-up.
+pub(crate) fn bulk_samples(
+    workload: &str,
+    bytes: u64,
+    (wall, cpu): (f64, f64),
+    allocs_per_gib: Option<f64>,
+) -> Vec<Sample> {
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    let mut samples = vec![
+        Sample::new(workload, "Gbit/s", bytes as f64 * 8.0 / wall / 1e9),
+        Sample::new(format!("{workload}-cpu"), "CPU s/GiB", cpu / gib),
+    ];
+    if let Some(a) = allocs_per_gib {
+        samples.push(Sample::new(format!("{workload}-alloc"), "allocs/GiB", a));
+    }
+    samples
+}
+
+/// Allocation counter snapshot, for "allocations per GiB after warm-up".
+pub(crate) fn allocations() -> u64 {
+    alloc::allocations()
+}
+
+/// Live heap bytes, for memory per connection.
+pub(crate) fn live_bytes() -> isize {
+    alloc::live_bytes()
+}
+
+/// A repeatable byte pattern to send.
+pub(crate) fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + i / 251) as u8).collect()
+}

@@ -1,0 +1,315 @@
+//! The same workloads on smoltcp 0.12, driven the fair way: two `Interface`s with their
+//! `SocketSet`s in one thread, a `Device` over frame buffers that are allocated once
+//! and reused, `poll` until both sides are quiet.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::time::Instant as StdInstant;
+
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
+use smoltcp::socket::tcp;
+use smoltcp::time::Instant as SmolInstant;
+use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address};
+
+use super::{Sample, Stopwatch, allocations, bulk_samples, pattern};
+
+const PORT: u16 = 5001;
+const B: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
+
+/// Frames in flight each way and the spare buffers. Every buffer is `frame_len` long;
+/// a queued frame is (buffer, length).
+struct Wire {
+    /// [to A, to B]
+    queues: [VecDeque<(Vec<u8>, usize)>; 2],
+    spare: Vec<Vec<u8>>,
+    frame_len: usize,
+}
+
+/// One side's device: receives from its queue, transmits into the other's.
+struct Port<'w> {
+    wire: &'w RefCell<Wire>,
+    side: usize,
+    caps: &'w DeviceCapabilities,
+}
+
+struct Rx<'w> {
+    wire: &'w RefCell<Wire>,
+    frame: Vec<u8>,
+    len: usize,
+}
+
+struct Tx<'w> {
+    wire: &'w RefCell<Wire>,
+    to: usize,
+}
+
+impl phy::RxToken for Rx<'_> {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        let r = f(&self.frame[..self.len]);
+        self.wire.borrow_mut().spare.push(self.frame);
+        r
+    }
+}
+
+impl phy::TxToken for Tx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut frame = {
+            let mut wire = self.wire.borrow_mut();
+            let frame_len = wire.frame_len;
+            wire.spare.pop().unwrap_or_else(|| vec![0; frame_len])
+        };
+        let r = f(&mut frame[..len]);
+        self.wire.borrow_mut().queues[self.to].push_back((frame, len));
+        r
+    }
+}
+
+impl phy::Device for Port<'_> {
+    type RxToken<'a>
+        = Rx<'a>
+    where
+        Self: 'a;
+    type TxToken<'a>
+        = Tx<'a>
+    where
+        Self: 'a;
+    fn receive(&mut self, _: SmolInstant) -> Option<(Rx<'_>, Tx<'_>)> {
+        let (frame, len) = self.wire.borrow_mut().queues[self.side].pop_front()?;
+        let rx = Rx {
+            wire: self.wire,
+            frame,
+            len,
+        };
+        Some((
+            rx,
+            Tx {
+                wire: self.wire,
+                to: 1 - self.side,
+            },
+        ))
+    }
+    fn transmit(&mut self, _: SmolInstant) -> Option<Tx<'_>> {
+        Some(Tx {
+            wire: self.wire,
+            to: 1 - self.side,
+        })
+    }
+    fn capabilities(&self) -> DeviceCapabilities {
+        self.caps.clone()
+    }
+}
+
+/// Two smoltcp interfaces back to back.
+struct Pair {
+    wire: RefCell<Wire>,
+    caps: DeviceCapabilities,
+    ifaces: [Interface; 2],
+    sockets: [SocketSet<'static>; 2],
+    epoch: StdInstant,
+    frames: u64,
+}
+
+impl Pair {
+    fn new(mtu: usize, offload: bool) -> Pair {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = mtu + 14;
+        if offload {
+            caps.checksum = ChecksumCapabilities::ignored();
+        }
+        let wire = RefCell::new(Wire {
+            queues: [VecDeque::new(), VecDeque::new()],
+            spare: (0..64).map(|_| vec![0; mtu + 14]).collect(),
+            frame_len: mtu + 14,
+        });
+        let epoch = StdInstant::now();
+        let iface = |side: usize| {
+            let mac = EthernetAddress([2, 0, 0, 0, 0, side as u8 + 1]);
+            let mut config = Config::new(HardwareAddress::Ethernet(mac));
+            config.random_seed = side as u64 + 1;
+            let mut port = Port {
+                wire: &wire,
+                side,
+                caps: &caps,
+            };
+            let mut iface = Interface::new(config, &mut port, SmolInstant::from_micros(0));
+            iface.update_ip_addrs(|addrs| {
+                addrs
+                    .push(IpCidr::new(IpAddress::v4(10, 0, 0, side as u8 + 1), 24))
+                    .expect("room for an address");
+            });
+            iface
+        };
+        let ifaces = [iface(0), iface(1)];
+        Pair {
+            wire,
+            caps,
+            ifaces,
+            sockets: [SocketSet::new(vec![]), SocketSet::new(vec![])],
+            epoch,
+            frames: 0,
+        }
+    }
+
+    fn now(&self) -> SmolInstant {
+        SmolInstant::from_micros(self.epoch.elapsed().as_micros() as i64)
+    }
+
+    /// Poll both sides until no frame is in flight.
+    fn pump(&mut self) {
+        let now = self.now();
+        loop {
+            for side in 0..2 {
+                let mut port = Port {
+                    wire: &self.wire,
+                    side,
+                    caps: &self.caps,
+                };
+                self.ifaces[side].poll(now, &mut port, &mut self.sockets[side]);
+            }
+            let wire = self.wire.borrow();
+            let queued = wire.queues[0].len() + wire.queues[1].len();
+            if queued == 0 {
+                break;
+            }
+            self.frames += queued as u64;
+        }
+    }
+
+    fn socket(&mut self, side: usize, buffer: usize, nodelay: bool) -> SocketHandle {
+        let rx = tcp::SocketBuffer::new(vec![0; buffer]);
+        let tx = tcp::SocketBuffer::new(vec![0; buffer]);
+        let mut socket = tcp::Socket::new(rx, tx);
+        socket.set_nagle_enabled(!nodelay);
+        self.sockets[side].add(socket)
+    }
+
+    fn tcp(&mut self, side: usize, handle: SocketHandle) -> &mut tcp::Socket<'static> {
+        self.sockets[side].get_mut::<tcp::Socket>(handle)
+    }
+
+    /// Connect A (from `local_port`) to B's listening `server` socket and wait for both
+    /// ends to be established.
+    fn open(&mut self, client: SocketHandle, server: SocketHandle, local_port: u16) {
+        let cx = self.ifaces[0].context();
+        self.sockets[0]
+            .get_mut::<tcp::Socket>(client)
+            .connect(cx, (IpAddress::Ipv4(B), PORT), local_port)
+            .expect("smoltcp connect");
+        for _ in 0..1000 {
+            self.pump();
+            if self.tcp(0, client).state() == tcp::State::Established
+                && self.tcp(1, server).state() == tcp::State::Established
+            {
+                return;
+            }
+        }
+        panic!("smoltcp: connection never established");
+    }
+}
+
+/// W1 on smoltcp.
+pub(crate) fn bulk(workload: &str, mtu: usize, offload: bool, total: u64) -> Vec<Sample> {
+    let mut pair = Pair::new(mtu, offload);
+    let server = pair.socket(1, 1 << 20, false);
+    pair.tcp(1, server).listen(PORT).expect("listen");
+    let client = pair.socket(0, 1 << 20, false);
+    pair.open(client, server, 49152);
+    let chunk = pattern(256 * 1024);
+    let mut rbuf = vec![0u8; 256 * 1024];
+    let (mut sent, mut received) = (0u64, 0u64);
+    let warm = total / 8;
+    let mut counted: Option<(u64, u64)> = None;
+    let watch = Stopwatch::start();
+    while received < total {
+        while sent < total {
+            let n = (total - sent).min(chunk.len() as u64) as usize;
+            let start = (sent % chunk.len() as u64) as usize;
+            let piece = &chunk[start..(start + n).min(chunk.len())];
+            match pair.tcp(0, client).send_slice(piece) {
+                Ok(0) => break,
+                Ok(n) => sent += n as u64,
+                Err(e) => panic!("smoltcp send: {e}"),
+            }
+        }
+        pair.pump();
+        loop {
+            match pair.tcp(1, server).recv_slice(&mut rbuf) {
+                Ok(0) => break,
+                Ok(n) => received += n as u64,
+                Err(e) => panic!("smoltcp recv: {e}"),
+            }
+        }
+        if counted.is_none() && received >= warm {
+            counted = Some((allocations(), received));
+        }
+    }
+    let times = watch.stop();
+    let allocs = counted.map(|(at, from)| {
+        let bytes = (received - from).max(1) as f64;
+        (allocations() - at) as f64 / bytes * (1u64 << 30) as f64
+    });
+    bulk_samples(workload, total, times, allocs)
+}
+
+fn round_trip(pair: &mut Pair, client: SocketHandle, server: SocketHandle) {
+    let mut byte = [0u8; 1];
+    pair.tcp(0, client).send_slice(b"q").expect("send request");
+    pair.pump();
+    let n = pair.tcp(1, server).recv_slice(&mut byte).expect("read request");
+    assert_eq!(n, 1, "smoltcp: request not delivered");
+    pair.tcp(1, server).send_slice(b"r").expect("send response");
+    pair.pump();
+    let n = pair.tcp(0, client).recv_slice(&mut byte).expect("read response");
+    assert_eq!(n, 1, "smoltcp: response not delivered");
+}
+
+/// W2 on smoltcp.
+pub(crate) fn ping_pong(rounds: u64) -> Vec<Sample> {
+    let mut pair = Pair::new(1500, false);
+    let server = pair.socket(1, 64 * 1024, true);
+    pair.tcp(1, server).listen(PORT).expect("listen");
+    let client = pair.socket(0, 64 * 1024, true);
+    pair.open(client, server, 49152);
+    let watch = Stopwatch::start();
+    for _ in 0..rounds {
+        round_trip(&mut pair, client, server);
+    }
+    let (wall, _) = watch.stop();
+    vec![Sample::new("W2", "round trips/s", rounds as f64 / wall)]
+}
+
+/// W3 on smoltcp. smoltcp keeps TIME-WAIT in the socket itself, and a listening socket
+/// serves one connection: each connection gets a fresh listening socket, and the
+/// server's socket is removed once in TIME-WAIT (smoltcp would otherwise keep answering
+/// for the old connection). The client socket is reused, each time from the next port.
+pub(crate) fn churn(count: u64) -> Vec<Sample> {
+    let mut pair = Pair::new(1500, false);
+    let client = pair.socket(0, 4096, true);
+    let mut byte = [0u8; 1];
+    let watch = Stopwatch::start();
+    for i in 0..count {
+        let server = pair.socket(1, 4096, true);
+        pair.tcp(1, server).listen(PORT).expect("listen");
+        pair.open(client, server, 49152 + (i % 16384) as u16);
+        pair.tcp(0, client).send_slice(b"x").expect("send");
+        pair.pump();
+        let n = pair.tcp(1, server).recv_slice(&mut byte).expect("server read");
+        assert_eq!(n, 1, "smoltcp churn: byte not delivered");
+        pair.tcp(1, server).close();
+        pair.pump();
+        pair.tcp(0, client).close();
+        for _ in 0..1000 {
+            pair.pump();
+            if pair.tcp(0, client).state() == tcp::State::Closed
+                && pair.tcp(1, server).state() == tcp::State::TimeWait
+            {
+                break;
+            }
+        }
+        pair.sockets[1].remove(server);
+    }
+    let (wall, _) = watch.stop();
+    vec![Sample::new("W3", "connections/s", count as f64 / wall)]
+}

@@ -1,0 +1,46 @@
+//! `imp bench --quick --json` at tiny sizes (IMP_BENCH_TINY): the output is a JSON list
+//! of {workload, unit, imp, smoltcp, linux} covering every workload, and imp allocates
+//! nothing per packet in steady state.
+
+use std::process::Command;
+
+#[test]
+fn bench_quick_json_has_every_workload() {
+    let out = Command::new(env!("CARGO_BIN_EXE_imp"))
+        .args(["bench", "--quick", "--json"])
+        .env("IMP_BENCH_TINY", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["workload"] == name)
+            .unwrap_or_else(|| panic!("no row {name} in {rows:#?}"))
+    };
+    for r in &rows {
+        let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 5, "{r}");
+        for key in ["workload", "unit", "imp", "smoltcp", "linux"] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+        assert!(r["unit"].is_string(), "{r}");
+    }
+    for name in ["W1a", "W1b", "W2", "W3"] {
+        let r = row(name);
+        for side in ["imp", "smoltcp", "linux"] {
+            let v = r[side].as_f64().unwrap_or_else(|| panic!("{name}.{side}: {r}"));
+            assert!(v > 0.0, "{name}.{side}: {r}");
+        }
+    }
+    assert_eq!(row("W1a")["unit"], "Gbit/s");
+    assert!(row("W1a-cpu")["imp"].as_f64().unwrap() > 0.0);
+    assert_eq!(row("W1a-alloc")["imp"].as_f64(), Some(0.0), "imp allocated per packet");
+    assert_eq!(row("W1b-alloc")["imp"].as_f64(), Some(0.0), "imp allocated per packet");
+    assert!(row("W4-1")["imp"].as_f64().unwrap() > 0.0);
+    assert!(row("W4-1-mem")["imp"].as_f64().unwrap() > 0.0);
+}
