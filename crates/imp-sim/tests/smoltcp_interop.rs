@@ -108,7 +108,7 @@ impl Pair {
             dev,
             sockets: SocketSet::new(vec![]),
             links: [
-                LinkModel::new(link.clone(), seed ^ 1),
+                LinkModel::new(link, seed ^ 1),
                 LinkModel::new(link, seed ^ 2),
             ],
             frame: vec![0; 65536],

@@ -65,18 +65,18 @@ fn reordering_duplication_and_corruption_stay_byte_exact() {
     let reorder = LinkConfig {
         reorder: 0.05,
         reorder_delay: Duration::from_millis(3),
-        ..base.clone()
+        ..base
     };
     transfer(4 * MB, reorder, 21, 1 << 20);
     let duplicate = LinkConfig {
         duplicate: 0.05,
-        ..base.clone()
+        ..base
     };
     transfer(4 * MB, duplicate, 22, 1 << 20);
     // Corrupted frames must be caught by a checksum and dropped, never delivered.
     let corrupt = LinkConfig {
         corrupt: 0.02,
-        ..base.clone()
+        ..base
     };
     transfer(4 * MB, corrupt, 23, 1 << 20);
     let everything = LinkConfig {
@@ -167,7 +167,7 @@ fn same_seed_same_trace_hash() {
         reorder_delay: Duration::from_millis(1),
         ..link(100_000_000, 20)
     };
-    let a = transfer(2 * MB, lossy.clone(), 71, 1 << 20);
+    let a = transfer(2 * MB, lossy, 71, 1 << 20);
     let b = transfer(2 * MB, lossy, 71, 1 << 20);
     assert_eq!(a.trace_hash, b.trace_hash, "seed 71: two runs differ");
     assert_eq!(a.seconds, b.seconds, "seed 71: two runs differ in time");
