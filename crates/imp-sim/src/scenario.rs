@@ -574,21 +574,13 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     tcp.recv_buffer = size(raw.recv_buffer, tcp.recv_buffer).max(1);
     if let Some(cc) = &raw.cc {
         tcp.congestion = CcAlgorithm::from_name(cc.get_ref()).ok_or_else(|| {
-            let pending = matches!(cc.get_ref().as_str(), "cubic" | "vegas");
             ctx.error(
                 cc.span(),
                 "cc",
-                if pending {
-                    format!(
-                        "`{}` is not implemented in imp yet; use \"newreno\" (\"reno\")",
-                        cc.get_ref()
-                    )
-                } else {
-                    format!(
-                        "unknown congestion control `{}`; imp has \"newreno\"",
-                        cc.get_ref()
-                    )
-                },
+                format!(
+                    "unknown congestion control `{}`; imp has \"newreno\" (\"reno\"), \"cubic\" and \"vegas\"",
+                    cc.get_ref()
+                ),
             )
         })?;
     }

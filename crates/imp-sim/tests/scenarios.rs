@@ -212,7 +212,7 @@ fn bad_scenarios_get_one_line_errors_naming_line_and_field() {
         (
             SMALL.replace(
                 "[[host]]\nname = \"b\"",
-                "[[host]]\nname = \"b\"\ntcp = { cc = \"vegas\" }",
+                "[[host]]\nname = \"b\"\ntcp = { cc = \"bbr9\" }",
             ),
             "cc",
             "cc = ",

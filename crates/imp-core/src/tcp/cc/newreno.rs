@@ -66,6 +66,24 @@ impl NewReno {
 }
 
 /// `value * new / old` without overflow, saturating.
+/// Whether the window, not the application or the receiver, limited what was in flight
+/// before this ACK. RFC 5681 §3.1 grows cwnd to probe the path; a window that was not
+/// used proves nothing, and RFC 7661 §4.3 keeps it from growing while the sender is
+/// rate-limited by anything else. As Linux does, slow start may still grow while at least
+/// half the window was in use, so that one idle gap does not stall it.
+pub(crate) fn cwnd_limited(
+    cwnd: usize,
+    mss: usize,
+    flight_before_ack: usize,
+    slow_start: bool,
+) -> bool {
+    if slow_start {
+        flight_before_ack.saturating_mul(2) >= cwnd
+    } else {
+        flight_before_ack + mss >= cwnd
+    }
+}
+
 fn scale(value: usize, new: usize, old: usize) -> usize {
     let scaled = value as u128 * new as u128 / old as u128;
     usize::try_from(scaled).unwrap_or(usize::MAX)
@@ -112,11 +130,19 @@ impl CongestionControl for NewReno {
         rtt: Option<Duration>,
         bytes_in_flight: usize,
     ) {
-        let _ = (now, rtt, bytes_in_flight);
+        let _ = (now, rtt);
         if acked_bytes == 0 {
             return;
         }
         self.rto_unacked = false;
+        if !cwnd_limited(
+            self.cwnd,
+            self.mss,
+            bytes_in_flight + acked_bytes,
+            self.cwnd < self.ssthresh,
+        ) {
+            return;
+        }
         if self.cwnd < self.ssthresh {
             // RFC 3465 §2.2: in slow start "cwnd += min(N, L*SMSS)" with L = 2*SMSS,
             // and L = 1*SMSS in the slow start that follows a retransmission timeout
@@ -239,6 +265,29 @@ mod tests {
         NewReno::new(MSS, DEFAULT_INITIAL_WINDOW_SEGMENTS)
     }
 
+    /// An ACK for `acked` bytes to a sender that had its whole window in flight.
+    fn ack_full(cc: &mut NewReno, acked: usize) {
+        let flight = cc.cwnd().saturating_sub(acked);
+        cc.on_ack(T, acked, None, flight);
+    }
+
+    #[test]
+    fn a_window_the_sender_did_not_use_does_not_grow() {
+        // RFC 7661: an application- or receiver-limited sender learns nothing about the
+        // path, so cwnd stays; it grows again once the window is (half) used.
+        let mut cc = reno();
+        cc.on_ack(T, 2 * MSS, None, MSS);
+        assert_eq!(cc.cwnd(), 10 * MSS);
+        cc.on_ack(T, 2 * MSS, None, 3 * MSS);
+        assert_eq!(cc.cwnd(), 12 * MSS);
+        cc.on_enter_sack_recovery(T, 24 * MSS);
+        cc.on_exit_recovery(T, 24 * MSS);
+        for _ in 0..30 {
+            cc.on_ack(T, MSS, None, 5 * MSS);
+        }
+        assert_eq!(cc.cwnd(), 12 * MSS);
+    }
+
     #[test]
     fn initial_window_follows_rfc_6928() {
         assert_eq!(initial_window(1460, 10), 14600);
@@ -254,11 +303,11 @@ mod tests {
     #[test]
     fn slow_start_counts_bytes_up_to_two_segments_per_ack() {
         let mut cc = reno();
-        cc.on_ack(T, 500, None, 0);
+        ack_full(&mut cc, 500);
         assert_eq!(cc.cwnd(), 10_500);
-        cc.on_ack(T, 5 * MSS, None, 0);
+        ack_full(&mut cc, 5 * MSS);
         assert_eq!(cc.cwnd(), 12_500);
-        cc.on_ack(T, 0, None, 0);
+        ack_full(&mut cc, 0);
         assert_eq!(cc.cwnd(), 12_500);
     }
 
@@ -270,13 +319,13 @@ mod tests {
         assert_eq!((cc.cwnd(), cc.ssthresh()), (10 * MSS, 10 * MSS));
         assert!(!cc.in_slow_start());
         for _ in 0..9 {
-            cc.on_ack(T, MSS, None, 0);
+            ack_full(&mut cc, MSS);
         }
         assert_eq!(cc.cwnd(), 10 * MSS);
-        cc.on_ack(T, MSS, None, 0);
+        ack_full(&mut cc, MSS);
         assert_eq!(cc.cwnd(), 11 * MSS);
         // A huge ACK grows cwnd by one SMSS only.
-        cc.on_ack(T, 100 * MSS, None, 0);
+        ack_full(&mut cc, 100 * MSS);
         assert_eq!(cc.cwnd(), 12 * MSS);
     }
 
@@ -318,7 +367,7 @@ mod tests {
         cc.on_rto(T, 4 * MSS);
         assert_eq!((cc.cwnd(), cc.ssthresh()), (MSS, 20 * MSS));
         // Slow start after an RTO grows by at most one SMSS per ACK.
-        cc.on_ack(T, 3 * MSS, None, 0);
+        ack_full(&mut cc, 3 * MSS);
         assert_eq!(cc.cwnd(), 2 * MSS);
         cc.on_rto(T, 4 * MSS);
         assert_eq!(cc.ssthresh(), 2 * MSS);
@@ -328,7 +377,7 @@ mod tests {
     fn idle_restart_caps_at_initial_window() {
         let mut cc = reno();
         for _ in 0..20 {
-            cc.on_ack(T, 2 * MSS, None, 0);
+            ack_full(&mut cc, 2 * MSS);
         }
         assert_eq!(cc.cwnd(), 50 * MSS);
         cc.on_idle_restart(T);
