@@ -134,7 +134,9 @@ fn parse_head(head: &[u8]) -> Result<Request, BadRequest> {
                     .map_err(|_| BadRequest("bad Content-Length"))?;
             }
             "transfer-encoding" => {
-                return Err(BadRequest("request bodies with Transfer-Encoding are not accepted"));
+                return Err(BadRequest(
+                    "request bodies with Transfer-Encoding are not accepted",
+                ));
             }
             _ => {}
         }
@@ -197,7 +199,13 @@ fn respond<S: Write>(stream: &mut S, request: &Request, root: &Path) -> io::Resu
     match resolve(root, &relative) {
         Some(Resolved::File(path)) => send_file(stream, &path, head_only, keep),
         Some(Resolved::Directory(path)) => {
-            if !request.target.split('?').next().unwrap_or("").ends_with('/') {
+            if !request
+                .target
+                .split('?')
+                .next()
+                .unwrap_or("")
+                .ends_with('/')
+            {
                 let location = format!("{}/", request.target.split('?').next().unwrap_or("/"));
                 let head = format!(
                     "HTTP/1.1 301 Moved Permanently\r\nServer: imp\r\nLocation: {location}\r\n\
@@ -323,9 +331,20 @@ fn resolve(root: &Path, relative: &Path) -> Option<Resolved> {
     meta.is_file().then_some(Resolved::File(path))
 }
 
-fn send_file<S: Write>(stream: &mut S, path: &Path, head_only: bool, keep: bool) -> io::Result<bool> {
+fn send_file<S: Write>(
+    stream: &mut S,
+    path: &Path,
+    head_only: bool,
+    keep: bool,
+) -> io::Result<bool> {
     let Ok(mut file) = File::open(path) else {
-        respond_error(stream, "404 Not Found", "cannot open the file", head_only, keep)?;
+        respond_error(
+            stream,
+            "404 Not Found",
+            "cannot open the file",
+            head_only,
+            keep,
+        )?;
         return Ok(keep);
     };
     let len = file.metadata()?.len();
@@ -384,7 +403,10 @@ fn listing(dir: &Path, relative: &Path) -> io::Result<String> {
     let title = format!("/{}", relative.display());
     let mut body = format!("<!DOCTYPE html>\n<title>{title}</title>\n<h1>{title}</h1>\n<ul>\n");
     for name in names {
-        let escaped = name.replace('&', "&amp;").replace('<', "&lt;").replace('"', "&quot;");
+        let escaped = name
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('"', "&quot;");
         body.push_str(&format!("<li><a href=\"{escaped}\">{escaped}</a></li>\n"));
     }
     body.push_str("</ul>\n");

@@ -49,7 +49,9 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
         ));
     };
     if a == b {
-        return Err(format!("imp link needs two different TAP devices, not {a} twice"));
+        return Err(format!(
+            "imp link needs two different TAP devices, not {a} twice"
+        ));
     }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -94,7 +96,10 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
                 StdDuration::from_nanos(d.saturating_duration_since(t).as_nanos()).min(MAX_WAIT)
             })
         };
-        wait_readable(&[side_a.inner().as_raw_fd(), side_b.inner().as_raw_fd()], wait);
+        wait_readable(
+            &[side_a.inner().as_raw_fd(), side_b.inner().as_raw_fd()],
+            wait,
+        );
     }
     let report = |from: &str, to: &str, s: &LinkStats| {
         println!(
@@ -102,8 +107,16 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
             s.delivered, s.dropped_loss, s.dropped_queue
         );
     };
-    report(side_a.inner().name(), side_b.inner().name(), side_b.tx_stats());
-    report(side_b.inner().name(), side_a.inner().name(), side_a.tx_stats());
+    report(
+        side_a.inner().name(),
+        side_b.inner().name(),
+        side_b.tx_stats(),
+    );
+    report(
+        side_b.inner().name(),
+        side_a.inner().name(),
+        side_a.tx_stats(),
+    );
     if errors > 0 {
         println!("imp link: {errors} device errors (frames lost while a side was down)");
     }

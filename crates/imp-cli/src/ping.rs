@@ -176,12 +176,22 @@ fn run_tap(args: &PingArgs) -> Result<(), String> {
         }
         sent_at.push(std::time::Instant::now());
         let until = if seq + 1 == args.count {
-            start + interval * u32::from(seq)
+            start
+                + interval * u32::from(seq)
                 + std::time::Duration::from_nanos(args.wait.as_nanos())
         } else {
             start + interval * u32::from(seq + 1)
         };
-        receive_until(args, &socket, host, until, &sent_at, &mut buf, &mut replies, &mut last_error);
+        receive_until(
+            args,
+            &socket,
+            host,
+            until,
+            &sent_at,
+            &mut buf,
+            &mut replies,
+            &mut last_error,
+        );
     }
     report(args, host, &replies, 0);
     if replies.is_empty() {
@@ -222,7 +232,9 @@ fn receive_until(
                     ttl: echo.ttl,
                     rtt_ms: sent.elapsed().as_secs_f64() * 1e3,
                 };
-                if buf[..echo.len.min(buf.len())] != payload(echo.seq_no, args.size)[..echo.len.min(buf.len())] {
+                if buf[..echo.len.min(buf.len())]
+                    != payload(echo.seq_no, args.size)[..echo.len.min(buf.len())]
+                {
                     eprintln!("reply {} carried corrupted data", reply.seq);
                     continue;
                 }

@@ -125,7 +125,8 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHand
 
 /// Stop the runtime: every blocked accept, read and write fails, so the threads end.
 fn shutdown(rt: &mut Runtime, threads: Vec<std::thread::JoinHandle<()>>) {
-    let (rx, tx) = rt.with_stack(|stack, _| (stack.stats().tcp.rx_segments, stack.stats().tcp.tx_segments));
+    let (rx, tx) =
+        rt.with_stack(|stack, _| (stack.stats().tcp.rx_segments, stack.stats().tcp.tx_segments));
     rt.shutdown();
     for thread in threads {
         let _ = thread.join();
@@ -147,10 +148,11 @@ fn accept_loop(name: &'static str, listener: &TcpListener, handler: &Handler) {
                 let spawned = std::thread::Builder::new()
                     .name(format!("{name} {peer}"))
                     .spawn(move || {
-                        if let Err(e) = handler(stream) {
-                            if e.kind() != io::ErrorKind::NotConnected {
-                                eprintln!("imp serve: {name} with {peer}: {e}");
-                            }
+                        // NotConnected: the runtime stopped under the connection.
+                        if let Err(e) = handler(stream)
+                            && e.kind() != io::ErrorKind::NotConnected
+                        {
+                            eprintln!("imp serve: {name} with {peer}: {e}");
                         }
                     });
                 if let Err(e) = spawned {

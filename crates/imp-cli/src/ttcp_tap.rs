@@ -44,14 +44,16 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
     let timeout = StdDuration::from_nanos(args.timeout.as_nanos());
     let stack = args.device.start("ttcp")?;
     if !args.json {
-        println!(
-            "imp ttcp: {}",
-            stack.describe(args.device.impair.as_ref())
-        );
+        println!("imp ttcp: {}", stack.describe(args.device.impair.as_ref()));
     }
     let report = match role {
         Ok(peer) => send(args, &stack.rt, peer, timeout)?,
-        Err(port) => receive(args, &stack.rt, SocketAddrV4::new(stack.addr.address, port), timeout)?,
+        Err(port) => receive(
+            args,
+            &stack.rt,
+            SocketAddrV4::new(stack.addr.address, port),
+            timeout,
+        )?,
     };
     if args.json {
         println!(
@@ -61,9 +63,17 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
     } else {
         println!(
             "imp ttcp: {} {} bytes {} {} in {:.3} s: {}{}",
-            if report.direction == "send" { "sent" } else { "received" },
+            if report.direction == "send" {
+                "sent"
+            } else {
+                "received"
+            },
             report.bytes,
-            if report.direction == "send" { "to" } else { "from" },
+            if report.direction == "send" {
+                "to"
+            } else {
+                "from"
+            },
             report.peer,
             report.seconds,
             format_rate(report.goodput_bps),
@@ -87,14 +97,19 @@ fn send(
     let set = |r: io::Result<()>| r.map_err(|e| format!("socket option: {e}"));
     set(stream.set_write_timeout(Some(timeout)))?;
     set(stream.set_read_timeout(Some(timeout)))?;
-    let record = usize::try_from(args.record.max(1)).unwrap_or(1 << 20).min(1 << 24);
+    let record = usize::try_from(args.record.max(1))
+        .unwrap_or(1 << 20)
+        .min(1 << 24);
     let chunk: Vec<u8> = (0..record).map(|i| b'a' + (i % 26) as u8).collect();
     let mut sent = 0u64;
     let mut writer = &stream;
     while sent < args.bytes {
         let n = (args.bytes - sent).min(record as u64) as usize;
         writer.write_all(&chunk[..n]).map_err(|e| {
-            format!("sending to {peer} failed after {sent} bytes: {}", describe(&e))
+            format!(
+                "sending to {peer} failed after {sent} bytes: {}",
+                describe(&e)
+            )
         })?;
         sent += n as u64;
     }

@@ -106,12 +106,13 @@ impl Shared {
     }
 
     /// After a socket call changed the stack: send what it has to send, wake waiters,
-    /// and wake the loop if its sleep would overrun the stack's new deadline.
+    /// and wake the loop if its sleep would overrun the new deadline of the stack or
+    /// of a device (an `Impair` holding a frame just sent).
     pub(crate) fn settle(&self, state: &mut State, now: Instant) {
         if state.flush(now) {
             self.ready.notify_all();
         }
-        if let Some(deadline) = state.stack.poll_timeout()
+        if let Some(deadline) = state.next_deadline()
             && state.sleep_until.is_none_or(|t| deadline < t)
         {
             state.sleep_until = Some(deadline);

@@ -50,9 +50,11 @@ fn exchange(requests: &str) -> String {
     String::from_utf8_lossy(&mem.output).into_owned()
 }
 
+/// The status codes of the responses (not counting "HTTP/1.1" quoted in a message).
 fn statuses(responses: &str) -> Vec<&str> {
     responses
         .match_indices("HTTP/1.1 ")
+        .filter(|(i, _)| !responses[..*i].ends_with(": "))
         .map(|(i, _)| &responses[i + 9..i + 12])
         .collect()
 }

@@ -182,6 +182,21 @@ impl Link {
     }
 
     pub fn with_config(subnet: u8, offloads: bool, config: StackConfig) -> Option<Link> {
+        Link::build(subnet, offloads, config, None)
+    }
+
+    /// imp's frames pass the link model `impair` both ways (offloads off, so the model
+    /// sees wire-sized frames).
+    pub fn impaired(subnet: u8, impair: imp::phy::LinkConfig) -> Option<Link> {
+        Link::build(subnet, false, StackConfig::default(), Some(impair))
+    }
+
+    fn build(
+        subnet: u8,
+        offloads: bool,
+        config: StackConfig,
+        impair: Option<imp::phy::LinkConfig>,
+    ) -> Option<Link> {
         if !can_run() {
             return None;
         }
@@ -203,7 +218,20 @@ impl Link {
         ]);
         ns.ip(&["link", "set", &tap_name, "up"]);
         let rt = Runtime::new(config).expect("runtime");
-        let iface = rt.add_device(tap, IfaceConfig::new(IMP_MAC, 1500));
+        let iface = match impair {
+            Some(link) => {
+                use imp::phy::{Device, Impair, LinkModel};
+                let link = imp::phy::LinkConfig {
+                    mtu: tap.mtu(),
+                    ..link
+                };
+                let seed = u64::from(subnet) * 7919;
+                let device = Impair::new(tap, LinkModel::new(link, seed))
+                    .with_rx(LinkModel::new(link, seed + 1));
+                rt.add_device(device, IfaceConfig::new(IMP_MAC, 1500))
+            }
+            None => rt.add_device(tap, IfaceConfig::new(IMP_MAC, 1500)),
+        };
         rt.add_address(
             iface,
             Cidr {
