@@ -33,14 +33,24 @@ fn bench_quick_json_has_every_workload() {
     for name in ["W1a", "W1b", "W2", "W3"] {
         let r = row(name);
         for side in ["imp", "smoltcp", "linux"] {
-            let v = r[side].as_f64().unwrap_or_else(|| panic!("{name}.{side}: {r}"));
+            let v = r[side]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{name}.{side}: {r}"));
             assert!(v > 0.0, "{name}.{side}: {r}");
         }
     }
     assert_eq!(row("W1a")["unit"], "Gbit/s");
     assert!(row("W1a-cpu")["imp"].as_f64().unwrap() > 0.0);
-    assert_eq!(row("W1a-alloc")["imp"].as_f64(), Some(0.0), "imp allocated per packet");
-    assert_eq!(row("W1b-alloc")["imp"].as_f64(), Some(0.0), "imp allocated per packet");
+    assert_eq!(
+        row("W1a-alloc")["imp"].as_f64(),
+        Some(0.0),
+        "imp allocated per packet"
+    );
+    assert_eq!(
+        row("W1b-alloc")["imp"].as_f64(),
+        Some(0.0),
+        "imp allocated per packet"
+    );
     assert!(row("W4-1")["imp"].as_f64().unwrap() > 0.0);
     assert!(row("W4-1-mem")["imp"].as_f64().unwrap() > 0.0);
 }

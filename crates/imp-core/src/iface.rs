@@ -46,6 +46,14 @@ pub struct Offloads {
     /// corrupt, as an in-process pipe): the stack skips verifying IPv4, TCP and UDP
     /// checksums on receive.
     pub rx_checksum: bool,
+    /// TCP segmentation offload (TSO, virtio-net `VIRTIO_NET_HDR_GSO_TCPV4`): the device
+    /// takes IPv4 packets up to this many bytes (headers included, at most 65535) and
+    /// cuts their TCP payload into MTU-sized segments itself. TCP then builds one large
+    /// segment, up to min(this, send window, cwnd), where it would build many of one
+    /// MSS each; the MSS it announces still follows the MTU. `None`: every packet fits
+    /// the MTU. Only connections whose peer's MSS is at least our own use it (the
+    /// device cuts at its MTU, which is our MSS).
+    pub tso_max: Option<usize>,
 }
 
 impl Offloads {
@@ -53,12 +61,22 @@ impl Offloads {
     pub const NONE: Offloads = Offloads {
         tx_checksum: false,
         rx_checksum: false,
+        tso_max: None,
     };
     /// Checksums offloaded both ways.
     pub const CHECKSUM: Offloads = Offloads {
         tx_checksum: true,
         rx_checksum: true,
+        tso_max: None,
     };
+
+    /// These offloads with TSO for packets up to `max` bytes (see [`Offloads::tso_max`]).
+    pub const fn with_tso(self, max: usize) -> Offloads {
+        Offloads {
+            tso_max: Some(max),
+            ..self
+        }
+    }
 }
 
 impl IfaceConfig {

@@ -11,7 +11,7 @@ use imp_wire::tcp as wire_tcp;
 use crate::ipv4::IpMeta;
 use crate::neighbor::Origin;
 use crate::stack::{Stack, Transmit};
-use crate::tcp::{TcpError, TcpHandle};
+use crate::tcp::{Egress, TcpError, TcpHandle};
 use crate::time::Instant;
 
 /// Room in front of a TCP segment for the Ethernet and IPv4 headers.
@@ -53,7 +53,8 @@ impl Stack {
                 } else {
                     self.tcp.config().mss
                 };
-                self.tcp.handle_segment_with_mss(now, meta.src, meta.dst, &repr, mss);
+                self.tcp
+                    .handle_segment_with_mss(now, meta.src, meta.dst, &repr, mss);
             }
             Err(imp_wire::Error::BadChecksum) => self.stats.tcp.rx_bad_checksum += 1,
             Err(_) => self.stats.tcp.rx_malformed += 1,
@@ -69,16 +70,22 @@ impl Stack {
             .len()
             .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
         let (routes, ifaces) = (&self.routes, &self.ifaces);
-        // The checksum is ours to compute unless the outgoing interface's device does it.
-        let checksum = |_src: Ipv4Addr, dst: Ipv4Addr| {
-            routes
+        // The checksum is ours to compute unless the outgoing interface's device does
+        // it; segments are one MSS unless it does TSO.
+        let egress = |_src: Ipv4Addr, dst: Ipv4Addr| {
+            let offloads = routes
                 .lookup(dst)
                 .and_then(|route| ifaces.get(route.iface.index()))
-                .is_none_or(|iface| !iface.offloads.tx_checksum)
+                .map(|iface| iface.offloads)
+                .unwrap_or_default();
+            Egress {
+                checksum: !offloads.tx_checksum,
+                tso_max: offloads.tso_max,
+            }
         };
         let segment = self
             .tcp
-            .poll_transmit_with(now, &mut buf[HEADROOM..end], checksum);
+            .poll_transmit_with(now, &mut buf[HEADROOM..end], egress);
         let Some(segment) = segment else {
             return TcpOutput::Idle;
         };
@@ -87,8 +94,14 @@ impl Stack {
             self.stats.ipv4.tx_no_route += 1;
             return TcpOutput::Queued;
         };
-        // RFC 1191: TCP segments carry DF; the MSS keeps them within the route MTU.
-        if ipv4::HEADER_LEN + segment.len > route.mtu {
+        // RFC 1191: TCP segments carry DF; the MSS keeps them within the route MTU,
+        // or the device cuts them to it (TSO).
+        let limit = self
+            .ifaces
+            .get(route.iface.index())
+            .and_then(|iface| iface.offloads.tso_max)
+            .map_or(route.mtu, |tso| tso.max(route.mtu));
+        if ipv4::HEADER_LEN + segment.len > limit {
             self.stats.ipv4.tx_dont_fragment += 1;
             return TcpOutput::Queued;
         }

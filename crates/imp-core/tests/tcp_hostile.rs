@@ -29,10 +29,18 @@ impl Pair {
         let mut moved = false;
         for from_a in [true, false] {
             loop {
-                let (tx, rx) = if from_a { (&mut self.a, &mut self.b) } else { (&mut self.b, &mut self.a) };
-                let Some(t) = tx.poll_transmit(self.now, &mut self.buf) else { break };
-                let packet = Packet::new_checked(&self.buf[..t.len]).expect("we emit valid headers");
-                let repr = Repr::parse(&packet, &t.src, &t.dst, true).expect("we emit valid segments");
+                let (tx, rx) = if from_a {
+                    (&mut self.a, &mut self.b)
+                } else {
+                    (&mut self.b, &mut self.a)
+                };
+                let Some(t) = tx.poll_transmit(self.now, &mut self.buf) else {
+                    break;
+                };
+                let packet =
+                    Packet::new_checked(&self.buf[..t.len]).expect("we emit valid headers");
+                let repr =
+                    Repr::parse(&packet, &t.src, &t.dst, true).expect("we emit valid segments");
                 if from_a {
                     self.last_ab = (repr.seq, repr.ack);
                 } else {
@@ -48,7 +56,11 @@ impl Pair {
     fn settle(&mut self) {
         for _ in 0..10_000 {
             if !self.exchange() {
-                match [self.a.poll_timeout(), self.b.poll_timeout()].into_iter().flatten().min() {
+                match [self.a.poll_timeout(), self.b.poll_timeout()]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                {
                     Some(t) if t <= self.now + Duration::from_secs(5) => {
                         self.now = self.now.max(t);
                         self.a.handle_timeout(self.now);
@@ -62,7 +74,11 @@ impl Pair {
 }
 
 fn connected() -> (Pair, TcpHandle, TcpHandle) {
-    let config = TcpConfig { send_buffer: 64 * 1024, recv_buffer: 64 * 1024, ..TcpConfig::default() };
+    let config = TcpConfig {
+        send_buffer: 64 * 1024,
+        recv_buffer: 64 * 1024,
+        ..TcpConfig::default()
+    };
     let mut pair = Pair {
         a: Tcp::new(config.clone(), 1),
         b: Tcp::new(config, 2),
@@ -72,7 +88,15 @@ fn connected() -> (Pair, TcpHandle, TcpHandle) {
         last_ba: (0, 0),
     };
     let listener = pair.b.listen(SocketAddrV4::new(B, 80), 4).unwrap();
-    let client = pair.a.connect(pair.now, SocketAddrV4::new(A, 40000), SocketAddrV4::new(B, 80), 1460).unwrap();
+    let client = pair
+        .a
+        .connect(
+            pair.now,
+            SocketAddrV4::new(A, 40000),
+            SocketAddrV4::new(B, 80),
+            1460,
+        )
+        .unwrap();
     pair.settle();
     let server = pair.b.accept(listener).unwrap();
     (pair, client, server)
@@ -105,18 +129,31 @@ fn attack() -> impl Strategy<Value = Attack> {
         proptest::collection::vec((-70_000i32..70_000, any::<u16>()), 0..4),
         proptest::collection::vec(any::<u8>(), 0..1500),
     )
-        .prop_map(|(to_server, seq_offset, ack_offset, flags, window, mss, wscale, timestamps, sack, payload)| Attack {
-            to_server,
-            seq_offset,
-            ack_offset,
-            flags,
-            window,
-            mss,
-            wscale,
-            timestamps,
-            sack,
-            payload,
-        })
+        .prop_map(
+            |(
+                to_server,
+                seq_offset,
+                ack_offset,
+                flags,
+                window,
+                mss,
+                wscale,
+                timestamps,
+                sack,
+                payload,
+            )| Attack {
+                to_server,
+                seq_offset,
+                ack_offset,
+                flags,
+                window,
+                mss,
+                wscale,
+                timestamps,
+                sack,
+                payload,
+            },
+        )
 }
 
 /// Read everything a connection offers; Err when it ended with an error.

@@ -19,7 +19,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
-use imp_core::Instant;
+use imp_core::{Instant, Offloads};
 use imp_wire::checksum;
 
 use crate::device::{Device, DeviceError};
@@ -72,6 +72,12 @@ pub struct TapConfig {
     /// Ask for the virtio-net header and checksum/TSO offloads. If the kernel refuses,
     /// the device falls back to plain frames: [`Tap::offloads`] says which it got.
     pub offloads: bool,
+    /// The stack sending through this TAP leaves only the pseudo-header sum in TCP and
+    /// UDP checksum fields (its interface has [`Offloads::tx_checksum`]; take the
+    /// interface's offloads from [`Tap::stack_offloads`]). With offloads, every such
+    /// frame then goes with `VIRTIO_NET_HDR_F_NEEDS_CSUM` and the kernel completes the
+    /// checksum; without, this setting is ignored and the stack must compute them.
+    pub partial_checksums: bool,
 }
 
 impl TapConfig {
@@ -81,6 +87,16 @@ impl TapConfig {
             name: name.into(),
             mtu: 1500,
             offloads: false,
+            partial_checksums: false,
+        }
+    }
+
+    /// This configuration with the stack's TCP/UDP checksums left to the kernel (see
+    /// [`TapConfig::partial_checksums`]).
+    pub fn partial_checksums(self, partial_checksums: bool) -> TapConfig {
+        TapConfig {
+            partial_checksums,
+            ..self
         }
     }
 
@@ -212,6 +228,10 @@ pub struct Tap {
     vnet_hdr: bool,
     /// The kernel accepted `TUN_F_CSUM | TUN_F_TSO4`. Implies `vnet_hdr`.
     offloads: bool,
+    /// TCP/UDP checksum fields hold the pseudo-header sum (asked for and `offloads`).
+    partial: bool,
+    /// Reused for a large frame whose finished checksum must become a partial one.
+    scratch: Vec<u8>,
     stats: TapStats,
 }
 
@@ -264,6 +284,8 @@ impl Tap {
             mtu: config.mtu,
             vnet_hdr,
             offloads: false,
+            partial: false,
+            scratch: Vec::new(),
             stats: TapStats::default(),
         };
         if vnet_hdr {
@@ -275,6 +297,7 @@ impl Tap {
                 let _ = tap.set_offloads(0);
             }
         }
+        tap.partial = tap.offloads && config.partial_checksums;
         Ok(tap)
     }
 
@@ -317,6 +340,21 @@ impl Tap {
     /// The IP MTU the device was opened with.
     pub fn ip_mtu(&self) -> usize {
         self.mtu
+    }
+
+    /// The offloads the stack's interface on this TAP should have: with the kernel's
+    /// offloads, TSO up to a whole IPv4 packet (the kernel cuts at the MTU), and the
+    /// checksums left to the kernel when [`TapConfig::partial_checksums`] asked so; else
+    /// none. (Receive checksums are completed here but still verified by the stack.)
+    pub fn stack_offloads(&self) -> Offloads {
+        if !self.offloads {
+            return Offloads::NONE;
+        }
+        Offloads {
+            tx_checksum: self.partial,
+            rx_checksum: false,
+            tso_max: Some(MAX_IP_PACKET),
+        }
     }
 
     /// Counters.
@@ -423,28 +461,25 @@ impl Device for Tap {
     /// the kernel cuts them into segments of MTU size (TSO).
     fn send(&mut self, _now: Instant, frame: &[u8]) -> Result<bool, DeviceError> {
         let result = if self.vnet_hdr {
-            let header = if frame.len() > self.plain_frame_limit() {
-                let tso = self.offloads.then(|| tso_header(frame, self.mtu)).flatten();
-                let Some(header) = tso else {
-                    return Err(DeviceError::FrameTooLarge {
-                        len: frame.len(),
-                        mtu: self.plain_frame_limit(),
-                    });
-                };
+            let limit = self.plain_frame_limit();
+            let (header, finished) =
+                vnet_header_for(frame, self.mtu, limit, self.offloads, self.partial)?;
+            if header.gso_type != VIRTIO_NET_HDR_GSO_NONE {
                 self.stats.tx_tso += 1;
-                header
+            }
+            if finished {
+                // The stack finished the checksum of a frame the kernel will cut: it
+                // must hold the partial sum instead (copied into a reused buffer).
+                let mut scratch = core::mem::take(&mut self.scratch);
+                scratch.clear();
+                scratch.extend_from_slice(frame);
+                prepare_partial_checksum(&mut scratch, &header);
+                let sent = self.send_with_header(&header, &scratch);
+                self.scratch = scratch;
+                sent
             } else {
-                VnetHeader::default()
-            };
-            let mut owned;
-            let frame = if header.gso_type != VIRTIO_NET_HDR_GSO_NONE {
-                owned = frame.to_vec();
-                prepare_partial_checksum(&mut owned, &header);
-                &owned[..]
-            } else {
-                frame
-            };
-            self.send_with_header(&header, frame)
+                self.send_with_header(&header, frame)
+            }
         } else {
             if frame.len() > self.plain_frame_limit() {
                 return Err(DeviceError::FrameTooLarge {
@@ -524,6 +559,62 @@ impl VnetHeader {
         b[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
         b
     }
+}
+
+/// The virtio-net header for `frame`, and whether its TCP checksum is finished and
+/// must be turned into a partial one first. A frame longer than `limit` must be TCP
+/// over IPv4 with offloads on: TSO (`GSO_TCPV4`, the kernel cuts at `mtu`); with
+/// `partial`, a TCP or UDP frame within `limit` asks the kernel to complete its
+/// checksum (`NEEDS_CSUM`, offset 16 for TCP, 6 for UDP); anything else goes as is.
+fn vnet_header_for(
+    frame: &[u8],
+    mtu: usize,
+    limit: usize,
+    offloads: bool,
+    partial: bool,
+) -> Result<(VnetHeader, bool), DeviceError> {
+    if frame.len() > limit {
+        let tso = offloads.then(|| tso_header(frame, mtu)).flatten();
+        return match tso {
+            Some(header) => Ok((header, !partial)),
+            None => Err(DeviceError::FrameTooLarge {
+                len: frame.len(),
+                mtu: limit,
+            }),
+        };
+    }
+    if !(offloads && partial) {
+        return Ok((VnetHeader::default(), false));
+    }
+    Ok((csum_header(frame).unwrap_or_default(), false))
+}
+
+/// `NEEDS_CSUM` for an unfragmented IPv4 TCP or UDP frame whose checksum field holds
+/// the pseudo-header sum; None for anything else.
+fn csum_header(frame: &[u8]) -> Option<VnetHeader> {
+    let ip = ETH_HEADER_LEN;
+    if frame.len() < ip + 20 || frame[12..14] != [0x08, 0x00] || frame[ip] >> 4 != 4 {
+        return None;
+    }
+    let ihl = usize::from(frame[ip] & 0x0f) * 4;
+    let fragment = u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3fff;
+    let offset = match frame[ip + 9] {
+        6 => 16,
+        17 => 6,
+        _ => return None,
+    };
+    let start = ip + ihl;
+    if ihl < 20 || fragment != 0 || start + offset + 2 > frame.len() {
+        return None;
+    }
+    Some(VnetHeader {
+        flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+        gso_type: VIRTIO_NET_HDR_GSO_NONE,
+        hdr_len: 0,
+        gso_size: 0,
+        csum_start: u16::try_from(start).ok()?,
+        csum_offset: offset as u16,
+    })
 }
 
 /// Virtio 1.x §5.1.6.2.1 `VIRTIO_NET_HDR_F_NEEDS_CSUM`: the field at `csum_start +
@@ -763,6 +854,46 @@ mod tests {
             ..VnetHeader::default()
         };
         assert!(!complete_checksum(&mut [0u8; 70], &bad));
+    }
+
+    #[test]
+    fn partial_checksum_frames_ask_the_kernel_to_complete_them() {
+        let frame = tcp_frame(100);
+        let (h, finished) = vnet_header_for(&frame, 1500, 1518, true, true).expect("fits");
+        assert!(!finished);
+        assert_eq!(h.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
+        assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_NONE);
+        assert_eq!((h.csum_start, h.csum_offset), (34, 16));
+        let mut udp = tcp_frame(100);
+        udp[14 + 9] = 17;
+        let (h, _) = vnet_header_for(&udp, 1500, 1518, true, true).expect("fits");
+        assert_eq!((h.flags, h.csum_start, h.csum_offset), (1, 34, 6));
+        // Finished checksums, or no offloads: nothing to do for the kernel.
+        for (offloads, partial) in [(true, false), (false, false), (false, true)] {
+            let (h, finished) =
+                vnet_header_for(&frame, 1500, 1518, offloads, partial).expect("fits");
+            assert_eq!((h, finished), (VnetHeader::default(), false));
+        }
+        // A fragment carries no whole checksum to complete.
+        let mut fragment = tcp_frame(100);
+        fragment[14 + 6] = 0x20;
+        let (h, _) = vnet_header_for(&fragment, 1500, 1518, true, true).expect("fits");
+        assert_eq!(h, VnetHeader::default());
+    }
+
+    #[test]
+    fn large_frames_go_as_tso_and_only_with_offloads() {
+        let frame = tcp_frame(8000);
+        let (h, finished) = vnet_header_for(&frame, 1500, 1518, true, true).expect("tso");
+        assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
+        assert_eq!((h.gso_size, h.hdr_len, h.flags), (1460, 54, 1));
+        assert!(!finished, "a partial sum goes as it is");
+        let (_, finished) = vnet_header_for(&frame, 1500, 1518, true, false).expect("tso");
+        assert!(finished, "a finished checksum must be made partial");
+        assert!(matches!(
+            vnet_header_for(&frame, 1500, 1518, false, false),
+            Err(DeviceError::FrameTooLarge { .. })
+        ));
     }
 
     #[test]

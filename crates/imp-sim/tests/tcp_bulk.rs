@@ -119,7 +119,11 @@ fn mtu_from_576_to_9000() {
             ..link(100_000_000, 10)
         };
         let r = transfer(4 * MB, link, seed, 1 << 20);
-        let mss = r.sender_info.as_ref().map(|i| usize::from(i.snd_mss)).unwrap_or(0);
+        let mss = r
+            .sender_info
+            .as_ref()
+            .map(|i| usize::from(i.snd_mss))
+            .unwrap_or(0);
         assert!(
             mss > 0 && mss <= mtu - 40,
             "seed {seed}: MSS {mss} does not fit MTU {mtu}"

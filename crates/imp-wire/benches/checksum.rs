@@ -25,12 +25,16 @@ fn bench_checksum(c: &mut Criterion) {
                 black_box(&mut dst);
             })
         });
-        group.bench_with_input(BenchmarkId::new("memcpy_then_data", size), &data, |b, data| {
-            b.iter(|| {
-                dst.copy_from_slice(black_box(data));
-                checksum::data(black_box(&dst))
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new("memcpy_then_data", size),
+            &data,
+            |b, data| {
+                b.iter(|| {
+                    dst.copy_from_slice(black_box(data));
+                    checksum::data(black_box(&dst))
+                })
+            },
+        );
         group.bench_with_input(BenchmarkId::new("copy_and_sum", size), &data, |b, data| {
             b.iter(|| checksum::copy_and_sum(black_box(&mut dst), black_box(data)))
         });

@@ -43,7 +43,11 @@ impl Pair {
             });
             let mac = ethernet::Address([2, 0, 0, 0, 0, mac]);
             let iface = stack.add_interface(IfaceConfig::new(mac, mtu).with_offloads(offloads));
-            stack.add_address(Instant::ZERO, iface, Cidr::new(addr, 24).expect("valid prefix"));
+            stack.add_address(
+                Instant::ZERO,
+                iface,
+                Cidr::new(addr, 24).expect("valid prefix"),
+            );
             (stack, iface)
         };
         let (a, ia) = stack(1, 1, A);
@@ -161,8 +165,8 @@ pub(crate) fn bulk(workload: &str, mtu: usize, offload: bool, total: u64) -> Vec
 
 fn bulk_config() -> TcpConfig {
     TcpConfig {
-        send_buffer: 1 << 20,
-        recv_buffer: 1 << 20,
+        send_buffer: super::smol::BULK_BUFFER,
+        recv_buffer: super::smol::BULK_BUFFER,
         ..TcpConfig::default()
     }
 }
@@ -181,18 +185,27 @@ fn round_trip(pair: &mut Pair, client: TcpHandle, server: TcpHandle) {
     let mut byte = [0u8; 1];
     pair.a.tcp_send(now, client, b"q").expect("send request");
     pair.pump();
-    let n = pair.b.tcp_recv(now, server, &mut byte).expect("read request");
+    let n = pair
+        .b
+        .tcp_recv(now, server, &mut byte)
+        .expect("read request");
     assert_eq!(n, 1);
     pair.b.tcp_send(now, server, b"r").expect("send response");
     pair.pump();
-    let n = pair.a.tcp_recv(now, client, &mut byte).expect("read response");
+    let n = pair
+        .a
+        .tcp_recv(now, client, &mut byte)
+        .expect("read response");
     assert_eq!(n, 1);
 }
 
 /// W2: `rounds` 1-byte round trips.
 pub(crate) fn ping_pong(rounds: u64) -> Vec<Sample> {
     let mut pair = Pair::new(1500, false, small_config());
-    let listener = pair.b.tcp_listen(SocketAddrV4::new(B, PORT), 8).expect("listen");
+    let listener = pair
+        .b
+        .tcp_listen(SocketAddrV4::new(B, PORT), 8)
+        .expect("listen");
     let (client, server) = pair.open(listener, PORT);
     let watch = Stopwatch::start();
     for _ in 0..rounds {
@@ -206,7 +219,10 @@ pub(crate) fn ping_pong(rounds: u64) -> Vec<Sample> {
 /// keeps TIME-WAIT), the client reads EOF and closes.
 pub(crate) fn churn(count: u64) -> Vec<Sample> {
     let mut pair = Pair::new(1500, false, small_config());
-    let listener = pair.b.tcp_listen(SocketAddrV4::new(B, PORT), 64).expect("listen");
+    let listener = pair
+        .b
+        .tcp_listen(SocketAddrV4::new(B, PORT), 64)
+        .expect("listen");
     let mut byte = [0u8; 1];
     let watch = Stopwatch::start();
     for _ in 0..count {
@@ -214,7 +230,10 @@ pub(crate) fn churn(count: u64) -> Vec<Sample> {
         let now = pair.now();
         pair.a.tcp_send(now, client, b"x").expect("send");
         pair.pump();
-        let n = pair.b.tcp_recv(now, server, &mut byte).expect("server read");
+        let n = pair
+            .b
+            .tcp_recv(now, server, &mut byte)
+            .expect("server read");
         assert_eq!(n, 1);
         pair.b.tcp_close(now, server).expect("server close");
         pair.pump();
@@ -236,14 +255,19 @@ pub(crate) fn churn(count: u64) -> Vec<Sample> {
 pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
     let mut samples = Vec::new();
     for &n in counts {
-        
         let mut pair = Pair::new(1500, false, small_config());
         // One client address has 16384 ephemeral ports per server port: spread over
         // enough server ports.
-        let ports: Vec<u16> = (0..n.div_ceil(16_000).max(1) as u16).map(|i| PORT + i).collect();
+        let ports: Vec<u16> = (0..n.div_ceil(16_000).max(1) as u16)
+            .map(|i| PORT + i)
+            .collect();
         let listeners: Vec<TcpHandle> = ports
             .iter()
-            .map(|&p| pair.b.tcp_listen(SocketAddrV4::new(B, p), 1024).expect("listen"))
+            .map(|&p| {
+                pair.b
+                    .tcp_listen(SocketAddrV4::new(B, p), 1024)
+                    .expect("listen")
+            })
             .collect();
         let base = live_bytes();
         let mut conns = Vec::with_capacity(n);
@@ -251,8 +275,9 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
             let k = i % ports.len();
             conns.push(pair.open(listeners[k], ports[k]));
         }
-        let grown = live_bytes() - base - (conns.capacity() * size_of::<(TcpHandle, TcpHandle)>()) as isize;
-        
+        let grown =
+            live_bytes() - base - (conns.capacity() * size_of::<(TcpHandle, TcpHandle)>()) as isize;
+
         // Warm the path, then measure.
         for c in conns.iter().take(10) {
             round_trip(&mut pair, c.0, c.1);
@@ -275,7 +300,11 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
             n if n >= 1000 && n % 1000 == 0 => format!("W4-{}k", n / 1000),
             n => format!("W4-{n}"),
         };
-        samples.push(Sample::new(label.clone(), "ns/packet", wall * 1e9 / packets as f64));
+        samples.push(Sample::new(
+            label.clone(),
+            "ns/packet",
+            wall * 1e9 / packets as f64,
+        ));
         samples.push(Sample::new(
             format!("{label}-mem"),
             "bytes/idle conn",

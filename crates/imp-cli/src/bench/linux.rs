@@ -35,7 +35,8 @@ pub(crate) fn bulk(workload: &str, total: u64) -> Result<Vec<Sample>, String> {
     let mut sent = 0u64;
     while sent < total {
         let n = (total - sent).min(chunk.len() as u64) as usize;
-        c.write_all(&chunk[..n]).map_err(|e| format!("write: {e}"))?;
+        c.write_all(&chunk[..n])
+            .map_err(|e| format!("write: {e}"))?;
         sent += n as u64;
     }
     let got = server
@@ -74,7 +75,11 @@ pub(crate) fn ping_pong(rounds: u64) -> Result<Vec<Sample>, String> {
     let (wall, _) = watch.stop();
     drop(c);
     let _ = server.join();
-    Ok(vec![Sample::new("W2", "round trips/s", rounds as f64 / wall)])
+    Ok(vec![Sample::new(
+        "W2",
+        "round trips/s",
+        rounds as f64 / wall,
+    )])
 }
 
 /// W3 over loopback: the server reads the byte and closes first (keeping TIME-WAIT),
@@ -107,7 +112,11 @@ pub(crate) fn churn(count: u64) -> Result<Vec<Sample>, String> {
         .join()
         .map_err(|_| "server thread panicked".to_string())?
         .map_err(|e| format!("server: {e}"))?;
-    Ok(vec![Sample::new("W3", "connections/s", count as f64 / wall)])
+    Ok(vec![Sample::new(
+        "W3",
+        "connections/s",
+        count as f64 / wall,
+    )])
 }
 
 /// W4 over loopback, for the counts the file-descriptor limit allows (two per
@@ -147,8 +156,12 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Result<Vec<Sample>, String
         let mut byte = [0u8; 1];
         let watch = Stopwatch::start();
         for _ in 0..rounds {
-            conns[at].write_all(b"q").map_err(|e| format!("write: {e}"))?;
-            conns[at].read_exact(&mut byte).map_err(|e| format!("read: {e}"))?;
+            conns[at]
+                .write_all(b"q")
+                .map_err(|e| format!("write: {e}"))?;
+            conns[at]
+                .read_exact(&mut byte)
+                .map_err(|e| format!("read: {e}"))?;
             at = (at + stride) % n;
         }
         let (wall, _) = watch.stop();
@@ -159,7 +172,11 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Result<Vec<Sample>, String
             n if n >= 1000 && n % 1000 == 0 => format!("W4-{}k", n / 1000),
             n => format!("W4-{n}"),
         };
-        samples.push(Sample::new(label, "ns/packet", wall * 1e9 / (2 * rounds) as f64));
+        samples.push(Sample::new(
+            label,
+            "ns/packet",
+            wall * 1e9 / (2 * rounds) as f64,
+        ));
     }
     Ok(samples)
 }

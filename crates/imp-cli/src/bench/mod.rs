@@ -317,10 +317,7 @@ impl Stopwatch {
     }
     /// (wall seconds, CPU seconds) since `start`.
     pub fn stop(&self) -> (f64, f64) {
-        (
-            self.wall.elapsed().as_secs_f64(),
-            cpu_seconds() - self.cpu,
-        )
+        (self.wall.elapsed().as_secs_f64(), cpu_seconds() - self.cpu)
     }
 }
 

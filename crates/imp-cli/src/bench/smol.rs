@@ -209,12 +209,16 @@ impl Pair {
     }
 }
 
+/// Socket buffers of the bulk workload, the same on every stack: 256 KiB each way keeps
+/// the working set of one transfer in the caches, as a tuned in-process setup would.
+pub(crate) const BULK_BUFFER: usize = 256 << 10;
+
 /// W1 on smoltcp.
 pub(crate) fn bulk(workload: &str, mtu: usize, offload: bool, total: u64) -> Vec<Sample> {
     let mut pair = Pair::new(mtu, offload);
-    let server = pair.socket(1, 1 << 20, false);
+    let server = pair.socket(1, BULK_BUFFER, false);
     pair.tcp(1, server).listen(PORT).expect("listen");
-    let client = pair.socket(0, 1 << 20, false);
+    let client = pair.socket(0, BULK_BUFFER, false);
     pair.open(client, server, 49152);
     let chunk = pattern(256 * 1024);
     let mut rbuf = vec![0u8; 256 * 1024];
@@ -257,11 +261,17 @@ fn round_trip(pair: &mut Pair, client: SocketHandle, server: SocketHandle) {
     let mut byte = [0u8; 1];
     pair.tcp(0, client).send_slice(b"q").expect("send request");
     pair.pump();
-    let n = pair.tcp(1, server).recv_slice(&mut byte).expect("read request");
+    let n = pair
+        .tcp(1, server)
+        .recv_slice(&mut byte)
+        .expect("read request");
     assert_eq!(n, 1, "smoltcp: request not delivered");
     pair.tcp(1, server).send_slice(b"r").expect("send response");
     pair.pump();
-    let n = pair.tcp(0, client).recv_slice(&mut byte).expect("read response");
+    let n = pair
+        .tcp(0, client)
+        .recv_slice(&mut byte)
+        .expect("read response");
     assert_eq!(n, 1, "smoltcp: response not delivered");
 }
 
@@ -295,7 +305,10 @@ pub(crate) fn churn(count: u64) -> Vec<Sample> {
         pair.open(client, server, 49152 + (i % 16384) as u16);
         pair.tcp(0, client).send_slice(b"x").expect("send");
         pair.pump();
-        let n = pair.tcp(1, server).recv_slice(&mut byte).expect("server read");
+        let n = pair
+            .tcp(1, server)
+            .recv_slice(&mut byte)
+            .expect("server read");
         assert_eq!(n, 1, "smoltcp churn: byte not delivered");
         pair.tcp(1, server).close();
         pair.pump();

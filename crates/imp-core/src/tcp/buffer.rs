@@ -540,7 +540,11 @@ mod tests {
         let mut send = SendBuffer::new(1 << 20);
         let mut recv = RecvBuffer::new(1 << 20);
         assert_eq!((send.storage(), recv.storage()), (0, 0), "idle: no storage");
-        assert_eq!(recv.window(), 1 << 20, "the window is the capacity from the start");
+        assert_eq!(
+            recv.window(),
+            1 << 20,
+            "the window is the capacity from the start"
+        );
         send.write(&[7; 100]);
         recv.insert(0, &[7; 100]);
         assert_eq!((send.storage(), recv.storage()), (MIN_STORAGE, MIN_STORAGE));

@@ -8,7 +8,7 @@ use core::net::SocketAddrV4;
 use imp_wire::tcp::Repr;
 
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
-use super::cc::{CcAlgorithm, CongestionControl, NewReno};
+use super::cc::CongestionControl;
 use super::output::Reset;
 use super::rtt::{RttEstimator, RttSampler};
 use super::sack::Scoreboard;
@@ -509,11 +509,9 @@ pub(crate) fn new_snd(
     wl1: SeqNumber,
 ) -> Snd {
     let mss = opts.snd_mss();
-    let cc: Box<dyn CongestionControl> = match config.congestion {
-        CcAlgorithm::NewReno => Box::new(NewReno::new(mss, config.initial_window as usize)),
-        #[allow(unreachable_patterns)]
-        other => other.build(mss),
-    };
+    let cc: Box<dyn CongestionControl> = config
+        .congestion
+        .build_with_initial_window(mss, config.initial_window as usize);
     let snd_una = iss + 1;
     Snd {
         snd_una,

@@ -21,6 +21,7 @@ pub mod sack;
 pub mod seq;
 
 mod conn;
+mod deadlines;
 mod demux;
 mod input;
 mod listen;
@@ -33,6 +34,8 @@ mod timer;
 mod tests;
 #[cfg(test)]
 mod tests_loop;
+#[cfg(test)]
+mod tests_tso;
 
 use core::net::{Ipv4Addr, SocketAddrV4};
 
@@ -184,6 +187,26 @@ pub enum TcpEvent {
     Writable(TcpHandle),
     /// A connection ended (closed, reset or timed out); the handle may be released.
     Closed(TcpHandle),
+}
+
+/// What the interface a segment leaves by does for it, from its
+/// [`Offloads`](crate::Offloads): asked by [`Tcp::poll_transmit_with`] per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Egress {
+    /// TCP computes the checksum (false: the device does; the field then holds the
+    /// pseudo-header sum).
+    pub checksum: bool,
+    /// The largest IPv4 packet the device cuts into MTU-sized segments itself (TSO);
+    /// None: every segment fits the MSS.
+    pub tso_max: Option<usize>,
+}
+
+impl Egress {
+    /// No offloads: checksums computed, segments of one MSS at most.
+    pub const PLAIN: Egress = Egress {
+        checksum: true,
+        tso_max: None,
+    };
 }
 
 /// A segment written by [`Tcp::poll_transmit`]: `len` bytes of TCP header and payload

@@ -5,6 +5,7 @@ use core::net::SocketAddrV4;
 use imp_wire::checksum::pseudo_header_v4;
 use imp_wire::tcp::{Flags, Options, Packet, Repr};
 
+use super::Egress;
 use super::conn::{Conn, Ctx, Negotiated, Probe};
 use super::seq::SeqNumber;
 use super::state::{AckState, Snd, State};
@@ -144,28 +145,62 @@ pub(crate) enum Kind {
 }
 
 impl Conn {
-    /// The next segment, written into `buf` (the checksum computed when `checksum`).
+    /// The next segment, written into `buf` (the checksum computed when
+    /// `egress.checksum`; more than one MSS of new data when `egress.tso_max` allows).
     pub fn poll_transmit(
         &mut self,
         ctx: &mut Ctx<'_>,
         buf: &mut [u8],
-        checksum: bool,
+        egress: Egress,
     ) -> Option<usize> {
-        let mut plan = self.plan(ctx)?;
         let sack_n = self.sack_blocks_to_send();
         let opt = self.opts.fixed_option_len() + if sack_n > 0 { 4 + 8 * sack_n } else { 0 };
-        // Payload room: the MSS minus this segment's options, and what the buffer holds.
+        // TSO: the device cuts at its MTU, which is our MSS; so only where the peer
+        // takes segments of our MSS. IPv4 and TCP headers come out of the packet size.
+        let tso_room = egress
+            .tso_max
+            .filter(|_| self.opts.mss_peer >= self.opts.mss_ours)
+            .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(40 + opt));
+        let mut plan = self.plan(ctx, tso_room)?;
+        // Payload room: the MSS (or the TSO size) minus this segment's options, and
+        // what the buffer holds.
         let syn_opt = if plan.flags.syn() { 12 } else { 0 };
-        let room = usize::from(self.opts.mss_peer)
-            .saturating_sub(opt)
-            .min(buf.len().saturating_sub(20 + opt + syn_opt));
+        let segment_room = match tso_room {
+            Some(room) if plan.kind == Kind::Next => room,
+            _ => usize::from(self.opts.mss_peer).saturating_sub(opt),
+        };
+        let room = segment_room.min(buf.len().saturating_sub(20 + opt + syn_opt));
         if plan.len > room {
             plan.len = room;
             plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
         }
-        let len = self.write(ctx, &plan, buf, checksum)?;
+        let len = self.write(ctx, &plan, buf, egress.checksum)?;
         self.after_send(ctx, &plan);
         Some(len)
+    }
+
+    /// Whether [`Conn::poll_transmit`] could produce a segment (or arm the persist
+    /// timer) now. False means it certainly would not: the table then leaves the
+    /// connection out of its output queue, so an idle connection costs nothing per poll.
+    /// It must stay true for every case `plan` acts on.
+    pub fn may_send(&self) -> bool {
+        if self.ack == AckState::Now || self.probe.is_some() {
+            return true;
+        }
+        match &self.state {
+            State::Closed(_) | State::FinWait2(_) | State::TimeWait(_) => false,
+            State::SynSent(s) => s.snd_nxt == s.iss,
+            State::SynRcvd(s) => s.snd_nxt == s.iss,
+            state => {
+                let Some(snd) = state.snd() else { return false };
+                let data_end = snd.data_end();
+                snd.rexmit.is_some()
+                    || snd.recovery.is_some()
+                    || snd.snd_nxt < data_end
+                    // The FIN not sent yet: it goes at `data_end`, SND.NXT passes it.
+                    || (state.fin_queued() && snd.snd_nxt <= data_end)
+            }
+        }
     }
 
     /// How many SACK blocks the next segment carries (RFC 2018 §3: at most 3 with
@@ -179,7 +214,7 @@ impl Conn {
     }
 
     /// Decide what goes next, if anything.
-    fn plan(&mut self, ctx: &mut Ctx<'_>) -> Option<Plan> {
+    fn plan(&mut self, ctx: &mut Ctx<'_>, tso_room: Option<usize>) -> Option<Plan> {
         let ack_now = self.ack == AckState::Now;
         let ack_plan = |seq: SeqNumber| Plan {
             seq,
@@ -204,12 +239,12 @@ impl Conn {
             State::SynRcvd(s) => ack_now.then_some(ack_plan(s.iss + 1)),
             State::FinWait2(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
             State::TimeWait(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
-            _ => self.plan_synchronized(ctx),
+            _ => self.plan_synchronized(ctx, tso_room),
         }
     }
 
     /// Data, FIN, ACK or probe in a state with a sending half.
-    fn plan_synchronized(&mut self, ctx: &mut Ctx<'_>) -> Option<Plan> {
+    fn plan_synchronized(&mut self, ctx: &mut Ctx<'_>, tso_room: Option<usize>) -> Option<Plan> {
         let fin_queued = self.state.fin_queued();
         let nodelay = self.nodelay;
         let opts = self.opts;
@@ -217,7 +252,7 @@ impl Conn {
         if let Some(plan) = plan_repair(snd, &opts, fin_queued) {
             return Some(plan);
         }
-        if let Some(plan) = plan_next(snd, &opts, fin_queued, nodelay) {
+        if let Some(plan) = plan_next(snd, &opts, fin_queued, nodelay, tso_room) {
             return Some(plan);
         }
         // Blocked by a zero window with data waiting and nothing in flight: RFC 9293
@@ -450,9 +485,17 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
     Some(segment(snd, seq, len))
 }
 
-/// New data (or data again after a timeout) at SND.NXT, and the FIN.
-fn plan_next(snd: &mut Snd, opts: &Negotiated, fin_queued: bool, nodelay: bool) -> Option<Plan> {
+/// New data (or data again after a timeout) at SND.NXT, and the FIN; with `tso_room`,
+/// up to that much in one segment (whole MSS multiples while more data waits).
+fn plan_next(
+    snd: &mut Snd,
+    opts: &Negotiated,
+    fin_queued: bool,
+    nodelay: bool,
+    tso_room: Option<usize>,
+) -> Option<Plan> {
     let mss = opts.snd_mss();
+    let largest = tso_room.map_or(mss, |room| room.max(mss));
     // After a timeout, skip what the peer SACKed (RFC 6675 §5.1 keeps the scoreboard).
     if opts.sack
         && snd.snd_nxt < snd.snd_max
@@ -491,7 +534,12 @@ fn plan_next(snd: &mut Snd, opts: &Negotiated, fin_queued: bool, nodelay: bool) 
     } else {
         0
     };
-    let len = available.min(mss).min(cwnd_room).min(wnd_room);
+    let mut len = available.min(largest).min(cwnd_room).min(wnd_room);
+    if len > mss && len < available {
+        // A large segment ends on an MSS boundary while more data waits: the device
+        // would otherwise cut a runt off its tail.
+        len -= len % mss;
+    }
     let again = snd.snd_nxt < snd.snd_max;
     let fin = |len: usize| fin_due && snd.snd_nxt + len == data_end;
     let plan = |len: usize| {
@@ -512,7 +560,7 @@ fn plan_next(snd: &mut Snd, opts: &Negotiated, fin_queued: bool, nodelay: bool) 
             None
         };
     }
-    if len == mss || again {
+    if len >= mss || again {
         return plan(len);
     }
     if len == available {

@@ -1209,16 +1209,40 @@ fn no_fast_recovery_after_a_timeout_until_the_old_data_is_acked() {
     // outstanding at the timeout.
     let t = rto.as_millis();
     for dt in 1..=3 {
-        send!(tcp, t + dt, Repr { seq: RISS + 1, ack: snd, ..SEND_TEMPL });
+        send!(
+            tcp,
+            t + dt,
+            Repr {
+                seq: RISS + 1,
+                ack: snd,
+                ..SEND_TEMPL
+            }
+        );
     }
     assert_eq!(tcp.stats().fast_retransmits, 0);
     assert!(!tcp.info(c).unwrap().in_recovery);
     // Once everything from before the timeout is acknowledged, loss recovery works again.
-    send!(tcp, t + 10, Repr { seq: RISS + 1, ack: snd + 5000, ..SEND_TEMPL });
+    send!(
+        tcp,
+        t + 10,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 5000,
+            ..SEND_TEMPL
+        }
+    );
     tcp.send(ms(t + 10), c, &[5u8; 5000]).unwrap();
     while tcp.poll_transmit(ms(t + 10), &mut [0u8; 2000]).is_some() {}
     for dt in 11..=13 {
-        send!(tcp, t + dt, Repr { seq: RISS + 1, ack: snd + 5000, ..SEND_TEMPL });
+        send!(
+            tcp,
+            t + dt,
+            Repr {
+                seq: RISS + 1,
+                ack: snd + 5000,
+                ..SEND_TEMPL
+            }
+        );
     }
     assert_eq!(tcp.stats().fast_retransmits, 1);
 }

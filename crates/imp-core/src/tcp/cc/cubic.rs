@@ -11,7 +11,7 @@
 use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
-use super::newreno::{INITIAL_SSTHRESH, initial_window};
+use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window};
 
 /// RFC 9438 §5.1: "C SHOULD be set to 0.4", here `C_NUM / C_DEN` segments per second³.
 const C_NUM: u128 = 4;
@@ -43,8 +43,11 @@ const MAX_OFFSET_MICROS: u128 = 1 << 32;
 /// Reno-friendly estimate `W_est` of §4.3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Epoch {
-    /// `t_epoch`: when this congestion-avoidance stage began (its first ACK).
+    /// `t_epoch`: when this congestion-avoidance stage began (its first ACK), moved
+    /// later by the application-limited periods since.
     start: Instant,
+    /// The last ACK of this stage, to measure application-limited periods.
+    last_ack: Instant,
     /// `K` in microseconds: when `W_cubic` reaches `W_max`; negative when the stage
     /// began above `W_max`.
     k_micros: i128,
@@ -123,9 +126,7 @@ impl Cubic {
         // for others; W_max = cwnd * (1 + β_cubic) / 2 } else { // remember cwnd before
         // reduction; W_max = cwnd }".
         self.w_max = Some(match self.w_max {
-            Some(w_max) if self.cwnd < w_max => {
-                scale(self.cwnd, BETA_DEN + BETA_NUM, 2 * BETA_DEN)
-            }
+            Some(w_max) if self.cwnd < w_max => scale(self.cwnd, BETA_DEN + BETA_NUM, 2 * BETA_DEN),
             _ => self.cwnd,
         });
         // §4.6: "ssthresh = flight_size * β_cubic // new ssthresh; cwnd_prior = cwnd //
@@ -165,6 +166,7 @@ impl Cubic {
         let w_max = self.w_max.unwrap_or(cwnd_epoch);
         Epoch {
             start: now,
+            last_ack: now,
             k_micros: cubic_k_micros(w_max, cwnd_epoch, self.mss),
             w_max,
             // §4.3: "W_est is set equal to cwnd_epoch at the start of the congestion
@@ -190,8 +192,8 @@ impl Cubic {
         // `α * acked * SMSS / cwnd`; "Once W_est has grown to reach the cwnd at the time
         // of most recently setting ssthresh -- that is, W_est >= cwnd_prior -- the sender
         // SHOULD set α_cubic to 1".
-        let (alpha_num, alpha_den) = if epoch.w_est_scaled / W_EST_SCALE >= self.cwnd_prior as u128
-        {
+        let reached_prior = epoch.w_est_scaled / W_EST_SCALE >= self.cwnd_prior as u128;
+        let (alpha_num, alpha_den) = if reached_prior {
             (1, 1)
         } else {
             (ALPHA_NUM, ALPHA_DEN)
@@ -215,6 +217,7 @@ impl Cubic {
             epoch.growth_remainder -= increment * cwnd;
             self.cwnd = self.cwnd.saturating_add(increment as usize);
         }
+        epoch.last_ack = now;
         self.epoch = Some(epoch);
     }
 
@@ -229,9 +232,9 @@ impl Cubic {
     fn on_rtt_sample(&mut self, rtt: Duration) {
         self.srtt = Some(match self.srtt {
             None => rtt,
-            Some(srtt) => Duration::from_nanos(
-                srtt.as_nanos() - srtt.as_nanos() / 8 + rtt.as_nanos() / 8,
-            ),
+            Some(srtt) => {
+                Duration::from_nanos(srtt.as_nanos() - srtt.as_nanos() / 8 + rtt.as_nanos() / 8)
+            }
         });
     }
 }
@@ -247,9 +250,7 @@ fn scale(value: usize, new: usize, old: usize) -> usize {
 fn cubic_k_micros(w_max: usize, cwnd_epoch: usize, mss: usize) -> i128 {
     let difference = w_max.abs_diff(cwnd_epoch) as u128;
     // (difference / mss) / C seconds³ = difference * C_DEN * 10^18 / (mss * C_NUM) µs³.
-    let cube = difference
-        .saturating_mul(C_DEN * MICROS_PER_SEC_CUBED)
-        / (mss as u128 * C_NUM);
+    let cube = difference.saturating_mul(C_DEN * MICROS_PER_SEC_CUBED) / (mss as u128 * C_NUM);
     let k = integer_cbrt(cube) as i128;
     if w_max >= cwnd_epoch { k } else { -k }
 }
@@ -330,7 +331,6 @@ impl CongestionControl for Cubic {
         rtt: Option<Duration>,
         bytes_in_flight: usize,
     ) {
-        let _ = bytes_in_flight;
         if let Some(rtt) = rtt {
             self.on_rtt_sample(rtt);
         }
@@ -339,9 +339,20 @@ impl CongestionControl for Cubic {
         }
         self.rto_unacked = false;
         self.in_recovery = false;
+        let slow_start = self.cwnd < self.ssthresh;
+        let flight_before_ack = bytes_in_flight + acked_bytes;
+        if !cwnd_limited(self.cwnd, self.mss, flight_before_ack, slow_start) {
+            // RFC 9438 §5.8: CUBIC does not grow cwnd while the application (or the
+            // receiver) limits the flow, and such periods do not count in t.
+            if let Some(epoch) = &mut self.epoch {
+                epoch.start += now.saturating_duration_since(epoch.last_ack);
+                epoch.last_ack = now;
+            }
+            return;
+        }
         // RFC 9438 §4.10: "CUBIC MUST employ a slow-start algorithm when cwnd is no more
         // than ssthresh."
-        if self.cwnd < self.ssthresh {
+        if slow_start {
             self.slow_start(acked_bytes);
             return;
         }
@@ -448,6 +459,12 @@ mod tests {
         cc
     }
 
+    /// An ACK for `acked` bytes at `T` to a sender that had its whole window in flight.
+    fn ack_full(cc: &mut Cubic, acked: usize) {
+        let flight = cc.cwnd().saturating_sub(acked);
+        cc.on_ack(T, acked, None, flight);
+    }
+
     /// An ACK-clocked bulk sender: every segment is acknowledged on its own, one RTT
     /// after it was sent, and the sender fills cwnd after every ACK.
     struct Flow {
@@ -520,15 +537,22 @@ mod tests {
     fn k_follows_rfc_formula() {
         // K = cbrt((W_max - cwnd_epoch) / C) = cbrt(300 / 0.4) = cbrt(750) s.
         let mut cc = after_loss(1000);
-        cc.on_ack(T, MSS, None, 0);
+        ack_full(&mut cc, MSS);
         let epoch = cc.epoch.unwrap();
         assert_eq!(epoch.w_max, 1000 * MSS);
-        assert!((epoch.k_micros - 9_085_603).abs() <= 1, "{}", epoch.k_micros);
+        assert!(
+            (epoch.k_micros - 9_085_603).abs() <= 1,
+            "{}",
+            epoch.k_micros
+        );
         // cbrt(30 / 0.4) = cbrt(75) = 4.217163 s.
         let mut cc = after_loss(100);
-        cc.on_ack(T, MSS, None, 0);
+        ack_full(&mut cc, MSS);
         assert!((cc.epoch.unwrap().k_micros - 4_217_163).abs() <= 1);
-        assert_eq!(cubic_k_micros(MSS, 2 * MSS, MSS), -cubic_k_micros(2 * MSS, MSS, MSS));
+        assert_eq!(
+            cubic_k_micros(MSS, 2 * MSS, MSS),
+            -cubic_k_micros(2 * MSS, MSS, MSS)
+        );
         assert_eq!(cubic_k_micros(MSS, MSS, MSS), 0);
     }
 
@@ -549,7 +573,10 @@ mod tests {
         assert!((9_000_000..9_100_000).contains(&k));
         let growth: alloc::vec::Vec<_> = samples.windows(2).map(|w| w[1] - w[0]).collect();
         // Concave: each 3 s before K adds less than the previous.
-        assert!(growth[0] > growth[1] && growth[1] > growth[2], "{samples:?}");
+        assert!(
+            growth[0] > growth[1] && growth[1] > growth[2],
+            "{samples:?}"
+        );
         // Plateau near W_max around K, convex after.
         assert!((990..=1010).contains(&samples[3]), "{samples:?}");
         assert!(growth[3] < growth[4], "{samples:?}");
@@ -558,7 +585,10 @@ mod tests {
         for (i, second) in [3u64, 6, 12].iter().enumerate() {
             let expected = w_cubic(&epoch, Duration::from_secs(*second) + rtt, MSS) / MSS;
             let got = samples[[1, 2, 4][i]];
-            assert!(got.abs_diff(expected) <= 3, "{got} vs {expected} at {second}s");
+            assert!(
+                got.abs_diff(expected) <= 3,
+                "{got} vs {expected} at {second}s"
+            );
         }
     }
 
@@ -585,16 +615,17 @@ mod tests {
         let mut cc = after_loss(20);
         let rtt = Duration::from_millis(1);
         let mut flow = Flow::start(&cc, T);
-        flow.run_until(&mut cc, T + 21 * rtt, rtt);
+        flow.run_until(&mut cc, T + rtt.saturating_mul(21), rtt);
         let epoch = cc.epoch.unwrap();
         let w_est = (epoch.w_est_scaled / W_EST_SCALE) as usize;
         let t = Duration::from_millis(20);
         // W_cubic barely moved off 14 segments in 20 ms (K is 2.47 s) ...
         assert_eq!(w_cubic(&epoch, t, MSS) / MSS, 14);
         // ... while the Reno estimate gained 9/17 segment per RTT up to cwnd_prior (20
-        // segments) and one per RTT beyond it, and cwnd follows it.
+        // segments, about 11 RTTs) and one per RTT in the 9 RTTs since, about 29.7
+        // segments, and cwnd follows it.
         assert_eq!(cc.cwnd(), w_est);
-        assert!((23..=26).contains(&(cc.cwnd() / MSS)), "{}", cc.cwnd());
+        assert!((28..=31).contains(&(cc.cwnd() / MSS)), "{}", cc.cwnd());
     }
 
     #[test]
@@ -607,10 +638,10 @@ mod tests {
         cc.on_rto(T, 2 * MSS);
         assert_eq!((cc.cwnd(), cc.ssthresh()), (MSS, 35 * MSS));
         // Slow start after a timeout: one SMSS per ACK at most.
-        cc.on_ack(T, 3 * MSS, None, 0);
+        ack_full(&mut cc, 3 * MSS);
         assert_eq!(cc.cwnd(), 2 * MSS);
         for _ in 0..40 {
-            cc.on_ack(T, MSS, None, 0);
+            ack_full(&mut cc, MSS);
         }
         // §4.8: the stage after a timeout has K = 0 and W_max = cwnd_epoch.
         let epoch = cc.epoch.unwrap();
@@ -620,9 +651,29 @@ mod tests {
     }
 
     #[test]
+    fn application_limited_acks_neither_grow_cwnd_nor_count_in_t() {
+        let mut cc = after_loss(100);
+        let second = Duration::from_secs(1);
+        cc.on_ack(T, MSS, None, 69 * MSS);
+        let epoch = cc.epoch.unwrap();
+        let cwnd = cc.cwnd();
+        // Ten seconds with half the window in flight.
+        for i in 1..=10 {
+            cc.on_ack(T + second.saturating_mul(i), MSS, None, 30 * MSS);
+        }
+        assert_eq!(cc.cwnd(), cwnd);
+        let shifted = cc.epoch.unwrap();
+        assert_eq!(shifted.start, epoch.start + second.saturating_mul(10));
+        assert_eq!(shifted.w_est_scaled, epoch.w_est_scaled);
+        // A full window again grows from where the curve was.
+        cc.on_ack(T + second.saturating_mul(10), MSS, None, cwnd - MSS);
+        assert!(cc.cwnd() > cwnd && cc.cwnd() < cwnd + MSS);
+    }
+
+    #[test]
     fn idle_restart_and_mss_change() {
         let mut cc = after_loss(100);
-        cc.on_ack(T, MSS, None, 0);
+        ack_full(&mut cc, MSS);
         cc.on_idle_restart(T);
         assert_eq!(cc.cwnd(), 10 * MSS);
         assert_eq!(cc.epoch, None);

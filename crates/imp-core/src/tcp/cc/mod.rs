@@ -1,6 +1,6 @@
 //! Congestion control: the [`CongestionControl`] trait the connection drives, and the
-//! algorithms behind it (NewReno now; CUBIC, Vegas and others slot in as new variants of
-//! [`CcAlgorithm`]).
+//! algorithms behind it: [`NewReno`] (the default), [`Cubic`] (RFC 9438) and [`Vegas`]
+//! (Brakmo and Peterson); others slot in as new variants of [`CcAlgorithm`].
 //!
 //! # How the connection drives an algorithm
 //!
@@ -36,14 +36,18 @@
 //! On a retransmission timeout: [`on_rto`](CongestionControl::on_rto) with FlightSize
 //! before the timeout (this also ends any recovery; do not call `on_exit_recovery`).
 
+pub mod cubic;
 pub mod newreno;
+pub mod vegas;
 
 use alloc::boxed::Box;
 use core::fmt;
 
 use crate::time::{Duration, Instant};
 
+pub use cubic::Cubic;
 pub use newreno::NewReno;
+pub use vegas::Vegas;
 
 /// A congestion-control algorithm: owns cwnd and ssthresh of one connection. Every input
 /// is an argument; see the module docs for when the connection calls what.
@@ -109,16 +113,31 @@ pub enum CcAlgorithm {
     /// NewReno (RFC 5681, RFC 6582, RFC 3465 byte counting).
     #[default]
     NewReno,
+    /// CUBIC (RFC 9438), with NewReno's slow start and recovery.
+    Cubic,
+    /// Vegas (Brakmo and Peterson 1995, as Linux's `tcp_vegas.c`), with NewReno's loss
+    /// recovery.
+    Vegas,
 }
 
 impl CcAlgorithm {
     /// An instance for a connection whose SMSS is `mss`, with the RFC 6928 initial window
     /// of 10 segments.
     pub fn build(self, mss: usize) -> Box<dyn CongestionControl> {
+        self.build_with_initial_window(mss, newreno::DEFAULT_INITIAL_WINDOW_SEGMENTS)
+    }
+
+    /// An instance for a connection whose SMSS is `mss`, with an initial window of
+    /// `initial_window_segments` segments (see [`newreno::initial_window`]).
+    pub fn build_with_initial_window(
+        self,
+        mss: usize,
+        initial_window_segments: usize,
+    ) -> Box<dyn CongestionControl> {
         match self {
-            CcAlgorithm::NewReno => {
-                Box::new(NewReno::new(mss, newreno::DEFAULT_INITIAL_WINDOW_SEGMENTS))
-            }
+            CcAlgorithm::NewReno => Box::new(NewReno::new(mss, initial_window_segments)),
+            CcAlgorithm::Cubic => Box::new(Cubic::new(mss, initial_window_segments)),
+            CcAlgorithm::Vegas => Box::new(Vegas::new(mss, initial_window_segments)),
         }
     }
 
@@ -126,6 +145,8 @@ impl CcAlgorithm {
     pub fn name(self) -> &'static str {
         match self {
             CcAlgorithm::NewReno => "newreno",
+            CcAlgorithm::Cubic => "cubic",
+            CcAlgorithm::Vegas => "vegas",
         }
     }
 
@@ -133,6 +154,8 @@ impl CcAlgorithm {
     pub fn from_name(name: &str) -> Option<CcAlgorithm> {
         match name {
             "newreno" | "reno" => Some(CcAlgorithm::NewReno),
+            "cubic" => Some(CcAlgorithm::Cubic),
+            "vegas" => Some(CcAlgorithm::Vegas),
             _ => None,
         }
     }
@@ -152,5 +175,10 @@ mod tests {
         assert_eq!(cc.mss(), 1460);
         assert!(cc.in_slow_start());
         assert_eq!(CcAlgorithm::from_name("bbr9"), None);
+        for algorithm in [CcAlgorithm::Cubic, CcAlgorithm::Vegas] {
+            assert_eq!(CcAlgorithm::from_name(algorithm.name()), Some(algorithm));
+            let cc = algorithm.build_with_initial_window(1000, 4);
+            assert_eq!((cc.name(), cc.cwnd()), (algorithm.name(), 4000));
+        }
     }
 }

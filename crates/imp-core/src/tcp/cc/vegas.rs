@@ -1,0 +1,563 @@
+//! TCP Vegas congestion control (Brakmo and Peterson, "TCP Vegas: End to End Congestion
+//! Avoidance on a Global Internet", IEEE JSAC 13(8), 1995), as Linux's `tcp_vegas.c`
+//! does it: once per RTT it compares the expected rate `cwnd / baseRTT` with the actual
+//! rate `cwnd / RTT` and keeps the difference, in segments queued in the network,
+//! between α = 2 and β = 4; slow start ends as soon as more than γ = 1 segment queues.
+//! Loss recovery is [`NewReno`](super::NewReno)'s (see the [`super`] module docs for
+//! when the connection calls what).
+//!
+//! The rates are compared as `diff = cwnd * (RTT - baseRTT) / baseRTT` segments, where
+//! baseRTT is the smallest RTT seen and RTT the smallest of the last round trip's
+//! samples (Linux's `minRTT`, which filters out delayed-ACK inflation). A round trip
+//! ends when an ACK covers everything that was in flight when the previous one ended
+//! (Linux's `beg_snd_nxt`); the connection's cumulative ACKs stand in for sequence
+//! numbers.
+
+use core::cmp::Ordering;
+
+use crate::time::{Duration, Instant};
+
+use super::CongestionControl;
+use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window};
+
+/// Grow while fewer than α segments queue in the network (Linux: `alpha = 2`).
+pub const ALPHA_SEGMENTS: usize = 2;
+/// Shrink while more than β segments queue in the network (Linux: `beta = 4`).
+pub const BETA_SEGMENTS: usize = 4;
+/// Leave slow start once more than γ segments queue in the network (Linux: `gamma = 1`).
+pub const GAMMA_SEGMENTS: usize = 1;
+
+/// Linux's `tcp_vegas.c` trusts the smallest RTT of a round trip only with at least 3
+/// samples (delayed ACKs inflate single samples). With fewer (a window of two segments,
+/// or no timestamps and one Karn sample per RTT) Vegas grows as Reno.
+const MIN_SAMPLES_PER_ROUND: u32 = 3;
+
+/// The RTT samples of the current round trip.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Round {
+    /// The round trip ends with the first ACK after `acked_total` exceeds this (Linux's
+    /// `beg_snd_nxt`, as a count of acknowledged bytes).
+    end: u64,
+    /// The smallest RTT sample of this round trip (Linux's `minRTT`).
+    min_rtt: Option<Duration>,
+    /// Samples in this round trip (Linux's `cntRTT`).
+    samples: u32,
+}
+
+/// Vegas state of one connection.
+#[derive(Debug, Clone)]
+pub struct Vegas {
+    /// SMSS in bytes (at least 1).
+    mss: usize,
+    /// Initial window in segments (at least 1), kept for idle restarts.
+    initial_window_segments: usize,
+    /// Congestion window in bytes (at least one SMSS; two once Vegas adjusted it).
+    cwnd: usize,
+    /// Slow-start threshold in bytes.
+    ssthresh: usize,
+    /// RFC 3465 `bytes_acked` for Reno congestion avoidance, always `< cwnd`.
+    bytes_acked: usize,
+    /// baseRTT: the smallest RTT seen since the start or the last idle restart.
+    base_rtt: Option<Duration>,
+    /// Bytes acknowledged through `on_ack` so far: SND.UNA as a byte count.
+    acked_total: u64,
+    /// The round trip in progress.
+    round: Round,
+    /// The last round trip (or, at first, the lack of any) had too few samples for the
+    /// Vegas estimate: grow as Reno.
+    reno_fallback: bool,
+    /// A retransmission timeout happened and no new data was acknowledged since.
+    rto_unacked: bool,
+    /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
+    slow_start_after_rto: bool,
+}
+
+impl Vegas {
+    /// A Vegas instance for SMSS `mss` starting with an initial window of
+    /// `initial_window_segments` segments (see [`initial_window`]) and an arbitrarily high
+    /// ssthresh. Zero arguments are raised to 1.
+    pub fn new(mss: usize, initial_window_segments: usize) -> Vegas {
+        let mss = mss.max(1);
+        let initial_window_segments = initial_window_segments.max(1);
+        Vegas {
+            mss,
+            initial_window_segments,
+            cwnd: initial_window(mss, initial_window_segments),
+            ssthresh: INITIAL_SSTHRESH,
+            bytes_acked: 0,
+            base_rtt: None,
+            acked_total: 0,
+            round: Round::default(),
+            reno_fallback: true,
+            rto_unacked: false,
+            slow_start_after_rto: false,
+        }
+    }
+
+    /// RFC 5681 §3.1 equation (4): "ssthresh = max (FlightSize / 2, 2*SMSS)".
+    fn reduced_ssthresh(&self, bytes_in_flight: usize) -> usize {
+        (bytes_in_flight / 2).max(2 * self.mss)
+    }
+
+    /// Starts a round trip that ends once `bytes_in_flight` more bytes are acknowledged
+    /// (Linux's `vegas_enable`, when the connection returns to the open state).
+    fn restart_round(&mut self, bytes_in_flight: usize) {
+        self.round = Round {
+            end: self.acked_total.saturating_add(bytes_in_flight as u64),
+            min_rtt: None,
+            samples: 0,
+        };
+    }
+
+    /// RFC 3465 slow start, as [`NewReno`](super::NewReno) does it.
+    fn slow_start(&mut self, acked_bytes: usize) {
+        // RFC 3465 §2.2: "cwnd += min(N, L*SMSS)" with L = 2*SMSS, and L = 1*SMSS in the
+        // slow start that follows a retransmission timeout (§2.3).
+        let limit = if self.slow_start_after_rto {
+            self.mss
+        } else {
+            2 * self.mss
+        };
+        self.cwnd = self.cwnd.saturating_add(acked_bytes.min(limit));
+        if self.cwnd >= self.ssthresh {
+            self.slow_start_after_rto = false;
+        }
+    }
+
+    /// Reno: slow start below ssthresh, else RFC 3465 §2.1 byte counting (one SMSS per
+    /// window of acknowledged bytes).
+    fn reno(&mut self, acked_bytes: usize) {
+        if self.cwnd < self.ssthresh {
+            self.slow_start(acked_bytes);
+            return;
+        }
+        self.bytes_acked = self.bytes_acked.saturating_add(acked_bytes);
+        if self.bytes_acked >= self.cwnd {
+            self.bytes_acked -= self.cwnd;
+            self.cwnd = self.cwnd.saturating_add(self.mss);
+            self.bytes_acked = self.bytes_acked.min(self.cwnd - 1);
+        }
+    }
+
+    /// How `diff = cwnd * (RTT - baseRTT) / baseRTT`, the segments queued in the
+    /// network, compares with `segments` (exactly, without Linux's rounding down).
+    fn compare_diff(&self, rtt: Duration, base_rtt: Duration, segments: usize) -> Ordering {
+        let queued = self.cwnd as u128 * u128::from((rtt - base_rtt).as_nanos());
+        queued.cmp(&((segments * self.mss) as u128 * u128::from(base_rtt.as_nanos())))
+    }
+
+    /// The once-per-RTT adjustment of Linux's `tcp_vegas_cong_avoid`, from the smallest
+    /// RTT of the round trip that just ended; `acked_bytes` is this ACK's. cwnd grows
+    /// only if `window_used` (it was what limited the data in flight).
+    fn adjust(&mut self, rtt: Duration, base_rtt: Duration, acked_bytes: usize, window_used: bool) {
+        let in_slow_start = self.cwnd < self.ssthresh;
+        if in_slow_start && self.compare_diff(rtt, base_rtt, GAMMA_SEGMENTS).is_gt() {
+            // The paper leaves slow start once the actual rate falls below the expected
+            // one by more than γ segments per RTT. Linux then sets cwnd to the window
+            // of the actual rate plus one segment, `min(cwnd, target_cwnd + 1)` with
+            // `target_cwnd = cwnd * baseRTT / RTT`, and ssthresh to at most cwnd.
+            let target =
+                self.cwnd as u128 * u128::from(base_rtt.as_nanos()) / u128::from(rtt.as_nanos());
+            let target = usize::try_from(target).unwrap_or(usize::MAX);
+            self.cwnd = self.cwnd.min(target.saturating_add(self.mss));
+            self.ssthresh = self.ssthresh.min(self.cwnd);
+        } else if in_slow_start {
+            if window_used {
+                self.slow_start(acked_bytes);
+            }
+        } else if self.compare_diff(rtt, base_rtt, BETA_SEGMENTS).is_gt() {
+            // diff > β: one segment less for the next RTT (and no slow start after).
+            self.cwnd = self.cwnd.saturating_sub(self.mss);
+            self.ssthresh = self.ssthresh.min(self.cwnd);
+        } else if window_used && self.compare_diff(rtt, base_rtt, ALPHA_SEGMENTS).is_lt() {
+            // diff < α: one segment more for the next RTT. Between α and β the window
+            // stays as it is.
+            self.cwnd = self.cwnd.saturating_add(self.mss);
+        }
+        self.cwnd = self.cwnd.max(2 * self.mss);
+        // Linux's `tcp_current_ssthresh`: ssthresh follows three quarters of cwnd up.
+        self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
+    }
+
+    /// An RTT sample: Linux's `tcp_vegas_pkts_acked`, which keeps baseRTT and the round
+    /// trip's minimum (one microsecond is added, as Linux does, so that neither is 0).
+    fn on_rtt_sample(&mut self, rtt: Duration) {
+        let rtt = rtt + Duration::from_micros(1);
+        self.base_rtt = Some(self.base_rtt.map_or(rtt, |base| base.min(rtt)));
+        self.round.min_rtt = Some(self.round.min_rtt.map_or(rtt, |min| min.min(rtt)));
+        self.round.samples = self.round.samples.saturating_add(1);
+    }
+}
+
+/// `value * new / old` without overflow, saturating.
+fn scale(value: usize, new: usize, old: usize) -> usize {
+    let scaled = value as u128 * new as u128 / old as u128;
+    usize::try_from(scaled).unwrap_or(usize::MAX)
+}
+
+impl CongestionControl for Vegas {
+    fn name(&self) -> &'static str {
+        "vegas"
+    }
+
+    fn cwnd(&self) -> usize {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> usize {
+        self.ssthresh
+    }
+
+    fn mss(&self) -> usize {
+        self.mss
+    }
+
+    /// Keeps cwnd and a reduced ssthresh the same number of segments.
+    fn set_mss(&mut self, mss: usize) {
+        let mss = mss.max(1);
+        if mss == self.mss {
+            return;
+        }
+        self.cwnd = scale(self.cwnd, mss, self.mss).max(mss);
+        if self.ssthresh < INITIAL_SSTHRESH {
+            self.ssthresh = scale(self.ssthresh, mss, self.mss)
+                .max(2 * mss)
+                .min(INITIAL_SSTHRESH);
+        }
+        self.bytes_acked = 0;
+        self.mss = mss;
+    }
+
+    /// Linux's `tcp_vegas_cong_avoid`: the Vegas adjustment on the first ACK of each
+    /// round trip, slow start (only) on the others; Reno while the round trips carry
+    /// fewer than three RTT samples.
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        acked_bytes: usize,
+        rtt: Option<Duration>,
+        bytes_in_flight: usize,
+    ) {
+        let _ = now;
+        if let Some(rtt) = rtt {
+            self.on_rtt_sample(rtt);
+        }
+        if acked_bytes == 0 {
+            return;
+        }
+        self.rto_unacked = false;
+        self.acked_total = self.acked_total.saturating_add(acked_bytes as u64);
+        // As NewReno (RFC 7661): a window the sender did not use does not grow.
+        let slow_start = self.cwnd < self.ssthresh;
+        let window_used = cwnd_limited(
+            self.cwnd,
+            self.mss,
+            bytes_in_flight + acked_bytes,
+            slow_start,
+        );
+        if self.acked_total <= self.round.end {
+            if window_used && (self.reno_fallback || slow_start) {
+                self.reno(acked_bytes);
+            }
+            return;
+        }
+        let Round {
+            min_rtt, samples, ..
+        } = self.round;
+        self.restart_round(bytes_in_flight);
+        match (min_rtt, self.base_rtt) {
+            (Some(rtt), Some(base_rtt)) if samples >= MIN_SAMPLES_PER_ROUND => {
+                self.reno_fallback = false;
+                self.adjust(rtt, base_rtt, acked_bytes, window_used);
+            }
+            _ => {
+                self.reno_fallback = true;
+                if window_used {
+                    self.reno(acked_bytes);
+                }
+            }
+        }
+        if self.cwnd >= self.ssthresh {
+            self.slow_start_after_rto = false;
+        }
+    }
+
+    /// As [`NewReno`](super::NewReno): RFC 5681 §3.2 "ssthresh = max (FlightSize / 2,
+    /// 2*SMSS)" and "cwnd set to ssthresh plus 3*SMSS" (Linux's Vegas uses Reno's
+    /// `ssthresh` and pauses while the connection recovers).
+    fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
+        let _ = now;
+        self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
+        self.cwnd = self.ssthresh + 3 * self.mss;
+        self.bytes_acked = 0;
+        self.slow_start_after_rto = false;
+    }
+
+    /// RFC 6675 §5 step (4.2): "ssthresh = cwnd = (FlightSize / 2)", with RFC 5681's
+    /// floor of 2*SMSS.
+    fn on_enter_sack_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
+        let _ = now;
+        self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
+        self.cwnd = self.ssthresh;
+        self.bytes_acked = 0;
+        self.slow_start_after_rto = false;
+    }
+
+    /// RFC 5681 §3.2 step 4: "For each additional duplicate ACK received (after the
+    /// third), cwnd MUST be incremented by SMSS."
+    fn on_dup_ack_in_recovery(&mut self) {
+        self.cwnd = self.cwnd.saturating_add(self.mss);
+    }
+
+    /// RFC 6582 §3.2 step 3: "Deflate the congestion window by the amount of new data
+    /// acknowledged ... If the partial ACK acknowledges at least one SMSS of new data,
+    /// then add back SMSS bytes to the congestion window."
+    fn on_partial_ack(&mut self, acked_bytes: usize) {
+        if acked_bytes > 0 {
+            self.rto_unacked = false;
+        }
+        self.acked_total = self.acked_total.saturating_add(acked_bytes as u64);
+        self.cwnd = self.cwnd.saturating_sub(acked_bytes);
+        if acked_bytes >= self.mss {
+            self.cwnd += self.mss;
+        }
+        self.cwnd = self.cwnd.max(self.mss);
+    }
+
+    /// RFC 6582 §3.2 step 3 option (1), "min (ssthresh, max(FlightSize, SMSS) + SMSS)";
+    /// Vegas resumes with a fresh round trip over what is in flight.
+    fn on_exit_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
+        let _ = now;
+        self.rto_unacked = false;
+        self.cwnd = self.ssthresh.min(bytes_in_flight.max(self.mss) + self.mss);
+        self.bytes_acked = 0;
+        self.restart_round(bytes_in_flight);
+    }
+
+    /// RFC 5681 §3.1: ssthresh from equation (4) unless a timeout already set it and no
+    /// new data was acknowledged since, and "cwnd MUST be set to no more than the loss
+    /// window, LW, which equals 1 full-sized segment". The next round trip covers what
+    /// was in flight, as Linux's Vegas resumes once the lost window is acknowledged.
+    fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
+        let _ = now;
+        if !self.rto_unacked {
+            self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
+        }
+        self.cwnd = self.mss;
+        self.bytes_acked = 0;
+        self.rto_unacked = true;
+        self.slow_start_after_rto = true;
+        self.restart_round(bytes_in_flight);
+    }
+
+    /// RFC 5681 §4.1: "RW = min(IW,cwnd)"; like Linux's Vegas on `CA_EVENT_CWND_RESTART`,
+    /// baseRTT is measured afresh (the path may have changed while idle).
+    fn on_idle_restart(&mut self, now: Instant) {
+        let _ = now;
+        self.cwnd = self
+            .cwnd
+            .min(initial_window(self.mss, self.initial_window_segments));
+        self.bytes_acked = 0;
+        self.base_rtt = None;
+        self.restart_round(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::collections::VecDeque;
+
+    use super::*;
+
+    const MSS: usize = 1000;
+    const T: Instant = Instant::ZERO;
+    const BASE_RTT: Duration = Duration::from_millis(100);
+
+    /// A Vegas sender in congestion avoidance at `segments` segments.
+    fn avoiding(segments: usize) -> Vegas {
+        let mut cc = Vegas::new(MSS, 10);
+        cc.on_enter_sack_recovery(T, 2 * segments * MSS);
+        cc.on_exit_recovery(T, segments * MSS);
+        assert_eq!(cc.cwnd(), segments * MSS);
+        assert!(!cc.in_slow_start());
+        cc
+    }
+
+    /// An ACK-clocked bulk sender: every segment is acknowledged on its own, one RTT
+    /// after it was sent, and the sender fills cwnd after every ACK.
+    struct Flow {
+        /// Send times of the segments in flight, oldest first.
+        in_flight: VecDeque<Instant>,
+        /// The time of the last ACK.
+        now: Instant,
+    }
+
+    impl Flow {
+        fn start(cc: &Vegas) -> Flow {
+            let mut flow = Flow {
+                in_flight: VecDeque::new(),
+                now: T,
+            };
+            flow.fill(cc);
+            flow
+        }
+
+        fn fill(&mut self, cc: &Vegas) {
+            while self.in_flight.len() * MSS < cc.cwnd() {
+                self.in_flight.push_back(self.now);
+            }
+        }
+
+        /// Delivers ACKs for `rounds` RTTs of `rtt` and returns cwnd in segments after
+        /// each.
+        fn run(&mut self, cc: &mut Vegas, rounds: usize, rtt: Duration) -> Vec<usize> {
+            let mut windows = Vec::new();
+            for _ in 0..rounds {
+                let until = self.now + rtt;
+                while let Some(&sent) = self.in_flight.front() {
+                    let at = (sent + rtt).max(self.now);
+                    if at > until {
+                        break;
+                    }
+                    self.in_flight.pop_front();
+                    self.now = at;
+                    cc.on_ack(at, MSS, Some(rtt), self.in_flight.len() * MSS);
+                    self.fill(cc);
+                }
+                self.now = until;
+                windows.push(cc.cwnd() / MSS);
+            }
+            windows
+        }
+    }
+
+    use alloc::vec::Vec;
+
+    /// The differences between consecutive windows.
+    fn steps(windows: &[usize]) -> Vec<isize> {
+        windows
+            .windows(2)
+            .map(|w| w[1] as isize - w[0] as isize)
+            .collect()
+    }
+
+    #[test]
+    fn grows_one_segment_per_rtt_at_base_rtt() {
+        let mut cc = avoiding(10);
+        let mut flow = Flow::start(&cc);
+        let windows = flow.run(&mut cc, 12, BASE_RTT);
+        // Round trips of one RTT each, every one adding exactly one segment.
+        assert!(steps(&windows[1..]).iter().all(|&s| s == 1), "{windows:?}");
+        assert!((20..=22).contains(&windows[11]), "{windows:?}");
+        assert!(!cc.in_slow_start());
+    }
+
+    #[test]
+    fn shrinks_one_segment_per_rtt_while_diff_exceeds_beta() {
+        let mut cc = avoiding(10);
+        let mut flow = Flow::start(&cc);
+        flow.run(&mut cc, 10, BASE_RTT);
+        let before = cc.cwnd() / MSS;
+        assert!(before >= 18, "{before}");
+        // RTT 150 ms over a base of 100 ms: diff = cwnd / 2 segments, above β = 4 until
+        // cwnd is down to 8 segments, where diff = β and the window holds.
+        let windows = flow.run(&mut cc, 20, Duration::from_millis(150));
+        let shrinking: Vec<_> = steps(&windows)
+            .into_iter()
+            .skip_while(|&s| s >= 0)
+            .take_while(|&s| s < 0)
+            .collect();
+        assert!(shrinking.len() >= 8, "{windows:?}");
+        assert!(shrinking.iter().all(|&s| s == -1), "{windows:?}");
+        assert!(windows[14..].iter().all(|&w| w == 8), "{windows:?}");
+        assert!(!cc.in_slow_start());
+    }
+
+    #[test]
+    fn holds_between_alpha_and_beta() {
+        let mut cc = avoiding(10);
+        let mut flow = Flow::start(&cc);
+        let windows = flow.run(&mut cc, 3, BASE_RTT);
+        let held = windows[2];
+        // RTT 125 ms: diff = cwnd / 4 segments, between α = 2 and β = 4 for 8 to 16
+        // segments.
+        assert!((8..=16).contains(&held), "{windows:?}");
+        let windows = flow.run(&mut cc, 10, Duration::from_millis(125));
+        assert!(windows[1..].iter().all(|&w| w == windows[1]), "{windows:?}");
+        assert!(windows[1].abs_diff(held) <= 1, "{windows:?}");
+        assert_eq!(cc.compare_diff(Duration::from_millis(125), BASE_RTT, 2), {
+            if cc.cwnd() == 8 * MSS {
+                Ordering::Equal
+            } else {
+                Ordering::Greater
+            }
+        });
+    }
+
+    #[test]
+    fn slow_start_exits_when_diff_exceeds_gamma() {
+        let mut cc = Vegas::new(MSS, 10);
+        let mut flow = Flow::start(&cc);
+        // At the base RTT slow start doubles cwnd every round trip.
+        let windows = flow.run(&mut cc, 3, BASE_RTT);
+        assert!(cc.in_slow_start());
+        assert_eq!(windows, [20, 40, 80], "{windows:?}");
+        // 10 ms of queueing. The first 110 ms ACK ends a round trip whose other samples
+        // measured 100 ms, so cwnd doubles once more; at the end of the next one diff =
+        // 160 * 10 / 100 = 16 segments > γ: cwnd drops to the window of the actual rate
+        // plus one segment, 160 * 100 / 110 + 1 = 146.5, and slow start ends.
+        let windows = flow.run(&mut cc, 2, Duration::from_millis(110));
+        assert_eq!(windows, [160, 146]);
+        assert!(!cc.in_slow_start());
+        assert_eq!(cc.ssthresh(), cc.cwnd());
+        // Then congestion avoidance: diff = 146 * 10 / 100 = 14.6 segments > β.
+        let windows = flow.run(&mut cc, 2, Duration::from_millis(110));
+        assert_eq!(windows, [145, 144]);
+    }
+
+    #[test]
+    fn loss_recovery_and_timeouts_follow_newreno() {
+        let mut cc = avoiding(20);
+        cc.on_enter_recovery(T, 30 * MSS);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (18 * MSS, 15 * MSS));
+        cc.on_dup_ack_in_recovery();
+        cc.on_partial_ack(3 * MSS);
+        assert_eq!(cc.cwnd(), 17 * MSS);
+        cc.on_exit_recovery(T, 4 * MSS);
+        assert_eq!(cc.cwnd(), 5 * MSS);
+        cc.on_rto(T, 40 * MSS);
+        cc.on_rto(T, 4 * MSS);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (MSS, 20 * MSS));
+        cc.on_idle_restart(T);
+        assert_eq!((cc.cwnd(), cc.base_rtt), (MSS, None));
+        cc.set_mss(500);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (500, 10_000));
+    }
+
+    #[test]
+    fn few_samples_fall_back_to_reno() {
+        let mut cc = avoiding(10);
+        // No RTT samples at all (no timestamps, Karn sampler idle): Reno's one segment
+        // per window of ACKed bytes.
+        for _ in 0..10 {
+            cc.on_ack(T, MSS, None, 9 * MSS);
+        }
+        assert_eq!(cc.cwnd(), 11 * MSS);
+    }
+
+    #[test]
+    fn unused_window_does_not_grow() {
+        let mut cc = avoiding(10);
+        let mut flow = Flow::start(&cc);
+        flow.run(&mut cc, 2, BASE_RTT);
+        let cwnd = cc.cwnd();
+        // The application keeps five segments in flight: RTT stays at baseRTT (diff <
+        // α) but the window is not what limits the sender.
+        let mut now = flow.now;
+        for _ in 0..100 {
+            now += Duration::from_millis(20);
+            cc.on_ack(now, MSS, Some(BASE_RTT), 4 * MSS);
+        }
+        assert_eq!(cc.cwnd(), cwnd);
+    }
+}
