@@ -8,7 +8,7 @@ use imp_wire::ethernet::{self, EtherType};
 use imp_wire::ipv4::{self, Protocol};
 use imp_wire::tcp as wire_tcp;
 
-use crate::ipv4::IpMeta;
+use crate::ipv4::{IpMeta, SendOptions};
 use crate::neighbor::Origin;
 use crate::stack::{Stack, Transmit};
 use crate::tcp::{Egress, TcpError, TcpHandle};
@@ -45,7 +45,10 @@ impl Stack {
             Ok(repr) => {
                 self.stats.tcp.rx_segments += 1;
                 // A SYN that opens a connection announces what our route back carries.
-                let mss = if repr.flags.syn() {
+                let forced = self.tcp.config().segment_size;
+                let mss = if let Some(mss) = forced {
+                    mss
+                } else if repr.flags.syn() {
                     self.route_output(meta.src, Some(meta.dst))
                         .ok()
                         .and_then(|r| u16::try_from(r.mtu.saturating_sub(IP_TCP_HEADERS)).ok())
@@ -102,6 +105,19 @@ impl Stack {
             .and_then(|iface| iface.offloads.tso_max)
             .map_or(route.mtu, |tso| tso.max(route.mtu));
         if ipv4::HEADER_LEN + segment.len > limit {
+            if self.tcp.config().segment_size.is_some() {
+                // Segments deliberately larger than the MTU: IP fragments them.
+                let mut packet = self.pool.take();
+                packet.resize(ipv4::HEADER_LEN, 0);
+                packet.extend_from_slice(&buf[HEADROOM..HEADROOM + segment.len]);
+                let options = SendOptions {
+                    protocol: Protocol::Tcp,
+                    dont_frag: false,
+                    origin: Origin::Tcp,
+                };
+                let _ = self.send_ipv4(now, &route, segment.dst, options, packet);
+                return TcpOutput::Queued;
+            }
             self.stats.ipv4.tx_dont_fragment += 1;
             return TcpOutput::Queued;
         }
@@ -174,7 +190,8 @@ impl Stack {
             .route_output(*remote.ip(), src)
             .map_err(|_| TcpError::InvalidState)?;
         let local = SocketAddrV4::new(route.src, local.port());
-        let mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
+        let route_mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
+        let mss = self.tcp.config().segment_size.unwrap_or(route_mss);
         self.tcp.connect(now, local, remote, mss)
     }
 

@@ -86,6 +86,9 @@ pub struct BulkResult {
     pub trace_hash: u64,
     /// Simulator events processed.
     pub steps: u64,
+    /// Frames the link delivered from sender to receiver (data, fragments, ACKs of the
+    /// reverse direction excluded).
+    pub frames_sender_to_receiver: u64,
     /// The sender's connection state at the end.
     pub sender_info: Option<TcpInfo>,
 }
@@ -363,6 +366,7 @@ fn measure(
         hash_ok: s.hash.finish() == r.hash.finish() && s.hash.len() == bytes,
         trace_hash: sim.trace_hash(),
         steps: sim.steps(),
+        frames_sender_to_receiver: sim.link_stats(crate::LinkId(0), 0).delivered,
         sender_info,
     }
 }

@@ -320,6 +320,7 @@ struct RawTcp {
     delayed_ack: Option<Dur>,
     nagle: Option<bool>,
     initial_window: Option<Spanned<u32>>,
+    segment_size: Option<Spanned<u32>>,
     initial_rto: Option<Dur>,
     min_rto: Option<Dur>,
     max_rto: Option<Dur>,
@@ -598,6 +599,13 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     if let Some(v) = raw.nagle {
         tcp.nodelay = !v;
+    }
+    if let Some(size) = &raw.segment_size {
+        let bytes = *size.get_ref();
+        if !(64..=65495).contains(&bytes) {
+            return Err(ctx.error(size.span(), "segment_size", "must be 64 to 65495 bytes"));
+        }
+        tcp.segment_size = u16::try_from(bytes).ok();
     }
     if let Some(iw) = &raw.initial_window {
         if *iw.get_ref() == 0 {

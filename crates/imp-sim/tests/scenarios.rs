@@ -271,6 +271,14 @@ fn seed000_wider_ethernet_and_bigger_segments_go_faster() {
     assert!(slow.goodput_bps > 1.2e6 * 2.0);
     assert!(fast.goodput_bps > 3.0 * slow.goodput_bps);
     assert!(big.goodput_bps > fast.goodput_bps);
+    // 4096-byte segments cut by IP into 1500-byte fragments: fewer TCP headers and
+    // ACKs than 1024-byte segments, more IP headers than unfragmented 4096-byte ones.
+    let frag = flow(r, "10mb-4096-frag");
+    assert!(frag.completed && frag.data_ok == Some(true), "{frag:?}");
+    assert!(
+        frag.goodput_bps > fast.goodput_bps && frag.goodput_bps < big.goodput_bps,
+        "{frag:?}"
+    );
 }
 
 #[test]
@@ -305,6 +313,22 @@ fn seed002_sack_beats_no_sack_under_cell_loss_and_slow_start_costs_small_files_m
         "SACK {} vs no SACK {}",
         sack.goodput_bps,
         nosack.goodput_bps
+    );
+    // Same losses, other congestion control: CUBIC regrows its window in time rather
+    // than per round trip, which pays on a 45 ms, 540 Mbit/s path; Vegas keeps up with
+    // NewReno (its delay signal is below the 1 ms timestamp clock at this rate).
+    let (cubic, vegas) = (flow(r, "cubic"), flow(r, "vegas"));
+    assert!(cubic.data_ok == Some(true) && vegas.data_ok == Some(true));
+    assert!(
+        cubic.goodput_bps > sack.goodput_bps * 1.1,
+        "CUBIC {} vs NewReno {}",
+        cubic.goodput_bps,
+        sack.goodput_bps
+    );
+    assert!(
+        vegas.goodput_bps > nosack.goodput_bps,
+        "Vegas {}",
+        vegas.goodput_bps
     );
     // The slow-start table: wasted time = completion - size / bound, the same for
     // every size, so the share it costs falls as the file grows (100 MB > 1 GB > 10 GB).

@@ -176,3 +176,29 @@ fn same_seed_same_trace_hash() {
     assert_eq!(a.trace_hash, b.trace_hash, "seed 71: two runs differ");
     assert_eq!(a.seconds, b.seconds, "seed 71: two runs differ in time");
 }
+
+#[test]
+fn segments_larger_than_the_mtu_travel_as_ip_fragments() {
+    // Seed 000 (1981): 4096-byte TCP segments over 1500-byte Ethernet, cut by IP.
+    let seed = 81;
+    let mut config = BulkConfig::new(4 * MB, link(10_000_000, 2), seed);
+    config.sender_tcp.segment_size = Some(4096);
+    config.receiver_tcp.segment_size = Some(4096);
+    let r = run_bulk(&config).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    assert!(
+        r.hash_ok && r.bytes == 4 * MB,
+        "seed {seed}: stream damaged"
+    );
+    let mss = r.sender_info.map(|i| usize::from(i.snd_mss)).unwrap_or(0);
+    assert!(
+        mss > 1500,
+        "seed {seed}: MSS {mss} is not the forced 4096 (less options)"
+    );
+    // Every 4096-byte segment crosses as three fragments: far more frames than segments.
+    let segments = (4 * MB) as usize / mss;
+    assert!(
+        r.frames_sender_to_receiver >= 3 * segments as u64,
+        "seed {seed}: {} frames for {segments} segments",
+        r.frames_sender_to_receiver
+    );
+}

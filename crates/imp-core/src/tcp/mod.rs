@@ -59,6 +59,11 @@ pub struct TcpConfig {
     pub msl: Duration,
     /// MSS announced on passive opens (the stack passes one to `connect`).
     pub mss: u16,
+    /// Use this MSS on every connection instead of the one the route's MTU gives, and
+    /// let IP fragment segments larger than the MTU (sent without DF). The 1981 BBN
+    /// experiment of 4096-byte segments over Ethernet; `None` (the default) keeps
+    /// segments within the path MTU as RFC 1191 wants.
+    pub segment_size: Option<u16>,
     /// RTO before any RTT sample (RFC 6298 §2.1: 1 s).
     pub initial_rto: Duration,
     /// Lower bound of the RTO (RFC 6298 §2.4 says 1 s; default 200 ms as deployed).
@@ -110,6 +115,7 @@ impl Default for TcpConfig {
             nodelay: false,
             msl: Duration::from_secs(30),
             mss: 1460,
+            segment_size: None,
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),
