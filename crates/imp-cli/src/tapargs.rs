@@ -100,8 +100,10 @@ impl TapArgs {
     pub fn start(&self, command: &str) -> Result<TapStack, String> {
         let (name, addr) = self.required(command)?;
         let offloads = !self.no_offloads && self.impair.is_none();
-        let tap = Tap::open_with(&TapConfig::new(name).offloads(offloads))
-            .map_err(|e| format!("cannot open TAP {name}: {e}"))?;
+        let config = TapConfig::new(name)
+            .offloads(offloads)
+            .partial_checksums(true);
+        let tap = Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
         let name = tap.name().to_string();
         let offloads = tap.offloads();
         let rt = Runtime::new(StackConfig::default())
@@ -115,7 +117,8 @@ impl TapArgs {
                     .with_rx(model(config, seed.rotate_left(17) ^ 0x9e37)?);
                 rt.add_device(device, iface_config)
             }
-            None => rt.add_device(tap, iface_config),
+            // With offloads: large segments and checksums left to the kernel.
+            None => rt.add_tap(tap, iface_config.mac),
         };
         rt.add_address(iface, addr);
         if let Some(gateway) = self.gateway {

@@ -9,14 +9,15 @@
 //! ```no_run
 //! use std::io::{Read, Write};
 //! use imp::{Runtime, TcpListener};
-//! use imp::core::{IfaceConfig, StackConfig};
+//! use imp::core::StackConfig;
 //! use imp::phy::{Tap, TapConfig};
 //! use imp::wire::{ethernet, ipv4::Cidr};
 //!
 //! let rt = Runtime::new(StackConfig::default())?;
-//! let tap = Tap::open_with(&TapConfig::new("imp0"))?;
+//! // Large segments and checksums left to the kernel, if it agrees (else plain frames).
+//! let tap = Tap::open_with(&TapConfig::new("imp0").offloads(true).partial_checksums(true))?;
 //! let mac = ethernet::Address([0x02, 0, 0, 0, 0, 1]);
-//! let eth0 = rt.add_device(tap, IfaceConfig::new(mac, 1500));
+//! let eth0 = rt.add_tap(tap, mac);
 //! rt.add_address(eth0, Cidr { address: std::net::Ipv4Addr::new(10, 0, 0, 2), prefix_len: 24 });
 //! let listener = TcpListener::bind(&rt, "10.0.0.2:7")?;
 //! let (mut stream, _peer) = listener.accept()?;

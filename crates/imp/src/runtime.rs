@@ -394,6 +394,20 @@ impl Runtime {
         id
     }
 
+    /// Add an interface served by a TAP device, set up the way the TAP asks: its IP
+    /// MTU, and the offloads it got from the kernel ([`Tap::stack_offloads`]: large
+    /// segments for the kernel to cut, and TCP/UDP checksums left to it when the TAP
+    /// was opened with [`TapConfig::partial_checksums`]). Without offloads this is
+    /// `add_device(tap, IfaceConfig::new(mac, tap.ip_mtu()))`.
+    ///
+    /// [`Tap::stack_offloads`]: imp_phy::Tap::stack_offloads
+    /// [`TapConfig::partial_checksums`]: imp_phy::TapConfig::partial_checksums
+    #[cfg(target_os = "linux")]
+    pub fn add_tap(&self, tap: imp_phy::Tap, mac: imp_wire::ethernet::Address) -> IfaceId {
+        let iface = IfaceConfig::new(mac, tap.ip_mtu()).with_offloads(tap.stack_offloads());
+        self.add_device(tap, iface)
+    }
+
     /// Assign an address to an interface (adds the connected route, announces it).
     pub fn add_address(&self, iface: IfaceId, cidr: Cidr) {
         self.with_stack(|stack, now| stack.add_address(now, iface, cidr));

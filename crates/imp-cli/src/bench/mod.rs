@@ -10,14 +10,19 @@
 //!   connections/s.
 //! - W4 scale: n idle connections, ping-pong spread over all of them; ns per packet,
 //!   and memory per idle connection.
+//! - W5 TAP: imp -> Linux and Linux -> imp over a TAP in a namespace, with and without
+//!   the virtio-net offloads; smoltcp over the same TAP; Linux -> Linux over veth.
+//!   Gbit/s. Needs root and `ip`; skipped (saying why) otherwise.
 //!
-//! imp and smoltcp run as two stacks in one thread, frames handed from one to the
-//! other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
+//! For W1-W4, imp and smoltcp run as two stacks in one thread, frames handed from one
+//! to the other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
+//! W5 runs each stack against the kernel (see `w5.rs`).
 
 mod alloc;
 mod imp_side;
 mod linux;
 mod smol;
+mod w5;
 
 use std::time::Instant as StdInstant;
 
@@ -63,6 +68,8 @@ pub(crate) struct Sizes {
     pub scale: Vec<usize>,
     /// W4 round trips measured at each count.
     pub scale_rounds: u64,
+    /// W5 bytes per transfer.
+    pub tap: u64,
     /// Repetitions.
     pub repeats: usize,
 }
@@ -77,6 +84,7 @@ impl Sizes {
                 churn: 50,
                 scale: vec![1, 10],
                 scale_rounds: 100,
+                tap: 4 << 20,
                 repeats: 1,
             }
         } else if args.quick {
@@ -86,6 +94,7 @@ impl Sizes {
                 churn: 2_000,
                 scale: vec![1, 100, 10_000],
                 scale_rounds: 5_000,
+                tap: 32 << 20,
                 repeats: 3,
             }
         } else {
@@ -95,6 +104,7 @@ impl Sizes {
                 churn: 20_000,
                 scale: vec![1, 100, 10_000, 100_000],
                 scale_rounds: 20_000,
+                tap: 512 << 20,
                 repeats: 5,
             }
         };
@@ -107,6 +117,7 @@ impl Sizes {
             sizes.rounds = scaled(sizes.rounds);
             sizes.churn = scaled(sizes.churn);
             sizes.scale_rounds = scaled(sizes.scale_rounds);
+            sizes.tap = scaled(sizes.tap);
         }
         sizes
     }
@@ -151,7 +162,7 @@ struct Row {
 }
 
 /// The workloads, in the order they run within one repetition.
-const WORKLOADS: [&str; 5] = ["W1a", "W1b", "W2", "W3", "W4"];
+const WORKLOADS: [&str; 6] = ["W1a", "W1b", "W2", "W3", "W4", "W5"];
 
 /// Run one workload on one implementation; None when it does not apply.
 fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
@@ -172,6 +183,9 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
         ("W3", Impl::Linux) => linux::churn(sizes.churn),
         ("W4", Impl::Imp) => Ok(imp_side::scale(&sizes.scale, sizes.scale_rounds)),
         ("W4", Impl::Linux) => linux::scale(&sizes.scale, sizes.scale_rounds),
+        ("W5", Impl::Imp) => w5::imp(sizes.tap),
+        ("W5", Impl::Smoltcp) => w5::smoltcp(sizes.tap),
+        ("W5", Impl::Linux) => w5::linux(sizes.tap),
         _ => Ok(Vec::new()),
     }
 }
@@ -195,6 +209,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let selected: Vec<&str> = WORKLOADS
         .into_iter()
         .filter(|w| args.only.is_empty() || args.only.iter().any(|o| w.starts_with(o.as_str())))
+        .filter(|&w| {
+            let reason = (w == "W5").then(w5::unavailable).flatten();
+            if let Some(reason) = &reason {
+                eprintln!("imp bench: W5 skipped: {reason}");
+            }
+            reason.is_none()
+        })
         .collect();
     // (workload, unit) in first-seen order, with every sample per implementation.
     let mut rows: Vec<(String, &'static str, [Vec<f64>; 3])> = Vec::new();
@@ -266,11 +287,12 @@ fn print_table(report: &[Row], sizes: &Sizes) {
         _ => "-".to_string(),
     };
     println!(
-        "medians of {} run(s); bulk {} MiB, {} round trips, {} connections",
+        "medians of {} run(s); bulk {} MiB, {} round trips, {} connections, TAP {} MiB",
         sizes.repeats,
         sizes.bulk >> 20,
         sizes.rounds,
-        sizes.churn
+        sizes.churn,
+        sizes.tap >> 20
     );
     println!(
         "{:<12} {:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",

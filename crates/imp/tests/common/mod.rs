@@ -202,7 +202,11 @@ impl Link {
         }
         let ns = NetNs::new();
         let tap_name = "imp0".to_string();
-        let config_tap = TapConfig::new(tap_name.clone()).offloads(offloads);
+        // With offloads, imp sends large segments with partial checksums (TSO) and the
+        // kernel cuts and completes them.
+        let config_tap = TapConfig::new(tap_name.clone())
+            .offloads(offloads)
+            .partial_checksums(true);
         let tap = ns
             .enter(|| Tap::open_with(&config_tap))
             .expect("open TAP in the namespace");
@@ -230,7 +234,7 @@ impl Link {
                     .with_rx(LinkModel::new(link, seed + 1));
                 rt.add_device(device, IfaceConfig::new(IMP_MAC, 1500))
             }
-            None => rt.add_device(tap, IfaceConfig::new(IMP_MAC, 1500)),
+            None => rt.add_tap(tap, IMP_MAC),
         };
         rt.add_address(
             iface,
