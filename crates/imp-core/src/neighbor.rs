@@ -121,8 +121,14 @@ pub(crate) enum NeighborAction {
 pub(crate) struct NeighborCache {
     config: ArpConfig,
     entries: BTreeMap<(IfaceId, Ipv4Addr), Entry>,
-    /// Invariant: the sum of every incomplete entry's queue length.
+    /// Invariant: the sum of every incomplete entry's queue length. An incomplete
+    /// entry is created with one packet and never loses one while it stays
+    /// incomplete, so zero here means no entry is incomplete.
     queued_total: usize,
+    /// Changes whenever an entry is added, replaced or removed: a mapping copied out
+    /// of [`NeighborCache::lookup_until`] stays right, until its expiry, for as long as
+    /// this is unchanged.
+    generation: u64,
 }
 
 impl NeighborCache {
@@ -131,6 +137,7 @@ impl NeighborCache {
             config,
             entries: BTreeMap::new(),
             queued_total: 0,
+            generation: 0,
         }
     }
 
@@ -147,10 +154,26 @@ impl NeighborCache {
         iface: IfaceId,
         addr: Ipv4Addr,
     ) -> Option<ethernet::Address> {
+        self.lookup_until(now, iface, addr).map(|(mac, _)| mac)
+    }
+
+    /// As [`NeighborCache::lookup`], with the time the mapping expires (a caller may
+    /// keep it until then while [`NeighborCache::generation`] stays the same).
+    pub(crate) fn lookup_until(
+        &self,
+        now: Instant,
+        iface: IfaceId,
+        addr: Ipv4Addr,
+    ) -> Option<(ethernet::Address, Instant)> {
         match self.entries.get(&(iface, addr))? {
-            Entry::Reachable { mac, expires_at } if now < *expires_at => Some(*mac),
+            Entry::Reachable { mac, expires_at } if now < *expires_at => Some((*mac, *expires_at)),
             _ => None,
         }
+    }
+
+    /// Changes whenever an entry is added, replaced or removed.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Queue `pending` until `addr` on `iface` is resolved, starting a resolution if none
@@ -184,6 +207,7 @@ impl NeighborCache {
         queue.push_back(pending);
         self.queued_total += 1;
         let next_request = now + self.config.retry_interval;
+        self.generation += 1;
         self.entries.insert(
             key,
             Entry::Incomplete {
@@ -213,6 +237,7 @@ impl NeighborCache {
         match victim {
             Some((_, key)) => {
                 self.entries.remove(&key);
+                self.generation += 1;
                 true
             }
             None => false,
@@ -233,6 +258,7 @@ impl NeighborCache {
         let key = (iface, addr);
         let expires_at = now + self.config.entry_lifetime;
         let reachable = Entry::Reachable { mac, expires_at };
+        self.generation += 1;
         if !self.entries.contains_key(&key) {
             if create && self.make_room() {
                 self.entries.insert(key, reachable);
@@ -257,6 +283,10 @@ impl NeighborCache {
     /// The next retry or failure deadline of an incomplete entry. Reachable entries
     /// expire lazily (at lookup, or when room is needed), so they never wake the stack.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if self.queued_total == 0 {
+            // No packet waits, so no entry is incomplete (see `queued_total`).
+            return None;
+        }
         self.entries
             .values()
             .filter_map(|entry| match entry {
@@ -290,6 +320,7 @@ impl NeighborCache {
             }
         }
         for (iface, addr) in failed {
+            self.generation += 1;
             if let Some(Entry::Incomplete { queue, .. }) = self.entries.remove(&(iface, addr)) {
                 self.queued_total -= queue.len();
                 actions.push(NeighborAction::Failed {

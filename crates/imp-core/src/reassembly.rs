@@ -310,6 +310,9 @@ impl Reassembler {
 
     /// The earliest reassembly deadline.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if self.datagrams.is_empty() {
+            return None;
+        }
         self.datagrams
             .values()
             .map(|d| d.created + self.config.timeout)

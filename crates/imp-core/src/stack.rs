@@ -138,6 +138,12 @@ pub struct Stack {
     pub(crate) stats: Stats,
     /// The last IP identification used.
     pub(crate) ip_ident: u16,
+    /// Changes whenever interfaces, their addresses or the routes change: what was
+    /// derived from them (the TCP egress cache) is stale once it moves.
+    pub(crate) config_generation: u64,
+    /// The route, offloads and next-hop MAC of the last TCP segment sent, reused while
+    /// segments go to the same peer (see [`crate::tcp_glue`]).
+    pub(crate) tcp_egress: Option<crate::tcp_glue::EgressCache>,
 }
 
 impl Stack {
@@ -161,6 +167,8 @@ impl Stack {
             events: VecDeque::new(),
             stats: Stats::default(),
             ip_ident,
+            config_generation: 0,
+            tcp_egress: None,
             config,
         }
     }
@@ -168,6 +176,7 @@ impl Stack {
     /// Add an interface; its addresses get connected routes and gratuitous ARPs.
     pub fn add_interface(&mut self, config: IfaceConfig) -> IfaceId {
         let id = IfaceId(u32::try_from(self.ifaces.len()).expect("fewer than 2^32 interfaces"));
+        self.config_generation += 1;
         let addrs = config.addrs.clone();
         self.ifaces.push(Interface::new(IfaceConfig {
             addrs: Vec::new(),
@@ -186,6 +195,7 @@ impl Stack {
     /// If `iface` was not returned by this stack's `add_interface`.
     pub fn add_address(&mut self, now: Instant, iface: IfaceId, cidr: Cidr) {
         let _ = now;
+        self.config_generation += 1;
         let interface = &mut self.ifaces[iface.index()];
         if !interface.addrs.contains(&cidr) {
             interface.addrs.push(cidr);
@@ -196,6 +206,7 @@ impl Stack {
 
     /// Remove `cidr` from `iface` and its connected route.
     pub fn remove_address(&mut self, iface: IfaceId, cidr: Cidr) {
+        self.config_generation += 1;
         if let Some(interface) = self.ifaces.get_mut(iface.index()) {
             interface.addrs.retain(|c| *c != cidr);
             self.routes.remove_connected(cidr, iface);
@@ -204,6 +215,7 @@ impl Stack {
 
     /// The routing table.
     pub fn routes_mut(&mut self) -> &mut Routes {
+        self.config_generation += 1;
         &mut self.routes
     }
 
@@ -272,6 +284,11 @@ impl Stack {
     /// The next frame to send, written to `buf` (which should hold the largest MTU plus
     /// 14 bytes; a frame that does not fit is dropped and counted).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        // Most calls find nothing (a driver polls until `None`): answer those without
+        // setting up the TCP output machinery.
+        if self.tx_queue.is_empty() && !self.tcp.may_transmit() {
+            return None;
+        }
         loop {
             if let Some(transmit) = self.pop_frame(buf) {
                 return Some(transmit);
@@ -317,14 +334,12 @@ impl Stack {
     /// The earliest time [`Stack::handle_timeout`] must run: ARP retries, reassembly
     /// deadlines, TCP timers. `None` when nothing is pending.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [
-            self.neighbors.poll_timeout(),
-            self.reassembly.poll_timeout(),
-            self.tcp.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let next = earliest(self.tcp.poll_timeout(), self.neighbors.poll_timeout());
+        earliest(next, self.reassembly.poll_timeout())
     }
 
     /// Fire every timer due at `now`.

@@ -8,8 +8,10 @@ use imp_wire::ethernet::{self, EtherType};
 use imp_wire::ipv4::{self, Protocol};
 use imp_wire::tcp as wire_tcp;
 
-use crate::ipv4::{IpMeta, SendOptions};
+use crate::iface::Interface;
+use crate::ipv4::{IpMeta, OutputRoute, SendOptions};
 use crate::neighbor::Origin;
+use crate::route::Routes;
 use crate::stack::{Stack, Transmit};
 use crate::tcp::{Egress, TcpError, TcpHandle};
 use crate::time::Instant;
@@ -27,6 +29,43 @@ pub(crate) enum TcpOutput {
     Queued,
     /// TCP has nothing to send.
     Idle,
+}
+
+/// What sending a TCP segment from `src` to `dst` needs besides the segment: the route,
+/// what the device offloads, the size limit, our MAC and the next hop's. Worked out for
+/// one segment and reused for the next ones to the same peer (a request/response or
+/// bulk flow sends every segment there), which saves two route lookups, the interface
+/// scan for the source address and the neighbour lookup per segment.
+///
+/// Valid while `config_generation` equals the stack's (interfaces, addresses and routes
+/// unchanged); the MAC also only while the neighbour cache's generation is the one
+/// recorded with it and the mapping has not expired.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EgressCache {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    config_generation: u64,
+    route: OutputRoute,
+    egress: Egress,
+    /// Largest IPv4 packet the interface takes (its MTU, or the TSO size).
+    limit: usize,
+    /// The outgoing interface's MAC (None if the interface is gone).
+    src_mac: Option<ethernet::Address>,
+    /// The next hop's MAC, until when it holds, and the neighbour generation it is from.
+    next_hop_mac: Option<(ethernet::Address, Instant, u64)>,
+}
+
+/// What the interface that `dst` routes through offloads (none without a route).
+fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
+    let offloads = routes
+        .lookup(dst)
+        .and_then(|route| ifaces.get(route.iface.index()))
+        .map(|iface| iface.offloads)
+        .unwrap_or_default();
+    Egress {
+        checksum: !offloads.tx_checksum,
+        tso_max: offloads.tso_max,
+    }
 }
 
 impl Stack {
@@ -72,19 +111,17 @@ impl Stack {
         let end = buf
             .len()
             .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
+        let cached = self
+            .tcp_egress
+            .filter(|c| c.config_generation == self.config_generation);
         let (routes, ifaces) = (&self.routes, &self.ifaces);
         // The checksum is ours to compute unless the outgoing interface's device does
         // it; segments are one MSS unless it does TSO.
-        let egress = |_src: Ipv4Addr, dst: Ipv4Addr| {
-            let offloads = routes
-                .lookup(dst)
-                .and_then(|route| ifaces.get(route.iface.index()))
-                .map(|iface| iface.offloads)
-                .unwrap_or_default();
-            Egress {
-                checksum: !offloads.tx_checksum,
-                tso_max: offloads.tso_max,
+        let egress = |src: Ipv4Addr, dst: Ipv4Addr| {
+            if let Some(c) = cached.filter(|c| c.src == src && c.dst == dst) {
+                return c.egress;
             }
+            egress_for(routes, ifaces, dst)
         };
         let segment = self
             .tcp
@@ -93,18 +130,14 @@ impl Stack {
             return TcpOutput::Idle;
         };
         self.stats.tcp.tx_segments += 1;
-        let Ok(route) = self.route_output(segment.dst, Some(segment.src)) else {
+        let hit = cached.filter(|c| c.src == segment.src && c.dst == segment.dst);
+        let Some(mut path) = hit.or_else(|| self.egress_cache_entry(segment.src, segment.dst))
+        else {
             self.stats.ipv4.tx_no_route += 1;
             return TcpOutput::Queued;
         };
-        // RFC 1191: TCP segments carry DF; the MSS keeps them within the route MTU,
-        // or the device cuts them to it (TSO).
-        let limit = self
-            .ifaces
-            .get(route.iface.index())
-            .and_then(|iface| iface.offloads.tso_max)
-            .map_or(route.mtu, |tso| tso.max(route.mtu));
-        if ipv4::HEADER_LEN + segment.len > limit {
+        let route = path.route;
+        if ipv4::HEADER_LEN + segment.len > path.limit {
             if self.tcp.config().segment_size.is_some() {
                 // Segments deliberately larger than the MTU: IP fragments them.
                 let mut packet = self.pool.take();
@@ -139,8 +172,21 @@ impl Stack {
         repr.emit(&mut ipv4::Packet::new_unchecked(
             &mut buf[ethernet::HEADER_LEN..frame_len],
         ));
-        let mac = self.neighbors.lookup(now, route.iface, route.next_hop);
-        let (Some(dst_mac), Some(interface)) = (mac, self.ifaces.get(route.iface.index())) else {
+        // The next hop's MAC: the copy in the cache while the neighbour cache has not
+        // changed and the mapping has not expired, else a lookup (kept for next time).
+        let generation = self.neighbors.generation();
+        let mac = match path.next_hop_mac {
+            Some((mac, until, seen)) if seen == generation && now < until => Some(mac),
+            _ => {
+                let found = self
+                    .neighbors
+                    .lookup_until(now, route.iface, route.next_hop);
+                path.next_hop_mac = found.map(|(mac, until)| (mac, until, generation));
+                found.map(|(mac, _)| mac)
+            }
+        };
+        self.tcp_egress = Some(path);
+        let (Some(dst_mac), Some(src_mac)) = (mac, path.src_mac) else {
             // Not resolved yet: copy the packet to the neighbour queue.
             let mut packet = self.pool.take();
             packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
@@ -150,7 +196,7 @@ impl Stack {
         };
         self.stats.ipv4.tx_packets += 1;
         let eth = ethernet::Repr {
-            src: interface.mac,
+            src: src_mac,
             dst: dst_mac,
             ethertype: EtherType::Ipv4,
             vlan: None,
@@ -160,6 +206,28 @@ impl Stack {
         TcpOutput::Frame(Transmit {
             iface: route.iface,
             len: frame_len,
+        })
+    }
+
+    /// The route, offloads and size limit for segments from `src` to `dst`, as a new
+    /// cache entry (no MAC yet); None without a route.
+    fn egress_cache_entry(&self, src: Ipv4Addr, dst: Ipv4Addr) -> Option<EgressCache> {
+        let route = self.route_output(dst, Some(src)).ok()?;
+        let interface = self.ifaces.get(route.iface.index());
+        // RFC 1191: TCP segments carry DF; the MSS keeps them within the route MTU,
+        // or the device cuts them to it (TSO).
+        let limit = interface
+            .and_then(|iface| iface.offloads.tso_max)
+            .map_or(route.mtu, |tso| tso.max(route.mtu));
+        Some(EgressCache {
+            src,
+            dst,
+            config_generation: self.config_generation,
+            route,
+            egress: egress_for(&self.routes, &self.ifaces, dst),
+            limit,
+            src_mac: interface.map(|iface| iface.mac),
+            next_hop_mac: None,
         })
     }
 

@@ -156,7 +156,37 @@ impl Options {
     /// A length byte that is missing, below 2 or runs past the options, or a known kind
     /// with the wrong length, is `BadOption { kind, len }`. A repeated option
     /// overwrites the earlier one.
-    pub fn parse(mut bytes: &[u8]) -> Result<Options> {
+    pub fn parse(bytes: &[u8]) -> Result<Options> {
+        // What every segment after the handshake carries when timestamps are on (RFC
+        // 7323 Appendix A's layout), decoded without the loop: the same result.
+        if let &[
+            kind::NOP,
+            kind::NOP,
+            kind::TIMESTAMPS,
+            10,
+            a,
+            b,
+            c,
+            d,
+            e,
+            f,
+            g,
+            h,
+        ] = bytes
+        {
+            return Ok(Options {
+                timestamps: Some((
+                    u32::from_be_bytes([a, b, c, d]),
+                    u32::from_be_bytes([e, f, g, h]),
+                )),
+                ..Options::default()
+            });
+        }
+        Options::parse_list(bytes)
+    }
+
+    /// [`Options::parse`] without the shortcut: the option list walked kind by kind.
+    fn parse_list(mut bytes: &[u8]) -> Result<Options> {
         let mut options = Options::default();
         while let Some(&kind) = bytes.first() {
             match kind {
@@ -269,6 +299,33 @@ impl Options {
     /// # Panics
     /// If `buffer` is shorter than [`Options::buffer_len`].
     pub fn emit(&self, buffer: &mut [u8]) -> usize {
+        // The option set of every segment after the handshake with timestamps on:
+        // NOP NOP TS in one store.
+        if let (None, None, false, 0, Some((tsval, tsecr))) = (
+            self.mss,
+            self.window_scale,
+            self.sack_permitted,
+            self.sack_len,
+            self.timestamps,
+        ) {
+            let [v0, v1, v2, v3] = tsval.to_be_bytes();
+            let [e0, e1, e2, e3] = tsecr.to_be_bytes();
+            buffer[..12].copy_from_slice(&[
+                kind::NOP,
+                kind::NOP,
+                kind::TIMESTAMPS,
+                10,
+                v0,
+                v1,
+                v2,
+                v3,
+                e0,
+                e1,
+                e2,
+                e3,
+            ]);
+            return 12;
+        }
         let mut at = 0;
         let mut put = |bytes: &[u8]| {
             buffer[at..at + bytes.len()].copy_from_slice(bytes);
@@ -583,23 +640,48 @@ impl<'a> Repr<'a> {
         fill_checksum: bool,
     ) {
         let header_len = self.header_len();
-        let total = self.buffer_len();
-        packet.set_src_port(self.src_port);
-        packet.set_dst_port(self.dst_port);
-        packet.set_seq_number(self.seq);
-        packet.set_ack_number(self.ack);
-        packet.set_header_len(header_len);
-        packet.set_flags(self.flags);
-        packet.set_window_len(self.window);
-        packet.set_checksum(0);
-        packet.set_urgent_at(self.urgent);
-        let buffer = packet.buffer.as_mut();
+        let total = header_len + self.payload.len();
+        let buffer = &mut packet.buffer.as_mut()[..total];
+        buffer[..HEADER_LEN].copy_from_slice(&self.fixed_header(header_len));
         self.options.emit(&mut buffer[HEADER_LEN..header_len]);
-        buffer[header_len..total].copy_from_slice(self.payload);
+        buffer[header_len..].copy_from_slice(self.payload);
         if fill_checksum {
-            let sum = sum_segment(&buffer[..total], src, dst);
-            packet.set_checksum(checksum::finish(sum));
+            let sum = checksum::finish(sum_segment(buffer, src, dst));
+            buffer[field::CHECKSUM].copy_from_slice(&sum.to_be_bytes());
         }
+    }
+
+    /// The 20 fixed header bytes for a header of `header_len` bytes, checksum zero:
+    /// built in registers and stored with one copy (the same bytes the setters write).
+    pub fn fixed_header(&self, header_len: usize) -> [u8; HEADER_LEN] {
+        let [sp0, sp1] = self.src_port.to_be_bytes();
+        let [dp0, dp1] = self.dst_port.to_be_bytes();
+        let [s0, s1, s2, s3] = self.seq.to_be_bytes();
+        let [a0, a1, a2, a3] = self.ack.to_be_bytes();
+        let [w0, w1] = self.window.to_be_bytes();
+        let [u0, u1] = self.urgent.to_be_bytes();
+        [
+            sp0,
+            sp1,
+            dp0,
+            dp1,
+            s0,
+            s1,
+            s2,
+            s3,
+            a0,
+            a1,
+            a2,
+            a3,
+            ((header_len / 4) as u8 & 0x0f) << 4,
+            self.flags.0,
+            w0,
+            w1,
+            0,
+            0,
+            u0,
+            u1,
+        ]
     }
 }
 

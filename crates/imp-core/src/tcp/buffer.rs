@@ -208,7 +208,9 @@ pub struct RecvBuffer {
     readable: usize,
     /// Out-of-order data held, as `(start, end)` offsets from RCV.NXT: ascending, disjoint
     /// and not adjacent, every start `> 0`, every end `<= window()`,
-    /// `len() <= max_ranges` (so the Vec, created with that capacity, never reallocates).
+    /// `len() <= max_ranges` (so the Vec, which reserves that capacity when the first
+    /// range arrives, never reallocates; a connection that never sees a hole never
+    /// allocates it).
     ranges: Vec<(usize, usize)>,
     /// Most out-of-order ranges kept at once.
     max_ranges: usize,
@@ -229,7 +231,7 @@ impl RecvBuffer {
             capacity,
             head: 0,
             readable: 0,
-            ranges: Vec::with_capacity(max_ranges),
+            ranges: Vec::new(),
             max_ranges,
         }
     }
@@ -290,6 +292,17 @@ impl RecvBuffer {
             self.ring = relinearise(&self.ring, self.head, size);
             self.head = 0;
         }
+        if offset == 0 && self.ranges.is_empty() {
+            // In order with nothing held out of order, the common case: the general
+            // path below would merge nothing and advance by all of it.
+            let at = wrap(self.head + self.readable, self.ring.len());
+            ring_write(&mut self.ring, at, &data[..end]);
+            self.readable += end;
+            return Insert {
+                advanced: end,
+                stored: true,
+            };
+        }
         // Ranges that overlap or touch [offset, end) merge with it.
         let first = self.ranges.partition_point(|&(_, e)| e < offset);
         let past = self.ranges.partition_point(|&(s, _)| s <= end);
@@ -307,6 +320,10 @@ impl RecvBuffer {
             self.ranges.drain(first..past);
         }
         if merged.0 > 0 {
+            if self.ranges.capacity() == 0 {
+                // Storage for the ranges comes with the first hole, all at once.
+                self.ranges.reserve_exact(self.max_ranges);
+            }
             self.ranges.insert(first, merged);
             return Insert {
                 advanced: 0,

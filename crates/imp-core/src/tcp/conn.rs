@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     pub resets: VecDeque<Reset>,
     /// RFC 5961 §7 challenge-ACK rate limit: (start of the current second, ACKs sent in it).
     pub challenge: (Instant, u32),
+    /// Take the header-prediction path (`predict.rs`) for segments that fit it; always
+    /// true outside the tests that compare it with the full path.
+    pub header_prediction: bool,
 }
 
 /// Most RSTs waiting in [`Shared::resets`]; more are dropped (a flood cannot grow memory).

@@ -14,6 +14,9 @@ use crate::time::Duration;
 impl Conn {
     /// A segment for this connection arrived.
     pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        if ctx.sh.header_prediction && self.input_predicted(ctx, seg) {
+            return;
+        }
         match self.state {
             State::Closed(_) => {}
             State::SynSent(_) => self.input_syn_sent(ctx, seg),
@@ -168,7 +171,7 @@ impl Conn {
 
     /// RFC 7323 §4.3 (2): "If SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent, then
     /// SEG.TSval is copied to TS.Recent; otherwise, it is ignored."
-    fn update_ts_recent(&mut self, seg: &Repr<'_>) {
+    pub(super) fn update_ts_recent(&mut self, seg: &Repr<'_>) {
         if let (Some(ts), Some((seg_tsval, _))) = (&mut self.opts.ts, seg.options.timestamps)
             && (seg_tsval.wrapping_sub(ts.recent) as i32) >= 0
             && SeqNumber(seg.seq) <= ts.last_ack_sent
@@ -369,7 +372,7 @@ impl Conn {
     /// RFC 9293: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be updated. If
     /// (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)), set SND.WND <-
     /// SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
-    fn update_window(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    pub(super) fn update_window(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let shift = self.opts.snd_shift();
         let Some(snd) = self.state.snd_mut() else {
             return;
@@ -396,7 +399,7 @@ impl Conn {
     }
 
     /// An ACK that advances SND.UNA.
-    fn on_new_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    pub(super) fn on_new_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let now = ctx.now;
         let timestamps = self.opts.ts.is_some();
         let sack = self.opts.sack;
@@ -432,8 +435,14 @@ impl Conn {
             // of the third duplicate ACK. ... exit the fast recovery procedure."
             Some(r) if ack >= r.recover => {
                 snd.recovery = None;
-                snd.cc.on_exit_recovery(now, in_flight);
+                if r.after_rto {
+                    snd.cc.on_ack(now, acked, sample, in_flight);
+                } else {
+                    snd.cc.on_exit_recovery(now, in_flight);
+                }
             }
+            // Repairing after a timeout: the window keeps growing as in slow start.
+            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, sample, in_flight),
             // "(Partial ACKs) ... retransmit the first unacknowledged segment ... deflate
             // the congestion window by the amount of new data acknowledged".
             Some(_) if !sack => {
@@ -515,9 +524,9 @@ impl Conn {
         // start no recovery before the ACK passes the old data (RFC 6582 §4.1, RFC 6675
         // §5.1). SACK blocks above the hole are different evidence: the receiver holds
         // data we sent after the hole, which a redundant resend cannot produce (it would
-        // be a D-SACK). We act on them at once, as RFC 6582 §4.2's ACK heuristic does
-        // for the plain case; waiting for a second timeout per lost resend made transfers
-        // at 10% loss three times slower.
+        // be a D-SACK). We repair those holes at once (as RFC 6582 §4.2's ACK heuristic
+        // does for the plain case) without a second window cut; waiting for a second
+        // timeout per lost resend made transfers at 10% loss three times slower.
         let after_rto = snd.rto_recover.is_some_and(|point| snd.snd_una < point);
         if !(lost_by_sack || (lost_by_dupacks && !after_rto)) {
             return;
@@ -528,9 +537,14 @@ impl Conn {
         // variable recover"; RFC 6675 §5 (4.1): "RecoveryPoint = HighData".
         snd.recovery = Some(Recovery {
             recover: snd.snd_max,
+            after_rto,
         });
         snd.high_rxt = snd.snd_una;
-        if sack {
+        if after_rto {
+            // The timeout already answered this loss episode (RFC 5681 §3.1 cut cwnd to
+            // one segment and halved ssthresh): repair the holes SACK shows, but no
+            // second reduction, which RFC 6675 §5.1's rule exists to prevent.
+        } else if sack {
             snd.cc.on_enter_sack_recovery(ctx.now, in_flight);
         } else {
             snd.cc.on_enter_recovery(ctx.now, in_flight);

@@ -26,6 +26,7 @@ mod demux;
 mod input;
 mod listen;
 mod output;
+mod predict;
 mod state;
 mod table;
 mod timer;
@@ -34,6 +35,8 @@ mod timer;
 mod tests;
 #[cfg(test)]
 mod tests_loop;
+#[cfg(test)]
+mod tests_predict;
 #[cfg(test)]
 mod tests_tso;
 
@@ -273,6 +276,9 @@ pub struct TcpInfo {
 pub struct TcpStats {
     /// Segments received.
     pub segments_in: u64,
+    /// Segments handled by header prediction (Linux's `TCPHPHits`), a subset of
+    /// `segments_in`.
+    pub predicted: u64,
     /// Segments sent.
     pub segments_out: u64,
     /// Segments retransmitted.

@@ -560,8 +560,22 @@ fn plan_next(
             None
         };
     }
-    if len >= mss || again {
+    if again {
         return plan(len);
+    }
+    if len >= mss {
+        // TSO with the application writing in pieces smaller than a large segment:
+        // each piece would go alone. While a large segment's worth is unacknowledged,
+        // an ACK is sure to come soon (RFC 5681 §4.2: "an ACK SHOULD be generated for
+        // at least every second full-sized segment") and clocks out what gathers
+        // meanwhile in larger segments (as Linux's `tcp_tso_should_defer`). Never with
+        // less in flight, so it adds at most the time to that ACK.
+        let defer = tso_room.is_some() && len == available && len < largest && !fin_due;
+        return if defer && in_flight >= largest {
+            None
+        } else {
+            plan(len)
+        };
     }
     if len == available {
         // RFC 9293 §3.7.4 Nagle: "if there is unacknowledged data ... buffer all user

@@ -148,6 +148,9 @@ pub(crate) struct Recovery {
     /// RFC 6582 "recover" / RFC 6675 "RecoveryPoint": SND.MAX when recovery started;
     /// an ACK at or beyond it ends recovery.
     pub recover: SeqNumber,
+    /// Started after a retransmission timeout to repair the holes SACK shows: the
+    /// timeout already cut the window, so no further cut, and slow start goes on.
+    pub after_rto: bool,
 }
 
 /// The sending half of a synchronized connection.

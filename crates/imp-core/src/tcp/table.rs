@@ -74,6 +74,7 @@ impl Tcp {
                 events: VecDeque::new(),
                 resets: VecDeque::new(),
                 challenge: (Instant::ZERO, 0),
+                header_prediction: true,
             },
             slots: Vec::new(),
             free: Vec::new(),
@@ -85,6 +86,12 @@ impl Tcp {
             port_key: mix(seed ^ 0x706f_7274_6b65_7921),
             port_counter: 0,
         }
+    }
+
+    /// Turn header prediction off (or on again), to compare it with the full path.
+    #[cfg(test)]
+    pub(crate) fn set_header_prediction(&mut self, on: bool) {
+        self.shared.header_prediction = on;
     }
 
     /// The settings.
@@ -553,6 +560,13 @@ impl Tcp {
             }
         }
         true
+    }
+
+    /// False when [`Tcp::poll_transmit`] would certainly return `None`: no RST waits
+    /// and no connection is in the output queue.
+    #[inline]
+    pub fn may_transmit(&self) -> bool {
+        !self.shared.resets.is_empty() || !self.dirty.is_empty()
     }
 
     /// Write the next segment to send into `buf` (at most `buf.len()` bytes), its

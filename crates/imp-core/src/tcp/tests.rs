@@ -1247,6 +1247,106 @@ fn no_fast_recovery_after_a_timeout_until_the_old_data_is_acked() {
     assert_eq!(tcp.stats().fast_retransmits, 1);
 }
 
+#[test]
+fn after_a_timeout_sack_holes_are_repaired_without_a_second_window_cut() {
+    let mut tcp = Tcp::new(
+        TcpConfig {
+            sack: true,
+            ..config()
+        },
+        7,
+    );
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    let sack_ok = Options {
+        mss: Some(MSS),
+        sack_permitted: true,
+        ..SEND_TEMPL.options
+    };
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            options: sack_ok,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 0);
+    let snd = parse(&bytes).seq + 1;
+    send!(
+        tcp,
+        10,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            ..SEND_TEMPL
+        }
+    );
+    let c = tcp.accept(listener).unwrap();
+    tcp.send(ms(100), c, &[6u8; 8000]).unwrap();
+    while tcp.poll_transmit(ms(100), &mut [0u8; 2000]).is_some() {}
+    // Everything is lost: the RTO fires, cwnd drops to one segment, ssthresh is halved.
+    let rto = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(rto);
+    let t = rto.as_millis();
+    let bytes = recv!(tcp, t);
+    assert_eq!(parse(&bytes).seq, snd);
+    let ssthresh = tcp.info(c).unwrap().ssthresh;
+    // The receiver reports holding 3000..8000 (it got the originals late): the hole at
+    // 1000..3000 is lost for sure, and is resent without waiting for another timeout.
+    let sack = |left: u32, right: u32| {
+        let mut options = SEND_TEMPL.options;
+        options.sack_blocks[0] = SackBlock {
+            left: snd + left,
+            right: snd + right,
+        };
+        options.sack_len = 1;
+        options
+    };
+    send!(
+        tcp,
+        t + 5,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1000,
+            options: sack(3000, 8000),
+            ..SEND_TEMPL
+        }
+    );
+    // Slow start goes on from SND.UNA: 1000..2000 and 2000..3000 (SACKed data skipped).
+    let mut sent = Vec::new();
+    while let Some(b) = poll(&mut tcp, t + 5) {
+        sent.push(parse(&b).seq.wrapping_sub(snd));
+    }
+    assert_eq!(sent, [1000, 2000]);
+    // 1000..2000 is lost again; 2000..3000 arrives: a duplicate ACK whose SACK block
+    // shows the receiver holds everything above the hole.
+    send!(
+        tcp,
+        t + 10,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1000,
+            options: sack(2000, 8000),
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, t + 10);
+    assert_eq!(
+        parse(&bytes).seq,
+        snd + 1000,
+        "the hole goes again without a second timeout"
+    );
+    let info = tcp.info(c).unwrap();
+    assert!(info.in_recovery);
+    assert_eq!(
+        info.ssthresh, ssthresh,
+        "no second cut for the same loss episode"
+    );
+    assert_eq!(tcp.stats().timeouts, 1);
+}
+
 // ---- closing ----------------------------------------------------------------------------
 
 #[test]

@@ -159,3 +159,75 @@ fn without_tso_no_segment_exceeds_the_mtu() {
     let (_, large) = transfer(1 << 20, offloads);
     assert_eq!(large, 0);
 }
+
+/// An application writing 8 KiB a round while the peer's ACKs take `lag` rounds to come
+/// back (a path with that much in flight): returns the number of data segments A built
+/// for `total` bytes.
+fn small_writes(total: usize, lag: usize) -> usize {
+    const WRITE: usize = 8192;
+    let offloads = Offloads::CHECKSUM.with_tso(65535);
+    let (mut a, _) = host(3, MAC_A, IP_A, offloads);
+    let (mut b, b_if) = host(4, MAC_B, IP_B, Offloads::NONE);
+    let a_if = crate::IfaceId(0);
+    let mut now = Instant::ZERO;
+    let listener = b
+        .tcp_listen(SocketAddrV4::new(IP_B, 80), 4)
+        .expect("listen");
+    let client = a
+        .tcp_connect(now, SocketAddrV4::new(IP_A, 0), SocketAddrV4::new(IP_B, 80))
+        .expect("connect");
+    let data: Vec<u8> = (0..total).map(|i| (i * 13 + i / 517) as u8).collect();
+    let (mut sent, mut got, mut server) = (0usize, Vec::new(), None);
+    let (mut large, mut data_segments) = (0, 0);
+    let mut frame = vec![0u8; 65536 + ETH];
+    let mut buf = vec![0u8; 1 << 16];
+    let mut acks = Vec::new();
+    for round in 0..200_000 {
+        if sent < total {
+            let end = (sent + WRITE).min(total);
+            sent += a.tcp_send(now, client, &data[sent..end]).unwrap_or(0);
+        }
+        while let Some(tx) = a.poll_transmit(now, &mut frame) {
+            let f = &frame[..tx.len];
+            data_segments += usize::from(f.len() > ETH + 20 + 60 && f[ETH + 9] == 6);
+            for piece in device_output(f, &mut large) {
+                b.handle_frame(now, b_if, &piece);
+            }
+        }
+        acks.extend(drain(&mut b, now).into_iter().map(|f| (round + lag, f)));
+        while acks.first().is_some_and(|(due, _)| *due <= round) {
+            let (_, f) = acks.remove(0);
+            a.handle_frame(now, a_if, &f);
+        }
+        server = server.or_else(|| b.tcp_accept(listener).ok());
+        if let Some(s) = server {
+            while let Ok(n) = b.tcp_recv(now, s, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+        }
+        if got.len() == total {
+            assert_eq!(got, data, "bytes differ");
+            return data_segments;
+        }
+        now += Duration::from_micros(50);
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+    }
+    panic!("transfer stalled: {} of {total} bytes", got.len());
+}
+
+#[test]
+fn small_writes_gather_into_large_segments_while_one_is_in_flight() {
+    let total = 4 << 20;
+    // 8 rounds of 8 KiB in flight: a large segment's worth. One segment per write
+    // would be 512 (without gathering, cwnd and ACK bursts alone make about 330).
+    let segments = small_writes(total, 8);
+    assert!(
+        segments < total / 8192 / 3,
+        "{segments} data segments for {} writes",
+        total / 8192
+    );
+}

@@ -83,13 +83,16 @@ impl Timers {
         self.next
     }
     fn scan(&self) -> Option<Instant> {
-        let mut next: Option<Instant> = None;
-        for &at in self.deadlines.iter().flatten() {
-            if next.is_none_or(|n| at < n) {
-                next = Some(at);
-            }
+        // Branch-free over the six slots: runs on most segments (stopping the
+        // earliest timer: the ACK that stops the retransmission timer, the segment
+        // that carries a delayed ACK).
+        let mut earliest = u64::MAX;
+        let mut armed = false;
+        for at in self.deadlines {
+            earliest = earliest.min(at.map_or(u64::MAX, Instant::as_nanos));
+            armed |= at.is_some();
         }
-        next
+        armed.then_some(Instant::from_nanos(earliest))
     }
     /// The first timer due at `now`, disarmed, or None.
     pub fn pop_due(&mut self, now: Instant) -> Option<Timer> {

@@ -208,3 +208,88 @@ fn display() {
         "TCP 49152 > 80 [S] seq 16909060 win 65535 len 0 mss 1460 wscale 6 sackOK TS val 100 ecr 0"
     );
 }
+
+/// The reference `emit`: one setter per field, then options, payload and checksum.
+fn emit_with_setters(repr: &Repr<'_>, buffer: &mut [u8], fill_checksum: bool) {
+    let header_len = repr.header_len();
+    let total = repr.buffer_len();
+    let mut packet = Packet::new_unchecked(&mut buffer[..total]);
+    packet.set_src_port(repr.src_port);
+    packet.set_dst_port(repr.dst_port);
+    packet.set_seq_number(repr.seq);
+    packet.set_ack_number(repr.ack);
+    packet.set_header_len(header_len);
+    packet.set_flags(repr.flags);
+    packet.set_window_len(repr.window);
+    packet.set_checksum(0);
+    packet.set_urgent_at(repr.urgent);
+    repr.options.emit(packet.options_mut());
+    packet.payload_mut().copy_from_slice(repr.payload);
+    if fill_checksum {
+        packet.fill_checksum(&SRC, &DST);
+    }
+}
+
+fn any_options() -> impl proptest::strategy::Strategy<Value = Options> {
+    use proptest::prelude::*;
+    let block = (any::<u32>(), any::<u32>()).prop_map(|(left, right)| SackBlock { left, right });
+    (
+        proptest::option::of(any::<u16>()),
+        proptest::option::of(0u8..15),
+        any::<bool>(),
+        proptest::array::uniform4(block),
+        0u8..5,
+        proptest::option::of((any::<u32>(), any::<u32>())),
+    )
+        .prop_map(
+            |(mss, window_scale, sack_permitted, sack_blocks, sack_len, timestamps)| Options {
+                mss,
+                window_scale,
+                sack_permitted,
+                sack_blocks,
+                sack_len,
+                timestamps,
+            },
+        )
+}
+
+proptest::proptest! {
+    /// The fixed-layout `emit` (and the NOP NOP TS shortcut of `Options::emit`) writes
+    /// the same bytes as the field setters.
+    #[test]
+    fn emit_matches_setters(
+        src_port: u16, dst_port: u16, seq: u32, ack: u32, flags: u8, window: u16,
+        urgent: u16, options in any_options(),
+        payload in proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+        fill: u8, checksum: bool,
+    ) {
+        let repr = Repr {
+            src_port, dst_port, seq, ack, flags: Flags(flags), window, urgent, options,
+            payload: &payload,
+        };
+        let mut expected = [fill; 120];
+        let mut got = [fill; 120];
+        emit_with_setters(&repr, &mut expected, checksum);
+        let total = repr.buffer_len();
+        repr.emit(&mut Packet::new_unchecked(&mut got[..total]), &SRC, &DST, checksum);
+        proptest::prop_assert_eq!(&got[..], &expected[..]);
+    }
+
+    /// The NOP NOP TS shortcut of `Options::parse` decodes what the option walk does,
+    /// on random bytes and on the layouts near it.
+    #[test]
+    fn parse_shortcut_matches_the_walk(
+        bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..41),
+        ts in proptest::array::uniform8(proptest::num::u8::ANY),
+        tweak in 0usize..13, value: u8,
+    ) {
+        proptest::prop_assert_eq!(Options::parse(&bytes), Options::parse_list(&bytes));
+        let mut near = [1, 1, 8, 10, ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], ts[7], 0];
+        if tweak < near.len() {
+            near[tweak] = value;
+        }
+        for len in [12, 13] {
+            proptest::prop_assert_eq!(Options::parse(&near[..len]), Options::parse_list(&near[..len]));
+        }
+    }
+}
