@@ -4,11 +4,22 @@
 //! TCP segments with partial checksums, and imp may hand the kernel large TCP segments
 //! for it to cut (TSO).
 //!
-//! The header never reaches the caller: [`Tap::recv`](Device::recv) completes a partial
-//! checksum the kernel left (so the stack verifies every checksum as usual) and strips
-//! the header; [`Tap::send`](Device::send) prepends one, asking for segmentation when a
-//! TCP frame is longer than the MTU. Without offloads (not asked for, or refused by the
-//! kernel) frames are plain Ethernet and at most the MTU long.
+//! The header never reaches the caller: [`Tap::recv`](Device::recv) strips it and
+//! [`Tap::send`](Device::send) prepends one, asking for segmentation when a TCP frame is
+//! longer than the MTU. Without offloads (not asked for, or refused by the kernel)
+//! frames are plain Ethernet and at most the MTU long, and the stack verifies every
+//! checksum as usual.
+//!
+//! With offloads, received checksums are checked once, here, and the stack skips them
+//! ([`Tap::stack_offloads`] sets `rx_checksum`). A frame the kernel marks
+//! `NEEDS_CSUM` was made by the kernel itself (its checksum field holds only the
+//! pseudo-header sum; the data never crossed a wire) and one it marks `DATA_VALID` was
+//! verified by the kernel or the NIC before it: both pass without being summed. Every
+//! other frame (from a packet socket, a bridge, a NIC without checksum offload) is
+//! verified here, IPv4 header and TCP/UDP checksum, and dropped and counted
+//! ([`TapStats::rx_bad_checksum`]) when wrong. Partial checksums are left partial
+//! unless [`TapConfig::complete_checksums`] asks for the real ones, for whatever reads
+//! the frames' bytes rather than trusting the device (see there).
 //!
 //! All of imp's `unsafe` for the device lives in this file: one `open`, three `ioctl`s,
 //! `readv` and `writev`, each with its SAFETY argument.
@@ -42,6 +53,8 @@ pub const MAX_NAME_LEN: usize = 15;
 /// (the TAP default on a little-endian host; we never set `TUNSETVNETBE`).
 const VNET_HDR_LEN: usize = 10;
 const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+/// The checksum was verified (Linux `CHECKSUM_UNNECESSARY`).
+const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
 const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
 const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 
@@ -78,6 +91,18 @@ pub struct TapConfig {
     /// frame then goes with `VIRTIO_NET_HDR_F_NEEDS_CSUM` and the kernel completes the
     /// checksum; without, this setting is ignored and the stack must compute them.
     pub partial_checksums: bool,
+    /// With offloads, write the real TCP/UDP checksum into received frames whose
+    /// checksum the kernel left partial (`NEEDS_CSUM`: it made them and vouches for
+    /// them, but only the pseudo-header sum is in the field). Off by default: the stack
+    /// on this TAP trusts the device ([`Tap::stack_offloads`] has `rx_checksum`) and
+    /// summing 64 KiB segments only to write a field nobody reads costs a pass over the
+    /// data. Turn it on when something else reads the frames' bytes: a [`Pcap`] wrapper
+    /// whose capture should show valid checksums (without, it shows what `tcpdump`
+    /// shows on a Linux host with checksum offload: partial checksums on frames the
+    /// kernel made), or a stack on this TAP that verifies checksums itself.
+    ///
+    /// [`Pcap`]: crate::Pcap
+    pub complete_checksums: bool,
 }
 
 impl TapConfig {
@@ -88,6 +113,16 @@ impl TapConfig {
             mtu: 1500,
             offloads: false,
             partial_checksums: false,
+            complete_checksums: false,
+        }
+    }
+
+    /// This configuration with partial checksums of received frames completed or not
+    /// (see [`TapConfig::complete_checksums`]).
+    pub fn complete_checksums(self, complete_checksums: bool) -> TapConfig {
+        TapConfig {
+            complete_checksums,
+            ..self
         }
     }
 
@@ -201,8 +236,17 @@ impl From<TapError> for io::Error {
 pub struct TapStats {
     /// Frames read.
     pub rx_frames: u64,
-    /// Frames read whose checksum we completed for the kernel (`NEEDS_CSUM`).
+    /// Frames read whose checksums the kernel vouched for (`NEEDS_CSUM` or
+    /// `DATA_VALID`), passed on without being summed here.
+    pub rx_csum_trusted: u64,
+    /// Frames read whose partial checksum we completed
+    /// ([`TapConfig::complete_checksums`]); also counted in `rx_csum_trusted`.
     pub rx_csum_completed: u64,
+    /// Frames read without the kernel's word whose checksums we verified here.
+    pub rx_csum_verified: u64,
+    /// Frames read without the kernel's word whose IPv4, TCP or UDP checksum was
+    /// wrong, dropped.
+    pub rx_bad_checksum: u64,
     /// Frames read that were larger than the MTU (coalesced by the kernel, GSO/GRO).
     pub rx_large: u64,
     /// Frames read with a virtio-net header we could not use, dropped.
@@ -230,6 +274,8 @@ pub struct Tap {
     offloads: bool,
     /// TCP/UDP checksum fields hold the pseudo-header sum (asked for and `offloads`).
     partial: bool,
+    /// Complete the partial checksums of received frames (asked for and `offloads`).
+    complete: bool,
     /// Reused for a large frame whose finished checksum must become a partial one.
     scratch: Vec<u8>,
     stats: TapStats,
@@ -285,6 +331,7 @@ impl Tap {
             vnet_hdr,
             offloads: false,
             partial: false,
+            complete: false,
             scratch: Vec::new(),
             stats: TapStats::default(),
         };
@@ -298,6 +345,7 @@ impl Tap {
             }
         }
         tap.partial = tap.offloads && config.partial_checksums;
+        tap.complete = tap.offloads && config.complete_checksums;
         Ok(tap)
     }
 
@@ -343,16 +391,22 @@ impl Tap {
     }
 
     /// The offloads the stack's interface on this TAP should have: with the kernel's
-    /// offloads, TSO up to a whole IPv4 packet (the kernel cuts at the MTU), and the
-    /// checksums left to the kernel when [`TapConfig::partial_checksums`] asked so; else
-    /// none. (Receive checksums are completed here but still verified by the stack.)
+    /// offloads, TSO up to a whole IPv4 packet (the kernel cuts at the MTU), the
+    /// checksums left to the kernel when [`TapConfig::partial_checksums`] asked so, and
+    /// no verification of received checksums (the kernel vouched for the frame or this
+    /// device verified it: see the module documentation); else none.
+    ///
+    /// One gap: an IPv4 fragment the kernel did not vouch for has only its IP header
+    /// verified here (the TCP/UDP checksum covers the reassembled datagram, which only
+    /// the stack sees). The kernel marks what it makes itself, so over a TAP such
+    /// fragments come only from a packet socket or from forwarding.
     pub fn stack_offloads(&self) -> Offloads {
         if !self.offloads {
             return Offloads::NONE;
         }
         Offloads {
             tx_checksum: self.partial,
-            rx_checksum: false,
+            rx_checksum: true,
             tso_max: Some(MAX_IP_PACKET),
         }
     }
@@ -377,7 +431,48 @@ impl Tap {
         }
     }
 
+    /// Read frames until one passes [`check_received`] (or none is left).
     fn recv_vnet(&mut self, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
+        loop {
+            let Some((header, len)) = self.read_vnet(buf)? else {
+                return Ok(None);
+            };
+            let Some(header) = header else {
+                self.stats.rx_bad_header += 1;
+                continue;
+            };
+            let frame = &mut buf[..len];
+            match check_received(frame, &header, self.offloads, self.complete) {
+                RxCheck::Trusted => self.stats.rx_csum_trusted += 1,
+                RxCheck::Completed => {
+                    self.stats.rx_csum_trusted += 1;
+                    self.stats.rx_csum_completed += 1;
+                }
+                RxCheck::Verified => self.stats.rx_csum_verified += 1,
+                RxCheck::Unchecked => {}
+                RxCheck::BadChecksum => {
+                    self.stats.rx_bad_checksum += 1;
+                    continue;
+                }
+                RxCheck::BadHeader => {
+                    self.stats.rx_bad_header += 1;
+                    continue;
+                }
+            }
+            if len > self.mtu + ETH_HEADER_LEN {
+                self.stats.rx_large += 1;
+            }
+            return Ok(Some(len));
+        }
+    }
+
+    /// One `readv` of the virtio-net header and the frame into `buf`: `None` when
+    /// nothing is waiting, the header (`None` if the read was too short to hold one)
+    /// and the frame's length otherwise.
+    fn read_vnet(
+        &mut self,
+        buf: &mut [u8],
+    ) -> Result<Option<(Option<VnetHeader>, usize)>, DeviceError> {
         let mut header = [0u8; VNET_HDR_LEN];
         let iov = [
             libc::iovec {
@@ -393,24 +488,15 @@ impl Tap {
         // lengths; readv(2) writes within them only.
         let n = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
         if n < 0 {
-            return would_block_or(io::Error::last_os_error());
+            return match would_block_or(io::Error::last_os_error()) {
+                Ok(_) => Ok(None),
+                Err(e) => Err(e),
+            };
         }
-        let Some(len) = (n as usize).checked_sub(VNET_HDR_LEN) else {
-            self.stats.rx_bad_header += 1;
-            return Ok(None);
-        };
-        let header = VnetHeader::parse(&header);
-        if header.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
-            if !complete_checksum(&mut buf[..len], &header) {
-                self.stats.rx_bad_header += 1;
-                return Ok(None);
-            }
-            self.stats.rx_csum_completed += 1;
-        }
-        if len > self.mtu + ETH_HEADER_LEN {
-            self.stats.rx_large += 1;
-        }
-        Ok(Some(len))
+        Ok(Some(match (n as usize).checked_sub(VNET_HDR_LEN) {
+            Some(len) => (Some(VnetHeader::parse(&header)), len),
+            None => (None, 0),
+        }))
     }
 
     fn send_with_header(&mut self, header: &VnetHeader, frame: &[u8]) -> io::Result<usize> {
@@ -629,6 +715,109 @@ fn complete_checksum(frame: &mut [u8], header: &VnetHeader) -> bool {
     let sum = checksum::data(&frame[start..]);
     frame[field..field + 2].copy_from_slice(&checksum::finish(sum).to_be_bytes());
     true
+}
+
+/// What [`check_received`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RxCheck {
+    /// The kernel vouched for the checksums (`NEEDS_CSUM` or `DATA_VALID`): not summed.
+    Trusted,
+    /// Vouched for, and the partial checksum was completed as asked.
+    Completed,
+    /// Not vouched for; summed here and right.
+    Verified,
+    /// Without offloads: the stack verifies, nothing done here.
+    Unchecked,
+    /// Not vouched for, and the IPv4 header or TCP/UDP checksum is wrong: drop.
+    BadChecksum,
+    /// `NEEDS_CSUM` with offsets outside the frame: drop.
+    BadHeader,
+}
+
+/// Check a received `frame` by its virtio-net `header`, so that the stack may skip
+/// verifying its checksums (`offloads`: the stack's interface has `rx_checksum`).
+/// Frames the kernel vouched for pass unsummed (completed first when `complete`);
+/// others are verified here. Without `offloads` nothing is checked.
+fn check_received(
+    frame: &mut [u8],
+    header: &VnetHeader,
+    offloads: bool,
+    complete: bool,
+) -> RxCheck {
+    if header.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
+        // Virtio 1.x §5.1.6.4: the checksum from csum_start to the end is missing.
+        // The kernel made this frame; its data is what the sender wrote.
+        let field = usize::from(header.csum_start) + usize::from(header.csum_offset);
+        if field + 2 > frame.len() {
+            return RxCheck::BadHeader;
+        }
+        if complete || !offloads {
+            complete_checksum(frame, header);
+            return if offloads {
+                RxCheck::Completed
+            } else {
+                RxCheck::Unchecked
+            };
+        }
+        return RxCheck::Trusted;
+    }
+    if !offloads {
+        return RxCheck::Unchecked;
+    }
+    if header.flags & VIRTIO_NET_HDR_F_DATA_VALID != 0 {
+        return RxCheck::Trusted;
+    }
+    if checksums_valid(frame) {
+        RxCheck::Verified
+    } else {
+        RxCheck::BadChecksum
+    }
+}
+
+/// True unless `frame` is IPv4 with a wrong header checksum or, unfragmented, a wrong
+/// TCP or UDP checksum (a UDP checksum of zero means none was computed, RFC 768).
+/// What is not IPv4, or too short to tell, passes: the stack parses and drops it.
+fn checksums_valid(frame: &[u8]) -> bool {
+    let ip = ETH_HEADER_LEN;
+    if frame.len() < ip + 20 || frame[12..14] != [0x08, 0x00] || frame[ip] >> 4 != 4 {
+        return true;
+    }
+    let ihl = usize::from(frame[ip] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]));
+    if ihl < 20 || total < ihl || ip + total > frame.len() {
+        return true;
+    }
+    if checksum::data(&frame[ip..ip + ihl]) != 0xffff {
+        return false;
+    }
+    let fragment = u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3fff;
+    let protocol = frame[ip + 9];
+    let l4 = &frame[ip + ihl..ip + total];
+    let field = match protocol {
+        6 => 16,
+        17 => 6,
+        _ => return true,
+    };
+    if fragment != 0 || l4.len() < field + 2 {
+        return true;
+    }
+    if protocol == 17 && l4[field..field + 2] == [0, 0] {
+        return true;
+    }
+    let src = std::net::Ipv4Addr::new(
+        frame[ip + 12],
+        frame[ip + 13],
+        frame[ip + 14],
+        frame[ip + 15],
+    );
+    let dst = std::net::Ipv4Addr::new(
+        frame[ip + 16],
+        frame[ip + 17],
+        frame[ip + 18],
+        frame[ip + 19],
+    );
+    let pseudo = checksum::pseudo_header_v4(&src, &dst, protocol, l4.len() as u32);
+    checksum::combine(&[pseudo, checksum::data(l4)]) == 0xffff
 }
 
 /// The header asking the kernel to cut `frame`, an Ethernet frame carrying one IPv4
@@ -894,6 +1083,141 @@ mod tests {
             vnet_header_for(&frame, 1500, 1518, false, false),
             Err(DeviceError::FrameTooLarge { .. })
         ));
+    }
+
+    /// `tcp_frame` as the kernel hands it over with `NEEDS_CSUM`: the checksum field
+    /// holds the pseudo-header sum.
+    fn partial_frame(payload: usize) -> (Vec<u8>, VnetHeader) {
+        let mut frame = tcp_frame(payload);
+        let header = VnetHeader {
+            flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            csum_start: 34,
+            csum_offset: 16,
+            ..VnetHeader::default()
+        };
+        prepare_partial_checksum(&mut frame, &header);
+        (frame, header)
+    }
+
+    #[test]
+    fn frames_the_kernel_vouches_for_pass_unsummed() {
+        let (frame, header) = partial_frame(3000);
+        let mut received = frame.clone();
+        assert_eq!(
+            check_received(&mut received, &header, true, false),
+            RxCheck::Trusted
+        );
+        assert_eq!(received, frame, "left as it came: partial, not summed");
+        // DATA_VALID passes even with a checksum that would not verify: the kernel
+        // (or the NIC) checked it before it was changed, so we do not look.
+        let valid = VnetHeader {
+            flags: VIRTIO_NET_HDR_F_DATA_VALID,
+            ..VnetHeader::default()
+        };
+        let mut garbled = tcp_frame(100);
+        garbled[60] ^= 0xff;
+        assert_eq!(
+            check_received(&mut garbled, &valid, true, false),
+            RxCheck::Trusted
+        );
+    }
+
+    #[test]
+    fn partial_checksums_are_completed_when_asked_or_without_offloads() {
+        let (frame, header) = partial_frame(3000);
+        let good = tcp_frame(3000);
+        let mut received = frame.clone();
+        assert_eq!(
+            check_received(&mut received, &header, true, true),
+            RxCheck::Completed
+        );
+        assert_eq!(received, good);
+        // A vnet header without offloads: the stack verifies, so it needs the real sum.
+        let mut received = frame.clone();
+        assert_eq!(
+            check_received(&mut received, &header, false, false),
+            RxCheck::Unchecked
+        );
+        assert_eq!(received, good);
+        let bad = VnetHeader {
+            csum_start: 3050,
+            ..header
+        };
+        assert_eq!(
+            check_received(&mut frame.clone(), &bad, true, false),
+            RxCheck::BadHeader
+        );
+    }
+
+    #[test]
+    fn frames_without_the_kernels_word_are_verified_here() {
+        let none = VnetHeader::default();
+        assert_eq!(
+            check_received(&mut ipv4_frame(6, 100), &none, true, false),
+            RxCheck::Verified
+        );
+        // A flipped payload bit, a wrong IPv4 header checksum, a partial TCP checksum
+        // without NEEDS_CSUM: all dropped.
+        let mut payload = ipv4_frame(6, 100);
+        payload[70] ^= 0x01;
+        assert_eq!(
+            check_received(&mut payload, &none, true, false),
+            RxCheck::BadChecksum
+        );
+        let mut ip = ipv4_frame(6, 100);
+        ip[14 + 8] = 63;
+        assert!(!checksums_valid(&ip));
+        let (mut partial, header) = partial_frame(100);
+        partial[24..26].copy_from_slice(&ipv4_frame(6, 100)[24..26]);
+        assert!(!checksums_valid(&partial));
+        complete_checksum(&mut partial, &header);
+        assert!(checksums_valid(&partial));
+        // Without offloads the stack verifies: nothing is checked here.
+        assert_eq!(
+            check_received(&mut payload, &none, false, false),
+            RxCheck::Unchecked
+        );
+    }
+
+    /// `tcp_frame` with a correct IPv4 header checksum, as protocol `protocol`.
+    fn ipv4_frame(protocol: u8, payload: usize) -> Vec<u8> {
+        let mut f = tcp_frame(payload);
+        f[14 + 9] = protocol;
+        let sum = checksum::data(&f[14..34]);
+        f[24..26].copy_from_slice(&checksum::finish(sum).to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn udp_without_checksum_fragments_and_other_frames_pass() {
+        // The IPv4 header checksum is part of the check.
+        let tcp = ipv4_frame(6, 100);
+        assert!(checksums_valid(&tcp));
+        let mut bad_header = tcp.clone();
+        bad_header[24] ^= 0x10;
+        assert!(!checksums_valid(&bad_header));
+        // UDP with checksum zero: none computed (RFC 768).
+        let mut udp = ipv4_frame(17, 100);
+        udp[34 + 6..34 + 8].copy_from_slice(&[0, 0]);
+        assert!(checksums_valid(&udp));
+        udp[34 + 6] = 0x12;
+        assert!(!checksums_valid(&udp));
+        // A fragment: only the IP header can be checked.
+        let mut fragment = ipv4_frame(6, 100);
+        fragment[14 + 6] = 0x20;
+        let sum = {
+            fragment[24..26].copy_from_slice(&[0, 0]);
+            checksum::data(&fragment[14..34])
+        };
+        fragment[24..26].copy_from_slice(&checksum::finish(sum).to_be_bytes());
+        fragment[60] ^= 0xff;
+        assert!(checksums_valid(&fragment));
+        // ICMP, ARP and runts are the stack's to judge.
+        assert!(checksums_valid(&ipv4_frame(1, 8)));
+        let mut arp = tcp_frame(100);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert!(checksums_valid(&arp));
+        assert!(checksums_valid(&[0u8; 20]));
     }
 
     #[test]

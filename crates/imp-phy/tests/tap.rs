@@ -311,3 +311,105 @@ fn errors_say_busy_taken_and_not_permitted() {
     let err = Tap::open("this-name-is-too-long").expect_err("bad name");
     assert!(matches!(err, TapError::BadName { .. }));
 }
+
+/// Send `frame` out of interface `name` from a packet socket in `ns`: the kernel hands
+/// it to the TAP as it is, without vouching for its checksums.
+fn inject(ns: &NetNs, name: &str, frame: &[u8]) {
+    let name = std::ffi::CString::new(name).expect("no NUL");
+    ns.enter(|| {
+        // SAFETY: plain socket(2); we own and close the descriptor below.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW,
+                i32::from((libc::ETH_P_ALL as u16).to_be()),
+            )
+        };
+        assert!(fd >= 0, "packet socket: {}", io::Error::last_os_error());
+        // SAFETY: `name` is a valid NUL-terminated string.
+        let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        assert_ne!(index, 0, "interface index");
+        // SAFETY: an all-zero sockaddr_ll is valid; we fill the fields sendto needs.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_ifindex = index as i32;
+        addr.sll_halen = 6;
+        addr.sll_addr[..6].copy_from_slice(&frame[..6]);
+        // SAFETY: `frame` and `addr` are live for the call; the lengths are theirs.
+        let n = unsafe {
+            libc::sendto(
+                fd,
+                frame.as_ptr().cast(),
+                frame.len(),
+                0,
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        let err = io::Error::last_os_error();
+        // SAFETY: `fd` is ours and not used after this.
+        unsafe { libc::close(fd) };
+        assert_eq!(n, frame.len() as isize, "sendto: {err}");
+    });
+}
+
+/// With offloads, a frame the kernel did not vouch for is verified by the TAP: a bad
+/// TCP checksum is dropped and counted, a good one passes. A segment the kernel made
+/// itself (a SYN of its own connect) passes on its word, with the checksum left
+/// partial (not summed).
+#[test]
+fn frames_without_the_kernels_word_are_verified_by_the_tap() {
+    if !can_run() {
+        return;
+    }
+    let (ns, mut tap) = setup(TapConfig::new("impt0").offloads(true), 3);
+    assert!(tap.offloads());
+    assert!(
+        tap.stack_offloads().rx_checksum,
+        "the stack may skip checking"
+    );
+    let good = tcp_segment(&OUR_MAC, 100, 1);
+    let mut bad = good.clone();
+    bad[60] ^= 0x40;
+    inject(&ns, "impt0", &bad);
+    inject(&ns, "impt0", &good);
+    let got = wait_for(&mut tap, Duration::from_secs(3), |f| {
+        f[12..14] == [0x08, 0x00]
+    })
+    .expect("the good frame arrives");
+    assert_eq!(got, good, "the first IPv4 frame through is the good one");
+    let stats = tap.stats();
+    assert_eq!(stats.rx_bad_checksum, 1, "{stats:?}");
+    assert!(stats.rx_csum_verified >= 1, "{stats:?}");
+
+    // The kernel's own SYN (to a static neighbour, so no ARP is needed).
+    ns.ip(&[
+        "neigh",
+        "add",
+        "10.201.3.2",
+        "lladdr",
+        "02:00:00:00:00:02",
+        "dev",
+        "impt0",
+    ]);
+    let path = format!("/var/run/netns/{}", ns.name);
+    let connector = std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).expect("namespace file");
+        // SAFETY: setns on a valid namespace fd, for this thread only.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0);
+        let addr = "10.201.3.2:7".parse().expect("address");
+        let _ = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(1500));
+    });
+    let before = tap.stats();
+    let syn = wait_for(&mut tap, Duration::from_secs(3), |f| {
+        f.len() >= 54 && f[12..14] == [0x08, 0x00] && f[23] == 6 && f[47] & 0x02 != 0
+    })
+    .expect("the kernel's SYN");
+    let after = tap.stats();
+    assert!(after.rx_csum_trusted > before.rx_csum_trusted, "{after:?}");
+    assert_eq!(after.rx_csum_completed, 0, "not completed unless asked");
+    assert_eq!(after.rx_bad_checksum, 1, "trusted frames are not checked");
+    assert_eq!(syn[30..34], [10, 201, 3, 2]);
+    connector.join().expect("connector");
+}
