@@ -282,6 +282,7 @@ impl NeighborCache {
 
     /// The next retry or failure deadline of an incomplete entry. Reachable entries
     /// expire lazily (at lookup, or when room is needed), so they never wake the stack.
+    #[inline]
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if self.queued_total == 0 {
             // No packet waits, so no entry is incomplete (see `queued_total`).

@@ -309,6 +309,7 @@ impl Reassembler {
     }
 
     /// The earliest reassembly deadline.
+    #[inline]
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if self.datagrams.is_empty() {
             return None;

@@ -283,12 +283,19 @@ impl Stack {
 
     /// The next frame to send, written to `buf` (which should hold the largest MTU plus
     /// 14 bytes; a frame that does not fit is dropped and counted).
+    #[inline]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        // Most calls find nothing (a driver polls until `None`): answer those without
-        // setting up the TCP output machinery.
+        // Most calls find nothing (a driver polls until `None`): answer those inline in
+        // the caller, without even the register saves of the full function below.
         if self.tx_queue.is_empty() && !self.tcp.may_transmit() {
             return None;
         }
+        self.poll_transmit_queued(now, buf)
+    }
+
+    /// [`Stack::poll_transmit`] when a frame or a TCP connection waits.
+    #[inline(never)]
+    fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         loop {
             if let Some(transmit) = self.pop_frame(buf) {
                 return Some(transmit);
@@ -333,6 +340,7 @@ impl Stack {
 
     /// The earliest time [`Stack::handle_timeout`] must run: ARP retries, reassembly
     /// deadlines, TCP timers. `None` when nothing is pending.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -654,34 +654,125 @@ impl<'a> Repr<'a> {
     /// The 20 fixed header bytes for a header of `header_len` bytes, checksum zero:
     /// built in registers and stored with one copy (the same bytes the setters write).
     pub fn fixed_header(&self, header_len: usize) -> [u8; HEADER_LEN] {
-        let [sp0, sp1] = self.src_port.to_be_bytes();
-        let [dp0, dp1] = self.dst_port.to_be_bytes();
-        let [s0, s1, s2, s3] = self.seq.to_be_bytes();
-        let [a0, a1, a2, a3] = self.ack.to_be_bytes();
-        let [w0, w1] = self.window.to_be_bytes();
-        let [u0, u1] = self.urgent.to_be_bytes();
-        [
-            sp0,
-            sp1,
-            dp0,
-            dp1,
-            s0,
-            s1,
-            s2,
-            s3,
-            a0,
-            a1,
-            a2,
-            a3,
-            ((header_len / 4) as u8 & 0x0f) << 4,
-            self.flags.0,
-            w0,
-            w1,
+        fixed_header(
+            (self.src_port, self.dst_port),
+            (self.seq, self.ack),
+            header_len,
+            self.flags,
+            self.window,
+            self.urgent,
+        )
+    }
+}
+
+/// The 20 fixed header bytes, checksum zero (see [`Repr::fixed_header`]).
+#[inline]
+fn fixed_header(
+    (src_port, dst_port): (u16, u16),
+    (seq, ack): (u32, u32),
+    header_len: usize,
+    flags: Flags,
+    window: u16,
+    urgent: u16,
+) -> [u8; HEADER_LEN] {
+    let [sp0, sp1] = src_port.to_be_bytes();
+    let [dp0, dp1] = dst_port.to_be_bytes();
+    let [s0, s1, s2, s3] = seq.to_be_bytes();
+    let [a0, a1, a2, a3] = ack.to_be_bytes();
+    let [w0, w1] = window.to_be_bytes();
+    let [u0, u1] = urgent.to_be_bytes();
+    [
+        sp0,
+        sp1,
+        dp0,
+        dp1,
+        s0,
+        s1,
+        s2,
+        s3,
+        a0,
+        a1,
+        a2,
+        a3,
+        ((header_len / 4) as u8 & 0x0f) << 4,
+        flags.0,
+        w0,
+        w1,
+        0,
+        0,
+        u0,
+        u1,
+    ]
+}
+
+/// The header of the segment a connection sends most: no SYN (so no MSS, window scale
+/// or SACK-permitted option), no SACK blocks, no urgent data; at most the timestamps
+/// option, as `NOP NOP TS`. Written straight from its fields: the same bytes
+/// [`Repr::emit`] writes for such a segment (`tests::plain_header_matches_repr`), with
+/// neither a [`Repr`] nor an [`Options`] built, and the header length known from one bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlainHeader {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgment number.
+    pub ack: u32,
+    /// Control bits (never SYN: a SYN carries more options).
+    pub flags: Flags,
+    /// Window field (unscaled).
+    pub window: u16,
+    /// Timestamps option `(TSval, TSecr)`.
+    pub timestamps: Option<(u32, u32)>,
+}
+
+impl PlainHeader {
+    /// Header length: 20, or 32 with timestamps.
+    pub const fn header_len(&self) -> usize {
+        if self.timestamps.is_some() {
+            HEADER_LEN + 12
+        } else {
+            HEADER_LEN
+        }
+    }
+
+    /// Writes the header (checksum zero) into the first [`PlainHeader::header_len`]
+    /// bytes of `buffer`; returns that length.
+    ///
+    /// # Panics
+    /// If `buffer` is shorter than [`PlainHeader::header_len`].
+    #[inline]
+    pub fn emit(&self, buffer: &mut [u8]) -> usize {
+        let header_len = self.header_len();
+        buffer[..HEADER_LEN].copy_from_slice(&fixed_header(
+            (self.src_port, self.dst_port),
+            (self.seq, self.ack),
+            header_len,
+            self.flags,
+            self.window,
             0,
-            0,
-            u0,
-            u1,
-        ]
+        ));
+        if let Some((tsval, tsecr)) = self.timestamps {
+            let [v0, v1, v2, v3] = tsval.to_be_bytes();
+            let [e0, e1, e2, e3] = tsecr.to_be_bytes();
+            buffer[HEADER_LEN..HEADER_LEN + 12].copy_from_slice(&[
+                kind::NOP,
+                kind::NOP,
+                kind::TIMESTAMPS,
+                10,
+                v0,
+                v1,
+                v2,
+                v3,
+                e0,
+                e1,
+                e2,
+                e3,
+            ]);
+        }
+        header_len
     }
 }
 

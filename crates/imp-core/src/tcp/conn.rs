@@ -1,14 +1,13 @@
 //! One connection: its state machine, timers and negotiated options, the user calls
 //! (RFC 9293 §3.10.1-§3.10.6) and the timeouts (§3.10.8).
 
-use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use core::net::SocketAddrV4;
 
 use imp_wire::tcp::Repr;
 
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
-use super::cc::CongestionControl;
+use super::cc::{CongestionControl, Controller};
 use super::output::Reset;
 use super::rtt::{RttEstimator, RttSampler};
 use super::sack::Scoreboard;
@@ -36,9 +35,11 @@ pub(crate) struct Shared {
     pub resets: VecDeque<Reset>,
     /// RFC 5961 §7 challenge-ACK rate limit: (start of the current second, ACKs sent in it).
     pub challenge: (Instant, u32),
-    /// Take the header-prediction path (`predict.rs`) for segments that fit it; always
-    /// true outside the tests that compare it with the full path.
-    pub header_prediction: bool,
+    /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
+    /// the short settle after a call into an open connection (`table.rs`
+    /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
+    /// outside the tests that compare them with the full paths.
+    pub fast_paths: bool,
 }
 
 /// Most RSTs waiting in [`Shared::resets`]; more are dropped (a flood cannot grow memory).
@@ -512,9 +513,7 @@ pub(crate) fn new_snd(
     wl1: SeqNumber,
 ) -> Snd {
     let mss = opts.snd_mss();
-    let cc: Box<dyn CongestionControl> = config
-        .congestion
-        .build_with_initial_window(mss, config.initial_window as usize);
+    let cc = Controller::new(config.congestion, mss, config.initial_window as usize);
     let snd_una = iss + 1;
     Snd {
         snd_una,

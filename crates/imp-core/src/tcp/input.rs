@@ -3,6 +3,7 @@
 
 use imp_wire::tcp::Repr;
 
+use super::cc::CongestionControl;
 use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
 use super::output::{Reset, seg_len, tsval};
 use super::seq::SeqNumber;
@@ -14,7 +15,7 @@ use crate::time::Duration;
 impl Conn {
     /// A segment for this connection arrived.
     pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        if ctx.sh.header_prediction && self.input_predicted(ctx, seg) {
+        if ctx.sh.fast_paths && self.input_predicted(ctx, seg) {
             return;
         }
         match self.state {

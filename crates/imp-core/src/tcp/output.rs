@@ -3,9 +3,11 @@
 use core::net::SocketAddrV4;
 
 use imp_wire::checksum::pseudo_header_v4;
-use imp_wire::tcp::{Flags, Options, Packet, Repr};
+use imp_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
 
 use super::Egress;
+use super::buffer::copy_bytes;
+use super::cc::CongestionControl;
 use super::conn::{Conn, Ctx, Negotiated, Probe};
 use super::seq::SeqNumber;
 use super::state::{AckState, Snd, State};
@@ -91,24 +93,66 @@ pub(crate) fn write_segment(
     if buf.len() < total {
         return None;
     }
-    let mut packet = Packet::new_unchecked(&mut buf[..total]);
+    let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
     header.emit(&mut packet, src.ip(), dst.ip(), false);
-    let (a, b) = payload;
-    let pseudo = pseudo_header_v4(src.ip(), dst.ip(), 6, total as u32);
-    let data = packet.payload_mut();
-    if !checksum {
-        data[..a.len()].copy_from_slice(a);
-        data[a.len()..].copy_from_slice(b);
-        packet.set_checksum(pseudo);
-        return Some(total);
+    Some(finish_segment(
+        &mut buf[..total],
+        header_len,
+        payload,
+        (src, dst),
+        checksum,
+    ))
+}
+
+/// As [`write_segment`] for a segment [`PlainHeader`] describes (no SYN, no SACK
+/// blocks): the same bytes, without building a `Repr` (`tests_predict` compares the
+/// two paths).
+fn write_plain_segment(
+    header: &PlainHeader,
+    payload: (&[u8], &[u8]),
+    ends: (SocketAddrV4, SocketAddrV4),
+    buf: &mut [u8],
+    checksum: bool,
+) -> Option<usize> {
+    let header_len = header.header_len();
+    let total = header_len + payload.0.len() + payload.1.len();
+    if buf.len() < total {
+        return None;
     }
-    // Copy, then sum: measured faster than the checksum folded into the copy
-    // (`checksum::copy_and_sum`) on data in cache, where memcpy is several times the
-    // speed of the sum (imp-wire's `checksum` bench).
-    data[..a.len()].copy_from_slice(a);
-    data[a.len()..].copy_from_slice(b);
-    packet.fill_checksum(src.ip(), dst.ip());
-    Some(total)
+    header.emit(buf);
+    Some(finish_segment(
+        &mut buf[..total],
+        header_len,
+        payload,
+        ends,
+        checksum,
+    ))
+}
+
+/// Copy the payload behind the header already in `segment` and fill the checksum field
+/// (or only the pseudo-header sum when the device completes it); returns the length.
+#[inline]
+fn finish_segment(
+    segment: &mut [u8],
+    header_len: usize,
+    (a, b): (&[u8], &[u8]),
+    (src, dst): (SocketAddrV4, SocketAddrV4),
+    checksum: bool,
+) -> usize {
+    let total = segment.len();
+    let data = &mut segment[header_len..];
+    copy_bytes(&mut data[..a.len()], a);
+    copy_bytes(&mut data[a.len()..], b);
+    let mut packet = Packet::new_unchecked(segment);
+    if checksum {
+        // Copy, then sum: measured faster than the checksum folded into the copy
+        // (`checksum::copy_and_sum`) on data in cache, where memcpy is several times
+        // the speed of the sum (imp-wire's `checksum` bench).
+        packet.fill_checksum(src.ip(), dst.ip());
+    } else {
+        packet.set_checksum(pseudo_header_v4(src.ip(), dst.ip(), 6, total as u32));
+    }
+    total
 }
 
 /// TSval for `now` (RFC 7323 §5.4: a clock tick of 1 ms).
@@ -311,42 +355,59 @@ impl Conn {
         let ack_bit = !matches!(self.state, State::SynSent(_));
         let rcv_nxt = self.state.rcv_nxt().unwrap_or_default();
         let window = self.advertise(syn, ctx.sh.config.recv_buffer);
-        let mut options = Options::default();
-        if syn {
-            syn_options(&self.opts, &mut options);
-        }
-        if let Some(ts) = self.opts.ts {
-            options.timestamps = Some((tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
-        }
-        let n = self.sack_blocks_to_send();
-        if n > 0
-            && let Some(rcv) = self.state.rcv()
-        {
-            let (blocks, count) = rcv.sack.blocks(rcv.rcv_nxt, &rcv.buffer, n);
-            options.sack_blocks = blocks;
-            options.sack_len = count as u8;
-        }
-        let repr = Repr {
-            src_port: self.local.port(),
-            dst_port: self.remote.port(),
-            seq: plan.seq.0,
-            ack: if ack_bit { rcv_nxt.0 } else { 0 },
-            flags: if ack_bit {
-                plan.flags | Flags::ACK
-            } else {
-                plan.flags
-            },
-            window,
-            options,
-            ..Repr::default()
+        let timestamps = self
+            .opts
+            .ts
+            .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
+        let flags = if ack_bit {
+            plan.flags | Flags::ACK
+        } else {
+            plan.flags
         };
+        let ack = if ack_bit { rcv_nxt.0 } else { 0 };
         let empty: (&[u8], &[u8]) = (&[], &[]);
         let payload = match self.state.snd() {
             Some(snd) if plan.len > 0 => snd.buffer.peek_slices(plan.seq - snd.snd_una, plan.len),
             _ => empty,
         };
         let ends = (self.local, self.remote);
-        let len = write_segment(&repr, payload, ends, buf, checksum)?;
+        let sack_n = self.sack_blocks_to_send();
+        let len = if !syn && sack_n == 0 && ctx.sh.fast_paths {
+            let header = PlainHeader {
+                src_port: self.local.port(),
+                dst_port: self.remote.port(),
+                seq: plan.seq.0,
+                ack,
+                flags,
+                window,
+                timestamps,
+            };
+            write_plain_segment(&header, payload, ends, buf, checksum)?
+        } else {
+            let mut options = Options::default();
+            if syn {
+                syn_options(&self.opts, &mut options);
+            }
+            options.timestamps = timestamps;
+            if sack_n > 0
+                && let Some(rcv) = self.state.rcv()
+            {
+                let (blocks, count) = rcv.sack.blocks(rcv.rcv_nxt, &rcv.buffer, sack_n);
+                options.sack_blocks = blocks;
+                options.sack_len = count as u8;
+            }
+            let repr = Repr {
+                src_port: self.local.port(),
+                dst_port: self.remote.port(),
+                seq: plan.seq.0,
+                ack,
+                flags,
+                window,
+                options,
+                ..Repr::default()
+            };
+            write_segment(&repr, payload, ends, buf, checksum)?
+        };
         ctx.sh.stats.segments_out += 1;
         if ack_bit {
             if let Some(ts) = &mut self.opts.ts {

@@ -7,11 +7,9 @@
 //! LISTEN is not here: a listener is a different kind of socket (`listen.rs`), and
 //! CLOSED is [`State::Closed`], which remembers why the connection ended.
 
-use alloc::boxed::Box;
-
 use super::TcpError;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
-use super::cc::CongestionControl;
+use super::cc::{CongestionControl, Controller};
 use super::rtt::RttSampler;
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
@@ -172,7 +170,7 @@ pub(crate) struct Snd {
     /// Bytes written by the user and not acknowledged yet, from `snd_una`.
     pub buffer: SendBuffer,
     /// Congestion controller.
-    pub cc: Box<dyn CongestionControl>,
+    pub cc: Controller,
     /// RTT sample in flight (Karn's rule), when timestamps are not used.
     pub sampler: RttSampler,
     /// RFC 6675 scoreboard (used when SACK was negotiated).

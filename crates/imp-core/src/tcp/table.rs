@@ -40,6 +40,28 @@ struct Slot {
     socket: Option<Socket>,
 }
 
+/// [`Tcp::settle`] for a connection that is not CLOSED and not a listener's child
+/// (`Owner::Pending`): then no release, accept-queue or demux change can be due, and
+/// only the deadline heap and the output queue may need an update. Exactly what
+/// `settle` does in that case (`tests_predict::prediction_matches_the_full_path` compares them).
+#[inline]
+fn settle_open(
+    conn: &mut Conn,
+    handle: TcpHandle,
+    deadlines: &mut Deadlines,
+    dirty: &mut VecDeque<TcpHandle>,
+) {
+    let next = conn.timers.next();
+    if conn.scheduled != next {
+        conn.scheduled = next;
+        deadlines.set(handle, next, matches!(conn.state, State::TimeWait(_)));
+    }
+    if !conn.queued && conn.may_send() {
+        conn.queued = true;
+        dirty.push_back(handle);
+    }
+}
+
 /// All TCP state of one stack. See the module docs for the call order.
 #[derive(Debug)]
 pub struct Tcp {
@@ -74,7 +96,7 @@ impl Tcp {
                 events: VecDeque::new(),
                 resets: VecDeque::new(),
                 challenge: (Instant::ZERO, 0),
-                header_prediction: true,
+                fast_paths: true,
             },
             slots: Vec::new(),
             free: Vec::new(),
@@ -88,10 +110,10 @@ impl Tcp {
         }
     }
 
-    /// Turn header prediction off (or on again), to compare it with the full path.
+    /// Turn the fast paths off (or on again), to compare them with the full paths.
     #[cfg(test)]
-    pub(crate) fn set_header_prediction(&mut self, on: bool) {
-        self.shared.header_prediction = on;
+    pub(crate) fn set_fast_paths(&mut self, on: bool) {
+        self.shared.fast_paths = on;
     }
 
     /// The settings.
@@ -251,7 +273,17 @@ impl Tcp {
             sh: &mut self.shared,
         };
         let result = f(conn, &mut ctx);
-        self.settle(handle);
+        // The common case, decided on the connection already in hand (no second
+        // lookup): still open and not a listener's child, so only the deadline and the
+        // output queue can need an update; anything else takes the full `settle`.
+        if !self.shared.fast_paths
+            || matches!(conn.state, State::Closed(_))
+            || matches!(conn.owner, Owner::Pending(_))
+        {
+            self.settle(handle);
+        } else {
+            settle_open(conn, handle, &mut self.deadlines, &mut self.dirty);
+        }
         result
     }
 
@@ -371,6 +403,7 @@ impl Tcp {
 
     /// Bookkeeping after anything touched a connection: timer set, output queue,
     /// accept queue, release.
+    #[inline(never)]
     fn settle(&mut self, handle: TcpHandle) {
         let Some(conn) = self.conn_mut(handle) else {
             return;
@@ -387,8 +420,9 @@ impl Tcp {
             conn.in_demux = false;
         }
         let tuple = (conn.local, conn.remote);
+        let time_wait = matches!(conn.state, State::TimeWait(_));
         if old != next {
-            self.deadlines.set(handle, next);
+            self.deadlines.set(handle, next, time_wait);
         }
         if queue {
             self.dirty.push_back(handle);
@@ -441,7 +475,7 @@ impl Tcp {
         let scheduled = conn.scheduled.take();
         let tuple = (conn.local, conn.remote);
         if scheduled.is_some() {
-            self.deadlines.set(handle, None);
+            self.deadlines.set(handle, None, false);
         }
         if self.conns.get(&tuple) == Some(&handle) {
             self.conns.remove(&tuple);

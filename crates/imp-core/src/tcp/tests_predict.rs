@@ -64,8 +64,8 @@ impl World {
     fn new(config: &TcpConfig, prediction: bool) -> World {
         let mut a = Tcp::new(config.clone(), 1);
         let mut b = Tcp::new(config.clone(), 2);
-        a.set_header_prediction(prediction);
-        b.set_header_prediction(prediction);
+        a.set_fast_paths(prediction);
+        b.set_fast_paths(prediction);
         let listener = b.listen(B, 4).unwrap();
         let client = a.connect(Instant::ZERO, A, B, 1460).unwrap();
         let mut world = World {
@@ -186,6 +186,10 @@ impl World {
         for (tcp, h) in [(&self.a, self.client), (&self.b, self.server)] {
             self.log
                 .push(alloc::format!("{:?}", tcp.info(h)).into_bytes());
+            // The deadline heap (kept by the short settle on the fast path).
+            self.log.push(
+                alloc::format!("{:?} {}", tcp.poll_timeout(), tcp.timer_count()).into_bytes(),
+            );
         }
     }
 }
@@ -230,7 +234,7 @@ fn config(timestamps: bool, sack: bool, nodelay: bool, keepalive: bool) -> TcpCo
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// Prediction on and off: the same observable behaviour, step by step.
+    /// Fast paths on and off: the same observable behaviour, step by step.
     #[test]
     fn prediction_matches_the_full_path(
         ops in proptest::collection::vec(op(), 1..120),

@@ -161,6 +161,97 @@ impl CcAlgorithm {
     }
 }
 
+/// The configured controller. The default one (NewReno, 48 bytes) is held inline in
+/// the connection: no allocation per connection, and no pointer to chase (a cache line
+/// to miss with many connections) on every ACK. The larger ones stay boxed, so the
+/// connection state, which moves on every state transition, does not grow by their
+/// size. Each call goes to the same implementation the boxed form would run.
+#[derive(Debug)]
+pub(crate) enum Controller {
+    /// RFC 5681 / RFC 6582, inline.
+    NewReno(NewReno),
+    /// Any other algorithm.
+    Boxed(Box<dyn CongestionControl>),
+}
+
+impl Controller {
+    /// `algorithm` for segments of `mss` bytes, with an initial window of
+    /// `initial_window_segments` (as [`CcAlgorithm::build_with_initial_window`]).
+    pub(crate) fn new(
+        algorithm: CcAlgorithm,
+        mss: usize,
+        initial_window_segments: usize,
+    ) -> Controller {
+        match algorithm {
+            CcAlgorithm::NewReno => Controller::NewReno(NewReno::new(mss, initial_window_segments)),
+            other => {
+                Controller::Boxed(other.build_with_initial_window(mss, initial_window_segments))
+            }
+        }
+    }
+}
+
+/// Forward a call to whichever controller is held.
+macro_rules! dispatch {
+    ($self:ident, $cc:ident => $call:expr) => {
+        match $self {
+            Controller::NewReno($cc) => $call,
+            Controller::Boxed($cc) => $call,
+        }
+    };
+}
+
+impl CongestionControl for Controller {
+    fn name(&self) -> &'static str {
+        dispatch!(self, cc => cc.name())
+    }
+    fn cwnd(&self) -> usize {
+        dispatch!(self, cc => cc.cwnd())
+    }
+    fn ssthresh(&self) -> usize {
+        dispatch!(self, cc => cc.ssthresh())
+    }
+    fn in_slow_start(&self) -> bool {
+        dispatch!(self, cc => cc.in_slow_start())
+    }
+    fn mss(&self) -> usize {
+        dispatch!(self, cc => cc.mss())
+    }
+    fn set_mss(&mut self, mss: usize) {
+        dispatch!(self, cc => cc.set_mss(mss))
+    }
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        acked_bytes: usize,
+        rtt: Option<Duration>,
+        bytes_in_flight: usize,
+    ) {
+        dispatch!(self, cc => cc.on_ack(now, acked_bytes, rtt, bytes_in_flight))
+    }
+    fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_enter_recovery(now, bytes_in_flight))
+    }
+    fn on_enter_sack_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_enter_sack_recovery(now, bytes_in_flight))
+    }
+    fn on_dup_ack_in_recovery(&mut self) {
+        dispatch!(self, cc => cc.on_dup_ack_in_recovery())
+    }
+    fn on_partial_ack(&mut self, acked_bytes: usize) {
+        dispatch!(self, cc => cc.on_partial_ack(acked_bytes))
+    }
+    fn on_exit_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_exit_recovery(now, bytes_in_flight))
+    }
+    fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_rto(now, bytes_in_flight))
+    }
+    fn on_idle_restart(&mut self, now: Instant) {
+        dispatch!(self, cc => cc.on_idle_restart(now))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +270,50 @@ mod tests {
             assert_eq!(CcAlgorithm::from_name(algorithm.name()), Some(algorithm));
             let cc = algorithm.build_with_initial_window(1000, 4);
             assert_eq!((cc.name(), cc.cwnd()), (algorithm.name(), 4000));
+        }
+    }
+
+    /// The inline controller the connections hold behaves as the boxed one, call for
+    /// call, for every algorithm.
+    #[test]
+    fn controller_matches_the_boxed_form() {
+        let ms = Duration::from_millis;
+        for algorithm in [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Vegas] {
+            let mut boxed = algorithm.build_with_initial_window(1000, 4);
+            let mut inline = Controller::new(algorithm, 1000, 4);
+            let mut now = Instant::ZERO;
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            for step in 0..2000u64 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                now += ms(1 + state % 20);
+                let flight = (state >> 8) as usize % 50_000;
+                let rtt = (!state.is_multiple_of(3)).then(|| ms(10 + (state >> 20) % 90));
+                for cc in [boxed.as_mut(), &mut inline as &mut dyn CongestionControl] {
+                    match state % 23 {
+                        0 => cc.on_enter_recovery(now, flight),
+                        1 => cc.on_enter_sack_recovery(now, flight),
+                        2 => cc.on_dup_ack_in_recovery(),
+                        3 => cc.on_partial_ack(flight % 3000),
+                        4 => cc.on_exit_recovery(now, flight),
+                        5 => cc.on_rto(now, flight),
+                        6 => cc.on_idle_restart(now),
+                        7 if step % 500 == 0 => cc.set_mss(500 + (state as usize % 1000)),
+                        _ => cc.on_ack(now, 1 + (state >> 30) as usize % 4000, rtt, flight),
+                    }
+                }
+                let view = |cc: &dyn CongestionControl| {
+                    (
+                        cc.name(),
+                        cc.cwnd(),
+                        cc.ssthresh(),
+                        cc.in_slow_start(),
+                        cc.mss(),
+                    )
+                };
+                assert_eq!(view(&*boxed), view(&inline), "{algorithm:?} step {step}");
+            }
         }
     }
 }
