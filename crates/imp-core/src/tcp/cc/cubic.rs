@@ -11,7 +11,7 @@
 use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
-use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window};
+use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window, rescale_windows, scale};
 
 /// RFC 9438 §5.1: "C SHOULD be set to 0.4", here `C_NUM / C_DEN` segments per second³.
 const C_NUM: u128 = 4;
@@ -239,12 +239,6 @@ impl Cubic {
     }
 }
 
-/// `value * new / old` without overflow, saturating.
-fn scale(value: usize, new: usize, old: usize) -> usize {
-    let scaled = value as u128 * new as u128 / old as u128;
-    usize::try_from(scaled).unwrap_or(usize::MAX)
-}
-
 /// RFC 9438 §4.2, Figure 2: "K = cubic_root((W_max - cwnd_epoch) / C)" seconds, with the
 /// windows in segments of `mss` bytes; in microseconds, negative if `cwnd_epoch > w_max`.
 fn cubic_k_micros(w_max: usize, cwnd_epoch: usize, mss: usize) -> i128 {
@@ -312,12 +306,7 @@ impl CongestionControl for Cubic {
         if mss == self.mss {
             return;
         }
-        self.cwnd = scale(self.cwnd, mss, self.mss).max(mss);
-        if self.ssthresh < INITIAL_SSTHRESH {
-            self.ssthresh = scale(self.ssthresh, mss, self.mss)
-                .max(2 * mss)
-                .min(INITIAL_SSTHRESH);
-        }
+        rescale_windows(&mut self.cwnd, &mut self.ssthresh, self.mss, mss);
         self.w_max = self.w_max.map(|w_max| scale(w_max, mss, self.mss));
         self.cwnd_prior = scale(self.cwnd_prior, mss, self.mss);
         self.epoch = None;

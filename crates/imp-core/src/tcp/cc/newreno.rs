@@ -84,9 +84,22 @@ pub(crate) fn cwnd_limited(
     }
 }
 
-fn scale(value: usize, new: usize, old: usize) -> usize {
+/// `value * new / old` without overflow, saturating.
+pub(crate) fn scale(value: usize, new: usize, old: usize) -> usize {
     let scaled = value as u128 * new as u128 / old as u128;
     usize::try_from(scaled).unwrap_or(usize::MAX)
+}
+
+/// SMSS changed from `old` to `new` bytes: cwnd and a reduced ssthresh keep their number
+/// of segments (cwnd at least one, ssthresh at least two); an ssthresh still at its
+/// initial "arbitrarily high" value stays there.
+pub(crate) fn rescale_windows(cwnd: &mut usize, ssthresh: &mut usize, old: usize, new: usize) {
+    *cwnd = scale(*cwnd, new, old).max(new);
+    if *ssthresh < INITIAL_SSTHRESH {
+        *ssthresh = scale(*ssthresh, new, old)
+            .max(2 * new)
+            .min(INITIAL_SSTHRESH);
+    }
 }
 
 impl CongestionControl for NewReno {
@@ -113,12 +126,7 @@ impl CongestionControl for NewReno {
         if mss == self.mss {
             return;
         }
-        self.cwnd = scale(self.cwnd, mss, self.mss).max(mss);
-        if self.ssthresh < INITIAL_SSTHRESH {
-            self.ssthresh = scale(self.ssthresh, mss, self.mss)
-                .max(2 * mss)
-                .min(INITIAL_SSTHRESH);
-        }
+        rescale_windows(&mut self.cwnd, &mut self.ssthresh, self.mss, mss);
         self.bytes_acked = 0;
         self.mss = mss;
     }

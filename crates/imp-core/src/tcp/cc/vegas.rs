@@ -18,7 +18,7 @@ use core::cmp::Ordering;
 use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
-use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window};
+use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window, rescale_windows};
 
 /// Grow while fewer than α segments queue in the network (Linux: `alpha = 2`).
 pub const ALPHA_SEGMENTS: usize = 2;
@@ -189,12 +189,6 @@ impl Vegas {
     }
 }
 
-/// `value * new / old` without overflow, saturating.
-fn scale(value: usize, new: usize, old: usize) -> usize {
-    let scaled = value as u128 * new as u128 / old as u128;
-    usize::try_from(scaled).unwrap_or(usize::MAX)
-}
-
 impl CongestionControl for Vegas {
     fn name(&self) -> &'static str {
         "vegas"
@@ -218,12 +212,7 @@ impl CongestionControl for Vegas {
         if mss == self.mss {
             return;
         }
-        self.cwnd = scale(self.cwnd, mss, self.mss).max(mss);
-        if self.ssthresh < INITIAL_SSTHRESH {
-            self.ssthresh = scale(self.ssthresh, mss, self.mss)
-                .max(2 * mss)
-                .min(INITIAL_SSTHRESH);
-        }
+        rescale_windows(&mut self.cwnd, &mut self.ssthresh, self.mss, mss);
         self.bytes_acked = 0;
         self.mss = mss;
     }
