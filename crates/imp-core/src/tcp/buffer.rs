@@ -123,6 +123,26 @@ impl SendBuffer {
         }
     }
 
+    /// An empty buffer of `capacity` bytes on `storage` (from [`SendBuffer::into_storage`]
+    /// of another; its contents are never read). Storage bigger than `capacity` is dropped.
+    pub fn with_storage(capacity: usize, storage: Vec<u8>) -> SendBuffer {
+        SendBuffer {
+            ring: if storage.len() <= capacity {
+                storage
+            } else {
+                Vec::new()
+            },
+            head: 0,
+            len: 0,
+            capacity,
+        }
+    }
+
+    /// The storage, for another buffer to reuse.
+    pub fn into_storage(self) -> Vec<u8> {
+        self.ring
+    }
+
     /// How many bytes it can hold.
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -264,6 +284,33 @@ impl RecvBuffer {
             readable: 0,
             ranges: Vec::new(),
             max_ranges,
+        }
+    }
+
+    /// As [`RecvBuffer::with_max_ranges`], on `storage` (from
+    /// [`RecvBuffer::into_storage`] of another; its contents are never read). Storage
+    /// bigger than `capacity` is dropped.
+    pub fn with_storage(capacity: usize, max_ranges: usize, storage: Vec<u8>) -> RecvBuffer {
+        let mut buffer = RecvBuffer::with_max_ranges(capacity, max_ranges);
+        if storage.len() <= capacity {
+            buffer.ring = storage;
+        }
+        buffer
+    }
+
+    /// The storage, for another buffer to reuse.
+    pub fn into_storage(self) -> Vec<u8> {
+        self.ring
+    }
+
+    /// The storage, for another buffer to reuse, when nothing is held (empty
+    /// otherwise); this buffer then holds no storage until written again.
+    pub fn take_storage_if_empty(&mut self) -> Vec<u8> {
+        if self.readable == 0 && self.ranges.is_empty() {
+            self.head = 0;
+            core::mem::take(&mut self.ring)
+        } else {
+            Vec::new()
         }
     }
 

@@ -40,12 +40,66 @@ pub(crate) struct Shared {
     /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
     /// outside the tests that compare them with the full paths.
     pub fast_paths: bool,
+    /// Ring storage of connections that ended, for the next ones to reuse (W3 churn:
+    /// saves an allocation, its zeroing and a free per ring). At most
+    /// [`MAX_SPARE_RINGS`] entries of at most [`MAX_SPARE_STORAGE`] bytes each.
+    pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
 }
+
+/// Most ring storages kept in [`Shared::spare`].
+const MAX_SPARE_RINGS: usize = 64;
+/// Largest ring storage kept in [`Shared::spare`] (bigger ones are freed).
+const MAX_SPARE_STORAGE: usize = 16 << 10;
 
 /// Most RSTs waiting in [`Shared::resets`]; more are dropped (a flood cannot grow memory).
 const MAX_PENDING_RESETS: usize = 256;
 
 impl Shared {
+    /// Keep `storage` (a ring's, contents irrelevant) for a later connection.
+    #[inline]
+    pub fn recycle(&mut self, storage: alloc::vec::Vec<u8>) {
+        let len = storage.len();
+        if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < MAX_SPARE_RINGS {
+            self.spare.push(storage);
+        }
+    }
+    /// Recycle the ring storage a state owns (before dropping it).
+    pub fn recycle_state(&mut self, state: State) {
+        match state {
+            State::SynSent(s) => self.recycle(s.buffer.into_storage()),
+            State::SynRcvd(s) => {
+                self.recycle(s.buffer.into_storage());
+                self.recycle(s.rcv.buffer.into_storage());
+            }
+            State::Established(Established { snd, rcv })
+            | State::FinWait1(FinWait1 { snd, rcv }) => {
+                self.recycle(snd.buffer.into_storage());
+                self.recycle(rcv.buffer.into_storage());
+            }
+            State::FinWait2(s) => self.recycle(s.rcv.buffer.into_storage()),
+            State::Closing(Closing { snd, rcv })
+            | State::CloseWait(CloseWait { snd, rcv })
+            | State::LastAck(LastAck { snd, rcv }) => {
+                self.recycle(snd.buffer.into_storage());
+                self.recycle(rcv.buffer.into_storage());
+            }
+            State::TimeWait(s) => self.recycle(s.rcv.buffer.into_storage()),
+            State::Closed(_) => {}
+        }
+    }
+    /// Spare ring storage for a new ring of `capacity` bytes (empty when none fits).
+    #[inline]
+    pub fn spare_storage(&mut self, capacity: usize) -> alloc::vec::Vec<u8> {
+        match self.spare.last() {
+            Some(v) if v.len() <= capacity => self.spare.pop().unwrap_or_default(),
+            _ => alloc::vec::Vec::new(),
+        }
+    }
+    /// A send ring of the configured size, on spare storage when there is some.
+    pub fn send_buffer(&mut self) -> SendBuffer {
+        let capacity = self.config.send_buffer;
+        SendBuffer::with_storage(capacity, self.spare_storage(capacity))
+    }
     /// Queue a RST (dropped when the queue is full).
     pub fn reset(&mut self, reset: Reset) {
         if self.resets.len() < MAX_PENDING_RESETS {
@@ -267,13 +321,14 @@ impl Conn {
     /// Send a SYN segment of the form <SEQ=ISS><CTL=SYN>. Set SND.UNA to ISS, SND.NXT
     /// to ISS+1, enter SYN-SENT state".
     pub fn connect(
-        config: &TcpConfig,
+        sh: &mut Shared,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         iss: SeqNumber,
         mss: u16,
     ) -> Conn {
-        let buffer = SendBuffer::new(config.send_buffer);
+        let buffer = sh.send_buffer();
+        let config = &sh.config;
         let state = State::SynSent(SynSent {
             iss,
             snd_nxt: iss,
@@ -286,23 +341,25 @@ impl Conn {
     /// SYN"): "Set RCV.NXT to SEG.SEQ+1, IRS is set to SEG.SEQ ... ISS should be selected
     /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
     pub fn accept_syn(
-        config: &TcpConfig,
+        sh: &mut Shared,
         (local, remote): (SocketAddrV4, SocketAddrV4),
         iss: SeqNumber,
         seg: &Repr<'_>,
         listener: TcpHandle,
         mss: u16,
     ) -> Conn {
-        let mut opts = Negotiated::offer(config, mss);
+        let mut opts = Negotiated::offer(&sh.config, mss);
         opts.agree(seg);
-        let rcv = new_rcv(config, SeqNumber(seg.seq), opts.rcv_shift());
+        let rcv = new_rcv(sh, SeqNumber(seg.seq), opts.rcv_shift());
+        let buffer = sh.send_buffer();
+        let config = &sh.config;
         let state = State::SynRcvd(SynRcvd {
             iss,
             snd_nxt: iss,
             snd_wnd: u32::from(seg.window),
             passive: true,
             rcv,
-            buffer: SendBuffer::new(config.send_buffer),
+            buffer,
         });
         let mut conn = Conn::new(config, local, remote, state, opts);
         conn.owner = Owner::Pending(listener);
@@ -319,7 +376,8 @@ impl Conn {
                 ctx.sh.stats.timed_out += 1;
             }
         }
-        self.state = State::Closed(Closed { error });
+        let old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
+        ctx.sh.recycle_state(old);
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
@@ -488,8 +546,10 @@ impl Conn {
 }
 
 /// A fresh receiving half for a peer whose ISN is `irs`.
-pub(crate) fn new_rcv(config: &TcpConfig, irs: SeqNumber, shift: u8) -> Rcv {
-    let buffer = RecvBuffer::with_max_ranges(config.recv_buffer, config.max_ooo_ranges);
+pub(crate) fn new_rcv(sh: &mut Shared, irs: SeqNumber, shift: u8) -> Rcv {
+    let capacity = sh.config.recv_buffer;
+    let storage = sh.spare_storage(capacity);
+    let buffer = RecvBuffer::with_storage(capacity, sh.config.max_ooo_ranges, storage);
     let rcv_nxt = irs + 1;
     // The window on a SYN is never scaled (RFC 7323 §2.2), so start from what fits 16 bits.
     let window = buffer.window().min(0xffff << shift).min(0xffff);

@@ -55,7 +55,7 @@ impl Conn {
             return;
         }
         self.opts.agree(seg);
-        let rcv = new_rcv(&ctx.sh.config, SeqNumber(seg.seq), self.opts.rcv_shift());
+        let rcv = new_rcv(ctx.sh, SeqNumber(seg.seq), self.opts.rcv_shift());
         let State::SynSent(SynSent { iss, buffer, .. }) =
             core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
         else {
@@ -563,14 +563,14 @@ impl Conn {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
             State::FinWait1(FinWait1 { snd, rcv }) => State::FinWait2(FinWait2 {
-                snd: snd.close(),
+                snd: snd.close_into(ctx.sh),
                 rcv,
             }),
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
             State::Closing(Closing { snd, rcv }) => {
                 self.state = State::TimeWait(TimeWait {
-                    snd: snd.close(),
+                    snd: snd.close_into(ctx.sh),
                     rcv,
                     ts_recent: self.opts.ts.map(|t| t.recent),
                 });
@@ -580,7 +580,8 @@ impl Conn {
             // "LAST-ACK STATE: The only thing that can arrive in this state is an
             // acknowledgment of our FIN. If our FIN is now acknowledged, delete the TCB,
             // enter the CLOSED state, and return."
-            State::LastAck(_) => {
+            last_ack @ State::LastAck(_) => {
+                ctx.sh.recycle_state(last_ack);
                 self.enter_closed(ctx, None);
                 return false;
             }
@@ -591,6 +592,11 @@ impl Conn {
 
     /// Start the 2*MSL wait (RFC 9293 §3.6.1).
     fn enter_time_wait(&mut self, ctx: &mut Ctx<'_>) {
+        // Nothing can arrive any more: once the user read everything, the receive
+        // ring's storage is free for the next connection (TIME-WAIT lasts 2*MSL).
+        if let State::TimeWait(tw) = &mut self.state {
+            ctx.sh.recycle(tw.rcv.buffer.take_storage_if_empty());
+        }
         self.timers.stop_all();
         self.timers.set(
             Timer::TimeWait,

@@ -60,7 +60,9 @@ pub struct SackUpdate {
 #[derive(Debug, Clone)]
 pub struct Scoreboard {
     /// SACKed ranges `[left, right)`: ascending, disjoint, not adjacent, all at or above
-    /// the SND.UNA of the last `on_ack`; `len() <= max_ranges` (never reallocates).
+    /// the SND.UNA of the last `on_ack`; `len() <= max_ranges` (the Vec reserves that
+    /// capacity when the first range arrives, so it never reallocates; a connection
+    /// that never sees a SACK block never allocates it).
     ranges: Vec<(SeqNumber, SeqNumber)>,
     /// Most ranges kept at once.
     max_ranges: usize,
@@ -81,7 +83,7 @@ impl Scoreboard {
     /// An empty scoreboard keeping up to `max_ranges` ranges.
     pub fn with_max_ranges(max_ranges: usize) -> Scoreboard {
         Scoreboard {
-            ranges: Vec::with_capacity(max_ranges),
+            ranges: Vec::new(),
             max_ranges,
         }
     }
@@ -177,6 +179,10 @@ impl Scoreboard {
             merged.0 = merged.0.min(self.ranges[first].0);
             merged.1 = merged.1.max(self.ranges[past - 1].1);
             self.ranges.drain(first..past);
+        }
+        if self.ranges.capacity() == 0 {
+            // Storage for the ranges comes with the first SACK block, all at once.
+            self.ranges.reserve_exact(self.max_ranges.max(1));
         }
         self.ranges.insert(first, merged);
         Some(right.distance_from(left) - covered)

@@ -274,11 +274,12 @@ impl Rcv {
 }
 
 impl Snd {
-    /// The sending half closed: our FIN is acknowledged.
-    pub fn close(self) -> SndClosed {
-        SndClosed {
-            snd_nxt: self.snd_max,
-        }
+    /// The sending half closed (our FIN is acknowledged), keeping the send ring's
+    /// storage for a later connection.
+    pub fn close_into(self, sh: &mut super::conn::Shared) -> SndClosed {
+        let snd_nxt = self.snd_max;
+        sh.recycle(self.buffer.into_storage());
+        SndClosed { snd_nxt }
     }
 }
 

@@ -97,6 +97,7 @@ impl Tcp {
                 resets: VecDeque::new(),
                 challenge: (Instant::ZERO, 0),
                 fast_paths: true,
+                spare: Vec::new(),
             },
             slots: Vec::new(),
             free: Vec::new(),
@@ -229,7 +230,7 @@ impl Tcp {
             _ => local,
         };
         let iss = self.isn.isn(now, local, remote);
-        let conn = Conn::connect(&self.shared.config, local, remote, iss, mss);
+        let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
         let handle = self.insert(Socket::Conn(conn));
         self.conns.insert((local, remote), handle);
         self.shared.stats.active_opens += 1;
@@ -374,7 +375,8 @@ impl Tcp {
                 ctx.sh.reset(reset);
             }
             conn.owner = Owner::Released;
-            conn.state = State::Closed(Closed { error: None });
+            let old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
+            ctx.sh.recycle_state(old);
             conn.timers.stop_all();
             Ok(())
         })
@@ -536,9 +538,14 @@ impl Tcp {
             ListenAction::Open => {
                 l.pending += 1;
                 let iss = self.isn.isn(now, local, remote);
-                let config = &self.shared.config;
-                let conn =
-                    Conn::accept_syn(config, (local, remote), iss, segment, listener, local_mss);
+                let conn = Conn::accept_syn(
+                    &mut self.shared,
+                    (local, remote),
+                    iss,
+                    segment,
+                    listener,
+                    local_mss,
+                );
                 let handle = self.insert(Socket::Conn(conn));
                 self.conns.insert((local, remote), handle);
                 self.settle(handle);
