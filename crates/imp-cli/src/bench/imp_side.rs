@@ -24,6 +24,9 @@ pub(crate) struct Pair {
     ib: IfaceId,
     frame: Vec<u8>,
     epoch: StdInstant,
+    /// The clock as read by the last `pump` (one read per pump, as for smoltcp: the
+    /// calls between two pumps happen "at" the last poll, as in an event loop).
+    clock: Instant,
     /// Frames moved so far.
     pub frames: u64,
 }
@@ -59,6 +62,7 @@ impl Pair {
             ib,
             frame: vec![0; mtu + ethernet::HEADER_LEN],
             epoch: StdInstant::now(),
+            clock: Instant::ZERO,
             frames: 0,
         };
         // The gratuitous ARPs go first, so both neighbour caches are warm.
@@ -66,15 +70,16 @@ impl Pair {
         pair
     }
 
-    /// The current time on the stacks' clock.
+    /// The stacks' time: the clock as the last `pump` read it.
     pub fn now(&self) -> Instant {
-        Instant::from_nanos(self.epoch.elapsed().as_nanos() as u64)
+        self.clock
     }
 
     /// Move frames both ways until both stacks are quiet; fire due timers; drop events
     /// (the loops poll the sockets themselves).
     pub fn pump(&mut self) {
-        let now = self.now();
+        let now = Instant::from_nanos(self.epoch.elapsed().as_nanos() as u64);
+        self.clock = now;
         for stack in [&mut self.a, &mut self.b] {
             if stack.poll_timeout().is_some_and(|t| t <= now) {
                 stack.handle_timeout(now);
