@@ -17,6 +17,7 @@ use crate::udp::UdpError;
 
 impl Stack {
     /// An ARP packet arrived on `iface`.
+    #[inline(never)]
     pub(crate) fn handle_arp(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
         let Ok(repr) = arp::Packet::new_checked(bytes).and_then(|p| arp::Repr::parse(&p)) else {
             self.stats.arp.rx_malformed += 1;

@@ -311,6 +311,7 @@ impl Stack {
     }
 
     /// An ICMP message arrived for us.
+    #[inline(never)]
     pub(crate) fn handle_icmp(&mut self, now: Instant, meta: &IpMeta<'_>, payload: &[u8]) {
         self.stats.icmp.rx_messages += 1;
         let repr = match icmpv4::Packet::new_checked(payload).and_then(|p| icmpv4::Repr::parse(&p))
@@ -476,6 +477,8 @@ impl Stack {
 
     /// Send a Destination Unreachable about a datagram we received, subject to the
     /// RFC 1122 §3.2.2 rules and the rate limit.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn send_icmp_error(
         &mut self,
         now: Instant,

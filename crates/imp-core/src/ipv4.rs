@@ -273,22 +273,34 @@ impl Stack {
                 header,
                 payload,
             };
-            let Ok(whole) =
-                self.reassembly
-                    .handle_fragment(now, &fragment, &mut self.stats.reassembly)
-            else {
-                return;
-            };
-            let ttl = whole.header.get(8).copied().unwrap_or(meta.ttl);
-            let meta = IpMeta {
-                header: &whole.header,
-                ttl,
-                ..meta
-            };
-            self.deliver(now, &meta, protocol, &whole.payload);
-            return;
+            return self.reassemble(now, &meta, protocol, &fragment);
         }
         self.deliver(now, &meta, protocol, payload);
+    }
+
+    /// A fragment: into the reassembly buffers; the datagram it completes, if any, is
+    /// delivered. Out of line: the common whole-datagram path stays compact.
+    #[inline(never)]
+    fn reassemble(
+        &mut self,
+        now: Instant,
+        meta: &IpMeta<'_>,
+        protocol: Protocol,
+        fragment: &Fragment<'_>,
+    ) {
+        let Ok(whole) = self
+            .reassembly
+            .handle_fragment(now, fragment, &mut self.stats.reassembly)
+        else {
+            return;
+        };
+        let ttl = whole.header.get(8).copied().unwrap_or(meta.ttl);
+        let meta = IpMeta {
+            header: &whole.header,
+            ttl,
+            ..*meta
+        };
+        self.deliver(now, &meta, protocol, &whole.payload);
     }
 
     /// RFC 1122 §3.2.1.1-2: check version, header length, total length and checksum,

@@ -342,6 +342,7 @@ impl Stack {
     }
 
     /// A UDP datagram arrived for one of our addresses (or a broadcast).
+    #[inline(never)]
     pub(crate) fn handle_udp(&mut self, now: Instant, meta: &IpMeta<'_>, payload: &[u8]) {
         self.stats.udp.rx_datagrams += 1;
         let Ok(packet) = udp::Packet::new_checked(payload) else {

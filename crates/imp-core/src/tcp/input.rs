@@ -26,6 +26,7 @@ impl Conn {
     }
 
     /// RFC 9293 §3.10.7.3 "If the state is SYN-SENT".
+    #[inline(never)]
     fn input_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let State::SynSent(s) = &self.state else {
             return;
@@ -119,6 +120,7 @@ impl Conn {
     }
 
     /// RFC 9293 §3.10.7.4 "Otherwise" (SYN-RECEIVED and the synchronized states).
+    #[inline(never)]
     fn input_other(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         // A retransmitted SYN in SYN-RECEIVED: answer with our SYN-ACK again.
         if let State::SynRcvd(s) = &mut self.state

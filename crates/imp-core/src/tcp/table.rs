@@ -520,6 +520,19 @@ impl Tcp {
             });
             return;
         }
+        self.to_listener(now, (local, remote), segment, local_mss);
+    }
+
+    /// A segment for no connection: to the listener on its address (or the wildcard
+    /// one), else answered as for a closed port.
+    #[inline(never)]
+    fn to_listener(
+        &mut self,
+        now: Instant,
+        (local, remote): (SocketAddrV4, SocketAddrV4),
+        segment: &Repr<'_>,
+        local_mss: u16,
+    ) {
         let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
         let Some(&listener) = self
             .listeners
@@ -554,6 +567,8 @@ impl Tcp {
     }
 
     /// RFC 9293 §3.10.7.1: a segment for no connection.
+    #[cold]
+    #[inline(never)]
     fn no_socket(&mut self, local: SocketAddrV4, remote: SocketAddrV4, segment: &Repr<'_>) {
         self.shared.stats.no_socket += 1;
         // "If the state is CLOSED ... An incoming segment containing a RST is discarded."
@@ -571,10 +586,17 @@ impl Tcp {
     /// its timestamp is newer than the last one seen, or (without timestamps) its
     /// sequence number is above RCV.NXT. The old connection is released; returns true
     /// when the caller should hand the SYN to a listener.
+    #[inline]
     fn time_wait_reuse(&mut self, handle: TcpHandle, seg: &Repr<'_>) -> bool {
         if !seg.flags.syn() || seg.flags.ack() || seg.flags.rst() {
             return false;
         }
+        self.time_wait_reopen(handle, seg)
+    }
+
+    /// [`Tcp::time_wait_reuse`] for a plain SYN.
+    #[inline(never)]
+    fn time_wait_reopen(&mut self, handle: TcpHandle, seg: &Repr<'_>) -> bool {
         let Some(conn) = self.conn_mut(handle) else {
             return false;
         };
