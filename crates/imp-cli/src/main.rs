@@ -1,6 +1,5 @@
 //! The `imp` command: experiments and tools on the imp TCP/IP stack.
 
-mod bench;
 mod http;
 mod impair;
 mod link;
@@ -13,6 +12,11 @@ mod ttcp_tap;
 mod units;
 
 use clap::{Parser, Subcommand};
+use imp_cli::bench;
+
+/// Counted, for `imp bench`'s allocations per GiB and memory per connection.
+#[global_allocator]
+static GLOBAL: bench::alloc::Counting = bench::alloc::Counting;
 
 /// imp: a user-space TCP/IP stack, its network simulator and measurement tools.
 #[derive(Debug, Parser)]

@@ -10,7 +10,8 @@ use imp_core::{IfaceConfig, IfaceId, Instant, Offloads, Stack, StackConfig};
 use imp_wire::ethernet;
 use imp_wire::ipv4::Cidr;
 
-use super::{Sample, Stopwatch, allocations, bulk_samples, live_bytes, pattern};
+use super::workload::{self, Stream};
+use super::{Sample, Stopwatch, live_bytes};
 
 pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub(crate) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -121,51 +122,48 @@ impl Pair {
     }
 }
 
-/// Bulk transfer of `total` bytes A -> B on one connection.
-pub(crate) fn bulk(workload: &str, mtu: usize, offload: bool, total: u64) -> Vec<Sample> {
-    let mut pair = Pair::new(mtu, offload, bulk_config());
-    let listener = pair
-        .b
-        .tcp_listen(SocketAddrV4::new(B, PORT), 8)
-        .expect("listen");
-    let (client, server) = pair.open(listener, PORT);
-    let chunk = pattern(256 * 1024);
-    let mut rbuf = vec![0u8; 256 * 1024];
-    let (mut sent, mut received) = (0u64, 0u64);
-    // Allocations are counted after a warm-up of 1/8 of the transfer.
-    let warm = total / 8;
-    let mut counted: Option<(u64, u64)> = None;
-    let watch = Stopwatch::start();
-    while received < total {
-        let now = pair.now();
-        while sent < total {
-            let n = (total - sent).min(chunk.len() as u64) as usize;
-            let start = (sent % chunk.len() as u64) as usize;
-            let piece = &chunk[start..(start + n).min(chunk.len())];
-            match pair.a.tcp_send(now, client, piece) {
-                Ok(n) => sent += n as u64,
-                Err(TcpError::WouldBlock) => break,
-                Err(e) => panic!("imp send: {e}"),
-            }
-        }
-        pair.pump();
-        loop {
-            match pair.b.tcp_recv(now, server, &mut rbuf) {
-                Ok(0) | Err(TcpError::WouldBlock) => break,
-                Ok(n) => received += n as u64,
-                Err(e) => panic!("imp recv: {e}"),
-            }
-        }
-        if counted.is_none() && received >= warm {
-            counted = Some((allocations(), received));
+/// W1 on imp: one connection A -> B and its stream.
+pub struct Bulk {
+    pair: Pair,
+    client: TcpHandle,
+    server: TcpHandle,
+    stream: Stream,
+}
+
+impl workload::Bulk for Bulk {
+    fn open(mtu: usize, offload: bool) -> Bulk {
+        let mut pair = Pair::new(mtu, offload, bulk_config());
+        let listener = pair
+            .b
+            .tcp_listen(SocketAddrV4::new(B, PORT), 8)
+            .expect("listen");
+        let (client, server) = pair.open(listener, PORT);
+        Bulk {
+            pair,
+            client,
+            server,
+            stream: Stream::new(),
         }
     }
-    let times = watch.stop();
-    let allocs = counted.map(|(at, from)| {
-        let bytes = (received - from).max(1) as f64;
-        (allocations() - at) as f64 / bytes * (1u64 << 30) as f64
-    });
-    bulk_samples(workload, total, times, allocs)
+
+    fn step(&mut self, limit: u64) -> u64 {
+        let now = self.pair.now();
+        self.stream.write(limit, |piece| {
+            match self.pair.a.tcp_send(now, self.client, piece) {
+                Ok(n) => n,
+                Err(TcpError::WouldBlock) => 0,
+                Err(e) => panic!("imp send: {e}"),
+            }
+        });
+        self.pair.pump();
+        self.stream.read(
+            |buffer| match self.pair.b.tcp_recv(now, self.server, buffer) {
+                Ok(n) => n,
+                Err(TcpError::WouldBlock) => 0,
+                Err(e) => panic!("imp recv: {e}"),
+            },
+        )
+    }
 }
 
 fn bulk_config() -> TcpConfig {
@@ -204,34 +202,53 @@ fn round_trip(pair: &mut Pair, client: TcpHandle, server: TcpHandle) {
     assert_eq!(n, 1);
 }
 
-/// W2: `rounds` 1-byte round trips.
-pub(crate) fn ping_pong(rounds: u64) -> Vec<Sample> {
-    let mut pair = Pair::new(1500, false, small_config());
-    let listener = pair
-        .b
-        .tcp_listen(SocketAddrV4::new(B, PORT), 8)
-        .expect("listen");
-    let (client, server) = pair.open(listener, PORT);
-    let watch = Stopwatch::start();
-    for _ in 0..rounds {
-        round_trip(&mut pair, client, server);
-    }
-    let (wall, _) = watch.stop();
-    vec![Sample::new("W2", "round trips/s", rounds as f64 / wall)]
+/// W2 on imp: one open connection.
+pub struct PingPong {
+    pair: Pair,
+    client: TcpHandle,
+    server: TcpHandle,
 }
 
-/// W3: `count` times connect, send 1 byte, the server reads it and closes first (it
-/// keeps TIME-WAIT), the client reads EOF and closes.
-pub(crate) fn churn(count: u64) -> Vec<Sample> {
-    let mut pair = Pair::new(1500, false, small_config());
-    let listener = pair
-        .b
-        .tcp_listen(SocketAddrV4::new(B, PORT), 64)
-        .expect("listen");
-    let mut byte = [0u8; 1];
-    let watch = Stopwatch::start();
-    for _ in 0..count {
+impl workload::PingPong for PingPong {
+    fn open() -> PingPong {
+        let mut pair = Pair::new(1500, false, small_config());
+        let listener = pair
+            .b
+            .tcp_listen(SocketAddrV4::new(B, PORT), 8)
+            .expect("listen");
         let (client, server) = pair.open(listener, PORT);
+        PingPong {
+            pair,
+            client,
+            server,
+        }
+    }
+
+    fn round_trip(&mut self) {
+        round_trip(&mut self.pair, self.client, self.server);
+    }
+}
+
+/// W3 on imp: B listening; TIME-WAIT stays with B's stack.
+pub struct Churn {
+    pair: Pair,
+    listener: TcpHandle,
+}
+
+impl workload::Churn for Churn {
+    fn open() -> Churn {
+        let mut pair = Pair::new(1500, false, small_config());
+        let listener = pair
+            .b
+            .tcp_listen(SocketAddrV4::new(B, PORT), 64)
+            .expect("listen");
+        Churn { pair, listener }
+    }
+
+    fn connection(&mut self) {
+        let Churn { pair, listener } = self;
+        let mut byte = [0u8; 1];
+        let (client, server) = pair.open(*listener, PORT);
         let now = pair.now();
         pair.a.tcp_send(now, client, b"x").expect("send");
         pair.pump();
@@ -249,8 +266,6 @@ pub(crate) fn churn(count: u64) -> Vec<Sample> {
         pair.a.tcp_close(now, client).expect("client close");
         pair.pump();
     }
-    let (wall, _) = watch.stop();
-    vec![Sample::new("W3", "connections/s", count as f64 / wall)]
 }
 
 /// W4: for each n, n idle connections, then `rounds` round trips spread over all of

@@ -17,17 +17,23 @@
 //! For W1-W4, imp and smoltcp run as two stacks in one thread, frames handed from one
 //! to the other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
 //! W5 runs each stack against the kernel (see `w5.rs`).
+//!
+//! W1-W3 on imp and smoltcp are set-ups and steps (`workload`), which the criterion
+//! benches (`benches/workloads.rs`) time step by step.
 
-mod alloc;
-mod imp_side;
+pub mod alloc;
+pub mod imp_side;
 mod linux;
-mod smol;
+pub mod smol;
 mod w5;
+pub mod workload;
 
 use std::time::Instant as StdInstant;
 
 use clap::Args;
 use serde::Serialize;
+
+use workload::{bulk, churn, ping_pong};
 
 /// Measure imp against smoltcp and the Linux kernel.
 #[derive(Debug, Args)]
@@ -167,19 +173,19 @@ const WORKLOADS: [&str; 6] = ["W1a", "W1b", "W2", "W3", "W4", "W5"];
 /// Run one workload on one implementation; None when it does not apply.
 fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
     match (workload, which) {
-        ("W1a", Impl::Imp) => Ok(imp_side::bulk("W1a", 1500, false, sizes.bulk)),
-        ("W1b", Impl::Imp) => Ok(imp_side::bulk("W1b", 65535, true, sizes.bulk)),
-        ("W1a", Impl::Smoltcp) => Ok(smol::bulk("W1a", 1500, false, sizes.bulk)),
-        ("W1b", Impl::Smoltcp) => Ok(smol::bulk("W1b", 65535, true, sizes.bulk)),
+        ("W1a", Impl::Imp) => Ok(bulk::<imp_side::Bulk>("W1a", 1500, false, sizes.bulk)),
+        ("W1b", Impl::Imp) => Ok(bulk::<imp_side::Bulk>("W1b", 65535, true, sizes.bulk)),
+        ("W1a", Impl::Smoltcp) => Ok(bulk::<smol::Bulk>("W1a", 1500, false, sizes.bulk)),
+        ("W1b", Impl::Smoltcp) => Ok(bulk::<smol::Bulk>("W1b", 65535, true, sizes.bulk)),
         // The kernel has one loopback (MTU 65536, checksums offloaded): it is the
         // reference for both rows.
         ("W1a", Impl::Linux) => linux::bulk("W1a", sizes.bulk),
         ("W1b", Impl::Linux) => linux::bulk("W1b", sizes.bulk),
-        ("W2", Impl::Imp) => Ok(imp_side::ping_pong(sizes.rounds)),
-        ("W2", Impl::Smoltcp) => Ok(smol::ping_pong(sizes.rounds)),
+        ("W2", Impl::Imp) => Ok(ping_pong::<imp_side::PingPong>(sizes.rounds)),
+        ("W2", Impl::Smoltcp) => Ok(ping_pong::<smol::PingPong>(sizes.rounds)),
         ("W2", Impl::Linux) => linux::ping_pong(sizes.rounds),
-        ("W3", Impl::Imp) => Ok(imp_side::churn(sizes.churn)),
-        ("W3", Impl::Smoltcp) => Ok(smol::churn(sizes.churn)),
+        ("W3", Impl::Imp) => Ok(churn::<imp_side::Churn>(sizes.churn)),
+        ("W3", Impl::Smoltcp) => Ok(churn::<smol::Churn>(sizes.churn)),
         ("W3", Impl::Linux) => linux::churn(sizes.churn),
         ("W4", Impl::Imp) => Ok(imp_side::scale(&sizes.scale, sizes.scale_rounds)),
         ("W4", Impl::Linux) => linux::scale(&sizes.scale, sizes.scale_rounds),

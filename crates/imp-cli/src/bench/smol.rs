@@ -12,7 +12,7 @@ use smoltcp::socket::tcp;
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address};
 
-use super::{Sample, Stopwatch, allocations, bulk_samples, pattern};
+use super::workload::{self, Stream};
 
 const PORT: u16 = 5001;
 const B: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
@@ -213,96 +213,126 @@ impl Pair {
 /// the working set of one transfer in the caches, as a tuned in-process setup would.
 pub(crate) const BULK_BUFFER: usize = 256 << 10;
 
-/// W1 on smoltcp.
-pub(crate) fn bulk(workload: &str, mtu: usize, offload: bool, total: u64) -> Vec<Sample> {
-    let mut pair = Pair::new(mtu, offload);
-    let server = pair.socket(1, BULK_BUFFER, false);
-    pair.tcp(1, server).listen(PORT).expect("listen");
-    let client = pair.socket(0, BULK_BUFFER, false);
-    pair.open(client, server, 49152);
-    let chunk = pattern(256 * 1024);
-    let mut rbuf = vec![0u8; 256 * 1024];
-    let (mut sent, mut received) = (0u64, 0u64);
-    let warm = total / 8;
-    let mut counted: Option<(u64, u64)> = None;
-    let watch = Stopwatch::start();
-    while received < total {
-        while sent < total {
-            let n = (total - sent).min(chunk.len() as u64) as usize;
-            let start = (sent % chunk.len() as u64) as usize;
-            let piece = &chunk[start..(start + n).min(chunk.len())];
-            match pair.tcp(0, client).send_slice(piece) {
-                Ok(0) => break,
-                Ok(n) => sent += n as u64,
-                Err(e) => panic!("smoltcp send: {e}"),
-            }
+/// W1 on smoltcp: one connection A -> B and its stream.
+pub struct Bulk {
+    pair: Pair,
+    client: SocketHandle,
+    server: SocketHandle,
+    stream: Stream,
+}
+
+impl workload::Bulk for Bulk {
+    fn open(mtu: usize, offload: bool) -> Bulk {
+        let mut pair = Pair::new(mtu, offload);
+        let server = pair.socket(1, BULK_BUFFER, false);
+        pair.tcp(1, server).listen(PORT).expect("listen");
+        let client = pair.socket(0, BULK_BUFFER, false);
+        pair.open(client, server, 49152);
+        Bulk {
+            pair,
+            client,
+            server,
+            stream: Stream::new(),
         }
+    }
+
+    fn step(&mut self, limit: u64) -> u64 {
+        self.stream.write(limit, |piece| {
+            self.pair
+                .tcp(0, self.client)
+                .send_slice(piece)
+                .unwrap_or_else(|e| panic!("smoltcp send: {e}"))
+        });
+        self.pair.pump();
+        self.stream.read(|buffer| {
+            self.pair
+                .tcp(1, self.server)
+                .recv_slice(buffer)
+                .unwrap_or_else(|e| panic!("smoltcp recv: {e}"))
+        })
+    }
+}
+
+/// W2 on smoltcp: one open connection.
+pub struct PingPong {
+    pair: Pair,
+    client: SocketHandle,
+    server: SocketHandle,
+}
+
+impl workload::PingPong for PingPong {
+    fn open() -> PingPong {
+        let mut pair = Pair::new(1500, false);
+        let server = pair.socket(1, 64 * 1024, true);
+        pair.tcp(1, server).listen(PORT).expect("listen");
+        let client = pair.socket(0, 64 * 1024, true);
+        pair.open(client, server, 49152);
+        PingPong {
+            pair,
+            client,
+            server,
+        }
+    }
+
+    fn round_trip(&mut self) {
+        let PingPong {
+            pair,
+            client,
+            server,
+        } = self;
+        let (client, server) = (*client, *server);
+        let mut byte = [0u8; 1];
+        pair.tcp(0, client).send_slice(b"q").expect("send request");
         pair.pump();
-        loop {
-            match pair.tcp(1, server).recv_slice(&mut rbuf) {
-                Ok(0) => break,
-                Ok(n) => received += n as u64,
-                Err(e) => panic!("smoltcp recv: {e}"),
-            }
-        }
-        if counted.is_none() && received >= warm {
-            counted = Some((allocations(), received));
-        }
+        let n = pair
+            .tcp(1, server)
+            .recv_slice(&mut byte)
+            .expect("read request");
+        assert_eq!(n, 1, "smoltcp: request not delivered");
+        pair.tcp(1, server).send_slice(b"r").expect("send response");
+        pair.pump();
+        let n = pair
+            .tcp(0, client)
+            .recv_slice(&mut byte)
+            .expect("read response");
+        assert_eq!(n, 1, "smoltcp: response not delivered");
     }
-    let times = watch.stop();
-    let allocs = counted.map(|(at, from)| {
-        let bytes = (received - from).max(1) as f64;
-        (allocations() - at) as f64 / bytes * (1u64 << 30) as f64
-    });
-    bulk_samples(workload, total, times, allocs)
-}
-
-fn round_trip(pair: &mut Pair, client: SocketHandle, server: SocketHandle) {
-    let mut byte = [0u8; 1];
-    pair.tcp(0, client).send_slice(b"q").expect("send request");
-    pair.pump();
-    let n = pair
-        .tcp(1, server)
-        .recv_slice(&mut byte)
-        .expect("read request");
-    assert_eq!(n, 1, "smoltcp: request not delivered");
-    pair.tcp(1, server).send_slice(b"r").expect("send response");
-    pair.pump();
-    let n = pair
-        .tcp(0, client)
-        .recv_slice(&mut byte)
-        .expect("read response");
-    assert_eq!(n, 1, "smoltcp: response not delivered");
-}
-
-/// W2 on smoltcp.
-pub(crate) fn ping_pong(rounds: u64) -> Vec<Sample> {
-    let mut pair = Pair::new(1500, false);
-    let server = pair.socket(1, 64 * 1024, true);
-    pair.tcp(1, server).listen(PORT).expect("listen");
-    let client = pair.socket(0, 64 * 1024, true);
-    pair.open(client, server, 49152);
-    let watch = Stopwatch::start();
-    for _ in 0..rounds {
-        round_trip(&mut pair, client, server);
-    }
-    let (wall, _) = watch.stop();
-    vec![Sample::new("W2", "round trips/s", rounds as f64 / wall)]
 }
 
 /// W3 on smoltcp. smoltcp keeps TIME-WAIT in the socket itself, and a listening socket
 /// serves one connection: each connection gets a fresh listening socket, and the
 /// server's socket is removed once in TIME-WAIT (smoltcp would otherwise keep answering
 /// for the old connection). The client socket is reused, each time from the next port.
-pub(crate) fn churn(count: u64) -> Vec<Sample> {
-    let mut pair = Pair::new(1500, false);
-    let client = pair.socket(0, 4096, true);
-    let mut byte = [0u8; 1];
-    let watch = Stopwatch::start();
-    for i in 0..count {
+pub struct Churn {
+    pair: Pair,
+    client: SocketHandle,
+    /// Connections made so far: the next one's client port is 49152 plus this (mod 16384).
+    count: u64,
+}
+
+impl workload::Churn for Churn {
+    fn open() -> Churn {
+        let mut pair = Pair::new(1500, false);
+        let client = pair.socket(0, 4096, true);
+        Churn {
+            pair,
+            client,
+            count: 0,
+        }
+    }
+
+    fn connection(&mut self) {
+        let Churn {
+            pair,
+            client,
+            count,
+        } = self;
+        let client = *client;
+        let mut byte = [0u8; 1];
         let server = pair.socket(1, 4096, true);
         pair.tcp(1, server).listen(PORT).expect("listen");
-        pair.open(client, server, 49152 + (i % 16384) as u16);
+        pair.open(client, server, 49152 + (*count % 16384) as u16);
+        *count += 1;
         pair.tcp(0, client).send_slice(b"x").expect("send");
         pair.pump();
         let n = pair
@@ -323,6 +353,4 @@ pub(crate) fn churn(count: u64) -> Vec<Sample> {
         }
         pair.sockets[1].remove(server);
     }
-    let (wall, _) = watch.stop();
-    vec![Sample::new("W3", "connections/s", count as f64 / wall)]
 }

@@ -1,0 +1,126 @@
+//! The in-process workloads W1-W3 cut into a setup and a step: each stack (`imp_side`,
+//! `smol`) sets a workload up once and then does one unit of it per call. `imp bench`
+//! times a loop of steps (the drivers below); the criterion benches
+//! (`benches/workloads.rs`) time the steps themselves, on the same code.
+
+use super::{Sample, Stopwatch, allocations, bulk_samples, pattern};
+
+/// W1: one open connection carrying a stream A -> B.
+pub trait Bulk: Sized {
+    /// Two stacks back to back on a link of `mtu` bytes, checksums computed or
+    /// offloaded, and one connection between them, established, nothing sent yet.
+    fn open(mtu: usize, offload: bool) -> Self;
+
+    /// One turn of the event loop: write as much of the stream's first `limit` bytes as
+    /// the send buffer takes, move the frames, read all that arrived. Returns the bytes
+    /// received so far. The pipe stays full from one call to the next.
+    fn step(&mut self, limit: u64) -> u64;
+}
+
+/// W2: one open connection for 1-byte requests and responses, Nagle off on both ends.
+pub trait PingPong: Sized {
+    /// Two stacks back to back (MTU 1500, checksums computed) and the connection.
+    fn open() -> Self;
+
+    /// 1 byte there, read; 1 byte back, read.
+    fn round_trip(&mut self);
+}
+
+/// W3: a server listening, connections opened and closed one after the other.
+pub trait Churn: Sized {
+    /// Two stacks back to back (MTU 1500, checksums computed), the server listening.
+    fn open() -> Self;
+
+    /// Connect, send 1 byte; the server reads it and closes first (it keeps TIME-WAIT);
+    /// the client reads EOF and closes.
+    fn connection(&mut self);
+}
+
+/// A bulk stream's bytes and progress, the same on every stack: the stream is one
+/// 256 KiB pattern over and over, written and read in pieces of up to 256 KiB.
+pub(crate) struct Stream {
+    pattern: Vec<u8>,
+    read_buffer: Vec<u8>,
+    sent: u64,
+    received: u64,
+}
+
+impl Stream {
+    pub fn new() -> Stream {
+        Stream {
+            pattern: pattern(256 * 1024),
+            read_buffer: vec![0; 256 * 1024],
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    /// Hand `send` the next pieces of the stream's first `limit` bytes until it takes
+    /// none (it returns how many bytes it took: 0 when the send buffer is full).
+    pub fn write(&mut self, limit: u64, mut send: impl FnMut(&[u8]) -> usize) {
+        let len = self.pattern.len() as u64;
+        while self.sent < limit {
+            let start = (self.sent % len) as usize;
+            let end = (start as u64 + (limit - self.sent).min(len)).min(len) as usize;
+            match send(&self.pattern[start..end]) {
+                0 => break,
+                n => self.sent += n as u64,
+            }
+        }
+    }
+
+    /// Let `recv` fill the read buffer until it returns 0 (nothing more has arrived);
+    /// returns the bytes received so far.
+    pub fn read(&mut self, mut recv: impl FnMut(&mut [u8]) -> usize) -> u64 {
+        loop {
+            match recv(&mut self.read_buffer) {
+                0 => return self.received,
+                n => self.received += n as u64,
+            }
+        }
+    }
+}
+
+/// W1: `total` bytes A -> B on one connection; throughput, CPU per GiB, and
+/// allocations per GiB counted after a warm-up of 1/8 of the transfer.
+pub(crate) fn bulk<F: Bulk>(workload: &str, mtu: usize, offload: bool, total: u64) -> Vec<Sample> {
+    let mut flow = F::open(mtu, offload);
+    let warm = total / 8;
+    let mut received = 0;
+    let mut counted: Option<(u64, u64)> = None;
+    let watch = Stopwatch::start();
+    while received < total {
+        received = flow.step(total);
+        if counted.is_none() && received >= warm {
+            counted = Some((allocations(), received));
+        }
+    }
+    let times = watch.stop();
+    let allocs = counted.map(|(at, from)| {
+        let bytes = (received - from).max(1) as f64;
+        (allocations() - at) as f64 / bytes * (1u64 << 30) as f64
+    });
+    bulk_samples(workload, total, times, allocs)
+}
+
+/// W2: `rounds` 1-byte round trips; round trips/s.
+pub(crate) fn ping_pong<P: PingPong>(rounds: u64) -> Vec<Sample> {
+    let mut connection = P::open();
+    let watch = Stopwatch::start();
+    for _ in 0..rounds {
+        connection.round_trip();
+    }
+    let (wall, _) = watch.stop();
+    vec![Sample::new("W2", "round trips/s", rounds as f64 / wall)]
+}
+
+/// W3: `count` connections; connections/s.
+pub(crate) fn churn<C: Churn>(count: u64) -> Vec<Sample> {
+    let mut server = C::open();
+    let watch = Stopwatch::start();
+    for _ in 0..count {
+        server.connection();
+    }
+    let (wall, _) = watch.stop();
+    vec![Sample::new("W3", "connections/s", count as f64 / wall)]
+}
