@@ -170,6 +170,16 @@ fn bulk_config() -> TcpConfig {
     TcpConfig {
         send_buffer: super::smol::BULK_BUFFER,
         recv_buffer: super::smol::BULK_BUFFER,
+        ..options()
+    }
+}
+
+/// The TCP options of every workload: all on (as Linux), or none with `--bare`.
+fn options() -> TcpConfig {
+    let all = !super::bare();
+    TcpConfig {
+        timestamps: all,
+        sack: all,
         ..TcpConfig::default()
     }
 }
@@ -178,7 +188,7 @@ fn bulk_config() -> TcpConfig {
 fn small_config() -> TcpConfig {
     TcpConfig {
         nodelay: true,
-        ..TcpConfig::default()
+        ..options()
     }
 }
 

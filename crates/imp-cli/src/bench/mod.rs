@@ -28,6 +28,7 @@ pub mod smol;
 mod w5;
 pub mod workload;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant as StdInstant;
 
 use clap::Args;
@@ -53,6 +54,11 @@ pub struct BenchArgs {
     /// Only these implementations (imp, smoltcp, linux), e.g. for a profiler run.
     #[arg(long = "impl", value_delimiter = ',')]
     impls: Vec<String>,
+    /// TCP without timestamps and SACK on imp and smoltcp (smoltcp's defaults; the
+    /// kernel keeps its settings). By default both use timestamps, window scaling and
+    /// SACK-permitted, as Linux does.
+    #[arg(long)]
+    bare: bool,
     /// Scale every size by this factor (e.g. 0.1 for a profiler run).
     #[arg(long, hide = true)]
     scale: Option<f64>,
@@ -209,8 +215,17 @@ fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// `--bare`, for the drivers.
+static BARE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the in-process stacks run without timestamps and SACK (`--bare`).
+pub(crate) fn bare() -> bool {
+    BARE.load(Ordering::Relaxed)
+}
+
 /// `imp bench`.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
+    BARE.store(args.bare, Ordering::Relaxed);
     let sizes = Sizes::for_args(args);
     let selected: Vec<&str> = WORKLOADS
         .into_iter()
