@@ -520,13 +520,13 @@ impl Tcp {
             });
             return;
         }
-        self.to_listener(now, (local, remote), segment, local_mss);
+        self.segment_for_listener(now, (local, remote), segment, local_mss);
     }
 
     /// A segment for no connection: to the listener on its address (or the wildcard
     /// one), else answered as for a closed port.
     #[inline(never)]
-    fn to_listener(
+    fn segment_for_listener(
         &mut self,
         now: Instant,
         (local, remote): (SocketAddrV4, SocketAddrV4),
