@@ -111,17 +111,18 @@ impl Stack {
         let end = buf
             .len()
             .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
-        let cached = self
-            .tcp_egress
-            .filter(|c| c.config_generation == self.config_generation);
+        let generation = self.config_generation;
+        // Only what the egress callback needs is copied out of the cache entry.
+        let cached = match &self.tcp_egress {
+            Some(c) if c.config_generation == generation => Some((c.src, c.dst, c.egress)),
+            _ => None,
+        };
         let (routes, ifaces) = (&self.routes, &self.ifaces);
         // The checksum is ours to compute unless the outgoing interface's device does
         // it; segments are one MSS unless it does TSO.
-        let egress = |src: Ipv4Addr, dst: Ipv4Addr| {
-            if let Some(c) = cached.filter(|c| c.src == src && c.dst == dst) {
-                return c.egress;
-            }
-            egress_for(routes, ifaces, dst)
+        let egress = |src: Ipv4Addr, dst: Ipv4Addr| match cached {
+            Some((s, d, egress)) if s == src && d == dst => egress,
+            _ => egress_for(routes, ifaces, dst),
         };
         let segment = self
             .tcp
@@ -130,29 +131,16 @@ impl Stack {
             return TcpOutput::Idle;
         };
         self.stats.tcp.tx_segments += 1;
-        let hit = cached.filter(|c| c.src == segment.src && c.dst == segment.dst);
-        let Some(mut path) = hit.or_else(|| self.egress_cache_entry(segment.src, segment.dst))
-        else {
+        if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
+            self.tcp_egress = self.egress_cache_entry(segment.src, segment.dst);
+        }
+        let Some(path) = &self.tcp_egress else {
             self.stats.ipv4.tx_no_route += 1;
             return TcpOutput::Queued;
         };
-        let route = path.route;
-        if ipv4::HEADER_LEN + segment.len > path.limit {
-            if self.tcp.config().segment_size.is_some() {
-                // Segments deliberately larger than the MTU: IP fragments them.
-                let mut packet = self.pool.take();
-                packet.resize(ipv4::HEADER_LEN, 0);
-                packet.extend_from_slice(&buf[HEADROOM..HEADROOM + segment.len]);
-                let options = SendOptions {
-                    protocol: Protocol::Tcp,
-                    dont_frag: false,
-                    origin: Origin::Tcp,
-                };
-                let _ = self.send_ipv4(now, &route, segment.dst, options, packet);
-                return TcpOutput::Queued;
-            }
-            self.stats.ipv4.tx_dont_fragment += 1;
-            return TcpOutput::Queued;
+        let (route, limit) = (path.route, path.limit);
+        if ipv4::HEADER_LEN + segment.len > limit {
+            return self.tcp_oversized(now, &route, &segment, buf);
         }
         let repr = ipv4::Repr {
             src_addr: segment.src,
@@ -174,19 +162,24 @@ impl Stack {
         ));
         // The next hop's MAC: the copy in the cache while the neighbour cache has not
         // changed and the mapping has not expired, else a lookup (kept for next time).
-        let generation = self.neighbors.generation();
-        let mac = match path.next_hop_mac {
-            Some((mac, until, seen)) if seen == generation && now < until => Some(mac),
-            _ => {
-                let found = self
-                    .neighbors
-                    .lookup_until(now, route.iface, route.next_hop);
-                path.next_hop_mac = found.map(|(mac, until)| (mac, until, generation));
-                found.map(|(mac, _)| mac)
+        let neighbours = self.neighbors.generation();
+        let macs = match &mut self.tcp_egress {
+            Some(path) => {
+                let dst_mac = match path.next_hop_mac {
+                    Some((mac, until, seen)) if seen == neighbours && now < until => Some(mac),
+                    _ => {
+                        let found = self
+                            .neighbors
+                            .lookup_until(now, route.iface, route.next_hop);
+                        path.next_hop_mac = found.map(|(mac, until)| (mac, until, neighbours));
+                        found.map(|(mac, _)| mac)
+                    }
+                };
+                dst_mac.zip(path.src_mac)
             }
+            None => None,
         };
-        self.tcp_egress = Some(path);
-        let (Some(dst_mac), Some(src_mac)) = (mac, path.src_mac) else {
+        let Some((dst_mac, src_mac)) = macs else {
             // Not resolved yet: copy the packet to the neighbour queue.
             let mut packet = self.pool.take();
             packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
@@ -207,6 +200,34 @@ impl Stack {
             iface: route.iface,
             len: frame_len,
         })
+    }
+
+    /// A segment larger than the route takes: IP fragments it when segments are
+    /// deliberately larger than the MTU (`TcpConfig::segment_size`), else it is dropped
+    /// (DF) and counted.
+    #[cold]
+    #[inline(never)]
+    fn tcp_oversized(
+        &mut self,
+        now: Instant,
+        route: &OutputRoute,
+        segment: &crate::tcp::TcpTransmit,
+        buf: &[u8],
+    ) -> TcpOutput {
+        if self.tcp.config().segment_size.is_some() {
+            let mut packet = self.pool.take();
+            packet.resize(ipv4::HEADER_LEN, 0);
+            packet.extend_from_slice(&buf[HEADROOM..HEADROOM + segment.len]);
+            let options = SendOptions {
+                protocol: Protocol::Tcp,
+                dont_frag: false,
+                origin: Origin::Tcp,
+            };
+            let _ = self.send_ipv4(now, route, segment.dst, options, packet);
+        } else {
+            self.stats.ipv4.tx_dont_fragment += 1;
+        }
+        TcpOutput::Queued
     }
 
     /// The route, offloads and size limit for segments from `src` to `dst`, as a new

@@ -111,12 +111,23 @@ impl Scoreboard {
     /// RFC 6675 §5: "the SACK scoreboard ... MUST be updated" with the blocks of every
     /// ACK; blocks outside `[snd_una, snd_nxt]` are ignored (RFC 2883 D-SACK blocks, or
     /// nonsense from a broken peer).
+    #[inline]
     pub fn on_ack(
         &mut self,
         snd_una: SeqNumber,
         blocks: &[SackBlock],
         snd_nxt: SeqNumber,
     ) -> SackUpdate {
+        // Almost every ACK: no blocks, nothing SACKed before.
+        if blocks.is_empty() && self.ranges.is_empty() {
+            return SackUpdate::default();
+        }
+        self.update(snd_una, blocks, snd_nxt)
+    }
+
+    /// [`Scoreboard::on_ack`] when there is something to do.
+    #[inline(never)]
+    fn update(&mut self, snd_una: SeqNumber, blocks: &[SackBlock], snd_nxt: SeqNumber) -> SackUpdate {
         self.drop_below(snd_una);
         let mut update = SackUpdate::default();
         // RFC 2883 §4: "If the first SACK block reports data below the cumulative ACK,
