@@ -474,45 +474,38 @@ impl Conn {
 
     /// RFC 9293 §3.10.4 CLOSE, as a half-close: queue our FIN after the data.
     pub fn shutdown_write(&mut self, ctx: &mut Ctx<'_>) -> Result<(), TcpError> {
-        let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
-        self.state = match state {
+        let _ = ctx;
+        match &self.state {
             // "SYN-SENT STATE: Delete the TCB and return "error: closing" responses to any
             // queued SENDs, or RECEIVEs." We delete it only when nothing was sent yet;
             // data written before the handshake still goes, followed by the FIN (as the
             // SYN-RECEIVED rule below does). A half-close must wait for the handshake.
             State::SynSent(s) if self.owner == Owner::Released && s.buffer.is_empty() => {
+                self.state = State::Closed(Closed { error: None });
                 self.timers.stop_all();
-                return Ok(());
+                Ok(())
             }
             // "SYN-RECEIVED STATE: If no SENDs have been issued and there is no pending
             // data to send, then form a FIN segment and send it, and enter FIN-WAIT-1
             // state; otherwise, queue for processing after entering ESTABLISHED state."
             // We always queue: `Owner::Released` is applied when the handshake completes
             // (see `input::on_established`).
-            s @ (State::SynSent(_) | State::SynRcvd(_)) => {
-                self.state = s;
-                return if self.owner == Owner::Released {
-                    Ok(())
-                } else {
-                    Err(TcpError::InvalidState)
-                };
+            State::SynSent(_) | State::SynRcvd(_) if self.owner == Owner::Released => Ok(()),
+            State::SynSent(_) | State::SynRcvd(_) | State::Closed(_) => {
+                Err(TcpError::InvalidState)
             }
             // "ESTABLISHED STATE: Queue this until all preceding SENDs have been
             // segmentized, then form a FIN segment and send it. In any case, enter
-            // FIN-WAIT-1 state."
-            State::Established(Established { snd, rcv }) => State::FinWait1(FinWait1 { snd, rcv }),
-            // "CLOSE-WAIT STATE: Queue this request until all preceding SENDs have been
-            // segmentized; then send a FIN segment, enter LAST-ACK state."
-            State::CloseWait(CloseWait { snd, rcv }) => State::LastAck(LastAck { snd, rcv }),
-            s @ State::Closed(_) => {
-                self.state = s;
-                return Err(TcpError::InvalidState);
+            // FIN-WAIT-1 state." "CLOSE-WAIT STATE: Queue this request until all
+            // preceding SENDs have been segmentized; then send a FIN segment, enter
+            // LAST-ACK state."
+            State::Established(_) | State::CloseWait(_) => {
+                self.state.queue_fin();
+                Ok(())
             }
             // Already closing: "Respond with "error: connection closing"", harmless here.
-            other => other,
-        };
-        let _ = ctx;
-        Ok(())
+            _ => Ok(()),
+        }
     }
 
     /// A snapshot for [`super::Tcp::info`].

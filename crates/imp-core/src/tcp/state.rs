@@ -311,6 +311,19 @@ pub enum TcpState {
 }
 
 impl State {
+    /// The user closed the sending side: ESTABLISHED becomes FIN-WAIT-1 and CLOSE-WAIT
+    /// becomes LAST-ACK, keeping both halves (one move of the state out and one in);
+    /// other states are left as they are.
+    #[inline(never)]
+    pub fn queue_fin(&mut self) {
+        let placeholder = State::Closed(Closed { error: None });
+        *self = match core::mem::replace(self, placeholder) {
+            State::Established(Established { snd, rcv }) => State::FinWait1(FinWait1 { snd, rcv }),
+            State::CloseWait(CloseWait { snd, rcv }) => State::LastAck(LastAck { snd, rcv }),
+            other => other,
+        };
+    }
+
     /// The state's public name.
     pub fn name(&self) -> TcpState {
         match self {
