@@ -8,7 +8,7 @@ use std::time::{Duration, Instant as StdInstant};
 use imp_core::{EchoReply, IcmpError, IcmpHandle};
 
 use crate::error;
-use crate::runtime::{Runtime, Shared};
+use crate::runtime::{Awaits, Runtime, Shared};
 
 /// An echo socket: sends echo requests with its identifier and receives the replies.
 /// Closed when dropped.
@@ -58,14 +58,16 @@ impl IcmpSocket {
 
     /// Wait for the next reply (its data copied into `buf`), at most `timeout`.
     pub fn recv(&self, buf: &mut [u8], timeout: Option<Duration>) -> io::Result<EchoReply> {
-        self.shared
-            .block_on(crate::deadline(timeout), false, |state, _| {
-                match state.stack.icmp_recv(self.handle, buf) {
-                    Ok(reply) => Some(Ok(reply)),
-                    Err(IcmpError::WouldBlock) => None,
-                    Err(e) => Some(Err(error::icmp(e))),
-                }
-            })
+        self.shared.block_on(
+            crate::deadline(timeout),
+            false,
+            Awaits::Input,
+            |state, _| match state.stack.icmp_recv(self.handle, buf) {
+                Ok(reply) => Some(Ok(reply)),
+                Err(IcmpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::icmp(e))),
+            },
+        )
     }
 
     /// Send one request and wait for its reply (others are skipped): the round-trip

@@ -9,7 +9,7 @@ use std::time::Duration;
 use imp_core::tcp::{TcpError, TcpHandle, TcpInfo, TcpState};
 
 use crate::error::{self, resolve};
-use crate::runtime::{Runtime, Shared};
+use crate::runtime::{Awaits, Runtime, Shared};
 use crate::udp::zero_timeout;
 
 /// Connections a listener queues before further SYNs are dropped.
@@ -73,16 +73,17 @@ impl TcpListener {
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let nonblocking = *self.nonblocking.lock().unwrap_or_else(|p| p.into_inner());
         let (handle, local, peer) =
-            self.shared.block_on(None, nonblocking, |state, _| {
-                match state.stack.tcp_accept(self.handle) {
-                    Ok(h) => {
-                        let (local, peer) = state.stack.tcp().addresses(h)?;
-                        Some(Ok((h, local, peer)))
+            self.shared
+                .block_on(None, nonblocking, Awaits::Input, |state, _| {
+                    match state.stack.tcp_accept(self.handle) {
+                        Ok(h) => {
+                            let (local, peer) = state.stack.tcp().addresses(h)?;
+                            Some(Ok((h, local, peer)))
+                        }
+                        Err(TcpError::WouldBlock) => None,
+                        Err(e) => Some(Err(error::tcp(e))),
                     }
-                    Err(TcpError::WouldBlock) => None,
-                    Err(e) => Some(Err(error::tcp(e))),
-                }
-            })?;
+                })?;
         let stream = TcpStream::from_parts(Arc::clone(&self.shared), handle, local, peer);
         Ok((stream, SocketAddr::V4(peer)))
     }
@@ -211,26 +212,28 @@ impl TcpStream {
                 ),
                 e => error::tcp(e),
             })?;
-        let established =
-            shared.block_on(crate::deadline(timeout), false, |state, now| {
-                match state.stack.tcp().info(handle).map(|i| i.state) {
-                    Some(TcpState::SynSent | TcpState::SynReceived) => None,
-                    Some(TcpState::Closed) | None => {
-                        let err = match state.stack.tcp_recv(now, handle, &mut [0u8; 1]) {
-                            Err(e) => e,
-                            Ok(_) => TcpError::ConnectionRefused,
-                        };
-                        Some(Err(error::tcp(err)))
-                    }
-                    Some(_) => Some(
-                        state
-                            .stack
-                            .tcp()
-                            .addresses(handle)
-                            .ok_or_else(|| error::tcp(TcpError::InvalidHandle)),
-                    ),
+        let established = shared.block_on(
+            crate::deadline(timeout),
+            false,
+            Awaits::Input,
+            |state, now| match state.stack.tcp().info(handle).map(|i| i.state) {
+                Some(TcpState::SynSent | TcpState::SynReceived) => None,
+                Some(TcpState::Closed) | None => {
+                    let err = match state.stack.tcp_recv(now, handle, &mut [0u8; 1]) {
+                        Err(e) => e,
+                        Ok(_) => TcpError::ConnectionRefused,
+                    };
+                    Some(Err(error::tcp(err)))
                 }
-            });
+                Some(_) => Some(
+                    state
+                        .stack
+                        .tcp()
+                        .addresses(handle)
+                        .ok_or_else(|| error::tcp(TcpError::InvalidHandle)),
+                ),
+            },
+        );
         match established {
             Ok((local, peer)) => Ok(TcpStream::from_parts(shared, handle, local, peer)),
             Err(e) => {
@@ -356,30 +359,32 @@ impl TcpStream {
         }
         let handle = self.inner.handle;
         let deadline = crate::deadline(options.read_timeout);
-        self.inner
-            .shared
-            .block_on(deadline, options.nonblocking, |state, now| {
-                match state.stack.tcp_recv(now, handle, buf) {
-                    Ok(n) => Some(Ok(n)),
-                    Err(TcpError::WouldBlock) => None,
-                    Err(e) => Some(Err(error::tcp(e))),
-                }
-            })
+        self.inner.shared.block_on(
+            deadline,
+            options.nonblocking,
+            Awaits::Input,
+            |state, now| match state.stack.tcp_recv(now, handle, buf) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::tcp(e))),
+            },
+        )
     }
 
     fn write_inner(&self, buf: &[u8]) -> io::Result<usize> {
         let options = self.options();
         let handle = self.inner.handle;
         let deadline = crate::deadline(options.write_timeout);
-        self.inner
-            .shared
-            .block_on(deadline, options.nonblocking, |state, now| {
-                match state.stack.tcp_send(now, handle, buf) {
-                    Ok(n) => Some(Ok(n)),
-                    Err(TcpError::WouldBlock) => None,
-                    Err(e) => Some(Err(error::tcp(e))),
-                }
-            })
+        self.inner.shared.block_on(
+            deadline,
+            options.nonblocking,
+            Awaits::SendRoom,
+            |state, now| match state.stack.tcp_send(now, handle, buf) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::tcp(e))),
+            },
+        )
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use imp_core::{UdpError, UdpHandle};
 
 use crate::error::{self, resolve};
-use crate::runtime::{Runtime, Shared};
+use crate::runtime::{Awaits, Runtime, Shared};
 
 /// Per-socket options, changed through `&self` as std allows.
 #[derive(Debug, Default, Clone, Copy)]
@@ -74,7 +74,7 @@ impl UdpSocket {
         let options = self.options();
         let deadline = crate::deadline(options.read_timeout);
         self.shared
-            .block_on(deadline, options.nonblocking, |state, _| {
+            .block_on(deadline, options.nonblocking, Awaits::Input, |state, _| {
                 loop {
                     return match state.stack.udp_recv_from(self.handle, buf) {
                         Ok((_, src)) if options.peer.is_some_and(|p| p != src) => continue,

@@ -131,6 +131,18 @@ fn download_from_linux(offloads: bool, subnet: u8) {
         info.sack && info.timestamps && info.wscale.is_some(),
         "{info:?}"
     );
+    // The blocked calls (connect, reads) slept on the TAP themselves, woken by frames.
+    let stats = link.rt.stats();
+    assert!(stats.device_waits > 0, "{stats:?}");
+    // With no blocking call running any more, the loop thread serves the TAP again.
+    if have("ping") {
+        let target = link.imp_addr.to_string();
+        let out = link
+            .ns
+            .exec("ping", &["-c", "2", "-i", "0.2", "-W", "2", &target]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("2 received"), "{text}");
+    }
 }
 
 #[test]
