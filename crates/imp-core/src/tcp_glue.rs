@@ -4,6 +4,7 @@
 
 use core::net::{Ipv4Addr, SocketAddrV4};
 
+use imp_wire::checksum;
 use imp_wire::ethernet::{self, EtherType};
 use imp_wire::ipv4::{self, Protocol};
 use imp_wire::tcp as wire_tcp;
@@ -53,6 +54,14 @@ pub(crate) struct EgressCache {
     src_mac: Option<ethernet::Address>,
     /// The next hop's MAC, until when it holds, and the neighbour generation it is from.
     next_hop_mac: Option<(ethernet::Address, Instant, u64)>,
+    /// The Ethernet and IPv4 headers every segment of this flow starts with: the
+    /// destination MAC (from `next_hop_mac`, zero until resolved), source MAC, type,
+    /// and an IPv4 header with DF, TTL, protocol and addresses, and zero length,
+    /// identification and checksum. A segment copies it and fills in those three.
+    headers: [u8; HEADROOM],
+    /// The ones-complement sum of the IPv4 header in `headers` (its zero fields add
+    /// nothing), to which a segment adds its length and identification.
+    header_sum: u16,
 }
 
 /// What the interface that `dst` routes through offloads (none without a route).
@@ -142,24 +151,8 @@ impl Stack {
         if ipv4::HEADER_LEN + segment.len > limit {
             return self.tcp_oversized(now, &route, &segment, buf);
         }
-        let repr = ipv4::Repr {
-            src_addr: segment.src,
-            dst_addr: segment.dst,
-            protocol: Protocol::Tcp,
-            payload_len: segment.len,
-            ttl: self.config.default_ttl,
-            ident: self.next_ident(),
-            dont_frag: true,
-            more_frags: false,
-            frag_offset: 0,
-            dscp: 0,
-            ecn: 0,
-            options: &[],
-        };
         let frame_len = HEADROOM + segment.len;
-        repr.emit(&mut ipv4::Packet::new_unchecked(
-            &mut buf[ethernet::HEADER_LEN..frame_len],
-        ));
+        let ident = self.next_ident();
         // The next hop's MAC: the copy in the cache while the neighbour cache has not
         // changed and the mapping has not expired, else a lookup (kept for next time).
         let neighbours = self.neighbors.generation();
@@ -175,12 +168,46 @@ impl Stack {
                         found.map(|(mac, _)| mac)
                     }
                 };
-                dst_mac.zip(path.src_mac)
+                if let Some(mac) = dst_mac {
+                    path.headers[..6].copy_from_slice(&mac.0);
+                }
+                dst_mac.zip(path.src_mac).map(|_| (path.headers, path.header_sum))
             }
             None => None,
         };
-        let Some((dst_mac, src_mac)) = macs else {
-            // Not resolved yet: copy the packet to the neighbour queue.
+        // The IPv4 header: the template's, with this packet's length, identification
+        // and checksum (RFC 1071 sum of the template plus the two fields).
+        let total = (ipv4::HEADER_LEN + segment.len) as u16;
+        let ip_sum = macs.map_or(0, |(_, sum)| sum);
+        let checksum = !checksum::combine(&[ip_sum, total, ident]);
+        let (headers, ip) = buf[..HEADROOM].split_at_mut(ethernet::HEADER_LEN);
+        if let Some((template, _)) = &macs {
+            headers.copy_from_slice(&template[..ethernet::HEADER_LEN]);
+            ip.copy_from_slice(&template[ethernet::HEADER_LEN..]);
+        }
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip[4..6].copy_from_slice(&ident.to_be_bytes());
+        ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+        if macs.is_none() {
+            // Not resolved yet: the IPv4 header in full, then the packet to the
+            // neighbour queue.
+            let repr = ipv4::Repr {
+                src_addr: segment.src,
+                dst_addr: segment.dst,
+                protocol: Protocol::Tcp,
+                payload_len: segment.len,
+                ttl: self.config.default_ttl,
+                ident,
+                dont_frag: true,
+                more_frags: false,
+                frag_offset: 0,
+                dscp: 0,
+                ecn: 0,
+                options: &[],
+            };
+            repr.emit(&mut ipv4::Packet::new_unchecked(
+                &mut buf[ethernet::HEADER_LEN..frame_len],
+            ));
             let mut packet = self.pool.take();
             packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
             self.stats.ipv4.tx_packets -= u64::from(self.stats.ipv4.tx_packets > 0);
@@ -188,13 +215,6 @@ impl Stack {
             return TcpOutput::Queued;
         };
         self.stats.ipv4.tx_packets += 1;
-        let eth = ethernet::Repr {
-            src: src_mac,
-            dst: dst_mac,
-            ethertype: EtherType::Ipv4,
-            vlan: None,
-        };
-        eth.emit(&mut ethernet::Frame::new_unchecked(&mut buf[..frame_len]));
         self.stats.link.tx_frames += 1;
         TcpOutput::Frame(Transmit {
             iface: route.iface,
@@ -240,6 +260,35 @@ impl Stack {
         let limit = interface
             .and_then(|iface| iface.offloads.tso_max)
             .map_or(route.mtu, |tso| tso.max(route.mtu));
+        let src_mac = interface.map(|iface| iface.mac);
+        let mut headers = [0; HEADROOM];
+        let eth = ethernet::Repr {
+            src: src_mac.unwrap_or(ethernet::Address([0; 6])),
+            dst: ethernet::Address([0; 6]),
+            ethertype: EtherType::Ipv4,
+            vlan: None,
+        };
+        eth.emit(&mut ethernet::Frame::new_unchecked(&mut headers[..]));
+        let ip = ipv4::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: Protocol::Tcp,
+            payload_len: 0,
+            ttl: self.config.default_ttl,
+            ident: 0,
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+            dscp: 0,
+            ecn: 0,
+            options: &[],
+        };
+        let ip_header = &mut headers[ethernet::HEADER_LEN..];
+        ip.emit(&mut ipv4::Packet::new_unchecked(&mut *ip_header));
+        // Length 20 went in with the header: out again, and the checksum too.
+        ip_header[2..4].fill(0);
+        ip_header[10..12].fill(0);
+        let header_sum = checksum::data(ip_header);
         Some(EgressCache {
             src,
             dst,
@@ -247,8 +296,10 @@ impl Stack {
             route,
             egress: egress_for(&self.routes, &self.ifaces, dst),
             limit,
-            src_mac: interface.map(|iface| iface.mac),
+            src_mac,
             next_hop_mac: None,
+            headers,
+            header_sum,
         })
     }
 
