@@ -171,7 +171,9 @@ impl Stack {
                 if let Some(mac) = dst_mac {
                     path.headers[..6].copy_from_slice(&mac.0);
                 }
-                dst_mac.zip(path.src_mac).map(|_| (path.headers, path.header_sum))
+                dst_mac
+                    .zip(path.src_mac)
+                    .map(|_| (path.headers, path.header_sum))
             }
             None => None,
         };

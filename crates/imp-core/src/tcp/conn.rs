@@ -491,9 +491,7 @@ impl Conn {
             // We always queue: `Owner::Released` is applied when the handshake completes
             // (see `input::on_established`).
             State::SynSent(_) | State::SynRcvd(_) if self.owner == Owner::Released => Ok(()),
-            State::SynSent(_) | State::SynRcvd(_) | State::Closed(_) => {
-                Err(TcpError::InvalidState)
-            }
+            State::SynSent(_) | State::SynRcvd(_) | State::Closed(_) => Err(TcpError::InvalidState),
             // "ESTABLISHED STATE: Queue this until all preceding SENDs have been
             // segmentized, then form a FIN segment and send it. In any case, enter
             // FIN-WAIT-1 state." "CLOSE-WAIT STATE: Queue this request until all

@@ -127,7 +127,12 @@ impl Scoreboard {
 
     /// [`Scoreboard::on_ack`] when there is something to do.
     #[inline(never)]
-    fn update(&mut self, snd_una: SeqNumber, blocks: &[SackBlock], snd_nxt: SeqNumber) -> SackUpdate {
+    fn update(
+        &mut self,
+        snd_una: SeqNumber,
+        blocks: &[SackBlock],
+        snd_nxt: SeqNumber,
+    ) -> SackUpdate {
         self.drop_below(snd_una);
         let mut update = SackUpdate::default();
         // RFC 2883 §4: "If the first SACK block reports data below the cumulative ACK,
