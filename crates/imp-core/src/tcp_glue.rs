@@ -193,20 +193,7 @@ impl Stack {
         if macs.is_none() {
             // Not resolved yet: the IPv4 header in full, then the packet to the
             // neighbour queue.
-            let repr = ipv4::Repr {
-                src_addr: segment.src,
-                dst_addr: segment.dst,
-                protocol: Protocol::Tcp,
-                payload_len: segment.len,
-                ttl: self.config.default_ttl,
-                ident,
-                dont_frag: true,
-                more_frags: false,
-                frag_offset: 0,
-                dscp: 0,
-                ecn: 0,
-                options: &[],
-            };
+            let repr = self.tcp_ip_header(segment.src, segment.dst, segment.len, ident);
             repr.emit(&mut ipv4::Packet::new_unchecked(
                 &mut buf[ethernet::HEADER_LEN..frame_len],
             ));
@@ -252,6 +239,30 @@ impl Stack {
         TcpOutput::Queued
     }
 
+    /// The IPv4 header of a TCP segment: DF set (RFC 1191), the stack's TTL.
+    fn tcp_ip_header(
+        &self,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        payload_len: usize,
+        ident: u16,
+    ) -> ipv4::Repr<'static> {
+        ipv4::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: Protocol::Tcp,
+            payload_len,
+            ttl: self.config.default_ttl,
+            ident,
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+            dscp: 0,
+            ecn: 0,
+            options: &[],
+        }
+    }
+
     /// The route, offloads and size limit for segments from `src` to `dst`, as a new
     /// cache entry (no MAC yet); None without a route.
     fn egress_cache_entry(&self, src: Ipv4Addr, dst: Ipv4Addr) -> Option<EgressCache> {
@@ -271,20 +282,7 @@ impl Stack {
             vlan: None,
         };
         eth.emit(&mut ethernet::Frame::new_unchecked(&mut headers[..]));
-        let ip = ipv4::Repr {
-            src_addr: src,
-            dst_addr: dst,
-            protocol: Protocol::Tcp,
-            payload_len: 0,
-            ttl: self.config.default_ttl,
-            ident: 0,
-            dont_frag: true,
-            more_frags: false,
-            frag_offset: 0,
-            dscp: 0,
-            ecn: 0,
-            options: &[],
-        };
+        let ip = self.tcp_ip_header(src, dst, 0, 0);
         let ip_header = &mut headers[ethernet::HEADER_LEN..];
         ip.emit(&mut ipv4::Packet::new_unchecked(&mut *ip_header));
         // Length 20 went in with the header: out again, and the checksum too.

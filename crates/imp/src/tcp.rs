@@ -12,6 +12,29 @@ use crate::error::{self, resolve};
 use crate::runtime::{Awaits, Runtime, Shared};
 use crate::udp::zero_timeout;
 
+/// Where an active open stands: None while the handshake runs; then the connection's
+/// (local, peer) addresses, or why it failed (the error the connection ended with;
+/// refused when it ended without one).
+pub(crate) fn connect_outcome(
+    stack: &mut imp_core::Stack,
+    now: imp_core::Instant,
+    handle: TcpHandle,
+) -> Option<io::Result<(SocketAddrV4, SocketAddrV4)>> {
+    match stack.tcp().info(handle).map(|i| i.state) {
+        Some(TcpState::SynSent | TcpState::SynReceived) => None,
+        Some(TcpState::Closed) | None => {
+            let err = stack.tcp_recv(now, handle, &mut [0u8; 1]).err();
+            Some(Err(error::tcp(err.unwrap_or(TcpError::ConnectionRefused))))
+        }
+        Some(_) => Some(
+            stack
+                .tcp()
+                .addresses(handle)
+                .ok_or_else(|| error::tcp(TcpError::InvalidHandle)),
+        ),
+    }
+}
+
 /// Connections a listener queues before further SYNs are dropped.
 pub const DEFAULT_BACKLOG: usize = 128;
 
@@ -216,23 +239,7 @@ impl TcpStream {
             crate::deadline(timeout),
             false,
             Awaits::Input,
-            |state, now| match state.stack.tcp().info(handle).map(|i| i.state) {
-                Some(TcpState::SynSent | TcpState::SynReceived) => None,
-                Some(TcpState::Closed) | None => {
-                    let err = match state.stack.tcp_recv(now, handle, &mut [0u8; 1]) {
-                        Err(e) => e,
-                        Ok(_) => TcpError::ConnectionRefused,
-                    };
-                    Some(Err(error::tcp(err)))
-                }
-                Some(_) => Some(
-                    state
-                        .stack
-                        .tcp()
-                        .addresses(handle)
-                        .ok_or_else(|| error::tcp(TcpError::InvalidHandle)),
-                ),
-            },
+            |state, now| connect_outcome(&mut state.stack, now, handle),
         );
         match established {
             Ok((local, peer)) => Ok(TcpStream::from_parts(shared, handle, local, peer)),

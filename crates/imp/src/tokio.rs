@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use imp_core::tcp::{TcpError, TcpHandle, TcpInfo, TcpState};
+use imp_core::tcp::{TcpError, TcpHandle, TcpInfo};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::error::{self, resolve};
@@ -127,20 +127,7 @@ impl TcpStream {
             .map_err(error::tcp)?;
         let result = poll_fn(|cx| {
             shared.poll_tcp(cx, handle, true, |state, now| {
-                match state.stack.tcp().info(handle).map(|i| i.state) {
-                    Some(TcpState::SynSent | TcpState::SynReceived) => None,
-                    Some(TcpState::Closed) | None => {
-                        let err = state.stack.tcp_recv(now, handle, &mut [0u8; 1]).err();
-                        Some(Err(error::tcp(err.unwrap_or(TcpError::ConnectionRefused))))
-                    }
-                    Some(_) => Some(
-                        state
-                            .stack
-                            .tcp()
-                            .addresses(handle)
-                            .ok_or_else(|| error::tcp(TcpError::InvalidHandle)),
-                    ),
-                }
+                crate::tcp::connect_outcome(&mut state.stack, now, handle)
             })
         })
         .await;
