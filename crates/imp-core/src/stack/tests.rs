@@ -935,7 +935,7 @@ fn tcp_frames_have_exact_headers_and_follow_a_new_mac() {
     // No Nagle: each write goes at once, whatever is unacknowledged.
     pair.a.tcp_set_nodelay(client, true).unwrap();
     let mut from_a = Vec::new();
-    let mut send = |pair: &mut Pair, data: &[u8], from_a: &mut Vec<Vec<u8>>| {
+    let send = |pair: &mut Pair, data: &[u8], from_a: &mut Vec<Vec<u8>>| {
         pair.a.tcp_send(pair.now, client, data).unwrap();
         from_a.clear();
         pair.exchange_filtered(|a, f| {
