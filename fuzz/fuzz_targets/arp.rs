@@ -1,7 +1,7 @@
 //! ARP: whatever parses re-emits to a packet that parses the same.
 #![no_main]
 
-use imp_wire::arp::{Packet, Repr};
+use impnet_wire::arp::{Packet, Repr};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

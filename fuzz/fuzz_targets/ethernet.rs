@@ -1,7 +1,7 @@
 //! Ethernet (with 802.1Q): whatever parses re-emits to a header that parses the same.
 #![no_main]
 
-use imp_wire::ethernet::{Frame, Repr};
+use impnet_wire::ethernet::{Frame, Repr};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 //! datagram is already cut to header + 8 by the first parse).
 #![no_main]
 
-use imp_wire::icmpv4::{Packet, Repr};
+use impnet_wire::icmpv4::{Packet, Repr};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 //! same with its checksum verified.
 #![no_main]
 
-use imp_wire::ipv4::{Packet, Repr};
+use impnet_wire::ipv4::{Packet, Repr};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

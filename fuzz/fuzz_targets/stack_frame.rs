@@ -5,8 +5,8 @@
 //! exercised by the next.
 #![no_main]
 
-use imp_core::{IfaceConfig, Instant, Stack, StackConfig};
-use imp_wire::{ethernet, ipv4};
+use impnet_core::{IfaceConfig, Instant, Stack, StackConfig};
+use impnet_wire::{ethernet, ipv4};
 use libfuzzer_sys::fuzz_target;
 
 const MAC: ethernet::Address = ethernet::Address([0x02, 0, 0, 0, 0, 1]);

@@ -5,7 +5,7 @@
 
 use std::net::Ipv4Addr;
 
-use imp_wire::tcp::{Packet, Repr};
+use impnet_wire::tcp::{Packet, Repr};
 use libfuzzer_sys::fuzz_target;
 
 const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);

@@ -4,7 +4,7 @@
 
 use std::net::Ipv4Addr;
 
-use imp_wire::udp::{Packet, Repr};
+use impnet_wire::udp::{Packet, Repr};
 use libfuzzer_sys::fuzz_target;
 
 const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);

@@ -1,0 +1,345 @@
+//! The workloads on imp: two `impnet_core::Stack`s in one thread, each frame handed from
+//! one's `poll_transmit` straight into the other's `handle_frame` through one reused
+//! buffer. No link model, no simulator: what is measured is the stack.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Instant as StdInstant;
+
+use impnet_core::tcp::{TcpConfig, TcpError, TcpHandle};
+use impnet_core::{IfaceConfig, IfaceId, Instant, Offloads, Stack, StackConfig};
+use impnet_wire::ethernet;
+use impnet_wire::ipv4::Cidr;
+
+use super::workload::{self, Stream};
+use super::{Sample, Stopwatch, live_bytes};
+
+pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub(crate) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const PORT: u16 = 5001;
+
+/// Two stacks joined back to back.
+pub(crate) struct Pair {
+    pub a: Stack,
+    pub b: Stack,
+    ia: IfaceId,
+    ib: IfaceId,
+    frame: Vec<u8>,
+    epoch: StdInstant,
+    /// The clock as read by the last `pump` (one read per pump, as for smoltcp: the
+    /// calls between two pumps happen "at" the last poll, as in an event loop).
+    clock: Instant,
+    /// Frames moved so far.
+    pub frames: u64,
+}
+
+impl Pair {
+    pub fn new(mtu: usize, offload: bool, tcp: TcpConfig) -> Pair {
+        let offloads = if offload {
+            Offloads::CHECKSUM
+        } else {
+            Offloads::NONE
+        };
+        let stack = |seed, mac: u8, addr| {
+            let mut stack = Stack::new(StackConfig {
+                seed,
+                tcp: tcp.clone(),
+                ..StackConfig::default()
+            });
+            let mac = ethernet::Address([2, 0, 0, 0, 0, mac]);
+            let iface = stack.add_interface(IfaceConfig::new(mac, mtu).with_offloads(offloads));
+            stack.add_address(
+                Instant::ZERO,
+                iface,
+                Cidr::new(addr, 24).expect("valid prefix"),
+            );
+            (stack, iface)
+        };
+        let (a, ia) = stack(1, 1, A);
+        let (b, ib) = stack(2, 2, B);
+        let mut pair = Pair {
+            a,
+            b,
+            ia,
+            ib,
+            frame: vec![0; mtu + ethernet::HEADER_LEN],
+            epoch: StdInstant::now(),
+            clock: Instant::ZERO,
+            frames: 0,
+        };
+        // The gratuitous ARPs go first, so both neighbour caches are warm.
+        pair.pump();
+        pair
+    }
+
+    /// The stacks' time: the clock as the last `pump` read it.
+    pub fn now(&self) -> Instant {
+        self.clock
+    }
+
+    /// Move frames both ways until both stacks are quiet; fire due timers; drop events
+    /// (the loops poll the sockets themselves).
+    pub fn pump(&mut self) {
+        let now = Instant::from_nanos(self.epoch.elapsed().as_nanos() as u64);
+        self.clock = now;
+        for stack in [&mut self.a, &mut self.b] {
+            if stack.poll_timeout().is_some_and(|t| t <= now) {
+                stack.handle_timeout(now);
+            }
+        }
+        loop {
+            let mut moved = 0;
+            while let Some(tx) = self.a.poll_transmit(now, &mut self.frame) {
+                self.b.handle_frame(now, self.ib, &self.frame[..tx.len]);
+                moved += 1;
+            }
+            while let Some(tx) = self.b.poll_transmit(now, &mut self.frame) {
+                self.a.handle_frame(now, self.ia, &self.frame[..tx.len]);
+                moved += 1;
+            }
+            self.frames += moved;
+            if moved == 0 {
+                break;
+            }
+        }
+        while self.a.poll_event().is_some() {}
+        while self.b.poll_event().is_some() {}
+    }
+
+    /// Open a connection from A to B's `port` (B listening on `listener`) and accept it.
+    pub fn open(&mut self, listener: TcpHandle, port: u16) -> (TcpHandle, TcpHandle) {
+        let now = self.now();
+        let client = self
+            .a
+            .tcp_connect(now, SocketAddrV4::new(A, 0), SocketAddrV4::new(B, port))
+            .expect("connect");
+        for _ in 0..1000 {
+            self.pump();
+            if let Ok(server) = self.b.tcp_accept(listener) {
+                return (client, server);
+            }
+        }
+        panic!("imp: connection to port {port} never established");
+    }
+}
+
+/// W1 on imp: one connection A -> B and its stream.
+pub struct Bulk {
+    pair: Pair,
+    client: TcpHandle,
+    server: TcpHandle,
+    stream: Stream,
+}
+
+impl workload::Bulk for Bulk {
+    fn open(mtu: usize, offload: bool) -> Bulk {
+        let mut pair = Pair::new(mtu, offload, bulk_config());
+        let listener = pair
+            .b
+            .tcp_listen(SocketAddrV4::new(B, PORT), 8)
+            .expect("listen");
+        let (client, server) = pair.open(listener, PORT);
+        Bulk {
+            pair,
+            client,
+            server,
+            stream: Stream::new(),
+        }
+    }
+
+    fn step(&mut self, limit: u64) -> u64 {
+        let now = self.pair.now();
+        self.stream.write(limit, |piece| {
+            match self.pair.a.tcp_send(now, self.client, piece) {
+                Ok(n) => n,
+                Err(TcpError::WouldBlock) => 0,
+                Err(e) => panic!("imp send: {e}"),
+            }
+        });
+        self.pair.pump();
+        self.stream.read(
+            |buffer| match self.pair.b.tcp_recv(now, self.server, buffer) {
+                Ok(n) => n,
+                Err(TcpError::WouldBlock) => 0,
+                Err(e) => panic!("imp recv: {e}"),
+            },
+        )
+    }
+}
+
+fn bulk_config() -> TcpConfig {
+    TcpConfig {
+        send_buffer: super::smol::BULK_BUFFER,
+        recv_buffer: super::smol::BULK_BUFFER,
+        ..options()
+    }
+}
+
+/// The TCP options of every workload: all on (as Linux), or none with `--bare`.
+fn options() -> TcpConfig {
+    let all = !super::bare();
+    TcpConfig {
+        timestamps: all,
+        sack: all,
+        ..TcpConfig::default()
+    }
+}
+
+/// Small-message settings: no Nagle (both sides), so a 1-byte write goes at once.
+fn small_config() -> TcpConfig {
+    TcpConfig {
+        nodelay: true,
+        ..options()
+    }
+}
+
+/// One round trip on (client, server): 1 byte there, 1 byte back.
+fn round_trip(pair: &mut Pair, client: TcpHandle, server: TcpHandle) {
+    let now = pair.now();
+    let mut byte = [0u8; 1];
+    pair.a.tcp_send(now, client, b"q").expect("send request");
+    pair.pump();
+    let n = pair
+        .b
+        .tcp_recv(now, server, &mut byte)
+        .expect("read request");
+    assert_eq!(n, 1);
+    pair.b.tcp_send(now, server, b"r").expect("send response");
+    pair.pump();
+    let n = pair
+        .a
+        .tcp_recv(now, client, &mut byte)
+        .expect("read response");
+    assert_eq!(n, 1);
+}
+
+/// W2 on imp: one open connection.
+pub struct PingPong {
+    pair: Pair,
+    client: TcpHandle,
+    server: TcpHandle,
+}
+
+impl workload::PingPong for PingPong {
+    fn open() -> PingPong {
+        let mut pair = Pair::new(1500, false, small_config());
+        let listener = pair
+            .b
+            .tcp_listen(SocketAddrV4::new(B, PORT), 8)
+            .expect("listen");
+        let (client, server) = pair.open(listener, PORT);
+        PingPong {
+            pair,
+            client,
+            server,
+        }
+    }
+
+    fn round_trip(&mut self) {
+        round_trip(&mut self.pair, self.client, self.server);
+    }
+}
+
+/// W3 on imp: B listening; TIME-WAIT stays with B's stack.
+pub struct Churn {
+    pair: Pair,
+    listener: TcpHandle,
+}
+
+impl workload::Churn for Churn {
+    fn open() -> Churn {
+        let mut pair = Pair::new(1500, false, small_config());
+        let listener = pair
+            .b
+            .tcp_listen(SocketAddrV4::new(B, PORT), 64)
+            .expect("listen");
+        Churn { pair, listener }
+    }
+
+    fn connection(&mut self) {
+        let Churn { pair, listener } = self;
+        let mut byte = [0u8; 1];
+        let (client, server) = pair.open(*listener, PORT);
+        let now = pair.now();
+        pair.a.tcp_send(now, client, b"x").expect("send");
+        pair.pump();
+        let n = pair
+            .b
+            .tcp_recv(now, server, &mut byte)
+            .expect("server read");
+        assert_eq!(n, 1);
+        pair.b.tcp_close(now, server).expect("server close");
+        pair.pump();
+        match pair.a.tcp_recv(now, client, &mut byte) {
+            Ok(0) => {}
+            other => panic!("imp churn: client expected EOF, got {other:?}"),
+        }
+        pair.a.tcp_close(now, client).expect("client close");
+        pair.pump();
+    }
+}
+
+/// W4: for each n, n idle connections, then `rounds` round trips spread over all of
+/// them (a stride through the table); ns per packet. Memory per idle connection
+/// endpoint (the heap growth while opening them, halved per connection: both ends live
+/// in this process).
+pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for &n in counts {
+        let mut pair = Pair::new(1500, false, small_config());
+        // One client address has 16384 ephemeral ports per server port: spread over
+        // enough server ports.
+        let ports: Vec<u16> = (0..n.div_ceil(16_000).max(1) as u16)
+            .map(|i| PORT + i)
+            .collect();
+        let listeners: Vec<TcpHandle> = ports
+            .iter()
+            .map(|&p| {
+                pair.b
+                    .tcp_listen(SocketAddrV4::new(B, p), 1024)
+                    .expect("listen")
+            })
+            .collect();
+        let base = live_bytes();
+        let mut conns = Vec::with_capacity(n);
+        for i in 0..n {
+            let k = i % ports.len();
+            conns.push(pair.open(listeners[k], ports[k]));
+        }
+        let grown =
+            live_bytes() - base - (conns.capacity() * size_of::<(TcpHandle, TcpHandle)>()) as isize;
+
+        // Warm the path, then measure.
+        for c in conns.iter().take(10) {
+            round_trip(&mut pair, c.0, c.1);
+        }
+        let frames = pair.frames;
+        let stride = 7919 % n.max(1) + 1;
+        let watch = Stopwatch::start();
+        let mut at = 0usize;
+        for _ in 0..rounds {
+            let (c, s) = conns[at];
+            round_trip(&mut pair, c, s);
+            at = (at + stride) % n;
+        }
+        let (wall, _) = watch.stop();
+        // Per data packet (two per round trip), as for the kernel, whose ACKs also ride
+        // on the data.
+        let _ = frames;
+        let packets = 2 * rounds.max(1);
+        let label = match n {
+            n if n >= 1000 && n % 1000 == 0 => format!("W4-{}k", n / 1000),
+            n => format!("W4-{n}"),
+        };
+        samples.push(Sample::new(
+            label.clone(),
+            "ns/packet",
+            wall * 1e9 / packets as f64,
+        ));
+        samples.push(Sample::new(
+            format!("{label}-mem"),
+            "bytes/idle conn",
+            grown as f64 / (2 * n) as f64,
+        ));
+    }
+    samples
+}

@@ -1,0 +1,177 @@
+//! `imp link --tap A --tap B --impair ...`: an emulated link between two TAP devices.
+//! Every frame the kernel sends into one TAP comes out of the other after passing the
+//! link model (one model per direction, same settings, own random stream), in real
+//! time. No IP stack is involved: two Linux hosts (namespaces) whose interfaces these
+//! TAPs are see one Ethernet segment with the delay, rate and losses asked for.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use clap::Args;
+use impnet_core::Instant;
+use impnet_phy::{Device, Impair, LinkConfig, LinkStats, Tap, TapConfig};
+
+use crate::impair;
+use crate::tapargs::{fit_mtu, model};
+
+/// Options of `imp link`.
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// A TAP device to join (created if missing); give exactly two: --tap a --tap b.
+    #[arg(long = "tap", value_name = "NAME", required = true)]
+    pub taps: Vec<String>,
+    /// The link model for each direction: delay=20ms,loss=1%,rate=100mbit[,queue=..,
+    /// reorder=..,duplicate=..,corrupt=..]. Without it the link is ideal.
+    #[arg(long, value_name = "SPEC", value_parser = impair::parse_impair)]
+    pub impair: Option<LinkConfig>,
+    /// IP MTU of both TAPs (the kernel sides should use the same).
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: usize,
+}
+
+/// Frames moved from one side per turn before the other side gets a turn.
+const BATCH: usize = 64;
+
+/// Longest sleep, so a signal is noticed.
+const MAX_WAIT: StdDuration = StdDuration::from_millis(100);
+
+/// Run `imp link`.
+pub fn run(args: &LinkArgs) -> Result<(), String> {
+    let [a, b] = args.taps.as_slice() else {
+        return Err(format!(
+            "imp link joins exactly two TAP devices (--tap A --tap B); {} given",
+            args.taps.len()
+        ));
+    };
+    if a == b {
+        return Err(format!(
+            "imp link needs two different TAP devices, not {a} twice"
+        ));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| format!("cannot install the signal handler: {e}"))?;
+    }
+    let open = |name: &str| {
+        Tap::open_with(&TapConfig::new(name).mtu(args.mtu))
+            .map_err(|e| format!("cannot open TAP {name}: {e}"))
+    };
+    let (tap_a, tap_b) = (open(a)?, open(b)?);
+    let config = fit_mtu(args.impair.unwrap_or_default(), tap_a.mtu());
+    let seed = RandomState::new().hash_one(std::process::id());
+    // Each wrapper's send model is the direction *into* its TAP.
+    let mut side_a = Impair::new(tap_a, model(config, seed)?);
+    let mut side_b = Impair::new(tap_b, model(config, seed ^ 0x5eed_0b0b)?);
+    println!(
+        "imp link: {} <-> {} ({}); stop with Ctrl-C",
+        side_a.inner().name(),
+        side_b.inner().name(),
+        impair::describe(&config)
+    );
+    let _ = std::io::stdout().flush();
+    let epoch = StdInstant::now();
+    let now = || Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
+    let mut buf = vec![0u8; side_a.mtu().max(side_b.mtu())];
+    let mut errors = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let more_a = forward(now(), &mut side_a, &mut side_b, &mut buf, &mut errors);
+        let more_b = forward(now(), &mut side_b, &mut side_a, &mut buf, &mut errors);
+        let t = now();
+        for side in [&mut side_a, &mut side_b] {
+            if side.handle_timeout(t).is_err() {
+                errors += 1;
+            }
+        }
+        let deadline = side_a.poll_at().into_iter().chain(side_b.poll_at()).min();
+        let wait = if more_a || more_b {
+            StdDuration::ZERO
+        } else {
+            deadline.map_or(MAX_WAIT, |d| {
+                StdDuration::from_nanos(d.saturating_duration_since(t).as_nanos()).min(MAX_WAIT)
+            })
+        };
+        wait_readable(
+            &[side_a.inner().as_raw_fd(), side_b.inner().as_raw_fd()],
+            wait,
+        );
+    }
+    let report = |from: &str, to: &str, s: &LinkStats| {
+        println!(
+            "imp link: {from} -> {to}: {} frames delivered, {} lost, {} dropped by the queue",
+            s.delivered, s.dropped_loss, s.dropped_queue
+        );
+    };
+    report(
+        side_a.inner().name(),
+        side_b.inner().name(),
+        side_b.tx_stats(),
+    );
+    report(
+        side_b.inner().name(),
+        side_a.inner().name(),
+        side_a.tx_stats(),
+    );
+    if errors > 0 {
+        println!("imp link: {errors} device errors (frames lost while a side was down)");
+    }
+    Ok(())
+}
+
+/// Move up to `BATCH` frames the kernel wrote into `from`'s TAP onto the link towards
+/// `to`. True if more may be waiting.
+fn forward(
+    now: Instant,
+    from: &mut Impair<Tap>,
+    to: &mut Impair<Tap>,
+    buf: &mut [u8],
+    errors: &mut u64,
+) -> bool {
+    for _ in 0..BATCH {
+        match from.recv(now, buf) {
+            Ok(Some(len)) => {
+                if to.send(now, &buf[..len]).is_err() {
+                    *errors += 1;
+                }
+            }
+            Ok(None) => return false,
+            // A side whose interface is down, or a frame too large: lost, as on a wire.
+            Err(_) => {
+                *errors += 1;
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Sleep until one of `fds` is readable or `timeout` has passed (`ppoll`, ns precision).
+fn wait_readable(fds: &[i32], timeout: StdDuration) {
+    let mut pollfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: `pollfds` is a live array of the given length, `ts` a live timespec, and
+    // a null signal mask is allowed.
+    unsafe {
+        libc::ppoll(
+            pollfds.as_mut_ptr(),
+            pollfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+}

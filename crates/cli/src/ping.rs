@@ -1,0 +1,376 @@
+//! `imp ping`: ICMP echo between two simulated hosts, printed like ping(8); with
+//! `--tap`, echo requests from imp over a TAP device to a real host.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use clap::Args;
+use impnet_core::{Duration, IcmpError, Instant, StackConfig};
+use impnet_phy::LinkConfig;
+use impnet_sim::{Flow, Sim};
+use impnet_wire::ipv4::Cidr;
+use serde::Serialize;
+
+use crate::tapargs::TapArgs;
+use crate::units;
+
+/// Options of `imp ping`.
+#[derive(Debug, Args)]
+pub struct PingArgs {
+    /// Stop after sending this many echo requests.
+    #[arg(short = 'c', long, default_value_t = 5)]
+    pub count: u16,
+    /// Bytes of data in each request (ICMP payload).
+    #[arg(short = 's', long, default_value_t = 56)]
+    pub size: usize,
+    /// Time between requests.
+    #[arg(short = 'i', long, default_value = "1s", value_parser = units::parse_duration)]
+    pub interval: Duration,
+    /// Link rate of the simulated link (e.g. 10mbit, 9600).
+    #[arg(long, default_value = "10mbit", value_parser = units::parse_rate)]
+    pub rate: u64,
+    /// One-way propagation delay of the simulated link.
+    #[arg(long, default_value = "10ms", value_parser = units::parse_duration)]
+    pub delay: Duration,
+    /// Probability that the link loses a frame (e.g. 1% or 0.01), each direction.
+    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    pub loss: f64,
+    /// Seed of the simulation: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write every frame on the link to this pcap file.
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Print one JSON object instead of ping(8)-style lines.
+    #[arg(long)]
+    pub json: bool,
+    /// How long to wait for replies after the last request (with --tap).
+    #[arg(short = 'W', long, default_value = "2s", value_parser = units::parse_duration)]
+    pub wait: Duration,
+    /// The host to ping over the TAP (with --tap; the simulated network pings 10.0.0.2).
+    #[arg(value_name = "HOST")]
+    pub host: Option<Ipv4Addr>,
+    #[command(flatten)]
+    pub device: TapArgs,
+}
+
+/// One answered request.
+#[derive(Debug, Serialize, Clone, Copy)]
+struct Reply {
+    seq: u16,
+    bytes: usize,
+    ttl: u8,
+    rtt_ms: f64,
+}
+
+/// The whole run, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct Report {
+    destination: String,
+    transmitted: u16,
+    received: usize,
+    loss_pct: f64,
+    time_ms: f64,
+    rtt_min_ms: Option<f64>,
+    rtt_avg_ms: Option<f64>,
+    rtt_max_ms: Option<f64>,
+    rtt_mdev_ms: Option<f64>,
+    replies: Vec<Reply>,
+    seed: u64,
+}
+
+const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const IDENT: u16 = 0x1e7;
+
+fn payload(seq: u16, size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| (i as u8).wrapping_add(seq as u8))
+        .collect()
+}
+
+/// Run `imp ping`: on the built-in two-host network, or over a TAP with `--tap`.
+pub fn run(args: &PingArgs) -> Result<(), String> {
+    if args.count == 0 {
+        return Err("--count must be at least 1".into());
+    }
+    if args.size > 65507 - 8 {
+        return Err(format!(
+            "--size {} is larger than an IPv4 datagram can carry (65499)",
+            args.size
+        ));
+    }
+    if args.device.tap.is_some() {
+        return run_tap(args);
+    }
+    if args.host.is_some() || args.device.addr.is_some() || args.device.impair.is_some() {
+        return Err(
+            "HOST, --addr and --impair are for pinging over a TAP: add --tap NAME \
+             (without it imp ping runs on its simulated network, set by --rate/--delay/--loss)"
+                .into(),
+        );
+    }
+    let link = LinkConfig {
+        rate_bps: args.rate,
+        delay: args.delay,
+        loss: args.loss,
+        ..LinkConfig::default()
+    };
+    link.validate()
+        .map_err(|e| format!("bad link settings: {e}"))?;
+    let mut sim = Sim::new(args.seed);
+    let a = sim.add_host("a", StackConfig::default());
+    let b = sim.add_host("b", StackConfig::default());
+    let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
+    let link_id = sim
+        .connect(a, cidr(SRC), b, cidr(DST), link)
+        .map_err(|e| format!("bad link settings: {e}"))?;
+    if let Some(path) = &args.pcap {
+        sim.capture(link_id, path)
+            .map_err(|e| format!("cannot write pcap file {}: {e}", path.display()))?;
+    }
+    let socket = sim
+        .host_mut(a)
+        .icmp_bind(IDENT)
+        .map_err(|e| format!("cannot open an ICMP socket: {e}"))?;
+    if !args.json {
+        println!(
+            "PING {DST} ({DST}) {}({}) bytes of data.",
+            args.size,
+            args.size + 28
+        );
+    }
+    let replies = exchange(&mut sim, args, a, socket)?;
+    sim.flush_captures()
+        .map_err(|e| format!("cannot write pcap file: {e}"))?;
+    report(args, DST, &replies, sim.seed());
+    Ok(())
+}
+
+/// `imp ping --tap`: echo requests from imp to a real host, at `--interval`.
+fn run_tap(args: &PingArgs) -> Result<(), String> {
+    let host = args
+        .host
+        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address)")?;
+    let stack = args.device.start("ping")?;
+    let socket = impnet::IcmpSocket::bind(&stack.rt, IDENT)
+        .map_err(|e| format!("cannot open an ICMP socket: {e}"))?;
+    if !args.json {
+        println!(
+            "PING {host} ({host}) {}({}) bytes of data, from {}.",
+            args.size,
+            args.size + 28,
+            stack.describe(args.device.impair.as_ref())
+        );
+    }
+    let interval = std::time::Duration::from_nanos(args.interval.as_nanos());
+    let start = std::time::Instant::now();
+    let mut sent_at = Vec::new();
+    let mut replies = Vec::new();
+    let mut buf = vec![0u8; args.size.max(1)];
+    let mut last_error = None;
+    for seq in 0..args.count {
+        if let Err(e) = socket.send_echo(host, seq, &payload(seq, args.size)) {
+            println!("From {} icmp_seq={}: {e}", stack.addr.address, seq + 1);
+            last_error = Some(e.to_string());
+        }
+        sent_at.push(std::time::Instant::now());
+        let until = if seq + 1 == args.count {
+            start
+                + interval * u32::from(seq)
+                + std::time::Duration::from_nanos(args.wait.as_nanos())
+        } else {
+            start + interval * u32::from(seq + 1)
+        };
+        receive_until(
+            args,
+            &socket,
+            host,
+            until,
+            &sent_at,
+            &mut buf,
+            &mut replies,
+            &mut last_error,
+        );
+    }
+    report(args, host, &replies, 0);
+    if replies.is_empty() {
+        let why = last_error.map_or(String::new(), |e| format!(" ({e})"));
+        return Err(format!("no echo reply from {host}{why}"));
+    }
+    Ok(())
+}
+
+/// Take echo replies until `until` (or every request is answered).
+#[allow(clippy::too_many_arguments)]
+fn receive_until(
+    args: &PingArgs,
+    socket: &impnet::IcmpSocket,
+    host: Ipv4Addr,
+    until: std::time::Instant,
+    sent_at: &[std::time::Instant],
+    buf: &mut [u8],
+    replies: &mut Vec<Reply>,
+    last_error: &mut Option<String>,
+) {
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || replies.len() == usize::from(args.count) {
+            return;
+        }
+        match socket.recv(buf, Some(left)) {
+            Ok(echo) => {
+                let Some(sent) = sent_at.get(usize::from(echo.seq_no)) else {
+                    continue;
+                };
+                if echo.src != host || replies.iter().any(|r| r.seq == echo.seq_no + 1) {
+                    continue;
+                }
+                let reply = Reply {
+                    seq: echo.seq_no + 1,
+                    bytes: echo.len + 8,
+                    ttl: echo.ttl,
+                    rtt_ms: sent.elapsed().as_secs_f64() * 1e3,
+                };
+                if buf[..echo.len.min(buf.len())]
+                    != payload(echo.seq_no, args.size)[..echo.len.min(buf.len())]
+                {
+                    eprintln!("reply {} carried corrupted data", reply.seq);
+                    continue;
+                }
+                if !args.json {
+                    println!(
+                        "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
+                        reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
+                    );
+                }
+                replies.push(reply);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return,
+            Err(e) => {
+                if !args.json {
+                    println!("From {host}: {e}");
+                }
+                *last_error = Some(e.to_string());
+                std::thread::sleep(std::time::Duration::from_millis(10).min(left));
+            }
+        }
+    }
+}
+
+fn exchange(
+    sim: &mut Sim,
+    args: &PingArgs,
+    a: impnet_sim::HostId,
+    socket: impnet_core::IcmpHandle,
+) -> Result<Vec<Reply>, String> {
+    let start = sim.now();
+    let mut sent_at: Vec<Instant> = Vec::new();
+    let mut replies = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let wait_after_last = Duration::from_secs(2) + args.delay.saturating_mul(4);
+    let end = start + args.interval.saturating_mul(u64::from(args.count - 1)) + wait_after_last;
+    let result = sim.run(10_000_000, end + Duration::from_secs(1), |sim| {
+        let now = sim.now();
+        let stack = sim.host_mut(a);
+        loop {
+            match stack.icmp_recv(socket, &mut buf) {
+                Ok(echo) => {
+                    let Some(&sent) = sent_at.get(usize::from(echo.seq_no)) else {
+                        continue;
+                    };
+                    if buf[..echo.len] != payload(echo.seq_no, args.size)[..] {
+                        eprintln!("reply {} carried corrupted data", echo.seq_no);
+                        continue;
+                    }
+                    let reply = Reply {
+                        seq: echo.seq_no + 1,
+                        bytes: echo.len + 8,
+                        ttl: echo.ttl,
+                        rtt_ms: (now - sent).as_nanos() as f64 / 1e6,
+                    };
+                    if !args.json {
+                        println!(
+                            "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
+                            reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
+                        );
+                    }
+                    replies.push(reply);
+                }
+                Err(IcmpError::WouldBlock) => break,
+                Err(e) => {
+                    if !args.json {
+                        println!("From {SRC} icmp_seq={}: {e}", sent_at.len());
+                    }
+                }
+            }
+        }
+        let next_send = start + args.interval.saturating_mul(sent_at.len() as u64);
+        if sent_at.len() < usize::from(args.count) {
+            if now >= next_send {
+                let seq = sent_at.len() as u16;
+                if let Err(e) =
+                    stack.icmp_send_echo(now, socket, DST, seq, &payload(seq, args.size))
+                {
+                    eprintln!("send failed: {e}");
+                }
+                sent_at.push(now);
+                return Flow::WakeAt(now + args.interval);
+            }
+            return Flow::WakeAt(next_send);
+        }
+        if replies.len() == usize::from(args.count) || now >= end {
+            Flow::Done
+        } else {
+            Flow::WakeAt(end)
+        }
+    });
+    result.map_err(|e| e.to_string())?;
+    Ok(replies)
+}
+
+fn report(args: &PingArgs, destination: Ipv4Addr, replies: &[Reply], seed: u64) {
+    let rtts: Vec<f64> = replies.iter().map(|r| r.rtt_ms).collect();
+    let n = rtts.len() as f64;
+    let stats = (!rtts.is_empty()).then(|| {
+        let min = rtts.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = rtts.iter().copied().fold(0.0, f64::max);
+        let avg = rtts.iter().sum::<f64>() / n;
+        let mdev = (rtts.iter().map(|r| (r - avg) * (r - avg)).sum::<f64>() / n).sqrt();
+        (min, avg, max, mdev)
+    });
+    let loss_pct = 100.0 * (1.0 - n / f64::from(args.count));
+    let time_ms = args.interval.as_nanos() as f64 / 1e6 * f64::from(args.count - 1);
+    if args.json {
+        let report = Report {
+            destination: destination.to_string(),
+            transmitted: args.count,
+            received: rtts.len(),
+            loss_pct,
+            time_ms,
+            rtt_min_ms: stats.map(|s| s.0),
+            rtt_avg_ms: stats.map(|s| s.1),
+            rtt_max_ms: stats.map(|s| s.2),
+            rtt_mdev_ms: stats.map(|s| s.3),
+            replies: replies.iter().map(|r| Reply { ..*r }).collect(),
+            seed,
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("the report serialises")
+        );
+        return;
+    }
+    println!();
+    println!("--- {destination} ping statistics ---");
+    println!(
+        "{} packets transmitted, {} received, {}% packet loss, time {:.0}ms",
+        args.count,
+        rtts.len(),
+        loss_pct.round(),
+        time_ms
+    );
+    if let Some((min, avg, max, mdev)) = stats {
+        println!("rtt min/avg/max/mdev = {min:.3}/{avg:.3}/{max:.3}/{mdev:.3} ms");
+    }
+}

@@ -1,0 +1,237 @@
+//! `imp serve`: the classic small services on imp over a TAP: echo (7, TCP and UDP),
+//! discard (9), chargen (19, RFC 864) and an HTTP/1.1 file server (80). Runs until
+//! SIGINT or SIGTERM, then stops the runtime (which fails every blocked socket call,
+//! so all threads wind down) and exits 0.
+
+use std::io::{self, Write};
+use std::net::{Shutdown, SocketAddrV4};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use clap::Args;
+use impnet::{Runtime, TcpListener, TcpStream, UdpSocket};
+
+use crate::http;
+use crate::tapargs::TapArgs;
+
+/// Options of `imp serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub device: TapArgs,
+    /// Echo service on port 7 (TCP and UDP): sends back what it receives.
+    #[arg(long)]
+    pub echo: bool,
+    /// Discard service on port 9: reads and drops everything.
+    #[arg(long)]
+    pub discard: bool,
+    /// Character generator on port 19 (RFC 864): sends lines of ASCII until the peer goes.
+    #[arg(long)]
+    pub chargen: bool,
+    /// Serve the files under DIR over HTTP/1.1 (GET, HEAD, keep-alive).
+    #[arg(long, value_name = "DIR")]
+    pub http: Option<PathBuf>,
+    /// Port of the HTTP server.
+    #[arg(long, default_value_t = 80)]
+    pub http_port: u16,
+}
+
+/// How long an idle HTTP keep-alive connection is kept.
+const HTTP_IDLE: Duration = Duration::from_secs(60);
+
+/// Connections served, over all services (for the closing line).
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// A TCP service: what to do with each connection.
+type Handler = Arc<dyn Fn(TcpStream) -> io::Result<()> + Send + Sync>;
+
+/// Run `imp serve`.
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let (_, addr) = args.device.required("serve")?;
+    let (echo, discard, chargen) =
+        if !args.echo && !args.discard && !args.chargen && args.http.is_none() {
+            (true, true, true)
+        } else {
+            (args.echo, args.discard, args.chargen)
+        };
+    let root = match &args.http {
+        Some(dir) if !dir.is_dir() => {
+            return Err(format!("--http {}: not a directory", dir.display()));
+        }
+        Some(dir) => Some(
+            dir.canonicalize()
+                .map_err(|e| format!("--http {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| format!("cannot install the signal handler: {e}"))?;
+    }
+    let mut stack = args.device.start("serve")?;
+    let ip = addr.address;
+    let mut services: Vec<(&str, u16, Handler)> = Vec::new();
+    if echo {
+        services.push(("echo", 7, Arc::new(echo_tcp)));
+    }
+    if discard {
+        services.push(("discard", 9, Arc::new(discard_tcp)));
+    }
+    if chargen {
+        services.push(("chargen", 19, Arc::new(chargen_tcp)));
+    }
+    if let Some(root) = root {
+        let handler = move |stream: TcpStream| {
+            stream.set_read_timeout(Some(HTTP_IDLE))?;
+            http::serve_connection(stream, &root).map(|_| ())
+        };
+        services.push(("http", args.http_port, Arc::new(handler)));
+    }
+    let mut threads = Vec::new();
+    let mut names = Vec::new();
+    for (name, port, handler) in services {
+        let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
+            .map_err(|e| format!("cannot listen on {ip}:{port} for {name}: {e}"))?;
+        names.push(format!("{name} ({port})"));
+        threads.push(spawn(name, move || accept_loop(name, &listener, &handler)));
+    }
+    if echo {
+        let socket = UdpSocket::bind(&stack.rt, SocketAddrV4::new(ip, 7))
+            .map_err(|e| format!("cannot bind UDP {ip}:7 for echo: {e}"))?;
+        threads.push(spawn("udp-echo", move || echo_udp(&socket)));
+    }
+    println!(
+        "imp serve: {} on {}; stop with Ctrl-C",
+        names.join(", "),
+        stack.describe(args.device.impair.as_ref())
+    );
+    let _ = io::stdout().flush();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    shutdown(&mut stack.rt, threads);
+    Ok(())
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)
+        .expect("spawning a service thread")
+}
+
+/// Stop the runtime: every blocked accept, read and write fails, so the threads end.
+fn shutdown(rt: &mut Runtime, threads: Vec<std::thread::JoinHandle<()>>) {
+    let (rx, tx) =
+        rt.with_stack(|stack, _| (stack.stats().tcp.rx_segments, stack.stats().tcp.tx_segments));
+    rt.shutdown();
+    for thread in threads {
+        let _ = thread.join();
+    }
+    println!(
+        "imp serve: stopped after {} connections ({} TCP segments in, {} out)",
+        CONNECTIONS.load(Ordering::Relaxed),
+        rx,
+        tx
+    );
+}
+
+fn accept_loop(name: &'static str, listener: &TcpListener, handler: &Handler) {
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+                let handler = Arc::clone(handler);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("{name} {peer}"))
+                    .spawn(move || {
+                        // NotConnected: the runtime stopped under the connection.
+                        if let Err(e) = handler(stream)
+                            && e.kind() != io::ErrorKind::NotConnected
+                        {
+                            eprintln!("imp serve: {name} with {peer}: {e}");
+                        }
+                    });
+                if let Err(e) = spawned {
+                    eprintln!("imp serve: {name}: cannot start a thread for {peer}: {e}");
+                }
+            }
+            // The runtime was shut down.
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+            Err(e) => {
+                eprintln!("imp serve: {name}: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn echo_tcp(stream: TcpStream) -> io::Result<()> {
+    let (mut reader, mut writer) = (&stream, &stream);
+    io::copy(&mut reader, &mut writer)?;
+    stream.shutdown(Shutdown::Write)
+}
+
+fn discard_tcp(mut stream: TcpStream) -> io::Result<()> {
+    io::copy(&mut stream, &mut io::sink()).map(|_| ())
+}
+
+/// RFC 864: 72-character lines, each starting one character further along the 95
+/// printable ASCII characters.
+fn chargen_lines() -> Vec<u8> {
+    let printable: Vec<u8> = (b' '..=b'~').collect();
+    let mut out = Vec::with_capacity(printable.len() * 74);
+    for start in 0..printable.len() {
+        out.extend((0..72).map(|i| printable[(start + i) % printable.len()]));
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+fn chargen_tcp(mut stream: TcpStream) -> io::Result<()> {
+    let lines = chargen_lines();
+    loop {
+        match stream.write_all(&lines) {
+            Ok(()) => {}
+            // The peer went away: the normal end of a chargen session.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn echo_udp(socket: &UdpSocket) {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        match socket.recv_from(&mut buf) {
+            Ok((n, peer)) => {
+                let _ = socket.send_to(&buf[..n], peer);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chargen_follows_rfc_864() {
+        let lines = chargen_lines();
+        assert_eq!(lines.len(), 95 * 74);
+        assert_eq!(&lines[..3], b" !\"");
+        assert_eq!(&lines[72..76], b"\r\n!\"");
+    }
+}

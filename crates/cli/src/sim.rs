@@ -1,0 +1,251 @@
+//! `imp sim FILE [--out DIR]`: run a scenario file in virtual time, print a table per
+//! flow, and write pcaps, a JSON summary and plots.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration as WallDuration, Instant as WallInstant};
+
+use clap::Args;
+use impnet_sim::experiment::{self, FlowReport, Progress, Report};
+use impnet_sim::plot;
+use impnet_sim::scenario::Scenario;
+
+/// Options of `imp sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// The scenario file (TOML; see scenarios/README.md).
+    pub file: PathBuf,
+    /// Write pcaps, summary.json and plots (SVG and PNG) into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the JSON summary on stdout instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the plots (pcaps and the summary are still written with --out).
+    #[arg(long)]
+    pub no_plots: bool,
+}
+
+/// Run `imp sim`.
+pub fn run(args: &SimArgs) -> Result<(), String> {
+    let mut scenario = Scenario::load(&args.file).map_err(|e| e.to_string())?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let started = WallInstant::now();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let show = std::io::stderr().is_terminal();
+    let mut on_progress = |p: &Progress| {
+        // Only long runs get a bar, and only on a terminal.
+        if !show || started.elapsed() < WallDuration::from_millis(700) {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(1000);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}",
+            ) {
+                bar.set_style(style);
+            }
+            bar
+        });
+        bar.set_position((p.fraction * 1000.0) as u64);
+        bar.set_message(format!("virtual t={:.2} s", p.now.as_secs_f64()));
+    };
+    let outcome = experiment::run(&scenario, args.out.as_deref(), &mut on_progress)
+        .map_err(|e| e.to_string())?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let json = serde_json::to_string_pretty(&outcome.report).expect("the report serialises");
+    if let Some(dir) = &args.out {
+        let path = dir.join("summary.json");
+        std::fs::write(&path, format!("{json}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        if !args.no_plots {
+            let named: Vec<(&str, &impnet_sim::trace::FlowTrace)> = outcome
+                .report
+                .flows
+                .iter()
+                .map(|f| f.name.as_str())
+                .zip(&outcome.traces)
+                .collect();
+            plot::write_flow_plots(dir, &named)?;
+        }
+    }
+    if args.json {
+        println!("{json}");
+    } else {
+        print_tables(&outcome.report);
+        if let Some(dir) = &args.out {
+            println!("\nwrote pcaps, summary.json and plots to {}", dir.display());
+        }
+    }
+    let broken: Vec<&str> = outcome
+        .report
+        .flows
+        .iter()
+        .filter(|f| f.data_ok == Some(false) && f.completed)
+        .map(|f| f.name.as_str())
+        .collect();
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "flows {} received data that differs from what was sent (seed {})",
+            broken.join(", "),
+            scenario.seed
+        ))
+    }
+}
+
+fn print_tables(r: &Report) {
+    println!(
+        "imp sim {}: seed {}, {:.3} virtual seconds, {} events, trace {}",
+        r.scenario, r.seed, r.end_s, r.steps, r.trace_hash
+    );
+    if !r.description.is_empty() {
+        println!("{}", r.description.trim());
+    }
+    let bulk: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "bulk").collect();
+    if !bulk.is_empty() {
+        println!();
+        println!(
+            "{:<22} {:>12} {:>10} {:>15} {:>11} {:>7} {:>7} {:>7} {:>22}",
+            "bulk flow",
+            "bytes",
+            "time (s)",
+            "goodput",
+            "bytes/s",
+            "% link",
+            "% bound",
+            "retx",
+            "rtt min/avg/max ms"
+        );
+        for f in bulk {
+            println!(
+                "{:<22} {:>12} {:>10} {:>15} {:>11.1} {:>6.1}% {:>6.1}% {:>7} {:>22}{}",
+                f.name,
+                f.bytes,
+                time(f),
+                format_rate(f.goodput_bps),
+                f.goodput_bytes_per_s,
+                f.capacity_pct,
+                f.bound_pct,
+                f.retransmits,
+                rtt(f),
+                match f.data_ok {
+                    Some(false) if f.completed => "  DATA MISMATCH",
+                    _ => "",
+                }
+            );
+        }
+    }
+    let rr: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "rr").collect();
+    if !rr.is_empty() {
+        println!();
+        println!(
+            "{:<22} {:>12} {:>10} {:>12} {:>12} {:>7} {:>7} {:>26}",
+            "request/response",
+            "transactions",
+            "time (s)",
+            "per second",
+            "bound /s",
+            "% bound",
+            "retx",
+            "latency min/avg/max ms"
+        );
+        for f in rr {
+            let tps = f.transactions_per_s.unwrap_or(0.0);
+            let bound = f.transactions_bound_per_s.unwrap_or(0.0);
+            println!(
+                "{:<22} {:>12} {:>10} {:>12.2} {:>12.2} {:>6.1}% {:>7} {:>26}",
+                f.name,
+                f.transactions.unwrap_or(0),
+                time(f),
+                tps,
+                bound,
+                if bound > 0.0 {
+                    100.0 * tps / bound
+                } else {
+                    0.0
+                },
+                f.retransmits,
+                rtt(f)
+            );
+        }
+    }
+    let ping: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "ping").collect();
+    if !ping.is_empty() {
+        println!();
+        println!(
+            "{:<22} {:>8} {:>8} {:>26}",
+            "ping", "sent", "received", "rtt min/avg/max ms"
+        );
+        for f in ping {
+            println!(
+                "{:<22} {:>8} {:>8} {:>26}",
+                f.name,
+                f.pings_sent.unwrap_or(0),
+                f.pings_received.unwrap_or(0),
+                rtt(f)
+            );
+        }
+    }
+    println!();
+    println!(
+        "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",
+        "link direction", "frames", "lost", "queue drop", "delivered", "bytes"
+    );
+    for l in &r.links {
+        for d in &l.directions {
+            println!(
+                "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",
+                format!("{} from {}", l.name, d.from),
+                d.submitted,
+                d.lost,
+                d.queue_drops,
+                d.delivered,
+                d.bytes_delivered
+            );
+        }
+    }
+}
+
+fn time(f: &FlowReport) -> String {
+    if f.completed {
+        format!("{:.3}", f.seconds)
+    } else {
+        format!("{:.3}+", f.seconds)
+    }
+}
+
+fn rtt(f: &FlowReport) -> String {
+    if f.rtt.samples == 0 {
+        "-".into()
+    } else {
+        format!(
+            "{:.1}/{:.1}/{:.1}",
+            f.rtt.min_ms, f.rtt.mean_ms, f.rtt.max_ms
+        )
+    }
+}
+
+fn format_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.3} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.3} Mbit/s", bps / 1e6)
+    } else if bps >= 1e3 {
+        format!("{:.3} kbit/s", bps / 1e3)
+    } else {
+        format!("{bps:.0} bit/s")
+    }
+}

@@ -1,0 +1,172 @@
+//! The options every device command shares (`--tap`, `--addr`, `--gateway`,
+//! `--impair`, `--no-offloads`) and the imp runtime they describe.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::net::Ipv4Addr;
+
+use clap::Args;
+use impnet::Runtime;
+use impnet::core::{IfaceConfig, StackConfig};
+use impnet::phy::{Impair, LinkConfig, LinkModel, Tap, TapConfig};
+use impnet::wire::ethernet;
+use impnet::wire::ipv4::Cidr;
+
+use crate::impair;
+
+/// How imp reaches a Linux TAP device.
+#[derive(Debug, Clone, Args)]
+pub struct TapArgs {
+    /// Run over the Linux TAP device NAME (created if it does not exist; needs root or
+    /// CAP_NET_ADMIN). The kernel's side of the TAP needs an address on the same network.
+    #[arg(long, value_name = "NAME")]
+    pub tap: Option<String>,
+    /// imp's address and prefix length on the TAP's network, e.g. 10.0.0.2/24.
+    #[arg(long, value_name = "A/LEN", value_parser = parse_cidr)]
+    pub addr: Option<Cidr>,
+    /// Route everything off the TAP's network through this gateway.
+    #[arg(long, value_name = "G")]
+    pub gateway: Option<Ipv4Addr>,
+    /// Impair imp's frames with the link model, both ways (so delay=20ms adds 40 ms to
+    /// the round trip): delay=20ms,loss=1%,rate=100mbit[,queue=64K,reorder=1%/5ms,
+    /// duplicate=0.1%,corrupt=0.1%]. Turns the TAP's offloads off, so the model sees
+    /// wire-sized frames.
+    #[arg(long, value_name = "SPEC", value_parser = impair::parse_impair)]
+    pub impair: Option<LinkConfig>,
+    /// Open the TAP without the virtio-net header (no checksum offload or large segments).
+    #[arg(long)]
+    pub no_offloads: bool,
+}
+
+/// Parse `A/LEN`.
+pub fn parse_cidr(text: &str) -> Result<Cidr, String> {
+    let (addr, len) = text
+        .split_once('/')
+        .ok_or_else(|| format!("`{text}` is not ADDRESS/PREFIX-LENGTH (e.g. 10.0.0.2/24)"))?;
+    let address: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| format!("`{addr}` in `{text}` is not an IPv4 address"))?;
+    let prefix_len: u8 = len
+        .parse()
+        .map_err(|_| format!("`{len}` in `{text}` is not a prefix length (0 to 32)"))?;
+    Cidr::new(address, prefix_len).map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// A running imp stack on a TAP.
+pub struct TapStack {
+    /// The runtime driving the stack.
+    pub rt: Runtime,
+    /// imp's address on it.
+    pub addr: Cidr,
+    /// The TAP's name as the kernel gave it.
+    pub name: String,
+    /// Whether the TAP runs with offloads.
+    pub offloads: bool,
+}
+
+impl TapStack {
+    /// One line for the startup message: `tap imp0 (offloads on, delay 20ms, ...)`.
+    pub fn describe(&self, impairment: Option<&LinkConfig>) -> String {
+        let mut text = format!(
+            "{} on TAP {} (offloads {}",
+            self.addr,
+            self.name,
+            if self.offloads { "on" } else { "off" }
+        );
+        if let Some(config) = impairment {
+            text.push_str(", impaired both ways: ");
+            text.push_str(&impair::describe(config));
+        }
+        text.push(')');
+        text
+    }
+}
+
+impl TapArgs {
+    /// The TAP name and address, which a device command cannot do without.
+    pub fn required(&self, command: &str) -> Result<(&str, Cidr), String> {
+        let tap = self
+            .tap
+            .as_deref()
+            .ok_or_else(|| format!("imp {command} needs --tap NAME (a TAP device to run on)"))?;
+        let addr = self.addr.ok_or_else(|| {
+            format!("imp {command} --tap needs --addr A/LEN (imp's address on the TAP's network)")
+        })?;
+        Ok((tap, addr))
+    }
+
+    /// Open the TAP and start a stack on it, with the address, default route and
+    /// impairment asked for.
+    pub fn start(&self, command: &str) -> Result<TapStack, String> {
+        let (name, addr) = self.required(command)?;
+        let offloads = !self.no_offloads && self.impair.is_none();
+        let config = TapConfig::new(name)
+            .offloads(offloads)
+            .partial_checksums(true);
+        let tap = Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
+        let name = tap.name().to_string();
+        let offloads = tap.offloads();
+        let rt = Runtime::new(StackConfig::default())
+            .map_err(|e| format!("cannot start the imp runtime: {e}"))?;
+        let iface_config = IfaceConfig::new(mac_for(addr.address), tap.ip_mtu());
+        let iface = match self.impair {
+            Some(config) => {
+                let config = fit_mtu(config, impnet::phy::Device::mtu(&tap));
+                let seed = RandomState::new().hash_one(std::process::id());
+                let device = Impair::new(tap, model(config, seed)?)
+                    .with_rx(model(config, seed.rotate_left(17) ^ 0x9e37)?);
+                rt.add_device(device, iface_config)
+            }
+            // With offloads: large segments and checksums left to the kernel.
+            None => rt.add_tap(tap, iface_config.mac),
+        };
+        rt.add_address(iface, addr);
+        if let Some(gateway) = self.gateway {
+            rt.add_default_route(gateway, iface);
+        }
+        Ok(TapStack {
+            rt,
+            addr,
+            name,
+            offloads,
+        })
+    }
+}
+
+/// A link model, or why the impairment cannot be used.
+pub fn model(config: LinkConfig, seed: u64) -> Result<LinkModel, String> {
+    LinkModel::try_new(config, seed).map_err(|e| format!("bad --impair: {e}"))
+}
+
+/// The link must carry the device's largest frame unless an MTU was asked for.
+pub fn fit_mtu(config: LinkConfig, device_mtu: usize) -> LinkConfig {
+    if config.mtu == LinkConfig::default().mtu {
+        LinkConfig {
+            mtu: device_mtu,
+            ..config
+        }
+    } else {
+        config
+    }
+}
+
+/// A locally administered MAC made from the address: 02:69:<a.b.c.d>.
+pub fn mac_for(addr: Ipv4Addr) -> ethernet::Address {
+    let [a, b, c, d] = addr.octets();
+    ethernet::Address([0x02, 0x69, a, b, c, d])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs_parse_with_clear_errors() {
+        let c = parse_cidr("10.1.2.3/24").unwrap();
+        assert_eq!(c.address, Ipv4Addr::new(10, 1, 2, 3));
+        assert_eq!(c.prefix_len, 24);
+        assert!(parse_cidr("10.1.2.3").unwrap_err().contains("PREFIX"));
+        assert!(parse_cidr("10.1.2/24").unwrap_err().contains("10.1.2"));
+        assert!(parse_cidr("10.1.2.3/40").is_err());
+    }
+}

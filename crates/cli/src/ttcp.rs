@@ -1,0 +1,210 @@
+//! `imp ttcp`: a ttcp-style bulk transfer between two simulated hosts, measured; with
+//! `--tap`, a real transfer between imp and a peer over a TAP device (`--connect`
+//! sends `--bytes` to a sink such as `nc -l`, `--listen` receives and counts).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use impnet_core::Duration;
+use impnet_core::tcp::cc::CcAlgorithm;
+use impnet_phy::LinkConfig;
+use impnet_sim::bulk::{BulkConfig, BulkResult, run_bulk};
+use serde::Serialize;
+
+use crate::tapargs::TapArgs;
+use crate::units;
+
+/// Options of `imp ttcp`.
+#[derive(Debug, Args)]
+pub struct TtcpArgs {
+    /// Bytes to transfer (k/M/G suffixes are binary: 100M = 100 MiB).
+    #[arg(long, default_value = "100M", value_parser = units::parse_bytes)]
+    pub bytes: u64,
+    /// Bytes per application write.
+    #[arg(long, default_value = "8K", value_parser = units::parse_bytes)]
+    pub record: u64,
+    /// Link rate, each direction.
+    #[arg(long, default_value = "100mbit", value_parser = units::parse_rate)]
+    pub rate: u64,
+    /// Round-trip propagation delay (half each way).
+    #[arg(long, default_value = "20ms", value_parser = units::parse_duration)]
+    pub rtt: Duration,
+    /// Probability that the link loses a frame, each direction (e.g. 1%).
+    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    pub loss: f64,
+    /// IP MTU of the link.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: usize,
+    /// Bytes the link may queue before it drops (default: twice the bandwidth-delay product, at least 64K).
+    #[arg(long, value_parser = units::parse_bytes)]
+    pub queue: Option<u64>,
+    /// TCP send buffer of the sender.
+    #[arg(long, default_value = "4M", value_parser = units::parse_bytes)]
+    pub sndbuf: u64,
+    /// TCP receive buffer of the receiver.
+    #[arg(long, default_value = "4M", value_parser = units::parse_bytes)]
+    pub rcvbuf: u64,
+    /// Congestion control of the sender.
+    #[arg(long, default_value = "newreno")]
+    pub cc: String,
+    /// Seed of the simulation: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write every frame on the link to this pcap file.
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// With --tap: connect to HOST:PORT and send --bytes to it.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<std::net::SocketAddrV4>,
+    /// With --tap: accept one connection on PORT and count what arrives until it closes.
+    #[arg(long, value_name = "PORT")]
+    pub listen: Option<u16>,
+    /// With --tap: give up when connecting, or when the peer accepts or sends nothing
+    /// for this long.
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub device: TapArgs,
+}
+
+/// `--json` output.
+#[derive(Debug, Serialize)]
+struct Report {
+    bytes: u64,
+    seconds: f64,
+    goodput_bps: f64,
+    steady_goodput_bps: f64,
+    capacity_pct: f64,
+    retransmits: u64,
+    hash_ok: bool,
+    rate_bps: u64,
+    rtt_ms: f64,
+    loss: f64,
+    mtu: usize,
+    cc: String,
+    seed: u64,
+    trace_hash: String,
+}
+
+/// Build the transfer the arguments describe.
+pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
+    if !(68..=65535).contains(&args.mtu) {
+        return Err(format!("--mtu {} is outside 68..=65535", args.mtu));
+    }
+    let to_usize =
+        |v: u64, what: &str| usize::try_from(v).map_err(|_| format!("--{what} is too large"));
+    let bdp = (args.rate as f64 * args.rtt.as_secs_f64() / 8.0) as u64;
+    let queue = args.queue.unwrap_or((2 * bdp).max(64 * 1024));
+    let link = LinkConfig {
+        rate_bps: args.rate,
+        delay: Duration::from_nanos(args.rtt.as_nanos() / 2),
+        loss: args.loss,
+        mtu: args.mtu + impnet_wire::ethernet::HEADER_LEN,
+        queue_limit_bytes: to_usize(queue, "queue")?,
+        ..LinkConfig::default()
+    };
+    let mut bulk = BulkConfig::new(args.bytes, link, args.seed);
+    bulk.record = to_usize(args.record, "record")?;
+    bulk.sender_tcp.send_buffer = to_usize(args.sndbuf, "sndbuf")?;
+    bulk.receiver_tcp.recv_buffer = to_usize(args.rcvbuf, "rcvbuf")?;
+    bulk.sender_tcp.congestion = CcAlgorithm::from_name(&args.cc).ok_or_else(|| {
+        format!(
+            "--cc {}: unknown congestion control (imp has: newreno, cubic, vegas)",
+            args.cc
+        )
+    })?;
+    bulk.pcap = args.pcap.clone();
+    Ok(bulk)
+}
+
+/// Run `imp ttcp`.
+pub fn run(args: &TtcpArgs) -> Result<(), String> {
+    if args.device.tap.is_some() {
+        return crate::ttcp_tap::run(args);
+    }
+    if args.connect.is_some() || args.listen.is_some() || args.device.addr.is_some() {
+        return Err(
+            "--connect, --listen and --addr are for transfers over a TAP: add --tap NAME \
+             (without it imp ttcp runs on its simulated network)"
+                .into(),
+        );
+    }
+    let bulk = config(args)?;
+    let result = run_bulk(&bulk).map_err(|e| e.to_string())?;
+    if args.json {
+        let report = Report {
+            bytes: result.bytes,
+            seconds: result.seconds,
+            goodput_bps: result.goodput_bps,
+            steady_goodput_bps: result.steady_goodput_bps,
+            capacity_pct: result.capacity_pct,
+            retransmits: result.retransmits,
+            hash_ok: result.hash_ok,
+            rate_bps: args.rate,
+            rtt_ms: args.rtt.as_nanos() as f64 / 1e6,
+            loss: args.loss,
+            mtu: args.mtu,
+            cc: args.cc.clone(),
+            seed: args.seed,
+            trace_hash: format!("{:016x}", result.trace_hash),
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("the report serialises")
+        );
+    } else {
+        print_table(args, &result);
+    }
+    if result.hash_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "the received stream differs from the sent one (seed {})",
+            args.seed
+        ))
+    }
+}
+
+fn print_table(args: &TtcpArgs, r: &BulkResult) {
+    println!(
+        "imp ttcp: {} bytes in {}-byte records, {:.3} Mbit/s link, {} RTT, {}% loss, MTU {}, cc {}, seed {}",
+        args.bytes,
+        args.record,
+        args.rate as f64 / 1e6,
+        args.rtt,
+        args.loss * 100.0,
+        args.mtu,
+        args.cc,
+        args.seed
+    );
+    println!();
+    println!(
+        "{:>14} {:>12} {:>14} {:>14} {:>10} {:>11} {:>8}",
+        "bytes", "seconds", "goodput", "after slowst.", "% of link", "retransmits", "hash"
+    );
+    println!(
+        "{:>14} {:>12.3} {:>14} {:>14} {:>9.1}% {:>11} {:>8}",
+        r.bytes,
+        r.seconds,
+        format_rate(r.goodput_bps),
+        format_rate(r.steady_goodput_bps),
+        r.capacity_pct,
+        r.retransmits,
+        if r.hash_ok { "ok" } else { "MISMATCH" }
+    );
+}
+
+pub(crate) fn format_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.3} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.3} Mbit/s", bps / 1e6)
+    } else if bps >= 1e3 {
+        format!("{:.3} kbit/s", bps / 1e3)
+    } else {
+        format!("{bps:.0} bit/s")
+    }
+}

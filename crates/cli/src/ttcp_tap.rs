@@ -1,0 +1,206 @@
+//! `imp ttcp --tap`: a bulk transfer between imp and a real peer over a TAP device.
+//! `--connect HOST:PORT` sends `--bytes` (in `--record`-sized writes), half-closes and
+//! waits for the peer to close, so the time covers delivery, not just buffering;
+//! `--listen PORT` accepts one connection and counts bytes until the peer closes.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, SocketAddrV4};
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use impnet::{TcpListener, TcpStream};
+use serde::Serialize;
+
+use crate::ttcp::{TtcpArgs, format_rate};
+
+/// `--json` output of a transfer over a TAP.
+#[derive(Debug, Serialize)]
+struct Report {
+    direction: &'static str,
+    peer: String,
+    bytes: u64,
+    seconds: f64,
+    goodput_bps: f64,
+    retransmits: Option<u64>,
+    sack: Option<bool>,
+    timestamps: Option<bool>,
+    wscale: Option<(u8, u8)>,
+}
+
+/// Run a transfer over the TAP the arguments name.
+pub fn run(args: &TtcpArgs) -> Result<(), String> {
+    let role = match (args.connect, args.listen) {
+        (Some(peer), None) => Ok(peer),
+        (None, Some(port)) => Err(port),
+        _ => {
+            return Err(
+                "imp ttcp --tap needs one of --connect HOST:PORT (send) or --listen PORT (receive)"
+                    .into(),
+            );
+        }
+    };
+    if args.timeout.as_nanos() == 0 {
+        return Err("--timeout must be longer than 0".into());
+    }
+    let timeout = StdDuration::from_nanos(args.timeout.as_nanos());
+    let stack = args.device.start("ttcp")?;
+    if !args.json {
+        println!("imp ttcp: {}", stack.describe(args.device.impair.as_ref()));
+    }
+    let report = match role {
+        Ok(peer) => send(args, &stack.rt, peer, timeout)?,
+        Err(port) => receive(
+            args,
+            &stack.rt,
+            SocketAddrV4::new(stack.addr.address, port),
+            timeout,
+        )?,
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("the report serialises")
+        );
+    } else {
+        println!(
+            "imp ttcp: {} {} bytes {} {} in {:.3} s: {}{}",
+            if report.direction == "send" {
+                "sent"
+            } else {
+                "received"
+            },
+            report.bytes,
+            if report.direction == "send" {
+                "to"
+            } else {
+                "from"
+            },
+            report.peer,
+            report.seconds,
+            format_rate(report.goodput_bps),
+            report
+                .retransmits
+                .map_or(String::new(), |r| format!(", {r} retransmitted segments")),
+        );
+    }
+    Ok(())
+}
+
+fn send(
+    args: &TtcpArgs,
+    rt: &impnet::Runtime,
+    peer: SocketAddrV4,
+    timeout: StdDuration,
+) -> Result<Report, String> {
+    let stream = TcpStream::connect_timeout(rt, &SocketAddr::V4(peer), timeout)
+        .map_err(|e| format!("cannot connect to {peer}: {}", describe(&e)))?;
+    let start = StdInstant::now();
+    let set = |r: io::Result<()>| r.map_err(|e| format!("socket option: {e}"));
+    set(stream.set_write_timeout(Some(timeout)))?;
+    set(stream.set_read_timeout(Some(timeout)))?;
+    let record = usize::try_from(args.record.max(1))
+        .unwrap_or(1 << 20)
+        .min(1 << 24);
+    let chunk: Vec<u8> = (0..record).map(|i| b'a' + (i % 26) as u8).collect();
+    let mut sent = 0u64;
+    let mut writer = &stream;
+    while sent < args.bytes {
+        let n = (args.bytes - sent).min(record as u64) as usize;
+        writer.write_all(&chunk[..n]).map_err(|e| {
+            format!(
+                "sending to {peer} failed after {sent} bytes: {}",
+                describe(&e)
+            )
+        })?;
+        sent += n as u64;
+    }
+    stream
+        .shutdown(Shutdown::Write)
+        .map_err(|e| format!("closing the connection to {peer}: {}", describe(&e)))?;
+    // The peer closes once it has read everything: then every byte has arrived.
+    let mut reader = &stream;
+    io::copy(&mut reader, &mut io::sink())
+        .map_err(|e| format!("waiting for {peer} to close: {}", describe(&e)))?;
+    Ok(report("send", peer, sent, start.elapsed(), &stream))
+}
+
+fn receive(
+    args: &TtcpArgs,
+    rt: &impnet::Runtime,
+    local: SocketAddrV4,
+    timeout: StdDuration,
+) -> Result<Report, String> {
+    let listener = TcpListener::bind(rt, local)
+        .map_err(|e| format!("cannot listen on {local}: {}", describe(&e)))?;
+    if !args.json {
+        println!("imp ttcp: listening on {local}");
+        let _ = io::stdout().flush();
+    }
+    let (stream, peer) = listener
+        .accept()
+        .map_err(|e| format!("accept on {local}: {}", describe(&e)))?;
+    let start = StdInstant::now();
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| format!("socket option: {e}"))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0u64;
+    let mut reader = &stream;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got += n as u64,
+            Err(e) => {
+                return Err(format!(
+                    "receiving from {peer} failed after {got} bytes: {}",
+                    describe(&e)
+                ));
+            }
+        }
+    }
+    let peer = match peer {
+        SocketAddr::V4(p) => p,
+        SocketAddr::V6(_) => unreachable!("imp speaks IPv4 only"),
+    };
+    Ok(report("receive", peer, got, start.elapsed(), &stream))
+}
+
+fn report(
+    direction: &'static str,
+    peer: SocketAddrV4,
+    bytes: u64,
+    elapsed: StdDuration,
+    stream: &TcpStream,
+) -> Report {
+    let seconds = elapsed.as_secs_f64().max(1e-9);
+    let info = stream.info();
+    Report {
+        direction,
+        peer: peer.to_string(),
+        bytes,
+        seconds,
+        goodput_bps: bytes as f64 * 8.0 / seconds,
+        retransmits: info.as_ref().map(|i| i.retransmits),
+        sack: info.as_ref().map(|i| i.sack),
+        timestamps: info.as_ref().map(|i| i.timestamps),
+        wscale: info.as_ref().and_then(|i| i.wscale),
+    }
+}
+
+/// An error as a person reads it: what kind, then imp's explanation.
+pub fn describe(e: &io::Error) -> String {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionRefused => "connection refused",
+        io::ErrorKind::ConnectionReset => "connection reset by peer",
+        io::ErrorKind::TimedOut => "timed out",
+        io::ErrorKind::AddrInUse => "address in use",
+        io::ErrorKind::HostUnreachable => "host unreachable",
+        io::ErrorKind::NetworkUnreachable => "network unreachable",
+        _ => return e.to_string(),
+    };
+    let text = e.to_string();
+    if text.starts_with(kind) {
+        text
+    } else {
+        format!("{kind} ({text})")
+    }
+}

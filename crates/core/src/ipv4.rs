@@ -1,0 +1,354 @@
+//! IPv4 (RFC 791) input and output: validation, local delivery, route lookup,
+//! fragmentation to the route MTU, and handing packets to the neighbour layer.
+
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use impnet_wire::ethernet::{self, EtherType};
+use impnet_wire::ipv4::{self, Protocol};
+
+use crate::iface::IfaceId;
+use crate::neighbor::{Enqueued, FullReason, Origin, Pending};
+use crate::reassembly::Fragment;
+use crate::stack::{Outgoing, Stack};
+use crate::time::Instant;
+
+/// What the upper layers see of a received datagram's IPv4 header.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IpMeta<'a> {
+    pub(crate) src: Ipv4Addr,
+    pub(crate) dst: Ipv4Addr,
+    pub(crate) ttl: u8,
+    /// Sent to a broadcast address (no ICMP errors about it, RFC 1122 §3.2.2).
+    pub(crate) broadcast: bool,
+    /// The raw header (fragment zero's, for a reassembled datagram), for ICMP quotes.
+    pub(crate) header: &'a [u8],
+    /// Transport checksums still need verifying (false when the interface's device
+    /// verified them, [`Offloads::rx_checksum`](crate::Offloads::rx_checksum)).
+    pub(crate) verify_checksum: bool,
+}
+
+/// Why a datagram could not be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutputError {
+    /// No route covers the destination.
+    NoRoute,
+    /// The outgoing interface has no address.
+    NoSourceAddress,
+    /// The requested source address is not ours.
+    AddrNotAvailable,
+    /// Bigger than the MTU with DF set.
+    TooBig { mtu: usize },
+    /// The transmit queue is full.
+    QueueFull,
+}
+
+/// A route resolved for output: where the packet leaves and from which address.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutputRoute {
+    pub(crate) iface: IfaceId,
+    pub(crate) next_hop: Ipv4Addr,
+    pub(crate) src: Ipv4Addr,
+    /// IP MTU: the smaller of the interface's and the route's.
+    pub(crate) mtu: usize,
+}
+
+/// Per-datagram output settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendOptions {
+    pub(crate) protocol: Protocol,
+    pub(crate) dont_frag: bool,
+    pub(crate) origin: Origin,
+}
+
+impl Stack {
+    /// Resolve the route to `dst`, from `src` when given (it must be ours). The limited
+    /// broadcast goes out of the first interface (or the one owning `src`).
+    pub(crate) fn route_output(
+        &self,
+        dst: Ipv4Addr,
+        src: Option<Ipv4Addr>,
+    ) -> Result<OutputRoute, OutputError> {
+        if let Some(src) = src
+            && !self.is_local_addr(src)
+        {
+            return Err(OutputError::AddrNotAvailable);
+        }
+        let (iface, next_hop, route_mtu) = if dst.is_broadcast() {
+            let position = src
+                .and_then(|s| self.ifaces.iter().position(|i| i.has_addr(s)))
+                .unwrap_or(0);
+            if position >= self.ifaces.len() {
+                return Err(OutputError::NoRoute);
+            }
+            (IfaceId(position as u32), dst, None)
+        } else {
+            let route = self.routes.lookup(dst).ok_or(OutputError::NoRoute)?;
+            (route.iface, route.next_hop(dst), route.mtu)
+        };
+        let interface = self.ifaces.get(iface.index()).ok_or(OutputError::NoRoute)?;
+        let src = match src {
+            Some(src) => src,
+            None => interface
+                .source_for(next_hop)
+                .ok_or(OutputError::NoSourceAddress)?,
+        };
+        let mtu = route_mtu.map_or(interface.mtu, |m| {
+            m.clamp(crate::iface::MIN_MTU, interface.mtu)
+        });
+        Ok(OutputRoute {
+            iface,
+            next_hop,
+            src,
+            mtu,
+        })
+    }
+
+    /// A fresh IP identification: a counter started at a seeded random value, so
+    /// consecutive datagrams never share one (RFC 6864 §4.1 asks uniqueness per
+    /// source, destination and protocol for the reassembly lifetime).
+    pub(crate) fn next_ident(&mut self) -> u16 {
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        self.ip_ident
+    }
+
+    /// Send a datagram whose transport bytes are `packet[20..]` (the first 20 bytes are
+    /// room for the header), fragmenting it to the route MTU unless DF is set.
+    pub(crate) fn send_ipv4(
+        &mut self,
+        now: Instant,
+        route: &OutputRoute,
+        dst: Ipv4Addr,
+        options: SendOptions,
+        mut packet: Vec<u8>,
+    ) -> Result<(), OutputError> {
+        let payload_len = packet.len() - ipv4::HEADER_LEN;
+        let mut repr = ipv4::Repr {
+            src_addr: route.src,
+            dst_addr: dst,
+            protocol: options.protocol,
+            payload_len,
+            ttl: self.config.default_ttl,
+            ident: self.next_ident(),
+            dont_frag: options.dont_frag,
+            more_frags: false,
+            frag_offset: 0,
+            dscp: 0,
+            ecn: 0,
+            options: &[],
+        };
+        if packet.len() <= route.mtu {
+            repr.emit(&mut ipv4::Packet::new_unchecked(&mut packet[..]));
+            return self.dispatch(now, route.iface, route.next_hop, packet, options.origin);
+        }
+        if options.dont_frag {
+            self.pool.give(packet);
+            self.stats.ipv4.tx_dont_fragment += 1;
+            return Err(OutputError::TooBig { mtu: route.mtu });
+        }
+        // RFC 791: fragment data lengths are multiples of 8 except the last.
+        let chunk = (route.mtu - ipv4::HEADER_LEN) & !7;
+        self.stats.ipv4.tx_fragmented += 1;
+        let mut result = Ok(());
+        let mut offset = 0;
+        while offset < payload_len {
+            let len = chunk.min(payload_len - offset);
+            repr.payload_len = len;
+            repr.more_frags = offset + len < payload_len;
+            repr.frag_offset = offset as u16;
+            let mut fragment = self.pool.take();
+            fragment.resize(ipv4::HEADER_LEN, 0);
+            let data = &packet[ipv4::HEADER_LEN + offset..ipv4::HEADER_LEN + offset + len];
+            fragment.extend_from_slice(data);
+            repr.emit(&mut ipv4::Packet::new_unchecked(&mut fragment[..]));
+            self.stats.ipv4.tx_fragments += 1;
+            result = result.and(self.dispatch(
+                now,
+                route.iface,
+                route.next_hop,
+                fragment,
+                options.origin,
+            ));
+            offset += len;
+        }
+        self.pool.give(packet);
+        result
+    }
+
+    /// Hand a finished IPv4 packet to the link: straight to the transmit queue when the
+    /// next hop's MAC is known (or it is a broadcast), else to the neighbour queue.
+    pub(crate) fn dispatch(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        next_hop: Ipv4Addr,
+        packet: Vec<u8>,
+        origin: Origin,
+    ) -> Result<(), OutputError> {
+        self.stats.ipv4.tx_packets += 1;
+        let broadcast = self
+            .ifaces
+            .get(iface.index())
+            .is_some_and(|i| i.is_broadcast(next_hop));
+        let known = if broadcast {
+            Some(ethernet::Address::BROADCAST)
+        } else {
+            self.neighbors.lookup(now, iface, next_hop)
+        };
+        if let Some(dst_mac) = known {
+            return self.enqueue_frame(Outgoing {
+                iface,
+                dst_mac,
+                ethertype: EtherType::Ipv4,
+                payload: packet,
+            });
+        }
+        match self
+            .neighbors
+            .enqueue(now, iface, next_hop, Pending { origin, packet })
+        {
+            Enqueued::Queued { send_request } => {
+                if send_request {
+                    self.send_arp_request(iface, next_hop);
+                }
+                Ok(())
+            }
+            Enqueued::Full(pending, reason) => {
+                match reason {
+                    FullReason::Queue => self.stats.arp.dropped_queue_full += 1,
+                    FullReason::Table => self.stats.arp.dropped_table_full += 1,
+                }
+                self.pool.give(pending.packet);
+                Err(OutputError::QueueFull)
+            }
+        }
+    }
+
+    /// An IPv4 packet arrived on `iface` (`broadcast_mac`: sent to the Ethernet
+    /// broadcast address).
+    pub(crate) fn handle_ipv4(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
+        self.stats.ipv4.rx_packets += 1;
+        let verify_checksum = self
+            .ifaces
+            .get(iface.index())
+            .is_none_or(|i| !i.offloads.rx_checksum);
+        let Some(packet) = self.validate_ipv4(bytes, verify_checksum) else {
+            return;
+        };
+        let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        // RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram
+        // containing an IP source address that is invalid" (broadcast or multicast).
+        let interface = &self.ifaces[iface.index()];
+        if src.is_broadcast() || src.is_multicast() || interface.is_broadcast(src) {
+            self.stats.ipv4.rx_bad_source += 1;
+            return;
+        }
+        let broadcast = interface.is_broadcast(dst);
+        if !broadcast && !self.is_local_addr(dst) {
+            // No forwarding yet: RFC 1122 §3.3.4.2 lets a host drop what it is not the
+            // destination of.
+            self.stats.ipv4.rx_not_for_us += 1;
+            return;
+        }
+        let header = &bytes[..packet.header_len()];
+        let total = usize::from(packet.total_len());
+        let payload = &bytes[packet.header_len()..total];
+        let meta = IpMeta {
+            src,
+            dst,
+            ttl: packet.ttl(),
+            broadcast,
+            header,
+            verify_checksum,
+        };
+        let protocol = packet.protocol();
+        if packet.more_frags() || packet.frag_offset() != 0 {
+            let fragment = Fragment {
+                src,
+                dst,
+                protocol: protocol.into(),
+                ident: packet.ident(),
+                offset: usize::from(packet.frag_offset()),
+                more_frags: packet.more_frags(),
+                header,
+                payload,
+            };
+            return self.reassemble(now, &meta, protocol, &fragment);
+        }
+        self.deliver(now, &meta, protocol, payload);
+    }
+
+    /// A fragment: into the reassembly buffers; the datagram it completes, if any, is
+    /// delivered. Out of line: the common whole-datagram path stays compact.
+    #[inline(never)]
+    fn reassemble(
+        &mut self,
+        now: Instant,
+        meta: &IpMeta<'_>,
+        protocol: Protocol,
+        fragment: &Fragment<'_>,
+    ) {
+        let Ok(whole) = self
+            .reassembly
+            .handle_fragment(now, fragment, &mut self.stats.reassembly)
+        else {
+            return;
+        };
+        let ttl = whole.header.get(8).copied().unwrap_or(meta.ttl);
+        let meta = IpMeta {
+            header: &whole.header,
+            ttl,
+            ..*meta
+        };
+        self.deliver(now, &meta, protocol, &whole.payload);
+    }
+
+    /// RFC 1122 §3.2.1.1-2: check version, header length, total length and checksum,
+    /// counting each failure under its own reason.
+    /// The header checksum is skipped when `verify_checksum` is false (offloaded).
+    fn validate_ipv4<'a>(
+        &mut self,
+        bytes: &'a [u8],
+        verify_checksum: bool,
+    ) -> Option<ipv4::Packet<&'a [u8]>> {
+        let stats = &mut self.stats.ipv4;
+        let packet = match ipv4::Packet::new_checked(bytes) {
+            Ok(packet) => packet,
+            Err(error) => {
+                match error {
+                    impnet_wire::Error::BadVersion(_) => stats.rx_bad_version += 1,
+                    impnet_wire::Error::BadHeaderLen(_) => stats.rx_bad_ihl += 1,
+                    impnet_wire::Error::BadLength(len) if len > bytes.len() => stats.rx_truncated += 1,
+                    impnet_wire::Error::BadLength(_) => stats.rx_bad_length += 1,
+                    impnet_wire::Error::Truncated { .. } => stats.rx_truncated += 1,
+                    _ => stats.rx_bad_header += 1,
+                }
+                return None;
+            }
+        };
+        if verify_checksum && !packet.verify_checksum() {
+            stats.rx_bad_checksum += 1;
+            return None;
+        }
+        Some(packet)
+    }
+
+    /// Hand a whole datagram to its transport protocol.
+    fn deliver(&mut self, now: Instant, meta: &IpMeta<'_>, protocol: Protocol, payload: &[u8]) {
+        self.stats.ipv4.rx_delivered += 1;
+        match protocol {
+            Protocol::Icmp => self.handle_icmp(now, meta, payload),
+            Protocol::Udp => self.handle_udp(now, meta, payload),
+            Protocol::Tcp => self.handle_tcp(now, meta, payload),
+            Protocol::Unknown(_) => {
+                self.stats.ipv4.rx_delivered -= 1;
+                self.stats.ipv4.rx_unknown_protocol += 1;
+                // RFC 1122 §3.2.2.1: protocol unreachable SHOULD be sent.
+                if !meta.broadcast {
+                    let reason = impnet_wire::icmpv4::DstUnreachable::ProtoUnreachable;
+                    self.send_icmp_error(now, meta, payload, reason);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! impnet-core: the sans-IO TCP/IP stack.
+//!
+//! Bytes and time go in, bytes and deadlines come out. Nothing here reads a clock,
+//! spawns a thread, touches a socket or draws randomness of its own: `now` is a
+//! parameter of every call that needs it, and randomness comes from the seed in the
+//! stack's configuration. Start at [`Stack`].
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod arp;
+pub mod icmp;
+pub mod iface;
+mod ipv4;
+pub mod neighbor;
+pub mod reassembly;
+pub mod rng;
+pub mod route;
+mod socket;
+pub mod stack;
+pub mod stats;
+pub mod tcp;
+mod tcp_glue;
+pub mod time;
+pub mod udp;
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
+pub use iface::{IfaceConfig, IfaceId, Offloads};
+pub use neighbor::ArpConfig;
+pub use reassembly::ReassemblyConfig;
+pub use route::{Route, Routes};
+pub use stack::{Event, Stack, StackConfig, Transmit};
+pub use stats::Stats;
+pub use time::{Duration, Instant};
+pub use udp::{UdpError, UdpHandle};

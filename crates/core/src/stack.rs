@@ -1,0 +1,393 @@
+//! The stack: interfaces, neighbour cache, routes, IPv4, ICMP, UDP and TCP behind one
+//! sans-IO surface.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use impnet_wire::ethernet::{self, EtherType};
+use impnet_wire::ipv4::Cidr;
+
+use crate::icmp::{IcmpHandle, IcmpRateLimit, IcmpSockets, TokenBucket};
+use crate::iface::{IfaceConfig, IfaceId, Interface};
+use crate::neighbor::{ArpConfig, NeighborAction, NeighborCache};
+use crate::reassembly::{Reassembler, ReassemblyConfig};
+use crate::rng::Rng;
+use crate::route::Routes;
+use crate::socket::BufferPool;
+use crate::stats::Stats;
+use crate::tcp::{self, Tcp};
+use crate::tcp_glue::TcpOutput;
+use crate::time::Instant;
+use crate::udp::{UdpHandle, UdpSockets};
+
+/// Settings for a whole stack.
+#[derive(Debug, Clone)]
+pub struct StackConfig {
+    /// Seeds every random choice (IP idents, ephemeral ports, TCP ISNs): same seed,
+    /// same bytes.
+    pub seed: u64,
+    /// TCP settings.
+    pub tcp: tcp::TcpConfig,
+    /// Neighbour cache (ARP) settings.
+    pub arp: ArpConfig,
+    /// Fragment reassembly settings.
+    pub reassembly: ReassemblyConfig,
+    /// Datagrams a UDP (or ICMP echo) socket queues before dropping (default 64).
+    pub udp_queue_limit: usize,
+    /// Bytes of data a UDP (or ICMP echo) socket queues before dropping (default 256 KiB).
+    pub udp_queue_bytes: usize,
+    /// Rate limit for ICMP errors we send.
+    pub icmp_rate_limit: IcmpRateLimit,
+    /// TTL of the datagrams we originate (default 64, RFC 1700).
+    pub default_ttl: u8,
+    /// Frames waiting for `poll_transmit` before sends fail with `NoBufferSpace`
+    /// (default 1024).
+    pub tx_queue_limit: usize,
+}
+
+impl Default for StackConfig {
+    fn default() -> Self {
+        StackConfig {
+            seed: 0,
+            tcp: tcp::TcpConfig::default(),
+            arp: ArpConfig::default(),
+            reassembly: ReassemblyConfig::default(),
+            udp_queue_limit: 64,
+            udp_queue_bytes: 256 * 1024,
+            icmp_rate_limit: IcmpRateLimit::default(),
+            default_ttl: 64,
+            tx_queue_limit: 1024,
+        }
+    }
+}
+
+/// A frame [`Stack::poll_transmit`] wrote: `buf[..len]` goes out on `iface`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// The interface to send on.
+    pub iface: IfaceId,
+    /// Length of the Ethernet frame (header included, no FCS).
+    pub len: usize,
+}
+
+/// Something an application may want to wake up for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A UDP socket became readable: a datagram or a pending error waits.
+    Udp(UdpHandle),
+    /// An ICMP echo socket became readable: a reply or a pending error waits.
+    Icmp(IcmpHandle),
+    /// A TCP readiness change.
+    Tcp(tcp::TcpEvent),
+    /// ARP resolution of `addr` on `iface` failed after every retry; the packets queued
+    /// for it were dropped (their sockets got `HostUnreachable`).
+    NeighbourFailed {
+        /// The interface.
+        iface: IfaceId,
+        /// The neighbour that did not answer.
+        addr: Ipv4Addr,
+    },
+}
+
+/// A frame waiting in the transmit queue: its Ethernet payload and where it goes.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) iface: IfaceId,
+    pub(crate) dst_mac: ethernet::Address,
+    pub(crate) ethertype: EtherType,
+    pub(crate) payload: Vec<u8>,
+}
+
+/// Events kept at most; older ones are dropped (they are wake-up hints, and the
+/// socket calls report the state itself).
+const EVENT_LIMIT: usize = 4096;
+
+/// A user-space TCP/IP stack: a pure state machine. Bytes and time go in, bytes and
+/// deadlines come out.
+///
+/// # Call order
+/// 1. [`Stack::new`], then [`Stack::add_interface`] (and [`Stack::add_address`],
+///    [`Stack::routes_mut`]) to set up.
+/// 2. Whenever a frame arrives: [`Stack::handle_frame`].
+/// 3. After any input or socket call: [`Stack::poll_transmit`] until it returns
+///    `None`, sending each frame on its interface; the buffer must hold the largest
+///    interface MTU plus 14 bytes.
+/// 4. [`Stack::poll_event`] until `None`, waking whoever waits on those sockets.
+/// 5. [`Stack::poll_timeout`] says when to call [`Stack::handle_timeout`] next (if no
+///    frame arrives first); after it, go to 3.
+///
+/// Sockets are handles: `udp_*`, `icmp_*` and `tcp_*` methods.
+#[derive(Debug)]
+pub struct Stack {
+    pub(crate) config: StackConfig,
+    pub(crate) rng: Rng,
+    pub(crate) ifaces: Vec<Interface>,
+    pub(crate) routes: Routes,
+    pub(crate) neighbors: NeighborCache,
+    pub(crate) reassembly: Reassembler,
+    pub(crate) udp: UdpSockets,
+    pub(crate) icmp: IcmpSockets,
+    pub(crate) icmp_limiter: TokenBucket,
+    pub(crate) tcp: Tcp,
+    /// Frames ready to go, oldest first. Invariant: at most `tx_queue_limit`.
+    pub(crate) tx_queue: VecDeque<Outgoing>,
+    pub(crate) pool: BufferPool,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) stats: Stats,
+    /// The last IP identification used.
+    pub(crate) ip_ident: u16,
+    /// Changes whenever interfaces, their addresses or the routes change: what was
+    /// derived from them (the TCP egress cache) is stale once it moves.
+    pub(crate) config_generation: u64,
+    /// The route, offloads and next-hop MAC of the last TCP segment sent, reused while
+    /// segments go to the same peer (see [`crate::tcp_glue`]).
+    pub(crate) tcp_egress: Option<crate::tcp_glue::EgressCache>,
+}
+
+impl Stack {
+    /// A stack with no interfaces.
+    pub fn new(config: StackConfig) -> Stack {
+        let mut rng = Rng::new(config.seed);
+        let ip_ident = rng.next_u16();
+        let tcp_seed = rng.next_u64();
+        Stack {
+            rng,
+            ifaces: Vec::new(),
+            routes: Routes::new(),
+            neighbors: NeighborCache::new(config.arp.clone()),
+            reassembly: Reassembler::new(config.reassembly.clone()),
+            udp: UdpSockets::default(),
+            icmp: IcmpSockets::default(),
+            icmp_limiter: TokenBucket::new(config.icmp_rate_limit),
+            tcp: Tcp::new(config.tcp.clone(), tcp_seed),
+            tx_queue: VecDeque::new(),
+            pool: BufferPool::default(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+            ip_ident,
+            config_generation: 0,
+            tcp_egress: None,
+            config,
+        }
+    }
+
+    /// Add an interface; its addresses get connected routes and gratuitous ARPs.
+    pub fn add_interface(&mut self, config: IfaceConfig) -> IfaceId {
+        let id = IfaceId(u32::try_from(self.ifaces.len()).expect("fewer than 2^32 interfaces"));
+        self.config_generation += 1;
+        let addrs = config.addrs.clone();
+        self.ifaces.push(Interface::new(IfaceConfig {
+            addrs: Vec::new(),
+            ..config
+        }));
+        for cidr in addrs {
+            self.add_address(Instant::from_nanos(0), id, cidr);
+        }
+        id
+    }
+
+    /// Assign `cidr` to `iface`: adds the connected route and queues a gratuitous ARP
+    /// announcement (RFC 5227 §2.3) so neighbours update stale caches.
+    ///
+    /// # Panics
+    /// If `iface` was not returned by this stack's `add_interface`.
+    pub fn add_address(&mut self, now: Instant, iface: IfaceId, cidr: Cidr) {
+        let _ = now;
+        self.config_generation += 1;
+        let interface = &mut self.ifaces[iface.index()];
+        if !interface.addrs.contains(&cidr) {
+            interface.addrs.push(cidr);
+        }
+        self.routes.add(cidr, None, iface);
+        self.send_arp_announcement(iface, cidr.address);
+    }
+
+    /// Remove `cidr` from `iface` and its connected route.
+    pub fn remove_address(&mut self, iface: IfaceId, cidr: Cidr) {
+        self.config_generation += 1;
+        if let Some(interface) = self.ifaces.get_mut(iface.index()) {
+            interface.addrs.retain(|c| *c != cidr);
+            self.routes.remove_connected(cidr, iface);
+        }
+    }
+
+    /// The routing table.
+    pub fn routes_mut(&mut self) -> &mut Routes {
+        self.config_generation += 1;
+        &mut self.routes
+    }
+
+    /// The routing table, read-only.
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// Counters for every layer.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// True when `addr` is assigned to any interface (RFC 1122 §3.3.4.2 weak host
+    /// model: a datagram for any of our addresses is ours, whatever interface it
+    /// arrived on).
+    pub(crate) fn is_local_addr(&self, addr: Ipv4Addr) -> bool {
+        self.ifaces.iter().any(|i| i.has_addr(addr))
+    }
+
+    pub(crate) fn push_event(&mut self, event: Event) {
+        if self.events.len() >= EVENT_LIMIT {
+            self.events.pop_front();
+        }
+        self.events.push_back(event);
+    }
+
+    /// Put a frame on the transmit queue.
+    pub(crate) fn enqueue_frame(
+        &mut self,
+        frame: Outgoing,
+    ) -> Result<(), crate::ipv4::OutputError> {
+        if self.tx_queue.len() >= self.config.tx_queue_limit {
+            self.stats.link.tx_queue_full += 1;
+            self.pool.give(frame.payload);
+            return Err(crate::ipv4::OutputError::QueueFull);
+        }
+        self.tx_queue.push_back(frame);
+        Ok(())
+    }
+
+    /// A frame arrived on `iface`. Any bytes at all are safe: what is malformed is
+    /// counted and dropped.
+    pub fn handle_frame(&mut self, now: Instant, iface: IfaceId, frame: &[u8]) {
+        self.stats.link.rx_frames += 1;
+        let Some(interface) = self.ifaces.get(iface.index()) else {
+            self.stats.link.rx_unknown_interface += 1;
+            return;
+        };
+        let Ok(view) = ethernet::Frame::new_checked(frame) else {
+            self.stats.link.rx_truncated += 1;
+            return;
+        };
+        let dst = view.dst_addr();
+        if dst != interface.mac && !dst.is_broadcast() {
+            self.stats.link.rx_not_for_us += 1;
+            return;
+        }
+        match view.ethertype() {
+            EtherType::Arp if !view.is_tagged() => self.handle_arp(now, iface, view.payload()),
+            EtherType::Ipv4 if !view.is_tagged() => self.handle_ipv4(now, iface, view.payload()),
+            _ => self.stats.link.rx_unknown_ethertype += 1,
+        }
+    }
+
+    /// The next frame to send, written to `buf` (which should hold the largest MTU plus
+    /// 14 bytes; a frame that does not fit is dropped and counted).
+    #[inline]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        // Most calls find nothing (a driver polls until `None`): answer those inline in
+        // the caller, without even the register saves of the full function below.
+        if self.tx_queue.is_empty() && !self.tcp.may_transmit() {
+            return None;
+        }
+        self.poll_transmit_queued(now, buf)
+    }
+
+    /// [`Stack::poll_transmit`] when a frame or a TCP connection waits.
+    #[inline(never)]
+    fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        loop {
+            if let Some(transmit) = self.pop_frame(buf) {
+                return Some(transmit);
+            }
+            match self.poll_transmit_tcp(now, buf) {
+                TcpOutput::Frame(transmit) => return Some(transmit),
+                TcpOutput::Queued => continue,
+                TcpOutput::Idle => return None,
+            }
+        }
+    }
+
+    /// Write the oldest queued frame into `buf`.
+    fn pop_frame(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        while let Some(frame) = self.tx_queue.pop_front() {
+            let len = ethernet::HEADER_LEN + frame.payload.len();
+            let Some(interface) = self.ifaces.get(frame.iface.index()) else {
+                continue;
+            };
+            if buf.len() < len {
+                self.stats.link.tx_buffer_too_small += 1;
+                self.pool.give(frame.payload);
+                continue;
+            }
+            let repr = ethernet::Repr {
+                src: interface.mac,
+                dst: frame.dst_mac,
+                ethertype: frame.ethertype,
+                vlan: None,
+            };
+            repr.emit(&mut ethernet::Frame::new_unchecked(&mut buf[..len]));
+            buf[ethernet::HEADER_LEN..len].copy_from_slice(&frame.payload);
+            self.pool.give(frame.payload);
+            self.stats.link.tx_frames += 1;
+            return Some(Transmit {
+                iface: frame.iface,
+                len,
+            });
+        }
+        None
+    }
+
+    /// The earliest time [`Stack::handle_timeout`] must run: ARP retries, reassembly
+    /// deadlines, TCP timers. `None` when nothing is pending.
+    #[inline]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let next = earliest(self.tcp.poll_timeout(), self.neighbors.poll_timeout());
+        earliest(next, self.reassembly.poll_timeout())
+    }
+
+    /// Fire every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let mut actions = Vec::new();
+        self.neighbors.handle_timeout(now, &mut actions);
+        for action in actions {
+            match action {
+                NeighborAction::Request { iface, addr } => self.send_arp_request(iface, addr),
+                NeighborAction::Failed {
+                    iface,
+                    addr,
+                    dropped,
+                } => self.on_neighbor_failed(iface, addr, dropped),
+            }
+        }
+        let mut expired = Vec::new();
+        self.reassembly
+            .handle_timeout(now, &mut self.stats.reassembly, &mut expired);
+        for datagram in expired {
+            if let Some(quote) = datagram.quote {
+                self.send_reassembly_timeout(now, datagram.src, datagram.dst, &quote);
+            }
+        }
+        self.tcp.handle_timeout(now);
+    }
+
+    /// The next readiness change, oldest first.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(event) = self.events.pop_front() {
+            return Some(event);
+        }
+        self.tcp.poll_event().map(Event::Tcp)
+    }
+
+    /// Bytes fragment reassembly holds right now (always within its configured bound).
+    pub fn reassembly_bytes(&self) -> usize {
+        self.reassembly.accounted()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1006 @@
+//! Byte buffers of one TCP connection: the send ring, the receive ring with its bounded
+//! out-of-order assembler, and the record of which out-of-order data arrived last (for
+//! SACK blocks, RFC 2018 §4).
+//!
+//! Both rings have a *capacity* (the most they hold, which sets the window) and storage
+//! that grows on demand, by doubling, up to it: a connection that moves little data
+//! holds little memory (an idle one none), and one that fills its window ends with
+//! storage of the full capacity and stops allocating. Storage never shrinks.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use impnet_wire::tcp::SackBlock;
+
+use super::seq::SeqNumber;
+
+/// `index` reduced into a ring of `capacity` bytes (`index < 2 * capacity`).
+fn wrap(index: usize, capacity: usize) -> usize {
+    if index >= capacity {
+        index - capacity
+    } else {
+        index
+    }
+}
+
+/// The `len` bytes of `ring` starting at `at`, as the part before the end of the ring
+/// and the part wrapped to its start. Needs `at < ring.len()` (or both zero) and
+/// `len <= ring.len()`.
+fn ring_slices(ring: &[u8], at: usize, len: usize) -> (&[u8], &[u8]) {
+    let first = len.min(ring.len() - at);
+    (&ring[at..at + first], &ring[..len - first])
+}
+
+/// Copy `data` into `ring` starting at `at`, wrapping at the end of the ring. Same
+/// preconditions as [`ring_slices`].
+fn ring_write(ring: &mut [u8], at: usize, data: &[u8]) {
+    let first = data.len().min(ring.len() - at);
+    copy_bytes(&mut ring[at..at + first], &data[..first]);
+    copy_bytes(&mut ring[..data.len() - first], &data[first..]);
+}
+
+/// `dst.copy_from_slice(src)`, with the short copies of request/response traffic (and
+/// the empty second half of a ring that did not wrap) done in registers instead of a
+/// call into `memcpy`, which costs several times a 1-byte copy.
+/// (`tests::copy_bytes_is_copy_from_slice` checks every length up to 40.)
+///
+/// # Panics
+/// If the lengths differ.
+#[inline]
+pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    assert_eq!(dst.len(), n, "copy_bytes: lengths differ");
+    match n {
+        0 => {}
+        1 => dst[0] = src[0],
+        2..=3 => {
+            // The first two and the last two bytes: overlapping for 3.
+            dst[..2].copy_from_slice(&src[..2]);
+            dst[n - 2..].copy_from_slice(&src[n - 2..]);
+        }
+        4..=7 => {
+            dst[..4].copy_from_slice(&src[..4]);
+            dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        }
+        8..=16 => {
+            dst[..8].copy_from_slice(&src[..8]);
+            dst[n - 8..].copy_from_slice(&src[n - 8..]);
+        }
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+/// Storage a ring grows to first (then doubles).
+const MIN_STORAGE: usize = 512;
+
+/// The storage size for holding `needed` bytes, at most `capacity`: a power of two.
+fn storage_for(needed: usize, capacity: usize) -> usize {
+    needed.max(MIN_STORAGE).next_power_of_two().min(capacity)
+}
+
+/// A copy of `ring` linearised from `head` into storage of `size` bytes (`size >= ring.len()`).
+fn relinearise(ring: &[u8], head: usize, size: usize) -> Vec<u8> {
+    let mut storage = vec![0; size];
+    copy_pair(
+        &mut storage[..ring.len()],
+        ring_slices(ring, head, ring.len()),
+    );
+    storage
+}
+
+/// Copy two slices one after the other into `out` (which holds exactly both).
+fn copy_pair(out: &mut [u8], (a, b): (&[u8], &[u8])) -> usize {
+    copy_bytes(&mut out[..a.len()], a);
+    copy_bytes(&mut out[a.len()..a.len() + b.len()], b);
+    a.len() + b.len()
+}
+
+/// The send buffer: bytes the application wrote that the peer has not acknowledged yet,
+/// both the ones already sent (from SND.UNA) and the ones still waiting to go.
+///
+/// Offsets in `peek` are relative to the oldest unacknowledged byte (SND.UNA), so the
+/// connection maps a sequence number `s` to offset `s - snd_una`.
+#[derive(Debug, Clone)]
+pub struct SendBuffer {
+    /// Storage, grown on demand: `len <= ring.len() <= capacity`.
+    ring: Vec<u8>,
+    /// Index of the oldest unacknowledged byte (`< ring.len()`, or 0 when it is empty).
+    head: usize,
+    /// Bytes held, starting at `head`.
+    len: usize,
+    /// Most bytes held.
+    capacity: usize,
+}
+
+impl SendBuffer {
+    /// An empty buffer that holds up to `capacity` bytes (no storage until written).
+    pub fn new(capacity: usize) -> SendBuffer {
+        SendBuffer {
+            ring: Vec::new(),
+            head: 0,
+            len: 0,
+            capacity,
+        }
+    }
+
+    /// An empty buffer of `capacity` bytes on `storage` (from [`SendBuffer::into_storage`]
+    /// of another; its contents are never read). Storage bigger than `capacity` is dropped.
+    pub fn with_storage(capacity: usize, storage: Vec<u8>) -> SendBuffer {
+        SendBuffer {
+            ring: if storage.len() <= capacity {
+                storage
+            } else {
+                Vec::new()
+            },
+            head: 0,
+            len: 0,
+            capacity,
+        }
+    }
+
+    /// The storage, for another buffer to reuse.
+    pub fn into_storage(self) -> Vec<u8> {
+        self.ring
+    }
+
+    /// How many bytes it can hold.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes of storage allocated now (grows on demand up to the capacity).
+    pub fn storage(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// Bytes not yet acknowledged (sent or not).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether every written byte has been acknowledged.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Room left for [`SendBuffer::write`].
+    pub fn free(&self) -> usize {
+        self.capacity() - self.len
+    }
+
+    /// Append as much of `data` as fits; returns how many bytes were taken.
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(self.free());
+        if self.len + n > self.ring.len() {
+            let size = storage_for(self.len + n, self.capacity);
+            self.ring = relinearise(&self.ring, self.head, size);
+            self.head = 0;
+        }
+        if n > 0 {
+            let tail = wrap(self.head + self.len, self.ring.len());
+            ring_write(&mut self.ring, tail, &data[..n]);
+            self.len += n;
+        }
+        n
+    }
+
+    /// Up to `len` bytes starting `offset` bytes after the oldest unacknowledged byte, as
+    /// two slices (the second non-empty only when the range wraps around the ring). Empty
+    /// when `offset >= self.len()`.
+    pub fn peek_slices(&self, offset: usize, len: usize) -> (&[u8], &[u8]) {
+        if offset >= self.len {
+            return (&[], &[]);
+        }
+        let n = len.min(self.len - offset);
+        ring_slices(&self.ring, wrap(self.head + offset, self.ring.len()), n)
+    }
+
+    /// Copy bytes starting `offset` bytes after the oldest unacknowledged byte into `out`;
+    /// returns how many were copied (`min(out.len(), len() - offset)`, or 0).
+    pub fn peek(&self, offset: usize, out: &mut [u8]) -> usize {
+        let slices = self.peek_slices(offset, out.len());
+        copy_pair(out, slices)
+    }
+
+    /// Drop `n` acknowledged bytes from the front (more than `len()` drops everything).
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.len -= n;
+        self.head = if self.len == 0 {
+            0
+        } else {
+            wrap(self.head + n, self.ring.len())
+        };
+    }
+
+    /// Raise the capacity to `new_capacity`, keeping the bytes held (storage follows on
+    /// demand); a smaller or equal `new_capacity` does nothing (it never shrinks).
+    pub fn grow(&mut self, new_capacity: usize) {
+        self.capacity = self.capacity.max(new_capacity);
+    }
+}
+
+/// How many separate out-of-order ranges a [`RecvBuffer`] keeps by default. Beyond that,
+/// a segment that would open a new range is dropped (the peer will resend it).
+pub const DEFAULT_MAX_RANGES: usize = 32;
+
+/// What [`RecvBuffer::insert`] did with a segment's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Insert {
+    /// Bytes that became in-order (readable): the amount RCV.NXT advances by.
+    pub advanced: usize,
+    /// False when the data was dropped because it would have opened one out-of-order
+    /// range more than the limit. Data trimmed because it lay beyond the window does not
+    /// count as dropped here.
+    pub stored: bool,
+}
+
+/// The receive buffer: in-order bytes waiting for the application, and out-of-order
+/// bytes that arrived ahead of a hole, all inside one ring.
+///
+/// Offsets passed to [`RecvBuffer::insert`] are relative to RCV.NXT (the first byte not
+/// yet received in order); the caller trims whatever lies before RCV.NXT. Out-of-order
+/// bytes sit in the ring at their final position, so they occupy window space:
+/// `window() = capacity() - readable()`, and data beyond the window is trimmed.
+///
+/// Overlaps and duplicates: the first copy of a byte wins. Bytes already held are never
+/// overwritten, so a retransmission that (wrongly) carried different bytes cannot change
+/// data already accepted.
+#[derive(Debug, Clone)]
+pub struct RecvBuffer {
+    /// Storage, grown on demand: every held byte (in order or not) lies within
+    /// `ring.len() <= capacity` bytes of `head`.
+    ring: Vec<u8>,
+    /// Most bytes held; sets the window.
+    capacity: usize,
+    /// Index of the oldest unread in-order byte (`< ring.len()`, or 0 when it is empty).
+    head: usize,
+    /// In-order bytes waiting to be read, starting at `head`.
+    readable: usize,
+    /// Out-of-order data held, as `(start, end)` offsets from RCV.NXT: ascending, disjoint
+    /// and not adjacent, every start `> 0`, every end `<= window()`,
+    /// `len() <= max_ranges` (so the Vec, which reserves that capacity when the first
+    /// range arrives, never reallocates; a connection that never sees a hole never
+    /// allocates it).
+    ranges: Vec<(usize, usize)>,
+    /// Most out-of-order ranges kept at once.
+    max_ranges: usize,
+}
+
+impl RecvBuffer {
+    /// An empty buffer of `capacity` bytes keeping up to [`DEFAULT_MAX_RANGES`]
+    /// out-of-order ranges.
+    pub fn new(capacity: usize) -> RecvBuffer {
+        RecvBuffer::with_max_ranges(capacity, DEFAULT_MAX_RANGES)
+    }
+
+    /// An empty buffer of `capacity` bytes keeping up to `max_ranges` out-of-order ranges
+    /// (0 keeps in-order data only).
+    pub fn with_max_ranges(capacity: usize, max_ranges: usize) -> RecvBuffer {
+        RecvBuffer {
+            ring: Vec::new(),
+            capacity,
+            head: 0,
+            readable: 0,
+            ranges: Vec::new(),
+            max_ranges,
+        }
+    }
+
+    /// As [`RecvBuffer::with_max_ranges`], on `storage` (from
+    /// [`RecvBuffer::into_storage`] of another; its contents are never read). Storage
+    /// bigger than `capacity` is dropped.
+    pub fn with_storage(capacity: usize, max_ranges: usize, storage: Vec<u8>) -> RecvBuffer {
+        let mut buffer = RecvBuffer::with_max_ranges(capacity, max_ranges);
+        if storage.len() <= capacity {
+            buffer.ring = storage;
+        }
+        buffer
+    }
+
+    /// The storage, for another buffer to reuse.
+    pub fn into_storage(self) -> Vec<u8> {
+        self.ring
+    }
+
+    /// The storage, for another buffer to reuse, when nothing is held (empty
+    /// otherwise); this buffer then holds no storage until written again.
+    pub fn take_storage_if_empty(&mut self) -> Vec<u8> {
+        if self.readable == 0 && self.ranges.is_empty() {
+            self.head = 0;
+            core::mem::take(&mut self.ring)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Total size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes of storage allocated now (grows on demand up to the capacity).
+    pub fn storage(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// In-order bytes waiting to be read.
+    pub fn readable(&self) -> usize {
+        self.readable
+    }
+
+    /// The receive window: room after the in-order bytes. Out-of-order bytes are inside it.
+    pub fn window(&self) -> usize {
+        self.capacity() - self.readable
+    }
+
+    /// Most out-of-order ranges kept at once.
+    pub fn max_ranges(&self) -> usize {
+        self.max_ranges
+    }
+
+    /// Whether any out-of-order data is held.
+    pub fn has_out_of_order(&self) -> bool {
+        !self.ranges.is_empty()
+    }
+
+    /// Out-of-order bytes held (not readable yet).
+    pub fn out_of_order_bytes(&self) -> usize {
+        self.ranges.iter().map(|&(start, end)| end - start).sum()
+    }
+
+    /// Out-of-order ranges as `(start, end)` offsets from RCV.NXT, ascending, for SACK.
+    pub fn out_of_order_ranges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.ranges.iter().copied()
+    }
+
+    /// Accept `data` whose first byte is `offset` bytes after RCV.NXT. Bytes beyond the
+    /// window are trimmed; bytes already held keep their first copy. See [`Insert`].
+    pub fn insert(&mut self, offset: usize, data: &[u8]) -> Insert {
+        let window = self.window();
+        if data.is_empty() || offset >= window {
+            return Insert {
+                advanced: 0,
+                stored: true,
+            };
+        }
+        let end = offset + data.len().min(window - offset);
+        if self.readable + end > self.ring.len() {
+            let size = storage_for(self.readable + end, self.capacity);
+            self.ring = relinearise(&self.ring, self.head, size);
+            self.head = 0;
+        }
+        if offset == 0 && self.ranges.is_empty() {
+            // In order with nothing held out of order, the common case: the general
+            // path below would merge nothing and advance by all of it.
+            let at = wrap(self.head + self.readable, self.ring.len());
+            ring_write(&mut self.ring, at, &data[..end]);
+            self.readable += end;
+            return Insert {
+                advanced: end,
+                stored: true,
+            };
+        }
+        // Ranges that overlap or touch [offset, end) merge with it.
+        let first = self.ranges.partition_point(|&(_, e)| e < offset);
+        let past = self.ranges.partition_point(|&(s, _)| s <= end);
+        if offset > 0 && first == past && self.ranges.len() >= self.max_ranges {
+            return Insert {
+                advanced: 0,
+                stored: false,
+            };
+        }
+        self.copy_into_gaps(offset, &data[..end - offset], first..past);
+        let mut merged = (offset, end);
+        if first < past {
+            merged.0 = merged.0.min(self.ranges[first].0);
+            merged.1 = merged.1.max(self.ranges[past - 1].1);
+            self.ranges.drain(first..past);
+        }
+        if merged.0 > 0 {
+            if self.ranges.capacity() == 0 {
+                // Storage for the ranges comes with the first hole, all at once.
+                self.ranges.reserve_exact(self.max_ranges);
+            }
+            self.ranges.insert(first, merged);
+            return Insert {
+                advanced: 0,
+                stored: true,
+            };
+        }
+        let advanced = merged.1;
+        self.readable += advanced;
+        for range in &mut self.ranges {
+            range.0 -= advanced;
+            range.1 -= advanced;
+        }
+        Insert {
+            advanced,
+            stored: true,
+        }
+    }
+
+    /// Copy the parts of `data` (which starts at `offset`) not covered by the held ranges
+    /// `self.ranges[overlapping]`, so the first copy of every byte wins.
+    fn copy_into_gaps(&mut self, offset: usize, data: &[u8], overlapping: core::ops::Range<usize>) {
+        let base = self.head + self.readable;
+        let capacity = self.ring.len();
+        let end = offset + data.len();
+        let mut pos = offset;
+        for index in overlapping {
+            let (start, stop) = self.ranges[index];
+            if start > pos {
+                let at = wrap(wrap(base, capacity) + pos, capacity);
+                ring_write(&mut self.ring, at, &data[pos - offset..start - offset]);
+            }
+            pos = pos.max(stop);
+        }
+        if pos < end {
+            let at = wrap(wrap(base, capacity) + pos, capacity);
+            ring_write(&mut self.ring, at, &data[pos - offset..]);
+        }
+    }
+
+    /// The readable bytes as two slices (the second non-empty when they wrap), for reading
+    /// without a copy; follow with [`RecvBuffer::consume`].
+    pub fn readable_slices(&self) -> (&[u8], &[u8]) {
+        ring_slices(&self.ring, self.head, self.readable)
+    }
+
+    /// Drop `n` readable bytes (more than `readable()` drops them all).
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.readable);
+        self.readable -= n;
+        self.head = if self.readable == 0 && self.ranges.is_empty() {
+            0
+        } else {
+            wrap(self.head + n, self.ring.len())
+        };
+    }
+
+    /// Copy in-order bytes into `out`; returns how many (0 when nothing is readable).
+    pub fn read(&mut self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.readable);
+        copy_pair(&mut out[..n], ring_slices(&self.ring, self.head, n));
+        self.consume(n);
+        n
+    }
+
+    /// Raise the capacity to `new_capacity` (the window grows by the difference), keeping
+    /// all data (storage follows on demand); a smaller or equal capacity does nothing.
+    pub fn grow(&mut self, new_capacity: usize) {
+        self.capacity = self.capacity.max(new_capacity);
+    }
+}
+
+/// How many recently received out-of-order segments a [`SackRecorder`] remembers.
+pub const SACK_RECORDER_DEPTH: usize = 8;
+
+/// Remembers which out-of-order segments arrived most recently, to order SACK blocks.
+///
+/// RFC 2018 §4: "The first SACK block (i.e., the one immediately following the kind and
+/// length fields in the option) MUST specify the contiguous block of data containing the
+/// segment which triggered this ACK, unless that segment advanced the Acknowledgment
+/// Number field in the header." and "The SACK option SHOULD be filled out by repeating
+/// the most recent SACK blocks (based on first SACK blocks in previous SACK options) that
+/// are not subsets of a SACK block already included in the SACK option being
+/// constructed."
+///
+/// Call [`SackRecorder::record`] for every data segment received (in order or not), then
+/// [`SackRecorder::blocks`] when building the ACK. Segments now below RCV.NXT are skipped.
+#[derive(Debug, Clone, Default)]
+pub struct SackRecorder {
+    /// `(first, end)` sequence numbers of recent segments, most recent first.
+    recent: [(SeqNumber, SeqNumber); SACK_RECORDER_DEPTH],
+    /// Valid entries at the front of `recent`.
+    len: usize,
+}
+
+impl SackRecorder {
+    /// A recorder that remembers nothing yet.
+    pub fn new() -> SackRecorder {
+        SackRecorder::default()
+    }
+
+    /// Note that a segment covering `len` bytes from `seq` just arrived.
+    pub fn record(&mut self, seq: SeqNumber, len: usize) {
+        if len == 0 {
+            return;
+        }
+        self.recent.copy_within(0..SACK_RECORDER_DEPTH - 1, 1);
+        self.recent[0] = (seq, seq + len);
+        self.len = (self.len + 1).min(SACK_RECORDER_DEPTH);
+    }
+
+    /// Forget everything (e.g. when the connection's receive side restarts).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Up to `max` (at most 4) SACK blocks for `buf`'s out-of-order data: first the
+    /// blocks holding the most recently received segments, then the remaining blocks in
+    /// ascending order. Returns the blocks and how many are valid.
+    pub fn blocks(
+        &self,
+        rcv_nxt: SeqNumber,
+        buf: &RecvBuffer,
+        max: usize,
+    ) -> ([SackBlock; 4], usize) {
+        let max = max.min(4);
+        let mut out = [SackBlock::default(); 4];
+        let mut n = 0;
+        for &(first, end) in &self.recent[..self.len] {
+            if end <= rcv_nxt {
+                continue;
+            }
+            let from = if first > rcv_nxt { first - rcv_nxt } else { 0 };
+            let to = end - rcv_nxt;
+            if let Some(range) = buf.out_of_order_ranges().find(|&(s, e)| s < to && e > from) {
+                push_block(&mut out, &mut n, max, rcv_nxt, range);
+            }
+        }
+        for range in buf.out_of_order_ranges() {
+            push_block(&mut out, &mut n, max, rcv_nxt, range);
+        }
+        (out, n)
+    }
+}
+
+/// Append the block for `(start, end)` (offsets from `rcv_nxt`) unless full or present.
+fn push_block(
+    out: &mut [SackBlock; 4],
+    n: &mut usize,
+    max: usize,
+    rcv_nxt: SeqNumber,
+    range: (usize, usize),
+) {
+    let block = SackBlock {
+        left: (rcv_nxt + range.0).0,
+        right: (rcv_nxt + range.1).0,
+    };
+    if *n < max && !out[..*n].contains(&block) {
+        out[*n] = block;
+        *n += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The short-copy fast path writes what `copy_from_slice` writes, and nothing else.
+    #[test]
+    fn copy_bytes_is_copy_from_slice() {
+        let src: alloc::vec::Vec<u8> = (1..=40u8).collect();
+        for n in 0..=40 {
+            let mut fast = [0u8; 48];
+            let mut slow = [0u8; 48];
+            super::copy_bytes(&mut fast[3..3 + n], &src[..n]);
+            slow[3..3 + n].copy_from_slice(&src[..n]);
+            assert_eq!(fast, slow, "length {n}");
+        }
+    }
+
+    use super::*;
+    use alloc::vec::Vec;
+    use proptest::prelude::*;
+
+    fn stream(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn send_buffer_write_peek_consume_wraps() {
+        let mut b = SendBuffer::new(8);
+        assert!(b.is_empty());
+        assert_eq!(b.write(b"abcdef"), 6);
+        assert_eq!(b.free(), 2);
+        b.consume(4);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.write(b"ghijklmnop"), 6); // only 6 fit
+        assert_eq!(b.len(), 8);
+        assert_eq!(b.free(), 0);
+        assert_eq!(b.write(b"x"), 0);
+        let mut out = [0u8; 16];
+        assert_eq!(b.peek(0, &mut out), 8);
+        assert_eq!(&out[..8], b"efghijkl");
+        assert_eq!(b.peek(3, &mut out[..2]), 2);
+        assert_eq!(&out[..2], b"hi");
+        let (a, c) = b.peek_slices(1, 100);
+        assert_eq!(a, b"fgh");
+        assert_eq!(c, b"ijkl");
+        assert_eq!(b.peek(8, &mut out), 0);
+        assert_eq!(b.peek_slices(9, 3), (&[][..], &[][..]));
+        b.consume(100);
+        assert!(b.is_empty());
+        assert_eq!(b.free(), 8);
+    }
+
+    #[test]
+    fn send_buffer_zero_capacity_and_zero_length() {
+        let mut b = SendBuffer::new(0);
+        assert_eq!(b.write(b"abc"), 0);
+        assert_eq!(b.write(b""), 0);
+        assert_eq!(b.peek(0, &mut [0; 4]), 0);
+        b.consume(3);
+        assert!(b.is_empty());
+        b.grow(4);
+        assert_eq!(b.write(b"abcdef"), 4);
+        assert_eq!(b.peek(0, &mut []), 0);
+    }
+
+    #[test]
+    fn send_buffer_grow_keeps_wrapped_bytes() {
+        let mut b = SendBuffer::new(4);
+        b.write(b"abc");
+        b.consume(2);
+        b.write(b"def"); // wraps: c d e f
+        b.grow(10);
+        assert_eq!(b.capacity(), 10);
+        let mut out = [0u8; 4];
+        assert_eq!(b.peek(0, &mut out), 4);
+        assert_eq!(&out, b"cdef");
+        assert_eq!(b.write(b"0123456789"), 6);
+        b.grow(3); // never shrinks
+        assert_eq!(b.capacity(), 10);
+    }
+
+    #[test]
+    fn storage_grows_on_demand_up_to_the_capacity() {
+        let mut send = SendBuffer::new(1 << 20);
+        let mut recv = RecvBuffer::new(1 << 20);
+        assert_eq!((send.storage(), recv.storage()), (0, 0), "idle: no storage");
+        assert_eq!(
+            recv.window(),
+            1 << 20,
+            "the window is the capacity from the start"
+        );
+        send.write(&[7; 100]);
+        recv.insert(0, &[7; 100]);
+        assert_eq!((send.storage(), recv.storage()), (MIN_STORAGE, MIN_STORAGE));
+        // Out of order far ahead: storage covers it, in-order data kept.
+        recv.insert(5000, &[9; 10]);
+        assert_eq!(recv.storage(), 8192);
+        let data = stream(300_000);
+        assert_eq!(send.write(&data), 300_000);
+        assert_eq!(send.storage(), 512 * 1024);
+        let mut out = vec![0; 300_100];
+        assert_eq!(send.peek(0, &mut out), 300_100);
+        assert_eq!(&out[100..], &data[..]);
+        assert_eq!(recv.read(&mut out), 100);
+        assert_eq!(recv.capacity(), 1 << 20);
+    }
+
+    #[test]
+    fn recv_in_order_read_and_window() {
+        let mut r = RecvBuffer::new(8);
+        assert_eq!(r.window(), 8);
+        assert_eq!(
+            r.insert(0, b"hello"),
+            Insert {
+                advanced: 5,
+                stored: true
+            }
+        );
+        assert_eq!(r.readable(), 5);
+        assert_eq!(r.window(), 3);
+        assert_eq!(
+            r.insert(0, b"worldwide"),
+            Insert {
+                advanced: 3,
+                stored: true
+            }
+        );
+        assert_eq!(r.window(), 0);
+        assert_eq!(
+            r.insert(0, b"x"),
+            Insert {
+                advanced: 0,
+                stored: true
+            }
+        );
+        let mut out = [0u8; 6];
+        assert_eq!(r.read(&mut out), 6);
+        assert_eq!(&out, b"hellow");
+        assert_eq!(r.window(), 6);
+        assert_eq!(
+            r.insert(0, b"123456"),
+            Insert {
+                advanced: 6,
+                stored: true
+            }
+        );
+        let (a, b) = r.readable_slices();
+        assert_eq!(a.len() + b.len(), 8);
+        assert_eq!(a, b"or");
+        assert_eq!(b, b"123456");
+        r.consume(3);
+        assert_eq!(r.read(&mut out), 5);
+        assert_eq!(&out[..5], b"23456");
+        assert_eq!(r.read(&mut out), 0);
+    }
+
+    #[test]
+    fn recv_out_of_order_fills_hole() {
+        let mut r = RecvBuffer::new(16);
+        assert_eq!(
+            r.insert(4, b"efgh"),
+            Insert {
+                advanced: 0,
+                stored: true
+            }
+        );
+        assert_eq!(
+            r.insert(10, b"kl"),
+            Insert {
+                advanced: 0,
+                stored: true
+            }
+        );
+        assert!(r.has_out_of_order());
+        assert_eq!(
+            r.out_of_order_ranges().collect::<Vec<_>>(),
+            [(4, 8), (10, 12)]
+        );
+        assert_eq!(r.out_of_order_bytes(), 6);
+        assert_eq!(r.window(), 16);
+        assert_eq!(r.readable(), 0);
+        assert_eq!(
+            r.insert(0, b"abcd"),
+            Insert {
+                advanced: 8,
+                stored: true
+            }
+        );
+        assert_eq!(r.out_of_order_ranges().collect::<Vec<_>>(), [(2, 4)]);
+        assert_eq!(
+            r.insert(0, b"ij"),
+            Insert {
+                advanced: 4,
+                stored: true
+            }
+        );
+        assert!(!r.has_out_of_order());
+        let mut out = [0u8; 16];
+        assert_eq!(r.read(&mut out), 12);
+        assert_eq!(&out[..12], b"abcdefghijkl");
+    }
+
+    #[test]
+    fn recv_first_copy_wins_on_overlap() {
+        let mut r = RecvBuffer::new(16);
+        r.insert(5, b"AAAAA");
+        assert_eq!(
+            r.insert(0, b"bbbbbbbbbbbb"),
+            Insert {
+                advanced: 12,
+                stored: true
+            }
+        );
+        let mut out = [0u8; 12];
+        r.read(&mut out);
+        assert_eq!(&out, b"bbbbbAAAAAbb");
+    }
+
+    #[test]
+    fn recv_adjacent_ranges_merge_and_duplicates_are_harmless() {
+        let mut r = RecvBuffer::new(32);
+        r.insert(4, b"ab");
+        r.insert(6, b"cd");
+        r.insert(2, b"xy");
+        r.insert(4, b"ab");
+        assert_eq!(r.out_of_order_ranges().collect::<Vec<_>>(), [(2, 8)]);
+        r.insert(10, b"zz");
+        r.insert(7, b"dXYZ"); // overlaps (2,8), touches (10,12) through 8..11
+        assert_eq!(r.out_of_order_ranges().collect::<Vec<_>>(), [(2, 12)]);
+        assert_eq!(
+            r.insert(0, b"01"),
+            Insert {
+                advanced: 12,
+                stored: true
+            }
+        );
+        let mut out = [0u8; 12];
+        r.read(&mut out);
+        assert_eq!(&out, b"01xyabcdXYzz");
+    }
+
+    #[test]
+    fn recv_range_limit_drops_new_ranges_only() {
+        let mut r = RecvBuffer::with_max_ranges(64, 2);
+        assert!(r.insert(10, b"a").stored);
+        assert!(r.insert(20, b"b").stored);
+        assert!(!r.insert(30, b"c").stored);
+        assert!(r.insert(11, b"a").stored); // extends an existing range
+        assert!(r.insert(5, b"xxxxx").stored); // merges with (10, 12)
+        assert_eq!(
+            r.out_of_order_ranges().collect::<Vec<_>>(),
+            [(5, 12), (20, 21)]
+        );
+        assert_eq!(r.insert(0, b"01234").advanced, 12); // in-order is always stored
+        let mut z = RecvBuffer::with_max_ranges(8, 0);
+        assert!(!z.insert(1, b"a").stored);
+        assert_eq!(z.insert(0, b"a").advanced, 1);
+    }
+
+    #[test]
+    fn recv_trims_beyond_window() {
+        let mut r = RecvBuffer::new(8);
+        r.insert(0, b"abc");
+        assert_eq!(r.window(), 5);
+        r.insert(3, b"efghij"); // only 3..5 fit
+        assert_eq!(r.out_of_order_ranges().collect::<Vec<_>>(), [(3, 5)]);
+        r.insert(5, b"x"); // at the window edge: trimmed entirely
+        assert_eq!(r.insert(0, b"012").advanced, 5);
+        assert_eq!(r.window(), 0);
+        let mut out = [0u8; 8];
+        assert_eq!(r.read(&mut out), 8);
+        assert_eq!(&out, b"abc012ef");
+    }
+
+    #[test]
+    fn recv_zero_capacity_and_empty_insert() {
+        let mut r = RecvBuffer::new(0);
+        assert_eq!(
+            r.insert(0, b"abc"),
+            Insert {
+                advanced: 0,
+                stored: true
+            }
+        );
+        assert_eq!(r.read(&mut [0; 4]), 0);
+        let mut r = RecvBuffer::new(4);
+        assert_eq!(
+            r.insert(2, b""),
+            Insert {
+                advanced: 0,
+                stored: true
+            }
+        );
+        assert!(!r.has_out_of_order());
+    }
+
+    #[test]
+    fn recv_ring_wraps_with_out_of_order_data() {
+        let mut r = RecvBuffer::new(8);
+        r.insert(0, b"abcdef");
+        let mut out = [0u8; 6];
+        r.read(&mut out[..5]); // head at 5, one byte readable
+        r.insert(2, b"xyz"); // ring positions 8..11 -> wraps to 0..3
+        assert_eq!(r.insert(0, b"uv").advanced, 5);
+        let mut all = [0u8; 8];
+        assert_eq!(r.read(&mut all), 6);
+        assert_eq!(&all[..6], b"fuvxyz");
+    }
+
+    #[test]
+    fn recv_grow_keeps_in_order_and_out_of_order_data() {
+        let mut r = RecvBuffer::new(8);
+        r.insert(0, b"abcdef");
+        r.read(&mut [0; 5]);
+        r.insert(2, b"gh"); // wraps inside the ring
+        r.grow(16);
+        assert_eq!(r.window(), 15);
+        assert_eq!(r.insert(0, b"YZ").advanced, 4);
+        let mut out = [0u8; 8];
+        assert_eq!(r.read(&mut out), 5);
+        assert_eq!(&out[..5], b"fYZgh");
+    }
+
+    #[test]
+    fn sack_recorder_orders_most_recent_first() {
+        let rcv_nxt = SeqNumber(u32::MAX - 5); // blocks wrap around 2^32
+        let mut r = RecvBuffer::new(100);
+        let mut rec = SackRecorder::new();
+        for (offset, len) in [(10, 5), (30, 5), (50, 5), (70, 5), (90, 5)] {
+            r.insert(offset, &[1; 5][..len]);
+            rec.record(rcv_nxt + offset, len);
+        }
+        r.insert(35, &[2; 5]); // extends (30, 35)
+        rec.record(rcv_nxt + 35, 5);
+        let (blocks, n) = rec.blocks(rcv_nxt, &r, 4);
+        assert_eq!(n, 4);
+        let b = |s: usize, e: usize| SackBlock {
+            left: (rcv_nxt + s).0,
+            right: (rcv_nxt + e).0,
+        };
+        assert_eq!(blocks, [b(30, 40), b(90, 95), b(70, 75), b(50, 55)]);
+        let (blocks, n) = rec.blocks(rcv_nxt, &r, 3);
+        assert_eq!(&blocks[..n], &[b(30, 40), b(90, 95), b(70, 75)]);
+    }
+
+    #[test]
+    fn sack_recorder_skips_delivered_data_and_fills_with_unrecorded() {
+        let rcv_nxt = SeqNumber(1000);
+        let mut r = RecvBuffer::new(100);
+        let mut rec = SackRecorder::new();
+        r.insert(5, b"aa");
+        r.insert(20, b"bb"); // not recorded
+        rec.record(rcv_nxt + 5, 2);
+        let advanced = r.insert(0, b"01234").advanced;
+        rec.record(rcv_nxt, 5);
+        let rcv_nxt = rcv_nxt + advanced;
+        let (blocks, n) = rec.blocks(rcv_nxt, &r, 4);
+        assert_eq!(
+            &blocks[..n],
+            &[SackBlock {
+                left: 1020,
+                right: 1022
+            }]
+        );
+        rec.clear();
+        assert_eq!(rec.blocks(rcv_nxt, &RecvBuffer::new(4), 4).1, 0);
+    }
+
+    proptest! {
+        #[test]
+        fn recv_reassembles_any_interleaving(
+            len in 1usize..3000,
+            capacity in 1usize..1500,
+            max_ranges in 0usize..6,
+            cuts in proptest::collection::vec(0usize..3000, 0..40),
+            actions in proptest::collection::vec((0usize..64, 0usize..700, any::<bool>()), 0..200),
+        ) {
+            let data = stream(len);
+            let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c < len).collect();
+            bounds.push(0);
+            bounds.push(len);
+            bounds.sort_unstable();
+            bounds.dedup();
+            let pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+            let mut r = RecvBuffer::with_max_ranges(capacity, max_ranges);
+            let mut delivered = 0; // bytes made in order (rcv_nxt)
+            let mut out = Vec::new();
+            let mut buf = [0u8; 700];
+            let deliver = |r: &mut RecvBuffer, delivered: &mut usize, (start, end): (usize, usize)| {
+                // A sender's segment, possibly overlapping what already arrived.
+                if end > *delivered {
+                    let from = start.max(*delivered);
+                    let ins = r.insert(from - *delivered, &data[from..end]);
+                    *delivered += ins.advanced;
+                }
+            };
+            for (piece, read, overlap) in actions {
+                let (start, end) = pieces[piece % pieces.len()];
+                let seg = if overlap { (start.saturating_sub(read % 50), (end + 13).min(len)) } else { (start, end) };
+                deliver(&mut r, &mut delivered, seg);
+                let n = r.read(&mut buf[..read]);
+                out.extend_from_slice(&buf[..n]);
+                prop_assert_eq!(r.window() + r.readable(), capacity);
+                let ranges: Vec<(usize, usize)> = r.out_of_order_ranges().collect();
+                prop_assert!(ranges.len() <= max_ranges);
+                prop_assert!(ranges.iter().all(|&(s, e)| 0 < s && s < e && e <= r.window()));
+                prop_assert!(ranges.windows(2).all(|w| w[0].1 < w[1].0));
+            }
+            // Then retransmit everything in order until done.
+            while out.len() < len {
+                for &piece in &pieces {
+                    deliver(&mut r, &mut delivered, piece);
+                    let n = r.read(&mut buf);
+                    out.extend_from_slice(&buf[..n]);
+                }
+            }
+            prop_assert_eq!(delivered, len);
+            prop_assert_eq!(&out[..], &data[..]);
+        }
+
+        #[test]
+        fn send_buffer_matches_a_queue(ops in proptest::collection::vec((0usize..300, 0usize..300), 0..100)) {
+            let mut b = SendBuffer::new(257);
+            let mut model: alloc::collections::VecDeque<u8> = alloc::collections::VecDeque::new();
+            let mut next = 0u8;
+            for (write, ack) in ops {
+                let chunk: Vec<u8> = (0..write).map(|_| { next = next.wrapping_add(1); next }).collect();
+                let n = b.write(&chunk);
+                prop_assert_eq!(n, write.min(257 - model.len()));
+                model.extend(&chunk[..n]);
+                let mut out = [0u8; 300];
+                let off = ack % (model.len() + 1);
+                let got = b.peek(off, &mut out);
+                prop_assert_eq!(got, model.len() - off);
+                prop_assert!(out[..got].iter().eq(model.iter().skip(off)));
+                b.consume(ack);
+                model.drain(..ack.min(model.len()));
+                prop_assert_eq!(b.len(), model.len());
+            }
+        }
+    }
+}

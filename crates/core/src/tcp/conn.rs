@@ -1,0 +1,691 @@
+//! One connection: its state machine, timers and negotiated options, the user calls
+//! (RFC 9293 §3.10.1-§3.10.6) and the timeouts (§3.10.8).
+
+use alloc::collections::VecDeque;
+use core::net::SocketAddrV4;
+
+use impnet_wire::tcp::Repr;
+
+use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
+use super::cc::{CongestionControl, Controller};
+use super::output::Reset;
+use super::rtt::{RttEstimator, RttSampler};
+use super::sack::Scoreboard;
+use super::seq::SeqNumber;
+use super::state::*;
+use super::timer::{Timer, Timers};
+use super::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats};
+use crate::time::{Duration, Instant};
+
+/// RFC 9293 §3.7.1: "the default ... [MSS] is 536" when the peer sends no MSS option.
+pub(crate) const DEFAULT_MSS: u16 = 536;
+/// RFC 7323 §2.3: "the shift count must be limited to 14".
+pub(crate) const MAX_WSCALE: u8 = 14;
+
+/// What every connection shares: settings, counters, the event and RST queues.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Settings.
+    pub config: TcpConfig,
+    /// Counters.
+    pub stats: TcpStats,
+    /// Readiness changes for the user.
+    pub events: VecDeque<TcpEvent>,
+    /// RSTs to send that belong to no connection (or to one being released).
+    pub resets: VecDeque<Reset>,
+    /// RFC 5961 §7 challenge-ACK rate limit: (start of the current second, ACKs sent in it).
+    pub challenge: (Instant, u32),
+    /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
+    /// the short settle after a call into an open connection (`table.rs`
+    /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
+    /// outside the tests that compare them with the full paths.
+    pub fast_paths: bool,
+    /// Ring storage of connections that ended, for the next ones to reuse (W3 churn:
+    /// saves an allocation, its zeroing and a free per ring). At most
+    /// [`MAX_SPARE_RINGS`] entries of at most [`MAX_SPARE_STORAGE`] bytes each.
+    pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
+}
+
+/// Most ring storages kept in [`Shared::spare`].
+const MAX_SPARE_RINGS: usize = 64;
+/// Largest ring storage kept in [`Shared::spare`] (bigger ones are freed).
+const MAX_SPARE_STORAGE: usize = 16 << 10;
+
+/// Most RSTs waiting in [`Shared::resets`]; more are dropped (a flood cannot grow memory).
+const MAX_PENDING_RESETS: usize = 256;
+
+impl Shared {
+    /// Keep `storage` (a ring's, contents irrelevant) for a later connection.
+    #[inline]
+    pub fn recycle(&mut self, storage: alloc::vec::Vec<u8>) {
+        let len = storage.len();
+        if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < MAX_SPARE_RINGS {
+            self.spare.push(storage);
+        }
+    }
+    /// Recycle the ring storage a state owns (before dropping it).
+    pub fn recycle_state(&mut self, state: State) {
+        match state {
+            State::SynSent(s) => self.recycle(s.buffer.into_storage()),
+            State::SynRcvd(s) => {
+                self.recycle(s.buffer.into_storage());
+                self.recycle(s.rcv.buffer.into_storage());
+            }
+            State::Established(Established { snd, rcv })
+            | State::FinWait1(FinWait1 { snd, rcv }) => {
+                self.recycle(snd.buffer.into_storage());
+                self.recycle(rcv.buffer.into_storage());
+            }
+            State::FinWait2(s) => self.recycle(s.rcv.buffer.into_storage()),
+            State::Closing(Closing { snd, rcv })
+            | State::CloseWait(CloseWait { snd, rcv })
+            | State::LastAck(LastAck { snd, rcv }) => {
+                self.recycle(snd.buffer.into_storage());
+                self.recycle(rcv.buffer.into_storage());
+            }
+            State::TimeWait(s) => self.recycle(s.rcv.buffer.into_storage()),
+            State::Closed(_) => {}
+        }
+    }
+    /// Spare ring storage for a new ring of `capacity` bytes (empty when none fits).
+    #[inline]
+    pub fn spare_storage(&mut self, capacity: usize) -> alloc::vec::Vec<u8> {
+        match self.spare.last() {
+            Some(v) if v.len() <= capacity => self.spare.pop().unwrap_or_default(),
+            _ => alloc::vec::Vec::new(),
+        }
+    }
+    /// A send ring of the configured size, on spare storage when there is some.
+    pub fn send_buffer(&mut self) -> SendBuffer {
+        let capacity = self.config.send_buffer;
+        SendBuffer::with_storage(capacity, self.spare_storage(capacity))
+    }
+    /// Queue a RST (dropped when the queue is full).
+    pub fn reset(&mut self, reset: Reset) {
+        if self.resets.len() < MAX_PENDING_RESETS {
+            self.resets.push_back(reset);
+        }
+    }
+    /// Queue an event, skipping an exact repeat of the last one.
+    pub fn event(&mut self, event: TcpEvent) {
+        if self.events.back() != Some(&event) {
+            self.events.push_back(event);
+        }
+    }
+    /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when one
+    /// more may go now (and counts it).
+    pub fn challenge_allowed(&mut self, now: Instant) -> bool {
+        let (start, count) = &mut self.challenge;
+        if now.saturating_duration_since(*start) >= Duration::from_secs(1) {
+            *start = now;
+            *count = 0;
+        }
+        if *count < self.config.challenge_ack_limit {
+            *count += 1;
+            self.stats.challenge_acks += 1;
+            true
+        } else {
+            self.stats.challenge_acks_limited += 1;
+            false
+        }
+    }
+}
+
+/// The context of one call into a connection.
+pub(crate) struct Ctx<'a> {
+    /// Current time.
+    pub now: Instant,
+    /// The connection's handle (for events).
+    pub handle: TcpHandle,
+    /// Shared state.
+    pub sh: &'a mut Shared,
+}
+
+/// Who is responsible for releasing a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// The user holds the handle; a dead connection stays until `close`/`abort`.
+    User,
+    /// The user closed it; released as soon as it reaches CLOSED.
+    Released,
+    /// A listener's child in SYN-RECEIVED.
+    Pending(TcpHandle),
+    /// A listener's child waiting in its accept queue.
+    Queued(TcpHandle),
+}
+
+/// Negotiated timestamp state (RFC 7323 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Timestamps {
+    /// TS.Recent: the peer's TSval to echo.
+    pub recent: u32,
+    /// Last.ACK.sent: the ACK field of our last segment.
+    pub last_ack_sent: SeqNumber,
+}
+
+/// Options offered on our SYN, then (once the peer's SYN is in) what both sides agreed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Negotiated {
+    /// The MSS we announced.
+    pub mss_ours: u16,
+    /// The peer's MSS (DEFAULT_MSS when it sent none).
+    pub mss_peer: u16,
+    /// Window scaling: (our shift, the peer's shift).
+    pub wscale: Option<(u8, u8)>,
+    /// Timestamps.
+    pub ts: Option<Timestamps>,
+    /// SACK permitted both ways.
+    pub sack: bool,
+}
+
+impl Negotiated {
+    /// What we offer, before the peer's SYN.
+    pub fn offer(config: &TcpConfig, mss: u16) -> Negotiated {
+        let shift = our_wscale(config.recv_buffer);
+        Negotiated {
+            mss_ours: mss,
+            mss_peer: DEFAULT_MSS,
+            wscale: config.window_scaling.then_some((shift, 0)),
+            ts: config.timestamps.then_some(Timestamps {
+                recent: 0,
+                last_ack_sent: SeqNumber(0),
+            }),
+            sack: config.sack,
+        }
+    }
+    /// Keep only what the peer's SYN also offered (RFC 7323 §2.2, §3.2; RFC 2018 §2).
+    pub fn agree(&mut self, seg: &Repr<'_>) {
+        self.mss_peer = seg.options.mss.unwrap_or(DEFAULT_MSS).max(64);
+        self.wscale = match (self.wscale, seg.options.window_scale) {
+            // RFC 7323 §2.3: "If a Window Scale option is received with a shift.cnt
+            // value larger than 14, the TCP SHOULD log the error but MUST use 14".
+            (Some((ours, _)), Some(theirs)) => Some((ours, theirs.min(MAX_WSCALE))),
+            _ => None,
+        };
+        self.ts = match (self.ts, seg.options.timestamps) {
+            (Some(_), Some((tsval, _))) => Some(Timestamps {
+                recent: tsval,
+                last_ack_sent: SeqNumber(seg.seq) + 1,
+            }),
+            _ => None,
+        };
+        self.sack &= seg.options.sack_permitted;
+    }
+    /// Our window-scale shift (0 when not negotiated).
+    pub fn rcv_shift(&self) -> u8 {
+        self.wscale.map_or(0, |w| w.0)
+    }
+    /// The peer's window-scale shift (0 when not negotiated).
+    pub fn snd_shift(&self) -> u8 {
+        self.wscale.map_or(0, |w| w.1)
+    }
+    /// Option bytes on every non-SYN segment (timestamps: 10 + 2 NOPs).
+    pub fn fixed_option_len(&self) -> usize {
+        if self.ts.is_some() { 12 } else { 0 }
+    }
+    /// Largest payload of a segment without SACK blocks. RFC 9293 §3.7.1:
+    /// "Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize": bounded by the
+    /// peer's MSS and by what our own route carries (`mss_ours`); the MSS counts data
+    /// only, so option bytes come out of it.
+    pub fn snd_mss(&self) -> usize {
+        usize::from(self.mss_peer.min(self.mss_ours))
+            .saturating_sub(self.fixed_option_len())
+            .max(1)
+    }
+}
+
+/// The smallest shift that lets a window of `buffer` bytes fit 16 bits (RFC 7323 §2.3).
+pub(crate) fn our_wscale(buffer: usize) -> u8 {
+    let mut shift = 0;
+    while shift < MAX_WSCALE && (buffer >> shift) > 0xffff {
+        shift += 1;
+    }
+    shift
+}
+
+/// A pending probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// RFC 9293 §3.8.6.1 zero-window probe.
+    Window,
+    /// RFC 1122 §4.2.3.6 keep-alive probe.
+    Keepalive,
+}
+
+/// One TCP connection.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    /// Our address.
+    pub local: SocketAddrV4,
+    /// The peer's address.
+    pub remote: SocketAddrV4,
+    /// Protocol state.
+    pub state: State,
+    /// Timer deadlines.
+    pub timers: Timers,
+    /// RTT estimator and RTO (RFC 6298).
+    pub rtt: RttEstimator,
+    /// Options offered / negotiated.
+    pub opts: Negotiated,
+    /// Who releases the connection.
+    pub owner: Owner,
+    /// What we owe in ACKs.
+    pub ack: AckState,
+    /// Nagle off.
+    pub nodelay: bool,
+    /// A probe to send at the next chance.
+    pub probe: Option<Probe>,
+    /// Keep-alive probes sent without an answer.
+    pub keepalive_sent: u32,
+    /// Segments retransmitted (for `TcpInfo`).
+    pub retransmits: u64,
+    /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
+    pub retries: u32,
+    /// In the `Tcp`'s output queue.
+    pub queued: bool,
+    /// The deadline registered in the `Tcp`'s timer set.
+    pub scheduled: Option<Instant>,
+    /// In the `Tcp`'s 4-tuple map (false once CLOSED was reported).
+    pub in_demux: bool,
+}
+
+impl Conn {
+    fn new(
+        config: &TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        state: State,
+        opts: Negotiated,
+    ) -> Conn {
+        Conn {
+            local,
+            remote,
+            state,
+            timers: Timers::default(),
+            rtt: RttEstimator::new(config.min_rto, config.max_rto, config.initial_rto),
+            opts,
+            owner: Owner::User,
+            ack: AckState::Idle,
+            nodelay: config.nodelay,
+            probe: None,
+            keepalive_sent: 0,
+            retransmits: 0,
+            retries: 0,
+            queued: false,
+            scheduled: None,
+            in_demux: true,
+        }
+    }
+
+    /// RFC 9293 §3.10.1 OPEN (active): "Select an initial send sequence number (ISS).
+    /// Send a SYN segment of the form <SEQ=ISS><CTL=SYN>. Set SND.UNA to ISS, SND.NXT
+    /// to ISS+1, enter SYN-SENT state".
+    pub fn connect(
+        sh: &mut Shared,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNumber,
+        mss: u16,
+    ) -> Conn {
+        let buffer = sh.send_buffer();
+        let config = &sh.config;
+        let state = State::SynSent(SynSent {
+            iss,
+            snd_nxt: iss,
+            buffer,
+        });
+        Conn::new(config, local, remote, state, Negotiated::offer(config, mss))
+    }
+
+    /// A listener's child for the SYN `seg` (RFC 9293 §3.10.7.2, "third, check for a
+    /// SYN"): "Set RCV.NXT to SEG.SEQ+1, IRS is set to SEG.SEQ ... ISS should be selected
+    /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
+    pub fn accept_syn(
+        sh: &mut Shared,
+        (local, remote): (SocketAddrV4, SocketAddrV4),
+        iss: SeqNumber,
+        seg: &Repr<'_>,
+        listener: TcpHandle,
+        mss: u16,
+    ) -> Conn {
+        let mut opts = Negotiated::offer(&sh.config, mss);
+        opts.agree(seg);
+        let rcv = new_rcv(sh, SeqNumber(seg.seq), opts.rcv_shift());
+        let buffer = sh.send_buffer();
+        let config = &sh.config;
+        let state = State::SynRcvd(SynRcvd {
+            iss,
+            snd_nxt: iss,
+            snd_wnd: u32::from(seg.window),
+            passive: true,
+            rcv,
+            buffer,
+        });
+        let mut conn = Conn::new(config, local, remote, state, opts);
+        conn.owner = Owner::Pending(listener);
+        conn
+    }
+
+    /// Enter CLOSED, remembering why.
+    pub fn enter_closed(&mut self, ctx: &mut Ctx<'_>, error: Option<TcpError>) {
+        if let Some(err) = error {
+            if matches!(self.state, State::SynSent(_) | State::SynRcvd(_)) {
+                ctx.sh.stats.failed_opens += 1;
+            }
+            if err == TcpError::TimedOut {
+                ctx.sh.stats.timed_out += 1;
+            }
+        }
+        let old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
+        ctx.sh.recycle_state(old);
+        self.timers.stop_all();
+        self.ack = AckState::Idle;
+        self.probe = None;
+        // Wake readers and writers: their calls now report the end.
+        ctx.sh.event(TcpEvent::Readable(ctx.handle));
+        ctx.sh.event(TcpEvent::Writable(ctx.handle));
+    }
+
+    /// The RST that aborts this connection (RFC 9293 §3.10.5 ABORT: "<SEQ=SND.NXT><CTL=RST>"),
+    /// None in states where no RST is sent.
+    pub fn abort_reset(&self) -> Option<Reset> {
+        match &self.state {
+            State::SynSent(_) | State::Closed(_) | State::TimeWait(_) => None,
+            state => {
+                let seq = state.snd_seq_for_ack()?;
+                Some(Reset {
+                    local: self.local,
+                    remote: self.remote,
+                    seq: seq.0,
+                    ack: None,
+                })
+            }
+        }
+    }
+
+    /// RFC 9293 §3.10.2 SEND.
+    pub fn send(&mut self, data: &[u8]) -> Result<usize, TcpError> {
+        let buffer = match &mut self.state {
+            State::SynSent(s) => &mut s.buffer,
+            State::SynRcvd(s) => &mut s.buffer,
+            State::Established(s) => &mut s.snd.buffer,
+            State::CloseWait(s) => &mut s.snd.buffer,
+            State::Closed(Closed { error: Some(e) }) => return Err(*e),
+            // "FIN-WAIT-1 STATE ... Return "error: connection closing" and do not service
+            // request."
+            _ => return Err(TcpError::InvalidState),
+        };
+        if data.is_empty() {
+            return Ok(0);
+        }
+        match buffer.write(data) {
+            0 => Err(TcpError::WouldBlock),
+            n => Ok(n),
+        }
+    }
+
+    /// RFC 9293 §3.10.3 RECEIVE.
+    pub fn recv(&mut self, ctx: &mut Ctx<'_>, out: &mut [u8]) -> Result<usize, TcpError> {
+        let fin_received = matches!(
+            self.state,
+            State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
+        );
+        if let State::Closed(Closed { error }) = self.state {
+            return match error {
+                Some(e) => Err(e),
+                None => Ok(0),
+            };
+        }
+        let Some(buffer) = self.state.recv_buffer_mut() else {
+            return Err(TcpError::WouldBlock);
+        };
+        let n = buffer.read(out);
+        if n == 0 && !out.is_empty() {
+            return if fin_received {
+                Ok(0)
+            } else {
+                Err(TcpError::WouldBlock)
+            };
+        }
+        self.maybe_window_update(ctx.sh.config.recv_buffer);
+        Ok(n)
+    }
+
+    /// After the user read: RFC 9293 §3.8.6.2.2, send a window update only when the
+    /// right edge can move by min(RCV.BUFF/2, Eff.snd.MSS) (receiver SWS avoidance).
+    fn maybe_window_update(&mut self, recv_buffer: usize) {
+        let mss = usize::from(self.opts.mss_ours);
+        let Some(rcv) = self.state.rcv() else { return };
+        if !matches!(
+            self.state,
+            State::Established(_) | State::FinWait1(_) | State::FinWait2(_)
+        ) {
+            return;
+        }
+        let new_edge = rcv.rcv_nxt + rcv.buffer.window();
+        let advertised = rcv.rcv_adv - rcv.rcv_nxt;
+        if new_edge > rcv.rcv_adv && (new_edge - rcv.rcv_adv) >= (recv_buffer / 2).min(mss) {
+            // Worth telling; urgent when the peer may be stalled on a small window.
+            if advertised < mss || (new_edge - rcv.rcv_adv) >= recv_buffer / 2 {
+                self.ack = AckState::Now;
+            }
+        }
+    }
+
+    /// RFC 9293 §3.10.4 CLOSE, as a half-close: queue our FIN after the data.
+    pub fn shutdown_write(&mut self, ctx: &mut Ctx<'_>) -> Result<(), TcpError> {
+        let _ = ctx;
+        match &self.state {
+            // "SYN-SENT STATE: Delete the TCB and return "error: closing" responses to any
+            // queued SENDs, or RECEIVEs." We delete it only when nothing was sent yet;
+            // data written before the handshake still goes, followed by the FIN (as the
+            // SYN-RECEIVED rule below does). A half-close must wait for the handshake.
+            State::SynSent(s) if self.owner == Owner::Released && s.buffer.is_empty() => {
+                self.state = State::Closed(Closed { error: None });
+                self.timers.stop_all();
+                Ok(())
+            }
+            // "SYN-RECEIVED STATE: If no SENDs have been issued and there is no pending
+            // data to send, then form a FIN segment and send it, and enter FIN-WAIT-1
+            // state; otherwise, queue for processing after entering ESTABLISHED state."
+            // We always queue: `Owner::Released` is applied when the handshake completes
+            // (see `input::on_established`).
+            State::SynSent(_) | State::SynRcvd(_) if self.owner == Owner::Released => Ok(()),
+            State::SynSent(_) | State::SynRcvd(_) | State::Closed(_) => Err(TcpError::InvalidState),
+            // "ESTABLISHED STATE: Queue this until all preceding SENDs have been
+            // segmentized, then form a FIN segment and send it. In any case, enter
+            // FIN-WAIT-1 state." "CLOSE-WAIT STATE: Queue this request until all
+            // preceding SENDs have been segmentized; then send a FIN segment, enter
+            // LAST-ACK state."
+            State::Established(_) | State::CloseWait(_) => {
+                self.state.queue_fin();
+                Ok(())
+            }
+            // Already closing: "Respond with "error: connection closing"", harmless here.
+            _ => Ok(()),
+        }
+    }
+
+    /// A snapshot for [`super::Tcp::info`].
+    pub fn info(&self, config: &TcpConfig) -> TcpInfo {
+        let snd = self.state.snd();
+        let rcv_wnd = self
+            .state
+            .rcv()
+            .map_or(0, |r| (r.rcv_adv - r.rcv_nxt) as u32);
+        TcpInfo {
+            state: self.state.name(),
+            cwnd: snd.map_or(0, |s| s.cc.cwnd() as u32),
+            ssthresh: snd.map_or(0, |s| s.cc.ssthresh().min(u32::MAX as usize) as u32),
+            srtt: self.rtt.srtt(),
+            rttvar: self.rtt.rttvar(),
+            rto: self.rtt.rto(),
+            bytes_in_flight: snd.map_or(0, |s| s.outstanding() as u32),
+            bytes_queued: snd.map_or(0, |s| s.buffer.len() as u32),
+            retransmits: self.retransmits,
+            sacked: snd.map_or(0, |s| s.scoreboard.sacked_bytes() as u32),
+            in_recovery: snd.is_some_and(|s| s.recovery.is_some()),
+            snd_mss: self.opts.snd_mss() as u16,
+            rcv_wnd,
+            snd_wnd: snd.map_or(0, |s| s.snd_wnd),
+            wscale: self.opts.wscale,
+            timestamps: self.opts.ts.is_some(),
+            sack: self.opts.sack,
+            congestion: snd.map_or(config.congestion.name(), |s| s.cc.name()),
+        }
+    }
+}
+
+/// A fresh receiving half for a peer whose ISN is `irs`.
+pub(crate) fn new_rcv(sh: &mut Shared, irs: SeqNumber, shift: u8) -> Rcv {
+    let capacity = sh.config.recv_buffer;
+    let storage = sh.spare_storage(capacity);
+    let buffer = RecvBuffer::with_storage(capacity, sh.config.max_ooo_ranges, storage);
+    let rcv_nxt = irs + 1;
+    // The window on a SYN is never scaled (RFC 7323 §2.2), so start from what fits 16 bits.
+    let window = buffer.window().min(0xffff << shift).min(0xffff);
+    Rcv {
+        irs,
+        rcv_nxt,
+        rcv_adv: rcv_nxt + window,
+        buffer,
+        sack: SackRecorder::new(),
+        fin_at: None,
+    }
+}
+
+/// A fresh sending half once the handshake is done: SND.UNA = ISS+1.
+pub(crate) fn new_snd(
+    config: &TcpConfig,
+    opts: &Negotiated,
+    iss: SeqNumber,
+    buffer: SendBuffer,
+    wnd: u32,
+    wl1: SeqNumber,
+) -> Snd {
+    let mss = opts.snd_mss();
+    let cc = Controller::new(config.congestion, mss, config.initial_window as usize);
+    let snd_una = iss + 1;
+    Snd {
+        snd_una,
+        snd_nxt: snd_una,
+        snd_max: snd_una,
+        snd_wnd: wnd,
+        snd_wl1: wl1,
+        snd_wl2: snd_una,
+        max_snd_wnd: wnd,
+        buffer,
+        cc,
+        sampler: RttSampler::new(),
+        scoreboard: Scoreboard::new(),
+        recovery: None,
+        rexmit: None,
+        high_rxt: snd_una,
+        dup_acks: 0,
+        rto_recover: None,
+        probe_count: 0,
+    }
+}
+
+impl Conn {
+    /// A timer fired (RFC 9293 §3.10.8).
+    pub fn handle_timeout(&mut self, ctx: &mut Ctx<'_>, timer: Timer) {
+        match timer {
+            Timer::Retransmit => self.on_retransmit_timeout(ctx),
+            Timer::DelayedAck => {
+                if self.ack != AckState::Idle {
+                    ctx.sh.stats.delayed_acks += 1;
+                    self.ack = AckState::Now;
+                }
+            }
+            Timer::Persist => self.probe = Some(Probe::Window),
+            Timer::Keepalive => self.on_keepalive_timeout(ctx),
+            // "When a timeout occurs in the TIME-WAIT state, delete the TCB, enter the
+            // CLOSED state, and return."
+            Timer::TimeWait => self.enter_closed(ctx, None),
+            // "If a timeout occurs, flush all queues, signal the user "error: connection
+            // aborted due to user timeout" ..., enter the CLOSED state, and return."
+            Timer::UserTimeout => self.time_out(ctx),
+        }
+    }
+
+    /// Give up: RST the peer (when synchronized) and report `TimedOut`.
+    fn time_out(&mut self, ctx: &mut Ctx<'_>) {
+        if self.state.synchronized()
+            && let Some(reset) = self.abort_reset()
+        {
+            ctx.sh.reset(reset);
+        }
+        self.enter_closed(ctx, Some(TcpError::TimedOut));
+    }
+
+    /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.
+    fn on_retransmit_timeout(&mut self, ctx: &mut Ctx<'_>) {
+        let config = &ctx.sh.config;
+        let limit = if self.state.synchronized() {
+            config.max_retransmits
+        } else {
+            config.syn_retransmits
+        };
+        if self.retries >= limit {
+            return self.time_out(ctx);
+        }
+        ctx.sh.stats.timeouts += 1;
+        self.retries += 1;
+        // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
+        self.rtt.backoff();
+        match &mut self.state {
+            State::SynSent(s) => s.snd_nxt = s.iss,
+            State::SynRcvd(s) => s.snd_nxt = s.iss,
+            state => {
+                let Some(snd) = state.snd_mut() else { return };
+                if snd.outstanding() == 0 {
+                    return;
+                }
+                snd.cc.on_rto(ctx.now, snd.outstanding());
+                // RFC 6675 §5.1: "If an RTO occurs during loss recovery ... RecoveryPoint
+                // MUST be set to HighData ... a new recovery phase ... MUST NOT be
+                // initiated until HighACK is greater than or equal to the new value of
+                // RecoveryPoint."
+                snd.rto_recover = Some(snd.snd_max);
+                // "(5.4) Retransmit the earliest segment that has not been acknowledged".
+                // Go back N: everything from SND.UNA is sent again as the window allows.
+                snd.snd_nxt = snd.snd_una;
+                snd.recovery = None;
+                snd.rexmit = None;
+                snd.dup_acks = 0;
+                snd.high_rxt = snd.snd_una;
+                snd.sampler.on_retransmit();
+                // RFC 6675 §5.1: after a timeout the receiver may have reneged on SACKed
+                // data; we keep the scoreboard (SACKed data is skipped when resending).
+            }
+        }
+        // "(5.6) Start the retransmission timer" happens when the segment goes out.
+    }
+
+    /// RFC 1122 §4.2.3.6 keep-alive timer.
+    fn on_keepalive_timeout(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(ka) = ctx.sh.config.keepalive else {
+            return;
+        };
+        if !matches!(self.state, State::Established(_) | State::CloseWait(_)) {
+            return;
+        }
+        if self.keepalive_sent >= ka.count {
+            return self.time_out(ctx);
+        }
+        self.keepalive_sent += 1;
+        self.probe = Some(Probe::Keepalive);
+        self.timers.set(Timer::Keepalive, ctx.now + ka.interval);
+    }
+
+    /// Re-arm keep-alive after activity.
+    pub fn restart_keepalive(&mut self, config: &TcpConfig, now: Instant) {
+        self.keepalive_sent = 0;
+        if let Some(ka) = config.keepalive
+            && matches!(self.state, State::Established(_) | State::CloseWait(_))
+        {
+            self.timers.set(Timer::Keepalive, now + ka.idle);
+        }
+    }
+}

@@ -1,0 +1,709 @@
+//! Segment arrival, split along RFC 9293 §3.10.7: SYN-SENT (§3.10.7.3), then for the
+//! other states (§3.10.7.4) the sequence check, RST, SYN, ACK, (URG ignored), text, FIN.
+
+use impnet_wire::tcp::Repr;
+
+use super::cc::CongestionControl;
+use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
+use super::output::{Reset, seg_len, tsval};
+use super::seq::SeqNumber;
+use super::state::*;
+use super::timer::Timer;
+use super::{TcpError, TcpEvent};
+use crate::time::Duration;
+
+impl Conn {
+    /// A segment for this connection arrived.
+    pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        if ctx.sh.fast_paths && self.input_predicted(ctx, seg) {
+            return;
+        }
+        match self.state {
+            State::Closed(_) => {}
+            State::SynSent(_) => self.input_syn_sent(ctx, seg),
+            _ => self.input_other(ctx, seg),
+        }
+    }
+
+    /// RFC 9293 §3.10.7.3 "If the state is SYN-SENT".
+    #[inline(never)]
+    fn input_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let State::SynSent(s) = &self.state else {
+            return;
+        };
+        let iss = s.iss;
+        let ack = SeqNumber(seg.ack);
+        // "If SEG.ACK =< ISS or SEG.ACK > SND.NXT, send a reset (unless the RST bit is
+        // set, if so drop the segment and return) <SEQ=SEG.ACK><CTL=RST>".
+        let ack_ok = seg.flags.ack() && ack > iss && ack <= iss + 1;
+        if seg.flags.ack() && !ack_ok {
+            if !seg.flags.rst() {
+                ctx.sh
+                    .reset(Reset::for_segment(self.local, self.remote, seg));
+            }
+            return;
+        }
+        if seg.flags.rst() {
+            // "If the ACK was acceptable, then signal to the user "error: connection
+            // reset", drop the segment, enter CLOSED state ... Otherwise (no ACK), drop".
+            if ack_ok {
+                ctx.sh.stats.resets_received += 1;
+                self.enter_closed(ctx, Some(TcpError::ConnectionRefused));
+            }
+            return;
+        }
+        if !seg.flags.syn() {
+            return;
+        }
+        self.opts.agree(seg);
+        let rcv = new_rcv(ctx.sh, SeqNumber(seg.seq), self.opts.rcv_shift());
+        let State::SynSent(SynSent { iss, buffer, .. }) =
+            core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+        else {
+            return;
+        };
+        if ack_ok {
+            // "If SND.UNA > ISS (our SYN has been ACKed), change the connection state to
+            // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
+            // send it." A SYN's window is never scaled (RFC 7323 §2.2).
+            let snd = new_snd(
+                &ctx.sh.config,
+                &self.opts,
+                iss,
+                buffer,
+                u32::from(seg.window),
+                SeqNumber(seg.seq),
+            );
+            self.state = State::Established(Established { snd, rcv });
+            self.on_established(ctx, seg);
+            self.ack = AckState::Now;
+            // "If there are other controls or text in the segment, then continue
+            // processing at the sixth step below where the URG bit is checked".
+            self.on_text(ctx, seg);
+            self.on_fin(ctx, seg);
+        } else {
+            // "Otherwise, enter SYN-RECEIVED, form a SYN,ACK segment
+            // <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK> and send it." (simultaneous open)
+            let snd_wnd = u32::from(seg.window);
+            self.state = State::SynRcvd(SynRcvd {
+                iss,
+                snd_nxt: iss,
+                snd_wnd,
+                passive: false,
+                rcv,
+                buffer,
+            });
+            self.timers.stop(Timer::Retransmit);
+        }
+    }
+
+    /// The handshake completed: reset the retransmission state, take an RTT sample,
+    /// wake the user, and apply a close requested before.
+    fn on_established(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        if let (Some(_), Some((_, tsecr))) = (self.opts.ts, seg.options.timestamps)
+            && tsecr != 0
+        {
+            let ms = tsval(ctx.now).wrapping_sub(tsecr);
+            self.rtt.sample(Duration::from_millis(u64::from(ms)));
+        }
+        self.retries = 0;
+        self.rtt.reset_backoff();
+        self.timers.stop(Timer::Retransmit);
+        self.timers.stop(Timer::UserTimeout);
+        self.restart_keepalive(&ctx.sh.config, ctx.now);
+        if matches!(self.owner, Owner::User | Owner::Released) {
+            ctx.sh.event(TcpEvent::Writable(ctx.handle));
+        }
+        if self.owner == Owner::Released {
+            let _ = self.shutdown_write(ctx);
+        }
+    }
+
+    /// RFC 9293 §3.10.7.4 "Otherwise" (SYN-RECEIVED and the synchronized states).
+    #[inline(never)]
+    fn input_other(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        // A retransmitted SYN in SYN-RECEIVED: answer with our SYN-ACK again.
+        if let State::SynRcvd(s) = &mut self.state
+            && seg.flags.syn()
+            && !seg.flags.ack()
+            && SeqNumber(seg.seq) == s.rcv.irs
+        {
+            s.snd_nxt = s.iss;
+            return;
+        }
+        if !self.paws_ok(ctx, seg) || !self.sequence_ok(ctx, seg) {
+            return;
+        }
+        self.update_ts_recent(seg);
+        self.restart_keepalive(&ctx.sh.config, ctx.now);
+        if seg.flags.rst() {
+            return self.on_rst(ctx, seg);
+        }
+        if seg.flags.syn() {
+            return self.on_syn(ctx);
+        }
+        // "fifth, check the ACK field: if the ACK bit is off, drop the segment and return"
+        if !seg.flags.ack() {
+            ctx.sh.stats.dropped_other += 1;
+            return;
+        }
+        if !self.on_ack(ctx, seg) {
+            return;
+        }
+        // "sixth, check the URG bit": urgent data is not supported (RFC 6093 deprecates
+        // it for new applications); the data is delivered inline.
+        self.on_text(ctx, seg);
+        self.on_fin(ctx, seg);
+    }
+
+    /// RFC 7323 §5.3 R1: "If there is a Timestamps option in the arriving segment,
+    /// SEG.TSval < TS.Recent, TS.Recent is valid (see later discussion), and if the RST
+    /// bit is not set, then treat the arriving segment as not acceptable: Send an
+    /// acknowledgment in reply ... and drop the segment."
+    fn paws_ok(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+        let (Some(ts), Some((seg_tsval, _))) = (self.opts.ts, seg.options.timestamps) else {
+            return true;
+        };
+        if seg.flags.rst() || (seg_tsval.wrapping_sub(ts.recent) as i32) >= 0 {
+            return true;
+        }
+        ctx.sh.stats.paws_drops += 1;
+        self.ack = AckState::Now;
+        false
+    }
+
+    /// RFC 7323 §4.3 (2): "If SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent, then
+    /// SEG.TSval is copied to TS.Recent; otherwise, it is ignored."
+    pub(super) fn update_ts_recent(&mut self, seg: &Repr<'_>) {
+        if let (Some(ts), Some((seg_tsval, _))) = (&mut self.opts.ts, seg.options.timestamps)
+            && (seg_tsval.wrapping_sub(ts.recent) as i32) >= 0
+            && SeqNumber(seg.seq) <= ts.last_ack_sent
+        {
+            ts.recent = seg_tsval;
+        }
+    }
+
+    /// RCV.WND: the window we advertised (zero once the peer's FIN is in).
+    fn rcv_wnd(&self) -> usize {
+        self.state.rcv().map_or(0, |r| {
+            if r.rcv_adv > r.rcv_nxt {
+                r.rcv_adv - r.rcv_nxt
+            } else {
+                0
+            }
+        })
+    }
+
+    /// RFC 9293 §3.10.7.4 "first, check sequence number": the four cases.
+    fn sequence_ok(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+        let Some(rcv_nxt) = self.state.rcv_nxt() else {
+            return false;
+        };
+        let wnd = self.rcv_wnd();
+        let seq = SeqNumber(seg.seq);
+        let len = seg_len(seg);
+        let acceptable = match (len, wnd) {
+            (0, 0) => seq == rcv_nxt,
+            (0, _) => seq.in_window(rcv_nxt, wnd),
+            // "If the RCV.WND is zero, no segments will be acceptable, but special
+            // allowance should be made to accept valid ACKs, URGs, and RSTs": the data is
+            // then trimmed away by the text step.
+            (_, 0) => seq == rcv_nxt,
+            (_, _) => seq.in_window(rcv_nxt, wnd) || (seq + len - 1).in_window(rcv_nxt, wnd),
+        };
+        if acceptable {
+            return true;
+        }
+        // TIME-WAIT: "The only thing that can arrive in this state is a retransmission
+        // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout."
+        if let State::TimeWait(_) = self.state
+            && seg.flags.fin()
+            && seq + len == rcv_nxt
+        {
+            self.timers.set(
+                Timer::TimeWait,
+                ctx.now + ctx.sh.config.msl.saturating_mul(2),
+            );
+        }
+        // "If an incoming segment is not acceptable, an acknowledgment should be sent in
+        // reply (unless the RST bit is set, if so drop the segment and return)".
+        ctx.sh.stats.bad_seq += 1;
+        if !seg.flags.rst() {
+            self.ack = AckState::Now;
+        }
+        false
+    }
+
+    /// "second, check the RST bit", with RFC 5961 §3.2: "If the RST bit is set and the
+    /// sequence number exactly matches the next expected sequence number (RCV.NXT), then
+    /// TCP MUST reset the connection ... If the RST bit is set and the sequence number
+    /// does not exactly match ... but is within the acceptable window, then TCP MUST send
+    /// an ACK (challenge ACK)".
+    fn on_rst(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        if Some(SeqNumber(seg.seq)) != self.state.rcv_nxt() {
+            if ctx.sh.challenge_allowed(ctx.now) {
+                self.ack = AckState::Now;
+            }
+            return;
+        }
+        ctx.sh.stats.resets_received += 1;
+        let error = match &self.state {
+            // "If this connection was initiated with a passive OPEN (i.e., came from the
+            // LISTEN state), then return this connection to LISTEN state and return."
+            // (The listener keeps listening; this child just goes away.) "If this
+            // connection was initiated with an active OPEN ... the connection was refused".
+            State::SynRcvd(s) if s.passive => None,
+            State::SynRcvd(_) => Some(TcpError::ConnectionRefused),
+            // "ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2, CLOSE-WAIT: ... signal "connection
+            // reset" ... enter the CLOSED state".
+            State::Established(_)
+            | State::FinWait1(_)
+            | State::FinWait2(_)
+            | State::CloseWait(_) => Some(TcpError::ConnectionReset),
+            // "CLOSING, LAST-ACK, TIME-WAIT: ... enter the CLOSED state".
+            _ => None,
+        };
+        self.enter_closed(ctx, error);
+    }
+
+    /// "fourth, check the SYN bit".
+    fn on_syn(&mut self, ctx: &mut Ctx<'_>) {
+        // "SYN-RECEIVED STATE: If the connection was initiated with a passive OPEN, then
+        // return this connection to the LISTEN state and return."
+        if let State::SynRcvd(s) = &self.state
+            && s.passive
+        {
+            return self.enter_closed(ctx, None);
+        }
+        // "If the SYN bit is set, irrespective of the sequence number, TCP MUST send an
+        // ACK (also referred to as challenge ACK) to the remote peer" (RFC 5961 §4.2).
+        if ctx.sh.challenge_allowed(ctx.now) {
+            self.ack = AckState::Now;
+        }
+    }
+
+    /// "fifth, check the ACK field". Returns whether to go on with the text and FIN.
+    fn on_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+        let ack = SeqNumber(seg.ack);
+        match &self.state {
+            State::SynRcvd(s) => {
+                // "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED state and
+                // continue processing ... If the segment acknowledgment is not
+                // acceptable, form a reset segment <SEQ=SEG.ACK><CTL=RST> and send it."
+                if !(ack > s.iss && ack <= s.iss + 1) {
+                    ctx.sh.stats.bad_ack += 1;
+                    ctx.sh
+                        .reset(Reset::for_segment(self.local, self.remote, seg));
+                    return false;
+                }
+                self.establish_from_syn_rcvd(ctx, seg);
+            }
+            State::FinWait2(FinWait2 { snd: s, .. }) | State::TimeWait(TimeWait { snd: s, .. }) => {
+                if ack > s.snd_nxt {
+                    return self.bad_ack(ctx);
+                }
+                return true;
+            }
+            _ => {}
+        }
+        self.on_ack_snd(ctx, seg)
+    }
+
+    /// RFC 5961 §5.2: an ACK outside [SND.UNA - MAX.SND.WND, SND.NXT] is dropped and
+    /// answered with a (rate-limited) ACK.
+    fn bad_ack(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        ctx.sh.stats.bad_ack += 1;
+        if ctx.sh.challenge_allowed(ctx.now) {
+            self.ack = AckState::Now;
+        }
+        false
+    }
+
+    /// SYN-RECEIVED -> ESTABLISHED.
+    fn establish_from_syn_rcvd(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let State::SynRcvd(SynRcvd {
+            iss,
+            snd_wnd,
+            rcv,
+            buffer,
+            ..
+        }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+        else {
+            return;
+        };
+        // The SYN's window was unscaled; the window update below replaces it.
+        let mut snd = new_snd(
+            &ctx.sh.config,
+            &self.opts,
+            iss,
+            buffer,
+            snd_wnd,
+            SeqNumber(seg.seq),
+        );
+        snd.snd_wl1 = SeqNumber(seg.seq) - 1;
+        self.state = State::Established(Established { snd, rcv });
+        self.on_established(ctx, seg);
+    }
+
+    /// ACK processing in the states with a sending half.
+    fn on_ack_snd(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+        let fin_queued = self.state.fin_queued();
+        let Some(snd) = self.state.snd_mut() else {
+            return true;
+        };
+        let ack = SeqNumber(seg.ack);
+        // RFC 5961 §5.2: "(SND.UNA - MAX.SND.WND) =< SEG.ACK =< SND.NXT" (SND.NXT here is
+        // the highest sent, SND.MAX, since we may have gone back after a timeout).
+        if ack > snd.snd_max || ack < snd.snd_una - snd.max_snd_wnd as usize {
+            return self.bad_ack(ctx);
+        }
+        let fin_at = fin_queued.then(|| snd.data_end());
+        if ack > snd.snd_una {
+            self.on_new_ack(ctx, seg);
+        } else if ack == snd.snd_una {
+            self.maybe_dup_ack(ctx, seg);
+        }
+        self.update_window(ctx, seg);
+        // Our FIN is acknowledged when SND.UNA passed it.
+        let fin_acked = fin_at.is_some_and(|at| ack > at);
+        if fin_acked {
+            return self.on_fin_acked(ctx);
+        }
+        true
+    }
+
+    /// RFC 9293: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be updated. If
+    /// (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)), set SND.WND <-
+    /// SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
+    pub(super) fn update_window(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let shift = self.opts.snd_shift();
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        let (seq, ack) = (SeqNumber(seg.seq), SeqNumber(seg.ack));
+        if snd.snd_wl1 < seq || (snd.snd_wl1 == seq && snd.snd_wl2 <= ack) {
+            let wnd = u32::from(seg.window) << shift;
+            let opened = snd.snd_wnd == 0 && wnd > 0;
+            snd.snd_wnd = wnd;
+            snd.snd_wl1 = seq;
+            snd.snd_wl2 = ack;
+            snd.max_snd_wnd = snd.max_snd_wnd.max(wnd);
+            if wnd > 0 {
+                snd.probe_count = 0;
+                self.timers.stop(Timer::Persist);
+                if self.probe == Some(super::conn::Probe::Window) {
+                    self.probe = None;
+                }
+            }
+            if opened {
+                ctx.sh.event(TcpEvent::Writable(ctx.handle));
+            }
+        }
+    }
+
+    /// An ACK that advances SND.UNA.
+    pub(super) fn on_new_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let now = ctx.now;
+        let timestamps = self.opts.ts.is_some();
+        let sack = self.opts.sack;
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        let ack = SeqNumber(seg.ack);
+        let acked = ack - snd.snd_una;
+        let data = acked.min(snd.buffer.len());
+        snd.buffer.consume(data);
+        snd.snd_una = ack;
+        if snd.snd_nxt < ack {
+            snd.snd_nxt = ack;
+        }
+        if snd.high_rxt < ack {
+            snd.high_rxt = ack;
+        }
+        // RTT: RFC 7323 §4.1 RTTM from TSecr, else the Karn-filtered sampler.
+        let sample = match seg.options.timestamps {
+            Some((_, tsecr)) if timestamps && tsecr != 0 => Some(Duration::from_millis(u64::from(
+                tsval(now).wrapping_sub(tsecr),
+            ))),
+            _ => snd.sampler.on_ack(ack, now),
+        };
+        if sack {
+            snd.scoreboard.on_ack(ack, seg.options.sack(), snd.snd_max);
+        }
+        let in_flight = snd.outstanding();
+        match snd.recovery {
+            // RFC 6582 §3.2 (5): "If this ACK acknowledges all of the data up to and
+            // including recover, then the ACK acknowledges all the intermediate segments
+            // sent between the original transmission of the lost segment and the receipt
+            // of the third duplicate ACK. ... exit the fast recovery procedure."
+            Some(r) if ack >= r.recover => {
+                snd.recovery = None;
+                if r.after_rto {
+                    snd.cc.on_ack(now, acked, sample, in_flight);
+                } else {
+                    snd.cc.on_exit_recovery(now, in_flight);
+                }
+            }
+            // Repairing after a timeout: the window keeps growing as in slow start.
+            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, sample, in_flight),
+            // "(Partial ACKs) ... retransmit the first unacknowledged segment ... deflate
+            // the congestion window by the amount of new data acknowledged".
+            Some(_) if !sack => {
+                snd.cc.on_partial_ack(acked);
+                snd.rexmit = Some(ack);
+            }
+            Some(_) => {}
+            None => snd.cc.on_ack(now, acked, sample, in_flight),
+        }
+        snd.dup_acks = 0;
+        if snd.rto_recover.is_some_and(|point| ack >= point) {
+            snd.rto_recover = None;
+        }
+        let outstanding = snd.outstanding();
+        if let Some(rtt) = sample {
+            self.rtt.sample(rtt);
+        }
+        self.retries = 0;
+        // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
+        // retransmission timer." §5.3: "When an ACK is received that acknowledges new
+        // data, restart the retransmission timer so that it will expire after RTO".
+        if outstanding == 0 {
+            self.timers.stop(Timer::Retransmit);
+            self.timers.stop(Timer::UserTimeout);
+        } else {
+            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+            if let Some(timeout) = ctx.sh.config.user_timeout {
+                self.timers.set(Timer::UserTimeout, now + timeout);
+            }
+        }
+        if data > 0 && matches!(self.state, State::Established(_) | State::CloseWait(_)) {
+            ctx.sh.event(TcpEvent::Writable(ctx.handle));
+        }
+    }
+
+    /// RFC 5681 §2 "DUPLICATE ACKNOWLEDGMENT: ... (a) the receiver of the ACK has
+    /// outstanding data, (b) the incoming acknowledgment carries no data, (c) the SYN and
+    /// FIN bits are both off, (d) the acknowledgment number is equal to the greatest
+    /// acknowledgment received on the given connection (TCP.UNA from [RFC793]) and (e)
+    /// the advertised window in the incoming acknowledgment equals the advertised window
+    /// in the last incoming acknowledgment." With SACK, RFC 6675 §5 also counts ACKs
+    /// that SACK new data.
+    fn maybe_dup_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let shift = self.opts.snd_shift();
+        let sack = self.opts.sack;
+        let mss = self.opts.snd_mss();
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        let newly_sacked = if sack {
+            snd.scoreboard
+                .on_ack(snd.snd_una, seg.options.sack(), snd.snd_max)
+                .newly_sacked
+        } else {
+            0
+        };
+        let same_window = u32::from(seg.window) << shift == snd.snd_wnd;
+        let dup = snd.outstanding() > 0
+            && seg.payload.is_empty()
+            && !seg.flags.syn()
+            && !seg.flags.fin()
+            && (same_window || newly_sacked > 0);
+        if !dup {
+            return;
+        }
+        snd.dup_acks += 1;
+        if snd.recovery.is_some() {
+            // RFC 5681 §3.2 (4): "For each additional duplicate ACK received (after the
+            // third), cwnd MUST be incremented by SMSS."
+            if !sack {
+                snd.cc.on_dup_ack_in_recovery();
+            }
+            return;
+        }
+        // RFC 6675 §5 "(a) ... DupAcks >= DupThresh ... (b) IsLost (HighACK + 1)".
+        let lost_by_sack = sack && snd.scoreboard.is_lost(snd.snd_una, mss, 3);
+        let lost_by_dupacks = snd.dup_acks >= 3;
+        // After a timeout, duplicate ACKs may only echo our own go-back-N resends, so they
+        // start no recovery before the ACK passes the old data (RFC 6582 §4.1, RFC 6675
+        // §5.1). SACK blocks above the hole are different evidence: the receiver holds
+        // data we sent after the hole, which a redundant resend cannot produce (it would
+        // be a D-SACK). We repair those holes at once (as RFC 6582 §4.2's ACK heuristic
+        // does for the plain case) without a second window cut; waiting for a second
+        // timeout per lost resend made transfers at 10% loss three times slower.
+        let after_rto = snd.rto_recover.is_some_and(|point| snd.snd_una < point);
+        if !(lost_by_sack || (lost_by_dupacks && !after_rto)) {
+            return;
+        }
+        ctx.sh.stats.fast_retransmits += 1;
+        let in_flight = snd.outstanding();
+        // RFC 6582 §3.2 (2): "record the highest sequence number transmitted in the
+        // variable recover"; RFC 6675 §5 (4.1): "RecoveryPoint = HighData".
+        snd.recovery = Some(Recovery {
+            recover: snd.snd_max,
+            after_rto,
+        });
+        snd.high_rxt = snd.snd_una;
+        if after_rto {
+            // The timeout already answered this loss episode (RFC 5681 §3.1 cut cwnd to
+            // one segment and halved ssthresh): repair the holes SACK shows, but no
+            // second reduction, which RFC 6675 §5.1's rule exists to prevent.
+        } else if sack {
+            snd.cc.on_enter_sack_recovery(ctx.now, in_flight);
+        } else {
+            snd.cc.on_enter_recovery(ctx.now, in_flight);
+        }
+        // RFC 5681 §3.2 (3): "The lost segment starting at SND.UNA MUST be retransmitted".
+        snd.rexmit = Some(snd.snd_una);
+    }
+
+    /// Our FIN was acknowledged. Returns whether to go on with the text and FIN.
+    fn on_fin_acked(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
+        self.timers.stop(Timer::Retransmit);
+        self.timers.stop(Timer::UserTimeout);
+        self.state = match state {
+            // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
+            // FIN-WAIT-2 and continue processing in that state."
+            State::FinWait1(FinWait1 { snd, rcv }) => State::FinWait2(FinWait2 {
+                snd: snd.close_into(ctx.sh),
+                rcv,
+            }),
+            // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
+            // TIME-WAIT state; otherwise, ignore the segment."
+            State::Closing(Closing { snd, rcv }) => {
+                self.state = State::TimeWait(TimeWait {
+                    snd: snd.close_into(ctx.sh),
+                    rcv,
+                    ts_recent: self.opts.ts.map(|t| t.recent),
+                });
+                self.enter_time_wait(ctx);
+                return false;
+            }
+            // "LAST-ACK STATE: The only thing that can arrive in this state is an
+            // acknowledgment of our FIN. If our FIN is now acknowledged, delete the TCB,
+            // enter the CLOSED state, and return."
+            last_ack @ State::LastAck(_) => {
+                ctx.sh.recycle_state(last_ack);
+                self.enter_closed(ctx, None);
+                return false;
+            }
+            other => other,
+        };
+        true
+    }
+
+    /// Start the 2*MSL wait (RFC 9293 §3.6.1).
+    fn enter_time_wait(&mut self, ctx: &mut Ctx<'_>) {
+        // Nothing can arrive any more: once the user read everything, the receive
+        // ring's storage is free for the next connection (TIME-WAIT lasts 2*MSL).
+        if let State::TimeWait(tw) = &mut self.state {
+            ctx.sh.recycle(tw.rcv.buffer.take_storage_if_empty());
+        }
+        self.timers.stop_all();
+        self.timers.set(
+            Timer::TimeWait,
+            ctx.now + ctx.sh.config.msl.saturating_mul(2),
+        );
+    }
+
+    /// "seventh, process the segment text" (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2).
+    pub(crate) fn on_text(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        if seg.payload.is_empty() {
+            return;
+        }
+        let delayed = ctx.sh.config.delayed_ack;
+        let mss = usize::from(self.opts.mss_ours);
+        let Some(rcv) = self.state.rcv_mut() else {
+            return;
+        };
+        let seq = SeqNumber(seg.seq);
+        let (offset, data, start) = if seq < rcv.rcv_nxt {
+            let skip = rcv.rcv_nxt - seq;
+            if skip >= seg.payload.len() {
+                self.ack = AckState::Now;
+                return;
+            }
+            (0, &seg.payload[skip..], rcv.rcv_nxt)
+        } else {
+            (seq - rcv.rcv_nxt, seg.payload, seq)
+        };
+        let had_holes = rcv.buffer.has_out_of_order();
+        let insert = rcv.buffer.insert(offset, data);
+        rcv.sack.record(start, data.len());
+        rcv.rcv_nxt += insert.advanced;
+        if insert.advanced > 0 {
+            ctx.sh.event(TcpEvent::Readable(ctx.handle));
+        }
+        // RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
+        // out-of-order segment arrives ... [and] an immediate ACK when the incoming
+        // segment fills in all or part of a gap in the sequence space."
+        let immediate =
+            offset > 0 || had_holes || offset + data.len() > insert.advanced || !insert.stored;
+        if offset > 0 {
+            ctx.sh.stats.out_of_order += 1;
+        }
+        self.ack = match self.ack {
+            _ if immediate || delayed == Duration::ZERO => AckState::Now,
+            AckState::Now => AckState::Now,
+            // "an ACK SHOULD be generated for at least every second full-sized segment"
+            AckState::Delayed(n) if n + 1 >= 2 && data.len() >= mss.min(seg.payload.len()) => {
+                AckState::Now
+            }
+            AckState::Delayed(n) => AckState::Delayed(n + 1),
+            AckState::Idle => {
+                self.timers.set(Timer::DelayedAck, ctx.now + delayed);
+                AckState::Delayed(1)
+            }
+        };
+    }
+
+    /// "eighth, check the FIN bit" (also a FIN that arrived ahead of a hole, now reached).
+    pub(crate) fn on_fin(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let Some(rcv) = self.state.rcv_mut() else {
+            return;
+        };
+        if seg.flags.fin() {
+            let at = SeqNumber(seg.seq) + seg.payload.len() + usize::from(seg.flags.syn());
+            if at > rcv.rcv_nxt {
+                rcv.fin_at = Some(at);
+                return;
+            }
+            if at < rcv.rcv_nxt {
+                return;
+            }
+        } else if rcv.fin_at != Some(rcv.rcv_nxt) {
+            return;
+        }
+        // "advance RCV.NXT over the FIN, and send an acknowledgment for the FIN".
+        self.ack = AckState::Now;
+        ctx.sh.event(TcpEvent::Readable(ctx.handle));
+        let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
+        self.state = match state {
+            // "SYN-RECEIVED STATE, ESTABLISHED STATE: Enter the CLOSE-WAIT state."
+            State::Established(Established { snd, rcv }) => State::CloseWait(CloseWait {
+                snd,
+                rcv: rcv.close(),
+            }),
+            // "FIN-WAIT-1 STATE: If our FIN has been ACKed (perhaps in this segment), then
+            // enter TIME-WAIT, start the time-wait timer, turn off the other timers;
+            // otherwise, enter the CLOSING state." (ACKed went to FIN-WAIT-2 already.)
+            State::FinWait1(FinWait1 { snd, rcv }) => State::Closing(Closing {
+                snd,
+                rcv: rcv.close(),
+            }),
+            // "FIN-WAIT-2 STATE: Enter the TIME-WAIT state. Start the time-wait timer,
+            // turn off the other timers."
+            State::FinWait2(FinWait2 { snd, rcv }) => {
+                let ts_recent = self.opts.ts.map(|t| t.recent);
+                self.state = State::TimeWait(TimeWait {
+                    snd,
+                    rcv: rcv.close(),
+                    ts_recent,
+                });
+                self.enter_time_wait(ctx);
+                return;
+            }
+            other => other,
+        };
+    }
+}

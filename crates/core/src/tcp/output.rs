@@ -1,0 +1,657 @@
+//! What a connection sends now (RFC 9293 §3.8.6, RFC 5681, RFC 6675), and writing it.
+
+use core::net::SocketAddrV4;
+
+use impnet_wire::checksum::pseudo_header_v4;
+use impnet_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
+
+use super::Egress;
+use super::buffer::copy_bytes;
+use super::cc::CongestionControl;
+use super::conn::{Conn, Ctx, Negotiated, Probe};
+use super::seq::SeqNumber;
+use super::state::{AckState, Snd, State};
+use super::timer::Timer;
+use crate::time::Instant;
+
+/// A RST that belongs to no live connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reset {
+    /// Our address (source of the RST).
+    pub local: SocketAddrV4,
+    /// The peer.
+    pub remote: SocketAddrV4,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgment number, when the ACK bit is set.
+    pub ack: Option<u32>,
+}
+
+/// SEG.LEN: payload plus one for SYN and one for FIN.
+pub(crate) fn seg_len(seg: &Repr<'_>) -> usize {
+    seg.payload.len() + usize::from(seg.flags.syn()) + usize::from(seg.flags.fin())
+}
+
+impl Reset {
+    /// RFC 9293 §3.10.7.1: "If the ACK bit is off, sequence number zero is used,
+    /// <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. If the ACK bit is on,
+    /// <SEQ=SEG.ACK><CTL=RST>".
+    pub fn for_segment(local: SocketAddrV4, remote: SocketAddrV4, seg: &Repr<'_>) -> Reset {
+        if seg.flags.ack() {
+            Reset {
+                local,
+                remote,
+                seq: seg.ack,
+                ack: None,
+            }
+        } else {
+            let ack = SeqNumber(seg.seq) + seg_len(seg);
+            Reset {
+                local,
+                remote,
+                seq: 0,
+                ack: Some(ack.0),
+            }
+        }
+    }
+
+    /// Write the RST into `buf` (the checksum computed when `checksum`).
+    pub fn write(&self, buf: &mut [u8], checksum: bool) -> Option<usize> {
+        let repr = Repr {
+            src_port: self.local.port(),
+            dst_port: self.remote.port(),
+            seq: self.seq,
+            ack: self.ack.unwrap_or(0),
+            flags: if self.ack.is_some() {
+                Flags::RST | Flags::ACK
+            } else {
+                Flags::RST
+            },
+            ..Repr::default()
+        };
+        write_segment(&repr, (&[], &[]), (self.local, self.remote), buf, checksum)
+    }
+}
+
+/// Write `repr`'s header (its own payload is ignored) followed by `payload` (the two
+/// parts of a ring) into `buf`, with the checksum over the IPv4 pseudo-header when
+/// `checksum` (else only the pseudo-header sum, for a device that completes it); None
+/// when `buf` is too small.
+pub(crate) fn write_segment(
+    repr: &Repr<'_>,
+    payload: (&[u8], &[u8]),
+    (src, dst): (SocketAddrV4, SocketAddrV4),
+    buf: &mut [u8],
+    checksum: bool,
+) -> Option<usize> {
+    let header = Repr {
+        payload: &[],
+        ..*repr
+    };
+    let header_len = header.header_len();
+    let total = header_len + payload.0.len() + payload.1.len();
+    if buf.len() < total {
+        return None;
+    }
+    let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
+    header.emit(&mut packet, src.ip(), dst.ip(), false);
+    Some(finish_segment(
+        &mut buf[..total],
+        header_len,
+        payload,
+        (src, dst),
+        checksum,
+    ))
+}
+
+/// As [`write_segment`] for a segment [`PlainHeader`] describes (no SYN, no SACK
+/// blocks): the same bytes, without building a `Repr` (`tests_predict` compares the
+/// two paths).
+fn write_plain_segment(
+    header: &PlainHeader,
+    payload: (&[u8], &[u8]),
+    ends: (SocketAddrV4, SocketAddrV4),
+    buf: &mut [u8],
+    checksum: bool,
+) -> Option<usize> {
+    let header_len = header.header_len();
+    let total = header_len + payload.0.len() + payload.1.len();
+    if buf.len() < total {
+        return None;
+    }
+    header.emit(buf);
+    Some(finish_segment(
+        &mut buf[..total],
+        header_len,
+        payload,
+        ends,
+        checksum,
+    ))
+}
+
+/// Copy the payload behind the header already in `segment` and fill the checksum field
+/// (or only the pseudo-header sum when the device completes it); returns the length.
+#[inline]
+fn finish_segment(
+    segment: &mut [u8],
+    header_len: usize,
+    (a, b): (&[u8], &[u8]),
+    (src, dst): (SocketAddrV4, SocketAddrV4),
+    checksum: bool,
+) -> usize {
+    let total = segment.len();
+    let data = &mut segment[header_len..];
+    copy_bytes(&mut data[..a.len()], a);
+    copy_bytes(&mut data[a.len()..], b);
+    let mut packet = Packet::new_unchecked(segment);
+    if checksum {
+        // Copy, then sum: measured faster than the checksum folded into the copy
+        // (`checksum::copy_and_sum`) on data in cache, where memcpy is several times
+        // the speed of the sum (impnet-wire's `checksum` bench).
+        packet.fill_checksum(src.ip(), dst.ip());
+    } else {
+        packet.set_checksum(pseudo_header_v4(src.ip(), dst.ip(), 6, total as u32));
+    }
+    total
+}
+
+/// TSval for `now` (RFC 7323 §5.4: a clock tick of 1 ms).
+pub(crate) fn tsval(now: Instant) -> u32 {
+    now.as_millis() as u32
+}
+
+/// What to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Sequence number of the segment.
+    pub seq: SeqNumber,
+    /// SYN, FIN (ACK is added when the state has one).
+    pub flags: Flags,
+    /// Payload bytes from the send buffer (offset `seq - SND.UNA`).
+    pub len: usize,
+    /// Why it goes.
+    pub kind: Kind,
+}
+
+/// Why a segment goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// SYN or SYN-ACK.
+    Syn,
+    /// Data or FIN at SND.NXT (new, or again after a timeout).
+    Next,
+    /// A retransmission out of order (fast retransmit, partial ACK, SACK recovery).
+    Repair,
+    /// Just an ACK (or a window update).
+    Ack,
+    /// Zero-window or keep-alive probe.
+    Probe,
+}
+
+impl Conn {
+    /// The next segment, written into `buf` (the checksum computed when
+    /// `egress.checksum`; more than one MSS of new data when `egress.tso_max` allows).
+    pub fn poll_transmit(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        buf: &mut [u8],
+        egress: Egress,
+    ) -> Option<usize> {
+        let sack_n = self.sack_blocks_to_send();
+        let opt = self.opts.fixed_option_len() + if sack_n > 0 { 4 + 8 * sack_n } else { 0 };
+        // TSO: the device cuts at its MTU, which is our MSS; so only where the peer
+        // takes segments of our MSS. IPv4 and TCP headers come out of the packet size.
+        let tso_room = egress
+            .tso_max
+            .filter(|_| self.opts.mss_peer >= self.opts.mss_ours)
+            .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(40 + opt));
+        let mut plan = self.plan(ctx, tso_room)?;
+        // Payload room: the MSS (or the TSO size) minus this segment's options, and
+        // what the buffer holds.
+        let syn_opt = if plan.flags.syn() { 12 } else { 0 };
+        let segment_room = match tso_room {
+            Some(room) if plan.kind == Kind::Next => room,
+            _ => usize::from(self.opts.mss_peer).saturating_sub(opt),
+        };
+        let room = segment_room.min(buf.len().saturating_sub(20 + opt + syn_opt));
+        if plan.len > room {
+            plan.len = room;
+            plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
+        }
+        let len = self.write(ctx, &plan, buf, egress.checksum)?;
+        self.after_send(ctx, &plan);
+        Some(len)
+    }
+
+    /// Whether [`Conn::poll_transmit`] could produce a segment (or arm the persist
+    /// timer) now. False means it certainly would not: the table then leaves the
+    /// connection out of its output queue, so an idle connection costs nothing per poll.
+    /// It must stay true for every case `plan` acts on.
+    pub fn may_send(&self) -> bool {
+        if self.ack == AckState::Now || self.probe.is_some() {
+            return true;
+        }
+        match &self.state {
+            State::Closed(_) | State::FinWait2(_) | State::TimeWait(_) => false,
+            State::SynSent(s) => s.snd_nxt == s.iss,
+            State::SynRcvd(s) => s.snd_nxt == s.iss,
+            state => {
+                let Some(snd) = state.snd() else { return false };
+                let data_end = snd.data_end();
+                snd.rexmit.is_some()
+                    || snd.recovery.is_some()
+                    || snd.snd_nxt < data_end
+                    // The FIN not sent yet: it goes at `data_end`, SND.NXT passes it.
+                    || (state.fin_queued() && snd.snd_nxt <= data_end)
+            }
+        }
+    }
+
+    /// How many SACK blocks the next segment carries (RFC 2018 §3: at most 3 with
+    /// timestamps, 4 without).
+    fn sack_blocks_to_send(&self) -> usize {
+        let max = if self.opts.ts.is_some() { 3 } else { 4 };
+        match self.state.rcv() {
+            Some(rcv) if self.opts.sack => rcv.buffer.out_of_order_ranges().count().min(max),
+            _ => 0,
+        }
+    }
+
+    /// Decide what goes next, if anything.
+    fn plan(&mut self, ctx: &mut Ctx<'_>, tso_room: Option<usize>) -> Option<Plan> {
+        let ack_now = self.ack == AckState::Now;
+        let ack_plan = |seq: SeqNumber| Plan {
+            seq,
+            flags: Flags::NONE,
+            len: 0,
+            kind: Kind::Ack,
+        };
+        match &mut self.state {
+            State::Closed(_) => None,
+            State::SynSent(s) => (s.snd_nxt == s.iss).then_some(Plan {
+                seq: s.iss,
+                flags: Flags::SYN,
+                len: 0,
+                kind: Kind::Syn,
+            }),
+            State::SynRcvd(s) if s.snd_nxt == s.iss => Some(Plan {
+                seq: s.iss,
+                flags: Flags::SYN,
+                len: 0,
+                kind: Kind::Syn,
+            }),
+            State::SynRcvd(s) => ack_now.then_some(ack_plan(s.iss + 1)),
+            State::FinWait2(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
+            State::TimeWait(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
+            _ => self.plan_synchronized(ctx, tso_room),
+        }
+    }
+
+    /// Data, FIN, ACK or probe in a state with a sending half.
+    fn plan_synchronized(&mut self, ctx: &mut Ctx<'_>, tso_room: Option<usize>) -> Option<Plan> {
+        let fin_queued = self.state.fin_queued();
+        let nodelay = self.nodelay;
+        let opts = self.opts;
+        let snd = self.state.snd_mut()?;
+        if let Some(plan) = plan_repair(snd, &opts, fin_queued) {
+            return Some(plan);
+        }
+        if let Some(plan) = plan_next(snd, &opts, fin_queued, nodelay, tso_room) {
+            return Some(plan);
+        }
+        // Blocked by a zero window with data waiting and nothing in flight: RFC 9293
+        // §3.8.6.1 "The sending TCP must regularly retransmit to the receiving TCP even
+        // when the window is zero" — the persist timer.
+        let waiting = snd.data_end() > snd.snd_nxt || (fin_queued && snd.snd_nxt <= snd.data_end());
+        if waiting
+            && snd.outstanding() == 0
+            && !self.timers.is_set(Timer::Persist)
+            && self.probe.is_none()
+        {
+            let backoff = 1u64 << snd.probe_count.min(16);
+            let delay = self
+                .rtt
+                .rto()
+                .saturating_mul(backoff)
+                .min(ctx.sh.config.max_rto);
+            self.timers.set(Timer::Persist, ctx.now + delay);
+        }
+        let snd = self.state.snd()?;
+        match self.probe.take() {
+            // A zero-window probe: an old sequence number makes the peer answer with an
+            // ACK carrying its current window (as Linux does), without data in flight.
+            Some(Probe::Window) => Some(Plan {
+                seq: snd.snd_una - 1,
+                flags: Flags::NONE,
+                len: 0,
+                kind: Kind::Probe,
+            }),
+            // RFC 1122 §4.2.3.6: a keep-alive "segment with SEG.SEQ = SND.NXT-1".
+            Some(Probe::Keepalive) => Some(Plan {
+                seq: snd.snd_nxt - 1,
+                flags: Flags::NONE,
+                len: 0,
+                kind: Kind::Probe,
+            }),
+            None if self.ack == AckState::Now => Some(Plan {
+                seq: snd.snd_nxt,
+                flags: Flags::NONE,
+                len: 0,
+                kind: Kind::Ack,
+            }),
+            None => None,
+        }
+    }
+
+    /// Write the planned segment.
+    fn write(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        plan: &Plan,
+        buf: &mut [u8],
+        checksum: bool,
+    ) -> Option<usize> {
+        let syn = plan.flags.syn();
+        let ack_bit = !matches!(self.state, State::SynSent(_));
+        let rcv_nxt = self.state.rcv_nxt().unwrap_or_default();
+        let window = self.advertise(syn, ctx.sh.config.recv_buffer);
+        let timestamps = self
+            .opts
+            .ts
+            .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
+        let flags = if ack_bit {
+            plan.flags | Flags::ACK
+        } else {
+            plan.flags
+        };
+        let ack = if ack_bit { rcv_nxt.0 } else { 0 };
+        let empty: (&[u8], &[u8]) = (&[], &[]);
+        let payload = match self.state.snd() {
+            Some(snd) if plan.len > 0 => snd.buffer.peek_slices(plan.seq - snd.snd_una, plan.len),
+            _ => empty,
+        };
+        let ends = (self.local, self.remote);
+        let sack_n = self.sack_blocks_to_send();
+        let len = if !syn && sack_n == 0 && ctx.sh.fast_paths {
+            let header = PlainHeader {
+                src_port: self.local.port(),
+                dst_port: self.remote.port(),
+                seq: plan.seq.0,
+                ack,
+                flags,
+                window,
+                timestamps,
+            };
+            write_plain_segment(&header, payload, ends, buf, checksum)?
+        } else {
+            let mut options = Options::default();
+            if syn {
+                syn_options(&self.opts, &mut options);
+            }
+            options.timestamps = timestamps;
+            if sack_n > 0
+                && let Some(rcv) = self.state.rcv()
+            {
+                let (blocks, count) = rcv.sack.blocks(rcv.rcv_nxt, &rcv.buffer, sack_n);
+                options.sack_blocks = blocks;
+                options.sack_len = count as u8;
+            }
+            let repr = Repr {
+                src_port: self.local.port(),
+                dst_port: self.remote.port(),
+                seq: plan.seq.0,
+                ack,
+                flags,
+                window,
+                options,
+                ..Repr::default()
+            };
+            write_segment(&repr, payload, ends, buf, checksum)?
+        };
+        ctx.sh.stats.segments_out += 1;
+        if ack_bit {
+            if let Some(ts) = &mut self.opts.ts {
+                ts.last_ack_sent = rcv_nxt;
+            }
+            self.ack = AckState::Idle;
+            self.timers.stop(Timer::DelayedAck);
+        }
+        Some(len)
+    }
+
+    /// The window field: RFC 9293 §3.8.6.2.2 receiver SWS avoidance, never moving the
+    /// right edge left (§3.8.6.2.2 "the right edge ... should not move left"), scaled.
+    fn advertise(&mut self, syn: bool, recv_buffer: usize) -> u16 {
+        let mss = usize::from(self.opts.mss_ours);
+        let shift = if syn { 0 } else { self.opts.rcv_shift() };
+        if let Some(rcv) = self.state.rcv_mut() {
+            let capacity = rcv.buffer.capacity();
+            let edge = rcv.rcv_nxt + rcv.buffer.window();
+            // "increase the window only if it can be increased by at least
+            // min(Fr*RCV.BUFF, Eff.snd.MSS)", Fr = 1/2.
+            if edge > rcv.rcv_adv
+                && (edge - rcv.rcv_adv >= (capacity / 2).min(mss)
+                    || rcv.rcv_adv == rcv.rcv_nxt && edge - rcv.rcv_nxt >= capacity.min(mss))
+            {
+                rcv.rcv_adv = edge;
+            }
+            if rcv.rcv_adv < rcv.rcv_nxt {
+                rcv.rcv_adv = rcv.rcv_nxt;
+            }
+            let wnd = rcv.rcv_adv - rcv.rcv_nxt;
+            // Round up so the advertised edge never falls short of `rcv_adv`.
+            let field = wnd.div_ceil(1 << shift).min(0xffff);
+            rcv.rcv_adv = rcv.rcv_nxt + (field << shift);
+            return field as u16;
+        }
+        // SYN-SENT has no receive buffer yet: offer what it will have.
+        let window = self
+            .state
+            .recv_buffer_mut()
+            .map_or(recv_buffer, |b| b.window());
+        (window >> shift).min(0xffff) as u16
+    }
+
+    /// Bookkeeping after a segment went out.
+    fn after_send(&mut self, ctx: &mut Ctx<'_>, plan: &Plan) {
+        let now = ctx.now;
+        let rto = self.rtt.rto();
+        let timestamps = self.opts.ts.is_some();
+        match (&mut self.state, plan.kind) {
+            (State::SynSent(s), Kind::Syn) => s.snd_nxt = s.iss + 1,
+            (State::SynRcvd(s), Kind::Syn) => s.snd_nxt = s.iss + 1,
+            (state, Kind::Next | Kind::Repair) => {
+                let Some(snd) = state.snd_mut() else { return };
+                let end = plan.seq + plan.len + usize::from(plan.flags.fin());
+                let again = plan.seq < snd.snd_max;
+                if again {
+                    ctx.sh.stats.retransmitted += 1;
+                    self.retransmits += 1;
+                    snd.sampler.on_retransmit();
+                } else if !timestamps {
+                    snd.sampler.start(end, now);
+                }
+                if plan.kind == Kind::Next {
+                    snd.snd_nxt = end;
+                    snd.snd_max = snd.snd_max.max(end);
+                } else {
+                    snd.high_rxt = snd.high_rxt.max(end);
+                }
+                self.timers.stop(Timer::Persist);
+            }
+            (state, Kind::Probe) => {
+                match state.snd_mut() {
+                    Some(snd) if snd.snd_wnd == 0 => {
+                        ctx.sh.stats.window_probes += 1;
+                        snd.probe_count += 1;
+                    }
+                    _ => ctx.sh.stats.keepalive_probes += 1,
+                }
+                return;
+            }
+            _ => return,
+        }
+        // RFC 6298 §5.1: "Every time a packet containing data is sent (including a
+        // retransmission), if the timer is not running, start it running so that it
+        // will expire after RTO seconds".
+        self.timers.set_if_idle(Timer::Retransmit, now + rto);
+        if let Some(timeout) = ctx.sh.config.user_timeout {
+            self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
+        }
+    }
+}
+
+/// The options of our SYN (or SYN-ACK, which only echoes what the peer offered).
+fn syn_options(opts: &Negotiated, options: &mut Options) {
+    options.mss = Some(opts.mss_ours);
+    options.window_scale = opts.wscale.map(|w| w.0);
+    options.sack_permitted = opts.sack;
+}
+
+/// A retransmission out of order: NewReno's one segment, or RFC 6675 NextSeg().
+fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Plan> {
+    let mss = opts.snd_mss();
+    let fin_at = fin_queued.then(|| snd.data_end());
+    let segment = |snd: &Snd, seq: SeqNumber, max: usize| {
+        let len = (snd.data_end() - seq).min(max);
+        let fin = fin_at == Some(seq + len) && seq + len < snd.snd_max;
+        Plan {
+            seq,
+            flags: if fin { Flags::FIN } else { Flags::NONE },
+            len,
+            kind: Kind::Repair,
+        }
+    };
+    if let Some(seq) = snd.rexmit.take()
+        && seq >= snd.snd_una
+        && seq < snd.snd_max
+    {
+        return Some(segment(snd, seq, mss));
+    }
+    snd.recovery?;
+    if !opts.sack {
+        return None;
+    }
+    // RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
+    // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg()".
+    let pipe = snd
+        .scoreboard
+        .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss);
+    if snd.cc.cwnd().saturating_sub(pipe) < mss {
+        return None;
+    }
+    let (seq, len) = snd
+        .scoreboard
+        .next_seg(snd.snd_una, snd.snd_max, snd.high_rxt, mss)?;
+    Some(segment(snd, seq, len))
+}
+
+/// New data (or data again after a timeout) at SND.NXT, and the FIN; with `tso_room`,
+/// up to that much in one segment (whole MSS multiples while more data waits).
+fn plan_next(
+    snd: &mut Snd,
+    opts: &Negotiated,
+    fin_queued: bool,
+    nodelay: bool,
+    tso_room: Option<usize>,
+) -> Option<Plan> {
+    let mss = opts.snd_mss();
+    let largest = tso_room.map_or(mss, |room| room.max(mss));
+    // After a timeout, skip what the peer SACKed (RFC 6675 §5.1 keeps the scoreboard).
+    if opts.sack
+        && snd.snd_nxt < snd.snd_max
+        && let Some((_, right)) = snd
+            .scoreboard
+            .ranges()
+            .find(|&(l, r)| l <= snd.snd_nxt && snd.snd_nxt < r)
+    {
+        snd.snd_nxt = right.min(snd.snd_max);
+    }
+    let data_end = snd.data_end();
+    let available = if snd.snd_nxt < data_end {
+        data_end - snd.snd_nxt
+    } else {
+        0
+    };
+    let fin_due = fin_queued && snd.snd_nxt <= data_end;
+    let sack_recovery = snd.recovery.is_some() && opts.sack;
+    let in_flight = if sack_recovery {
+        snd.scoreboard
+            .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
+    } else {
+        snd.snd_nxt - snd.snd_una
+    };
+    // RFC 3042 limited transmit: "a TCP sender SHOULD send a segment of previously
+    // unsent data in response to each of the first two duplicate ACKs", cwnd + 2*SMSS.
+    let limited = if snd.recovery.is_none() {
+        snd.dup_acks.min(2) as usize * mss
+    } else {
+        0
+    };
+    let cwnd_room = (snd.cc.cwnd() + limited).saturating_sub(in_flight);
+    let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
+    let wnd_room = if wnd_edge > snd.snd_nxt {
+        wnd_edge - snd.snd_nxt
+    } else {
+        0
+    };
+    let mut len = available.min(largest).min(cwnd_room).min(wnd_room);
+    if len > mss && len < available {
+        // A large segment ends on an MSS boundary while more data waits: the device
+        // would otherwise cut a runt off its tail.
+        len -= len % mss;
+    }
+    let again = snd.snd_nxt < snd.snd_max;
+    let fin = |len: usize| fin_due && snd.snd_nxt + len == data_end;
+    let plan = |len: usize| {
+        let flags = if fin(len) { Flags::FIN } else { Flags::NONE };
+        Some(Plan {
+            seq: snd.snd_nxt,
+            flags,
+            len,
+            kind: Kind::Next,
+        })
+    };
+    if len == 0 {
+        // The FIN alone, once all data is out (it needs no window room here: a peer
+        // that cannot take it will drop it and we retransmit).
+        return if available == 0 && fin_due && (cwnd_room > 0 || again) {
+            plan(0)
+        } else {
+            None
+        };
+    }
+    if again {
+        return plan(len);
+    }
+    if len >= mss {
+        // TSO with the application writing in pieces smaller than a large segment:
+        // each piece would go alone. While a large segment's worth is unacknowledged,
+        // an ACK is sure to come soon (RFC 5681 §4.2: "an ACK SHOULD be generated for
+        // at least every second full-sized segment") and clocks out what gathers
+        // meanwhile in larger segments (as Linux's `tcp_tso_should_defer`). Never with
+        // less in flight, so it adds at most the time to that ACK.
+        let defer = tso_room.is_some() && len == available && len < largest && !fin_due;
+        return if defer && in_flight >= largest {
+            None
+        } else {
+            plan(len)
+        };
+    }
+    if len == available {
+        // RFC 9293 §3.7.4 Nagle: "if there is unacknowledged data ... buffer all user
+        // data ... until the outstanding data has been acknowledged or until the TCP can
+        // send a full-sized segment". A queued FIN pushes the tail out.
+        return if nodelay || snd.snd_max == snd.snd_una || fin_due {
+            plan(len)
+        } else {
+            None
+        };
+    }
+    // Window-limited below a full segment: §3.8.6.2.1 sender SWS avoidance, "(c) ... at
+    // least a fraction Fs of the maximum window can be sent", Fs = 1/2.
+    if len == wnd_room && len >= (snd.max_snd_wnd as usize / 2).max(1) {
+        return plan(len);
+    }
+    None
+}

@@ -1,0 +1,722 @@
+//! The socket table: generational handles, 4-tuple demultiplexing, listeners, ephemeral
+//! ports, the output queue and the timer set.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
+use core::net::{Ipv4Addr, SocketAddrV4};
+
+use impnet_wire::tcp::Repr;
+
+use super::conn::{Conn, Ctx, Owner, Shared};
+use super::deadlines::Deadlines;
+use super::demux::{ConnMap, conn_map};
+use super::isn::IsnGenerator;
+use super::listen::{ListenAction, Listener};
+use super::output::Reset;
+use super::seq::SeqNumber;
+use super::state::{Closed, State};
+use super::{Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
+use crate::time::Instant;
+
+/// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
+const EPHEMERAL_MIN: u16 = 49152;
+const EPHEMERAL_COUNT: u32 = 65536 - EPHEMERAL_MIN as u32;
+
+/// A listener or a connection. The connection lives in the slot itself, not behind a
+/// `Box`: one allocation less per connection (W3 churn), and one pointer less to chase
+/// per segment with many connections (W4: the slot is the cache line the demux lookup
+/// leads to).
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Socket {
+    Listener(Listener),
+    Conn(Conn),
+}
+
+/// One entry of the table; the generation changes every time the slot is reused.
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    socket: Option<Socket>,
+}
+
+/// [`Tcp::settle`] for a connection that is not CLOSED and not a listener's child
+/// (`Owner::Pending`): then no release, accept-queue or demux change can be due, and
+/// only the deadline heap and the output queue may need an update. Exactly what
+/// `settle` does in that case (`tests_predict::prediction_matches_the_full_path` compares them).
+#[inline]
+fn settle_open(
+    conn: &mut Conn,
+    handle: TcpHandle,
+    deadlines: &mut Deadlines,
+    dirty: &mut VecDeque<TcpHandle>,
+) {
+    let next = conn.timers.next();
+    if conn.scheduled != next {
+        conn.scheduled = next;
+        deadlines.set(handle, next, matches!(conn.state, State::TimeWait(_)));
+    }
+    if !conn.queued && conn.may_send() {
+        conn.queued = true;
+        dirty.push_back(handle);
+    }
+}
+
+/// All TCP state of one stack. See the module docs for the call order.
+#[derive(Debug)]
+pub struct Tcp {
+    shared: Shared,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    conns: ConnMap,
+    listeners: BTreeMap<SocketAddrV4, TcpHandle>,
+    /// Each connection's earliest deadline (`Conn::scheduled`).
+    deadlines: Deadlines,
+    /// Connections that may have something to send.
+    dirty: VecDeque<TcpHandle>,
+    isn: IsnGenerator,
+    port_key: u64,
+    port_counter: u32,
+}
+
+/// A keyed 64-bit mix (splitmix64 finaliser), for RFC 6056 port offsets.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Tcp {
+    /// A TCP layer with no sockets; `seed` keys ISNs and ephemeral ports.
+    pub fn new(config: TcpConfig, seed: u64) -> Tcp {
+        Tcp {
+            shared: Shared {
+                config,
+                stats: TcpStats::default(),
+                events: VecDeque::new(),
+                resets: VecDeque::new(),
+                challenge: (Instant::ZERO, 0),
+                fast_paths: true,
+                spare: Vec::new(),
+            },
+            slots: Vec::new(),
+            free: Vec::new(),
+            conns: conn_map(mix(seed ^ 0x6465_6d75_7820_6b79)),
+            listeners: BTreeMap::new(),
+            deadlines: Deadlines::new(),
+            dirty: VecDeque::new(),
+            isn: IsnGenerator::new(seed),
+            port_key: mix(seed ^ 0x706f_7274_6b65_7921),
+            port_counter: 0,
+        }
+    }
+
+    /// Turn the fast paths off (or on again), to compare them with the full paths.
+    #[cfg(test)]
+    pub(crate) fn set_fast_paths(&mut self, on: bool) {
+        self.shared.fast_paths = on;
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TcpConfig {
+        &self.shared.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &TcpStats {
+        &self.shared.stats
+    }
+
+    /// Sockets in the table (listeners, connections, dead handles not yet closed).
+    pub fn socket_count(&self) -> usize {
+        self.slots.iter().filter(|s| s.socket.is_some()).count()
+    }
+
+    /// Connections with a timer running.
+    pub fn timer_count(&self) -> usize {
+        self.deadlines.len()
+    }
+
+    fn insert(&mut self, socket: Socket) -> TcpHandle {
+        if let Some(index) = self.free.pop() {
+            let slot = &mut self.slots[index as usize];
+            slot.socket = Some(socket);
+            TcpHandle {
+                index,
+                generation: slot.generation,
+            }
+        } else {
+            self.slots.push(Slot {
+                generation: 0,
+                socket: Some(socket),
+            });
+            TcpHandle {
+                index: (self.slots.len() - 1) as u32,
+                generation: 0,
+            }
+        }
+    }
+
+    fn socket_mut(&mut self, handle: TcpHandle) -> Option<&mut Socket> {
+        let slot = self.slots.get_mut(handle.index as usize)?;
+        if slot.generation != handle.generation {
+            return None;
+        }
+        slot.socket.as_mut()
+    }
+
+    fn conn_mut(&mut self, handle: TcpHandle) -> Option<&mut Conn> {
+        match self.socket_mut(handle)? {
+            Socket::Conn(c) => Some(c),
+            Socket::Listener(_) => None,
+        }
+    }
+
+    fn remove(&mut self, handle: TcpHandle) {
+        let slot = &mut self.slots[handle.index as usize];
+        slot.socket = None;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(handle.index);
+    }
+
+    /// Listen on `local` (port must be non-zero; address may be unspecified).
+    pub fn listen(&mut self, local: SocketAddrV4, backlog: usize) -> Result<TcpHandle, TcpError> {
+        if local.port() == 0 {
+            return Err(TcpError::InvalidState);
+        }
+        if self.listeners.contains_key(&local) {
+            return Err(TcpError::AddrInUse);
+        }
+        let handle = self.insert(Socket::Listener(Listener::new(local, backlog)));
+        self.listeners.insert(local, handle);
+        Ok(handle)
+    }
+
+    fn port_free(&self, local: SocketAddrV4, remote: SocketAddrV4) -> bool {
+        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
+        !self.conns.contains_key(&(local, remote))
+            && !self.listeners.contains_key(&local)
+            && !self.listeners.contains_key(&any)
+    }
+
+    /// RFC 6056 §3.3.3 Algorithm 3, "Simple Hash-Based Port Selection": offset =
+    /// F(local IP, remote IP, remote port, secret), then scan from it.
+    fn ephemeral_port(&mut self, local: Ipv4Addr, remote: SocketAddrV4) -> Result<u16, TcpError> {
+        let key = u64::from(local.to_bits()) << 32 | u64::from(remote.ip().to_bits());
+        let offset = mix(self.port_key ^ mix(key ^ u64::from(remote.port()) << 17)) as u32;
+        for _ in 0..EPHEMERAL_COUNT {
+            let port =
+                EPHEMERAL_MIN + (offset.wrapping_add(self.port_counter) % EPHEMERAL_COUNT) as u16;
+            self.port_counter = self.port_counter.wrapping_add(1);
+            if self.port_free(SocketAddrV4::new(local, port), remote) {
+                return Ok(port);
+            }
+        }
+        Err(TcpError::NoPortsAvailable)
+    }
+
+    /// Open a connection from `local` (port 0 picks an ephemeral port) to `remote`,
+    /// announcing `mss` (from the route's MTU).
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        mss: u16,
+    ) -> Result<TcpHandle, TcpError> {
+        let local = match local.port() {
+            0 => SocketAddrV4::new(*local.ip(), self.ephemeral_port(*local.ip(), remote)?),
+            _ if self.conns.contains_key(&(local, remote)) => return Err(TcpError::AddrInUse),
+            _ => local,
+        };
+        let iss = self.isn.isn(now, local, remote);
+        let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
+        let handle = self.insert(Socket::Conn(conn));
+        self.conns.insert((local, remote), handle);
+        self.shared.stats.active_opens += 1;
+        self.settle(handle);
+        Ok(handle)
+    }
+
+    /// Take an established connection from a listener's accept queue.
+    pub fn accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
+        let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
+            return Err(TcpError::InvalidHandle);
+        };
+        let child = l.queue.pop_front().ok_or(TcpError::WouldBlock)?;
+        let conn = self.conn_mut(child).ok_or(TcpError::InvalidHandle)?;
+        conn.owner = Owner::User;
+        self.shared.stats.passive_opens += 1;
+        Ok(child)
+    }
+
+    /// Run `f` on a connection with its context, then settle it.
+    fn with_conn<R>(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> Result<R, TcpError>,
+    ) -> Result<R, TcpError> {
+        let slot = self
+            .slots
+            .get_mut(handle.index as usize)
+            .ok_or(TcpError::InvalidHandle)?;
+        let Some(Socket::Conn(conn)) = slot
+            .socket
+            .as_mut()
+            .filter(|_| slot.generation == handle.generation)
+        else {
+            return Err(TcpError::InvalidHandle);
+        };
+        let mut ctx = Ctx {
+            now,
+            handle,
+            sh: &mut self.shared,
+        };
+        let result = f(conn, &mut ctx);
+        // The common case, decided on the connection already in hand (no second
+        // lookup): still open and not a listener's child, so only the deadline and the
+        // output queue can need an update; anything else takes the full `settle`.
+        if !self.shared.fast_paths
+            || matches!(conn.state, State::Closed(_))
+            || matches!(conn.owner, Owner::Pending(_))
+        {
+            self.settle(handle);
+        } else {
+            settle_open(conn, handle, &mut self.deadlines, &mut self.dirty);
+        }
+        result
+    }
+
+    /// Copy data into the send buffer; returns how much fit.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        data: &[u8],
+    ) -> Result<usize, TcpError> {
+        self.with_conn(now, handle, |conn, _| conn.send(data))
+    }
+
+    /// Copy received data out; `Ok(0)` means the peer closed (EOF).
+    pub fn recv(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        buf: &mut [u8],
+    ) -> Result<usize, TcpError> {
+        self.with_conn(now, handle, |conn, ctx| conn.recv(ctx, buf))
+    }
+
+    /// Send our FIN after the queued data but keep the handle (half-close): the peer
+    /// may go on sending and `recv` keeps working.
+    pub fn shutdown_write(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.with_conn(now, handle, |conn, ctx| conn.shutdown_write(ctx))
+    }
+
+    /// Close gracefully (send FIN after queued data); the handle stays valid until `Closed`.
+    /// A listener closes at once, resetting the connections it has not handed out.
+    pub fn close(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        if let Some(Socket::Listener(_)) = self.socket_mut(handle) {
+            return self.close_listener(now, handle);
+        }
+        self.with_conn(now, handle, |conn, ctx| {
+            conn.owner = Owner::Released;
+            match conn.shutdown_write(ctx) {
+                Err(TcpError::InvalidState) => Ok(()),
+                other => other,
+            }
+        })
+    }
+
+    fn close_listener(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        let Some(Socket::Listener(l)) = self.socket_mut(handle) else {
+            return Err(TcpError::InvalidHandle);
+        };
+        let local = l.local;
+        let queued: Vec<TcpHandle> = l.queue.drain(..).collect();
+        self.listeners.remove(&local);
+        self.remove(handle);
+        let pending: Vec<TcpHandle> = self
+            .conns
+            .values()
+            .copied()
+            .filter(|&h| matches!(self.conn_ref(h).map(|c| c.owner), Some(Owner::Pending(l)) if l == handle))
+            .collect();
+        for child in queued.into_iter().chain(pending) {
+            if let Some(conn) = self.conn_mut(child) {
+                conn.owner = Owner::Released;
+            }
+            let _ = self.abort(now, child);
+        }
+        Ok(())
+    }
+
+    fn conn_ref(&self, handle: TcpHandle) -> Option<&Conn> {
+        let slot = self.slots.get(handle.index as usize)?;
+        match slot
+            .socket
+            .as_ref()
+            .filter(|_| slot.generation == handle.generation)?
+        {
+            Socket::Conn(c) => Some(c),
+            Socket::Listener(_) => None,
+        }
+    }
+
+    /// Abort: send RST and release at once.
+    pub fn abort(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        if let Some(Socket::Listener(_)) = self.socket_mut(handle) {
+            return self.close_listener(now, handle);
+        }
+        self.with_conn(now, handle, |conn, ctx| {
+            if let Some(reset) = conn.abort_reset() {
+                ctx.sh.stats.resets_sent += 1;
+                ctx.sh.reset(reset);
+            }
+            conn.owner = Owner::Released;
+            let old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
+            ctx.sh.recycle_state(old);
+            conn.timers.stop_all();
+            Ok(())
+        })
+    }
+
+    /// Turn Nagle's algorithm off (true) or on for one connection.
+    pub fn set_nodelay(&mut self, handle: TcpHandle, nodelay: bool) -> Result<(), TcpError> {
+        let conn = self.conn_mut(handle).ok_or(TcpError::InvalidHandle)?;
+        conn.nodelay = nodelay;
+        if !conn.queued {
+            conn.queued = true;
+            self.dirty.push_back(handle);
+        }
+        Ok(())
+    }
+
+    /// A snapshot of a connection (None for listeners and stale handles).
+    pub fn info(&self, handle: TcpHandle) -> Option<TcpInfo> {
+        Some(self.conn_ref(handle)?.info(&self.shared.config))
+    }
+
+    /// Local and remote address of a connection.
+    pub fn addresses(&self, handle: TcpHandle) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        self.conn_ref(handle).map(|c| (c.local, c.remote))
+    }
+
+    /// Bookkeeping after anything touched a connection: timer set, output queue,
+    /// accept queue, release.
+    #[inline(never)]
+    fn settle(&mut self, handle: TcpHandle) {
+        let Some(conn) = self.conn_mut(handle) else {
+            return;
+        };
+        let next = conn.timers.next();
+        let old = core::mem::replace(&mut conn.scheduled, next);
+        let queue = !conn.queued && conn.may_send();
+        conn.queued |= queue;
+        let owner = conn.owner;
+        let closed = matches!(conn.state, State::Closed(_));
+        let synchronized = conn.state.synchronized();
+        let report = closed && conn.in_demux;
+        if closed {
+            conn.in_demux = false;
+        }
+        let tuple = (conn.local, conn.remote);
+        let time_wait = matches!(conn.state, State::TimeWait(_));
+        if old != next {
+            self.deadlines.set(handle, next, time_wait);
+        }
+        if queue {
+            self.dirty.push_back(handle);
+        }
+        if report {
+            if self.conns.get(&tuple) == Some(&handle) {
+                self.conns.remove(&tuple);
+            }
+            if owner == Owner::User || owner == Owner::Released {
+                self.shared.event(TcpEvent::Closed(handle));
+            }
+        }
+        self.settle_owner(handle, owner, closed, synchronized);
+    }
+
+    /// Listener children and released connections.
+    fn settle_owner(&mut self, handle: TcpHandle, owner: Owner, closed: bool, synchronized: bool) {
+        match owner {
+            Owner::Pending(l) if closed || synchronized => {
+                if let Some(Socket::Listener(listener)) = self.socket_mut(l) {
+                    listener.pending = listener.pending.saturating_sub(1);
+                    if !closed {
+                        listener.queue.push_back(handle);
+                        self.shared.event(TcpEvent::Readable(l));
+                    }
+                }
+                if let Some(conn) = self.conn_mut(handle) {
+                    conn.owner = Owner::Queued(l);
+                }
+                if closed {
+                    self.release(handle);
+                }
+            }
+            Owner::Queued(l) if closed => {
+                if let Some(Socket::Listener(listener)) = self.socket_mut(l) {
+                    listener.queue.retain(|&h| h != handle);
+                }
+                self.release(handle);
+            }
+            Owner::Released if closed => self.release(handle),
+            _ => {}
+        }
+    }
+
+    /// Drop a connection for good (it is CLOSED and no one holds it).
+    fn release(&mut self, handle: TcpHandle) {
+        let Some(conn) = self.conn_mut(handle) else {
+            return;
+        };
+        let scheduled = conn.scheduled.take();
+        let tuple = (conn.local, conn.remote);
+        if scheduled.is_some() {
+            self.deadlines.set(handle, None, false);
+        }
+        if self.conns.get(&tuple) == Some(&handle) {
+            self.conns.remove(&tuple);
+        }
+        self.remove(handle);
+    }
+
+    /// A segment arrived from `src` to `dst` (one of our addresses, checksum verified).
+    /// A connection it opens on a listener announces the configured MSS.
+    pub fn handle_segment(
+        &mut self,
+        now: Instant,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        segment: &Repr<'_>,
+    ) {
+        let mss = self.shared.config.mss;
+        self.handle_segment_with_mss(now, src, dst, segment, mss);
+    }
+
+    /// As [`Tcp::handle_segment`], where a connection opened on a listener announces
+    /// `local_mss` (the stack passes the MTU of the route back to `src` less 40).
+    pub fn handle_segment_with_mss(
+        &mut self,
+        now: Instant,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        segment: &Repr<'_>,
+        local_mss: u16,
+    ) {
+        self.shared.stats.segments_in += 1;
+        let local = SocketAddrV4::new(dst, segment.dst_port);
+        let remote = SocketAddrV4::new(src, segment.src_port);
+        if let Some(&handle) = self.conns.get(&(local, remote))
+            && !self.time_wait_reuse(handle, segment)
+        {
+            let _ = self.with_conn(now, handle, |conn, ctx| {
+                conn.handle_segment(ctx, segment);
+                Ok(())
+            });
+            return;
+        }
+        self.segment_for_listener(now, (local, remote), segment, local_mss);
+    }
+
+    /// A segment for no connection: to the listener on its address (or the wildcard
+    /// one), else answered as for a closed port.
+    #[inline(never)]
+    fn segment_for_listener(
+        &mut self,
+        now: Instant,
+        (local, remote): (SocketAddrV4, SocketAddrV4),
+        segment: &Repr<'_>,
+        local_mss: u16,
+    ) {
+        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
+        let Some(&listener) = self
+            .listeners
+            .get(&local)
+            .or_else(|| self.listeners.get(&any))
+        else {
+            return self.no_socket(local, remote, segment);
+        };
+        let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
+            return;
+        };
+        match l.on_segment(local, remote, segment) {
+            ListenAction::Drop => {}
+            ListenAction::Reset(reset) => self.queue_reset(reset),
+            ListenAction::Overflow => self.shared.stats.listen_overflows += 1,
+            ListenAction::Open => {
+                l.pending += 1;
+                let iss = self.isn.isn(now, local, remote);
+                let conn = Conn::accept_syn(
+                    &mut self.shared,
+                    (local, remote),
+                    iss,
+                    segment,
+                    listener,
+                    local_mss,
+                );
+                let handle = self.insert(Socket::Conn(conn));
+                self.conns.insert((local, remote), handle);
+                self.settle(handle);
+            }
+        }
+    }
+
+    /// RFC 9293 §3.10.7.1: a segment for no connection.
+    #[cold]
+    #[inline(never)]
+    fn no_socket(&mut self, local: SocketAddrV4, remote: SocketAddrV4, segment: &Repr<'_>) {
+        self.shared.stats.no_socket += 1;
+        // "If the state is CLOSED ... An incoming segment containing a RST is discarded."
+        if !segment.flags.rst() {
+            self.queue_reset(Reset::for_segment(local, remote, segment));
+        }
+    }
+
+    fn queue_reset(&mut self, reset: Reset) {
+        self.shared.stats.resets_sent += 1;
+        self.shared.reset(reset);
+    }
+
+    /// RFC 9293 §3.6.1 and RFC 6191: a SYN to a connection in TIME-WAIT reopens it when
+    /// its timestamp is newer than the last one seen, or (without timestamps) its
+    /// sequence number is above RCV.NXT. The old connection is released; returns true
+    /// when the caller should hand the SYN to a listener.
+    #[inline]
+    fn time_wait_reuse(&mut self, handle: TcpHandle, seg: &Repr<'_>) -> bool {
+        if !seg.flags.syn() || seg.flags.ack() || seg.flags.rst() {
+            return false;
+        }
+        self.time_wait_reopen(handle, seg)
+    }
+
+    /// [`Tcp::time_wait_reuse`] for a plain SYN.
+    #[inline(never)]
+    fn time_wait_reopen(&mut self, handle: TcpHandle, seg: &Repr<'_>) -> bool {
+        let Some(conn) = self.conn_mut(handle) else {
+            return false;
+        };
+        let State::TimeWait(tw) = &conn.state else {
+            return false;
+        };
+        let newer = match (tw.ts_recent, seg.options.timestamps) {
+            (Some(recent), Some((tsval, _))) => (tsval.wrapping_sub(recent) as i32) > 0,
+            (Some(_), None) => false,
+            (None, _) => SeqNumber(seg.seq) > tw.rcv.rcv_nxt,
+        };
+        if !newer {
+            return false;
+        }
+        conn.state = State::Closed(Closed { error: None });
+        conn.timers.stop_all();
+        self.shared.stats.time_wait_reuses += 1;
+        self.settle(handle);
+        // A user still holding the handle keeps a dead one; the tuple is free either way.
+        if let Some(conn) = self.conn_mut(handle) {
+            let tuple = (conn.local, conn.remote);
+            if self.conns.get(&tuple) == Some(&handle) {
+                self.conns.remove(&tuple);
+            }
+        }
+        true
+    }
+
+    /// False when [`Tcp::poll_transmit`] would certainly return `None`: no RST waits
+    /// and no connection is in the output queue.
+    #[inline]
+    pub fn may_transmit(&self) -> bool {
+        !self.shared.resets.is_empty() || !self.dirty.is_empty()
+    }
+
+    /// Write the next segment to send into `buf` (at most `buf.len()` bytes), its
+    /// checksum filled in.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<TcpTransmit> {
+        self.poll_transmit_with(now, buf, |_, _| Egress::PLAIN)
+    }
+
+    /// As [`Tcp::poll_transmit`], asking `egress(src, dst)` what the outgoing device
+    /// does: where its checksum flag is false (the device computes it, see
+    /// [`Offloads`](crate::Offloads)) the field holds the pseudo-header sum; where it
+    /// offers TSO, a segment may carry more than one MSS.
+    pub fn poll_transmit_with(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mut egress: impl FnMut(Ipv4Addr, Ipv4Addr) -> Egress,
+    ) -> Option<TcpTransmit> {
+        while let Some(reset) = self.shared.resets.pop_front() {
+            let fill = egress(*reset.local.ip(), *reset.remote.ip()).checksum;
+            if let Some(len) = reset.write(buf, fill) {
+                self.shared.stats.segments_out += 1;
+                return Some(TcpTransmit {
+                    src: *reset.local.ip(),
+                    dst: *reset.remote.ip(),
+                    len,
+                });
+            }
+        }
+        while let Some(handle) = self.dirty.pop_front() {
+            let Some(conn) = self.conn_mut(handle) else {
+                continue;
+            };
+            // Stays marked while it runs so `settle` does not queue it a second time.
+            conn.queued = true;
+            let (src, dst) = (*conn.local.ip(), *conn.remote.ip());
+            let out = egress(src, dst);
+            let sent = self.with_conn(now, handle, |conn, ctx| {
+                Ok(conn.poll_transmit(ctx, buf, out))
+            });
+            if let Ok(Some(len)) = sent {
+                // When it has more: back of the queue, behind the others.
+                if let Some(conn) = self.conn_mut(handle) {
+                    if conn.may_send() {
+                        self.dirty.push_back(handle);
+                    } else {
+                        conn.queued = false;
+                    }
+                }
+                return Some(TcpTransmit { src, dst, len });
+            }
+            if let Some(conn) = self.conn_mut(handle) {
+                conn.queued = false;
+            }
+        }
+        None
+    }
+
+    /// The earliest time `handle_timeout` must be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(at, _)| at)
+    }
+
+    /// Fire the timers that are due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some((at, handle)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            let _ = self.with_conn(now, handle, |conn, ctx| {
+                while let Some(timer) = conn.timers.pop_due(now) {
+                    conn.handle_timeout(ctx, timer);
+                }
+                Ok(())
+            });
+            // A stale entry (should not happen) must not loop forever.
+            if self.deadlines.first() == Some((at, handle)) {
+                self.deadlines.pop_first();
+                if let Some(conn) = self.conn_mut(handle) {
+                    conn.scheduled = None;
+                }
+            }
+        }
+    }
+
+    /// The next readiness change.
+    pub fn poll_event(&mut self) -> Option<TcpEvent> {
+        self.shared.events.pop_front()
+    }
+}

@@ -1,0 +1,1728 @@
+//! Segment-level table tests: `Tcp` driven directly, one group per state.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::{Ipv4Addr, SocketAddrV4};
+
+use impnet_wire::tcp::{Flags, Options, Packet, Repr, SackBlock};
+
+use super::*;
+use crate::time::{Duration, Instant};
+
+const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
+const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 49500);
+/// The peer's ISN.
+const RISS: u32 = 1000;
+const MSS: u16 = 1000;
+
+/// What the peer sends.
+const SEND_TEMPL: Repr<'static> = Repr {
+    src_port: 49500,
+    dst_port: 80,
+    seq: 0,
+    ack: 0,
+    flags: Flags::ACK,
+    window: 64000,
+    urgent: 0,
+    options: Options {
+        mss: None,
+        window_scale: None,
+        sack_permitted: false,
+        sack_blocks: [SackBlock { left: 0, right: 0 }; 4],
+        sack_len: 0,
+        timestamps: None,
+    },
+    payload: &[],
+};
+
+/// What we send.
+const RECV_TEMPL: Repr<'static> = Repr {
+    src_port: 80,
+    dst_port: 49500,
+    ..SEND_TEMPL
+};
+
+/// Plain settings: no options beyond MSS, so segments are easy to spell out.
+fn config() -> TcpConfig {
+    TcpConfig {
+        window_scaling: false,
+        timestamps: false,
+        sack: false,
+        recv_buffer: 64000,
+        send_buffer: 64000,
+        mss: MSS,
+        msl: Duration::from_secs(1),
+        ..TcpConfig::default()
+    }
+}
+
+fn ms(t: u64) -> Instant {
+    Instant::from_millis(t)
+}
+
+fn parse(bytes: &[u8]) -> Repr<'_> {
+    let packet = Packet::new_checked(bytes).unwrap();
+    Repr::parse(&packet, LOCAL.ip(), REMOTE.ip(), true).expect("valid segment with a good checksum")
+}
+
+fn poll(tcp: &mut Tcp, t: u64) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 1500];
+    let tx = tcp.poll_transmit(ms(t), &mut buf)?;
+    assert_eq!((tx.src, tx.dst), (*LOCAL.ip(), *REMOTE.ip()));
+    Some(buf[..tx.len].to_vec())
+}
+
+macro_rules! send {
+    ($tcp:expr, $t:expr, $repr:expr) => {
+        $tcp.handle_segment(ms($t), *REMOTE.ip(), *LOCAL.ip(), &$repr)
+    };
+}
+
+macro_rules! recv {
+    ($tcp:expr, $t:expr) => {
+        poll(&mut $tcp, $t).expect("a segment")
+    };
+    ($tcp:expr, $t:expr, $expected:expr) => {{
+        let bytes = poll(&mut $tcp, $t).expect("a segment");
+        assert_eq!(parse(&bytes), $expected);
+    }};
+}
+
+macro_rules! recv_nothing {
+    ($tcp:expr, $t:expr) => {
+        if let Some(bytes) = poll(&mut $tcp, $t) {
+            panic!("expected nothing, got {:?}", parse(&bytes));
+        }
+    };
+}
+
+/// A connection accepted from a listener: returns (tcp, handle, our ISS + 1).
+fn established_with(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
+    let mut tcp = Tcp::new(config, 7);
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            options: Options {
+                mss: Some(MSS),
+                ..SEND_TEMPL.options
+            },
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 0);
+    let synack = parse(&bytes);
+    assert_eq!(synack.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(synack.ack, RISS + 1);
+    let iss = synack.seq;
+    send!(
+        tcp,
+        10,
+        Repr {
+            seq: RISS + 1,
+            ack: iss + 1,
+            ..SEND_TEMPL
+        }
+    );
+    let handle = tcp.accept(listener).unwrap();
+    tcp.close(ms(10), listener).unwrap();
+    while tcp.poll_event().is_some() {}
+    recv_nothing!(tcp, 10);
+    (tcp, handle, iss + 1)
+}
+
+fn established() -> (Tcp, TcpHandle, u32) {
+    established_with(config())
+}
+
+fn ack_templ(seq: u32, ack: u32) -> Repr<'static> {
+    Repr {
+        seq,
+        ack,
+        window: 64000,
+        ..RECV_TEMPL
+    }
+}
+
+// ---- CLOSED / LISTEN ------------------------------------------------------------------
+
+#[test]
+fn syn_to_closed_port_gets_rst_ack() {
+    let mut tcp = Tcp::new(config(), 1);
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: 500,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        0,
+        Repr {
+            seq: 0,
+            ack: 501,
+            flags: Flags::RST | Flags::ACK,
+            window: 0,
+            ..RECV_TEMPL
+        }
+    );
+    assert_eq!(tcp.stats().no_socket, 1);
+}
+
+#[test]
+fn ack_to_closed_port_gets_rst_at_ack() {
+    let mut tcp = Tcp::new(config(), 1);
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: 500,
+            ack: 777,
+            payload: b"abc",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        0,
+        Repr {
+            seq: 777,
+            ack: 0,
+            flags: Flags::RST,
+            window: 0,
+            ..RECV_TEMPL
+        }
+    );
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: 500,
+            flags: Flags::RST,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 0);
+}
+
+#[test]
+fn listen_ack_gets_rst_and_rst_is_ignored() {
+    let mut tcp = Tcp::new(config(), 1);
+    tcp.listen(LOCAL, 1).unwrap();
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: 5,
+            ack: 9,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        0,
+        Repr {
+            seq: 9,
+            ack: 0,
+            flags: Flags::RST,
+            window: 0,
+            ..RECV_TEMPL
+        }
+    );
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: 5,
+            flags: Flags::RST,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 0);
+    assert_eq!(tcp.listen(LOCAL, 1), Err(TcpError::AddrInUse));
+}
+
+#[test]
+fn listen_backlog_bounds_syn_received_children() {
+    let mut tcp = Tcp::new(config(), 1);
+    let l = tcp.listen(LOCAL, 2).unwrap();
+    for port in 1..=3u16 {
+        tcp.handle_segment(
+            ms(0),
+            *REMOTE.ip(),
+            *LOCAL.ip(),
+            &Repr {
+                src_port: port,
+                seq: 1,
+                flags: Flags::SYN,
+                ..SEND_TEMPL
+            },
+        );
+    }
+    assert_eq!(tcp.socket_count(), 3);
+    assert_eq!(tcp.stats().listen_overflows, 1);
+    assert_eq!(tcp.accept(l), Err(TcpError::WouldBlock));
+    tcp.close(ms(0), l).unwrap();
+    assert_eq!(tcp.socket_count(), 0);
+}
+
+#[test]
+fn passive_open_handshake_and_accept() {
+    let mut tcp = Tcp::new(config(), 3);
+    let l = tcp.listen(LOCAL, 4).unwrap();
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            options: Options {
+                mss: Some(1200),
+                ..SEND_TEMPL.options
+            },
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 0);
+    let synack = parse(&bytes);
+    assert_eq!(
+        synack,
+        Repr {
+            seq: synack.seq,
+            ack: RISS + 1,
+            flags: Flags::SYN | Flags::ACK,
+            options: Options {
+                mss: Some(MSS),
+                ..SEND_TEMPL.options
+            },
+            ..ack_templ(0, 0)
+        }
+    );
+    // SYN-ACK retransmitted after the RTO when the ACK does not come.
+    recv_nothing!(tcp, 500);
+    tcp.handle_timeout(ms(1000));
+    let again = recv!(tcp, 1000);
+    assert_eq!(parse(&again).seq, synack.seq);
+    send!(
+        tcp,
+        1010,
+        Repr {
+            seq: RISS + 1,
+            ack: synack.seq + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.poll_event(), Some(TcpEvent::Readable(l)));
+    let c = tcp.accept(l).unwrap();
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+    // RFC 9293 §3.7.1: bounded by the peer's 1200 and by our own MSS.
+    assert_eq!(tcp.info(c).unwrap().snd_mss, 1200.min(MSS));
+}
+
+// ---- SYN-SENT ----------------------------------------------------------------------------
+
+fn syn_sent(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
+    let mut tcp = Tcp::new(config, 9);
+    let c = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
+    let bytes = recv!(tcp, 0);
+    let syn = parse(&bytes);
+    assert_eq!(
+        syn,
+        Repr {
+            seq: syn.seq,
+            ack: 0,
+            flags: Flags::SYN,
+            options: Options {
+                mss: Some(MSS),
+                ..SEND_TEMPL.options
+            },
+            ..ack_templ(0, 0)
+        }
+    );
+    (tcp, c, syn.seq)
+}
+
+#[test]
+fn active_open_and_data_then_active_close() {
+    let (mut tcp, c, iss) = syn_sent(config());
+    send!(
+        tcp,
+        10,
+        Repr {
+            seq: RISS,
+            ack: iss + 1,
+            flags: Flags::SYN | Flags::ACK,
+            options: Options {
+                mss: Some(MSS),
+                ..SEND_TEMPL.options
+            },
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 10, ack_templ(iss + 1, RISS + 1));
+    assert_eq!(tcp.poll_event(), Some(TcpEvent::Writable(c)));
+    assert_eq!(tcp.send(ms(10), c, b"hello"), Ok(5));
+    recv!(
+        tcp,
+        10,
+        Repr {
+            payload: b"hello",
+            ..ack_templ(iss + 1, RISS + 1)
+        }
+    );
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: iss + 6,
+            ..SEND_TEMPL
+        }
+    );
+    tcp.close(ms(20), c).unwrap();
+    recv!(
+        tcp,
+        20,
+        Repr {
+            flags: Flags::FIN | Flags::ACK,
+            ..ack_templ(iss + 6, RISS + 1)
+        }
+    );
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 1,
+            ack: iss + 7,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::FinWait2);
+    send!(
+        tcp,
+        40,
+        Repr {
+            seq: RISS + 1,
+            ack: iss + 7,
+            flags: Flags::FIN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 40, ack_templ(iss + 7, RISS + 2));
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    // A retransmitted FIN in TIME-WAIT is acknowledged again.
+    send!(
+        tcp,
+        50,
+        Repr {
+            seq: RISS + 1,
+            ack: iss + 7,
+            flags: Flags::FIN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 50, ack_templ(iss + 7, RISS + 2));
+    tcp.handle_timeout(ms(1000));
+    assert_eq!(tcp.socket_count(), 1);
+    tcp.handle_timeout(ms(2050));
+    assert_eq!(tcp.socket_count(), 0);
+    assert_eq!(tcp.timer_count(), 0);
+}
+
+#[test]
+fn syn_sent_bad_ack_gets_rst_and_rst_refuses() {
+    let (mut tcp, c, iss) = syn_sent(config());
+    send!(
+        tcp,
+        5,
+        Repr {
+            seq: 1,
+            ack: iss + 100,
+            flags: Flags::SYN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        5,
+        Repr {
+            seq: iss + 100,
+            ack: 0,
+            flags: Flags::RST,
+            window: 0,
+            ..RECV_TEMPL
+        }
+    );
+    // A RST without an acceptable ACK is dropped; with one, the open is refused.
+    send!(
+        tcp,
+        6,
+        Repr {
+            seq: 0,
+            ack: iss + 5,
+            flags: Flags::RST | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::SynSent);
+    send!(
+        tcp,
+        7,
+        Repr {
+            seq: 0,
+            ack: iss + 1,
+            flags: Flags::RST | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        tcp.recv(ms(7), c, &mut buf),
+        Err(TcpError::ConnectionRefused)
+    );
+    tcp.close(ms(7), c).unwrap();
+    assert_eq!(tcp.socket_count(), 0);
+}
+
+#[test]
+fn close_in_syn_sent_deletes_the_tcb() {
+    let (mut tcp, c, _) = syn_sent(config());
+    tcp.close(ms(1), c).unwrap();
+    assert_eq!(tcp.socket_count(), 0);
+    assert_eq!(tcp.timer_count(), 0);
+    recv_nothing!(tcp, 1);
+}
+
+#[test]
+fn syn_retransmission_backs_off_then_times_out() {
+    let (mut tcp, c, iss) = syn_sent(TcpConfig {
+        syn_retransmits: 2,
+        ..config()
+    });
+    tcp.handle_timeout(ms(1000));
+    assert_eq!(parse(&recv!(tcp, 1000)).seq, iss);
+    assert_eq!(tcp.poll_timeout(), Some(ms(3000)));
+    tcp.handle_timeout(ms(3000));
+    recv!(tcp, 3000);
+    assert_eq!(tcp.poll_timeout(), Some(ms(7000)));
+    tcp.handle_timeout(ms(7000));
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    assert_eq!(tcp.send(ms(7000), c, b"x"), Err(TcpError::TimedOut));
+}
+
+#[test]
+fn simultaneous_open() {
+    let (mut tcp, c, iss) = syn_sent(config());
+    send!(
+        tcp,
+        5,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        5,
+        Repr {
+            seq: iss,
+            ack: RISS + 1,
+            flags: Flags::SYN | Flags::ACK,
+            options: Options {
+                mss: Some(MSS),
+                ..SEND_TEMPL.options
+            },
+            ..ack_templ(0, 0)
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::SynReceived);
+    send!(
+        tcp,
+        6,
+        Repr {
+            seq: RISS,
+            ack: iss + 1,
+            flags: Flags::SYN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    // The peer's SYN-ACK repeats its SYN (not acceptable now): we answer with an ACK
+    // and its ACK completes the handshake.
+    send!(
+        tcp,
+        7,
+        Repr {
+            seq: RISS + 1,
+            ack: iss + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+}
+
+// ---- ESTABLISHED: sequence checks, RST, SYN, ACK ------------------------------------------
+
+#[test]
+fn rst_exact_resets_in_window_challenges_outside_drops() {
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1 + 100_000,
+            flags: Flags::RST,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 20);
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1 + 10,
+            flags: Flags::RST,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21, ack_templ(snd, RISS + 1));
+    assert_eq!(tcp.stats().challenge_acks, 1);
+    send!(
+        tcp,
+        22,
+        Repr {
+            seq: RISS + 1,
+            flags: Flags::RST,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    assert_eq!(tcp.poll_event(), Some(TcpEvent::Readable(c)));
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        tcp.recv(ms(22), c, &mut buf),
+        Err(TcpError::ConnectionReset)
+    );
+    while let Some(ev) = tcp.poll_event() {
+        if ev == TcpEvent::Closed(c) {
+            tcp.close(ms(22), c).unwrap();
+        }
+    }
+    assert_eq!(tcp.socket_count(), 0);
+}
+
+#[test]
+fn out_of_window_segment_is_acked_and_dropped() {
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1 + 200_000,
+            ack: snd,
+            payload: b"zz",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 20, ack_templ(snd, RISS + 1));
+    let mut buf = [0u8; 4];
+    assert_eq!(tcp.recv(ms(20), c, &mut buf), Err(TcpError::WouldBlock));
+    // An old duplicate is acknowledged as well.
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS - 5,
+            ack: snd,
+            payload: b"old",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21, ack_templ(snd, RISS + 1));
+}
+
+#[test]
+fn syn_in_established_gets_challenge_ack() {
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 50,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 20, ack_templ(snd, RISS + 1));
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+}
+
+#[test]
+fn ack_beyond_snd_nxt_is_challenged() {
+    let (mut tcp, _c, snd) = established();
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 5000,
+            payload: b"data",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 20, ack_templ(snd, RISS + 1));
+    assert_eq!(tcp.stats().bad_ack, 1);
+}
+
+#[test]
+fn challenge_acks_are_rate_limited() {
+    let (mut tcp, _c, _) = established_with(TcpConfig {
+        challenge_ack_limit: 2,
+        ..config()
+    });
+    for i in 0..5 {
+        send!(
+            tcp,
+            20,
+            Repr {
+                seq: RISS + 10 + i,
+                flags: Flags::RST,
+                ..SEND_TEMPL
+            }
+        );
+        let _ = poll(&mut tcp, 20);
+    }
+    assert_eq!(tcp.stats().challenge_acks, 2);
+    assert_eq!(tcp.stats().challenge_acks_limited, 3);
+}
+
+#[test]
+fn half_open_after_peer_restart_is_cleared_by_rst() {
+    // RFC 9293 §3.5.1 figure 10: the peer lost its state and opens again.
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: 400,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 20, ack_templ(snd, RISS + 1));
+    // The peer answers our ACK (which it finds unacceptable) with a RST at its ACK field.
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            flags: Flags::RST,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+}
+
+// ---- data -------------------------------------------------------------------------------
+
+#[test]
+fn delayed_ack_timer_and_every_second_segment() {
+    let (mut tcp, c, snd) = established();
+    let data = [7u8; MSS as usize];
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            payload: &data,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 20);
+    assert_eq!(tcp.poll_timeout(), Some(ms(60)));
+    tcp.handle_timeout(ms(60));
+    recv!(
+        tcp,
+        60,
+        Repr {
+            window: 63000,
+            ..ack_templ(snd, RISS + 1 + 1000)
+        }
+    );
+    // Two full segments: the second is acknowledged at once.
+    send!(
+        tcp,
+        70,
+        Repr {
+            seq: RISS + 1001,
+            ack: snd,
+            payload: &data,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 70);
+    send!(
+        tcp,
+        71,
+        Repr {
+            seq: RISS + 2001,
+            ack: snd,
+            payload: &data,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 71);
+    assert_eq!(parse(&bytes).ack, RISS + 3001);
+    let mut buf = vec![0u8; 5000];
+    assert_eq!(tcp.recv(ms(72), c, &mut buf), Ok(3000));
+}
+
+#[test]
+fn out_of_order_is_acked_at_once_and_hole_fill_too() {
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 11,
+            ack: snd,
+            payload: b"ld",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 20, ack_templ(snd, RISS + 1));
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            payload: b"hello, wor",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        21,
+        Repr {
+            window: 64000 - 12,
+            ..ack_templ(snd, RISS + 13)
+        }
+    );
+    let mut buf = [0u8; 32];
+    assert_eq!(tcp.recv(ms(22), c, &mut buf), Ok(12));
+    assert_eq!(&buf[..12], b"hello, world");
+}
+
+#[test]
+fn sack_blocks_are_generated() {
+    let cfg = TcpConfig {
+        sack: true,
+        ..config()
+    };
+    let mut tcp = Tcp::new(cfg, 7);
+    let l = tcp.listen(LOCAL, 4).unwrap();
+    let opts = Options {
+        mss: Some(MSS),
+        sack_permitted: true,
+        ..SEND_TEMPL.options
+    };
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            options: opts,
+            ..SEND_TEMPL
+        }
+    );
+    let synack = parse(&recv!(tcp, 0)).seq;
+    send!(
+        tcp,
+        1,
+        Repr {
+            seq: RISS + 1,
+            ack: synack + 1,
+            ..SEND_TEMPL
+        }
+    );
+    let _c = tcp.accept(l).unwrap();
+    send!(
+        tcp,
+        2,
+        Repr {
+            seq: RISS + 101,
+            ack: synack + 1,
+            payload: &[1; 100],
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 2);
+    let ack = parse(&bytes);
+    assert_eq!(ack.ack, RISS + 1);
+    assert_eq!(
+        ack.options.sack(),
+        &[SackBlock {
+            left: RISS + 101,
+            right: RISS + 201
+        }]
+    );
+    send!(
+        tcp,
+        3,
+        Repr {
+            seq: RISS + 301,
+            ack: synack + 1,
+            payload: &[1; 100],
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 3);
+    assert_eq!(
+        parse(&bytes).options.sack(),
+        &[
+            SackBlock {
+                left: RISS + 301,
+                right: RISS + 401
+            },
+            SackBlock {
+                left: RISS + 101,
+                right: RISS + 201
+            }
+        ]
+    );
+}
+
+#[test]
+fn nagle_holds_small_segments_until_acked() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(20), c, b"a").unwrap();
+    recv!(
+        tcp,
+        20,
+        Repr {
+            payload: b"a",
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    tcp.send(ms(21), c, b"b").unwrap();
+    tcp.send(ms(21), c, b"c").unwrap();
+    recv_nothing!(tcp, 21);
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        30,
+        Repr {
+            payload: b"bc",
+            ..ack_templ(snd + 1, RISS + 1)
+        }
+    );
+    // nodelay: every write goes at once.
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.send(ms(31), c, b"d").unwrap();
+    recv!(
+        tcp,
+        31,
+        Repr {
+            payload: b"d",
+            ..ack_templ(snd + 3, RISS + 1)
+        }
+    );
+}
+
+#[test]
+fn full_segments_go_and_respect_the_peer_window() {
+    let (mut tcp, c, snd) = established();
+    // The peer shrinks its window to 1500: one full segment and nothing of the rest.
+    send!(
+        tcp,
+        15,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            window: 1500,
+            ..SEND_TEMPL
+        }
+    );
+    tcp.send(ms(20), c, &[9u8; 5000]).unwrap();
+    let first = recv!(tcp, 20);
+    assert_eq!(parse(&first).payload.len(), 1000);
+    recv_nothing!(tcp, 20);
+    // Shrink below what is in flight: nothing more goes, nothing is retransmitted.
+    send!(
+        tcp,
+        25,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            window: 200,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 25);
+    assert_eq!(tcp.stats().retransmitted, 0);
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1000,
+            window: 4000,
+            ..SEND_TEMPL
+        }
+    );
+    let mut total = 0;
+    while let Some(b) = poll(&mut tcp, 30) {
+        total += parse(&b).payload.len();
+    }
+    assert_eq!(total, 4000);
+}
+
+#[test]
+fn zero_window_probe_with_backoff_then_reopen() {
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        15,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            window: 0,
+            ..SEND_TEMPL
+        }
+    );
+    tcp.send(ms(20), c, b"blocked").unwrap();
+    recv_nothing!(tcp, 20);
+    let first = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(first);
+    recv!(tcp, first.as_millis(), ack_templ(snd - 1, RISS + 1));
+    recv_nothing!(tcp, first.as_millis());
+    let second = tcp.poll_timeout().unwrap();
+    assert!(second - first > first - ms(20), "probe interval backs off");
+    tcp.handle_timeout(second);
+    recv!(tcp, second.as_millis(), ack_templ(snd - 1, RISS + 1));
+    assert_eq!(tcp.stats().window_probes, 2);
+    // The probe's answer opens the window: the data goes.
+    send!(
+        tcp,
+        second.as_millis() + 5,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            window: 1000,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        second.as_millis() + 5,
+        Repr {
+            payload: b"blocked",
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+}
+
+#[test]
+fn receive_window_closes_and_reopens_without_sws() {
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        recv_buffer: 4000,
+        delayed_ack: Duration::ZERO,
+        ..config()
+    });
+    for i in 0..4u32 {
+        send!(
+            tcp,
+            20,
+            Repr {
+                seq: RISS + 1 + i * 1000,
+                ack: snd,
+                payload: &[1; 1000],
+                ..SEND_TEMPL
+            }
+        );
+        let _ = poll(&mut tcp, 20);
+    }
+    assert_eq!(tcp.info(c).unwrap().rcv_wnd, 0);
+    // Reading 100 bytes is too little to announce (receiver SWS avoidance).
+    let mut buf = vec![0u8; 4000];
+    tcp.recv(ms(30), c, &mut buf[..100]).unwrap();
+    recv_nothing!(tcp, 30);
+    tcp.recv(ms(31), c, &mut buf[..2000]).unwrap();
+    recv!(
+        tcp,
+        31,
+        Repr {
+            window: 2100,
+            ..ack_templ(snd, RISS + 4001)
+        }
+    );
+}
+
+// ---- retransmission --------------------------------------------------------------------
+
+#[test]
+fn rto_backoff_and_karn() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(100), c, b"x").unwrap();
+    recv!(
+        tcp,
+        100,
+        Repr {
+            payload: b"x",
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    let rto1 = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(rto1);
+    recv!(
+        tcp,
+        rto1.as_millis(),
+        Repr {
+            payload: b"x",
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    let rto2 = tcp.poll_timeout().unwrap();
+    assert_eq!(rto2 - rto1, (rto1 - ms(100)).saturating_mul(2));
+    // The ACK of a retransmitted segment gives no RTT sample (Karn).
+    let srtt_before = tcp.info(c).unwrap().srtt;
+    send!(
+        tcp,
+        rto1.as_millis() + 1,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().srtt, srtt_before);
+    assert_eq!(tcp.info(c).unwrap().retransmits, 1);
+}
+
+#[test]
+fn max_retransmissions_time_out() {
+    let (mut tcp, c, _) = established_with(TcpConfig {
+        max_retransmits: 3,
+        ..config()
+    });
+    tcp.send(ms(100), c, b"x").unwrap();
+    let _ = poll(&mut tcp, 100);
+    while let Some(t) = tcp.poll_timeout() {
+        tcp.handle_timeout(t);
+        while poll(&mut tcp, t.as_millis()).is_some() {}
+    }
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    assert_eq!(tcp.send(ms(0), c, b"y"), Err(TcpError::TimedOut));
+    assert_eq!(tcp.stats().timed_out, 1);
+}
+
+#[test]
+fn user_timeout_aborts() {
+    let (mut tcp, c, _) = established_with(TcpConfig {
+        user_timeout: Some(Duration::from_millis(1500)),
+        ..config()
+    });
+    tcp.send(ms(100), c, b"x").unwrap();
+    let _ = poll(&mut tcp, 100);
+    for t in (100..2000).step_by(10) {
+        tcp.handle_timeout(ms(t));
+        while poll(&mut tcp, t).is_some() {}
+    }
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    let mut buf = [0u8; 1];
+    assert_eq!(tcp.recv(ms(2000), c, &mut buf), Err(TcpError::TimedOut));
+}
+
+#[test]
+fn fast_retransmit_after_three_dupacks() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(100), c, &[3u8; 5000]).unwrap();
+    for _ in 0..5 {
+        recv!(tcp, 100);
+    }
+    for t in 110..113 {
+        send!(
+            tcp,
+            t,
+            Repr {
+                seq: RISS + 1,
+                ack: snd,
+                ..SEND_TEMPL
+            }
+        );
+    }
+    recv!(
+        tcp,
+        113,
+        Repr {
+            payload: &[3u8; 1000],
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    assert_eq!(tcp.stats().fast_retransmits, 1);
+    assert!(tcp.info(c).unwrap().in_recovery);
+    send!(
+        tcp,
+        120,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 5000,
+            ..SEND_TEMPL
+        }
+    );
+    assert!(!tcp.info(c).unwrap().in_recovery);
+}
+
+#[test]
+fn no_fast_recovery_after_a_timeout_until_the_old_data_is_acked() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(100), c, &[4u8; 5000]).unwrap();
+    for _ in 0..5 {
+        recv!(tcp, 100);
+    }
+    // Nothing comes back: the RTO fires and the first segment goes again.
+    let rto = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(rto);
+    let bytes = recv!(tcp, rto.as_millis());
+    assert_eq!(parse(&bytes).seq, snd);
+    assert_eq!(tcp.stats().timeouts, 1);
+    // Three duplicate ACKs (the receiver holding later segments) must not start a fast
+    // retransmit: RFC 6675 §5.1 forbids a new recovery before the ACK passes what was
+    // outstanding at the timeout.
+    let t = rto.as_millis();
+    for dt in 1..=3 {
+        send!(
+            tcp,
+            t + dt,
+            Repr {
+                seq: RISS + 1,
+                ack: snd,
+                ..SEND_TEMPL
+            }
+        );
+    }
+    assert_eq!(tcp.stats().fast_retransmits, 0);
+    assert!(!tcp.info(c).unwrap().in_recovery);
+    // Once everything from before the timeout is acknowledged, loss recovery works again.
+    send!(
+        tcp,
+        t + 10,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 5000,
+            ..SEND_TEMPL
+        }
+    );
+    tcp.send(ms(t + 10), c, &[5u8; 5000]).unwrap();
+    while tcp.poll_transmit(ms(t + 10), &mut [0u8; 2000]).is_some() {}
+    for dt in 11..=13 {
+        send!(
+            tcp,
+            t + dt,
+            Repr {
+                seq: RISS + 1,
+                ack: snd + 5000,
+                ..SEND_TEMPL
+            }
+        );
+    }
+    assert_eq!(tcp.stats().fast_retransmits, 1);
+}
+
+#[test]
+fn after_a_timeout_sack_holes_are_repaired_without_a_second_window_cut() {
+    let mut tcp = Tcp::new(
+        TcpConfig {
+            sack: true,
+            ..config()
+        },
+        7,
+    );
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    let sack_ok = Options {
+        mss: Some(MSS),
+        sack_permitted: true,
+        ..SEND_TEMPL.options
+    };
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            options: sack_ok,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 0);
+    let snd = parse(&bytes).seq + 1;
+    send!(
+        tcp,
+        10,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            ..SEND_TEMPL
+        }
+    );
+    let c = tcp.accept(listener).unwrap();
+    tcp.send(ms(100), c, &[6u8; 8000]).unwrap();
+    while tcp.poll_transmit(ms(100), &mut [0u8; 2000]).is_some() {}
+    // Everything is lost: the RTO fires, cwnd drops to one segment, ssthresh is halved.
+    let rto = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(rto);
+    let t = rto.as_millis();
+    let bytes = recv!(tcp, t);
+    assert_eq!(parse(&bytes).seq, snd);
+    let ssthresh = tcp.info(c).unwrap().ssthresh;
+    // The receiver reports holding 3000..8000 (it got the originals late): the hole at
+    // 1000..3000 is lost for sure, and is resent without waiting for another timeout.
+    let sack = |left: u32, right: u32| {
+        let mut options = SEND_TEMPL.options;
+        options.sack_blocks[0] = SackBlock {
+            left: snd + left,
+            right: snd + right,
+        };
+        options.sack_len = 1;
+        options
+    };
+    send!(
+        tcp,
+        t + 5,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1000,
+            options: sack(3000, 8000),
+            ..SEND_TEMPL
+        }
+    );
+    // Slow start goes on from SND.UNA: 1000..2000 and 2000..3000 (SACKed data skipped).
+    let mut sent = Vec::new();
+    while let Some(b) = poll(&mut tcp, t + 5) {
+        sent.push(parse(&b).seq.wrapping_sub(snd));
+    }
+    assert_eq!(sent, [1000, 2000]);
+    // 1000..2000 is lost again; 2000..3000 arrives: a duplicate ACK whose SACK block
+    // shows the receiver holds everything above the hole.
+    send!(
+        tcp,
+        t + 10,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1000,
+            options: sack(2000, 8000),
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, t + 10);
+    assert_eq!(
+        parse(&bytes).seq,
+        snd + 1000,
+        "the hole goes again without a second timeout"
+    );
+    let info = tcp.info(c).unwrap();
+    assert!(info.in_recovery);
+    assert_eq!(
+        info.ssthresh, ssthresh,
+        "no second cut for the same loss episode"
+    );
+    assert_eq!(tcp.stats().timeouts, 1);
+}
+
+// ---- closing ----------------------------------------------------------------------------
+
+#[test]
+fn passive_close() {
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            flags: Flags::FIN | Flags::ACK,
+            payload: b"bye",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        20,
+        Repr {
+            window: 64000 - 3,
+            ..ack_templ(snd, RISS + 5)
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::CloseWait);
+    let mut buf = [0u8; 8];
+    assert_eq!(tcp.recv(ms(21), c, &mut buf), Ok(3));
+    assert_eq!(tcp.recv(ms(21), c, &mut buf), Ok(0));
+    // Half-close: we can still send after the peer's FIN.
+    tcp.send(ms(22), c, b"more").unwrap();
+    recv!(
+        tcp,
+        22,
+        Repr {
+            payload: b"more",
+            ..ack_templ(snd, RISS + 5)
+        }
+    );
+    tcp.close(ms(23), c).unwrap();
+    recv!(
+        tcp,
+        23,
+        Repr {
+            flags: Flags::FIN | Flags::ACK,
+            ..ack_templ(snd + 4, RISS + 5)
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::LastAck);
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 5,
+            ack: snd + 5,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.socket_count(), 0);
+    assert_eq!(tcp.timer_count(), 0);
+}
+
+#[test]
+fn simultaneous_close() {
+    let (mut tcp, c, snd) = established();
+    tcp.close(ms(20), c).unwrap();
+    recv!(
+        tcp,
+        20,
+        Repr {
+            flags: Flags::FIN | Flags::ACK,
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            flags: Flags::FIN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closing);
+    recv!(tcp, 21, ack_templ(snd + 1, RISS + 2));
+    send!(
+        tcp,
+        22,
+        Repr {
+            seq: RISS + 2,
+            ack: snd + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    tcp.handle_timeout(ms(2022));
+    assert_eq!(tcp.socket_count(), 0);
+}
+
+#[test]
+fn fin_wait_1_fin_and_ack_together_goes_to_time_wait() {
+    let (mut tcp, c, snd) = established();
+    tcp.shutdown_write(ms(20), c).unwrap();
+    recv!(tcp, 20);
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            flags: Flags::FIN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21, ack_templ(snd + 1, RISS + 2));
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    let mut buf = [0u8; 1];
+    assert_eq!(tcp.recv(ms(22), c, &mut buf), Ok(0));
+    tcp.handle_timeout(ms(3000));
+    assert_eq!(tcp.poll_event(), Some(TcpEvent::Readable(c)));
+    // The user kept the handle (shutdown only): it stays as a dead handle until closed.
+    while tcp.poll_event().is_some() {}
+    assert_eq!(tcp.socket_count(), 1);
+    tcp.close(ms(3000), c).unwrap();
+    assert_eq!(tcp.socket_count(), 0);
+}
+
+#[test]
+fn time_wait_reuse_by_newer_syn() {
+    let (mut tcp, c, snd) = established();
+    tcp.close(ms(20), c).unwrap();
+    recv!(tcp, 20);
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            flags: Flags::FIN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21);
+    // No listener any more, so a re-listen is needed for the reuse to open a connection.
+    let l = tcp.listen(LOCAL, 4).unwrap();
+    // An old SYN (below RCV.NXT) is not a reuse: challenge ACK.
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 30, ack_templ(snd + 1, RISS + 2));
+    send!(
+        tcp,
+        31,
+        Repr {
+            seq: RISS + 100_000,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 31);
+    let synack = parse(&bytes);
+    assert_eq!(synack.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(synack.ack, RISS + 100_001);
+    assert_eq!(tcp.stats().time_wait_reuses, 1);
+    send!(
+        tcp,
+        32,
+        Repr {
+            seq: RISS + 100_001,
+            ack: synack.seq + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert!(tcp.accept(l).is_ok());
+}
+
+#[test]
+fn abort_sends_rst_and_releases() {
+    let (mut tcp, c, snd) = established();
+    tcp.abort(ms(20), c).unwrap();
+    recv!(
+        tcp,
+        20,
+        Repr {
+            seq: snd,
+            ack: 0,
+            flags: Flags::RST,
+            window: 0,
+            ..RECV_TEMPL
+        }
+    );
+    assert_eq!(tcp.socket_count(), 0);
+    assert_eq!(tcp.send(ms(20), c, b"x"), Err(TcpError::InvalidHandle));
+}
+
+// ---- options ----------------------------------------------------------------------------
+
+fn ts_established() -> (Tcp, TcpHandle, u32) {
+    let cfg = TcpConfig {
+        timestamps: true,
+        window_scaling: true,
+        ..config()
+    };
+    let mut tcp = Tcp::new(cfg, 7);
+    let l = tcp.listen(LOCAL, 4).unwrap();
+    let opts = Options {
+        mss: Some(MSS),
+        window_scale: Some(2),
+        timestamps: Some((500, 0)),
+        ..SEND_TEMPL.options
+    };
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            options: opts,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 0);
+    let synack = parse(&bytes);
+    assert_eq!(synack.options.timestamps, Some((0, 500)));
+    assert_eq!(synack.options.window_scale, Some(0));
+    let ts = Options {
+        timestamps: Some((510, 0)),
+        ..SEND_TEMPL.options
+    };
+    send!(
+        tcp,
+        10,
+        Repr {
+            seq: RISS + 1,
+            ack: synack.seq + 1,
+            options: ts,
+            window: 1000,
+            ..SEND_TEMPL
+        }
+    );
+    let c = tcp.accept(l).unwrap();
+    assert_eq!(
+        tcp.info(c).unwrap().snd_wnd,
+        4000,
+        "the peer's window is scaled by 2"
+    );
+    assert_eq!(
+        tcp.info(c).unwrap().snd_mss,
+        MSS - 12,
+        "timestamps take 12 bytes of every segment"
+    );
+    (tcp, c, synack.seq + 1)
+}
+
+#[test]
+fn paws_rejects_old_timestamps_with_an_ack() {
+    let (mut tcp, c, snd) = ts_established();
+    let old = Options {
+        timestamps: Some((400, 0)),
+        ..SEND_TEMPL.options
+    };
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            payload: b"old",
+            options: old,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 20);
+    let ack = parse(&bytes);
+    assert_eq!(
+        (ack.ack, ack.options.timestamps),
+        (RISS + 1, Some((20, 510)))
+    );
+    assert_eq!(tcp.stats().paws_drops, 1);
+    let mut buf = [0u8; 4];
+    assert_eq!(tcp.recv(ms(20), c, &mut buf), Err(TcpError::WouldBlock));
+    let new = Options {
+        timestamps: Some((520, 20)),
+        ..SEND_TEMPL.options
+    };
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            payload: b"new",
+            options: new,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.recv(ms(30), c, &mut buf), Ok(3));
+}
+
+#[test]
+fn full_size_segments_count_option_bytes() {
+    let (mut tcp, c, _) = ts_established();
+    tcp.send(ms(20), c, &[1u8; 3000]).unwrap();
+    let bytes = recv!(tcp, 20);
+    assert_eq!(parse(&bytes).payload.len(), usize::from(MSS) - 12);
+}
+
+#[test]
+fn window_scale_shift_from_buffer_size() {
+    assert_eq!(conn::our_wscale(65535), 0);
+    assert_eq!(conn::our_wscale(256 * 1024), 3);
+    assert_eq!(conn::our_wscale(usize::MAX), 14);
+}
+
+// ---- keep-alive, ports, handles ------------------------------------------------------
+
+#[test]
+fn keepalive_probes_then_timeout() {
+    let ka = Keepalive {
+        idle: Duration::from_secs(10),
+        interval: Duration::from_secs(1),
+        count: 2,
+    };
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        keepalive: Some(ka),
+        ..config()
+    });
+    assert_eq!(tcp.poll_timeout(), Some(ms(10_010)));
+    tcp.handle_timeout(ms(10_010));
+    recv!(tcp, 10_010, ack_templ(snd - 1, RISS + 1));
+    // An answer restarts the idle time.
+    send!(
+        tcp,
+        10_020,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.poll_timeout(), Some(ms(20_020)));
+    for t in [20_020, 21_020, 22_020] {
+        tcp.handle_timeout(ms(t));
+        let _ = poll(&mut tcp, t);
+    }
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    assert_eq!(tcp.stats().keepalive_probes, 3);
+}
+
+#[test]
+fn ephemeral_ports_differ_and_skip_used_ones() {
+    let mut tcp = Tcp::new(config(), 5);
+    let any = SocketAddrV4::new(*LOCAL.ip(), 0);
+    let mut ports = Vec::new();
+    for _ in 0..100 {
+        let c = tcp.connect(ms(0), any, REMOTE, MSS).unwrap();
+        let port = tcp.addresses(c).unwrap().0.port();
+        assert!(port >= 49152);
+        assert!(!ports.contains(&port));
+        ports.push(port);
+    }
+}
+
+#[test]
+fn stale_handles_are_rejected() {
+    let mut tcp = Tcp::new(config(), 5);
+    let c = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
+    tcp.abort(ms(0), c).unwrap();
+    let d = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
+    assert_ne!(c, d);
+    assert_eq!(tcp.send(ms(0), c, b"x"), Err(TcpError::InvalidHandle));
+    assert!(tcp.send(ms(0), d, b"x").is_ok());
+}

@@ -1,0 +1,402 @@
+//! TCP on the stack: segments in (checksum verified, then to `Tcp::handle_segment`),
+//! segments out (from `Tcp::poll_transmit`, wrapped in IPv4 and Ethernet in place),
+//! and the `tcp_*` socket calls, which delegate to [`Tcp`](crate::tcp::Tcp).
+
+use core::net::{Ipv4Addr, SocketAddrV4};
+
+use impnet_wire::checksum;
+use impnet_wire::ethernet::{self, EtherType};
+use impnet_wire::ipv4::{self, Protocol};
+use impnet_wire::tcp as wire_tcp;
+
+use crate::iface::Interface;
+use crate::ipv4::{IpMeta, OutputRoute, SendOptions};
+use crate::neighbor::Origin;
+use crate::route::Routes;
+use crate::stack::{Stack, Transmit};
+use crate::tcp::{Egress, TcpError, TcpHandle};
+use crate::time::Instant;
+
+/// Room in front of a TCP segment for the Ethernet and IPv4 headers.
+const HEADROOM: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
+/// IPv4 and TCP headers without options: MSS = MTU - 40 (RFC 9293 §3.7.1).
+const IP_TCP_HEADERS: usize = 40;
+
+/// What one round of TCP output produced.
+pub(crate) enum TcpOutput {
+    /// A frame is in the caller's buffer.
+    Frame(Transmit),
+    /// A segment went to a queue (waiting for ARP) or was dropped; ask again.
+    Queued,
+    /// TCP has nothing to send.
+    Idle,
+}
+
+/// What sending a TCP segment from `src` to `dst` needs besides the segment: the route,
+/// what the device offloads, the size limit, our MAC and the next hop's. Worked out for
+/// one segment and reused for the next ones to the same peer (a request/response or
+/// bulk flow sends every segment there), which saves two route lookups, the interface
+/// scan for the source address and the neighbour lookup per segment.
+///
+/// Valid while `config_generation` equals the stack's (interfaces, addresses and routes
+/// unchanged); the MAC also only while the neighbour cache's generation is the one
+/// recorded with it and the mapping has not expired.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EgressCache {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    config_generation: u64,
+    route: OutputRoute,
+    egress: Egress,
+    /// Largest IPv4 packet the interface takes (its MTU, or the TSO size).
+    limit: usize,
+    /// The outgoing interface's MAC (None if the interface is gone).
+    src_mac: Option<ethernet::Address>,
+    /// The next hop's MAC, until when it holds, and the neighbour generation it is from.
+    next_hop_mac: Option<(ethernet::Address, Instant, u64)>,
+    /// The Ethernet and IPv4 headers every segment of this flow starts with: the
+    /// destination MAC (from `next_hop_mac`, zero until resolved), source MAC, type,
+    /// and an IPv4 header with DF, TTL, protocol and addresses, and zero length,
+    /// identification and checksum. A segment copies it and fills in those three.
+    headers: [u8; HEADROOM],
+    /// The ones-complement sum of the IPv4 header in `headers` (its zero fields add
+    /// nothing), to which a segment adds its length and identification.
+    header_sum: u16,
+}
+
+/// What the interface that `dst` routes through offloads (none without a route).
+fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
+    let offloads = routes
+        .lookup(dst)
+        .and_then(|route| ifaces.get(route.iface.index()))
+        .map(|iface| iface.offloads)
+        .unwrap_or_default();
+    Egress {
+        checksum: !offloads.tx_checksum,
+        tso_max: offloads.tso_max,
+    }
+}
+
+impl Stack {
+    /// A TCP segment arrived for one of our addresses.
+    pub(crate) fn handle_tcp(&mut self, now: Instant, meta: &IpMeta<'_>, payload: &[u8]) {
+        // RFC 1122 §4.2.3.10: "A TCP implementation MUST silently discard an incoming
+        // SYN segment that is addressed to a broadcast or multicast address."
+        if meta.broadcast {
+            self.stats.tcp.rx_broadcast += 1;
+            return;
+        }
+        let verify = meta.verify_checksum;
+        let parsed = wire_tcp::Packet::new_checked(payload)
+            .and_then(|packet| wire_tcp::Repr::parse(&packet, &meta.src, &meta.dst, verify));
+        match parsed {
+            Ok(repr) => {
+                self.stats.tcp.rx_segments += 1;
+                // A SYN that opens a connection announces what our route back carries.
+                let forced = self.tcp.config().segment_size;
+                let mss = if let Some(mss) = forced {
+                    mss
+                } else if repr.flags.syn() {
+                    self.route_output(meta.src, Some(meta.dst))
+                        .ok()
+                        .and_then(|r| u16::try_from(r.mtu.saturating_sub(IP_TCP_HEADERS)).ok())
+                        .unwrap_or(self.tcp.config().mss)
+                } else {
+                    self.tcp.config().mss
+                };
+                self.tcp
+                    .handle_segment_with_mss(now, meta.src, meta.dst, &repr, mss);
+            }
+            Err(impnet_wire::Error::BadChecksum) => self.stats.tcp.rx_bad_checksum += 1,
+            Err(_) => self.stats.tcp.rx_malformed += 1,
+        }
+    }
+
+    /// Ask TCP for one segment and frame it in `buf`.
+    pub(crate) fn poll_transmit_tcp(&mut self, now: Instant, buf: &mut [u8]) -> TcpOutput {
+        if buf.len() <= HEADROOM {
+            return TcpOutput::Idle;
+        }
+        let end = buf
+            .len()
+            .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
+        let generation = self.config_generation;
+        // Only what the egress callback needs is copied out of the cache entry.
+        let cached = match &self.tcp_egress {
+            Some(c) if c.config_generation == generation => Some((c.src, c.dst, c.egress)),
+            _ => None,
+        };
+        let (routes, ifaces) = (&self.routes, &self.ifaces);
+        // The checksum is ours to compute unless the outgoing interface's device does
+        // it; segments are one MSS unless it does TSO.
+        let egress = |src: Ipv4Addr, dst: Ipv4Addr| match cached {
+            Some((s, d, egress)) if s == src && d == dst => egress,
+            _ => egress_for(routes, ifaces, dst),
+        };
+        let segment = self
+            .tcp
+            .poll_transmit_with(now, &mut buf[HEADROOM..end], egress);
+        let Some(segment) = segment else {
+            return TcpOutput::Idle;
+        };
+        self.stats.tcp.tx_segments += 1;
+        if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
+            self.tcp_egress = self.egress_cache_entry(segment.src, segment.dst);
+        }
+        let Some(path) = &self.tcp_egress else {
+            self.stats.ipv4.tx_no_route += 1;
+            return TcpOutput::Queued;
+        };
+        let (route, limit) = (path.route, path.limit);
+        if ipv4::HEADER_LEN + segment.len > limit {
+            return self.tcp_oversized(now, &route, &segment, buf);
+        }
+        let frame_len = HEADROOM + segment.len;
+        let ident = self.next_ident();
+        // The next hop's MAC: the copy in the cache while the neighbour cache has not
+        // changed and the mapping has not expired, else a lookup (kept for next time).
+        let neighbours = self.neighbors.generation();
+        let macs = match &mut self.tcp_egress {
+            Some(path) => {
+                let dst_mac = match path.next_hop_mac {
+                    Some((mac, until, seen)) if seen == neighbours && now < until => Some(mac),
+                    _ => {
+                        let found = self
+                            .neighbors
+                            .lookup_until(now, route.iface, route.next_hop);
+                        path.next_hop_mac = found.map(|(mac, until)| (mac, until, neighbours));
+                        found.map(|(mac, _)| mac)
+                    }
+                };
+                if let Some(mac) = dst_mac {
+                    path.headers[..6].copy_from_slice(&mac.0);
+                }
+                dst_mac
+                    .zip(path.src_mac)
+                    .map(|_| (path.headers, path.header_sum))
+            }
+            None => None,
+        };
+        // The IPv4 header: the template's, with this packet's length, identification
+        // and checksum (RFC 1071 sum of the template plus the two fields).
+        let total = (ipv4::HEADER_LEN + segment.len) as u16;
+        let ip_sum = macs.map_or(0, |(_, sum)| sum);
+        let checksum = !checksum::combine(&[ip_sum, total, ident]);
+        let (headers, ip) = buf[..HEADROOM].split_at_mut(ethernet::HEADER_LEN);
+        if let Some((template, _)) = &macs {
+            headers.copy_from_slice(&template[..ethernet::HEADER_LEN]);
+            ip.copy_from_slice(&template[ethernet::HEADER_LEN..]);
+        }
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip[4..6].copy_from_slice(&ident.to_be_bytes());
+        ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+        if macs.is_none() {
+            // Not resolved yet: the IPv4 header in full, then the packet to the
+            // neighbour queue.
+            let repr = self.tcp_ip_header(segment.src, segment.dst, segment.len, ident);
+            repr.emit(&mut ipv4::Packet::new_unchecked(
+                &mut buf[ethernet::HEADER_LEN..frame_len],
+            ));
+            let mut packet = self.pool.take();
+            packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
+            self.stats.ipv4.tx_packets -= u64::from(self.stats.ipv4.tx_packets > 0);
+            let _ = self.dispatch(now, route.iface, route.next_hop, packet, Origin::Tcp);
+            return TcpOutput::Queued;
+        };
+        self.stats.ipv4.tx_packets += 1;
+        self.stats.link.tx_frames += 1;
+        TcpOutput::Frame(Transmit {
+            iface: route.iface,
+            len: frame_len,
+        })
+    }
+
+    /// A segment larger than the route takes: IP fragments it when segments are
+    /// deliberately larger than the MTU (`TcpConfig::segment_size`), else it is dropped
+    /// (DF) and counted.
+    #[cold]
+    #[inline(never)]
+    fn tcp_oversized(
+        &mut self,
+        now: Instant,
+        route: &OutputRoute,
+        segment: &crate::tcp::TcpTransmit,
+        buf: &[u8],
+    ) -> TcpOutput {
+        if self.tcp.config().segment_size.is_some() {
+            let mut packet = self.pool.take();
+            packet.resize(ipv4::HEADER_LEN, 0);
+            packet.extend_from_slice(&buf[HEADROOM..HEADROOM + segment.len]);
+            let options = SendOptions {
+                protocol: Protocol::Tcp,
+                dont_frag: false,
+                origin: Origin::Tcp,
+            };
+            let _ = self.send_ipv4(now, route, segment.dst, options, packet);
+        } else {
+            self.stats.ipv4.tx_dont_fragment += 1;
+        }
+        TcpOutput::Queued
+    }
+
+    /// The IPv4 header of a TCP segment: DF set (RFC 1191), the stack's TTL.
+    fn tcp_ip_header(
+        &self,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        payload_len: usize,
+        ident: u16,
+    ) -> ipv4::Repr<'static> {
+        ipv4::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol: Protocol::Tcp,
+            payload_len,
+            ttl: self.config.default_ttl,
+            ident,
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+            dscp: 0,
+            ecn: 0,
+            options: &[],
+        }
+    }
+
+    /// The route, offloads and size limit for segments from `src` to `dst`, as a new
+    /// cache entry (no MAC yet); None without a route.
+    fn egress_cache_entry(&self, src: Ipv4Addr, dst: Ipv4Addr) -> Option<EgressCache> {
+        let route = self.route_output(dst, Some(src)).ok()?;
+        let interface = self.ifaces.get(route.iface.index());
+        // RFC 1191: TCP segments carry DF; the MSS keeps them within the route MTU,
+        // or the device cuts them to it (TSO).
+        let limit = interface
+            .and_then(|iface| iface.offloads.tso_max)
+            .map_or(route.mtu, |tso| tso.max(route.mtu));
+        let src_mac = interface.map(|iface| iface.mac);
+        let mut headers = [0; HEADROOM];
+        let eth = ethernet::Repr {
+            src: src_mac.unwrap_or(ethernet::Address([0; 6])),
+            dst: ethernet::Address([0; 6]),
+            ethertype: EtherType::Ipv4,
+            vlan: None,
+        };
+        eth.emit(&mut ethernet::Frame::new_unchecked(&mut headers[..]));
+        let ip = self.tcp_ip_header(src, dst, 0, 0);
+        let ip_header = &mut headers[ethernet::HEADER_LEN..];
+        ip.emit(&mut ipv4::Packet::new_unchecked(&mut *ip_header));
+        // Length 20 went in with the header: out again, and the checksum too.
+        ip_header[2..4].fill(0);
+        ip_header[10..12].fill(0);
+        let header_sum = checksum::data(ip_header);
+        Some(EgressCache {
+            src,
+            dst,
+            config_generation: self.config_generation,
+            route,
+            egress: egress_for(&self.routes, &self.ifaces, dst),
+            limit,
+            src_mac,
+            next_hop_mac: None,
+            headers,
+            header_sum,
+        })
+    }
+
+    /// Listen on `local` (port non-zero; the address may be unspecified).
+    pub fn tcp_listen(
+        &mut self,
+        local: SocketAddrV4,
+        backlog: usize,
+    ) -> Result<TcpHandle, TcpError> {
+        if !local.ip().is_unspecified() && !self.is_local_addr(*local.ip()) {
+            return Err(TcpError::InvalidState);
+        }
+        self.tcp.listen(local, backlog)
+    }
+
+    /// Connect to `remote` from `local`; an unspecified local address is the route's
+    /// source address, port 0 an ephemeral port. The MSS announced is the route MTU
+    /// minus 40. Without a route (or with a local address not ours) the call fails
+    /// with `InvalidState`.
+    pub fn tcp_connect(
+        &mut self,
+        now: Instant,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+    ) -> Result<TcpHandle, TcpError> {
+        let src = Some(*local.ip()).filter(|a| !a.is_unspecified());
+        let route = self
+            .route_output(*remote.ip(), src)
+            .map_err(|_| TcpError::InvalidState)?;
+        let local = SocketAddrV4::new(route.src, local.port());
+        let route_mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
+        let mss = self.tcp.config().segment_size.unwrap_or(route_mss);
+        self.tcp.connect(now, local, remote, mss)
+    }
+
+    /// Take an established connection from a listener.
+    pub fn tcp_accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
+        self.tcp.accept(listener)
+    }
+
+    /// Copy data into the send buffer; returns how much fit.
+    pub fn tcp_send(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        data: &[u8],
+    ) -> Result<usize, TcpError> {
+        self.tcp.send(now, handle, data)
+    }
+
+    /// Copy received data out; `Ok(0)` is end of stream.
+    pub fn tcp_recv(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        buf: &mut [u8],
+    ) -> Result<usize, TcpError> {
+        self.tcp.recv(now, handle, buf)
+    }
+
+    /// Close gracefully (FIN after queued data).
+    pub fn tcp_close(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.close(now, handle)
+    }
+
+    /// Abort (RST) and release.
+    pub fn tcp_abort(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.abort(now, handle)
+    }
+
+    /// Half-close: send FIN after queued data, keep receiving.
+    pub fn tcp_shutdown(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.shutdown_write(now, handle)
+    }
+
+    /// Turn Nagle's algorithm off (`true`) or on for one connection.
+    pub fn tcp_set_nodelay(&mut self, handle: TcpHandle, nodelay: bool) -> Result<(), TcpError> {
+        self.tcp.set_nodelay(handle, nodelay)
+    }
+
+    /// A snapshot of a connection's state (cwnd, RTT, retransmits, ...).
+    pub fn tcp_info(&self, handle: TcpHandle) -> Option<crate::tcp::TcpInfo> {
+        self.tcp.info(handle)
+    }
+
+    /// (local, remote) addresses of a connection, or the local one twice for a listener.
+    pub fn tcp_addresses(&self, handle: TcpHandle) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        self.tcp.addresses(handle)
+    }
+
+    /// Counters of the whole TCP layer.
+    pub fn tcp_stats(&self) -> &crate::tcp::TcpStats {
+        self.tcp.stats()
+    }
+
+    /// The TCP layer, for calls the stack does not wrap.
+    pub fn tcp(&mut self) -> &mut crate::tcp::Tcp {
+        &mut self.tcp
+    }
+}

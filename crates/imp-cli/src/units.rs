@@ -1,4 +1,0 @@
-//! The command line's quantities (`100M`, `100mbit`, `20ms`, `1%`) parse exactly as in
-//! scenario files: one parser, in `imp_sim::units`.
-
-pub use imp_sim::units::{parse_bytes, parse_duration, parse_probability, parse_rate};

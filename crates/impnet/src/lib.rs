@@ -1,0 +1,86 @@
+//! imp: a user-space TCP/IP stack. This crate is what applications depend on.
+//!
+//! A [`Runtime`] drives one [`impnet_core::Stack`] over one or more devices (a Linux
+//! [`Tap`](impnet_phy::Tap), an in-memory [`PipeEnd`](impnet_phy::PipeEnd), either wrapped in
+//! [`Impair`](impnet_phy::Impair) or [`Pcap`](impnet_phy::Pcap)) on a background thread. The
+//! sockets are shaped like `std::net`: [`TcpListener`], [`TcpStream`] (`Read`/`Write`,
+//! timeouts, `shutdown`, `set_nodelay`), [`UdpSocket`], plus [`IcmpSocket`] for echo.
+//!
+//! ```no_run
+//! use std::io::{Read, Write};
+//! use impnet::{Runtime, TcpListener};
+//! use impnet::core::StackConfig;
+//! use impnet::phy::{Tap, TapConfig};
+//! use impnet::wire::{ethernet, ipv4::Cidr};
+//!
+//! let rt = Runtime::new(StackConfig::default())?;
+//! // Large segments and checksums left to the kernel, if it agrees (else plain frames).
+//! let tap = Tap::open_with(&TapConfig::new("imp0").offloads(true).partial_checksums(true))?;
+//! let mac = ethernet::Address([0x02, 0, 0, 0, 0, 1]);
+//! let eth0 = rt.add_tap(tap, mac);
+//! rt.add_address(eth0, Cidr { address: std::net::Ipv4Addr::new(10, 0, 0, 2), prefix_len: 24 });
+//! let listener = TcpListener::bind(&rt, "10.0.0.2:7")?;
+//! let (mut stream, _peer) = listener.accept()?;
+//! let mut buf = [0; 4096];
+//! let n = stream.read(&mut buf)?;
+//! stream.write_all(&buf[..n])?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+pub use impnet_core as core;
+pub use impnet_phy as phy;
+pub use impnet_wire as wire;
+
+mod error;
+mod icmp;
+pub(crate) mod runtime;
+mod tcp;
+mod udp;
+
+#[cfg(feature = "tokio")]
+pub mod tokio;
+
+pub use icmp::IcmpSocket;
+pub use runtime::{RX_BATCH, Runtime, RuntimeStats};
+pub use tcp::{TcpListener, TcpStream};
+pub use udp::UdpSocket;
+
+use std::os::fd::RawFd;
+
+/// A device's file descriptor for the runtime to wait on, if it has one. Devices
+/// without (in-memory pipes) are looked at every millisecond instead.
+pub trait PollFd {
+    /// The descriptor that becomes readable when a frame waits.
+    fn poll_fd(&self) -> Option<RawFd>;
+}
+
+#[cfg(target_os = "linux")]
+impl PollFd for impnet_phy::Tap {
+    fn poll_fd(&self) -> Option<RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(self))
+    }
+}
+
+impl PollFd for impnet_phy::PipeEnd {
+    fn poll_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
+
+impl<D: impnet_phy::Device + PollFd> PollFd for impnet_phy::Impair<D> {
+    fn poll_fd(&self) -> Option<RawFd> {
+        self.inner().poll_fd()
+    }
+}
+
+impl<D: impnet_phy::Device + PollFd, W: std::io::Write> PollFd for impnet_phy::Pcap<D, W> {
+    fn poll_fd(&self) -> Option<RawFd> {
+        self.inner().poll_fd()
+    }
+}
+
+/// A deadline `timeout` from now (None: wait forever).
+pub(crate) fn deadline(timeout: Option<std::time::Duration>) -> Option<std::time::Instant> {
+    timeout.map(|t| std::time::Instant::now() + t)
+}

@@ -1,0 +1,859 @@
+//! The runtime: one [`Stack`] driven over one or more devices by a background thread,
+//! shared with the sockets through a mutex and a condition variable.
+//!
+//! The loop thread waits (`ppoll`) on an epoll instance holding every device's file
+//! descriptor, an eventfd that socket calls use to wake it, and the earliest of the
+//! stack's `poll_timeout()` and the devices' `poll_at()`. When woken it reads up to
+//! [`RX_BATCH`] frames or [`RX_BATCH_BYTES`] per device, fires due timers, sends
+//! everything the stack has to send, and wakes the blocked sockets (if any sleep) when
+//! the stack reported events. Socket calls do their own output under the same lock (so
+//! a write goes out at once, without a thread switch) and wake the loop only when they
+//! moved the stack's next deadline earlier; a blocking call about to sleep first takes
+//! in what the devices hold itself, so data already queued needs no hand-off between
+//! threads.
+//!
+//! A blocking call that must sleep waits on the devices itself (one such call at a
+//! time; others sleep on a condition variable): when a frame arrives, the thread that
+//! wants it is woken, takes it in and returns, and the loop thread sleeps on. Both wait
+//! on the devices through epoll with `EPOLLEXCLUSIVE`, the blocked calls' instance
+//! registered first, so the kernel wakes a blocked call when one waits and the loop
+//! thread only otherwise (an exclusive entry whose epoll has no thread in `epoll_wait`
+//! passes the wake-up on). Without that, every frame would cost two thread switches
+//! (device to loop thread, loop thread to reader): on a host with few cores those
+//! hand-offs, not the protocol work, bound a bulk transfer.
+//!
+//! Blocking calls also take in what the devices hold on their way in, so while a call
+//! that waits for input (a read, accept, connect) runs, and for [`RECEIVERS_GRACE`]
+//! after the last one left, the loop thread does not watch the devices at all: the
+//! frames a reader's own ACKs call forth from the peer then wait for the reader's next
+//! call instead of waking the loop thread, which would only fight the reader for the
+//! lock. A writer keeps the loop thread watching: the ACKs that come back while it
+//! sends are then taken in between its calls, not only when it is back (see
+//! [`Awaits`]). This applies when every device has a file descriptor; with in-memory
+//! devices the loop thread does all the device work.
+
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::Waker;
+use std::thread::JoinHandle;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use impnet_core::tcp::{TcpEvent, TcpHandle};
+use impnet_core::{Duration, Event, IfaceConfig, IfaceId, Instant, Stack, StackConfig};
+use impnet_phy::{Device, DeviceError};
+use impnet_wire::ipv4::Cidr;
+
+use crate::PollFd;
+
+/// Frames read from one device per loop turn before the others get a turn.
+pub const RX_BATCH: usize = 64;
+
+/// Bytes read from one device per loop turn: with large (GRO/TSO-sized) frames the
+/// turn ends after a few of them, so the ACKs the stack owes go out and a blocked
+/// reader is woken while the sender still has data in flight, rather than after 64
+/// frames of 64 KiB.
+pub const RX_BATCH_BYTES: usize = 256 * 1024;
+
+/// How long a blocked socket call sleeps at most before it looks again, in case a
+/// wake-up was missed (readiness is always re-checked from the stack itself).
+const RECHECK: StdDuration = StdDuration::from_millis(200);
+
+/// How often the loop looks at devices without a file descriptor (in-memory pipes).
+const FDLESS_POLL: StdDuration = StdDuration::from_millis(1);
+
+/// Batches a blocking call that took in frames itself reads at most before it leaves
+/// the rest to the loop thread (woken for them): enough to empty a device the sender
+/// filled up to our receive window, while a flood cannot keep the call from returning.
+const CALLER_RX_BATCHES: usize = 4;
+
+/// How long after calls waiting for input last ran the loop thread still leaves the
+/// devices to them. A program that reads in a loop is back within microseconds, takes
+/// in what arrived itself and sleeps on the devices, so the frames its own ACKs call
+/// forth need not wake the loop thread too (a thread switch and a fight for the lock
+/// each); one that stopped calling has what arrives meanwhile taken in at most this
+/// late.
+const RECEIVERS_GRACE: Duration = Duration::from_millis(1);
+
+/// The epoll token of the eventfd that wakes a blocked call waiting on the devices.
+const CALLER_WAKER_TOKEN: u64 = u64::MAX;
+
+/// Counters of the runtime itself (the stack keeps its own in `Stack::stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuntimeStats {
+    /// Loop turns.
+    pub turns: u64,
+    /// Frames read from devices.
+    pub rx_frames: u64,
+    /// Frames written to devices.
+    pub tx_frames: u64,
+    /// Frames a device could not take (full) or refused with an error; TCP recovers
+    /// them by retransmission, UDP loses them as on a wire.
+    pub tx_dropped: u64,
+    /// Device receive errors.
+    pub rx_errors: u64,
+    /// Times a socket call woke the loop because it moved the next deadline earlier.
+    pub wakeups: u64,
+    /// Times the loop woke blocked socket calls (readiness changed).
+    pub notifies: u64,
+    /// Times a blocking socket call went to sleep waiting for readiness.
+    pub waits: u64,
+    /// Of `waits`, those that waited on the devices themselves (woken by a frame
+    /// directly, without the loop thread).
+    pub device_waits: u64,
+}
+
+/// One device and the interface it serves.
+struct Port {
+    iface: IfaceId,
+    device: Box<dyn Device + Send>,
+    /// The device's descriptor when the loop must `ppoll` it directly (it has one, but
+    /// the loop thread's epoll would not take it); None otherwise.
+    direct_fd: Option<RawFd>,
+    /// The device has no descriptor: the loop looks at it every [`FDLESS_POLL`].
+    fdless: bool,
+    rx_buf: Vec<u8>,
+}
+
+/// What the loop thread and the sockets share under one lock.
+pub(crate) struct State {
+    pub(crate) stack: Stack,
+    ports: Vec<Port>,
+    /// Frame buffer for `poll_transmit`: the largest device MTU.
+    tx_buf: Vec<u8>,
+    /// Set by `Runtime::shutdown`; every blocked call then fails.
+    pub(crate) stopped: bool,
+    /// When the loop thread will look at the stack next if nothing wakes it.
+    sleep_until: Option<Instant>,
+    stats: RuntimeStats,
+    /// Async tasks waiting on a TCP socket: (readable, writable) wakers.
+    pub(crate) wakers: HashMap<TcpHandle, (Option<Waker>, Option<Waker>)>,
+    /// Blocking socket calls asleep on `Shared::ready` now: the loop notifies only
+    /// when there is someone to wake.
+    waiting: usize,
+    /// Every device has a descriptor and all are in `Shared::callers`: blocking calls
+    /// take in frames and may wait on the devices (else they only sleep on
+    /// `Shared::ready` and the loop thread always watches the devices).
+    callers_poll: bool,
+    /// Blocking calls awaiting [`Awaits::Input`] inside [`Shared::block_on`] and not
+    /// asleep on `Shared::ready` (the device waiter among them if it is one).
+    running_receivers: usize,
+    /// When a blocking call awaiting [`Awaits::Input`] last left [`Shared::block_on`].
+    receivers_seen: Option<Instant>,
+    /// A blocking call is waiting on the devices (in `Shared::callers`); at most one.
+    device_waiter: bool,
+    /// The device waiter was sent a wake-up it has not consumed yet.
+    device_waiter_woken: bool,
+}
+
+/// The shared half of a runtime that sockets keep alive.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Notified whenever the stack reported events (readiness changes).
+    ready: Condvar,
+    /// Wakes the loop thread from `ppoll`.
+    waker: OwnedFd,
+    /// The loop thread's epoll: every device descriptor, `EPOLLEXCLUSIVE`, registered
+    /// after `callers` (so a blocked call waiting there is woken first).
+    devices: Epoll,
+    /// The blocked calls' epoll: every device descriptor (`EPOLLEXCLUSIVE`) and
+    /// `caller_waker`.
+    callers: Epoll,
+    /// Wakes the blocking call waiting in `callers` (readiness changed, shutdown).
+    caller_waker: OwnedFd,
+    epoch: StdInstant,
+}
+
+impl Shared {
+    /// Now, as nanoseconds since the runtime started.
+    pub(crate) fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn wake_loop(&self) {
+        signal(&self.waker);
+    }
+
+    /// After a socket call changed the stack: send what it has to send, wake waiters,
+    /// and wake the loop if its sleep would overrun the new deadline of the stack or
+    /// of a device (an `Impair` holding a frame just sent).
+    pub(crate) fn settle(&self, state: &mut State, now: Instant) {
+        if state.flush(now) {
+            self.notify(state);
+        }
+        if let Some(deadline) = state.next_deadline()
+            && state.sleep_until.is_none_or(|t| deadline < t)
+        {
+            state.sleep_until = Some(deadline);
+            state.stats.wakeups += 1;
+            self.wake_loop();
+        }
+    }
+
+    /// Wake the blocking socket calls asleep on `ready` and the one waiting on the
+    /// devices, if there are any.
+    fn notify(&self, state: &mut State) {
+        if state.waiting > 0 {
+            state.stats.notifies += 1;
+            self.ready.notify_all();
+        }
+        if state.device_waiter && !state.device_waiter_woken {
+            state.device_waiter_woken = true;
+            state.stats.notifies += 1;
+            signal(&self.caller_waker);
+        }
+    }
+
+    /// Take in frames as a blocking call: up to [`CALLER_RX_BATCHES`] batches, the ACKs
+    /// they call for sent after each; what is left (a flood) goes to the loop thread,
+    /// which a device wait-up may not reach while this call is not waiting. The number
+    /// of frames taken.
+    fn receive_as_caller(&self, state: &mut State, now: Instant) -> usize {
+        let mut frames = 0;
+        for _ in 0..CALLER_RX_BATCHES {
+            let received = state.receive(now);
+            frames += received.frames;
+            if !received.more {
+                return frames;
+            }
+            self.settle(state, now);
+        }
+        state.stats.wakeups += 1;
+        self.wake_loop();
+        frames
+    }
+
+    /// Sleep until a device has a frame, a readiness change is signalled, or `wait`
+    /// passed, as the one blocking call waiting on the devices (the lock released).
+    fn wait_on_devices<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        wait: StdDuration,
+    ) -> MutexGuard<'a, State> {
+        state.stats.device_waits += 1;
+        state.device_waiter = true;
+        state.device_waiter_woken = false;
+        drop(state);
+        if self.callers.wait(wait, CALLER_WAKER_TOKEN) {
+            drain(&self.caller_waker);
+        }
+        let mut state = self.lock();
+        state.device_waiter = false;
+        state
+    }
+
+    /// Run `attempt` under the lock until it returns `Some`, sleeping on readiness
+    /// changes in between; `deadline` bounds the wait (then `TimedOut`), `nonblocking`
+    /// returns `WouldBlock` instead of waiting, `awaits` says what the call waits for.
+    ///
+    /// Each time round, the call first takes in what the devices hold (as the loop
+    /// thread would, which leaves them to calls awaiting input while these run: see
+    /// [`State::devices_covered`]), and again before it sleeps: when the frames it
+    /// waits for are already queued, it needs no wake-up from the loop thread. It
+    /// sleeps on the devices themselves when no other call does (a frame wakes it
+    /// directly), else on `ready`.
+    pub(crate) fn block_on<T>(
+        &self,
+        deadline: Option<StdInstant>,
+        nonblocking: bool,
+        awaits: Awaits,
+        attempt: impl FnMut(&mut State, Instant) -> Option<io::Result<T>>,
+    ) -> io::Result<T> {
+        let receiver = usize::from(awaits == Awaits::Input);
+        let mut state = self.lock();
+        state.running_receivers += receiver;
+        let (mut state, result) =
+            self.block_on_locked(state, deadline, nonblocking, receiver, attempt);
+        state.running_receivers -= receiver;
+        if receiver > 0 {
+            state.receivers_seen = Some(self.now());
+        }
+        result
+    }
+
+    /// [`Shared::block_on`] with the lock taken; `receiver` is 1 for a call awaiting
+    /// input (counted in `running_receivers` while it is not asleep on `ready`), else 0.
+    fn block_on_locked<'a, T>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        deadline: Option<StdInstant>,
+        nonblocking: bool,
+        receiver: usize,
+        mut attempt: impl FnMut(&mut State, Instant) -> Option<io::Result<T>>,
+    ) -> (MutexGuard<'a, State>, io::Result<T>) {
+        loop {
+            if state.stopped {
+                return (state, Err(stopped()));
+            }
+            let now = self.now();
+            // On the way in and after every wake-up: a frame whose wake-up this call
+            // took from the loop thread must not be left behind if `attempt` succeeds.
+            if state.callers_poll {
+                self.receive_as_caller(&mut state, now);
+            }
+            let mut result = attempt(&mut state, now);
+            self.settle(&mut state, now);
+            if result.is_none() && !nonblocking && self.receive_as_caller(&mut state, now) > 0 {
+                result = attempt(&mut state, now);
+                self.settle(&mut state, now);
+            }
+            if let Some(result) = result {
+                return (state, result);
+            }
+            if nonblocking {
+                let e = io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "the operation would block (socket is non-blocking)",
+                );
+                return (state, Err(e));
+            }
+            let wait = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(StdInstant::now());
+                    if left.is_zero() {
+                        let e = io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "timed out waiting for the socket",
+                        );
+                        return (state, Err(e));
+                    }
+                    left.min(RECHECK)
+                }
+                None => RECHECK,
+            };
+            state.stats.waits += 1;
+            if state.callers_poll && !state.device_waiter {
+                state = self.wait_on_devices(state, wait);
+                continue;
+            }
+            state.waiting += 1;
+            state.running_receivers -= receiver;
+            state = self
+                .ready
+                .wait_timeout(state, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            state.running_receivers += receiver;
+            state.waiting -= 1;
+        }
+    }
+
+    /// One attempt for an async task: `Pending` (with the task's waker registered for
+    /// `handle`, readable or `write`able) when `attempt` returns `None`.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn poll_tcp<T>(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        handle: TcpHandle,
+        write: bool,
+        attempt: impl FnOnce(&mut State, Instant) -> Option<io::Result<T>>,
+    ) -> std::task::Poll<io::Result<T>> {
+        let mut state = self.lock();
+        if state.stopped {
+            return std::task::Poll::Ready(Err(stopped()));
+        }
+        let now = self.now();
+        let result = attempt(&mut state, now);
+        if result.is_none() {
+            // Before `settle` drains the events, so a readiness change it finds wakes us.
+            state.register(handle, write, cx.waker());
+        }
+        self.settle(&mut state, now);
+        match result {
+            Some(result) => std::task::Poll::Ready(result),
+            None => std::task::Poll::Pending,
+        }
+    }
+
+    /// Run `f` on the stack once, then settle.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> io::Result<T> {
+        let mut state = self.lock();
+        if state.stopped {
+            return Err(stopped());
+        }
+        let now = self.now();
+        let out = f(&mut state, now);
+        self.settle(&mut state, now);
+        Ok(out)
+    }
+}
+
+pub(crate) fn stopped() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "the imp runtime has been shut down",
+    )
+}
+
+impl State {
+    /// Send every frame the stack has, then drain its events. True if there were
+    /// events (sockets to wake).
+    fn flush(&mut self, now: Instant) -> bool {
+        while let Some(tx) = self.stack.poll_transmit(now, &mut self.tx_buf) {
+            let frame = &self.tx_buf[..tx.len];
+            let Some(port) = self.ports.iter_mut().find(|p| p.iface == tx.iface) else {
+                self.stats.tx_dropped += 1;
+                continue;
+            };
+            match port.device.send(now, frame) {
+                Ok(true) => self.stats.tx_frames += 1,
+                Ok(false) | Err(_) => self.stats.tx_dropped += 1,
+            }
+        }
+        let mut any = false;
+        while let Some(event) = self.stack.poll_event() {
+            any = true;
+            self.wake_tasks(event);
+        }
+        any
+    }
+
+    /// Wake the async tasks an event concerns (all of them for events not tied to one
+    /// TCP socket, which is rare and harmless: a woken task re-checks).
+    fn wake_tasks(&mut self, event: Event) {
+        if self.wakers.is_empty() {
+            return;
+        }
+        let (handle, read, write) = match event {
+            Event::Tcp(TcpEvent::Readable(h)) => (h, true, false),
+            Event::Tcp(TcpEvent::Writable(h)) => (h, false, true),
+            Event::Tcp(TcpEvent::Closed(h)) => (h, true, true),
+            _ => {
+                for (r, w) in self.wakers.values_mut() {
+                    r.take().into_iter().chain(w.take()).for_each(Waker::wake);
+                }
+                return;
+            }
+        };
+        if let Some((r, w)) = self.wakers.get_mut(&handle) {
+            if read && let Some(waker) = r.take() {
+                waker.wake();
+            }
+            if write && let Some(waker) = w.take() {
+                waker.wake();
+            }
+        }
+    }
+
+    /// Ask to be woken when `handle` may be readable (`write` false) or writable.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn register(&mut self, handle: TcpHandle, write: bool, waker: &Waker) {
+        let slot = self.wakers.entry(handle).or_default();
+        let slot = if write { &mut slot.1 } else { &mut slot.0 };
+        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+    }
+
+    /// Read up to [`RX_BATCH`] frames or [`RX_BATCH_BYTES`] from each device into the
+    /// stack.
+    pub(crate) fn receive(&mut self, now: Instant) -> Received {
+        let mut received = Received::default();
+        for port in &mut self.ports {
+            let mut n = 0;
+            let mut bytes = 0;
+            while n < RX_BATCH && bytes < RX_BATCH_BYTES {
+                match port.device.recv(now, &mut port.rx_buf) {
+                    Ok(Some(len)) => {
+                        self.stack
+                            .handle_frame(now, port.iface, &port.rx_buf[..len]);
+                        self.stats.rx_frames += 1;
+                        n += 1;
+                        bytes += len;
+                    }
+                    Ok(None) => break,
+                    Err(DeviceError::BufferTooSmall { len, .. }) => {
+                        port.rx_buf.resize(len, 0);
+                    }
+                    Err(_) => {
+                        self.stats.rx_errors += 1;
+                        break;
+                    }
+                }
+            }
+            received.frames += n;
+            received.more |= n == RX_BATCH || bytes >= RX_BATCH_BYTES;
+        }
+        received
+    }
+
+    /// Whether blocking calls watch the devices for the loop thread now, and until when
+    /// the loop may leave them to them: while a call awaiting input runs or waits on the
+    /// devices (it takes in frames on its way in and before it sleeps), and
+    /// [`RECEIVERS_GRACE`] after the last one left. Writers do not count (see
+    /// [`Awaits::SendRoom`]).
+    fn devices_covered(&self, now: Instant) -> Option<Instant> {
+        if !self.callers_poll {
+            return None;
+        }
+        if self.running_receivers > 0 {
+            return Some(now + RECEIVERS_GRACE);
+        }
+        self.receivers_seen
+            .map(|seen| seen + RECEIVERS_GRACE)
+            .filter(|&until| until > now)
+    }
+
+    /// The earliest time the loop must look again: the stack's timers and the devices'
+    /// own deadlines.
+    fn next_deadline(&self) -> Option<Instant> {
+        let devices = self.ports.iter().filter_map(|p| p.device.poll_at());
+        self.stack.poll_timeout().into_iter().chain(devices).min()
+    }
+}
+
+/// What a blocking call waits for, which decides whether the loop thread leaves the
+/// devices to it while it runs (see [`State::devices_covered`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Awaits {
+    /// Something from the peer: data (read), a connection (accept, connect), a datagram
+    /// or an echo reply. The loop thread leaves the devices to such calls: a reader is
+    /// back within microseconds and takes in what its ACKs called forth itself.
+    Input,
+    /// Room in the send buffer (write). The loop thread keeps watching the devices: it
+    /// takes in the peer's ACKs while the writer is busy sending frames, so the room
+    /// is there when the writer comes back and it seldom has to sleep. Leaving the
+    /// devices to the writer too made imp -> Linux without offloads (W5-tx-plain, an
+    /// ACK every two 1500-byte frames) about 20% slower: 2.23-2.33 against 2.78-2.91
+    /// Gbit/s, the writer sleeping 979 times per 512 MiB instead of 147. With offloads
+    /// (W5-tx, far fewer ACKs) it made no difference beyond the noise (both ~23 Gbit/s).
+    SendRoom,
+}
+
+/// What one [`State::receive`] took in.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Received {
+    /// Frames handed to the stack.
+    frames: usize,
+    /// Some device stopped at its batch limit and may hold more.
+    more: bool,
+}
+
+/// A running stack: owns the loop thread. Dropping it (or [`Runtime::shutdown`]) stops
+/// the thread; sockets still open then fail with `NotConnected`.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Start a runtime with a stack made from `config` and no devices yet. A `seed` of
+    /// 0 is replaced by a random one (so restarts do not reuse ISNs and ports); give
+    /// any other value for a reproducible stack.
+    pub fn new(mut config: StackConfig) -> io::Result<Runtime> {
+        if config.seed == 0 {
+            config.seed = RandomState::new().hash_one(std::process::id()) | 1;
+        }
+        let waker = eventfd()?;
+        let caller_waker = eventfd()?;
+        let callers = Epoll::new()?;
+        callers.add(caller_waker.as_raw_fd(), CALLER_WAKER_TOKEN, false)?;
+        let devices = Epoll::new()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                stack: Stack::new(config),
+                ports: Vec::new(),
+                tx_buf: vec![0; 1514],
+                stopped: false,
+                sleep_until: None,
+                stats: RuntimeStats::default(),
+                wakers: HashMap::new(),
+                waiting: 0,
+                callers_poll: false,
+                running_receivers: 0,
+                receivers_seen: None,
+                device_waiter: false,
+                device_waiter_woken: false,
+            }),
+            ready: Condvar::new(),
+            waker,
+            devices,
+            callers,
+            caller_waker,
+            epoch: StdInstant::now(),
+        });
+        let thread_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("imp-runtime".into())
+            .spawn(move || run_loop(&thread_shared))?;
+        Ok(Runtime {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Add an interface to the stack, served by `device` (its file descriptor, if any,
+    /// is waited on; one without is looked at every millisecond).
+    pub fn add_device<D>(&self, device: D, iface: IfaceConfig) -> IfaceId
+    where
+        D: Device + PollFd + Send + 'static,
+    {
+        let fd = device.poll_fd();
+        let frame_len = device.mtu().max(iface.mtu + 18);
+        let mut state = self.shared.lock();
+        let id = state.stack.add_interface(iface);
+        if state.tx_buf.len() < frame_len {
+            state.tx_buf.resize(frame_len, 0);
+        }
+        let token = state.ports.len() as u64;
+        // Blocked calls' epoll first: the order of registration is the order in which
+        // the kernel offers a frame's wake-up (see the module documentation).
+        let first = state.ports.is_empty();
+        let in_callers = fd.is_some_and(|fd| self.shared.callers.add(fd, token, true).is_ok());
+        state.callers_poll = in_callers && (first || state.callers_poll);
+        let direct_fd = fd.filter(|&fd| self.shared.devices.add(fd, token, true).is_err());
+        state.ports.push(Port {
+            iface: id,
+            device: Box::new(device),
+            direct_fd,
+            fdless: fd.is_none(),
+            rx_buf: vec![0; frame_len],
+        });
+        let now = self.shared.now();
+        self.shared.settle(&mut state, now);
+        drop(state);
+        self.shared.wake_loop();
+        id
+    }
+
+    /// Add an interface served by a TAP device, set up the way the TAP asks: its IP
+    /// MTU, and the offloads it got from the kernel ([`Tap::stack_offloads`]: large
+    /// segments for the kernel to cut, and TCP/UDP checksums left to it when the TAP
+    /// was opened with [`TapConfig::partial_checksums`]). Without offloads this is
+    /// `add_device(tap, IfaceConfig::new(mac, tap.ip_mtu()))`.
+    ///
+    /// [`Tap::stack_offloads`]: impnet_phy::Tap::stack_offloads
+    /// [`TapConfig::partial_checksums`]: impnet_phy::TapConfig::partial_checksums
+    #[cfg(target_os = "linux")]
+    pub fn add_tap(&self, tap: impnet_phy::Tap, mac: impnet_wire::ethernet::Address) -> IfaceId {
+        let iface = IfaceConfig::new(mac, tap.ip_mtu()).with_offloads(tap.stack_offloads());
+        self.add_device(tap, iface)
+    }
+
+    /// Assign an address to an interface (adds the connected route, announces it).
+    pub fn add_address(&self, iface: IfaceId, cidr: Cidr) {
+        self.with_stack(|stack, now| stack.add_address(now, iface, cidr));
+    }
+
+    /// Route everything without a more specific route through `gateway`.
+    pub fn add_default_route(&self, gateway: std::net::Ipv4Addr, iface: IfaceId) {
+        self.with_stack(|stack, _| stack.routes_mut().add_default(gateway, iface));
+    }
+
+    /// Run `f` on the stack under the runtime's lock (with the current time), then send
+    /// what it queued. For setup and for calls the sockets do not wrap (`stats`,
+    /// `tcp().info`, routes).
+    pub fn with_stack<T>(&self, f: impl FnOnce(&mut Stack, Instant) -> T) -> T {
+        let mut state = self.shared.lock();
+        let now = self.shared.now();
+        let out = f(&mut state.stack, now);
+        self.shared.settle(&mut state, now);
+        out
+    }
+
+    /// Time since the runtime started, as the stack sees it.
+    pub fn now(&self) -> Instant {
+        self.shared.now()
+    }
+
+    /// The runtime's own counters.
+    pub fn stats(&self) -> RuntimeStats {
+        self.shared.lock().stats
+    }
+
+    /// Stop the loop thread and fail every blocked and later socket call.
+    pub fn shutdown(&mut self) {
+        {
+            let mut state = self.shared.lock();
+            state.stopped = true;
+            for (_, (r, w)) in state.wakers.drain() {
+                r.into_iter().chain(w).for_each(Waker::wake);
+            }
+        }
+        self.shared.ready.notify_all();
+        signal(&self.shared.caller_waker);
+        self.shared.wake_loop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The loop thread: receive, fire timers, transmit, sleep until the next event.
+fn run_loop(shared: &Shared) {
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    loop {
+        let timeout = {
+            let mut state = shared.lock();
+            if state.stopped {
+                return;
+            }
+            state.stats.turns += 1;
+            let now = shared.now();
+            let more = state.receive(now).more;
+            if state.stack.poll_timeout().is_some_and(|t| t <= now) {
+                state.stack.handle_timeout(now);
+            }
+            if state.flush(now) {
+                shared.notify(&mut state);
+            }
+            let covered = state.devices_covered(now);
+            let deadline = state.next_deadline();
+            let wake_at = deadline.into_iter().chain(covered).min();
+            state.sleep_until = wake_at;
+            fds.clear();
+            fds.push(pollfd(shared.waker.as_raw_fd()));
+            if covered.is_none() {
+                fds.push(pollfd(shared.devices.0.as_raw_fd()));
+            }
+            let mut fdless = false;
+            for port in &state.ports {
+                fds.extend(port.direct_fd.map(pollfd));
+                fdless |= port.fdless;
+            }
+            let mut wait = wake_at
+                .map(|d| StdDuration::from_nanos(d.saturating_duration_since(now).as_nanos()));
+            if fdless {
+                wait = Some(wait.map_or(FDLESS_POLL, |w| w.min(FDLESS_POLL)));
+            }
+            if more {
+                wait = Some(StdDuration::ZERO);
+            }
+            wait
+        };
+        wait_fds(&mut fds, timeout);
+        if fds[0].revents & libc::POLLIN != 0 {
+            drain(&shared.waker);
+        }
+    }
+}
+
+/// A new non-blocking eventfd.
+fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: eventfd has no memory arguments; we own the returned descriptor.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Make an eventfd readable.
+fn signal(eventfd: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to an eventfd.
+    unsafe { libc::write(eventfd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+}
+
+/// Make a non-blocking eventfd unreadable again.
+fn drain(eventfd: &OwnedFd) {
+    let mut counter = 0u64;
+    // SAFETY: reads 8 bytes into a live u64 from a non-blocking eventfd.
+    unsafe { libc::read(eventfd.as_raw_fd(), (&mut counter as *mut u64).cast(), 8) };
+}
+
+/// An epoll instance watching descriptors for input.
+struct Epoll(OwnedFd);
+
+impl Epoll {
+    fn new() -> io::Result<Epoll> {
+        // SAFETY: epoll_create1 has no memory arguments; we own the returned descriptor.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and nothing else owns it.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Watch `fd` for input, reported as `token`; `exclusive` adds it with
+    /// `EPOLLEXCLUSIVE` (a wake-up goes to one exclusive waiter, in registration order,
+    /// that has a thread asleep in `epoll_wait`).
+    fn add(&self, fd: RawFd, token: u64, exclusive: bool) -> io::Result<()> {
+        let exclusive = if exclusive { libc::EPOLLEXCLUSIVE } else { 0 };
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | exclusive) as u32,
+            u64: token,
+        };
+        // SAFETY: `event` is a live epoll_event that epoll_ctl only reads.
+        let rc =
+            unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Wait (at most `timeout`, rounded up to milliseconds) for input; true if `token`
+    /// was among what is ready.
+    fn wait(&self, timeout: StdDuration, token: u64) -> bool {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
+        let millis = i32::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+        // SAFETY: `events` is a live array of the given length that epoll_wait fills.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                millis,
+            )
+        };
+        let n = usize::try_from(n).unwrap_or(0);
+        events[..n].iter().any(|e| e.u64 == token)
+    }
+}
+
+fn pollfd(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// `ppoll` with nanosecond precision; `None` waits until a descriptor is ready.
+fn wait_fds(fds: &mut [libc::pollfd], timeout: Option<StdDuration>) {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(t.subsec_nanos() as i32),
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `fds` is a live slice of pollfd of the given length, `ts_ptr` is null or
+    // points at a live timespec, and a null signal mask is allowed.
+    unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
+}

@@ -1,0 +1,427 @@
+//! [`TcpListener`] and [`TcpStream`]: blocking TCP over the runtime, shaped like
+//! `std::net`.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use impnet_core::tcp::{TcpError, TcpHandle, TcpInfo, TcpState};
+
+use crate::error::{self, resolve};
+use crate::runtime::{Awaits, Runtime, Shared};
+use crate::udp::zero_timeout;
+
+/// Where an active open stands: None while the handshake runs; then the connection's
+/// (local, peer) addresses, or why it failed (the error the connection ended with;
+/// refused when it ended without one).
+pub(crate) fn connect_outcome(
+    stack: &mut impnet_core::Stack,
+    now: impnet_core::Instant,
+    handle: TcpHandle,
+) -> Option<io::Result<(SocketAddrV4, SocketAddrV4)>> {
+    match stack.tcp().info(handle).map(|i| i.state) {
+        Some(TcpState::SynSent | TcpState::SynReceived) => None,
+        Some(TcpState::Closed) | None => {
+            let err = stack.tcp_recv(now, handle, &mut [0u8; 1]).err();
+            Some(Err(error::tcp(err.unwrap_or(TcpError::ConnectionRefused))))
+        }
+        Some(_) => Some(
+            stack
+                .tcp()
+                .addresses(handle)
+                .ok_or_else(|| error::tcp(TcpError::InvalidHandle)),
+        ),
+    }
+}
+
+/// Connections a listener queues before further SYNs are dropped.
+pub const DEFAULT_BACKLOG: usize = 128;
+
+/// A listening TCP socket. Closed when dropped (queued connections are reset).
+pub struct TcpListener {
+    shared: Arc<Shared>,
+    handle: TcpHandle,
+    local: SocketAddrV4,
+    nonblocking: Mutex<bool>,
+}
+
+impl std::fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpListener {
+    /// Listen on `addr` (an address of the stack or 0.0.0.0, and a non-zero port) with
+    /// a backlog of [`DEFAULT_BACKLOG`].
+    pub fn bind(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        TcpListener::bind_with_backlog(rt, addr, DEFAULT_BACKLOG)
+    }
+
+    /// Listen on `addr` with room for `backlog` connections not yet accepted.
+    pub fn bind_with_backlog(
+        rt: &Runtime,
+        addr: impl ToSocketAddrs,
+        backlog: usize,
+    ) -> io::Result<TcpListener> {
+        let local = resolve(addr)?;
+        if local.port() == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "listening needs a port: port 0 (pick one) is not supported for TCP listeners",
+            ));
+        }
+        let shared = Arc::clone(rt.shared());
+        let handle = shared
+            .with(|state, _| state.stack.tcp_listen(local, backlog))?
+            .map_err(|e| match e {
+                TcpError::InvalidState => io::Error::new(
+                    io::ErrorKind::AddrNotAvailable,
+                    "address not available: listen on one of the stack's addresses or 0.0.0.0",
+                ),
+                e => error::tcp(e),
+            })?;
+        Ok(TcpListener {
+            shared,
+            handle,
+            local,
+            nonblocking: Mutex::new(false),
+        })
+    }
+
+    /// Wait for a connection and take it.
+    pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let nonblocking = *self.nonblocking.lock().unwrap_or_else(|p| p.into_inner());
+        let (handle, local, peer) =
+            self.shared
+                .block_on(None, nonblocking, Awaits::Input, |state, _| {
+                    match state.stack.tcp_accept(self.handle) {
+                        Ok(h) => {
+                            let (local, peer) = state.stack.tcp().addresses(h)?;
+                            Some(Ok((h, local, peer)))
+                        }
+                        Err(TcpError::WouldBlock) => None,
+                        Err(e) => Some(Err(error::tcp(e))),
+                    }
+                })?;
+        let stream = TcpStream::from_parts(Arc::clone(&self.shared), handle, local, peer);
+        Ok((stream, SocketAddr::V4(peer)))
+    }
+
+    /// An endless iterator over accepted connections.
+    pub fn incoming(&self) -> impl Iterator<Item = io::Result<TcpStream>> + '_ {
+        std::iter::repeat_with(|| self.accept().map(|(s, _)| s))
+    }
+
+    /// The address listened on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(SocketAddr::V4(self.local))
+    }
+
+    /// Make `accept` fail with `WouldBlock` instead of waiting.
+    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+        *self.nonblocking.lock().unwrap_or_else(|p| p.into_inner()) = nonblocking;
+        Ok(())
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        let _ = self
+            .shared
+            .with(|state, now| state.stack.tcp_close(now, self.handle));
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct StreamOptions {
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    nonblocking: bool,
+    nodelay: bool,
+    /// `shutdown(Read)` was called: reads return end of stream.
+    read_shut: bool,
+}
+
+/// The connection behind every clone of a [`TcpStream`]; closed when the last goes.
+struct StreamInner {
+    shared: Arc<Shared>,
+    handle: TcpHandle,
+    local: SocketAddrV4,
+    peer: SocketAddrV4,
+    options: Mutex<StreamOptions>,
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        // A graceful close: queued data still goes, then our FIN.
+        let _ = self
+            .shared
+            .with(|state, now| state.stack.tcp_close(now, self.handle));
+    }
+}
+
+/// A TCP connection. `Read` and `Write` (also through `&TcpStream`), timeouts,
+/// `shutdown`, `set_nodelay`. Closed gracefully when the last clone is dropped.
+#[derive(Clone)]
+pub struct TcpStream {
+    inner: Arc<StreamInner>,
+}
+
+impl std::fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local", &self.inner.local)
+            .field("peer", &self.inner.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpStream {
+    fn from_parts(
+        shared: Arc<Shared>,
+        handle: TcpHandle,
+        local: SocketAddrV4,
+        peer: SocketAddrV4,
+    ) -> TcpStream {
+        let nodelay = shared.lock().stack.tcp().config().nodelay;
+        TcpStream {
+            inner: Arc::new(StreamInner {
+                shared,
+                handle,
+                local,
+                peer,
+                options: Mutex::new(StreamOptions {
+                    nodelay,
+                    ..StreamOptions::default()
+                }),
+            }),
+        }
+    }
+
+    /// Connect to `addr` from the route's source address and an ephemeral port.
+    pub fn connect(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        TcpStream::connect_inner(rt, resolve(addr)?, None)
+    }
+
+    /// Connect, giving up (with `TimedOut`) after `timeout`.
+    pub fn connect_timeout(
+        rt: &Runtime,
+        addr: &SocketAddr,
+        timeout: Duration,
+    ) -> io::Result<TcpStream> {
+        if timeout.is_zero() {
+            return Err(zero_timeout());
+        }
+        TcpStream::connect_inner(rt, error::v4(*addr)?, Some(timeout))
+    }
+
+    fn connect_inner(
+        rt: &Runtime,
+        remote: SocketAddrV4,
+        timeout: Option<Duration>,
+    ) -> io::Result<TcpStream> {
+        let shared = Arc::clone(rt.shared());
+        let any = SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0);
+        let handle = shared
+            .with(|state, now| state.stack.tcp_connect(now, any, remote))?
+            .map_err(|e| match e {
+                TcpError::InvalidState => io::Error::new(
+                    io::ErrorKind::NetworkUnreachable,
+                    "no route to the destination: add an address on its network or a route",
+                ),
+                e => error::tcp(e),
+            })?;
+        let established = shared.block_on(
+            crate::deadline(timeout),
+            false,
+            Awaits::Input,
+            |state, now| connect_outcome(&mut state.stack, now, handle),
+        );
+        match established {
+            Ok((local, peer)) => Ok(TcpStream::from_parts(shared, handle, local, peer)),
+            Err(e) => {
+                let _ = shared.with(|state, now| state.stack.tcp_abort(now, handle));
+                Err(e)
+            }
+        }
+    }
+
+    fn options(&self) -> StreamOptions {
+        *self.inner.options.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_options(&self, f: impl FnOnce(&mut StreamOptions)) {
+        f(&mut self.inner.options.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        Ok(SocketAddr::V4(self.inner.peer))
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(SocketAddr::V4(self.inner.local))
+    }
+
+    /// Shut down reading (later reads return end of stream), writing (our FIN goes
+    /// after the queued data; the peer may still send) or both.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        if matches!(how, Shutdown::Read | Shutdown::Both) {
+            self.set_options(|o| o.read_shut = true);
+        }
+        if matches!(how, Shutdown::Write | Shutdown::Both) {
+            let handle = self.inner.handle;
+            self.inner
+                .shared
+                .with(|state, now| state.stack.tcp().shutdown_write(now, handle))?
+                .map_err(error::tcp)?;
+        }
+        Ok(())
+    }
+
+    /// Turn Nagle's algorithm off (true: small writes go at once) or on.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        let handle = self.inner.handle;
+        self.inner
+            .shared
+            .with(|state, _| state.stack.tcp().set_nodelay(handle, nodelay))?
+            .map_err(error::tcp)?;
+        self.set_options(|o| o.nodelay = nodelay);
+        Ok(())
+    }
+
+    /// Whether Nagle's algorithm is off.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        Ok(self.options().nodelay)
+    }
+
+    /// Bound the time a read waits (None: forever); a read that runs out fails with
+    /// `TimedOut`.
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        if timeout == Some(Duration::ZERO) {
+            return Err(zero_timeout());
+        }
+        self.set_options(|o| o.read_timeout = timeout);
+        Ok(())
+    }
+
+    /// Bound the time a write waits for room in the send buffer.
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        if timeout == Some(Duration::ZERO) {
+            return Err(zero_timeout());
+        }
+        self.set_options(|o| o.write_timeout = timeout);
+        Ok(())
+    }
+
+    /// The read timeout.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.options().read_timeout)
+    }
+
+    /// The write timeout.
+    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.options().write_timeout)
+    }
+
+    /// Make reads and writes fail with `WouldBlock` instead of waiting.
+    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+        self.set_options(|o| o.nonblocking = nonblocking);
+        Ok(())
+    }
+
+    /// Another handle to the same connection.
+    pub fn try_clone(&self) -> io::Result<TcpStream> {
+        Ok(self.clone())
+    }
+
+    /// A snapshot of the connection (cwnd, RTT, retransmissions, options negotiated).
+    pub fn info(&self) -> Option<TcpInfo> {
+        let handle = self.inner.handle;
+        self.inner
+            .shared
+            .with(|state, _| state.stack.tcp().info(handle))
+            .ok()
+            .flatten()
+    }
+
+    /// Reset the connection (RST) instead of closing it gracefully.
+    pub fn abort(self) -> io::Result<()> {
+        let handle = self.inner.handle;
+        self.inner
+            .shared
+            .with(|state, now| state.stack.tcp_abort(now, handle))?
+            .map_err(error::tcp)
+    }
+
+    fn read_inner(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let options = self.options();
+        if options.read_shut {
+            return Ok(0);
+        }
+        let handle = self.inner.handle;
+        let deadline = crate::deadline(options.read_timeout);
+        self.inner.shared.block_on(
+            deadline,
+            options.nonblocking,
+            Awaits::Input,
+            |state, now| match state.stack.tcp_recv(now, handle, buf) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::tcp(e))),
+            },
+        )
+    }
+
+    fn write_inner(&self, buf: &[u8]) -> io::Result<usize> {
+        let options = self.options();
+        let handle = self.inner.handle;
+        let deadline = crate::deadline(options.write_timeout);
+        self.inner.shared.block_on(
+            deadline,
+            options.nonblocking,
+            Awaits::SendRoom,
+            |state, now| match state.stack.tcp_send(now, handle, buf) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::tcp(e))),
+            },
+        )
+    }
+}
+
+impl Read for TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_inner(buf)
+    }
+}
+
+impl Read for &TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_inner(buf)
+    }
+}
+
+impl Write for TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_inner(buf)
+    }
+    /// Data goes out as the window allows; there is nothing to flush.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Write for &TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_inner(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,244 @@
+//! The async API (feature `tokio`): [`TcpListener`] and [`TcpStream`] whose streams
+//! implement tokio's `AsyncRead` and `AsyncWrite`, so an existing tokio program (a
+//! hyper or axum server) runs over imp by swapping its listener.
+//!
+//! The imp runtime's own thread drives the stack; these types only register wakers
+//! with it, so they work on any executor that polls tokio's I/O traits (no tokio
+//! reactor is needed).
+
+use std::future::poll_fn;
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use impnet_core::tcp::{TcpError, TcpHandle, TcpInfo};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::error::{self, resolve};
+use crate::runtime::{Runtime, Shared};
+
+/// A listening TCP socket for async tasks. Closed when dropped.
+pub struct TcpListener {
+    shared: Arc<Shared>,
+    handle: TcpHandle,
+    local: SocketAddrV4,
+}
+
+impl std::fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpListener {
+    /// Listen on `addr` (an address of the stack or 0.0.0.0, non-zero port).
+    pub fn bind(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        let local = resolve(addr)?;
+        if local.port() == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "listening needs a non-zero port",
+            ));
+        }
+        let shared = Arc::clone(rt.shared());
+        let handle = shared
+            .with(|state, _| state.stack.tcp_listen(local, crate::tcp::DEFAULT_BACKLOG))?
+            .map_err(error::tcp)?;
+        Ok(TcpListener {
+            shared,
+            handle,
+            local,
+        })
+    }
+
+    /// Wait for a connection and take it.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// Poll for a connection to take.
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        let shared = &self.shared;
+        shared
+            .poll_tcp(cx, self.handle, false, |state, _| {
+                match state.stack.tcp_accept(self.handle) {
+                    Ok(h) => state.stack.tcp().addresses(h).map(|(l, p)| Ok((h, l, p))),
+                    Err(TcpError::WouldBlock) => None,
+                    Err(e) => Some(Err(error::tcp(e))),
+                }
+            })
+            .map_ok(|(handle, local, peer)| {
+                let stream = TcpStream {
+                    shared: Arc::clone(shared),
+                    handle,
+                    local,
+                    peer,
+                };
+                (stream, SocketAddr::V4(peer))
+            })
+    }
+
+    /// The address listened on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(SocketAddr::V4(self.local))
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        let handle = self.handle;
+        let _ = self.shared.with(|state, now| {
+            state.wakers.remove(&handle);
+            state.stack.tcp_close(now, handle)
+        });
+    }
+}
+
+/// A TCP connection for async tasks: tokio's `AsyncRead` + `AsyncWrite`
+/// (`poll_shutdown` sends our FIN). Closed gracefully when dropped.
+pub struct TcpStream {
+    shared: Arc<Shared>,
+    handle: TcpHandle,
+    local: SocketAddrV4,
+    peer: SocketAddrV4,
+}
+
+impl std::fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local", &self.local)
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpStream {
+    /// Connect to `addr`.
+    pub async fn connect(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        let remote = resolve(addr)?;
+        let shared = Arc::clone(rt.shared());
+        let any = SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0);
+        let handle = shared
+            .with(|state, now| state.stack.tcp_connect(now, any, remote))?
+            .map_err(error::tcp)?;
+        let result = poll_fn(|cx| {
+            shared.poll_tcp(cx, handle, true, |state, now| {
+                crate::tcp::connect_outcome(&mut state.stack, now, handle)
+            })
+        })
+        .await;
+        match result {
+            Ok((local, peer)) => Ok(TcpStream {
+                shared,
+                handle,
+                local,
+                peer,
+            }),
+            Err(e) => {
+                let _ = shared.with(|state, now| {
+                    state.wakers.remove(&handle);
+                    state.stack.tcp_abort(now, handle)
+                });
+                Err(e)
+            }
+        }
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        Ok(SocketAddr::V4(self.peer))
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(SocketAddr::V4(self.local))
+    }
+
+    /// Turn Nagle's algorithm off (true) or on.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        let handle = self.handle;
+        self.shared
+            .with(|state, _| state.stack.tcp().set_nodelay(handle, nodelay))?
+            .map_err(error::tcp)
+    }
+
+    /// A snapshot of the connection.
+    pub fn info(&self) -> Option<TcpInfo> {
+        let handle = self.handle;
+        self.shared
+            .with(|state, _| state.stack.tcp().info(handle))
+            .ok()
+            .flatten()
+    }
+
+    /// Shut down writing (our FIN after the queued data); reading is unaffected.
+    pub fn shutdown_write(&self) -> io::Result<()> {
+        let handle = self.handle;
+        self.shared
+            .with(|state, now| state.stack.tcp().shutdown_write(now, handle))?
+            .map_err(error::tcp)
+    }
+}
+
+impl AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let handle = self.handle;
+        let out = buf.initialize_unfilled();
+        let polled = self.shared.poll_tcp(cx, handle, false, |state, now| {
+            match state.stack.tcp_recv(now, handle, out) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::tcp(e))),
+            }
+        });
+        polled.map_ok(|n| buf.advance(n))
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let handle = self.handle;
+        self.shared.poll_tcp(cx, handle, true, |state, now| {
+            match state.stack.tcp_send(now, handle, data) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::tcp(e))),
+            }
+        })
+    }
+
+    /// Data goes out as the window allows; there is nothing to flush.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(match self.shutdown_write() {
+            // Already shut down: shutting down again is not an error.
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            other => other,
+        })
+    }
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        let handle = self.handle;
+        let _ = self.shared.with(|state, now| {
+            state.wakers.remove(&handle);
+            state.stack.tcp_close(now, handle)
+        });
+    }
+}

@@ -1,0 +1,163 @@
+//! [`UdpSocket`]: blocking UDP over the runtime, shaped like `std::net::UdpSocket`.
+
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use impnet_core::{UdpError, UdpHandle};
+
+use crate::error::{self, resolve};
+use crate::runtime::{Awaits, Runtime, Shared};
+
+/// Per-socket options, changed through `&self` as std allows.
+#[derive(Debug, Default, Clone, Copy)]
+struct Options {
+    read_timeout: Option<Duration>,
+    nonblocking: bool,
+    /// Set by `connect`: `send` goes there, `recv` takes only its datagrams.
+    peer: Option<SocketAddrV4>,
+}
+
+/// A UDP socket on an imp stack. Closed when dropped.
+pub struct UdpSocket {
+    shared: Arc<Shared>,
+    handle: UdpHandle,
+    local: SocketAddrV4,
+    options: Mutex<Options>,
+}
+
+impl std::fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UdpSocket {
+    /// Bind to `addr` (an address of the stack or 0.0.0.0; port 0 picks one).
+    pub fn bind(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        let addr = resolve(addr)?;
+        let shared = Arc::clone(rt.shared());
+        let (handle, local) = shared
+            .with(|state, _| {
+                let handle = state.stack.udp_bind(addr)?;
+                let local = state.stack.udp_local_addr(handle)?;
+                Ok::<_, UdpError>((handle, local))
+            })?
+            .map_err(error::udp)?;
+        Ok(UdpSocket {
+            shared,
+            handle,
+            local,
+            options: Mutex::new(Options::default()),
+        })
+    }
+
+    fn options(&self) -> Options {
+        *self.options.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Send one datagram to `addr`.
+    pub fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
+        let dst = resolve(addr)?;
+        self.shared
+            .with(|state, now| state.stack.udp_send_to(now, self.handle, dst, buf))?
+            .map_err(error::udp)?;
+        Ok(buf.len())
+    }
+
+    /// Receive one datagram (truncated to `buf`), with its source.
+    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let options = self.options();
+        let deadline = crate::deadline(options.read_timeout);
+        self.shared
+            .block_on(deadline, options.nonblocking, Awaits::Input, |state, _| {
+                loop {
+                    return match state.stack.udp_recv_from(self.handle, buf) {
+                        Ok((_, src)) if options.peer.is_some_and(|p| p != src) => continue,
+                        Ok((n, src)) => Some(Ok((n, SocketAddr::V4(src)))),
+                        Err(UdpError::WouldBlock) => None,
+                        Err(e) => Some(Err(error::udp(e))),
+                    };
+                }
+            })
+    }
+
+    /// Set the default destination for `send` and accept datagrams only from it.
+    pub fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        let peer = resolve(addr)?;
+        self.options.lock().unwrap_or_else(|p| p.into_inner()).peer = Some(peer);
+        Ok(())
+    }
+
+    /// Send to the connected peer.
+    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        let peer = self.peer_addr()?;
+        self.send_to(buf, peer)
+    }
+
+    /// Receive from the connected peer.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv_from(buf).map(|(n, _)| n)
+    }
+
+    /// The address the socket is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(SocketAddr::V4(self.local))
+    }
+
+    /// The connected peer.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.options().peer.map(SocketAddr::V4).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotConnected,
+                "UDP socket not connected: call connect first",
+            )
+        })
+    }
+
+    /// Bound the time `recv`/`recv_from` wait (None: forever); a wait that runs out
+    /// fails with `TimedOut`.
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        if timeout == Some(Duration::ZERO) {
+            return Err(zero_timeout());
+        }
+        self.options
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .read_timeout = timeout;
+        Ok(())
+    }
+
+    /// The read timeout.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.options().read_timeout)
+    }
+
+    /// Make receives fail with `WouldBlock` instead of waiting.
+    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+        self.options
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .nonblocking = nonblocking;
+        Ok(())
+    }
+}
+
+impl Drop for UdpSocket {
+    fn drop(&mut self) {
+        let _ = self
+            .shared
+            .with(|state, _| state.stack.udp_close(self.handle));
+    }
+}
+
+pub(crate) fn zero_timeout() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a zero timeout is invalid: use None to wait forever",
+    )
+}

@@ -1,0 +1,129 @@
+//! The [`Device`] trait: how a stack's driver moves frames in and out of the world.
+
+use std::fmt;
+use std::io;
+
+use impnet_core::Instant;
+
+/// A network device that carries whole Ethernet frames as bytes.
+///
+/// Devices compose: [`Impair`](crate::Impair) and [`Pcap`](crate::Pcap) wrap any device
+/// and are devices themselves. Time is a parameter (`now`), never read from a clock, so
+/// the same device code runs in real time and in the simulator's virtual time.
+pub trait Device {
+    /// Receive one frame into `buf`, returning its length, or `None` if none is ready now.
+    fn recv(&mut self, now: Instant, buf: &mut [u8]) -> Result<Option<usize>, DeviceError>;
+
+    /// Send one frame. `Ok(false)` if the device cannot take it now (full): the caller
+    /// keeps it and tries again later.
+    fn send(&mut self, now: Instant, frame: &[u8]) -> Result<bool, DeviceError>;
+
+    /// Largest frame (Ethernet header included, FCS excluded) the device carries.
+    fn mtu(&self) -> usize;
+
+    /// When the device next has something to deliver (for a driver's wait), if it knows.
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+}
+
+/// Why a device could not send or receive a frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The frame is longer than the device carries.
+    FrameTooLarge {
+        /// Length of the frame offered.
+        len: usize,
+        /// The device's MTU.
+        mtu: usize,
+    },
+    /// The next frame does not fit in the receive buffer; it stays queued.
+    BufferTooSmall {
+        /// Length of the waiting frame.
+        len: usize,
+        /// Length of the buffer given.
+        capacity: usize,
+    },
+    /// The other side of the device is gone (the peer pipe end was dropped, the
+    /// interface was removed).
+    Closed,
+    /// The operating system reported an error.
+    Io(io::ErrorKind, String),
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceError::FrameTooLarge { len, mtu } => write!(
+                f,
+                "frame of {len} bytes exceeds the device MTU of {mtu} bytes: \
+                 segment or fragment it to fit"
+            ),
+            DeviceError::BufferTooSmall { len, capacity } => write!(
+                f,
+                "next frame is {len} bytes but the receive buffer holds {capacity}: \
+                 pass a buffer of at least the device MTU"
+            ),
+            DeviceError::Closed => {
+                write!(f, "device closed: the other end has gone away")
+            }
+            DeviceError::Io(kind, msg) => write!(f, "device I/O error ({kind}): {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+impl From<io::Error> for DeviceError {
+    fn from(e: io::Error) -> DeviceError {
+        DeviceError::Io(e.kind(), e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_what_went_wrong() {
+        let e = DeviceError::FrameTooLarge {
+            len: 2000,
+            mtu: 1514,
+        };
+        assert!(e.to_string().contains("2000") && e.to_string().contains("1514"));
+        let e = DeviceError::BufferTooSmall {
+            len: 1514,
+            capacity: 100,
+        };
+        assert!(e.to_string().contains("1514") && e.to_string().contains("100"));
+        assert!(DeviceError::Closed.to_string().contains("closed"));
+        let io = io::Error::new(io::ErrorKind::PermissionDenied, "no CAP_NET_ADMIN");
+        let e = DeviceError::from(io);
+        assert_eq!(
+            e,
+            DeviceError::Io(io::ErrorKind::PermissionDenied, "no CAP_NET_ADMIN".into())
+        );
+        assert!(e.to_string().contains("CAP_NET_ADMIN"));
+        let _: &dyn std::error::Error = &e;
+    }
+
+    /// A device with the default `poll_at`.
+    struct Null;
+    impl Device for Null {
+        fn recv(&mut self, _: Instant, _: &mut [u8]) -> Result<Option<usize>, DeviceError> {
+            Ok(None)
+        }
+        fn send(&mut self, _: Instant, _: &[u8]) -> Result<bool, DeviceError> {
+            Ok(true)
+        }
+        fn mtu(&self) -> usize {
+            1514
+        }
+    }
+
+    #[test]
+    fn poll_at_defaults_to_unknown() {
+        assert_eq!(Null.poll_at(), None);
+    }
+}

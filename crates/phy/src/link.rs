@@ -1,0 +1,591 @@
+//! The link model: one direction of a link with a rate, a propagation delay, a drop-tail
+//! queue, and random loss, reordering, duplication and corruption.
+//!
+//! Pure code: time is a parameter and randomness comes from a seed, so the simulator
+//! drives it in virtual time and [`Impair`](crate::Impair) in real time, with the same
+//! results for the same seed and inputs.
+//!
+//! # Model
+//! A submitted frame is first checked against the MTU. It then waits behind earlier
+//! frames for the transmitter: it starts serialising at `max(now, busy_until)` and takes
+//! exactly `len * 8 / rate` seconds (kept as an exact fraction across frames, so a long
+//! run moves exactly `rate` bits per second). Frames waiting to start form the queue; a
+//! frame that would have to wait when the waiting bytes plus its own exceed
+//! `queue_limit_bytes` is tail-dropped. The frame being serialised is in the transmitter,
+//! not the queue, as in a router's output port. After serialisation the frame may be lost
+//! on the wire (it has still used the link's time), duplicated, held back by
+//! `reorder_delay`, or have one bit flipped; it arrives `delay` after it finished
+//! departing.
+//!
+//! Besides independent `loss`, a link may lose frames in bursts, as noisy lines and
+//! lossy ATM switches do: the Gilbert-Elliott model ([`GilbertElliott`]) is a two-state
+//! Markov chain (good, bad) stepped once per frame, each state with its own loss
+//! probability. A frame is lost if either model loses it.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+use std::fmt;
+
+use impnet_core::{Duration, Instant};
+
+use crate::rng::Rng;
+
+/// Nanoseconds per second, the factor between the model's time unit and bits per second.
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+
+/// Spare frame buffers kept for reuse.
+const FREE_LIST_LIMIT: usize = 256;
+
+/// How one direction of a link behaves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkConfig {
+    /// Bits per second the link serialises; 0 means infinitely fast.
+    pub rate_bps: u64,
+    /// Propagation delay, added after a frame has finished departing.
+    pub delay: Duration,
+    /// Bytes that may wait for the transmitter before frames are tail-dropped.
+    pub queue_limit_bytes: usize,
+    /// Probability (0..=1) that a frame is lost on the wire, independently per frame.
+    pub loss: f64,
+    /// Probability (0..=1) that a frame is held back by `reorder_delay`, letting later
+    /// frames overtake it.
+    pub reorder: f64,
+    /// How long a held-back frame is delayed beyond `delay`.
+    pub reorder_delay: Duration,
+    /// Probability (0..=1) that a frame is delivered twice.
+    pub duplicate: f64,
+    /// Probability (0..=1) that one uniformly chosen bit of a frame is flipped.
+    pub corrupt: f64,
+    /// Largest frame the link carries; larger frames are dropped and counted.
+    pub mtu: usize,
+    /// Bursty loss (Gilbert-Elliott), on top of `loss`; `None` for none.
+    pub burst_loss: Option<GilbertElliott>,
+}
+
+/// The Gilbert-Elliott bursty loss model: a two-state Markov chain stepped once per
+/// frame (before deciding the frame's fate), losing frames with `loss_good` in the good
+/// state and `loss_bad` in the bad state. The chain starts good. Mean burst (bad period)
+/// length is `1 / bad_to_good` frames; the long-run share of frames in the bad state is
+/// `good_to_bad / (good_to_bad + bad_to_good)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GilbertElliott {
+    /// Probability (0..=1) of moving from the good to the bad state at a frame.
+    pub good_to_bad: f64,
+    /// Probability (0..=1) of moving from the bad to the good state at a frame.
+    pub bad_to_good: f64,
+    /// Loss probability (0..=1) in the good state.
+    pub loss_good: f64,
+    /// Loss probability (0..=1) in the bad state.
+    pub loss_bad: f64,
+}
+
+impl GilbertElliott {
+    /// The long-run fraction of frames this model loses.
+    pub fn mean_loss(&self) -> f64 {
+        let total = self.good_to_bad + self.bad_to_good;
+        if total == 0.0 {
+            return self.loss_good;
+        }
+        let bad = self.good_to_bad / total;
+        bad * self.loss_bad + (1.0 - bad) * self.loss_good
+    }
+}
+
+impl Default for LinkConfig {
+    /// An ideal link: infinite rate, no delay, no impairment, a 1 MiB queue, MTU 1514.
+    fn default() -> LinkConfig {
+        LinkConfig {
+            rate_bps: 0,
+            delay: Duration::ZERO,
+            queue_limit_bytes: 1 << 20,
+            loss: 0.0,
+            reorder: 0.0,
+            reorder_delay: Duration::ZERO,
+            duplicate: 0.0,
+            corrupt: 0.0,
+            mtu: 1514,
+            burst_loss: None,
+        }
+    }
+}
+
+impl LinkConfig {
+    /// This configuration with `rate_bps` bits per second (0 = infinite).
+    pub fn with_rate_bps(self, rate_bps: u64) -> LinkConfig {
+        LinkConfig { rate_bps, ..self }
+    }
+    /// This configuration with a propagation delay.
+    pub fn with_delay(self, delay: Duration) -> LinkConfig {
+        LinkConfig { delay, ..self }
+    }
+    /// This configuration with a queue of `queue_limit_bytes`.
+    pub fn with_queue_limit_bytes(self, queue_limit_bytes: usize) -> LinkConfig {
+        LinkConfig {
+            queue_limit_bytes,
+            ..self
+        }
+    }
+    /// This configuration with loss probability `loss`.
+    pub fn with_loss(self, loss: f64) -> LinkConfig {
+        LinkConfig { loss, ..self }
+    }
+    /// This configuration holding back a frame with probability `reorder` for `delay`.
+    pub fn with_reorder(self, reorder: f64, delay: Duration) -> LinkConfig {
+        LinkConfig {
+            reorder,
+            reorder_delay: delay,
+            ..self
+        }
+    }
+    /// This configuration with duplication probability `duplicate`.
+    pub fn with_duplicate(self, duplicate: f64) -> LinkConfig {
+        LinkConfig { duplicate, ..self }
+    }
+    /// This configuration with bit-corruption probability `corrupt`.
+    pub fn with_corrupt(self, corrupt: f64) -> LinkConfig {
+        LinkConfig { corrupt, ..self }
+    }
+    /// This configuration with Gilbert-Elliott bursty loss.
+    pub fn with_burst_loss(self, model: GilbertElliott) -> LinkConfig {
+        LinkConfig {
+            burst_loss: Some(model),
+            ..self
+        }
+    }
+    /// This configuration with an MTU of `mtu` bytes.
+    pub fn with_mtu(self, mtu: usize) -> LinkConfig {
+        LinkConfig { mtu, ..self }
+    }
+
+    /// Checks that every probability is a number in `0..=1`, the MTU is not zero, and a
+    /// reorder probability comes with a reorder delay.
+    pub fn validate(&self) -> Result<(), LinkConfigError> {
+        let probabilities = [
+            ("loss", self.loss),
+            ("reorder", self.reorder),
+            ("duplicate", self.duplicate),
+            ("corrupt", self.corrupt),
+        ];
+        let burst = self.burst_loss.map(|ge| {
+            [
+                ("burst_loss.good_to_bad", ge.good_to_bad),
+                ("burst_loss.bad_to_good", ge.bad_to_good),
+                ("burst_loss.loss_good", ge.loss_good),
+                ("burst_loss.loss_bad", ge.loss_bad),
+            ]
+        });
+        for (name, value) in probabilities.into_iter().chain(burst.into_iter().flatten()) {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(LinkConfigError::ProbabilityOutOfRange { name, value });
+            }
+        }
+        if self.mtu == 0 {
+            return Err(LinkConfigError::ZeroMtu);
+        }
+        if self.reorder > 0.0 && self.reorder_delay == Duration::ZERO {
+            return Err(LinkConfigError::ReorderWithoutDelay {
+                reorder: self.reorder,
+            });
+        }
+        Ok(())
+    }
+
+    /// Time to serialise `len` bytes at this rate, rounded up to the nanosecond (zero at
+    /// infinite rate).
+    pub fn transmission_time(&self, len: usize) -> Duration {
+        if self.rate_bps == 0 {
+            return Duration::ZERO;
+        }
+        let scaled = bits_scaled(len);
+        Duration::from_nanos(saturate_u64(scaled.div_ceil(u128::from(self.rate_bps))))
+    }
+}
+
+/// What is wrong with a [`LinkConfig`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum LinkConfigError {
+    /// A probability is outside `0..=1` (or is NaN).
+    ProbabilityOutOfRange {
+        /// The field: `loss`, `reorder`, `duplicate`, `corrupt` or a `burst_loss.` field.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// The MTU is zero, so no frame could cross.
+    ZeroMtu,
+    /// Frames would be held back, but by no time at all.
+    ReorderWithoutDelay {
+        /// The reorder probability given.
+        reorder: f64,
+    },
+}
+
+impl fmt::Display for LinkConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkConfigError::ProbabilityOutOfRange { name, value } => write!(
+                f,
+                "link `{name}` probability is {value}; give a number from 0 to 1 \
+                 (0.01 means 1%)"
+            ),
+            LinkConfigError::ZeroMtu => write!(f, "link MTU is 0; give at least 64 bytes"),
+            LinkConfigError::ReorderWithoutDelay { reorder } => write!(
+                f,
+                "link reorder probability is {reorder} but reorder_delay is 0, so no frame \
+                 would be overtaken; set a reorder delay"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LinkConfigError {}
+
+/// Counters of what a link did with the frames submitted to it.
+///
+/// Once every frame has been delivered: `submitted + duplicated == delivered +
+/// dropped_loss + dropped_queue + dropped_oversize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Frames offered to [`LinkModel::submit`].
+    pub submitted: u64,
+    /// Frames (duplicates included) handed out by [`LinkModel::poll_deliver`].
+    pub delivered: u64,
+    /// Frames lost on the wire.
+    pub dropped_loss: u64,
+    /// Frames tail-dropped because the queue was full.
+    pub dropped_queue: u64,
+    /// Frames dropped because they exceeded the link MTU.
+    pub dropped_oversize: u64,
+    /// Extra copies made.
+    pub duplicated: u64,
+    /// Copies held back by the reorder delay.
+    pub reordered: u64,
+    /// Copies with a flipped bit.
+    pub corrupted: u64,
+    /// Bytes in the delivered frames.
+    pub bytes_delivered: u64,
+}
+
+/// Why the link dropped a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// Longer than the link MTU.
+    Oversize,
+    /// The queue was full.
+    QueueFull,
+    /// Lost on the wire (after using its serialisation time).
+    Loss,
+}
+
+/// What [`LinkModel::submit`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Submit {
+    /// The frame is on its way.
+    Queued {
+        /// When its last bit leaves the sender (arrival is this plus the delay, and any
+        /// reorder delay).
+        departs: Instant,
+    },
+    /// The frame was dropped.
+    Dropped(DropReason),
+}
+
+/// A copy of a frame travelling on the link.
+#[derive(Debug, Clone)]
+struct InFlight {
+    arrival: Instant,
+    /// Submission order, breaking ties between equal arrival times.
+    seq: u64,
+    frame: Vec<u8>,
+}
+
+impl InFlight {
+    fn key(&self) -> (Instant, u64) {
+        (self.arrival, self.seq)
+    }
+}
+
+impl PartialEq for InFlight {
+    fn eq(&self, other: &InFlight) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for InFlight {}
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, other: &InFlight) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for InFlight {
+    /// Reversed, so that `BinaryHeap` (a max-heap) yields the earliest arrival first.
+    fn cmp(&self, other: &InFlight) -> Ordering {
+        other.key().cmp(&self.key())
+    }
+}
+
+/// One random stream per impairment: turning one impairment on or off leaves the
+/// others' decisions frame for frame unchanged, so experiments compare like with like.
+#[derive(Debug, Clone)]
+struct Streams {
+    loss: Rng,
+    reorder: Rng,
+    duplicate: Rng,
+    corrupt: Rng,
+    /// Forked after the others, so that adding it left their draws unchanged.
+    burst: Rng,
+}
+
+/// One direction of a link. Call [`submit`](LinkModel::submit) when a frame is sent,
+/// [`next_arrival`](LinkModel::next_arrival) to learn when to look again, and
+/// [`poll_deliver`](LinkModel::poll_deliver) until it returns `None` to collect the
+/// frames that have arrived. Calls must not go back in time.
+#[derive(Debug, Clone)]
+pub struct LinkModel {
+    config: LinkConfig,
+    streams: Streams,
+    /// When the transmitter finishes the last accepted frame, in units of 1/`scale()`
+    /// nanoseconds (nanoseconds times the rate), so that serialisation times add up
+    /// without rounding.
+    busy_until_scaled: u128,
+    /// Frames accepted but not yet started serialising, as (start, length), in start
+    /// order; start is in the same units as `busy_until_scaled`.
+    waiting: VecDeque<(u128, usize)>,
+    /// Sum of the lengths in `waiting`.
+    waiting_bytes: usize,
+    in_flight: BinaryHeap<InFlight>,
+    next_seq: u64,
+    /// The Gilbert-Elliott chain is in its bad state.
+    burst_bad: bool,
+    /// Buffers of delivered frames given back by [`LinkModel::recycle`].
+    free: Vec<Vec<u8>>,
+    stats: LinkStats,
+}
+
+impl LinkModel {
+    /// A link behaving as `config` says, its random choices drawn from `seed`.
+    ///
+    /// # Panics
+    /// If `config` fails [`LinkConfig::validate`]; use [`LinkModel::try_new`] to handle
+    /// the error instead.
+    pub fn new(config: LinkConfig, seed: u64) -> LinkModel {
+        match LinkModel::try_new(config, seed) {
+            Ok(model) => model,
+            Err(e) => panic!("invalid link configuration: {e}"),
+        }
+    }
+
+    /// A link behaving as `config` says, or why `config` is invalid.
+    pub fn try_new(config: LinkConfig, seed: u64) -> Result<LinkModel, LinkConfigError> {
+        config.validate()?;
+        let mut root = Rng::new(seed);
+        let streams = Streams {
+            loss: root.fork(),
+            reorder: root.fork(),
+            duplicate: root.fork(),
+            corrupt: root.fork(),
+            burst: root.fork(),
+        };
+        Ok(LinkModel {
+            config,
+            streams,
+            busy_until_scaled: 0,
+            waiting: VecDeque::new(),
+            waiting_bytes: 0,
+            in_flight: BinaryHeap::new(),
+            next_seq: 0,
+            burst_bad: false,
+            free: Vec::new(),
+            stats: LinkStats::default(),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &LinkConfig {
+        &self.config
+    }
+
+    /// Changes the configuration from now on (a rate change, a loss episode). Frames
+    /// already accepted keep the departure times they were given.
+    pub fn set_config(&mut self, config: LinkConfig) -> Result<(), LinkConfigError> {
+        config.validate()?;
+        let (old, new) = (self.scale(), scale_of(&config));
+        let rescale = |t: u128| t.div_ceil(old).saturating_mul(new);
+        self.busy_until_scaled = rescale(self.busy_until_scaled);
+        for (start, _) in &mut self.waiting {
+            *start = rescale(*start);
+        }
+        self.config = config;
+        Ok(())
+    }
+
+    /// What the link has done so far.
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// Time units per nanosecond in the scaled clock.
+    fn scale(&self) -> u128 {
+        scale_of(&self.config)
+    }
+
+    /// Offers one frame to the link at `now`.
+    pub fn submit(&mut self, now: Instant, frame: &[u8]) -> Submit {
+        self.stats.submitted += 1;
+        let len = frame.len();
+        if len > self.config.mtu {
+            self.stats.dropped_oversize += 1;
+            return Submit::Dropped(DropReason::Oversize);
+        }
+        let scale = self.scale();
+        let now_scaled = u128::from(now.as_nanos()).saturating_mul(scale);
+        self.start_waiting_frames(now_scaled);
+
+        let start = now_scaled.max(self.busy_until_scaled);
+        let must_wait = start > now_scaled;
+        if must_wait {
+            if self.waiting_bytes.saturating_add(len) > self.config.queue_limit_bytes {
+                self.stats.dropped_queue += 1;
+                return Submit::Dropped(DropReason::QueueFull);
+            }
+            self.waiting.push_back((start, len));
+            self.waiting_bytes += len;
+        }
+        let serialisation = if self.config.rate_bps == 0 {
+            0
+        } else {
+            bits_scaled(len)
+        };
+        self.busy_until_scaled = start.saturating_add(serialisation);
+        let departs = Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(scale)));
+
+        let independent = self.streams.loss.chance(self.config.loss);
+        if independent | self.burst_lost() {
+            self.stats.dropped_loss += 1;
+            return Submit::Dropped(DropReason::Loss);
+        }
+        let arrives = departs + self.config.delay;
+        self.launch_copy(arrives, frame);
+        if self.streams.duplicate.chance(self.config.duplicate) {
+            self.stats.duplicated += 1;
+            self.launch_copy(arrives, frame);
+        }
+        Submit::Queued { departs }
+    }
+
+    /// Steps the Gilbert-Elliott chain for one frame and says whether it loses the frame.
+    fn burst_lost(&mut self) -> bool {
+        let Some(ge) = self.config.burst_loss else {
+            return false;
+        };
+        let flip = if self.burst_bad {
+            ge.bad_to_good
+        } else {
+            ge.good_to_bad
+        };
+        if self.streams.burst.chance(flip) {
+            self.burst_bad = !self.burst_bad;
+        }
+        let loss = if self.burst_bad {
+            ge.loss_bad
+        } else {
+            ge.loss_good
+        };
+        self.streams.burst.chance(loss)
+    }
+
+    /// Removes from the queue the frames whose serialisation has begun by `now_scaled`.
+    fn start_waiting_frames(&mut self, now_scaled: u128) {
+        while let Some(&(start, len)) = self.waiting.front() {
+            if start > now_scaled {
+                break;
+            }
+            self.waiting.pop_front();
+            self.waiting_bytes -= len;
+        }
+    }
+
+    /// Puts one copy of `frame` on the wire, due at `arrives` unless held back, maybe
+    /// with one bit flipped.
+    fn launch_copy(&mut self, arrives: Instant, frame: &[u8]) {
+        let mut arrival = arrives;
+        if self.streams.reorder.chance(self.config.reorder) {
+            arrival += self.config.reorder_delay;
+            self.stats.reordered += 1;
+        }
+        let mut buf = self.free.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(frame);
+        if self.streams.corrupt.chance(self.config.corrupt) && !buf.is_empty() {
+            let bit = self.streams.corrupt.below(buf.len() as u64 * 8);
+            buf[(bit / 8) as usize] ^= 1 << (bit % 8);
+            self.stats.corrupted += 1;
+        }
+        self.in_flight.push(InFlight {
+            arrival,
+            seq: self.next_seq,
+            frame: buf,
+        });
+        self.next_seq += 1;
+    }
+
+    /// The next frame whose arrival time is at or before `now`, in arrival order (ties
+    /// in submission order), or `None` if none has arrived yet. Give the buffer back with
+    /// [`LinkModel::recycle`] when done to avoid an allocation per frame.
+    pub fn poll_deliver(&mut self, now: Instant) -> Option<Vec<u8>> {
+        if self.in_flight.peek()?.arrival > now {
+            return None;
+        }
+        let InFlight { frame, .. } = self.in_flight.pop()?;
+        self.stats.delivered += 1;
+        self.stats.bytes_delivered += frame.len() as u64;
+        Some(frame)
+    }
+
+    /// When the next frame arrives, if any is in flight.
+    pub fn next_arrival(&self) -> Option<Instant> {
+        self.in_flight.peek().map(|f| f.arrival)
+    }
+
+    /// Returns a delivered frame's buffer for reuse by later frames.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if self.free.len() < FREE_LIST_LIMIT {
+            self.free.push(buf);
+        }
+    }
+
+    /// Copies in flight (submitted, not lost, not yet delivered).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Bytes waiting for the transmitter as of the last [`submit`](LinkModel::submit).
+    pub fn queued_bytes(&self) -> usize {
+        self.waiting_bytes
+    }
+
+    /// When the transmitter finishes the frames accepted so far (rounded up to the
+    /// nanosecond).
+    pub fn busy_until(&self) -> Instant {
+        Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())))
+    }
+}
+
+/// Units per nanosecond of a configuration's scaled clock: the rate, or 1 at infinite
+/// rate (where serialisation takes no time and plain nanoseconds suffice).
+fn scale_of(config: &LinkConfig) -> u128 {
+    u128::from(config.rate_bps.max(1))
+}
+
+/// Serialisation time of `len` bytes in scaled units: `len * 8` bits, each taking
+/// `1e9 / rate` ns, that is `1e9` units of `1 / rate` ns.
+fn bits_scaled(len: usize) -> u128 {
+    (len as u128) * 8 * NANOS_PER_SEC
+}
+
+fn saturate_u64(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,409 @@
+//! A ttcp-style bulk transfer between two simulated hosts: the experiment behind
+//! `imp ttcp`, the TCP acceptance matrix and the seed-paper scenarios.
+//!
+//! Host `a` (10.0.0.1) connects to host `b` (10.0.0.2) port 5001 and writes `bytes`
+//! bytes of a seeded pseudo-random stream in `record`-byte writes, then closes. `b`
+//! reads until end of stream, hashing what it gets. The transfer is good when `b` saw
+//! exactly the stream `a` wrote: same length, same hash.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+
+use impnet_core::tcp::{TcpConfig, TcpError, TcpHandle, TcpInfo};
+use impnet_core::{Duration, Instant, StackConfig};
+use impnet_phy::LinkConfig;
+use impnet_wire::ipv4::Cidr;
+
+use crate::{Flow, HostId, Sim, SimError};
+
+/// Sender's address.
+pub const SENDER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+/// Receiver's address.
+pub const RECEIVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// Receiver's port (ttcp's).
+pub const PORT: u16 = 5001;
+
+/// What to transfer and over what.
+#[derive(Debug, Clone)]
+pub struct BulkConfig {
+    /// Bytes to move.
+    pub bytes: u64,
+    /// Bytes per application write.
+    pub record: usize,
+    /// The link between the hosts (both directions alike).
+    pub link: LinkConfig,
+    /// TCP settings of the sender.
+    pub sender_tcp: TcpConfig,
+    /// TCP settings of the receiver.
+    pub receiver_tcp: TcpConfig,
+    /// Simulation seed.
+    pub seed: u64,
+    /// Give up (an error naming the seed) after this much virtual time.
+    pub time_limit: Duration,
+    /// Capture the link to this pcap file.
+    pub pcap: Option<PathBuf>,
+}
+
+impl BulkConfig {
+    /// A transfer of `bytes` over `link` with default TCP settings.
+    pub fn new(bytes: u64, link: LinkConfig, seed: u64) -> BulkConfig {
+        BulkConfig {
+            bytes,
+            record: 8192,
+            link,
+            sender_tcp: TcpConfig::default(),
+            receiver_tcp: TcpConfig::default(),
+            seed,
+            time_limit: Duration::from_secs(3600 * 24),
+            pcap: None,
+        }
+    }
+}
+
+/// What a bulk transfer measured.
+#[derive(Debug, Clone)]
+pub struct BulkResult {
+    /// Bytes the receiver got.
+    pub bytes: u64,
+    /// Virtual seconds from the first SYN to the last byte read.
+    pub seconds: f64,
+    /// Payload bits per second over the whole transfer.
+    pub goodput_bps: f64,
+    /// Payload bits per second from the moment a tenth of the bytes had arrived to the
+    /// end: the rate after slow start.
+    pub steady_goodput_bps: f64,
+    /// Goodput as a percentage of the raw link rate (0 when the rate is unlimited).
+    pub capacity_pct: f64,
+    /// Segments the sender retransmitted.
+    pub retransmits: u64,
+    /// Hash of the stream the sender wrote.
+    pub sent_hash: u64,
+    /// Hash of the stream the receiver read.
+    pub received_hash: u64,
+    /// Sent and received streams are identical (length and hash).
+    pub hash_ok: bool,
+    /// Hash over every frame and its delivery time: equal runs have equal hashes.
+    pub trace_hash: u64,
+    /// Simulator events processed.
+    pub steps: u64,
+    /// Frames the link delivered from sender to receiver (data, fragments, ACKs of the
+    /// reverse direction excluded).
+    pub frames_sender_to_receiver: u64,
+    /// The sender's connection state at the end.
+    pub sender_info: Option<TcpInfo>,
+}
+
+/// A 64-bit hash of a byte stream fed in arbitrary pieces (the result does not depend
+/// on how the stream was cut).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamHash {
+    hash: u64,
+    len: u64,
+}
+
+impl Default for StreamHash {
+    fn default() -> Self {
+        StreamHash {
+            hash: 0xcbf2_9ce4_8422_2325,
+            len: 0,
+        }
+    }
+}
+
+impl StreamHash {
+    /// Feed more of the stream.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.len += bytes.len() as u64;
+    }
+    /// The hash so far, mixed with the length.
+    pub fn finish(&self) -> u64 {
+        let mut z = self.hash ^ self.len.rotate_left(32);
+        z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        z ^ (z >> 33)
+    }
+    /// Bytes fed so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    /// Nothing fed yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The seeded pseudo-random byte stream the sender writes.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    state: u64,
+}
+
+impl Pattern {
+    /// The stream for `seed`.
+    pub fn new(seed: u64) -> Pattern {
+        Pattern {
+            state: seed ^ 0x5851_f42d_4c95_7f2d | 1,
+        }
+    }
+    /// Fill `out` with the next bytes of the stream.
+    pub fn fill(&mut self, out: &mut [u8]) {
+        for chunk in out.chunks_mut(8) {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            chunk.copy_from_slice(&self.state.to_le_bytes()[..chunk.len()]);
+        }
+    }
+}
+
+struct Sender {
+    handle: TcpHandle,
+    pattern: Pattern,
+    record: Vec<u8>,
+    /// Bytes of the current record in `record`.
+    filled: usize,
+    /// Bytes of the current record the stack has accepted.
+    offset: usize,
+    written: u64,
+    hash: StreamHash,
+    closed: bool,
+}
+
+struct Receiver {
+    listener: TcpHandle,
+    conn: Option<TcpHandle>,
+    hash: StreamHash,
+    eof: bool,
+    tenth_at: Option<Instant>,
+    done_at: Option<Instant>,
+}
+
+/// Run a bulk transfer and measure it.
+pub fn run_bulk(config: &BulkConfig) -> Result<BulkResult, BulkError> {
+    config
+        .link
+        .validate()
+        .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
+    if config.record == 0 {
+        return Err(BulkError::Config(
+            "the record size must be at least 1 byte".into(),
+        ));
+    }
+    let mut sim = Sim::new(config.seed);
+    let stack = |tcp: &TcpConfig| StackConfig {
+        tcp: tcp.clone(),
+        ..StackConfig::default()
+    };
+    let a = sim.add_host("sender", stack(&config.sender_tcp));
+    let b = sim.add_host("receiver", stack(&config.receiver_tcp));
+    let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
+    let link = sim
+        .connect(a, cidr(SENDER), b, cidr(RECEIVER), config.link)
+        .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
+    if let Some(path) = &config.pcap {
+        sim.capture(link, path)
+            .map_err(|e| BulkError::Config(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let listener = sim
+        .host_mut(b)
+        .tcp_listen(SocketAddrV4::new(RECEIVER, PORT), 16)
+        .map_err(BulkError::Tcp)?;
+    let start = sim.now();
+    let handle = sim
+        .host_mut(a)
+        .tcp_connect(
+            start,
+            SocketAddrV4::new(SENDER, 0),
+            SocketAddrV4::new(RECEIVER, PORT),
+        )
+        .map_err(BulkError::Tcp)?;
+    let mut sender = Sender {
+        handle,
+        pattern: Pattern::new(config.seed),
+        record: vec![0; config.record],
+        filled: 0,
+        offset: 0,
+        written: 0,
+        hash: StreamHash::default(),
+        closed: false,
+    };
+    let mut receiver = Receiver {
+        listener,
+        conn: None,
+        hash: StreamHash::default(),
+        eof: false,
+        tenth_at: None,
+        done_at: None,
+    };
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut failure = None;
+    let steps_cap = 200 + config.bytes / 100 + config.time_limit.as_millis() * 20;
+    let run = sim.run(steps_cap, start + config.time_limit, |sim| {
+        let step = drive_sender(sim, a, config, &mut sender)
+            .and_then(|()| drive_receiver(sim, b, config.bytes, &mut receiver, &mut buf));
+        match step {
+            Err(e) => {
+                failure = Some(e);
+                Flow::Done
+            }
+            Ok(()) if receiver.eof && sender.closed => Flow::Done,
+            Ok(()) => Flow::Continue,
+        }
+    });
+    if let Some(e) = failure {
+        return Err(BulkError::Tcp(e).with_seed(config.seed));
+    }
+    run.map_err(BulkError::Sim)?;
+    sim.flush_captures()
+        .map_err(|e| BulkError::Config(format!("cannot write the pcap file: {e}")))?;
+    Ok(measure(&sim, a, config, &sender, &receiver, start))
+}
+
+fn drive_sender(
+    sim: &mut Sim,
+    a: HostId,
+    config: &BulkConfig,
+    s: &mut Sender,
+) -> Result<(), TcpError> {
+    let now = sim.now();
+    let stack = sim.host_mut(a);
+    while s.written < config.bytes || s.offset < s.filled {
+        if s.offset == s.filled {
+            let n = (config.bytes - s.written).min(config.record as u64) as usize;
+            s.pattern.fill(&mut s.record[..n]);
+            s.hash.update(&s.record[..n]);
+            s.written += n as u64;
+            s.filled = n;
+            s.offset = 0;
+        }
+        match stack.tcp_send(now, s.handle, &s.record[s.offset..s.filled]) {
+            Ok(0) | Err(TcpError::WouldBlock) => return Ok(()),
+            Ok(n) => s.offset += n,
+            Err(e) => return Err(e),
+        }
+    }
+    if !s.closed {
+        stack.tcp_close(now, s.handle)?;
+        s.closed = true;
+    }
+    Ok(())
+}
+
+fn drive_receiver(
+    sim: &mut Sim,
+    b: HostId,
+    expected: u64,
+    r: &mut Receiver,
+    buf: &mut [u8],
+) -> Result<(), TcpError> {
+    let now = sim.now();
+    let stack = sim.host_mut(b);
+    let conn = match r.conn {
+        Some(c) => c,
+        None => match stack.tcp_accept(r.listener) {
+            Ok(c) => *r.conn.insert(c),
+            Err(TcpError::WouldBlock) => return Ok(()),
+            Err(e) => return Err(e),
+        },
+    };
+    while !r.eof {
+        match stack.tcp_recv(now, conn, buf) {
+            Ok(0) => {
+                r.eof = true;
+                r.done_at = Some(now);
+                stack.tcp_close(now, conn)?;
+            }
+            Ok(n) => {
+                r.hash.update(&buf[..n]);
+                if r.tenth_at.is_none() && r.hash.len() * 10 >= expected {
+                    r.tenth_at = Some(now);
+                }
+            }
+            Err(TcpError::WouldBlock) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn measure(
+    sim: &Sim,
+    a: HostId,
+    config: &BulkConfig,
+    s: &Sender,
+    r: &Receiver,
+    start: Instant,
+) -> BulkResult {
+    let end = r.done_at.unwrap_or(sim.now());
+    let seconds = (end - start).as_secs_f64().max(1e-9);
+    let bytes = r.hash.len();
+    let goodput_bps = bytes as f64 * 8.0 / seconds;
+    let tenth = r.tenth_at.unwrap_or(start);
+    let steady_secs = (end - tenth).as_secs_f64();
+    let steady_bytes = bytes - bytes / 10;
+    let steady_goodput_bps = if steady_secs > 0.0 {
+        steady_bytes as f64 * 8.0 / steady_secs
+    } else {
+        goodput_bps
+    };
+    let rate = config.link.rate_bps as f64;
+    let sender_info = sim.host(a).tcp_info(s.handle);
+    BulkResult {
+        bytes,
+        seconds,
+        goodput_bps,
+        steady_goodput_bps,
+        capacity_pct: if rate > 0.0 {
+            100.0 * goodput_bps / rate
+        } else {
+            0.0
+        },
+        retransmits: sim.host(a).tcp_stats().retransmitted,
+        sent_hash: s.hash.finish(),
+        received_hash: r.hash.finish(),
+        hash_ok: s.hash.finish() == r.hash.finish() && s.hash.len() == bytes,
+        trace_hash: sim.trace_hash(),
+        steps: sim.steps(),
+        frames_sender_to_receiver: sim.link_stats(crate::LinkId(0), 0).delivered,
+        sender_info,
+    }
+}
+
+/// Why a bulk transfer could not be measured.
+#[derive(Debug, Clone)]
+pub enum BulkError {
+    /// The configuration is impossible.
+    Config(String),
+    /// A TCP call failed (with the seed, when known).
+    Tcp(TcpError),
+    /// A TCP call failed in the run with this seed.
+    TcpInRun(TcpError, u64),
+    /// The simulation stopped (step cap, time limit, deadlock); names its seed.
+    Sim(SimError),
+}
+
+impl BulkError {
+    fn with_seed(self, seed: u64) -> BulkError {
+        match self {
+            BulkError::Tcp(e) => BulkError::TcpInRun(e, seed),
+            other => other,
+        }
+    }
+}
+
+impl std::fmt::Display for BulkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BulkError::Config(msg) => f.write_str(msg),
+            BulkError::Tcp(e) => write!(f, "TCP call failed: {e:?}"),
+            BulkError::TcpInRun(e, seed) => {
+                write!(f, "TCP call failed in the run with seed {seed}: {e:?}")
+            }
+            BulkError::Sim(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for BulkError {}

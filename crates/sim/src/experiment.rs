@@ -1,0 +1,824 @@
+//! Running a [`Scenario`]: build the hosts and links, drive every flow's applications
+//! in virtual time, trace the packets, and measure what each flow got.
+//!
+//! The [`Report`] is deterministic: the same scenario and seed give the same report,
+//! so its JSON is byte-for-byte the same (it holds no wall-clock time).
+
+use std::cell::RefCell;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::Path;
+use std::rc::Rc;
+
+use impnet_core::tcp::{TcpError, TcpHandle};
+use impnet_core::{Duration, IcmpHandle, Instant, StackConfig};
+use impnet_wire::ipv4::Cidr;
+use serde::Serialize;
+
+use crate::bulk::{Pattern, StreamHash};
+use crate::scenario::{FlowKind, FlowSpec, Scenario};
+use crate::trace::{FlowTrace, Tracer};
+use crate::{Flow, HostId, LinkId, Sim};
+
+/// How far a run has got, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Virtual time now.
+    pub now: Duration,
+    /// The scenario's duration.
+    pub duration: Duration,
+    /// Fraction (0..=1) of the work done: the furthest of virtual time and bulk bytes.
+    pub fraction: f64,
+}
+
+/// What a run produced: the report and, per flow, the trace for the plots.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The measured results.
+    pub report: Report,
+    /// Per flow (same order as the report's flows): the packet trace, empty for ping.
+    pub traces: Vec<FlowTrace>,
+}
+
+/// The summary written as JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario description.
+    pub description: String,
+    /// Seed of the run.
+    pub seed: u64,
+    /// Virtual seconds simulated.
+    pub end_s: f64,
+    /// Simulator events processed.
+    pub steps: u64,
+    /// Hash over every frame delivered and when (hex).
+    pub trace_hash: String,
+    /// Per link.
+    pub links: Vec<LinkReport>,
+    /// Per host: TCP counters.
+    pub hosts: Vec<HostReport>,
+    /// Per flow.
+    pub flows: Vec<FlowReport>,
+}
+
+/// One link's settings and counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkReport {
+    /// Link name.
+    pub name: String,
+    /// First host.
+    pub a: String,
+    /// Second host.
+    pub b: String,
+    /// Bits per second (0: infinite).
+    pub rate_bps: u64,
+    /// One-way propagation delay, ms.
+    pub delay_ms: f64,
+    /// IP MTU.
+    pub mtu: usize,
+    /// Counters of the direction a -> b, then b -> a.
+    pub directions: Vec<DirectionReport>,
+}
+
+/// Counters of one direction of a link.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionReport {
+    /// Sending host.
+    pub from: String,
+    /// Frames offered.
+    pub submitted: u64,
+    /// Frames delivered (duplicates included).
+    pub delivered: u64,
+    /// Frames lost on the wire (random or burst loss).
+    pub lost: u64,
+    /// Frames tail-dropped by the queue.
+    pub queue_drops: u64,
+    /// Frames dropped for exceeding the MTU.
+    pub oversize_drops: u64,
+    /// Copies duplicated.
+    pub duplicated: u64,
+    /// Copies held back (reordered).
+    pub reordered: u64,
+    /// Copies with a flipped bit.
+    pub corrupted: u64,
+    /// Bytes delivered.
+    pub bytes_delivered: u64,
+}
+
+/// One host's TCP counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    /// Host name.
+    pub name: String,
+    /// Segments sent.
+    pub segments_out: u64,
+    /// Segments retransmitted.
+    pub retransmitted: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Fast retransmits (entries into recovery).
+    pub fast_retransmits: u64,
+    /// Delayed ACKs sent by the timer.
+    pub delayed_acks: u64,
+}
+
+/// RTT statistics over samples.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RttStats {
+    /// Samples.
+    pub samples: u64,
+    /// Smallest, ms.
+    pub min_ms: f64,
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+    /// Standard deviation, ms.
+    pub stddev_ms: f64,
+}
+
+impl RttStats {
+    fn of(samples: impl Iterator<Item = f64>) -> RttStats {
+        let v: Vec<f64> = samples.collect();
+        if v.is_empty() {
+            return RttStats::default();
+        }
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+        RttStats {
+            samples: v.len() as u64,
+            min_ms: round(v.iter().copied().fold(f64::INFINITY, f64::min)),
+            mean_ms: round(mean),
+            max_ms: round(v.iter().copied().fold(0.0, f64::max)),
+            stddev_ms: round(var.sqrt()),
+        }
+    }
+}
+
+/// What one flow got.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowReport {
+    /// Flow name.
+    pub name: String,
+    /// `bulk`, `rr` or `ping`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Opening host.
+    pub from: String,
+    /// Other host.
+    pub to: String,
+    /// Link rate, bits per second (0: infinite).
+    pub rate_bps: u64,
+    /// The flow finished before the run ended.
+    pub completed: bool,
+    /// Seconds from the flow's start to its end (or to the end of the run).
+    pub seconds: f64,
+    /// Application payload bytes delivered (bulk: to the receiver, as read; rr: both
+    /// ways; ping: echo data returned).
+    pub bytes: u64,
+    /// Payload bits per second over `seconds` (rr counts both directions).
+    pub goodput_bps: f64,
+    /// Goodput in bytes per second.
+    pub goodput_bytes_per_s: f64,
+    /// Goodput as a percentage of the link rate (rr: of both directions' rates).
+    pub capacity_pct: f64,
+    /// The best goodput the segments (and fragments) on the wire allow: link rate
+    /// times payload / frame bytes of the first transmissions.
+    pub bound_bps: f64,
+    /// Goodput as a percentage of that bound (rr: transactions per second as a
+    /// percentage of `transactions_bound_per_s`).
+    pub bound_pct: f64,
+    /// Data segments retransmitted by the sender (from the trace).
+    pub retransmits: u64,
+    /// Sender-side RTT samples (Karn), or ping RTTs.
+    pub rtt: RttStats,
+    /// Request/response: transactions completed.
+    pub transactions: Option<u64>,
+    /// Request/response: transactions per second.
+    pub transactions_per_s: Option<f64>,
+    /// Request/response: the most transactions per second the link rate allows with
+    /// every ACK piggy-backed (frame bytes of one request and one response each way).
+    pub transactions_bound_per_s: Option<f64>,
+    /// Ping: requests sent.
+    pub pings_sent: Option<u32>,
+    /// Ping: replies received.
+    pub pings_received: Option<u32>,
+    /// Bulk: the receiver read exactly the stream the sender wrote.
+    pub data_ok: Option<bool>,
+}
+
+/// Why a scenario could not be run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExperimentError(pub String);
+
+impl std::fmt::Display for ExperimentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ExperimentError {}
+
+fn round(v: f64) -> f64 {
+    // Six significant decimals keep the JSON short and stable.
+    (v * 1e6).round() / 1e6
+}
+
+/// The address of end `side` (0 or 1) of link `index`: 10.x.y.1 and 10.x.y.2.
+pub fn link_address(index: usize, side: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, (index >> 8) as u8, index as u8, 1 + side as u8)
+}
+
+/// Run a scenario. Pcap files (`LINK.pcap`) go to `pcap_dir` when given; `progress` is
+/// called now and then.
+pub fn run(
+    scenario: &Scenario,
+    pcap_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Outcome, ExperimentError> {
+    let mut sim = Sim::new(scenario.seed);
+    let hosts: Vec<HostId> = scenario
+        .hosts
+        .iter()
+        .map(|h| {
+            sim.add_host(
+                &h.name,
+                StackConfig {
+                    tcp: h.tcp.clone(),
+                    ..StackConfig::default()
+                },
+            )
+        })
+        .collect();
+    let mut links = Vec::new();
+    for (i, l) in scenario.links.iter().enumerate() {
+        let cidr = |side| Cidr::new(link_address(i, side), 24).expect("a /24 is valid");
+        let id = match l.seed {
+            Some(seed) => {
+                sim.connect_seeded(hosts[l.a], cidr(0), hosts[l.b], cidr(1), l.config, seed)
+            }
+            None => sim.connect(hosts[l.a], cidr(0), hosts[l.b], cidr(1), l.config),
+        }
+        .map_err(|e| ExperimentError(format!("link `{}`: {e}", l.name)))?;
+        if let Some(dir) = pcap_dir {
+            let path = dir.join(format!("{}.pcap", l.name));
+            sim.capture_snaplen(id, &path, scenario.pcap_snaplen.unwrap_or(usize::MAX))
+                .map_err(|e| ExperimentError(format!("cannot write {}: {e}", path.display())))?;
+        }
+        links.push(id);
+    }
+    let tracer = Rc::new(RefCell::new(Tracer::new(sim.now())));
+    let observer = Rc::clone(&tracer);
+    sim.set_observer(Some(Box::new(move |event| {
+        observer.borrow_mut().observe(event);
+    })));
+    let mut apps: Vec<App> = scenario
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| App::new(scenario, f, i, &links))
+        .collect::<Result<_, _>>()?;
+    let end = Instant::ZERO + scenario.duration;
+    let total_bytes: u64 = apps.iter().map(App::bytes_goal).sum();
+    let mut calls = 0u64;
+    let mut failure = None;
+    let run = sim.run(u64::MAX / 4, end + Duration::from_secs(1), |sim| {
+        calls += 1;
+        let now = sim.now();
+        let mut wake = end;
+        for app in &mut apps {
+            if let Err(e) = app.drive(sim, &hosts, &tracer, scenario.sample_interval) {
+                failure = Some(format!("flow `{}`: {e}", app.spec.name));
+                return Flow::Done;
+            }
+            if let Some(t) = app.wake {
+                wake = wake.min(t);
+            }
+        }
+        if calls.is_multiple_of(4096) {
+            let done: u64 = apps.iter().map(App::bytes_done).sum();
+            let by_time = (now - Instant::ZERO).as_secs_f64() / scenario.duration.as_secs_f64();
+            let by_bytes = if total_bytes > 0 {
+                done as f64 / total_bytes as f64
+            } else {
+                0.0
+            };
+            progress(&Progress {
+                now: now - Instant::ZERO,
+                duration: scenario.duration,
+                fraction: by_time.max(by_bytes).min(1.0),
+            });
+        }
+        if apps.iter().all(App::finished) || now >= end {
+            Flow::Done
+        } else {
+            Flow::WakeAt(wake.max(now))
+        }
+    });
+    if let Some(e) = failure {
+        return Err(ExperimentError(format!("{e} (seed {})", scenario.seed)));
+    }
+    let summary = run.map_err(|e| ExperimentError(e.to_string()))?;
+    sim.set_observer(None);
+    sim.flush_captures()
+        .map_err(|e| ExperimentError(format!("cannot write a pcap file: {e}")))?;
+    let mut tracer = Rc::try_unwrap(tracer)
+        .map_err(|_| ExperimentError("the tracer is still shared".into()))?
+        .into_inner();
+    let now = sim.now();
+    let flows = apps
+        .iter()
+        .map(|app| app.report(scenario, &tracer, now))
+        .collect();
+    let traces = apps
+        .iter()
+        .map(|app| match app.traced {
+            Some(i) => std::mem::take(&mut tracer.flows[i].trace),
+            None => FlowTrace::default(),
+        })
+        .collect();
+    let report = Report {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        seed: scenario.seed,
+        end_s: round((summary.end - Instant::ZERO).as_secs_f64()),
+        steps: summary.steps,
+        trace_hash: format!("{:016x}", sim.trace_hash()),
+        links: link_reports(scenario, &sim, &links),
+        hosts: scenario
+            .hosts
+            .iter()
+            .zip(&hosts)
+            .map(|(h, &id)| {
+                let s = sim.host(id).tcp_stats();
+                HostReport {
+                    name: h.name.clone(),
+                    segments_out: s.segments_out,
+                    retransmitted: s.retransmitted,
+                    timeouts: s.timeouts,
+                    fast_retransmits: s.fast_retransmits,
+                    delayed_acks: s.delayed_acks,
+                }
+            })
+            .collect(),
+        flows,
+    };
+    Ok(Outcome { report, traces })
+}
+
+fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkReport> {
+    scenario
+        .links
+        .iter()
+        .zip(links)
+        .map(|(l, &id)| LinkReport {
+            name: l.name.clone(),
+            a: scenario.hosts[l.a].name.clone(),
+            b: scenario.hosts[l.b].name.clone(),
+            rate_bps: l.config.rate_bps,
+            delay_ms: round(l.config.delay.as_secs_f64() * 1e3),
+            mtu: l.config.mtu - impnet_wire::ethernet::HEADER_LEN,
+            directions: (0..2)
+                .map(|side| {
+                    let s = sim.link_stats(id, side);
+                    let from = if side == 0 { l.a } else { l.b };
+                    DirectionReport {
+                        from: scenario.hosts[from].name.clone(),
+                        submitted: s.submitted,
+                        delivered: s.delivered,
+                        lost: s.dropped_loss,
+                        queue_drops: s.dropped_queue,
+                        oversize_drops: s.dropped_oversize,
+                        duplicated: s.duplicated,
+                        reordered: s.reordered,
+                        corrupted: s.corrupted,
+                        bytes_delivered: s.bytes_delivered,
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+// ---- applications ----------------------------------------------------------------
+
+/// The port every TCP flow listens on: 5001 + the flow's index.
+const BASE_PORT: u16 = 5001;
+
+struct App {
+    spec: FlowSpec,
+    index: usize,
+    link: LinkId,
+    /// (address of `from`, address of `to`) on the flow's link.
+    addrs: (Ipv4Addr, Ipv4Addr),
+    state: AppState,
+    started: Option<Instant>,
+    done_at: Option<Instant>,
+    wake: Option<Instant>,
+    traced: Option<usize>,
+    next_sample: Instant,
+}
+
+enum AppState {
+    Bulk(Box<BulkApp>),
+    Rr(Box<RrApp>),
+    Ping(Box<PingApp>),
+}
+
+struct BulkApp {
+    listener: Option<TcpHandle>,
+    client: Option<TcpHandle>,
+    server: Option<TcpHandle>,
+    text: TextSource,
+    /// The current record as written to TCP (after translation).
+    out: Vec<u8>,
+    offset: usize,
+    /// File bytes consumed into records so far.
+    written: u64,
+    sent_hash: StreamHash,
+    received_hash: StreamHash,
+    /// A CR seen at the end of the last read, not yet known to start a CRLF.
+    pending_cr: bool,
+    closed: bool,
+    eof: bool,
+    sender_busy_until: Instant,
+    receiver_busy_until: Instant,
+    read_bytes: u64,
+    buf: Vec<u8>,
+}
+
+/// The file a bulk flow sends: seeded binary bytes, or in text mode seeded lines of
+/// printable ASCII ending in LF.
+struct TextSource {
+    pattern: Pattern,
+    text: bool,
+    column: usize,
+}
+
+impl TextSource {
+    fn fill(&mut self, out: &mut [u8]) {
+        self.pattern.fill(out);
+        if !self.text {
+            return;
+        }
+        for b in out.iter_mut() {
+            self.column += 1;
+            if self.column >= 64 || *b % 61 == 0 {
+                *b = b'\n';
+                self.column = 0;
+            } else {
+                *b = b' ' + *b % 95;
+            }
+        }
+    }
+}
+
+struct RrApp {
+    listener: Option<TcpHandle>,
+    client: Option<TcpHandle>,
+    server: Option<TcpHandle>,
+    /// Request bytes the client still has to write for requests already issued.
+    client_owed: usize,
+    /// Issue times of requests whose responses are not complete.
+    outstanding: std::collections::VecDeque<Instant>,
+    issued: u64,
+    completed: u64,
+    /// Bytes of the current response read so far.
+    response_got: usize,
+    /// Bytes of the current request the server has read so far.
+    request_got: usize,
+    /// Response bytes the server still has to write.
+    server_owed: usize,
+    latencies_ms: Vec<f64>,
+    bytes: u64,
+    closed: bool,
+    server_closed: bool,
+    payload: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+struct PingApp {
+    socket: Option<IcmpHandle>,
+    sent_at: Vec<Instant>,
+    rtts_ms: Vec<f64>,
+    received: u32,
+    buf: Vec<u8>,
+}
+
+type Step = Result<(), String>;
+
+fn tcp_err(what: &str, e: TcpError) -> String {
+    format!("{what}: {e}")
+}
+
+impl App {
+    fn new(
+        scenario: &Scenario,
+        spec: &FlowSpec,
+        index: usize,
+        links: &[LinkId],
+    ) -> Result<App, ExperimentError> {
+        let link = &scenario.links[spec.link];
+        let side_of = |host| usize::from(link.a != host);
+        let addrs = (
+            link_address(spec.link, side_of(spec.from)),
+            link_address(spec.link, side_of(spec.to)),
+        );
+        let state = match &spec.kind {
+            FlowKind::Bulk {
+                record, text_mode, ..
+            } => AppState::Bulk(Box::new(BulkApp {
+                listener: None,
+                client: None,
+                server: None,
+                text: TextSource {
+                    pattern: Pattern::new(scenario.seed ^ (index as u64) << 32),
+                    text: *text_mode,
+                    column: 0,
+                },
+                out: Vec::with_capacity(record * 2),
+                offset: 0,
+                written: 0,
+                sent_hash: StreamHash::default(),
+                received_hash: StreamHash::default(),
+                pending_cr: false,
+                closed: false,
+                eof: false,
+                sender_busy_until: Instant::ZERO,
+                receiver_busy_until: Instant::ZERO,
+                read_bytes: 0,
+                buf: vec![0; 256 * 1024],
+            })),
+            FlowKind::RequestResponse {
+                request, response, ..
+            } => AppState::Rr(Box::new(RrApp {
+                listener: None,
+                client: None,
+                server: None,
+                client_owed: 0,
+                outstanding: Default::default(),
+                issued: 0,
+                completed: 0,
+                response_got: 0,
+                request_got: 0,
+                server_owed: 0,
+                latencies_ms: Vec::new(),
+                bytes: 0,
+                closed: false,
+                server_closed: false,
+                payload: vec![0x5a; (*request).max(*response)],
+                buf: vec![0; 256 * 1024],
+            })),
+            FlowKind::Ping { .. } => AppState::Ping(Box::new(PingApp {
+                socket: None,
+                sent_at: Vec::new(),
+                rtts_ms: Vec::new(),
+                received: 0,
+                buf: vec![0; 65536],
+            })),
+        };
+        Ok(App {
+            spec: spec.clone(),
+            index,
+            link: links[spec.link],
+            addrs,
+            state,
+            started: None,
+            done_at: None,
+            wake: None,
+            traced: None,
+            next_sample: Instant::ZERO,
+        })
+    }
+
+    fn port(&self) -> u16 {
+        BASE_PORT + self.index as u16
+    }
+
+    fn bytes_goal(&self) -> u64 {
+        match &self.spec.kind {
+            FlowKind::Bulk { bytes, .. } => *bytes,
+            _ => 0,
+        }
+    }
+
+    fn bytes_done(&self) -> u64 {
+        match &self.state {
+            AppState::Bulk(b) => b.received_hash.len(),
+            _ => 0,
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.done_at.is_some()
+    }
+
+    /// Do whatever the flow's applications can do now.
+    fn drive(
+        &mut self,
+        sim: &mut Sim,
+        hosts: &[HostId],
+        tracer: &Rc<RefCell<Tracer>>,
+        sample_every: Duration,
+    ) -> Step {
+        let now = sim.now();
+        self.wake = None;
+        if self.done_at.is_some() {
+            return Ok(());
+        }
+        let start = Instant::ZERO + self.spec.start;
+        if now < start {
+            self.wake = Some(start);
+            return Ok(());
+        }
+        let (from, to) = (hosts[self.spec.from], hosts[self.spec.to]);
+        if self.started.is_none() {
+            self.started = Some(now);
+            self.open(sim, from, to, tracer)?;
+        }
+        match &mut self.state {
+            AppState::Bulk(_) => self.drive_bulk(sim, from, to)?,
+            AppState::Rr(_) => self.drive_rr(sim, from, to)?,
+            AppState::Ping(_) => self.drive_ping(sim, from)?,
+        }
+        if let Some(i) = self.traced {
+            self.sample(sim, from, tracer, i, sample_every);
+        }
+        Ok(())
+    }
+
+    /// Open the flow's sockets and start following its packets.
+    fn open(
+        &mut self,
+        sim: &mut Sim,
+        from: HostId,
+        to: HostId,
+        tracer: &Rc<RefCell<Tracer>>,
+    ) -> Step {
+        let now = sim.now();
+        let (a, b) = self.addrs;
+        let port = self.port();
+        let (listener, client) = match &mut self.state {
+            AppState::Ping(p) => {
+                let ident = 0x100 + self.index as u16;
+                p.socket = Some(
+                    sim.host_mut(from)
+                        .icmp_bind(ident)
+                        .map_err(|e| format!("cannot open an ICMP socket: {e}"))?,
+                );
+                return Ok(());
+            }
+            AppState::Bulk(s) => (&mut s.listener, &mut s.client),
+            AppState::Rr(s) => (&mut s.listener, &mut s.client),
+        };
+        *listener = Some(
+            sim.host_mut(to)
+                .tcp_listen(SocketAddrV4::new(b, port), 16)
+                .map_err(|e| tcp_err("listen", e))?,
+        );
+        let handle = sim
+            .host_mut(from)
+            .tcp_connect(now, SocketAddrV4::new(a, 0), SocketAddrV4::new(b, port))
+            .map_err(|e| tcp_err("connect", e))?;
+        *client = Some(handle);
+        let (local, _) = sim
+            .host(from)
+            .tcp_addresses(handle)
+            .ok_or("the new connection has no address")?;
+        self.traced = Some(tracer.borrow_mut().follow(
+            self.link,
+            (*local.ip(), local.port()),
+            (b, port),
+        ));
+        Ok(())
+    }
+
+    fn sample(
+        &mut self,
+        sim: &Sim,
+        from: HostId,
+        tracer: &Rc<RefCell<Tracer>>,
+        i: usize,
+        every: Duration,
+    ) {
+        let now = sim.now();
+        let client = match &self.state {
+            AppState::Bulk(s) => s.client,
+            AppState::Rr(s) => s.client,
+            AppState::Ping(_) => None,
+        };
+        let mut t = tracer.borrow_mut();
+        let seconds = t.seconds(now);
+        let trace = &mut t.flows[i].trace;
+        if let AppState::Bulk(s) = &self.state
+            && trace
+                .delivered
+                .last()
+                .is_none_or(|&(_, b)| b != s.read_bytes)
+        {
+            trace.delivered.push((seconds, s.read_bytes));
+        }
+        if now < self.next_sample {
+            return;
+        }
+        self.next_sample = now + every;
+        let Some(info) = client.and_then(|c| sim.host(from).tcp_info(c)) else {
+            return;
+        };
+        let ssthresh = (info.ssthresh < u32::MAX / 2).then_some(info.ssthresh);
+        let srtt = info.srtt.map(|d| d.as_secs_f64() * 1e3);
+        trace.info.push((seconds, info.cwnd, ssthresh, srtt));
+    }
+
+    fn report(&self, scenario: &Scenario, tracer: &Tracer, now: Instant) -> FlowReport {
+        let link = &scenario.links[self.spec.link];
+        let rate = link.config.rate_bps;
+        let start = self.started.unwrap_or(now);
+        let end = self.done_at.unwrap_or(now);
+        let seconds = (end - start).as_secs_f64().max(1e-9);
+        let trace = self.traced.map(|i| &tracer.flows[i].trace);
+        let efficiency = trace
+            .filter(|t| t.wire_bytes > 0)
+            .map_or(0.0, |t| t.payload_bytes as f64 / t.wire_bytes as f64);
+        let mut r = FlowReport {
+            name: self.spec.name.clone(),
+            kind: self.spec.kind.type_name().to_string(),
+            from: scenario.hosts[self.spec.from].name.clone(),
+            to: scenario.hosts[self.spec.to].name.clone(),
+            rate_bps: rate,
+            completed: self.done_at.is_some(),
+            seconds: round(seconds),
+            bytes: 0,
+            goodput_bps: 0.0,
+            goodput_bytes_per_s: 0.0,
+            capacity_pct: 0.0,
+            bound_bps: round(rate as f64 * efficiency),
+            bound_pct: 0.0,
+            retransmits: trace.map_or(0, |t| t.retransmits),
+            rtt: RttStats::of(trace.into_iter().flat_map(|t| t.rtt.iter().map(|r| r.1))),
+            transactions: None,
+            transactions_per_s: None,
+            transactions_bound_per_s: None,
+            pings_sent: None,
+            pings_received: None,
+            data_ok: None,
+        };
+        match &self.state {
+            AppState::Bulk(s) => {
+                r.bytes = s.received_hash.len();
+                r.data_ok = Some(
+                    s.eof
+                        && s.sent_hash.finish() == s.received_hash.finish()
+                        && s.sent_hash.len() == s.received_hash.len(),
+                );
+            }
+            AppState::Rr(s) => {
+                r.bytes = s.bytes;
+                r.transactions = Some(s.completed);
+                r.transactions_per_s = Some(round(s.completed as f64 / seconds));
+                r.rtt = RttStats::of(s.latencies_ms.iter().copied());
+                if let (
+                    FlowKind::RequestResponse {
+                        request, response, ..
+                    },
+                    Some(t),
+                ) = (&self.spec.kind, trace)
+                {
+                    let segments = t.segments.iter().filter(|s| !s.retransmit).count() as u64;
+                    if segments > 0 && rate > 0 {
+                        let overhead = (t.wire_bytes - t.payload_bytes) as f64 / segments as f64;
+                        let biggest = (*request).max(*response) as f64 + overhead;
+                        r.transactions_bound_per_s = Some(round(rate as f64 / (8.0 * biggest)));
+                    }
+                }
+            }
+            AppState::Ping(p) => {
+                r.pings_sent = Some(p.sent_at.len() as u32);
+                r.pings_received = Some(p.received);
+                r.rtt = RttStats::of(p.rtts_ms.iter().copied());
+                if let FlowKind::Ping { size, .. } = &self.spec.kind {
+                    r.bytes = u64::from(p.received) * *size as u64;
+                }
+            }
+        }
+        r.goodput_bps = round(r.bytes as f64 * 8.0 / seconds);
+        r.goodput_bytes_per_s = round(r.bytes as f64 / seconds);
+        // Request/response moves data both ways over a full-duplex link: its capacity is
+        // twice the rate, and its bound is the transaction bound.
+        let directions = if r.kind == "rr" { 2.0 } else { 1.0 };
+        if rate > 0 {
+            r.capacity_pct = round(100.0 * r.goodput_bps / (directions * rate as f64));
+        }
+        match (r.transactions_per_s, r.transactions_bound_per_s) {
+            (Some(tps), Some(bound)) if bound > 0.0 => r.bound_pct = round(100.0 * tps / bound),
+            _ if r.kind == "rr" => {}
+            _ if r.bound_bps > 0.0 => r.bound_pct = round(100.0 * r.goodput_bps / r.bound_bps),
+            _ => {}
+        }
+        r
+    }
+}
+
+mod apps;

@@ -1,0 +1,552 @@
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use impnet_core::{IfaceConfig, IfaceId, Instant, Stack, StackConfig};
+use impnet_phy::{LinkConfig, LinkConfigError, LinkModel, LinkStats, PcapWriter};
+use impnet_wire::ethernet;
+use impnet_wire::ipv4::Cidr;
+
+/// Index of a host in the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostId(pub usize);
+
+/// Index of a link in the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LinkId(pub usize);
+
+/// What the application code passed to [`Sim::run`] wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep running; call me again after the next event.
+    Continue,
+    /// Keep running, and make sure I am called again no later than this instant.
+    WakeAt(Instant),
+    /// The experiment is over.
+    Done,
+}
+
+/// Why a run stopped before the application said it was done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimError {
+    /// More than `steps` events were processed.
+    StepCapExceeded {
+        /// The seed of the run, to replay it.
+        seed: u64,
+        /// The cap that was hit.
+        steps: u64,
+        /// Virtual time when it was hit.
+        at: Instant,
+    },
+    /// Nothing is scheduled any more (no frame in flight, no timer, no wake-up) but the
+    /// application is not done: the experiment can never finish.
+    Deadlock {
+        /// The seed of the run, to replay it.
+        seed: u64,
+        /// Virtual time when the simulation went idle.
+        at: Instant,
+    },
+    /// The virtual-time limit passed before the application was done.
+    TimeLimit {
+        /// The seed of the run, to replay it.
+        seed: u64,
+        /// The limit.
+        at: Instant,
+    },
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::StepCapExceeded { seed, steps, at } => write!(
+                f,
+                "simulation (seed {seed}) exceeded its cap of {steps} steps at t={at}; \
+                 rerun with the same seed to replay"
+            ),
+            SimError::Deadlock { seed, at } => write!(
+                f,
+                "simulation (seed {seed}) went idle at t={at} before the experiment finished \
+                 (nothing in flight and no timer pending); rerun with the same seed to replay"
+            ),
+            SimError::TimeLimit { seed, at } => write!(
+                f,
+                "simulation (seed {seed}) reached its time limit t={at} before the experiment \
+                 finished; rerun with the same seed to replay"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// What a finished run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Events processed.
+    pub steps: u64,
+    /// Virtual time at the end.
+    pub end: Instant,
+}
+
+struct Host {
+    name: String,
+    stack: Stack,
+    /// Interface -> (link, which end of the link this host is: 0 = a, 1 = b, address).
+    ports: Vec<(IfaceId, LinkId, usize, Cidr)>,
+}
+
+struct Link {
+    ends: [(HostId, IfaceId); 2],
+    /// `models[i]` carries frames sent by end `i` towards the other end.
+    models: [LinkModel; 2],
+    pcap: Option<PcapWriter<BufWriter<File>>>,
+    /// Bytes of each frame the capture keeps (the record still gives the full length).
+    snaplen: usize,
+}
+
+/// What happened to a frame an observer is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A host handed the frame to the link (before the link model decides its fate).
+    Sent,
+    /// The link delivered the frame (or a copy of it) to the host at the other end.
+    Delivered,
+}
+
+/// One frame seen by the observer set with [`Sim::set_observer`].
+#[derive(Debug, Clone, Copy)]
+pub struct FrameEvent<'a> {
+    /// Virtual time of the event.
+    pub time: Instant,
+    /// The link the frame travels on.
+    pub link: LinkId,
+    /// The end that sent it: 0 = the first host given to [`Sim::connect`], 1 = the second.
+    pub from_side: usize,
+    /// Sent or delivered.
+    pub kind: FrameKind,
+    /// The Ethernet frame.
+    pub frame: &'a [u8],
+}
+
+/// A callback shown every frame sent and delivered, in event order.
+pub type FrameObserver = Box<dyn FnMut(&FrameEvent<'_>)>;
+
+/// A simulated network in virtual time.
+pub struct Sim {
+    seed: u64,
+    now: Instant,
+    hosts: Vec<Host>,
+    links: Vec<Link>,
+    steps: u64,
+    trace_hash: u64,
+    frame: Vec<u8>,
+    observer: Option<FrameObserver>,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(FNV_PRIME);
+    }
+    hash
+}
+
+/// Records `frame` at `now`, cut to `snaplen` bytes (pcap's incl_len < orig_len).
+fn write_capture(
+    pcap: &mut PcapWriter<BufWriter<File>>,
+    now: Instant,
+    frame: &[u8],
+    snaplen: usize,
+) -> io::Result<()> {
+    if frame.len() <= snaplen {
+        return pcap.write_packet(now, frame);
+    }
+    use std::io::Write;
+    let nanos = now.as_nanos();
+    let mut record = [0u8; 16];
+    record[0..4].copy_from_slice(
+        &u32::try_from(nanos / 1_000_000_000)
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
+    record[4..8].copy_from_slice(&((nanos % 1_000_000_000) as u32).to_le_bytes());
+    record[8..12].copy_from_slice(&(snaplen as u32).to_le_bytes());
+    record[12..16].copy_from_slice(&u32::try_from(frame.len()).unwrap_or(u32::MAX).to_le_bytes());
+    let out = pcap.get_mut();
+    out.write_all(&record)?;
+    out.write_all(&frame[..snaplen])
+}
+
+/// A seed for a component, derived from the simulation seed and a label (SplitMix64).
+fn derive_seed(seed: u64, label: u64) -> u64 {
+    let mut z = seed ^ label.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Sim {
+    /// An empty simulation at virtual time zero. Every random choice of every host and
+    /// link is derived from `seed`.
+    pub fn new(seed: u64) -> Sim {
+        Sim {
+            seed,
+            now: Instant::ZERO,
+            hosts: Vec::new(),
+            links: Vec::new(),
+            steps: 0,
+            trace_hash: FNV_OFFSET,
+            frame: vec![0; 65536 + 64],
+            observer: None,
+        }
+    }
+
+    /// The seed this simulation was built from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Events processed so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// A hash over every frame delivered so far and when: two runs with the same seed
+    /// and the same application behaviour have the same trace hash.
+    pub fn trace_hash(&self) -> u64 {
+        self.trace_hash
+    }
+
+    /// Add a host running an imp stack. The stack's seed is replaced by one derived from
+    /// the simulation seed and the host's index.
+    pub fn add_host(&mut self, name: &str, mut config: StackConfig) -> HostId {
+        let id = HostId(self.hosts.len());
+        config.seed = derive_seed(self.seed, 0x1000 + id.0 as u64);
+        self.hosts.push(Host {
+            name: name.to_string(),
+            stack: Stack::new(config),
+            ports: Vec::new(),
+        });
+        id
+    }
+
+    /// The host's name.
+    pub fn host_name(&self, host: HostId) -> &str {
+        &self.hosts[host.0].name
+    }
+
+    /// The host's stack.
+    pub fn host(&self, host: HostId) -> &Stack {
+        &self.hosts[host.0].stack
+    }
+
+    /// The host's stack, to open sockets or change routes.
+    pub fn host_mut(&mut self, host: HostId) -> &mut Stack {
+        &mut self.hosts[host.0].stack
+    }
+
+    /// Join two hosts with a point-to-point link: a new interface on each side (MTU
+    /// from the link config, minus the Ethernet header), each with its address and the
+    /// connected route. Frames in each direction pass their own copy of the link model.
+    /// Fails, changing nothing, when the link settings are impossible.
+    pub fn connect(
+        &mut self,
+        a: HostId,
+        a_addr: Cidr,
+        b: HostId,
+        b_addr: Cidr,
+        config: LinkConfig,
+    ) -> Result<LinkId, LinkConfigError> {
+        let seed = derive_seed(self.seed, 0x2000 + 2 * self.links.len() as u64);
+        self.connect_seeded(a, a_addr, b, b_addr, config, seed)
+    }
+
+    /// [`Sim::connect`], with the link model's random choices drawn from `link_seed`
+    /// instead of a seed derived from the simulation's: two links given the same seed
+    /// lose, reorder and corrupt the same frames (by position), so experiments that
+    /// differ in one setting see the same impairments.
+    pub fn connect_seeded(
+        &mut self,
+        a: HostId,
+        a_addr: Cidr,
+        b: HostId,
+        b_addr: Cidr,
+        config: LinkConfig,
+        link_seed: u64,
+    ) -> Result<LinkId, LinkConfigError> {
+        config.validate()?;
+        let link = LinkId(self.links.len());
+        let ip_mtu = config.mtu.saturating_sub(ethernet::HEADER_LEN);
+        let mut ends = Vec::with_capacity(2);
+        for (side, (host, addr)) in [(a, a_addr), (b, b_addr)].into_iter().enumerate() {
+            let mac = ethernet::Address([
+                0x02,
+                0x00,
+                (host.0 >> 8) as u8,
+                host.0 as u8,
+                (link.0 >> 8) as u8,
+                link.0 as u8,
+            ]);
+            let now = self.now;
+            let h = &mut self.hosts[host.0];
+            let iface = h.stack.add_interface(IfaceConfig::new(mac, ip_mtu));
+            h.stack.add_address(now, iface, addr);
+            h.ports.push((iface, link, side, addr));
+            ends.push((host, iface));
+        }
+        let ends = [ends[0], ends[1]];
+        // The reverse direction's seed is derived from the forward one (for the default
+        // seeds this is the same 0x2001 + 2 * link label as before).
+        let reverse = if link_seed == derive_seed(self.seed, 0x2000 + 2 * link.0 as u64) {
+            derive_seed(self.seed, 0x2001 + 2 * link.0 as u64)
+        } else {
+            derive_seed(link_seed, 1)
+        };
+        let models = [
+            LinkModel::new(config, link_seed),
+            LinkModel::new(config, reverse),
+        ];
+        self.links.push(Link {
+            ends,
+            models,
+            pcap: None,
+            snaplen: usize::MAX,
+        });
+        Ok(link)
+    }
+
+    /// Capture every frame sent on `link` (both directions, at the sender) to a pcap
+    /// file that Wireshark and tshark read.
+    pub fn capture(&mut self, link: LinkId, path: &Path) -> io::Result<()> {
+        self.capture_snaplen(link, path, usize::MAX)
+    }
+
+    /// [`Sim::capture`], keeping only the first `snaplen` bytes of each frame (headers
+    /// are enough for a time-sequence graph, and long runs stay small on disk).
+    pub fn capture_snaplen(&mut self, link: LinkId, path: &Path, snaplen: usize) -> io::Result<()> {
+        let file = BufWriter::new(File::create(path)?);
+        self.links[link.0].pcap = Some(PcapWriter::new(file)?);
+        self.links[link.0].snaplen = snaplen.max(1);
+        Ok(())
+    }
+
+    /// Show every frame sent and delivered on every link to `observer` (time-sequence
+    /// traces, per-flow statistics); `None` removes it. Observing changes nothing.
+    pub fn set_observer(&mut self, observer: Option<FrameObserver>) {
+        self.observer = observer;
+    }
+
+    /// Flush every capture file.
+    pub fn flush_captures(&mut self) -> io::Result<()> {
+        for link in &mut self.links {
+            if let Some(pcap) = &mut link.pcap {
+                pcap.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The link model's counters for frames sent by end `side` (0 = the first host given
+    /// to [`Sim::connect`]).
+    pub fn link_stats(&self, link: LinkId, side: usize) -> &LinkStats {
+        self.links[link.0].models[side].stats()
+    }
+
+    /// The address of a host's first interface address on `link`, if any.
+    pub fn address_on(&self, host: HostId, link: LinkId) -> Option<Ipv4Addr> {
+        let h = &self.hosts[host.0];
+        let (_, _, _, cidr) = h.ports.iter().find(|(_, l, _, _)| *l == link)?;
+        Some(cidr.address)
+    }
+
+    /// Move every frame every host wants to send onto its link.
+    fn drain_transmits(&mut self) -> io::Result<()> {
+        let now = self.now;
+        for host in &mut self.hosts {
+            while let Some(tx) = host.stack.poll_transmit(now, &mut self.frame) {
+                let Some(&(_, link, side, _)) =
+                    host.ports.iter().find(|(i, _, _, _)| *i == tx.iface)
+                else {
+                    continue;
+                };
+                let frame = &self.frame[..tx.len];
+                if let Some(observer) = &mut self.observer {
+                    observer(&FrameEvent {
+                        time: now,
+                        link,
+                        from_side: side,
+                        kind: FrameKind::Sent,
+                        frame,
+                    });
+                }
+                let link = &mut self.links[link.0];
+                if let Some(pcap) = &mut link.pcap {
+                    write_capture(pcap, now, frame, link.snaplen)?;
+                }
+                link.models[side].submit(now, frame);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next instant anything is scheduled: a frame arriving or a stack timer.
+    pub fn next_event(&self) -> Option<Instant> {
+        let links = self
+            .links
+            .iter()
+            .flat_map(|l| l.models.iter().filter_map(LinkModel::next_arrival));
+        let timers = self.hosts.iter().filter_map(|h| h.stack.poll_timeout());
+        links.chain(timers).min()
+    }
+
+    /// Process the next event (advancing virtual time to it): deliver the frames due,
+    /// fire the timers due, and put what the stacks answer on the wire. Returns false
+    /// when nothing is scheduled.
+    pub fn step(&mut self) -> bool {
+        self.step_until(None)
+    }
+
+    fn step_until(&mut self, wake: Option<Instant>) -> bool {
+        self.drain_transmits().ok();
+        let next = match (self.next_event(), wake) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => return false,
+            },
+        };
+        self.now = self.now.max(next);
+        self.steps += 1;
+        self.deliver_due();
+        let now = self.now;
+        for host in &mut self.hosts {
+            if host.stack.poll_timeout().is_some_and(|t| t <= now) {
+                host.stack.handle_timeout(now);
+            }
+        }
+        self.drain_transmits().ok();
+        true
+    }
+
+    fn deliver_due(&mut self) {
+        let now = self.now;
+        for (index, link) in self.links.iter_mut().enumerate() {
+            for side in 0..2 {
+                let (dst_host, dst_iface) = link.ends[1 - side];
+                while let Some(frame) = link.models[side].poll_deliver(now) {
+                    self.trace_hash = fnv1a(self.trace_hash, &now.as_nanos().to_le_bytes());
+                    self.trace_hash = fnv1a(self.trace_hash, &frame);
+                    if let Some(observer) = &mut self.observer {
+                        observer(&FrameEvent {
+                            time: now,
+                            link: LinkId(index),
+                            from_side: side,
+                            kind: FrameKind::Delivered,
+                            frame: &frame,
+                        });
+                    }
+                    self.hosts[dst_host.0]
+                        .stack
+                        .handle_frame(now, dst_iface, &frame);
+                    link.models[side].recycle(frame);
+                }
+            }
+        }
+    }
+
+    /// Step until nothing is scheduled, at most `max_steps` times.
+    pub fn run_until_idle(&mut self, max_steps: u64) -> Result<RunSummary, SimError> {
+        let start = self.steps;
+        while self.step() {
+            if self.steps - start > max_steps {
+                return Err(self.cap_error(max_steps));
+            }
+        }
+        Ok(self.summary())
+    }
+
+    /// Step until virtual time reaches `deadline` (or nothing is scheduled).
+    pub fn run_until(&mut self, deadline: Instant, max_steps: u64) -> Result<RunSummary, SimError> {
+        let start = self.steps;
+        while self.next_event().is_some_and(|t| t <= deadline) {
+            self.step();
+            if self.steps - start > max_steps {
+                return Err(self.cap_error(max_steps));
+            }
+        }
+        self.now = self.now.max(deadline);
+        Ok(self.summary())
+    }
+
+    /// Run the experiment: `app` is called once at the start and after every event, and
+    /// drives the hosts' sockets; it says when it is [`Flow::Done`]. Fails (naming the
+    /// seed) if the step cap or the virtual-time limit is hit, or if the network goes
+    /// idle before the application is done.
+    pub fn run<F>(
+        &mut self,
+        max_steps: u64,
+        time_limit: Instant,
+        mut app: F,
+    ) -> Result<RunSummary, SimError>
+    where
+        F: FnMut(&mut Sim) -> Flow,
+    {
+        let start = self.steps;
+        let mut wake: Option<Instant> = None;
+        loop {
+            // A wake-up already reached is spent: it must not hide a later one the
+            // application asks for now.
+            if wake.is_some_and(|w| w <= self.now) {
+                wake = None;
+            }
+            match app(self) {
+                Flow::Done => return Ok(self.summary()),
+                Flow::Continue => {}
+                Flow::WakeAt(t) => wake = Some(wake.map_or(t, |w| w.min(t)).max(self.now)),
+            }
+            if wake.is_some_and(|w| w <= self.now) {
+                wake = None;
+            }
+            if self.now > time_limit {
+                return Err(SimError::TimeLimit {
+                    seed: self.seed,
+                    at: time_limit,
+                });
+            }
+            if !self.step_until(wake) {
+                return Err(SimError::Deadlock {
+                    seed: self.seed,
+                    at: self.now,
+                });
+            }
+            if self.steps - start > max_steps {
+                return Err(self.cap_error(max_steps));
+            }
+        }
+    }
+
+    fn cap_error(&self, steps: u64) -> SimError {
+        SimError::StepCapExceeded {
+            seed: self.seed,
+            steps,
+            at: self.now,
+        }
+    }
+
+    fn summary(&self) -> RunSummary {
+        RunSummary {
+            steps: self.steps,
+            end: self.now,
+        }
+    }
+}

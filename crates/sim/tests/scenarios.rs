@@ -1,0 +1,435 @@
+//! Scenario files and experiments: parsing errors, determinism, plots, and the seed
+//! papers' experiments (`scenarios/seeds/`) reproducing their qualitative results.
+
+use std::path::PathBuf;
+
+use impnet_sim::experiment::{self, FlowReport, Outcome, Report};
+use impnet_sim::plot;
+use impnet_sim::scenario::Scenario;
+
+const SMALL: &str = r#"
+name = "small"
+duration = "20s"
+seed = 7
+
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+
+[[link]]
+name = "ab"
+a = "a"
+b = "b"
+rate = "10mbit"
+delay = "5ms"
+loss = "1%"
+burst_loss = { good_to_bad = 0.01, bad_to_good = 0.5 }
+
+[[flow]]
+name = "bulk"
+type = "bulk"
+from = "a"
+to = "b"
+bytes = "1M"
+record = "8K"
+
+[[flow]]
+name = "echo"
+type = "rr"
+from = "b"
+to = "a"
+request = 100
+response = 1000
+pipeline = 2
+count = 50
+
+[[flow]]
+name = "ping"
+type = "ping"
+from = "a"
+to = "b"
+count = 3
+interval = "100ms"
+"#;
+
+fn run(scenario: &Scenario) -> Outcome {
+    experiment::run(scenario, None, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("imp-sim-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn flow<'a>(report: &'a Report, name: &str) -> &'a FlowReport {
+    report
+        .flows
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no flow {name}"))
+}
+
+fn seed_scenario(file: &str) -> Scenario {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/seeds")
+        .join(file);
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_small_scenario_runs_every_flow_type() {
+    let scenario = Scenario::parse(SMALL, "small.toml").unwrap();
+    assert!(scenario.links[0].config.burst_loss.is_some());
+    let out = run(&scenario);
+    let bulk = flow(&out.report, "bulk");
+    assert!(bulk.completed && bulk.data_ok == Some(true), "{bulk:?}");
+    assert_eq!(bulk.bytes, 1 << 20);
+    assert!(bulk.goodput_bps > 1e6, "{bulk:?}");
+    let echo = flow(&out.report, "echo");
+    assert_eq!(echo.transactions, Some(50));
+    let ping = flow(&out.report, "ping");
+    assert_eq!(ping.pings_sent, Some(3));
+    assert!(ping.rtt.min_ms >= 10.0, "{ping:?}");
+    assert!(!out.traces[0].segments.is_empty());
+    assert!(!out.traces[0].acks.is_empty());
+    assert!(!out.traces[0].info.is_empty());
+}
+
+#[test]
+fn the_same_scenario_and_seed_give_byte_identical_json() {
+    let scenario = Scenario::parse(SMALL, "small.toml").unwrap();
+    let a = serde_json::to_string_pretty(&run(&scenario).report).unwrap();
+    let b = serde_json::to_string_pretty(&run(&scenario).report).unwrap();
+    assert_eq!(a, b);
+    let mut other = scenario.clone();
+    other.seed = 8;
+    let c = serde_json::to_string_pretty(&run(&other).report).unwrap();
+    assert_ne!(a, c, "a different seed should give a different run");
+}
+
+#[test]
+fn a_plot_renders_to_a_png_of_the_expected_size() {
+    let scenario = Scenario::parse(SMALL, "small.toml").unwrap();
+    let out = run(&scenario);
+    let dir = scratch("plot");
+    let written = plot::write_flow_plots(&dir, &[("bulk", &out.traces[0])]).unwrap();
+    assert_eq!(written.len(), 8, "{written:?}");
+    let png = dir.join("bulk-tsg.png");
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let info = reader.info();
+    assert_eq!((info.width, info.height), (plot::WIDTH, plot::HEIGHT));
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    let pixels = &pixels[..frame.buffer_size()];
+    let channels = frame.color_type.samples();
+    let inked = pixels
+        .chunks(channels)
+        .filter(|p| p.iter().take(3).any(|&c| c < 128))
+        .count();
+    // Axes, labels and the trace: clearly more than a blank page, less than a black one.
+    let total = (plot::WIDTH * plot::HEIGHT) as usize;
+    assert!(
+        inked > total / 200 && inked < total / 2,
+        "{inked} dark pixels of {total}"
+    );
+    let svg = std::fs::read_to_string(dir.join("bulk-tsg.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("time-sequence graph"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Parses `text` and returns the error message, which must be one line.
+fn error_of(text: &str) -> String {
+    let e = Scenario::parse(text, "bad.toml").expect_err("the scenario should be rejected");
+    let message = e.to_string();
+    assert!(!message.contains('\n'), "not one line: {message}");
+    assert!(message.starts_with("bad.toml"), "{message}");
+    message
+}
+
+fn with_link_line(line: &str) -> String {
+    SMALL.replace("delay = \"5ms\"", line)
+}
+
+#[test]
+fn bad_scenarios_get_one_line_errors_naming_line_and_field() {
+    let line_of =
+        |text: &str, needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let cases = [
+        (with_link_line("rat = \"10mbit\""), "rat", "rat = "),
+        (with_link_line("delay = 5"), "delay", "delay = 5"),
+        (with_link_line("delay = true"), "delay", "delay = true"),
+        (with_link_line("mtu = \"big\""), "mtu", "mtu = "),
+        (with_link_line("queue = -3"), "queue", "queue = -3"),
+        (
+            with_link_line("reorder = \"150%\""),
+            "reorder",
+            "reorder = ",
+        ),
+        (
+            SMALL.replace("rate = \"10mbit\"", "rate = -5"),
+            "rate",
+            "rate = -5",
+        ),
+        (
+            SMALL.replace("rate = \"10mbit\"", "rate = \"-5mbit\""),
+            "rate",
+            "rate = ",
+        ),
+        (
+            SMALL.replace("loss = \"1%\"", "loss = \"150%\""),
+            "loss",
+            "loss = ",
+        ),
+        (
+            SMALL.replace("loss = \"1%\"", "loss = 1.5"),
+            "loss",
+            "loss = ",
+        ),
+        (
+            SMALL.replace("bad_to_good = 0.5", "bad_to_good = 2"),
+            "bad_to_good",
+            "burst_loss",
+        ),
+        (SMALL.replace("seed = 7", "seed = \"x\""), "seed", "seed = "),
+        (
+            SMALL.replace("request = 100", "request = 100\nbytes = 5"),
+            "bytes",
+            "bytes = 5",
+        ),
+        (
+            SMALL.replace("type = \"rr\"", "type = \"udp\""),
+            "type",
+            "type = \"udp\"",
+        ),
+        (
+            SMALL.replace("to = \"a\"", "to = \"c\""),
+            "to",
+            "to = \"c\"",
+        ),
+        (
+            SMALL.replace(
+                "[[host]]\nname = \"b\"",
+                "[[host]]\nname = \"b\"\ntcp = { cc = \"bbr9\" }",
+            ),
+            "cc",
+            "cc = ",
+        ),
+        (
+            SMALL.replace(
+                "[[host]]\nname = \"b\"",
+                "[[host]]\nname = \"b\"\ntcp = { sack = \"yes\" }",
+            ),
+            "sack",
+            "sack = ",
+        ),
+    ];
+    for (text, field, at) in &cases {
+        let message = error_of(text);
+        assert!(
+            message.contains(&format!("`{field}`")),
+            "{field}: the message should name the field: {message}"
+        );
+        let line = line_of(text, at);
+        assert!(
+            message.starts_with(&format!("bad.toml:{line}:")),
+            "{field}: the message should give line {line}: {message}"
+        );
+    }
+    // Structural mistakes: still one line, never a panic.
+    for text in [
+        "",
+        "duration = \"1s\"",
+        "duration = \"0s\"\n[[host]]\nname=\"a\"",
+        "[[[",
+        "duration = \"1s\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"a\"",
+        &SMALL.replace("duration = \"20s\"", ""),
+        &SMALL.replace("b = \"b\"", "b = \"a\""),
+    ] {
+        error_of(text);
+    }
+}
+
+// ---- the seed papers ----------------------------------------------------------------
+
+#[test]
+fn seed000_wider_ethernet_and_bigger_segments_go_faster() {
+    let out = run(&seed_scenario("000-vax-ethernet.toml"));
+    let r = &out.report;
+    let (slow, fast, big) = (
+        flow(r, "3mb-1024"),
+        flow(r, "10mb-1024"),
+        flow(r, "10mb-4096"),
+    );
+    for f in [slow, fast, big] {
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        // 1981: 1.2 Mbit/s on the 3 Mbit/s cable (40%); imp is wire-bound.
+        assert!(f.capacity_pct > 90.0, "{f:?}");
+    }
+    assert!(slow.goodput_bps > 1.2e6 * 2.0);
+    assert!(fast.goodput_bps > 3.0 * slow.goodput_bps);
+    assert!(big.goodput_bps > fast.goodput_bps);
+    // 4096-byte segments cut by IP into 1500-byte fragments: fewer TCP headers and
+    // ACKs than 1024-byte segments, more IP headers than unfragmented 4096-byte ones.
+    let frag = flow(r, "10mb-4096-frag");
+    assert!(frag.completed && frag.data_ok == Some(true), "{frag:?}");
+    assert!(
+        frag.goodput_bps > fast.goodput_bps && frag.goodput_bps < big.goodput_bps,
+        "{frag:?}"
+    );
+}
+
+#[test]
+fn seed001_text_mode_costs_a_factor_of_three_when_bytes_cost_cpu() {
+    let out = run(&seed_scenario("001-text-vs-binary.toml"));
+    let r = &out.report;
+    for f in &r.flows {
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+    }
+    let ratio_1985 = flow(r, "1985-binary").goodput_bps / flow(r, "1985-text").goodput_bps;
+    assert!(ratio_1985 > 3.0, "1985 ratio {ratio_1985}");
+    let ratio_today = flow(r, "today-binary").goodput_bps / flow(r, "today-text").goodput_bps;
+    assert!(
+        (1.0..1.1).contains(&ratio_today),
+        "today ratio {ratio_today}"
+    );
+}
+
+#[test]
+fn seed002_sack_beats_no_sack_under_cell_loss_and_slow_start_costs_small_files_most() {
+    let out = run(&seed_scenario("002-oc12-sack.toml"));
+    let r = &out.report;
+    let (sack, nosack) = (flow(r, "sack"), flow(r, "nosack"));
+    assert!(sack.completed && nosack.completed);
+    assert!(sack.data_ok == Some(true) && nosack.data_ok == Some(true));
+    assert!(
+        sack.retransmits > 0 && nosack.retransmits > 0,
+        "the links must lose"
+    );
+    assert!(
+        sack.goodput_bps > nosack.goodput_bps * 1.05,
+        "SACK {} vs no SACK {}",
+        sack.goodput_bps,
+        nosack.goodput_bps
+    );
+    // Same losses, other congestion control: CUBIC regrows its window in time rather
+    // than per round trip, which pays on a 45 ms, 540 Mbit/s path; Vegas keeps up with
+    // NewReno (its delay signal is below the 1 ms timestamp clock at this rate).
+    let (cubic, vegas) = (flow(r, "cubic"), flow(r, "vegas"));
+    assert!(cubic.data_ok == Some(true) && vegas.data_ok == Some(true));
+    assert!(
+        cubic.goodput_bps > sack.goodput_bps * 1.1,
+        "CUBIC {} vs NewReno {}",
+        cubic.goodput_bps,
+        sack.goodput_bps
+    );
+    assert!(
+        vegas.goodput_bps > nosack.goodput_bps,
+        "Vegas {}",
+        vegas.goodput_bps
+    );
+    // The slow-start table: wasted time = completion - size / bound, the same for
+    // every size, so the share it costs falls as the file grows (100 MB > 1 GB > 10 GB).
+    let wasted = |f: &FlowReport| f.seconds - f.bytes as f64 * 8.0 / f.bound_bps;
+    let (g1, m100) = (flow(r, "slowstart-1g"), flow(r, "slowstart-100m"));
+    let (w1, w100) = (wasted(g1), wasted(m100));
+    assert!(w1 > 0.0 && w100 > 0.0, "{w1} {w100}");
+    assert!(
+        (w1 - w100).abs() < 0.5 * w100.max(w1),
+        "wasted {w1} vs {w100}"
+    );
+    let share = |bytes: f64, w: f64| w / (bytes * 8.0 / g1.bound_bps + w);
+    let (s100, s1, s10) = (
+        share(100.0 * 1048576.0, w100),
+        share(1073741824.0, w1),
+        share(10.0 * 1073741824.0, w1),
+    );
+    assert!(s100 > s1 && s1 > s10, "{s100} {s1} {s10}");
+    // Fewer round trips stalled than the report's 11 (0.54 s): imp starts at 10 segments.
+    assert!(w100 < 0.54, "wasted {w100} s");
+}
+
+#[test]
+fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
+    let out = run(&seed_scenario("003-noisy-serial.toml"));
+    let r = &out.report;
+    // "Optimal transfer bandwidth is: at 9600 bps: 768 bytes/second".
+    const OPTIMAL_9600: f64 = 768.0;
+    for name in ["good-9600-large-window", "good-9600-small-window"] {
+        let f = flow(r, name);
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        assert!(f.retransmits > 0, "the line must be noisy: {f:?}");
+        assert!(
+            f.goodput_bytes_per_s >= 0.8 * OPTIMAL_9600,
+            "{name}: {} bytes/s",
+            f.goodput_bytes_per_s
+        );
+        assert!(f.bound_pct >= 80.0, "{f:?}");
+    }
+    let vm = flow(r, "vm-like-9600");
+    let good = flow(r, "good-9600-small-window");
+    assert!(
+        vm.goodput_bytes_per_s < 0.8 * good.goodput_bytes_per_s,
+        "{vm:?}"
+    );
+    let slow = flow(r, "good-1200");
+    assert!(
+        slow.completed && slow.goodput_bytes_per_s >= 0.7 * 96.0,
+        "{slow:?}"
+    );
+}
+
+#[test]
+fn seed004_letters_per_second_are_line_bound_and_piggy_backed_acks_win() {
+    let out = run(&seed_scenario("004-selfloop-letters.toml"));
+    let r = &out.report;
+    let tps = |name: &str| flow(r, name).transactions_per_s.unwrap();
+    for size in [1, 90, 972] {
+        let (timer, immediate, delayed) = (
+            tps(&format!("timer-{size}")),
+            tps(&format!("immediate-{size}")),
+            tps(&format!("delayed-{size}")),
+        );
+        // Immediate ACKs spend the line on empty segments (1976: "a high cost in
+        // wasted bandwidth for unnecessary acknowledgments").
+        assert!(
+            delayed > immediate,
+            "{size}: delayed {delayed} immediate {immediate}"
+        );
+        assert!(
+            timer >= immediate,
+            "{size}: timer {timer} immediate {immediate}"
+        );
+    }
+    // 1976: 2.5-6.6 letters/s for 10-70 character letters.
+    assert!(tps("delayed-90") > 6.6);
+    let one = flow(r, "delayed-1");
+    assert!(one.transactions_per_s.unwrap() > 0.9 * one.transactions_bound_per_s.unwrap());
+}
+
+#[test]
+fn sim_run_honours_a_later_wake_up_asked_at_an_earlier_one() {
+    // Regression: a wake-up already reached hid the next, later one, so an application
+    // waiting on its own timer (CPU cost per byte) slept until some unrelated event.
+    use impnet_core::{Duration, Instant, StackConfig};
+    let mut sim = impnet_sim::Sim::new(1);
+    sim.add_host("a", StackConfig::default());
+    let mut calls = Vec::new();
+    let step = Duration::from_millis(100);
+    sim.run(1000, Instant::ZERO + Duration::from_secs(10), |sim| {
+        let now = sim.now();
+        calls.push(now);
+        if now >= Instant::ZERO + step.saturating_mul(3) {
+            impnet_sim::Flow::Done
+        } else {
+            impnet_sim::Flow::WakeAt(now + step)
+        }
+    })
+    .unwrap();
+    let expected: Vec<Instant> = (0..4)
+        .map(|i| Instant::ZERO + step.saturating_mul(i))
+        .collect();
+    assert_eq!(calls, expected);
+}
