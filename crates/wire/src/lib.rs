@@ -1,10 +1,63 @@
 //! Packet formats for imp: zero-copy views over byte slices plus plain `Repr` structs.
 //!
-//! Every format follows one shape (see `shared/STYLE.md`): a `Packet<T: AsRef<[u8]>>`
-//! view with `new_checked`/`check_len`, a `mod field` of byte ranges, getters on
-//! `AsRef<[u8]>` and setters on `AsMut<[u8]>`, and a `Repr` with `parse`, `buffer_len`
-//! and `emit`. Once `check_len` has passed no accessor panics, and `parse` never panics
-//! on any input: every malformed packet is a typed [`Error`].
+//! # The contract: `Packet` views and `Repr` structs
+//!
+//! Every format (Ethernet, ARP, IPv4, ICMPv4, UDP, TCP) has the same two halves:
+//!
+//! - **`Packet<T: AsRef<[u8]>>`**, a view over the bytes, copying nothing. A `mod field`
+//!   names each field's byte range. `new_unchecked` wraps any buffer; `new_checked` wraps
+//!   it and runs `check_len`, which checks that the buffer holds the fixed header and that
+//!   every length field (header length, total length, option lengths) fits the buffer.
+//!   Getters need `T: AsRef<[u8]>`, setters `T: AsMut<[u8]>`.
+//!   **Once `check_len` has passed, no accessor panics**, whatever the bytes say: a
+//!   header length or an option that does not fit was rejected by `check_len`.
+//!   On a view made with `new_unchecked`, accessors may panic on a short buffer: that is
+//!   what the unchecked constructor is for (building a packet into a buffer known to be
+//!   large enough).
+//! - **`Repr`**, the packet's meaning as a plain struct. `Repr::parse` takes a view,
+//!   checks it (lengths, version, checksum where asked) and **never panics on any input**:
+//!   every malformed packet is a typed [`Error`] that says what was wrong
+//!   ([`Error::Truncated`] with how much was needed and what was there,
+//!   [`Error::BadChecksum`], [`Error::BadOption`] with the kind and length, ...).
+//!   `Repr::buffer_len` tells how many bytes `Repr::emit` writes; `emit` writes header,
+//!   options and checksum into a view over a buffer at least that long.
+//!
+//! Parsing, emitting and parsing again gives the same `Repr`; the proptests in
+//! `tests/proptest.rs` check that for every format, and that no input makes `parse`
+//! or a checked view's accessors panic; the fuzz targets check the same under libFuzzer.
+//!
+//! ```
+//! use core::net::Ipv4Addr;
+//! use impnet_wire::{Error, udp};
+//!
+//! let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+//! let repr = udp::Repr { src_port: 40000, dst_port: 7, payload: b"hello" };
+//!
+//! // Emit into a buffer of exactly `buffer_len` bytes, through a view.
+//! let mut bytes = vec![0u8; repr.buffer_len()];
+//! repr.emit(&mut udp::Packet::new_unchecked(&mut bytes[..]), &src, &dst);
+//!
+//! // Parse it back: a checked view first, then the Repr (checksum verified).
+//! let packet = udp::Packet::new_checked(&bytes[..])?;
+//! assert_eq!(packet.dst_port(), 7);
+//! assert_eq!(udp::Repr::parse(&packet, &src, &dst, true)?, repr);
+//!
+//! // A short buffer is an error that says how short, never a panic.
+//! assert_eq!(
+//!     udp::Packet::new_checked(&bytes[..5]).unwrap_err(),
+//!     Error::Truncated { need: 8, have: 5 }
+//! );
+//! // A length field larger than the buffer is refused by `check_len`, so the
+//! // accessors of a checked view never index past the end.
+//! bytes[4..6].copy_from_slice(&200u16.to_be_bytes());
+//! assert_eq!(udp::Packet::new_checked(&bytes[..]).unwrap_err(), Error::BadLength(200));
+//! // A flipped bit fails the checksum.
+//! bytes[4..6].copy_from_slice(&13u16.to_be_bytes());
+//! bytes[12] ^= 1;
+//! let packet = udp::Packet::new_checked(&bytes[..])?;
+//! assert_eq!(udp::Repr::parse(&packet, &src, &dst, true), Err(Error::BadChecksum));
+//! # Ok::<(), Error>(())
+//! ```
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
