@@ -1,6 +1,6 @@
 //! Throughput over a TAP, imp against the Linux kernel, next to Linux against Linux over
 //! a veth pair, in namespaces the harness creates. A measurement, not a check: run
-//! `cargo test -p imp --release --test bench_tap -- --ignored --nocapture`.
+//! `cargo test -p impnet --release --test bench_tap -- --ignored --nocapture`.
 
 mod common;
 
