@@ -350,6 +350,18 @@ impl Stack {
         self.tcp.send(now, handle, data)
     }
 
+    /// Copy several slices into the send buffer in one call (a gather write); returns
+    /// how much fit. All of them are queued before output runs, so a head and a body
+    /// written together leave in one segment.
+    pub fn tcp_send_vectored<'a>(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        slices: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<usize, TcpError> {
+        self.tcp.send_vectored(now, handle, slices)
+    }
+
     /// Copy received data out; `Ok(0)` is end of stream.
     pub fn tcp_recv(
         &mut self,
@@ -378,6 +390,17 @@ impl Stack {
     /// Turn Nagle's algorithm off (`true`) or on for one connection.
     pub fn tcp_set_nodelay(&mut self, handle: TcpHandle, nodelay: bool) -> Result<(), TcpError> {
         self.tcp.set_nodelay(handle, nodelay)
+    }
+
+    /// Put the cork on or take it off for one connection (Linux's TCP_CORK): while
+    /// on, only full-sized segments go, for at most 200 ms per partial segment.
+    pub fn tcp_set_cork(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        on: bool,
+    ) -> Result<(), TcpError> {
+        self.tcp.set_cork(now, handle, on)
     }
 
     /// A snapshot of a connection's state (cwnd, RTT, retransmits, ...).
