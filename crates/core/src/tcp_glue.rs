@@ -14,7 +14,7 @@ use crate::ipv4::{IpMeta, OutputRoute, SendOptions};
 use crate::neighbor::Origin;
 use crate::route::Routes;
 use crate::stack::{Stack, Transmit};
-use crate::tcp::{Egress, TcpError, TcpHandle};
+use crate::tcp::{Egress, TcpError, TcpHandle, TcpTransmit};
 use crate::time::Instant;
 
 /// Room in front of a TCP segment for the Ethernet and IPv4 headers.
@@ -77,6 +77,24 @@ fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
     }
 }
 
+/// The Ethernet and IPv4 headers of a segment in `headers` (HEADROOM bytes): the
+/// flow's `template`, with this packet's length, identification and checksum (RFC 1071
+/// sum of the template's `sum` plus the two fields).
+fn write_frame_headers(
+    headers: &mut [u8],
+    template: &[u8; HEADROOM],
+    sum: u16,
+    total: u16,
+    ident: u16,
+) {
+    let checksum = !checksum::combine(&[sum, total, ident]);
+    headers.copy_from_slice(template);
+    let ip = &mut headers[ethernet::HEADER_LEN..];
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[4..6].copy_from_slice(&ident.to_be_bytes());
+    ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+}
+
 impl Stack {
     /// A TCP segment arrived for one of our addresses.
     pub(crate) fn handle_tcp(&mut self, now: Instant, meta: &IpMeta<'_>, payload: &[u8]) {
@@ -117,6 +135,35 @@ impl Stack {
         if buf.len() <= HEADROOM {
             return TcpOutput::Idle;
         }
+        let Some(segment) = self.poll_tcp_segment(now, buf) else {
+            return TcpOutput::Idle;
+        };
+        self.stats.tcp.tx_segments += 1;
+        let Some(path) = &self.tcp_egress else {
+            self.stats.ipv4.tx_no_route += 1;
+            return TcpOutput::Queued;
+        };
+        let (route, limit) = (path.route, path.limit);
+        if ipv4::HEADER_LEN + segment.len > limit {
+            return self.tcp_oversized(now, &route, &segment, buf);
+        }
+        let ident = self.next_ident();
+        let Some((template, sum)) = self.tcp_frame_template(now, &route) else {
+            return self.tcp_unresolved(now, &route, &segment, ident, buf);
+        };
+        let total = (ipv4::HEADER_LEN + segment.len) as u16;
+        write_frame_headers(&mut buf[..HEADROOM], &template, sum, total, ident);
+        self.stats.ipv4.tx_packets += 1;
+        self.stats.link.tx_frames += 1;
+        TcpOutput::Frame(Transmit {
+            iface: route.iface,
+            len: HEADROOM + segment.len,
+        })
+    }
+
+    /// One segment from TCP, written behind the headroom of `buf`, with the egress
+    /// cache entry made for its addresses when the one there is for other addresses.
+    fn poll_tcp_segment(&mut self, now: Instant, buf: &mut [u8]) -> Option<TcpTransmit> {
         let end = buf
             .len()
             .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
@@ -135,80 +182,61 @@ impl Stack {
         };
         let segment = self
             .tcp
-            .poll_transmit_with(now, &mut buf[HEADROOM..end], egress);
-        let Some(segment) = segment else {
-            return TcpOutput::Idle;
-        };
-        self.stats.tcp.tx_segments += 1;
+            .poll_transmit_with(now, &mut buf[HEADROOM..end], egress)?;
         if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
             self.tcp_egress = self.egress_cache_entry(segment.src, segment.dst);
         }
-        let Some(path) = &self.tcp_egress else {
-            self.stats.ipv4.tx_no_route += 1;
-            return TcpOutput::Queued;
-        };
-        let (route, limit) = (path.route, path.limit);
-        if ipv4::HEADER_LEN + segment.len > limit {
-            return self.tcp_oversized(now, &route, &segment, buf);
-        }
-        let frame_len = HEADROOM + segment.len;
-        let ident = self.next_ident();
-        // The next hop's MAC: the copy in the cache while the neighbour cache has not
-        // changed and the mapping has not expired, else a lookup (kept for next time).
+        Some(segment)
+    }
+
+    /// The cached Ethernet and IPv4 headers of the current flow, with the next hop's
+    /// MAC, and the IPv4 header's partial sum; None while the MAC is unknown. The copy
+    /// of the MAC in the cache serves while the neighbour cache has not changed and
+    /// the mapping has not expired, else a lookup refreshes it.
+    fn tcp_frame_template(
+        &mut self,
+        now: Instant,
+        route: &OutputRoute,
+    ) -> Option<([u8; HEADROOM], u16)> {
         let neighbours = self.neighbors.generation();
-        let macs = match &mut self.tcp_egress {
-            Some(path) => {
-                let dst_mac = match path.next_hop_mac {
-                    Some((mac, until, seen)) if seen == neighbours && now < until => Some(mac),
-                    _ => {
-                        let found = self
-                            .neighbors
-                            .lookup_until(now, route.iface, route.next_hop);
-                        path.next_hop_mac = found.map(|(mac, until)| (mac, until, neighbours));
-                        found.map(|(mac, _)| mac)
-                    }
-                };
-                if let Some(mac) = dst_mac {
-                    path.headers[..6].copy_from_slice(&mac.0);
-                }
-                dst_mac
-                    .zip(path.src_mac)
-                    .map(|_| (path.headers, path.header_sum))
+        let path = self.tcp_egress.as_mut()?;
+        let dst_mac = match path.next_hop_mac {
+            Some((mac, until, seen)) if seen == neighbours && now < until => mac,
+            _ => {
+                let found = self
+                    .neighbors
+                    .lookup_until(now, route.iface, route.next_hop);
+                path.next_hop_mac = found.map(|(mac, until)| (mac, until, neighbours));
+                found?.0
             }
-            None => None,
         };
-        // The IPv4 header: the template's, with this packet's length, identification
-        // and checksum (RFC 1071 sum of the template plus the two fields).
-        let total = (ipv4::HEADER_LEN + segment.len) as u16;
-        let ip_sum = macs.map_or(0, |(_, sum)| sum);
-        let checksum = !checksum::combine(&[ip_sum, total, ident]);
-        let (headers, ip) = buf[..HEADROOM].split_at_mut(ethernet::HEADER_LEN);
-        if let Some((template, _)) = &macs {
-            headers.copy_from_slice(&template[..ethernet::HEADER_LEN]);
-            ip.copy_from_slice(&template[ethernet::HEADER_LEN..]);
-        }
-        ip[2..4].copy_from_slice(&total.to_be_bytes());
-        ip[4..6].copy_from_slice(&ident.to_be_bytes());
-        ip[10..12].copy_from_slice(&checksum.to_be_bytes());
-        if macs.is_none() {
-            // Not resolved yet: the IPv4 header in full, then the packet to the
-            // neighbour queue.
-            let repr = self.tcp_ip_header(segment.src, segment.dst, segment.len, ident);
-            repr.emit(&mut ipv4::Packet::new_unchecked(
-                &mut buf[ethernet::HEADER_LEN..frame_len],
-            ));
-            let mut packet = self.pool.take();
-            packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
-            self.stats.ipv4.tx_packets -= u64::from(self.stats.ipv4.tx_packets > 0);
-            let _ = self.dispatch(now, route.iface, route.next_hop, packet, Origin::Tcp);
-            return TcpOutput::Queued;
-        };
-        self.stats.ipv4.tx_packets += 1;
-        self.stats.link.tx_frames += 1;
-        TcpOutput::Frame(Transmit {
-            iface: route.iface,
-            len: frame_len,
-        })
+        path.src_mac?;
+        path.headers[..6].copy_from_slice(&dst_mac.0);
+        Some((path.headers, path.header_sum))
+    }
+
+    /// A segment whose next hop's MAC is not known yet: the IPv4 header in full, then
+    /// the packet to the neighbour queue (which resolves it).
+    #[cold]
+    #[inline(never)]
+    fn tcp_unresolved(
+        &mut self,
+        now: Instant,
+        route: &OutputRoute,
+        segment: &TcpTransmit,
+        ident: u16,
+        buf: &mut [u8],
+    ) -> TcpOutput {
+        let frame_len = HEADROOM + segment.len;
+        let repr = self.tcp_ip_header(segment.src, segment.dst, segment.len, ident);
+        repr.emit(&mut ipv4::Packet::new_unchecked(
+            &mut buf[ethernet::HEADER_LEN..frame_len],
+        ));
+        let mut packet = self.pool.take();
+        packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
+        self.stats.ipv4.tx_packets -= u64::from(self.stats.ipv4.tx_packets > 0);
+        let _ = self.dispatch(now, route.iface, route.next_hop, packet, Origin::Tcp);
+        TcpOutput::Queued
     }
 
     /// A segment larger than the route takes: IP fragments it when segments are
@@ -220,7 +248,7 @@ impl Stack {
         &mut self,
         now: Instant,
         route: &OutputRoute,
-        segment: &crate::tcp::TcpTransmit,
+        segment: &TcpTransmit,
         buf: &[u8],
     ) -> TcpOutput {
         if self.tcp.config().segment_size.is_some() {
@@ -350,6 +378,18 @@ impl Stack {
         self.tcp.send(now, handle, data)
     }
 
+    /// Copy several slices into the send buffer in one call (a gather write); returns
+    /// how much fit. All of them are queued before output runs, so a head and a body
+    /// written together leave in one segment.
+    pub fn tcp_send_vectored<'a>(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        slices: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<usize, TcpError> {
+        self.tcp.send_vectored(now, handle, slices)
+    }
+
     /// Copy received data out; `Ok(0)` is end of stream.
     pub fn tcp_recv(
         &mut self,
@@ -378,6 +418,17 @@ impl Stack {
     /// Turn Nagle's algorithm off (`true`) or on for one connection.
     pub fn tcp_set_nodelay(&mut self, handle: TcpHandle, nodelay: bool) -> Result<(), TcpError> {
         self.tcp.set_nodelay(handle, nodelay)
+    }
+
+    /// Put the cork on or take it off for one connection (Linux's TCP_CORK): while
+    /// on, only full-sized segments go, for at most 200 ms per partial segment.
+    pub fn tcp_set_cork(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        on: bool,
+    ) -> Result<(), TcpError> {
+        self.tcp.set_cork(now, handle, on)
     }
 
     /// A snapshot of a connection's state (cwnd, RTT, retransmits, ...).

@@ -1,7 +1,7 @@
 //! [`TcpListener`] and [`TcpStream`]: blocking TCP over the runtime, shaped like
 //! `std::net`.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, SocketAddrV4, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -142,6 +142,7 @@ struct StreamOptions {
     write_timeout: Option<Duration>,
     nonblocking: bool,
     nodelay: bool,
+    cork: bool,
     /// `shutdown(Read)` was called: reads return end of stream.
     read_shut: bool,
 }
@@ -164,8 +165,8 @@ impl Drop for StreamInner {
     }
 }
 
-/// A TCP connection. `Read` and `Write` (also through `&TcpStream`), timeouts,
-/// `shutdown`, `set_nodelay`. Closed gracefully when the last clone is dropped.
+/// A TCP connection. `Read` and `Write` (also through `&TcpStream`; `write_vectored`
+/// queues every slice at once), timeouts, `shutdown`, `set_nodelay`, `set_cork`. Closed gracefully when the last clone is dropped.
 #[derive(Clone)]
 pub struct TcpStream {
     inner: Arc<StreamInner>,
@@ -300,6 +301,25 @@ impl TcpStream {
         Ok(self.options().nodelay)
     }
 
+    /// Put the cork on (true) or take it off, as Linux's `TCP_CORK`: while on, only
+    /// full-sized segments go, so several writes leave together; off, the rest goes
+    /// (as Nagle's algorithm or no-delay allows). A partial segment waits at most
+    /// 200 ms.
+    pub fn set_cork(&self, cork: bool) -> io::Result<()> {
+        let handle = self.inner.handle;
+        self.inner
+            .shared
+            .with(|state, now| state.stack.tcp_set_cork(now, handle, cork))?
+            .map_err(error::tcp)?;
+        self.set_options(|o| o.cork = cork);
+        Ok(())
+    }
+
+    /// Whether the cork is on.
+    pub fn cork(&self) -> io::Result<bool> {
+        Ok(self.options().cork)
+    }
+
     /// Bound the time a read waits (None: forever); a read that runs out fails with
     /// `TimedOut`.
     pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
@@ -379,6 +399,12 @@ impl TcpStream {
     }
 
     fn write_inner(&self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored_inner(&[IoSlice::new(buf)])
+    }
+
+    /// Queue the slices in one call into the stack, so they leave together (a head
+    /// and a body in one segment rather than the body behind Nagle's algorithm).
+    fn write_vectored_inner(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let options = self.options();
         let handle = self.inner.handle;
         let deadline = crate::deadline(options.write_timeout);
@@ -386,10 +412,13 @@ impl TcpStream {
             deadline,
             options.nonblocking,
             Awaits::SendRoom,
-            |state, now| match state.stack.tcp_send(now, handle, buf) {
-                Ok(n) => Some(Ok(n)),
-                Err(TcpError::WouldBlock) => None,
-                Err(e) => Some(Err(error::tcp(e))),
+            |state, now| {
+                let slices = bufs.iter().map(|b| &**b);
+                match state.stack.tcp_send_vectored(now, handle, slices) {
+                    Ok(n) => Some(Ok(n)),
+                    Err(TcpError::WouldBlock) => None,
+                    Err(e) => Some(Err(error::tcp(e))),
+                }
             },
         )
     }
@@ -411,6 +440,11 @@ impl Write for TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.write_inner(buf)
     }
+    /// All the slices in one call into the stack: they leave in one segment when they
+    /// fit one.
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.write_vectored_inner(bufs)
+    }
     /// Data goes out as the window allows; there is nothing to flush.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -420,6 +454,9 @@ impl Write for TcpStream {
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.write_inner(buf)
+    }
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.write_vectored_inner(bufs)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())

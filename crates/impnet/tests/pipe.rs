@@ -1,6 +1,6 @@
 //! Two runtimes joined by an in-memory pipe: the sockets API end to end without root.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -90,4 +90,30 @@ fn refused_and_stopped_runtime() {
     let err = socket.recv_from(&mut [0u8; 8]).expect_err("stopped");
     assert_eq!(err.kind(), ErrorKind::NotConnected, "{err}");
     assert!(err.to_string().contains("shut down"));
+}
+
+#[test]
+fn gather_writes_and_the_cork_over_a_pipe() {
+    let (a, b) = pair();
+    let listener = TcpListener::bind(&b, "192.0.2.2:81").unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let head = IoSlice::new(b"head ");
+        let body = IoSlice::new(b"body ");
+        assert_eq!(stream.write_vectored(&[head, body]).unwrap(), 10);
+        stream.set_cork(true).unwrap();
+        assert!(stream.cork().unwrap());
+        stream.write_all(b"corked ").unwrap();
+        stream.write_all(b"pieces").unwrap();
+        stream.set_cork(false).unwrap();
+        assert!(!stream.cork().unwrap());
+    });
+    let mut client = TcpStream::connect(&a, "192.0.2.2:81").unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    client.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"head body corked pieces");
+    server.join().unwrap();
 }

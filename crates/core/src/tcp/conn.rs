@@ -252,6 +252,18 @@ pub(crate) enum Probe {
     Keepalive,
 }
 
+/// Linux's TCP_CORK on one connection: while on, only full-sized segments go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cork {
+    /// Off: Nagle's algorithm (or no-delay) alone decides about a partial segment.
+    Off,
+    /// On: a partial segment waits for more data, the uncork, or [`Timer::Cork`].
+    On,
+    /// On, but a partial segment waited [`super::CORK_CEILING`]: the data queued before
+    /// this sequence number goes as if uncorked; after it the cork holds again.
+    Lapsed(SeqNumber),
+}
+
 /// One TCP connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
@@ -273,6 +285,13 @@ pub(crate) struct Conn {
     pub ack: AckState,
     /// Nagle off.
     pub nodelay: bool,
+    /// The cork (TCP_CORK), which holds partial segments whatever `nodelay` says.
+    pub cork: Cork,
+    /// Segments still to acknowledge at once (quick-ACK mode, [`TcpConfig::quick_acks`]).
+    pub quick_acks: u32,
+    /// When in-order data last arrived (None before the first): a longer gap than
+    /// the RTO restarts quick-ACK mode.
+    pub last_data_at: Option<Instant>,
     /// A probe to send at the next chance.
     pub probe: Option<Probe>,
     /// Keep-alive probes sent without an answer.
@@ -307,6 +326,9 @@ impl Conn {
             owner: Owner::User,
             ack: AckState::Idle,
             nodelay: config.nodelay,
+            cork: Cork::Off,
+            quick_acks: 0,
+            last_data_at: None,
             probe: None,
             keepalive_sent: 0,
             retransmits: 0,
@@ -405,6 +427,17 @@ impl Conn {
 
     /// RFC 9293 §3.10.2 SEND.
     pub fn send(&mut self, data: &[u8]) -> Result<usize, TcpError> {
+        self.send_vectored(core::iter::once(data))
+    }
+
+    /// SEND of several slices in one call (a gather write): each is appended to the
+    /// send buffer in order until it is full, before output runs, so a response's head
+    /// and body leave together instead of the body waiting behind Nagle's algorithm.
+    /// Returns the bytes taken; `WouldBlock` when there was data and no room for any.
+    pub fn send_vectored<'a>(
+        &mut self,
+        slices: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<usize, TcpError> {
         let buffer = match &mut self.state {
             State::SynSent(s) => &mut s.buffer,
             State::SynRcvd(s) => &mut s.buffer,
@@ -415,12 +448,35 @@ impl Conn {
             // request."
             _ => return Err(TcpError::InvalidState),
         };
-        if data.is_empty() {
-            return Ok(0);
+        let (mut taken, mut offered) = (0, false);
+        for data in slices {
+            if data.is_empty() {
+                continue;
+            }
+            offered = true;
+            let n = buffer.write(data);
+            taken += n;
+            if n < data.len() {
+                break;
+            }
         }
-        match buffer.write(data) {
-            0 => Err(TcpError::WouldBlock),
+        match taken {
+            0 if offered => Err(TcpError::WouldBlock),
             n => Ok(n),
+        }
+    }
+
+    /// Put the cork on or take it off (Linux's TCP_CORK). Off, what waited goes as
+    /// Nagle's algorithm (or no-delay) allows; the table queues the connection for
+    /// output.
+    pub fn set_cork(&mut self, on: bool) {
+        match (on, self.cork) {
+            (true, Cork::Off) => self.cork = Cork::On,
+            (true, _) => {}
+            (false, _) => {
+                self.cork = Cork::Off;
+                self.timers.stop(Timer::Cork);
+            }
         }
     }
 
@@ -599,6 +655,13 @@ impl Conn {
                 }
             }
             Timer::Persist => self.probe = Some(Probe::Window),
+            // tcp(7) TCP_CORK: "If this ceiling is reached, then queued data is
+            // automatically transmitted."
+            Timer::Cork => {
+                if let (Cork::On, Some(snd)) = (self.cork, self.state.snd()) {
+                    self.cork = Cork::Lapsed(snd.data_end());
+                }
+            }
             Timer::Keepalive => self.on_keepalive_timeout(ctx),
             // "When a timeout occurs in the TIME-WAIT state, delete the TCB, enter the
             // CLOSED state, and return."

@@ -9,7 +9,7 @@ use super::output::{Reset, seg_len, tsval};
 use super::seq::SeqNumber;
 use super::state::*;
 use super::timer::Timer;
-use super::{TcpError, TcpEvent};
+use super::{MAX_ACK_DELAY, TcpError, TcpEvent};
 use crate::time::Duration;
 
 impl Conn {
@@ -611,8 +611,6 @@ impl Conn {
         if seg.payload.is_empty() {
             return;
         }
-        let delayed = ctx.sh.config.delayed_ack;
-        let mss = usize::from(self.opts.mss_ours);
         let Some(rcv) = self.state.rcv_mut() else {
             return;
         };
@@ -642,19 +640,64 @@ impl Conn {
         if offset > 0 {
             ctx.sh.stats.out_of_order += 1;
         }
+        let window = rcv.buffer.capacity();
+        self.ack_data(ctx, immediate, data.len(), window);
+    }
+
+    /// Decide when to acknowledge `bytes` of new data (a receive buffer of `window`
+    /// bytes): at once when `immediate` (out of order, filling a hole), in quick-ACK
+    /// mode, or for every 2*RMSS bytes; else after the delayed-ACK timer.
+    fn ack_data(&mut self, ctx: &mut Ctx<'_>, immediate: bool, bytes: usize, window: usize) {
+        let delay = ctx.sh.config.delayed_ack.min(MAX_ACK_DELAY);
+        // The largest segment the peer sends us: what we announced, bounded by what
+        // its side of the path carries (the MSS it announced), less the options on
+        // every segment (RFC 9293 §3.7.1 Eff.snd.MSS, seen from the peer). Both ends
+        // see the same value, so it is our `snd_mss`.
+        let rcv_mss = self.opts.snd_mss();
+        let quick = self.quick_ack(ctx, window / (2 * rcv_mss));
+        // RFC 9293 §3.8.6.3 (RFC 1122 §4.2.3.2): "An ACK SHOULD be generated for at
+        // least every second full-sized segment or 2*RMSS bytes of new data (where
+        // RMSS is the MSS specified by the TCP endpoint receiving the segments to be
+        // acknowledged ...)" (SHLD-19), "the delay MUST be less than 0.5 seconds"
+        // (MUST-40).
+        let unacked = match self.ack {
+            AckState::Delayed(n) => n + bytes,
+            _ => bytes,
+        };
         self.ack = match self.ack {
-            _ if immediate || delayed == Duration::ZERO => AckState::Now,
+            _ if immediate || quick || delay == Duration::ZERO => AckState::Now,
             AckState::Now => AckState::Now,
-            // "an ACK SHOULD be generated for at least every second full-sized segment"
-            AckState::Delayed(n) if n + 1 >= 2 && data.len() >= mss.min(seg.payload.len()) => {
-                AckState::Now
-            }
-            AckState::Delayed(n) => AckState::Delayed(n + 1),
+            _ if unacked >= 2 * rcv_mss => AckState::Now,
+            AckState::Delayed(_) => AckState::Delayed(unacked),
             AckState::Idle => {
-                self.timers.set(Timer::DelayedAck, ctx.now + delayed);
-                AckState::Delayed(1)
+                self.timers.set(Timer::DelayedAck, ctx.now + delay);
+                AckState::Delayed(unacked)
             }
         };
+    }
+
+    /// Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`): at the
+    /// first data of a connection and after the receive side was idle longer than the
+    /// RTO, the next segments are acknowledged at once (at most `window_segments`, the
+    /// receive window over 2*RMSS, at least 2, at most [`TcpConfig::quick_acks`](super::TcpConfig::quick_acks)), so a
+    /// sender in slow start is not clocked by our delayed-ACK timer. Returns whether
+    /// this segment is one of them.
+    fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window_segments: usize) -> bool {
+        let now = ctx.now;
+        let rto = self.rtt.rto();
+        let idle = self
+            .last_data_at
+            .is_none_or(|at| now.saturating_duration_since(at) > rto);
+        self.last_data_at = Some(now);
+        if idle {
+            let quota = u32::try_from(window_segments).unwrap_or(u32::MAX).max(2);
+            self.quick_acks = quota.min(ctx.sh.config.quick_acks);
+        }
+        if self.quick_acks == 0 {
+            return false;
+        }
+        self.quick_acks -= 1;
+        true
     }
 
     /// "eighth, check the FIN bit" (also a FIN that arrived ahead of a hole, now reached).

@@ -31,7 +31,9 @@ mod state;
 mod table;
 mod timer;
 
+// Segment-by-segment scripts read best whole (clippy's too_many_lines is for the stack).
 #[cfg(test)]
+#[allow(clippy::too_many_lines)]
 mod tests;
 #[cfg(test)]
 mod tests_loop;
@@ -47,6 +49,14 @@ use crate::time::Duration;
 pub use state::TcpState;
 pub use table::Tcp;
 
+/// The longest an ACK is delayed, whatever [`TcpConfig::delayed_ack`] says: Linux's
+/// `TCP_DELACK_MAX`, well within RFC 9293 §3.8.6.3 "the delay MUST be less than 0.5
+/// seconds".
+pub const MAX_ACK_DELAY: Duration = Duration::from_millis(200);
+
+/// How long a cork holds a partial segment at most (Linux's TCP_CORK ceiling, tcp(7)).
+pub const CORK_CEILING: Duration = Duration::from_millis(200);
+
 /// Settings for every TCP connection of a stack.
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
@@ -54,8 +64,15 @@ pub struct TcpConfig {
     pub send_buffer: usize,
     /// Receive buffer size in bytes (also sets our window-scale shift, RFC 7323 §2.3).
     pub recv_buffer: usize,
-    /// Delayed-ACK timer (RFC 9293 §3.8.6.3; default 40 ms). Zero disables delayed ACKs.
+    /// Delayed-ACK timer (RFC 9293 §3.8.6.3; default 40 ms). Zero disables delayed ACKs;
+    /// longer than [`MAX_ACK_DELAY`] counts as that ("the delay MUST be less than 0.5
+    /// seconds", MUST-40).
     pub delayed_ack: Duration,
+    /// Segments acknowledged at once, without delay, at the start of a connection and
+    /// after the receive side was idle longer than the RTO (Linux's quick-ACK mode, up
+    /// to its `TCP_MAX_QUICKACKS` of 16): the sender's slow start is clocked by our
+    /// ACKs and should not wait for the timer. Zero turns it off.
+    pub quick_acks: u32,
     /// Disable Nagle's algorithm on new connections.
     pub nodelay: bool,
     /// Maximum segment lifetime; TIME-WAIT lasts 2*MSL (RFC 9293 §3.4.2; default 30 s).
@@ -115,6 +132,7 @@ impl Default for TcpConfig {
             send_buffer: 256 * 1024,
             recv_buffer: 256 * 1024,
             delayed_ack: Duration::from_millis(40),
+            quick_acks: 16,
             nodelay: false,
             msl: Duration::from_secs(30),
             mss: 1460,

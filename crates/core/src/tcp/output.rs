@@ -5,13 +5,13 @@ use core::net::SocketAddrV4;
 use impnet_wire::checksum::pseudo_header_v4;
 use impnet_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
 
-use super::Egress;
 use super::buffer::copy_bytes;
 use super::cc::CongestionControl;
-use super::conn::{Conn, Ctx, Negotiated, Probe};
+use super::conn::{Conn, Cork, Ctx, Negotiated, Probe};
 use super::seq::SeqNumber;
 use super::state::{AckState, Snd, State};
 use super::timer::Timer;
+use super::{CORK_CEILING, Egress};
 use crate::time::Instant;
 
 /// A RST that belongs to no live connection.
@@ -290,18 +290,28 @@ impl Conn {
     /// Data, FIN, ACK or probe in a state with a sending half.
     fn plan_synchronized(&mut self, ctx: &mut Ctx<'_>, tso_room: Option<usize>) -> Option<Plan> {
         let fin_queued = self.state.fin_queued();
-        let nodelay = self.nodelay;
         let opts = self.opts;
         let snd = self.state.snd_mut()?;
         if let Some(plan) = plan_repair(snd, &opts, fin_queued) {
             return Some(plan);
         }
-        if let Some(plan) = plan_next(snd, &opts, fin_queued, nodelay, tso_room) {
+        let partial = Partial::of(self.nodelay, self.cork, snd.snd_nxt);
+        if let Some(plan) = plan_next(snd, &opts, fin_queued, partial, tso_room) {
             return Some(plan);
         }
-        // Blocked by a zero window with data waiting and nothing in flight: RFC 9293
-        // §3.8.6.1 "The sending TCP must regularly retransmit to the receiving TCP even
-        // when the window is zero" — the persist timer.
+        if partial == Partial::Corked && snd.snd_wnd > 0 {
+            self.hold_cork(ctx.now);
+        } else {
+            self.arm_persist(ctx, fin_queued);
+        }
+        self.plan_control()
+    }
+
+    /// Blocked by a zero window with data waiting and nothing in flight: RFC 9293
+    /// §3.8.6.1 "The sending TCP must regularly retransmit to the receiving TCP even
+    /// when the window is zero" — the persist timer.
+    fn arm_persist(&mut self, ctx: &mut Ctx<'_>, fin_queued: bool) {
+        let Some(snd) = self.state.snd() else { return };
         let waiting = snd.data_end() > snd.snd_nxt || (fin_queued && snd.snd_nxt <= snd.data_end());
         if waiting
             && snd.outstanding() == 0
@@ -316,6 +326,10 @@ impl Conn {
                 .min(ctx.sh.config.max_rto);
             self.timers.set(Timer::Persist, ctx.now + delay);
         }
+    }
+
+    /// No data to send: a probe, or an ACK that is due.
+    fn plan_control(&mut self) -> Option<Plan> {
         let snd = self.state.snd()?;
         match self.probe.take() {
             // A zero-window probe: an old sequence number makes the peer answer with an
@@ -343,6 +357,18 @@ impl Conn {
         }
     }
 
+    /// The cork holds back data (`plan_next` found nothing to send): bound the wait
+    /// by [`CORK_CEILING`] from when data first waited; with nothing queued, no bound.
+    fn hold_cork(&mut self, now: Instant) {
+        let Some(snd) = self.state.snd() else { return };
+        if snd.snd_nxt < snd.data_end() {
+            self.timers.set_if_idle(Timer::Cork, now + CORK_CEILING);
+        } else {
+            self.timers.stop(Timer::Cork);
+            self.cork = Cork::On;
+        }
+    }
+
     /// Write the planned segment.
     fn write(
         &mut self,
@@ -359,7 +385,7 @@ impl Conn {
             .opts
             .ts
             .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
-        let flags = if ack_bit {
+        let mut flags = if ack_bit {
             plan.flags | Flags::ACK
         } else {
             plan.flags
@@ -367,7 +393,16 @@ impl Conn {
         let ack = if ack_bit { rcv_nxt.0 } else { 0 };
         let empty: (&[u8], &[u8]) = (&[], &[]);
         let payload = match self.state.snd() {
-            Some(snd) if plan.len > 0 => snd.buffer.peek_slices(plan.seq - snd.snd_una, plan.len),
+            Some(snd) if plan.len > 0 => {
+                // RFC 9293 §3.9.1.2 (MUST-61, from RFC 1122 §4.2.2.2): without a PUSH
+                // flag on SEND, the sender "MUST set the PSH bit in the last buffered
+                // segment (i.e., when there is no more queued data to be sent)": as
+                // Linux, the segment that ends what the application wrote so far.
+                if plan.seq + plan.len == snd.data_end() {
+                    flags = flags | Flags::PSH;
+                }
+                snd.buffer.peek_slices(plan.seq - snd.snd_una, plan.len)
+            }
             _ => empty,
         };
         let ends = (self.local, self.remote);
@@ -546,19 +581,93 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
     Some(segment(snd, seq, len))
 }
 
-/// New data (or data again after a timeout) at SND.NXT, and the FIN; with `tso_room`,
-/// up to that much in one segment (whole MSS multiples while more data waits).
-fn plan_next(
-    snd: &mut Snd,
-    opts: &Negotiated,
-    fin_queued: bool,
-    nodelay: bool,
-    tso_room: Option<usize>,
-) -> Option<Plan> {
-    let mss = opts.snd_mss();
-    let largest = tso_room.map_or(mss, |room| room.max(mss));
-    // After a timeout, skip what the peer SACKed (RFC 6675 §5.1 keeps the scoreboard).
-    if opts.sack
+/// What may make a segment smaller than the MSS wait, from the user's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Partial {
+    /// RFC 9293 §3.7.4 Nagle's algorithm: it waits while data is unacknowledged.
+    Nagle,
+    /// No-delay (TCP_NODELAY): it goes at once.
+    Immediately,
+    /// The cork (TCP_CORK): it waits for more data, the uncork or the ceiling.
+    Corked,
+}
+
+impl Partial {
+    /// The policy for the segment at `snd_nxt`: the cork wins over no-delay, as in
+    /// Linux; a lapsed cork releases what was queued when it lapsed.
+    fn of(nodelay: bool, cork: Cork, snd_nxt: SeqNumber) -> Partial {
+        match cork {
+            Cork::On => Partial::Corked,
+            Cork::Lapsed(end) if snd_nxt >= end => Partial::Corked,
+            _ if nodelay => Partial::Immediately,
+            _ => Partial::Nagle,
+        }
+    }
+}
+
+/// How much new data could go at SND.NXT now, and what bounds it.
+#[derive(Debug, Clone, Copy)]
+struct Room {
+    /// Queued bytes not sent yet.
+    available: usize,
+    /// Bytes in the network (RFC 6675 pipe during SACK recovery).
+    in_flight: usize,
+    /// What the congestion window allows.
+    cwnd: usize,
+    /// What the peer's window allows.
+    wnd: usize,
+}
+
+impl Room {
+    /// The room at SND.NXT.
+    fn at_snd_nxt(snd: &Snd, sack: bool, mss: usize) -> Room {
+        let data_end = snd.data_end();
+        let available = if snd.snd_nxt < data_end {
+            data_end - snd.snd_nxt
+        } else {
+            0
+        };
+        let in_flight = if snd.recovery.is_some() && sack {
+            snd.scoreboard
+                .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
+        } else {
+            snd.snd_nxt - snd.snd_una
+        };
+        // RFC 3042 limited transmit: "a TCP sender SHOULD send a segment of previously
+        // unsent data in response to each of the first two duplicate ACKs", cwnd + 2*SMSS.
+        let limited = if snd.recovery.is_none() {
+            snd.dup_acks.min(2) as usize * mss
+        } else {
+            0
+        };
+        let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
+        Room {
+            available,
+            in_flight,
+            cwnd: (snd.cc.cwnd() + limited).saturating_sub(in_flight),
+            wnd: if wnd_edge > snd.snd_nxt {
+                wnd_edge - snd.snd_nxt
+            } else {
+                0
+            },
+        }
+    }
+
+    /// The payload of the next segment, at most `largest`.
+    fn segment_len(&self, largest: usize, mss: usize) -> usize {
+        let mut len = self.available.min(largest).min(self.cwnd).min(self.wnd);
+        if len > mss && len < self.available {
+            // A large segment ends on an MSS boundary while more data waits: the device
+            // would otherwise cut a runt off its tail.
+            len -= len % mss;
+        }
+        len
+    }
+}
+
+/// After a timeout, skip what the peer SACKed (RFC 6675 §5.1 keeps the scoreboard).
+fn skip_sacked(snd: &mut Snd, sack: bool) {
+    if sack
         && snd.snd_nxt < snd.snd_max
         && let Some((_, right)) = snd
             .scoreboard
@@ -567,91 +676,73 @@ fn plan_next(
     {
         snd.snd_nxt = right.min(snd.snd_max);
     }
+}
+
+/// New data (or data again after a timeout) at SND.NXT, and the FIN; with `tso_room`,
+/// up to that much in one segment (whole MSS multiples while more data waits).
+fn plan_next(
+    snd: &mut Snd,
+    opts: &Negotiated,
+    fin_queued: bool,
+    partial: Partial,
+    tso_room: Option<usize>,
+) -> Option<Plan> {
+    let mss = opts.snd_mss();
+    skip_sacked(snd, opts.sack);
+    let room = Room::at_snd_nxt(snd, opts.sack, mss);
+    let largest = tso_room.map_or(mss, |room| room.max(mss));
+    let len = room.segment_len(largest, mss);
     let data_end = snd.data_end();
-    let available = if snd.snd_nxt < data_end {
-        data_end - snd.snd_nxt
-    } else {
-        0
-    };
     let fin_due = fin_queued && snd.snd_nxt <= data_end;
-    let sack_recovery = snd.recovery.is_some() && opts.sack;
-    let in_flight = if sack_recovery {
-        snd.scoreboard
-            .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
-    } else {
-        snd.snd_nxt - snd.snd_una
-    };
-    // RFC 3042 limited transmit: "a TCP sender SHOULD send a segment of previously
-    // unsent data in response to each of the first two duplicate ACKs", cwnd + 2*SMSS.
-    let limited = if snd.recovery.is_none() {
-        snd.dup_acks.min(2) as usize * mss
-    } else {
-        0
-    };
-    let cwnd_room = (snd.cc.cwnd() + limited).saturating_sub(in_flight);
-    let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
-    let wnd_room = if wnd_edge > snd.snd_nxt {
-        wnd_edge - snd.snd_nxt
-    } else {
-        0
-    };
-    let mut len = available.min(largest).min(cwnd_room).min(wnd_room);
-    if len > mss && len < available {
-        // A large segment ends on an MSS boundary while more data waits: the device
-        // would otherwise cut a runt off its tail.
-        len -= len % mss;
-    }
     let again = snd.snd_nxt < snd.snd_max;
-    let fin = |len: usize| fin_due && snd.snd_nxt + len == data_end;
-    let plan = |len: usize| {
-        let flags = if fin(len) { Flags::FIN } else { Flags::NONE };
-        Some(Plan {
-            seq: snd.snd_nxt,
-            flags,
-            len,
-            kind: Kind::Next,
-        })
-    };
-    if len == 0 {
+    let go = if len == 0 {
         // The FIN alone, once all data is out (it needs no window room here: a peer
         // that cannot take it will drop it and we retransmit).
-        return if available == 0 && fin_due && (cwnd_room > 0 || again) {
-            plan(0)
-        } else {
-            None
-        };
-    }
-    if again {
-        return plan(len);
-    }
-    if len >= mss {
-        // TSO with the application writing in pieces smaller than a large segment:
-        // each piece would go alone. While a large segment's worth is unacknowledged,
-        // an ACK is sure to come soon (RFC 5681 §4.2: "an ACK SHOULD be generated for
-        // at least every second full-sized segment") and clocks out what gathers
-        // meanwhile in larger segments (as Linux's `tcp_tso_should_defer`). Never with
-        // less in flight, so it adds at most the time to that ACK.
-        let defer = tso_room.is_some() && len == available && len < largest && !fin_due;
-        return if defer && in_flight >= largest {
-            None
-        } else {
-            plan(len)
-        };
-    }
-    if len == available {
+        room.available == 0 && fin_due && (room.cwnd > 0 || again)
+    } else if again {
+        true
+    } else if len >= mss {
+        !tso_defers(&room, len, largest, tso_room.is_some() && !fin_due)
+    } else {
+        partial_goes(snd, &room, len, partial, fin_due)
+    };
+    let fin = fin_due && snd.snd_nxt + len == data_end;
+    go.then_some(Plan {
+        seq: snd.snd_nxt,
+        flags: if fin { Flags::FIN } else { Flags::NONE },
+        len,
+        kind: Kind::Next,
+    })
+}
+
+/// Whether a segment of at least one MSS waits for more data to fill a large one.
+///
+/// TSO with the application writing in pieces smaller than a large segment: each
+/// piece would go alone. While a large segment's worth is unacknowledged, an ACK is
+/// sure to come soon (RFC 5681 §4.2: "an ACK SHOULD be generated for at least every
+/// second full-sized segment") and clocks out what gathers meanwhile in larger
+/// segments (as Linux's `tcp_tso_should_defer`). Never with less in flight, so it adds
+/// at most the time to that ACK. `tso`: TSO is on and no FIN is due.
+fn tso_defers(room: &Room, len: usize, largest: usize, tso: bool) -> bool {
+    tso && len == room.available && len < largest && room.in_flight >= largest
+}
+
+/// Whether a segment smaller than the MSS (all that is queued, or what the window
+/// leaves) goes now.
+fn partial_goes(snd: &Snd, room: &Room, len: usize, partial: Partial, fin_due: bool) -> bool {
+    if len == room.available {
         // RFC 9293 §3.7.4 Nagle: "if there is unacknowledged data ... buffer all user
         // data ... until the outstanding data has been acknowledged or until the TCP can
-        // send a full-sized segment". A queued FIN pushes the tail out.
-        return if nodelay || snd.snd_max == snd.snd_una || fin_due {
-            plan(len)
-        } else {
-            None
-        };
+        // send a full-sized segment". A queued FIN pushes the tail out, corked or not
+        // (closing uncorks, as in Linux).
+        return fin_due
+            || match partial {
+                Partial::Immediately => true,
+                Partial::Nagle => snd.snd_max == snd.snd_una,
+                Partial::Corked => false,
+            };
     }
     // Window-limited below a full segment: §3.8.6.2.1 sender SWS avoidance, "(c) ... at
     // least a fraction Fs of the maximum window can be sent", Fs = 1/2.
-    if len == wnd_room && len >= (snd.max_snd_wnd as usize / 2).max(1) {
-        return plan(len);
-    }
-    None
+    len == room.wnd && len >= (snd.max_snd_wnd as usize / 2).max(1)
 }

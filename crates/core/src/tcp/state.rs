@@ -228,8 +228,8 @@ pub(crate) struct SndClosed {
 pub(crate) enum AckState {
     /// Everything received is acknowledged.
     Idle,
-    /// Full-size segments received and not yet acknowledged (the delayed-ACK timer runs).
-    Delayed(u32),
+    /// This many bytes received and not yet acknowledged (the delayed-ACK timer runs).
+    Delayed(usize),
     /// Send an ACK at the next chance.
     Now,
 }

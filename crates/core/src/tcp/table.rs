@@ -298,6 +298,18 @@ impl Tcp {
         self.with_conn(now, handle, |conn, _| conn.send(data))
     }
 
+    /// Copy several slices into the send buffer in one call (a gather write, as
+    /// `writev`): all of them are queued before output runs, so small pieces leave in
+    /// one segment. Returns how much fit.
+    pub fn send_vectored<'a>(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        slices: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<usize, TcpError> {
+        self.with_conn(now, handle, |conn, _| conn.send_vectored(slices))
+    }
+
     /// Copy received data out; `Ok(0)` means the peer closed (EOF).
     pub fn recv(
         &mut self,
@@ -391,6 +403,17 @@ impl Tcp {
             self.dirty.push_back(handle);
         }
         Ok(())
+    }
+
+    /// Put the cork on (true) or take it off, as Linux's TCP_CORK: while on, only
+    /// full-sized segments go (a FIN still pushes the tail); off, what waited goes as
+    /// Nagle's algorithm or no-delay allows. A partial segment waits at most
+    /// [`CORK_CEILING`](super::CORK_CEILING) (then what was queued goes).
+    pub fn set_cork(&mut self, now: Instant, handle: TcpHandle, on: bool) -> Result<(), TcpError> {
+        self.with_conn(now, handle, |conn, _| {
+            conn.set_cork(on);
+            Ok(())
+        })
     }
 
     /// A snapshot of a connection (None for listeners and stale handles).

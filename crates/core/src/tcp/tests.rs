@@ -372,6 +372,7 @@ fn active_open_and_data_then_active_close() {
         tcp,
         10,
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"hello",
             ..ack_templ(iss + 1, RISS + 1)
         }
@@ -734,7 +735,11 @@ fn half_open_after_peer_restart_is_cleared_by_rst() {
 
 #[test]
 fn delayed_ack_timer_and_every_second_segment() {
-    let (mut tcp, c, snd) = established();
+    // Past quick-ACK mode (`tests_push` covers it).
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        quick_acks: 0,
+        ..config()
+    });
     let data = [7u8; MSS as usize];
     send!(
         tcp,
@@ -910,6 +915,7 @@ fn nagle_holds_small_segments_until_acked() {
         tcp,
         20,
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"a",
             ..ack_templ(snd, RISS + 1)
         }
@@ -930,6 +936,7 @@ fn nagle_holds_small_segments_until_acked() {
         tcp,
         30,
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"bc",
             ..ack_templ(snd + 1, RISS + 1)
         }
@@ -941,6 +948,7 @@ fn nagle_holds_small_segments_until_acked() {
         tcp,
         31,
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"d",
             ..ack_templ(snd + 3, RISS + 1)
         }
@@ -1034,6 +1042,7 @@ fn zero_window_probe_with_backoff_then_reopen() {
         tcp,
         second.as_millis() + 5,
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"blocked",
             ..ack_templ(snd, RISS + 1)
         }
@@ -1086,6 +1095,7 @@ fn rto_backoff_and_karn() {
         tcp,
         100,
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"x",
             ..ack_templ(snd, RISS + 1)
         }
@@ -1096,6 +1106,7 @@ fn rto_backoff_and_karn() {
         tcp,
         rto1.as_millis(),
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"x",
             ..ack_templ(snd, RISS + 1)
         }
@@ -1381,6 +1392,7 @@ fn passive_close() {
         tcp,
         22,
         Repr {
+            flags: Flags::ACK | Flags::PSH,
             payload: b"more",
             ..ack_templ(snd, RISS + 5)
         }
@@ -1726,3 +1738,7 @@ fn stale_handles_are_rejected() {
     assert_eq!(tcp.send(ms(0), c, b"x"), Err(TcpError::InvalidHandle));
     assert!(tcp.send(ms(0), d, b"x").is_ok());
 }
+
+/// Delayed ACKs, quick ACKs, PSH, the cork and gather writes.
+#[path = "tests_push.rs"]
+mod push;

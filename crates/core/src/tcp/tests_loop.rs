@@ -253,3 +253,7 @@ fn ten_thousand_open_send_close_cycles() {
     assert_eq!(p.a.stats().active_opens, 10_000);
     assert_eq!(p.b.stats().passive_opens, 10_000);
 }
+
+/// A response written in two small pieces, on the pair's virtual clock.
+#[path = "tests_request.rs"]
+mod request;

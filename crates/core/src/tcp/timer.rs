@@ -17,16 +17,24 @@ pub(crate) enum Timer {
     TimeWait = 4,
     /// RFC 9293 §3.10.8 user timeout: data outstanding this long aborts the connection.
     UserTimeout = 5,
+    /// The ceiling on how long a cork holds a partial segment (200 ms, as Linux's
+    /// TCP_CORK: "there is a 200 millisecond ceiling on the time for which output is
+    /// corked", tcp(7)).
+    Cork = 6,
 }
+
+/// How many kinds of timers there are.
+const KINDS: usize = 7;
 
 impl Timer {
     /// Every kind, in the order they fire when due together.
-    pub const ALL: [Timer; 6] = [
+    pub const ALL: [Timer; KINDS] = [
         Timer::TimeWait,
         Timer::UserTimeout,
         Timer::Retransmit,
         Timer::Persist,
         Timer::Keepalive,
+        Timer::Cork,
         Timer::DelayedAck,
     ];
 }
@@ -35,7 +43,7 @@ impl Timer {
 /// every call into the connection, so it must cost a load, not a scan).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Timers {
-    deadlines: [Option<Instant>; 6],
+    deadlines: [Option<Instant>; KINDS],
     /// The earliest of `deadlines`.
     next: Option<Instant>,
 }
@@ -67,7 +75,7 @@ impl Timers {
     }
     /// Stop every timer.
     pub fn stop_all(&mut self) {
-        self.deadlines = [None; 6];
+        self.deadlines = [None; KINDS];
         self.next = None;
     }
     /// When `timer` fires, if armed.
@@ -83,7 +91,7 @@ impl Timers {
         self.next
     }
     fn scan(&self) -> Option<Instant> {
-        // Branch-free over the six slots: runs on most segments (stopping the
+        // Branch-free over the slots: runs on most segments (stopping the
         // earliest timer: the ACK that stops the retransmission timer, the segment
         // that carries a delayed ACK).
         let mut earliest = u64::MAX;
@@ -120,7 +128,7 @@ mod tests {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            let timer = Timer::ALL[(state % 6) as usize];
+            let timer = Timer::ALL[(state % KINDS as u64) as usize];
             let at = Instant::from_nanos((state >> 8) % 64);
             match (state >> 4) % 5 {
                 0 => timers.stop(timer),
