@@ -114,7 +114,16 @@ fn print_tables(r: &Report) {
     if !r.description.is_empty() {
         println!("{}", r.description.trim());
     }
-    let bulk: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "bulk").collect();
+    let of_kind =
+        |kind: &str| -> Vec<&FlowReport> { r.flows.iter().filter(|f| f.kind == kind).collect() };
+    print_bulk(&of_kind("bulk"));
+    print_rr(&of_kind("rr"));
+    print_ping(&of_kind("ping"));
+    print_links(r);
+}
+
+/// The bulk flows' table (nothing if there are none).
+fn print_bulk(bulk: &[&FlowReport]) {
     if !bulk.is_empty() {
         println!();
         println!(
@@ -148,7 +157,10 @@ fn print_tables(r: &Report) {
             );
         }
     }
-    let rr: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "rr").collect();
+}
+
+/// The request/response flows' table (nothing if there are none).
+fn print_rr(rr: &[&FlowReport]) {
     if !rr.is_empty() {
         println!();
         println!(
@@ -182,7 +194,10 @@ fn print_tables(r: &Report) {
             );
         }
     }
-    let ping: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "ping").collect();
+}
+
+/// The ping flows' table (nothing if there are none).
+fn print_ping(ping: &[&FlowReport]) {
     if !ping.is_empty() {
         println!();
         println!(
@@ -199,6 +214,10 @@ fn print_tables(r: &Report) {
             );
         }
     }
+}
+
+/// Each link direction's counters.
+fn print_links(r: &Report) {
     println!();
     println!(
         "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",

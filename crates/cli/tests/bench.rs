@@ -1,6 +1,7 @@
 //! `imp bench --quick --json` at tiny sizes (IMP_BENCH_TINY): the output is a JSON list
 //! of {workload, unit, imp, smoltcp, linux} covering every workload, and imp allocates
 //! nothing per packet in steady state.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/require.rs"]
 mod require;

@@ -1,5 +1,6 @@
 //! `imp ping` end to end: the binary runs on its built-in network, prints ping(8)-style
 //! lines and writes a pcap that tshark reads without complaint.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/require.rs"]
 mod require;

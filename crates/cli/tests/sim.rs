@@ -1,5 +1,6 @@
 //! `imp sim` end to end: tables on stdout, and in --out a pcap per link, a JSON summary
 //! that is byte-identical for the same scenario and seed, and SVG and PNG plots.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,6 +3,7 @@
 //! `imp serve --http` (plain and impaired), `ping` both ways, `imp ttcp` with `nc`,
 //! `imp link` between two namespaces, and each error path of the CLI. Needs root;
 //! each test skips, saying why, without it or without a tool it uses.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/mod.rs"]
 mod common;

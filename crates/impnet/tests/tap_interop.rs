@@ -1,5 +1,6 @@
 //! imp against the Linux kernel over a TAP, in namespaces the harness creates: ICMP echo
 //! both ways, UDP both ways, and error paths. Needs root; skips (printing why) without.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! imp's TCP against the Linux kernel over a TAP, in namespaces the harness creates:
 //! `curl` downloads from imp, imp downloads from a Python server, error paths. Needs
 //! root; skips (printing why) without.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 

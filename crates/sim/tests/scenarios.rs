@@ -1,5 +1,6 @@
 //! Scenario files and experiments: parsing errors, determinism, plots, and the seed
 //! papers' experiments (`scenarios/seeds/`) reproducing their qualitative results.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use std::path::PathBuf;
 

@@ -32,6 +32,7 @@ mod table;
 mod timer;
 
 #[cfg(test)]
+#[allow(clippy::too_many_lines)]
 mod tests;
 #[cfg(test)]
 mod tests_loop;
