@@ -1,5 +1,6 @@
 //! `imp sim FILE [--out DIR]`: run a scenario file in virtual time, print a table per
-//! flow, and write pcaps, a JSON summary and plots.
+//! flow, and write pcaps, a JSON summary and plots. `--markdown` prints a seed
+//! scenario's tables for `scenarios/seeds/README.md` instead.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -9,6 +10,7 @@ use clap::Args;
 use impnet_sim::experiment::{self, FlowReport, Progress, Report};
 use impnet_sim::plot;
 use impnet_sim::scenario::Scenario;
+use impnet_sim::seed_tables;
 
 /// Options of `imp sim`.
 #[derive(Debug, Args)]
@@ -27,6 +29,10 @@ pub struct SimArgs {
     /// Skip the plots (pcaps and the summary are still written with --out).
     #[arg(long)]
     pub no_plots: bool,
+    /// Print the seed scenario's tables for scenarios/seeds/README.md (Markdown)
+    /// instead of the usual tables (only for the files in scenarios/seeds/).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 /// Run `imp sim`.
@@ -82,6 +88,8 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     }
     if args.json {
         println!("{json}");
+    } else if args.markdown {
+        print!("{}", seed_tables::markdown(&outcome.report)?);
     } else {
         print_tables(&outcome.report);
         if let Some(dir) = &args.out {
@@ -114,7 +122,16 @@ fn print_tables(r: &Report) {
     if !r.description.is_empty() {
         println!("{}", r.description.trim());
     }
-    let bulk: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "bulk").collect();
+    let of_kind =
+        |kind: &str| -> Vec<&FlowReport> { r.flows.iter().filter(|f| f.kind == kind).collect() };
+    print_bulk(&of_kind("bulk"));
+    print_rr(&of_kind("rr"));
+    print_ping(&of_kind("ping"));
+    print_links(r);
+}
+
+/// The bulk flows' table (nothing if there are none).
+fn print_bulk(bulk: &[&FlowReport]) {
     if !bulk.is_empty() {
         println!();
         println!(
@@ -148,7 +165,10 @@ fn print_tables(r: &Report) {
             );
         }
     }
-    let rr: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "rr").collect();
+}
+
+/// The request/response flows' table (nothing if there are none).
+fn print_rr(rr: &[&FlowReport]) {
     if !rr.is_empty() {
         println!();
         println!(
@@ -182,7 +202,10 @@ fn print_tables(r: &Report) {
             );
         }
     }
-    let ping: Vec<&FlowReport> = r.flows.iter().filter(|f| f.kind == "ping").collect();
+}
+
+/// The ping flows' table (nothing if there are none).
+fn print_ping(ping: &[&FlowReport]) {
     if !ping.is_empty() {
         println!();
         println!(
@@ -199,6 +222,10 @@ fn print_tables(r: &Report) {
             );
         }
     }
+}
+
+/// Each link direction's counters.
+fn print_links(r: &Report) {
     println!();
     println!(
         "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",

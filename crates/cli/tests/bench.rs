@@ -1,6 +1,10 @@
 //! `imp bench --quick --json` at tiny sizes (IMP_BENCH_TINY): the output is a JSON list
 //! of {workload, unit, imp, smoltcp, linux} covering every workload, and imp allocates
 //! nothing per packet in steady state.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
+
+#[path = "../../impnet/tests/common/require.rs"]
+mod require;
 
 use std::process::Command;
 
@@ -51,8 +55,16 @@ fn bench_quick_json_has_every_workload() {
         Some(0.0),
         "imp allocated per packet"
     );
-    // W5 runs only as root with `ip` (else it is skipped, saying why on stderr).
-    if rows.iter().any(|r| r["workload"] == "W5-tx") {
+    // W5 runs only as root with `ip` (else it is skipped, saying why on stderr);
+    // IMP_REQUIRE_ROOT makes that skip a failure.
+    let has_w5 = rows.iter().any(|r| r["workload"] == "W5-tx");
+    if !has_w5 {
+        require::skip(&format!(
+            "W5 did not run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if has_w5 {
         for name in ["W5-tx", "W5-rx", "W5-tx-plain", "W5-rx-plain"] {
             let r = row(name);
             assert_eq!(r["unit"], "Gbit/s", "{r}");

@@ -1,5 +1,9 @@
 //! `imp ping` end to end: the binary runs on its built-in network, prints ping(8)-style
 //! lines and writes a pcap that tshark reads without complaint.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
+
+#[path = "../../impnet/tests/common/require.rs"]
+mod require;
 
 use std::process::Command;
 
@@ -116,11 +120,13 @@ fn ping_pcap_is_read_by_tshark_with_good_checksums() {
         .output();
     let tshark = match tshark {
         Ok(out) => out,
-        Err(e) if std::env::var_os("IMP_REQUIRE_TSHARK").is_none() => {
+        Err(e) if !require::tshark_required() => {
             eprintln!("tshark not available ({e}); skipping the tshark half of this test");
             return;
         }
-        Err(e) => panic!("tshark is required here (IMP_REQUIRE_TSHARK) but failed to start: {e}"),
+        Err(e) => panic!(
+            "tshark is required here (IMP_REQUIRE_TSHARK or IMP_REQUIRE_ROOT) but failed to start: {e}"
+        ),
     };
     assert!(
         tshark.status.success(),

@@ -1,5 +1,6 @@
 //! `imp sim` end to end: tables on stdout, and in --out a pcap per link, a JSON summary
 //! that is byte-identical for the same scenario and seed, and SVG and PNG plots.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -120,5 +121,46 @@ fn a_bad_scenario_is_one_line_naming_the_field() {
         assert!(err.contains("bad.toml:"), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sim_markdown_prints_the_seed_readme_tables() {
+    // 004 is the quickest seed file; the scenario tests (crates/sim/tests/scenarios.rs)
+    // check every file's tables against the README.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let file = "004-selfloop-letters.toml";
+    let result = imp()
+        .arg("sim")
+        .arg(root.join("scenarios/seeds").join(file))
+        .arg("--markdown")
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let printed = String::from_utf8(result.stdout).unwrap();
+    let readme = std::fs::read_to_string(root.join("scenarios/seeds/README.md")).unwrap();
+    let committed = impnet_sim::seed_tables::committed(&readme, file).expect("markers");
+    assert_eq!(
+        printed, committed,
+        "scenarios/seeds/README.md differs from `imp sim scenarios/seeds/{file} --markdown`: \
+         regenerate with IMP_UPDATE_SEED_TABLES=1 cargo test -p impnet-sim --test scenarios seed"
+    );
+    // Not a seed file: a clear error, no panic.
+    let dir = scratch("markdown");
+    let small = dir.join("small.toml");
+    std::fs::write(&small, SCENARIO).unwrap();
+    let result = imp()
+        .arg("sim")
+        .arg(&small)
+        .arg("--markdown")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not one of the seed scenarios"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -43,7 +43,7 @@ pub mod tokio;
 
 pub use icmp::IcmpSocket;
 pub use runtime::{RX_BATCH, Runtime, RuntimeStats};
-pub use tcp::{TcpListener, TcpStream};
+pub use tcp::{DEFAULT_BACKLOG, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 
 use std::os::fd::RawFd;

@@ -2,6 +2,7 @@
 //! side: the only imp-specific piece is the `axum::serve::Listener` adapter. Needs root
 //! (skips without) and the `tokio` feature.
 #![cfg(feature = "tokio")]
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 

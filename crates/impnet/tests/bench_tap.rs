@@ -1,6 +1,7 @@
 //! Throughput over a TAP, imp against the Linux kernel, next to Linux against Linux over
 //! a veth pair, in namespaces the harness creates. A measurement, not a check: run
 //! `cargo test -p impnet --release --test bench_tap -- --ignored --nocapture`.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! MiB) and with imp's frames impaired by 20 ms and 1% loss each way; sha256 checked,
 //! and the kernel's `ss -ti` shows window scaling with imp (imp's own `tcp_info`
 //! shows SACK, timestamps and window scaling negotiated). Needs root; skips without.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! Two runtimes joined by an in-memory pipe: the sockets API end to end without root.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::Ipv4Addr;

@@ -1,6 +1,7 @@
 //! imp's TCP against the Linux kernel over a TAP, in namespaces the harness creates:
 //! `curl` downloads from imp, imp downloads from a Python server, error paths. Needs
 //! root; skips (printing why) without.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 
@@ -131,10 +132,9 @@ fn download_from_linux(offloads: bool, subnet: u8) {
         info.sack && info.timestamps && info.wscale.is_some(),
         "{info:?}"
     );
-    // The blocked calls (connect, reads) slept on the TAP themselves, woken by frames.
-    let stats = link.rt.stats();
-    assert!(stats.device_waits > 0, "{stats:?}");
     // With no blocking call running any more, the loop thread serves the TAP again.
+    // (Whether the blocked calls slept on the TAP themselves, the runtime's
+    // `device_waits`, is scheduling, not behaviour: the benches look at it.)
     if have("ping") {
         let target = link.imp_addr.to_string();
         let out = link

@@ -2,6 +2,7 @@
 //! tokio client on imp downloads from a kernel-side server. Needs root (skips without)
 //! and the `tokio` feature.
 #![cfg(feature = "tokio")]
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 

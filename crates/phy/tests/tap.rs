@@ -1,6 +1,11 @@
 //! The TAP device against the Linux kernel, inside a network namespace this test
-//! creates (and removes, also on failure). Needs root; skips with a message otherwise.
+//! creates (and removes, also on failure). Needs root; skips with a message otherwise
+//! (fails instead under `IMP_REQUIRE_ROOT`).
 #![cfg(all(feature = "tap", target_os = "linux"))]
+#![allow(clippy::too_many_lines)]
+
+#[path = "../../impnet/tests/common/require.rs"]
+mod require;
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -10,6 +15,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use impnet_core::Instant;
 use impnet_phy::{Device, Tap, TapConfig, TapError};
+use require::can_run;
 
 /// A network namespace, deleted on drop.
 struct NetNs {
@@ -68,24 +74,6 @@ fn run(cmd: &str, args: &[&str]) {
         "{cmd} {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// Root, `ip` and `/dev/net/tun` present; else print why and skip.
-fn can_run() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: TAP tests need root (CAP_NET_ADMIN) to create namespaces");
-        return false;
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipping: /dev/net/tun is missing");
-        return false;
-    }
-    if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("skipping: the `ip` tool (iproute2) is missing");
-        return false;
-    }
-    true
 }
 
 const OUR_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x02];

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::bulk::{Pattern, StreamHash};
 use crate::scenario::{FlowKind, FlowSpec, Scenario};
 use crate::trace::{FlowTrace, Tracer};
-use crate::{Flow, HostId, LinkId, Sim};
+use crate::{Flow, HostId, LinkId, RunSummary, Sim};
 
 /// How far a run has got, for a progress bar.
 #[derive(Debug, Clone, Copy)]
@@ -238,6 +238,56 @@ pub fn run(
     pcap_dir: Option<&Path>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, ExperimentError> {
+    let (mut sim, hosts, links) = build(scenario, pcap_dir)?;
+    let tracer = Rc::new(RefCell::new(Tracer::new(sim.now())));
+    let observer = Rc::clone(&tracer);
+    sim.set_observer(Some(Box::new(move |event| {
+        observer.borrow_mut().observe(event);
+    })));
+    let mut apps: Vec<App> = scenario
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| App::new(scenario, f, i, &links))
+        .collect::<Result<_, _>>()?;
+    let summary = drive_apps(scenario, &mut sim, &hosts, &mut apps, &tracer, progress)?;
+    sim.set_observer(None);
+    sim.flush_captures()
+        .map_err(|e| ExperimentError(format!("cannot write a pcap file: {e}")))?;
+    let mut tracer = Rc::try_unwrap(tracer)
+        .map_err(|_| ExperimentError("the tracer is still shared".into()))?
+        .into_inner();
+    let now = sim.now();
+    let flows = apps
+        .iter()
+        .map(|app| app.report(scenario, &tracer, now))
+        .collect();
+    let traces = apps
+        .iter()
+        .map(|app| match app.traced {
+            Some(i) => std::mem::take(&mut tracer.flows[i].trace),
+            None => FlowTrace::default(),
+        })
+        .collect();
+    let report = Report {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        seed: scenario.seed,
+        end_s: round((summary.end - Instant::ZERO).as_secs_f64()),
+        steps: summary.steps,
+        trace_hash: format!("{:016x}", sim.trace_hash()),
+        links: link_reports(scenario, &sim, &links),
+        hosts: host_reports(scenario, &sim, &hosts),
+        flows,
+    };
+    Ok(Outcome { report, traces })
+}
+
+/// The scenario's hosts and links in a fresh simulator (capturing to `pcap_dir`).
+fn build(
+    scenario: &Scenario,
+    pcap_dir: Option<&Path>,
+) -> Result<(Sim, Vec<HostId>, Vec<LinkId>), ExperimentError> {
     let mut sim = Sim::new(scenario.seed);
     let hosts: Vec<HostId> = scenario
         .hosts
@@ -269,17 +319,18 @@ pub fn run(
         }
         links.push(id);
     }
-    let tracer = Rc::new(RefCell::new(Tracer::new(sim.now())));
-    let observer = Rc::clone(&tracer);
-    sim.set_observer(Some(Box::new(move |event| {
-        observer.borrow_mut().observe(event);
-    })));
-    let mut apps: Vec<App> = scenario
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(i, f)| App::new(scenario, f, i, &links))
-        .collect::<Result<_, _>>()?;
+    Ok((sim, hosts, links))
+}
+
+/// Run the simulator until every flow has finished or the scenario's time is up.
+fn drive_apps(
+    scenario: &Scenario,
+    sim: &mut Sim,
+    hosts: &[HostId],
+    apps: &mut [App],
+    tracer: &Rc<RefCell<Tracer>>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<RunSummary, ExperimentError> {
     let end = Instant::ZERO + scenario.duration;
     let total_bytes: u64 = apps.iter().map(App::bytes_goal).sum();
     let mut calls = 0u64;
@@ -288,8 +339,8 @@ pub fn run(
         calls += 1;
         let now = sim.now();
         let mut wake = end;
-        for app in &mut apps {
-            if let Err(e) = app.drive(sim, &hosts, &tracer, scenario.sample_interval) {
+        for app in apps.iter_mut() {
+            if let Err(e) = app.drive(sim, hosts, tracer, scenario.sample_interval) {
                 failure = Some(format!("flow `{}`: {e}", app.spec.name));
                 return Flow::Done;
             }
@@ -320,52 +371,26 @@ pub fn run(
     if let Some(e) = failure {
         return Err(ExperimentError(format!("{e} (seed {})", scenario.seed)));
     }
-    let summary = run.map_err(|e| ExperimentError(e.to_string()))?;
-    sim.set_observer(None);
-    sim.flush_captures()
-        .map_err(|e| ExperimentError(format!("cannot write a pcap file: {e}")))?;
-    let mut tracer = Rc::try_unwrap(tracer)
-        .map_err(|_| ExperimentError("the tracer is still shared".into()))?
-        .into_inner();
-    let now = sim.now();
-    let flows = apps
+    run.map_err(|e| ExperimentError(e.to_string()))
+}
+
+fn host_reports(scenario: &Scenario, sim: &Sim, hosts: &[HostId]) -> Vec<HostReport> {
+    scenario
+        .hosts
         .iter()
-        .map(|app| app.report(scenario, &tracer, now))
-        .collect();
-    let traces = apps
-        .iter()
-        .map(|app| match app.traced {
-            Some(i) => std::mem::take(&mut tracer.flows[i].trace),
-            None => FlowTrace::default(),
+        .zip(hosts)
+        .map(|(h, &id)| {
+            let s = sim.host(id).tcp_stats();
+            HostReport {
+                name: h.name.clone(),
+                segments_out: s.segments_out,
+                retransmitted: s.retransmitted,
+                timeouts: s.timeouts,
+                fast_retransmits: s.fast_retransmits,
+                delayed_acks: s.delayed_acks,
+            }
         })
-        .collect();
-    let report = Report {
-        scenario: scenario.name.clone(),
-        description: scenario.description.clone(),
-        seed: scenario.seed,
-        end_s: round((summary.end - Instant::ZERO).as_secs_f64()),
-        steps: summary.steps,
-        trace_hash: format!("{:016x}", sim.trace_hash()),
-        links: link_reports(scenario, &sim, &links),
-        hosts: scenario
-            .hosts
-            .iter()
-            .zip(&hosts)
-            .map(|(h, &id)| {
-                let s = sim.host(id).tcp_stats();
-                HostReport {
-                    name: h.name.clone(),
-                    segments_out: s.segments_out,
-                    retransmitted: s.retransmitted,
-                    timeouts: s.timeouts,
-                    fast_retransmits: s.fast_retransmits,
-                    delayed_acks: s.delayed_acks,
-                }
-            })
-            .collect(),
-        flows,
-    };
-    Ok(Outcome { report, traces })
+        .collect()
 }
 
 fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkReport> {
@@ -765,6 +790,13 @@ impl App {
             pings_received: None,
             data_ok: None,
         };
+        self.fill_by_kind(&mut r, trace, seconds, rate);
+        fill_rates(&mut r, rate, seconds);
+        r
+    }
+
+    /// The fields of `r` that depend on the flow's kind.
+    fn fill_by_kind(&self, r: &mut FlowReport, trace: Option<&FlowTrace>, seconds: f64, rate: u64) {
         match &self.state {
             AppState::Bulk(s) => {
                 r.bytes = s.received_hash.len();
@@ -803,21 +835,24 @@ impl App {
                 }
             }
         }
-        r.goodput_bps = round(r.bytes as f64 * 8.0 / seconds);
-        r.goodput_bytes_per_s = round(r.bytes as f64 / seconds);
-        // Request/response moves data both ways over a full-duplex link: its capacity is
-        // twice the rate, and its bound is the transaction bound.
-        let directions = if r.kind == "rr" { 2.0 } else { 1.0 };
-        if rate > 0 {
-            r.capacity_pct = round(100.0 * r.goodput_bps / (directions * rate as f64));
-        }
-        match (r.transactions_per_s, r.transactions_bound_per_s) {
-            (Some(tps), Some(bound)) if bound > 0.0 => r.bound_pct = round(100.0 * tps / bound),
-            _ if r.kind == "rr" => {}
-            _ if r.bound_bps > 0.0 => r.bound_pct = round(100.0 * r.goodput_bps / r.bound_bps),
-            _ => {}
-        }
-        r
+    }
+}
+
+/// Goodput and the percentages of the link and of the bound, from the bytes in `r`.
+fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
+    r.goodput_bps = round(r.bytes as f64 * 8.0 / seconds);
+    r.goodput_bytes_per_s = round(r.bytes as f64 / seconds);
+    // Request/response moves data both ways over a full-duplex link: its capacity is
+    // twice the rate, and its bound is the transaction bound.
+    let directions = if r.kind == "rr" { 2.0 } else { 1.0 };
+    if rate > 0 {
+        r.capacity_pct = round(100.0 * r.goodput_bps / (directions * rate as f64));
+    }
+    match (r.transactions_per_s, r.transactions_bound_per_s) {
+        (Some(tps), Some(bound)) if bound > 0.0 => r.bound_pct = round(100.0 * tps / bound),
+        _ if r.kind == "rr" => {}
+        _ if r.bound_bps > 0.0 => r.bound_pct = round(100.0 * r.goodput_bps / r.bound_bps),
+        _ => {}
     }
 }
 

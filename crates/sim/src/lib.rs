@@ -14,6 +14,7 @@ pub mod bulk;
 pub mod experiment;
 pub mod plot;
 pub mod scenario;
+pub mod seed_tables;
 mod sim;
 pub mod trace;
 pub mod units;

@@ -135,94 +135,24 @@ impl Chart {
         b: &mut B,
         bitmap: bool,
     ) -> Result<(), DrawingErrorKind<B::ErrorType>> {
-        let (x0, x1, y0, y1) = self.bounds();
-        let plot_w = WIDTH as i32 - MARGIN_LEFT - MARGIN_RIGHT;
-        let plot_h = HEIGHT as i32 - MARGIN_TOP - MARGIN_BOTTOM;
-        let map = |x: f64, y: f64| -> (i32, i32) {
-            let px = MARGIN_LEFT as f64 + (x - x0) / (x1 - x0) * plot_w as f64;
-            let py = (MARGIN_TOP + plot_h) as f64 - (y - y0) / (y1 - y0) * plot_h as f64;
-            (px.round() as i32, py.round() as i32)
-        };
+        let area = PlotArea::new(self.bounds());
         b.draw_rect((0, 0), (WIDTH as i32, HEIGHT as i32), &WHITE, true)?;
-        let grid = RGBColor(225, 225, 225);
-        let (left, top) = (MARGIN_LEFT, MARGIN_TOP);
-        let (right, bottom) = (MARGIN_LEFT + plot_w, MARGIN_TOP + plot_h);
-        for t in ticks(x0, x1) {
-            let (px, _) = map(t, y0);
-            b.draw_line((px, top), (px, bottom), &grid)?;
-            b.draw_line((px, bottom), (px, bottom + 5), &BLACK)?;
-            text(
-                b,
-                bitmap,
-                &tick_label(t),
-                (px, bottom + 8),
-                HPos::Center,
-                VPos::Top,
-                1,
-            )?;
-        }
-        for t in ticks(y0, y1) {
-            let (_, py) = map(x0, t);
-            b.draw_line((left, py), (right, py), &grid)?;
-            b.draw_line((left - 5, py), (left, py), &BLACK)?;
-            text(
-                b,
-                bitmap,
-                &tick_label(t),
-                (left - 8, py),
-                HPos::Right,
-                VPos::Center,
-                1,
-            )?;
-        }
+        area.draw_grid(b, bitmap)?;
         for (i, s) in self.series.iter().enumerate() {
-            let style = ShapeStyle::from(&s.color).stroke_width(1);
-            match &s.shape {
-                Shape::Line(p) => {
-                    let pts: Vec<_> = thin(p).iter().map(|&(x, y)| map(x, y)).collect();
-                    b.draw_path(pts, &style)?;
-                }
-                Shape::Steps(p) => {
-                    let mut pts = Vec::new();
-                    for &(x, y) in &thin(p) {
-                        if let Some(&(_, last_y)) = pts.last() {
-                            pts.push((map(x, y).0, last_y));
-                        }
-                        pts.push(map(x, y));
-                    }
-                    b.draw_path(pts, &style)?;
-                }
-                Shape::Marks(p) => {
-                    for &(x, y) in &thin(p) {
-                        let (px, py) = map(x, y);
-                        b.draw_line((px - 3, py - 3), (px + 3, py + 3), &style)?;
-                        b.draw_line((px - 3, py + 3), (px + 3, py - 3), &style)?;
-                    }
-                }
-                Shape::Bars(bars) => {
-                    for &(x, lo, hi) in &thin(bars) {
-                        let (px, py0) = map(x, lo);
-                        let (_, py1) = map(x, hi);
-                        b.draw_line((px, py0), (px, py1.min(py0 - 1)), &style)?;
-                        b.draw_line((px - 2, py1), (px + 2, py1), &style)?;
-                    }
-                }
-            }
-            if s.name.is_empty() {
-                continue;
-            }
-            let ly = top + 10 + 18 * i as i32;
-            b.draw_line((right + 12, ly), (right + 32, ly), &style.stroke_width(2))?;
-            text(
-                b,
-                bitmap,
-                &s.name,
-                (right + 38, ly),
-                HPos::Left,
-                VPos::Center,
-                1,
-            )?;
+            area.draw_series(b, bitmap, i, s)?;
         }
+        self.draw_labels(b, bitmap, &area)
+    }
+
+    /// The frame, the title and the axis labels.
+    fn draw_labels<B: DrawingBackend>(
+        &self,
+        b: &mut B,
+        bitmap: bool,
+        area: &PlotArea,
+    ) -> Result<(), DrawingErrorKind<B::ErrorType>> {
+        let (left, top) = (MARGIN_LEFT, MARGIN_TOP);
+        let (right, bottom) = (MARGIN_LEFT + area.plot_w, MARGIN_TOP + area.plot_h);
         b.draw_rect((left, top), (right, bottom), &BLACK, false)?;
         text(
             b,
@@ -233,7 +163,7 @@ impl Chart {
             VPos::Top,
             2,
         )?;
-        let x_label_at = (left + plot_w / 2, HEIGHT as i32 - 20);
+        let x_label_at = (left + area.plot_w / 2, HEIGHT as i32 - 20);
         text(
             b,
             bitmap,
@@ -253,6 +183,131 @@ impl Chart {
             1,
         )?;
         Ok(())
+    }
+}
+
+/// The plotting rectangle and the data bounds it shows.
+struct PlotArea {
+    /// (x0, x1, y0, y1): the data at the rectangle's edges.
+    bounds: (f64, f64, f64, f64),
+    plot_w: i32,
+    plot_h: i32,
+}
+
+impl PlotArea {
+    fn new(bounds: (f64, f64, f64, f64)) -> PlotArea {
+        PlotArea {
+            bounds,
+            plot_w: WIDTH as i32 - MARGIN_LEFT - MARGIN_RIGHT,
+            plot_h: HEIGHT as i32 - MARGIN_TOP - MARGIN_BOTTOM,
+        }
+    }
+
+    /// The pixel of data point (x, y).
+    fn map(&self, x: f64, y: f64) -> (i32, i32) {
+        let (x0, x1, y0, y1) = self.bounds;
+        let px = MARGIN_LEFT as f64 + (x - x0) / (x1 - x0) * self.plot_w as f64;
+        let py = (MARGIN_TOP + self.plot_h) as f64 - (y - y0) / (y1 - y0) * self.plot_h as f64;
+        (px.round() as i32, py.round() as i32)
+    }
+
+    /// Grid lines, ticks and tick labels on both axes.
+    fn draw_grid<B: DrawingBackend>(
+        &self,
+        b: &mut B,
+        bitmap: bool,
+    ) -> Result<(), DrawingErrorKind<B::ErrorType>> {
+        let (x0, x1, y0, y1) = self.bounds;
+        let grid = RGBColor(225, 225, 225);
+        let (left, top) = (MARGIN_LEFT, MARGIN_TOP);
+        let (right, bottom) = (MARGIN_LEFT + self.plot_w, MARGIN_TOP + self.plot_h);
+        for t in ticks(x0, x1) {
+            let (px, _) = self.map(t, y0);
+            b.draw_line((px, top), (px, bottom), &grid)?;
+            b.draw_line((px, bottom), (px, bottom + 5), &BLACK)?;
+            text(
+                b,
+                bitmap,
+                &tick_label(t),
+                (px, bottom + 8),
+                HPos::Center,
+                VPos::Top,
+                1,
+            )?;
+        }
+        for t in ticks(y0, y1) {
+            let (_, py) = self.map(x0, t);
+            b.draw_line((left, py), (right, py), &grid)?;
+            b.draw_line((left - 5, py), (left, py), &BLACK)?;
+            text(
+                b,
+                bitmap,
+                &tick_label(t),
+                (left - 8, py),
+                HPos::Right,
+                VPos::Center,
+                1,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Series number `i`, and its legend entry unless it has no name.
+    fn draw_series<B: DrawingBackend>(
+        &self,
+        b: &mut B,
+        bitmap: bool,
+        i: usize,
+        s: &Series,
+    ) -> Result<(), DrawingErrorKind<B::ErrorType>> {
+        let map = |x: f64, y: f64| self.map(x, y);
+        let style = ShapeStyle::from(&s.color).stroke_width(1);
+        match &s.shape {
+            Shape::Line(p) => {
+                let pts: Vec<_> = thin(p).iter().map(|&(x, y)| map(x, y)).collect();
+                b.draw_path(pts, &style)?;
+            }
+            Shape::Steps(p) => {
+                let mut pts = Vec::new();
+                for &(x, y) in &thin(p) {
+                    if let Some(&(_, last_y)) = pts.last() {
+                        pts.push((map(x, y).0, last_y));
+                    }
+                    pts.push(map(x, y));
+                }
+                b.draw_path(pts, &style)?;
+            }
+            Shape::Marks(p) => {
+                for &(x, y) in &thin(p) {
+                    let (px, py) = map(x, y);
+                    b.draw_line((px - 3, py - 3), (px + 3, py + 3), &style)?;
+                    b.draw_line((px - 3, py + 3), (px + 3, py - 3), &style)?;
+                }
+            }
+            Shape::Bars(bars) => {
+                for &(x, lo, hi) in &thin(bars) {
+                    let (px, py0) = map(x, lo);
+                    let (_, py1) = map(x, hi);
+                    b.draw_line((px, py0), (px, py1.min(py0 - 1)), &style)?;
+                    b.draw_line((px - 2, py1), (px + 2, py1), &style)?;
+                }
+            }
+        }
+        if s.name.is_empty() {
+            return Ok(());
+        }
+        let right = MARGIN_LEFT + self.plot_w;
+        let ly = MARGIN_TOP + 10 + 18 * i as i32;
+        b.draw_line((right + 12, ly), (right + 32, ly), &style.stroke_width(2))?;
+        text(
+            b,
+            bitmap,
+            &s.name,
+            (right + 38, ly),
+            HPos::Left,
+            VPos::Center,
+            1,
+        )
     }
 }
 
@@ -345,6 +400,44 @@ fn trim(v: f64) -> String {
 
 /// The four charts of one TCP flow.
 pub fn flow_charts(name: &str, trace: &FlowTrace) -> Vec<(String, Chart)> {
+    let (unit, scale) = throughput_unit(trace);
+    let throughput = vec![Series {
+        name: "goodput".into(),
+        color: RGBColor(0, 120, 0),
+        shape: Shape::Steps(throughput(trace, scale)),
+    }];
+    let chart = |title: &str, y: &str, series| Chart {
+        title: format!("{name}: {title}"),
+        x_label: "time (s)".into(),
+        y_label: y.into(),
+        series,
+    };
+    vec![
+        (
+            "tsg".into(),
+            chart(
+                "time-sequence graph",
+                "sequence offset (bytes)",
+                time_sequence_series(trace),
+            ),
+        ),
+        (
+            "cwnd".into(),
+            chart("congestion window", "bytes", cwnd_series(trace)),
+        ),
+        (
+            "rtt".into(),
+            chart("round-trip time", "ms", rtt_series(trace)),
+        ),
+        (
+            "throughput".into(),
+            chart("goodput at the receiver", unit, throughput),
+        ),
+    ]
+}
+
+/// The time-sequence graph: receive window, ACKs, data, SACK blocks, retransmissions.
+fn time_sequence_series(trace: &FlowTrace) -> Vec<Series> {
     let first: Vec<_> = trace
         .segments
         .iter()
@@ -397,6 +490,11 @@ pub fn flow_charts(name: &str, trace: &FlowTrace) -> Vec<(String, Chart)> {
         color: RGBColor(220, 0, 0),
         shape: Shape::Marks(retx.iter().map(|&(t, _, hi)| (t, hi)).collect()),
     });
+    tsg
+}
+
+/// cwnd and, where set, ssthresh.
+fn cwnd_series(trace: &FlowTrace) -> Vec<Series> {
     let mut cwnd = vec![Series {
         name: "cwnd".into(),
         color: RGBColor(0, 0, 200),
@@ -420,7 +518,12 @@ pub fn flow_charts(name: &str, trace: &FlowTrace) -> Vec<(String, Chart)> {
             shape: Shape::Steps(ssthresh),
         });
     }
-    let rtt = vec![
+    cwnd
+}
+
+/// RTT samples and the smoothed RTT.
+fn rtt_series(trace: &FlowTrace) -> Vec<Series> {
+    vec![
         Series {
             name: "RTT sample".into(),
             color: RGBColor(0, 120, 200),
@@ -437,30 +540,6 @@ pub fn flow_charts(name: &str, trace: &FlowTrace) -> Vec<(String, Chart)> {
                     .collect(),
             ),
         },
-    ];
-    let (unit, scale) = throughput_unit(trace);
-    let throughput = vec![Series {
-        name: "goodput".into(),
-        color: RGBColor(0, 120, 0),
-        shape: Shape::Steps(throughput(trace, scale)),
-    }];
-    let chart = |title: &str, y: &str, series| Chart {
-        title: format!("{name}: {title}"),
-        x_label: "time (s)".into(),
-        y_label: y.into(),
-        series,
-    };
-    vec![
-        (
-            "tsg".into(),
-            chart("time-sequence graph", "sequence offset (bytes)", tsg),
-        ),
-        ("cwnd".into(), chart("congestion window", "bytes", cwnd)),
-        ("rtt".into(), chart("round-trip time", "ms", rtt)),
-        (
-            "throughput".into(),
-            chart("goodput at the receiver", unit, throughput),
-        ),
     ]
 }
 

@@ -771,47 +771,7 @@ fn flows(
 fn flow_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, ScenarioError> {
     let flow = spanned.get_ref();
     let kind = flow.kind.get_ref().as_str();
-    let present = [
-        ("bytes", flow.bytes.is_some()),
-        ("record", flow.record.is_some()),
-        ("text_mode", flow.text_mode.is_some()),
-        ("cpu_per_byte", flow.cpu_per_byte.is_some()),
-        ("translate_per_byte", flow.translate_per_byte.is_some()),
-        ("request", flow.request.is_some()),
-        ("response", flow.response.is_some()),
-        ("count", flow.count.is_some()),
-        ("pipeline", flow.pipeline.is_some()),
-        ("interval", flow.interval.is_some()),
-        ("size", flow.size.is_some()),
-    ];
-    let allowed: &[&str] = match kind {
-        "bulk" => &[
-            "bytes",
-            "record",
-            "text_mode",
-            "cpu_per_byte",
-            "translate_per_byte",
-        ],
-        "rr" => &["request", "response", "count", "pipeline"],
-        "ping" => &["count", "interval", "size"],
-        other => {
-            return Err(ctx.error(
-                flow.kind.span(),
-                "type",
-                format!("unknown flow type `{other}`; use \"bulk\", \"rr\" or \"ping\""),
-            ));
-        }
-    };
-    if let Some((field, _)) = present.iter().find(|(f, p)| *p && !allowed.contains(f)) {
-        return Err(ctx.field_error(
-            spanned.span(),
-            field,
-            format!(
-                "does not apply to a `{kind}` flow (it takes: {})",
-                allowed.join(", ")
-            ),
-        ));
-    }
+    check_flow_fields(ctx, spanned, kind)?;
     let size = |b: Option<Bytes>, default: u64| b.map_or(default, |b| b.0);
     let nonzero = |value: u64, field: &str| -> Result<usize, ScenarioError> {
         if value == 0 || value > (1 << 30) {
@@ -854,25 +814,79 @@ fn flow_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, Scen
                 None => 1,
             },
         },
-        _ => FlowKind::Ping {
-            count: match &flow.count {
-                Some(c) if *c.get_ref() == 0 || *c.get_ref() > 65535 => {
-                    return Err(ctx.error(c.span(), "count", "must be 1..=65535"));
-                }
-                Some(c) => *c.get_ref() as u32,
-                None => 5,
-            },
-            interval: flow.interval.map_or(Duration::from_secs(1), |d| d.0),
-            size: match size(flow.size, 56) {
-                s if s > 65000 => {
-                    return Err(ctx.field_error(
-                        spanned.span(),
-                        "size",
-                        "must be at most 65000 bytes",
-                    ));
-                }
-                s => s as usize,
-            },
+        _ => ping_kind(ctx, spanned)?,
+    })
+}
+
+/// Reject fields that do not apply to a flow of type `kind` (or an unknown type).
+fn check_flow_fields(
+    ctx: &Ctx<'_>,
+    spanned: &Spanned<RawFlow>,
+    kind: &str,
+) -> Result<(), ScenarioError> {
+    let flow = spanned.get_ref();
+    let present = [
+        ("bytes", flow.bytes.is_some()),
+        ("record", flow.record.is_some()),
+        ("text_mode", flow.text_mode.is_some()),
+        ("cpu_per_byte", flow.cpu_per_byte.is_some()),
+        ("translate_per_byte", flow.translate_per_byte.is_some()),
+        ("request", flow.request.is_some()),
+        ("response", flow.response.is_some()),
+        ("count", flow.count.is_some()),
+        ("pipeline", flow.pipeline.is_some()),
+        ("interval", flow.interval.is_some()),
+        ("size", flow.size.is_some()),
+    ];
+    let allowed: &[&str] = match kind {
+        "bulk" => &[
+            "bytes",
+            "record",
+            "text_mode",
+            "cpu_per_byte",
+            "translate_per_byte",
+        ],
+        "rr" => &["request", "response", "count", "pipeline"],
+        "ping" => &["count", "interval", "size"],
+        other => {
+            return Err(ctx.error(
+                flow.kind.span(),
+                "type",
+                format!("unknown flow type `{other}`; use \"bulk\", \"rr\" or \"ping\""),
+            ));
+        }
+    };
+    if let Some((field, _)) = present.iter().find(|(f, p)| *p && !allowed.contains(f)) {
+        return Err(ctx.field_error(
+            spanned.span(),
+            field,
+            format!(
+                "does not apply to a `{kind}` flow (it takes: {})",
+                allowed.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A `ping` flow's settings.
+fn ping_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, ScenarioError> {
+    let flow = spanned.get_ref();
+    let size = |b: Option<Bytes>, default: u64| b.map_or(default, |b| b.0);
+    Ok(FlowKind::Ping {
+        count: match &flow.count {
+            Some(c) if *c.get_ref() == 0 || *c.get_ref() > 65535 => {
+                return Err(ctx.error(c.span(), "count", "must be 1..=65535"));
+            }
+            Some(c) => *c.get_ref() as u32,
+            None => 5,
+        },
+        interval: flow.interval.map_or(Duration::from_secs(1), |d| d.0),
+        size: match size(flow.size, 56) {
+            s if s > 65000 => {
+                return Err(ctx.field_error(spanned.span(), "size", "must be at most 65000 bytes"));
+            }
+            s => s as usize,
         },
     })
 }

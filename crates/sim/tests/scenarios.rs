@@ -1,11 +1,13 @@
 //! Scenario files and experiments: parsing errors, determinism, plots, and the seed
 //! papers' experiments (`scenarios/seeds/`) reproducing their qualitative results.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use std::path::PathBuf;
 
 use impnet_sim::experiment::{self, FlowReport, Outcome, Report};
 use impnet_sim::plot;
 use impnet_sim::scenario::Scenario;
+use impnet_sim::seed_tables;
 
 const SMALL: &str = r#"
 name = "small"
@@ -76,6 +78,42 @@ fn seed_scenario(file: &str) -> Scenario {
         .join("../../scenarios/seeds")
         .join(file);
     Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The README's generated tables for this seed (`scenarios/seeds/README.md`, between
+/// its markers) are exactly what `imp sim FILE --markdown` prints for this run. With
+/// `IMP_UPDATE_SEED_TABLES=1` the README is rewritten instead.
+fn check_readme_tables(report: &Report) {
+    static README: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let file = seed_tables::file_of(report).expect("a seed scenario");
+    let tables = seed_tables::markdown(report).unwrap_or_else(|e| panic!("{e}"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds/README.md");
+    // The seed tests run in parallel; each reads (and may rewrite) the one file.
+    let _guard = README.lock().unwrap_or_else(|e| e.into_inner());
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let committed = seed_tables::committed(&readme, file).unwrap_or_else(|| {
+        panic!(
+            "scenarios/seeds/README.md has no `{}` ... `{}` block",
+            seed_tables::begin_marker(file),
+            seed_tables::END_MARKER
+        )
+    });
+    if committed == tables {
+        return;
+    }
+    if std::env::var_os("IMP_UPDATE_SEED_TABLES").is_some() {
+        let updated = seed_tables::replace(&readme, file, &tables).unwrap();
+        std::fs::write(&path, updated).unwrap();
+        eprintln!("updated the {file} tables in scenarios/seeds/README.md");
+        return;
+    }
+    panic!(
+        "scenarios/seeds/README.md: the tables for {file} differ from what the scenario gives \
+         now.\n--- committed:\n{committed}--- now:\n{tables}---\nRegenerate them with \
+         `IMP_UPDATE_SEED_TABLES=1 cargo test -p impnet-sim --test scenarios seed`, or paste \
+         the output of `cargo run --release -p impnet-cli -- sim scenarios/seeds/{file} \
+         --markdown` between the markers; then reread the prose around them."
+    );
 }
 
 #[test]
@@ -258,6 +296,7 @@ fn bad_scenarios_get_one_line_errors_naming_line_and_field() {
 fn seed000_wider_ethernet_and_bigger_segments_go_faster() {
     let out = run(&seed_scenario("000-vax-ethernet.toml"));
     let r = &out.report;
+    check_readme_tables(r);
     let (slow, fast, big) = (
         flow(r, "3mb-1024"),
         flow(r, "10mb-1024"),
@@ -285,6 +324,7 @@ fn seed000_wider_ethernet_and_bigger_segments_go_faster() {
 fn seed001_text_mode_costs_a_factor_of_three_when_bytes_cost_cpu() {
     let out = run(&seed_scenario("001-text-vs-binary.toml"));
     let r = &out.report;
+    check_readme_tables(r);
     for f in &r.flows {
         assert!(f.completed && f.data_ok == Some(true), "{f:?}");
     }
@@ -301,6 +341,7 @@ fn seed001_text_mode_costs_a_factor_of_three_when_bytes_cost_cpu() {
 fn seed002_sack_beats_no_sack_under_cell_loss_and_slow_start_costs_small_files_most() {
     let out = run(&seed_scenario("002-oc12-sack.toml"));
     let r = &out.report;
+    check_readme_tables(r);
     let (sack, nosack) = (flow(r, "sack"), flow(r, "nosack"));
     assert!(sack.completed && nosack.completed);
     assert!(sack.data_ok == Some(true) && nosack.data_ok == Some(true));
@@ -355,6 +396,7 @@ fn seed002_sack_beats_no_sack_under_cell_loss_and_slow_start_costs_small_files_m
 fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
     let out = run(&seed_scenario("003-noisy-serial.toml"));
     let r = &out.report;
+    check_readme_tables(r);
     // "Optimal transfer bandwidth is: at 9600 bps: 768 bytes/second".
     const OPTIMAL_9600: f64 = 768.0;
     for name in ["good-9600-large-window", "good-9600-small-window"] {
@@ -385,6 +427,7 @@ fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
 fn seed004_letters_per_second_are_line_bound_and_piggy_backed_acks_win() {
     let out = run(&seed_scenario("004-selfloop-letters.toml"));
     let r = &out.report;
+    check_readme_tables(r);
     let tps = |name: &str| flow(r, name).transactions_per_s.unwrap();
     for size in [1, 90, 972] {
         let (timer, immediate, delayed) = (

@@ -1,5 +1,6 @@
 //! Interop with an independent implementation: smoltcp on one side of a simulated,
 //! lossy link, imp on the other; bytes move both ways and arrive exact.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};

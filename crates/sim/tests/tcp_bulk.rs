@@ -1,5 +1,6 @@
 //! Byte-exact TCP transfers across the link-condition matrix of the TCP issue: loss,
 //! reordering, duplication, corruption, RTT, rate and MTU. Every case names its seed.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use impnet_core::Duration;
 use impnet_phy::LinkConfig;

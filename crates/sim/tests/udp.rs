@@ -1,5 +1,6 @@
 //! UDP through the simulator: large datagrams cross a 1500-byte MTU link as IPv4
 //! fragments and arrive byte-exact, or not at all.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 

@@ -5,8 +5,13 @@
 //! thread that entered it), so the host's interfaces and addresses are never touched;
 //! dropping the [`Link`] stops the runtime and deletes the namespace with all in it,
 //! also when the test panics. Tests call [`Link::new`] and skip (printing why) when it
-//! returns `None`: not root, no `/dev/net/tun`, no `ip`.
+//! returns `None`: not root, no `/dev/net/tun`, no `ip`. With `IMP_REQUIRE_ROOT` set such
+//! a skip fails instead (see [`require`]).
 #![allow(dead_code)]
+
+pub mod require;
+
+pub use require::{can_run, have};
 
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
@@ -128,36 +133,6 @@ pub fn run(cmd: &str, args: &[&str]) {
         "{cmd} {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// True if the tests can create namespaces and TAPs; else prints why not.
-pub fn can_run() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: interop tests need root (CAP_NET_ADMIN) for namespaces and TAPs");
-        return false;
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipping: /dev/net/tun is missing");
-        return false;
-    }
-    if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("skipping: the `ip` tool (iproute2) is missing");
-        return false;
-    }
-    true
-}
-
-/// True if `program` can be run; else prints that the test skips.
-pub fn have(program: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipping: `{program}` is not installed");
-    }
-    found
 }
 
 /// imp on one end of a TAP, the kernel (in its own namespace) on the other:

@@ -2,10 +2,10 @@
 //! an optional FTP text-mode translation and a CPU cost per byte), a request/response
 //! client and server, and ping.
 
-use impnet_core::tcp::TcpError;
-use impnet_core::{Duration, IcmpError, Instant};
+use impnet_core::tcp::{TcpError, TcpHandle};
+use impnet_core::{Duration, IcmpError, Instant, Stack};
 
-use super::{App, AppState, Step, tcp_err};
+use super::{App, AppState, BulkApp, RrApp, Step, tcp_err};
 use crate::HostId;
 use crate::Sim;
 use crate::scenario::FlowKind;
@@ -26,57 +26,17 @@ impl App {
         let AppState::Bulk(s) = &mut self.state else {
             return Ok(());
         };
-        let per_byte = if text_mode {
-            cpu_per_byte + translate_per_byte
-        } else {
-            cpu_per_byte
-        };
-        let mut wake: Option<Instant> = None;
-        // The sender: prepare a record (paying its CPU time), then write it.
-        let client = s.client.ok_or("no connection")?;
-        let stack = sim.host_mut(from);
-        while !s.closed {
-            if s.offset < s.out.len() {
-                if now < s.sender_busy_until {
-                    wake = Some(s.sender_busy_until);
-                    break;
-                }
-                match stack.tcp_send(now, client, &s.out[s.offset..]) {
-                    Ok(0) | Err(TcpError::WouldBlock) => break,
-                    Ok(n) => s.offset += n,
-                    Err(e) => return Err(tcp_err("send", e)),
-                }
-                continue;
-            }
-            if s.written >= bytes {
-                stack
-                    .tcp_close(now, client)
-                    .map_err(|e| tcp_err("close", e))?;
-                s.closed = true;
-                break;
-            }
-            let n = (bytes - s.written).min(record as u64) as usize;
-            let mut raw = std::mem::take(&mut s.buf);
-            raw.resize(raw.len().max(n), 0);
-            s.text.fill(&mut raw[..n]);
-            s.sent_hash.update(&raw[..n]);
-            s.written += n as u64;
-            s.out.clear();
-            if text_mode {
-                // FTP ASCII mode: the network form of a newline is CRLF (RFC 959).
-                for &b in &raw[..n] {
-                    if b == b'\n' {
-                        s.out.push(b'\r');
-                    }
-                    s.out.push(b);
-                }
+        let file = BulkFile {
+            bytes,
+            record,
+            text_mode,
+            per_byte: if text_mode {
+                cpu_per_byte + translate_per_byte
             } else {
-                s.out.extend_from_slice(&raw[..n]);
-            }
-            s.buf = raw;
-            s.offset = 0;
-            s.sender_busy_until = now.max(s.sender_busy_until) + per_byte.saturating_mul(n as u64);
-        }
+                cpu_per_byte
+            },
+        };
+        let mut wake = bulk_send(s, sim.host_mut(from), now, &file)?;
         // The receiver: read (paying CPU time per byte), translate back, hash.
         let stack = sim.host_mut(to);
         let server = match s.server {
@@ -90,61 +50,8 @@ impl App {
                 Err(e) => return Err(tcp_err("accept", e)),
             },
         };
-        let chunk = if per_byte > Duration::ZERO {
-            record.min(s.buf.len())
-        } else {
-            s.buf.len()
-        };
-        while !s.eof {
-            if now < s.receiver_busy_until {
-                wake = Some(wake.map_or(s.receiver_busy_until, |w| w.min(s.receiver_busy_until)));
-                break;
-            }
-            let mut buf = std::mem::take(&mut s.buf);
-            let read = stack.tcp_recv(now, server, &mut buf[..chunk]);
-            let result = match read {
-                Ok(0) => {
-                    if s.pending_cr {
-                        s.received_hash.update(b"\r");
-                        s.pending_cr = false;
-                    }
-                    s.eof = true;
-                    stack
-                        .tcp_close(now, server)
-                        .map_err(|e| tcp_err("close", e))
-                }
-                Ok(n) => {
-                    s.read_bytes += n as u64;
-                    if text_mode {
-                        let mut out = Vec::with_capacity(n);
-                        for &b in &buf[..n] {
-                            if s.pending_cr {
-                                s.pending_cr = false;
-                                if b != b'\n' {
-                                    out.push(b'\r');
-                                }
-                            }
-                            if b == b'\r' {
-                                s.pending_cr = true;
-                            } else {
-                                out.push(b);
-                            }
-                        }
-                        s.received_hash.update(&out);
-                    } else {
-                        s.received_hash.update(&buf[..n]);
-                    }
-                    s.receiver_busy_until = now + per_byte.saturating_mul(n as u64);
-                    Ok(())
-                }
-                Err(TcpError::WouldBlock) => {
-                    s.buf = buf;
-                    break;
-                }
-                Err(e) => Err(tcp_err("recv", e)),
-            };
-            s.buf = buf;
-            result?;
+        if let Some(busy) = bulk_receive(s, stack, now, server, &file)? {
+            wake = Some(wake.map_or(busy, |w| w.min(busy)));
         }
         if s.eof && s.closed && self.done_at.is_none() {
             self.done_at = Some(now);
@@ -168,51 +75,10 @@ impl App {
             return Ok(());
         };
         let client = s.client.ok_or("no connection")?;
-        // The server: read requests, owe a response for each complete one, write.
-        let server_stack = sim.host_mut(to);
-        if s.server.is_none() {
-            match server_stack.tcp_accept(s.listener.ok_or("no listener")?) {
-                Ok(c) => s.server = Some(c),
-                Err(TcpError::WouldBlock) => {}
-                Err(e) => return Err(tcp_err("accept", e)),
-            }
-        }
-        if let Some(server) = s.server {
-            loop {
-                if !s.server_closed {
-                    match server_stack.tcp_recv(now, server, &mut s.buf) {
-                        Ok(0) => {
-                            s.server_closed = true;
-                            server_stack
-                                .tcp_close(now, server)
-                                .map_err(|e| tcp_err("close", e))?;
-                        }
-                        Ok(n) => {
-                            s.bytes += n as u64;
-                            s.request_got += n;
-                            s.server_owed += s.request_got / request * response;
-                            s.request_got %= request;
-                            continue;
-                        }
-                        Err(TcpError::WouldBlock) => {}
-                        Err(e) => return Err(tcp_err("recv", e)),
-                    }
-                }
-                break;
-            }
-            while s.server_owed > 0 && !s.server_closed {
-                let n = s.server_owed.min(s.payload.len());
-                match server_stack.tcp_send(now, server, &s.payload[..n]) {
-                    Ok(0) | Err(TcpError::WouldBlock) => break,
-                    Ok(n) => s.server_owed -= n,
-                    Err(e) => return Err(tcp_err("send", e)),
-                }
-            }
-        }
+        rr_serve(s, sim.host_mut(to), now, request, response)?;
         // The client: keep `pipeline` requests outstanding, collect responses.
         let stack = sim.host_mut(from);
         loop {
-            let mut progressed = false;
             while !s.closed
                 && count.is_none_or(|c| s.issued < c)
                 && s.outstanding.len() < pipeline as usize
@@ -229,24 +95,7 @@ impl App {
                     Err(e) => return Err(tcp_err("send", e)),
                 }
             }
-            match stack.tcp_recv(now, client, &mut s.buf) {
-                Ok(0) => {}
-                Ok(n) => {
-                    progressed = true;
-                    s.bytes += n as u64;
-                    s.response_got += n;
-                    while s.response_got >= response {
-                        s.response_got -= response;
-                        s.completed += 1;
-                        if let Some(issued) = s.outstanding.pop_front() {
-                            s.latencies_ms.push((now - issued).as_secs_f64() * 1e3);
-                        }
-                    }
-                }
-                Err(TcpError::WouldBlock) => {}
-                Err(e) => return Err(tcp_err("recv", e)),
-            }
-            if !progressed {
+            if !rr_collect(s, stack, now, client, response)? {
                 break;
             }
         }
@@ -310,5 +159,221 @@ impl App {
             self.wake = Some(give_up);
         }
         Ok(())
+    }
+}
+
+/// What a bulk flow sends and what each byte costs.
+struct BulkFile {
+    /// File bytes to send.
+    bytes: u64,
+    /// Bytes per application write.
+    record: usize,
+    /// FTP ASCII mode: LF goes out as CRLF.
+    text_mode: bool,
+    /// CPU time per byte at each end (with the translation in text mode).
+    per_byte: Duration,
+}
+
+/// The bulk sender: prepare a record (paying its CPU time), then write it; close after
+/// the last. Returns when the sender is next free, if it is busy now.
+fn bulk_send(
+    s: &mut BulkApp,
+    stack: &mut Stack,
+    now: Instant,
+    file: &BulkFile,
+) -> Result<Option<Instant>, String> {
+    let client = s.client.ok_or("no connection")?;
+    while !s.closed {
+        if s.offset < s.out.len() {
+            if now < s.sender_busy_until {
+                return Ok(Some(s.sender_busy_until));
+            }
+            match stack.tcp_send(now, client, &s.out[s.offset..]) {
+                Ok(0) | Err(TcpError::WouldBlock) => break,
+                Ok(n) => s.offset += n,
+                Err(e) => return Err(tcp_err("send", e)),
+            }
+            continue;
+        }
+        if s.written >= file.bytes {
+            stack
+                .tcp_close(now, client)
+                .map_err(|e| tcp_err("close", e))?;
+            s.closed = true;
+            break;
+        }
+        let n = (file.bytes - s.written).min(file.record as u64) as usize;
+        let mut raw = std::mem::take(&mut s.buf);
+        raw.resize(raw.len().max(n), 0);
+        s.text.fill(&mut raw[..n]);
+        s.sent_hash.update(&raw[..n]);
+        s.written += n as u64;
+        s.out.clear();
+        if file.text_mode {
+            // FTP ASCII mode: the network form of a newline is CRLF (RFC 959).
+            for &b in &raw[..n] {
+                if b == b'\n' {
+                    s.out.push(b'\r');
+                }
+                s.out.push(b);
+            }
+        } else {
+            s.out.extend_from_slice(&raw[..n]);
+        }
+        s.buf = raw;
+        s.offset = 0;
+        s.sender_busy_until = now.max(s.sender_busy_until) + file.per_byte.saturating_mul(n as u64);
+    }
+    Ok(None)
+}
+
+/// The bulk receiver: read (paying CPU time per byte), translate back, hash; close at
+/// the end of the stream. Returns when the receiver is next free, if it is busy now.
+fn bulk_receive(
+    s: &mut BulkApp,
+    stack: &mut Stack,
+    now: Instant,
+    server: TcpHandle,
+    file: &BulkFile,
+) -> Result<Option<Instant>, String> {
+    let chunk = if file.per_byte > Duration::ZERO {
+        file.record.min(s.buf.len())
+    } else {
+        s.buf.len()
+    };
+    while !s.eof {
+        if now < s.receiver_busy_until {
+            return Ok(Some(s.receiver_busy_until));
+        }
+        let mut buf = std::mem::take(&mut s.buf);
+        let read = stack.tcp_recv(now, server, &mut buf[..chunk]);
+        let result = match read {
+            Ok(0) => {
+                if s.pending_cr {
+                    s.received_hash.update(b"\r");
+                    s.pending_cr = false;
+                }
+                s.eof = true;
+                stack
+                    .tcp_close(now, server)
+                    .map_err(|e| tcp_err("close", e))
+            }
+            Ok(n) => {
+                s.read_bytes += n as u64;
+                if file.text_mode {
+                    receive_text(s, &buf[..n]);
+                } else {
+                    s.received_hash.update(&buf[..n]);
+                }
+                s.receiver_busy_until = now + file.per_byte.saturating_mul(n as u64);
+                Ok(())
+            }
+            Err(TcpError::WouldBlock) => {
+                s.buf = buf;
+                break;
+            }
+            Err(e) => Err(tcp_err("recv", e)),
+        };
+        s.buf = buf;
+        result?;
+    }
+    Ok(None)
+}
+
+/// FTP ASCII mode back to the file's form: CRLF becomes LF (a CR at the end of `data`
+/// waits for the next read).
+fn receive_text(s: &mut BulkApp, data: &[u8]) {
+    let mut out = Vec::with_capacity(data.len());
+    for &b in data {
+        if s.pending_cr {
+            s.pending_cr = false;
+            if b != b'\n' {
+                out.push(b'\r');
+            }
+        }
+        if b == b'\r' {
+            s.pending_cr = true;
+        } else {
+            out.push(b);
+        }
+    }
+    s.received_hash.update(&out);
+}
+
+/// The request/response server: accept, read requests, owe a response for each
+/// complete one, write what is owed.
+fn rr_serve(
+    s: &mut RrApp,
+    stack: &mut Stack,
+    now: Instant,
+    request: usize,
+    response: usize,
+) -> Step {
+    if s.server.is_none() {
+        match stack.tcp_accept(s.listener.ok_or("no listener")?) {
+            Ok(c) => s.server = Some(c),
+            Err(TcpError::WouldBlock) => {}
+            Err(e) => return Err(tcp_err("accept", e)),
+        }
+    }
+    let Some(server) = s.server else {
+        return Ok(());
+    };
+    while !s.server_closed {
+        match stack.tcp_recv(now, server, &mut s.buf) {
+            Ok(0) => {
+                s.server_closed = true;
+                stack
+                    .tcp_close(now, server)
+                    .map_err(|e| tcp_err("close", e))?;
+            }
+            Ok(n) => {
+                s.bytes += n as u64;
+                s.request_got += n;
+                s.server_owed += s.request_got / request * response;
+                s.request_got %= request;
+                continue;
+            }
+            Err(TcpError::WouldBlock) => {}
+            Err(e) => return Err(tcp_err("recv", e)),
+        }
+        break;
+    }
+    while s.server_owed > 0 && !s.server_closed {
+        let n = s.server_owed.min(s.payload.len());
+        match stack.tcp_send(now, server, &s.payload[..n]) {
+            Ok(0) | Err(TcpError::WouldBlock) => break,
+            Ok(n) => s.server_owed -= n,
+            Err(e) => return Err(tcp_err("send", e)),
+        }
+    }
+    Ok(())
+}
+
+/// The request/response client's read: count complete responses and their latency.
+/// Returns whether anything arrived.
+fn rr_collect(
+    s: &mut RrApp,
+    stack: &mut Stack,
+    now: Instant,
+    client: TcpHandle,
+    response: usize,
+) -> Result<bool, String> {
+    match stack.tcp_recv(now, client, &mut s.buf) {
+        Ok(0) => Ok(false),
+        Ok(n) => {
+            s.bytes += n as u64;
+            s.response_got += n;
+            while s.response_got >= response {
+                s.response_got -= response;
+                s.completed += 1;
+                if let Some(issued) = s.outstanding.pop_front() {
+                    s.latencies_ms.push((now - issued).as_secs_f64() * 1e3);
+                }
+            }
+            Ok(true)
+        }
+        Err(TcpError::WouldBlock) => Ok(false),
+        Err(e) => Err(tcp_err("recv", e)),
     }
 }

@@ -397,7 +397,7 @@ impl CongestionControl for Cubic {
     }
 
     /// RFC 9438 §4.8: "In the case of a timeout, CUBIC follows Reno to reduce cwnd
-    /// [RFC5681] but sets ssthresh using β_cubic (same as in Section 4.6)". As RFC 5681
+    /// \[RFC5681\] but sets ssthresh using β_cubic (same as in Section 4.6)". As RFC 5681
     /// §3.1 says, a further timeout before new data is acknowledged keeps ssthresh.
     fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;

@@ -1,0 +1,392 @@
+//! The tables of `scenarios/seeds/README.md`: each seed document's figures next to
+//! imp's, from a run of the seed's scenario file, in Markdown.
+//!
+//! `imp sim scenarios/seeds/NNN-....toml --markdown` prints a seed's tables; the README
+//! holds them between `<!-- BEGIN generated: FILE -->` and `<!-- END generated -->`
+//! markers, and a test (`crates/sim/tests/scenarios.rs`) fails when what is committed
+//! differs from what the run prints. The historical figures are text kept here, next to
+//! the rows they belong to; imp's figures and the bounds come from the [`Report`].
+
+use std::fmt::Write;
+
+use crate::experiment::{FlowReport, Report};
+
+/// The README section a seed's tables go in: the scenario file's name.
+pub fn file_of(report: &Report) -> Option<&'static str> {
+    Some(match report.scenario.as_str() {
+        "seed000-vax-ethernet" => "000-vax-ethernet.toml",
+        "seed001-text-vs-binary" => "001-text-vs-binary.toml",
+        "seed002-oc12-sack" => "002-oc12-sack.toml",
+        "seed003-noisy-serial" => "003-noisy-serial.toml",
+        "seed004-selfloop" => "004-selfloop-letters.toml",
+        _ => return None,
+    })
+}
+
+/// A seed scenario's tables (and the sentences that quote its numbers) in Markdown,
+/// ending in a newline. An error if `report` is not from one of the seed files, or a
+/// flow the tables need is missing.
+pub fn markdown(report: &Report) -> Result<String, String> {
+    match report.scenario.as_str() {
+        "seed000-vax-ethernet" => seed000(report),
+        "seed001-text-vs-binary" => seed001(report),
+        "seed002-oc12-sack" => seed002(report),
+        "seed003-noisy-serial" => seed003(report),
+        "seed004-selfloop" => seed004(report),
+        other => Err(format!(
+            "`{other}` is not one of the seed scenarios (scenarios/seeds/): no tables for it"
+        )),
+    }
+}
+
+/// The marker line that opens the generated block for `file`.
+pub fn begin_marker(file: &str) -> String {
+    format!("<!-- BEGIN generated: imp sim scenarios/seeds/{file} --markdown -->")
+}
+
+/// The marker line that closes a generated block.
+pub const END_MARKER: &str = "<!-- END generated -->";
+
+/// The text between `file`'s markers in `readme` (without the marker lines), if the
+/// markers are there.
+pub fn committed<'a>(readme: &'a str, file: &str) -> Option<&'a str> {
+    let begin = begin_marker(file);
+    let start = readme.find(&begin)? + begin.len();
+    let start = start + readme[start..].find('\n')? + 1;
+    let end = start + readme[start..].find(END_MARKER)?;
+    Some(&readme[start..end])
+}
+
+/// `readme` with the text between `file`'s markers replaced by `tables`.
+pub fn replace(readme: &str, file: &str, tables: &str) -> Option<String> {
+    let old = committed(readme, file)?;
+    let start = old.as_ptr() as usize - readme.as_ptr() as usize;
+    let end = start + old.len();
+    Some(format!("{}{tables}{}", &readme[..start], &readme[end..]))
+}
+
+fn flow<'a>(r: &'a Report, name: &str) -> Result<&'a FlowReport, String> {
+    r.flows
+        .iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| format!("{}: no flow `{name}`", r.scenario))
+}
+
+/// One Markdown table row (an empty cell stays `| |`).
+fn push_row(out: &mut String, cells: &[&str]) {
+    for cell in cells {
+        out.push_str("| ");
+        out.push_str(cell);
+        if !cell.is_empty() {
+            out.push(' ');
+        }
+    }
+    out.push_str("|\n");
+}
+
+fn mbit(bps: f64) -> f64 {
+    bps / 1e6
+}
+
+/// `v` with `digits` significant digits (at least one decimal below 10 when
+/// `digits` allows, none at or above 10^digits).
+fn significant(v: f64, digits: i32) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (digits - 1 - magnitude).max(0) as usize;
+    format!("{v:.decimals$}")
+}
+
+fn seed000(r: &Report) -> Result<String, String> {
+    let rows = [
+        (
+            "3mb-1024",
+            "3 Mbit/s, 1024-byte records",
+            "1.2 Mbit/s (28 s), the 11/750 CPU-saturated",
+        ),
+        (
+            "10mb-1024",
+            "10 Mbit/s, 1024-byte records",
+            "(no measurement)",
+        ),
+        (
+            "10mb-4096-frag",
+            "10 Mbit/s, 4096-byte segments with IP fragmentation (MTU 1500)",
+            "1.9 Mbit/s projected",
+        ),
+        (
+            "10mb-4096",
+            "10 Mbit/s, 4096-byte packets on the medium",
+            "6.6 Mbit/s projected",
+        ),
+    ];
+    let mut out = String::from("| run | 1981 figure | imp | bound |\n|---|---|---|---|\n");
+    for (name, run, figure) in rows {
+        let f = flow(r, name)?;
+        let imp = format!("{:.3} Mbit/s ({:.1} s)", mbit(f.goodput_bps), f.seconds);
+        let bound = format!("{:.3} Mbit/s", mbit(f.bound_bps));
+        push_row(&mut out, &[run, figure, &imp, &bound]);
+    }
+    let (small, big) = (flow(r, "10mb-1024")?, flow(r, "10mb-4096")?);
+    let _ = writeln!(
+        out,
+        "\nShare of the 10 Mbit/s link: {:.1}% with 1024-byte segments, {:.1}% with 4096-byte ones.",
+        small.capacity_pct, big.capacity_pct
+    );
+    Ok(out)
+}
+
+fn seed001(r: &Report) -> Result<String, String> {
+    let rows = [
+        (
+            "1985-binary",
+            "binary (BYTE 8), 1985 CPU",
+            "43.7 kB/s (UNIX 750); 22.2 kB/s (LISPM)",
+            "",
+        ),
+        (
+            "1985-text",
+            "text (ASCII), 1985 CPU",
+            "9.2 kB/s (UNIX 750); 7.0 kB/s (LISPM)",
+            "",
+        ),
+        ("today-binary", "binary, today", "", ""),
+        ("today-text", "text, today", "", " (the CR bytes)"),
+    ];
+    let kb = |v: f64| significant(v / 1e3, 3);
+    let mut out = String::from("| run | 1985 figure | imp | bound |\n|---|---|---|---|\n");
+    for (i, (name, run, figure, note)) in rows.into_iter().enumerate() {
+        let f = flow(r, name)?;
+        let wire = if i == 0 { " (the wire)" } else { "" };
+        let imp = format!("{} kB/s{note}", kb(f.goodput_bytes_per_s));
+        let bound = format!("{:.0} kB/s{wire}", f.bound_bps / 8e3);
+        push_row(&mut out, &[run, figure, &imp, &bound]);
+    }
+    let ratio = |binary: &str, text: &str| -> Result<f64, String> {
+        Ok(flow(r, binary)?.goodput_bps / flow(r, text)?.goodput_bps)
+    };
+    let _ = writeln!(
+        out,
+        "\nRatio binary/text: report 4.75 (UNIX) and 3.2 (LISPM); imp {:.1} with 1985 costs, {:.2} without.",
+        ratio("1985-binary", "1985-text")?,
+        ratio("today-binary", "today-text")?
+    );
+    Ok(out)
+}
+
+fn seed002(r: &Report) -> Result<String, String> {
+    let rows = [
+        ("nosack", "no SACK, cell loss", "150-300 Mbit/s"),
+        ("sack", "SACK, cell loss", "300-480 Mbit/s"),
+        (
+            "slowstart-1g",
+            "no loss, 1 GB",
+            "513 Mbit/s (local loop through the GSR)",
+        ),
+        ("cubic", "SACK + CUBIC, cell loss", "(CUBIC is from 2008)"),
+        (
+            "vegas",
+            "SACK + Vegas, cell loss",
+            "\"TCP Vegas\" as a next step",
+        ),
+    ];
+    let mut out = String::from("| run | report's figure | imp | bound |\n|---|---|---|---|\n");
+    for (i, (name, run, figure)) in rows.into_iter().enumerate() {
+        let f = flow(r, name)?;
+        let report = if i == 0 {
+            " (report: 539.6 \"to appl. via TCP\")"
+        } else {
+            ""
+        };
+        let imp = format!("{:.0} Mbit/s", mbit(f.goodput_bps));
+        let bound = format!("{:.1} Mbit/s{report}", mbit(f.bound_bps));
+        push_row(&mut out, &[run, figure, &imp, &bound]);
+    }
+    let gain = |name: &str, over: &str| -> Result<f64, String> {
+        Ok(100.0 * (flow(r, name)?.goodput_bps / flow(r, over)?.goodput_bps - 1.0))
+    };
+    let _ = writeln!(
+        out,
+        "\nSACK beats no SACK by {:.0}%; under the same losses CUBIC gains {:.0}% over NewReno with SACK, Vegas {:.0}%.",
+        gain("sack", "nosack")?,
+        gain("cubic", "sack")?,
+        gain("vegas", "sack")?
+    );
+    out.push('\n');
+    out.push_str(&seed002_slow_start(r)?);
+    Ok(out)
+}
+
+/// The slow-start table: wasted time = completion time - size / bound.
+fn seed002_slow_start(r: &Report) -> Result<String, String> {
+    let (g1, m100) = (flow(r, "slowstart-1g")?, flow(r, "slowstart-100m")?);
+    let wasted = |f: &FlowReport| f.seconds - f.bytes as f64 * 8.0 / f.bound_bps;
+    let (w1, w100) = (wasted(g1), wasted(m100));
+    let rtt_ms = r
+        .links
+        .iter()
+        .find(|l| l.a == g1.from || l.b == g1.from)
+        .map_or(0.0, |l| 2.0 * l.delay_ms);
+    let mut out = format!(
+        "Wasted time on the loss-free runs: {w100:.3} s (100 MB) and {w1:.3} s (1 GB), \
+         about {:.0} round trips of {rtt_ms:.0} ms.\n\n",
+        w1 * 1e3 / rtt_ms
+    );
+    out.push_str(
+        "| file size | report: min time / wasted / share | imp: min time / wasted / share |\n\
+         |---|---|---|\n",
+    );
+    let rows = [
+        ("10 GB", 10 * g1.bytes, w1, "178 s / 0.54 s / 0.30%"),
+        ("1 GB", g1.bytes, w1, "18.2 s / 0.54 s / 2.9%"),
+        ("100 MB", m100.bytes, w100, "2.31 s / 0.54 s / 23.4%"),
+    ];
+    for (size, bytes, wasted, figure) in rows {
+        let min = bytes as f64 * 8.0 / g1.bound_bps;
+        // The report's share: wasted time over the minimum time.
+        let share = 100.0 * wasted / min;
+        let imp = format!(
+            "{} s / {wasted:.3} s / {}%",
+            significant(min, 3),
+            significant(share, 2)
+        );
+        push_row(&mut out, &[size, figure, &imp]);
+    }
+    Ok(out)
+}
+
+fn seed003(r: &Report) -> Result<String, String> {
+    // (flow, run, 1990 figure, the report's optimum in bytes/s, its name in the bound column)
+    let rows = [
+        (
+            "good-9600-large-window",
+            "good TCP, 9600, large window (8 KB)",
+            "80-95% of 768",
+            768.0,
+            true,
+        ),
+        (
+            "good-9600-small-window",
+            "good TCP, 9600, small window (384 B)",
+            "80-95% of 768",
+            768.0,
+            false,
+        ),
+        ("good-1200", "good TCP, 1200", "73-92 B/s", 96.0, false),
+        (
+            "vm-like-9600",
+            "IBM VM, 9600 (imp: VM-like settings)",
+            "299-382 B/s (about 45%)",
+            768.0,
+            false,
+        ),
+    ];
+    let mut out = String::from("| run | 1990 figure | imp | bound |\n|---|---|---|---|\n");
+    for (name, run, figure, optimum, named) in rows {
+        let f = flow(r, name)?;
+        let bound = f.bound_bps / 8.0;
+        let bound_text = if named {
+            format!("{optimum:.0} (report), {bound:.0} (imp)")
+        } else {
+            format!("{optimum:.0}, {bound:.0}")
+        };
+        let imp = format!(
+            "{} B/s ({:.0}% of {optimum:.0}, {:.0}% of bound)",
+            significant(f.goodput_bytes_per_s, 3),
+            100.0 * f.goodput_bytes_per_s / optimum,
+            f.bound_pct
+        );
+        push_row(&mut out, &[run, figure, &imp, &bound_text]);
+    }
+    Ok(out)
+}
+
+fn seed004(r: &Report) -> Result<String, String> {
+    let policies = [
+        ("timer", "timer (500 ms)"),
+        ("immediate", "immediate"),
+        ("delayed", "delayed (40 ms)"),
+    ];
+    let figures: [(u32, [&str; 3]); 3] = [
+        (
+            1,
+            [
+                "(1976 measured 10-70 characters:)",
+                "forced ACKs: 2.5-3.1 (Tables VI, VII)",
+                "no forced ACKs: 4.7-4.8 (Table VIII); tuned 5.7-6.6 (Table IX)",
+            ],
+        ),
+        (90, ["", "2.5-3.1", "4.7-6.6"]),
+        (972, ["", "", ""]),
+    ];
+    let mut out = String::from(
+        "| letter | ACK policy | 1976 figure | imp | bound |\n|---|---|---|---|---|\n",
+    );
+    for (size, row_figures) in figures {
+        for ((policy, label), figure) in policies.iter().zip(row_figures) {
+            let f = flow(r, &format!("{policy}-{size}"))?;
+            let letter = if size == 1 {
+                "1 byte".to_string()
+            } else {
+                format!("{size} bytes")
+            };
+            let piggy = if size == 1 && *policy == "delayed" {
+                ", piggy-backed"
+            } else {
+                ""
+            };
+            push_row(
+                &mut out,
+                &[
+                    &letter,
+                    &format!("{label}{piggy}"),
+                    figure,
+                    &significant(f.transactions_per_s.unwrap_or(0.0), 3),
+                    &significant(f.transactions_bound_per_s.unwrap_or(0.0), 3),
+                ],
+            );
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(significant(93.40, 3), "93.4");
+        assert_eq!(significant(5.98, 3), "5.98");
+        assert_eq!(significant(1191.4, 3), "1191");
+        assert_eq!(significant(0.2512, 2), "0.25");
+        assert_eq!(significant(25.46, 2), "25");
+    }
+
+    #[test]
+    fn rows_keep_empty_cells_narrow() {
+        let mut out = String::new();
+        push_row(&mut out, &["a", "", "c"]);
+        assert_eq!(out, "| a | | c |\n");
+    }
+
+    #[test]
+    fn blocks_are_found_and_replaced() {
+        let readme = format!(
+            "intro\n{}\nold table\n{END_MARKER}\nafter\n",
+            begin_marker("x.toml")
+        );
+        assert_eq!(committed(&readme, "x.toml"), Some("old table\n"));
+        assert_eq!(committed(&readme, "y.toml"), None);
+        let new = replace(&readme, "x.toml", "new\n").unwrap();
+        assert_eq!(
+            new,
+            format!(
+                "intro\n{}\nnew\n{END_MARKER}\nafter\n",
+                begin_marker("x.toml")
+            )
+        );
+    }
+}
