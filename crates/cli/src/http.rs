@@ -32,7 +32,7 @@ pub use backend::RootedFs;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bytes `ServeDir` reads from a file at a time (and hands to hyper as one piece).
-const READ_CHUNK: usize = 256 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
 
 /// The files served: `ServeDir` over one directory.
 #[derive(Clone, Debug)]

@@ -9,8 +9,13 @@
 
 use std::future::{Ready, ready};
 use std::io::{self, Read, Seek, SeekFrom};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncSeek, ReadBuf};
@@ -22,13 +27,21 @@ use tower_http::services::fs::{Backend, File};
 pub struct RootedFs {
     /// The directory, canonical.
     root: PathBuf,
+    /// The directory, opened (`O_PATH`): paths are resolved beneath it.
+    dir: Arc<OwnedFd>,
 }
 
 impl RootedFs {
     /// The files under `root` (which must exist).
     pub fn new(root: &Path) -> io::Result<RootedFs> {
+        let root = root.canonicalize()?;
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(&root)?;
         Ok(RootedFs {
-            root: root.canonicalize()?,
+            root,
+            dir: Arc::new(dir.into()),
         })
     }
 
@@ -37,18 +50,62 @@ impl RootedFs {
         &self.root
     }
 
-    /// `path` resolved, if it stays under the root.
-    fn inside(&self, path: &Path) -> io::Result<PathBuf> {
-        let resolved = path.canonicalize()?;
-        if resolved.starts_with(&self.root) {
-            Ok(resolved)
+    /// Open `path` (under the root) with `flags`, resolving it beneath the root:
+    /// `openat2` with `RESOLVE_BENEATH` refuses a `..` or a symbolic link that leaves
+    /// the directory in the one call that opens the file. Kernels before 5.6 lack it:
+    /// there the resolved path is compared with the root first.
+    fn open(&self, path: &Path, flags: libc::c_int) -> io::Result<std::fs::File> {
+        let relative = path.strip_prefix(&self.root).map_err(|_| outside())?;
+        let relative = if relative.as_os_str().is_empty() {
+            Path::new(".")
         } else {
-            Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "outside the served directory",
-            ))
+            relative
+        };
+        let name = CString::new(relative.as_os_str().as_bytes())?;
+        // SAFETY: open_how is plain integers, for which zero is a valid value.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (flags | libc::O_CLOEXEC) as u64;
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: a live directory descriptor, a NUL-terminated name and a live
+        // open_how of the size passed; the descriptor returned is ours.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                self.dir.as_raw_fd(),
+                name.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if let Ok(fd) = i32::try_from(fd)
+            && fd >= 0
+        {
+            // SAFETY: `fd` was just opened and nothing else owns it.
+            return Ok(unsafe { std::fs::File::from_raw_fd(fd) });
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EXDEV) => Err(outside()),
+            Some(libc::ENOSYS) => self.open_checked(path, flags),
+            _ => Err(error),
         }
     }
+
+    /// [`RootedFs::open`] without `openat2`.
+    fn open_checked(&self, path: &Path, flags: libc::c_int) -> io::Result<std::fs::File> {
+        let resolved = path.canonicalize()?;
+        if !resolved.starts_with(&self.root) {
+            return Err(outside());
+        }
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags & !libc::O_ACCMODE)
+            .open(resolved)
+    }
+}
+
+fn outside() -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, "outside the served directory")
 }
 
 impl Backend for RootedFs {
@@ -58,15 +115,11 @@ impl Backend for RootedFs {
     type MetadataFuture = Ready<io::Result<std::fs::Metadata>>;
 
     fn open(&self, path: PathBuf) -> Self::OpenFuture {
-        ready(
-            self.inside(&path)
-                .and_then(std::fs::File::open)
-                .map(|file| StdFile { file, seek: None }),
-        )
+        ready(self.open(&path, libc::O_RDONLY).and_then(StdFile::new))
     }
 
     fn metadata(&self, path: PathBuf) -> Self::MetadataFuture {
-        ready(self.inside(&path).and_then(std::fs::metadata))
+        ready(self.open(&path, libc::O_PATH).and_then(|f| f.metadata()))
     }
 }
 
@@ -74,8 +127,24 @@ impl Backend for RootedFs {
 #[derive(Debug)]
 pub struct StdFile {
     file: std::fs::File,
+    /// The file's length when opened: reads stop there (the length announced).
+    len: u64,
+    /// Where the next read starts.
+    position: u64,
     /// The outcome of the seek `start_seek` did, for `poll_complete`.
     seek: Option<io::Result<u64>>,
+}
+
+impl StdFile {
+    fn new(file: std::fs::File) -> io::Result<StdFile> {
+        let len = file.metadata()?.len();
+        Ok(StdFile {
+            file,
+            len,
+            position: 0,
+            seek: None,
+        })
+    }
 }
 
 impl AsyncRead for StdFile {
@@ -84,8 +153,16 @@ impl AsyncRead for StdFile {
         _cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let n = self.file.read(buf.initialize_unfilled())?;
+        // Only what is left of the file: `ServeDir` offers a whole chunk, which would
+        // otherwise be zeroed for every read.
+        let left = self.len.saturating_sub(self.position);
+        let want = usize::try_from(left).map_or(buf.remaining(), |l| l.min(buf.remaining()));
+        if want == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let n = self.file.read(buf.initialize_unfilled_to(want))?;
         buf.advance(n);
+        self.position += n as u64;
         Poll::Ready(Ok(()))
     }
 }
@@ -93,6 +170,9 @@ impl AsyncRead for StdFile {
 impl AsyncSeek for StdFile {
     fn start_seek(mut self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
         let outcome = self.file.seek(position);
+        if let Ok(at) = outcome {
+            self.position = at;
+        }
         self.seek = Some(outcome);
         Ok(())
     }
