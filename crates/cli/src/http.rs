@@ -10,6 +10,7 @@
 mod backend;
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -81,17 +82,22 @@ where
 }
 
 /// Accept connections on `listener` and serve each in its own task, on a
-/// single-threaded tokio runtime in this thread, until the imp runtime stops;
-/// `on_accept` is called for every connection.
+/// single-threaded tokio runtime in this thread that also runs `driver` (the imp
+/// runtime's `impnet::tokio::drive`, so frames are taken in on this thread), until
+/// the imp runtime stops; `on_accept` is called for every connection.
 pub fn run(
+    driver: impl Future<Output = io::Result<()>> + Send + 'static,
     listener: impnet::tokio::TcpListener,
     site: Site,
     on_accept: impl Fn() + Send + 'static,
 ) -> io::Result<()> {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_time()
+        .enable_io()
         .build()?;
     let site = Arc::new(site);
+    // Frames for the connections are taken in on this thread.
+    tokio.spawn(driver);
     tokio.block_on(async move {
         loop {
             let (stream, peer) = match listener.accept().await {

@@ -90,11 +90,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let listener = impnet::tokio::TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
             .map_err(|e| format!("cannot listen on {ip}:{port} for http: {e}"))?;
         names.push(format!("http ({port})"));
+        let driver = impnet::tokio::drive(&stack.rt);
         threads.push(spawn("http", move || {
             let counted = || {
                 CONNECTIONS.fetch_add(1, Ordering::Relaxed);
             };
-            if let Err(e) = http::run(listener, site, counted) {
+            if let Err(e) = http::run(driver, listener, site, counted) {
                 eprintln!("imp serve: http: {e}");
             }
         }));
