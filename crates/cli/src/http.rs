@@ -45,7 +45,8 @@ impl Site {
     /// Serve the files under `root` (which must exist).
     pub fn new(root: &Path) -> io::Result<Site> {
         let backend = RootedFs::new(root)?;
-        let files = ServeDir::with_backend(backend.root().to_path_buf(), backend)
+        let root = backend.root().to_path_buf();
+        let files = ServeDir::with_backend(root, backend)
             .append_index_html_on_directories(true)
             .with_buf_chunk_size(READ_CHUNK);
         Ok(Site { files })

@@ -68,7 +68,9 @@ fn bench_quick_json_has_every_workload() {
     // W6 runs only as root with `ip`, `wrk` and `nginx`; IMP_REQUIRE_ROOT=1 demands it.
     let require = std::env::var("IMP_REQUIRE_ROOT").is_ok_and(|v| v == "1");
     if require || rows.iter().any(|r| r["workload"] == "W6-1k-ka1") {
-        for cell in ["1k-ka1", "1k-ka50", "1k-close", "1m-ka1", "1m-ka50", "1m-close"] {
+        for cell in [
+            "1k-ka1", "1k-ka50", "1k-close", "1m-ka1", "1m-ka50", "1m-close",
+        ] {
             for (suffix, unit) in [("", "req/s"), ("-gbit", "Gbit/s"), ("-p99", "p99 ms")] {
                 let r = row(&format!("W6-{cell}{suffix}"));
                 assert_eq!(r["unit"], unit, "{r}");
@@ -77,7 +79,11 @@ fn bench_quick_json_has_every_workload() {
                 }
             }
             let r = row(&format!("W6-{cell}-err"));
-            assert_eq!(r["imp"].as_f64(), Some(0.0), "imp answered with errors: {r}");
+            assert_eq!(
+                r["imp"].as_f64(),
+                Some(0.0),
+                "imp answered with errors: {r}"
+            );
         }
     }
     assert!(row("W4-1")["imp"].as_f64().unwrap() > 0.0);

@@ -285,7 +285,18 @@ fn check_range_and_traversal(net: &Net, site: &Site) {
     ] {
         let out = net.exec(
             "curl",
-            &["-sS", "--max-time", "5", "-w", "%{http_code}", "-r", range, "-o", "-", &url],
+            &[
+                "-sS",
+                "--max-time",
+                "5",
+                "-w",
+                "%{http_code}",
+                "-r",
+                range,
+                "-o",
+                "-",
+                &url,
+            ],
         );
         let (body, code) = out.stdout.split_at(out.stdout.len() - 3);
         assert_eq!(code, b"206", "range {range}: {}", text(&out));
@@ -294,14 +305,31 @@ fn check_range_and_traversal(net: &Net, site: &Site) {
     std::fs::write(site.dir.with_extension("secret"), b"outside").unwrap();
     let secret = site.dir.with_extension("secret");
     let name = secret.file_name().unwrap().to_str().unwrap();
-    for path in [format!("/../{name}"), format!("/%2e%2e/{name}"), format!("/..%2f{name}")] {
+    for path in [
+        format!("/../{name}"),
+        format!("/%2e%2e/{name}"),
+        format!("/..%2f{name}"),
+    ] {
         let url = format!("http://{}{path}", net.imp);
         let out = net.exec(
             "curl",
-            &["-sS", "--max-time", "5", "--path-as-is", "-w", "%{http_code}", "-o", "-", &url],
+            &[
+                "-sS",
+                "--max-time",
+                "5",
+                "--path-as-is",
+                "-w",
+                "%{http_code}",
+                "-o",
+                "-",
+                &url,
+            ],
         );
         let reply = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(reply.ends_with("404") || reply.ends_with("400"), "{path}: {reply}");
+        assert!(
+            reply.ends_with("404") || reply.ends_with("400"),
+            "{path}: {reply}"
+        );
         assert!(!reply.contains("outside"), "{path}: {reply}");
     }
     let _ = std::fs::remove_file(&secret);

@@ -244,7 +244,8 @@ impl Stack {
             .get(handle.0)
             .ok_or(IcmpError::InvalidHandle)?
             .ident;
-        if payload.len() > crate::udp::MAX_PAYLOAD + impnet_wire::udp::HEADER_LEN - icmpv4::HEADER_LEN
+        if payload.len()
+            > crate::udp::MAX_PAYLOAD + impnet_wire::udp::HEADER_LEN - icmpv4::HEADER_LEN
         {
             return Err(IcmpError::MessageTooLong);
         }

@@ -318,7 +318,9 @@ impl Stack {
                 match error {
                     impnet_wire::Error::BadVersion(_) => stats.rx_bad_version += 1,
                     impnet_wire::Error::BadHeaderLen(_) => stats.rx_bad_ihl += 1,
-                    impnet_wire::Error::BadLength(len) if len > bytes.len() => stats.rx_truncated += 1,
+                    impnet_wire::Error::BadLength(len) if len > bytes.len() => {
+                        stats.rx_truncated += 1
+                    }
                     impnet_wire::Error::BadLength(_) => stats.rx_bad_length += 1,
                     impnet_wire::Error::Truncated { .. } => stats.rx_truncated += 1,
                     _ => stats.rx_bad_header += 1,

@@ -235,7 +235,8 @@ fn imp_tap(offloads: bool, total: u64) -> Result<(f64, f64), String> {
     let remote = SocketAddrV4::new(net.kernel, PORT);
     // imp -> Linux.
     let server = kernel_server(&net.ns, remote, Role::Sink, total)?;
-    let mut stream = impnet::TcpStream::connect(&rt, remote).map_err(|e| format!("connect: {e}"))?;
+    let mut stream =
+        impnet::TcpStream::connect(&rt, remote).map_err(|e| format!("connect: {e}"))?;
     stream.set_write_timeout(Some(STALL)).ok();
     let chunk = pattern(PIECE);
     let start = StdInstant::now();
@@ -259,7 +260,8 @@ fn imp_tap(offloads: bool, total: u64) -> Result<(f64, f64), String> {
     // Linux -> imp.
     let remote = SocketAddrV4::new(net.kernel, PORT + 1);
     let server = kernel_server(&net.ns, remote, Role::Source, total)?;
-    let mut stream = impnet::TcpStream::connect(&rt, remote).map_err(|e| format!("connect: {e}"))?;
+    let mut stream =
+        impnet::TcpStream::connect(&rt, remote).map_err(|e| format!("connect: {e}"))?;
     stream.set_read_timeout(Some(STALL)).ok();
     let start = StdInstant::now();
     let got = sink(&mut stream)?;

@@ -20,7 +20,8 @@ use super::w5::Netns;
 const FILES: [(&str, usize); 2] = [("1k", 1024), ("1m", 1 << 20)];
 
 /// The load shapes: row tag, connections, one connection per request.
-const SHAPES: [(&str, u32, bool); 3] = [("ka1", 1, false), ("ka50", 50, false), ("close", 50, true)];
+const SHAPES: [(&str, u32, bool); 3] =
+    [("ka1", 1, false), ("ka50", 50, false), ("close", 50, true)];
 
 /// How long a server may take to start listening.
 const START: Duration = Duration::from_secs(10);
@@ -175,9 +176,13 @@ pub(crate) fn nginx(secs: u32) -> Result<Vec<Sample>, String> {
     server_ns.ip(&["link", "set", "va", "up"])?;
     client_ns.ip(&["link", "set", "vb", "up"])?;
     let conf = nginx_conf(&files.0, &files.www(), "10.209.2.1:80")?;
-    let child = ns_command(&server_ns, "nginx", &["-c", &conf, "-p", &files.0.to_string_lossy()])
-        .spawn()
-        .map_err(|e| format!("cannot start nginx: {e}"))?;
+    let child = ns_command(
+        &server_ns,
+        "nginx",
+        &["-c", &conf, "-p", &files.0.to_string_lossy()],
+    )
+    .spawn()
+    .map_err(|e| format!("cannot start nginx: {e}"))?;
     let server = Server(child);
     wait_listening(&client_ns, "10.209.2.1:80")?;
     let samples = cells(&client_ns, "10.209.2.1", secs);
@@ -257,7 +262,13 @@ struct WrkResult {
 }
 
 /// Run wrk (one thread) in `ns` for `secs` seconds.
-fn wrk(ns: &Netns, url: &str, connections: u32, close: bool, secs: u32) -> Result<WrkResult, String> {
+fn wrk(
+    ns: &Netns,
+    url: &str,
+    connections: u32,
+    close: bool,
+    secs: u32,
+) -> Result<WrkResult, String> {
     let (c, d) = (connections.to_string(), format!("{secs}s"));
     let mut args = vec!["-t", "1", "-c", &c, "-d", &d, "--latency"];
     if close {

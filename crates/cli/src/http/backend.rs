@@ -7,9 +7,9 @@
 //! microseconds, so this one does the calls where it is (a slow disk would stall the
 //! connections of this thread meanwhile: a trade a test and bench server can make).
 
+use std::ffi::CString;
 use std::future::{Ready, ready};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;

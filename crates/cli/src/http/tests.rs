@@ -19,7 +19,6 @@ fn site() -> PathBuf {
     root
 }
 
-
 /// The contents of `sub/data.bin`: 300,000 bytes that differ from one offset to the next.
 fn data() -> Vec<u8> {
     (0..300_000u32).map(|i| (i * 7 + i / 256) as u8).collect()
@@ -67,7 +66,10 @@ impl Reply {
 fn replies(mut raw: &[u8], head_only: &[bool]) -> Vec<Reply> {
     let mut out = Vec::new();
     while !raw.is_empty() {
-        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a head");
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a head");
         let head = std::str::from_utf8(&raw[..end]).unwrap();
         let mut lines = head.split("\r\n");
         let status = lines.next().unwrap()[9..12].parse().unwrap();
@@ -80,8 +82,14 @@ fn replies(mut raw: &[u8], head_only: &[bool]) -> Vec<Reply> {
             headers,
             body: Vec::new(),
         };
-        let len: usize = reply.header("content-length").map_or(0, |v| v.parse().unwrap());
-        let len = if head_only.get(out.len()) == Some(&true) { 0 } else { len };
+        let len: usize = reply
+            .header("content-length")
+            .map_or(0, |v| v.parse().unwrap());
+        let len = if head_only.get(out.len()) == Some(&true) {
+            0
+        } else {
+            len
+        };
         reply.body = raw[end + 4..end + 4 + len].to_vec();
         raw = &raw[end + 4 + len..];
         out.push(reply);
@@ -118,7 +126,11 @@ fn the_index_is_served_for_a_directory() {
     let r = replies(&out, &[]);
     assert_eq!(statuses(&r), [200]);
     assert_eq!(r[0].body, b"<h1>imp</h1>\n");
-    assert!(r[0].header("content-type").unwrap().starts_with("text/html"));
+    assert!(
+        r[0].header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
 }
 
 #[test]
