@@ -1,5 +1,6 @@
 //! `imp serve`: the classic small services on imp over a TAP: echo (7, TCP and UDP),
-//! discard (9), chargen (19, RFC 864) and an HTTP/1.1 file server (80). Runs until
+//! discard (9), chargen (19, RFC 864) and an HTTP/1.1 file server (80, hyper on
+//! impnet's tokio sockets: see `http.rs`). Runs until
 //! SIGINT or SIGTERM, then stops the runtime (which fails every blocked socket call,
 //! so all threads wind down) and exits 0.
 
@@ -30,16 +31,14 @@ pub struct ServeArgs {
     /// Character generator on port 19 (RFC 864): sends lines of ASCII until the peer goes.
     #[arg(long)]
     pub chargen: bool,
-    /// Serve the files under DIR over HTTP/1.1 (GET, HEAD, keep-alive).
+    /// Serve the files under DIR over HTTP/1.1 (GET, HEAD, Range, If-Modified-Since,
+    /// keep-alive).
     #[arg(long, value_name = "DIR")]
     pub http: Option<PathBuf>,
     /// Port of the HTTP server.
     #[arg(long, default_value_t = 80)]
     pub http_port: u16,
 }
-
-/// How long an idle HTTP keep-alive connection is kept.
-const HTTP_IDLE: Duration = Duration::from_secs(60);
 
 /// Connections served, over all services (for the closing line).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
@@ -83,15 +82,24 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if chargen {
         services.push(("chargen", 19, Arc::new(chargen_tcp)));
     }
-    if let Some(root) = root {
-        let handler = move |stream: TcpStream| {
-            stream.set_read_timeout(Some(HTTP_IDLE))?;
-            http::serve_connection(stream, &root).map(|_| ())
-        };
-        services.push(("http", args.http_port, Arc::new(handler)));
-    }
     let mut threads = Vec::new();
     let mut names = Vec::new();
+    if let Some(root) = root {
+        let port = args.http_port;
+        let site = http::Site::new(&root).map_err(|e| format!("--http {}: {e}", root.display()))?;
+        let listener = impnet::tokio::TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
+            .map_err(|e| format!("cannot listen on {ip}:{port} for http: {e}"))?;
+        names.push(format!("http ({port})"));
+        let driver = impnet::tokio::drive(&stack.rt);
+        threads.push(spawn("http", move || {
+            let counted = || {
+                CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+            };
+            if let Err(e) = http::run(driver, listener, site, counted) {
+                eprintln!("imp serve: http: {e}");
+            }
+        }));
+    }
     for (name, port, handler) in services {
         let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
             .map_err(|e| format!("cannot listen on {ip}:{port} for {name}: {e}"))?;

@@ -260,18 +260,82 @@ fn curl_downloads_100_mb_from_imp_serve() {
         "curl",
         &["-sS", "--max-time", "5", "-I", &format!("{base}/file.bin")],
     );
-    let head = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-    assert!(head.contains("Content-Length: 104857600"), "{head}");
+    let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200 ok"), "{head}");
+    assert!(head.contains("content-length: 104857600"), "{head}");
+    assert!(head.contains("accept-ranges: bytes"), "{head}");
+    check_range_and_traversal(&net, &site);
     // A clean stop on SIGTERM.
     signal(&server, libc::SIGTERM);
     let out = wait_limited(server, Duration::from_secs(5));
     assert!(out.status.success(), "{}", text(&out));
     let rest = rest.join().unwrap();
     assert!(
-        rest.contains("imp serve: stopped after 3 connections"),
+        rest.contains("imp serve: stopped after 9 connections"),
         "{rest}"
     );
+}
+
+/// curl asks for byte ranges (bytes checked against the file) and for paths that
+/// climb out of the served directory (refused, whatever the encoding).
+fn check_range_and_traversal(net: &Net, site: &Site) {
+    let url = format!("http://{}/file.bin", net.imp);
+    let data = pattern(100 << 20);
+    for (range, want) in [
+        ("0-99", &data[..100]),
+        ("1048570-1048600", &data[1_048_570..=1_048_600]),
+        ("104857500-", &data[104_857_500..]),
+    ] {
+        let out = net.exec(
+            "curl",
+            &[
+                "-sS",
+                "--max-time",
+                "5",
+                "-w",
+                "%{http_code}",
+                "-r",
+                range,
+                "-o",
+                "-",
+                &url,
+            ],
+        );
+        let (body, code) = out.stdout.split_at(out.stdout.len() - 3);
+        assert_eq!(code, b"206", "range {range}: {}", text(&out));
+        assert!(body == want, "range {range}: {} bytes differ", body.len());
+    }
+    std::fs::write(site.dir.with_extension("secret"), b"outside").unwrap();
+    let secret = site.dir.with_extension("secret");
+    let name = secret.file_name().unwrap().to_str().unwrap();
+    for path in [
+        format!("/../{name}"),
+        format!("/%2e%2e/{name}"),
+        format!("/..%2f{name}"),
+    ] {
+        let url = format!("http://{}{path}", net.imp);
+        let out = net.exec(
+            "curl",
+            &[
+                "-sS",
+                "--max-time",
+                "5",
+                "--path-as-is",
+                "-w",
+                "%{http_code}",
+                "-o",
+                "-",
+                &url,
+            ],
+        );
+        let reply = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            reply.ends_with("404") || reply.ends_with("400"),
+            "{path}: {reply}"
+        );
+        assert!(!reply.contains("outside"), "{path}: {reply}");
+    }
+    let _ = std::fs::remove_file(&secret);
 }
 
 /// tshark on the namespace's TAP, recording TCP handshake segments with their options.

@@ -78,6 +78,10 @@ const CALLER_RX_BATCHES: usize = 4;
 /// late.
 const RECEIVERS_GRACE: Duration = Duration::from_millis(1);
 
+/// How often the loop thread looks at the devices while an async driver watches them
+/// (in case its executor stalls).
+const ASYNC_DRIVER_RECHECK: Duration = Duration::from_millis(10);
+
 /// The epoll token of the eventfd that wakes a blocked call waiting on the devices.
 const CALLER_WAKER_TOKEN: u64 = u64::MAX;
 
@@ -145,6 +149,9 @@ pub(crate) struct State {
     receivers_seen: Option<Instant>,
     /// A blocking call is waiting on the devices (in `Shared::callers`); at most one.
     device_waiter: bool,
+    /// Async drivers ([`Shared::drive`]) watching the devices from their executor's
+    /// thread: the loop thread then leaves the devices to them.
+    async_drivers: usize,
     /// The device waiter was sent a wake-up it has not consumed yet.
     device_waiter_woken: bool,
 }
@@ -374,6 +381,43 @@ impl Shared {
         }
     }
 
+    /// The descriptor an async driver waits on (readable when a device has a frame),
+    /// if every device has one; registers the driver, which must call
+    /// [`Shared::end_drive`] when it stops.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn start_drive(&self) -> Option<RawFd> {
+        let mut state = self.lock();
+        if !state.callers_poll || state.stopped {
+            return None;
+        }
+        state.async_drivers += 1;
+        Some(self.callers.0.as_raw_fd())
+    }
+
+    /// An async driver stopped: the loop thread watches the devices again.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn end_drive(&self) {
+        let mut state = self.lock();
+        state.async_drivers -= 1;
+        drop(state);
+        self.wake_loop();
+    }
+
+    /// Take in what the devices hold, for an async driver on its executor's thread
+    /// (the tasks it wakes are then woken from their own thread). True if a device may
+    /// hold more; `NotConnected` once the runtime stopped.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn drive(&self) -> io::Result<bool> {
+        let mut state = self.lock();
+        if state.stopped {
+            return Err(stopped());
+        }
+        let now = self.now();
+        let received = state.receive(now);
+        self.settle(&mut state, now);
+        Ok(received.more)
+    }
+
     /// Run `f` on the stack once, then settle.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> io::Result<T> {
         let mut state = self.lock();
@@ -498,6 +542,9 @@ impl State {
         if self.running_receivers > 0 {
             return Some(now + RECEIVERS_GRACE);
         }
+        if self.async_drivers > 0 {
+            return Some(now + ASYNC_DRIVER_RECHECK);
+        }
         self.receivers_seen
             .map(|seen| seen + RECEIVERS_GRACE)
             .filter(|&until| until > now)
@@ -579,6 +626,7 @@ impl Runtime {
                 receivers_seen: None,
                 device_waiter: false,
                 device_waiter_woken: false,
+                async_drivers: 0,
             }),
             ready: Condvar::new(),
             waker,

@@ -6,7 +6,7 @@
 //! with it, so they work on any executor that polls tokio's I/O traits (no tokio
 //! reactor is needed).
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::io::{self, IoSlice};
 use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
 use std::pin::Pin;
@@ -272,5 +272,66 @@ impl Drop for TcpStream {
             state.wakers.remove(&handle);
             state.stack.tcp_close(now, handle)
         });
+    }
+}
+
+/// Take in the devices' frames on the thread of the tokio runtime this runs on (which
+/// needs its I/O driver: `enable_io`), until the imp runtime stops. Without it a frame
+/// reaches a task in two thread switches: the device wakes imp's loop thread, which
+/// wakes the task's thread; with it the device wakes the task's thread, and the loop
+/// thread leaves the devices to it (keeping the timers). Spawn it once per runtime
+/// beside the tasks that use the sockets; returns at once, leaving the devices to the
+/// loop thread, when a device has no file descriptor.
+pub fn drive(rt: &Runtime) -> impl Future<Output = io::Result<()>> + Send + 'static {
+    let shared = Arc::clone(rt.shared());
+    async move {
+        let Some(fd) = shared.start_drive() else {
+            return Ok(());
+        };
+        let registered = Driver(&shared);
+        let watch = DeviceWatch {
+            fd,
+            _owner: Arc::clone(&shared),
+        };
+        // SAFETY: the descriptor belongs to the runtime's shared half, which `watch`
+        // keeps alive and which closes it only when dropped; `as_raw_fd` always
+        // returns it.
+        let watched = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(watch, tokio::io::Interest::READABLE)
+        }?;
+        loop {
+            // Cleared before the devices are emptied, so a frame that comes meanwhile
+            // makes the descriptor ready again.
+            watched.readable().await?.clear_ready();
+            loop {
+                match registered.0.drive() {
+                    Ok(true) => tokio::task::yield_now().await,
+                    Ok(false) => break,
+                    Err(_) => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// An async driver's registration with the runtime, ended on drop.
+struct Driver<'a>(&'a Shared);
+
+impl Drop for Driver<'_> {
+    fn drop(&mut self) {
+        self.0.end_drive();
+    }
+}
+
+/// The runtime's descriptor that becomes readable when a device has a frame, with the
+/// shared half that owns it.
+struct DeviceWatch {
+    fd: std::os::fd::RawFd,
+    _owner: Arc<Shared>,
+}
+
+impl std::os::fd::AsRawFd for DeviceWatch {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd
     }
 }

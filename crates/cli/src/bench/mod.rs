@@ -13,6 +13,11 @@
 //! - W5 TAP: imp -> Linux and Linux -> imp over a TAP in a namespace, with and without
 //!   the virtio-net offloads; smoltcp over the same TAP; Linux -> Linux over veth.
 //!   Gbit/s. Needs root and `ip`; skipped (saying why) otherwise.
+//! - W6 HTTP: `wrk` against `imp serve --http` over a TAP and against nginx (one
+//!   worker) over veth, 1 KiB and 1 MiB files, keep-alive at 1 and 50 connections and
+//!   one connection per request; requests/s, Gbit/s, errors, p99 latency (nginx in the
+//!   `linux` column). Needs root, `ip`, `wrk` and `nginx`; skipped (saying what is
+//!   missing) otherwise.
 //!
 //! For W1-W4, imp and smoltcp run as two stacks in one thread, frames handed from one
 //! to the other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
@@ -26,6 +31,7 @@ pub mod imp_side;
 mod linux;
 pub mod smol;
 mod w5;
+mod w6;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,6 +88,8 @@ pub(crate) struct Sizes {
     pub scale_rounds: u64,
     /// W5 bytes per transfer.
     pub tap: u64,
+    /// W6 seconds per wrk run.
+    pub http_secs: u32,
     /// Repetitions.
     pub repeats: usize,
 }
@@ -97,6 +105,7 @@ impl Sizes {
                 scale: vec![1, 10],
                 scale_rounds: 100,
                 tap: 4 << 20,
+                http_secs: 1,
                 repeats: 1,
             }
         } else if args.quick {
@@ -107,6 +116,7 @@ impl Sizes {
                 scale: vec![1, 100, 10_000],
                 scale_rounds: 5_000,
                 tap: 32 << 20,
+                http_secs: 2,
                 repeats: 3,
             }
         } else {
@@ -117,6 +127,7 @@ impl Sizes {
                 scale: vec![1, 100, 10_000, 100_000],
                 scale_rounds: 20_000,
                 tap: 512 << 20,
+                http_secs: 5,
                 repeats: 5,
             }
         };
@@ -174,7 +185,7 @@ struct Row {
 }
 
 /// The workloads, in the order they run within one repetition.
-const WORKLOADS: [&str; 6] = ["W1a", "W1b", "W2", "W3", "W4", "W5"];
+const WORKLOADS: [&str; 7] = ["W1a", "W1b", "W2", "W3", "W4", "W5", "W6"];
 
 /// Run one workload on one implementation; None when it does not apply.
 fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
@@ -198,6 +209,8 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
         ("W5", Impl::Imp) => w5::imp(sizes.tap),
         ("W5", Impl::Smoltcp) => w5::smoltcp(sizes.tap),
         ("W5", Impl::Linux) => w5::linux(sizes.tap),
+        ("W6", Impl::Imp) => w6::imp(sizes.http_secs),
+        ("W6", Impl::Linux) => w6::nginx(sizes.http_secs),
         _ => Ok(Vec::new()),
     }
 }
@@ -231,9 +244,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         .into_iter()
         .filter(|w| args.only.is_empty() || args.only.iter().any(|o| w.starts_with(o.as_str())))
         .filter(|&w| {
-            let reason = (w == "W5").then(w5::unavailable).flatten();
+            let reason = match w {
+                "W5" => w5::unavailable(),
+                "W6" => w6::unavailable(),
+                _ => None,
+            };
             if let Some(reason) = &reason {
-                eprintln!("imp bench: W5 skipped: {reason}");
+                eprintln!("imp bench: {w} skipped: {reason}");
             }
             reason.is_none()
         })
@@ -316,12 +333,15 @@ fn print_table(report: &[Row], sizes: &Sizes) {
         sizes.tap >> 20
     );
     println!(
-        "{:<12} {:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "{:<18} {:<12} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "workload", "unit", "imp", "smoltcp", "linux", "imp/smol", "imp/linux"
     );
+    if report.iter().any(|r| r.workload.starts_with("W6")) {
+        println!("W6: imp = imp serve --http over a TAP; linux = nginx (1 worker) over veth");
+    }
     for r in report {
         println!(
-            "{:<12} {:<18} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "{:<18} {:<12} {:>10} {:>10} {:>10} {:>10} {:>10}",
             r.workload,
             r.unit,
             cell(r.imp),

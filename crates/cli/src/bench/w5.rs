@@ -49,12 +49,12 @@ pub(crate) fn unavailable() -> Option<String> {
 }
 
 /// A network namespace, deleted with everything in it on drop.
-struct Netns {
-    name: String,
+pub(super) struct Netns {
+    pub(super) name: String,
 }
 
 impl Netns {
-    fn new() -> Result<Netns, String> {
+    pub(super) fn new() -> Result<Netns, String> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let name = format!(
             "imp-bench-{}-{}",
@@ -68,14 +68,14 @@ impl Netns {
     }
 
     /// `ip -n NS args...`.
-    fn ip(&self, args: &[&str]) -> Result<(), String> {
+    pub(super) fn ip(&self, args: &[&str]) -> Result<(), String> {
         let mut all = vec!["-n", self.name.as_str()];
         all.extend_from_slice(args);
         run_ip(&all)
     }
 
     /// Run `f` on a new thread inside the namespace (a network namespace is per thread).
-    fn spawn<T: Send + 'static>(
+    pub(super) fn spawn<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> Result<T, String> + Send + 'static,
     ) -> JoinHandle<Result<T, String>> {
@@ -91,7 +91,7 @@ impl Netns {
         })
     }
 
-    fn enter<T: Send + 'static>(
+    pub(super) fn enter<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
@@ -122,7 +122,7 @@ fn run_ip(args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-fn join<T>(handle: JoinHandle<Result<T, String>>) -> Result<T, String> {
+pub(super) fn join<T>(handle: JoinHandle<Result<T, String>>) -> Result<T, String> {
     handle
         .join()
         .map_err(|_| "a kernel-side thread panicked".to_string())?
