@@ -201,15 +201,21 @@ impl AsyncRead for TcpStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let handle = self.handle;
-        let out = buf.initialize_unfilled();
-        let polled = self.shared.poll_tcp(cx, handle, false, |state, now| {
+        self.shared.poll_tcp(cx, handle, false, |state, now| {
+            // Only as much of the buffer as there is to read is zeroed (a reader such
+            // as hyper offers several KiB of fresh memory for every read); at least
+            // one byte, so an empty buffer is never mistaken for the end of the stream.
+            let ready = state.stack.tcp().readable(handle).max(1);
+            let out = buf.initialize_unfilled_to(ready.min(buf.remaining()));
             match state.stack.tcp_recv(now, handle, out) {
-                Ok(n) => Some(Ok(n)),
+                Ok(n) => {
+                    buf.advance(n);
+                    Some(Ok(()))
+                }
                 Err(TcpError::WouldBlock) => None,
                 Err(e) => Some(Err(error::tcp(e))),
             }
-        });
-        polled.map_ok(|n| buf.advance(n))
+        })
     }
 }
 

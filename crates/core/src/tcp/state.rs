@@ -382,6 +382,16 @@ impl State {
         }
     }
     /// The receive buffer holding bytes for the user, open or closed half.
+    pub fn recv_buffer(&self) -> Option<&RecvBuffer> {
+        match self {
+            State::Closing(s) => Some(&s.rcv.buffer),
+            State::TimeWait(s) => Some(&s.rcv.buffer),
+            State::CloseWait(s) => Some(&s.rcv.buffer),
+            State::LastAck(s) => Some(&s.rcv.buffer),
+            other => other.rcv().map(|r| &r.buffer),
+        }
+    }
+    /// The receive buffer holding bytes for the user, open or closed half.
     pub fn recv_buffer_mut(&mut self) -> Option<&mut RecvBuffer> {
         match self {
             State::Closing(s) => Some(&mut s.rcv.buffer),

@@ -416,6 +416,14 @@ impl Tcp {
         })
     }
 
+    /// In-order bytes a `recv` on the connection would return now (0 for listeners and
+    /// stale handles), so a caller can size (and zero) its buffer to fit.
+    pub fn readable(&self, handle: TcpHandle) -> usize {
+        self.conn_ref(handle)
+            .and_then(|c| c.state.recv_buffer())
+            .map_or(0, super::buffer::RecvBuffer::readable)
+    }
+
     /// A snapshot of a connection (None for listeners and stale handles).
     pub fn info(&self, handle: TcpHandle) -> Option<TcpInfo> {
         Some(self.conn_ref(handle)?.info(&self.shared.config))
