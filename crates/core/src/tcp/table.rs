@@ -424,6 +424,14 @@ impl Tcp {
             .map_or(0, super::buffer::RecvBuffer::readable)
     }
 
+    /// Bytes in the connection's send buffer, sent or not, that the peer has not yet
+    /// acknowledged (0 for listeners, stale handles and closed sending halves).
+    pub fn send_queued(&self, handle: TcpHandle) -> usize {
+        self.conn_ref(handle)
+            .and_then(|c| c.state.snd())
+            .map_or(0, |snd| snd.buffer.len())
+    }
+
     /// A snapshot of a connection (None for listeners and stale handles).
     pub fn info(&self, handle: TcpHandle) -> Option<TcpInfo> {
         Some(self.conn_ref(handle)?.info(&self.shared.config))
