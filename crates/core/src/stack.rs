@@ -293,6 +293,26 @@ impl Stack {
         self.poll_transmit_queued(now, buf)
     }
 
+    /// As [`Stack::poll_transmit`], but a TCP segment whose checksum the device
+    /// completes may leave its payload in the connection's send buffer: then
+    /// [`Stack::gathered_payload`] gives it, and the frame is `buf[..len - payload]`
+    /// followed by it (for a device that sends the pieces in one gather write). `buf`
+    /// must still have room for the whole frame.
+    pub fn poll_transmit_gather(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.tcp.clear_deferred();
+        self.tcp.set_gather(true);
+        let transmit = self.poll_transmit(now, buf);
+        self.tcp.set_gather(false);
+        transmit
+    }
+
+    /// The payload the frame [`Stack::poll_transmit_gather`] last returned left out
+    /// (the two parts of a send ring); None when the frame is whole in its buffer.
+    /// Valid until the next call that takes `&mut self`.
+    pub fn gathered_payload(&self) -> Option<(&[u8], &[u8])> {
+        self.tcp.deferred_payload()
+    }
+
     /// [`Stack::poll_transmit`] when a frame or a TCP connection waits.
     #[inline(never)]
     fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {

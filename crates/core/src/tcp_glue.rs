@@ -141,14 +141,19 @@ impl Stack {
         self.stats.tcp.tx_segments += 1;
         let Some(path) = &self.tcp_egress else {
             self.stats.ipv4.tx_no_route += 1;
+            self.tcp.clear_deferred();
             return TcpOutput::Queued;
         };
         let (route, limit) = (path.route, path.limit);
+        // A segment that does not leave as it is needs all its bytes in `buf`.
+        let whole = HEADROOM..HEADROOM + segment.len;
         if ipv4::HEADER_LEN + segment.len > limit {
+            self.tcp.fill_deferred(&mut buf[whole]);
             return self.tcp_oversized(now, &route, &segment, buf);
         }
         let ident = self.next_ident();
         let Some((template, sum)) = self.tcp_frame_template(now, &route) else {
+            self.tcp.fill_deferred(&mut buf[whole]);
             return self.tcp_unresolved(now, &route, &segment, ident, buf);
         };
         let total = (ipv4::HEADER_LEN + segment.len) as u16;

@@ -132,6 +132,9 @@ pub(crate) struct State {
     ports: Vec<Port>,
     /// Frame buffer for `poll_transmit`: the largest device MTU.
     tx_buf: Vec<u8>,
+    /// Every device sends frames in pieces (`Device::gathers`): TCP payloads are sent
+    /// from the send buffers, not copied into `tx_buf` first.
+    gather: bool,
     /// Set by `Runtime::shutdown`; every blocked call then fails.
     pub(crate) stopped: bool,
     /// When the loop thread will look at the stack next if nothing wakes it.
@@ -456,13 +459,26 @@ impl State {
     /// Send every frame the stack has, then drain its events. True if there were
     /// events (sockets to wake).
     fn flush(&mut self, now: Instant) -> bool {
-        while let Some(tx) = self.stack.poll_transmit(now, &mut self.tx_buf) {
-            let frame = &self.tx_buf[..tx.len];
+        loop {
+            let tx = if self.gather {
+                self.stack.poll_transmit_gather(now, &mut self.tx_buf)
+            } else {
+                self.stack.poll_transmit(now, &mut self.tx_buf)
+            };
+            let Some(tx) = tx else { break };
             let Some(port) = self.ports.iter_mut().find(|p| p.iface == tx.iface) else {
                 self.stats.tx_dropped += 1;
                 continue;
             };
-            match port.device.send(now, frame) {
+            // A payload left in the send buffer goes from there, behind the headers.
+            let sent = match self.stack.gathered_payload() {
+                Some((a, b)) => {
+                    let head = &self.tx_buf[..tx.len - a.len() - b.len()];
+                    port.device.send_gather(now, head, (a, b))
+                }
+                None => port.device.send(now, &self.tx_buf[..tx.len]),
+            };
+            match sent {
                 Ok(true) => self.stats.tx_frames += 1,
                 Ok(false) | Err(_) => self.stats.tx_dropped += 1,
             }
@@ -630,6 +646,7 @@ impl Runtime {
                 stack: Stack::new(config),
                 ports: Vec::new(),
                 tx_buf: vec![0; 1514],
+                gather: false,
                 stopped: false,
                 sleep_until: None,
                 stats: RuntimeStats::default(),
@@ -680,6 +697,7 @@ impl Runtime {
         // Blocked calls' epoll first: the order of registration is the order in which
         // the kernel offers a frame's wake-up (see the module documentation).
         let first = state.ports.is_empty();
+        state.gather = device.gathers() && (first || state.gather);
         let in_callers = fd.is_some_and(|fd| self.shared.callers.add(fd, token, true).is_ok());
         state.callers_poll = in_callers && (first || state.callers_poll);
         let direct_fd = fd.filter(|&fd| self.shared.devices.add(fd, token, true).is_err());

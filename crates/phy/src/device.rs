@@ -18,6 +18,26 @@ pub trait Device {
     /// keeps it and tries again later.
     fn send(&mut self, now: Instant, frame: &[u8]) -> Result<bool, DeviceError>;
 
+    /// Send one frame given in pieces: `head`, then the two parts of `payload`. The
+    /// default joins them and calls [`Device::send`]; a device that says so in
+    /// [`Device::gathers`] sends the pieces without joining them.
+    fn send_gather(
+        &mut self,
+        now: Instant,
+        head: &[u8],
+        payload: (&[u8], &[u8]),
+    ) -> Result<bool, DeviceError> {
+        let frame = [head, payload.0, payload.1].concat();
+        self.send(now, &frame)
+    }
+
+    /// Whether [`Device::send_gather`] sends the pieces without copying them together
+    /// (a driver then leaves TCP payloads in the send buffer: see
+    /// `Stack::poll_transmit_gather`).
+    fn gathers(&self) -> bool {
+        false
+    }
+
     /// Largest frame (Ethernet header included, FCS excluded) the device carries.
     fn mtu(&self) -> usize;
 

@@ -44,6 +44,11 @@ pub(crate) struct Shared {
     /// saves an allocation, its zeroing and a free per ring). At most
     /// [`MAX_SPARE_RINGS`] entries of at most [`MAX_SPARE_STORAGE`] bytes each.
     pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
+    /// The driver sends a segment's payload from the send buffer itself (a gather
+    /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
+    pub gather: bool,
+    /// The payload the last segment left in the send buffer: offset from SND.UNA, length.
+    pub deferred: Option<(usize, usize)>,
 }
 
 /// Most ring storages kept in [`Shared::spare`].

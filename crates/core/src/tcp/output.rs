@@ -69,20 +69,25 @@ impl Reset {
             },
             ..Repr::default()
         };
-        write_segment(&repr, (&[], &[]), (self.local, self.remote), buf, checksum)
+        let fill = if checksum {
+            Fill::Checksum
+        } else {
+            Fill::Partial
+        };
+        write_segment(&repr, (&[], &[]), (self.local, self.remote), buf, fill)
     }
 }
 
 /// Write `repr`'s header (its own payload is ignored) followed by `payload` (the two
-/// parts of a ring) into `buf`, with the checksum over the IPv4 pseudo-header when
-/// `checksum` (else only the pseudo-header sum, for a device that completes it); None
-/// when `buf` is too small.
+/// parts of a ring) into `buf`, with the checksum over the IPv4 pseudo-header or only
+/// the pseudo-header sum (for a device that completes it), as `fill` says; None when
+/// `buf` is too small (which must hold the payload even when it is not copied).
 pub(crate) fn write_segment(
     repr: &Repr<'_>,
     payload: (&[u8], &[u8]),
     (src, dst): (SocketAddrV4, SocketAddrV4),
     buf: &mut [u8],
-    checksum: bool,
+    fill: Fill,
 ) -> Option<usize> {
     let header = Repr {
         payload: &[],
@@ -100,7 +105,7 @@ pub(crate) fn write_segment(
         header_len,
         payload,
         (src, dst),
-        checksum,
+        fill,
     ))
 }
 
@@ -112,7 +117,7 @@ fn write_plain_segment(
     payload: (&[u8], &[u8]),
     ends: (SocketAddrV4, SocketAddrV4),
     buf: &mut [u8],
-    checksum: bool,
+    fill: Fill,
 ) -> Option<usize> {
     let header_len = header.header_len();
     let total = header_len + payload.0.len() + payload.1.len();
@@ -125,26 +130,46 @@ fn write_plain_segment(
         header_len,
         payload,
         ends,
-        checksum,
+        fill,
     ))
 }
 
-/// Copy the payload behind the header already in `segment` and fill the checksum field
-/// (or only the pseudo-header sum when the device completes it); returns the length.
+/// How a segment's payload and checksum are filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fill {
+    /// Payload copied, checksum computed.
+    Checksum,
+    /// Payload copied, the checksum field holding the pseudo-header sum (the device
+    /// completes it).
+    Partial,
+    /// As `Partial`, but the payload is not copied: it stays in the send buffer, where
+    /// the driver takes it from (`Tcp::deferred_payload`).
+    Deferred,
+}
+
+/// Payloads from which a driver that gathers (`Shared::gather`) leaves them in the
+/// send buffer: below, the copy costs less than the bookkeeping.
+const DEFER_MIN: usize = 2048;
+
+/// Copy the payload behind the header already in `segment` (unless deferred) and fill
+/// the checksum field (or only the pseudo-header sum when the device completes it);
+/// returns the length.
 #[inline]
 fn finish_segment(
     segment: &mut [u8],
     header_len: usize,
     (a, b): (&[u8], &[u8]),
     (src, dst): (SocketAddrV4, SocketAddrV4),
-    checksum: bool,
+    fill: Fill,
 ) -> usize {
     let total = segment.len();
-    let data = &mut segment[header_len..];
-    copy_bytes(&mut data[..a.len()], a);
-    copy_bytes(&mut data[a.len()..], b);
+    if fill != Fill::Deferred {
+        let data = &mut segment[header_len..];
+        copy_bytes(&mut data[..a.len()], a);
+        copy_bytes(&mut data[a.len()..], b);
+    }
     let mut packet = Packet::new_unchecked(segment);
-    if checksum {
+    if fill == Fill::Checksum {
         // Copy, then sum: measured faster than the checksum folded into the copy
         // (`checksum::copy_and_sum`) on data in cache, where memcpy is several times
         // the speed of the sum (impnet-wire's `checksum` bench).
@@ -391,19 +416,17 @@ impl Conn {
             plan.flags
         };
         let ack = if ack_bit { rcv_nxt.0 } else { 0 };
-        let empty: (&[u8], &[u8]) = (&[], &[]);
-        let payload = match self.state.snd() {
-            Some(snd) if plan.len > 0 => {
-                // RFC 9293 §3.9.1.2 (MUST-61, from RFC 1122 §4.2.2.2): without a PUSH
-                // flag on SEND, the sender "MUST set the PSH bit in the last buffered
-                // segment (i.e., when there is no more queued data to be sent)": as
-                // Linux, the segment that ends what the application wrote so far.
-                if plan.seq + plan.len == snd.data_end() {
-                    flags = flags | Flags::PSH;
-                }
-                snd.buffer.peek_slices(plan.seq - snd.snd_una, plan.len)
+        let (payload, push, offset) = self.payload(plan);
+        if push {
+            flags = flags | Flags::PSH;
+        }
+        let fill = match (checksum, offset) {
+            (true, _) => Fill::Checksum,
+            (false, Some(at)) if ctx.sh.gather && plan.len >= DEFER_MIN => {
+                ctx.sh.deferred = Some((at, plan.len));
+                Fill::Deferred
             }
-            _ => empty,
+            (false, _) => Fill::Partial,
         };
         let ends = (self.local, self.remote);
         let sack_n = self.sack_blocks_to_send();
@@ -417,7 +440,7 @@ impl Conn {
                 window,
                 timestamps,
             };
-            write_plain_segment(&header, payload, ends, buf, checksum)?
+            write_plain_segment(&header, payload, ends, buf, fill)?
         } else {
             let mut options = Options::default();
             if syn {
@@ -441,7 +464,7 @@ impl Conn {
                 options,
                 ..Repr::default()
             };
-            write_segment(&repr, payload, ends, buf, checksum)?
+            write_segment(&repr, payload, ends, buf, fill)?
         };
         ctx.sh.stats.segments_out += 1;
         if ack_bit {
@@ -452,6 +475,23 @@ impl Conn {
             self.timers.stop(Timer::DelayedAck);
         }
         Some(len)
+    }
+
+    /// The planned segment's payload (the two parts of the ring), whether it carries
+    /// PSH, and its offset from SND.UNA in the send buffer (None without payload).
+    fn payload(&self, plan: &Plan) -> ((&[u8], &[u8]), bool, Option<usize>) {
+        match self.state.snd() {
+            Some(snd) if plan.len > 0 => {
+                // RFC 9293 §3.9.1.2 (MUST-61, from RFC 1122 §4.2.2.2): without a PUSH
+                // flag on SEND, the sender "MUST set the PSH bit in the last buffered
+                // segment (i.e., when there is no more queued data to be sent)": as
+                // Linux, the segment that ends what the application wrote so far.
+                let push = plan.seq + plan.len == snd.data_end();
+                let at = plan.seq - snd.snd_una;
+                (snd.buffer.peek_slices(at, plan.len), push, Some(at))
+            }
+            _ => ((&[], &[]), false, None),
+        }
     }
 
     /// The window field: RFC 9293 §3.8.6.2.2 receiver SWS avoidance, never moving the

@@ -77,6 +77,9 @@ pub struct Tcp {
     isn: IsnGenerator,
     port_key: u64,
     port_counter: u32,
+    /// The connection and payload (offset from SND.UNA, length) of the segment
+    /// `poll_transmit_with` last wrote without its payload (see `set_gather`).
+    pending: Option<(TcpHandle, usize, usize)>,
 }
 
 /// A keyed 64-bit mix (splitmix64 finaliser), for RFC 6056 port offsets.
@@ -98,7 +101,10 @@ impl Tcp {
                 challenge: (Instant::ZERO, 0),
                 fast_paths: true,
                 spare: Vec::new(),
+                gather: false,
+                deferred: None,
             },
+            pending: None,
             slots: Vec::new(),
             free: Vec::new(),
             conns: conn_map(mix(seed ^ 0x6465_6d75_7820_6b79)),
@@ -432,6 +438,40 @@ impl Tcp {
             .map_or(0, |snd| snd.buffer.len())
     }
 
+    /// Let `poll_transmit_with` leave the payload of plain segments whose checksum the
+    /// device completes in the send buffer (only the headers are written, the buffer
+    /// must still have room for all): the driver then sends the headers and
+    /// [`Tcp::deferred_payload`] in one gather write, saving a copy. Off by default.
+    pub fn set_gather(&mut self, on: bool) {
+        self.shared.gather = on;
+    }
+
+    /// The payload the segment `poll_transmit_with` last returned left in the send
+    /// buffer (the two parts of the ring): it follows the segment's headers, which end
+    /// that many bytes before the returned length. None when the segment holds all.
+    pub fn deferred_payload(&self) -> Option<(&[u8], &[u8])> {
+        let (handle, at, len) = self.pending?;
+        let snd = self.conn_ref(handle)?.state.snd()?;
+        Some(snd.buffer.peek_slices(at, len))
+    }
+
+    /// Copy the deferred payload (if any) into the segment `poll_transmit_with` last
+    /// wrote, `segment` holding all of it, so it no longer needs the send buffer.
+    pub fn fill_deferred(&mut self, segment: &mut [u8]) {
+        if let Some((a, b)) = self.deferred_payload() {
+            let start = segment.len() - a.len() - b.len();
+            let (first, second) = segment[start..].split_at_mut(a.len());
+            first.copy_from_slice(a);
+            second.copy_from_slice(b);
+        }
+        self.pending = None;
+    }
+
+    /// Forget the deferred payload.
+    pub fn clear_deferred(&mut self) {
+        self.pending = None;
+    }
+
     /// A snapshot of a connection (None for listeners and stale handles).
     pub fn info(&self, handle: TcpHandle) -> Option<TcpInfo> {
         Some(self.conn_ref(handle)?.info(&self.shared.config))
@@ -687,6 +727,7 @@ impl Tcp {
         buf: &mut [u8],
         mut egress: impl FnMut(Ipv4Addr, Ipv4Addr) -> Egress,
     ) -> Option<TcpTransmit> {
+        self.pending = None;
         while let Some(reset) = self.shared.resets.pop_front() {
             let fill = egress(*reset.local.ip(), *reset.remote.ip()).checksum;
             if let Some(len) = reset.write(buf, fill) {
@@ -710,6 +751,7 @@ impl Tcp {
                 Ok(conn.poll_transmit(ctx, buf, out))
             });
             if let Ok(Some(len)) = sent {
+                self.pending = self.shared.deferred.take().map(|(at, n)| (handle, at, n));
                 // When it has more: back of the queue, behind the others.
                 if let Some(conn) = self.conn_mut(handle) {
                     if conn.may_send() {
