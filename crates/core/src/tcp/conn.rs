@@ -44,6 +44,11 @@ pub(crate) struct Shared {
     /// saves an allocation, its zeroing and a free per ring). At most
     /// [`MAX_SPARE_RINGS`] entries of at most [`MAX_SPARE_STORAGE`] bytes each.
     pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
+    /// Ring storage larger than [`Shared::spare`] keeps, of connections that ended: a
+    /// ring that reached its full size (a bulk response) would otherwise be grown again,
+    /// allocation, zeroing and copy at every doubling, by the next connection (W6 with
+    /// one connection per request). At most [`MAX_LARGE_SPARE`] entries.
+    pub large_spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
     /// The driver sends a segment's payload from the send buffer itself (a gather
     /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
     pub gather: bool,
@@ -56,6 +61,9 @@ const MAX_SPARE_RINGS: usize = 64;
 /// Largest ring storage kept in [`Shared::spare`] (bigger ones are freed).
 const MAX_SPARE_STORAGE: usize = 16 << 10;
 
+/// Most ring storages kept in [`Shared::large_spare`].
+const MAX_LARGE_SPARE: usize = 8;
+
 /// Most RSTs waiting in [`Shared::resets`]; more are dropped (a flood cannot grow memory).
 const MAX_PENDING_RESETS: usize = 256;
 
@@ -66,6 +74,8 @@ impl Shared {
         let len = storage.len();
         if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < MAX_SPARE_RINGS {
             self.spare.push(storage);
+        } else if len > MAX_SPARE_STORAGE && self.large_spare.len() < MAX_LARGE_SPARE {
+            self.large_spare.push(storage);
         }
     }
     /// Recycle the ring storage a state owns (before dropping it).
@@ -95,6 +105,11 @@ impl Shared {
     /// Spare ring storage for a new ring of `capacity` bytes (empty when none fits).
     #[inline]
     pub fn spare_storage(&mut self, capacity: usize) -> alloc::vec::Vec<u8> {
+        if let Some(v) = self.large_spare.last()
+            && v.len() <= capacity
+        {
+            return self.large_spare.pop().unwrap_or_default();
+        }
         match self.spare.last() {
             Some(v) if v.len() <= capacity => self.spare.pop().unwrap_or_default(),
             _ => alloc::vec::Vec::new(),

@@ -101,6 +101,7 @@ impl Tcp {
                 challenge: (Instant::ZERO, 0),
                 fast_paths: true,
                 spare: Vec::new(),
+                large_spare: Vec::new(),
                 gather: false,
                 deferred: None,
             },
