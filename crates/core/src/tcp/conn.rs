@@ -660,6 +660,7 @@ pub(crate) fn new_snd(
         dup_acks: 0,
         rto_recover: None,
         probe_count: 0,
+        tso: false,
     }
 }
 

@@ -10,7 +10,7 @@ use super::seq::SeqNumber;
 use super::state::*;
 use super::timer::Timer;
 use super::{MAX_ACK_DELAY, TcpError, TcpEvent};
-use crate::time::Duration;
+use crate::time::{Duration, Instant};
 
 impl Conn {
     /// A segment for this connection arrived.
@@ -406,6 +406,7 @@ impl Conn {
         let now = ctx.now;
         let timestamps = self.opts.ts.is_some();
         let sack = self.opts.sack;
+        let smss = usize::from(self.opts.mss_peer);
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -453,6 +454,9 @@ impl Conn {
                 snd.rexmit = Some(ack);
             }
             Some(_) => {}
+            None if snd.tso && snd.cc.in_slow_start() => {
+                stretch_ack(&mut snd.cc, now, (acked, in_flight), sample, 2 * smss);
+            }
             None => snd.cc.on_ack(now, acked, sample, in_flight),
         }
         snd.dup_acks = 0;
@@ -748,5 +752,32 @@ impl Conn {
             }
             other => other,
         };
+    }
+}
+
+/// Slow start on an ACK after TSO segments: the peer acknowledges a segment the device
+/// cut into many (Linux's receiver: one ACK per large segment it takes in), so one ACK
+/// may cover 45 segments where RFC 3465 expects one ACK per two. Counted as the ACKs
+/// of every `step` (2*SMSS) bytes it covers, each growing cwnd by L = 2*SMSS at most,
+/// cwnd grows by what was acknowledged, as Linux's `tcp_slow_start` does; not by
+/// 2*SMSS per large segment, which would make slow start linear.
+fn stretch_ack(
+    cc: &mut super::cc::Controller,
+    now: Instant,
+    (acked, in_flight): (usize, usize),
+    mut sample: Option<Duration>,
+    step: usize,
+) {
+    let mut rest = acked;
+    while rest > 0 {
+        let n = rest.min(step.max(1));
+        rest -= n;
+        cc.on_ack(now, n, sample.take(), in_flight + rest);
+        if !cc.in_slow_start() {
+            if rest > 0 {
+                cc.on_ack(now, rest, None, in_flight);
+            }
+            return;
+        }
     }
 }

@@ -244,6 +244,11 @@ impl Conn {
             plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
         }
         let len = self.write(ctx, &plan, buf, egress.checksum)?;
+        if plan.len > usize::from(self.opts.mss_peer)
+            && let Some(snd) = self.state.snd_mut()
+        {
+            snd.tso = true;
+        }
         self.after_send(ctx, &plan);
         Some(len)
     }

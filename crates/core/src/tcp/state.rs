@@ -189,6 +189,9 @@ pub(crate) struct Snd {
     pub rto_recover: Option<SeqNumber>,
     /// Zero-window probes sent in a row (persist backoff exponent).
     pub probe_count: u32,
+    /// Segments of more than one MSS (TSO) have been sent: an ACK may then cover many
+    /// segments the device cut, and slow start counts it as several (`stretch_ack`).
+    pub tso: bool,
 }
 
 impl core::fmt::Debug for Snd {
