@@ -112,6 +112,8 @@ pub enum FlowKind {
         count: Option<u64>,
         /// Requests outstanding at once.
         pipeline: u32,
+        /// How the server writes each response.
+        write: ResponseWrite,
     },
     /// ICMP echo.
     Ping {
@@ -121,6 +123,31 @@ pub enum FlowKind {
         interval: Duration,
         /// Bytes of data per request.
         size: usize,
+    },
+}
+
+/// How the server of a request/response flow writes each response: in one write, or
+/// as a head and a body (an HTTP server writing its header and then the file), each
+/// write handed to the stack at once, as a runtime does after every socket call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseWrite {
+    /// One write of the whole response.
+    One,
+    /// Two writes: `head` bytes, then the rest. With Nagle's algorithm on, the rest
+    /// waits for the head's ACK, which the client may delay.
+    Two {
+        /// Bytes in the first write.
+        head: usize,
+    },
+    /// The head and the rest in one gather write (`Stack::tcp_send_vectored`).
+    Gather {
+        /// Bytes in the first slice.
+        head: usize,
+    },
+    /// Cork, write the head, write the rest, uncork (Linux's TCP_CORK).
+    Corked {
+        /// Bytes in the first write.
+        head: usize,
     },
 }
 
@@ -374,6 +401,8 @@ struct RawFlow {
     response: Option<Bytes>,
     count: Option<Spanned<u64>>,
     pipeline: Option<Spanned<u32>>,
+    response_head: Option<Bytes>,
+    response_write: Option<Spanned<String>>,
     // ping
     interval: Option<Dur>,
     size: Option<Bytes>,
@@ -802,20 +831,65 @@ fn flow_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, Scen
                 translate_per_byte: dur(flow.translate_per_byte),
             }
         }
-        "rr" => FlowKind::RequestResponse {
-            request: nonzero(size(flow.request, 1), "request")?,
-            response: nonzero(size(flow.response, 1), "response")?,
-            count: flow.count.as_ref().map(|c| *c.get_ref()),
-            pipeline: match &flow.pipeline {
-                Some(p) if *p.get_ref() == 0 => {
-                    return Err(ctx.error(p.span(), "pipeline", "must be at least 1"));
-                }
-                Some(p) => *p.get_ref(),
-                None => 1,
-            },
-        },
+        "rr" => {
+            let response = nonzero(size(flow.response, 1), "response")?;
+            FlowKind::RequestResponse {
+                request: nonzero(size(flow.request, 1), "request")?,
+                response,
+                count: flow.count.as_ref().map(|c| *c.get_ref()),
+                pipeline: match &flow.pipeline {
+                    Some(p) if *p.get_ref() == 0 => {
+                        return Err(ctx.error(p.span(), "pipeline", "must be at least 1"));
+                    }
+                    Some(p) => *p.get_ref(),
+                    None => 1,
+                },
+                write: response_write(ctx, spanned, response)?,
+            }
+        }
         _ => ping_kind(ctx, spanned)?,
     })
+}
+
+/// An rr flow's `response_head` and `response_write`: how each response is written.
+fn response_write(
+    ctx: &Ctx<'_>,
+    spanned: &Spanned<RawFlow>,
+    response: usize,
+) -> Result<ResponseWrite, ScenarioError> {
+    let flow = spanned.get_ref();
+    let Some(head) = flow.response_head else {
+        return match &flow.response_write {
+            Some(w) => Err(ctx.error(
+                w.span(),
+                "response_write",
+                "needs `response_head`, the bytes of the first write (e.g. 200)",
+            )),
+            None => Ok(ResponseWrite::One),
+        };
+    };
+    let head = usize::try_from(head.0).unwrap_or(usize::MAX);
+    if head == 0 || head >= response {
+        return Err(ctx.field_error(
+            spanned.span(),
+            "response_head",
+            format!("{head} must be at least 1 and less than `response` ({response})"),
+        ));
+    }
+    match flow
+        .response_write
+        .as_ref()
+        .map(|w| (w.get_ref().as_str(), w.span()))
+    {
+        None | Some(("two", _)) => Ok(ResponseWrite::Two { head }),
+        Some(("gather", _)) => Ok(ResponseWrite::Gather { head }),
+        Some(("cork", _)) => Ok(ResponseWrite::Corked { head }),
+        Some((other, span)) => Err(ctx.error(
+            span,
+            "response_write",
+            format!("unknown `{other}`; use \"two\", \"gather\" or \"cork\""),
+        )),
+    }
 }
 
 /// Reject fields that do not apply to a flow of type `kind` (or an unknown type).
@@ -835,6 +909,8 @@ fn check_flow_fields(
         ("response", flow.response.is_some()),
         ("count", flow.count.is_some()),
         ("pipeline", flow.pipeline.is_some()),
+        ("response_head", flow.response_head.is_some()),
+        ("response_write", flow.response_write.is_some()),
         ("interval", flow.interval.is_some()),
         ("size", flow.size.is_some()),
     ];
@@ -846,7 +922,14 @@ fn check_flow_fields(
             "cpu_per_byte",
             "translate_per_byte",
         ],
-        "rr" => &["request", "response", "count", "pipeline"],
+        "rr" => &[
+            "request",
+            "response",
+            "count",
+            "pipeline",
+            "response_head",
+            "response_write",
+        ],
         "ping" => &["count", "interval", "size"],
         other => {
             return Err(ctx.error(

@@ -369,6 +369,13 @@ impl Sim {
         Some(cidr.address)
     }
 
+    /// Put on the wire, at the current instant, every frame the hosts' stacks want to
+    /// send now: what a runtime does after each socket call, so that an application's
+    /// writes between two steps leave one by one instead of together.
+    pub fn transmit_now(&mut self) -> io::Result<()> {
+        self.drain_transmits()
+    }
+
     /// Move every frame every host wants to send onto its link.
     fn drain_transmits(&mut self) -> io::Result<()> {
         let now = self.now;

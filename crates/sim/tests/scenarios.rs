@@ -238,6 +238,24 @@ fn bad_scenarios_get_one_line_errors_naming_line_and_field() {
             "bytes = 5",
         ),
         (
+            SMALL.replace("pipeline = 2", "pipeline = 2\nresponse_write = \"gather\""),
+            "response_write",
+            "response_write = ",
+        ),
+        (
+            SMALL.replace("pipeline = 2", "pipeline = 2\nresponse_head = 1000"),
+            "response_head",
+            "response_head = ",
+        ),
+        (
+            SMALL.replace(
+                "pipeline = 2",
+                "pipeline = 2\nresponse_head = 100\nresponse_write = \"sendfile\"",
+            ),
+            "response_write",
+            "response_write = ",
+        ),
+        (
             SMALL.replace("type = \"rr\"", "type = \"udp\""),
             "type",
             "type = \"udp\"",
@@ -450,6 +468,76 @@ fn seed004_letters_per_second_are_line_bound_and_piggy_backed_acks_win() {
     assert!(tps("delayed-90") > 6.6);
     let one = flow(r, "delayed-1");
     assert!(one.transactions_per_s.unwrap() > 0.9 * one.transactions_bound_per_s.unwrap());
+}
+
+/// A server answers each request with a 100-byte head and a 1000-byte body over a
+/// 10 ms round trip: `response_write` (and `nagle` for the server when `nodelay`).
+fn head_and_body(write: &str, nodelay: bool) -> String {
+    format!(
+        r#"
+name = "head-and-body"
+duration = "10s"
+seed = 3
+
+[[host]]
+name = "client"
+[[host]]
+name = "server"
+tcp = {{ nagle = {nagle} }}
+
+[[link]]
+a = "client"
+b = "server"
+rate = "100mbit"
+delay = "5ms"
+
+[[flow]]
+name = "http"
+type = "rr"
+from = "client"
+to = "server"
+request = 100
+response = 1100
+response_head = 100
+response_write = "{write}"
+count = 40
+"#,
+        nagle = !nodelay
+    )
+}
+
+#[test]
+fn a_response_in_two_small_writes_stalls_unless_gathered_corked_or_nodelay() {
+    let latency = |write: &str, nodelay: bool| {
+        let scenario = Scenario::parse(&head_and_body(write, nodelay), "head-and-body.toml")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let outcome = run(&scenario);
+        let f = flow(&outcome.report, "http");
+        assert!(f.completed, "{write}: {f:?}");
+        assert_eq!(f.transactions, Some(40), "{write}");
+        assert_eq!(f.bytes, 40 * 1200, "{write}");
+        f.rtt.clone()
+    };
+    // Nagle holds the body until the head is acknowledged; once the client's quick-ACK
+    // budget at connection start is spent, it delays that ACK by 40 ms: a round trip
+    // becomes about 10 + 40 ms.
+    let two = latency("two", false);
+    assert!(two.max_ms >= 50.0, "two writes did not stall: {two:?}");
+    assert!(two.mean_ms > 30.0, "{two:?}");
+    // A gather write, the cork, and no-delay each answer in one round trip: 10 ms and
+    // the serialisation of the frames at 100 Mbit/s. (The first transaction also waits
+    // for the handshake, 25 ms; a delayed-ACK stall would cost 40 ms more.)
+    for (write, nodelay) in [("gather", false), ("cork", false), ("two", true)] {
+        let l = latency(write, nodelay);
+        assert!(
+            l.max_ms < 40.0,
+            "{write} (nodelay {nodelay}) stalled: {l:?}"
+        );
+        assert!(
+            l.mean_ms < 11.0,
+            "{write} (nodelay {nodelay}) took more than one round trip: {l:?}"
+        );
+    }
 }
 
 #[test]

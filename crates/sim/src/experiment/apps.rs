@@ -8,7 +8,7 @@ use impnet_core::{Duration, IcmpError, Instant, Stack};
 use super::{App, AppState, BulkApp, RrApp, Step, tcp_err};
 use crate::HostId;
 use crate::Sim;
-use crate::scenario::FlowKind;
+use crate::scenario::{FlowKind, ResponseWrite};
 
 impl App {
     pub(super) fn drive_bulk(&mut self, sim: &mut Sim, from: HostId, to: HostId) -> Step {
@@ -67,6 +67,7 @@ impl App {
             response,
             count,
             pipeline,
+            write,
         } = self.spec.kind.clone()
         else {
             return Ok(());
@@ -76,6 +77,7 @@ impl App {
         };
         let client = s.client.ok_or("no connection")?;
         rr_serve(s, sim.host_mut(to), now, request, response)?;
+        rr_respond(s, sim, to, now, response, write)?;
         // The client: keep `pipeline` requests outstanding, collect responses.
         let stack = sim.host_mut(from);
         loop {
@@ -339,12 +341,62 @@ fn rr_serve(
         }
         break;
     }
+    Ok(())
+}
+
+/// The request/response server's writes: what it owes, each response written as
+/// `write` says. A response that starts with a head written on its own is handed to
+/// the wire before the rest is written, as a runtime does after every socket call.
+fn rr_respond(
+    s: &mut RrApp,
+    sim: &mut Sim,
+    host: HostId,
+    now: Instant,
+    response: usize,
+    write: ResponseWrite,
+) -> Step {
+    let Some(server) = s.server else {
+        return Ok(());
+    };
     while s.server_owed > 0 && !s.server_closed {
-        let n = s.server_owed.min(s.payload.len());
-        match stack.tcp_send(now, server, &s.payload[..n]) {
+        // Bytes of the current response still to write (a whole response at its start).
+        let left = match s.server_owed % response {
+            0 => response,
+            n => n,
+        };
+        let stack = sim.host_mut(host);
+        let written = match write {
+            // As many whole or partial responses as the payload holds, in one write.
+            ResponseWrite::One => {
+                let n = s.server_owed.min(s.payload.len());
+                stack.tcp_send(now, server, &s.payload[..n])
+            }
+            ResponseWrite::Gather { head } if left == response => stack.tcp_send_vectored(
+                now,
+                server,
+                [&s.payload[..head], &s.payload[head..response]],
+            ),
+            ResponseWrite::Two { head } | ResponseWrite::Corked { head } if left == response => {
+                if matches!(write, ResponseWrite::Corked { .. }) {
+                    stack
+                        .tcp_set_cork(now, server, true)
+                        .map_err(|e| tcp_err("cork", e))?;
+                }
+                let written = stack.tcp_send(now, server, &s.payload[..head]);
+                sim.transmit_now().map_err(|e| e.to_string())?;
+                written
+            }
+            _ => stack.tcp_send(now, server, &s.payload[..left]),
+        };
+        match written {
             Ok(0) | Err(TcpError::WouldBlock) => break,
             Ok(n) => s.server_owed -= n,
             Err(e) => return Err(tcp_err("send", e)),
+        }
+        if s.server_owed.is_multiple_of(response) && matches!(write, ResponseWrite::Corked { .. }) {
+            sim.host_mut(host)
+                .tcp_set_cork(now, server, false)
+                .map_err(|e| tcp_err("uncork", e))?;
         }
     }
     Ok(())
