@@ -10,10 +10,8 @@
 
 extern crate alloc;
 
-mod arp;
 pub mod icmp;
 pub mod iface;
-mod ipv4;
 pub mod neighbor;
 pub mod reassembly;
 pub mod rng;
@@ -22,7 +20,6 @@ mod socket;
 pub mod stack;
 pub mod stats;
 pub mod tcp;
-mod tcp_glue;
 pub mod time;
 pub mod udp;
 

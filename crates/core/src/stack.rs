@@ -8,6 +8,7 @@ use core::net::Ipv4Addr;
 use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::Cidr;
 
+use self::tcp::TcpOutput;
 use crate::icmp::{IcmpHandle, IcmpRateLimit, IcmpSockets, TokenBucket};
 use crate::iface::{IfaceConfig, IfaceId, Interface};
 use crate::neighbor::{ArpConfig, NeighborAction, NeighborCache};
@@ -16,10 +17,15 @@ use crate::rng::Rng;
 use crate::route::Routes;
 use crate::socket::BufferPool;
 use crate::stats::Stats;
-use crate::tcp::{self, Tcp};
-use crate::tcp_glue::TcpOutput;
+use crate::tcp::{self as tcp_core, Tcp};
 use crate::time::Instant;
 use crate::udp::{UdpHandle, UdpSockets};
+
+pub(crate) mod arp;
+pub(crate) mod icmp;
+pub(crate) mod ipv4;
+pub(crate) mod tcp;
+pub(crate) mod udp;
 
 /// Settings for a whole stack.
 #[derive(Debug, Clone)]
@@ -28,7 +34,7 @@ pub struct StackConfig {
     /// same bytes.
     pub seed: u64,
     /// TCP settings.
-    pub tcp: tcp::TcpConfig,
+    pub tcp: tcp_core::TcpConfig,
     /// Neighbour cache (ARP) settings.
     pub arp: ArpConfig,
     /// Fragment reassembly settings.
@@ -50,7 +56,7 @@ impl Default for StackConfig {
     fn default() -> Self {
         StackConfig {
             seed: 0,
-            tcp: tcp::TcpConfig::default(),
+            tcp: tcp_core::TcpConfig::default(),
             arp: ArpConfig::default(),
             reassembly: ReassemblyConfig::default(),
             udp_queue_limit: 64,
@@ -80,7 +86,7 @@ pub enum Event {
     /// An ICMP echo socket became readable: a reply or a pending error waits.
     Icmp(IcmpHandle),
     /// A TCP readiness change.
-    Tcp(tcp::TcpEvent),
+    Tcp(tcp_core::TcpEvent),
     /// ARP resolution of `addr` on `iface` failed after every retry; the packets queued
     /// for it were dropped (their sockets got `HostUnreachable`).
     NeighbourFailed {
@@ -142,8 +148,8 @@ pub struct Stack {
     /// derived from them (the TCP egress cache) is stale once it moves.
     pub(crate) config_generation: u64,
     /// The route, offloads and next-hop MAC of the last TCP segment sent, reused while
-    /// segments go to the same peer (see [`crate::tcp_glue`]).
-    pub(crate) tcp_egress: Option<crate::tcp_glue::EgressCache>,
+    /// segments go to the same peer (see [`self::tcp`]).
+    pub(crate) tcp_egress: Option<self::tcp::EgressCache>,
 }
 
 impl Stack {
@@ -247,11 +253,11 @@ impl Stack {
     pub(crate) fn enqueue_frame(
         &mut self,
         frame: Outgoing,
-    ) -> Result<(), crate::ipv4::OutputError> {
+    ) -> Result<(), crate::stack::ipv4::OutputError> {
         if self.tx_queue.len() >= self.config.tx_queue_limit {
             self.stats.link.tx_queue_full += 1;
             self.pool.give(frame.payload);
-            return Err(crate::ipv4::OutputError::QueueFull);
+            return Err(crate::stack::ipv4::OutputError::QueueFull);
         }
         self.tx_queue.push_back(frame);
         Ok(())

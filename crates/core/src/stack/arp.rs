@@ -8,12 +8,12 @@ use core::net::Ipv4Addr;
 use impnet_wire::arp::{self, Operation};
 use impnet_wire::ethernet::{self, EtherType};
 
-use crate::icmp::IcmpError;
+use crate::icmp::{IcmpError, IcmpHandle};
 use crate::iface::IfaceId;
-use crate::neighbor::{Origin, Pending};
+use crate::neighbor::{Origin, Pending, SocketKind};
 use crate::stack::{Event, Outgoing, Stack};
 use crate::time::Instant;
-use crate::udp::UdpError;
+use crate::udp::{UdpError, UdpHandle};
 
 impl Stack {
     /// An ARP packet arrived on `iface`.
@@ -148,14 +148,18 @@ impl Stack {
         for pending in dropped {
             self.stats.arp.dropped_unresolved += 1;
             let readable = match pending.origin {
-                Origin::Udp(handle) => self
-                    .udp
-                    .set_error_by_handle(handle, UdpError::HostUnreachable)
-                    .then_some(Event::Udp(handle)),
-                Origin::Icmp(handle) => self
-                    .icmp
-                    .set_error(handle, IcmpError::HostUnreachable)
-                    .then_some(Event::Icmp(handle)),
+                Origin::Socket(SocketKind::Udp, slot) => {
+                    let handle = UdpHandle(slot);
+                    self.udp
+                        .set_error_by_handle(handle, UdpError::HostUnreachable)
+                        .then_some(Event::Udp(handle))
+                }
+                Origin::Socket(SocketKind::Icmp, slot) => {
+                    let handle = IcmpHandle(slot);
+                    self.icmp
+                        .set_error(handle, IcmpError::HostUnreachable)
+                        .then_some(Event::Icmp(handle))
+                }
                 Origin::Stack | Origin::Tcp => None,
             };
             if let Some(event) = readable {
