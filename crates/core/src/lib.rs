@@ -12,6 +12,7 @@ extern crate alloc;
 
 pub mod icmp;
 pub mod iface;
+pub mod ip_options;
 pub mod neighbor;
 pub mod reassembly;
 pub mod rng;
@@ -32,6 +33,6 @@ pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;
 pub use route::{Route, Routes};
 pub use stack::{Event, Stack, StackConfig, Transmit};
-pub use stats::Stats;
+pub use stats::{ForwardStats, IfaceStats, Stats};
 pub use time::{Duration, Instant};
 pub use udp::{UdpError, UdpHandle};

@@ -58,6 +58,8 @@ pub(crate) enum Origin {
     /// TCP: connections to the neighbour that are still opening fail at once, the
     /// others learn of the loss through their own retransmission timer.
     Tcp,
+    /// A datagram forwarded for another host: its source hears of the failure.
+    Forwarded,
 }
 
 /// The socket table a queued packet's socket is in.

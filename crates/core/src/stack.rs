@@ -22,6 +22,7 @@ use crate::time::Instant;
 use crate::udp::{UdpHandle, UdpSockets};
 
 pub(crate) mod arp;
+mod forward;
 pub(crate) mod icmp;
 pub(crate) mod ipv4;
 pub(crate) mod tcp;
@@ -50,6 +51,10 @@ pub struct StackConfig {
     /// Frames waiting for `poll_transmit` before sends fail with `NoBufferSpace`
     /// (default 1024).
     pub tx_queue_limit: usize,
+    /// Milliseconds since midnight UT at `Instant` zero, for the IPv4 Timestamp option
+    /// (RFC 791). None (the default): stamps are milliseconds of the stack's clock with
+    /// the high bit set, as RFC 791 allows for a clock not tied to UT.
+    pub ut_offset_ms: Option<u64>,
 }
 
 impl Default for StackConfig {
@@ -64,6 +69,7 @@ impl Default for StackConfig {
             icmp_rate_limit: IcmpRateLimit::default(),
             default_ttl: 64,
             tx_queue_limit: 1024,
+            ut_offset_ms: None,
         }
     }
 }
@@ -267,10 +273,12 @@ impl Stack {
     /// counted and dropped.
     pub fn handle_frame(&mut self, now: Instant, iface: IfaceId, frame: &[u8]) {
         self.stats.link.rx_frames += 1;
-        let Some(interface) = self.ifaces.get(iface.index()) else {
+        let Some(interface) = self.ifaces.get_mut(iface.index()) else {
             self.stats.link.rx_unknown_interface += 1;
             return;
         };
+        interface.stats.rx_frames += 1;
+        interface.stats.rx_bytes += frame.len() as u64;
         let Ok(view) = ethernet::Frame::new_checked(frame) else {
             self.stats.link.rx_truncated += 1;
             return;
@@ -282,7 +290,9 @@ impl Stack {
         }
         match view.ethertype() {
             EtherType::Arp if !view.is_tagged() => self.handle_arp(now, iface, view.payload()),
-            EtherType::Ipv4 if !view.is_tagged() => self.handle_ipv4(now, iface, view.payload()),
+            EtherType::Ipv4 if !view.is_tagged() => {
+                self.handle_ipv4(now, iface, view.payload(), dst.is_broadcast());
+            }
             _ => self.stats.link.rx_unknown_ethertype += 1,
         }
     }
@@ -322,16 +332,21 @@ impl Stack {
     /// [`Stack::poll_transmit`] when a frame or a TCP connection waits.
     #[inline(never)]
     fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        loop {
+        let transmit = loop {
             if let Some(transmit) = self.pop_frame(buf) {
-                return Some(transmit);
+                break transmit;
             }
             match self.poll_transmit_tcp(now, buf) {
-                TcpOutput::Frame(transmit) => return Some(transmit),
+                TcpOutput::Frame(transmit) => break transmit,
                 TcpOutput::Queued => continue,
                 TcpOutput::Idle => return None,
             }
+        };
+        if let Some(interface) = self.ifaces.get_mut(transmit.iface.index()) {
+            interface.stats.tx_frames += 1;
+            interface.stats.tx_bytes += transmit.len as u64;
         }
+        Some(transmit)
     }
 
     /// Write the oldest queued frame into `buf`.
@@ -387,7 +402,7 @@ impl Stack {
                     iface,
                     addr,
                     dropped,
-                } => self.on_neighbor_failed(iface, addr, dropped),
+                } => self.on_neighbor_failed(now, iface, addr, dropped),
             }
         }
         let mut expired = Vec::new();
@@ -417,3 +432,5 @@ impl Stack {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_forward;

@@ -139,6 +139,7 @@ impl Stack {
     /// Resolution of `addr` failed: drop and count its packets, tell their sockets.
     pub(crate) fn on_neighbor_failed(
         &mut self,
+        now: Instant,
         iface: IfaceId,
         addr: Ipv4Addr,
         dropped: VecDeque<Pending>,
@@ -159,6 +160,10 @@ impl Stack {
                     self.icmp
                         .set_error(handle, IcmpError::HostUnreachable)
                         .then_some(Event::Icmp(handle))
+                }
+                Origin::Forwarded => {
+                    self.forward_unresolved(now, &pending.packet);
+                    None
                 }
                 Origin::Stack | Origin::Tcp => None,
             };

@@ -334,7 +334,7 @@ impl Stack {
             next_hop_mtu: 0,
             invoking: &quote[..header_len + data_len],
         };
-        if self.send_icmp_error_repr(now, meta.src, meta.dst, &repr) {
+        if self.send_icmp_error_repr(now, meta.src, Some(meta.dst), &repr) {
             self.stats.icmp.tx_dst_unreachable += 1;
         }
     }
@@ -352,18 +352,19 @@ impl Stack {
             reason: TimeExceeded::FragExpired,
             invoking: quote,
         };
-        if self.send_icmp_error_repr(now, src, dst, &repr) {
+        if self.send_icmp_error_repr(now, src, Some(dst), &repr) {
             self.stats.icmp.tx_time_exceeded += 1;
         }
     }
 
-    /// Send an ICMP error back to `to` from `from`, if the bucket has a token. RFC 1122
-    /// §3.2.2: never about a datagram from a non-unicast source.
-    fn send_icmp_error_repr(
+    /// Send an ICMP error back to `to` from `from` (or the outgoing interface's
+    /// address), if the bucket has a token. RFC 1122 §3.2.2: never about a datagram
+    /// from a non-unicast source.
+    pub(crate) fn send_icmp_error_repr(
         &mut self,
         now: Instant,
         to: Ipv4Addr,
-        from: Ipv4Addr,
+        from: Option<Ipv4Addr>,
         repr: &icmpv4::Repr<'_>,
     ) -> bool {
         if to.is_unspecified() || to.is_broadcast() || to.is_multicast() {
@@ -373,7 +374,7 @@ impl Stack {
             self.stats.icmp.rate_limited += 1;
             return false;
         }
-        let Ok(route) = self.route_output(to, Some(from)) else {
+        let Ok(route) = self.route_output(to, from) else {
             return false;
         };
         let options = SendOptions {

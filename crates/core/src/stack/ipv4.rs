@@ -249,7 +249,13 @@ impl Stack {
 
     /// An IPv4 packet arrived on `iface` (`broadcast_mac`: sent to the Ethernet
     /// broadcast address).
-    pub(crate) fn handle_ipv4(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
+    pub(crate) fn handle_ipv4(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        bytes: &[u8],
+        link_broadcast: bool,
+    ) {
         self.stats.ipv4.rx_packets += 1;
         let verify_checksum = self
             .ifaces
@@ -268,8 +274,10 @@ impl Stack {
         }
         let broadcast = interface.is_broadcast(dst);
         if !broadcast && !self.is_local_addr(dst) {
-            // No forwarding yet: RFC 1122 §3.3.4.2 lets a host drop what it is not the
-            // destination of.
+            if interface.forwarding {
+                return self.forward(now, iface, &packet, link_broadcast);
+            }
+            // RFC 1122 §3.3.4.2: a host drops what it is not the destination of.
             self.stats.ipv4.rx_not_for_us += 1;
             return;
         }
