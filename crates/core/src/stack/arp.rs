@@ -146,6 +146,16 @@ impl Stack {
     ) {
         self.stats.arp.resolution_failed += 1;
         self.push_event(Event::NeighbourFailed { iface, addr });
+        // A connect whose SYN waits on this neighbour fails now: every connection still
+        // opening to a remote reached through it.
+        let routes = &self.routes;
+        let via = |remote: Ipv4Addr| {
+            routes
+                .lookup(remote)
+                .is_some_and(|route| route.iface == iface && route.next_hop(remote) == addr)
+        };
+        self.tcp
+            .fail_opens(now, via, crate::tcp::TcpError::HostUnreachable);
         for pending in dropped {
             self.stats.arp.dropped_unresolved += 1;
             let readable = match pending.origin {

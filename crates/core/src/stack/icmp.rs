@@ -12,6 +12,7 @@ use crate::neighbor::{Origin, SocketKind};
 use crate::socket::RecvQueue;
 use crate::stack::ipv4::{IpMeta, OutputError, SendOptions};
 use crate::stack::{Event, Stack};
+use crate::tcp::{IcmpNotice, TcpError};
 use crate::time::Instant;
 use crate::udp::UdpError;
 
@@ -19,6 +20,8 @@ use crate::udp::UdpError;
 #[derive(Debug, Clone, Copy)]
 enum ErrorKind {
     Unreachable(DstUnreachable),
+    /// Fragmentation needed, with the next-hop MTU (0 from routers older than RFC 1191).
+    TooBig(u16),
     TimeExceeded,
     ParamProblem,
 }
@@ -176,18 +179,24 @@ impl Stack {
                 data,
             } => self.handle_echo_reply(meta, ident, seq_no, data),
             icmpv4::Repr::DstUnreachable {
-                reason, invoking, ..
+                reason,
+                invoking,
+                next_hop_mtu,
             } => {
                 self.stats.icmp.rx_dst_unreachable += 1;
-                self.handle_icmp_error(ErrorKind::Unreachable(reason), invoking);
+                let kind = match reason {
+                    DstUnreachable::FragRequired => ErrorKind::TooBig(next_hop_mtu),
+                    reason => ErrorKind::Unreachable(reason),
+                };
+                self.handle_icmp_error(now, kind, invoking);
             }
             icmpv4::Repr::TimeExceeded { invoking, .. } => {
                 self.stats.icmp.rx_time_exceeded += 1;
-                self.handle_icmp_error(ErrorKind::TimeExceeded, invoking);
+                self.handle_icmp_error(now, ErrorKind::TimeExceeded, invoking);
             }
             icmpv4::Repr::ParamProblem { invoking, .. } => {
                 self.stats.icmp.rx_param_problem += 1;
-                self.handle_icmp_error(ErrorKind::ParamProblem, invoking);
+                self.handle_icmp_error(now, ErrorKind::ParamProblem, invoking);
             }
         }
     }
@@ -254,7 +263,7 @@ impl Stack {
 
     /// RFC 1122 §3.2.2.1: "A Destination Unreachable message that is received MUST be
     /// reported to the transport layer." The quoted header and 8 bytes name the socket.
-    fn handle_icmp_error(&mut self, kind: ErrorKind, invoking: &[u8]) {
+    fn handle_icmp_error(&mut self, now: Instant, kind: ErrorKind, invoking: &[u8]) {
         let Ok(quoted) = ipv4::Packet::new_checked(invoking).or_else(|_| {
             // The quote holds only header + 8 bytes: its total length is larger.
             let header = ipv4::Packet::new_unchecked(invoking);
@@ -293,7 +302,21 @@ impl Stack {
                     .filter(|&h| self.icmp.set_error(h, icmp_error(kind)))
                     .map(Event::Icmp)
             }
-            // TCP learns of loss through its own timers; the contract has no ICMP input.
+            Protocol::Tcp => {
+                let local = SocketAddrV4::new(
+                    quoted.src_addr(),
+                    u16::from_be_bytes([transport[0], transport[1]]),
+                );
+                let remote = SocketAddrV4::new(
+                    quoted.dst_addr(),
+                    u16::from_be_bytes([transport[2], transport[3]]),
+                );
+                let seq =
+                    u32::from_be_bytes([transport[4], transport[5], transport[6], transport[7]]);
+                let notice = tcp_notice(kind, quoted.total_len());
+                self.tcp.handle_icmp(now, local, remote, seq, notice);
+                return;
+            }
             _ => None,
         };
         match event {
@@ -386,8 +409,46 @@ impl Stack {
     }
 }
 
+/// What an ICMP error means to TCP (RFC 1122 §4.2.3.9): port and protocol
+/// unreachable and the administrative prohibitions are hard errors, the rest soft;
+/// fragmentation needed is path MTU discovery (RFC 1191), with the MTU estimated from
+/// the quoted datagram's length when an old router sent none (RFC 1191 §7 plateaus).
+fn tcp_notice(kind: ErrorKind, quoted_len: u16) -> IcmpNotice {
+    match kind {
+        ErrorKind::TooBig(0) => IcmpNotice::PacketTooBig {
+            mtu: plateau_below(quoted_len),
+        },
+        ErrorKind::TooBig(mtu) => IcmpNotice::PacketTooBig { mtu },
+        ErrorKind::Unreachable(
+            DstUnreachable::PortUnreachable | DstUnreachable::ProtoUnreachable,
+        ) => IcmpNotice::Hard(TcpError::ConnectionRefused),
+        ErrorKind::Unreachable(
+            DstUnreachable::NetProhibited
+            | DstUnreachable::HostProhibited
+            | DstUnreachable::CommProhibited,
+        ) => IcmpNotice::Hard(TcpError::Prohibited),
+        ErrorKind::Unreachable(
+            DstUnreachable::NetUnreachable
+            | DstUnreachable::DstNetUnknown
+            | DstUnreachable::NetUnreachToS,
+        ) => IcmpNotice::Soft(TcpError::NetUnreachable),
+        ErrorKind::Unreachable(_) | ErrorKind::TimeExceeded | ErrorKind::ParamProblem => {
+            IcmpNotice::Soft(TcpError::HostUnreachable)
+        }
+    }
+}
+
+/// RFC 1191 §7: the largest plateau MTU below `len`.
+fn plateau_below(len: u16) -> u16 {
+    const PLATEAUS: [u16; 10] = [32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68];
+    PLATEAUS.into_iter().find(|&p| p < len).unwrap_or(68)
+}
+
 fn udp_error(kind: ErrorKind) -> UdpError {
     match kind {
+        ErrorKind::TooBig(mtu) => UdpError::FragmentationNeeded {
+            mtu: usize::from(mtu),
+        },
         ErrorKind::Unreachable(DstUnreachable::PortUnreachable) => UdpError::PortUnreachable,
         ErrorKind::Unreachable(DstUnreachable::NetUnreachable | DstUnreachable::DstNetUnknown) => {
             UdpError::NetUnreachable
@@ -399,6 +460,7 @@ fn udp_error(kind: ErrorKind) -> UdpError {
 
 fn icmp_error(kind: ErrorKind) -> IcmpError {
     match kind {
+        ErrorKind::TooBig(_) => IcmpError::Unreachable,
         ErrorKind::Unreachable(
             DstUnreachable::HostUnreachable | DstUnreachable::DstHostUnknown,
         ) => IcmpError::HostUnreachable,

@@ -12,7 +12,7 @@ use impnet_wire::tcp as wire_tcp;
 use crate::iface::Interface;
 use crate::neighbor::Origin;
 use crate::route::Routes;
-use crate::stack::ipv4::{IpMeta, OutputRoute, SendOptions};
+use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
 use crate::stack::{Stack, Transmit};
 use crate::tcp::{Egress, TcpError, TcpHandle, TcpTransmit};
 use crate::time::Instant;
@@ -345,7 +345,10 @@ impl Stack {
         let src = Some(*local.ip()).filter(|a| !a.is_unspecified());
         let route = self
             .route_output(*remote.ip(), src)
-            .map_err(|_| TcpError::InvalidState)?;
+            .map_err(|error| match error {
+                OutputError::NoRoute => TcpError::NetUnreachable,
+                _ => TcpError::InvalidState,
+            })?;
         let local = SocketAddrV4::new(route.src, local.port());
         let route_mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
         let mss = self.tcp.config().segment_size.unwrap_or(route_mss);

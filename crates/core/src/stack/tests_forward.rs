@@ -330,3 +330,220 @@ fn icmp_errors_quote_the_datagram_as_it_arrived() {
     assert!(icmpv4::Packet::new_checked(icmp).unwrap().verify_checksum());
     assert_eq!(&icmp[8..], &ip[..28], "header and 8 bytes of the datagram");
 }
+
+mod tcp {
+    use super::*;
+    use crate::route::Route;
+    use crate::tcp::{TcpError, TcpHandle};
+    use impnet_wire::ipv4::Cidr;
+
+    /// A connection from A to B port 80 through R, established; B's end accepted.
+    fn connected(net: &mut Net) -> (TcpHandle, TcpHandle) {
+        let listener = net.nodes[2]
+            .tcp_listen(SocketAddrV4::new(B, 80), 8)
+            .unwrap();
+        let client = net.nodes[0]
+            .tcp_connect(net.now, SocketAddrV4::new(A, 0), SocketAddrV4::new(B, 80))
+            .unwrap();
+        net.exchange();
+        let server = net.nodes[2].tcp_accept(listener).unwrap();
+        (client, server)
+    }
+
+    /// Send `data` from A to B, reading at B until it is all there (timers run, so
+    /// losses are repaired); returns what B read.
+    fn transfer(net: &mut Net, client: TcpHandle, server: TcpHandle, data: &[u8]) -> Vec<u8> {
+        let mut sent = 0;
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        for _ in 0..2000 {
+            if sent < data.len() {
+                sent += net.nodes[0]
+                    .tcp_send(net.now, client, &data[sent..])
+                    .unwrap_or(0);
+            }
+            net.exchange();
+            while let Ok(n) = net.nodes[2].tcp_recv(net.now, server, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            if got.len() == data.len() {
+                break;
+            }
+            net.advance(Duration::from_millis(10));
+        }
+        got
+    }
+
+    /// The router's route to B's network carries only `mtu`.
+    fn narrow(net: &mut Net, mtu: usize) {
+        net.nodes[ROUTER].routes_mut().insert(Route {
+            cidr: Cidr {
+                address: Ipv4Addr::new(10, 0, 2, 0),
+                prefix_len: 24,
+            },
+            gateway: None,
+            iface: iface(1),
+            mtu: Some(mtu),
+        });
+    }
+
+    #[test]
+    fn path_mtu_discovery_shrinks_segments_and_the_stream_arrives_whole() {
+        let mut net = Net::chain([1500, 1500]);
+        narrow(&mut net, 1280);
+        let (client, server) = connected(&mut net);
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let got = transfer(&mut net, client, server, &data);
+        assert!(
+            got == data,
+            "{} of {} bytes, or corrupted",
+            got.len(),
+            data.len()
+        );
+        let info = net.nodes[0].tcp_info(client).unwrap();
+        assert_eq!(info.path_mtu, Some(1280));
+        assert!(usize::from(info.snd_mss) <= 1280 - 40);
+        assert!(net.nodes[ROUTER].stats().forward.frag_needed >= 1);
+        assert_eq!(net.nodes[0].tcp_stats().path_mtu_drops, 1);
+        // Nothing bigger than the narrow link reached B.
+        assert!(delivered_to(&net, 2).iter().all(|ip| ip.len() <= 1280));
+    }
+
+    #[test]
+    fn an_icmp_error_quoting_a_sequence_number_not_in_flight_is_ignored() {
+        let mut net = Net::chain([1500, 1500]);
+        let (client, _server) = connected(&mut net);
+        let (local, remote) = net.nodes[0].tcp_addresses(client).unwrap();
+        let stale = {
+            let iss_guess = 12345u32;
+            forged_icmp(local, remote, iss_guess, 3, 4, 600)
+        };
+        net.inject(0, iface(0), &stale);
+        assert_eq!(net.nodes[0].tcp_stats().icmp_ignored, 1);
+        assert_eq!(net.nodes[0].tcp_info(client).unwrap().path_mtu, None);
+    }
+
+    /// An ICMP error from R to A about a TCP segment local -> remote with `seq`.
+    fn forged_icmp(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        seq: u32,
+        kind: u8,
+        code: u8,
+        mtu: u16,
+    ) -> Vec<u8> {
+        let mut quote = datagram(*local.ip(), *remote.ip(), 64, true, &[]);
+        quote[9] = 6;
+        quote[20..22].copy_from_slice(&local.port().to_be_bytes());
+        quote[22..24].copy_from_slice(&remote.port().to_be_bytes());
+        quote[24..28].copy_from_slice(&seq.to_be_bytes());
+        quote.truncate(28);
+        let mut icmp = vec![kind, code, 0, 0, 0, 0];
+        icmp.extend_from_slice(&mtu.to_be_bytes());
+        icmp.extend_from_slice(&quote);
+        let sum = !impnet_wire::checksum::finish(impnet_wire::checksum::data(&icmp));
+        icmp[2..4].copy_from_slice(&(!sum).to_be_bytes());
+        let mut ip = datagram(R0, A, 64, false, &[]);
+        ip.truncate(20);
+        ip[9] = 1;
+        ip.extend_from_slice(&icmp);
+        let total = ip.len() as u16;
+        let mut packet = ipv4::Packet::new_unchecked(&mut ip[..]);
+        packet.set_total_len(total);
+        packet.fill_checksum();
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&mac(0, 0).0);
+        frame.extend_from_slice(&mac(1, 0).0);
+        frame.extend_from_slice(&[0x08, 0x00]);
+        frame.extend_from_slice(&ip);
+        frame
+    }
+
+    /// The sequence number of A's SYN, as R received it.
+    fn syn_of(net: &Net) -> u32 {
+        let (_, frame) = net
+            .seen
+            .iter()
+            .find(|(to, f)| *to == ROUTER && f.len() > 54 && f[23] == 6 && f[47] & 0x02 != 0)
+            .expect("A's SYN reached R");
+        u32::from_be_bytes([frame[38], frame[39], frame[40], frame[41]])
+    }
+
+    #[test]
+    fn a_hard_icmp_error_ends_a_connect_at_once_with_its_reason() {
+        let mut net = Net::chain([1500, 1500]);
+        let client = net.nodes[0]
+            .tcp_connect(net.now, SocketAddrV4::new(A, 0), SocketAddrV4::new(B, 81))
+            .unwrap();
+        // R sees the SYN; B never gets it.
+        net.exchange_filtered(|from, frame| from != ROUTER || frame[..6] != mac(2, 0).0);
+        let seq = syn_of(&net);
+        let (local, remote) = net.nodes[0].tcp_addresses(client).unwrap();
+        // Wrong sequence number: ignored.
+        net.inject(
+            0,
+            iface(0),
+            &forged_icmp(local, remote, seq.wrapping_add(1), 3, 13, 0),
+        );
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            net.nodes[0].tcp_recv(net.now, client, &mut buf),
+            Err(TcpError::WouldBlock)
+        );
+        // Administratively prohibited, quoting the SYN: the connect ends.
+        net.inject(0, iface(0), &forged_icmp(local, remote, seq, 3, 13, 0));
+        assert_eq!(
+            net.nodes[0].tcp_recv(net.now, client, &mut buf),
+            Err(TcpError::Prohibited)
+        );
+    }
+
+    #[test]
+    fn a_soft_error_is_shown_and_reported_when_the_connect_times_out() {
+        let mut net = Net::chain([1500, 1500]);
+        let far = SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 80);
+        let client = net.nodes[0]
+            .tcp_connect(net.now, SocketAddrV4::new(A, 0), far)
+            .unwrap();
+        net.exchange();
+        let info = net.nodes[0].tcp_info(client).unwrap();
+        assert_eq!(info.soft_error, Some(TcpError::NetUnreachable));
+        let mut buf = [0u8; 8];
+        let mut result = Err(TcpError::WouldBlock);
+        for _ in 0..600 {
+            net.advance(Duration::from_secs(1));
+            net.exchange();
+            result = net.nodes[0].tcp_recv(net.now, client, &mut buf);
+            if result != Err(TcpError::WouldBlock) {
+                break;
+            }
+        }
+        assert_eq!(result, Err(TcpError::NetUnreachable));
+    }
+
+    #[test]
+    fn arp_giving_up_fails_a_connect_to_that_neighbour_at_once() {
+        let mut net = Net::chain([1500, 1500]);
+        let nobody = SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 99), 80);
+        let client = net.nodes[0]
+            .tcp_connect(net.now, SocketAddrV4::new(A, 0), nobody)
+            .unwrap();
+        let mut buf = [0u8; 8];
+        let mut waited = 0;
+        while net.nodes[0].tcp_recv(net.now, client, &mut buf) == Err(TcpError::WouldBlock) {
+            net.exchange();
+            net.advance(Duration::from_millis(100));
+            waited += 1;
+            assert!(waited < 600, "still connecting after a minute");
+        }
+        assert_eq!(
+            net.nodes[0].tcp_recv(net.now, client, &mut buf),
+            Err(TcpError::HostUnreachable)
+        );
+        let syn_retries_end = net.nodes[0].tcp_stats().timed_out;
+        assert_eq!(syn_retries_end, 0, "ended by ARP, not by the SYN retries");
+    }
+}
