@@ -447,10 +447,15 @@ mod tests {
 
     #[test]
     fn statistics_print_as_a_table_and_as_json() {
-        let mut s = IfaceStats::default();
-        s.rx_frames = 3;
-        s.forward.forwarded = 2;
-        s.forward.ttl_exceeded = 1;
+        let s = IfaceStats {
+            rx_frames: 3,
+            forward: impnet::core::ForwardStats {
+                forwarded: 2,
+                ttl_exceeded: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         let stats = vec![("tap0".to_string(), s)];
         let table = stats_table(&stats);
         assert!(table.lines().nth(1).unwrap().starts_with("tap0"));
