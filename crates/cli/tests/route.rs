@@ -184,6 +184,33 @@ fn linux_namespaces_ping_trace_and_download_through_imp_route() {
             text(&out)
         );
     }
+    // Linux's `ping -R`: imp records its address towards B on the way there and its
+    // address towards A on the way back (RFC 791 Record Route).
+    let out = net
+        .a
+        .exec("ping", &["-R", "-c", "1", "-W", "2", &net.b_addr()]);
+    let rr = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", text(&out));
+    let recorded: Vec<&str> = rr
+        .lines()
+        .skip_while(|l| !l.starts_with("RR:"))
+        .map(|l| l.trim_start_matches("RR:").trim())
+        .take_while(|l| l.parse::<std::net::Ipv4Addr>().is_ok())
+        .collect();
+    // A's own address, imp towards B, B (on arrival and on the reply), imp towards A,
+    // A again.
+    assert_eq!(
+        recorded,
+        [
+            "10.207.10.1",
+            "10.207.11.2",
+            "10.207.11.1",
+            "10.207.11.1",
+            "10.207.10.2",
+            "10.207.10.1"
+        ],
+        "{rr}"
+    );
     // imp answers pings to its own addresses.
     let out = net.a.exec("ping", &["-c", "1", "-W", "2", "10.207.11.2"]);
     assert!(out.status.success(), "{}", text(&out));
