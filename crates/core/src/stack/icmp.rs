@@ -258,10 +258,11 @@ impl Stack {
         // of the Echo Reply message". Others are not echoed; malformed ones are dropped.
         let mut echoed = IpOptions::from_header(meta.header);
         let stamp = self.ip_timestamp(now);
-        let echoed = echoed
-            .stamp(meta.dst, stamp)
-            .then_some(echoed)
-            .unwrap_or_default();
+        let echoed = if echoed.stamp(meta.dst, stamp) {
+            echoed
+        } else {
+            IpOptions::default()
+        };
         let options = SendOptions {
             protocol: Protocol::Icmp,
             dont_frag: false,
