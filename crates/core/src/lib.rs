@@ -15,6 +15,7 @@ pub mod icmp;
 pub mod iface;
 mod ipv4;
 pub mod neighbor;
+pub mod qdisc;
 pub mod reassembly;
 pub mod rng;
 pub mod route;
