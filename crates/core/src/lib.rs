@@ -10,6 +10,7 @@
 
 extern crate alloc;
 
+pub mod acl;
 mod arp;
 pub mod icmp;
 pub mod iface;
