@@ -10,10 +10,12 @@
 
 extern crate alloc;
 
+pub mod acl;
 pub mod icmp;
 pub mod iface;
 pub mod ip_options;
 pub mod neighbor;
+pub mod qdisc;
 pub mod reassembly;
 pub mod rng;
 pub mod route;

@@ -719,6 +719,7 @@ fn links(
             queue_limit_bytes: link
                 .queue
                 .map_or(1 << 20, |q| usize::try_from(q.0).unwrap_or(usize::MAX)),
+            qdisc: None,
             loss: p(link.loss),
             reorder: p(link.reorder),
             reorder_delay: link.reorder_delay.map_or(Duration::ZERO, |d| d.0),
