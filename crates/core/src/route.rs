@@ -5,7 +5,7 @@
 //! index that stays put from insertion to removal, with an exact-match map from prefix
 //! to index beside it; that half answers `insert`, `remove` and `iter`. Lookups go
 //! through the other half, a compressed multibit trie over the same prefixes
-//! ([`trie`](self::trie), Poptrie-style, six bits a level) whose leaves are slab
+//! (`route/trie.rs`, Poptrie-style, six bits a level) whose leaves are slab
 //! indices: a lookup is at most six node visits with a population count each, whatever
 //! the table's size, and memory grows with the routes (an empty table allocates
 //! nothing). Updates rebuild only the part of the trie under the changed prefix.
@@ -273,6 +273,19 @@ impl Routes {
     /// True for a table without routes.
     pub fn is_empty(&self) -> bool {
         self.by_prefix.is_empty()
+    }
+
+    /// Roughly the heap bytes the table holds: the slab, counters and trie exactly (by
+    /// capacity), the prefix map estimated from B-tree nodes of 11 keys about
+    /// two-thirds full.
+    pub fn heap_bytes(&self) -> usize {
+        /// A `BTreeMap<(u32, u8), u32>` leaf: parent link, two lengths, 11 keys, 11 values.
+        const BTREE_LEAF: usize = 8 + 4 + 11 * 8 + 11 * 4;
+        self.slots.capacity() * core::mem::size_of::<Option<Route>>()
+            + self.counters.capacity() * core::mem::size_of::<RouteCounters>()
+            + self.free.capacity() * core::mem::size_of::<u32>()
+            + self.by_prefix.len().div_ceil(7) * BTREE_LEAF
+            + self.trie.heap_bytes()
     }
 
     /// Every route, in no particular order.

@@ -174,6 +174,16 @@ impl Trie {
         Some(node)
     }
 
+    /// The bytes of every node and leaf run below the root.
+    pub(super) fn heap_bytes(&self) -> usize {
+        fn below(node: &Node) -> usize {
+            core::mem::size_of_val::<[Node]>(&node.children)
+                + core::mem::size_of_val::<[u32]>(&node.leaves)
+                + node.children.iter().map(below).sum::<usize>()
+        }
+        below(&self.root)
+    }
+
     /// Replace the whole trie with one built from `prefixes` (sorted by network, then
     /// length; the default route, if any, given as `default`).
     pub(super) fn rebuild_all(&mut self, default: u32, prefixes: &[Prefix]) {
