@@ -33,7 +33,7 @@ pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
 pub use iface::{IfaceConfig, IfaceId, Offloads};
 pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;
-pub use route::{Route, Routes};
+pub use route::{Route, RouteCounters, Routes};
 pub use stack::{Event, Stack, StackConfig, Transmit};
 pub use stats::{ForwardStats, IfaceStats, Stats};
 pub use time::{Duration, Instant};
