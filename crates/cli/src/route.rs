@@ -13,6 +13,8 @@ use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX
 
 use clap::Args;
 use impnet::Runtime;
+use impnet::core::acl::{Acl, Action, Rule};
+use impnet::core::qdisc::QdiscConfig;
 use impnet::core::{IfaceConfig, IfaceId, IfaceStats, StackConfig};
 use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig};
 use impnet::wire::ipv4::Cidr;
@@ -33,6 +35,22 @@ pub struct RouteArgs {
     /// The link model on one interface, both ways: NAME:delay=10ms,rate=10mbit,...
     #[arg(long = "impair", value_name = "NAME:SPEC", value_parser = parse_named_impair)]
     pub impair: Vec<(String, LinkConfig)>,
+    /// An access rule for forwarded datagrams, in order (the first that matches wins;
+    /// without a match the datagram is forwarded): `deny proto=tcp dst=10.0.2.0/24
+    /// dport=8081`, `allow in=tap0 src=10.0.1.0/24`. Keys: in, out, src, dst, proto
+    /// (tcp, udp, icmp or a number), sport, dport (N or N-M).
+    #[arg(long = "acl", value_name = "RULE", value_parser = parse_rule)]
+    pub acl: Vec<Rule>,
+    /// The queue discipline of every --impair'ed interface that names none in its
+    /// spec: fifo (drop-tail), codel or fq_codel (RFC 8289, 8290; ECN-capable packets
+    /// are marked rather than dropped). Queues build only where a rate is set.
+    #[arg(long, value_name = "NAME", value_parser = parse_qdisc)]
+    pub qdisc: Option<QdiscConfig>,
+    /// Generate traffic from imp itself (seed 004's fake host): `udp:DST:PORT` or
+    /// `icmp:DST`, with `,rate=PPS` (default 100), `,size=BYTES` of payload (default
+    /// 64) and `,count=N` (default: until stopped).
+    #[arg(long = "generate", value_name = "SPEC", value_parser = parse_generate)]
+    pub generate: Vec<Generate>,
     /// Print the statistics table every SECONDS (it is always printed on exit).
     #[arg(long, value_name = "SECONDS")]
     pub stats: Option<f64>,
@@ -97,6 +115,118 @@ pub fn parse_route(text: &str) -> Result<(Cidr, Ipv4Addr), String> {
         .parse()
         .map_err(|_| format!("`{gateway}` in `{text}` is not an IPv4 address"))?;
     Ok((cidr, gateway))
+}
+
+/// A traffic generator: what to send, how fast, how big, how many.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Generate {
+    /// UDP to this address and port, or ICMP echo requests (port None).
+    pub dst: Ipv4Addr,
+    /// The UDP port; None for ICMP.
+    pub port: Option<u16>,
+    /// Packets per second.
+    pub rate: f64,
+    /// Payload bytes.
+    pub size: usize,
+    /// Packets to send (None: until stopped).
+    pub count: Option<u64>,
+}
+
+/// Parse `udp:DST:PORT[,rate=PPS][,size=N][,count=N]` or `icmp:DST[,...]`.
+pub fn parse_generate(text: &str) -> Result<Generate, String> {
+    let mut parts = text.split(',');
+    let head = parts.next().unwrap_or_default();
+    let bad = |what: &str| format!("`{text}`: {what} (e.g. udp:10.0.2.1:9,rate=1000,size=64)");
+    let (dst, port) = match head.split(':').collect::<Vec<_>>()[..] {
+        ["udp", dst, port] => (dst, Some(port.parse::<u16>().map_err(|_| bad("bad port"))?)),
+        ["icmp", dst] => (dst, None),
+        _ => return Err(bad("start with udp:DST:PORT or icmp:DST")),
+    };
+    let dst = dst.parse().map_err(|_| bad("bad destination address"))?;
+    let mut generate = Generate {
+        dst,
+        port,
+        rate: 100.0,
+        size: 64,
+        count: None,
+    };
+    for part in parts {
+        match part.split_once('=') {
+            Some(("rate", v)) => {
+                generate.rate = v
+                    .parse()
+                    .ok()
+                    .filter(|r: &f64| r.is_finite() && *r > 0.0 && *r <= 10_000_000.0)
+                    .ok_or_else(|| bad("rate is packets per second, above 0"))?;
+            }
+            Some(("size", v)) => {
+                generate.size = v
+                    .parse()
+                    .ok()
+                    .filter(|&s| s <= 65_000)
+                    .ok_or_else(|| bad("size is payload bytes, 0 to 65000"))?;
+            }
+            Some(("count", v)) => {
+                generate.count = Some(v.parse().map_err(|_| bad("count is a number"))?);
+            }
+            _ => return Err(bad("the options are rate=, size= and count=")),
+        }
+    }
+    Ok(generate)
+}
+
+/// Send what `generate` asks from imp's own stack until done or `stop`; returns the
+/// packets sent.
+fn run_generator(rt: &Runtime, generate: Generate, stop: &AtomicBool) -> Result<u64, String> {
+    enum Socket {
+        Udp(impnet::UdpSocket),
+        Icmp(impnet::IcmpSocket),
+    }
+    let socket = match generate.port {
+        Some(_) => Socket::Udp(
+            impnet::UdpSocket::bind(rt, "0.0.0.0:0").map_err(|e| format!("--generate: {e}"))?,
+        ),
+        None => Socket::Icmp(
+            impnet::IcmpSocket::bind(rt, 0x9e4).map_err(|e| format!("--generate: {e}"))?,
+        ),
+    };
+    let payload = vec![0x67u8; generate.size];
+    let gap = StdDuration::from_secs_f64(1.0 / generate.rate);
+    let start = StdInstant::now();
+    let mut sent = 0u64;
+    while !stop.load(Ordering::Relaxed) && generate.count.is_none_or(|c| sent < c) {
+        let due = start + gap.mul_f64(sent as f64);
+        let now = StdInstant::now();
+        if due > now {
+            std::thread::sleep((due - now).min(StdDuration::from_millis(50)));
+            continue;
+        }
+        let result = match &socket {
+            Socket::Udp(s) => s
+                .send_to(&payload, (generate.dst, generate.port.unwrap_or(9)))
+                .map(|_| ()),
+            Socket::Icmp(s) => s.send_echo(generate.dst, sent as u16, &payload),
+        };
+        // A full queue or an unreachable destination is counted, not fatal.
+        if result.is_ok() {
+            sent += 1;
+        } else {
+            std::thread::sleep(gap.min(StdDuration::from_millis(10)));
+            sent += 1;
+        }
+    }
+    Ok(sent)
+}
+
+/// Parse an access rule.
+pub fn parse_rule(text: &str) -> Result<Rule, String> {
+    text.parse()
+        .map_err(|e| format!("bad --acl rule `{text}`: {e}"))
+}
+
+/// Parse a queue discipline's name.
+pub fn parse_qdisc(text: &str) -> Result<QdiscConfig, String> {
+    text.parse().map_err(|e| format!("bad --qdisc: {e}"))
 }
 
 /// Parse `NAME:SPEC`.
@@ -179,7 +309,14 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
             .impair
             .iter()
             .find(|(name, _)| name == &spec.name)
-            .map(|(_, c)| fit_mtu(*c, Device::mtu(&tap)));
+            .map(|(_, c)| {
+                let c = fit_mtu(*c, Device::mtu(&tap));
+                if c.qdisc.is_none() {
+                    c.with_qdisc(args.qdisc)
+                } else {
+                    c
+                }
+            });
         let pcap = match &args.pcap {
             Some(dir) => {
                 let path = dir.join(format!("{}.pcap", spec.name));
@@ -232,6 +369,18 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
     })
     .map_err(|e| format!("cannot start the imp runtime: {e}"))?;
     let ifaces = open_interfaces(args, &rt)?;
+    if !args.acl.is_empty() {
+        let acl = Acl::new(args.acl.clone(), Action::Allow);
+        let names: Vec<(IfaceId, String)> = ifaces.iter().map(|i| (i.id, i.name.clone())).collect();
+        let unresolved = rt.with_stack(|stack, _| {
+            stack.set_acl(Some(acl), |id| {
+                names.iter().find(|(i, _)| *i == id).map(|(_, n)| n.clone())
+            })
+        });
+        if let Some(name) = unresolved.first() {
+            return Err(format!("--acl names interface {name}, which is no --tap"));
+        }
+    }
     for (cidr, gateway) in &args.routes {
         let iface = ifaces[gateway_iface(&args.taps, *gateway).unwrap_or(0)].id;
         rt.with_stack(|stack, _| stack.routes_mut().add(*cidr, Some(*gateway), iface));
@@ -245,6 +394,36 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
         names.join(", ")
     );
     let _ = std::io::stdout().flush();
+    let generated = std::thread::scope(|scope| {
+        let generators: Vec<_> = args
+            .generate
+            .iter()
+            .map(|&generate| {
+                let (rt, stop) = (&rt, &stop);
+                scope.spawn(move || run_generator(rt, generate, stop))
+            })
+            .collect();
+        serve(&rt, &ifaces, args, &stop);
+        generators
+            .into_iter()
+            .map(|g| {
+                g.join()
+                    .unwrap_or_else(|_| Err("a --generate thread panicked".into()))
+            })
+            .collect::<Result<Vec<u64>, String>>()
+    })?;
+    report(&rt, &ifaces, args.json);
+    if !args.json {
+        for sent in generated {
+            println!("imp route: generated {sent} packets");
+        }
+    }
+    drop(rt);
+    Ok(())
+}
+
+/// Report every `--stats` seconds until stopped.
+fn serve(rt: &Runtime, ifaces: &[Iface], args: &RouteArgs, stop: &AtomicBool) {
     let interval = args.stats.map(StdDuration::from_secs_f64);
     let mut next_report = interval.map(|i| StdInstant::now() + i);
     while !stop.load(Ordering::Relaxed) {
@@ -252,36 +431,103 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
         if let (Some(at), Some(every)) = (next_report, interval)
             && StdInstant::now() >= at
         {
-            report(&rt, &ifaces, args.json);
+            report(rt, ifaces, args.json);
             next_report = Some(at + every);
         }
     }
-    report(&rt, &ifaces, args.json);
-    drop(rt);
-    Ok(())
 }
 
 /// Print the statistics: a table, or one JSON object.
 fn report(rt: &Runtime, ifaces: &[Iface], json: bool) {
-    let stats: Vec<(String, IfaceStats)> = rt.with_stack(|stack, _| {
+    let name_of = |id: IfaceId| {
         ifaces
             .iter()
+            .find(|i| i.id == id)
+            .map_or_else(|| format!("#{}", id.index()), |i| i.name.clone())
+    };
+    let (stats, routes, rules) = rt.with_stack(|stack, _| {
+        let stats: Vec<(String, IfaceStats)> = ifaces
+            .iter()
             .map(|i| {
-                let s = stack.iface_stats(i.id).cloned().unwrap_or_default();
-                (i.name.clone(), s)
+                (
+                    i.name.clone(),
+                    stack.iface_stats(i.id).cloned().unwrap_or_default(),
+                )
             })
-            .collect()
+            .collect();
+        let mut routes: Vec<RouteRow> = stack
+            .routes()
+            .iter_indexed()
+            .map(|(index, r)| {
+                let c = stack.routes().counters(index).unwrap_or_default();
+                RouteRow {
+                    prefix: format!("{}/{}", r.cidr.address, r.cidr.prefix_len),
+                    via: r
+                        .gateway
+                        .map_or_else(|| "on-link".to_string(), |g| g.to_string()),
+                    iface: name_of(r.iface),
+                    packets: c.packets,
+                    bytes: c.bytes,
+                }
+            })
+            .collect();
+        routes.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+        let rules: Vec<RuleRow> = stack.acl().map_or_else(Vec::new, |acl| {
+            let mut rows: Vec<RuleRow> = acl
+                .rules()
+                .iter()
+                .enumerate()
+                .map(|(i, rule)| {
+                    let hits = acl.hits(i).unwrap_or_default();
+                    RuleRow {
+                        rule: rule.to_string(),
+                        packets: hits.packets,
+                        bytes: hits.bytes,
+                    }
+                })
+                .collect();
+            let hits = acl.default_hits();
+            rows.push(RuleRow {
+                rule: "(default allow)".into(),
+                packets: hits.packets,
+                bytes: hits.bytes,
+            });
+            rows
+        });
+        (stats, routes, rules)
     });
     if json {
-        println!("{}", stats_json(&stats));
+        println!("{}", stats_json(&stats, &routes, &rules));
     } else {
-        print!("{}", stats_table(&stats));
+        print!("{}", stats_table(&stats, &routes, &rules));
     }
     let _ = std::io::stdout().flush();
 }
 
+/// One route's counters, for the report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct RouteRow {
+    prefix: String,
+    via: String,
+    iface: String,
+    packets: u64,
+    bytes: u64,
+}
+
+/// One access rule's hits, for the report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct RuleRow {
+    rule: String,
+    packets: u64,
+    bytes: u64,
+}
+
 /// The statistics as a table: one row per interface.
-pub(crate) fn stats_table(stats: &[(String, IfaceStats)]) -> String {
+pub(crate) fn stats_table(
+    stats: &[(String, IfaceStats)],
+    routes: &[RouteRow],
+    rules: &[RuleRow],
+) -> String {
     let mut out = format!(
         "{:<10} {:>10} {:>12} {:>10} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
         "iface",
@@ -315,11 +561,37 @@ pub(crate) fn stats_table(stats: &[(String, IfaceStats)]) -> String {
             f.egress_dropped
         ));
     }
+    out.push_str(&format!(
+        "\n{:<20} {:<16} {:<10} {:>10} {:>12}\n",
+        "route", "via", "iface", "packets", "bytes"
+    ));
+    for r in routes {
+        out.push_str(&format!(
+            "{:<20} {:<16} {:<10} {:>10} {:>12}\n",
+            r.prefix, r.via, r.iface, r.packets, r.bytes
+        ));
+    }
+    if !rules.is_empty() {
+        out.push_str(&format!(
+            "\n{:<48} {:>10} {:>12}\n",
+            "access rule", "packets", "bytes"
+        ));
+        for r in rules {
+            out.push_str(&format!(
+                "{:<48} {:>10} {:>12}\n",
+                r.rule, r.packets, r.bytes
+            ));
+        }
+    }
     out
 }
 
 /// The statistics as one JSON object: `{"interfaces": {NAME: {...}}}`.
-pub(crate) fn stats_json(stats: &[(String, IfaceStats)]) -> String {
+pub(crate) fn stats_json(
+    stats: &[(String, IfaceStats)],
+    routes: &[RouteRow],
+    rules: &[RuleRow],
+) -> String {
     let mut interfaces = serde_json::Map::new();
     for (name, s) in stats {
         let f = &s.forward;
@@ -346,7 +618,7 @@ pub(crate) fn stats_json(stats: &[(String, IfaceStats)]) -> String {
             }),
         );
     }
-    serde_json::json!({ "interfaces": interfaces }).to_string()
+    serde_json::json!({ "interfaces": interfaces, "routes": routes, "acl": rules }).to_string()
 }
 
 #[cfg(test)]
@@ -406,10 +678,71 @@ mod tests {
             taps: taps.iter().map(|t| parse_tap(t).unwrap()).collect(),
             routes: Vec::new(),
             impair: Vec::new(),
+            acl: Vec::new(),
+            qdisc: None,
+            generate: Vec::new(),
             stats: None,
             json: false,
             pcap: None,
         }
+    }
+
+    #[test]
+    fn generators_parse_with_clear_errors() {
+        let g = parse_generate("udp:10.0.2.1:9,rate=1000,size=32,count=5").unwrap();
+        assert_eq!(
+            (g.port, g.rate, g.size, g.count),
+            (Some(9), 1000.0, 32, Some(5))
+        );
+        let g = parse_generate("icmp:10.0.2.1").unwrap();
+        assert_eq!((g.port, g.size, g.count), (None, 64, None));
+        assert!(
+            parse_generate("tcp:10.0.2.1:9")
+                .unwrap_err()
+                .contains("udp:DST:PORT")
+        );
+        assert!(
+            parse_generate("udp:10.0.2.1:x")
+                .unwrap_err()
+                .contains("port")
+        );
+        assert!(
+            parse_generate("udp:10.0.2:9")
+                .unwrap_err()
+                .contains("address")
+        );
+        assert!(
+            parse_generate("icmp:10.0.2.1,rate=0")
+                .unwrap_err()
+                .contains("rate")
+        );
+        assert!(
+            parse_generate("icmp:10.0.2.1,size=-1")
+                .unwrap_err()
+                .contains("size")
+        );
+        assert!(
+            parse_generate("icmp:10.0.2.1,speed=1")
+                .unwrap_err()
+                .contains("options")
+        );
+    }
+
+    #[test]
+    fn acl_rules_and_qdiscs_parse_with_clear_errors() {
+        assert_eq!(
+            parse_rule("deny proto=tcp dst=10.0.2.0/24 dport=8081")
+                .unwrap()
+                .to_string(),
+            "deny proto=tcp dst=10.0.2.0/24 dport=8081"
+        );
+        assert!(
+            parse_rule("drop everything")
+                .unwrap_err()
+                .contains("bad --acl rule")
+        );
+        assert!(parse_qdisc("fq_codel").is_ok());
+        assert!(parse_qdisc("red").unwrap_err().contains("bad --qdisc"));
     }
 
     #[test]
@@ -457,9 +790,25 @@ mod tests {
             ..Default::default()
         };
         let stats = vec![("tap0".to_string(), s)];
-        let table = stats_table(&stats);
+        let routes = vec![RouteRow {
+            prefix: "10.0.1.0/24".into(),
+            via: "on-link".into(),
+            iface: "tap0".into(),
+            packets: 7,
+            bytes: 700,
+        }];
+        let rules = vec![RuleRow {
+            rule: "deny proto=udp".into(),
+            packets: 1,
+            bytes: 30,
+        }];
+        let table = stats_table(&stats, &routes, &rules);
         assert!(table.lines().nth(1).unwrap().starts_with("tap0"));
-        let json: serde_json::Value = serde_json::from_str(&stats_json(&stats)).unwrap();
+        assert!(table.contains("10.0.1.0/24") && table.contains("deny proto=udp"));
+        let json: serde_json::Value =
+            serde_json::from_str(&stats_json(&stats, &routes, &rules)).unwrap();
+        assert_eq!(json["routes"][0]["packets"], 7);
+        assert_eq!(json["acl"][0]["rule"], "deny proto=udp");
         assert_eq!(json["interfaces"]["tap0"]["forwarded"], 2);
         assert_eq!(json["interfaces"]["tap0"]["drops"]["ttl_exceeded"], 1);
     }

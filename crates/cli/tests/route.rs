@@ -173,7 +173,18 @@ fn linux_namespaces_ping_trace_and_download_through_imp_route() {
     }
     // B's side of imp carries 1280 bytes; both hosts' own links 1500: A's TCP must
     // learn the path MTU from imp's fragmentation-needed to reach B.
-    let mut net = Routed::new(10, ["", ",mtu=1280"], &[]);
+    let pcaps = std::env::temp_dir().join(format!("imp-route-pcap-{}", std::process::id()));
+    let pcap_arg = pcaps.to_string_lossy().to_string();
+    let mut net = Routed::new(
+        10,
+        ["", ",mtu=1280"],
+        &[
+            "--pcap",
+            &pcap_arg,
+            "--generate",
+            "icmp:10.207.11.1,rate=50,count=10",
+        ],
+    );
     for (from, to) in [(&net.a, net.b_addr()), (&net.b, net.a_addr())] {
         let out = from.exec("ping", &["-c", "3", "-i", "0.2", "-W", "2", &to]);
         assert!(out.status.success(), "ping {to}: {}", text(&out));
@@ -271,6 +282,14 @@ fn linux_namespaces_ping_trace_and_download_through_imp_route() {
     assert!(stat(&table, "ra", "toobig") >= 1, "{table}");
     assert!(stat(&table, "rb", "forwarded") > 1000, "{table}");
     assert_eq!(stat(&table, "ra", "egress"), 0, "{table}");
+    // The fake host's traffic went out, and each interface has its capture.
+    assert!(table.contains("generated 10 packets"), "{table}");
+    for name in ["ra", "rb"] {
+        let pcap = std::fs::read(pcaps.join(format!("{name}.pcap"))).unwrap();
+        assert_eq!(pcap[..4], [0x4d, 0x3c, 0xb2, 0xa1], "nanosecond pcap magic");
+        assert!(pcap.len() > 1_000_000, "{name}.pcap holds the transfer");
+    }
+    let _ = std::fs::remove_dir_all(&pcaps);
 }
 
 #[test]
@@ -339,4 +358,183 @@ fn imp_tcp_behind_the_small_link_learns_the_path_mtu() {
     // The imp host's segments were too big for A's side at first.
     assert!(stat(&table, "rb", "toobig") >= 1, "{table}");
     assert!(stat(&table, "rb", "forwarded") > 5000, "{table}");
+}
+
+/// Serve `site` from A on port `port` (python3's http.server).
+fn serve_from_a(net: &Routed, site: &Site, port: u16) -> ChildGuard {
+    let dir = site.dir.to_string_lossy().to_string();
+    let port = port.to_string();
+    net.a.spawn(
+        "python3",
+        &[
+            "-m",
+            "http.server",
+            &port,
+            "--bind",
+            &net.a_addr(),
+            "--directory",
+            &dir,
+        ],
+    )
+}
+
+/// `curl` in B for `url` into `out`, retried while the server starts; its output.
+fn curl_from_b(net: &Routed, url: &str, out: &str, max_secs: &str) -> Output {
+    let mut last = None;
+    for _ in 0..50 {
+        let result = net.b.exec(
+            "curl",
+            &["-sS", "-f", "--max-time", max_secs, "-o", out, url],
+        );
+        // curl's 7: could not connect (the server is not listening yet).
+        if result.status.code() != Some(7) {
+            return result;
+        }
+        last = Some(result);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    last.unwrap()
+}
+
+#[test]
+fn a_deny_rule_blocks_exactly_what_it_names() {
+    if !can_run() || !have("curl") || !have("python3") || !have("ping") {
+        return;
+    }
+    let rule = "deny proto=tcp dst=10.207.15.0/24 dport=8081";
+    let mut net = Routed::new(14, ["", ""], &["--acl", rule]);
+    let site = Site::new("acl", 100_000);
+    // Two servers in B: port 8080 is allowed, 8081 is denied.
+    let dir = site.dir.to_string_lossy().to_string();
+    let _servers: Vec<ChildGuard> = ["8080", "8081"]
+        .iter()
+        .map(|port| {
+            net.b.spawn(
+                "python3",
+                &[
+                    "-m",
+                    "http.server",
+                    port,
+                    "--bind",
+                    &net.b_addr(),
+                    "--directory",
+                    &dir,
+                ],
+            )
+        })
+        .collect();
+    let got = site.dir.join("got").to_string_lossy().to_string();
+    let mut allowed = None;
+    for _ in 0..50 {
+        let out = net.a.exec(
+            "curl",
+            &[
+                "-sS",
+                "-f",
+                "--max-time",
+                "10",
+                "-o",
+                &got,
+                &format!("http://{}:8080/file", net.b_addr()),
+            ],
+        );
+        if out.status.success() {
+            allowed = Some(out);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(allowed.is_some(), "port 8080 never answered");
+    assert!(std::fs::read(&got).unwrap() == site.file());
+    let out = net.a.exec(
+        "curl",
+        &[
+            "-sS",
+            "--max-time",
+            "5",
+            "-o",
+            "/dev/null",
+            &format!("http://{}:8081/file", net.b_addr()),
+        ],
+    );
+    assert!(
+        !out.status.success(),
+        "port 8081 must be blocked: {}",
+        text(&out)
+    );
+    let out = net.a.exec("ping", &["-c", "1", "-W", "2", &net.b_addr()]);
+    assert!(
+        out.status.success(),
+        "ping is not named by the rule: {}",
+        text(&out)
+    );
+    let (out, table) = net.stop();
+    assert!(out.status.success(), "{}", text(&out));
+    let rule_row = table
+        .lines()
+        .find(|l| l.starts_with(rule))
+        .unwrap_or_else(|| panic!("no row for the rule: {table}"));
+    let hits: u64 = rule_row
+        .split_whitespace()
+        .rev()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(hits >= 1, "{table}");
+    assert!(stat(&table, "ra", "denied") >= 1, "{table}");
+}
+
+/// The median RTT (ms) of B's pings to A while B downloads a big file from A through
+/// imp route with `impair` on B's side (and `extra` arguments).
+fn ping_under_load(s: u8, impair: &str, extra: &[&str]) -> f64 {
+    let mut args = vec!["--impair", impair];
+    args.extend_from_slice(extra);
+    let net = Routed::new(s, ["", ""], &args);
+    let site = Site::new(&format!("bloat{s}"), 64 << 20);
+    let _server = serve_from_a(&net, &site, 8080);
+    let url = format!("http://{}:8080/file", net.a_addr());
+    // Wait for the server, then start the bulk download in the background.
+    let probe = curl_from_b(
+        &net,
+        &format!("http://{}:8080/", net.a_addr()),
+        "/dev/null",
+        "5",
+    );
+    assert!(probe.status.success(), "{}", text(&probe));
+    let _bulk = net
+        .b
+        .spawn("curl", &["-s", "--max-time", "12", "-o", "/dev/null", &url]);
+    std::thread::sleep(Duration::from_secs(3)); // the queue fills
+    let out = net
+        .b
+        .exec("ping", &["-c", "15", "-i", "0.2", "-W", "3", &net.a_addr()]);
+    let text_out = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut rtts: Vec<f64> = text_out
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(rtts.len() >= 5, "{text_out}");
+    rtts.sort_by(f64::total_cmp);
+    rtts[rtts.len() / 2]
+}
+
+#[test]
+fn fq_codel_keeps_a_ping_quick_where_drop_tail_makes_it_wait_behind_the_queue() {
+    if !can_run() || !have("curl") || !have("python3") || !have("ping") {
+        return;
+    }
+    // 10 Mbit/s towards B with a 200 KB drop-tail queue (up to 160 ms when full;
+    // Linux's senders keep it at about 10 ms here).
+    let droptail = ping_under_load(16, "rb:rate=10mbit,queue=200k", &[]);
+    let fq_codel = ping_under_load(18, "rb:rate=10mbit,queue=200k", &["--qdisc", "fq_codel"]);
+    println!(
+        "median ping RTT under a bulk download: drop-tail {droptail} ms, fq_codel {fq_codel} ms"
+    );
+    // Compared in one run, so the machine's load scales both.
+    assert!(
+        fq_codel * 3.0 < droptail,
+        "drop-tail {droptail} ms, fq_codel {fq_codel} ms"
+    );
 }

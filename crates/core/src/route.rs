@@ -292,6 +292,14 @@ impl Routes {
     pub fn iter(&self) -> impl Iterator<Item = &Route> {
         self.slots.iter().flatten()
     }
+
+    /// Every route with its index (for [`Routes::counters`]), in no particular order.
+    pub fn iter_indexed(&self) -> impl Iterator<Item = (usize, &Route)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| slot.as_ref().map(|route| (index, route)))
+    }
 }
 
 /// Adding many routes at once builds the trie once, at the end: use it to load a large

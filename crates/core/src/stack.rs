@@ -156,6 +156,8 @@ pub struct Stack {
     /// The route, offloads and next-hop MAC of the last TCP segment sent, reused while
     /// segments go to the same peer (see [`self::tcp`]).
     pub(crate) tcp_egress: Option<self::tcp::EgressCache>,
+    /// Access control for forwarded datagrams (none: everything is forwarded).
+    pub(crate) acl: Option<crate::acl::Acl>,
 }
 
 impl Stack {
@@ -181,6 +183,7 @@ impl Stack {
             ip_ident,
             config_generation: 0,
             tcp_egress: None,
+            acl: None,
             config,
         }
     }

@@ -26,6 +26,7 @@ pub(crate) enum Refusal {
     Martian,
     Broadcast,
     BadOption,
+    Denied,
     EgressDropped,
 }
 
@@ -38,6 +39,7 @@ impl Refusal {
             Refusal::Martian => &mut stats.martian,
             Refusal::Broadcast => &mut stats.broadcast,
             Refusal::BadOption => &mut stats.bad_option,
+            Refusal::Denied => &mut stats.denied,
             Refusal::EgressDropped => &mut stats.egress_dropped,
         };
         *counter += 1;
@@ -81,6 +83,33 @@ impl Stack {
         self.ifaces.get(iface.index()).map(|i| &i.stats)
     }
 
+    /// Filter forwarded datagrams through `acl` (first matching rule wins; a denied
+    /// datagram is dropped, counted as `denied`, and answered with ICMP
+    /// communication-administratively-prohibited). Interface names in its rules are
+    /// resolved with `names` (the name of each interface, by id). None: no filter.
+    /// Returns the interface names that matched no interface.
+    pub fn set_acl(
+        &mut self,
+        acl: Option<crate::acl::Acl>,
+        names: impl Fn(IfaceId) -> Option<alloc::string::String>,
+    ) -> alloc::vec::Vec<alloc::string::String> {
+        self.acl = acl;
+        let ids: alloc::vec::Vec<IfaceId> = self.ifaces().collect();
+        match &mut self.acl {
+            Some(acl) => acl.resolve(|name| {
+                ids.iter()
+                    .copied()
+                    .find(|&id| names(id).as_deref() == Some(name))
+            }),
+            None => alloc::vec::Vec::new(),
+        }
+    }
+
+    /// The access-control list in force, with its hit counters.
+    pub fn acl(&self) -> Option<&crate::acl::Acl> {
+        self.acl.as_ref()
+    }
+
     /// The interfaces of this stack, in the order they were added.
     pub fn ifaces(&self) -> impl Iterator<Item = IfaceId> + '_ {
         (0..self.ifaces.len()).map(|i| IfaceId(i as u32))
@@ -119,9 +148,10 @@ impl Stack {
             return Err((Refusal::TtlExceeded, Some(ErrorReply::TimeExceeded)));
         }
         let unreachable = ErrorReply::Unreachable(DstUnreachable::NetUnreachable, 0);
-        let route = self
+        let (route_index, route) = self
             .routes
-            .lookup(dst)
+            .lookup_index(dst)
+            .map(|(index, route)| (index, *route))
             .ok_or((Refusal::NoRoute, Some(unreachable)))?;
         let out = self
             .ifaces
@@ -131,17 +161,25 @@ impl Stack {
         if out.is_broadcast(dst) {
             return Err((Refusal::Broadcast, None));
         }
+        let total = usize::from(packet.total_len());
+        let bytes = &packet.clone().into_inner()[..total];
+        if let Some(acl) = &mut self.acl
+            && acl.check(bytes, Some(iface), Some(route.iface)) == crate::acl::Action::Deny
+        {
+            // RFC 1812 §5.2.7.1: communication administratively prohibited.
+            let reply = ErrorReply::Unreachable(DstUnreachable::CommProhibited, 0);
+            return Err((Refusal::Denied, Some(reply)));
+        }
+        let out = &self.ifaces[route.iface.index()];
         let next_hop = route.next_hop(dst);
         let our_addr = out.source_for(next_hop).unwrap_or(Ipv4Addr::UNSPECIFIED);
         let mtu = route
             .mtu
             .map_or(out.mtu, |m| m.clamp(crate::iface::MIN_MTU, out.mtu));
-        let total = usize::from(packet.total_len());
         if total > mtu && packet.dont_frag() {
             let reply = ErrorReply::Unreachable(DstUnreachable::FragRequired, mtu as u16);
             return Err((Refusal::FragNeeded, Some(reply)));
         }
-        let bytes = &packet.clone().into_inner()[..total];
         let mut out_packet = self.pool.take();
         out_packet.extend_from_slice(bytes);
         let mut view = ipv4::Packet::new_unchecked(&mut out_packet[..]);
@@ -165,6 +203,7 @@ impl Stack {
         stats.forwarded_bytes += total as u64;
         self.stats.forward.forwarded += 1;
         self.stats.forward.forwarded_bytes += total as u64;
+        self.routes.count(route_index, total as u64);
         let sent = if total > mtu {
             self.ifaces[iface.index()].stats.forward.fragmented += 1;
             self.stats.forward.fragmented += 1;

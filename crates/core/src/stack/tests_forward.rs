@@ -578,3 +578,63 @@ mod tcp {
         assert_eq!(syn_retries_end, 0, "ended by ARP, not by the SYN retries");
     }
 }
+
+#[test]
+fn an_access_rule_blocks_exactly_what_it_names() {
+    let mut net = Net::chain([1500, 1500]);
+    let rules = "deny proto=udp dst=10.0.2.0/24 dport=9\nallow in=r0 src=10.0.1.0/24";
+    let acl = crate::acl::Acl::parse_lines(rules, crate::acl::Action::Deny).unwrap();
+    let unresolved =
+        net.nodes[ROUTER].set_acl(Some(acl), |id| Some(alloc::format!("r{}", id.index())));
+    assert!(unresolved.is_empty());
+    let open9 = net.nodes[2].udp_bind(SocketAddrV4::new(B, 9)).unwrap();
+    let open10 = net.nodes[2].udp_bind(SocketAddrV4::new(B, 10)).unwrap();
+    let sender = net.nodes[0].udp_bind(SocketAddrV4::new(A, 5000)).unwrap();
+    for port in [9, 10] {
+        net.nodes[0]
+            .udp_send_to(net.now, sender, SocketAddrV4::new(B, port), b"hi")
+            .unwrap();
+    }
+    net.exchange();
+    let mut buf = [0u8; 8];
+    assert!(
+        net.nodes[2].udp_recv_from(open9, &mut buf).is_err(),
+        "port 9 is denied"
+    );
+    assert_eq!(net.nodes[2].udp_recv_from(open10, &mut buf).unwrap().0, 2);
+    // The sender hears why (communication administratively prohibited).
+    let errors = icmp_to(&net, 0);
+    assert_eq!(errors.len(), 1);
+    assert_eq!((errors[0].0, errors[0].1), (3, 13));
+    // B's answer to A comes in on r1: no rule allows it, the default denies.
+    let handle = net.nodes[2].icmp_bind(3).unwrap();
+    net.nodes[2]
+        .icmp_send_echo(net.now, handle, A, 1, b"x")
+        .unwrap();
+    net.exchange();
+    assert!(net.nodes[2].icmp_recv(handle, &mut buf).is_err());
+    let acl = net.nodes[ROUTER].acl().unwrap();
+    assert_eq!(acl.hits(0).unwrap().packets, 1);
+    assert_eq!(acl.hits(1).unwrap().packets, 1);
+    assert_eq!(acl.default_hits().packets, 1);
+    assert_eq!(net.nodes[ROUTER].stats().forward.denied, 2);
+}
+
+#[test]
+fn every_route_counts_what_it_forwarded() {
+    let mut net = Net::chain([1500, 1500]);
+    let handle = net.nodes[0].icmp_bind(9).unwrap();
+    for seq in 0..3 {
+        net.nodes[0]
+            .icmp_send_echo(net.now, handle, B, seq, b"count me")
+            .unwrap();
+    }
+    net.exchange();
+    let routes = net.nodes[ROUTER].routes();
+    let (to_b, _) = routes.lookup_index(B).unwrap();
+    let (to_a, _) = routes.lookup_index(A).unwrap();
+    let counters = routes.counters(to_b).unwrap();
+    assert_eq!(counters.packets, 3);
+    assert_eq!(counters.bytes, 3 * (20 + 8 + 8));
+    assert_eq!(routes.counters(to_a).unwrap().packets, 3, "the replies");
+}
