@@ -329,9 +329,20 @@ impl Stack {
         self.tcp.deferred_payload()
     }
 
-    /// [`Stack::poll_transmit`] when a frame or a TCP connection waits.
+    /// [`Stack::poll_transmit`] when a frame or a TCP connection waits: a queued frame
+    /// first (kept apart from TCP's larger function, whose set-up a router's every
+    /// frame would otherwise pay), then TCP.
     #[inline(never)]
     fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(transmit) = self.pop_frame(buf) {
+            return Some(self.count_transmit(transmit));
+        }
+        self.poll_transmit_tcp_frames(now, buf)
+    }
+
+    /// The TCP half of [`Stack::poll_transmit_queued`] (the transmit queue is empty).
+    #[inline(never)]
+    fn poll_transmit_tcp_frames(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let transmit = loop {
             if let Some(transmit) = self.pop_frame(buf) {
                 break transmit;
@@ -342,11 +353,17 @@ impl Stack {
                 TcpOutput::Idle => return None,
             }
         };
+        Some(self.count_transmit(transmit))
+    }
+
+    /// Count a frame leaving on its interface.
+    #[inline]
+    fn count_transmit(&mut self, transmit: Transmit) -> Transmit {
         if let Some(interface) = self.ifaces.get_mut(transmit.iface.index()) {
             interface.stats.tx_frames += 1;
             interface.stats.tx_bytes += transmit.len as u64;
         }
-        Some(transmit)
+        transmit
     }
 
     /// Write the oldest queued frame into `buf`.

@@ -67,6 +67,8 @@ pub struct Chain {
     r_b: IfaceId,
     b_if: IfaceId,
     frame: Vec<u8>,
+    /// R's output, while `frame` holds the host frame R is taking in.
+    r_frame: Vec<u8>,
     epoch: StdInstant,
     /// The clock as read by the last `pump` (as in `imp_side::Pair`).
     clock: Instant,
@@ -108,6 +110,7 @@ impl Chain {
             r_b,
             b_if,
             frame: vec![0; mtu + ethernet::HEADER_LEN],
+            r_frame: vec![0; mtu + ethernet::HEADER_LEN],
             epoch: StdInstant::now(),
             clock: Instant::ZERO,
         };
@@ -158,24 +161,29 @@ impl Chain {
             r_b,
             b_if,
             frame,
+            r_frame,
             ..
         } = self;
+        let mut hosts = [(a, *a_if, *r_a), (b, *b_if, *r_b)];
+        let peer = |iface: IfaceId| usize::from(iface != *r_a);
         loop {
             let mut moved = false;
-            while let Some(tx) = a.poll_transmit(now, frame) {
-                r.handle_frame(now, *r_a, &frame[..tx.len]);
-                moved = true;
-            }
-            while let Some(tx) = b.poll_transmit(now, frame) {
-                r.handle_frame(now, *r_b, &frame[..tx.len]);
-                moved = true;
-            }
-            while let Some(tx) = r.poll_transmit(now, frame) {
-                if tx.iface == *r_a {
-                    a.handle_frame(now, *a_if, &frame[..tx.len]);
-                } else {
-                    b.handle_frame(now, *b_if, &frame[..tx.len]);
+            for host in 0..hosts.len() {
+                while let Some(tx) = hosts[host].0.poll_transmit(now, frame) {
+                    r.handle_frame(now, hosts[host].2, &frame[..tx.len]);
+                    moved = true;
+                    // R sends each frame on before the next comes in: its queue (and
+                    // buffer pool) stays as small as when it polls after every frame.
+                    while let Some(out) = r.poll_transmit(now, r_frame) {
+                        let (stack, iface, _) = &mut hosts[peer(out.iface)];
+                        stack.handle_frame(now, *iface, &r_frame[..out.len]);
+                    }
                 }
+            }
+            // What R sends of its own (ARP, ICMP).
+            while let Some(out) = r.poll_transmit(now, r_frame) {
+                let (stack, iface, _) = &mut hosts[peer(out.iface)];
+                stack.handle_frame(now, *iface, &r_frame[..out.len]);
                 moved = true;
             }
             if !moved {
