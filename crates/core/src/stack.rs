@@ -156,6 +156,9 @@ pub struct Stack {
     /// The route, offloads and next-hop MAC of the last TCP segment sent, reused while
     /// segments go to the same peer (see [`self::tcp`]).
     pub(crate) tcp_egress: Option<self::tcp::EgressCache>,
+    /// The last next hop [`Stack::dispatch`] found in the neighbour cache, reused while
+    /// nothing it was derived from changed (a router sends flow after flow to it).
+    pub(crate) next_hop_cache: Option<self::ipv4::NextHopCache>,
 }
 
 impl Stack {
@@ -181,6 +184,7 @@ impl Stack {
             ip_ident,
             config_generation: 0,
             tcp_egress: None,
+            next_hop_cache: None,
             config,
         }
     }

@@ -76,7 +76,10 @@ pub(crate) fn imp(secs: u32) -> Result<Vec<Sample>, String> {
     let mut path = Path::new()?;
     let nets = ["10.211.1", "10.211.2"];
     let imp = imp_binary()?;
-    let (tap_a, tap_b) = (format!("w7a={}.2/24", nets[0]), format!("w7b={}.2/24", nets[1]));
+    let (tap_a, tap_b) = (
+        format!("w7a={}.2/24", nets[0]),
+        format!("w7b={}.2/24", nets[1]),
+    );
     let args = ["route", "--tap", &tap_a, "--tap", &tap_b];
     let mut child = ns_command(&path.router, imp.to_str().unwrap_or("imp"), &args)
         .stdout(Stdio::piped())
