@@ -7,7 +7,7 @@
 //!   `net.ipv4.ip_forward=1` there.
 //!
 //! Rows: `W7-route-udp64` (UDP with 64-byte payloads, `-b 0`: packets/s B received, in
-//! kpps), `W7-route-udp64-sent` (what A's iperf3 sent, kpps: when it is close to the
+//! kpps), `W7-route-udp64-tx` (what A's iperf3 sent, kpps: when it is close to the
 //! received rate, the sender was the limit, not the router) and `W7-route-tcp` (one
 //! TCP stream, Gbit/s B received). imp's figures stand in the `imp` column, the
 //! kernel's in `linux`.
@@ -159,7 +159,7 @@ fn measure(path: &Path, secs: u32) -> Result<Vec<Sample>, String> {
     let gbits = tcp_rate(&tcp).ok_or_else(|| format!("iperf3 said:\n{tcp}"))?;
     Ok(vec![
         Sample::new("W7-route-udp64", "kpps", received / 1e3),
-        Sample::new("W7-route-udp64-sent", "kpps", sent / 1e3),
+        Sample::new("W7-route-udp64-tx", "kpps", sent / 1e3),
         Sample::new("W7-route-tcp", "Gbit/s", gbits),
     ])
 }
