@@ -8,13 +8,16 @@
 //! - W2 ping-pong: an iteration is one 1-byte round trip on an open connection.
 //! - W3 churn: an iteration is one connection: connect, 1 byte, close (the server
 //!   keeps TIME-WAIT).
+//! - W7 forwarding (imp only: smoltcp does not forward): an iteration is one batch of
+//!   prebuilt 64-byte UDP frames through the router alone (`handle_frame` and
+//!   `poll_transmit` per frame).
 //!
 //! `cargo bench -p impnet-cli --bench workloads`
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use impnet_cli::bench::workload::{Bulk, Churn, PingPong};
-use impnet_cli::bench::{imp_side, smol};
+use impnet_cli::bench::{imp_side, smol, w7};
 
 /// Stream bytes per bulk iteration: four socket buffers' worth (256 KiB each).
 const BULK_BYTES: u64 = 1 << 20;
@@ -74,5 +77,19 @@ fn bench_churn(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_bulk, bench_ping_pong, bench_churn);
+fn bench_forward(c: &mut Criterion) {
+    let mut router = w7::Router::new(w7::BASE_ROUTES);
+    let mut group = c.benchmark_group("W7-fwd-udp64");
+    group.throughput(Throughput::Elements(router.batch_len() as u64));
+    group.bench_function("imp", |b| b.iter(|| router.forward_batch()));
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_bulk,
+    bench_ping_pong,
+    bench_churn,
+    bench_forward
+);
 criterion_main!(benches);

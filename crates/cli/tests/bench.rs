@@ -1,7 +1,8 @@
 //! `imp bench --quick --json` at tiny sizes (IMP_BENCH_TINY): the output is a JSON list
 //! of {workload, unit, imp, smoltcp, linux} covering every workload, and imp allocates
 //! nothing per packet in steady state; as root with wrk and nginx, W6 answers every
-//! HTTP request without error.
+//! HTTP request without error; W7's forwarding rows are there (the device ones as root
+//! with iperf3).
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/require.rs"]
@@ -103,6 +104,45 @@ fn bench_quick_json_has_every_workload() {
                 Some(0.0),
                 "imp answered with errors: {r}"
             );
+        }
+    }
+    // W7 in process runs everywhere: the router alone, end to end, with more routes,
+    // and TCP through it, without allocating per packet.
+    for name in [
+        "W7-fwd-udp64",
+        "W7-fwd-udp64-e2e",
+        "W7-fwd-udp64-1k",
+        "W7-fwd-tcp",
+    ] {
+        let r = row(name);
+        assert!(r["imp"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        assert!(r["smoltcp"].is_null(), "smoltcp does not forward: {r}");
+    }
+    assert_eq!(
+        row("W7-fwd-tcp-alloc")["imp"].as_f64(),
+        Some(0.0),
+        "imp allocated per forwarded packet"
+    );
+    // W7 over devices runs only as root with `ip` and `iperf3` (else it is skipped,
+    // saying why on stderr); IMP_REQUIRE_ROOT makes that skip a failure.
+    let has_w7 = rows.iter().any(|r| r["workload"] == "W7-route-udp64");
+    if !has_w7 {
+        require::skip(&format!(
+            "W7-route did not run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if has_w7 {
+        for (name, unit) in [
+            ("W7-route-udp64", "kpps"),
+            ("W7-route-udp64-tx", "kpps"),
+            ("W7-route-tcp", "Gbit/s"),
+        ] {
+            let r = row(name);
+            assert_eq!(r["unit"], unit, "{r}");
+            for side in ["imp", "linux"] {
+                assert!(r[side].as_f64().is_some_and(|v| v > 0.0), "{side}: {r}");
+            }
         }
     }
     assert!(row("W4-1")["imp"].as_f64().unwrap() > 0.0);

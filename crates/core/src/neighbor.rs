@@ -158,6 +158,7 @@ impl NeighborCache {
     }
 
     /// The Ethernet address of `addr` on `iface`, if known and not expired.
+    #[cfg(test)]
     pub(crate) fn lookup(
         &self,
         now: Instant,

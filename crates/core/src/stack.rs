@@ -158,6 +158,9 @@ pub struct Stack {
     pub(crate) tcp_egress: Option<self::tcp::EgressCache>,
     /// Access control for forwarded datagrams (none: everything is forwarded).
     pub(crate) acl: Option<crate::acl::Acl>,
+    /// The last next hop [`Stack::dispatch`] found in the neighbour cache, reused while
+    /// nothing it was derived from changed (a router sends flow after flow to it).
+    pub(crate) next_hop_cache: Option<self::ipv4::NextHopCache>,
 }
 
 impl Stack {
@@ -184,6 +187,7 @@ impl Stack {
             config_generation: 0,
             tcp_egress: None,
             acl: None,
+            next_hop_cache: None,
             config,
         }
     }
@@ -332,9 +336,20 @@ impl Stack {
         self.tcp.deferred_payload()
     }
 
-    /// [`Stack::poll_transmit`] when a frame or a TCP connection waits.
+    /// [`Stack::poll_transmit`] when a frame or a TCP connection waits: a queued frame
+    /// first (kept apart from TCP's larger function, whose set-up a router's every
+    /// frame would otherwise pay), then TCP.
     #[inline(never)]
     fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(transmit) = self.pop_frame(buf) {
+            return Some(self.count_transmit(transmit));
+        }
+        self.poll_transmit_tcp_frames(now, buf)
+    }
+
+    /// The TCP half of [`Stack::poll_transmit_queued`] (the transmit queue is empty).
+    #[inline(never)]
+    fn poll_transmit_tcp_frames(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let transmit = loop {
             if let Some(transmit) = self.pop_frame(buf) {
                 break transmit;
@@ -345,11 +360,17 @@ impl Stack {
                 TcpOutput::Idle => return None,
             }
         };
+        Some(self.count_transmit(transmit))
+    }
+
+    /// Count a frame leaving on its interface.
+    #[inline]
+    fn count_transmit(&mut self, transmit: Transmit) -> Transmit {
         if let Some(interface) = self.ifaces.get_mut(transmit.iface.index()) {
             interface.stats.tx_frames += 1;
             interface.stats.tx_bytes += transmit.len as u64;
         }
-        Some(transmit)
+        transmit
     }
 
     /// Write the oldest queued frame into `buf`.

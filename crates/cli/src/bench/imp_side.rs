@@ -166,7 +166,7 @@ impl workload::Bulk for Bulk {
     }
 }
 
-fn bulk_config() -> TcpConfig {
+pub(crate) fn bulk_config() -> TcpConfig {
     TcpConfig {
         send_buffer: super::smol::BULK_BUFFER,
         recv_buffer: super::smol::BULK_BUFFER,

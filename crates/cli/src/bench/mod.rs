@@ -18,6 +18,12 @@
 //!   one connection per request; requests/s, Gbit/s, errors, p99 latency (nginx in the
 //!   `linux` column). Needs root, `ip`, `wrk` and `nginx`; skipped (saying what is
 //!   missing) otherwise.
+//! - W7 forwarding: in process (`w7.rs`), three imp stacks A — R — B: R alone
+//!   forwarding prebuilt 64-byte UDP frames (Mpps, with ten routes and with
+//!   `Sizes::fwd_routes` more), the whole A -> R -> B path, and TCP bulk through R.
+//!   Over devices (`w7_route.rs`, root and iperf3): `imp route` between two TAPs
+//!   against the kernel forwarding between two veth pairs (`ip_forward=1`), iperf3
+//!   64-byte UDP (kpps) and TCP (Gbit/s) from host A's namespace to host B's.
 //!
 //! For W1-W4, imp and smoltcp run as two stacks in one thread, frames handed from one
 //! to the other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
@@ -32,6 +38,8 @@ mod linux;
 pub mod smol;
 mod w5;
 mod w6;
+pub mod w7;
+mod w7_route;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,6 +98,12 @@ pub(crate) struct Sizes {
     pub tap: u64,
     /// W6 seconds per wrk run.
     pub http_secs: u32,
+    /// W7 packets the router forwards in process.
+    pub fwd_packets: u64,
+    /// W7 extra routes of the route-lookup row.
+    pub fwd_routes: usize,
+    /// W7 seconds per iperf3 run.
+    pub route_secs: u32,
     /// Repetitions.
     pub repeats: usize,
 }
@@ -106,6 +120,9 @@ impl Sizes {
                 scale_rounds: 100,
                 tap: 4 << 20,
                 http_secs: 1,
+                fwd_packets: 20_000,
+                fwd_routes: 1000,
+                route_secs: 1,
                 repeats: 1,
             }
         } else if args.quick {
@@ -117,6 +134,9 @@ impl Sizes {
                 scale_rounds: 5_000,
                 tap: 32 << 20,
                 http_secs: 2,
+                fwd_packets: 2_000_000,
+                fwd_routes: 100_000,
+                route_secs: 2,
                 repeats: 3,
             }
         } else {
@@ -128,6 +148,9 @@ impl Sizes {
                 scale_rounds: 20_000,
                 tap: 512 << 20,
                 http_secs: 5,
+                fwd_packets: 20_000_000,
+                fwd_routes: 100_000,
+                route_secs: 5,
                 repeats: 5,
             }
         };
@@ -141,6 +164,7 @@ impl Sizes {
             sizes.churn = scaled(sizes.churn);
             sizes.scale_rounds = scaled(sizes.scale_rounds);
             sizes.tap = scaled(sizes.tap);
+            sizes.fwd_packets = scaled(sizes.fwd_packets);
         }
         sizes
     }
@@ -185,7 +209,19 @@ struct Row {
 }
 
 /// The workloads, in the order they run within one repetition.
-const WORKLOADS: [&str; 7] = ["W1a", "W1b", "W2", "W3", "W4", "W5", "W6"];
+const WORKLOADS: [&str; 11] = [
+    "W1a",
+    "W1b",
+    "W2",
+    "W3",
+    "W4",
+    "W5",
+    "W6",
+    "W7-fwd-udp",
+    "W7-fwd-lpm",
+    "W7-fwd-tcp",
+    "W7-route",
+];
 
 /// Run one workload on one implementation; None when it does not apply.
 fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
@@ -211,6 +247,12 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
         ("W5", Impl::Linux) => w5::linux(sizes.tap),
         ("W6", Impl::Imp) => w6::imp(sizes.http_secs),
         ("W6", Impl::Linux) => w6::nginx(sizes.http_secs),
+        // No smoltcp: it does not forward.
+        ("W7-fwd-udp", Impl::Imp) => Ok(w7::udp(sizes.fwd_packets)),
+        ("W7-fwd-lpm", Impl::Imp) => Ok(w7::udp_routes(sizes.fwd_routes, sizes.fwd_packets)),
+        ("W7-fwd-tcp", Impl::Imp) => Ok(bulk::<w7::Bulk>("W7-fwd-tcp", 1500, false, sizes.bulk)),
+        ("W7-route", Impl::Imp) => w7_route::imp(sizes.route_secs),
+        ("W7-route", Impl::Linux) => w7_route::linux(sizes.route_secs),
         _ => Ok(Vec::new()),
     }
 }
@@ -247,6 +289,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             let reason = match w {
                 "W5" => w5::unavailable(),
                 "W6" => w6::unavailable(),
+                "W7-route" => w7_route::unavailable(),
                 _ => None,
             };
             if let Some(reason) = &reason {
@@ -339,6 +382,9 @@ fn print_table(report: &[Row], sizes: &Sizes) {
     if report.iter().any(|r| r.workload.starts_with("W6")) {
         println!("W6: imp = imp serve --http over a TAP; linux = nginx (1 worker) over veth");
     }
+    if report.iter().any(|r| r.workload.starts_with("W7-route")) {
+        println!("W7-route: imp = imp route between TAPs; linux = kernel forwarding over veth");
+    }
     for r in report {
         println!(
             "{:<18} {:<12} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -377,6 +423,10 @@ impl Stopwatch {
             wall: StdInstant::now(),
             cpu: cpu_seconds(),
         }
+    }
+    /// Wall time since `start`.
+    pub fn wall_elapsed(&self) -> std::time::Duration {
+        self.wall.elapsed()
     }
     /// (wall seconds, CPU seconds) since `start`.
     pub fn stop(&self) -> (f64, f64) {

@@ -47,16 +47,16 @@ pub(crate) fn unavailable() -> Option<String> {
     None
 }
 
-fn installed(tool: &str) -> bool {
+pub(super) fn installed(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()
         .is_ok_and(|o| o.status.success())
 }
 
-/// The `imp` binary to run `imp serve` from: this process when it is `imp`, else
+/// The `imp` binary to run `imp serve` (and `imp route`) from: this process when it is `imp`, else
 /// `$IMP_BIN`.
-fn imp_binary() -> Result<PathBuf, String> {
+pub(super) fn imp_binary() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("IMP_BIN") {
         return Ok(PathBuf::from(path));
     }
@@ -64,7 +64,7 @@ fn imp_binary() -> Result<PathBuf, String> {
     if exe.file_name().is_some_and(|n| n == "imp") {
         Ok(exe)
     } else {
-        Err("W6 runs `imp serve`: run it from the imp binary or set IMP_BIN".into())
+        Err("W6 and W7 run `imp serve` and `imp route`: run them from the imp binary or set IMP_BIN".into())
     }
 }
 
@@ -96,7 +96,7 @@ impl Drop for Files {
 }
 
 /// A server process, stopped (SIGTERM, then SIGKILL) on drop.
-struct Server(Child);
+pub(super) struct Server(pub(super) Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -210,7 +210,7 @@ fn nginx_conf(dir: &Path, www: &Path, listen: &str) -> Result<String, String> {
 }
 
 /// `ip netns exec NS program args...`.
-fn ns_command(ns: &Netns, program: &str, args: &[&str]) -> Command {
+pub(super) fn ns_command(ns: &Netns, program: &str, args: &[&str]) -> Command {
     let mut command = Command::new("ip");
     command
         .args(["netns", "exec", &ns.name, program])

@@ -172,7 +172,6 @@ impl Stack {
         }
         let out = &self.ifaces[route.iface.index()];
         let next_hop = route.next_hop(dst);
-        let our_addr = out.source_for(next_hop).unwrap_or(Ipv4Addr::UNSPECIFIED);
         let mtu = route
             .mtu
             .map_or(out.mtu, |m| m.clamp(crate::iface::MIN_MTU, out.mtu));
@@ -185,6 +184,11 @@ impl Stack {
         let mut view = ipv4::Packet::new_unchecked(&mut out_packet[..]);
         view.decrement_ttl();
         if view.header_len() > ipv4::HEADER_LEN {
+            // Only options need our address on the way out: looked up here, not per
+            // datagram.
+            let our_addr = self.ifaces[route.iface.index()]
+                .source_for(next_hop)
+                .unwrap_or(Ipv4Addr::UNSPECIFIED);
             let stamp = self.ip_timestamp(now);
             match ip_options::stamp(view.options_mut(), our_addr, stamp) {
                 Ok(true) => view.fill_checksum(),

@@ -64,7 +64,38 @@ pub(crate) struct SendOptions<'a> {
     pub(crate) ip_options: &'a [u8],
 }
 
+/// A unicast next hop's MAC as the neighbour cache gave it, with what it depends on.
+/// It holds while both generations are unchanged (no neighbour entry added, replaced or
+/// removed; no address or route changed, so the next hop is still not a broadcast) and
+/// `now` is before `expires_at`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NextHopCache {
+    iface: IfaceId,
+    next_hop: Ipv4Addr,
+    mac: ethernet::Address,
+    expires_at: Instant,
+    neighbor_generation: u64,
+    config_generation: u64,
+}
+
 impl Stack {
+    /// The next hop's MAC from [`Stack::next_hop_cache`], if it still holds.
+    #[inline]
+    fn cached_next_hop(
+        &self,
+        now: Instant,
+        iface: IfaceId,
+        next_hop: Ipv4Addr,
+    ) -> Option<ethernet::Address> {
+        let cache = self.next_hop_cache.as_ref()?;
+        let holds = cache.iface == iface
+            && cache.next_hop == next_hop
+            && now < cache.expires_at
+            && cache.neighbor_generation == self.neighbors.generation()
+            && cache.config_generation == self.config_generation;
+        holds.then_some(cache.mac)
+    }
+
     /// Resolve the route to `dst`, from `src` when given (it must be ours). The limited
     /// broadcast goes out of the first interface (or the one owning `src`).
     pub(crate) fn route_output(
@@ -223,6 +254,14 @@ impl Stack {
         origin: Origin,
     ) -> Result<(), OutputError> {
         self.stats.ipv4.tx_packets += 1;
+        if let Some(dst_mac) = self.cached_next_hop(now, iface, next_hop) {
+            return self.enqueue_frame(Outgoing {
+                iface,
+                dst_mac,
+                ethertype: EtherType::Ipv4,
+                payload: packet,
+            });
+        }
         let broadcast = self
             .ifaces
             .get(iface.index())
@@ -230,7 +269,18 @@ impl Stack {
         let known = if broadcast {
             Some(ethernet::Address::BROADCAST)
         } else {
-            self.neighbors.lookup(now, iface, next_hop)
+            let found = self.neighbors.lookup_until(now, iface, next_hop);
+            if let Some((mac, expires_at)) = found {
+                self.next_hop_cache = Some(NextHopCache {
+                    iface,
+                    next_hop,
+                    mac,
+                    expires_at,
+                    neighbor_generation: self.neighbors.generation(),
+                    config_generation: self.config_generation,
+                });
+            }
+            found.map(|(mac, _)| mac)
         };
         if let Some(dst_mac) = known {
             return self.enqueue_frame(Outgoing {
