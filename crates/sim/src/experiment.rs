@@ -11,11 +11,10 @@ use std::rc::Rc;
 
 use impnet_core::tcp::{TcpError, TcpHandle};
 use impnet_core::{Duration, IcmpHandle, Instant, StackConfig};
-use impnet_wire::ipv4::Cidr;
 use serde::Serialize;
 
 use crate::bulk::{Pattern, StreamHash};
-use crate::scenario::{FlowKind, FlowSpec, Scenario};
+use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
 use crate::trace::{FlowTrace, Tracer};
 use crate::{Flow, HostId, LinkId, RunSummary, Sim};
 
@@ -226,7 +225,8 @@ fn round(v: f64) -> f64 {
     (v * 1e6).round() / 1e6
 }
 
-/// The address of end `side` (0 or 1) of link `index`: 10.x.y.1 and 10.x.y.2.
+/// The address of end `side` (0 or 1) of link `index` when the scenario gives none:
+/// 10.x.y.1 and 10.x.y.2 (x * 256 + y = `index`, modulo 65536).
 pub fn link_address(index: usize, side: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, (index >> 8) as u8, index as u8, 1 + side as u8)
 }
@@ -283,33 +283,33 @@ pub fn run(
     Ok(Outcome { report, traces })
 }
 
-/// The scenario's hosts and links in a fresh simulator (capturing to `pcap_dir`).
+/// The scenario's nodes, links and routes in a fresh simulator (capturing to
+/// `pcap_dir`).
 fn build(
     scenario: &Scenario,
     pcap_dir: Option<&Path>,
 ) -> Result<(Sim, Vec<HostId>, Vec<LinkId>), ExperimentError> {
     let mut sim = Sim::new(scenario.seed);
     let hosts: Vec<HostId> = scenario
-        .hosts
+        .nodes
         .iter()
         .map(|h| {
-            sim.add_host(
-                &h.name,
-                StackConfig {
-                    tcp: h.tcp.clone(),
-                    ..StackConfig::default()
-                },
-            )
+            let config = StackConfig {
+                tcp: h.tcp.clone(),
+                ..StackConfig::default()
+            };
+            match h.kind {
+                NodeKind::Host => sim.add_host(&h.name, config),
+                NodeKind::Router => sim.add_router(&h.name, config),
+            }
         })
         .collect();
     let mut links = Vec::new();
-    for (i, l) in scenario.links.iter().enumerate() {
-        let cidr = |side| Cidr::new(link_address(i, side), 24).expect("a /24 is valid");
+    for l in &scenario.links {
+        let (a, b) = (hosts[l.a], hosts[l.b]);
         let id = match l.seed {
-            Some(seed) => {
-                sim.connect_seeded(hosts[l.a], cidr(0), hosts[l.b], cidr(1), l.config, seed)
-            }
-            None => sim.connect(hosts[l.a], cidr(0), hosts[l.b], cidr(1), l.config),
+            Some(seed) => sim.connect_seeded(a, l.a_addr, b, l.b_addr, l.config, seed),
+            None => sim.connect(a, l.a_addr, b, l.b_addr, l.config),
         }
         .map_err(|e| ExperimentError(format!("link `{}`: {e}", l.name)))?;
         if let Some(dir) = pcap_dir {
@@ -318,6 +318,15 @@ fn build(
                 .map_err(|e| ExperimentError(format!("cannot write {}: {e}", path.display())))?;
         }
         links.push(id);
+    }
+    for route in &scenario.routes {
+        let host = hosts[route.node];
+        let iface = sim
+            .iface_on(host, links[route.link])
+            .ok_or_else(|| ExperimentError(format!("route {}: no interface", route.dest)))?;
+        sim.host_mut(host)
+            .routes_mut()
+            .add(route.dest, Some(route.gateway), iface);
     }
     Ok((sim, hosts, links))
 }
@@ -376,9 +385,10 @@ fn drive_apps(
 
 fn host_reports(scenario: &Scenario, sim: &Sim, hosts: &[HostId]) -> Vec<HostReport> {
     scenario
-        .hosts
+        .nodes
         .iter()
         .zip(hosts)
+        .filter(|(h, _)| h.kind == NodeKind::Host)
         .map(|(h, &id)| {
             let s = sim.host(id).tcp_stats();
             HostReport {
@@ -400,8 +410,8 @@ fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkRep
         .zip(links)
         .map(|(l, &id)| LinkReport {
             name: l.name.clone(),
-            a: scenario.hosts[l.a].name.clone(),
-            b: scenario.hosts[l.b].name.clone(),
+            a: scenario.nodes[l.a].name.clone(),
+            b: scenario.nodes[l.b].name.clone(),
             rate_bps: l.config.rate_bps,
             delay_ms: round(l.config.delay.as_secs_f64() * 1e3),
             mtu: l.config.mtu - impnet_wire::ethernet::HEADER_LEN,
@@ -410,7 +420,7 @@ fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkRep
                     let s = sim.link_stats(id, side);
                     let from = if side == 0 { l.a } else { l.b };
                     DirectionReport {
-                        from: scenario.hosts[from].name.clone(),
+                        from: scenario.nodes[from].name.clone(),
                         submitted: s.submitted,
                         delivered: s.delivered,
                         lost: s.dropped_loss,
@@ -545,12 +555,7 @@ impl App {
         index: usize,
         links: &[LinkId],
     ) -> Result<App, ExperimentError> {
-        let link = &scenario.links[spec.link];
-        let side_of = |host| usize::from(link.a != host);
-        let addrs = (
-            link_address(spec.link, side_of(spec.from)),
-            link_address(spec.link, side_of(spec.to)),
-        );
+        let addrs = (spec.from_addr, spec.to_addr);
         let state = match &spec.kind {
             FlowKind::Bulk {
                 record, text_mode, ..
@@ -607,7 +612,7 @@ impl App {
         Ok(App {
             spec: spec.clone(),
             index,
-            link: links[spec.link],
+            link: links[spec.path[0]],
             addrs,
             state,
             started: None,
@@ -758,8 +763,7 @@ impl App {
     }
 
     fn report(&self, scenario: &Scenario, tracer: &Tracer, now: Instant) -> FlowReport {
-        let link = &scenario.links[self.spec.link];
-        let rate = link.config.rate_bps;
+        let rate = scenario.bottleneck_rate(&self.spec);
         let start = self.started.unwrap_or(now);
         let end = self.done_at.unwrap_or(now);
         let seconds = (end - start).as_secs_f64().max(1e-9);
@@ -770,8 +774,8 @@ impl App {
         let mut r = FlowReport {
             name: self.spec.name.clone(),
             kind: self.spec.kind.type_name().to_string(),
-            from: scenario.hosts[self.spec.from].name.clone(),
-            to: scenario.hosts[self.spec.to].name.clone(),
+            from: scenario.nodes[self.spec.from].name.clone(),
+            to: scenario.nodes[self.spec.to].name.clone(),
             rate_bps: rate,
             completed: self.done_at.is_some(),
             seconds: round(seconds),

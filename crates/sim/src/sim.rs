@@ -93,6 +93,8 @@ pub struct RunSummary {
 struct Host {
     name: String,
     stack: Stack,
+    /// Every interface forwards (set on each interface as links are added).
+    router: bool,
     /// Interface -> (link, which end of the link this host is: 0 = a, 1 = b, address).
     ports: Vec<(IfaceId, LinkId, usize, Cidr)>,
 }
@@ -182,6 +184,12 @@ fn write_capture(
     out.write_all(&frame[..snaplen])
 }
 
+/// Turns forwarding on for a router's interface.
+fn set_forwarding(stack: &mut Stack, iface: IfaceId) {
+    // TODO(forwarding): `stack.set_forwarding(iface, true)` once impnet-core forwards.
+    let _ = (stack, iface);
+}
+
 /// A seed for a component, derived from the simulation seed and a label (SplitMix64).
 fn derive_seed(seed: u64, label: u64) -> u64 {
     let mut z = seed ^ label.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -229,15 +237,57 @@ impl Sim {
 
     /// Add a host running an imp stack. The stack's seed is replaced by one derived from
     /// the simulation seed and the host's index.
-    pub fn add_host(&mut self, name: &str, mut config: StackConfig) -> HostId {
+    pub fn add_host(&mut self, name: &str, config: StackConfig) -> HostId {
+        self.add_node(name, config, false)
+    }
+
+    /// Add a router: a host whose stack forwards between all its interfaces (each
+    /// interface a link adds forwards). Its seed is derived as a host's.
+    pub fn add_router(&mut self, name: &str, config: StackConfig) -> HostId {
+        self.add_node(name, config, true)
+    }
+
+    fn add_node(&mut self, name: &str, mut config: StackConfig, router: bool) -> HostId {
         let id = HostId(self.hosts.len());
         config.seed = derive_seed(self.seed, 0x1000 + id.0 as u64);
         self.hosts.push(Host {
             name: name.to_string(),
             stack: Stack::new(config),
+            router,
             ports: Vec::new(),
         });
         id
+    }
+
+    /// The host is a router (added with [`Sim::add_router`]).
+    pub fn is_router(&self, host: HostId) -> bool {
+        self.hosts[host.0].router
+    }
+
+    /// The host's interface on `link`, if it is one of the link's ends.
+    pub fn iface_on(&self, host: HostId, link: LinkId) -> Option<IfaceId> {
+        let h = &self.hosts[host.0];
+        h.ports
+            .iter()
+            .find(|(_, l, _, _)| *l == link)
+            .map(|&(iface, _, _, _)| iface)
+    }
+
+    /// The two ends of `link`: (host, interface) of the first and the second host
+    /// given to [`Sim::connect`].
+    pub fn link_ends(&self, link: LinkId) -> [(HostId, IfaceId); 2] {
+        self.links[link.0].ends
+    }
+
+    /// Number of links.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// The link model carrying frames sent by end `side` of `link` (its queue, its
+    /// configuration, its counters).
+    pub fn link_model(&self, link: LinkId, side: usize) -> &LinkModel {
+        &self.links[link.0].models[side]
     }
 
     /// The host's name.
@@ -301,6 +351,9 @@ impl Sim {
             let h = &mut self.hosts[host.0];
             let iface = h.stack.add_interface(IfaceConfig::new(mac, ip_mtu));
             h.stack.add_address(now, iface, addr);
+            if h.router {
+                set_forwarding(&mut h.stack, iface);
+            }
             h.ports.push((iface, link, side, addr));
             ends.push((host, iface));
         }
