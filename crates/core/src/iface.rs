@@ -132,6 +132,9 @@ pub(crate) struct Interface {
     pub(crate) mtu: usize,
     pub(crate) addrs: Vec<Cidr>,
     pub(crate) offloads: Offloads,
+    /// Datagrams that arrive here for other hosts are forwarded (RFC 1812).
+    pub(crate) forwarding: bool,
+    pub(crate) stats: crate::stats::IfaceStats,
 }
 
 impl Interface {
@@ -141,6 +144,8 @@ impl Interface {
             mtu: config.mtu.max(MIN_MTU),
             addrs: config.addrs,
             offloads: config.offloads,
+            forwarding: false,
+            stats: crate::stats::IfaceStats::default(),
         }
     }
 

@@ -10,10 +10,9 @@
 
 extern crate alloc;
 
-mod arp;
 pub mod icmp;
 pub mod iface;
-mod ipv4;
+pub mod ip_options;
 pub mod neighbor;
 pub mod reassembly;
 pub mod rng;
@@ -22,7 +21,6 @@ mod socket;
 pub mod stack;
 pub mod stats;
 pub mod tcp;
-mod tcp_glue;
 pub mod time;
 pub mod udp;
 
@@ -35,6 +33,6 @@ pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;
 pub use route::{Route, Routes};
 pub use stack::{Event, Stack, StackConfig, Transmit};
-pub use stats::Stats;
+pub use stats::{ForwardStats, IfaceStats, Stats};
 pub use time::{Duration, Instant};
 pub use udp::{UdpError, UdpHandle};

@@ -8,6 +8,7 @@ use core::net::Ipv4Addr;
 use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::Cidr;
 
+use self::tcp::TcpOutput;
 use crate::icmp::{IcmpHandle, IcmpRateLimit, IcmpSockets, TokenBucket};
 use crate::iface::{IfaceConfig, IfaceId, Interface};
 use crate::neighbor::{ArpConfig, NeighborAction, NeighborCache};
@@ -16,10 +17,16 @@ use crate::rng::Rng;
 use crate::route::Routes;
 use crate::socket::BufferPool;
 use crate::stats::Stats;
-use crate::tcp::{self, Tcp};
-use crate::tcp_glue::TcpOutput;
+use crate::tcp::{self as tcp_core, Tcp};
 use crate::time::Instant;
 use crate::udp::{UdpHandle, UdpSockets};
+
+pub(crate) mod arp;
+mod forward;
+pub(crate) mod icmp;
+pub(crate) mod ipv4;
+pub(crate) mod tcp;
+pub(crate) mod udp;
 
 /// Settings for a whole stack.
 #[derive(Debug, Clone)]
@@ -28,7 +35,7 @@ pub struct StackConfig {
     /// same bytes.
     pub seed: u64,
     /// TCP settings.
-    pub tcp: tcp::TcpConfig,
+    pub tcp: tcp_core::TcpConfig,
     /// Neighbour cache (ARP) settings.
     pub arp: ArpConfig,
     /// Fragment reassembly settings.
@@ -44,13 +51,17 @@ pub struct StackConfig {
     /// Frames waiting for `poll_transmit` before sends fail with `NoBufferSpace`
     /// (default 1024).
     pub tx_queue_limit: usize,
+    /// Milliseconds since midnight UT at `Instant` zero, for the IPv4 Timestamp option
+    /// (RFC 791). None (the default): stamps are milliseconds of the stack's clock with
+    /// the high bit set, as RFC 791 allows for a clock not tied to UT.
+    pub ut_offset_ms: Option<u64>,
 }
 
 impl Default for StackConfig {
     fn default() -> Self {
         StackConfig {
             seed: 0,
-            tcp: tcp::TcpConfig::default(),
+            tcp: tcp_core::TcpConfig::default(),
             arp: ArpConfig::default(),
             reassembly: ReassemblyConfig::default(),
             udp_queue_limit: 64,
@@ -58,6 +69,7 @@ impl Default for StackConfig {
             icmp_rate_limit: IcmpRateLimit::default(),
             default_ttl: 64,
             tx_queue_limit: 1024,
+            ut_offset_ms: None,
         }
     }
 }
@@ -80,7 +92,7 @@ pub enum Event {
     /// An ICMP echo socket became readable: a reply or a pending error waits.
     Icmp(IcmpHandle),
     /// A TCP readiness change.
-    Tcp(tcp::TcpEvent),
+    Tcp(tcp_core::TcpEvent),
     /// ARP resolution of `addr` on `iface` failed after every retry; the packets queued
     /// for it were dropped (their sockets got `HostUnreachable`).
     NeighbourFailed {
@@ -142,8 +154,8 @@ pub struct Stack {
     /// derived from them (the TCP egress cache) is stale once it moves.
     pub(crate) config_generation: u64,
     /// The route, offloads and next-hop MAC of the last TCP segment sent, reused while
-    /// segments go to the same peer (see [`crate::tcp_glue`]).
-    pub(crate) tcp_egress: Option<crate::tcp_glue::EgressCache>,
+    /// segments go to the same peer (see [`self::tcp`]).
+    pub(crate) tcp_egress: Option<self::tcp::EgressCache>,
 }
 
 impl Stack {
@@ -247,11 +259,11 @@ impl Stack {
     pub(crate) fn enqueue_frame(
         &mut self,
         frame: Outgoing,
-    ) -> Result<(), crate::ipv4::OutputError> {
+    ) -> Result<(), crate::stack::ipv4::OutputError> {
         if self.tx_queue.len() >= self.config.tx_queue_limit {
             self.stats.link.tx_queue_full += 1;
             self.pool.give(frame.payload);
-            return Err(crate::ipv4::OutputError::QueueFull);
+            return Err(crate::stack::ipv4::OutputError::QueueFull);
         }
         self.tx_queue.push_back(frame);
         Ok(())
@@ -261,10 +273,12 @@ impl Stack {
     /// counted and dropped.
     pub fn handle_frame(&mut self, now: Instant, iface: IfaceId, frame: &[u8]) {
         self.stats.link.rx_frames += 1;
-        let Some(interface) = self.ifaces.get(iface.index()) else {
+        let Some(interface) = self.ifaces.get_mut(iface.index()) else {
             self.stats.link.rx_unknown_interface += 1;
             return;
         };
+        interface.stats.rx_frames += 1;
+        interface.stats.rx_bytes += frame.len() as u64;
         let Ok(view) = ethernet::Frame::new_checked(frame) else {
             self.stats.link.rx_truncated += 1;
             return;
@@ -276,7 +290,9 @@ impl Stack {
         }
         match view.ethertype() {
             EtherType::Arp if !view.is_tagged() => self.handle_arp(now, iface, view.payload()),
-            EtherType::Ipv4 if !view.is_tagged() => self.handle_ipv4(now, iface, view.payload()),
+            EtherType::Ipv4 if !view.is_tagged() => {
+                self.handle_ipv4(now, iface, view.payload(), dst.is_broadcast());
+            }
             _ => self.stats.link.rx_unknown_ethertype += 1,
         }
     }
@@ -316,16 +332,21 @@ impl Stack {
     /// [`Stack::poll_transmit`] when a frame or a TCP connection waits.
     #[inline(never)]
     fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        loop {
+        let transmit = loop {
             if let Some(transmit) = self.pop_frame(buf) {
-                return Some(transmit);
+                break transmit;
             }
             match self.poll_transmit_tcp(now, buf) {
-                TcpOutput::Frame(transmit) => return Some(transmit),
+                TcpOutput::Frame(transmit) => break transmit,
                 TcpOutput::Queued => continue,
                 TcpOutput::Idle => return None,
             }
+        };
+        if let Some(interface) = self.ifaces.get_mut(transmit.iface.index()) {
+            interface.stats.tx_frames += 1;
+            interface.stats.tx_bytes += transmit.len as u64;
         }
+        Some(transmit)
     }
 
     /// Write the oldest queued frame into `buf`.
@@ -381,7 +402,7 @@ impl Stack {
                     iface,
                     addr,
                     dropped,
-                } => self.on_neighbor_failed(iface, addr, dropped),
+                } => self.on_neighbor_failed(now, iface, addr, dropped),
             }
         }
         let mut expired = Vec::new();
@@ -411,3 +432,5 @@ impl Stack {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_forward;

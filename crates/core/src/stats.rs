@@ -147,6 +147,8 @@ pub struct IcmpStats {
     pub tx_dst_unreachable: u64,
     /// Time exceeded sent.
     pub tx_time_exceeded: u64,
+    /// Parameter problem sent (a forwarded datagram's options were malformed).
+    pub tx_param_problem: u64,
     /// Error messages not sent because the token bucket was empty.
     pub rate_limited: u64,
 }
@@ -203,4 +205,51 @@ pub struct Stats {
     pub udp: UdpStats,
     /// TCP segments at the IP boundary.
     pub tcp: TcpSegmentStats,
+    /// IPv4 forwarding (all interfaces together).
+    pub forward: ForwardStats,
+}
+
+/// IPv4 forwarding counters (RFC 1812), for the stack and per interface
+/// ([`IfaceStats`]). A datagram is counted on the interface it arrived on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ForwardStats {
+    /// Datagrams forwarded (handed to the outgoing interface or its neighbour queue).
+    pub forwarded: u64,
+    /// Bytes of IPv4 forwarded (headers included, before any fragmentation).
+    pub forwarded_bytes: u64,
+    /// Forwarded datagrams that were fragmented to fit the next hop.
+    pub fragmented: u64,
+    /// Not forwarded: no route to the destination (ICMP net unreachable sent).
+    pub no_route: u64,
+    /// Not forwarded: TTL would reach zero (ICMP time exceeded sent).
+    pub ttl_exceeded: u64,
+    /// Not forwarded: too big for the next hop with DF set (ICMP fragmentation needed).
+    pub frag_needed: u64,
+    /// Not forwarded: a martian source or destination (RFC 1812 §5.3.7, §4.2.3.1).
+    pub martian: u64,
+    /// Not forwarded: a unicast datagram that came in a link-layer broadcast (RFC 1812
+    /// §5.3.4), or a directed broadcast to another network.
+    pub broadcast: u64,
+    /// Not forwarded: a malformed IP option (ICMP parameter problem sent).
+    pub bad_option: u64,
+    /// Not forwarded: an access-control rule denied it.
+    pub denied: u64,
+    /// Dropped on the way out: the egress queue or the neighbour queue was full, or
+    /// the next hop never answered ARP (ICMP host unreachable sent).
+    pub egress_dropped: u64,
+}
+
+/// Per-interface counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IfaceStats {
+    /// Frames received on the interface.
+    pub rx_frames: u64,
+    /// Bytes of those frames (Ethernet header included).
+    pub rx_bytes: u64,
+    /// Frames sent on the interface.
+    pub tx_frames: u64,
+    /// Bytes of those frames (Ethernet header included).
+    pub tx_bytes: u64,
+    /// Forwarding of datagrams that arrived here.
+    pub forward: ForwardStats,
 }

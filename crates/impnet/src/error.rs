@@ -15,6 +15,9 @@ pub(crate) fn tcp(e: TcpError) -> Error {
         TcpError::TimedOut => ErrorKind::TimedOut,
         TcpError::NoPortsAvailable => ErrorKind::AddrNotAvailable,
         TcpError::InvalidHandle | TcpError::InvalidState => ErrorKind::NotConnected,
+        TcpError::HostUnreachable => ErrorKind::HostUnreachable,
+        TcpError::NetUnreachable => ErrorKind::NetworkUnreachable,
+        TcpError::Prohibited => ErrorKind::PermissionDenied,
         _ => ErrorKind::Other,
     };
     Error::new(kind, e)

@@ -196,6 +196,9 @@ pub(crate) struct Negotiated {
     pub ts: Option<Timestamps>,
     /// SACK permitted both ways.
     pub sack: bool,
+    /// The largest segment the path carries, from ICMP fragmentation-needed messages
+    /// (RFC 1191): the path MTU less 40. `u16::MAX` until one arrives.
+    pub path_mss: u16,
 }
 
 impl Negotiated {
@@ -211,6 +214,7 @@ impl Negotiated {
                 last_ack_sent: SeqNumber(0),
             }),
             sack: config.sack,
+            path_mss: u16::MAX,
         }
     }
     /// Keep only what the peer's SYN also offered (RFC 7323 §2.2, §3.2; RFC 2018 §2).
@@ -231,6 +235,11 @@ impl Negotiated {
         };
         self.sack &= seg.options.sack_permitted;
     }
+    /// The largest segment (options included) we send: the peer's MSS, or less when
+    /// the path carries less (RFC 1191).
+    pub fn seg_mss(&self) -> u16 {
+        self.mss_peer.min(self.path_mss)
+    }
     /// Our window-scale shift (0 when not negotiated).
     pub fn rcv_shift(&self) -> u8 {
         self.wscale.map_or(0, |w| w.0)
@@ -248,7 +257,7 @@ impl Negotiated {
     /// peer's MSS and by what our own route carries (`mss_ours`); the MSS counts data
     /// only, so option bytes come out of it.
     pub fn snd_mss(&self) -> usize {
-        usize::from(self.mss_peer.min(self.mss_ours))
+        usize::from(self.mss_peer.min(self.mss_ours).min(self.path_mss))
             .saturating_sub(self.fixed_option_len())
             .max(1)
     }
@@ -320,6 +329,9 @@ pub(crate) struct Conn {
     pub retransmits: u64,
     /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
     pub retries: u32,
+    /// The last soft ICMP error about this connection (RFC 1122 §4.2.3.9): shown in
+    /// `TcpInfo`, and the error a timeout reports.
+    pub soft_error: Option<TcpError>,
     /// In the `Tcp`'s output queue.
     pub queued: bool,
     /// The deadline registered in the `Tcp`'s timer set.
@@ -353,6 +365,7 @@ impl Conn {
             keepalive_sent: 0,
             retransmits: 0,
             retries: 0,
+            soft_error: None,
             queued: false,
             scheduled: None,
             in_demux: true,
@@ -602,6 +615,8 @@ impl Conn {
             sacked: snd.map_or(0, |s| s.scoreboard.sacked_bytes() as u32),
             in_recovery: snd.is_some_and(|s| s.recovery.is_some()),
             snd_mss: self.opts.snd_mss() as u16,
+            soft_error: self.soft_error,
+            path_mtu: (self.opts.path_mss != u16::MAX).then(|| self.opts.path_mss + 40),
             rcv_wnd,
             snd_wnd: snd.map_or(0, |s| s.snd_wnd),
             wscale: self.opts.wscale,
@@ -700,7 +715,12 @@ impl Conn {
         {
             ctx.sh.reset(reset);
         }
-        self.enter_closed(ctx, Some(TcpError::TimedOut));
+        // RFC 1122 §4.2.3.9: a soft ICMP error seen on the way is the better report.
+        let error = self.soft_error.unwrap_or(TcpError::TimedOut);
+        if error != TcpError::TimedOut {
+            ctx.sh.stats.timed_out += 1;
+        }
+        self.enter_closed(ctx, Some(error));
     }
 
     /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.

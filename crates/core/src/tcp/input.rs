@@ -406,7 +406,7 @@ impl Conn {
         let now = ctx.now;
         let timestamps = self.opts.ts.is_some();
         let sack = self.opts.sack;
-        let smss = usize::from(self.opts.mss_peer);
+        let smss = usize::from(self.opts.seg_mss());
         let Some(snd) = self.state.snd_mut() else {
             return;
         };

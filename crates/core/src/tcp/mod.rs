@@ -23,6 +23,7 @@ pub mod seq;
 mod conn;
 mod deadlines;
 mod demux;
+mod icmp;
 mod input;
 mod listen;
 mod output;
@@ -182,6 +183,14 @@ pub enum TcpError {
     InvalidState,
     /// No ephemeral port is free.
     NoPortsAvailable,
+    /// An ICMP error said the remote host cannot be reached (or, after a timeout, the
+    /// last such error seen).
+    HostUnreachable,
+    /// An ICMP error said the remote network cannot be reached.
+    NetUnreachable,
+    /// An ICMP error said a filter on the path refused the connection
+    /// (administratively prohibited).
+    Prohibited,
 }
 
 impl core::fmt::Display for TcpError {
@@ -199,11 +208,34 @@ impl core::fmt::Display for TcpError {
             TcpError::NoPortsAvailable => {
                 "no free ephemeral port: close connections or bind a port"
             }
+            TcpError::HostUnreachable => "no route to host: a router or ARP said it is unreachable",
+            TcpError::NetUnreachable => "network unreachable: a router has no route to it",
+            TcpError::Prohibited => {
+                "refused by a filter on the path (ICMP administratively prohibited)"
+            }
         })
     }
 }
 
 impl core::error::Error for TcpError {}
+
+/// An ICMP error about one of our segments, as TCP takes it (RFC 1122 §4.2.3.9, RFC
+/// 1191, RFC 5927). The stack maps ICMP messages to these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IcmpNotice {
+    /// Fragmentation needed and DF set: the path carries IPv4 packets of at most `mtu`
+    /// bytes. The connection lowers its segment size and resends at once.
+    PacketTooBig {
+        /// The next-hop MTU the router reported (or estimated from the quote).
+        mtu: u16,
+    },
+    /// A hard error (port or protocol unreachable, administratively prohibited): it ends
+    /// a connection that is still opening; an open one records it as soft (RFC 5461).
+    Hard(TcpError),
+    /// A soft error (net or host unreachable, time exceeded): recorded, shown in
+    /// `TcpInfo`, and reported if the connection times out.
+    Soft(TcpError),
+}
 
 /// A readiness change on a TCP socket, for wakers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,6 +319,10 @@ pub struct TcpInfo {
     pub sack: bool,
     /// Name of the congestion controller.
     pub congestion: &'static str,
+    /// The last soft ICMP error about the connection (RFC 1122 §4.2.3.9), if any.
+    pub soft_error: Option<TcpError>,
+    /// The path MTU learned from ICMP (RFC 1191), if lower than the route's.
+    pub path_mtu: Option<u16>,
 }
 
 /// Counters for the whole TCP layer (`netstat -s` style).
@@ -294,6 +330,13 @@ pub struct TcpInfo {
 pub struct TcpStats {
     /// Segments received.
     pub segments_in: u64,
+    /// ICMP errors taken by a connection (its quoted sequence number was in flight).
+    pub icmp_accepted: u64,
+    /// ICMP errors ignored: no such connection, or the quoted sequence number was not
+    /// in flight (RFC 5927 §4.1, against blind attacks).
+    pub icmp_ignored: u64,
+    /// Path MTU reductions from ICMP fragmentation-needed (RFC 1191).
+    pub path_mtu_drops: u64,
     /// Segments handled by header prediction (Linux's `TCPHPHits`), a subset of
     /// `segments_in`.
     pub predicted: u64,

@@ -228,7 +228,7 @@ impl Conn {
         // takes segments of our MSS. IPv4 and TCP headers come out of the packet size.
         let tso_room = egress
             .tso_max
-            .filter(|_| self.opts.mss_peer >= self.opts.mss_ours)
+            .filter(|_| self.opts.seg_mss() >= self.opts.mss_ours)
             .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(40 + opt));
         let mut plan = self.plan(ctx, tso_room)?;
         // Payload room: the MSS (or the TSO size) minus this segment's options, and
@@ -236,7 +236,7 @@ impl Conn {
         let syn_opt = if plan.flags.syn() { 12 } else { 0 };
         let segment_room = match tso_room {
             Some(room) if plan.kind == Kind::Next => room,
-            _ => usize::from(self.opts.mss_peer).saturating_sub(opt),
+            _ => usize::from(self.opts.seg_mss()).saturating_sub(opt),
         };
         let room = segment_room.min(buf.len().saturating_sub(20 + opt + syn_opt));
         if plan.len > room {
@@ -244,7 +244,7 @@ impl Conn {
             plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
         }
         let len = self.write(ctx, &plan, buf, egress.checksum)?;
-        if plan.len > usize::from(self.opts.mss_peer)
+        if plan.len > usize::from(self.opts.seg_mss())
             && let Some(snd) = self.state.snd_mut()
         {
             snd.tso = true;

@@ -565,6 +565,64 @@ impl Tcp {
         self.remove(handle);
     }
 
+    /// An ICMP error quoted one of our segments from `local` to `remote` with sequence
+    /// number `seq`. The connection takes it only when `seq` is in flight (RFC 5927
+    /// §4.1); returns whether it did.
+    pub fn handle_icmp(
+        &mut self,
+        now: Instant,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        seq: u32,
+        notice: crate::tcp::IcmpNotice,
+    ) -> bool {
+        let accepted = self
+            .conns
+            .get(&(local, remote))
+            .copied()
+            .is_some_and(|handle| {
+                self.with_conn(now, handle, |conn, ctx| {
+                    Ok(conn.handle_icmp(ctx, crate::tcp::seq::SeqNumber(seq), notice))
+                })
+                .unwrap_or(false)
+            });
+        if accepted {
+            self.shared.stats.icmp_accepted += 1;
+        } else {
+            self.shared.stats.icmp_ignored += 1;
+        }
+        accepted
+    }
+
+    /// End, with `error`, every connection still sending its SYN to a remote address
+    /// for which `unreachable` says yes (the stack calls this when ARP gives up on a
+    /// next hop: a connect fails at once instead of after every SYN retry). Returns how
+    /// many ended.
+    pub fn fail_opens(
+        &mut self,
+        now: Instant,
+        mut unreachable: impl FnMut(Ipv4Addr) -> bool,
+        error: TcpError,
+    ) -> usize {
+        let handles: alloc::vec::Vec<TcpHandle> = self
+            .conns
+            .iter()
+            .filter(|((_, remote), _)| unreachable(*remote.ip()))
+            .map(|(_, &handle)| handle)
+            .collect();
+        let mut ended = 0;
+        for handle in handles {
+            let _ = self.with_conn(now, handle, |conn, ctx| {
+                if matches!(conn.state, super::state::State::SynSent(_)) {
+                    conn.enter_closed(ctx, Some(error));
+                    ended += 1;
+                }
+                Ok(())
+            });
+        }
+        ended
+    }
+
     /// A segment arrived from `src` to `dst` (one of our addresses, checksum verified).
     /// A connection it opens on a listener announces the configured MSS.
     pub fn handle_segment(

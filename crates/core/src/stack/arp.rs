@@ -8,12 +8,12 @@ use core::net::Ipv4Addr;
 use impnet_wire::arp::{self, Operation};
 use impnet_wire::ethernet::{self, EtherType};
 
-use crate::icmp::IcmpError;
+use crate::icmp::{IcmpError, IcmpHandle};
 use crate::iface::IfaceId;
-use crate::neighbor::{Origin, Pending};
+use crate::neighbor::{Origin, Pending, SocketKind};
 use crate::stack::{Event, Outgoing, Stack};
 use crate::time::Instant;
-use crate::udp::UdpError;
+use crate::udp::{UdpError, UdpHandle};
 
 impl Stack {
     /// An ARP packet arrived on `iface`.
@@ -139,23 +139,42 @@ impl Stack {
     /// Resolution of `addr` failed: drop and count its packets, tell their sockets.
     pub(crate) fn on_neighbor_failed(
         &mut self,
+        now: Instant,
         iface: IfaceId,
         addr: Ipv4Addr,
         dropped: VecDeque<Pending>,
     ) {
         self.stats.arp.resolution_failed += 1;
         self.push_event(Event::NeighbourFailed { iface, addr });
+        // A connect whose SYN waits on this neighbour fails now: every connection still
+        // opening to a remote reached through it.
+        let routes = &self.routes;
+        let via = |remote: Ipv4Addr| {
+            routes
+                .lookup(remote)
+                .is_some_and(|route| route.iface == iface && route.next_hop(remote) == addr)
+        };
+        self.tcp
+            .fail_opens(now, via, crate::tcp::TcpError::HostUnreachable);
         for pending in dropped {
             self.stats.arp.dropped_unresolved += 1;
             let readable = match pending.origin {
-                Origin::Udp(handle) => self
-                    .udp
-                    .set_error_by_handle(handle, UdpError::HostUnreachable)
-                    .then_some(Event::Udp(handle)),
-                Origin::Icmp(handle) => self
-                    .icmp
-                    .set_error(handle, IcmpError::HostUnreachable)
-                    .then_some(Event::Icmp(handle)),
+                Origin::Socket(SocketKind::Udp, slot) => {
+                    let handle = UdpHandle(slot);
+                    self.udp
+                        .set_error_by_handle(handle, UdpError::HostUnreachable)
+                        .then_some(Event::Udp(handle))
+                }
+                Origin::Socket(SocketKind::Icmp, slot) => {
+                    let handle = IcmpHandle(slot);
+                    self.icmp
+                        .set_error(handle, IcmpError::HostUnreachable)
+                        .then_some(Event::Icmp(handle))
+                }
+                Origin::Forwarded => {
+                    self.forward_unresolved(now, &pending.packet);
+                    None
+                }
                 Origin::Stack | Origin::Tcp => None,
             };
             if let Some(event) = readable {

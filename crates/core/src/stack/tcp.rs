@@ -10,9 +10,9 @@ use impnet_wire::ipv4::{self, Protocol};
 use impnet_wire::tcp as wire_tcp;
 
 use crate::iface::Interface;
-use crate::ipv4::{IpMeta, OutputRoute, SendOptions};
 use crate::neighbor::Origin;
 use crate::route::Routes;
+use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
 use crate::stack::{Stack, Transmit};
 use crate::tcp::{Egress, TcpError, TcpHandle, TcpTransmit};
 use crate::time::Instant;
@@ -89,10 +89,10 @@ fn write_frame_headers(
 ) {
     let checksum = !checksum::combine(&[sum, total, ident]);
     headers.copy_from_slice(template);
-    let ip = &mut headers[ethernet::HEADER_LEN..];
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[4..6].copy_from_slice(&ident.to_be_bytes());
-    ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+    let mut ip = ipv4::Packet::new_unchecked(&mut headers[ethernet::HEADER_LEN..]);
+    ip.set_total_len(total);
+    ip.set_ident(ident);
+    ip.set_checksum(checksum);
 }
 
 impl Stack {
@@ -233,7 +233,14 @@ impl Stack {
         buf: &mut [u8],
     ) -> TcpOutput {
         let frame_len = HEADROOM + segment.len;
-        let repr = self.tcp_ip_header(segment.src, segment.dst, segment.len, ident);
+        let repr = self.ip_header(
+            segment.src,
+            segment.dst,
+            Protocol::Tcp,
+            segment.len,
+            ident,
+            true,
+        );
         repr.emit(&mut ipv4::Packet::new_unchecked(
             &mut buf[ethernet::HEADER_LEN..frame_len],
         ));
@@ -273,29 +280,6 @@ impl Stack {
     }
 
     /// The IPv4 header of a TCP segment: DF set (RFC 1191), the stack's TTL.
-    fn tcp_ip_header(
-        &self,
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        payload_len: usize,
-        ident: u16,
-    ) -> ipv4::Repr<'static> {
-        ipv4::Repr {
-            src_addr: src,
-            dst_addr: dst,
-            protocol: Protocol::Tcp,
-            payload_len,
-            ttl: self.config.default_ttl,
-            ident,
-            dont_frag: true,
-            more_frags: false,
-            frag_offset: 0,
-            dscp: 0,
-            ecn: 0,
-            options: &[],
-        }
-    }
-
     /// The route, offloads and size limit for segments from `src` to `dst`, as a new
     /// cache entry (no MAC yet); None without a route.
     fn egress_cache_entry(&self, src: Ipv4Addr, dst: Ipv4Addr) -> Option<EgressCache> {
@@ -315,7 +299,7 @@ impl Stack {
             vlan: None,
         };
         eth.emit(&mut ethernet::Frame::new_unchecked(&mut headers[..]));
-        let ip = self.tcp_ip_header(src, dst, 0, 0);
+        let ip = self.ip_header(src, dst, Protocol::Tcp, 0, 0, true);
         let ip_header = &mut headers[ethernet::HEADER_LEN..];
         ip.emit(&mut ipv4::Packet::new_unchecked(&mut *ip_header));
         // Length 20 went in with the header: out again, and the checksum too.
@@ -361,7 +345,10 @@ impl Stack {
         let src = Some(*local.ip()).filter(|a| !a.is_unspecified());
         let route = self
             .route_output(*remote.ip(), src)
-            .map_err(|_| TcpError::InvalidState)?;
+            .map_err(|error| match error {
+                OutputError::NoRoute => TcpError::NetUnreachable,
+                _ => TcpError::InvalidState,
+            })?;
         let local = SocketAddrV4::new(route.src, local.port());
         let route_mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
         let mss = self.tcp.config().segment_size.unwrap_or(route_mss);

@@ -112,6 +112,34 @@ impl Stack {
         self.ip_ident
     }
 
+    /// The header of an IPv4 datagram we originate: our TTL, no options, not a
+    /// fragment. Every datagram the stack sends starts from this (TCP's per-flow
+    /// template too).
+    pub(crate) fn ip_header(
+        &self,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: Protocol,
+        payload_len: usize,
+        ident: u16,
+        dont_frag: bool,
+    ) -> ipv4::Repr<'static> {
+        ipv4::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol,
+            payload_len,
+            ttl: self.config.default_ttl,
+            ident,
+            dont_frag,
+            more_frags: false,
+            frag_offset: 0,
+            dscp: 0,
+            ecn: 0,
+            options: &[],
+        }
+    }
+
     /// Send a datagram whose transport bytes are `packet[20..]` (the first 20 bytes are
     /// room for the header), fragmenting it to the route MTU unless DF is set.
     pub(crate) fn send_ipv4(
@@ -123,20 +151,15 @@ impl Stack {
         mut packet: Vec<u8>,
     ) -> Result<(), OutputError> {
         let payload_len = packet.len() - ipv4::HEADER_LEN;
-        let mut repr = ipv4::Repr {
-            src_addr: route.src,
-            dst_addr: dst,
-            protocol: options.protocol,
+        let ident = self.next_ident();
+        let mut repr = self.ip_header(
+            route.src,
+            dst,
+            options.protocol,
             payload_len,
-            ttl: self.config.default_ttl,
-            ident: self.next_ident(),
-            dont_frag: options.dont_frag,
-            more_frags: false,
-            frag_offset: 0,
-            dscp: 0,
-            ecn: 0,
-            options: &[],
-        };
+            ident,
+            options.dont_frag,
+        );
         if packet.len() <= route.mtu {
             repr.emit(&mut ipv4::Packet::new_unchecked(&mut packet[..]));
             return self.dispatch(now, route.iface, route.next_hop, packet, options.origin);
@@ -226,7 +249,13 @@ impl Stack {
 
     /// An IPv4 packet arrived on `iface` (`broadcast_mac`: sent to the Ethernet
     /// broadcast address).
-    pub(crate) fn handle_ipv4(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
+    pub(crate) fn handle_ipv4(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        bytes: &[u8],
+        link_broadcast: bool,
+    ) {
         self.stats.ipv4.rx_packets += 1;
         let verify_checksum = self
             .ifaces
@@ -245,8 +274,10 @@ impl Stack {
         }
         let broadcast = interface.is_broadcast(dst);
         if !broadcast && !self.is_local_addr(dst) {
-            // No forwarding yet: RFC 1122 §3.3.4.2 lets a host drop what it is not the
-            // destination of.
+            if interface.forwarding {
+                return self.forward(now, iface, &packet, link_broadcast);
+            }
+            // RFC 1122 §3.3.4.2: a host drops what it is not the destination of.
             self.stats.ipv4.rx_not_for_us += 1;
             return;
         }

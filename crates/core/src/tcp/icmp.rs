@@ -1,0 +1,63 @@
+//! ICMP errors about a connection's segments (RFC 1122 §4.2.3.9, RFC 1191, RFC 5927,
+//! RFC 5461): path MTU discovery, and hard and soft errors.
+
+use super::IcmpNotice;
+use super::conn::{Conn, Ctx};
+use super::seq::SeqNumber;
+use super::state::State;
+
+/// The smallest path MTU a fragmentation-needed message may set (Linux's
+/// `min_pmtu`): a forged message cannot shrink segments below 512 bytes of data.
+pub(crate) const MIN_PATH_MTU: u16 = 552;
+
+impl Conn {
+    /// An ICMP error quoting sequence number `seq`: taken only when `seq` is in flight
+    /// (RFC 5927 §4.1: "SND.UNA =< SEG.SEQ < SND.NXT"; for a connection still opening,
+    /// its SYN). Returns whether it was taken.
+    pub fn handle_icmp(&mut self, ctx: &mut Ctx<'_>, seq: SeqNumber, notice: IcmpNotice) -> bool {
+        if !self.quotes_in_flight(seq) {
+            return false;
+        }
+        match notice {
+            IcmpNotice::PacketTooBig { mtu } => self.on_packet_too_big(ctx, mtu),
+            IcmpNotice::Hard(error) if !self.state.synchronized() => {
+                self.enter_closed(ctx, Some(error));
+            }
+            // RFC 5461: an open connection does not die of an ICMP error.
+            IcmpNotice::Hard(error) | IcmpNotice::Soft(error) => self.soft_error = Some(error),
+        }
+        true
+    }
+
+    fn quotes_in_flight(&self, seq: SeqNumber) -> bool {
+        match &self.state {
+            State::SynSent(s) => seq == s.iss,
+            State::SynRcvd(s) => seq == s.iss,
+            state => state.snd().is_some_and(|snd| {
+                snd.snd_max != snd.snd_una && seq.in_window(snd.snd_una, snd.snd_max - snd.snd_una)
+            }),
+        }
+    }
+
+    /// RFC 1191 §6: lower the segment size to what the path carries and resend what is
+    /// in flight at once in smaller segments (the big ones were dropped). It is not
+    /// congestion: cwnd and ssthresh stay (as Linux's `tcp_simple_retransmit`).
+    fn on_packet_too_big(&mut self, ctx: &mut Ctx<'_>, mtu: u16) {
+        let mss = mtu.max(MIN_PATH_MTU) - 40;
+        if mss >= self.opts.seg_mss() {
+            return;
+        }
+        self.opts.path_mss = mss;
+        ctx.sh.stats.path_mtu_drops += 1;
+        if let Some(snd) = self.state.snd_mut()
+            && snd.outstanding() > 0
+        {
+            snd.snd_nxt = snd.snd_una;
+            snd.recovery = None;
+            snd.rexmit = None;
+            snd.dup_acks = 0;
+            snd.high_rxt = snd.snd_una;
+            snd.sampler.on_retransmit();
+        }
+    }
+}
