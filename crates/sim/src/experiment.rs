@@ -15,8 +15,10 @@ use serde::Serialize;
 
 use crate::bulk::{Pattern, StreamHash};
 use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
-use crate::trace::{FlowTrace, Tracer};
+use crate::trace::{FlowTrace, QueueTrace, Tracer};
+
 use crate::{Flow, HostId, LinkId, RunSummary, Sim};
+pub use routers::{DropReport, InterfaceReport, QueueReport, RouterReport, jain_index};
 
 /// How far a run has got, for a progress bar.
 #[derive(Debug, Clone, Copy)]
@@ -36,6 +38,8 @@ pub struct Outcome {
     pub report: Report,
     /// Per flow (same order as the report's flows): the packet trace, empty for ping.
     pub traces: Vec<FlowTrace>,
+    /// Every router's egress queues over time (the routers' interfaces, in order).
+    pub queues: Vec<QueueTrace>,
 }
 
 /// The summary written as JSON.
@@ -59,6 +63,14 @@ pub struct Report {
     pub hosts: Vec<HostReport>,
     /// Per flow.
     pub flows: Vec<FlowReport>,
+    /// Per router: forwarding, drops by reason and the egress queue per interface
+    /// (absent without routers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<RouterReport>,
+    /// Jain's fairness index over the bulk flows' goodput (only in scenarios with
+    /// routers, where flows share links).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<f64>,
 }
 
 /// One link's settings and counters.
@@ -250,7 +262,27 @@ pub fn run(
         .enumerate()
         .map(|(i, f)| App::new(scenario, f, i, &links))
         .collect::<Result<_, _>>()?;
-    let summary = drive_apps(scenario, &mut sim, &hosts, &mut apps, &tracer, progress)?;
+    let mut queues: Vec<QueueTrace> = routers::router_egresses(scenario)
+        .into_iter()
+        .map(|(router, link, side)| QueueTrace {
+            router,
+            link,
+            side,
+            name: format!(
+                "{}-{}",
+                scenario.nodes[router].name, scenario.links[link].name
+            ),
+            samples: Vec::new(),
+        })
+        .collect();
+    let mut driven = Driven {
+        hosts: &hosts,
+        links: &links,
+        apps: &mut apps,
+        tracer: &tracer,
+        queues: &mut queues,
+    };
+    let summary = drive_apps(scenario, &mut sim, &mut driven, progress)?;
     sim.set_observer(None);
     sim.flush_captures()
         .map_err(|e| ExperimentError(format!("cannot write a pcap file: {e}")))?;
@@ -258,7 +290,7 @@ pub fn run(
         .map_err(|_| ExperimentError("the tracer is still shared".into()))?
         .into_inner();
     let now = sim.now();
-    let flows = apps
+    let flows: Vec<FlowReport> = apps
         .iter()
         .map(|app| app.report(scenario, &tracer, now))
         .collect();
@@ -269,6 +301,11 @@ pub fn run(
             None => FlowTrace::default(),
         })
         .collect();
+    let fairness = if queues.is_empty() {
+        None
+    } else {
+        jain_index(&flows)
+    };
     let report = Report {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
@@ -278,9 +315,15 @@ pub fn run(
         trace_hash: format!("{:016x}", sim.trace_hash()),
         links: link_reports(scenario, &sim, &links),
         hosts: host_reports(scenario, &sim, &hosts),
+        routers: routers::router_reports(scenario, &sim, &hosts, &links, &queues),
         flows,
+        fairness,
     };
-    Ok(Outcome { report, traces })
+    Ok(Outcome {
+        report,
+        traces,
+        queues,
+    })
 }
 
 /// The scenario's nodes, links and routes in a fresh simulator (capturing to
@@ -331,25 +374,34 @@ fn build(
     Ok((sim, hosts, links))
 }
 
+/// What [`drive_apps`] drives and records.
+struct Driven<'a> {
+    hosts: &'a [HostId],
+    links: &'a [LinkId],
+    apps: &'a mut [App],
+    tracer: &'a Rc<RefCell<Tracer>>,
+    /// The routers' egress queues, sampled every `sample_interval`.
+    queues: &'a mut [QueueTrace],
+}
+
 /// Run the simulator until every flow has finished or the scenario's time is up.
 fn drive_apps(
     scenario: &Scenario,
     sim: &mut Sim,
-    hosts: &[HostId],
-    apps: &mut [App],
-    tracer: &Rc<RefCell<Tracer>>,
+    driven: &mut Driven<'_>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunSummary, ExperimentError> {
     let end = Instant::ZERO + scenario.duration;
-    let total_bytes: u64 = apps.iter().map(App::bytes_goal).sum();
+    let total_bytes: u64 = driven.apps.iter().map(App::bytes_goal).sum();
     let mut calls = 0u64;
     let mut failure = None;
+    let mut next_queue_sample = Instant::ZERO;
     let run = sim.run(u64::MAX / 4, end + Duration::from_secs(1), |sim| {
         calls += 1;
         let now = sim.now();
         let mut wake = end;
-        for app in apps.iter_mut() {
-            if let Err(e) = app.drive(sim, hosts, tracer, scenario.sample_interval) {
+        for app in driven.apps.iter_mut() {
+            if let Err(e) = app.drive(sim, driven.hosts, driven.tracer, scenario.sample_interval) {
                 failure = Some(format!("flow `{}`: {e}", app.spec.name));
                 return Flow::Done;
             }
@@ -357,8 +409,15 @@ fn drive_apps(
                 wake = wake.min(t);
             }
         }
+        if !driven.queues.is_empty() {
+            if now >= next_queue_sample {
+                routers::sample_queues(sim, driven.links, driven.queues, Instant::ZERO);
+                next_queue_sample = now + scenario.sample_interval;
+            }
+            wake = wake.min(next_queue_sample);
+        }
         if calls.is_multiple_of(4096) {
-            let done: u64 = apps.iter().map(App::bytes_done).sum();
+            let done: u64 = driven.apps.iter().map(App::bytes_done).sum();
             let by_time = (now - Instant::ZERO).as_secs_f64() / scenario.duration.as_secs_f64();
             let by_bytes = if total_bytes > 0 {
                 done as f64 / total_bytes as f64
@@ -371,7 +430,7 @@ fn drive_apps(
                 fraction: by_time.max(by_bytes).min(1.0),
             });
         }
-        if apps.iter().all(App::finished) || now >= end {
+        if driven.apps.iter().all(App::finished) || now >= end {
             Flow::Done
         } else {
             Flow::WakeAt(wake.max(now))
@@ -861,3 +920,4 @@ fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
 }
 
 mod apps;
+mod routers;

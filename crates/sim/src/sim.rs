@@ -184,12 +184,6 @@ fn write_capture(
     out.write_all(&frame[..snaplen])
 }
 
-/// Turns forwarding on for a router's interface.
-fn set_forwarding(stack: &mut Stack, iface: IfaceId) {
-    // TODO(forwarding): `stack.set_forwarding(iface, true)` once impnet-core forwards.
-    let _ = (stack, iface);
-}
-
 /// A seed for a component, derived from the simulation seed and a label (SplitMix64).
 fn derive_seed(seed: u64, label: u64) -> u64 {
     let mut z = seed ^ label.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -352,7 +346,7 @@ impl Sim {
             let iface = h.stack.add_interface(IfaceConfig::new(mac, ip_mtu));
             h.stack.add_address(now, iface, addr);
             if h.router {
-                set_forwarding(&mut h.stack, iface);
+                h.stack.set_forwarding(iface, true);
             }
             h.ports.push((iface, link, side, addr));
             ends.push((host, iface));

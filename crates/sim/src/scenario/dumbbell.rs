@@ -94,6 +94,17 @@ pub(super) fn expand(
             None,
         )?;
     }
+    add_flows(ctx, raw, &span, senders.zip(receivers), flows)
+}
+
+/// Flow *i* from `sender<i>` to `receiver<i>`, each as the dumbbell's `flow` says.
+fn add_flows(
+    ctx: &Ctx<'_>,
+    raw: &RawDumbbell,
+    span: &Range<usize>,
+    pairs: impl Iterator<Item = (usize, usize)>,
+    flows: &mut Vec<PendingFlow>,
+) -> Result<(), ScenarioError> {
     let flow = raw.flow.get_ref();
     if let Some(field) = [("from", flow.from.is_some()), ("to", flow.to.is_some())]
         .into_iter()
@@ -109,7 +120,7 @@ pub(super) fn expand(
     let kind = flow_kind(ctx, &raw.flow)?;
     let start = flow.start.map_or(Duration::ZERO, |d| d.0);
     let stagger = raw.stagger.map_or(Duration::ZERO, |d| d.0);
-    for (i, (from, to)) in senders.zip(receivers).enumerate() {
+    for (i, (from, to)) in pairs.enumerate() {
         let flow = PendingFlow {
             name: format!("flow{}", i + 1),
             from,
