@@ -401,6 +401,12 @@ fn drive_apps(
         let now = sim.now();
         let mut wake = end;
         for app in driven.apps.iter_mut() {
+            if app.idle(sim, driven.hosts) {
+                if let Some(t) = app.wake {
+                    wake = wake.min(t);
+                }
+                continue;
+            }
             if let Err(e) = app.drive(sim, driven.hosts, driven.tracer, scenario.sample_interval) {
                 failure = Some(format!("flow `{}`: {e}", app.spec.name));
                 return Flow::Done;
@@ -511,6 +517,9 @@ struct App {
     started: Option<Instant>,
     done_at: Option<Instant>,
     wake: Option<Instant>,
+    /// [`Sim::activity`] of (`from`, `to`) when the app last ran: while neither moves
+    /// and no wake-up is due, running it again could change nothing.
+    seen: (u64, u64),
     traced: Option<usize>,
     next_sample: Instant,
 }
@@ -677,6 +686,7 @@ impl App {
             started: None,
             done_at: None,
             wake: None,
+            seen: (u64::MAX, u64::MAX),
             traced: None,
             next_sample: Instant::ZERO,
         })
@@ -702,6 +712,16 @@ impl App {
 
     fn finished(&self) -> bool {
         self.done_at.is_some()
+    }
+
+    /// Nothing has happened at the flow's hosts since it last ran and it asked for no
+    /// wake-up by now: running it would do nothing.
+    fn idle(&self, sim: &Sim, hosts: &[HostId]) -> bool {
+        let activity = (
+            sim.activity(hosts[self.spec.from]),
+            sim.activity(hosts[self.spec.to]),
+        );
+        activity == self.seen && self.wake.is_none_or(|w| w > sim.now())
     }
 
     /// Do whatever the flow's applications can do now.
@@ -735,6 +755,7 @@ impl App {
         if let Some(i) = self.traced {
             self.sample(sim, from, tracer, i, sample_every);
         }
+        self.seen = (sim.activity(from), sim.activity(to));
         Ok(())
     }
 
