@@ -173,12 +173,23 @@ pub struct Sim {
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// FNV-1a over 8-byte words (then the tail bytes, then the length): a fingerprint, not
+/// a cryptographic hash, and eight times fewer multiplications than byte-wise FNV-1a
+/// on the megabytes a run delivers.
 fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        hash ^= u64::from_le_bytes(w);
+        hash = hash.wrapping_mul(FNV_PRIME);
+    }
+    for &b in words.remainder() {
         hash ^= u64::from(b);
         hash = hash.wrapping_mul(FNV_PRIME);
     }
-    hash
+    hash ^= bytes.len() as u64;
+    hash.wrapping_mul(FNV_PRIME)
 }
 
 /// Records `frame` at `now`, cut to `snaplen` bytes (pcap's incl_len < orig_len).
