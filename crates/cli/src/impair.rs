@@ -2,16 +2,55 @@
 //! the frames of a device command, parsed into a [`LinkConfig`].
 //!
 //! Keys: `delay`, `rate`, `loss`, `queue`, `reorder`, `reorder-delay`, `duplicate`,
-//! `corrupt`, `mtu`. `reorder` takes `P` or `P/DELAY` (held-back frames wait DELAY more,
-//! default 10 ms). Every error names the key and value it could not use.
+//! `corrupt`, `mtu`, `qdisc`, `target`, `interval`. `reorder` takes `P` or `P/DELAY`
+//! (held-back frames wait DELAY more, default 10 ms). `qdisc` is `fifo` (the default
+//! drop-tail queue), `codel` or `fq_codel`; `target` and `interval` set CoDel's and
+//! need one of the last two; `queue` then limits the discipline in bytes. Every error
+//! names the key and value it could not use.
 
 use impnet_core::Duration;
+use impnet_core::qdisc::{Limit, QdiscConfig};
 use impnet_phy::LinkConfig;
 
 use crate::units;
 
 /// What `--impair` accepts, for messages.
-const KEYS: &str = "delay, rate, loss, queue, reorder, reorder-delay, duplicate, corrupt, mtu";
+const KEYS: &str = "delay, rate, loss, queue, reorder, reorder-delay, duplicate, corrupt, mtu, \
+                    qdisc, target, interval";
+
+/// What `qdisc=`, `target=`, `interval=` and `queue=` said.
+#[derive(Default)]
+struct QdiscKeys {
+    qdisc: Option<QdiscConfig>,
+    /// The item that set `target` or `interval`, for the error if no CoDel follows.
+    codel_item: Option<String>,
+    target: Option<Duration>,
+    interval: Option<Duration>,
+    queue_given: bool,
+}
+
+impl QdiscKeys {
+    /// The discipline for `config`, or why the keys do not fit together.
+    fn finish(self, config: &LinkConfig) -> Result<Option<QdiscConfig>, String> {
+        let Some(qdisc) = self.qdisc else {
+            if let Some(item) = self.codel_item {
+                return Err(format!("{item}: needs qdisc=codel or qdisc=fq_codel"));
+            }
+            return Ok(None);
+        };
+        let mut qdisc = qdisc.with_mtu(config.mtu);
+        if self.queue_given {
+            qdisc = qdisc.with_limit(Limit::Bytes(config.queue_limit_bytes));
+        }
+        if let Some(target) = self.target {
+            qdisc = qdisc.with_target(target);
+        }
+        if let Some(interval) = self.interval {
+            qdisc = qdisc.with_interval(interval);
+        }
+        Ok(Some(qdisc))
+    }
+}
 
 /// How long a reordered frame is held back when `reorder=P` gives no delay.
 const DEFAULT_REORDER_DELAY: Duration = Duration::from_millis(10);
@@ -20,6 +59,7 @@ const DEFAULT_REORDER_DELAY: Duration = Duration::from_millis(10);
 pub fn parse_impair(spec: &str) -> Result<LinkConfig, String> {
     let mut config = LinkConfig::default();
     let mut reorder_delay = None;
+    let mut qdisc = QdiscKeys::default();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((key, value)) = item.split_once('=') else {
             return Err(format!(
@@ -38,6 +78,30 @@ pub fn parse_impair(spec: &str) -> Result<LinkConfig, String> {
                 let bytes = units::parse_bytes(value).map_err(bad)?;
                 config.queue_limit_bytes =
                     usize::try_from(bytes).map_err(|_| bad("too large".into()))?;
+                qdisc.queue_given = true;
+            }
+            "qdisc" => {
+                // `fifo` is the link's own drop-tail queue (the same behaviour, computed
+                // without holding frames).
+                qdisc.qdisc = match value
+                    .parse()
+                    .map_err(|e: impnet_core::qdisc::UnknownQdisc| bad(e.to_string()))?
+                {
+                    QdiscConfig::Fifo(_) => None,
+                    other => Some(other),
+                };
+            }
+            "target" | "interval" => {
+                let d = units::parse_duration(value).map_err(bad)?;
+                if d == Duration::ZERO {
+                    return Err(bad("must be more than 0".into()));
+                }
+                if key == "target" {
+                    qdisc.target = Some(d);
+                } else {
+                    qdisc.interval = Some(d);
+                }
+                qdisc.codel_item.get_or_insert_with(|| item.to_string());
             }
             "mtu" => {
                 let bytes = units::parse_bytes(value).map_err(bad)?;
@@ -63,6 +127,7 @@ pub fn parse_impair(spec: &str) -> Result<LinkConfig, String> {
             }
         }
     }
+    config.qdisc = qdisc.finish(&config)?;
     if config.reorder > 0.0 {
         config.reorder_delay = reorder_delay.unwrap_or(DEFAULT_REORDER_DELAY);
     }
@@ -88,7 +153,10 @@ pub fn describe(config: &LinkConfig) -> String {
             parts.push(format!("{name} {}%", p * 100.0));
         }
     }
-    parts.push(format!("queue {} bytes", config.queue_limit_bytes));
+    match config.qdisc {
+        Some(qdisc) => parts.push(format!("qdisc {qdisc}")),
+        None => parts.push(format!("queue {} bytes", config.queue_limit_bytes)),
+    }
     parts.join(", ")
 }
 
@@ -125,5 +193,37 @@ mod tests {
         let e = parse_impair("delay").unwrap_err();
         assert!(e.contains("key=value"), "{e}");
         assert!(parse_impair("mtu=0").unwrap_err().contains("MTU"));
+    }
+
+    #[test]
+    fn qdisc_keys() {
+        use impnet_core::qdisc::{CodelConfig, FqCodelConfig};
+        assert_eq!(parse_impair("qdisc=fifo").unwrap(), LinkConfig::default());
+        let c = parse_impair("qdisc=codel,target=2ms,interval=50ms").unwrap();
+        let Some(QdiscConfig::Codel(codel)) = c.qdisc else {
+            panic!("{:?}", c.qdisc)
+        };
+        assert_eq!(
+            codel,
+            CodelConfig {
+                target: Duration::from_millis(2),
+                interval: Duration::from_millis(50),
+                ..CodelConfig::default()
+            }
+        );
+        let c = parse_impair("queue=64K,qdisc=fq_codel").unwrap();
+        let Some(QdiscConfig::FqCodel(fq)) = c.qdisc else {
+            panic!("{:?}", c.qdisc)
+        };
+        assert_eq!(fq.limit, Limit::Bytes(64 * 1024));
+        assert_eq!(fq.quantum, FqCodelConfig::default().quantum);
+        let e = parse_impair("qdisc=red").unwrap_err();
+        assert!(e.contains("qdisc=red") && e.contains("fq_codel"), "{e}");
+        let e = parse_impair("target=5ms").unwrap_err();
+        assert!(e.contains("target=5ms") && e.contains("qdisc=codel"), "{e}");
+        let e = parse_impair("qdisc=codel,interval=soon").unwrap_err();
+        assert!(e.contains("interval=soon"), "{e}");
+        let e = parse_impair("qdisc=codel,target=0ms").unwrap_err();
+        assert!(e.contains("target=0ms"), "{e}");
     }
 }

@@ -4,6 +4,7 @@ mod http;
 mod impair;
 mod link;
 mod ping;
+mod route;
 mod serve;
 mod sim;
 mod tapargs;
@@ -40,6 +41,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Join two TAP devices by an emulated link (delay, rate, loss, ...) in real time.
     Link(link::LinkArgs),
+    /// Forward IPv4 between two or more TAP devices: imp as a gateway (RFC 1812).
+    Route(route::RouteArgs),
 }
 
 fn main() {
@@ -51,6 +54,7 @@ fn main() {
         Command::Sim(args) => sim::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Link(args) => link::run(args),
+        Command::Route(args) => route::run(args),
     };
     if let Err(message) = result {
         eprintln!("imp: {message}");

@@ -5,6 +5,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use clap::Args;
+use impnet_core::ip_options::{self, Hop, TimestampKind};
 use impnet_core::{Duration, IcmpError, Instant, StackConfig};
 use impnet_phy::LinkConfig;
 use impnet_sim::{Flow, Sim};
@@ -41,6 +42,14 @@ pub struct PingArgs {
     /// Write every frame on the link to this pcap file.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
+    /// Ask every hop to record its address (IPv4 Record Route option, as `ping -R`):
+    /// the route there and back is printed with each reply.
+    #[arg(short = 'R', long, conflicts_with = "timestamp")]
+    pub record_route: bool,
+    /// Ask every hop for a timestamp (IPv4 Timestamp option, as `ping -T`): `tsonly`
+    /// or `tsandaddr`.
+    #[arg(short = 'T', long, value_name = "KIND", value_parser = parse_timestamp)]
+    pub timestamp: Option<TimestampKind>,
     /// Print one JSON object instead of ping(8)-style lines.
     #[arg(long)]
     pub json: bool,
@@ -55,12 +64,66 @@ pub struct PingArgs {
 }
 
 /// One answered request.
-#[derive(Debug, Serialize, Clone, Copy)]
+#[derive(Debug, Serialize, Clone)]
 struct Reply {
     seq: u16,
     bytes: usize,
     ttl: u8,
     rtt_ms: f64,
+    /// The hops a Record Route option collected, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    route: Vec<String>,
+    /// The hops a Timestamp option collected: (address if recorded, stamp in ms; the
+    /// high bit set means a clock not tied to UT).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    timestamps: Vec<(Option<String>, u32)>,
+}
+
+/// Parse `-T`'s kind.
+fn parse_timestamp(text: &str) -> Result<TimestampKind, String> {
+    match text {
+        "tsonly" => Ok(TimestampKind::Only),
+        "tsandaddr" => Ok(TimestampKind::WithAddress),
+        _ => Err(format!(
+            "`{text}` is not a timestamp kind: tsonly or tsandaddr"
+        )),
+    }
+}
+
+/// The IPv4 options the requests carry.
+fn request_options(args: &PingArgs) -> Vec<u8> {
+    match (args.record_route, args.timestamp) {
+        (true, _) => ip_options::record_route(9),
+        (false, Some(kind)) => ip_options::timestamp(kind),
+        (false, None) => Vec::new(),
+    }
+}
+
+/// The reply's Record Route and Timestamp hops, into `reply`.
+fn take_hops(reply: &mut Reply, options: &impnet_core::ip_options::IpOptions) {
+    for hop in options.hops().0 {
+        match hop {
+            Hop::Route(addr) => reply.route.push(addr.to_string()),
+            Hop::Stamp(addr, stamp) => reply.timestamps.push((addr.map(|a| a.to_string()), stamp)),
+        }
+    }
+}
+
+/// ping(8)'s lines for the hops: `RR:` then one address per line; `TS:` then address
+/// (if recorded) and stamp per line.
+fn print_hops(reply: &Reply) {
+    for (i, hop) in reply.route.iter().enumerate() {
+        println!("{}\t{hop}", if i == 0 { "RR:" } else { "" });
+    }
+    for (i, (addr, stamp)) in reply.timestamps.iter().enumerate() {
+        let when = if stamp & 0x8000_0000 == 0 {
+            format!("{stamp} absolute")
+        } else {
+            format!("{} (not UT)", stamp & 0x7fff_ffff)
+        };
+        let addr = addr.as_deref().map_or(String::new(), |a| format!("{a}\t"));
+        println!("{}\t{addr}{when}", if i == 0 { "TS:" } else { "" });
+    }
 }
 
 /// The whole run, as `--json` prints it.
@@ -170,7 +233,9 @@ fn run_tap(args: &PingArgs) -> Result<(), String> {
     let mut buf = vec![0u8; args.size.max(1)];
     let mut last_error = None;
     for seq in 0..args.count {
-        if let Err(e) = socket.send_echo(host, seq, &payload(seq, args.size)) {
+        let options = request_options(args);
+        if let Err(e) = socket.send_echo_with_options(host, seq, &payload(seq, args.size), &options)
+        {
             println!("From {} icmp_seq={}: {e}", stack.addr.address, seq + 1);
             last_error = Some(e.to_string());
         }
@@ -226,12 +291,15 @@ fn receive_until(
                 if echo.src != host || replies.iter().any(|r| r.seq == echo.seq_no + 1) {
                     continue;
                 }
-                let reply = Reply {
+                let mut reply = Reply {
                     seq: echo.seq_no + 1,
                     bytes: echo.len + 8,
                     ttl: echo.ttl,
                     rtt_ms: sent.elapsed().as_secs_f64() * 1e3,
+                    route: Vec::new(),
+                    timestamps: Vec::new(),
                 };
+                take_hops(&mut reply, &echo.options);
                 if buf[..echo.len.min(buf.len())]
                     != payload(echo.seq_no, args.size)[..echo.len.min(buf.len())]
                 {
@@ -243,6 +311,7 @@ fn receive_until(
                         "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
                         reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
                     );
+                    print_hops(&reply);
                 }
                 replies.push(reply);
             }
@@ -283,17 +352,21 @@ fn exchange(
                         eprintln!("reply {} carried corrupted data", echo.seq_no);
                         continue;
                     }
-                    let reply = Reply {
+                    let mut reply = Reply {
                         seq: echo.seq_no + 1,
                         bytes: echo.len + 8,
                         ttl: echo.ttl,
                         rtt_ms: (now - sent).as_nanos() as f64 / 1e6,
+                        route: Vec::new(),
+                        timestamps: Vec::new(),
                     };
+                    take_hops(&mut reply, &echo.options);
                     if !args.json {
                         println!(
                             "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
                             reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
                         );
+                        print_hops(&reply);
                     }
                     replies.push(reply);
                 }
@@ -309,9 +382,15 @@ fn exchange(
         if sent_at.len() < usize::from(args.count) {
             if now >= next_send {
                 let seq = sent_at.len() as u16;
-                if let Err(e) =
-                    stack.icmp_send_echo(now, socket, DST, seq, &payload(seq, args.size))
-                {
+                let options = request_options(args);
+                if let Err(e) = stack.icmp_send_echo_with_options(
+                    now,
+                    socket,
+                    DST,
+                    seq,
+                    &payload(seq, args.size),
+                    &options,
+                ) {
                     eprintln!("send failed: {e}");
                 }
                 sent_at.push(now);
@@ -352,7 +431,7 @@ fn report(args: &PingArgs, destination: Ipv4Addr, replies: &[Reply], seed: u64) 
             rtt_avg_ms: stats.map(|s| s.1),
             rtt_max_ms: stats.map(|s| s.2),
             rtt_mdev_ms: stats.map(|s| s.3),
-            replies: replies.iter().map(|r| Reply { ..*r }).collect(),
+            replies: replies.to_vec(),
             seed,
         };
         println!(

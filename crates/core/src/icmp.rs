@@ -80,6 +80,9 @@ pub struct EchoReply {
     pub len: usize,
     /// The reply's IPv4 TTL.
     pub ttl: u8,
+    /// The reply's IPv4 options: what a Record Route or Timestamp option sent with
+    /// the request collected on the way there and back.
+    pub options: crate::ip_options::IpOptions,
 }
 
 /// Rate limit for ICMP error messages (RFC 1812 §4.3.2.8, RFC 1122 §3.2.2): a token
@@ -146,8 +149,8 @@ impl TokenBucket {
 #[derive(Debug)]
 pub(crate) struct EchoSocket {
     pub(crate) ident: u16,
-    /// Replies: (source, seq_no, ttl) and data.
-    pub(crate) queue: RecvQueue<(Ipv4Addr, u16, u8)>,
+    /// Replies: (source, seq_no, ttl, IP options) and data.
+    pub(crate) queue: RecvQueue<(Ipv4Addr, u16, u8, crate::ip_options::IpOptions)>,
     /// An asynchronous error, reported once by the next `icmp_recv`.
     pub(crate) error: Option<IcmpError>,
 }

@@ -185,6 +185,82 @@ fn stamp_timestamp(
     Ok(true)
 }
 
+/// A received datagram's IPv4 options, kept by value (at most 40 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpOptions {
+    bytes: [u8; MAX_OPTIONS_LEN],
+    len: u8,
+}
+
+impl Default for IpOptions {
+    fn default() -> IpOptions {
+        IpOptions {
+            bytes: [0; MAX_OPTIONS_LEN],
+            len: 0,
+        }
+    }
+}
+
+impl IpOptions {
+    /// The options of a header (`header[20..]`), cut at 40 bytes.
+    pub fn from_header(header: &[u8]) -> IpOptions {
+        let options = header.get(20..).unwrap_or_default();
+        let len = options.len().min(MAX_OPTIONS_LEN);
+        let mut bytes = [0; MAX_OPTIONS_LEN];
+        bytes[..len].copy_from_slice(&options[..len]);
+        IpOptions {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    /// The option bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// Fill in our hop (see [`stamp`]) and keep only the Record Route and Timestamp
+    /// options (padded), as an echo reply carries them. False (and unchanged) when
+    /// there are none or they are malformed.
+    pub fn stamp(&mut self, addr: Ipv4Addr, timestamp: u32) -> bool {
+        let mut kept = Vec::new();
+        let mut at = 0;
+        let options = self.as_slice();
+        while at < options.len() {
+            let kind = options[at];
+            if kind == END {
+                break;
+            }
+            if kind == NOP {
+                at += 1;
+                continue;
+            }
+            let Some(&len) = options.get(at + 1) else {
+                return false;
+            };
+            let len = usize::from(len);
+            if len < 2 || at + len > options.len() {
+                return false;
+            }
+            if kind == RECORD_ROUTE || kind == TIMESTAMP {
+                kept.extend_from_slice(&options[at..at + len]);
+            }
+            at += len;
+        }
+        if kept.is_empty() || stamp(&mut kept, addr, timestamp).is_err() {
+            return false;
+        }
+        pad(&mut kept);
+        *self = IpOptions::from_header(&[&[0u8; 20][..], &kept].concat());
+        true
+    }
+
+    /// What the hops recorded (see [`read`]).
+    pub fn hops(&self) -> (Vec<Hop>, u8) {
+        read(self.as_slice())
+    }
+}
+
 /// One hop's entry in a received option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hop {

@@ -10,10 +10,12 @@
 
 extern crate alloc;
 
+pub mod acl;
 pub mod icmp;
 pub mod iface;
 pub mod ip_options;
 pub mod neighbor;
+pub mod qdisc;
 pub mod reassembly;
 pub mod rng;
 pub mod route;
@@ -31,7 +33,7 @@ pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
 pub use iface::{IfaceConfig, IfaceId, Offloads};
 pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;
-pub use route::{Route, Routes};
+pub use route::{Route, RouteCounters, Routes};
 pub use stack::{Event, Stack, StackConfig, Transmit};
 pub use stats::{ForwardStats, IfaceStats, Stats};
 pub use time::{Duration, Instant};

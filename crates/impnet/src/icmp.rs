@@ -56,6 +56,30 @@ impl IcmpSocket {
             .map_err(error::icmp)
     }
 
+    /// Send an echo request to `dst` with IPv4 options in its header (Record Route,
+    /// Timestamp: see [`impnet_core::ip_options`]); the reply's
+    /// [`EchoReply::options`](impnet_core::EchoReply::options) holds what they collected.
+    pub fn send_echo_with_options(
+        &self,
+        dst: Ipv4Addr,
+        seq_no: u16,
+        payload: &[u8],
+        ip_options: &[u8],
+    ) -> io::Result<()> {
+        self.shared
+            .with(|state, now| {
+                state.stack.icmp_send_echo_with_options(
+                    now,
+                    self.handle,
+                    dst,
+                    seq_no,
+                    payload,
+                    ip_options,
+                )
+            })?
+            .map_err(error::icmp)
+    }
+
     /// Wait for the next reply (its data copied into `buf`), at most `timeout`.
     pub fn recv(&self, buf: &mut [u8], timeout: Option<Duration>) -> io::Result<EchoReply> {
         self.shared.block_on(

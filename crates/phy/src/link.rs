@@ -17,6 +17,13 @@
 //! `reorder_delay`, or have one bit flipped; it arrives `delay` after it finished
 //! departing.
 //!
+//! With a queue discipline ([`LinkConfig::qdisc`]: CoDel, FQ-CoDel, or an explicit
+//! FIFO) frames that must wait are held in an [`impnet_core::qdisc::Qdisc`] instead and
+//! the transmitter takes the next one from it each time it becomes free, so the
+//! discipline decides the order and drops (or CE-marks) at that moment. Frames are
+//! Ethernet frames: an IPv4 frame is hashed by its 5-tuple (with a key drawn from the
+//! seed) and may be CE-marked; any other frame is flow 0 and never marked.
+//!
 //! Besides independent `loss`, a link may lose frames in bursts, as noisy lines and
 //! lossy ATM switches do: the Gilbert-Elliott model ([`GilbertElliott`]) is a two-state
 //! Markov chain (good, bad) stepped once per frame, each state with its own loss
@@ -26,6 +33,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 
+use impnet_core::qdisc::{PacketMeta, Qdisc, QdiscConfig};
 use impnet_core::{Duration, Instant};
 
 use crate::rng::Rng;
@@ -43,8 +51,13 @@ pub struct LinkConfig {
     pub rate_bps: u64,
     /// Propagation delay, added after a frame has finished departing.
     pub delay: Duration,
-    /// Bytes that may wait for the transmitter before frames are tail-dropped.
+    /// Bytes that may wait for the transmitter before frames are tail-dropped (when
+    /// `qdisc` is `None`).
     pub queue_limit_bytes: usize,
+    /// The queue discipline holding waiting frames, with its own limit; `None` (the
+    /// default) for the drop-tail queue of `queue_limit_bytes`, computed without holding
+    /// frames.
+    pub qdisc: Option<QdiscConfig>,
     /// Probability (0..=1) that a frame is lost on the wire, independently per frame.
     pub loss: f64,
     /// Probability (0..=1) that a frame is held back by `reorder_delay`, letting later
@@ -98,6 +111,7 @@ impl Default for LinkConfig {
             rate_bps: 0,
             delay: Duration::ZERO,
             queue_limit_bytes: 1 << 20,
+            qdisc: None,
             loss: 0.0,
             reorder: 0.0,
             reorder_delay: Duration::ZERO,
@@ -124,6 +138,11 @@ impl LinkConfig {
             queue_limit_bytes,
             ..self
         }
+    }
+    /// This configuration with frames waiting in the queue discipline `qdisc` (`None`
+    /// for the drop-tail queue of `queue_limit_bytes`).
+    pub fn with_qdisc(self, qdisc: Option<QdiscConfig>) -> LinkConfig {
+        LinkConfig { qdisc, ..self }
     }
     /// This configuration with loss probability `loss`.
     pub fn with_loss(self, loss: f64) -> LinkConfig {
@@ -244,7 +263,7 @@ impl std::error::Error for LinkConfigError {}
 /// Counters of what a link did with the frames submitted to it.
 ///
 /// Once every frame has been delivered: `submitted + duplicated == delivered +
-/// dropped_loss + dropped_queue + dropped_oversize`.
+/// dropped_loss + dropped_queue + dropped_aqm + dropped_oversize`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
     /// Frames offered to [`LinkModel::submit`].
@@ -253,8 +272,13 @@ pub struct LinkStats {
     pub delivered: u64,
     /// Frames lost on the wire.
     pub dropped_loss: u64,
-    /// Frames tail-dropped because the queue was full.
+    /// Frames dropped because the queue was full (tail drops; FQ-CoDel drops from the
+    /// fattest flow; frames held when the queue discipline was changed).
     pub dropped_queue: u64,
+    /// Frames dropped by the queue discipline's CoDel.
+    pub dropped_aqm: u64,
+    /// Frames the queue discipline's CoDel marked Congestion Experienced.
+    pub ce_marked: u64,
     /// Frames dropped because they exceeded the link MTU.
     pub dropped_oversize: u64,
     /// Extra copies made.
@@ -287,6 +311,9 @@ pub enum Submit {
         /// reorder delay).
         departs: Instant,
     },
+    /// The frame waits in the queue discipline; its departure is decided when the
+    /// transmitter reaches it.
+    Held,
     /// The frame was dropped.
     Dropped(DropReason),
 }
@@ -336,6 +363,25 @@ struct Streams {
     burst: Rng,
 }
 
+/// The counters of a queue discipline the link copies into its [`LinkStats`].
+#[derive(Debug, Clone, Copy)]
+struct QdiscCounters {
+    overflow: u64,
+    codel: u64,
+    ce: u64,
+}
+
+impl QdiscCounters {
+    fn of(queue: &Qdisc) -> QdiscCounters {
+        let s = queue.stats();
+        QdiscCounters {
+            overflow: s.dropped_overflow,
+            codel: s.dropped_codel,
+            ce: s.ce_marked,
+        }
+    }
+}
+
 /// One direction of a link. Call [`submit`](LinkModel::submit) when a frame is sent,
 /// [`next_arrival`](LinkModel::next_arrival) to learn when to look again, and
 /// [`poll_deliver`](LinkModel::poll_deliver) until it returns `None` to collect the
@@ -353,6 +399,11 @@ pub struct LinkModel {
     waiting: VecDeque<(u128, usize)>,
     /// Sum of the lengths in `waiting`.
     waiting_bytes: usize,
+    /// With a queue discipline, the frames waiting for the transmitter (and `waiting`
+    /// stays empty). Not empty only while the transmitter is busy.
+    held: Option<Qdisc>,
+    /// The flow hash key of the frames given to `held`.
+    flow_key: u64,
     in_flight: BinaryHeap<InFlight>,
     next_seq: u64,
     /// The Gilbert-Elliott chain is in its bad state.
@@ -386,12 +437,15 @@ impl LinkModel {
             corrupt: root.fork(),
             burst: root.fork(),
         };
+        let flow_key = root.fork().next_u64();
         Ok(LinkModel {
             config,
             streams,
             busy_until_scaled: 0,
             waiting: VecDeque::new(),
             waiting_bytes: 0,
+            held: config.qdisc.map(Qdisc::new),
+            flow_key,
             in_flight: BinaryHeap::new(),
             next_seq: 0,
             burst_bad: false,
@@ -406,9 +460,15 @@ impl LinkModel {
     }
 
     /// Changes the configuration from now on (a rate change, a loss episode). Frames
-    /// already accepted keep the departure times they were given.
+    /// already accepted keep the departure times they were given. A change of queue
+    /// discipline drops the frames held in the old one (counted in `dropped_queue`).
     pub fn set_config(&mut self, config: LinkConfig) -> Result<(), LinkConfigError> {
         config.validate()?;
+        if config.qdisc != self.config.qdisc {
+            let held = self.held.as_ref().map_or(0, Qdisc::len_packets);
+            self.stats.dropped_queue += held as u64;
+            self.held = config.qdisc.map(Qdisc::new);
+        }
         let (old, new) = (self.scale(), scale_of(&config));
         let rescale = |t: u128| t.div_ceil(old).saturating_mul(new);
         self.busy_until_scaled = rescale(self.busy_until_scaled);
@@ -437,8 +497,10 @@ impl LinkModel {
             self.stats.dropped_oversize += 1;
             return Submit::Dropped(DropReason::Oversize);
         }
-        let scale = self.scale();
-        let now_scaled = u128::from(now.as_nanos()).saturating_mul(scale);
+        let now_scaled = u128::from(now.as_nanos()).saturating_mul(self.scale());
+        if self.held.is_some() {
+            return self.submit_held(now, now_scaled, frame);
+        }
         self.start_waiting_frames(now_scaled);
 
         let start = now_scaled.max(self.busy_until_scaled);
@@ -451,13 +513,19 @@ impl LinkModel {
             self.waiting.push_back((start, len));
             self.waiting_bytes += len;
         }
+        self.transmit(start, frame)
+    }
+
+    /// Serialises `frame` from `start` (scaled), then loses it or launches its copies.
+    fn transmit(&mut self, start: u128, frame: &[u8]) -> Submit {
         let serialisation = if self.config.rate_bps == 0 {
             0
         } else {
-            bits_scaled(len)
+            bits_scaled(frame.len())
         };
         self.busy_until_scaled = start.saturating_add(serialisation);
-        let departs = Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(scale)));
+        let departs =
+            Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));
 
         let independent = self.streams.loss.chance(self.config.loss);
         if independent | self.burst_lost() {
@@ -471,6 +539,64 @@ impl LinkModel {
             self.launch_copy(arrives, frame);
         }
         Submit::Queued { departs }
+    }
+
+    /// [`submit`](LinkModel::submit) with a queue discipline: the frame starts at once
+    /// if the transmitter is idle and nothing waits, else it is offered to the queue.
+    fn submit_held(&mut self, now: Instant, now_scaled: u128, frame: &[u8]) -> Submit {
+        self.start_held_frames(now_scaled);
+        let Some(queue) = &mut self.held else {
+            return self.transmit(now_scaled, frame);
+        };
+        if queue.is_empty() && self.busy_until_scaled <= now_scaled {
+            return self.transmit(now_scaled, frame);
+        }
+        let before = QdiscCounters::of(queue);
+        let meta = PacketMeta::ethernet(frame, self.flow_key);
+        let mut buf = self.free.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(frame);
+        let result = queue.enqueue(now, buf, meta);
+        self.absorb_counters(before);
+        match result {
+            Ok(()) => Submit::Held,
+            Err(dropped) => {
+                self.recycle(dropped.packet);
+                Submit::Dropped(DropReason::QueueFull)
+            }
+        }
+    }
+
+    /// Lets the transmitter take frames from the queue discipline each time it became
+    /// free, up to `now_scaled`: a frame starts the instant the previous one finished.
+    fn start_held_frames(&mut self, now_scaled: u128) {
+        let scale = self.scale();
+        while let Some(queue) = &mut self.held {
+            if queue.is_empty() || self.busy_until_scaled > now_scaled {
+                return;
+            }
+            let start = self.busy_until_scaled;
+            let free_at = Instant::from_nanos(saturate_u64(start.div_ceil(scale)));
+            let before = QdiscCounters::of(queue);
+            let next = queue.dequeue(free_at);
+            self.absorb_counters(before);
+            let Some(frame) = next else {
+                return;
+            };
+            self.transmit(start, &frame);
+            self.recycle(frame);
+        }
+    }
+
+    /// Adds what the queue discipline dropped or marked since `before` to the stats.
+    fn absorb_counters(&mut self, before: QdiscCounters) {
+        let Some(queue) = &self.held else {
+            return;
+        };
+        let now = QdiscCounters::of(queue);
+        self.stats.dropped_queue += now.overflow.saturating_sub(before.overflow);
+        self.stats.dropped_aqm += now.codel.saturating_sub(before.codel);
+        self.stats.ce_marked += now.ce.saturating_sub(before.ce);
     }
 
     /// Steps the Gilbert-Elliott chain for one frame and says whether it loses the frame.
@@ -533,6 +659,9 @@ impl LinkModel {
     /// in submission order), or `None` if none has arrived yet. Give the buffer back with
     /// [`LinkModel::recycle`] when done to avoid an allocation per frame.
     pub fn poll_deliver(&mut self, now: Instant) -> Option<Vec<u8>> {
+        if self.held.is_some() {
+            self.start_held_frames(u128::from(now.as_nanos()).saturating_mul(self.scale()));
+        }
         if self.in_flight.peek()?.arrival > now {
             return None;
         }
@@ -542,9 +671,18 @@ impl LinkModel {
         Some(frame)
     }
 
-    /// When the next frame arrives, if any is in flight.
+    /// When the next frame arrives, if any is in flight, or, with a queue discipline
+    /// holding frames, when the transmitter takes the next one if that is earlier: call
+    /// [`poll_deliver`](LinkModel::poll_deliver) then (it may return nothing).
     pub fn next_arrival(&self) -> Option<Instant> {
-        self.in_flight.peek().map(|f| f.arrival)
+        let arrival = self.in_flight.peek().map(|f| f.arrival);
+        match &self.held {
+            Some(queue) if !queue.is_empty() => {
+                let free = self.busy_until();
+                Some(arrival.map_or(free, |a| a.min(free)))
+            }
+            _ => arrival,
+        }
     }
 
     /// Returns a delivered frame's buffer for reuse by later frames.
@@ -559,9 +697,18 @@ impl LinkModel {
         self.in_flight.len()
     }
 
-    /// Bytes waiting for the transmitter as of the last [`submit`](LinkModel::submit).
+    /// Bytes waiting for the transmitter as of the last [`submit`](LinkModel::submit)
+    /// (or, with a queue discipline, the last call).
     pub fn queued_bytes(&self) -> usize {
-        self.waiting_bytes
+        self.held
+            .as_ref()
+            .map_or(self.waiting_bytes, Qdisc::len_bytes)
+    }
+
+    /// The queue discipline holding waiting frames, if the link has one (its
+    /// [`stats`](Qdisc::stats) say more than [`LinkStats`]).
+    pub fn qdisc(&self) -> Option<&Qdisc> {
+        self.held.as_ref()
     }
 
     /// When the transmitter finishes the frames accepted so far (rounded up to the
@@ -589,3 +736,5 @@ fn saturate_u64(v: u128) -> u64 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_qdisc;

@@ -10,6 +10,7 @@ use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use impnet_core::Duration;
+use impnet_core::qdisc::{Limit, QdiscConfig};
 use impnet_core::tcp::TcpConfig;
 use impnet_core::tcp::cc::CcAlgorithm;
 use impnet_phy::LinkConfig;
@@ -459,6 +460,9 @@ struct RawLink {
     b: Option<Spanned<String>>,
     a_addr: Option<Spanned<String>>,
     b_addr: Option<Spanned<String>>,
+    qdisc: Option<Spanned<String>>,
+    target: Option<Dur>,
+    interval: Option<Dur>,
     rate: Option<Rate>,
     delay: Option<Dur>,
     queue: Option<Bytes>,
@@ -955,6 +959,7 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
         queue_limit_bytes: link
             .queue
             .map_or(1 << 20, |q| usize::try_from(q.0).unwrap_or(usize::MAX)),
+        qdisc: None,
         loss: p(link.loss),
         reorder: p(link.reorder),
         reorder_delay: link.reorder_delay.map_or(Duration::ZERO, |d| d.0),
@@ -968,6 +973,10 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
             loss_bad: b.loss_bad.map_or(1.0, |p| p.0),
         }),
     };
+    let config = LinkConfig {
+        qdisc: qdisc(ctx, spanned, &config)?,
+        ..config
+    };
     config.validate().map_err(|e| {
         let field = match e {
             impnet_phy::LinkConfigError::ProbabilityOutOfRange { name, .. } => name,
@@ -978,6 +987,52 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
         ctx.field_error(spanned.span(), key, e.to_string())
     })?;
     Ok(config)
+}
+
+/// A link's `qdisc`, `target` and `interval`: the queue discipline holding the frames
+/// that wait for the transmitter (`queue` its byte limit when given).
+fn qdisc(
+    ctx: &Ctx<'_>,
+    spanned: &Spanned<RawLink>,
+    config: &LinkConfig,
+) -> Result<Option<QdiscConfig>, ScenarioError> {
+    let link = spanned.get_ref();
+    let Some(name) = &link.qdisc else {
+        if link.target.is_some() || link.interval.is_some() {
+            let field = if link.target.is_some() {
+                "target"
+            } else {
+                "interval"
+            };
+            return Err(ctx.field_error(
+                spanned.span(),
+                field,
+                "needs `qdisc = \"codel\"` or `\"fq_codel\"`",
+            ));
+        }
+        return Ok(None);
+    };
+    let mut qdisc: QdiscConfig = name.get_ref().parse().map_err(|_| {
+        ctx.error(
+            name.span(),
+            "qdisc",
+            format!(
+                "unknown queue discipline `{}`; use \"fifo\", \"codel\" or \"fq_codel\"",
+                name.get_ref()
+            ),
+        )
+    })?;
+    qdisc = qdisc.with_mtu(config.mtu);
+    if link.queue.is_some() {
+        qdisc = qdisc.with_limit(Limit::Bytes(config.queue_limit_bytes));
+    }
+    if let Some(target) = link.target {
+        qdisc = qdisc.with_target(target.0);
+    }
+    if let Some(interval) = link.interval {
+        qdisc = qdisc.with_interval(interval.0);
+    }
+    Ok(Some(qdisc))
 }
 
 fn links(

@@ -8,6 +8,7 @@ use impnet_wire::ipv4::{self, Protocol};
 
 use crate::icmp::EchoSocket;
 use crate::icmp::{EchoReply, IcmpError, IcmpHandle};
+use crate::ip_options::IpOptions;
 use crate::neighbor::{Origin, SocketKind};
 use crate::socket::RecvQueue;
 use crate::stack::ipv4::{IpMeta, OutputError, SendOptions};
@@ -78,6 +79,28 @@ impl Stack {
         seq_no: u16,
         payload: &[u8],
     ) -> Result<(), IcmpError> {
+        self.icmp_send_echo_with_options(now, handle, dst, seq_no, payload, &[])
+    }
+
+    /// As [`Stack::icmp_send_echo`], with IPv4 options in the request's header (e.g.
+    /// [`ip_options::record_route`](crate::ip_options::record_route) or
+    /// [`ip_options::timestamp`](crate::ip_options::timestamp)): the routers on the way
+    /// and the host that answers fill them in, and [`EchoReply::options`] holds what
+    /// came back. At most 40 bytes, padded to a multiple of 4 (else `MessageTooLong`).
+    pub fn icmp_send_echo_with_options(
+        &mut self,
+        now: Instant,
+        handle: IcmpHandle,
+        dst: Ipv4Addr,
+        seq_no: u16,
+        payload: &[u8],
+        ip_options: &[u8],
+    ) -> Result<(), IcmpError> {
+        if ip_options.len() > crate::ip_options::MAX_OPTIONS_LEN
+            || !ip_options.len().is_multiple_of(4)
+        {
+            return Err(IcmpError::MessageTooLong);
+        }
         let ident = self
             .icmp
             .sockets
@@ -99,6 +122,7 @@ impl Stack {
             protocol: Protocol::Icmp,
             dont_frag: false,
             origin: Origin::Socket(SocketKind::Icmp, handle.0),
+            ip_options,
         };
         self.send_icmp(now, &route, dst, &repr, options)?;
         self.stats.icmp.tx_echo_requests += 1;
@@ -120,7 +144,8 @@ impl Stack {
         if let Some(error) = socket.error.take() {
             return Err(error);
         }
-        let ((src, seq_no, ttl), data) = socket.queue.pop().ok_or(IcmpError::WouldBlock)?;
+        let ((src, seq_no, ttl, options), data) =
+            socket.queue.pop().ok_or(IcmpError::WouldBlock)?;
         let len = data.len().min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
         self.pool.give(data);
@@ -129,6 +154,7 @@ impl Stack {
             seq_no,
             len,
             ttl,
+            options,
         })
     }
 
@@ -139,12 +165,13 @@ impl Stack {
         route: &crate::stack::ipv4::OutputRoute,
         dst: Ipv4Addr,
         repr: &icmpv4::Repr<'_>,
-        options: SendOptions,
+        options: SendOptions<'_>,
     ) -> Result<(), OutputError> {
+        let header_len = ipv4::HEADER_LEN + options.ip_options.len();
         let mut packet = self.pool.take();
-        packet.resize(ipv4::HEADER_LEN + repr.buffer_len(), 0);
+        packet.resize(header_len + repr.buffer_len(), 0);
         repr.emit(&mut icmpv4::Packet::new_unchecked(
-            &mut packet[ipv4::HEADER_LEN..],
+            &mut packet[header_len..],
         ));
         self.send_ipv4(now, route, dst, options, packet)?;
         self.stats.icmp.tx_messages += 1;
@@ -226,10 +253,21 @@ impl Stack {
             seq_no,
             data,
         };
+        // RFC 1122 §3.2.2.6: Record Route and Timestamp options in the request
+        // "SHOULD be updated to include the current host and included in the IP header
+        // of the Echo Reply message". Others are not echoed; malformed ones are dropped.
+        let mut echoed = IpOptions::from_header(meta.header);
+        let stamp = self.ip_timestamp(now);
+        let echoed = if echoed.stamp(meta.dst, stamp) {
+            echoed
+        } else {
+            IpOptions::default()
+        };
         let options = SendOptions {
             protocol: Protocol::Icmp,
             dont_frag: false,
             origin: Origin::Stack,
+            ip_options: echoed.as_slice(),
         };
         if self
             .send_icmp(now, &route, meta.src, &repr, options)
@@ -251,7 +289,11 @@ impl Stack {
             return;
         };
         let was_quiet = socket.error.is_none() && socket.queue.is_empty();
-        match socket.queue.push((meta.src, seq_no, meta.ttl), buffer) {
+        let options = IpOptions::from_header(meta.header);
+        match socket
+            .queue
+            .push((meta.src, seq_no, meta.ttl, options), buffer)
+        {
             Ok(()) if was_quiet => self.push_event(Event::Icmp(handle)),
             Ok(()) => {}
             Err(buffer) => {
@@ -404,6 +446,7 @@ impl Stack {
             protocol: Protocol::Icmp,
             dont_frag: false,
             origin: Origin::Stack,
+            ip_options: &[],
         };
         self.send_icmp(now, &route, to, repr, options).is_ok()
     }

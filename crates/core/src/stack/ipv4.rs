@@ -55,10 +55,13 @@ pub(crate) struct OutputRoute {
 
 /// Per-datagram output settings.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SendOptions {
+pub(crate) struct SendOptions<'a> {
     pub(crate) protocol: Protocol,
     pub(crate) dont_frag: bool,
     pub(crate) origin: Origin,
+    /// IPv4 options (a multiple of 4 bytes, at most 40); the packet has room for them
+    /// after the 20-byte header.
+    pub(crate) ip_options: &'a [u8],
 }
 
 impl Stack {
@@ -140,17 +143,19 @@ impl Stack {
         }
     }
 
-    /// Send a datagram whose transport bytes are `packet[20..]` (the first 20 bytes are
-    /// room for the header), fragmenting it to the route MTU unless DF is set.
+    /// Send a datagram whose transport bytes follow `20 + options.ip_options.len()`
+    /// bytes of room for the header, fragmenting it to the route MTU unless DF is set
+    /// (fragments after the first carry only the options marked copied, RFC 791).
     pub(crate) fn send_ipv4(
         &mut self,
         now: Instant,
         route: &OutputRoute,
         dst: Ipv4Addr,
-        options: SendOptions,
+        options: SendOptions<'_>,
         mut packet: Vec<u8>,
     ) -> Result<(), OutputError> {
-        let payload_len = packet.len() - ipv4::HEADER_LEN;
+        let header_len = ipv4::HEADER_LEN + options.ip_options.len();
+        let payload_len = packet.len() - header_len;
         let ident = self.next_ident();
         let mut repr = self.ip_header(
             route.src,
@@ -160,6 +165,7 @@ impl Stack {
             ident,
             options.dont_frag,
         );
+        repr.options = options.ip_options;
         if packet.len() <= route.mtu {
             repr.emit(&mut ipv4::Packet::new_unchecked(&mut packet[..]));
             return self.dispatch(now, route.iface, route.next_hop, packet, options.origin);
@@ -169,19 +175,27 @@ impl Stack {
             self.stats.ipv4.tx_dont_fragment += 1;
             return Err(OutputError::TooBig { mtu: route.mtu });
         }
-        // RFC 791: fragment data lengths are multiples of 8 except the last.
-        let chunk = (route.mtu - ipv4::HEADER_LEN) & !7;
+        let later = crate::ip_options::copied(options.ip_options);
         self.stats.ipv4.tx_fragmented += 1;
         let mut result = Ok(());
         let mut offset = 0;
         while offset < payload_len {
+            let ip_options: &[u8] = if offset == 0 {
+                options.ip_options
+            } else {
+                &later
+            };
+            let room = ipv4::HEADER_LEN + ip_options.len();
+            // RFC 791: fragment data lengths are multiples of 8 except the last.
+            let chunk = (route.mtu - room) & !7;
             let len = chunk.min(payload_len - offset);
             repr.payload_len = len;
             repr.more_frags = offset + len < payload_len;
             repr.frag_offset = offset as u16;
+            repr.options = ip_options;
             let mut fragment = self.pool.take();
-            fragment.resize(ipv4::HEADER_LEN, 0);
-            let data = &packet[ipv4::HEADER_LEN + offset..ipv4::HEADER_LEN + offset + len];
+            fragment.resize(room, 0);
+            let data = &packet[header_len + offset..header_len + offset + len];
             fragment.extend_from_slice(data);
             repr.emit(&mut ipv4::Packet::new_unchecked(&mut fragment[..]));
             self.stats.ipv4.tx_fragments += 1;

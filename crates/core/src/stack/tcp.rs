@@ -271,6 +271,7 @@ impl Stack {
                 protocol: Protocol::Tcp,
                 dont_frag: false,
                 origin: Origin::Tcp,
+                ip_options: &[],
             };
             let _ = self.send_ipv4(now, route, segment.dst, options, packet);
         } else {

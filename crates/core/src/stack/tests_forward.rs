@@ -111,6 +111,37 @@ fn a_ping_crosses_the_router_with_its_ttl_decremented() {
 }
 
 #[test]
+fn a_ping_with_record_route_and_timestamp_collects_every_hop_there_and_back() {
+    let mut net = Net::chain([1500, 1500]);
+    let handle = net.nodes[0].icmp_bind(9).unwrap();
+    let rr = ip_options::record_route(9);
+    net.nodes[0]
+        .icmp_send_echo_with_options(net.now, handle, B, 1, b"rr", &rr)
+        .unwrap();
+    net.exchange();
+    let mut buf = [0u8; 8];
+    let reply = net.nodes[0].icmp_recv(handle, &mut buf).unwrap();
+    let hops = reply.options.hops().0;
+    // R towards B, B itself, R towards A (as `ping -R` shows them).
+    assert_eq!(hops, [Hop::Route(R1), Hop::Route(B), Hop::Route(R0)]);
+    let ts = ip_options::timestamp(ip_options::TimestampKind::WithAddress);
+    net.now += Duration::from_millis(5);
+    net.nodes[0]
+        .icmp_send_echo_with_options(net.now, handle, B, 2, b"ts", &ts)
+        .unwrap();
+    net.exchange();
+    let reply = net.nodes[0].icmp_recv(handle, &mut buf).unwrap();
+    let stamp = 5 | 0x8000_0000;
+    let expected = [R1, B, R0].map(|hop| Hop::Stamp(Some(hop), stamp));
+    assert_eq!(reply.options.hops(), (expected.to_vec(), 0));
+    // Options that do not fit are refused.
+    assert_eq!(
+        net.nodes[0].icmp_send_echo_with_options(net.now, handle, B, 3, b"", &[1, 1, 1]),
+        Err(crate::icmp::IcmpError::MessageTooLong)
+    );
+}
+
+#[test]
 fn a_host_does_not_forward_unless_told() {
     let mut net = Net::chain([1500, 1500]);
     net.nodes[ROUTER].set_forwarding(iface(0), false);

@@ -133,6 +133,7 @@ impl Stack {
             protocol: Protocol::Udp,
             dont_frag,
             origin: Origin::Socket(SocketKind::Udp, handle.0),
+            ip_options: &[],
         };
         self.send_ipv4(now, &route, *dst.ip(), options, packet)?;
         self.stats.udp.tx_datagrams += 1;

@@ -123,9 +123,17 @@ pub(super) fn sample_queues(
     let seconds = (now - start).as_secs_f64();
     for queue in queues {
         let model = sim.link_model(links[queue.link], queue.side);
-        let wait = model.busy_until().max(now) - now;
+        // What the transmitter still has to send, then what a discipline holds.
         let rate = model.config().rate_bps;
-        let bytes = (u128::from(wait.as_nanos()) * u128::from(rate) / 8_000_000_000) as u64;
+        let busy = model.busy_until().max(now) - now;
+        let held = model.qdisc().map_or(0, |q| q.len_bytes() as u64);
+        let held_time = if rate == 0 {
+            0
+        } else {
+            (u128::from(held) * 8_000_000_000 / u128::from(rate)) as u64
+        };
+        let wait = busy + impnet_core::Duration::from_nanos(held_time);
+        let bytes = (u128::from(busy.as_nanos()) * u128::from(rate) / 8_000_000_000) as u64 + held;
         queue
             .samples
             .push((seconds, bytes, wait.as_secs_f64() * 1e3));

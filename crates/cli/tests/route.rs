@@ -1,0 +1,342 @@
+//! `imp route` between Linux network namespaces the tests create: ping both ways,
+//! Debian's traceroute showing imp's hop, a curl download through it byte for byte with
+//! Linux's path MTU discovery against imp's fragmentation-needed, and imp's own TCP
+//! learning the path MTU as a host behind the small link. Needs root; each test skips,
+//! saying why, without it or without a tool it uses (and fails under
+//! `IMP_REQUIRE_ROOT=1`).
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
+
+#[path = "../../impnet/tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::{ChildGuard, NetNs, can_run, have};
+
+const IMP: &str = env!("CARGO_BIN_EXE_imp");
+
+/// Host A (namespace `a`, 10.207.S.1 on `ra`) — imp route (its own namespace, 10.207.S.2
+/// and 10.207.T.2) — host B (namespace `b`, 10.207.T.1 on `rb`), T = S + 1. imp creates
+/// both TAPs in its namespace; they then move to the hosts' namespaces.
+struct Routed {
+    a: NetNs,
+    b: NetNs,
+    _middle: NetNs,
+    imp: Option<ChildGuard>,
+    rest: Option<std::thread::JoinHandle<String>>,
+    s: u8,
+}
+
+impl Routed {
+    /// Start `imp route` with `extra` arguments after the two `--tap`s (`tap_opts` is
+    /// appended to each: e.g. ",mtu=1280" for B's side only when given as
+    /// ["", ",mtu=1280"]).
+    fn new(s: u8, tap_opts: [&str; 2], extra: &[&str]) -> Routed {
+        let middle = NetNs::new();
+        let (a, b) = (NetNs::new(), NetNs::new());
+        let t = s + 1;
+        let tap_a = format!("ra=10.207.{s}.2/24{}", tap_opts[0]);
+        let tap_b = format!("rb=10.207.{t}.2/24{}", tap_opts[1]);
+        let mut args = vec!["route", "--tap", &tap_a, "--tap", &tap_b];
+        args.extend_from_slice(extra);
+        let mut child = middle.spawn(IMP, &args);
+        let stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.is_empty() {
+            let out = child.wait();
+            panic!("imp route exited: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        assert!(line.contains("forwarding between ra"), "{line}");
+        let rest = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = reader.read_to_string(&mut rest);
+            rest
+        });
+        middle.ip(&["link", "set", "ra", "netns", &a.name]);
+        middle.ip(&["link", "set", "rb", "netns", &b.name]);
+        for (ns, dev, net) in [(&a, "ra", s), (&b, "rb", t)] {
+            ns.ip(&["addr", "add", &format!("10.207.{net}.1/24"), "dev", dev]);
+            // The hosts' own links stay at 1500 whatever imp's side of them carries.
+            ns.ip(&["link", "set", dev, "mtu", "1500"]);
+            ns.ip(&["link", "set", dev, "up"]);
+            ns.ip(&["route", "add", "default", "via", &format!("10.207.{net}.2")]);
+        }
+        Routed {
+            a,
+            b,
+            _middle: middle,
+            imp: Some(child),
+            rest: Some(rest),
+            s,
+        }
+    }
+
+    fn a_addr(&self) -> String {
+        format!("10.207.{}.1", self.s)
+    }
+
+    fn b_addr(&self) -> String {
+        format!("10.207.{}.1", self.s + 1)
+    }
+
+    /// Stop imp with SIGTERM; its exit status and the statistics it printed.
+    fn stop(&mut self) -> (Output, String) {
+        let child = self.imp.take().unwrap();
+        let pid = child.0.as_ref().unwrap().id() as i32;
+        // SAFETY: kill(2) with a pid we spawned and have not reaped.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let out = wait_limited(child, Duration::from_secs(10));
+        let rest = self.rest.take().unwrap().join().unwrap();
+        (out, rest)
+    }
+}
+
+/// Wait for a child, killing it after `limit`.
+fn wait_limited(mut child: ChildGuard, limit: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        let done = child.0.as_mut().unwrap().try_wait().expect("try_wait");
+        if done.is_some() || start.elapsed() > limit {
+            if done.is_none() {
+                let _ = child.0.as_mut().unwrap().kill();
+            }
+            return child.wait();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A file of `len` bytes in a fresh directory (removed on drop).
+struct Site {
+    dir: PathBuf,
+}
+
+impl Site {
+    fn new(tag: &str, len: usize) -> Site {
+        let dir = std::env::temp_dir().join(format!("imp-route-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data: Vec<u8> = (0..len)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        std::fs::write(dir.join("file"), data).unwrap();
+        Site { dir }
+    }
+
+    fn file(&self) -> Vec<u8> {
+        std::fs::read(self.dir.join("file")).unwrap()
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The number in `table`'s row for `iface` under `column`.
+fn stat(table: &str, iface: &str, column: &str) -> u64 {
+    let mut lines = table.lines().filter(|l| !l.trim().is_empty());
+    let header_line = lines
+        .find(|l| l.starts_with("iface"))
+        .expect("table header");
+    let header: Vec<&str> = header_line
+        .split("  ")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect();
+    let index = header.iter().position(|h| *h == column).expect("column");
+    let row = lines
+        .find(|l| l.split_whitespace().next() == Some(iface))
+        .expect("row");
+    let values: Vec<&str> = row.split_whitespace().collect();
+    values[index].parse().expect("number")
+}
+
+#[test]
+fn linux_namespaces_ping_trace_and_download_through_imp_route() {
+    if !can_run() || !have("ping") || !have("traceroute") || !have("curl") || !have("python3") {
+        return;
+    }
+    // B's side of imp carries 1280 bytes; both hosts' own links 1500: A's TCP must
+    // learn the path MTU from imp's fragmentation-needed to reach B.
+    let mut net = Routed::new(10, ["", ",mtu=1280"], &[]);
+    for (from, to) in [(&net.a, net.b_addr()), (&net.b, net.a_addr())] {
+        let out = from.exec("ping", &["-c", "3", "-i", "0.2", "-W", "2", &to]);
+        assert!(out.status.success(), "ping {to}: {}", text(&out));
+        // One hop: Linux's 64, less imp's one.
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("ttl=63"),
+            "{}",
+            text(&out)
+        );
+    }
+    // Linux's `ping -R`: imp records its address towards B on the way there and its
+    // address towards A on the way back (RFC 791 Record Route).
+    let out = net
+        .a
+        .exec("ping", &["-R", "-c", "1", "-W", "2", &net.b_addr()]);
+    let rr = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", text(&out));
+    let recorded: Vec<&str> = rr
+        .lines()
+        .skip_while(|l| !l.starts_with("RR:"))
+        .map(|l| l.trim_start_matches("RR:").trim())
+        .take_while(|l| l.parse::<std::net::Ipv4Addr>().is_ok())
+        .collect();
+    // A's own address, imp towards B, B (on arrival and on the reply), imp towards A,
+    // A again.
+    assert_eq!(
+        recorded,
+        [
+            "10.207.10.1",
+            "10.207.11.2",
+            "10.207.11.1",
+            "10.207.11.1",
+            "10.207.10.2",
+            "10.207.10.1"
+        ],
+        "{rr}"
+    );
+    // imp answers pings to its own addresses.
+    let out = net.a.exec("ping", &["-c", "1", "-W", "2", "10.207.11.2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // traceroute: hop 1 is imp (time exceeded from its address on A's side), hop 2 B.
+    let out = net.a.exec(
+        "traceroute",
+        &["-n", "-q", "1", "-w", "2", "-m", "4", &net.b_addr()],
+    );
+    let trace = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", text(&out));
+    let hops: Vec<&str> = trace
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(hops, ["10.207.10.2", "10.207.11.1"], "{trace}");
+    // A serves a file; B downloads it through imp. A's data segments (1500 bytes, DF)
+    // draw fragmentation-needed at imp; A lowers its path MTU to 1280 and resends.
+    let site = Site::new("pmtu", 20 << 20);
+    let dir = site.dir.to_string_lossy().to_string();
+    let _server = net.a.spawn(
+        "python3",
+        &[
+            "-m",
+            "http.server",
+            "8080",
+            "--bind",
+            &net.a_addr(),
+            "--directory",
+            &dir,
+        ],
+    );
+    let url = format!("http://{}:8080/file", net.a_addr());
+    let got = site.dir.join("got");
+    let got_arg = got.to_string_lossy().to_string();
+    let mut ok = false;
+    for _ in 0..50 {
+        let out = net
+            .b
+            .exec("curl", &["-sf", "--max-time", "60", "-o", &got_arg, &url]);
+        if out.status.success() {
+            ok = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100)); // the server is starting
+    }
+    assert!(ok, "curl never succeeded");
+    assert!(
+        std::fs::read(&got).unwrap() == site.file(),
+        "download differs"
+    );
+    let route = net.a.exec("ip", &["route", "get", &net.b_addr()]);
+    let route = String::from_utf8_lossy(&route.stdout).to_string();
+    assert!(route.contains("mtu 1280"), "A learned no path MTU: {route}");
+    let (out, table) = net.stop();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stat(&table, "ra", "forwarded") > 10_000, "{table}");
+    assert!(stat(&table, "ra", "toobig") >= 1, "{table}");
+    assert!(stat(&table, "rb", "forwarded") > 1000, "{table}");
+    assert_eq!(stat(&table, "ra", "egress"), 0, "{table}");
+}
+
+#[test]
+fn imp_tcp_behind_the_small_link_learns_the_path_mtu() {
+    if !can_run() || !have("curl") {
+        return;
+    }
+    // A's side of imp route carries 1280 bytes. In B's namespace a bridge joins imp
+    // route's TAP and the TAP of an `imp serve --http` host; curl in A downloads from
+    // that imp host, whose 1500-byte segments draw fragmentation-needed at the router.
+    let mut net = Routed::new(12, [",mtu=1280", ""], &[]);
+    let site = Site::new("imphost", 8 << 20);
+    let b = &net.b;
+    b.ip(&["tuntap", "add", "dev", "srv0", "mode", "tap"]);
+    b.ip(&["link", "add", "br0", "type", "bridge"]);
+    b.ip(&["addr", "flush", "dev", "rb"]);
+    b.ip(&["link", "set", "rb", "master", "br0"]);
+    b.ip(&["link", "set", "srv0", "master", "br0"]);
+    b.ip(&["addr", "add", "10.207.13.1/24", "dev", "br0"]);
+    for dev in ["srv0", "br0"] {
+        b.ip(&["link", "set", dev, "up"]);
+    }
+    let dir = site.dir.to_string_lossy().to_string();
+    let mut server = b.spawn(
+        IMP,
+        &[
+            "serve",
+            "--tap",
+            "srv0",
+            "--addr",
+            "10.207.13.3/24",
+            "--gateway",
+            "10.207.13.2",
+            "--http",
+            &dir,
+        ],
+    );
+    let stdout = server.0.as_mut().unwrap().stdout.take().unwrap();
+    let mut reader = BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(!line.is_empty(), "imp serve did not start");
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let got = site.dir.join("got");
+    let got_arg = got.to_string_lossy().to_string();
+    let out = net.a.exec(
+        "curl",
+        &[
+            "-sf",
+            "--max-time",
+            "60",
+            "--retry",
+            "3",
+            "-o",
+            &got_arg,
+            "http://10.207.13.3/file",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        std::fs::read(&got).unwrap() == site.file(),
+        "download differs"
+    );
+    let (out, table) = net.stop();
+    assert!(out.status.success(), "{}", text(&out));
+    // The imp host's segments were too big for A's side at first.
+    assert!(stat(&table, "rb", "toobig") >= 1, "{table}");
+    assert!(stat(&table, "rb", "forwarded") > 5000, "{table}");
+}
