@@ -143,12 +143,13 @@ fn print_routers(r: &Report) {
     }
     println!();
     println!(
-        "{:<30} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
+        "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
         "router interface",
         "rx",
         "tx",
         "forwarded",
         "q full",
+        "aqm",
         "lost",
         "no rte",
         "ttl",
@@ -162,12 +163,13 @@ fn print_routers(r: &Report) {
             }
             let d = &i.drops;
             println!(
-                "{:<30} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
+                "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
                 format!("{} -> {} ({})", router.name, i.peer, i.link),
                 i.rx_frames,
                 i.tx_frames,
                 i.forwarded,
                 d.queue_full,
+                d.aqm,
                 d.wire_loss,
                 d.no_route,
                 d.ttl_exceeded,

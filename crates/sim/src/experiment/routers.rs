@@ -59,8 +59,12 @@ pub struct DropReport {
     pub refused_other: u64,
     /// The outgoing interface's neighbour queue was full or ARP failed.
     pub neighbour: u64,
-    /// Egress: the link's queue was full (tail drop).
+    /// Egress: the link's queue (or its discipline's limit) was full (tail drop).
     pub queue_full: u64,
+    /// Egress: dropped by the discipline's CoDel law (sojourn time above target).
+    pub aqm: u64,
+    /// Egress: marked CE by the discipline instead of dropped (ECN).
+    pub ce_marked: u64,
     /// Egress: lost on the wire (random or burst loss: the link's cells).
     pub wire_loss: u64,
     /// Egress: larger than the link MTU.
@@ -175,7 +179,9 @@ pub(super) fn router_reports(
             .and_then(|i| stack.iface_stats(i))
             .cloned()
             .unwrap_or_default();
-        let egress = sim.link_model(links[queue.link], queue.side).stats();
+        let model = sim.link_model(links[queue.link], queue.side);
+        let egress = model.stats();
+        let qdisc = model.qdisc().map(|q| q.stats());
         let f = &stats.forward;
         let report = InterfaceReport {
             link: spec.name.clone(),
@@ -191,6 +197,8 @@ pub(super) fn router_reports(
                 refused_other: f.martian + f.broadcast + f.bad_option + f.denied,
                 neighbour: f.egress_dropped,
                 queue_full: egress.dropped_queue,
+                aqm: qdisc.map_or(0, |q| q.dropped_codel),
+                ce_marked: qdisc.map_or(0, |q| q.ce_marked),
                 wire_loss: egress.dropped_loss,
                 oversize: egress.dropped_oversize,
             },
