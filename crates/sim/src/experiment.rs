@@ -355,6 +355,7 @@ fn build(
             None => sim.connect(a, l.a_addr, b, l.b_addr, l.config),
         }
         .map_err(|e| ExperimentError(format!("link `{}`: {e}", l.name)))?;
+        sim.set_block_icmp(id, l.block_icmp);
         if let Some(dir) = pcap_dir {
             let path = dir.join(format!("{}.pcap", l.name));
             sim.capture_snaplen(id, &path, scenario.pcap_snaplen.unwrap_or(usize::MAX))

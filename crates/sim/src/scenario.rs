@@ -126,6 +126,8 @@ pub struct LinkSpec {
     pub b_addr: Cidr,
     /// The link model, both directions alike; `mtu` includes the 14-byte Ethernet header.
     pub config: LinkConfig,
+    /// A firewall on the link drops every ICMP datagram (both directions).
+    pub block_icmp: bool,
     /// Seed of the link's random choices, when the file fixes it (links with the same
     /// seed impair the same frames), else derived from the scenario seed.
     pub seed: Option<u64>,
@@ -461,6 +463,7 @@ struct RawLink {
     a_addr: Option<Spanned<String>>,
     b_addr: Option<Spanned<String>>,
     qdisc: Option<Spanned<String>>,
+    block_icmp: Option<bool>,
     target: Option<Dur>,
     interval: Option<Dur>,
     rate: Option<Rate>,
@@ -1071,6 +1074,7 @@ fn links(
             a_addr,
             b_addr,
             config,
+            block_icmp: link.block_icmp.unwrap_or(false),
             seed: link.seed,
         });
     }

@@ -108,6 +108,15 @@ struct Link {
     pcap: Option<PcapWriter<BufWriter<File>>>,
     /// Bytes of each frame the capture keeps (the record still gives the full length).
     snaplen: usize,
+    /// A firewall drops every ICMP datagram sent on the link, both directions.
+    block_icmp: bool,
+    /// ICMP frames dropped by that firewall, per sending end.
+    filtered: [u64; 2],
+}
+
+/// Whether an Ethernet frame carries an IPv4 ICMP datagram.
+fn is_icmp(frame: &[u8]) -> bool {
+    frame.len() > 23 && frame[12..14] == [0x08, 0x00] && frame[23] == 1
 }
 
 /// What happened to a frame an observer is shown.
@@ -332,6 +341,18 @@ impl Sim {
         self.links[link.0].ends
     }
 
+    /// Put a firewall on `link` that drops every ICMP datagram sent on it (both
+    /// directions), as a filter that breaks path-MTU discovery does. The frames are
+    /// counted ([`Sim::filtered`]) and never reach the link model or the capture.
+    pub fn set_block_icmp(&mut self, link: LinkId, on: bool) {
+        self.links[link.0].block_icmp = on;
+    }
+
+    /// ICMP frames sent by end `side` of `link` that its firewall dropped.
+    pub fn filtered(&self, link: LinkId, side: usize) -> u64 {
+        self.links[link.0].filtered[side]
+    }
+
     /// Number of links.
     pub fn link_count(&self) -> usize {
         self.links.len()
@@ -429,6 +450,8 @@ impl Sim {
             models,
             pcap: None,
             snaplen: usize::MAX,
+            block_icmp: false,
+            filtered: [0; 2],
         });
         Ok(link)
     }
@@ -526,6 +549,10 @@ impl Sim {
                 });
             }
             let l = &mut self.links[link.0];
+            if l.block_icmp && is_icmp(frame) {
+                l.filtered[side] += 1;
+                continue;
+            }
             if let Some(pcap) = &mut l.pcap {
                 write_capture(pcap, now, frame, l.snaplen)?;
             }

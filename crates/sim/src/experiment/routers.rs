@@ -69,6 +69,8 @@ pub struct DropReport {
     pub wire_loss: u64,
     /// Egress: larger than the link MTU.
     pub oversize: u64,
+    /// Egress: ICMP dropped by the link's firewall (`block_icmp`).
+    pub icmp_filtered: u64,
 }
 
 /// The egress queue over the run: its backlog, sampled every `sample_interval`.
@@ -201,6 +203,7 @@ pub(super) fn router_reports(
                 ce_marked: qdisc.map_or(0, |q| q.ce_marked),
                 wire_loss: egress.dropped_loss,
                 oversize: egress.dropped_oversize,
+                icmp_filtered: sim.filtered(links[queue.link], queue.side),
             },
             queue: queue_report(queue),
         };

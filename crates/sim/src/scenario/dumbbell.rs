@@ -143,6 +143,7 @@ fn model_only(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, S
         ("b", raw.b.is_some()),
         ("a_addr", raw.a_addr.is_some()),
         ("b_addr", raw.b_addr.is_some()),
+        ("block_icmp", raw.block_icmp.is_some()),
     ];
     if let Some((field, _)) = given.into_iter().find(|(_, present)| *present) {
         return Err(ctx.field_error(
@@ -183,6 +184,7 @@ fn add_link(
         a_addr,
         b_addr,
         config,
+        block_icmp: false,
         seed,
     });
     Ok(())

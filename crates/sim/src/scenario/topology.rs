@@ -276,6 +276,7 @@ mod tests {
             a_addr: cidr(1),
             b_addr: cidr(2),
             config: LinkConfig::default().with_delay(Duration::from_millis(delay_ms)),
+            block_icmp: false,
             seed: None,
         }
     }
