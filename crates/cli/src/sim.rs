@@ -84,6 +84,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
                 .zip(&outcome.traces)
                 .collect();
             plot::write_flow_plots(dir, &named)?;
+            plot::write_queue_plots(dir, &outcome.queues)?;
         }
     }
     if args.json {
@@ -127,7 +128,56 @@ fn print_tables(r: &Report) {
     print_bulk(&of_kind("bulk"));
     print_rr(&of_kind("rr"));
     print_ping(&of_kind("ping"));
+    if let Some(index) = r.fairness {
+        println!("\nJain's fairness index over the bulk flows' goodput: {index:.4}");
+    }
     print_links(r);
+    print_routers(r);
+}
+
+/// Each router interface's forwarding, drops by reason and egress queue (nothing
+/// without routers). Interfaces that carried nothing are left out.
+fn print_routers(r: &Report) {
+    if r.routers.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
+        "router interface",
+        "rx",
+        "tx",
+        "forwarded",
+        "q full",
+        "aqm",
+        "lost",
+        "no rte",
+        "ttl",
+        "fragneed",
+        "queue max/avg ms"
+    );
+    for router in &r.routers {
+        for i in &router.interfaces {
+            if i.rx_frames == 0 && i.tx_frames == 0 {
+                continue;
+            }
+            let d = &i.drops;
+            println!(
+                "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
+                format!("{} -> {} ({})", router.name, i.peer, i.link),
+                i.rx_frames,
+                i.tx_frames,
+                i.forwarded,
+                d.queue_full,
+                d.aqm,
+                d.wire_loss,
+                d.no_route,
+                d.ttl_exceeded,
+                d.frag_needed,
+                format!("{:.2}/{:.2}", i.queue.max_delay_ms, i.queue.mean_delay_ms)
+            );
+        }
+    }
 }
 
 /// The bulk flows' table (nothing if there are none).

@@ -94,11 +94,14 @@ pub struct BulkResult {
 }
 
 /// A 64-bit hash of a byte stream fed in arbitrary pieces (the result does not depend
-/// on how the stream was cut).
+/// on how the stream was cut): FNV-1a over the stream's 8-byte words, the last partial
+/// word kept until more bytes come.
 #[derive(Debug, Clone, Copy)]
 pub struct StreamHash {
     hash: u64,
     len: u64,
+    /// The stream's bytes since the last whole word (`len % 8` of them).
+    partial: [u8; 8],
 }
 
 impl Default for StreamHash {
@@ -106,21 +109,48 @@ impl Default for StreamHash {
         StreamHash {
             hash: 0xcbf2_9ce4_8422_2325,
             len: 0,
+            partial: [0; 8],
         }
     }
 }
 
+const STREAM_PRIME: u64 = 0x0000_0100_0000_01b3;
+
 impl StreamHash {
     /// Feed more of the stream.
-    pub fn update(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        let have = (self.len % 8) as usize;
         self.len += bytes.len() as u64;
+        if have > 0 {
+            let take = (8 - have).min(bytes.len());
+            self.partial[have..have + take].copy_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if have + take < 8 {
+                return;
+            }
+            self.word(self.partial);
+        }
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            self.word(w);
+        }
+        let rest = words.remainder();
+        self.partial[..rest.len()].copy_from_slice(rest);
     }
+
+    fn word(&mut self, word: [u8; 8]) {
+        self.hash = (self.hash ^ u64::from_le_bytes(word)).wrapping_mul(STREAM_PRIME);
+    }
+
     /// The hash so far, mixed with the length.
     pub fn finish(&self) -> u64 {
-        let mut z = self.hash ^ self.len.rotate_left(32);
+        let mut hash = self.hash;
+        for &b in &self.partial[..(self.len % 8) as usize] {
+            hash = (hash ^ u64::from(b)).wrapping_mul(STREAM_PRIME);
+        }
+        let mut z = hash ^ self.len.rotate_left(32);
         z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
         z ^ (z >> 33)
     }
@@ -407,3 +437,32 @@ impl std::fmt::Display for BulkError {
 }
 
 impl std::error::Error for BulkError {}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamHash;
+
+    #[test]
+    fn the_stream_hash_does_not_depend_on_the_cuts_but_on_every_byte() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        let mut whole = StreamHash::default();
+        whole.update(&data);
+        for cut in [1, 3, 7, 8, 9, 64, 333] {
+            let mut pieces = StreamHash::default();
+            for chunk in data.chunks(cut) {
+                pieces.update(chunk);
+            }
+            assert_eq!(pieces.finish(), whole.finish(), "cut {cut}");
+        }
+        for at in [0, 5, 500, 999] {
+            let mut changed = data.clone();
+            changed[at] ^= 1;
+            let mut other = StreamHash::default();
+            other.update(&changed);
+            assert_ne!(other.finish(), whole.finish(), "byte {at}");
+        }
+        let mut shorter = StreamHash::default();
+        shorter.update(&data[..999]);
+        assert_ne!(shorter.finish(), whole.finish());
+    }
+}

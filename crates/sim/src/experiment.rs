@@ -11,13 +11,14 @@ use std::rc::Rc;
 
 use impnet_core::tcp::{TcpError, TcpHandle};
 use impnet_core::{Duration, IcmpHandle, Instant, StackConfig};
-use impnet_wire::ipv4::Cidr;
 use serde::Serialize;
 
 use crate::bulk::{Pattern, StreamHash};
-use crate::scenario::{FlowKind, FlowSpec, Scenario};
-use crate::trace::{FlowTrace, Tracer};
+use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
+use crate::trace::{FlowTrace, QueueTrace, Tracer};
+
 use crate::{Flow, HostId, LinkId, RunSummary, Sim};
+pub use routers::{DropReport, InterfaceReport, QueueReport, RouterReport, jain_index};
 
 /// How far a run has got, for a progress bar.
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +38,8 @@ pub struct Outcome {
     pub report: Report,
     /// Per flow (same order as the report's flows): the packet trace, empty for ping.
     pub traces: Vec<FlowTrace>,
+    /// Every router's egress queues over time (the routers' interfaces, in order).
+    pub queues: Vec<QueueTrace>,
 }
 
 /// The summary written as JSON.
@@ -60,6 +63,14 @@ pub struct Report {
     pub hosts: Vec<HostReport>,
     /// Per flow.
     pub flows: Vec<FlowReport>,
+    /// Per router: forwarding, drops by reason and the egress queue per interface
+    /// (absent without routers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<RouterReport>,
+    /// Jain's fairness index over the bulk flows' goodput (only in scenarios with
+    /// routers, where flows share links).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<f64>,
 }
 
 /// One link's settings and counters.
@@ -226,7 +237,8 @@ fn round(v: f64) -> f64 {
     (v * 1e6).round() / 1e6
 }
 
-/// The address of end `side` (0 or 1) of link `index`: 10.x.y.1 and 10.x.y.2.
+/// The address of end `side` (0 or 1) of link `index` when the scenario gives none:
+/// 10.x.y.1 and 10.x.y.2 (x * 256 + y = `index`, modulo 65536).
 pub fn link_address(index: usize, side: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, (index >> 8) as u8, index as u8, 1 + side as u8)
 }
@@ -250,7 +262,27 @@ pub fn run(
         .enumerate()
         .map(|(i, f)| App::new(scenario, f, i, &links))
         .collect::<Result<_, _>>()?;
-    let summary = drive_apps(scenario, &mut sim, &hosts, &mut apps, &tracer, progress)?;
+    let mut queues: Vec<QueueTrace> = routers::router_egresses(scenario)
+        .into_iter()
+        .map(|(router, link, side)| QueueTrace {
+            router,
+            link,
+            side,
+            name: format!(
+                "{}-{}",
+                scenario.nodes[router].name, scenario.links[link].name
+            ),
+            samples: Vec::new(),
+        })
+        .collect();
+    let mut driven = Driven {
+        hosts: &hosts,
+        links: &links,
+        apps: &mut apps,
+        tracer: &tracer,
+        queues: &mut queues,
+    };
+    let summary = drive_apps(scenario, &mut sim, &mut driven, progress)?;
     sim.set_observer(None);
     sim.flush_captures()
         .map_err(|e| ExperimentError(format!("cannot write a pcap file: {e}")))?;
@@ -258,7 +290,7 @@ pub fn run(
         .map_err(|_| ExperimentError("the tracer is still shared".into()))?
         .into_inner();
     let now = sim.now();
-    let flows = apps
+    let flows: Vec<FlowReport> = apps
         .iter()
         .map(|app| app.report(scenario, &tracer, now))
         .collect();
@@ -269,6 +301,11 @@ pub fn run(
             None => FlowTrace::default(),
         })
         .collect();
+    let fairness = if queues.is_empty() {
+        None
+    } else {
+        jain_index(&flows)
+    };
     let report = Report {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
@@ -278,40 +315,47 @@ pub fn run(
         trace_hash: format!("{:016x}", sim.trace_hash()),
         links: link_reports(scenario, &sim, &links),
         hosts: host_reports(scenario, &sim, &hosts),
+        routers: routers::router_reports(scenario, &sim, &hosts, &links, &queues),
         flows,
+        fairness,
     };
-    Ok(Outcome { report, traces })
+    Ok(Outcome {
+        report,
+        traces,
+        queues,
+    })
 }
 
-/// The scenario's hosts and links in a fresh simulator (capturing to `pcap_dir`).
+/// The scenario's nodes, links and routes in a fresh simulator (capturing to
+/// `pcap_dir`).
 fn build(
     scenario: &Scenario,
     pcap_dir: Option<&Path>,
 ) -> Result<(Sim, Vec<HostId>, Vec<LinkId>), ExperimentError> {
     let mut sim = Sim::new(scenario.seed);
     let hosts: Vec<HostId> = scenario
-        .hosts
+        .nodes
         .iter()
         .map(|h| {
-            sim.add_host(
-                &h.name,
-                StackConfig {
-                    tcp: h.tcp.clone(),
-                    ..StackConfig::default()
-                },
-            )
+            let config = StackConfig {
+                tcp: h.tcp.clone(),
+                ..StackConfig::default()
+            };
+            match h.kind {
+                NodeKind::Host => sim.add_host(&h.name, config),
+                NodeKind::Router => sim.add_router(&h.name, config),
+            }
         })
         .collect();
     let mut links = Vec::new();
-    for (i, l) in scenario.links.iter().enumerate() {
-        let cidr = |side| Cidr::new(link_address(i, side), 24).expect("a /24 is valid");
+    for l in &scenario.links {
+        let (a, b) = (hosts[l.a], hosts[l.b]);
         let id = match l.seed {
-            Some(seed) => {
-                sim.connect_seeded(hosts[l.a], cidr(0), hosts[l.b], cidr(1), l.config, seed)
-            }
-            None => sim.connect(hosts[l.a], cidr(0), hosts[l.b], cidr(1), l.config),
+            Some(seed) => sim.connect_seeded(a, l.a_addr, b, l.b_addr, l.config, seed),
+            None => sim.connect(a, l.a_addr, b, l.b_addr, l.config),
         }
         .map_err(|e| ExperimentError(format!("link `{}`: {e}", l.name)))?;
+        sim.set_block_icmp(id, l.block_icmp);
         if let Some(dir) = pcap_dir {
             let path = dir.join(format!("{}.pcap", l.name));
             sim.capture_snaplen(id, &path, scenario.pcap_snaplen.unwrap_or(usize::MAX))
@@ -319,28 +363,52 @@ fn build(
         }
         links.push(id);
     }
+    for route in &scenario.routes {
+        let host = hosts[route.node];
+        let iface = sim
+            .iface_on(host, links[route.link])
+            .ok_or_else(|| ExperimentError(format!("route {}: no interface", route.dest)))?;
+        sim.host_mut(host)
+            .routes_mut()
+            .add(route.dest, Some(route.gateway), iface);
+    }
     Ok((sim, hosts, links))
+}
+
+/// What [`drive_apps`] drives and records.
+struct Driven<'a> {
+    hosts: &'a [HostId],
+    links: &'a [LinkId],
+    apps: &'a mut [App],
+    tracer: &'a Rc<RefCell<Tracer>>,
+    /// The routers' egress queues, sampled every `sample_interval`.
+    queues: &'a mut [QueueTrace],
 }
 
 /// Run the simulator until every flow has finished or the scenario's time is up.
 fn drive_apps(
     scenario: &Scenario,
     sim: &mut Sim,
-    hosts: &[HostId],
-    apps: &mut [App],
-    tracer: &Rc<RefCell<Tracer>>,
+    driven: &mut Driven<'_>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunSummary, ExperimentError> {
     let end = Instant::ZERO + scenario.duration;
-    let total_bytes: u64 = apps.iter().map(App::bytes_goal).sum();
+    let total_bytes: u64 = driven.apps.iter().map(App::bytes_goal).sum();
     let mut calls = 0u64;
     let mut failure = None;
+    let mut next_queue_sample = Instant::ZERO;
     let run = sim.run(u64::MAX / 4, end + Duration::from_secs(1), |sim| {
         calls += 1;
         let now = sim.now();
         let mut wake = end;
-        for app in apps.iter_mut() {
-            if let Err(e) = app.drive(sim, hosts, tracer, scenario.sample_interval) {
+        for app in driven.apps.iter_mut() {
+            if app.idle(sim, driven.hosts) {
+                if let Some(t) = app.wake {
+                    wake = wake.min(t);
+                }
+                continue;
+            }
+            if let Err(e) = app.drive(sim, driven.hosts, driven.tracer, scenario.sample_interval) {
                 failure = Some(format!("flow `{}`: {e}", app.spec.name));
                 return Flow::Done;
             }
@@ -348,8 +416,15 @@ fn drive_apps(
                 wake = wake.min(t);
             }
         }
+        if !driven.queues.is_empty() {
+            if now >= next_queue_sample {
+                routers::sample_queues(sim, driven.links, driven.queues, Instant::ZERO);
+                next_queue_sample = now + scenario.sample_interval;
+            }
+            wake = wake.min(next_queue_sample);
+        }
         if calls.is_multiple_of(4096) {
-            let done: u64 = apps.iter().map(App::bytes_done).sum();
+            let done: u64 = driven.apps.iter().map(App::bytes_done).sum();
             let by_time = (now - Instant::ZERO).as_secs_f64() / scenario.duration.as_secs_f64();
             let by_bytes = if total_bytes > 0 {
                 done as f64 / total_bytes as f64
@@ -362,7 +437,7 @@ fn drive_apps(
                 fraction: by_time.max(by_bytes).min(1.0),
             });
         }
-        if apps.iter().all(App::finished) || now >= end {
+        if driven.apps.iter().all(App::finished) || now >= end {
             Flow::Done
         } else {
             Flow::WakeAt(wake.max(now))
@@ -376,9 +451,10 @@ fn drive_apps(
 
 fn host_reports(scenario: &Scenario, sim: &Sim, hosts: &[HostId]) -> Vec<HostReport> {
     scenario
-        .hosts
+        .nodes
         .iter()
         .zip(hosts)
+        .filter(|(h, _)| h.kind == NodeKind::Host)
         .map(|(h, &id)| {
             let s = sim.host(id).tcp_stats();
             HostReport {
@@ -400,8 +476,8 @@ fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkRep
         .zip(links)
         .map(|(l, &id)| LinkReport {
             name: l.name.clone(),
-            a: scenario.hosts[l.a].name.clone(),
-            b: scenario.hosts[l.b].name.clone(),
+            a: scenario.nodes[l.a].name.clone(),
+            b: scenario.nodes[l.b].name.clone(),
             rate_bps: l.config.rate_bps,
             delay_ms: round(l.config.delay.as_secs_f64() * 1e3),
             mtu: l.config.mtu - impnet_wire::ethernet::HEADER_LEN,
@@ -410,7 +486,7 @@ fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkRep
                     let s = sim.link_stats(id, side);
                     let from = if side == 0 { l.a } else { l.b };
                     DirectionReport {
-                        from: scenario.hosts[from].name.clone(),
+                        from: scenario.nodes[from].name.clone(),
                         submitted: s.submitted,
                         delivered: s.delivered,
                         lost: s.dropped_loss,
@@ -442,6 +518,9 @@ struct App {
     started: Option<Instant>,
     done_at: Option<Instant>,
     wake: Option<Instant>,
+    /// [`Sim::activity`] of (`from`, `to`) when the app last ran: while neither moves
+    /// and no wake-up is due, running it again could change nothing.
+    seen: (u64, u64),
     traced: Option<usize>,
     next_sample: Instant,
 }
@@ -545,12 +624,7 @@ impl App {
         index: usize,
         links: &[LinkId],
     ) -> Result<App, ExperimentError> {
-        let link = &scenario.links[spec.link];
-        let side_of = |host| usize::from(link.a != host);
-        let addrs = (
-            link_address(spec.link, side_of(spec.from)),
-            link_address(spec.link, side_of(spec.to)),
-        );
+        let addrs = (spec.from_addr, spec.to_addr);
         let state = match &spec.kind {
             FlowKind::Bulk {
                 record, text_mode, ..
@@ -607,12 +681,13 @@ impl App {
         Ok(App {
             spec: spec.clone(),
             index,
-            link: links[spec.link],
+            link: links[spec.path[0]],
             addrs,
             state,
             started: None,
             done_at: None,
             wake: None,
+            seen: (u64::MAX, u64::MAX),
             traced: None,
             next_sample: Instant::ZERO,
         })
@@ -638,6 +713,16 @@ impl App {
 
     fn finished(&self) -> bool {
         self.done_at.is_some()
+    }
+
+    /// Nothing has happened at the flow's hosts since it last ran and it asked for no
+    /// wake-up by now: running it would do nothing.
+    fn idle(&self, sim: &Sim, hosts: &[HostId]) -> bool {
+        let activity = (
+            sim.activity(hosts[self.spec.from]),
+            sim.activity(hosts[self.spec.to]),
+        );
+        activity == self.seen && self.wake.is_none_or(|w| w > sim.now())
     }
 
     /// Do whatever the flow's applications can do now.
@@ -671,6 +756,7 @@ impl App {
         if let Some(i) = self.traced {
             self.sample(sim, from, tracer, i, sample_every);
         }
+        self.seen = (sim.activity(from), sim.activity(to));
         Ok(())
     }
 
@@ -758,8 +844,7 @@ impl App {
     }
 
     fn report(&self, scenario: &Scenario, tracer: &Tracer, now: Instant) -> FlowReport {
-        let link = &scenario.links[self.spec.link];
-        let rate = link.config.rate_bps;
+        let rate = scenario.bottleneck_rate(&self.spec);
         let start = self.started.unwrap_or(now);
         let end = self.done_at.unwrap_or(now);
         let seconds = (end - start).as_secs_f64().max(1e-9);
@@ -770,8 +855,8 @@ impl App {
         let mut r = FlowReport {
             name: self.spec.name.clone(),
             kind: self.spec.kind.type_name().to_string(),
-            from: scenario.hosts[self.spec.from].name.clone(),
-            to: scenario.hosts[self.spec.to].name.clone(),
+            from: scenario.nodes[self.spec.from].name.clone(),
+            to: scenario.nodes[self.spec.to].name.clone(),
             rate_bps: rate,
             completed: self.done_at.is_some(),
             seconds: round(seconds),
@@ -857,3 +942,4 @@ fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
 }
 
 mod apps;
+mod routers;

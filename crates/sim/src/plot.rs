@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters_backend::DrawingErrorKind;
 
-use crate::trace::FlowTrace;
+use crate::trace::{FlowTrace, QueueTrace};
 
 /// Width of every plot, pixels.
 pub const WIDTH: u32 = 1000;
@@ -591,6 +591,36 @@ pub fn write_flow_plots(dir: &Path, flows: &[(&str, &FlowTrace)]) -> Result<Vec<
         for (kind, chart) in flow_charts(name, trace) {
             written.extend(chart.save(&dir.join(format!("{name}-{kind}")))?);
         }
+    }
+    Ok(written)
+}
+
+/// The queue-delay chart of one router egress queue: the queueing delay a frame
+/// arriving at each sample would have seen, and the backlog in KiB.
+pub fn queue_chart(queue: &QueueTrace) -> Chart {
+    let delay = queue.samples.iter().map(|s| (s.0, s.2)).collect();
+    Chart {
+        title: format!("{}: egress queue delay", queue.name),
+        x_label: "time (s)".into(),
+        y_label: "queueing delay (ms)".into(),
+        series: vec![Series {
+            name: "queue delay".into(),
+            color: RGBColor(160, 0, 160),
+            shape: Shape::Steps(delay),
+        }],
+    }
+}
+
+/// Write the queue-delay chart of every router egress queue that ever held a frame
+/// into `dir` as `ROUTER-LINK-queue.svg/.png`.
+pub fn write_queue_plots(dir: &Path, queues: &[QueueTrace]) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    for queue in queues {
+        if queue.samples.iter().all(|s| s.1 == 0) {
+            continue;
+        }
+        let chart = queue_chart(queue);
+        written.extend(chart.save(&dir.join(format!("{}-queue", queue.name)))?);
     }
     Ok(written)
 }

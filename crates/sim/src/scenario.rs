@@ -6,18 +6,24 @@
 //! field; parsing never panics.
 
 use std::fmt;
+use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use impnet_core::Duration;
+use impnet_core::qdisc::{Limit, QdiscConfig};
 use impnet_core::tcp::TcpConfig;
 use impnet_core::tcp::cc::CcAlgorithm;
 use impnet_phy::LinkConfig;
 use impnet_phy::link::GilbertElliott;
+use impnet_wire::ipv4::Cidr;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
 use crate::units;
+
+mod dumbbell;
+mod topology;
 
 /// A validated experiment.
 #[derive(Debug, Clone)]
@@ -34,34 +40,94 @@ pub struct Scenario {
     pub sample_interval: Duration,
     /// Bytes of each frame kept in the pcap files (`None`: whole frames).
     pub pcap_snaplen: Option<usize>,
-    /// The hosts, in file order.
-    pub hosts: Vec<HostSpec>,
-    /// The links, in file order.
+    /// The nodes (hosts and routers): the `[[host]]` entries in file order, then the
+    /// `[[node]]` entries, then those a `[dumbbell]` generates.
+    pub nodes: Vec<NodeSpec>,
+    /// The links, in file order (then the dumbbell's).
     pub links: Vec<LinkSpec>,
-    /// The flows, in file order.
+    /// How routes were found.
+    pub routing: Routing,
+    /// Every node's static routes: computed, then those the file gives (which replace a
+    /// computed route for the same prefix). Connected routes are not listed.
+    pub routes: Vec<RouteSpec>,
+    /// The flows, in file order (then the dumbbell's).
     pub flows: Vec<FlowSpec>,
+    /// The scenario came from a `[dumbbell]`: its flows share one bottleneck.
+    pub dumbbell: bool,
 }
 
-/// One host and its stack settings.
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeKind {
+    /// An end system: runs applications, never forwards.
+    Host,
+    /// Forwards packets between its interfaces (every interface forwards).
+    Router,
+}
+
+impl NodeKind {
+    /// The kind as the file spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeKind::Host => "host",
+            NodeKind::Router => "router",
+        }
+    }
+}
+
+/// One node (host or router) and its stack settings.
 #[derive(Debug, Clone)]
-pub struct HostSpec {
+pub struct NodeSpec {
     /// Unique name.
     pub name: String,
+    /// Host or router.
+    pub kind: NodeKind,
     /// TCP settings of its stack.
     pub tcp: TcpConfig,
 }
 
-/// A point-to-point link between two hosts.
+/// How a scenario's routes are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing {
+    /// Shortest paths by hop count (ties: the smaller total delay).
+    Hops,
+    /// Shortest paths by total one-way delay (ties: fewer hops).
+    Delay,
+    /// No computed routes: only the `[[route]]` entries (and connected subnets).
+    Static,
+}
+
+/// A static route on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSpec {
+    /// The node whose table holds it.
+    pub node: usize,
+    /// The destinations (`0.0.0.0/0` for the default route).
+    pub dest: Cidr,
+    /// The link (the node's interface on it) packets leave on.
+    pub link: usize,
+    /// The next hop: the neighbour's address on that link.
+    pub gateway: Ipv4Addr,
+}
+
+/// A point-to-point link between two nodes.
 #[derive(Debug, Clone)]
 pub struct LinkSpec {
     /// Unique name (used for the pcap file).
     pub name: String,
-    /// Index of the first host (address 10.x.y.1).
+    /// Index of the first node.
     pub a: usize,
-    /// Index of the second host (address 10.x.y.2).
+    /// Index of the second node.
     pub b: usize,
+    /// The first node's address and prefix on this link (default 10.x.y.1/24 for link
+    /// x * 256 + y).
+    pub a_addr: Cidr,
+    /// The second node's address and prefix (default 10.x.y.2/24).
+    pub b_addr: Cidr,
     /// The link model, both directions alike; `mtu` includes the 14-byte Ethernet header.
     pub config: LinkConfig,
+    /// A firewall on the link drops every ICMP datagram (both directions).
+    pub block_icmp: bool,
     /// Seed of the link's random choices, when the file fixes it (links with the same
     /// seed impair the same frames), else derived from the scenario seed.
     pub seed: Option<u64>,
@@ -74,10 +140,15 @@ pub struct FlowSpec {
     pub name: String,
     /// Index of the host that opens the flow (sender, client, pinger).
     pub from: usize,
-    /// Index of the other host.
+    /// Index of the other node (a host; a ping may go to a router).
     pub to: usize,
-    /// Index of the link joining them.
-    pub link: usize,
+    /// The links from `from` to `to`, in order: one when a link joins them, else the
+    /// shortest path through routers.
+    pub path: Vec<usize>,
+    /// `from`'s address on the first link of the path.
+    pub from_addr: Ipv4Addr,
+    /// `to`'s address on the last link of the path.
+    pub to_addr: Ipv4Addr,
     /// When the flow starts.
     pub start: Duration,
     /// What the flow does.
@@ -319,20 +390,50 @@ struct RawScenario {
     duration: Dur,
     sample_interval: Option<Dur>,
     pcap_snaplen: Option<Spanned<u32>>,
+    routing: Option<Spanned<String>>,
     #[serde(default)]
-    host: Vec<Spanned<RawHost>>,
+    host: Vec<Spanned<RawNode>>,
+    #[serde(default)]
+    node: Vec<Spanned<RawNode>>,
     #[serde(default)]
     link: Vec<Spanned<RawLink>>,
     #[serde(default)]
+    route: Vec<Spanned<RawRoute>>,
+    #[serde(default)]
     flow: Vec<Spanned<RawFlow>>,
+    dumbbell: Option<Spanned<RawDumbbell>>,
+}
+
+/// A `[[host]]` or `[[node]]` entry (`kind` only in `[[node]]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    name: Spanned<String>,
+    kind: Option<Spanned<String>>,
+    #[serde(default)]
+    tcp: RawTcp,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawHost {
-    name: Spanned<String>,
+struct RawRoute {
+    node: Spanned<String>,
+    dest: Spanned<String>,
+    via: Spanned<String>,
+    link: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDumbbell {
+    pairs: Spanned<u32>,
+    #[serde(default)]
+    access: Option<Spanned<RawLink>>,
+    bottleneck: Spanned<RawLink>,
     #[serde(default)]
     tcp: RawTcp,
+    flow: Spanned<RawFlow>,
+    stagger: Option<Dur>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -357,8 +458,14 @@ struct RawTcp {
 #[serde(deny_unknown_fields)]
 struct RawLink {
     name: Option<String>,
-    a: Spanned<String>,
-    b: Spanned<String>,
+    a: Option<Spanned<String>>,
+    b: Option<Spanned<String>>,
+    a_addr: Option<Spanned<String>>,
+    b_addr: Option<Spanned<String>>,
+    qdisc: Option<Spanned<String>>,
+    block_icmp: Option<bool>,
+    target: Option<Dur>,
+    interval: Option<Dur>,
     rate: Option<Rate>,
     delay: Option<Dur>,
     queue: Option<Bytes>,
@@ -387,8 +494,8 @@ struct RawFlow {
     name: Option<String>,
     #[serde(rename = "type")]
     kind: Spanned<String>,
-    from: Spanned<String>,
-    to: Spanned<String>,
+    from: Option<Spanned<String>>,
+    to: Option<Spanned<String>>,
     start: Option<Dur>,
     // bulk
     bytes: Option<Bytes>,
@@ -474,6 +581,16 @@ impl Ctx<'_> {
         (!key.is_empty()).then(|| key.to_string())
     }
 
+    /// An error about a top-level field, with no line.
+    fn top(&self, field: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            origin: self.origin.to_string(),
+            line: None,
+            field: Some(field.to_string()),
+            message: message.into(),
+        }
+    }
+
     fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
         let message = e.message().trim().replace('\n', " ");
         let (line, field) = match e.span() {
@@ -503,29 +620,37 @@ impl Scenario {
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
         let ctx = Ctx { text, origin };
         let raw: RawScenario = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
-        let at_top = |field: &str, message: String| ScenarioError {
-            origin: origin.to_string(),
-            line: None,
-            field: Some(field.to_string()),
-            message,
-        };
         if raw.duration.0 == Duration::ZERO {
-            return Err(at_top("duration", "must be longer than 0".into()));
+            return Err(ctx.top("duration", "must be longer than 0"));
         }
         if let Some(snap) = &raw.pcap_snaplen
             && *snap.get_ref() < 64
         {
             return Err(ctx.error(snap.span(), "pcap_snaplen", "must be at least 64 bytes"));
         }
-        let hosts = hosts(&ctx, &raw.host)?;
-        let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
-        let links = links(&ctx, &raw.link, &names)?;
-        let flows = flows(&ctx, &raw.flow, &names, &links)?;
-        if flows.is_empty() {
-            return Err(at_top(
-                "flow",
-                "the scenario has no [[flow]]; add one".into(),
+        let routing = routing(&ctx, raw.routing.as_ref())?;
+        let mut nodes = nodes(&ctx, &raw.host, &raw.node)?;
+        let mut links = links(&ctx, &raw.link, &nodes)?;
+        let mut pending = pending_flows(&ctx, &raw.flow, &nodes)?;
+        if let Some(d) = &raw.dumbbell {
+            dumbbell::expand(&ctx, d, &mut nodes, &mut links, &mut pending)?;
+        }
+        if nodes.iter().filter(|n| n.kind == NodeKind::Host).count() < 2 {
+            return Err(ctx.top(
+                "host",
+                "a scenario needs at least two hosts ([[host]], [[node]] or a [dumbbell])",
             ));
+        }
+        check_subnets(&ctx, &raw, &links)?;
+        let kinds: Vec<NodeKind> = nodes.iter().map(|n| n.kind).collect();
+        let mut routes = match routing {
+            Routing::Static => Vec::new(),
+            metric => topology::compute_routes(&kinds, &links, metric),
+        };
+        given_routes(&ctx, &raw.route, &nodes, &links, &mut routes)?;
+        let flows = topology::resolve_flows(&ctx, pending, &nodes, &links, routing)?;
+        if flows.is_empty() {
+            return Err(ctx.top("flow", "the scenario has no [[flow]]; add one"));
         }
         let stem = std::path::Path::new(origin)
             .file_stem()
@@ -540,9 +665,12 @@ impl Scenario {
                 .map_or(Duration::from_millis(10), |d| d.0)
                 .max(Duration::from_micros(10)),
             pcap_snaplen: raw.pcap_snaplen.map(|s| *s.get_ref() as usize),
-            hosts,
+            nodes,
             links,
+            routing,
+            routes,
             flows,
+            dumbbell: raw.dumbbell.is_some(),
         })
     }
 
@@ -558,41 +686,107 @@ impl Scenario {
         Scenario::parse(&text, &origin)
     }
 
-    /// Index of the host called `name`.
-    pub fn host_index(&self, name: &str) -> Option<usize> {
-        self.hosts.iter().position(|h| h.name == name)
+    /// Index of the node called `name`.
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|h| h.name == name)
+    }
+
+    /// The smallest rate on a flow's path (0 when every link is infinitely fast).
+    pub fn bottleneck_rate(&self, flow: &FlowSpec) -> u64 {
+        flow.path
+            .iter()
+            .map(|&l| self.links[l].config.rate_bps)
+            .filter(|&r| r > 0)
+            .min()
+            .unwrap_or(0)
     }
 }
 
-fn hosts(ctx: &Ctx<'_>, raw: &[Spanned<RawHost>]) -> Result<Vec<HostSpec>, ScenarioError> {
-    let mut out: Vec<HostSpec> = Vec::new();
-    for host in raw {
-        let name = host.get_ref().name.get_ref();
-        if name.is_empty() {
-            return Err(ctx.error(host.get_ref().name.span(), "name", "must not be empty"));
-        }
-        if out.iter().any(|h| &h.name == name) {
-            return Err(ctx.error(
-                host.get_ref().name.span(),
-                "name",
-                format!("a host called `{name}` already exists; names must be unique"),
-            ));
-        }
-        let tcp = tcp_config(ctx, &host.get_ref().tcp)?;
-        out.push(HostSpec {
-            name: name.clone(),
-            tcp,
-        });
+/// The `routing` key.
+fn routing(ctx: &Ctx<'_>, raw: Option<&Spanned<String>>) -> Result<Routing, ScenarioError> {
+    let Some(raw) = raw else {
+        return Ok(Routing::Hops);
+    };
+    match raw.get_ref().as_str() {
+        "hops" => Ok(Routing::Hops),
+        "delay" => Ok(Routing::Delay),
+        "static" => Ok(Routing::Static),
+        other => Err(ctx.error(
+            raw.span(),
+            "routing",
+            format!("unknown routing `{other}`; use \"hops\", \"delay\" or \"static\""),
+        )),
     }
-    if out.len() < 2 {
-        return Err(ScenarioError {
-            origin: ctx.origin.to_string(),
-            line: None,
-            field: Some("host".into()),
-            message: "a scenario needs at least two [[host]] entries".into(),
-        });
+}
+
+/// The `[[host]]` entries, then the `[[node]]` entries.
+fn nodes(
+    ctx: &Ctx<'_>,
+    hosts: &[Spanned<RawNode>],
+    nodes: &[Spanned<RawNode>],
+) -> Result<Vec<NodeSpec>, ScenarioError> {
+    let mut out: Vec<NodeSpec> = Vec::new();
+    for (node, is_host_table) in hosts
+        .iter()
+        .map(|h| (h, true))
+        .chain(nodes.iter().map(|n| (n, false)))
+    {
+        let raw = node.get_ref();
+        let kind = match (&raw.kind, is_host_table) {
+            (Some(k), true) => {
+                return Err(ctx.error(
+                    k.span(),
+                    "kind",
+                    "a [[host]] is a host; use [[node]] with `kind` for routers",
+                ));
+            }
+            (None, _) => NodeKind::Host,
+            (Some(k), false) => match k.get_ref().as_str() {
+                "host" => NodeKind::Host,
+                "router" => NodeKind::Router,
+                other => {
+                    return Err(ctx.error(
+                        k.span(),
+                        "kind",
+                        format!("unknown node kind `{other}`; use \"host\" or \"router\""),
+                    ));
+                }
+            },
+        };
+        let tcp = tcp_config(ctx, &raw.tcp)?;
+        push_node(ctx, &mut out, &raw.name, kind, tcp)?;
     }
     Ok(out)
+}
+
+/// Adds a node, refusing an empty or duplicate name (reported at `name`).
+fn push_node(
+    ctx: &Ctx<'_>,
+    out: &mut Vec<NodeSpec>,
+    name: &Spanned<String>,
+    kind: NodeKind,
+    tcp: TcpConfig,
+) -> Result<(), ScenarioError> {
+    let text = name.get_ref();
+    if text.is_empty() {
+        return Err(ctx.error(name.span(), "name", "must not be empty"));
+    }
+    if let Some(other) = out.iter().find(|h| &h.name == text) {
+        return Err(ctx.error(
+            name.span(),
+            "name",
+            format!(
+                "a {} called `{text}` already exists; names must be unique",
+                other.kind.name()
+            ),
+        ));
+    }
+    out.push(NodeSpec {
+        name: text.clone(),
+        kind,
+        tcp,
+    });
+    Ok(())
 }
 
 fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
@@ -654,21 +848,25 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     Ok(tcp)
 }
 
-fn host_ref(
+fn node_ref(
     ctx: &Ctx<'_>,
     name: &Spanned<String>,
     field: &str,
-    names: &[&str],
+    nodes: &[NodeSpec],
 ) -> Result<usize, ScenarioError> {
-    names
+    nodes
         .iter()
-        .position(|n| *n == name.get_ref())
+        .position(|n| n.name == *name.get_ref())
         .ok_or_else(|| {
+            let mut names: Vec<&str> = nodes.iter().take(12).map(|n| n.name.as_str()).collect();
+            if nodes.len() > names.len() {
+                names.push("...");
+            }
             ctx.error(
                 name.span(),
                 field,
                 format!(
-                    "no host called `{}` (hosts: {})",
+                    "no node called `{}` (nodes: {})",
                     name.get_ref(),
                     names.join(", ")
                 ),
@@ -676,34 +874,191 @@ fn host_ref(
         })
 }
 
+/// A required name field of a table (`a`, `b`, `from`, `to`).
+fn required<'a>(
+    ctx: &Ctx<'_>,
+    table: &Range<usize>,
+    value: Option<&'a Spanned<String>>,
+    field: &str,
+    what: &str,
+) -> Result<&'a Spanned<String>, ScenarioError> {
+    value.ok_or_else(|| ctx.error(table.clone(), field, format!("missing; {what}")))
+}
+
+/// Node `i`'s address on link `index` when the file gives none: 10.x.y.1/24 for the
+/// first end and 10.x.y.2/24 for the second, x * 256 + y = `index`.
+pub(crate) fn default_address(index: usize, side: usize) -> Option<Cidr> {
+    let index = u16::try_from(index).ok()?;
+    let [x, y] = index.to_be_bytes();
+    Cidr::new(Ipv4Addr::new(10, x, y, 1 + side as u8), 24).ok()
+}
+
+/// A link's `a_addr` and `b_addr`: both given (two addresses in one subnet) or neither.
+fn link_addresses(
+    ctx: &Ctx<'_>,
+    span: &Range<usize>,
+    link: &RawLink,
+    index: usize,
+) -> Result<(Cidr, Cidr), ScenarioError> {
+    let parse = |field: &str, v: &Spanned<String>| -> Result<Cidr, ScenarioError> {
+        let cidr: Cidr = v.get_ref().parse().map_err(|_| {
+            ctx.error(
+                v.span(),
+                field,
+                format!(
+                    "`{}` is not an address with a prefix such as \"192.168.1.1/24\"",
+                    v.get_ref()
+                ),
+            )
+        })?;
+        if cidr.prefix_len > 30 || cidr.prefix_len < 8 {
+            return Err(ctx.error(v.span(), field, "the prefix must be /8 to /30"));
+        }
+        Ok(cidr)
+    };
+    match (&link.a_addr, &link.b_addr) {
+        (None, None) => match (default_address(index, 0), default_address(index, 1)) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => Err(ctx.error(
+                span.clone(),
+                "a_addr",
+                "past 65536 links every link needs `a_addr` and `b_addr`",
+            )),
+        },
+        (Some(a), Some(b)) => {
+            let (a_cidr, b_cidr) = (parse("a_addr", a)?, parse("b_addr", b)?);
+            if a_cidr.network() != b_cidr.network() || a_cidr.address == b_cidr.address {
+                return Err(ctx.error(
+                    b.span(),
+                    "b_addr",
+                    format!("{b_cidr} must be another address in {a_cidr}'s subnet"),
+                ));
+            }
+            Ok((a_cidr, b_cidr))
+        }
+        (Some(a), None) => Err(ctx.error(a.span(), "b_addr", "give both `a_addr` and `b_addr`")),
+        (None, Some(b)) => Err(ctx.error(b.span(), "a_addr", "give both `a_addr` and `b_addr`")),
+    }
+}
+
+/// A link model from the keys of a `[[link]]` (or a `[dumbbell]` link table).
+fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, ScenarioError> {
+    let link = spanned.get_ref();
+    let mtu = match &link.mtu {
+        Some(m) if !(68..=65535).contains(&m.get_ref().0) => {
+            return Err(ctx.error(
+                m.span(),
+                "mtu",
+                format!("IP MTU {} is outside 68..=65535", m.get_ref().0),
+            ));
+        }
+        Some(m) => m.get_ref().0 as usize,
+        None => 1500,
+    };
+    let p = |v: Option<Prob>| v.map_or(0.0, |p| p.0);
+    let config = LinkConfig {
+        rate_bps: link.rate.map_or(0, |r| r.0),
+        delay: link.delay.map_or(Duration::ZERO, |d| d.0),
+        queue_limit_bytes: link
+            .queue
+            .map_or(1 << 20, |q| usize::try_from(q.0).unwrap_or(usize::MAX)),
+        qdisc: None,
+        loss: p(link.loss),
+        reorder: p(link.reorder),
+        reorder_delay: link.reorder_delay.map_or(Duration::ZERO, |d| d.0),
+        duplicate: p(link.duplicate),
+        corrupt: p(link.corrupt),
+        mtu: mtu + impnet_wire::ethernet::HEADER_LEN,
+        burst_loss: link.burst_loss.as_ref().map(|b| GilbertElliott {
+            good_to_bad: b.good_to_bad.0,
+            bad_to_good: b.bad_to_good.0,
+            loss_good: p(b.loss_good),
+            loss_bad: b.loss_bad.map_or(1.0, |p| p.0),
+        }),
+    };
+    let config = LinkConfig {
+        qdisc: qdisc(ctx, spanned, &config)?,
+        ..config
+    };
+    config.validate().map_err(|e| {
+        let field = match e {
+            impnet_phy::LinkConfigError::ProbabilityOutOfRange { name, .. } => name,
+            impnet_phy::LinkConfigError::ZeroMtu => "mtu",
+            _ => "reorder_delay",
+        };
+        let key = field.rsplit('.').next().unwrap_or(field);
+        ctx.field_error(spanned.span(), key, e.to_string())
+    })?;
+    Ok(config)
+}
+
+/// A link's `qdisc`, `target` and `interval`: the queue discipline holding the frames
+/// that wait for the transmitter (`queue` its byte limit when given).
+fn qdisc(
+    ctx: &Ctx<'_>,
+    spanned: &Spanned<RawLink>,
+    config: &LinkConfig,
+) -> Result<Option<QdiscConfig>, ScenarioError> {
+    let link = spanned.get_ref();
+    let Some(name) = &link.qdisc else {
+        if link.target.is_some() || link.interval.is_some() {
+            let field = if link.target.is_some() {
+                "target"
+            } else {
+                "interval"
+            };
+            return Err(ctx.field_error(
+                spanned.span(),
+                field,
+                "needs `qdisc = \"codel\"` or `\"fq_codel\"`",
+            ));
+        }
+        return Ok(None);
+    };
+    let mut qdisc: QdiscConfig = name.get_ref().parse().map_err(|_| {
+        ctx.error(
+            name.span(),
+            "qdisc",
+            format!(
+                "unknown queue discipline `{}`; use \"fifo\", \"codel\" or \"fq_codel\"",
+                name.get_ref()
+            ),
+        )
+    })?;
+    qdisc = qdisc.with_mtu(config.mtu);
+    if link.queue.is_some() {
+        qdisc = qdisc.with_limit(Limit::Bytes(config.queue_limit_bytes));
+    }
+    if let Some(target) = link.target {
+        qdisc = qdisc.with_target(target.0);
+    }
+    if let Some(interval) = link.interval {
+        qdisc = qdisc.with_interval(interval.0);
+    }
+    Ok(Some(qdisc))
+}
+
 fn links(
     ctx: &Ctx<'_>,
     raw: &[Spanned<RawLink>],
-    names: &[&str],
+    nodes: &[NodeSpec],
 ) -> Result<Vec<LinkSpec>, ScenarioError> {
     let mut out: Vec<LinkSpec> = Vec::new();
     for (i, spanned) in raw.iter().enumerate() {
         let link = spanned.get_ref();
-        let a = host_ref(ctx, &link.a, "a", names)?;
-        let b = host_ref(ctx, &link.b, "b", names)?;
-        if a == b {
+        let joins = "a link joins two nodes `a` and `b`";
+        let a = required(ctx, &spanned.span(), link.a.as_ref(), "a", joins)?;
+        let b = required(ctx, &spanned.span(), link.b.as_ref(), "b", joins)?;
+        let (a, b_index) = (node_ref(ctx, a, "a", nodes)?, node_ref(ctx, b, "b", nodes)?);
+        if a == b_index {
             return Err(ctx.error(
-                link.b.span(),
+                b.span(),
                 "b",
-                "a link joins two different hosts (a self-loop is an echo flow over a link)",
+                "a link joins two different nodes (a self-loop is an echo flow over a link)",
             ));
         }
-        let mtu = match &link.mtu {
-            Some(m) if !(68..=65535).contains(&m.get_ref().0) => {
-                return Err(ctx.error(
-                    m.span(),
-                    "mtu",
-                    format!("IP MTU {} is outside 68..=65535", m.get_ref().0),
-                ));
-            }
-            Some(m) => m.get_ref().0 as usize,
-            None => 1500,
-        };
+        let config = link_config(ctx, spanned)?;
+        let (a_addr, b_addr) = link_addresses(ctx, &spanned.span(), link, i)?;
         let name = link.name.clone().unwrap_or_else(|| format!("link{i}"));
         if out.iter().any(|l| l.name == name) {
             return Err(ctx.error(
@@ -712,90 +1067,202 @@ fn links(
                 format!("a link called `{name}` already exists"),
             ));
         }
-        let p = |v: Option<Prob>| v.map_or(0.0, |p| p.0);
-        let config = LinkConfig {
-            rate_bps: link.rate.map_or(0, |r| r.0),
-            delay: link.delay.map_or(Duration::ZERO, |d| d.0),
-            queue_limit_bytes: link
-                .queue
-                .map_or(1 << 20, |q| usize::try_from(q.0).unwrap_or(usize::MAX)),
-            qdisc: None,
-            loss: p(link.loss),
-            reorder: p(link.reorder),
-            reorder_delay: link.reorder_delay.map_or(Duration::ZERO, |d| d.0),
-            duplicate: p(link.duplicate),
-            corrupt: p(link.corrupt),
-            mtu: mtu + impnet_wire::ethernet::HEADER_LEN,
-            burst_loss: link.burst_loss.as_ref().map(|b| GilbertElliott {
-                good_to_bad: b.good_to_bad.0,
-                bad_to_good: b.bad_to_good.0,
-                loss_good: p(b.loss_good),
-                loss_bad: b.loss_bad.map_or(1.0, |p| p.0),
-            }),
-        };
-        config.validate().map_err(|e| {
-            let field = match e {
-                impnet_phy::LinkConfigError::ProbabilityOutOfRange { name, .. } => name,
-                impnet_phy::LinkConfigError::ZeroMtu => "mtu",
-                _ => "reorder_delay",
-            };
-            let key = field.rsplit('.').next().unwrap_or(field);
-            ctx.field_error(spanned.span(), key, e.to_string())
-        })?;
         out.push(LinkSpec {
             name,
             a,
-            b,
+            b: b_index,
+            a_addr,
+            b_addr,
             config,
+            block_icmp: link.block_icmp.unwrap_or(false),
             seed: link.seed,
         });
     }
     Ok(out)
 }
 
-fn flows(
+/// Refuses two links whose subnets overlap (routes could not tell them apart).
+fn check_subnets(
     ctx: &Ctx<'_>,
-    raw: &[Spanned<RawFlow>],
-    names: &[&str],
+    raw: &RawScenario,
     links: &[LinkSpec],
-) -> Result<Vec<FlowSpec>, ScenarioError> {
-    let mut out: Vec<FlowSpec> = Vec::new();
-    for (i, spanned) in raw.iter().enumerate() {
-        let flow = spanned.get_ref();
-        let from = host_ref(ctx, &flow.from, "from", names)?;
-        let to = host_ref(ctx, &flow.to, "to", names)?;
-        let link = links
+) -> Result<(), ScenarioError> {
+    let mut seen: Vec<(Cidr, usize)> = Vec::with_capacity(links.len());
+    for (i, link) in links.iter().enumerate() {
+        let net = link.a_addr.network();
+        if let Some(&(_, j)) = seen
             .iter()
-            .position(|l| (l.a, l.b) == (from, to) || (l.a, l.b) == (to, from))
-            .ok_or_else(|| {
-                ctx.error(
-                    flow.to.span(),
-                    "to",
-                    format!(
-                        "no link joins `{}` and `{}` (routers come later: flows run over one link)",
-                        names[from], names[to]
-                    ),
-                )
-            })?;
-        let kind = flow_kind(ctx, spanned)?;
-        let name = flow.name.clone().unwrap_or_else(|| format!("flow{i}"));
-        if out.iter().any(|f| f.name == name) {
-            return Err(ctx.error(
-                spanned.span(),
-                "name",
-                format!("a flow called `{name}` already exists"),
+            .find(|(other, _)| other.contains_cidr(&net) || net.contains_cidr(other))
+        {
+            let span = raw
+                .link
+                .get(i)
+                .map(Spanned::span)
+                .or_else(|| raw.dumbbell.as_ref().map(Spanned::span))
+                .unwrap_or(0..0);
+            return Err(ctx.field_error(
+                span,
+                "a_addr",
+                format!(
+                    "link `{}`'s subnet {net} overlaps link `{}`'s {}",
+                    link.name,
+                    links[j].name,
+                    links[j].a_addr.network()
+                ),
             ));
         }
-        out.push(FlowSpec {
-            name,
-            from,
-            to,
+        seen.push((net, i));
+    }
+    Ok(())
+}
+
+/// The `[[route]]` entries, each replacing a computed route for the same prefix.
+fn given_routes(
+    ctx: &Ctx<'_>,
+    raw: &[Spanned<RawRoute>],
+    nodes: &[NodeSpec],
+    links: &[LinkSpec],
+    routes: &mut Vec<RouteSpec>,
+) -> Result<(), ScenarioError> {
+    for spanned in raw {
+        let route = spanned.get_ref();
+        let node = node_ref(ctx, &route.node, "node", nodes)?;
+        let via = node_ref(ctx, &route.via, "via", nodes)?;
+        let dest = match route.dest.get_ref().as_str() {
+            "default" => Cidr::DEFAULT_ROUTE,
+            text => text.parse::<Cidr>().map_err(|_| {
+                ctx.error(
+                    route.dest.span(),
+                    "dest",
+                    format!("`{text}` is neither \"default\" nor a prefix such as \"10.0.3.0/24\""),
+                )
+            })?,
+        }
+        .network();
+        let joins = |l: &LinkSpec| (l.a, l.b) == (node, via) || (l.a, l.b) == (via, node);
+        let link = match &route.link {
+            Some(name) => links
+                .iter()
+                .position(|l| l.name == *name.get_ref() && joins(l))
+                .ok_or_else(|| {
+                    ctx.error(
+                        name.span(),
+                        "link",
+                        format!(
+                            "no link `{}` joins `{}` and `{}`",
+                            name.get_ref(),
+                            nodes[node].name,
+                            nodes[via].name
+                        ),
+                    )
+                })?,
+            None => links.iter().position(joins).ok_or_else(|| {
+                ctx.error(
+                    route.via.span(),
+                    "via",
+                    format!(
+                        "`{}` is not a neighbour of `{}` (no link joins them)",
+                        nodes[via].name, nodes[node].name
+                    ),
+                )
+            })?,
+        };
+        let spec = RouteSpec {
+            node,
+            dest,
             link,
-            start: flow.start.map_or(Duration::ZERO, |d| d.0),
-            kind,
-        });
+            gateway: topology::address_on(&links[link], via),
+        };
+        match routes.iter_mut().find(|r| r.node == node && r.dest == dest) {
+            Some(existing) => *existing = spec,
+            None => routes.push(spec),
+        }
+    }
+    Ok(())
+}
+
+/// A flow as parsed, before its path is known.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingFlow {
+    name: String,
+    from: usize,
+    to: usize,
+    /// Where errors about the flow's endpoints point.
+    span: Range<usize>,
+    start: Duration,
+    kind: FlowKind,
+}
+
+fn pending_flows(
+    ctx: &Ctx<'_>,
+    raw: &[Spanned<RawFlow>],
+    nodes: &[NodeSpec],
+) -> Result<Vec<PendingFlow>, ScenarioError> {
+    let mut out: Vec<PendingFlow> = Vec::new();
+    for (i, spanned) in raw.iter().enumerate() {
+        let flow = spanned.get_ref();
+        let ends = "a flow runs from one host `from` to another `to`";
+        let from = required(ctx, &spanned.span(), flow.from.as_ref(), "from", ends)?;
+        let to = required(ctx, &spanned.span(), flow.to.as_ref(), "to", ends)?;
+        let (from_index, to_index) = (
+            node_ref(ctx, from, "from", nodes)?,
+            node_ref(ctx, to, "to", nodes)?,
+        );
+        let kind = flow_kind(ctx, spanned)?;
+        if nodes[from_index].kind != NodeKind::Host {
+            return Err(ctx.error(
+                from.span(),
+                "from",
+                format!("`{}` is a router; flows start at hosts", from.get_ref()),
+            ));
+        }
+        if nodes[to_index].kind != NodeKind::Host && !matches!(kind, FlowKind::Ping { .. }) {
+            return Err(ctx.error(
+                to.span(),
+                "to",
+                format!(
+                    "`{}` is a router; only a ping may go to a router",
+                    to.get_ref()
+                ),
+            ));
+        }
+        if from_index == to_index {
+            return Err(ctx.error(to.span(), "to", "a flow runs between two different nodes"));
+        }
+        let name = flow.name.clone().unwrap_or_else(|| format!("flow{i}"));
+        push_flow(
+            ctx,
+            &mut out,
+            PendingFlow {
+                name,
+                from: from_index,
+                to: to_index,
+                span: to.span(),
+                start: flow.start.map_or(Duration::ZERO, |d| d.0),
+                kind,
+            },
+            spanned.span(),
+        )?;
     }
     Ok(out)
+}
+
+/// Adds a flow, refusing a duplicate name (reported at `span`).
+fn push_flow(
+    ctx: &Ctx<'_>,
+    out: &mut Vec<PendingFlow>,
+    flow: PendingFlow,
+    span: Range<usize>,
+) -> Result<(), ScenarioError> {
+    if out.iter().any(|f| f.name == flow.name) {
+        return Err(ctx.error(
+            span,
+            "name",
+            format!("a flow called `{}` already exists", flow.name),
+        ));
+    }
+    out.push(flow);
+    Ok(())
 }
 
 fn flow_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, ScenarioError> {

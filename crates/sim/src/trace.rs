@@ -280,3 +280,19 @@ impl Followed {
         }
     }
 }
+
+/// The backlog of one router's egress queue over a run (the link direction the router
+/// sends on), sampled every `sample_interval`.
+#[derive(Debug, Clone, Default)]
+pub struct QueueTrace {
+    /// Index of the router in the scenario's nodes.
+    pub router: usize,
+    /// Index of the link in the scenario's links.
+    pub link: usize,
+    /// Which end of the link the router is (0 = `a`).
+    pub side: usize,
+    /// `ROUTER-LINK`, the stem of the plot's file names.
+    pub name: String,
+    /// (time s, backlog bytes, queueing delay ms) at each sample.
+    pub samples: Vec<(f64, u64, f64)>,
+}
