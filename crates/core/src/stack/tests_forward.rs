@@ -444,6 +444,46 @@ mod tcp {
     }
 
     #[test]
+    fn a_black_hole_is_found_without_icmp_and_the_stream_arrives_whole() {
+        let mut net = Net::chain([1500, 1500]);
+        narrow(&mut net, 1000);
+        let (client, server) = connected(&mut net);
+        let data: Vec<u8> = (0..60_000u32).map(|i| (i % 253) as u8).collect();
+        let mut sent = 0;
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        for _ in 0..3000 {
+            if sent < data.len() {
+                sent += net.nodes[0]
+                    .tcp_send(net.now, client, &data[sent..])
+                    .unwrap_or(0);
+            }
+            // A firewall drops every ICMP message the router sends towards A.
+            net.exchange_filtered(|from, frame| !(from == ROUTER && frame[23] == 1));
+            while let Ok(n) = net.nodes[2].tcp_recv(net.now, server, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            if got.len() == data.len() {
+                break;
+            }
+            net.advance(Duration::from_millis(50));
+        }
+        assert!(
+            got == data,
+            "{} of {} bytes, or corrupted",
+            got.len(),
+            data.len()
+        );
+        let stats = net.nodes[0].tcp_stats();
+        assert_eq!(stats.path_mtu_drops, 0, "no ICMP got through");
+        assert!(stats.black_holes >= 1);
+        assert!(net.nodes[0].tcp_info(client).unwrap().snd_mss <= 1000 - 40);
+    }
+
+    #[test]
     fn an_icmp_error_quoting_a_sequence_number_not_in_flight_is_ignored() {
         let mut net = Net::chain([1500, 1500]);
         let (client, _server) = connected(&mut net);

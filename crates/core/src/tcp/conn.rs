@@ -736,6 +736,9 @@ impl Conn {
         }
         ctx.sh.stats.timeouts += 1;
         self.retries += 1;
+        if self.retries.is_multiple_of(2) && ctx.sh.config.black_hole_detection {
+            self.suspect_black_hole(ctx);
+        }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
         self.rtt.backoff();
         match &mut self.state {

@@ -10,6 +10,10 @@ use super::state::State;
 /// `min_pmtu`): a forged message cannot shrink segments below 512 bytes of data.
 pub(crate) const MIN_PATH_MTU: u16 = 552;
 
+/// The segment size black-hole detection stops at: RFC 879's default MSS, which every
+/// IPv4 path carries (576-byte datagrams).
+const BLACK_HOLE_FLOOR: u16 = 536;
+
 impl Conn {
     /// An ICMP error quoting sequence number `seq`: taken only when `seq` is in flight
     /// (RFC 5927 §4.1: "SND.UNA =< SEG.SEQ < SND.NXT"; for a connection still opening,
@@ -37,6 +41,19 @@ impl Conn {
                 snd.snd_max != snd.snd_una && seq.in_window(snd.snd_una, snd.snd_max - snd.snd_una)
             }),
         }
+    }
+
+    /// RFC 4821 §4 black-hole detection: repeated timeouts with segments bigger than
+    /// the smallest a path must carry (536 bytes of data, RFC 879) may be a path that
+    /// drops big packets silently; halve the segment size (at least 536) and let the
+    /// go-back that follows the timeout resend in the smaller size.
+    pub(super) fn suspect_black_hole(&mut self, ctx: &mut Ctx<'_>) {
+        let current = self.opts.seg_mss();
+        if !self.state.synchronized() || current <= BLACK_HOLE_FLOOR {
+            return;
+        }
+        self.opts.path_mss = (current / 2).max(BLACK_HOLE_FLOOR);
+        ctx.sh.stats.black_holes += 1;
     }
 
     /// RFC 1191 §6: lower the segment size to what the path carries and resend what is

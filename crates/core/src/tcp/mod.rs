@@ -74,6 +74,12 @@ pub struct TcpConfig {
     /// to its `TCP_MAX_QUICKACKS` of 16): the sender's slow start is clocked by our
     /// ACKs and should not wait for the timer. Zero turns it off.
     pub quick_acks: u32,
+    /// Packetization-layer path MTU discovery's black-hole detection (RFC 4821 §4,
+    /// RFC 8899 §4.2): when every second retransmission timeout in a row finds
+    /// segments larger than 536 bytes unacknowledged, the segment size is halved
+    /// (down to 536), as a path that drops big packets without ICMP (filtered
+    /// fragmentation-needed) would make them vanish. On by default.
+    pub black_hole_detection: bool,
     /// Disable Nagle's algorithm on new connections.
     pub nodelay: bool,
     /// Maximum segment lifetime; TIME-WAIT lasts 2*MSL (RFC 9293 §3.4.2; default 30 s).
@@ -134,6 +140,7 @@ impl Default for TcpConfig {
             recv_buffer: 256 * 1024,
             delayed_ack: Duration::from_millis(40),
             quick_acks: 16,
+            black_hole_detection: true,
             nodelay: false,
             msl: Duration::from_secs(30),
             mss: 1460,
@@ -337,6 +344,8 @@ pub struct TcpStats {
     pub icmp_ignored: u64,
     /// Path MTU reductions from ICMP fragmentation-needed (RFC 1191).
     pub path_mtu_drops: u64,
+    /// Segment-size reductions by black-hole detection (RFC 4821).
+    pub black_holes: u64,
     /// Segments handled by header prediction (Linux's `TCPHPHits`), a subset of
     /// `segments_in`.
     pub predicted: u64,
