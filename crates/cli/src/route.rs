@@ -270,6 +270,12 @@ fn validate(args: &RouteArgs) -> Result<(), String> {
             ));
         }
     }
+    if args.qdisc.is_some() && args.impair.is_empty() {
+        return Err(
+            "--qdisc needs a link with a queue: give --impair NAME:rate=... for the interface it should manage"
+                .into(),
+        );
+    }
     if let Some(seconds) = args.stats
         && !(seconds.is_finite() && seconds > 0.0)
     {
@@ -773,6 +779,9 @@ mod tests {
             .impair
             .push(parse_named_impair("c:delay=1ms").unwrap());
         assert!(validate(&bad_impair).unwrap_err().contains("no --tap"));
+        let mut lone_qdisc = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
+        lone_qdisc.qdisc = Some(parse_qdisc("codel").unwrap());
+        assert!(validate(&lone_qdisc).unwrap_err().contains("--impair"));
         let mut bad_stats = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
         bad_stats.stats = Some(0.0);
         assert!(validate(&bad_stats).unwrap_err().contains("positive"));
