@@ -486,7 +486,8 @@ fn a_deny_rule_blocks_exactly_what_it_names() {
 }
 
 /// The median RTT (ms) of B's pings to A while B downloads a big file from A through
-/// imp route with `impair` on B's side (and `extra` arguments).
+/// imp route with `impair` on B's side (and `extra` arguments); every ping must be
+/// answered.
 fn ping_under_load(s: u8, impair: &str, extra: &[&str]) -> f64 {
     let mut args = vec!["--impair", impair];
     args.extend_from_slice(extra);
@@ -516,25 +517,25 @@ fn ping_under_load(s: u8, impair: &str, extra: &[&str]) -> f64 {
         .filter_map(|t| t.split_whitespace().next()?.parse().ok())
         .collect();
     assert!(rtts.len() >= 5, "{text_out}");
+    // Every ping is answered, through the full queue or past it.
+    assert!(out.status.success(), "{}", text(&out));
     rtts.sort_by(f64::total_cmp);
     rtts[rtts.len() / 2]
 }
 
 #[test]
-fn fq_codel_keeps_a_ping_quick_where_drop_tail_makes_it_wait_behind_the_queue() {
+fn pings_cross_a_rate_limited_link_under_load_with_drop_tail_and_fq_codel() {
     if !can_run() || !have("curl") || !have("python3") || !have("ping") {
         return;
     }
-    // 10 Mbit/s towards B with a 200 KB drop-tail queue (up to 160 ms when full;
-    // Linux's senders keep it at about 10 ms here).
+    // 10 Mbit/s towards B with a 200 KB queue, drop-tail and then fq_codel, each under
+    // two bulk downloads. The delay each gives the ping is printed, not asserted: real
+    // time on a shared machine is not a test's business. The claim itself (FQ-CoDel keeps
+    // the ping near its base RTT where drop-tail queues it) is asserted in virtual time
+    // by the simulator's bufferbloat scenario (crates/sim/tests/routed.rs).
     let droptail = ping_under_load(16, "rb:rate=10mbit,queue=200k", &[]);
     let fq_codel = ping_under_load(18, "rb:rate=10mbit,queue=200k", &["--qdisc", "fq_codel"]);
     println!(
         "median ping RTT under a bulk download: drop-tail {droptail} ms, fq_codel {fq_codel} ms"
-    );
-    // Compared in one run, so the machine's load scales both.
-    assert!(
-        fq_codel * 3.0 < droptail,
-        "drop-tail {droptail} ms, fq_codel {fq_codel} ms"
     );
 }
