@@ -4,11 +4,12 @@
 //! The table has two halves. The routes themselves sit in a slab (`slots`), each at an
 //! index that stays put from insertion to removal, with an exact-match map from prefix
 //! to index beside it; that half answers `insert`, `remove` and `iter`. Lookups go
-//! through the other half, a compressed multibit trie over the same prefixes
-//! (`route/trie.rs`, Poptrie-style, six bits a level) whose leaves are slab
-//! indices: a lookup is at most six node visits with a population count each, whatever
-//! the table's size, and memory grows with the routes (an empty table allocates
-//! nothing). Updates rebuild only the part of the trie under the changed prefix.
+//! through the other half, a Poptrie over the same prefixes (`route/trie.rs`, six bits a
+//! level, nodes and leaves in flat arrays) whose leaves are slab indices; past a thousand
+//! routes it gains a 2^16-entry first level indexed by the address's top 16 bits, so a
+//! lookup in a large table reads one entry there, a node or two and a leaf. Memory grows
+//! with the routes (an empty table allocates nothing). Updates rebuild only the part of
+//! the trie under the changed prefix (a /16 or less of it for a large table).
 //!
 //! Forwarding wants per-route counters: [`Routes::lookup_index`] returns the route's
 //! index, and [`Routes::count`] adds a packet to that route's [`RouteCounters`], which
@@ -27,7 +28,7 @@ use core::net::Ipv4Addr;
 use impnet_wire::ipv4::Cidr;
 
 use crate::iface::{IfaceId, prefix_mask};
-use trie::{NO_ROUTE, Prefix, Trie};
+use trie::{NO_ROUTE, Prefix, Source, Trie};
 
 /// One routing table entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +60,7 @@ pub struct RouteCounters {
     pub bytes: u64,
 }
 
-/// The routing table. Holds at most `u32::MAX - 1` routes; insertions past that are
+/// The routing table. Holds at most `2^31 - 1` routes; insertions past that are
 /// ignored.
 #[derive(Clone, Default)]
 pub struct Routes {
@@ -118,6 +119,20 @@ fn best_covering(by_prefix: &BTreeMap<(u32, u8), u32>, region: u32, len: u8) -> 
         .unwrap_or(NO_ROUTE)
 }
 
+impl Source for BTreeMap<(u32, u8), u32> {
+    fn prefixes_in(&self, region: u32, len: u8) -> Vec<Prefix> {
+        prefixes_in(self, region, len)
+    }
+
+    fn best_covering(&self, region: u32, len: u8) -> u32 {
+        best_covering(self, region, len)
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
 impl Routes {
     /// An empty table (allocates nothing).
     pub fn new() -> Routes {
@@ -167,7 +182,7 @@ impl Routes {
         let index = match self.free.pop() {
             Some(index) => index,
             None => match u32::try_from(self.slots.len()) {
-                Ok(index) if index != NO_ROUTE => {
+                Ok(index) if index < NO_ROUTE => {
                     self.slots.push(None);
                     self.counters.push(RouteCounters::default());
                     index
@@ -218,13 +233,7 @@ impl Routes {
 
     /// Rebuild the part of the trie the prefix `key` reaches.
     fn refresh(&mut self, (network, len): (u32, u8)) {
-        let by_prefix = &self.by_prefix;
-        self.trie.rebuild(
-            network,
-            len,
-            |region, len| prefixes_in(by_prefix, region, len),
-            |region, len| best_covering(by_prefix, region, len),
-        );
+        self.trie.update(network, len, &self.by_prefix);
     }
 
     /// The most specific route covering `dst`.
@@ -309,9 +318,7 @@ impl Extend<Route> for Routes {
         for route in routes {
             self.store(route);
         }
-        let default = self.by_prefix.get(&(0, 0)).copied().unwrap_or(NO_ROUTE);
-        let prefixes = prefixes_in(&self.by_prefix, 0, 0);
-        self.trie.rebuild_all(default, &prefixes);
+        self.trie.rebuild_all(&self.by_prefix);
     }
 }
 

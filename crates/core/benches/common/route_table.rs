@@ -32,8 +32,13 @@ fn random_address(rng: &mut Rng) -> Ipv4Addr {
 
 /// A default route and `n - 1` distinct random /8../32 prefixes.
 pub fn routes(n: usize) -> Vec<Route> {
+    routes_seeded(n, 0x1812)
+}
+
+/// As [`routes`], from another seed.
+pub fn routes_seeded(n: usize, seed: u64) -> Vec<Route> {
     let ifaces = interfaces();
-    let mut rng = Rng::new(0x1812);
+    let mut rng = Rng::new(seed);
     let mut routes = Vec::with_capacity(n);
     routes.push(Route {
         cidr: Cidr {

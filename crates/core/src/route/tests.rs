@@ -181,6 +181,127 @@ fn a_large_random_table_matches_the_model_loaded_either_way() {
     }
 }
 
+/// A route for a prefix of any length near one of a few networks, so short and long
+/// prefixes nest (a /16 and shorter ones span several of the large table's /16s).
+fn clustered_route(rng: &mut crate::rng::Rng, iface: u32) -> Route {
+    let bases = [
+        0x0A00_0000u32,
+        0x0A01_0200,
+        0xC0A8_0000,
+        0x8000_0000,
+        0xFFFF_FFFF,
+    ];
+    let base = bases[rng.in_range(0, 4) as usize];
+    let noise = u32::try_from(rng.next_u64() >> 32).unwrap() >> rng.in_range(0, 16);
+    let len = if rng.in_range(0, 9) == 0 {
+        u8::try_from(rng.in_range(0, 16)).unwrap()
+    } else {
+        u8::try_from(rng.in_range(12, 32)).unwrap()
+    };
+    Route {
+        cidr: Cidr {
+            address: Ipv4Addr::from_bits(base ^ noise),
+            prefix_len: len,
+        },
+        gateway: None,
+        iface: IfaceId(iface),
+        mtu: None,
+    }
+}
+
+/// Every route's probes and `random` random addresses give what the model gives.
+fn check_all(routes: &Routes, model: &Linear, rng: &mut crate::rng::Rng, random: usize) {
+    for route in &model.entries {
+        for dst in probes(route.cidr) {
+            assert_eq!(routes.lookup(dst), model.lookup(dst), "{dst}");
+        }
+    }
+    for _ in 0..random {
+        let dst = Ipv4Addr::from_bits(u32::try_from(rng.next_u64() >> 32).unwrap());
+        assert_eq!(routes.lookup(dst), model.lookup(dst), "{dst}");
+    }
+    assert_eq!(routes.len(), model.entries.len());
+}
+
+#[test]
+fn growing_past_the_direct_threshold_and_shrinking_back_matches_the_model() {
+    let mut rng = crate::rng::Rng::new(0x1ee7);
+    let (mut routes, mut model) = (Routes::new(), Linear::default());
+    let mut i = 0;
+    while model.entries.len() <= trie::DIRECT_MIN + 300 {
+        let route = clustered_route(&mut rng, i);
+        i += 1;
+        routes.insert(route);
+        model.insert(route);
+        for dst in probes(route.cidr) {
+            assert_eq!(routes.lookup(dst), model.lookup(dst), "{dst}");
+        }
+        // Now and then a removal, of a short prefix too: the large table rebuilds the
+        // /16s it covers.
+        if i % 7 == 0 {
+            let victim = model.entries[rng.in_range(0, 1_000_000) as usize % model.entries.len()];
+            assert_eq!(routes.remove(victim.cidr), model.remove(victim.cidr));
+            for dst in probes(victim.cidr) {
+                assert_eq!(routes.lookup(dst), model.lookup(dst), "{dst}");
+            }
+        }
+        if model.entries.len() == trie::DIRECT_MIN - 5 {
+            assert!(!routes.trie.is_direct());
+            check_all(&routes, &model, &mut rng, 2000);
+        }
+    }
+    assert!(routes.trie.is_direct());
+    check_all(&routes, &model, &mut rng, 20_000);
+    // A new default route and a replaced /8 reach every /16 of the large table.
+    for route in [clustered_route(&mut rng, 0), clustered_route(&mut rng, 1)] {
+        let mut short = route;
+        short.cidr.prefix_len = if short.iface == IfaceId(0) { 0 } else { 8 };
+        routes.insert(short);
+        model.insert(short);
+    }
+    check_all(&routes, &model, &mut rng, 5000);
+    // Shrink below the threshold, checking on the way down.
+    while model.entries.len() >= trie::DIRECT_MIN / 2 - 10 {
+        let victim = model.entries[rng.in_range(0, 1_000_000) as usize % model.entries.len()];
+        assert_eq!(routes.remove(victim.cidr), model.remove(victim.cidr));
+        for dst in probes(victim.cidr) {
+            assert_eq!(routes.lookup(dst), model.lookup(dst), "{dst}");
+        }
+        if model.entries.len() == DIRECT_MIN_HALF_PLUS {
+            assert!(routes.trie.is_direct());
+            check_all(&routes, &model, &mut rng, 2000);
+        }
+    }
+    assert!(!routes.trie.is_direct());
+    check_all(&routes, &model, &mut rng, 20_000);
+}
+
+/// A table just above the size at which a large one drops `direct`.
+const DIRECT_MIN_HALF_PLUS: usize = trie::DIRECT_MIN / 2 + 3;
+
+#[test]
+fn a_bulk_loaded_large_table_shrinks_back_to_a_small_one() {
+    let mut rng = crate::rng::Rng::new(0xb01c);
+    let mut model = Linear::default();
+    let mut batch = Vec::new();
+    for i in 0..(trie::DIRECT_MIN as u32 + 500) {
+        let route = clustered_route(&mut rng, i);
+        model.insert(route);
+        batch.push(route);
+    }
+    let mut routes: Routes = batch.into_iter().collect();
+    assert!(routes.trie.is_direct());
+    check_all(&routes, &model, &mut rng, 10_000);
+    while let Some(&victim) = model.entries.last() {
+        assert_eq!(routes.remove(victim.cidr), model.remove(victim.cidr));
+        if model.entries.len() % 256 == 0 {
+            check_all(&routes, &model, &mut rng, 1000);
+        }
+    }
+    assert!(!routes.trie.is_direct());
+    assert_eq!(routes.heap_bytes(), 0);
+}
+
 /// The table as it was: a list searched end to end. The model the trie must match.
 #[derive(Default)]
 struct Linear {
