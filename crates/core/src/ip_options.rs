@@ -69,6 +69,38 @@ pub struct BadOption {
     pub pointer: u8,
 }
 
+/// The options in `options` one by one: `(kind, start, len)` of each (NOPs skipped,
+/// the walk ends at end-of-list), or the error of the first malformed one (a length
+/// missing, below 2 or running out of the header).
+fn walk(options: &[u8]) -> impl Iterator<Item = Result<(u8, usize, usize), BadOption>> + '_ {
+    let mut at = 0;
+    let mut done = false;
+    core::iter::from_fn(move || {
+        while !done && at < options.len() {
+            let kind = options[at];
+            if kind == END {
+                break;
+            }
+            if kind == NOP {
+                at += 1;
+                continue;
+            }
+            let len = options.get(at + 1).map(|&l| usize::from(l));
+            let Some(len) = len.filter(|&l| l >= 2 && at + l <= options.len()) else {
+                done = true;
+                let pointer = if len.is_none() { 20 + at } else { 21 + at };
+                return Some(Err(BadOption {
+                    pointer: pointer as u8,
+                }));
+            };
+            let start = at;
+            at += len;
+            return Some(Ok((kind, start, len)));
+        }
+        None
+    })
+}
+
 /// Fill in our part of every Record Route and Timestamp option in `options` (the bytes
 /// after the fixed 20-byte header): `addr` is the address we record (the interface the
 /// datagram leaves by), `stamp` the timestamp (RFC 791: milliseconds since midnight UT,
@@ -76,33 +108,15 @@ pub struct BadOption {
 /// changed (then the header checksum needs recomputing). Options other than these two
 /// are walked past unchanged; a length that runs out of the header is an error.
 pub fn stamp(options: &mut [u8], addr: Ipv4Addr, stamp: u32) -> Result<bool, BadOption> {
+    let found: Vec<_> = walk(options).collect::<Result<_, _>>()?;
     let mut changed = false;
-    let mut at = 0;
-    while at < options.len() {
-        let kind = options[at];
-        if kind == END {
-            break;
-        }
-        if kind == NOP {
-            at += 1;
-            continue;
-        }
-        let bad = BadOption {
-            pointer: (20 + at) as u8,
-        };
-        let len = usize::from(*options.get(at + 1).ok_or(bad)?);
-        if len < 2 || at + len > options.len() {
-            return Err(BadOption {
-                pointer: (21 + at) as u8,
-            });
-        }
+    for (kind, at, len) in found {
         let option = &mut options[at..at + len];
         changed |= match kind {
             RECORD_ROUTE => stamp_record_route(option, addr, at)?,
             TIMESTAMP => stamp_timestamp(option, addr, stamp, at)?,
             _ => false,
         };
-        at += len;
     }
     Ok(changed)
 }
@@ -224,28 +238,14 @@ impl IpOptions {
     /// there are none or they are malformed.
     pub fn stamp(&mut self, addr: Ipv4Addr, timestamp: u32) -> bool {
         let mut kept = Vec::new();
-        let mut at = 0;
         let options = self.as_slice();
-        while at < options.len() {
-            let kind = options[at];
-            if kind == END {
-                break;
-            }
-            if kind == NOP {
-                at += 1;
-                continue;
-            }
-            let Some(&len) = options.get(at + 1) else {
+        for option in walk(options) {
+            let Ok((kind, at, len)) = option else {
                 return false;
             };
-            let len = usize::from(len);
-            if len < 2 || at + len > options.len() {
-                return false;
-            }
             if kind == RECORD_ROUTE || kind == TIMESTAMP {
                 kept.extend_from_slice(&options[at..at + len]);
             }
-            at += len;
         }
         if kept.is_empty() || stamp(&mut kept, addr, timestamp).is_err() {
             return false;
@@ -276,23 +276,7 @@ pub enum Hop {
 pub fn read(options: &[u8]) -> (Vec<Hop>, u8) {
     let mut hops = Vec::new();
     let mut overflow = 0;
-    let mut at = 0;
-    while at < options.len() {
-        let kind = options[at];
-        if kind == END {
-            break;
-        }
-        if kind == NOP {
-            at += 1;
-            continue;
-        }
-        let Some(&len) = options.get(at + 1) else {
-            break;
-        };
-        let len = usize::from(len);
-        if len < 2 || at + len > options.len() {
-            break;
-        }
+    for (kind, at, len) in walk(options).map_while(Result::ok) {
         let option = &options[at..at + len];
         match kind {
             RECORD_ROUTE if len >= 3 => {
@@ -317,7 +301,6 @@ pub fn read(options: &[u8]) -> (Vec<Hop>, u8) {
             }
             _ => {}
         }
-        at += len;
     }
     (hops, overflow)
 }
@@ -334,27 +317,10 @@ fn be32(bytes: &[u8]) -> u32 {
 /// 791 §3.2), padded to 4 bytes. Malformed options end the copy.
 pub fn copied(options: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut at = 0;
-    while at < options.len() {
-        let kind = options[at];
-        if kind == END {
-            break;
-        }
-        if kind == NOP {
-            at += 1;
-            continue;
-        }
-        let Some(&len) = options.get(at + 1) else {
-            break;
-        };
-        let len = usize::from(len);
-        if len < 2 || at + len > options.len() {
-            break;
-        }
+    for (kind, at, len) in walk(options).map_while(Result::ok) {
         if kind & 0x80 != 0 {
             out.extend_from_slice(&options[at..at + len]);
         }
-        at += len;
     }
     pad(&mut out);
     out
