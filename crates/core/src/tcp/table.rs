@@ -16,6 +16,7 @@ use super::output::Reset;
 use super::seq::SeqNumber;
 use super::state::{Closed, State};
 use super::{Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
+use crate::secret::Secret;
 use crate::time::Instant;
 
 /// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
@@ -90,8 +91,9 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Tcp {
-    /// A TCP layer with no sockets; `seed` keys ISNs and ephemeral ports.
-    pub fn new(config: TcpConfig, seed: u64) -> Tcp {
+    /// A TCP layer with no sockets; `secret` keys ISNs, ephemeral ports and the
+    /// 4-tuple hash.
+    pub fn new(config: TcpConfig, secret: &Secret) -> Tcp {
         Tcp {
             shared: Shared {
                 config,
@@ -108,12 +110,12 @@ impl Tcp {
             pending: None,
             slots: Vec::new(),
             free: Vec::new(),
-            conns: conn_map(mix(seed ^ 0x6465_6d75_7820_6b79)),
+            conns: conn_map(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
             deadlines: Deadlines::new(),
             dirty: VecDeque::new(),
-            isn: IsnGenerator::new(seed),
-            port_key: mix(seed ^ 0x706f_7274_6b65_7921),
+            isn: IsnGenerator::new(secret),
+            port_key: secret.derive(b"tcp ports"),
             port_counter: 0,
         }
     }

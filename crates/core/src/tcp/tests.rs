@@ -7,6 +7,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 use impnet_wire::tcp::{Flags, Options, Packet, Repr, SackBlock};
 
 use super::*;
+use crate::testutil::secret;
 use crate::time::{Duration, Instant};
 
 const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
@@ -98,7 +99,7 @@ macro_rules! recv_nothing {
 
 /// A connection accepted from a listener: returns (tcp, handle, our ISS + 1).
 fn established_with(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
-    let mut tcp = Tcp::new(config, 7);
+    let mut tcp = Tcp::new(config, &secret(7));
     let listener = tcp.listen(LOCAL, 4).unwrap();
     send!(
         tcp,
@@ -149,9 +150,40 @@ fn ack_templ(seq: u32, ack: u32) -> Repr<'static> {
 
 // ---- CLOSED / LISTEN ------------------------------------------------------------------
 
+/// The ISN of the SYN-ACK a listener of a default-configured `Tcp` keyed by `key`
+/// answers the same SYN with, at the same time.
+fn synack_isn(key: &crate::secret::Secret) -> u32 {
+    let mut tcp = Tcp::new(config(), key);
+    tcp.listen(LOCAL, 4).unwrap();
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    parse(&recv!(tcp, 0)).seq
+}
+
+#[test]
+fn isns_are_keyed_by_the_secret_not_by_the_configuration() {
+    // Same configuration, same tuple, same time: only the secret differs. With a seed in
+    // the configuration defaulting to 0, every embedder's ISNs were one public function.
+    let isns: Vec<u32> = (1..=4).map(|seed| synack_isn(&secret(seed))).collect();
+    for (i, a) in isns.iter().enumerate() {
+        for b in &isns[i + 1..] {
+            assert_ne!(a, b, "{isns:?}");
+        }
+    }
+    // And one secret always gives the same ISN (the simulator replays runs).
+    assert_eq!(synack_isn(&secret(1)), isns[0]);
+}
+
 #[test]
 fn syn_to_closed_port_gets_rst_ack() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     send!(
         tcp,
         0,
@@ -177,7 +209,7 @@ fn syn_to_closed_port_gets_rst_ack() {
 
 #[test]
 fn ack_to_closed_port_gets_rst_at_ack() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     send!(
         tcp,
         0,
@@ -213,7 +245,7 @@ fn ack_to_closed_port_gets_rst_at_ack() {
 
 #[test]
 fn listen_ack_gets_rst_and_rst_is_ignored() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     tcp.listen(LOCAL, 1).unwrap();
     send!(
         tcp,
@@ -250,7 +282,7 @@ fn listen_ack_gets_rst_and_rst_is_ignored() {
 
 #[test]
 fn listen_backlog_bounds_syn_received_children() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     let l = tcp.listen(LOCAL, 2).unwrap();
     for port in 1..=3u16 {
         tcp.handle_segment(
@@ -274,7 +306,7 @@ fn listen_backlog_bounds_syn_received_children() {
 
 #[test]
 fn passive_open_handshake_and_accept() {
-    let mut tcp = Tcp::new(config(), 3);
+    let mut tcp = Tcp::new(config(), &secret(3));
     let l = tcp.listen(LOCAL, 4).unwrap();
     send!(
         tcp,
@@ -328,7 +360,7 @@ fn passive_open_handshake_and_accept() {
 // ---- SYN-SENT ----------------------------------------------------------------------------
 
 fn syn_sent(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
-    let mut tcp = Tcp::new(config, 9);
+    let mut tcp = Tcp::new(config, &secret(9));
     let c = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
     let bytes = recv!(tcp, 0);
     let syn = parse(&bytes);
@@ -833,7 +865,7 @@ fn sack_blocks_are_generated() {
         sack: true,
         ..config()
     };
-    let mut tcp = Tcp::new(cfg, 7);
+    let mut tcp = Tcp::new(cfg, &secret(7));
     let l = tcp.listen(LOCAL, 4).unwrap();
     let opts = Options {
         mss: Some(MSS),
@@ -1265,7 +1297,7 @@ fn after_a_timeout_sack_holes_are_repaired_without_a_second_window_cut() {
             sack: true,
             ..config()
         },
-        7,
+        &secret(7),
     );
     let listener = tcp.listen(LOCAL, 4).unwrap();
     let sack_ok = Options {
@@ -1568,7 +1600,7 @@ fn ts_established() -> (Tcp, TcpHandle, u32) {
         window_scaling: true,
         ..config()
     };
-    let mut tcp = Tcp::new(cfg, 7);
+    let mut tcp = Tcp::new(cfg, &secret(7));
     let l = tcp.listen(LOCAL, 4).unwrap();
     let opts = Options {
         mss: Some(MSS),
@@ -1716,7 +1748,7 @@ fn keepalive_probes_then_timeout() {
 
 #[test]
 fn ephemeral_ports_differ_and_skip_used_ones() {
-    let mut tcp = Tcp::new(config(), 5);
+    let mut tcp = Tcp::new(config(), &secret(5));
     let any = SocketAddrV4::new(*LOCAL.ip(), 0);
     let mut ports = Vec::new();
     for _ in 0..100 {
@@ -1730,7 +1762,7 @@ fn ephemeral_ports_differ_and_skip_used_ones() {
 
 #[test]
 fn stale_handles_are_rejected() {
-    let mut tcp = Tcp::new(config(), 5);
+    let mut tcp = Tcp::new(config(), &secret(5));
     let c = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
     tcp.abort(ms(0), c).unwrap();
     let d = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
