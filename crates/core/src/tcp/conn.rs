@@ -763,8 +763,18 @@ impl Conn {
                 snd.dup_acks = 0;
                 snd.high_rxt = snd.snd_una;
                 snd.sampler.on_retransmit();
-                // RFC 6675 §5.1: after a timeout the receiver may have reneged on SACKed
-                // data; we keep the scoreboard (SACKed data is skipped when resending).
+                // RFC 2018 §8: "the data sender MUST retransmit the segment at the left
+                // edge of the window after a retransmit timeout, whether or not the
+                // SACKed bit is on for that segment", since the receiver may have
+                // reneged. A cumulative ACK that stops at SACKed data is the sign it
+                // did (as Linux's `tcp_check_sack_reneging`): then the whole scoreboard
+                // is distrusted and go-back-N resends from SND.UNA, SACKed or not; the
+                // ACKs that follow rebuild it (RFC 6675 §5.1: "Update () SHOULD continue
+                // to be used"). Otherwise SND.UNA is not SACKed and goes out first
+                // anyway, and data SACKed above it is skipped.
+                if snd.scoreboard.is_sacked(snd.snd_una) {
+                    snd.scoreboard.clear();
+                }
             }
         }
         // "(5.6) Start the retransmission timer" happens when the segment goes out.

@@ -710,7 +710,8 @@ impl Room {
     }
 }
 
-/// After a timeout, skip what the peer SACKed (RFC 6675 §5.1 keeps the scoreboard).
+/// After a timeout, skip what the peer SACKed (a timeout after reneging cleared the
+/// scoreboard: RFC 2018 §8).
 fn skip_sacked(snd: &mut Snd, sack: bool) {
     if sack
         && snd.snd_nxt < snd.snd_max

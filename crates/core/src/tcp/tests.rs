@@ -99,6 +99,17 @@ macro_rules! recv_nothing {
 
 /// A connection accepted from a listener: returns (tcp, handle, our ISS + 1).
 fn established_with(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
+    established_with_options(
+        config,
+        Options {
+            mss: Some(MSS),
+            ..SEND_TEMPL.options
+        },
+    )
+}
+
+/// [`established_with`], the peer's SYN carrying `options`.
+fn established_with_options(config: TcpConfig, options: Options) -> (Tcp, TcpHandle, u32) {
     let mut tcp = Tcp::new(config, &secret(7));
     let listener = tcp.listen(LOCAL, 4).unwrap();
     send!(
@@ -107,10 +118,7 @@ fn established_with(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
         Repr {
             seq: RISS,
             flags: Flags::SYN,
-            options: Options {
-                mss: Some(MSS),
-                ..SEND_TEMPL.options
-            },
+            options,
             ..SEND_TEMPL
         }
     );
@@ -1388,6 +1396,81 @@ fn after_a_timeout_sack_holes_are_repaired_without_a_second_window_cut() {
         "no second cut for the same loss episode"
     );
     assert_eq!(tcp.stats().timeouts, 1);
+}
+
+/// A peer that takes only in-order data and ACKs it without SACK blocks, at `t`
+/// milliseconds and after; the sender's timeouts run when it has nothing to send.
+/// Returns the bytes the peer took in order, from `snd`.
+fn in_order_peer(tcp: &mut Tcp, snd: u32, mut t: u64, want: usize) -> Vec<u8> {
+    let mut received = Vec::new();
+    for _ in 0..500 {
+        if received.len() == want {
+            break;
+        }
+        let Some(bytes) = poll(tcp, t) else {
+            let Some(due) = tcp.poll_timeout() else { break };
+            t = due.as_millis().max(t);
+            tcp.handle_timeout(ms(t));
+            continue;
+        };
+        let seg = parse(&bytes);
+        if seg.seq == snd.wrapping_add(received.len() as u32) {
+            received.extend_from_slice(seg.payload);
+        }
+        t += 1;
+        let ack = snd.wrapping_add(received.len() as u32);
+        send!(*tcp, t, ack_templ_from_peer(ack));
+    }
+    received
+}
+
+/// A bare ACK from the peer.
+fn ack_templ_from_peer(ack: u32) -> Repr<'static> {
+    Repr {
+        seq: RISS + 1,
+        ack,
+        ..SEND_TEMPL
+    }
+}
+
+#[test]
+fn after_a_timeout_data_the_peer_reneged_on_is_sent_again() {
+    let (mut tcp, c, snd) = established_with_options(
+        TcpConfig {
+            sack: true,
+            ..config()
+        },
+        Options {
+            mss: Some(MSS),
+            sack_permitted: true,
+            ..SEND_TEMPL.options
+        },
+    );
+    let data: Vec<u8> = (0..8000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(tcp.send(ms(100), c, &data).unwrap(), data.len());
+    while poll(&mut tcp, 100).is_some() {}
+    // The first segment is lost; the peer SACKs the other seven, three times.
+    let mut options = SEND_TEMPL.options;
+    options.sack_blocks[0] = SackBlock {
+        left: snd + 1000,
+        right: snd + 8000,
+    };
+    options.sack_len = 1;
+    for t in 110..113 {
+        send!(
+            tcp,
+            t,
+            Repr {
+                options,
+                ..ack_templ_from_peer(snd)
+            }
+        );
+    }
+    // Then it reneges (RFC 2018 §8 allows it): it drops what it SACKed and from now on
+    // takes only in-order data. The transfer must still complete, byte for byte.
+    let received = in_order_peer(&mut tcp, snd, 113, data.len());
+    assert_eq!(received.len(), data.len(), "the transfer stalled");
+    assert_eq!(received, data);
 }
 
 // ---- closing ----------------------------------------------------------------------------
