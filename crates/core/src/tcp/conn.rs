@@ -676,6 +676,7 @@ pub(crate) fn new_snd(
         rto_recover: None,
         probe_count: 0,
         tso: false,
+        last_send: None,
     }
 }
 

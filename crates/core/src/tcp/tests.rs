@@ -1473,6 +1473,59 @@ fn after_a_timeout_data_the_peer_reneged_on_is_sent_again() {
     assert_eq!(received, data);
 }
 
+/// Segments `tcp` sends at `t`, in rounds: every segment the window allows, then the
+/// peer's ACK of each (so slow start runs while the sender is cwnd-limited).
+fn send_acked(tcp: &mut Tcp, snd: &mut u32, t: u64) -> usize {
+    let mut count = 0;
+    loop {
+        let round: Vec<u32> = core::iter::from_fn(|| poll(tcp, t))
+            .map(|bytes| {
+                let seg = parse(&bytes);
+                seg.seq.wrapping_add(seg.payload.len() as u32)
+            })
+            .collect();
+        if round.is_empty() {
+            return count;
+        }
+        count += round.len();
+        for end in round {
+            *snd = end;
+            send!(*tcp, t, ack_templ_from_peer(end));
+        }
+    }
+}
+
+/// The ends of the segments `tcp` sends at `t`, none ACKed.
+fn burst(tcp: &mut Tcp, t: u64) -> Vec<u32> {
+    core::iter::from_fn(|| poll(tcp, t))
+        .map(|bytes| {
+            let seg = parse(&bytes);
+            seg.seq.wrapping_add(seg.payload.len() as u32)
+        })
+        .collect()
+}
+
+#[test]
+fn after_idle_longer_than_the_rto_a_burst_starts_from_the_initial_window() {
+    let (mut tcp, c, mut snd) = established();
+    // Slow start grows cwnd well past the initial window (10 segments).
+    tcp.send(ms(100), c, &[1u8; 40_000]).unwrap();
+    assert_eq!(send_acked(&mut tcp, &mut snd, 100), 40);
+    let grown = tcp.info(c).unwrap().cwnd;
+    assert!(grown > 10 * u32::from(MSS), "cwnd {grown}");
+    // Within an RTO of the last send, a burst may use the grown window.
+    tcp.send(ms(101), c, &[2u8; 20_000]).unwrap();
+    let ends = burst(&mut tcp, 101);
+    assert_eq!(ends.len(), 20, "the whole write in one burst");
+    send!(tcp, 110, ack_templ_from_peer(ends[19]));
+    // RFC 5681 §4.1: idle for longer than the RTO (at most 60 s here), the next burst
+    // starts from RW = min(IW, cwnd): 10 segments.
+    let rto = tcp.info(c).unwrap().rto;
+    let later = 110 + rto.as_millis() + 1;
+    tcp.send(ms(later), c, &[3u8; 30_000]).unwrap();
+    assert_eq!(burst(&mut tcp, later).len(), 10);
+}
+
 // ---- closing ----------------------------------------------------------------------------
 
 #[test]
