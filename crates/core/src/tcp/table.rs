@@ -7,7 +7,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 
 use impnet_wire::tcp::Repr;
 
-use super::conn::{Conn, Ctx, Owner, Shared};
+use super::conn::{ChallengeBudget, Conn, Ctx, Owner, Shared};
 use super::deadlines::Deadlines;
 use super::demux::{ConnMap, conn_map};
 use super::isn::IsnGenerator;
@@ -100,7 +100,7 @@ impl Tcp {
                 stats: TcpStats::default(),
                 events: VecDeque::new(),
                 resets: VecDeque::new(),
-                challenge: (Instant::ZERO, 0),
+                challenge: ChallengeBudget::new(secret),
                 fast_paths: true,
                 spare: Vec::new(),
                 large_spare: Vec::new(),

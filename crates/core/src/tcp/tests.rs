@@ -110,7 +110,16 @@ fn established_with(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
 
 /// [`established_with`], the peer's SYN carrying `options`.
 fn established_with_options(config: TcpConfig, options: Options) -> (Tcp, TcpHandle, u32) {
-    let mut tcp = Tcp::new(config, &secret(7));
+    established_keyed(config, options, &secret(7))
+}
+
+/// [`established_with_options`] in a `Tcp` keyed by `key`.
+fn established_keyed(
+    config: TcpConfig,
+    options: Options,
+    key: &crate::secret::Secret,
+) -> (Tcp, TcpHandle, u32) {
+    let mut tcp = Tcp::new(config, key);
     let listener = tcp.listen(LOCAL, 4).unwrap();
     send!(
         tcp,
@@ -740,8 +749,62 @@ fn challenge_acks_are_rate_limited() {
         );
         let _ = poll(&mut tcp, 20);
     }
-    assert_eq!(tcp.stats().challenge_acks, 2);
-    assert_eq!(tcp.stats().challenge_acks_limited, 3);
+    // This second's budget is 1 or 2 (half the limit to all of it), never more.
+    let sent = tcp.stats().challenge_acks;
+    assert!((1..=2).contains(&sent), "{sent}");
+    assert_eq!(tcp.stats().challenge_acks_limited, 5 - sent);
+}
+
+/// Challenge ACKs a stack keyed by `key` sends in each of 8 seconds, flooded with 200
+/// in-window RSTs per second, its limit 100.
+fn challenge_budgets(key: &crate::secret::Secret) -> Vec<u64> {
+    let (mut tcp, _c, _) = established_keyed(
+        TcpConfig {
+            challenge_ack_limit: 100,
+            ..config()
+        },
+        Options {
+            mss: Some(MSS),
+            ..SEND_TEMPL.options
+        },
+        key,
+    );
+    let mut budgets = Vec::new();
+    for second in 1..=8u64 {
+        let before = tcp.stats().challenge_acks;
+        for i in 0..200u32 {
+            let t = second * 1000 + u64::from(i);
+            send!(
+                tcp,
+                t,
+                Repr {
+                    seq: RISS + 10 + i,
+                    flags: Flags::RST,
+                    ..SEND_TEMPL
+                }
+            );
+            let _ = poll(&mut tcp, t);
+        }
+        budgets.push(tcp.stats().challenge_acks - before);
+    }
+    budgets
+}
+
+#[test]
+fn the_challenge_ack_budget_is_no_constant_an_attacker_can_count_on() {
+    // CVE-2016-5696: with a fixed global budget an off-path attacker exhausts it and
+    // counts what is left to learn whether a connection exists. The budget is drawn
+    // each second from the secret; the limit stays a cap.
+    let a = challenge_budgets(&secret(1));
+    let b = challenge_budgets(&secret(2));
+    for budget in a.iter().chain(&b) {
+        assert!((50..=100).contains(budget), "{a:?} {b:?}");
+    }
+    assert_ne!(a, b, "two secrets, two sequences of budgets");
+    assert!(
+        a.iter().any(|&n| n != a[0]),
+        "the budget changes from second to second: {a:?}"
+    );
 }
 
 #[test]
