@@ -5,14 +5,15 @@
 //! exercised by the next.
 #![no_main]
 
-use impnet_core::{IfaceConfig, Instant, Stack, StackConfig};
+use impnet_core::{IfaceConfig, Instant, Secret, Stack, StackConfig};
 use impnet_wire::{ethernet, ipv4};
 use libfuzzer_sys::fuzz_target;
 
 const MAC: ethernet::Address = ethernet::Address([0x02, 0, 0, 0, 0, 1]);
 
 fuzz_target!(|data: &[u8]| {
-    let mut stack = Stack::new(StackConfig::default());
+    // A fuzz target needs no secrecy, only the same stack every run.
+    let mut stack = Stack::new(StackConfig::default(), Secret::from_bytes([0; Secret::LEN]));
     let mut config = IfaceConfig::new(MAC, 1500);
     config
         .addrs

@@ -1,7 +1,8 @@
-//! The stack's only source of randomness: SplitMix64 seeded from `StackConfig::seed`.
+//! The stack's generator for IP idents and UDP ports: SplitMix64 seeded from the stack's
+//! [`Secret`](crate::Secret).
 //!
-//! Same seed, same IP idents, same ephemeral ports, same bytes on the wire. Not
-//! cryptographic: TCP keys its ISNs separately (RFC 6528).
+//! Same secret, same IP idents, same ephemeral ports, same bytes on the wire. Not
+//! cryptographic: TCP keys its ISNs with the secret itself (RFC 6528).
 
 /// SplitMix64 (Steele, Lea, Flood 2014): one 64-bit state word, full period.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ use crate::neighbor::{ArpConfig, NeighborAction, NeighborCache};
 use crate::reassembly::{Reassembler, ReassemblyConfig};
 use crate::rng::Rng;
 use crate::route::Routes;
+use crate::secret::Secret;
 use crate::socket::BufferPool;
 use crate::stats::Stats;
 use crate::tcp::{self as tcp_core, Tcp};
@@ -31,9 +32,6 @@ pub(crate) mod udp;
 /// Settings for a whole stack.
 #[derive(Debug, Clone)]
 pub struct StackConfig {
-    /// Seeds every random choice (IP idents, ephemeral ports, TCP ISNs): same seed,
-    /// same bytes.
-    pub seed: u64,
     /// TCP settings.
     pub tcp: tcp_core::TcpConfig,
     /// Neighbour cache (ARP) settings.
@@ -60,7 +58,6 @@ pub struct StackConfig {
 impl Default for StackConfig {
     fn default() -> Self {
         StackConfig {
-            seed: 0,
             tcp: tcp_core::TcpConfig::default(),
             arp: ArpConfig::default(),
             reassembly: ReassemblyConfig::default(),
@@ -164,11 +161,13 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// A stack with no interfaces.
-    pub fn new(config: StackConfig) -> Stack {
-        let mut rng = Rng::new(config.seed);
+    /// A stack with no interfaces. `secret` keys every random choice (TCP ISNs,
+    /// ephemeral ports, IP identifications, hash keys): same secret, same bytes. It must
+    /// come from the operating system's random source unless the stack is meant to be
+    /// reproducible (see [`Secret`]).
+    pub fn new(config: StackConfig, secret: Secret) -> Stack {
+        let mut rng = Rng::new(secret.derive(b"stack rng"));
         let ip_ident = rng.next_u16();
-        let tcp_seed = rng.next_u64();
         Stack {
             rng,
             ifaces: Vec::new(),
@@ -178,7 +177,7 @@ impl Stack {
             udp: UdpSockets::default(),
             icmp: IcmpSockets::default(),
             icmp_limiter: TokenBucket::new(config.icmp_rate_limit),
-            tcp: Tcp::new(config.tcp.clone(), tcp_seed),
+            tcp: Tcp::new(config.tcp.clone(), &secret),
             tx_queue: VecDeque::new(),
             pool: BufferPool::default(),
             events: VecDeque::new(),

@@ -9,6 +9,7 @@ use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
 
 use crate::iface::{IfaceConfig, IfaceId};
+use crate::secret::Secret;
 use crate::stack::{Stack, StackConfig};
 use crate::time::{Duration, Instant};
 
@@ -21,6 +22,18 @@ pub(crate) const IP_NOBODY: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 99);
 
 /// Bound on exchange rounds, so a ping-pong bug fails instead of hanging.
 const MAX_ROUNDS: usize = 10_000;
+
+/// The secret of a test stack, derived from `seed` (SplitMix64): reproducible, and
+/// different for different seeds. Never for a real stack.
+pub(crate) fn secret(seed: u64) -> Secret {
+    let mut state = seed;
+    let low = crate::tcp::isn::splitmix64(&mut state);
+    let high = crate::tcp::isn::splitmix64(&mut state);
+    let mut bytes = [0u8; Secret::LEN];
+    bytes[..8].copy_from_slice(&low.to_le_bytes());
+    bytes[8..].copy_from_slice(&high.to_le_bytes());
+    Secret::from_bytes(bytes)
+}
 
 /// Two stacks, A and B, each with one interface on a shared /24.
 pub(crate) struct Pair {
@@ -38,10 +51,7 @@ pub(crate) fn host(
     addr: Ipv4Addr,
     mtu: usize,
 ) -> (Stack, IfaceId) {
-    let mut stack = Stack::new(StackConfig {
-        seed,
-        ..StackConfig::default()
-    });
+    let mut stack = Stack::new(StackConfig::default(), crate::testutil::secret(seed));
     let mut config = IfaceConfig::new(mac, mtu);
     config.addrs.push(Cidr {
         address: addr,
@@ -150,18 +160,12 @@ impl Net {
             address: Ipv4Addr::new(a, b, c, d),
             prefix_len: 24,
         };
-        let mut a = Stack::new(StackConfig {
-            seed: 1,
-            ..StackConfig::default()
-        });
+        let mut a = Stack::new(StackConfig::default(), secret(1));
         let mut config = IfaceConfig::new(mac(0, 0), mtus[0]);
         config.addrs.push(cidr(10, 0, 1, 2));
         let a_if = a.add_interface(config);
         a.routes_mut().add_default(Ipv4Addr::new(10, 0, 1, 1), a_if);
-        let mut r = Stack::new(StackConfig {
-            seed: 2,
-            ..StackConfig::default()
-        });
+        let mut r = Stack::new(StackConfig::default(), secret(2));
         let mut config = IfaceConfig::new(mac(1, 0), mtus[0]);
         config.addrs.push(cidr(10, 0, 1, 1));
         let r0 = r.add_interface(config);
@@ -170,10 +174,7 @@ impl Net {
         let r1 = r.add_interface(config);
         r.set_forwarding(r0, true);
         r.set_forwarding(r1, true);
-        let mut b = Stack::new(StackConfig {
-            seed: 3,
-            ..StackConfig::default()
-        });
+        let mut b = Stack::new(StackConfig::default(), secret(3));
         let mut config = IfaceConfig::new(mac(2, 0), mtus[1]);
         config.addrs.push(cidr(10, 0, 2, 2));
         let b_if = b.add_interface(config);

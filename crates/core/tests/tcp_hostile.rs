@@ -6,7 +6,7 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use impnet_core::tcp::{Tcp, TcpConfig, TcpError, TcpHandle};
-use impnet_core::{Duration, Instant};
+use impnet_core::{Duration, Instant, Secret};
 use impnet_wire::tcp::{Flags, Options, Packet, Repr, SackBlock};
 use proptest::prelude::*;
 
@@ -80,8 +80,8 @@ fn connected() -> (Pair, TcpHandle, TcpHandle) {
         ..TcpConfig::default()
     };
     let mut pair = Pair {
-        a: Tcp::new(config.clone(), 1),
-        b: Tcp::new(config, 2),
+        a: Tcp::new(config.clone(), &Secret::from_bytes([1; Secret::LEN])),
+        b: Tcp::new(config, &Secret::from_bytes([2; Secret::LEN])),
         now: Instant::ZERO,
         buf: vec![0; 2000],
         last_ab: (0, 0),

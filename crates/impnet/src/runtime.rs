@@ -33,8 +33,6 @@
 //! devices the loop thread does all the device work.
 
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -43,7 +41,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use impnet_core::tcp::{TcpEvent, TcpHandle};
-use impnet_core::{Duration, Event, IfaceConfig, IfaceId, Instant, Stack, StackConfig};
+use impnet_core::{Duration, Event, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
 use impnet_phy::{Device, DeviceError};
 use impnet_wire::ipv4::Cidr;
 
@@ -615,6 +613,15 @@ pub(crate) struct Received {
     more: bool,
 }
 
+/// A secret from the operating system's random source (`/dev/urandom`, which never
+/// blocks once the kernel's pool is initialised, and the kernel initialises it at boot).
+fn os_secret() -> io::Result<Secret> {
+    use std::io::Read;
+    let mut bytes = [0u8; Secret::LEN];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(Secret::from_bytes(bytes))
+}
+
 /// A running stack: owns the loop thread. Dropping it (or [`Runtime::shutdown`]) stops
 /// the thread; sockets still open then fail with `NotConnected`.
 pub struct Runtime {
@@ -629,13 +636,16 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Start a runtime with a stack made from `config` and no devices yet. A `seed` of
-    /// 0 is replaced by a random one (so restarts do not reuse ISNs and ports); give
-    /// any other value for a reproducible stack.
-    pub fn new(mut config: StackConfig) -> io::Result<Runtime> {
-        if config.seed == 0 {
-            config.seed = RandomState::new().hash_one(std::process::id()) | 1;
-        }
+    /// Start a runtime with a stack made from `config` and no devices yet. The stack's
+    /// [`Secret`] (which keys its ISNs, ports and hashes) is read from the operating
+    /// system's random source, `/dev/urandom`; an error reading it is returned.
+    pub fn new(config: StackConfig) -> io::Result<Runtime> {
+        Runtime::with_secret(config, os_secret()?)
+    }
+
+    /// Start a runtime whose stack has the given `secret`: for a reproducible stack
+    /// (tests); a real one should use [`Runtime::new`].
+    pub fn with_secret(config: StackConfig, secret: Secret) -> io::Result<Runtime> {
         let waker = eventfd()?;
         let caller_waker = eventfd()?;
         let callers = Epoll::new()?;
@@ -643,7 +653,7 @@ impl Runtime {
         let devices = Epoll::new()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                stack: Stack::new(config),
+                stack: Stack::new(config, secret),
                 ports: Vec::new(),
                 tx_buf: vec![0; 1514],
                 gather: false,
@@ -936,4 +946,14 @@ fn wait_fds(fds: &mut [libc::pollfd], timeout: Option<StdDuration>) {
             std::ptr::null(),
         )
     };
+}
+
+#[cfg(test)]
+mod secret_tests {
+    #[test]
+    fn the_os_gives_a_new_secret_every_time() {
+        let a = super::os_secret().expect("/dev/urandom");
+        let b = super::os_secret().expect("/dev/urandom");
+        assert_ne!(a, b);
+    }
 }

@@ -5,7 +5,7 @@ use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use impnet::core::{IfaceConfig, StackConfig};
+use impnet::core::{IfaceConfig, Secret, StackConfig};
 use impnet::phy::pipe;
 use impnet::wire::{ethernet, ipv4::Cidr};
 use impnet::{IcmpSocket, Runtime, TcpListener, TcpStream, UdpSocket};
@@ -13,11 +13,8 @@ use impnet::{IcmpSocket, Runtime, TcpListener, TcpStream, UdpSocket};
 fn pair() -> (Runtime, Runtime) {
     let (a_end, b_end) = pipe(1514);
     let make = |end, last: u8, seed| {
-        let rt = Runtime::new(StackConfig {
-            seed,
-            ..StackConfig::default()
-        })
-        .expect("runtime");
+        let rt = Runtime::with_secret(StackConfig::default(), Secret::from_bytes([seed; 16]))
+            .expect("runtime");
         let mac = ethernet::Address([0x02, 0, 0, 0, 0, last]);
         let iface = rt.add_device(end, IfaceConfig::new(mac, 1500));
         rt.add_address(

@@ -21,4 +21,5 @@ pub mod units;
 
 pub use sim::{
     Flow, FrameEvent, FrameKind, FrameObserver, HostId, LinkId, RunSummary, Sim, SimError,
+    secret_for_seed,
 };

@@ -6,7 +6,7 @@ use std::io::{self, BufWriter};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use impnet_core::{IfaceConfig, IfaceId, Instant, Stack, StackConfig};
+use impnet_core::{IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
 use impnet_phy::{LinkConfig, LinkConfigError, LinkModel, LinkStats, PcapWriter};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
@@ -227,6 +227,20 @@ fn write_capture(
     out.write_all(&frame[..snaplen])
 }
 
+/// The [`Secret`] of a simulated stack, derived from `seed`: its two halves are the
+/// first two SplitMix64 outputs for `seed`, little-endian. The same seed gives the same
+/// secret (a run replays byte for byte), so a simulated stack's ISNs and ports are as
+/// guessable as its seed: fine in a simulation, never for a real stack.
+pub fn secret_for_seed(seed: u64) -> Secret {
+    let mut state = seed;
+    let mut bytes = [0u8; Secret::LEN];
+    for half in bytes.chunks_exact_mut(8) {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        half.copy_from_slice(&derive_seed(state, 0).to_le_bytes());
+    }
+    Secret::from_bytes(bytes)
+}
+
 /// A seed for a component, derived from the simulation seed and a label (SplitMix64).
 fn derive_seed(seed: u64, label: u64) -> u64 {
     let mut z = seed ^ label.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -279,24 +293,24 @@ impl Sim {
         self.trace_hash
     }
 
-    /// Add a host running an imp stack. The stack's seed is replaced by one derived from
-    /// the simulation seed and the host's index.
+    /// Add a host running an imp stack. Its [`Secret`] is [`secret_for_seed`] of a seed
+    /// derived from the simulation seed and the host's index.
     pub fn add_host(&mut self, name: &str, config: StackConfig) -> HostId {
         self.add_node(name, config, false)
     }
 
     /// Add a router: a host whose stack forwards between all its interfaces (each
-    /// interface a link adds forwards). Its seed is derived as a host's.
+    /// interface a link adds forwards). Its secret is derived as a host's.
     pub fn add_router(&mut self, name: &str, config: StackConfig) -> HostId {
         self.add_node(name, config, true)
     }
 
-    fn add_node(&mut self, name: &str, mut config: StackConfig, router: bool) -> HostId {
+    fn add_node(&mut self, name: &str, config: StackConfig, router: bool) -> HostId {
         let id = HostId(self.hosts.len());
-        config.seed = derive_seed(self.seed, 0x1000 + id.0 as u64);
+        let secret = secret_for_seed(derive_seed(self.seed, 0x1000 + id.0 as u64));
         self.hosts.push(Host {
             name: name.to_string(),
-            stack: Stack::new(config),
+            stack: Stack::new(config, secret),
             router,
             ports: Vec::new(),
         });

@@ -81,10 +81,7 @@ fn smol_now(t: Instant) -> smoltcp::time::Instant {
 
 impl Pair {
     fn new(seed: u64, link: LinkConfig) -> Pair {
-        let mut imp = Stack::new(StackConfig {
-            seed,
-            ..StackConfig::default()
-        });
+        let mut imp = Stack::new(StackConfig::default(), impnet_sim::secret_for_seed(seed));
         let imp_iface = imp.add_interface(IfaceConfig::new(
             ethernet::Address([2, 0, 0, 0, 0, 1]),
             1500,

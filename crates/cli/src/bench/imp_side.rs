@@ -40,11 +40,13 @@ impl Pair {
             Offloads::NONE
         };
         let stack = |seed, mac: u8, addr| {
-            let mut stack = Stack::new(StackConfig {
-                seed,
-                tcp: tcp.clone(),
-                ..StackConfig::default()
-            });
+            let mut stack = Stack::new(
+                StackConfig {
+                    tcp: tcp.clone(),
+                    ..StackConfig::default()
+                },
+                impnet_sim::secret_for_seed(seed),
+            );
             let mac = ethernet::Address([2, 0, 0, 0, 0, mac]);
             let iface = stack.add_interface(IfaceConfig::new(mac, mtu).with_offloads(offloads));
             stack.add_address(

@@ -80,11 +80,13 @@ impl Chain {
     /// on the path is warm.
     pub fn new(mtu: usize, tcp: TcpConfig, routes: usize) -> Chain {
         let stack = |seed| {
-            Stack::new(StackConfig {
-                seed,
-                tcp: tcp.clone(),
-                ..StackConfig::default()
-            })
+            Stack::new(
+                StackConfig {
+                    tcp: tcp.clone(),
+                    ..StackConfig::default()
+                },
+                impnet_sim::secret_for_seed(seed),
+            )
         };
         let (mut a, mut r, mut b) = (stack(1), stack(2), stack(3));
         let iface = |stack: &mut Stack, mac, addr| {

@@ -7,13 +7,14 @@ use std::net::Ipv4Addr;
 
 use impnet_core::iface::{IfaceConfig, IfaceId, Offloads};
 use impnet_core::rng::Rng;
-use impnet_core::{Route, Stack, StackConfig};
+use impnet_core::{Route, Secret, Stack, StackConfig};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
 
 /// Interfaces the routes spread over (ids come from a stack: they are opaque).
 fn interfaces() -> Vec<IfaceId> {
-    let mut stack = Stack::new(StackConfig::default());
+    // A benchmark needs no secrecy, only the same stack every run.
+    let mut stack = Stack::new(StackConfig::default(), Secret::from_bytes([0; Secret::LEN]));
     (0..4u8)
         .map(|i| {
             stack.add_interface(IfaceConfig {

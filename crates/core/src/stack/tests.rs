@@ -261,7 +261,7 @@ fn gratuitous_arp_updates_a_neighbours_cache() {
 
 #[test]
 fn longest_prefix_route_and_default_route_pick_interface_and_gateway() {
-    let mut stack = Stack::new(StackConfig::default());
+    let mut stack = Stack::new(StackConfig::default(), crate::testutil::secret(0));
     let mut eth0 = IfaceConfig::new(MAC_A, 1500);
     eth0.addrs.push(Cidr {
         address: Ipv4Addr::new(10, 0, 0, 1),
@@ -436,14 +436,13 @@ fn port_unreachable_is_sent_rate_limited_and_surfaces_to_the_sender() {
     let mut pair = Pair::new();
     pair.b = {
         let config = StackConfig {
-            seed: 2,
             icmp_rate_limit: IcmpRateLimit {
                 burst: 2,
                 per_second: 1,
             },
             ..StackConfig::default()
         };
-        let mut stack = Stack::new(config);
+        let mut stack = Stack::new(config, crate::testutil::secret(2));
         let mut iface = IfaceConfig::new(MAC_B, 1500);
         iface.addrs.push(Cidr {
             address: IP_B,

@@ -15,6 +15,8 @@ use super::seq::SeqNumber;
 use super::state::*;
 use super::timer::{Timer, Timers};
 use super::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats};
+use crate::rng::Rng;
+use crate::secret::Secret;
 use crate::time::{Duration, Instant};
 
 /// RFC 9293 §3.7.1: "the default ... [MSS] is 536" when the peer sends no MSS option.
@@ -33,8 +35,8 @@ pub(crate) struct Shared {
     pub events: VecDeque<TcpEvent>,
     /// RSTs to send that belong to no connection (or to one being released).
     pub resets: VecDeque<Reset>,
-    /// RFC 5961 §7 challenge-ACK rate limit: (start of the current second, ACKs sent in it).
-    pub challenge: (Instant, u32),
+    /// RFC 5961 §7 challenge-ACK rate limit: the current second's budget.
+    pub challenge: ChallengeBudget,
     /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
     /// the short settle after a call into an open connection (`table.rs`
     /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
@@ -54,6 +56,43 @@ pub(crate) struct Shared {
     pub gather: bool,
     /// The payload the last segment left in the send buffer: offset from SND.UNA, length.
     pub deferred: Option<(usize, usize)>,
+}
+
+/// One second's challenge ACKs (RFC 5961 §7), for all connections. A fixed budget is an
+/// off-path side channel (CVE-2016-5696, Cao et al. 2016: an attacker who exhausts a
+/// known budget and counts the challenge ACKs it gets back learns whether a guessed
+/// connection exists), so each second's budget is drawn at random, as Linux does since
+/// 4.7, here from the stack's secret: between half the configured limit and all of it.
+#[derive(Debug)]
+pub(crate) struct ChallengeBudget {
+    /// Start of the current second; `None` before the first challenge ACK.
+    pub start: Option<Instant>,
+    /// Challenge ACKs sent in it (`<= allowed`).
+    pub sent: u32,
+    /// This second's budget (`<= TcpConfig::challenge_ack_limit`).
+    pub allowed: u32,
+    /// Draws the budgets; seeded from the stack's secret.
+    pub rng: Rng,
+}
+
+impl ChallengeBudget {
+    /// A budget whose draws are keyed by `secret`.
+    pub fn new(secret: &Secret) -> ChallengeBudget {
+        ChallengeBudget {
+            start: None,
+            sent: 0,
+            allowed: 0,
+            rng: Rng::new(secret.derive(b"challenge acks")),
+        }
+    }
+
+    /// A budget in `ceil(limit / 2)..=limit`.
+    fn draw(&mut self, limit: u32) -> u32 {
+        if limit == 0 {
+            return 0;
+        }
+        self.rng.in_range(limit.div_ceil(2), limit)
+    }
 }
 
 /// Most ring storages kept in [`Shared::spare`].
@@ -135,13 +174,17 @@ impl Shared {
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when one
     /// more may go now (and counts it).
     pub fn challenge_allowed(&mut self, now: Instant) -> bool {
-        let (start, count) = &mut self.challenge;
-        if now.saturating_duration_since(*start) >= Duration::from_secs(1) {
-            *start = now;
-            *count = 0;
+        let budget = &mut self.challenge;
+        if budget
+            .start
+            .is_none_or(|start| now - start >= Duration::from_secs(1))
+        {
+            budget.start = Some(now);
+            budget.sent = 0;
+            budget.allowed = budget.draw(self.config.challenge_ack_limit);
         }
-        if *count < self.config.challenge_ack_limit {
-            *count += 1;
+        if budget.sent < budget.allowed {
+            budget.sent += 1;
             self.stats.challenge_acks += 1;
             true
         } else {
@@ -676,6 +719,7 @@ pub(crate) fn new_snd(
         rto_recover: None,
         probe_count: 0,
         tso: false,
+        last_send: None,
     }
 }
 
@@ -763,8 +807,18 @@ impl Conn {
                 snd.dup_acks = 0;
                 snd.high_rxt = snd.snd_una;
                 snd.sampler.on_retransmit();
-                // RFC 6675 §5.1: after a timeout the receiver may have reneged on SACKed
-                // data; we keep the scoreboard (SACKed data is skipped when resending).
+                // RFC 2018 §8: "the data sender MUST retransmit the segment at the left
+                // edge of the window after a retransmit timeout, whether or not the
+                // SACKed bit is on for that segment", since the receiver may have
+                // reneged. A cumulative ACK that stops at SACKed data is the sign it
+                // did (as Linux's `tcp_check_sack_reneging`): then the whole scoreboard
+                // is distrusted and go-back-N resends from SND.UNA, SACKed or not; the
+                // ACKs that follow rebuild it (RFC 6675 §5.1: "Update () SHOULD continue
+                // to be used"). Otherwise SND.UNA is not SACKed and goes out first
+                // anyway, and data SACKed above it is skipped.
+                if snd.scoreboard.is_sacked(snd.snd_una) {
+                    snd.scoreboard.clear();
+                }
             }
         }
         // "(5.6) Start the retransmission timer" happens when the segment goes out.

@@ -1,7 +1,7 @@
 //! The 4-tuple demultiplexing table: a hash map, so finding a segment's connection
 //! costs the same with one connection or a hundred thousand.
 //!
-//! The hash is keyed from the stack's seed (RFC 6528's reasoning for ISNs applies: a
+//! The hash is keyed from the stack's secret (RFC 6528's reasoning for ISNs applies: a
 //! peer that cannot predict the hash cannot pick tuples that collide) and cheap: the
 //! tuple packs into 96 bits, mixed with two multiplications.
 

@@ -2,12 +2,14 @@
 //! connection's 4-tuple, so ISNs advance with time yet cannot be guessed off-path.
 //!
 //! The keyed hash is SipHash-2-4 (Aumasson and Bernstein, 2012), written out here so the
-//! core needs no dependency; the key comes from the stack's seed through SplitMix64, so
-//! the same seed gives the same ISNs (the simulator replays runs byte for byte).
+//! core needs no dependency; the key is the stack's [`Secret`], so the same secret gives
+//! the same ISNs (the simulator, which derives it from its seed, replays runs byte for
+//! byte).
 
 use core::fmt;
 use core::net::SocketAddrV4;
 
+use crate::secret::Secret;
 use crate::time::Instant;
 
 use super::seq::SeqNumber;
@@ -75,7 +77,7 @@ pub fn siphash24(k0: u64, k1: u64, data: &[u8]) -> u64 {
     v[0] ^ v[1] ^ v[2] ^ v[3]
 }
 
-/// Generates RFC 6528 initial sequence numbers from a secret derived from the seed.
+/// Generates RFC 6528 initial sequence numbers keyed by the stack's [`Secret`].
 #[derive(Clone)]
 pub struct IsnGenerator {
     /// The 128-bit secret key of F(), as two words; never printed.
@@ -89,12 +91,10 @@ impl fmt::Debug for IsnGenerator {
 }
 
 impl IsnGenerator {
-    /// A generator whose secret key is the first two SplitMix64 outputs for `seed`.
-    pub fn new(seed: u64) -> IsnGenerator {
-        let mut state = seed;
-        let k0 = splitmix64(&mut state);
-        let k1 = splitmix64(&mut state);
-        IsnGenerator { key: (k0, k1) }
+    /// A generator whose secret key is `secret` (all 128 bits: RFC 6528 §3 asks for a
+    /// key of at least 128 bits).
+    pub fn new(secret: &Secret) -> IsnGenerator {
+        IsnGenerator { key: secret.key() }
     }
 
     /// F(localip, localport, remoteip, remoteport, secretkey) of RFC 6528 §3, all 64
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn isns_advance_every_four_microseconds() {
-        let g = IsnGenerator::new(42);
+        let g = IsnGenerator::new(&Secret::from_bytes([42; 16]));
         let t = Instant::from_millis(1_000);
         let isn = g.isn(t, addr(1, 80), addr(2, 5000));
         assert_eq!(
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn different_tuples_and_seeds_get_unrelated_isns() {
-        let g = IsnGenerator::new(42);
+        let g = IsnGenerator::new(&Secret::from_bytes([42; 16]));
         let t = Instant::ZERO;
         let base = g.isn(t, addr(1, 80), addr(2, 5000)).0;
         let others = [
@@ -199,7 +199,9 @@ mod tests {
             g.isn(t, addr(1, 81), addr(2, 5000)).0,
             g.isn(t, addr(3, 80), addr(2, 5000)).0,
             g.isn(t, addr(2, 5000), addr(1, 80)).0,
-            IsnGenerator::new(43).isn(t, addr(1, 80), addr(2, 5000)).0,
+            IsnGenerator::new(&Secret::from_bytes([43; 16]))
+                .isn(t, addr(1, 80), addr(2, 5000))
+                .0,
         ];
         for other in others {
             // A one-bit change of input flips about half of the output bits.
@@ -207,7 +209,9 @@ mod tests {
             assert!((6..=26).contains(&flipped), "{base:08x} vs {other:08x}");
         }
         assert_eq!(
-            IsnGenerator::new(42).isn(t, addr(1, 80), addr(2, 5000)).0,
+            IsnGenerator::new(&Secret::from_bytes([42; 16]))
+                .isn(t, addr(1, 80), addr(2, 5000))
+                .0,
             base
         );
         assert_eq!(alloc::format!("{g:?}"), "IsnGenerator { .. }");

@@ -116,7 +116,9 @@ pub struct TcpConfig {
     pub congestion: cc::CcAlgorithm,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
-    /// Most challenge ACKs sent per second, for all connections (RFC 5961 §7).
+    /// Most challenge ACKs sent per second, for all connections (RFC 5961 §7). Each
+    /// second's budget is drawn from the stack's secret between half of this and all
+    /// of it, so it is no constant an off-path attacker can count on (CVE-2016-5696).
     pub challenge_ack_limit: u32,
     /// Most out-of-order ranges a receive buffer holds (bounds reassembly memory).
     pub max_ooo_ranges: usize,

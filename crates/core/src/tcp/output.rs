@@ -12,7 +12,7 @@ use super::seq::SeqNumber;
 use super::state::{AckState, Snd, State};
 use super::timer::Timer;
 use super::{CORK_CEILING, Egress};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// A RST that belongs to no live connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -325,6 +325,7 @@ impl Conn {
         if let Some(plan) = plan_repair(snd, &opts, fin_queued) {
             return Some(plan);
         }
+        restart_after_idle(snd, ctx.now, self.rtt.rto());
         let partial = Partial::of(self.nodelay, self.cork, snd.snd_nxt);
         if let Some(plan) = plan_next(snd, &opts, fin_queued, partial, tso_room) {
             return Some(plan);
@@ -551,6 +552,7 @@ impl Conn {
                 } else if !timestamps {
                     snd.sampler.start(end, now);
                 }
+                snd.last_send = Some(now);
                 if plan.kind == Kind::Next {
                     snd.snd_nxt = end;
                     snd.snd_max = snd.snd_max.max(end);
@@ -710,7 +712,24 @@ impl Room {
     }
 }
 
-/// After a timeout, skip what the peer SACKed (RFC 6675 §5.1 keeps the scoreboard).
+/// Restart after idle, RFC 5681 §4.1 (the method imp implements; not RFC 7661's pipeACK):
+/// "a TCP SHOULD set cwnd to no more than RW before beginning transmission if the TCP
+/// has not sent data in an interval exceeding the retransmission timeout", RW =
+/// min(IW, cwnd). Idle means nothing in flight and data waiting, the last send more than
+/// one RTO ago; a window the sender did not fill meanwhile did not grow either
+/// (RFC 7661 §4.3's rule, in the controllers).
+fn restart_after_idle(snd: &mut Snd, now: Instant, rto: Duration) {
+    if snd.snd_una == snd.snd_max
+        && snd.snd_nxt < snd.data_end()
+        && snd.last_send.is_some_and(|last| now - last > rto)
+    {
+        snd.cc.on_idle_restart(now);
+        snd.last_send = None;
+    }
+}
+
+/// After a timeout, skip what the peer SACKed (a timeout after reneging cleared the
+/// scoreboard: RFC 2018 §8).
 fn skip_sacked(snd: &mut Snd, sack: bool) {
     if sack
         && snd.snd_nxt < snd.snd_max

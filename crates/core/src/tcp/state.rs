@@ -13,6 +13,7 @@ use super::cc::{CongestionControl, Controller};
 use super::rtt::RttSampler;
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
+use crate::time::Instant;
 
 /// A connection's protocol state.
 #[derive(Debug)]
@@ -192,6 +193,9 @@ pub(crate) struct Snd {
     /// Segments of more than one MSS (TSO) have been sent: an ACK may then cover many
     /// segments the device cut, and slow start counts it as several (`stretch_ack`).
     pub tso: bool,
+    /// When data (or a FIN) last went out, new or again; `None` before the first and
+    /// after an idle restart. Measures RFC 5681 §4.1's idle period.
+    pub last_send: Option<Instant>,
 }
 
 impl core::fmt::Debug for Snd {

@@ -7,7 +7,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 
 use impnet_wire::tcp::Repr;
 
-use super::conn::{Conn, Ctx, Owner, Shared};
+use super::conn::{ChallengeBudget, Conn, Ctx, Owner, Shared};
 use super::deadlines::Deadlines;
 use super::demux::{ConnMap, conn_map};
 use super::isn::IsnGenerator;
@@ -16,6 +16,7 @@ use super::output::Reset;
 use super::seq::SeqNumber;
 use super::state::{Closed, State};
 use super::{Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
+use crate::secret::Secret;
 use crate::time::Instant;
 
 /// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
@@ -90,15 +91,16 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Tcp {
-    /// A TCP layer with no sockets; `seed` keys ISNs and ephemeral ports.
-    pub fn new(config: TcpConfig, seed: u64) -> Tcp {
+    /// A TCP layer with no sockets; `secret` keys ISNs, ephemeral ports and the
+    /// 4-tuple hash.
+    pub fn new(config: TcpConfig, secret: &Secret) -> Tcp {
         Tcp {
             shared: Shared {
                 config,
                 stats: TcpStats::default(),
                 events: VecDeque::new(),
                 resets: VecDeque::new(),
-                challenge: (Instant::ZERO, 0),
+                challenge: ChallengeBudget::new(secret),
                 fast_paths: true,
                 spare: Vec::new(),
                 large_spare: Vec::new(),
@@ -108,12 +110,12 @@ impl Tcp {
             pending: None,
             slots: Vec::new(),
             free: Vec::new(),
-            conns: conn_map(mix(seed ^ 0x6465_6d75_7820_6b79)),
+            conns: conn_map(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
             deadlines: Deadlines::new(),
             dirty: VecDeque::new(),
-            isn: IsnGenerator::new(seed),
-            port_key: mix(seed ^ 0x706f_7274_6b65_7921),
+            isn: IsnGenerator::new(secret),
+            port_key: secret.derive(b"tcp ports"),
             port_counter: 0,
         }
     }

@@ -7,6 +7,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 use impnet_wire::tcp::{Flags, Options, Packet, Repr, SackBlock};
 
 use super::*;
+use crate::testutil::secret;
 use crate::time::{Duration, Instant};
 
 const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
@@ -98,7 +99,27 @@ macro_rules! recv_nothing {
 
 /// A connection accepted from a listener: returns (tcp, handle, our ISS + 1).
 fn established_with(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
-    let mut tcp = Tcp::new(config, 7);
+    established_with_options(
+        config,
+        Options {
+            mss: Some(MSS),
+            ..SEND_TEMPL.options
+        },
+    )
+}
+
+/// [`established_with`], the peer's SYN carrying `options`.
+fn established_with_options(config: TcpConfig, options: Options) -> (Tcp, TcpHandle, u32) {
+    established_keyed(config, options, &secret(7))
+}
+
+/// [`established_with_options`] in a `Tcp` keyed by `key`.
+fn established_keyed(
+    config: TcpConfig,
+    options: Options,
+    key: &crate::secret::Secret,
+) -> (Tcp, TcpHandle, u32) {
+    let mut tcp = Tcp::new(config, key);
     let listener = tcp.listen(LOCAL, 4).unwrap();
     send!(
         tcp,
@@ -106,10 +127,7 @@ fn established_with(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
         Repr {
             seq: RISS,
             flags: Flags::SYN,
-            options: Options {
-                mss: Some(MSS),
-                ..SEND_TEMPL.options
-            },
+            options,
             ..SEND_TEMPL
         }
     );
@@ -149,9 +167,40 @@ fn ack_templ(seq: u32, ack: u32) -> Repr<'static> {
 
 // ---- CLOSED / LISTEN ------------------------------------------------------------------
 
+/// The ISN of the SYN-ACK a listener of a default-configured `Tcp` keyed by `key`
+/// answers the same SYN with, at the same time.
+fn synack_isn(key: &crate::secret::Secret) -> u32 {
+    let mut tcp = Tcp::new(config(), key);
+    tcp.listen(LOCAL, 4).unwrap();
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    parse(&recv!(tcp, 0)).seq
+}
+
+#[test]
+fn isns_are_keyed_by_the_secret_not_by_the_configuration() {
+    // Same configuration, same tuple, same time: only the secret differs. With a seed in
+    // the configuration defaulting to 0, every embedder's ISNs were one public function.
+    let isns: Vec<u32> = (1..=4).map(|seed| synack_isn(&secret(seed))).collect();
+    for (i, a) in isns.iter().enumerate() {
+        for b in &isns[i + 1..] {
+            assert_ne!(a, b, "{isns:?}");
+        }
+    }
+    // And one secret always gives the same ISN (the simulator replays runs).
+    assert_eq!(synack_isn(&secret(1)), isns[0]);
+}
+
 #[test]
 fn syn_to_closed_port_gets_rst_ack() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     send!(
         tcp,
         0,
@@ -177,7 +226,7 @@ fn syn_to_closed_port_gets_rst_ack() {
 
 #[test]
 fn ack_to_closed_port_gets_rst_at_ack() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     send!(
         tcp,
         0,
@@ -213,7 +262,7 @@ fn ack_to_closed_port_gets_rst_at_ack() {
 
 #[test]
 fn listen_ack_gets_rst_and_rst_is_ignored() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     tcp.listen(LOCAL, 1).unwrap();
     send!(
         tcp,
@@ -250,7 +299,7 @@ fn listen_ack_gets_rst_and_rst_is_ignored() {
 
 #[test]
 fn listen_backlog_bounds_syn_received_children() {
-    let mut tcp = Tcp::new(config(), 1);
+    let mut tcp = Tcp::new(config(), &secret(1));
     let l = tcp.listen(LOCAL, 2).unwrap();
     for port in 1..=3u16 {
         tcp.handle_segment(
@@ -274,7 +323,7 @@ fn listen_backlog_bounds_syn_received_children() {
 
 #[test]
 fn passive_open_handshake_and_accept() {
-    let mut tcp = Tcp::new(config(), 3);
+    let mut tcp = Tcp::new(config(), &secret(3));
     let l = tcp.listen(LOCAL, 4).unwrap();
     send!(
         tcp,
@@ -328,7 +377,7 @@ fn passive_open_handshake_and_accept() {
 // ---- SYN-SENT ----------------------------------------------------------------------------
 
 fn syn_sent(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
-    let mut tcp = Tcp::new(config, 9);
+    let mut tcp = Tcp::new(config, &secret(9));
     let c = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
     let bytes = recv!(tcp, 0);
     let syn = parse(&bytes);
@@ -700,8 +749,62 @@ fn challenge_acks_are_rate_limited() {
         );
         let _ = poll(&mut tcp, 20);
     }
-    assert_eq!(tcp.stats().challenge_acks, 2);
-    assert_eq!(tcp.stats().challenge_acks_limited, 3);
+    // This second's budget is 1 or 2 (half the limit to all of it), never more.
+    let sent = tcp.stats().challenge_acks;
+    assert!((1..=2).contains(&sent), "{sent}");
+    assert_eq!(tcp.stats().challenge_acks_limited, 5 - sent);
+}
+
+/// Challenge ACKs a stack keyed by `key` sends in each of 8 seconds, flooded with 200
+/// in-window RSTs per second, its limit 100.
+fn challenge_budgets(key: &crate::secret::Secret) -> Vec<u64> {
+    let (mut tcp, _c, _) = established_keyed(
+        TcpConfig {
+            challenge_ack_limit: 100,
+            ..config()
+        },
+        Options {
+            mss: Some(MSS),
+            ..SEND_TEMPL.options
+        },
+        key,
+    );
+    let mut budgets = Vec::new();
+    for second in 1..=8u64 {
+        let before = tcp.stats().challenge_acks;
+        for i in 0..200u32 {
+            let t = second * 1000 + u64::from(i);
+            send!(
+                tcp,
+                t,
+                Repr {
+                    seq: RISS + 10 + i,
+                    flags: Flags::RST,
+                    ..SEND_TEMPL
+                }
+            );
+            let _ = poll(&mut tcp, t);
+        }
+        budgets.push(tcp.stats().challenge_acks - before);
+    }
+    budgets
+}
+
+#[test]
+fn the_challenge_ack_budget_is_no_constant_an_attacker_can_count_on() {
+    // CVE-2016-5696: with a fixed global budget an off-path attacker exhausts it and
+    // counts what is left to learn whether a connection exists. The budget is drawn
+    // each second from the secret; the limit stays a cap.
+    let a = challenge_budgets(&secret(1));
+    let b = challenge_budgets(&secret(2));
+    for budget in a.iter().chain(&b) {
+        assert!((50..=100).contains(budget), "{a:?} {b:?}");
+    }
+    assert_ne!(a, b, "two secrets, two sequences of budgets");
+    assert!(
+        a.iter().any(|&n| n != a[0]),
+        "the budget changes from second to second: {a:?}"
+    );
 }
 
 #[test]
@@ -833,7 +936,7 @@ fn sack_blocks_are_generated() {
         sack: true,
         ..config()
     };
-    let mut tcp = Tcp::new(cfg, 7);
+    let mut tcp = Tcp::new(cfg, &secret(7));
     let l = tcp.listen(LOCAL, 4).unwrap();
     let opts = Options {
         mss: Some(MSS),
@@ -1265,7 +1368,7 @@ fn after_a_timeout_sack_holes_are_repaired_without_a_second_window_cut() {
             sack: true,
             ..config()
         },
-        7,
+        &secret(7),
     );
     let listener = tcp.listen(LOCAL, 4).unwrap();
     let sack_ok = Options {
@@ -1356,6 +1459,134 @@ fn after_a_timeout_sack_holes_are_repaired_without_a_second_window_cut() {
         "no second cut for the same loss episode"
     );
     assert_eq!(tcp.stats().timeouts, 1);
+}
+
+/// A peer that takes only in-order data and ACKs it without SACK blocks, at `t`
+/// milliseconds and after; the sender's timeouts run when it has nothing to send.
+/// Returns the bytes the peer took in order, from `snd`.
+fn in_order_peer(tcp: &mut Tcp, snd: u32, mut t: u64, want: usize) -> Vec<u8> {
+    let mut received = Vec::new();
+    for _ in 0..500 {
+        if received.len() == want {
+            break;
+        }
+        let Some(bytes) = poll(tcp, t) else {
+            let Some(due) = tcp.poll_timeout() else { break };
+            t = due.as_millis().max(t);
+            tcp.handle_timeout(ms(t));
+            continue;
+        };
+        let seg = parse(&bytes);
+        if seg.seq == snd.wrapping_add(received.len() as u32) {
+            received.extend_from_slice(seg.payload);
+        }
+        t += 1;
+        let ack = snd.wrapping_add(received.len() as u32);
+        send!(*tcp, t, ack_templ_from_peer(ack));
+    }
+    received
+}
+
+/// A bare ACK from the peer.
+fn ack_templ_from_peer(ack: u32) -> Repr<'static> {
+    Repr {
+        seq: RISS + 1,
+        ack,
+        ..SEND_TEMPL
+    }
+}
+
+#[test]
+fn after_a_timeout_data_the_peer_reneged_on_is_sent_again() {
+    let (mut tcp, c, snd) = established_with_options(
+        TcpConfig {
+            sack: true,
+            ..config()
+        },
+        Options {
+            mss: Some(MSS),
+            sack_permitted: true,
+            ..SEND_TEMPL.options
+        },
+    );
+    let data: Vec<u8> = (0..8000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(tcp.send(ms(100), c, &data).unwrap(), data.len());
+    while poll(&mut tcp, 100).is_some() {}
+    // The first segment is lost; the peer SACKs the other seven, three times.
+    let mut options = SEND_TEMPL.options;
+    options.sack_blocks[0] = SackBlock {
+        left: snd + 1000,
+        right: snd + 8000,
+    };
+    options.sack_len = 1;
+    for t in 110..113 {
+        send!(
+            tcp,
+            t,
+            Repr {
+                options,
+                ..ack_templ_from_peer(snd)
+            }
+        );
+    }
+    // Then it reneges (RFC 2018 §8 allows it): it drops what it SACKed and from now on
+    // takes only in-order data. The transfer must still complete, byte for byte.
+    let received = in_order_peer(&mut tcp, snd, 113, data.len());
+    assert_eq!(received.len(), data.len(), "the transfer stalled");
+    assert_eq!(received, data);
+}
+
+/// Segments `tcp` sends at `t`, in rounds: every segment the window allows, then the
+/// peer's ACK of each (so slow start runs while the sender is cwnd-limited).
+fn send_acked(tcp: &mut Tcp, snd: &mut u32, t: u64) -> usize {
+    let mut count = 0;
+    loop {
+        let round: Vec<u32> = core::iter::from_fn(|| poll(tcp, t))
+            .map(|bytes| {
+                let seg = parse(&bytes);
+                seg.seq.wrapping_add(seg.payload.len() as u32)
+            })
+            .collect();
+        if round.is_empty() {
+            return count;
+        }
+        count += round.len();
+        for end in round {
+            *snd = end;
+            send!(*tcp, t, ack_templ_from_peer(end));
+        }
+    }
+}
+
+/// The ends of the segments `tcp` sends at `t`, none ACKed.
+fn burst(tcp: &mut Tcp, t: u64) -> Vec<u32> {
+    core::iter::from_fn(|| poll(tcp, t))
+        .map(|bytes| {
+            let seg = parse(&bytes);
+            seg.seq.wrapping_add(seg.payload.len() as u32)
+        })
+        .collect()
+}
+
+#[test]
+fn after_idle_longer_than_the_rto_a_burst_starts_from_the_initial_window() {
+    let (mut tcp, c, mut snd) = established();
+    // Slow start grows cwnd well past the initial window (10 segments).
+    tcp.send(ms(100), c, &[1u8; 40_000]).unwrap();
+    assert_eq!(send_acked(&mut tcp, &mut snd, 100), 40);
+    let grown = tcp.info(c).unwrap().cwnd;
+    assert!(grown > 10 * u32::from(MSS), "cwnd {grown}");
+    // Within an RTO of the last send, a burst may use the grown window.
+    tcp.send(ms(101), c, &[2u8; 20_000]).unwrap();
+    let ends = burst(&mut tcp, 101);
+    assert_eq!(ends.len(), 20, "the whole write in one burst");
+    send!(tcp, 110, ack_templ_from_peer(ends[19]));
+    // RFC 5681 §4.1: idle for longer than the RTO (at most 60 s here), the next burst
+    // starts from RW = min(IW, cwnd): 10 segments.
+    let rto = tcp.info(c).unwrap().rto;
+    let later = 110 + rto.as_millis() + 1;
+    tcp.send(ms(later), c, &[3u8; 30_000]).unwrap();
+    assert_eq!(burst(&mut tcp, later).len(), 10);
 }
 
 // ---- closing ----------------------------------------------------------------------------
@@ -1568,7 +1799,7 @@ fn ts_established() -> (Tcp, TcpHandle, u32) {
         window_scaling: true,
         ..config()
     };
-    let mut tcp = Tcp::new(cfg, 7);
+    let mut tcp = Tcp::new(cfg, &secret(7));
     let l = tcp.listen(LOCAL, 4).unwrap();
     let opts = Options {
         mss: Some(MSS),
@@ -1716,7 +1947,7 @@ fn keepalive_probes_then_timeout() {
 
 #[test]
 fn ephemeral_ports_differ_and_skip_used_ones() {
-    let mut tcp = Tcp::new(config(), 5);
+    let mut tcp = Tcp::new(config(), &secret(5));
     let any = SocketAddrV4::new(*LOCAL.ip(), 0);
     let mut ports = Vec::new();
     for _ in 0..100 {
@@ -1730,7 +1961,7 @@ fn ephemeral_ports_differ_and_skip_used_ones() {
 
 #[test]
 fn stale_handles_are_rejected() {
-    let mut tcp = Tcp::new(config(), 5);
+    let mut tcp = Tcp::new(config(), &secret(5));
     let c = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
     tcp.abort(ms(0), c).unwrap();
     let d = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();

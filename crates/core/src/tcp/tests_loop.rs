@@ -8,6 +8,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 use impnet_wire::tcp::{Packet, Repr};
 
 use super::*;
+use crate::testutil::secret;
 use crate::time::{Duration, Instant};
 
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -38,8 +39,8 @@ struct Pair {
 impl Pair {
     fn new(config: TcpConfig, loss_percent: u64) -> Pair {
         Pair {
-            a: Tcp::new(config.clone(), 1),
-            b: Tcp::new(config, 2),
+            a: Tcp::new(config.clone(), &secret(1)),
+            b: Tcp::new(config, &secret(2)),
             now: Instant::ZERO,
             wire: Vec::new(),
             rng: 0x1234_5678,

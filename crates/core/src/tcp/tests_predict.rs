@@ -12,6 +12,7 @@ use impnet_wire::tcp::{Flags, Packet, Repr};
 use proptest::prelude::*;
 
 use super::*;
+use crate::testutil::secret;
 use crate::time::{Duration, Instant};
 
 const A: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000);
@@ -62,8 +63,8 @@ struct World {
 
 impl World {
     fn new(config: &TcpConfig, prediction: bool) -> World {
-        let mut a = Tcp::new(config.clone(), 1);
-        let mut b = Tcp::new(config.clone(), 2);
+        let mut a = Tcp::new(config.clone(), &secret(1));
+        let mut b = Tcp::new(config.clone(), &secret(2));
         a.set_fast_paths(prediction);
         b.set_fast_paths(prediction);
         let listener = b.listen(B, 4).unwrap();

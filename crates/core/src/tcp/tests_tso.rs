@@ -24,10 +24,7 @@ fn host(
     addr: Ipv4Addr,
     offloads: Offloads,
 ) -> (Stack, crate::IfaceId) {
-    let mut stack = Stack::new(StackConfig {
-        seed,
-        ..StackConfig::default()
-    });
+    let mut stack = Stack::new(StackConfig::default(), crate::testutil::secret(seed));
     let mut config = IfaceConfig::new(mac, MTU).with_offloads(offloads);
     config.addrs.push(Cidr::new(addr, 24).expect("prefix"));
     let iface = stack.add_interface(config);
