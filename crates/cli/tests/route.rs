@@ -12,9 +12,9 @@ mod common;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{ChildGuard, NetNs, can_run, have};
+use common::{ChildGuard, NetNs, can_run, have, text, wait_limited};
 
 const IMP: &str = env!("CARGO_BIN_EXE_imp");
 
@@ -94,30 +94,6 @@ impl Routed {
         let rest = self.rest.take().unwrap().join().unwrap();
         (out, rest)
     }
-}
-
-/// Wait for a child, killing it after `limit`.
-fn wait_limited(mut child: ChildGuard, limit: Duration) -> Output {
-    let start = Instant::now();
-    loop {
-        let done = child.0.as_mut().unwrap().try_wait().expect("try_wait");
-        if done.is_some() || start.elapsed() > limit {
-            if done.is_none() {
-                let _ = child.0.as_mut().unwrap().kill();
-            }
-            return child.wait();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A file of `len` bytes in a fresh directory (removed on drop).

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ChildGuard, NetNs, can_run, have};
+use common::{ChildGuard, NetNs, can_run, have, text, wait_limited};
 use sha2::{Digest, Sha256};
 
 const IMP: &str = env!("CARGO_BIN_EXE_imp");
@@ -89,30 +89,6 @@ impl Net {
     fn exec(&self, program: &str, args: &[&str]) -> Output {
         self.ns.exec(program, args)
     }
-}
-
-/// Wait for a child, killing it after `limit`.
-fn wait_limited(mut child: ChildGuard, limit: Duration) -> Output {
-    let start = Instant::now();
-    loop {
-        let done = child.0.as_mut().unwrap().try_wait().expect("try_wait");
-        if done.is_some() || start.elapsed() > limit {
-            if done.is_none() {
-                let _ = child.0.as_mut().unwrap().kill();
-            }
-            return child.wait();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// Send a signal to a child (imp itself: `ip netns exec` execs it in place).

@@ -254,23 +254,8 @@ impl Codel {
         packet: Vec<u8>,
         meta: PacketMeta,
     ) -> Result<(), Dropped> {
-        let len = packet.len();
-        self.stats.on_offer(len);
-        let (packets, bytes) = (self.queue.len() + 1, self.queue.bytes.saturating_add(len));
-        if self.config.limit.exceeded(packets, bytes) {
-            self.stats.on_drop(DropReason::Overflow, len);
-            return Err(Dropped {
-                reason: DropReason::Overflow,
-                packet,
-            });
-        }
-        let entry = Entry {
-            packet,
-            meta,
-            enqueued_at: now,
-        };
-        self.queue.push(entry, &mut self.stats);
-        Ok(())
+        self.queue
+            .offer(now, packet, meta, self.config.limit, &mut self.stats)
     }
 
     /// The next packet to send, after CoDel's drops and marks.

@@ -2,7 +2,7 @@
 
 use alloc::vec::Vec;
 
-use super::{DropReason, Dropped, Entry, Limit, PacketMeta, PacketQueue, QdiscStats};
+use super::{Dropped, Limit, PacketMeta, PacketQueue, QdiscStats};
 use crate::time::Instant;
 
 /// A drop-tail FIFO's parameters.
@@ -52,23 +52,8 @@ impl Fifo {
         packet: Vec<u8>,
         meta: PacketMeta,
     ) -> Result<(), Dropped> {
-        let len = packet.len();
-        self.stats.on_offer(len);
-        let (packets, bytes) = (self.queue.len() + 1, self.queue.bytes.saturating_add(len));
-        if self.config.limit.exceeded(packets, bytes) {
-            self.stats.on_drop(DropReason::Overflow, len);
-            return Err(Dropped {
-                reason: DropReason::Overflow,
-                packet,
-            });
-        }
-        let entry = Entry {
-            packet,
-            meta,
-            enqueued_at: now,
-        };
-        self.queue.push(entry, &mut self.stats);
-        Ok(())
+        self.queue
+            .offer(now, packet, meta, self.config.limit, &mut self.stats)
     }
 
     /// The oldest packet.

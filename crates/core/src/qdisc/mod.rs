@@ -275,6 +275,34 @@ impl PacketQueue {
         self.entries.push_back(entry);
     }
 
+    /// Drop-tail admission: queue `packet` stamped with `now`, unless one more would
+    /// exceed `limit` (then it comes back as an overflow drop).
+    fn offer(
+        &mut self,
+        now: Instant,
+        packet: Vec<u8>,
+        meta: PacketMeta,
+        limit: Limit,
+        stats: &mut QdiscStats,
+    ) -> Result<(), Dropped> {
+        let len = packet.len();
+        stats.on_offer(len);
+        if limit.exceeded(self.len() + 1, self.bytes.saturating_add(len)) {
+            stats.on_drop(DropReason::Overflow, len);
+            return Err(Dropped {
+                reason: DropReason::Overflow,
+                packet,
+            });
+        }
+        let entry = Entry {
+            packet,
+            meta,
+            enqueued_at: now,
+        };
+        self.push(entry, stats);
+        Ok(())
+    }
+
     fn pop(&mut self, stats: &mut QdiscStats) -> Option<Entry> {
         let entry = self.entries.pop_front()?;
         let len = entry.packet.len();

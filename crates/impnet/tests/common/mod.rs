@@ -229,3 +229,28 @@ impl Link {
         })
     }
 }
+
+/// Wait for a child, killing it after `limit`.
+pub fn wait_limited(mut child: ChildGuard, limit: std::time::Duration) -> Output {
+    let start = std::time::Instant::now();
+    loop {
+        let done = child.0.as_mut().unwrap().try_wait().expect("try_wait");
+        if done.is_some() || start.elapsed() > limit {
+            if done.is_none() {
+                let _ = child.0.as_mut().unwrap().kill();
+            }
+            return child.wait();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A process's status and output, for failure messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
