@@ -698,7 +698,12 @@ pub(crate) fn new_snd(
     wl1: SeqNumber,
 ) -> Snd {
     let mss = opts.snd_mss();
-    let cc = Controller::new(config.congestion, mss, config.initial_window as usize);
+    let cc = Controller::new(
+        config.congestion,
+        mss,
+        config.initial_window as usize,
+        config.hystart,
+    );
     let snd_una = iss + 1;
     Snd {
         snd_una,

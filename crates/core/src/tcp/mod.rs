@@ -114,6 +114,9 @@ pub struct TcpConfig {
     pub initial_window: u32,
     /// Congestion control for new connections.
     pub congestion: cc::CcAlgorithm,
+    /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC: leave slow
+    /// start when the RTT rises, before the bottleneck queue overflows (on by default).
+    pub hystart: bool,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
     /// Most challenge ACKs sent per second, for all connections (RFC 5961 §7). Each
@@ -158,6 +161,7 @@ impl Default for TcpConfig {
             sack: true,
             initial_window: 10,
             congestion: cc::CcAlgorithm::NewReno,
+            hystart: true,
             keepalive: None,
             challenge_ack_limit: 1000,
             max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,
