@@ -663,6 +663,12 @@ impl Tcp {
         self.segment_for_listener(now, (local, remote), segment, local_mss);
     }
 
+    /// Whether a listener on `local` (or on its port, any address) exists.
+    fn has_listener(&self, local: SocketAddrV4) -> bool {
+        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
+        self.listeners.contains_key(&local) || self.listeners.contains_key(&any)
+    }
+
     /// A segment for no connection: to the listener on its address (or the wildcard
     /// one), else answered as for a closed port.
     #[inline(never)]
@@ -724,8 +730,11 @@ impl Tcp {
 
     /// RFC 9293 §3.6.1 and RFC 6191: a SYN to a connection in TIME-WAIT reopens it when
     /// its timestamp is newer than the last one seen, or (without timestamps) its
-    /// sequence number is above RCV.NXT. The old connection is released; returns true
-    /// when the caller should hand the SYN to a listener.
+    /// sequence number is above RCV.NXT, and a listener would take it. The old
+    /// connection is released; returns true when the caller should hand the SYN to that
+    /// listener. With no listener the SYN stays with TIME-WAIT (which answers it with a
+    /// challenge ACK, RFC 5961 §4): releasing it would only draw a RST for a closed port
+    /// and leave the tuple open to old duplicates.
     #[inline]
     fn time_wait_reuse(&mut self, handle: TcpHandle, seg: &Repr<'_>) -> bool {
         if !seg.flags.syn() || seg.flags.ack() || seg.flags.rst() {
@@ -748,9 +757,13 @@ impl Tcp {
             (Some(_), None) => false,
             (None, _) => SeqNumber(seg.seq) > tw.rcv.rcv_nxt,
         };
-        if !newer {
+        let local = conn.local;
+        if !newer || !self.has_listener(local) {
             return false;
         }
+        let Some(conn) = self.conn_mut(handle) else {
+            return false;
+        };
         conn.state = State::Closed(Closed { error: None });
         conn.timers.stop_all();
         self.shared.stats.time_wait_reuses += 1;

@@ -1717,6 +1717,131 @@ fn fin_wait_1_fin_and_ack_together_goes_to_time_wait() {
     assert_eq!(tcp.socket_count(), 0);
 }
 
+/// The connection of [`established`] closed by us first, the peer's FIN acknowledged:
+/// TIME-WAIT, with no listener left.
+fn time_wait() -> (Tcp, TcpHandle, u32) {
+    let (mut tcp, c, snd) = established();
+    tcp.close(ms(20), c).unwrap();
+    recv!(tcp, 20);
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            flags: Flags::FIN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    (tcp, c, snd)
+}
+
+#[test]
+fn a_new_syn_to_time_wait_without_a_listener_keeps_time_wait() {
+    // RFC 6191 lets a SYN reopen TIME-WAIT only to open a new connection: with no
+    // listener, releasing TIME-WAIT would answer with a RST (a closed port) and leave
+    // the tuple to old duplicates. TIME-WAIT stays and sends its challenge ACK.
+    let (mut tcp, c, snd) = time_wait();
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 100_000,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 30, ack_templ(snd + 1, RISS + 2));
+    recv_nothing!(tcp, 30);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.stats().time_wait_reuses, 0);
+    assert_eq!(tcp.stats().resets_sent, 0);
+}
+
+#[test]
+fn with_timestamps_time_wait_reuse_follows_the_timestamp_not_the_sequence_number() {
+    // RFC 6191 §2: with timestamps, a SYN reopens TIME-WAIT when its timestamp is newer
+    // than the last one seen, whatever its sequence number.
+    let ts = |tsval: u32, tsecr: u32| Options {
+        timestamps: Some((tsval, tsecr)),
+        ..SEND_TEMPL.options
+    };
+    let config = TcpConfig {
+        timestamps: true,
+        ..config()
+    };
+    let (mut tcp, c, snd) = established_with_options(
+        config,
+        Options {
+            mss: Some(MSS),
+            ..ts(100, 0)
+        },
+    );
+    tcp.close(ms(20), c).unwrap();
+    let fin = recv!(tcp, 20);
+    let our_ts = parse(&fin).options.timestamps.unwrap().0;
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            flags: Flags::FIN | Flags::ACK,
+            options: ts(500, our_ts),
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    let l = tcp.listen(LOCAL, 4).unwrap();
+    // A sequence number far above RCV.NXT but an older timestamp: no reuse.
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 100_000,
+            flags: Flags::SYN,
+            options: ts(400, 0),
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.stats().time_wait_reuses, 0);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    while poll(&mut tcp, 30).is_some() {}
+    // A sequence number below RCV.NXT but a newer timestamp: reuse.
+    send!(
+        tcp,
+        31,
+        Repr {
+            seq: RISS.wrapping_sub(50_000),
+            flags: Flags::SYN,
+            options: Options {
+                mss: Some(MSS),
+                ..ts(600, 0)
+            },
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 31);
+    let synack = parse(&bytes);
+    assert_eq!(synack.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(synack.ack, RISS.wrapping_sub(49_999));
+    assert_eq!(tcp.stats().time_wait_reuses, 1);
+    send!(
+        tcp,
+        32,
+        Repr {
+            seq: RISS.wrapping_sub(49_999),
+            ack: synack.seq + 1,
+            options: ts(601, synack.options.timestamps.unwrap().0),
+            ..SEND_TEMPL
+        }
+    );
+    assert!(tcp.accept(l).is_ok());
+}
+
 #[test]
 fn time_wait_reuse_by_newer_syn() {
     let (mut tcp, c, snd) = established();
