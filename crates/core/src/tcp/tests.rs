@@ -1153,6 +1153,107 @@ fn zero_window_probe_with_backoff_then_reopen() {
 }
 
 #[test]
+fn a_small_window_held_back_by_sws_avoidance_is_used_when_the_override_timer_expires() {
+    // RFC 9293 §3.8.6.2.1: sender SWS avoidance holds a segment smaller than both the
+    // MSS and half the largest window; "it is necessary to have a timeout to force
+    // transmission of data, overriding the SWS avoidance algorithm". A peer whose
+    // window stays at 300 bytes (it once offered 64,000) gets its 300 bytes when the
+    // persist timer expires, not an empty probe forever.
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        15,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            window: 300,
+            ..SEND_TEMPL
+        }
+    );
+    let data: Vec<u8> = (0..2000u32).map(|i| i as u8).collect();
+    tcp.send(ms(20), c, &data).unwrap();
+    recv_nothing!(tcp, 20);
+    let timeout = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(timeout);
+    let t = timeout.as_millis();
+    recv!(
+        tcp,
+        t,
+        Repr {
+            payload: &data[..300],
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    recv_nothing!(tcp, t);
+    // The peer takes them and offers 300 bytes again: the next 300 wait for the timer.
+    send!(
+        tcp,
+        t + 5,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 300,
+            window: 300,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, t + 5);
+    let next = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(next);
+    recv!(
+        tcp,
+        next.as_millis(),
+        Repr {
+            payload: &data[300..600],
+            ..ack_templ(snd + 300, RISS + 1)
+        }
+    );
+    assert_eq!(tcp.stats().window_probes, 0);
+}
+
+#[test]
+fn limited_transmit_sends_new_data_on_the_first_two_duplicate_acks() {
+    // RFC 3042: "a TCP sender SHOULD send a segment of previously unsent data in
+    // response to each of the first two duplicate ACKs", and the third starts fast
+    // retransmit. No SACK here (the default test configuration).
+    let (mut tcp, c, snd) = established();
+    let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    tcp.send(ms(20), c, &data).unwrap();
+    let drain = |tcp: &mut Tcp, t: u64| {
+        let mut sent = Vec::new();
+        while let Some(bytes) = poll(tcp, t) {
+            let seg = parse(&bytes);
+            sent.push((seg.seq.wrapping_sub(snd), seg.payload.len()));
+        }
+        sent
+    };
+    assert_eq!(drain(&mut tcp, 20).len(), 10, "the initial window");
+    // The first segment is acknowledged (slow start: two more go), then the same ACK
+    // comes again, as it would for each later segment when the second was lost.
+    let dup_ack = Repr {
+        seq: RISS + 1,
+        ack: snd + 1000,
+        ..SEND_TEMPL
+    };
+    send!(tcp, 60, dup_ack);
+    assert_eq!(drain(&mut tcp, 60), [(10_000, 1000), (11_000, 1000)]);
+    send!(tcp, 61, dup_ack);
+    assert_eq!(drain(&mut tcp, 61), [(12_000, 1000)], "first duplicate ACK");
+    send!(tcp, 62, dup_ack);
+    assert_eq!(
+        drain(&mut tcp, 62),
+        [(13_000, 1000)],
+        "second duplicate ACK"
+    );
+    send!(tcp, 63, dup_ack);
+    assert_eq!(
+        drain(&mut tcp, 63),
+        [(1000, 1000)],
+        "third: fast retransmit"
+    );
+    assert_eq!(tcp.stats().fast_retransmits, 1);
+}
+
+#[test]
 fn receive_window_closes_and_reopens_without_sws() {
     let (mut tcp, c, snd) = established_with(TcpConfig {
         recv_buffer: 4000,
