@@ -2199,3 +2199,7 @@ fn stale_handles_are_rejected() {
 /// Delayed ACKs, quick ACKs, PSH, the cork and gather writes.
 #[path = "tests_push.rs"]
 mod push;
+
+/// SYN cookies when the backlog is full.
+#[path = "tests_cookies.rs"]
+mod cookies;
