@@ -139,14 +139,14 @@ fn run(cookies: bool, seed: u64) -> Outcome {
             for _ in 0..SYNS_PER_MS {
                 sim.inject(link, 0, &spoofed_syn(&mut rng, macs));
             }
-            next_flood = next_flood + Duration::from_millis(1);
+            next_flood += Duration::from_millis(1);
         }
         if next_client <= now && attempts.len() < CLIENTS {
             let remote = SocketAddrV4::new(SERVER, PORT);
             let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
             let handle = sim.host_mut(client).tcp_connect(now, any, remote).unwrap();
             attempts.push((handle, now, None));
-            next_client = next_client + CLIENT_EVERY;
+            next_client += CLIENT_EVERY;
         }
         for (handle, _, done) in &mut attempts {
             let state = sim.host(client).tcp_info(*handle).map(|i| i.state);
