@@ -494,6 +494,8 @@ pub struct SackRecorder {
     recent: [(SeqNumber, SeqNumber); SACK_RECORDER_DEPTH],
     /// Valid entries at the front of `recent`.
     len: usize,
+    /// A duplicate segment to report in the next ACK's first block (RFC 2883 D-SACK).
+    dsack: Option<(SeqNumber, SeqNumber)>,
 }
 
 impl SackRecorder {
@@ -515,6 +517,28 @@ impl SackRecorder {
     /// Forget everything (e.g. when the connection's receive side restarts).
     pub fn clear(&mut self) {
         self.len = 0;
+        self.dsack = None;
+    }
+
+    /// Note that `[seq, end)` arrived a second time. RFC 2883 §4: "If the data
+    /// receiver receives a duplicate segment, it SHOULD report it in the first SACK
+    /// block" — of the next ACK only ("each duplicate contiguous sequence of data
+    /// received is reported in at most one D-SACK block"). A later duplicate before
+    /// that ACK replaces it.
+    pub fn record_duplicate(&mut self, seq: SeqNumber, end: SeqNumber) {
+        if seq < end {
+            self.dsack = Some((seq, end));
+        }
+    }
+
+    /// Whether a D-SACK block waits for the next ACK.
+    pub fn has_dsack(&self) -> bool {
+        self.dsack.is_some()
+    }
+
+    /// The D-SACK block went out: forget it.
+    pub fn take_dsack(&mut self) -> Option<(SeqNumber, SeqNumber)> {
+        self.dsack.take()
     }
 
     /// Up to `max` (at most 4) SACK blocks for `buf`'s out-of-order data: first the
@@ -529,6 +553,20 @@ impl SackRecorder {
         let max = max.min(4);
         let mut out = [SackBlock::default(); 4];
         let mut n = 0;
+        // RFC 2883 §4 (1): "A D-SACK block is only used to report a duplicate
+        // contiguous sequence of data received by the receiver in the most recent
+        // packet" and goes first; the blocks after it as RFC 2018 orders them (the
+        // block containing a duplicate inside out-of-order data comes next, as the
+        // duplicate was recorded as the most recent segment).
+        if let Some((left, right)) = self.dsack
+            && max > 0
+        {
+            out[0] = SackBlock {
+                left: left.0,
+                right: right.0,
+            };
+            n = 1;
+        }
         for &(first, end) in &self.recent[..self.len] {
             if end <= rcv_nxt {
                 continue;

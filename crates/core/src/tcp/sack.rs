@@ -135,16 +135,7 @@ impl Scoreboard {
     ) -> SackUpdate {
         self.drop_below(snd_una);
         let mut update = SackUpdate::default();
-        // RFC 2883 §4: "If the first SACK block reports data below the cumulative ACK,
-        // or a subset of the second SACK block, it is a D-SACK."
-        if let Some(first) = blocks.first() {
-            let (left, right) = (first.left_seq(), first.right_seq());
-            let below_ack = left < snd_una && left < right;
-            let inside_second = blocks.get(1).is_some_and(|second| {
-                left < right && second.left_seq() <= left && right <= second.right_seq()
-            });
-            update.dsack = below_ack || inside_second;
-        }
+        update.dsack = dsack_block(blocks, snd_una).is_some();
         let skip = usize::from(update.dsack);
         for block in &blocks[skip..] {
             let (left, right) = (block.left_seq(), block.right_seq());
@@ -363,6 +354,21 @@ impl Scoreboard {
         }
         pipe
     }
+}
+
+/// The D-SACK block of an ACK's SACK blocks, if it has one, as `[left, right)`.
+/// `snd_una` is the ACK's cumulative acknowledgment.
+///
+/// RFC 2883 §4: "If the first SACK block reports data below the cumulative ACK, or a
+/// subset of the second SACK block, it is a D-SACK."
+pub fn dsack_block(blocks: &[SackBlock], snd_una: SeqNumber) -> Option<(SeqNumber, SeqNumber)> {
+    let first = blocks.first()?;
+    let (left, right) = (first.left_seq(), first.right_seq());
+    let below_ack = left < snd_una && left < right;
+    let inside_second = blocks.get(1).is_some_and(|second| {
+        left < right && second.left_seq() <= left && right <= second.right_seq()
+    });
+    (below_ack || inside_second).then_some((left, right))
 }
 
 /// RFC 6675 §2: "DupThresh: The number of duplicate acknowledgments required to
