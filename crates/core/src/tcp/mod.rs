@@ -43,6 +43,8 @@ mod tests_loop;
 #[cfg(test)]
 mod tests_predict;
 #[cfg(test)]
+mod tests_recovery;
+#[cfg(test)]
 mod tests_tso;
 
 use core::net::{Ipv4Addr, SocketAddrV4};

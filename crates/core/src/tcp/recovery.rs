@@ -124,8 +124,8 @@ impl Conn {
     /// receive window allows new data to be sent: Transmit that new segment ... Else:
     /// Retransmit the last segment". The probe goes even if cwnd is full.
     pub(super) fn on_probe_timeout(&mut self, ctx: &mut Ctx<'_>) {
-        let _ = ctx;
         let mss = self.opts.snd_mss();
+        let rto = self.rtt.rto();
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -141,12 +141,14 @@ impl Conn {
             snd.rexmit = Some(end - back);
         }
         snd.rack.probe_due = true;
+        // The probe takes the timeout's place when both were due.
+        self.timers.set(Timer::Retransmit, ctx.now + rto);
     }
 
     /// RFC 8985 §7.2: arm the PTO "after transmitting new data (that was not itself a
     /// loss probe) or upon receiving an ACK that cumulatively acknowledges new data",
     /// when SACK is on, nothing is SACKed, no recovery runs and no probe is in flight;
-    /// "If RTO is earlier than PTO, use RTO" (the retransmission timer then acts).
+    /// the PTO is capped by the retransmission timer's expiry.
     pub(super) fn arm_loss_probe(&mut self, now: Instant) {
         let mss = self.opts.snd_mss();
         let srtt = self.rtt.srtt();
@@ -159,12 +161,13 @@ impl Conn {
             && snd.scoreboard.is_empty()
             && snd.rack.tlp.is_none()
             && snd.outstanding() > 0;
-        let at = now + pto(srtt, snd.outstanding() <= mss);
-        let rto_first = self
-            .timers
-            .get(Timer::Retransmit)
-            .is_some_and(|rto_at| rto_at <= at);
-        if eligible && !rto_first {
+        // "If Now() + PTO > TCP_RTO_expire(): PTO = TCP_RTO_expire() - Now()": the probe
+        // then goes in the timeout's place (it fires first, and pushes the RTO back).
+        let mut at = now + pto(srtt, snd.outstanding() <= mss);
+        if let Some(rto_at) = self.timers.get(Timer::Retransmit) {
+            at = at.min(rto_at);
+        }
+        if eligible {
             self.timers.set(Timer::LossProbe, at);
         } else {
             self.timers.stop(Timer::LossProbe);

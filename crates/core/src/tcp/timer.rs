@@ -36,9 +36,9 @@ impl Timer {
     pub const ALL: [Timer; KINDS] = [
         Timer::TimeWait,
         Timer::UserTimeout,
+        Timer::LossProbe,
         Timer::Retransmit,
         Timer::Reorder,
-        Timer::LossProbe,
         Timer::Persist,
         Timer::Keepalive,
         Timer::Cork,
