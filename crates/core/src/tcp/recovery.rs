@@ -75,6 +75,12 @@ impl Conn {
         }
         if before.in_recovery && snd.recovery.is_none() {
             snd.rack.on_recovery_exit();
+            // A recovery that ended with every retransmission reported as a duplicate,
+            // or none sent at all (what looked lost arrived late): the cut was for
+            // nothing (RFC 3708 §3; Linux's `tcp_try_undo_recovery`).
+            if snd.undo.is_some_and(|u| u.retrans == 0 && !u.rto) {
+                undo_cut(snd, stats);
+            }
         }
         if let Some(block) = dsack {
             if snd.rack.enabled {
