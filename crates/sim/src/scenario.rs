@@ -443,6 +443,7 @@ struct RawTcp {
     recv_buffer: Option<Bytes>,
     cc: Option<Spanned<String>>,
     sack: Option<bool>,
+    rack: Option<bool>,
     timestamps: Option<bool>,
     window_scaling: Option<bool>,
     delayed_ack: Option<Dur>,
@@ -810,6 +811,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     if let Some(v) = raw.sack {
         tcp.sack = v;
+    }
+    if let Some(v) = raw.rack {
+        tcp.rack = v;
     }
     if let Some(v) = raw.timestamps {
         tcp.timestamps = v;

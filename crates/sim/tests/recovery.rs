@@ -5,6 +5,8 @@ use impnet_core::Duration;
 use impnet_core::tcp::TcpStats;
 use impnet_phy::LinkConfig;
 use impnet_sim::bulk::{BulkConfig, BulkResult, run_bulk};
+use impnet_sim::experiment;
+use impnet_sim::scenario::Scenario;
 
 const MB: u64 = 1 << 20;
 
@@ -83,4 +85,43 @@ fn reordering_one_percent_by_5ms_costs_little_once_the_window_adapted() {
     let report = format!("{report}; {}", describe("dupthresh", &dupthresh));
     std::println!("{report}");
     assert!(second_half(&dupthresh).0 > 0, "{report}");
+}
+
+/// `scenarios/paths/rack-reordering.toml`: the same comparison as a scenario file,
+/// byte-exact flows; RACK keeps the clean path's goodput and retransmits almost
+/// nothing, DupThresh retransmits for every reordering.
+#[test]
+fn the_rack_reordering_scenario_keeps_goodput_and_avoids_spurious_retransmissions() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/paths/rack-reordering.toml");
+    let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let out = experiment::run(&scenario, None, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let flow = |name: &str| {
+        let f = out
+            .report
+            .flows
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no flow {name}"));
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        f
+    };
+    let (clean, rack, dupthresh) = (flow("clean"), flow("rack"), flow("dupthresh"));
+    let report = format!(
+        "goodput clean {:.3}, rack {:.3}, dupthresh {:.3} Mbit/s; retransmits {} / {} / {}",
+        clean.goodput_bps / 1e6,
+        rack.goodput_bps / 1e6,
+        dupthresh.goodput_bps / 1e6,
+        clean.retransmits,
+        rack.retransmits,
+        dupthresh.retransmits
+    );
+    std::println!("{report}");
+    assert_eq!(clean.retransmits, 0, "{report}");
+    assert!(rack.goodput_bps >= 0.9 * clean.goodput_bps, "{report}");
+    assert!(rack.retransmits <= 5, "{report}");
+    assert!(
+        dupthresh.retransmits > 50 * rack.retransmits.max(1),
+        "{report}"
+    );
 }

@@ -22,14 +22,14 @@ pub mod seq;
 
 mod conn;
 mod deadlines;
-mod rack;
-mod recovery;
 mod demux;
 mod icmp;
 mod input;
 mod listen;
 mod output;
 mod predict;
+mod rack;
+mod recovery;
 mod state;
 mod table;
 mod timer;

@@ -375,14 +375,24 @@ impl Rack {
     /// §6.2 step 4 `RACK_update_reo_wnd`: "If RACK.reordering_seen is FALSE: If in
     /// Fast or RTO recovery: Return 0. Else if RACK.segs_sacked >= DupThresh: Return 0.
     /// Return min(RACK.min_RTT * RACK.reo_wnd_mult / 4, SRTT)".
-    pub fn reo_wnd(&self, in_recovery: bool, segs_sacked: usize, srtt: Option<Duration>) -> Duration {
+    pub fn reo_wnd(
+        &self,
+        in_recovery: bool,
+        segs_sacked: usize,
+        srtt: Option<Duration>,
+    ) -> Duration {
         if !self.reordering_seen && (in_recovery || segs_sacked >= super::sack::DUPTHRESH) {
             return Duration::ZERO;
         }
         let Some(min_rtt) = self.min_rtt else {
             return Duration::ZERO;
         };
-        let wnd = Duration::from_nanos(min_rtt.saturating_mul(u64::from(self.reo_wnd_mult)).as_nanos() / 4);
+        let wnd = Duration::from_nanos(
+            min_rtt
+                .saturating_mul(u64::from(self.reo_wnd_mult))
+                .as_nanos()
+                / 4,
+        );
         srtt.map_or(wnd, |s| wnd.min(s))
     }
 
@@ -469,7 +479,8 @@ mod tests {
         // Segment 3 (sent at 3 ms) is SACKed at 23 ms; 0..3 are not.
         let mut d = Delivered::default();
         let (mut fack, min) = (rack.fack, rack.min_rtt);
-        rack.log.deliver((s(300), s(400)), false, t(23), (&mut fack, min), &mut d);
+        rack.log
+            .deliver((s(300), s(400)), false, t(23), (&mut fack, min), &mut d);
         rack.fack = fack;
         rack.on_delivered(&d);
         assert_eq!(rack.latest, Some((t(3), s(400))));
@@ -503,10 +514,22 @@ mod tests {
         assert_eq!(rack.reo_wnd(false, 2, Some(MS(50))), MS(10));
         let mut d = Delivered::default();
         let mut fack = rack.fack;
-        rack.log.deliver((s(100), s(200)), false, t(41), (&mut fack, rack.min_rtt), &mut d);
+        rack.log.deliver(
+            (s(100), s(200)),
+            false,
+            t(41),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
         assert!(!d.reordered);
         let mut d = Delivered::default();
-        rack.log.deliver((s(0), s(200)), true, t(42), (&mut fack, rack.min_rtt), &mut d);
+        rack.log.deliver(
+            (s(0), s(200)),
+            true,
+            t(42),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
         assert!(d.reordered);
         rack.on_delivered(&d);
         assert_eq!(rack.reo_wnd(true, 9, Some(MS(50))), MS(10));
@@ -534,9 +557,21 @@ mod tests {
         rack.log.on_send(s(0), s(100), t(15));
         let mut d = Delivered::default();
         let mut fack = rack.fack;
-        rack.log.deliver((s(0), s(100)), true, t(21), (&mut fack, rack.min_rtt), &mut d);
+        rack.log.deliver(
+            (s(0), s(100)),
+            true,
+            t(21),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
         assert_eq!(d.latest, None);
-        rack.log.deliver((s(0), s(100)), true, t(40), (&mut fack, rack.min_rtt), &mut d);
+        rack.log.deliver(
+            (s(0), s(100)),
+            true,
+            t(40),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
         assert_eq!(d.latest, Some((t(15), s(100), MS(25))));
     }
 

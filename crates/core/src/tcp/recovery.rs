@@ -12,6 +12,7 @@
 
 use impnet_wire::tcp::Repr;
 
+use super::TcpStats;
 use super::cc::CongestionControl;
 use super::conn::{Conn, Ctx};
 use super::output::tsval;
@@ -20,7 +21,6 @@ use super::sack::{SackBlockExt, dsack_block};
 use super::seq::SeqNumber;
 use super::state::{Recovery, Snd};
 use super::timer::Timer;
-use super::TcpStats;
 use crate::time::{Duration, Instant};
 
 /// The sender before an ACK was processed: what the ACK changed is measured from it.
@@ -182,7 +182,12 @@ impl Conn {
 
     /// Bookkeeping after data (or a FIN) `[seq, end)` went out; `again` when it was
     /// sent before.
-    pub(super) fn on_sent(&mut self, ctx: &mut Ctx<'_>, (seq, end): (SeqNumber, SeqNumber), again: bool) {
+    pub(super) fn on_sent(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        (seq, end): (SeqNumber, SeqNumber),
+        again: bool,
+    ) {
         let now = ctx.now;
         let timestamps = self.opts.ts.is_some();
         let rto = self.rtt.rto();
@@ -339,8 +344,11 @@ fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize) {
     let prr = &mut r.prr;
     prr.delivered += delivered;
     prr.sndcnt = if pipe > ssthresh {
-        let share = (prr.delivered as u128 * ssthresh as u128).div_ceil(prr.recover_fs.max(1) as u128);
-        usize::try_from(share).unwrap_or(usize::MAX).saturating_sub(prr.out)
+        let share =
+            (prr.delivered as u128 * ssthresh as u128).div_ceil(prr.recover_fs.max(1) as u128);
+        usize::try_from(share)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(prr.out)
     } else {
         let limit = prr.delivered.saturating_sub(prr.out).max(delivered) + mss;
         (ssthresh - pipe).min(limit)
@@ -367,7 +375,11 @@ pub(super) fn recovery_room(snd: &Snd, sack: bool, mss: usize) -> Option<usize> 
         r.prr.sndcnt
     };
     // The loss probe goes whatever the window says (RFC 8985 §7.3).
-    Some(if snd.rack.probe_due { room.max(mss) } else { room })
+    Some(if snd.rack.probe_due {
+        room.max(mss)
+    } else {
+        room
+    })
 }
 
 /// A D-SACK for the TLP retransmission: "the original segment was delivered", the

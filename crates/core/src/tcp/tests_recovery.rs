@@ -130,8 +130,7 @@ impl Pair {
             .min();
         let Some(next) = next else { return false };
         self.now = self.now.max(next);
-        let (mut due, rest): (Vec<_>, Vec<_>) =
-            self.wire.drain(..).partition(|s| s.at <= self.now);
+        let (mut due, rest): (Vec<_>, Vec<_>) = self.wire.drain(..).partition(|s| s.at <= self.now);
         self.wire = rest;
         due.sort_by_key(|s| s.at);
         self.acked = due.iter().any(|s| !s.to_b);
@@ -168,8 +167,13 @@ fn transfer(config: &TcpConfig, len: usize, fates: &[(u64, Fate)]) -> Outcome {
     let mut p = Pair::new(config, fates);
     let listener = p.b.listen(SocketAddrV4::new(B, 80), 8).unwrap();
     let client =
-        p.a.connect(p.now, SocketAddrV4::new(A, 0), SocketAddrV4::new(B, 80), 1460)
-            .unwrap();
+        p.a.connect(
+            p.now,
+            SocketAddrV4::new(A, 0),
+            SocketAddrV4::new(B, 80),
+            1460,
+        )
+        .unwrap();
     let (mut written, mut server, mut received) = (0, None, Vec::new());
     let mut buf = vec![0u8; 65536];
     let mut info = None;
@@ -297,15 +301,25 @@ fn the_receiver_sends_dsack_for_duplicates() {
     let mut p = Pair::new(&sack_config(false), &[]);
     let listener = p.b.listen(SocketAddrV4::new(B, 80), 8).unwrap();
     let c =
-        p.a.connect(p.now, SocketAddrV4::new(A, 0), SocketAddrV4::new(B, 80), 1460)
-            .unwrap();
+        p.a.connect(
+            p.now,
+            SocketAddrV4::new(A, 0),
+            SocketAddrV4::new(B, 80),
+            1460,
+        )
+        .unwrap();
     while p.b.accept(listener).is_err() {
         p.step(Some(c));
     }
     // Two segments delivered to B twice each: the second copies are duplicates.
     p.a.send(p.now, c, &pattern(2 * 1448)).unwrap();
     p.transmit(Some(c));
-    let copies: Vec<_> = p.wire.iter().filter(|s| s.to_b).map(|s| s.bytes.clone()).collect();
+    let copies: Vec<_> = p
+        .wire
+        .iter()
+        .filter(|s| s.to_b)
+        .map(|s| s.bytes.clone())
+        .collect();
     assert_eq!(copies.len(), 2);
     for (i, bytes) in copies.into_iter().enumerate() {
         p.wire.push(InFlight {
