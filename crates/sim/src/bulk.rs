@@ -280,10 +280,7 @@ pub fn run_bulk(config: &BulkConfig) -> Result<BulkResult, BulkError> {
     let steps_cap = 200 + config.bytes / 100 + config.time_limit.as_millis() * 20;
     let run = sim.run(steps_cap, start + config.time_limit, |sim| {
         let step = drive_sender(sim, a, config, &mut sender)
-            .and_then(|()| drive_receiver(sim, b, config.bytes, &mut receiver, &mut buf));
-        if receiver.half_stats.is_none() && receiver.hash.len() * 2 >= config.bytes {
-            receiver.half_stats = Some(sim.host(a).tcp_stats().clone());
-        }
+            .and_then(|()| drive_receiver(sim, (a, b), config.bytes, &mut receiver, &mut buf));
         match step {
             Err(e) => {
                 failure = Some(e);
@@ -334,7 +331,7 @@ fn drive_sender(
 
 fn drive_receiver(
     sim: &mut Sim,
-    b: HostId,
+    (a, b): (HostId, HostId),
     expected: u64,
     r: &mut Receiver,
     buf: &mut [u8],
@@ -365,6 +362,9 @@ fn drive_receiver(
             Err(TcpError::WouldBlock) => break,
             Err(e) => return Err(e),
         }
+    }
+    if r.half_stats.is_none() && r.hash.len() * 2 >= expected {
+        r.half_stats = Some(sim.host(a).tcp_stats().clone());
     }
     Ok(())
 }

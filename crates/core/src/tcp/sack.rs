@@ -134,8 +134,10 @@ impl Scoreboard {
         snd_nxt: SeqNumber,
     ) -> SackUpdate {
         self.drop_below(snd_una);
-        let mut update = SackUpdate::default();
-        update.dsack = dsack_block(blocks, snd_una).is_some();
+        let mut update = SackUpdate {
+            dsack: dsack_block(blocks, snd_una).is_some(),
+            ..SackUpdate::default()
+        };
         let skip = usize::from(update.dsack);
         for block in &blocks[skip..] {
             let (left, right) = (block.left_seq(), block.right_seq());
