@@ -99,6 +99,10 @@ impl Conn {
         let data = (ack - before.snd_una + sacked_now).saturating_sub(before.sacked);
         prr_on_ack(snd, data, mss);
         let probe = snd.snd_una > before.snd_una;
+        if probe {
+            // A probe the PTO asked for and that never went (no room) is moot now.
+            snd.rack.probe_due = false;
+        }
         match reorder {
             Some(wait) => self.timers.set(Timer::Reorder, now + wait),
             None => self.timers.stop(Timer::Reorder),
@@ -287,10 +291,13 @@ fn detect_loss(
     srtt: Option<Duration>,
     mss: usize,
 ) -> Option<Duration> {
-    if !snd.rack.enabled {
+    let in_recovery = snd.recovery.is_some() || snd.rto_recover.is_some();
+    // Nothing SACKed and no recovery: every segment still out was sent after the most
+    // recent one delivered (cumulative ACKs deliver in sequence order), so none can be
+    // lost by RACK's rule; skip the walk on the common ACK.
+    if !snd.rack.enabled || (!in_recovery && snd.scoreboard.is_empty()) {
         return None;
     }
-    let in_recovery = snd.recovery.is_some() || snd.rto_recover.is_some();
     let segs_sacked = snd.scoreboard.sacked_bytes() / mss.max(1);
     let reo_wnd = snd.rack.reo_wnd(in_recovery, segs_sacked, srtt);
     let (lost, runs, timeout) = snd.rack.detect_loss(reo_wnd, now);
