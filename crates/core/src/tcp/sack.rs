@@ -478,6 +478,19 @@ mod tests {
     }
 
     #[test]
+    fn dsack_block_below_the_ack_or_inside_the_second() {
+        let ack = s(500);
+        assert_eq!(dsack_block(&[blk(100, 200)], ack), Some((s(100), s(200))));
+        assert_eq!(
+            dsack_block(&[blk(620, 640), blk(600, 700)], ack),
+            Some((s(620), s(640)))
+        );
+        assert_eq!(dsack_block(&[blk(600, 700), blk(800, 900)], ack), None);
+        assert_eq!(dsack_block(&[blk(200, 100)], ack), None);
+        assert_eq!(dsack_block(&[], ack), None);
+    }
+
+    #[test]
     fn range_limit_ignores_new_ranges() {
         let mut sb = Scoreboard::with_max_ranges(2);
         let u = sb.on_ack(

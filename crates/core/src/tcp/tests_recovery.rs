@@ -372,3 +372,22 @@ fn prr_spreads_the_recovery_sends_without_burst_or_stall() {
         first_half.len()
     );
 }
+
+/// RFC 3522 / RFC 4015 after a timeout: the last segment is held back 600 ms (every
+/// copy of it sent meanwhile is lost), so the loss probe and then the retransmission
+/// timer fire. The original arrives after all; the ACK that covers the timeout's
+/// retransmission echoes the original's older TSval: the timeout was spurious, and
+/// the window it cut is restored.
+#[test]
+fn a_spurious_timeout_is_undone_by_eifel() {
+    let config = TcpConfig {
+        min_rto: Duration::from_millis(200),
+        ..sack_config(true)
+    };
+    let fates = [(19, Fate::DelayLoseAgain(Duration::from_millis(600)))];
+    let out = transfer(&config, 20 * 1448, &fates);
+    assert_eq!(out.stats.timeouts, 1, "{:?}", out.stats);
+    assert_eq!(out.stats.tlp_probes, 1, "{:?}", out.stats);
+    assert_eq!(out.stats.undos, 1, "{:?}", out.stats);
+    assert!(out.info.ssthresh > u32::MAX / 2, "{:?}", out.info);
+}
