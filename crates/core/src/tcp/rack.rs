@@ -15,7 +15,7 @@
 //! reorder timer. The reordering window starts at `min_RTT / 4` and grows with D-SACKs
 //! (§6.2 step 4). The Tail Loss Probe (§7) lives in [`Tlp`].
 
-use alloc::vec::Vec;
+use alloc::collections::VecDeque;
 
 use super::seq::SeqNumber;
 use crate::time::{Duration, Instant};
@@ -51,7 +51,8 @@ struct Run {
 /// disjoint, covering SND.UNA..SND.MAX of the sends it was told about.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SentLog {
-    runs: Vec<Run>,
+    /// A deque: cumulative ACKs drop runs from the front, sends add them at the back.
+    runs: VecDeque<Run>,
 }
 
 /// What [`SentLog::deliver`] learnt from one ACK.
@@ -73,7 +74,7 @@ impl SentLog {
         if start >= end {
             return;
         }
-        let tail = self.runs.last().map(|r| r.end);
+        let tail = self.runs.back().map(|r| r.end);
         if tail.is_none_or(|t| start >= t) {
             return self.append(start, end, now);
         }
@@ -95,7 +96,7 @@ impl SentLog {
     }
 
     fn append(&mut self, start: SeqNumber, end: SeqNumber, now: Instant) {
-        match self.runs.last_mut() {
+        match self.runs.back_mut() {
             Some(last)
                 if last.end == start
                     && last.xmit == now
@@ -105,7 +106,7 @@ impl SentLog {
             {
                 last.end = end;
             }
-            _ => self.runs.push(Run {
+            _ => self.runs.push_back(Run {
                 start,
                 end,
                 xmit: now,
@@ -130,7 +131,7 @@ impl SentLog {
     pub fn on_cum_ack(&mut self, snd_una: SeqNumber) {
         let gone = self.runs.iter().take_while(|r| r.end <= snd_una).count();
         self.runs.drain(..gone);
-        if let Some(first) = self.runs.first_mut() {
+        if let Some(first) = self.runs.front_mut() {
             first.start = first.start.max(snd_una);
         }
     }
