@@ -37,6 +37,12 @@
 //!
 //! On a retransmission timeout: [`on_rto`](CongestionControl::on_rto) with FlightSize
 //! before the timeout (this also ends any recovery; do not call `on_exit_recovery`).
+//!
+//! With SACK the window during recovery is RFC 6937 PRR's, computed by the connection
+//! from the ssthresh `on_enter_sack_recovery` chose; `cwnd` matters again at the exit.
+//! When the retransmissions of a reduction prove spurious (D-SACK or Eifel), the
+//! connection calls [`on_undo`](CongestionControl::on_undo) with cwnd and ssthresh from
+//! before the cut.
 
 pub mod cubic;
 pub mod hystart;
@@ -107,6 +113,14 @@ pub trait CongestionControl: fmt::Debug + Send {
 
     /// Sending resumes after an idle period longer than the RTO (RFC 5681 §4.1).
     fn on_idle_restart(&mut self, now: Instant);
+
+    /// The last window reduction was for nothing: its retransmissions were spurious
+    /// (D-SACK, RFC 3708; Eifel, RFC 3522). Restore the window from before it: cwnd and
+    /// ssthresh at least `cwnd` and `ssthresh` (RFC 4015 §3.2 / Linux's undo), and end
+    /// any recovery or post-timeout state. The default does nothing (keeps the cut).
+    fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
+        let _ = (cwnd, ssthresh);
+    }
 }
 
 /// The congestion-control algorithms imp provides, for configuration.
@@ -271,6 +285,9 @@ impl CongestionControl for Controller {
     }
     fn on_idle_restart(&mut self, now: Instant) {
         dispatch!(self, cc => cc.on_idle_restart(now))
+    }
+    fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
+        dispatch!(self, cc => cc.on_undo(cwnd, ssthresh))
     }
 }
 
