@@ -802,7 +802,7 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
                 cc.span(),
                 "cc",
                 format!(
-                    "unknown congestion control `{}`; imp has \"newreno\" (\"reno\"), \"cubic\" and \"vegas\"",
+                    "unknown congestion control `{}`; imp has \"newreno\" (\"reno\"), \"cubic\", \"vegas\" and \"bbr\"",
                     cc.get_ref()
                 ),
             )

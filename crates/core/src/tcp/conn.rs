@@ -700,6 +700,8 @@ pub(crate) fn new_snd(
     let mss = opts.snd_mss();
     let cc = Controller::new(config.congestion, mss, config.initial_window as usize);
     let snd_una = iss + 1;
+    let rate = cc.wants_rate_samples().then(Default::default);
+    let pacing = config.pacing.unwrap_or(cc.pacing_rate().is_some());
     Snd {
         snd_una,
         snd_nxt: snd_una,
@@ -720,6 +722,9 @@ pub(crate) fn new_snd(
         probe_count: 0,
         tso: false,
         last_send: None,
+        rate,
+        pacing,
+        pacer: Default::default(),
     }
 }
 
@@ -743,6 +748,8 @@ impl Conn {
                 }
             }
             Timer::Keepalive => self.on_keepalive_timeout(ctx),
+            // The paced segment may go now: the table polls a connection that may send.
+            Timer::Pace => {}
             // "When a timeout occurs in the TIME-WAIT state, delete the TCB, enter the
             // CLOSED state, and return."
             Timer::TimeWait => self.enter_closed(ctx, None),

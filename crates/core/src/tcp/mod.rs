@@ -27,7 +27,9 @@ mod icmp;
 mod input;
 mod listen;
 mod output;
+mod pacing;
 mod predict;
+mod rate;
 mod state;
 mod table;
 mod timer;
@@ -114,6 +116,10 @@ pub struct TcpConfig {
     pub initial_window: u32,
     /// Congestion control for new connections.
     pub congestion: cc::CcAlgorithm,
+    /// Pace data (`pacing.rs`): `None` paces with the controllers that set their own
+    /// rate (BBR) and not with the window-based ones; `Some` forces it on or off (the
+    /// window-based ones then pace at 2 x cwnd / SRTT in slow start, 1.2 x after).
+    pub pacing: Option<bool>,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
     /// Most challenge ACKs sent per second, for all connections (RFC 5961 §7). Each
@@ -158,6 +164,7 @@ impl Default for TcpConfig {
             sack: true,
             initial_window: 10,
             congestion: cc::CcAlgorithm::NewReno,
+            pacing: None,
             keepalive: None,
             challenge_ack_limit: 1000,
             max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,

@@ -196,6 +196,12 @@ pub(crate) struct Snd {
     /// When data (or a FIN) last went out, new or again; `None` before the first and
     /// after an idle restart. Measures RFC 5681 §4.1's idle period.
     pub last_send: Option<Instant>,
+    /// Delivery-rate sampling, kept only for a controller that wants the samples.
+    pub rate: Option<alloc::boxed::Box<super::rate::RateSampler>>,
+    /// Data is paced (`TcpConfig::pacing`).
+    pub pacing: bool,
+    /// When the next data segment may leave, when pacing.
+    pub pacer: super::pacing::Pacer,
 }
 
 impl core::fmt::Debug for Snd {

@@ -21,10 +21,12 @@ pub(crate) enum Timer {
     /// TCP_CORK: "there is a 200 millisecond ceiling on the time for which output is
     /// corked", tcp(7)).
     Cork = 6,
+    /// Pacing: the next data segment may leave at this time (`pacing.rs`).
+    Pace = 7,
 }
 
 /// How many kinds of timers there are.
-const KINDS: usize = 7;
+const KINDS: usize = 8;
 
 impl Timer {
     /// Every kind, in the order they fire when due together.
@@ -35,6 +37,7 @@ impl Timer {
         Timer::Persist,
         Timer::Keepalive,
         Timer::Cork,
+        Timer::Pace,
         Timer::DelayedAck,
     ];
 }

@@ -1,5 +1,6 @@
 //! Congestion control: the [`CongestionControl`] trait the connection drives, and the
-//! algorithms behind it: [`NewReno`] (the default), [`Cubic`] (RFC 9438) and [`Vegas`]
+//! algorithms behind it: [`NewReno`] (the default), [`Cubic`] (RFC 9438), [`Bbr`]
+//! (draft-ietf-ccwg-bbr) and [`Vegas`]
 //! (Brakmo and Peterson); others slot in as new variants of [`CcAlgorithm`].
 //!
 //! # How the connection drives an algorithm
@@ -35,7 +36,20 @@
 //!
 //! On a retransmission timeout: [`on_rto`](CongestionControl::on_rto) with FlightSize
 //! before the timeout (this also ends any recovery; do not call `on_exit_recovery`).
+//!
+//! Model-based controllers (BBR) take more, through methods whose defaults do nothing,
+//! so the window-based ones need not know them:
+//! - a controller whose [`wants_rate_samples`](CongestionControl::wants_rate_samples)
+//!   is true gets [`on_rate_sample`](CongestionControl::on_rate_sample) on every ACK
+//!   that delivers data (cumulatively or by SACK), after the calls above, with the bytes
+//!   in the network (RFC 6675 pipe when SACK blocks are outstanding, else FlightSize);
+//! - [`on_loss`](CongestionControl::on_loss) whenever data is retransmitted, with the
+//!   bytes marked lost;
+//! - [`on_ecn_ce`](CongestionControl::on_ecn_ce) for ACKs that echo CE marks;
+//! - [`pacing_rate`](CongestionControl::pacing_rate) and
+//!   [`send_quantum`](CongestionControl::send_quantum), read before sending.
 
+pub mod bbr;
 pub mod cubic;
 pub mod newreno;
 pub mod vegas;
@@ -45,6 +59,8 @@ use core::fmt;
 
 use crate::time::{Duration, Instant};
 
+pub use super::rate::RateSample;
+pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 pub use vegas::Vegas;
@@ -104,6 +120,43 @@ pub trait CongestionControl: fmt::Debug + Send {
 
     /// Sending resumes after an idle period longer than the RTO (RFC 5681 §4.1).
     fn on_idle_restart(&mut self, now: Instant);
+
+    /// Whether the connection should keep per-segment delivery state and call
+    /// [`on_rate_sample`](CongestionControl::on_rate_sample) (BBR). Default false:
+    /// nothing is kept.
+    fn wants_rate_samples(&self) -> bool {
+        false
+    }
+
+    /// The delivery-rate sample of an ACK that delivered data; `bytes_in_flight` is
+    /// what is in the network after it. Default: ignored.
+    fn on_rate_sample(&mut self, now: Instant, sample: &RateSample, bytes_in_flight: usize) {
+        let _ = (now, sample, bytes_in_flight);
+    }
+
+    /// `lost_bytes` were marked lost (about to be retransmitted); `bytes_in_flight` is
+    /// FlightSize. Default: ignored (the window-based controllers react to the
+    /// recovery calls instead).
+    fn on_loss(&mut self, now: Instant, lost_bytes: usize, bytes_in_flight: usize) {
+        let _ = (now, lost_bytes, bytes_in_flight);
+    }
+
+    /// An ACK reported `ce_bytes` of the `acked_bytes` it acknowledged as CE-marked
+    /// (RFC 3168 ECN-Echo, or the byte counts of accurate ECN). Default: ignored.
+    fn on_ecn_ce(&mut self, now: Instant, ce_bytes: usize, acked_bytes: usize) {
+        let _ = (now, ce_bytes, acked_bytes);
+    }
+
+    /// The rate in bytes per second at which the controller wants data paced, if it
+    /// sets one (None: the connection derives one from cwnd and SRTT when pacing).
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+
+    /// The most bytes to send in one burst (one TSO segment), if the controller says.
+    fn send_quantum(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The congestion-control algorithms imp provides, for configuration.
@@ -118,6 +171,8 @@ pub enum CcAlgorithm {
     /// Vegas (Brakmo and Peterson 1995, as Linux's `tcp_vegas.c`), with NewReno's loss
     /// recovery.
     Vegas,
+    /// BBR (draft-ietf-ccwg-bbr, BBRv3): a model of the path's bandwidth and RTT, paced.
+    Bbr,
 }
 
 impl CcAlgorithm {
@@ -138,6 +193,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => Box::new(NewReno::new(mss, initial_window_segments)),
             CcAlgorithm::Cubic => Box::new(Cubic::new(mss, initial_window_segments)),
             CcAlgorithm::Vegas => Box::new(Vegas::new(mss, initial_window_segments)),
+            CcAlgorithm::Bbr => Box::new(Bbr::new(mss, initial_window_segments)),
         }
     }
 
@@ -147,6 +203,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Vegas => "vegas",
+            CcAlgorithm::Bbr => "bbr",
         }
     }
 
@@ -156,6 +213,7 @@ impl CcAlgorithm {
             "newreno" | "reno" => Some(CcAlgorithm::NewReno),
             "cubic" => Some(CcAlgorithm::Cubic),
             "vegas" => Some(CcAlgorithm::Vegas),
+            "bbr" => Some(CcAlgorithm::Bbr),
             _ => None,
         }
     }
@@ -250,6 +308,24 @@ impl CongestionControl for Controller {
     fn on_idle_restart(&mut self, now: Instant) {
         dispatch!(self, cc => cc.on_idle_restart(now))
     }
+    fn wants_rate_samples(&self) -> bool {
+        dispatch!(self, cc => cc.wants_rate_samples())
+    }
+    fn on_rate_sample(&mut self, now: Instant, sample: &RateSample, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_rate_sample(now, sample, bytes_in_flight))
+    }
+    fn on_loss(&mut self, now: Instant, lost_bytes: usize, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_loss(now, lost_bytes, bytes_in_flight))
+    }
+    fn on_ecn_ce(&mut self, now: Instant, ce_bytes: usize, acked_bytes: usize) {
+        dispatch!(self, cc => cc.on_ecn_ce(now, ce_bytes, acked_bytes))
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        dispatch!(self, cc => cc.pacing_rate())
+    }
+    fn send_quantum(&self) -> Option<usize> {
+        dispatch!(self, cc => cc.send_quantum())
+    }
 }
 
 #[cfg(test)]
@@ -266,7 +342,7 @@ mod tests {
         assert_eq!(cc.mss(), 1460);
         assert!(cc.in_slow_start());
         assert_eq!(CcAlgorithm::from_name("bbr9"), None);
-        for algorithm in [CcAlgorithm::Cubic, CcAlgorithm::Vegas] {
+        for algorithm in [CcAlgorithm::Cubic, CcAlgorithm::Vegas, CcAlgorithm::Bbr] {
             assert_eq!(CcAlgorithm::from_name(algorithm.name()), Some(algorithm));
             let cc = algorithm.build_with_initial_window(1000, 4);
             assert_eq!((cc.name(), cc.cwnd()), (algorithm.name(), 4000));
@@ -278,7 +354,12 @@ mod tests {
     #[test]
     fn controller_matches_the_boxed_form() {
         let ms = Duration::from_millis;
-        for algorithm in [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Vegas] {
+        for algorithm in [
+            CcAlgorithm::NewReno,
+            CcAlgorithm::Cubic,
+            CcAlgorithm::Vegas,
+            CcAlgorithm::Bbr,
+        ] {
             let mut boxed = algorithm.build_with_initial_window(1000, 4);
             let mut inline = Controller::new(algorithm, 1000, 4);
             let mut now = Instant::ZERO;
