@@ -41,6 +41,8 @@ struct Sent {
     app_limited: bool,
     /// Delivered already (SACKed); a later cumulative ACK counts it no more.
     delivered_flag: bool,
+    /// Sent more than once: its RTT is ambiguous (Karn), so it gives none.
+    retransmitted: bool,
 }
 
 /// One ACK's rate sample (the draft's `rs.*`), for [`CongestionControl::on_rate_sample`].
@@ -124,6 +126,7 @@ impl RateSampler {
             tx_in_flight: in_flight_after as u64,
             app_limited: self.app_limited != 0,
             delivered_flag: false,
+            retransmitted: false,
         };
         if self.sent.back().is_none_or(|last| last.end <= start) {
             self.sent.push_back(stamp);
@@ -138,6 +141,7 @@ impl RateSampler {
                 *s = Sent {
                     start: s.start,
                     end: s.end,
+                    retransmitted: true,
                     ..stamp
                 };
             }
@@ -236,7 +240,7 @@ impl RateSampler {
             delivery_rate,
             delivered,
             interval,
-            rtt: Some(now - p.send_time),
+            rtt: (!p.retransmitted).then(|| now - p.send_time),
             prior_delivered: p.delivered,
             total_delivered: self.delivered,
             is_app_limited: p.app_limited,
@@ -315,7 +319,8 @@ mod tests {
         r.on_send(at(60), (base, base + 100), 300, 400);
         let rs = r.on_ack(at(110), base + 400, &[]).unwrap();
         assert_eq!(rs.newly_acked, 100);
-        assert_eq!(rs.rtt, Some(MS(50)));
+        // Karn: the original may be what arrived.
+        assert_eq!(rs.rtt, None);
         assert_eq!(rs.newly_lost, 100);
         assert_eq!(r.delivered(), 400);
     }

@@ -130,6 +130,11 @@ pub struct Bbr {
     loss_round_delivered: u64,
     loss_round_start: bool,
     in_recovery: bool,
+    /// After a timeout: `C.delivered` then; once a segment sent after it is delivered,
+    /// the repair is under way and the saved cwnd comes back.
+    rto_delivered: Option<u64>,
+    /// `C.delivered` of the last sample.
+    delivered: u64,
     /// The stamps above are set (at the first sample).
     started: bool,
     rng: u64,
@@ -185,6 +190,8 @@ impl Bbr {
             loss_round_delivered: 0,
             loss_round_start: false,
             in_recovery: false,
+            rto_delivered: None,
+            delivered: 0,
             started: false,
             rng: 0x2545_f491_4f6c_dd1d,
         };
@@ -587,12 +594,13 @@ impl Bbr {
         if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
             self.ack_phase = AckPhase::ProbeFeedback;
         }
-        if self.ack_phase == AckPhase::ProbeStopping
-            && self.round_start
-            && self.is_probe_bw()
-            && !rs.is_app_limited
-        {
-            self.advance_max_bw_filter();
+        // The end of the samples from a bandwidth probe: the filter ages one cycle.
+        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
+            self.bw_probe_samples = false;
+            self.ack_phase = AckPhase::Init;
+            if self.is_probe_bw() && !rs.is_app_limited {
+                self.advance_max_bw_filter();
+            }
         }
         if Self::is_inflight_too_high(rs) {
             if self.bw_probe_samples {
@@ -845,6 +853,7 @@ impl CongestionControl for Bbr {
         self.save_cwnd();
         self.in_recovery = false;
         self.cwnd = self.mss;
+        self.rto_delivered = Some(self.delivered);
     }
     fn on_idle_restart(&mut self, _: Instant) {
         // Pacing at the model's rate already avoids a burst after idle.
@@ -860,8 +869,20 @@ impl CongestionControl for Bbr {
             self.cycle_stamp = now;
         }
         let inflight = bytes_in_flight as u64;
+        self.delivered = rs.total_delivered;
+        // Draft §4.6.4.4: the cwnd saved at the timeout is restored once the repair
+        // delivers (here: a segment sent after the timeout arrived).
+        if self.rto_delivered.is_some_and(|at| rs.prior_delivered >= at) {
+            self.rto_delivered = None;
+            self.restore_cwnd();
+        }
         self.update_model_and_state(now, rs, inflight);
         self.update_control_parameters(rs);
+        #[cfg(feature = "std")]
+        if self.round_start && std::env::var_os("BBR_DEBUG").is_some() {
+            std::eprintln!("DBG {now} {:?} bw={} lo={} maxbw={} rtt={:?} cwnd={} hi={} ilo={} pr={} infl={} rate={} app={} lost={} txf={}",
+                self.state, self.bw, self.bw_lo, self.max_bw, self.min_rtt, self.cwnd, self.inflight_hi, self.inflight_lo, self.pacing_rate, inflight, rs.delivery_rate, rs.is_app_limited, rs.lost, rs.tx_in_flight);
+        }
     }
     fn on_loss(&mut self, _: Instant, lost_bytes: usize, _: usize) {
         if lost_bytes > 0 {
