@@ -899,3 +899,180 @@ impl CongestionControl for Bbr {
         Some(self.send_quantum)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: usize = 1000;
+
+    /// A path of `rate` bytes/s and `rtt` driven one segment per ACK: the sender
+    /// keeps `min(cwnd, what the path holds)` in flight and every ACK delivers one
+    /// segment, sampled at the path's rate (`app_limited` as told).
+    struct Path {
+        now: Instant,
+        delivered: u64,
+        rate: u64,
+        rtt: Duration,
+    }
+
+    impl Path {
+        fn ack(&mut self, bbr: &mut Bbr, lost: u64) -> RateSample {
+            let per_segment = Duration::from_nanos(MSS as u64 * 1_000_000_000 / self.rate);
+            self.now += per_segment;
+            // What the pacing rate puts in flight over an RTT, at most cwnd.
+            let paced = bbr.pacing_rate * self.rtt.as_nanos() / 1_000_000_000;
+            let in_flight = (bbr.cwnd() as u64).min(paced.max(4 * MSS as u64));
+            let prior = self.delivered.saturating_sub(in_flight);
+            self.delivered += MSS as u64;
+            let rs = RateSample {
+                delivery_rate: self.rate.min(in_flight * 1_000_000_000 / self.rtt.as_nanos()),
+                delivered: in_flight,
+                interval: self.rtt,
+                rtt: Some(self.rtt),
+                prior_delivered: prior,
+                total_delivered: self.delivered,
+                is_app_limited: false,
+                newly_acked: MSS as u64,
+                lost,
+                newly_lost: lost,
+                tx_in_flight: in_flight,
+            };
+            bbr.on_rate_sample(self.now, &rs, in_flight as usize);
+            rs
+        }
+    }
+
+    fn path(rate: u64, rtt_ms: u64) -> Path {
+        Path {
+            now: Instant::from_millis(1),
+            delivered: 0,
+            rate,
+            rtt: Duration::from_millis(rtt_ms),
+        }
+    }
+
+    /// Startup grows until the bandwidth stops growing, Drain empties the queue, and
+    /// ProbeBW settles at the path's rate with cwnd about 2 x BDP.
+    #[test]
+    fn startup_drain_then_probe_bw_at_the_path_rate() {
+        let mut bbr = Bbr::new(MSS, 10);
+        let mut p = path(1_000_000, 100);
+        assert_eq!(bbr.state(), BbrState::Startup);
+        let mut seen = alloc::vec::Vec::new();
+        for _ in 0..5000 {
+            p.ack(&mut bbr, 0);
+            if seen.last() != Some(&bbr.state()) {
+                seen.push(bbr.state());
+            }
+        }
+        assert_eq!(&seen[..2], &[BbrState::Startup, BbrState::Drain]);
+        assert!(bbr.state() != BbrState::Startup);
+        assert_eq!(bbr.bandwidth(), 1_000_000);
+        assert_eq!(bbr.min_rtt(), Some(Duration::from_millis(100)));
+        // 1 MB/s at 100 ms: BDP 100 KB; cwnd_gain 2.
+        assert!((150_000..=230_000).contains(&bbr.cwnd()), "cwnd {}", bbr.cwnd());
+        let rate = bbr.pacing_rate().unwrap();
+        assert!((800_000..=1_300_000).contains(&rate), "pacing {rate}");
+        // The probe cycle went through all four phases.
+        for phase in [
+            BbrState::ProbeBwDown,
+            BbrState::ProbeBwCruise,
+            BbrState::ProbeBwRefill,
+            BbrState::ProbeBwUp,
+        ] {
+            assert!(seen.contains(&phase), "{phase:?} not in {seen:?}");
+        }
+    }
+
+    /// The max filter keeps the largest sample of the last two cycles: a lower rate
+    /// replaces it only after the filter ages twice.
+    #[test]
+    fn max_bw_filter_holds_the_peak_for_two_cycles() {
+        let mut bbr = Bbr::new(MSS, 10);
+        let rs = |rate: u64| RateSample {
+            delivery_rate: rate,
+            ..RateSample::default()
+        };
+        bbr.update_max_bw(&rs(500));
+        bbr.update_max_bw(&rs(300));
+        assert_eq!(bbr.max_bw, 500);
+        bbr.advance_max_bw_filter();
+        bbr.update_max_bw(&rs(300));
+        assert_eq!(bbr.max_bw, 500);
+        bbr.advance_max_bw_filter();
+        bbr.update_max_bw(&rs(300));
+        assert_eq!(bbr.max_bw, 300);
+        // App-limited samples lower than the estimate do not count.
+        bbr.update_max_bw(&RateSample {
+            delivery_rate: 200,
+            is_app_limited: true,
+            ..RateSample::default()
+        });
+        assert_eq!(bbr.max_bw, 300);
+    }
+
+    /// No lower RTT for 5 s: ProbeRTT, cwnd down to half the BDP; once inflight is
+    /// that low for 200 ms and a round, back to ProbeBW with the window restored.
+    #[test]
+    fn probe_rtt_when_the_min_rtt_is_not_refreshed() {
+        let mut bbr = Bbr::new(MSS, 10);
+        let mut p = path(1_000_000, 100);
+        let start = p.now;
+        while bbr.state() != BbrState::ProbeRtt {
+            p.ack(&mut bbr, 0);
+            assert!(p.now - start < Duration::from_secs(6), "no ProbeRTT");
+        }
+        assert!(p.now - start > PROBE_RTT_INTERVAL);
+        let before = bbr.prior_cwnd;
+        p.ack(&mut bbr, 0);
+        assert!(bbr.cwnd() <= 50_000 + 4 * MSS, "cwnd {}", bbr.cwnd());
+        let entered = p.now;
+        while bbr.state() == BbrState::ProbeRtt {
+            p.ack(&mut bbr, 0);
+            assert!(p.now - entered < Duration::from_secs(1), "stuck in ProbeRTT");
+        }
+        assert!(p.now - entered >= PROBE_RTT_DURATION);
+        assert!(bbr.is_probe_bw(), "{:?}", bbr.state());
+        assert!(bbr.cwnd() >= before.min(150_000), "cwnd {}", bbr.cwnd());
+    }
+
+    /// Loss above 2% of what was in flight while probing up sets inflight_hi and ends
+    /// the probe; loss below it does not.
+    #[test]
+    fn loss_above_two_percent_bounds_inflight() {
+        let mut bbr = Bbr::new(MSS, 10);
+        let mut p = path(1_000_000, 100);
+        while bbr.state() != BbrState::ProbeBwUp {
+            p.ack(&mut bbr, 0);
+        }
+        assert_eq!(bbr.inflight_hi(), None);
+        // 1% of tx_in_flight: below the threshold.
+        let rs = p.ack(&mut bbr, 0);
+        p.ack(&mut bbr, rs.tx_in_flight / 100);
+        assert_eq!(bbr.inflight_hi(), None);
+        assert_eq!(bbr.state(), BbrState::ProbeBwUp);
+        // 5%: too high.
+        let rs = p.ack(&mut bbr, rs.tx_in_flight / 20);
+        assert_eq!(bbr.state(), BbrState::ProbeBwDown);
+        let hi = bbr.inflight_hi().expect("inflight_hi set");
+        assert!(hi >= rs.tx_in_flight.min(70_000), "{hi}");
+    }
+
+    /// A timeout lets one segment out; the window comes back once the repair
+    /// delivers.
+    #[test]
+    fn timeout_then_restore() {
+        let mut bbr = Bbr::new(MSS, 10);
+        let mut p = path(1_000_000, 100);
+        for _ in 0..3000 {
+            p.ack(&mut bbr, 0);
+        }
+        let cwnd = bbr.cwnd();
+        bbr.on_rto(p.now, cwnd);
+        assert_eq!(bbr.cwnd(), MSS);
+        p.delivered += 100 * MSS as u64;
+        p.ack(&mut bbr, 0);
+        assert!(bbr.cwnd() >= cwnd * 9 / 10, "{} vs {cwnd}", bbr.cwnd());
+    }
+}
