@@ -88,3 +88,32 @@ fn paced_cubic_stays_byte_exact() {
     let result = run_bulk(&config).expect("runs");
     assert!(result.hash_ok && result.bytes == 4 * MB);
 }
+
+/// `scenarios/paths/bbr-vs-cubic.toml`: each alone on a 100 Mbit/s, 100 ms, 1% loss
+/// path, then both through one such bottleneck. BBR outruns CUBIC several times
+/// alone, and takes the larger share together; every byte that arrived is the sent
+/// stream.
+#[test]
+fn scenario_bbr_vs_cubic_on_a_lossy_long_path() {
+    use impnet_sim::experiment::{self, FlowReport};
+    use impnet_sim::scenario::Scenario;
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/paths/bbr-vs-cubic.toml");
+    let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let out = experiment::run(&scenario, None, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let flow = |name: &str| -> &FlowReport {
+        out.report
+            .flows
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no flow {name}"))
+    };
+    for f in &out.report.flows {
+        assert_ne!(f.data_ok, Some(false), "{f:?}");
+        assert!(f.goodput_bps > 1e6, "{f:?}");
+    }
+    let ratio = flow("bbr-alone").goodput_bps / flow("cubic-alone").goodput_bps;
+    assert!(ratio > 5.0, "alone: BBR / CUBIC = {ratio}");
+    let shared = flow("bbr-shared").goodput_bps / flow("cubic-shared").goodput_bps;
+    assert!(shared > 5.0, "shared: BBR / CUBIC = {shared}");
+}
