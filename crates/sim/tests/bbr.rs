@@ -47,7 +47,11 @@ fn bbr_fills_a_clean_link_with_a_small_queue() {
     let srtt = |r: &BulkResult| r.sender_info.and_then(|i| i.srtt).expect("an RTT");
     let cubic = transfer(32 * MB, path, 31, CcAlgorithm::Cubic);
     // Queueing delay: under 5 ms (62 KB at 100 Mbit/s) for BBR.
-    assert!(srtt(&bbr) < Duration::from_millis(25), "BBR srtt {}", srtt(&bbr));
+    assert!(
+        srtt(&bbr) < Duration::from_millis(25),
+        "BBR srtt {}",
+        srtt(&bbr)
+    );
     assert!(srtt(&cubic) > srtt(&bbr), "CUBIC srtt {}", srtt(&cubic));
 }
 
@@ -75,7 +79,11 @@ fn bbr_runs_through_probe_rtt_byte_exact() {
     let path = link(10_000_000, 40, 0.0);
     let bbr = transfer(12 * MB, path, 33, CcAlgorithm::Bbr);
     assert!(bbr.seconds > 10.0, "{} s", bbr.seconds);
-    assert!(bbr.steady_goodput_bps >= 0.88 * 10e6, "BBR {}", bbr.steady_goodput_bps);
+    assert!(
+        bbr.steady_goodput_bps >= 0.88 * 10e6,
+        "BBR {}",
+        bbr.steady_goodput_bps
+    );
 }
 
 /// Pacing forced on for a window-based controller: still byte-exact, through loss.

@@ -789,7 +789,12 @@ fn stretch_ack(
 /// The delivery-rate sample of an ACK (cumulative and SACKed data), for a controller
 /// that wants them; the bytes in flight after it are RFC 6675's pipe while SACK blocks
 /// are outstanding, else FlightSize.
-fn rate_sample(snd: &mut super::state::Snd, now: Instant, seg: &Repr<'_>, (sack, mss): (bool, usize)) {
+fn rate_sample(
+    snd: &mut super::state::Snd,
+    now: Instant,
+    seg: &Repr<'_>,
+    (sack, mss): (bool, usize),
+) {
     let Some(rate) = snd.rate.as_deref_mut() else {
         return;
     };

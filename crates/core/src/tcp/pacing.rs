@@ -78,8 +78,14 @@ mod tests {
     #[test]
     fn window_rate_and_burst_size() {
         // 100 KB per 100 ms is 1 MB/s; 2x in slow start, 1.2x after.
-        assert_eq!(window_rate(100_000, Duration::from_millis(100), true), 2_000_000);
-        assert_eq!(window_rate(100_000, Duration::from_millis(100), false), 1_200_000);
+        assert_eq!(
+            window_rate(100_000, Duration::from_millis(100), true),
+            2_000_000
+        );
+        assert_eq!(
+            window_rate(100_000, Duration::from_millis(100), false),
+            1_200_000
+        );
         assert_eq!(burst_size(12_500_000, 1448), 12_500);
         assert_eq!(burst_size(1_000_000, 1448), 2 * 1448);
         assert_eq!(burst_size(1_000_000_000, 1448), 64 * 1024);

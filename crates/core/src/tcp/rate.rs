@@ -276,7 +276,12 @@ mod tests {
         let base = SeqNumber(1000);
         for i in 0..10u32 {
             let start = base + (i as usize * 1000);
-            r.on_send(at(0), (start, start + 1000), i as usize * 1000, (i as usize + 1) * 1000);
+            r.on_send(
+                at(0),
+                (start, start + 1000),
+                i as usize * 1000,
+                (i as usize + 1) * 1000,
+            );
         }
         let mut last = None;
         for i in 1..=10usize {
@@ -308,7 +313,12 @@ mod tests {
         let mut r = RateSampler::default();
         let base = SeqNumber(0);
         for i in 0..4usize {
-            r.on_send(at(i as u64), (base + i * 100, base + (i + 1) * 100), i * 100, (i + 1) * 100);
+            r.on_send(
+                at(i as u64),
+                (base + i * 100, base + (i + 1) * 100),
+                i * 100,
+                (i + 1) * 100,
+            );
         }
         let sack = [SackBlock::from_seqs(base + 100, base + 400)];
         let rs = r.on_ack(at(50), base, &sack).unwrap();

@@ -28,6 +28,9 @@ const DRAIN_PACING_GAIN: u64 = 35;
 const PROBE_UP_CWND_GAIN: u64 = 225;
 /// "BBR.LossThresh": the loss rate above which inflight is too high, 2%.
 const LOSS_THRESH_PERCENT: u64 = 2;
+/// "BBR.ECNThresh": the share of CE-marked deliveries above which inflight is too
+/// high, 50%.
+const ECN_THRESH_PERCENT: u64 = 50;
 /// "BBR.Beta": the multiplicative cut on loss, 0.7.
 const BETA_PERCENT: u64 = 70;
 /// "BBR.Headroom": the share of inflight_hi left free while cruising, 0.15.
@@ -130,6 +133,9 @@ pub struct Bbr {
     loss_round_delivered: u64,
     loss_round_start: bool,
     in_recovery: bool,
+    /// CE-marked bytes reported ([`CongestionControl::on_ecn_ce`]) since the last
+    /// rate sample: that sample's `rs.delivered_ce`.
+    ce_bytes: u64,
     /// After a timeout: `C.delivered` then; once a segment sent after it is delivered,
     /// the repair is under way and the saved cwnd comes back.
     rto_delivered: Option<u64>,
@@ -192,6 +198,7 @@ impl Bbr {
             in_recovery: false,
             rto_delivered: None,
             delivered: 0,
+            ce_bytes: 0,
             started: false,
             rng: 0x2545_f491_4f6c_dd1d,
         };
@@ -404,9 +411,11 @@ impl Bbr {
         self.bw = self.max_bw.min(self.bw_lo);
     }
 
-    /// "BBRIsInflightTooHigh": losses above 2% of what was in flight.
-    fn is_inflight_too_high(rs: &RateSample) -> bool {
+    /// "BBRIsInflightTooHigh": losses above 2% of what was in flight, or CE marks on
+    /// more than half of what this ACK delivered.
+    fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
         rs.lost * 100 > rs.tx_in_flight * LOSS_THRESH_PERCENT
+            || (self.ce_bytes > 0 && self.ce_bytes * 100 > rs.newly_acked * ECN_THRESH_PERCENT)
     }
 
     /// "BBRCheckStartupDone": full bandwidth (three rounds under 25% growth) or
@@ -417,7 +426,7 @@ impl Bbr {
             && !self.filled_pipe
             && self.loss_round_start
             && self.loss_events_in_round >= STARTUP_FULL_LOSS_COUNT
-            && Self::is_inflight_too_high(rs)
+            && self.is_inflight_too_high(rs)
         {
             self.filled_pipe = true;
             self.inflight_hi = self.target_inflight().max(self.inflight_latest);
@@ -602,7 +611,7 @@ impl Bbr {
                 self.advance_max_bw_filter();
             }
         }
-        if Self::is_inflight_too_high(rs) {
+        if self.is_inflight_too_high(rs) {
             if self.bw_probe_samples {
                 self.handle_inflight_too_high(now, rs);
             }
@@ -811,7 +820,11 @@ impl CongestionControl for Bbr {
         self.cwnd
     }
     fn ssthresh(&self) -> usize {
-        if self.filled_pipe { self.cwnd } else { usize::MAX }
+        if self.filled_pipe {
+            self.cwnd
+        } else {
+            usize::MAX
+        }
     }
     fn in_slow_start(&self) -> bool {
         self.state == BbrState::Startup
@@ -872,17 +885,16 @@ impl CongestionControl for Bbr {
         self.delivered = rs.total_delivered;
         // Draft §4.6.4.4: the cwnd saved at the timeout is restored once the repair
         // delivers (here: a segment sent after the timeout arrived).
-        if self.rto_delivered.is_some_and(|at| rs.prior_delivered >= at) {
+        if self
+            .rto_delivered
+            .is_some_and(|at| rs.prior_delivered >= at)
+        {
             self.rto_delivered = None;
             self.restore_cwnd();
         }
         self.update_model_and_state(now, rs, inflight);
         self.update_control_parameters(rs);
-        #[cfg(feature = "std")]
-        if self.round_start && std::env::var_os("BBR_DEBUG").is_some() {
-            std::eprintln!("DBG {now} {:?} bw={} lo={} maxbw={} rtt={:?} cwnd={} hi={} ilo={} pr={} infl={} rate={} app={} lost={} txf={}",
-                self.state, self.bw, self.bw_lo, self.max_bw, self.min_rtt, self.cwnd, self.inflight_hi, self.inflight_lo, self.pacing_rate, inflight, rs.delivery_rate, rs.is_app_limited, rs.lost, rs.tx_in_flight);
-        }
+        self.ce_bytes = 0;
     }
     fn on_loss(&mut self, _: Instant, lost_bytes: usize, _: usize) {
         if lost_bytes > 0 {
@@ -891,6 +903,10 @@ impl CongestionControl for Bbr {
                 self.loss_events_in_round += 1;
             }
         }
+    }
+    fn on_ecn_ce(&mut self, _: Instant, ce_bytes: usize, _: usize) {
+        // Read with the next rate sample (the ACK's), then cleared.
+        self.ce_bytes += ce_bytes as u64;
     }
     fn pacing_rate(&self) -> Option<u64> {
         Some(self.pacing_rate)
@@ -926,7 +942,9 @@ mod tests {
             let prior = self.delivered.saturating_sub(in_flight);
             self.delivered += MSS as u64;
             let rs = RateSample {
-                delivery_rate: self.rate.min(in_flight * 1_000_000_000 / self.rtt.as_nanos()),
+                delivery_rate: self
+                    .rate
+                    .min(in_flight * 1_000_000_000 / self.rtt.as_nanos()),
                 delivered: in_flight,
                 interval: self.rtt,
                 rtt: Some(self.rtt),
@@ -971,7 +989,11 @@ mod tests {
         assert_eq!(bbr.bandwidth(), 1_000_000);
         assert_eq!(bbr.min_rtt(), Some(Duration::from_millis(100)));
         // 1 MB/s at 100 ms: BDP 100 KB; cwnd_gain 2.
-        assert!((150_000..=230_000).contains(&bbr.cwnd()), "cwnd {}", bbr.cwnd());
+        assert!(
+            (150_000..=230_000).contains(&bbr.cwnd()),
+            "cwnd {}",
+            bbr.cwnd()
+        );
         let rate = bbr.pacing_rate().unwrap();
         assert!((800_000..=1_300_000).contains(&rate), "pacing {rate}");
         // The probe cycle went through all four phases.
@@ -1030,7 +1052,10 @@ mod tests {
         let entered = p.now;
         while bbr.state() == BbrState::ProbeRtt {
             p.ack(&mut bbr, 0);
-            assert!(p.now - entered < Duration::from_secs(1), "stuck in ProbeRTT");
+            assert!(
+                p.now - entered < Duration::from_secs(1),
+                "stuck in ProbeRTT"
+            );
         }
         assert!(p.now - entered >= PROBE_RTT_DURATION);
         assert!(bbr.is_probe_bw(), "{:?}", bbr.state());
@@ -1057,6 +1082,24 @@ mod tests {
         assert_eq!(bbr.state(), BbrState::ProbeBwDown);
         let hi = bbr.inflight_hi().expect("inflight_hi set");
         assert!(hi >= rs.tx_in_flight.min(70_000), "{hi}");
+    }
+
+    /// CE marks on more than half of an ACK's data while probing up count as too
+    /// much in flight, as loss above 2% does.
+    #[test]
+    fn ecn_marks_bound_inflight() {
+        let mut bbr = Bbr::new(MSS, 10);
+        let mut p = path(1_000_000, 100);
+        while bbr.state() != BbrState::ProbeBwUp {
+            p.ack(&mut bbr, 0);
+        }
+        bbr.on_ecn_ce(p.now, MSS / 4, MSS);
+        p.ack(&mut bbr, 0);
+        assert_eq!(bbr.state(), BbrState::ProbeBwUp);
+        bbr.on_ecn_ce(p.now, MSS, MSS);
+        p.ack(&mut bbr, 0);
+        assert_eq!(bbr.state(), BbrState::ProbeBwDown);
+        assert!(bbr.inflight_hi().is_some());
     }
 
     /// A timeout lets one segment out; the window comes back once the repair
