@@ -459,7 +459,7 @@ impl Conn {
             }
             None => snd.cc.on_ack(now, acked, sample, in_flight),
         }
-        rate_sample(snd, now, seg, (sack, usize::from(smss)));
+        rate_sample(snd, now, seg, (sack, smss));
         snd.dup_acks = 0;
         if snd.rto_recover.is_some_and(|point| ack >= point) {
             snd.rto_recover = None;

@@ -549,17 +549,11 @@ impl Bbr {
             BbrState::ProbeBwCruise => {
                 self.check_time_to_probe_bw(now);
             }
-            BbrState::ProbeBwRefill => {
-                if self.round_start {
-                    self.bw_probe_samples = true;
-                    self.start_probe_bw_up(rs);
-                }
+            BbrState::ProbeBwRefill if self.round_start => {
+                self.bw_probe_samples = true;
+                self.start_probe_bw_up(rs);
             }
-            BbrState::ProbeBwUp => {
-                if self.is_time_to_go_down(rs, inflight) {
-                    self.start_probe_bw_down(now);
-                }
-            }
+            BbrState::ProbeBwUp => self.check_time_to_go_down(now, rs, inflight),
             _ => {}
         }
     }
@@ -585,6 +579,13 @@ impl Bbr {
 
     fn is_cwnd_limited(&self, rs: &RateSample, inflight: u64) -> bool {
         inflight + rs.newly_acked + self.mss as u64 >= self.cwnd as u64
+    }
+
+    /// The end of a ProbeBW_UP: down once the probe found no more bandwidth.
+    fn check_time_to_go_down(&mut self, now: Instant, rs: &RateSample, inflight: u64) {
+        if self.is_time_to_go_down(rs, inflight) {
+            self.start_probe_bw_down(now);
+        }
     }
 
     /// "BBRIsTimeToGoDown".
