@@ -442,6 +442,7 @@ struct RawTcp {
     send_buffer: Option<Bytes>,
     recv_buffer: Option<Bytes>,
     cc: Option<Spanned<String>>,
+    pacing: Option<bool>,
     sack: Option<bool>,
     timestamps: Option<bool>,
     window_scaling: Option<bool>,
@@ -807,6 +808,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
                 ),
             )
         })?;
+    }
+    if raw.pacing.is_some() {
+        tcp.pacing = raw.pacing;
     }
     if let Some(v) = raw.sack {
         tcp.sack = v;

@@ -125,3 +125,32 @@ fn scenario_bbr_vs_cubic_on_a_lossy_long_path() {
     let shared = flow("bbr-shared").goodput_bps / flow("cubic-shared").goodput_bps;
     assert!(shared > 5.0, "shared: BBR / CUBIC = {shared}");
 }
+
+/// `tcp.pacing` and `cc = "bbr"` parse in a scenario file.
+#[test]
+fn scenario_keys_parse() {
+    use impnet_sim::scenario::Scenario;
+    let text = r#"
+name = "keys"
+duration = "1s"
+[[host]]
+name = "a"
+tcp = { cc = "bbr", pacing = false }
+[[host]]
+name = "b"
+tcp = { cc = "cubic", pacing = true }
+[[link]]
+a = "a"
+b = "b"
+[[flow]]
+type = "bulk"
+from = "a"
+to = "b"
+bytes = "1K"
+"#;
+    let scenario = Scenario::parse(text, "keys.toml").unwrap_or_else(|e| panic!("{e}"));
+    let tcp = |i: usize| &scenario.nodes[i].tcp;
+    assert_eq!(tcp(0).congestion, CcAlgorithm::Bbr);
+    assert_eq!(tcp(0).pacing, Some(false));
+    assert_eq!(tcp(1).pacing, Some(true));
+}
