@@ -381,6 +381,22 @@ mod tests {
                         5 => cc.on_rto(now, flight),
                         6 => cc.on_idle_restart(now),
                         7 if step % 500 == 0 => cc.set_mss(500 + (state as usize % 1000)),
+                        8..=12 => {
+                            let sample = RateSample {
+                                delivery_rate: (state >> 16) % 10_000_000,
+                                delivered: (state >> 24) % 100_000,
+                                rtt,
+                                prior_delivered: step * 1000,
+                                total_delivered: step * 1000 + 1000,
+                                newly_acked: 1000,
+                                lost: (state >> 40) % 3 * 1000,
+                                tx_in_flight: flight as u64,
+                                ..RateSample::default()
+                            };
+                            cc.on_rate_sample(now, &sample, flight);
+                        }
+                        13 => cc.on_loss(now, 1000, flight),
+                        14 => cc.on_ecn_ce(now, 1000, 2000),
                         _ => cc.on_ack(now, 1 + (state >> 30) as usize % 4000, rtt, flight),
                     }
                 }
@@ -391,6 +407,9 @@ mod tests {
                         cc.ssthresh(),
                         cc.in_slow_start(),
                         cc.mss(),
+                        cc.pacing_rate(),
+                        cc.send_quantum(),
+                        cc.wants_rate_samples(),
                     )
                 };
                 assert_eq!(view(&*boxed), view(&inline), "{algorithm:?} step {step}");
