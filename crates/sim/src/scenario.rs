@@ -444,6 +444,7 @@ struct RawTcp {
     cc: Option<Spanned<String>>,
     pacing: Option<bool>,
     sack: Option<bool>,
+    hystart: Option<bool>,
     timestamps: Option<bool>,
     window_scaling: Option<bool>,
     delayed_ack: Option<Dur>,
@@ -814,6 +815,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     if let Some(v) = raw.sack {
         tcp.sack = v;
+    }
+    if let Some(v) = raw.hystart {
+        tcp.hystart = v;
     }
     if let Some(v) = raw.timestamps {
         tcp.timestamps = v;

@@ -378,12 +378,9 @@ fn bufferbloat_codel_and_fq_codel_keep_the_ping_fast() {
     );
     assert!(fq <= codel, "FQ-CoDel {fq} ms, CoDel {codel} ms");
     assert!(iface(r, "codel-left", "codel-bottleneck").drops.aqm > 0);
-    assert!(
-        iface(r, "droptail-left", "droptail-bottleneck")
-            .drops
-            .queue_full
-            > 0
-    );
+    // HyStart++ leaves slow start before the 1 MB buffer overflows, but congestion
+    // avoidance goes on growing into it: the ping waits behind hundreds of ms of queue.
+    assert!(droptail > 200.0, "drop-tail {droptail} ms");
     for v in ["droptail", "codel", "fqcodel"] {
         assert!(flow(r, &format!("{v}-bulk")).goodput_bps > 7e6, "{v}");
     }
