@@ -47,6 +47,9 @@ pub struct TtcpArgs {
     /// Congestion control of the sender.
     #[arg(long, default_value = "newreno")]
     pub cc: String,
+    /// Pace the sender's data (on/off; default: on for bbr, off for the others).
+    #[arg(long, value_parser = parse_on_off)]
+    pub pacing: Option<bool>,
     /// Seed of the simulation: the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -89,6 +92,15 @@ struct Report {
     trace_hash: String,
 }
 
+/// `on` or `off`.
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("`{s}`: expected on or off")),
+    }
+}
+
 /// Build the transfer the arguments describe.
 pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
     if !(68..=65535).contains(&args.mtu) {
@@ -112,10 +124,11 @@ pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
     bulk.receiver_tcp.recv_buffer = to_usize(args.rcvbuf, "rcvbuf")?;
     bulk.sender_tcp.congestion = CcAlgorithm::from_name(&args.cc).ok_or_else(|| {
         format!(
-            "--cc {}: unknown congestion control (imp has: newreno, cubic, vegas)",
+            "--cc {}: unknown congestion control (imp has: newreno, cubic, vegas, bbr)",
             args.cc
         )
     })?;
+    bulk.sender_tcp.pacing = args.pacing;
     bulk.pcap = args.pcap.clone();
     Ok(bulk)
 }

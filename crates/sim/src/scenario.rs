@@ -442,6 +442,7 @@ struct RawTcp {
     send_buffer: Option<Bytes>,
     recv_buffer: Option<Bytes>,
     cc: Option<Spanned<String>>,
+    pacing: Option<bool>,
     sack: Option<bool>,
     hystart: Option<bool>,
     rack: Option<bool>,
@@ -804,11 +805,14 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
                 cc.span(),
                 "cc",
                 format!(
-                    "unknown congestion control `{}`; imp has \"newreno\" (\"reno\"), \"cubic\" and \"vegas\"",
+                    "unknown congestion control `{}`; imp has \"newreno\" (\"reno\"), \"cubic\", \"vegas\" and \"bbr\"",
                     cc.get_ref()
                 ),
             )
         })?;
+    }
+    if raw.pacing.is_some() {
+        tcp.pacing = raw.pacing;
     }
     if let Some(v) = raw.sack {
         tcp.sack = v;

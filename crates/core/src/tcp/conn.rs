@@ -723,6 +723,8 @@ pub(crate) fn new_snd(
         config.hystart,
     );
     let snd_una = iss + 1;
+    let rate = cc.wants_rate_samples().then(Default::default);
+    let pacing = config.pacing.unwrap_or(cc.pacing_rate().is_some());
     Snd {
         snd_una,
         snd_nxt: snd_una,
@@ -745,6 +747,9 @@ pub(crate) fn new_snd(
         last_send: None,
         rack: Rack::new(config.rack && opts.sack, snd_una),
         undo: None,
+        rate,
+        pacing,
+        pacer: Default::default(),
     }
 }
 
@@ -768,6 +773,8 @@ impl Conn {
                 }
             }
             Timer::Keepalive => self.on_keepalive_timeout(ctx),
+            // The paced segment may go now: the table polls a connection that may send.
+            Timer::Pace => {}
             // "When a timeout occurs in the TIME-WAIT state, delete the TCB, enter the
             // CLOSED state, and return."
             Timer::TimeWait => self.enter_closed(ctx, None),

@@ -467,6 +467,7 @@ impl Conn {
             }
             None => snd.cc.on_ack(now, acked, sample, in_flight),
         }
+        rate_sample(snd, now, seg, (sack, smss));
         snd.dup_acks = 0;
         if snd.rto_recover.is_some_and(|point| ack >= point) {
             snd.rto_recover = None;
@@ -514,6 +515,9 @@ impl Conn {
         } else {
             0
         };
+        if newly_sacked > 0 {
+            rate_sample(snd, ctx.now, seg, (sack, mss));
+        }
         let same_window = u32::from(seg.window) << shift == snd.snd_wnd;
         let dup = snd.outstanding() > 0
             && seg.payload.is_empty()
@@ -797,4 +801,28 @@ fn stretch_ack(
             return;
         }
     }
+}
+
+/// The delivery-rate sample of an ACK (cumulative and SACKed data), for a controller
+/// that wants them; the bytes in flight after it are RFC 6675's pipe while SACK blocks
+/// are outstanding, else FlightSize.
+fn rate_sample(
+    snd: &mut super::state::Snd,
+    now: Instant,
+    seg: &Repr<'_>,
+    (sack, mss): (bool, usize),
+) {
+    let Some(rate) = snd.rate.as_deref_mut() else {
+        return;
+    };
+    let Some(sample) = rate.on_ack(now, snd.snd_una, seg.options.sack()) else {
+        return;
+    };
+    let in_flight = if sack && !snd.scoreboard.is_empty() {
+        snd.scoreboard
+            .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
+    } else {
+        snd.outstanding()
+    };
+    snd.cc.on_rate_sample(now, &sample, in_flight);
 }

@@ -28,9 +28,11 @@ mod icmp;
 mod input;
 mod listen;
 mod output;
+mod pacing;
 mod predict;
 mod rack;
 mod recovery;
+mod rate;
 mod state;
 mod table;
 mod timer;
@@ -125,6 +127,10 @@ pub struct TcpConfig {
     pub initial_window: u32,
     /// Congestion control for new connections.
     pub congestion: cc::CcAlgorithm,
+    /// Pace data (`pacing.rs`): `None` paces with the controllers that set their own
+    /// rate (BBR) and not with the window-based ones; `Some` forces it on or off (the
+    /// window-based ones then pace at 2 x cwnd / SRTT in slow start, 1.2 x after).
+    pub pacing: Option<bool>,
     /// SYN cookies (RFC 4987 §3.6): when a listener's backlog is full, answer SYNs with
     /// a stateless SYN-ACK whose sequence number encodes the connection, instead of
     /// dropping them (on by default).
@@ -177,6 +183,7 @@ impl Default for TcpConfig {
             rack: true,
             initial_window: 10,
             congestion: cc::CcAlgorithm::NewReno,
+            pacing: None,
             hystart: true,
             syn_cookies: true,
             keepalive: None,

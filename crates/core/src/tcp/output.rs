@@ -12,7 +12,7 @@ use super::recovery::{pipe, recovery_room};
 use super::seq::SeqNumber;
 use super::state::{AckState, Snd, State};
 use super::timer::Timer;
-use super::{CORK_CEILING, Egress};
+use super::{CORK_CEILING, Egress, pacing};
 use crate::time::{Duration, Instant};
 
 /// A RST that belongs to no live connection.
@@ -230,7 +230,8 @@ impl Conn {
         let tso_room = egress
             .tso_max
             .filter(|_| self.opts.seg_mss() >= self.opts.mss_ours)
-            .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(40 + opt));
+            .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(40 + opt))
+            .map(|room| room.min(self.burst_limit()));
         let mut plan = self.plan(ctx, tso_room)?;
         // Payload room: the MSS (or the TSO size) minus this segment's options, and
         // what the buffer holds.
@@ -261,6 +262,10 @@ impl Conn {
     pub fn may_send(&self) -> bool {
         if self.ack == AckState::Now || self.probe.is_some() {
             return true;
+        }
+        if self.timers.is_set(Timer::Pace) {
+            // Data waits for the pacing timer, which queues the connection again.
+            return false;
         }
         match &self.state {
             State::Closed(_) | State::FinWait2(_) | State::TimeWait(_) => false,
@@ -326,6 +331,13 @@ impl Conn {
         let fin_queued = self.state.fin_queued();
         let opts = self.opts;
         let snd = self.state.snd_mut()?;
+        if snd.pacing
+            && !snd.pacer.may_send(ctx.now)
+            && let Some(at) = snd.pacer.next_send
+        {
+            self.timers.set(Timer::Pace, at);
+            return self.plan_control();
+        }
         if let Some(plan) = plan_repair(snd, &opts, fin_queued) {
             return Some(plan);
         }
@@ -341,6 +353,7 @@ impl Conn {
             }
             return Some(plan);
         }
+        mark_app_limited(snd, opts.sack, opts.snd_mss());
         if partial == Partial::Corked && snd.snd_wnd > 0 {
             self.hold_cork(ctx.now);
         } else {
@@ -570,6 +583,7 @@ impl Conn {
                 } else if !timestamps {
                     snd.sampler.start(end, now);
                 }
+                on_data_sent(snd, now, (plan.seq, end), again, self.rtt.srtt());
                 snd.last_send = Some(now);
                 if plan.kind == Kind::Next {
                     snd.snd_nxt = end;
@@ -845,4 +859,65 @@ fn partial_goes(snd: &Snd, room: &Room, len: usize, partial: Partial, fin_due: b
     // Or the override timer (the persist timer, with a window open) expired.
     len == room.wnd
         && (partial == Partial::Override || len >= (snd.max_snd_wnd as usize / 2).max(1))
+}
+
+/// Nothing more to send and room in the window: the application limits the rate, and
+/// the samples of what is sent until then say so (the delivery-rate draft's
+/// "C.app_limited").
+fn mark_app_limited(snd: &mut Snd, sack: bool, mss: usize) {
+    if snd.rate.is_none() {
+        return;
+    }
+    let room = Room::at_snd_nxt(snd, sack, mss);
+    if room.available == 0
+        && room.cwnd >= mss
+        && let Some(rate) = snd.rate.as_deref_mut()
+    {
+        rate.on_app_limited(room.in_flight);
+    }
+}
+
+/// Delivery-rate stamps, loss accounting and the pacing deadline for data `[seq, end)`
+/// sent at `now` (`again`: a retransmission, which counts its bytes as lost).
+fn on_data_sent(
+    snd: &mut Snd,
+    now: Instant,
+    (seq, end): (SeqNumber, SeqNumber),
+    again: bool,
+    srtt: Option<Duration>,
+) {
+    let before = snd.outstanding();
+    let after = before.max(end - snd.snd_una);
+    if again {
+        snd.cc.on_loss(now, end - seq, before);
+    }
+    if let Some(rate) = snd.rate.as_deref_mut() {
+        if again {
+            rate.on_lost(end - seq);
+        }
+        rate.on_send(now, (seq, end), before, after);
+    }
+    if snd.pacing {
+        let rate = snd.cc.pacing_rate().or_else(|| {
+            srtt.map(|srtt| pacing::window_rate(snd.cc.cwnd(), srtt, snd.cc.in_slow_start()))
+        });
+        snd.pacer.on_send(now, end - seq, rate.unwrap_or(0));
+    }
+}
+
+impl Conn {
+    /// The most payload one segment carries when pacing: the controller's send
+    /// quantum, or about 1 ms at the pacing rate (no limit when not pacing).
+    fn burst_limit(&self) -> usize {
+        let Some(snd) = self.state.snd().filter(|s| s.pacing) else {
+            return usize::MAX;
+        };
+        let mss = self.opts.snd_mss();
+        snd.cc.send_quantum().unwrap_or_else(|| {
+            let rate = self.rtt.srtt().map_or(0, |srtt| {
+                pacing::window_rate(snd.cc.cwnd(), srtt, snd.cc.in_slow_start())
+            });
+            pacing::burst_size(rate, mss)
+        })
+    }
 }

@@ -230,6 +230,12 @@ pub(crate) struct Snd {
     pub rack: Rack,
     /// The window before the last cut, to restore if its retransmissions prove spurious.
     pub undo: Option<Undo>,
+    /// Delivery-rate sampling, kept only for a controller that wants the samples.
+    pub rate: Option<alloc::boxed::Box<super::rate::RateSampler>>,
+    /// Data is paced (`TcpConfig::pacing`).
+    pub pacing: bool,
+    /// When the next data segment may leave, when pacing.
+    pub pacer: super::pacing::Pacer,
 }
 
 impl core::fmt::Debug for Snd {

@@ -26,10 +26,12 @@ pub(crate) enum Timer {
     Reorder = 7,
     /// RFC 8985 §7.2 Tail Loss Probe timeout (PTO).
     LossProbe = 8,
+    /// Pacing: the next data segment may leave at this time (`pacing.rs`).
+    Pace = 9,
 }
 
 /// How many kinds of timers there are.
-const KINDS: usize = 9;
+const KINDS: usize = 10;
 
 impl Timer {
     /// Every kind, in the order they fire when due together.
@@ -42,6 +44,7 @@ impl Timer {
         Timer::Persist,
         Timer::Keepalive,
         Timer::Cork,
+        Timer::Pace,
         Timer::DelayedAck,
     ];
 }

@@ -1,8 +1,8 @@
 //! Congestion control: the [`CongestionControl`] trait the connection drives, and the
-//! algorithms behind it: [`NewReno`] (the default), [`Cubic`] (RFC 9438) and [`Vegas`]
-//! (Brakmo and Peterson); others slot in as new variants of [`CcAlgorithm`]. NewReno and
-//! CUBIC leave their first slow start with [`hystart`] (HyStart++, RFC 9406) unless it is
-//! turned off.
+//! algorithms behind it: [`NewReno`] (the default), [`Cubic`] (RFC 9438), [`Bbr`]
+//! (draft-ietf-ccwg-bbr) and [`Vegas`] (Brakmo and Peterson); others slot in as new
+//! variants of [`CcAlgorithm`]. NewReno and CUBIC leave their first slow start with
+//! [`hystart`] (HyStart++, RFC 9406) unless it is turned off.
 //!
 //! # How the connection drives an algorithm
 //!
@@ -43,7 +43,20 @@
 //! When the retransmissions of a reduction prove spurious (D-SACK or Eifel), the
 //! connection calls [`on_undo`](CongestionControl::on_undo) with cwnd and ssthresh from
 //! before the cut.
+//!
+//! Model-based controllers (BBR) take more, through methods whose defaults do nothing,
+//! so the window-based ones need not know them:
+//! - a controller whose [`wants_rate_samples`](CongestionControl::wants_rate_samples)
+//!   is true gets [`on_rate_sample`](CongestionControl::on_rate_sample) on every ACK
+//!   that delivers data (cumulatively or by SACK), after the calls above, with the bytes
+//!   in the network (RFC 6675 pipe when SACK blocks are outstanding, else FlightSize);
+//! - [`on_loss`](CongestionControl::on_loss) whenever data is retransmitted, with the
+//!   bytes marked lost;
+//! - [`on_ecn_ce`](CongestionControl::on_ecn_ce) for ACKs that echo CE marks;
+//! - [`pacing_rate`](CongestionControl::pacing_rate) and
+//!   [`send_quantum`](CongestionControl::send_quantum), read before sending.
 
+pub mod bbr;
 pub mod cubic;
 pub mod hystart;
 pub mod newreno;
@@ -54,6 +67,8 @@ use core::fmt;
 
 use crate::time::{Duration, Instant};
 
+pub use super::rate::RateSample;
+pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 pub use vegas::Vegas;
@@ -121,6 +136,43 @@ pub trait CongestionControl: fmt::Debug + Send {
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
         let _ = (cwnd, ssthresh);
     }
+
+    /// Whether the connection should keep per-segment delivery state and call
+    /// [`on_rate_sample`](CongestionControl::on_rate_sample) (BBR). Default false:
+    /// nothing is kept.
+    fn wants_rate_samples(&self) -> bool {
+        false
+    }
+
+    /// The delivery-rate sample of an ACK that delivered data; `bytes_in_flight` is
+    /// what is in the network after it. Default: ignored.
+    fn on_rate_sample(&mut self, now: Instant, sample: &RateSample, bytes_in_flight: usize) {
+        let _ = (now, sample, bytes_in_flight);
+    }
+
+    /// `lost_bytes` were marked lost (about to be retransmitted); `bytes_in_flight` is
+    /// FlightSize. Default: ignored (the window-based controllers react to the
+    /// recovery calls instead).
+    fn on_loss(&mut self, now: Instant, lost_bytes: usize, bytes_in_flight: usize) {
+        let _ = (now, lost_bytes, bytes_in_flight);
+    }
+
+    /// An ACK reported `ce_bytes` of the `acked_bytes` it acknowledged as CE-marked
+    /// (RFC 3168 ECN-Echo, or the byte counts of accurate ECN). Default: ignored.
+    fn on_ecn_ce(&mut self, now: Instant, ce_bytes: usize, acked_bytes: usize) {
+        let _ = (now, ce_bytes, acked_bytes);
+    }
+
+    /// The rate in bytes per second at which the controller wants data paced, if it
+    /// sets one (None: the connection derives one from cwnd and SRTT when pacing).
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+
+    /// The most bytes to send in one burst (one TSO segment), if the controller says.
+    fn send_quantum(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The congestion-control algorithms imp provides, for configuration.
@@ -135,6 +187,8 @@ pub enum CcAlgorithm {
     /// Vegas (Brakmo and Peterson 1995, as Linux's `tcp_vegas.c`), with NewReno's loss
     /// recovery.
     Vegas,
+    /// BBR (draft-ietf-ccwg-bbr, BBRv3): a model of the path's bandwidth and RTT, paced.
+    Bbr,
 }
 
 impl CcAlgorithm {
@@ -170,6 +224,7 @@ impl CcAlgorithm {
                 Box::new(Cubic::with_hystart(mss, initial_window_segments, hystart))
             }
             CcAlgorithm::Vegas => Box::new(Vegas::new(mss, initial_window_segments)),
+            CcAlgorithm::Bbr => Box::new(Bbr::new(mss, initial_window_segments)),
         }
     }
 
@@ -179,6 +234,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Vegas => "vegas",
+            CcAlgorithm::Bbr => "bbr",
         }
     }
 
@@ -188,6 +244,7 @@ impl CcAlgorithm {
             "newreno" | "reno" => Some(CcAlgorithm::NewReno),
             "cubic" => Some(CcAlgorithm::Cubic),
             "vegas" => Some(CcAlgorithm::Vegas),
+            "bbr" => Some(CcAlgorithm::Bbr),
             _ => None,
         }
     }
@@ -289,6 +346,24 @@ impl CongestionControl for Controller {
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
         dispatch!(self, cc => cc.on_undo(cwnd, ssthresh))
     }
+    fn wants_rate_samples(&self) -> bool {
+        dispatch!(self, cc => cc.wants_rate_samples())
+    }
+    fn on_rate_sample(&mut self, now: Instant, sample: &RateSample, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_rate_sample(now, sample, bytes_in_flight))
+    }
+    fn on_loss(&mut self, now: Instant, lost_bytes: usize, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_loss(now, lost_bytes, bytes_in_flight))
+    }
+    fn on_ecn_ce(&mut self, now: Instant, ce_bytes: usize, acked_bytes: usize) {
+        dispatch!(self, cc => cc.on_ecn_ce(now, ce_bytes, acked_bytes))
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        dispatch!(self, cc => cc.pacing_rate())
+    }
+    fn send_quantum(&self) -> Option<usize> {
+        dispatch!(self, cc => cc.send_quantum())
+    }
 }
 
 #[cfg(test)]
@@ -305,7 +380,7 @@ mod tests {
         assert_eq!(cc.mss(), 1460);
         assert!(cc.in_slow_start());
         assert_eq!(CcAlgorithm::from_name("bbr9"), None);
-        for algorithm in [CcAlgorithm::Cubic, CcAlgorithm::Vegas] {
+        for algorithm in [CcAlgorithm::Cubic, CcAlgorithm::Vegas, CcAlgorithm::Bbr] {
             assert_eq!(CcAlgorithm::from_name(algorithm.name()), Some(algorithm));
             let cc = algorithm.build_with_initial_window(1000, 4);
             assert_eq!((cc.name(), cc.cwnd()), (algorithm.name(), 4000));
@@ -317,7 +392,12 @@ mod tests {
     #[test]
     fn controller_matches_the_boxed_form() {
         let ms = Duration::from_millis;
-        for algorithm in [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Vegas] {
+        for algorithm in [
+            CcAlgorithm::NewReno,
+            CcAlgorithm::Cubic,
+            CcAlgorithm::Vegas,
+            CcAlgorithm::Bbr,
+        ] {
             let mut boxed = algorithm.build_with_initial_window(1000, 4);
             let mut inline = Controller::new(algorithm, 1000, 4, true);
             let mut now = Instant::ZERO;
@@ -339,6 +419,22 @@ mod tests {
                         5 => cc.on_rto(now, flight),
                         6 => cc.on_idle_restart(now),
                         7 if step % 500 == 0 => cc.set_mss(500 + (state as usize % 1000)),
+                        8..=12 => {
+                            let sample = RateSample {
+                                delivery_rate: (state >> 16) % 10_000_000,
+                                delivered: (state >> 24) % 100_000,
+                                rtt,
+                                prior_delivered: step * 1000,
+                                total_delivered: step * 1000 + 1000,
+                                newly_acked: 1000,
+                                lost: (state >> 40) % 3 * 1000,
+                                tx_in_flight: flight as u64,
+                                ..RateSample::default()
+                            };
+                            cc.on_rate_sample(now, &sample, flight);
+                        }
+                        13 => cc.on_loss(now, 1000, flight),
+                        14 => cc.on_ecn_ce(now, 1000, 2000),
                         _ => cc.on_ack(now, 1 + (state >> 30) as usize % 4000, rtt, flight),
                     }
                 }
@@ -349,6 +445,9 @@ mod tests {
                         cc.ssthresh(),
                         cc.in_slow_start(),
                         cc.mss(),
+                        cc.pacing_rate(),
+                        cc.send_quantum(),
+                        cc.wants_rate_samples(),
                     )
                 };
                 assert_eq!(view(&*boxed), view(&inline), "{algorithm:?} step {step}");
