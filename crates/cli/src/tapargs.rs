@@ -112,8 +112,7 @@ impl TapArgs {
         let tap = Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
         let name = tap.name().to_string();
         let offloads = tap.offloads();
-        let rt = Runtime::new(stack)
-            .map_err(|e| format!("cannot start the imp runtime: {e}"))?;
+        let rt = Runtime::new(stack).map_err(|e| format!("cannot start the imp runtime: {e}"))?;
         let iface_config = IfaceConfig::new(mac_for(addr.address), tap.ip_mtu());
         let iface = match self.impair {
             Some(config) => {

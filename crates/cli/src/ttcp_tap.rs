@@ -166,6 +166,8 @@ fn send_for(
     // A reset ends the transfer at once on both sides (a close would first deliver
     // the send buffer).
     let _ = stream.clone().abort();
+    // The runtime's thread sends the reset: give it a moment before the process exits.
+    std::thread::sleep(StdDuration::from_millis(50));
     Ok(report)
 }
 

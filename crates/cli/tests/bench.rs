@@ -213,7 +213,12 @@ fn bench_w8_paths_table_has_every_cell() {
     let rows: Vec<&str> = lines
         .iter()
         .copied()
-        .filter(|l| l.trim_start().split("ms").next().is_some_and(|n| n.parse::<u32>().is_ok()))
+        .filter(|l| {
+            l.trim_start()
+                .split("ms")
+                .next()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
         .collect();
     assert!(!rows.is_empty(), "no cells in\n{stdout}");
     for row in &rows {
@@ -227,9 +232,15 @@ fn bench_w8_paths_table_has_every_cell() {
             check(linux);
         }
     }
-    for pair in ["imp newreno / linux reno", "imp cubic / linux cubic", "imp bbr / linux bbr"] {
+    for pair in [
+        "imp newreno / linux reno",
+        "imp cubic / linux cubic",
+        "imp bbr / linux bbr",
+    ] {
         assert!(
-            lines.iter().any(|l| l.starts_with(&format!("geomean {pair}: "))),
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("geomean {pair}: "))),
             "no geometric mean for {pair}:\n{stdout}"
         );
     }

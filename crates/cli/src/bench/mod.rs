@@ -327,9 +327,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if let Some(reason) = &skipped {
         eprintln!("imp bench: W8 skipped: {reason}");
     }
-    let paths = skipped
-        .is_none()
-        .then(|| w8::run(&sizes.paths, !args.json));
+    let paths = skipped.is_none().then(|| w8::run(&sizes.paths, !args.json));
     if args.json {
         let out = WithPaths {
             rows: &report,

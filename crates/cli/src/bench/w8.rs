@@ -396,7 +396,8 @@ fn print_sim(sim: &SimReport, notes: &mut Vec<String>) {
         "sim", "goodput Mbit/s", "sim s", "wall s"
     );
     for (name, run) in [("imp", &sim.imp), ("ns-3", &sim.ns3)] {
-        let num = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+        let num =
+            |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
         match &run.reason {
             Some(reason) => {
                 let outcome = Outcome::failed(reason.clone());

@@ -12,7 +12,7 @@
 //! The same model both ways on both paths: `delay` is half the round trip.
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::{SocketAddrV4, TcpListener};
+use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant as StdInstant};
@@ -95,9 +95,7 @@ impl CellPath {
 
     fn imp_run(&self, cc: &str, secs: u32, spec: &str, sndbuf: u64) -> Result<Outcome, String> {
         let addr = SocketAddrV4::new(
-            format!("{TAP_NET}.1")
-                .parse()
-                .map_err(|e| format!("{e}"))?,
+            format!("{TAP_NET}.1").parse().map_err(|e| format!("{e}"))?,
             SINK_PORT,
         );
         let limit = Duration::from_secs(u64::from(secs)) + GRACE;
@@ -129,16 +127,18 @@ impl CellPath {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start imp ttcp: {e}"))?;
-        let out = wait_limited(child, limit)?;
+        let out = wait_limited(child, limit);
+        // imp is gone (its reset may not have left before it exited): end the read.
         let (bytes, seconds) = sink.finish()?;
+        let out = out?;
         if !out.status.success() {
             return Err(format!(
                 "imp ttcp: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .map_err(|e| format!("imp ttcp's report: {e}"))?;
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("imp ttcp's report: {e}"))?;
         Ok(Outcome::measured(
             bytes as f64 * 8.0 / seconds.max(1e-9) / 1e6,
             report["retransmits"].as_u64(),
@@ -202,9 +202,12 @@ fn linux_outcome(json: &str) -> Outcome {
 }
 
 /// The kernel's receiver of imp's transfer: a socket on a thread in the namespace,
-/// counting bytes from accepting until the sender resets (or closes) the connection.
+/// counting bytes from accepting until the sender resets or closes the connection, or
+/// the bench ends the read once the sender has exited.
 struct Sink {
     result: mpsc::Receiver<Result<(u64, f64), String>>,
+    /// The accepted connection, to shut down when the sender has exited.
+    accepted: mpsc::Receiver<TcpStream>,
     limit: Duration,
 }
 
@@ -212,12 +215,13 @@ impl Sink {
     fn start(ns: &Netns, addr: SocketAddrV4, limit: Duration) -> Result<Sink, String> {
         let (ready, bound) = mpsc::channel();
         let (done, result) = mpsc::channel();
+        let (accepted_tx, accepted) = mpsc::channel();
         // Detached: a receiver that never sees a connection ends at its accept timeout.
         drop(ns.spawn(move || {
             let outcome = match TcpListener::bind(addr) {
                 Ok(listener) => {
                     let _ = ready.send(Ok(()));
-                    receive(&listener, limit)
+                    receive(&listener, limit, &accepted_tx)
                 }
                 Err(e) => {
                     let _ = ready.send(Err(format!("bind {addr}: {e}")));
@@ -230,11 +234,18 @@ impl Sink {
         bound
             .recv_timeout(GRACE)
             .map_err(|_| "the receiver did not start".to_string())??;
-        Ok(Sink { result, limit })
+        Ok(Sink {
+            result,
+            accepted,
+            limit,
+        })
     }
 
-    /// (bytes, seconds from accepting to the last byte).
+    /// (bytes, seconds from accepting to the last byte), once the sender has exited.
     fn finish(self) -> Result<(u64, f64), String> {
+        if let Ok(stream) = self.accepted.try_recv() {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
         self.result
             .recv_timeout(self.limit + GRACE)
             .map_err(|_| "the receiver did not finish".to_string())?
@@ -242,7 +253,11 @@ impl Sink {
 }
 
 /// Accept one connection (giving up after `limit`) and read it to its end.
-fn receive(listener: &TcpListener, limit: Duration) -> Result<(u64, f64), String> {
+fn receive(
+    listener: &TcpListener,
+    limit: Duration,
+    accepted: &mpsc::Sender<TcpStream>,
+) -> Result<(u64, f64), String> {
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("listener: {e}"))?;
@@ -260,6 +275,9 @@ fn receive(listener: &TcpListener, limit: Duration) -> Result<(u64, f64), String
         }
     };
     let start = StdInstant::now();
+    if let Ok(clone) = stream.try_clone() {
+        let _ = accepted.send(clone);
+    }
     stream.set_nonblocking(false).ok();
     stream.set_read_timeout(Some(limit)).ok();
     let mut buf = vec![0u8; 1 << 20];
