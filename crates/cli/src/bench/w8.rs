@@ -208,7 +208,7 @@ fn run_cell(
                 (Err(e), None) => Outcome::failed(format!("no path: {e}")),
                 (Ok(p), None) => p.linux(linux_cc, seconds),
             };
-            let (imp, linux) = if (index + k) % 2 == 0 {
+            let (imp, linux) = if (index + k).is_multiple_of(2) {
                 let imp = imp_run();
                 (imp, linux_run())
             } else {
