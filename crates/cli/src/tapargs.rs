@@ -98,6 +98,12 @@ impl TapArgs {
     /// Open the TAP and start a stack on it, with the address, default route and
     /// impairment asked for.
     pub fn start(&self, command: &str) -> Result<TapStack, String> {
+        self.start_with(command, StackConfig::default())
+    }
+
+    /// As [`TapArgs::start`], the stack configured by `stack` (TCP buffers, congestion
+    /// control).
+    pub fn start_with(&self, command: &str, stack: StackConfig) -> Result<TapStack, String> {
         let (name, addr) = self.required(command)?;
         let offloads = !self.no_offloads && self.impair.is_none();
         let config = TapConfig::new(name)
@@ -106,8 +112,7 @@ impl TapArgs {
         let tap = Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
         let name = tap.name().to_string();
         let offloads = tap.offloads();
-        let rt = Runtime::new(StackConfig::default())
-            .map_err(|e| format!("cannot start the imp runtime: {e}"))?;
+        let rt = Runtime::new(stack).map_err(|e| format!("cannot start the imp runtime: {e}"))?;
         let iface_config = IfaceConfig::new(mac_for(addr.address), tap.ip_mtu());
         let iface = match self.impair {
             Some(config) => {

@@ -69,6 +69,11 @@ pub struct TtcpArgs {
     /// for this long.
     #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
     pub timeout: Duration,
+    /// With --tap --connect: send for this long instead of --bytes, then report and
+    /// reset the connection (a time-bounded run, as `iperf3 -t`; the receiver counts
+    /// what arrived).
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration)]
+    pub time: Option<Duration>,
     #[command(flatten)]
     pub device: TapArgs,
 }
@@ -138,9 +143,13 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
     if args.device.tap.is_some() {
         return crate::ttcp_tap::run(args);
     }
-    if args.connect.is_some() || args.listen.is_some() || args.device.addr.is_some() {
+    if args.connect.is_some()
+        || args.listen.is_some()
+        || args.device.addr.is_some()
+        || args.time.is_some()
+    {
         return Err(
-            "--connect, --listen and --addr are for transfers over a TAP: add --tap NAME \
+            "--connect, --listen, --addr and --time are for transfers over a TAP: add --tap NAME \
              (without it imp ttcp runs on its simulated network)"
                 .into(),
         );

@@ -2,11 +2,14 @@
 //! `--connect HOST:PORT` sends `--bytes` (in `--record`-sized writes), half-closes and
 //! waits for the peer to close, so the time covers delivery, not just buffering;
 //! `--listen PORT` accepts one connection and counts bytes until the peer closes.
+//! `--time T` sends for T instead, then reports and resets the connection. The stack
+//! takes `--cc`, `--sndbuf` and `--rcvbuf` as the simulated transfer does.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, SocketAddrV4};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
+use impnet::core::StackConfig;
 use impnet::{TcpListener, TcpStream};
 use serde::Serialize;
 
@@ -42,7 +45,7 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
         return Err("--timeout must be longer than 0".into());
     }
     let timeout = StdDuration::from_nanos(args.timeout.as_nanos());
-    let stack = args.device.start("ttcp")?;
+    let stack = args.device.start_with("ttcp", stack_config(args)?)?;
     if !args.json {
         println!("imp ttcp: {}", stack.describe(args.device.impair.as_ref()));
     }
@@ -85,6 +88,18 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The stack's settings from the arguments: congestion control (checked as the
+/// simulated transfer checks it) and buffers.
+fn stack_config(args: &TtcpArgs) -> Result<StackConfig, String> {
+    let sender = crate::ttcp::config(args)?.sender_tcp;
+    let mut config = StackConfig::default();
+    config.tcp.congestion = sender.congestion;
+    config.tcp.send_buffer = sender.send_buffer;
+    config.tcp.recv_buffer =
+        usize::try_from(args.rcvbuf).map_err(|_| "--rcvbuf is too large".to_string())?;
+    Ok(config)
+}
+
 fn send(
     args: &TtcpArgs,
     rt: &impnet::Runtime,
@@ -101,6 +116,10 @@ fn send(
         .unwrap_or(1 << 20)
         .min(1 << 24);
     let chunk: Vec<u8> = (0..record).map(|i| b'a' + (i % 26) as u8).collect();
+    if let Some(time) = args.time {
+        let time = StdDuration::from_nanos(time.as_nanos());
+        return send_for(&stream, peer, &chunk, start, time);
+    }
     let mut sent = 0u64;
     let mut writer = &stream;
     while sent < args.bytes {
@@ -121,6 +140,35 @@ fn send(
     io::copy(&mut reader, &mut io::sink())
         .map_err(|e| format!("waiting for {peer} to close: {}", describe(&e)))?;
     Ok(report("send", peer, sent, start.elapsed(), &stream))
+}
+
+/// Send for `time`, then report and reset the connection: what is still queued is not
+/// delivered, so the report counts bytes written, and the receiver measures goodput.
+fn send_for(
+    stream: &TcpStream,
+    peer: SocketAddrV4,
+    chunk: &[u8],
+    start: StdInstant,
+    time: StdDuration,
+) -> Result<Report, String> {
+    let mut sent = 0u64;
+    let mut writer = stream;
+    while start.elapsed() < time {
+        writer.write_all(chunk).map_err(|e| {
+            format!(
+                "sending to {peer} failed after {sent} bytes: {}",
+                describe(&e)
+            )
+        })?;
+        sent += chunk.len() as u64;
+    }
+    let report = report("send", peer, sent, start.elapsed(), stream);
+    // A reset ends the transfer at once on both sides (a close would first deliver
+    // the send buffer).
+    let _ = stream.clone().abort();
+    // The runtime's thread sends the reset: give it a moment before the process exits.
+    std::thread::sleep(StdDuration::from_millis(50));
+    Ok(report)
 }
 
 fn receive(

@@ -2,7 +2,7 @@
 //! of {workload, unit, imp, smoltcp, linux} covering every workload, and imp allocates
 //! nothing per packet in steady state; as root with wrk and nginx, W6 answers every
 //! HTTP request without error; W7's forwarding rows are there (the device ones as root
-//! with iperf3).
+//! with iperf3); W8 (run on its own, `--only W8`) fills its table of paths.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/require.rs"]
@@ -147,4 +147,117 @@ fn bench_quick_json_has_every_workload() {
     }
     assert!(row("W4-1")["imp"].as_f64().unwrap() > 0.0);
     assert!(row("W4-1-mem")["imp"].as_f64().unwrap() > 0.0);
+}
+
+/// `imp bench --only W8` at tiny sizes, as root with iperf3: the table has a row per
+/// cell with imp's and Linux's entry for each of the three congestion-control pairs,
+/// every entry a goodput or `n/a [k]` with note k saying why; a geometric mean per
+/// pair; the simulator rows for imp and ns-3; and the namespaces it made are gone.
+#[test]
+fn bench_w8_paths_table_has_every_cell() {
+    if !require::can_run() || !require::have("iperf3") {
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_imp"))
+        .args(["bench", "--quick", "--only", "W8"])
+        .env("IMP_BENCH_TINY", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("W8 skipped"), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let header = lines
+        .iter()
+        .find(|l| l.contains("imp newreno"))
+        .unwrap_or_else(|| panic!("no header in\n{stdout}"));
+    for column in [
+        "imp newreno",
+        "linux reno",
+        "imp cubic",
+        "linux cubic",
+        "imp bbr",
+        "linux bbr",
+    ] {
+        assert!(header.contains(column), "{column} missing: {header}");
+    }
+    let notes: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with('['))
+        .collect();
+    // Every entry: a number, with the retransmissions in parentheses, or n/a [k] where
+    // note k exists and says something.
+    let check = |entry: &str| {
+        let entry = entry.trim();
+        if let Some(k) = entry.strip_prefix("n/a [") {
+            let k = k.trim_end_matches(']');
+            let note = notes
+                .iter()
+                .find(|n| n.starts_with(&format!("[{k}] ")))
+                .unwrap_or_else(|| panic!("no note [{k}] in\n{stdout}"));
+            assert!(note.len() > 5, "{note}");
+        } else {
+            let number = entry.split_whitespace().next().unwrap_or("");
+            let value: f64 = number
+                .parse()
+                .unwrap_or_else(|_| panic!("`{entry}` is neither a number nor n/a:\n{stdout}"));
+            assert!(value >= 0.0, "{entry}");
+        }
+    };
+    let rows: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            l.trim_start()
+                .split("ms")
+                .next()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .collect();
+    assert!(!rows.is_empty(), "no cells in\n{stdout}");
+    for row in &rows {
+        let groups: Vec<&str> = row.split('|').skip(1).collect();
+        assert_eq!(groups.len(), 3, "three pairs per cell: {row}");
+        for group in groups {
+            // " " and two right-aligned entries of 13 characters, one space between.
+            assert!(group.len() >= 28, "{row}");
+            let (imp, linux) = group[1..].split_at(13);
+            check(imp);
+            check(linux);
+        }
+    }
+    for pair in [
+        "imp newreno / linux reno",
+        "imp cubic / linux cubic",
+        "imp bbr / linux bbr",
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("geomean {pair}: "))),
+            "no geometric mean for {pair}:\n{stdout}"
+        );
+    }
+    for sim in ["imp ", "ns-3 "] {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(sim) && !l.contains('|'))
+            .unwrap_or_else(|| panic!("no simulator row {sim}in\n{stdout}"));
+        check(&line[6..21]);
+    }
+    // The namespaces the bench made (imp-bench-PID-N) are gone.
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let prefix = format!("imp-bench-{pid}-");
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains(&prefix),
+        "namespaces left behind: {}",
+        String::from_utf8_lossy(&list.stdout)
+    );
+    println!("{stdout}");
 }

@@ -24,6 +24,13 @@
 //!   Over devices (`w7_route.rs`, root and iperf3): `imp route` between two TAPs
 //!   against the kernel forwarding between two veth pairs (`ip_forward=1`), iperf3
 //!   64-byte UDP (kpps) and TCP (Gbit/s) from host A's namespace to host B's.
+//! - W8 paths (`w8.rs`, root, iperf3; only when named: `--only W8`): imp -> Linux
+//!   (`imp ttcp --impair`) and Linux -> Linux (iperf3 through `imp link --impair`) over
+//!   the same emulated paths, round-trip time x loss x rate, per congestion control
+//!   (NewReno/Reno, CUBIC, BBR): goodput and retransmissions, the geometric mean of
+//!   imp/Linux per pair; and imp's simulator next to ns-3 on `imp ttcp`'s transfer.
+//!   Printed after the other workloads; with `--json` the output becomes
+//!   `{"rows": [...], "w8": {...}}`.
 //!
 //! For W1-W4, imp and smoltcp run as two stacks in one thread, frames handed from one
 //! to the other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
@@ -40,6 +47,9 @@ mod w5;
 mod w6;
 pub mod w7;
 mod w7_route;
+mod w8;
+mod w8_path;
+mod w8_sim;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,7 +72,8 @@ pub struct BenchArgs {
     /// Repetitions of every workload (medians are reported); default 5, 3 with --quick.
     #[arg(long)]
     repeat: Option<usize>,
-    /// Only workloads whose name starts with one of these (e.g. W1,W2).
+    /// Only workloads whose name starts with one of these (e.g. W1,W2); W8 runs only
+    /// when named here.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Only these implementations (imp, smoltcp, linux), e.g. for a profiler run.
@@ -104,6 +115,8 @@ pub(crate) struct Sizes {
     pub fwd_routes: usize,
     /// W7 seconds per iperf3 run.
     pub route_secs: u32,
+    /// W8's cells and run lengths.
+    pub paths: w8::Plan,
     /// Repetitions.
     pub repeats: usize,
 }
@@ -123,6 +136,7 @@ impl Sizes {
                 fwd_packets: 20_000,
                 fwd_routes: 1000,
                 route_secs: 1,
+                paths: w8::Plan::tiny(),
                 repeats: 1,
             }
         } else if args.quick {
@@ -137,6 +151,7 @@ impl Sizes {
                 fwd_packets: 2_000_000,
                 fwd_routes: 100_000,
                 route_secs: 2,
+                paths: w8::Plan::quick(),
                 repeats: 3,
             }
         } else {
@@ -151,6 +166,7 @@ impl Sizes {
                 fwd_packets: 20_000_000,
                 fwd_routes: 100_000,
                 route_secs: 5,
+                paths: w8::Plan::full(),
                 repeats: 5,
             }
         };
@@ -278,10 +294,61 @@ pub(crate) fn bare() -> bool {
     BARE.load(Ordering::Relaxed)
 }
 
+/// W8's output within `--json` when W8 was asked for.
+#[derive(Serialize)]
+struct WithPaths<'a> {
+    rows: &'a [Row],
+    w8: Option<w8::Report>,
+    /// Why W8 did not run.
+    w8_skipped: Option<String>,
+}
+
 /// `imp bench`.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     BARE.store(args.bare, Ordering::Relaxed);
     let sizes = Sizes::for_args(args);
+    let is_w8 = |o: &String| o.eq_ignore_ascii_case("W8");
+    let want_w8 = args.only.iter().any(is_w8);
+    let report = if want_w8 && args.only.iter().all(is_w8) {
+        Vec::new()
+    } else {
+        run_workloads(args, &sizes)?
+    };
+    if !want_w8 {
+        if args.json {
+            let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+            println!("{text}");
+        } else {
+            print_table(&report, &sizes);
+        }
+        return Ok(());
+    }
+    let skipped = w8::unavailable();
+    if let Some(reason) = &skipped {
+        eprintln!("imp bench: W8 skipped: {reason}");
+    }
+    let paths = skipped.is_none().then(|| w8::run(&sizes.paths, !args.json));
+    if args.json {
+        let out = WithPaths {
+            rows: &report,
+            w8: paths,
+            w8_skipped: skipped,
+        };
+        let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        if !report.is_empty() {
+            print_table(&report, &sizes);
+        }
+        if let Some(paths) = &paths {
+            w8::print(paths);
+        }
+    }
+    Ok(())
+}
+
+/// The workloads W1-W7 that `--only` selects, repeated; the medians.
+fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
     let selected: Vec<&str> = WORKLOADS
         .into_iter()
         .filter(|w| args.only.is_empty() || args.only.iter().any(|o| w.starts_with(o.as_str())))
@@ -310,7 +377,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                 if !args.impls.is_empty() && !args.impls.contains(&name) {
                     continue;
                 }
-                let samples = run_one(workload, which, &sizes)
+                let samples = run_one(workload, which, sizes)
                     .map_err(|e| format!("{workload} on {which:?}: {e}"))?;
                 for s in samples {
                     let at = match rows.iter().position(|r| r.0 == s.workload) {
@@ -347,13 +414,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             }
         })
         .collect();
-    if args.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        println!("{text}");
-    } else {
-        print_table(&report, &sizes);
-    }
-    Ok(())
+    Ok(report)
 }
 
 fn print_table(report: &[Row], sizes: &Sizes) {

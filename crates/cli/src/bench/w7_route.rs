@@ -165,7 +165,7 @@ fn measure(path: &Path, secs: u32) -> Result<Vec<Sample>, String> {
 }
 
 /// Wait until iperf3 listens in `ns` (asking `ss`, so no stray connection reaches it).
-fn wait_listening(ns: &Netns) -> Result<(), String> {
+pub(super) fn wait_listening(ns: &Netns) -> Result<(), String> {
     let deadline = StdInstant::now() + START;
     let filter = format!("sport = :{IPERF_PORT}");
     while StdInstant::now() < deadline {
@@ -181,7 +181,7 @@ fn wait_listening(ns: &Netns) -> Result<(), String> {
 }
 
 /// Run the iperf3 client in `ns`, killed after `limit`; its JSON report.
-fn iperf(ns: &Netns, args: &[&str], limit: Duration) -> Result<String, String> {
+pub(super) fn iperf(ns: &Netns, args: &[&str], limit: Duration) -> Result<String, String> {
     let child = ns_command(ns, "iperf3", args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -201,7 +201,7 @@ fn iperf(ns: &Netns, args: &[&str], limit: Duration) -> Result<String, String> {
 }
 
 /// Wait for `child` (its output read as it comes), killing it after `limit`.
-fn wait_limited(mut child: Child, limit: Duration) -> Result<Output, String> {
+pub(super) fn wait_limited(mut child: Child, limit: Duration) -> Result<Output, String> {
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -221,7 +221,7 @@ fn wait_limited(mut child: Child, limit: Duration) -> Result<Output, String> {
         if StdInstant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("iperf3 still running after {} s", limit.as_secs()));
+            return Err(format!("still running after {} s", limit.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -246,7 +246,7 @@ fn udp_rates(json: &str) -> Option<(f64, f64)> {
 }
 
 /// Gbit/s the receiver counted, from `iperf3 -J` over TCP.
-fn tcp_rate(json: &str) -> Option<f64> {
+pub(super) fn tcp_rate(json: &str) -> Option<f64> {
     let report: serde_json::Value = serde_json::from_str(json).ok()?;
     Some(report["end"]["sum_received"]["bits_per_second"].as_f64()? / 1e9)
 }
