@@ -5,6 +5,7 @@ use impnet_wire::tcp::Repr;
 
 use super::cc::CongestionControl;
 use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
+use super::ecn::{self, Ecn};
 use super::output::{Reset, seg_len, tsval};
 use super::seq::SeqNumber;
 use super::state::*;
@@ -14,7 +15,9 @@ use crate::time::{Duration, Instant};
 
 impl Conn {
     /// A segment for this connection arrived.
-    pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    /// `ecn` is the IP header's ECN field.
+    pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, ecn: Ecn) {
+        self.ecn_input(ctx, seg, ecn);
         if ctx.sh.fast_paths && self.input_predicted(ctx, seg) {
             return;
         }
@@ -129,6 +132,9 @@ impl Conn {
             && SeqNumber(seg.seq) == s.rcv.irs
         {
             s.snd_nxt = s.iss;
+            // RFC 3168 §6.1.1.1: a peer that sends its SYN again without ECE and CWR
+            // gave ECN up; our SYN-ACK follows.
+            self.opts.ecn &= ecn::peer_agrees(seg);
             return;
         }
         if !self.paws_ok(ctx, seg) || !self.sequence_ok(ctx, seg) {
@@ -364,6 +370,7 @@ impl Conn {
             self.maybe_dup_ack(ctx, seg);
         }
         self.update_window(ctx, seg);
+        self.ecn_on_ack(ctx, seg);
         // Our FIN is acknowledged when SND.UNA passed it.
         let fin_acked = fin_at.is_some_and(|at| ack > at);
         if fin_acked {

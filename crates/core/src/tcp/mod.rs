@@ -23,6 +23,7 @@ pub mod seq;
 mod conn;
 mod deadlines;
 mod demux;
+mod ecn;
 mod icmp;
 mod input;
 mod listen;
@@ -47,6 +48,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 
 use crate::time::Duration;
 
+pub use ecn::{Ecn, EcnMode};
 pub use state::TcpState;
 pub use table::Tcp;
 
@@ -110,6 +112,9 @@ pub struct TcpConfig {
     pub timestamps: bool,
     /// Offer SACK (RFC 2018).
     pub sack: bool,
+    /// ECN (RFC 3168): ask for it on our SYNs and accept it on the peer's
+    /// ([`EcnMode::Request`], the default), only accept it, or never use it.
+    pub ecn: EcnMode,
     /// Initial congestion window in segments (RFC 6928: 10).
     pub initial_window: u32,
     /// Congestion control for new connections.
@@ -156,6 +161,7 @@ impl Default for TcpConfig {
             window_scaling: true,
             timestamps: true,
             sack: true,
+            ecn: EcnMode::Request,
             initial_window: 10,
             congestion: cc::CcAlgorithm::NewReno,
             keepalive: None,
@@ -287,6 +293,9 @@ pub struct TcpTransmit {
     pub dst: Ipv4Addr,
     /// Bytes written at the start of the buffer.
     pub len: usize,
+    /// The ECN field for the IPv4 header (RFC 3168): ECT(0) on new data of a
+    /// connection that negotiated ECN, Not-ECT on everything else.
+    pub ecn: Ecn,
 }
 
 /// A snapshot of one connection, like Linux's `struct tcp_info`.
@@ -326,6 +335,8 @@ pub struct TcpInfo {
     pub timestamps: bool,
     /// SACK negotiated.
     pub sack: bool,
+    /// ECN negotiated (RFC 3168 §6.1.1).
+    pub ecn: bool,
     /// Name of the congestion controller.
     pub congestion: &'static str,
     /// The last soft ICMP error about the connection (RFC 1122 §4.2.3.9), if any.
@@ -397,6 +408,16 @@ pub struct TcpStats {
     pub out_of_order: u64,
     /// Delayed ACKs sent by the timer.
     pub delayed_acks: u64,
+    /// Segments that arrived with Congestion Experienced on an ECN connection.
+    pub ecn_ce_received: u64,
+    /// Segments sent with ECE (echoing a CE, RFC 3168 §6.1.3).
+    pub ecn_ece_sent: u64,
+    /// ACKs received with ECE.
+    pub ecn_ece_received: u64,
+    /// Segments sent with CWR (RFC 3168 §6.1.2).
+    pub ecn_cwr_sent: u64,
+    /// Congestion-window reductions for ECE (at most one per window of data).
+    pub ecn_cuts: u64,
 }
 
 /// A connection's 4-tuple, in the order (local, remote).

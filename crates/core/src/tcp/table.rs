@@ -15,7 +15,7 @@ use super::listen::{ListenAction, Listener};
 use super::output::Reset;
 use super::seq::SeqNumber;
 use super::state::{Closed, State};
-use super::{Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
+use super::{Ecn, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
 use crate::secret::Secret;
 use crate::time::Instant;
 
@@ -106,6 +106,7 @@ impl Tcp {
                 large_spare: Vec::new(),
                 gather: false,
                 deferred: None,
+                ecn: Ecn::NotEct,
             },
             pending: None,
             slots: Vec::new(),
@@ -648,6 +649,20 @@ impl Tcp {
         segment: &Repr<'_>,
         local_mss: u16,
     ) {
+        self.handle_segment_with_ecn(now, (src, dst), segment, local_mss, Ecn::NotEct);
+    }
+
+    /// As [`Tcp::handle_segment_with_mss`], for a segment whose IPv4 header carried
+    /// the ECN field `ecn` (RFC 3168: a Congestion Experienced mark is echoed to the
+    /// sender).
+    pub fn handle_segment_with_ecn(
+        &mut self,
+        now: Instant,
+        (src, dst): (Ipv4Addr, Ipv4Addr),
+        segment: &Repr<'_>,
+        local_mss: u16,
+        ecn: Ecn,
+    ) {
         self.shared.stats.segments_in += 1;
         let local = SocketAddrV4::new(dst, segment.dst_port);
         let remote = SocketAddrV4::new(src, segment.src_port);
@@ -655,7 +670,7 @@ impl Tcp {
             && !self.time_wait_reuse(handle, segment)
         {
             let _ = self.with_conn(now, handle, |conn, ctx| {
-                conn.handle_segment(ctx, segment);
+                conn.handle_segment(ctx, segment, ecn);
                 Ok(())
             });
             return;
@@ -797,6 +812,7 @@ impl Tcp {
                     src: *reset.local.ip(),
                     dst: *reset.remote.ip(),
                     len,
+                    ecn: Ecn::NotEct,
                 });
             }
         }
@@ -821,7 +837,8 @@ impl Tcp {
                         conn.queued = false;
                     }
                 }
-                return Some(TcpTransmit { src, dst, len });
+                let ecn = core::mem::take(&mut self.shared.ecn);
+                return Some(TcpTransmit { src, dst, len, ecn });
             }
             if let Some(conn) = self.conn_mut(handle) {
                 conn.queued = false;

@@ -365,6 +365,17 @@ impl CongestionControl for Cubic {
         self.cwnd = self.ssthresh;
     }
 
+    /// An ECN-Echo is a congestion event for RFC 9438 (§4.6's multiplicative decrease
+    /// applies to loss and ECE alike): the same β_cubic cut as for a loss, with no
+    /// recovery period after it (nothing to retransmit), so the next ACK starts a new
+    /// congestion-avoidance epoch.
+    fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
+        let _ = now;
+        self.on_congestion_event(bytes_in_flight);
+        self.cwnd = self.ssthresh;
+        self.in_recovery = false;
+    }
+
     /// RFC 5681 §3.2 step 4: "For each additional duplicate ACK received (after the
     /// third), cwnd MUST be incremented by SMSS."
     fn on_dup_ack_in_recovery(&mut self) {

@@ -35,6 +35,10 @@
 //!
 //! On a retransmission timeout: [`on_rto`](CongestionControl::on_rto) with FlightSize
 //! before the timeout (this also ends any recovery; do not call `on_exit_recovery`).
+//!
+//! On an ACK with ECE (RFC 3168), outside recovery and at most once per window of data:
+//! [`on_ecn`](CongestionControl::on_ecn) with FlightSize, after the ACK's own `on_ack`;
+//! no recovery follows (nothing was lost), so the next ACKs call `on_ack`.
 
 pub mod cubic;
 pub mod newreno;
@@ -104,6 +108,16 @@ pub trait CongestionControl: fmt::Debug + Send {
 
     /// Sending resumes after an idle period longer than the RTO (RFC 5681 §4.1).
     fn on_idle_restart(&mut self, now: Instant);
+
+    /// An ACK echoed Congestion Experienced (RFC 3168 §6.1.2), at most once per window
+    /// of data and never during loss recovery; `bytes_in_flight` is FlightSize. "The
+    /// TCP source halves the congestion window "cwnd" and reduces the slow start
+    /// threshold "ssthresh"", as for a loss but with nothing to retransmit: by default
+    /// the cut of [`on_enter_sack_recovery`](CongestionControl::on_enter_sack_recovery)
+    /// (no inflation), after which ACKs go to `on_ack` again.
+    fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
+        self.on_enter_sack_recovery(now, bytes_in_flight);
+    }
 }
 
 /// The congestion-control algorithms imp provides, for configuration.
@@ -250,6 +264,9 @@ impl CongestionControl for Controller {
     fn on_idle_restart(&mut self, now: Instant) {
         dispatch!(self, cc => cc.on_idle_restart(now))
     }
+    fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_ecn(now, bytes_in_flight))
+    }
 }
 
 #[cfg(test)]
@@ -299,6 +316,7 @@ mod tests {
                         4 => cc.on_exit_recovery(now, flight),
                         5 => cc.on_rto(now, flight),
                         6 => cc.on_idle_restart(now),
+                        8 => cc.on_ecn(now, flight),
                         7 if step % 500 == 0 => cc.set_mss(500 + (state as usize % 1000)),
                         _ => cc.on_ack(now, 1 + (state >> 30) as usize % 4000, rtt, flight),
                     }
