@@ -88,8 +88,8 @@ pub(crate) struct EcnState {
     pub last_ce: bool,
     /// Sender: the window was reduced for an ECE; CWR goes on the next new data.
     pub cwr_due: bool,
-    /// Sender: SND.MAX at the last reduction; ECE reduces again only once SND.UNA
-    /// passed it (once per window of data).
+    /// Sender: SND.MAX at the last reduction; ECE reduces again only on an ACK beyond
+    /// it, which covers data sent after the reduction (once per window of data).
     pub reduced_at: Option<SeqNumber>,
 }
 
@@ -134,7 +134,7 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        if ecn.reduced_at.is_some_and(|at| snd.snd_una < at) {
+        if ecn.reduced_at.is_some_and(|at| snd.snd_una <= at) {
             return;
         }
         if snd.recovery.is_some() || snd.rto_recover.is_some() {

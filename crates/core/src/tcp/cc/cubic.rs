@@ -511,6 +511,20 @@ mod tests {
     }
 
     #[test]
+    fn an_ecn_echo_cuts_by_beta_and_leaves_no_recovery_behind() {
+        let mut cc = Cubic::new(MSS, 10);
+        cc.cwnd = 100 * MSS;
+        cc.on_ecn(T, 100 * MSS);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (70 * MSS, 70 * MSS));
+        assert_eq!(cc.w_max, Some(100 * MSS));
+        // No recovery follows (nothing was lost): a timeout later remembers the window
+        // it found, as after any congestion-avoidance period.
+        cc.cwnd = 80 * MSS;
+        cc.on_rto(T, 80 * MSS);
+        assert_eq!(cc.cwnd_prior, 80 * MSS);
+    }
+
+    #[test]
     fn loss_reduces_window_to_beta_times_w_max() {
         let mut cc = Cubic::new(MSS, 10);
         cc.cwnd = 100 * MSS;
