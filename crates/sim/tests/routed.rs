@@ -389,6 +389,43 @@ fn bufferbloat_codel_and_fq_codel_keep_the_ping_fast() {
     }
 }
 
+/// The host report of `name`.
+fn host<'a>(report: &'a Report, name: &str) -> &'a impnet_sim::experiment::HostReport {
+    report
+        .hosts
+        .iter()
+        .find(|h| h.name == name)
+        .unwrap_or_else(|| panic!("no host {name}"))
+}
+
+#[test]
+fn ecn_with_a_codel_bottleneck_marks_instead_of_dropping() {
+    let out = run(&routed("ecn-codel.toml"));
+    let r = &out.report;
+    let (ecn, drop) = (flow(r, "ecn"), flow(r, "drop"));
+    for f in [ecn, drop] {
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        assert!(f.goodput_bps > 8e6, "{f:?}");
+    }
+    let marked = iface(r, "ecn-left", "ecn-bottleneck");
+    let dropped = iface(r, "drop-left", "drop-bottleneck");
+    // With ECN, CoDel marks and drops nothing; the sender cuts its window once per
+    // mark episode and repairs nothing.
+    assert!(marked.drops.ce_marked > 10, "{:?}", marked.drops);
+    assert_eq!(marked.drops.aqm + marked.drops.queue_full, 0);
+    assert_eq!(ecn.retransmits, 0);
+    let (sender, receiver) = (host(r, "ecn-sender"), host(r, "ecn-receiver"));
+    assert_eq!(receiver.ecn_ce_received, marked.drops.ce_marked);
+    assert!(sender.ecn_cuts > 10 && sender.ecn_cuts <= marked.drops.ce_marked);
+    // Without, CoDel drops about as often, and each drop is a retransmission.
+    assert!(dropped.drops.aqm > 10 && dropped.drops.ce_marked == 0);
+    assert!(drop.retransmits >= dropped.drops.aqm, "{drop:?}");
+    // Both keep the standing queue near CoDel's 5 ms target.
+    for q in [&marked.queue, &dropped.queue] {
+        assert!(q.mean_delay_ms < 10.0, "{q:?}");
+    }
+}
+
 #[test]
 fn pmtud_works_with_icmp_and_black_hole_detection_without() {
     let out = run(&routed("pmtud.toml"));
