@@ -377,7 +377,9 @@ fn bufferbloat_codel_and_fq_codel_keep_the_ping_fast() {
         "drop-tail {droptail} ms, CoDel {codel} ms"
     );
     assert!(fq <= codel, "FQ-CoDel {fq} ms, CoDel {codel} ms");
-    assert!(iface(r, "codel-left", "codel-bottleneck").drops.aqm > 0);
+    // CoDel signals congestion: by CE marks, the hosts negotiating ECN by default.
+    let codel = &iface(r, "codel-left", "codel-bottleneck").drops;
+    assert!(codel.ce_marked > 0 && codel.aqm == 0, "{codel:?}");
     assert!(
         iface(r, "droptail-left", "droptail-bottleneck")
             .drops
