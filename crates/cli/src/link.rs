@@ -103,8 +103,15 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
     }
     let report = |from: &str, to: &str, s: &LinkStats| {
         println!(
-            "imp link: {from} -> {to}: {} frames delivered, {} lost, {} dropped by the queue",
-            s.delivered, s.dropped_loss, s.dropped_queue
+            "imp link: {from} -> {to}: {} frames delivered, {} lost, {} dropped by the queue{}",
+            s.delivered,
+            s.dropped_loss,
+            s.dropped_queue,
+            if s.ce_marked > 0 {
+                format!(", {} marked CE (ECN)", s.ce_marked)
+            } else {
+                String::new()
+            }
         );
     };
     report(

@@ -24,6 +24,7 @@ struct Report {
     sack: Option<bool>,
     timestamps: Option<bool>,
     wscale: Option<(u8, u8)>,
+    ecn: Option<bool>,
 }
 
 /// Run a transfer over the TAP the arguments name.
@@ -62,7 +63,7 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
         );
     } else {
         println!(
-            "imp ttcp: {} {} bytes {} {} in {:.3} s: {}{}",
+            "imp ttcp: {} {} bytes {} {} in {:.3} s: {}{}{}",
             if report.direction == "send" {
                 "sent"
             } else {
@@ -80,6 +81,7 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
             report
                 .retransmits
                 .map_or(String::new(), |r| format!(", {r} retransmitted segments")),
+            if report.ecn == Some(true) { ", ECN" } else { "" },
         );
     }
     Ok(())
@@ -183,6 +185,7 @@ fn report(
         sack: info.as_ref().map(|i| i.sack),
         timestamps: info.as_ref().map(|i| i.timestamps),
         wscale: info.as_ref().and_then(|i| i.wscale),
+        ecn: info.as_ref().map(|i| i.ecn),
     }
 }
 
