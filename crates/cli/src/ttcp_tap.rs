@@ -81,7 +81,11 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
             report
                 .retransmits
                 .map_or(String::new(), |r| format!(", {r} retransmitted segments")),
-            if report.ecn == Some(true) { ", ECN" } else { "" },
+            if report.ecn == Some(true) {
+                ", ECN"
+            } else {
+                ""
+            },
         );
     }
     Ok(())

@@ -11,8 +11,8 @@ use std::ops::Range;
 
 use impnet_core::Duration;
 use impnet_core::qdisc::{Limit, QdiscConfig};
-use impnet_core::tcp::{EcnMode, TcpConfig};
 use impnet_core::tcp::cc::CcAlgorithm;
+use impnet_core::tcp::{EcnMode, TcpConfig};
 use impnet_phy::LinkConfig;
 use impnet_phy::link::GilbertElliott;
 use impnet_wire::ipv4::Cidr;

@@ -971,7 +971,7 @@ fn tcp_frames_have_exact_headers_and_follow_a_new_mac() {
 fn ecn_of(frame: &[u8], flag: impnet_wire::tcp::Flags) -> (u8, bool, bool) {
     let ip = ipv4::Packet::new_checked(&frame[14..]).unwrap();
     let tcp = impnet_wire::tcp::Packet::new_checked(ip.payload()).unwrap();
-    let data = tcp.payload().len() > 0;
+    let data = !tcp.payload().is_empty();
     (ip.ecn(), tcp.flags().contains(flag), data)
 }
 

@@ -151,7 +151,12 @@ impl Conn {
 
     /// The ECN flags of the segment `plan` (written with the ACK bit when `ack_bit`)
     /// and the IP codepoint it goes with.
-    pub(super) fn ecn_output(&mut self, stats: &mut TcpStats, plan: &Plan, ack_bit: bool) -> (Flags, Ecn) {
+    pub(super) fn ecn_output(
+        &mut self,
+        stats: &mut TcpStats,
+        plan: &Plan,
+        ack_bit: bool,
+    ) -> (Flags, Ecn) {
         if plan.kind == Kind::Syn {
             return (self.ecn_syn_flags(), Ecn::NotEct);
         }
@@ -199,7 +204,10 @@ impl Conn {
 
 /// RFC 3168 §6.1.1 from the peer's SYN (or SYN-ACK): whether it agrees to ECN.
 pub(crate) fn peer_agrees(seg: &Repr<'_>) -> bool {
-    let (ece, cwr) = (seg.flags.contains(Flags::ECE), seg.flags.contains(Flags::CWR));
+    let (ece, cwr) = (
+        seg.flags.contains(Flags::ECE),
+        seg.flags.contains(Flags::CWR),
+    );
     if seg.flags.ack() {
         // "If a host has received an ECN-setup SYN-ACK packet ... then it may send
         // ECT data packets"; a SYN-ACK with both ECE and CWR is no ECN-setup SYN-ACK

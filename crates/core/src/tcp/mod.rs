@@ -11,7 +11,8 @@
 //!
 //! Inside: `state.rs` holds one type per RFC 9293 state, `input.rs` the segment-arrival
 //! steps of §3.10.7, `output.rs` what to send, `timer.rs` the timer table, `listen.rs`
-//! listeners, `conn.rs` the connection and the user calls, `table.rs` the socket table.
+//! listeners, `conn.rs` the connection and the user calls, `table.rs` the socket table,
+//! `ecn.rs` Explicit Congestion Notification (RFC 3168).
 
 pub mod buffer;
 pub mod cc;

@@ -15,7 +15,9 @@ use super::listen::{ListenAction, Listener};
 use super::output::Reset;
 use super::seq::SeqNumber;
 use super::state::{Closed, State};
-use super::{Ecn, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
+use super::{
+    Ecn, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
+};
 use crate::secret::Secret;
 use crate::time::Instant;
 

@@ -198,7 +198,9 @@ fn transfer_at(a: TcpConfig, b: TcpConfig, data: &[u8], w: &mut Wire<'_>, gap: D
     p.gap = gap;
     let listener = p.b.listen(SocketAddrV4::new(B, 80), 8).unwrap();
     let remote = SocketAddrV4::new(B, 80);
-    let client = p.a.connect(p.now, SocketAddrV4::new(A, 0), remote, 1460).unwrap();
+    let client =
+        p.a.connect(p.now, SocketAddrV4::new(A, 0), remote, 1460)
+            .unwrap();
     let (mut server, mut written, mut closed) = (None, 0, false);
     let (mut a_info, mut b_info) = (None, None);
     let mut a_min_ssthresh = u32::MAX;
@@ -241,7 +243,12 @@ fn transfer_at(a: TcpConfig, b: TcpConfig, data: &[u8], w: &mut Wire<'_>, gap: D
             break;
         }
     }
-    assert!(received == data, "{} of {} bytes, or different", received.len(), data.len());
+    assert!(
+        received == data,
+        "{} of {} bytes, or different",
+        received.len(),
+        data.len()
+    );
     p.b.close(p.now, listener).unwrap();
     while p.step(w) {}
     Run {
@@ -252,7 +259,10 @@ fn transfer_at(a: TcpConfig, b: TcpConfig, data: &[u8], w: &mut Wire<'_>, gap: D
     }
 }
 
-fn clean<'a>(mark: &'a mut dyn FnMut(u64) -> bool, drop: &'a mut dyn FnMut(u64) -> bool) -> Wire<'a> {
+fn clean<'a>(
+    mark: &'a mut dyn FnMut(u64) -> bool,
+    drop: &'a mut dyn FnMut(u64) -> bool,
+) -> Wire<'a> {
     Wire {
         mark,
         drop,
@@ -270,8 +280,16 @@ fn config(ecn: EcnMode) -> TcpConfig {
 
 /// The SYN and the SYN-ACK of a run's log.
 fn handshake(log: &[Seen]) -> (Seen, Seen) {
-    let syn = log.iter().find(|s| s.to_b && s.flags.syn()).copied().unwrap();
-    let synack = log.iter().find(|s| !s.to_b && s.flags.syn()).copied().unwrap();
+    let syn = log
+        .iter()
+        .find(|s| s.to_b && s.flags.syn())
+        .copied()
+        .unwrap();
+    let synack = log
+        .iter()
+        .find(|s| !s.to_b && s.flags.syn())
+        .copied()
+        .unwrap();
     (syn, synack)
 }
 
@@ -287,13 +305,30 @@ fn ecn_is_negotiated_when_one_side_asks_and_the_other_accepts() {
         (EcnMode::Accept, EcnMode::Request, false),
         (EcnMode::Off, EcnMode::Request, false),
     ] {
-        let run = transfer(config(a), config(b), &data, &mut clean(&mut |_| false, &mut |_| false));
+        let run = transfer(
+            config(a),
+            config(b),
+            &data,
+            &mut clean(&mut |_| false, &mut |_| false),
+        );
         let (syn, synack) = handshake(&run.p.log);
         // RFC 3168 §6.1.1: the ECN-setup SYN has ECE and CWR, the SYN-ACK ECE only.
         let asks = a == EcnMode::Request;
-        assert_eq!(syn.flags.0 & ECE_CWR.0, if asks { ECE_CWR.0 } else { 0 }, "{a:?} {b:?}");
-        assert_eq!(synack.flags.0 & ECE_CWR.0, if agreed { Flags::ECE.0 } else { 0 }, "{a:?} {b:?}");
-        assert_eq!((run.a_info.ecn, run.b_info.ecn), (agreed, agreed), "{a:?} {b:?}");
+        assert_eq!(
+            syn.flags.0 & ECE_CWR.0,
+            if asks { ECE_CWR.0 } else { 0 },
+            "{a:?} {b:?}"
+        );
+        assert_eq!(
+            synack.flags.0 & ECE_CWR.0,
+            if agreed { Flags::ECE.0 } else { 0 },
+            "{a:?} {b:?}"
+        );
+        assert_eq!(
+            (run.a_info.ecn, run.b_info.ecn),
+            (agreed, agreed),
+            "{a:?} {b:?}"
+        );
         let ect = run.p.log.iter().filter(|s| s.ecn != Ecn::NotEct).count();
         assert_eq!(ect > 0, agreed, "{a:?} {b:?}");
     }
@@ -305,9 +340,17 @@ fn ect_goes_on_new_data_only() {
     // and go-back-N resends from SND.UNA as the window allows).
     let data = pattern(600_000);
     let mut drop = |i: u64| i == 15 || (100..130).contains(&i);
-    let run = transfer(config(EcnMode::Request), config(EcnMode::Request), &data, &mut clean(&mut |_| false, &mut drop));
+    let run = transfer(
+        config(EcnMode::Request),
+        config(EcnMode::Request),
+        &data,
+        &mut clean(&mut |_| false, &mut drop),
+    );
     let stats = run.p.a.stats();
-    assert!(stats.fast_retransmits > 0 && stats.timeouts > 0, "{stats:?}");
+    assert!(
+        stats.fast_retransmits > 0 && stats.timeouts > 0,
+        "{stats:?}"
+    );
     let mut highest = 0u32;
     let mut new_data = 0;
     for s in &run.p.log {
@@ -334,8 +377,18 @@ fn a_syn_sent_again_after_a_timeout_gives_ecn_up() {
     // the connection does without ECN, though the peer would have agreed.
     let data = pattern(50_000);
     let mut drop = |i: u64| i == 0;
-    let run = transfer(config(EcnMode::Request), config(EcnMode::Request), &data, &mut clean(&mut |_| false, &mut drop));
-    let syns: Vec<_> = run.p.log.iter().filter(|s| s.to_b && s.flags.syn()).collect();
+    let run = transfer(
+        config(EcnMode::Request),
+        config(EcnMode::Request),
+        &data,
+        &mut clean(&mut |_| false, &mut drop),
+    );
+    let syns: Vec<_> = run
+        .p
+        .log
+        .iter()
+        .filter(|s| s.to_b && s.flags.syn())
+        .collect();
     assert_eq!(syns.len(), 2);
     assert_eq!(syns[0].flags.0 & ECE_CWR.0, ECE_CWR.0);
     assert_eq!(syns[1].flags.0 & ECE_CWR.0, 0);
@@ -387,7 +440,10 @@ fn a_listener_agrees_to_an_ecn_setup_syn_and_follows_a_peer_that_gives_up() {
         flags: Flags::SYN | Flags::ECE,
         ..syn
     };
-    assert_eq!(answer_to(&mut tcp, Instant::ZERO, &half).flags, Flags::SYN | Flags::ACK);
+    assert_eq!(
+        answer_to(&mut tcp, Instant::ZERO, &half).flags,
+        Flags::SYN | Flags::ACK
+    );
 }
 
 #[test]
@@ -395,22 +451,40 @@ fn a_ce_mark_is_echoed_on_every_ack_until_cwr() {
     let data = pattern(400_000);
     // CE on A's 30th ECN-capable segment only.
     let mut mark = |i: u64| i == 30;
-    let run = transfer(config(EcnMode::Request), config(EcnMode::Request), &data, &mut clean(&mut mark, &mut |_| false));
+    let run = transfer(
+        config(EcnMode::Request),
+        config(EcnMode::Request),
+        &data,
+        &mut clean(&mut mark, &mut |_| false),
+    );
     let log = &run.p.log;
     let marked = log.iter().position(|s| s.marked).unwrap();
     let ce_at = run.p.delivered[marked].unwrap();
     // The CWR that answers it: A's first segment with CWR.
-    let cwr = log.iter().position(|s| s.flags.contains(Flags::CWR) && !s.flags.syn()).unwrap();
+    let cwr = log
+        .iter()
+        .position(|s| s.flags.contains(Flags::CWR) && !s.flags.syn())
+        .unwrap();
     assert!(cwr > marked);
-    assert!(log[cwr].len > 0 && log[cwr].ecn == Ecn::Ect0, "CWR rides on new data");
+    assert!(
+        log[cwr].len > 0 && log[cwr].ecn == Ecn::Ect0,
+        "CWR rides on new data"
+    );
     let cwr_at = run.p.delivered[cwr].unwrap();
     let acks: Vec<_> = log.iter().filter(|s| !s.to_b && !s.flags.syn()).collect();
     for s in &acks {
         let echoing = s.sent >= ce_at && s.sent < cwr_at;
-        assert_eq!(s.flags.contains(Flags::ECE), echoing, "{s:?}, CE in at {ce_at:?}, CWR in at {cwr_at:?}");
+        assert_eq!(
+            s.flags.contains(Flags::ECE),
+            echoing,
+            "{s:?}, CE in at {ce_at:?}, CWR in at {cwr_at:?}"
+        );
     }
     // The mark is acknowledged at once, not after the delayed-ACK timer.
-    assert!(acks.iter().any(|s| s.sent == ce_at && s.flags.contains(Flags::ECE)));
+    assert!(
+        acks.iter()
+            .any(|s| s.sent == ce_at && s.flags.contains(Flags::ECE))
+    );
     let (a, b) = (run.p.a.stats(), run.p.b.stats());
     assert_eq!(b.ecn_ce_received, 1);
     assert!(b.ecn_ece_sent >= 1);
@@ -425,7 +499,13 @@ fn the_window_is_cut_once_per_window_of_data() {
     // Marks on ten segments in a row (one window), then on one much later: two cuts.
     let mut mark = |i: u64| (100..110).contains(&i) || i == 1000;
     let gap = Duration::from_millis(1);
-    let run = transfer_at(config(EcnMode::Request), config(EcnMode::Request), &data, &mut clean(&mut mark, &mut |_| false), gap);
+    let run = transfer_at(
+        config(EcnMode::Request),
+        config(EcnMode::Request),
+        &data,
+        &mut clean(&mut mark, &mut |_| false),
+        gap,
+    );
     let (a, b) = (run.p.a.stats(), run.p.b.stats());
     assert_eq!(b.ecn_ce_received, 11);
     // Every ACK between a mark and the CWR echoes it: many ECEs, two cuts.
@@ -446,11 +526,20 @@ fn an_ece_halves_the_window_without_retransmitting() {
         };
         let data = pattern(600_000);
         let mut mark = |i: u64| i == 200;
-        let run = transfer(config.clone(), config, &data, &mut clean(&mut mark, &mut |_| false));
+        let run = transfer(
+            config.clone(),
+            config,
+            &data,
+            &mut clean(&mut mark, &mut |_| false),
+        );
         let a = run.p.a.stats();
         assert_eq!((a.ecn_cuts, a.retransmitted), (1, 0), "{cc:?}");
         // ssthresh came down from "unlimited" to about the flight at the mark.
-        assert!(run.a_min_ssthresh < 1_000_000, "{cc:?} {}", run.a_min_ssthresh);
+        assert!(
+            run.a_min_ssthresh < 1_000_000,
+            "{cc:?} {}",
+            run.a_min_ssthresh
+        );
     }
 }
 
@@ -469,7 +558,9 @@ fn a_ce_mark_is_acknowledged_at_once() {
     let mut w = clean(&mut mark, &mut never);
     let listener = p.b.listen(SocketAddrV4::new(B, 80), 8).unwrap();
     let remote = SocketAddrV4::new(B, 80);
-    let client = p.a.connect(p.now, SocketAddrV4::new(A, 0), remote, 1460).unwrap();
+    let client =
+        p.a.connect(p.now, SocketAddrV4::new(A, 0), remote, 1460)
+            .unwrap();
     while p.b.accept(listener).is_err() {
         assert!(p.step(&mut w));
     }
@@ -487,7 +578,10 @@ fn a_ce_mark_is_acknowledged_at_once() {
     let marked = p.log.iter().position(|s| s.marked).unwrap();
     let ce_at = p.delivered[marked].unwrap();
     let acks: Vec<_> = p.log.iter().filter(|s| !s.to_b && s.len == 0).collect();
-    assert!(acks.iter().any(|s| s.sent == ce_at && s.flags.contains(Flags::ECE)));
+    assert!(
+        acks.iter()
+            .any(|s| s.sent == ce_at && s.flags.contains(Flags::ECE))
+    );
     // The unmarked segments before it waited for the timer.
     let earlier = p.delivered[marked - 1].unwrap();
     assert!(acks.iter().all(|s| s.sent != earlier), "{acks:?}");
