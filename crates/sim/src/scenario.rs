@@ -443,6 +443,7 @@ struct RawTcp {
     recv_buffer: Option<Bytes>,
     cc: Option<Spanned<String>>,
     sack: Option<bool>,
+    hystart: Option<bool>,
     timestamps: Option<bool>,
     window_scaling: Option<bool>,
     ecn: Option<Spanned<String>>,
@@ -811,6 +812,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     if let Some(v) = raw.sack {
         tcp.sack = v;
+    }
+    if let Some(v) = raw.hystart {
+        tcp.hystart = v;
     }
     if let Some(v) = raw.timestamps {
         tcp.timestamps = v;

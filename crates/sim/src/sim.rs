@@ -428,14 +428,7 @@ impl Sim {
         let ip_mtu = config.mtu.saturating_sub(ethernet::HEADER_LEN);
         let mut ends = Vec::with_capacity(2);
         for (side, (host, addr)) in [(a, a_addr), (b, b_addr)].into_iter().enumerate() {
-            let mac = ethernet::Address([
-                0x02,
-                0x00,
-                (host.0 >> 8) as u8,
-                host.0 as u8,
-                (link.0 >> 8) as u8,
-                link.0 as u8,
-            ]);
+            let mac = iface_mac(host, link);
             let now = self.now;
             let h = &mut self.hosts[host.0];
             let iface = h.stack.add_interface(IfaceConfig::new(mac, ip_mtu));
@@ -581,6 +574,35 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// Put `frame` on `link` as if the host on `side` (0: the link's `a`) had sent it
+    /// now: an attacker or a traffic generator that is no stack (spoofed sources,
+    /// malformed frames). It passes the link model like any other frame.
+    pub fn inject(&mut self, link: LinkId, side: usize, frame: &[u8]) {
+        let now = self.now;
+        let Some(l) = self.links.get_mut(link.0) else {
+            return;
+        };
+        let side = side.min(1);
+        if let Some(pcap) = &mut l.pcap {
+            let _ = write_capture(pcap, now, frame, l.snaplen);
+        }
+        let model = &mut l.models[side];
+        let before = model.next_arrival();
+        model.submit(now, frame);
+        let after = model.next_arrival();
+        if let Some(t) = after
+            && after != before
+        {
+            self.arrivals.push(Reverse((t, 2 * link.0 + side)));
+        }
+    }
+
+    /// The MAC address of `host`'s interface on `link`.
+    pub fn mac_on(&self, host: HostId, link: LinkId) -> Option<ethernet::Address> {
+        self.iface_on(host, link)?;
+        Some(iface_mac(host, link))
     }
 
     /// Records a host's current timer in the heap if it changed.
@@ -824,4 +846,16 @@ impl Sim {
             end: self.now,
         }
     }
+}
+
+/// The locally administered MAC address of `host`'s interface on `link`.
+fn iface_mac(host: HostId, link: LinkId) -> ethernet::Address {
+    ethernet::Address([
+        0x02,
+        0x00,
+        (host.0 >> 8) as u8,
+        host.0 as u8,
+        (link.0 >> 8) as u8,
+        link.0 as u8,
+    ])
 }

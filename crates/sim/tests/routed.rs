@@ -380,12 +380,9 @@ fn bufferbloat_codel_and_fq_codel_keep_the_ping_fast() {
     // CoDel signals congestion: by CE marks, the hosts negotiating ECN by default.
     let codel = &iface(r, "codel-left", "codel-bottleneck").drops;
     assert!(codel.ce_marked > 0 && codel.aqm == 0, "{codel:?}");
-    assert!(
-        iface(r, "droptail-left", "droptail-bottleneck")
-            .drops
-            .queue_full
-            > 0
-    );
+    // HyStart++ leaves slow start before the 1 MB buffer overflows, but congestion
+    // avoidance goes on growing into it: the ping waits behind hundreds of ms of queue.
+    assert!(droptail > 200.0, "drop-tail {droptail} ms");
     for v in ["droptail", "codel", "fqcodel"] {
         assert!(flow(r, &format!("{v}-bulk")).goodput_bps > 7e6, "{v}");
     }

@@ -3,6 +3,7 @@
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 use impnet_core::Duration;
+use impnet_core::tcp::cc::CcAlgorithm;
 use impnet_phy::LinkConfig;
 use impnet_sim::bulk::{BulkConfig, BulkResult, run_bulk};
 
@@ -202,4 +203,48 @@ fn segments_larger_than_the_mtu_travel_as_ip_fragments() {
         "seed {seed}: {} frames for {segments} segments",
         r.frames_sender_to_receiver
     );
+}
+
+#[test]
+fn hystart_leaves_slow_start_before_the_queue_overflows() {
+    // The README's main job (`imp ttcp`): 100 Mbit/s, 20 ms, a drop-tail queue of twice
+    // the bandwidth-delay product, 4 MiB buffers. Slow start alone doubles the window
+    // into the queue's limit and loses a window's worth of segments at once; HyStart++
+    // (RFC 9406) sees the RTT rise and leaves slow start first, for NewReno and CUBIC.
+    for (seed, cc) in [(71, CcAlgorithm::NewReno), (72, CcAlgorithm::Cubic)] {
+        let run = |hystart: bool| {
+            let mut config = BulkConfig::new(20 * MB, link(100_000_000, 20), seed);
+            for tcp in [&mut config.sender_tcp, &mut config.receiver_tcp] {
+                tcp.send_buffer = 4 << 20;
+                tcp.recv_buffer = 4 << 20;
+                tcp.congestion = cc;
+                tcp.hystart = hystart;
+            }
+            let r = run_bulk(&config).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert!(
+                r.hash_ok && r.bytes == 20 * MB,
+                "seed {seed}: not byte-exact"
+            );
+            r
+        };
+        let (with, without) = (run(true), run(false));
+        let segments = 20 * MB / 1448;
+        assert!(
+            without.retransmits * 100 > segments,
+            "{cc:?}: plain slow start retransmitted only {} segments",
+            without.retransmits
+        );
+        assert!(
+            with.retransmits * 1000 < segments,
+            "{cc:?}: {} retransmissions with HyStart++ (plain slow start: {})",
+            with.retransmits,
+            without.retransmits
+        );
+        assert!(
+            with.goodput_bps > without.goodput_bps,
+            "{cc:?}: HyStart++ {:.1} Mbit/s, plain slow start {:.1} Mbit/s",
+            with.goodput_bps / 1e6,
+            without.goodput_bps / 1e6
+        );
+    }
 }

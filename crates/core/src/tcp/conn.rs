@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     pub events: VecDeque<TcpEvent>,
     /// RSTs to send that belong to no connection (or to one being released).
     pub resets: VecDeque<Reset>,
+    /// SYN-ACKs carrying SYN cookies, waiting to go (bounded as `resets` is).
+    pub syn_acks: VecDeque<super::cookie::CookieSynAck>,
     /// RFC 5961 §7 challenge-ACK rate limit: the current second's budget.
     pub challenge: ChallengeBudget,
     /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
@@ -167,6 +169,14 @@ impl Shared {
         if self.resets.len() < MAX_PENDING_RESETS {
             self.resets.push_back(reset);
         }
+    }
+    /// Queue a SYN-ACK with a cookie; false when too many wait already.
+    pub fn syn_ack(&mut self, syn_ack: super::cookie::CookieSynAck) -> bool {
+        let room = self.syn_acks.len() < MAX_PENDING_RESETS;
+        if room {
+            self.syn_acks.push_back(syn_ack);
+        }
+        room
     }
     /// Queue an event, skipping an exact repeat of the last one.
     pub fn event(&mut self, event: TcpEvent) {
@@ -477,6 +487,13 @@ impl Conn {
         conn
     }
 
+    /// A child opened from a SYN cookie: its SYN-ACK already went (statelessly).
+    pub fn syn_ack_sent(&mut self) {
+        if let State::SynRcvd(s) = &mut self.state {
+            s.snd_nxt = s.iss + 1;
+        }
+    }
+
     /// Enter CLOSED, remembering why.
     pub fn enter_closed(&mut self, ctx: &mut Ctx<'_>, error: Option<TcpError>) {
         if let Some(err) = error {
@@ -712,7 +729,12 @@ pub(crate) fn new_snd(
     wl1: SeqNumber,
 ) -> Snd {
     let mss = opts.snd_mss();
-    let cc = Controller::new(config.congestion, mss, config.initial_window as usize);
+    let cc = Controller::new(
+        config.congestion,
+        mss,
+        config.initial_window as usize,
+        config.hystart,
+    );
     let snd_una = iss + 1;
     Snd {
         snd_una,

@@ -7,6 +7,7 @@ use impnet_wire::tcp::Repr;
 
 use super::TcpHandle;
 use super::output::Reset;
+use crate::time::Instant;
 
 /// A listening socket.
 #[derive(Debug)]
@@ -19,6 +20,8 @@ pub(crate) struct Listener {
     pub pending: usize,
     /// Established children waiting for `accept`, oldest first.
     pub queue: VecDeque<TcpHandle>,
+    /// When the last SYN cookie went: only then may an ACK carry one.
+    pub cookie_sent_at: Option<Instant>,
 }
 
 /// What a listener does with a segment.
@@ -42,6 +45,7 @@ impl Listener {
             backlog: backlog.max(1),
             pending: 0,
             queue: VecDeque::new(),
+            cookie_sent_at: None,
         }
     }
 

@@ -22,6 +22,7 @@ pub mod sack;
 pub mod seq;
 
 mod conn;
+mod cookie;
 mod deadlines;
 mod demux;
 mod ecn;
@@ -122,6 +123,13 @@ pub struct TcpConfig {
     pub initial_window: u32,
     /// Congestion control for new connections.
     pub congestion: cc::CcAlgorithm,
+    /// SYN cookies (RFC 4987 §3.6): when a listener's backlog is full, answer SYNs with
+    /// a stateless SYN-ACK whose sequence number encodes the connection, instead of
+    /// dropping them (on by default).
+    pub syn_cookies: bool,
+    /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC: leave slow
+    /// start when the RTT rises, before the bottleneck queue overflows (on by default).
+    pub hystart: bool,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
     /// Most challenge ACKs sent per second, for all connections (RFC 5961 §7). Each
@@ -167,6 +175,8 @@ impl Default for TcpConfig {
             ecn: EcnMode::Request,
             initial_window: 10,
             congestion: cc::CcAlgorithm::NewReno,
+            hystart: true,
+            syn_cookies: true,
             keepalive: None,
             challenge_ack_limit: 1000,
             max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,
@@ -397,6 +407,12 @@ pub struct TcpStats {
     pub passive_opens: u64,
     /// SYNs dropped because a listener's backlog was full.
     pub listen_overflows: u64,
+    /// SYN-ACKs sent with a SYN cookie (the backlog was full; RFC 4987 §3.6).
+    pub syn_cookies_sent: u64,
+    /// ACKs that returned a valid SYN cookie and opened a connection.
+    pub syn_cookies_accepted: u64,
+    /// ACKs to a listener that had sent cookies, with no valid cookie (answered by RST).
+    pub syn_cookies_rejected: u64,
     /// Opens that failed (refused, timed out, reset in SYN states).
     pub failed_opens: u64,
     /// Connections that timed out (retransmissions, user timeout, keep-alive).

@@ -326,8 +326,15 @@ impl Conn {
             return Some(plan);
         }
         restart_after_idle(snd, ctx.now, self.rtt.rto());
-        let partial = Partial::of(self.nodelay, self.cork, snd.snd_nxt);
+        let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
+            Partial::Override
+        } else {
+            Partial::of(self.nodelay, self.cork, snd.snd_nxt)
+        };
         if let Some(plan) = plan_next(snd, &opts, fin_queued, partial, tso_room) {
+            if partial == Partial::Override {
+                self.probe = None;
+            }
             return Some(plan);
         }
         if partial == Partial::Corked && snd.snd_wnd > 0 {
@@ -639,6 +646,11 @@ pub(crate) enum Partial {
     Immediately,
     /// The cork (TCP_CORK): it waits for more data, the uncork or the ceiling.
     Corked,
+    /// RFC 9293 §3.8.6.2.1's override: the persist timer expired while a window too
+    /// small for sender SWS avoidance held data back with nothing in flight; what the
+    /// window allows goes now ("a timeout to force transmission of data, overriding the
+    /// SWS avoidance algorithm").
+    Override,
 }
 
 impl Partial {
@@ -806,9 +818,12 @@ fn partial_goes(snd: &Snd, room: &Room, len: usize, partial: Partial, fin_due: b
                 Partial::Immediately => true,
                 Partial::Nagle => snd.snd_max == snd.snd_una,
                 Partial::Corked => false,
+                Partial::Override => true,
             };
     }
     // Window-limited below a full segment: §3.8.6.2.1 sender SWS avoidance, "(c) ... at
     // least a fraction Fs of the maximum window can be sent", Fs = 1/2.
-    len == room.wnd && len >= (snd.max_snd_wnd as usize / 2).max(1)
+    // Or the override timer (the persist timer, with a window open) expired.
+    len == room.wnd
+        && (partial == Partial::Override || len >= (snd.max_snd_wnd as usize / 2).max(1))
 }

@@ -5,23 +5,28 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
-use impnet_wire::tcp::Repr;
+use impnet_wire::tcp::{Flags, Options, Repr};
 
 use super::conn::{ChallengeBudget, Conn, Ctx, Owner, Shared};
+use super::conn::{DEFAULT_MSS, our_wscale};
+use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
 use super::deadlines::Deadlines;
 use super::demux::{ConnMap, conn_map};
+use super::ecn;
 use super::isn::IsnGenerator;
 use super::listen::{ListenAction, Listener};
-use super::output::Reset;
+use super::output::{Reset, tsval};
 use super::seq::SeqNumber;
 use super::state::{Closed, State};
 use super::{
-    Ecn, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
+    Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
 };
 use crate::secret::Secret;
 use crate::time::Instant;
 
 /// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
+/// How long after its last SYN cookie a listener still accepts one (two cookie periods).
+const COOKIE_LIFETIME: crate::time::Duration = crate::time::Duration::from_secs(128);
 const EPHEMERAL_MIN: u16 = 49152;
 const EPHEMERAL_COUNT: u32 = 65536 - EPHEMERAL_MIN as u32;
 
@@ -78,6 +83,8 @@ pub struct Tcp {
     /// Connections that may have something to send.
     dirty: VecDeque<TcpHandle>,
     isn: IsnGenerator,
+    /// SYN cookies, keyed by the stack's secret.
+    cookies: CookieJar,
     port_key: u64,
     port_counter: u32,
     /// The connection and payload (offset from SND.UNA, length) of the segment
@@ -102,6 +109,7 @@ impl Tcp {
                 stats: TcpStats::default(),
                 events: VecDeque::new(),
                 resets: VecDeque::new(),
+                syn_acks: VecDeque::new(),
                 challenge: ChallengeBudget::new(secret),
                 fast_paths: true,
                 spare: Vec::new(),
@@ -118,6 +126,7 @@ impl Tcp {
             deadlines: Deadlines::new(),
             dirty: VecDeque::new(),
             isn: IsnGenerator::new(secret),
+            cookies: CookieJar::new(secret),
             port_key: secret.derive(b"tcp ports"),
             port_counter: 0,
         }
@@ -680,6 +689,12 @@ impl Tcp {
         self.segment_for_listener(now, (local, remote), segment, local_mss);
     }
 
+    /// Whether a listener on `local` (or on its port, any address) exists.
+    fn has_listener(&self, local: SocketAddrV4) -> bool {
+        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
+        self.listeners.contains_key(&local) || self.listeners.contains_key(&any)
+    }
+
     /// A segment for no connection: to the listener on its address (or the wildcard
     /// one), else answered as for a closed port.
     #[inline(never)]
@@ -703,8 +718,17 @@ impl Tcp {
         };
         match l.on_segment(local, remote, segment) {
             ListenAction::Drop => {}
-            ListenAction::Reset(reset) => self.queue_reset(reset),
-            ListenAction::Overflow => self.shared.stats.listen_overflows += 1,
+            ListenAction::Reset(reset) => {
+                if !self.accept_cookie(now, listener, (local, remote), segment, local_mss) {
+                    self.queue_reset(reset);
+                }
+            }
+            ListenAction::Overflow => {
+                self.shared.stats.listen_overflows += 1;
+                if self.shared.config.syn_cookies {
+                    self.send_cookie(now, listener, (local, remote), segment, local_mss);
+                }
+            }
             ListenAction::Open => {
                 l.pending += 1;
                 let iss = self.isn.isn(now, local, remote);
@@ -721,6 +745,144 @@ impl Tcp {
                 self.settle(handle);
             }
         }
+    }
+
+    /// RFC 4987 §3.6: the backlog is full, so the SYN's state goes into the SYN-ACK's
+    /// sequence number (and timestamp) instead of a child.
+    #[cold]
+    #[inline(never)]
+    fn send_cookie(
+        &mut self,
+        now: Instant,
+        listener: TcpHandle,
+        ends: (SocketAddrV4, SocketAddrV4),
+        syn: &Repr<'_>,
+        local_mss: u16,
+    ) {
+        let config = &self.shared.config;
+        let ts = syn.options.timestamps.filter(|_| config.timestamps);
+        let wscale = syn
+            .options
+            .window_scale
+            .filter(|_| config.window_scaling && ts.is_some());
+        let sack = config.sack && ts.is_some() && syn.options.sack_permitted;
+        // RFC 3168 §6.1.1 needs the SYN-ACK's ECE remembered: only the timestamp has room.
+        let ecn = config.ecn != EcnMode::Off && ts.is_some() && ecn::peer_agrees(syn);
+        let iss = self
+            .cookies
+            .make(now, ends, syn.seq, syn.options.mss.unwrap_or(DEFAULT_MSS));
+        let syn_ack = CookieSynAck {
+            local: ends.0,
+            remote: ends.1,
+            seq: iss.0,
+            ack: syn.seq.wrapping_add(1),
+            window: u16::try_from(config.recv_buffer).unwrap_or(u16::MAX),
+            options: Options {
+                mss: Some(local_mss),
+                window_scale: wscale.map(|_| our_wscale(config.recv_buffer)),
+                sack_permitted: sack,
+                timestamps: ts.map(|(peer, _)| (encode_ts(tsval(now), wscale, sack, ecn), peer)),
+                ..Options::default()
+            },
+            ecn,
+        };
+        if self.shared.syn_ack(syn_ack) {
+            self.shared.stats.syn_cookies_sent += 1;
+            if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
+                l.cookie_sent_at = Some(now);
+            }
+        }
+    }
+
+    /// An ACK to a listener that sent SYN cookies lately: when it returns a valid cookie
+    /// (SEG.ACK - 1) the connection opens with the options the cookie kept, as if it had
+    /// waited in SYN-RECEIVED; returns false when the caller should answer with a RST.
+    #[cold]
+    #[inline(never)]
+    fn accept_cookie(
+        &mut self,
+        now: Instant,
+        listener: TcpHandle,
+        ends: (SocketAddrV4, SocketAddrV4),
+        seg: &Repr<'_>,
+        local_mss: u16,
+    ) -> bool {
+        let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
+            return false;
+        };
+        let recent = l
+            .cookie_sent_at
+            .is_some_and(|t| now.saturating_duration_since(t) < COOKIE_LIFETIME);
+        if !recent || seg.flags.syn() || seg.flags.rst() {
+            return false;
+        }
+        let full = l.queue.len() >= l.backlog;
+        let peer_isn = seg.seq.wrapping_sub(1);
+        let Some(mss) = self
+            .cookies
+            .check(now, ends, peer_isn, seg.ack.wrapping_sub(1))
+        else {
+            self.shared.stats.syn_cookies_rejected += 1;
+            return false;
+        };
+        if full {
+            // Nowhere to queue it for accept: drop the ACK; the peer's retransmission
+            // (or its data) brings the cookie again.
+            self.shared.stats.listen_overflows += 1;
+            return true;
+        }
+        self.shared.stats.syn_cookies_accepted += 1;
+        self.open_from_cookie(now, listener, ends, seg, (mss, local_mss));
+        true
+    }
+
+    /// The child of a valid cookie: SYN-RECEIVED rebuilt from the cookie, then the ACK.
+    fn open_from_cookie(
+        &mut self,
+        now: Instant,
+        listener: TcpHandle,
+        ends: (SocketAddrV4, SocketAddrV4),
+        seg: &Repr<'_>,
+        (peer_mss, local_mss): (u16, u16),
+    ) {
+        let ts = seg
+            .options
+            .timestamps
+            .filter(|_| self.shared.config.timestamps);
+        let (window_scale, sack_permitted, ecn) =
+            ts.map_or((None, false, false), |(_, ecr)| decode_ts(ecr));
+        let syn = Repr {
+            seq: seg.seq.wrapping_sub(1),
+            ack: 0,
+            // The SYN as far as the cookie kept it: an ECN-setup SYN when we agreed.
+            flags: if ecn {
+                Flags::SYN | Flags::ECE | Flags::CWR
+            } else {
+                Flags::SYN
+            },
+            options: Options {
+                mss: Some(peer_mss),
+                window_scale,
+                sack_permitted,
+                timestamps: ts.map(|(val, _)| (val, 0)),
+                ..Options::default()
+            },
+            payload: &[],
+            ..*seg
+        };
+        if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
+            l.pending += 1;
+        }
+        let iss = SeqNumber(seg.ack.wrapping_sub(1));
+        let mut conn = Conn::accept_syn(&mut self.shared, ends, iss, &syn, listener, local_mss);
+        conn.syn_ack_sent();
+        let handle = self.insert(Socket::Conn(conn));
+        self.conns.insert(ends, handle);
+        self.settle(handle);
+        let _ = self.with_conn(now, handle, |conn, ctx| {
+            conn.handle_segment(ctx, seg, Ecn::NotEct);
+            Ok(())
+        });
     }
 
     /// RFC 9293 §3.10.7.1: a segment for no connection.
@@ -741,8 +903,11 @@ impl Tcp {
 
     /// RFC 9293 §3.6.1 and RFC 6191: a SYN to a connection in TIME-WAIT reopens it when
     /// its timestamp is newer than the last one seen, or (without timestamps) its
-    /// sequence number is above RCV.NXT. The old connection is released; returns true
-    /// when the caller should hand the SYN to a listener.
+    /// sequence number is above RCV.NXT, and a listener would take it. The old
+    /// connection is released; returns true when the caller should hand the SYN to that
+    /// listener. With no listener the SYN stays with TIME-WAIT (which answers it with a
+    /// challenge ACK, RFC 5961 §4): releasing it would only draw a RST for a closed port
+    /// and leave the tuple open to old duplicates.
     #[inline]
     fn time_wait_reuse(&mut self, handle: TcpHandle, seg: &Repr<'_>) -> bool {
         if !seg.flags.syn() || seg.flags.ack() || seg.flags.rst() {
@@ -765,9 +930,13 @@ impl Tcp {
             (Some(_), None) => false,
             (None, _) => SeqNumber(seg.seq) > tw.rcv.rcv_nxt,
         };
-        if !newer {
+        let local = conn.local;
+        if !newer || !self.has_listener(local) {
             return false;
         }
+        let Some(conn) = self.conn_mut(handle) else {
+            return false;
+        };
         conn.state = State::Closed(Closed { error: None });
         conn.timers.stop_all();
         self.shared.stats.time_wait_reuses += 1;
@@ -786,7 +955,7 @@ impl Tcp {
     /// and no connection is in the output queue.
     #[inline]
     pub fn may_transmit(&self) -> bool {
-        !self.shared.resets.is_empty() || !self.dirty.is_empty()
+        !self.shared.resets.is_empty() || !self.shared.syn_acks.is_empty() || !self.dirty.is_empty()
     }
 
     /// Write the next segment to send into `buf` (at most `buf.len()` bytes), its
@@ -813,6 +982,18 @@ impl Tcp {
                 return Some(TcpTransmit {
                     src: *reset.local.ip(),
                     dst: *reset.remote.ip(),
+                    len,
+                    ecn: Ecn::NotEct,
+                });
+            }
+        }
+        while let Some(syn_ack) = self.shared.syn_acks.pop_front() {
+            let fill = egress(*syn_ack.local.ip(), *syn_ack.remote.ip()).checksum;
+            if let Some(len) = syn_ack.write(buf, fill) {
+                self.shared.stats.segments_out += 1;
+                return Some(TcpTransmit {
+                    src: *syn_ack.local.ip(),
+                    dst: *syn_ack.remote.ip(),
                     len,
                     ecn: Ecn::NotEct,
                 });

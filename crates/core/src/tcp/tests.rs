@@ -1154,6 +1154,107 @@ fn zero_window_probe_with_backoff_then_reopen() {
 }
 
 #[test]
+fn a_small_window_held_back_by_sws_avoidance_is_used_when_the_override_timer_expires() {
+    // RFC 9293 §3.8.6.2.1: sender SWS avoidance holds a segment smaller than both the
+    // MSS and half the largest window; "it is necessary to have a timeout to force
+    // transmission of data, overriding the SWS avoidance algorithm". A peer whose
+    // window stays at 300 bytes (it once offered 64,000) gets its 300 bytes when the
+    // persist timer expires, not an empty probe forever.
+    let (mut tcp, c, snd) = established();
+    send!(
+        tcp,
+        15,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            window: 300,
+            ..SEND_TEMPL
+        }
+    );
+    let data: Vec<u8> = (0..2000u32).map(|i| i as u8).collect();
+    tcp.send(ms(20), c, &data).unwrap();
+    recv_nothing!(tcp, 20);
+    let timeout = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(timeout);
+    let t = timeout.as_millis();
+    recv!(
+        tcp,
+        t,
+        Repr {
+            payload: &data[..300],
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    recv_nothing!(tcp, t);
+    // The peer takes them and offers 300 bytes again: the next 300 wait for the timer.
+    send!(
+        tcp,
+        t + 5,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 300,
+            window: 300,
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, t + 5);
+    let next = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(next);
+    recv!(
+        tcp,
+        next.as_millis(),
+        Repr {
+            payload: &data[300..600],
+            ..ack_templ(snd + 300, RISS + 1)
+        }
+    );
+    assert_eq!(tcp.stats().window_probes, 0);
+}
+
+#[test]
+fn limited_transmit_sends_new_data_on_the_first_two_duplicate_acks() {
+    // RFC 3042: "a TCP sender SHOULD send a segment of previously unsent data in
+    // response to each of the first two duplicate ACKs", and the third starts fast
+    // retransmit. No SACK here (the default test configuration).
+    let (mut tcp, c, snd) = established();
+    let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    tcp.send(ms(20), c, &data).unwrap();
+    let drain = |tcp: &mut Tcp, t: u64| {
+        let mut sent = Vec::new();
+        while let Some(bytes) = poll(tcp, t) {
+            let seg = parse(&bytes);
+            sent.push((seg.seq.wrapping_sub(snd), seg.payload.len()));
+        }
+        sent
+    };
+    assert_eq!(drain(&mut tcp, 20).len(), 10, "the initial window");
+    // The first segment is acknowledged (slow start: two more go), then the same ACK
+    // comes again, as it would for each later segment when the second was lost.
+    let dup_ack = Repr {
+        seq: RISS + 1,
+        ack: snd + 1000,
+        ..SEND_TEMPL
+    };
+    send!(tcp, 60, dup_ack);
+    assert_eq!(drain(&mut tcp, 60), [(10_000, 1000), (11_000, 1000)]);
+    send!(tcp, 61, dup_ack);
+    assert_eq!(drain(&mut tcp, 61), [(12_000, 1000)], "first duplicate ACK");
+    send!(tcp, 62, dup_ack);
+    assert_eq!(
+        drain(&mut tcp, 62),
+        [(13_000, 1000)],
+        "second duplicate ACK"
+    );
+    send!(tcp, 63, dup_ack);
+    assert_eq!(
+        drain(&mut tcp, 63),
+        [(1000, 1000)],
+        "third: fast retransmit"
+    );
+    assert_eq!(tcp.stats().fast_retransmits, 1);
+}
+
+#[test]
 fn receive_window_closes_and_reopens_without_sws() {
     let (mut tcp, c, snd) = established_with(TcpConfig {
         recv_buffer: 4000,
@@ -1718,6 +1819,131 @@ fn fin_wait_1_fin_and_ack_together_goes_to_time_wait() {
     assert_eq!(tcp.socket_count(), 0);
 }
 
+/// The connection of [`established`] closed by us first, the peer's FIN acknowledged:
+/// TIME-WAIT, with no listener left.
+fn time_wait() -> (Tcp, TcpHandle, u32) {
+    let (mut tcp, c, snd) = established();
+    tcp.close(ms(20), c).unwrap();
+    recv!(tcp, 20);
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            flags: Flags::FIN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    (tcp, c, snd)
+}
+
+#[test]
+fn a_new_syn_to_time_wait_without_a_listener_keeps_time_wait() {
+    // RFC 6191 lets a SYN reopen TIME-WAIT only to open a new connection: with no
+    // listener, releasing TIME-WAIT would answer with a RST (a closed port) and leave
+    // the tuple to old duplicates. TIME-WAIT stays and sends its challenge ACK.
+    let (mut tcp, c, snd) = time_wait();
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 100_000,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 30, ack_templ(snd + 1, RISS + 2));
+    recv_nothing!(tcp, 30);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.stats().time_wait_reuses, 0);
+    assert_eq!(tcp.stats().resets_sent, 0);
+}
+
+#[test]
+fn with_timestamps_time_wait_reuse_follows_the_timestamp_not_the_sequence_number() {
+    // RFC 6191 §2: with timestamps, a SYN reopens TIME-WAIT when its timestamp is newer
+    // than the last one seen, whatever its sequence number.
+    let ts = |tsval: u32, tsecr: u32| Options {
+        timestamps: Some((tsval, tsecr)),
+        ..SEND_TEMPL.options
+    };
+    let config = TcpConfig {
+        timestamps: true,
+        ..config()
+    };
+    let (mut tcp, c, snd) = established_with_options(
+        config,
+        Options {
+            mss: Some(MSS),
+            ..ts(100, 0)
+        },
+    );
+    tcp.close(ms(20), c).unwrap();
+    let fin = recv!(tcp, 20);
+    let our_ts = parse(&fin).options.timestamps.unwrap().0;
+    send!(
+        tcp,
+        21,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            flags: Flags::FIN | Flags::ACK,
+            options: ts(500, our_ts),
+            ..SEND_TEMPL
+        }
+    );
+    recv!(tcp, 21);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    let l = tcp.listen(LOCAL, 4).unwrap();
+    // A sequence number far above RCV.NXT but an older timestamp: no reuse.
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 100_000,
+            flags: Flags::SYN,
+            options: ts(400, 0),
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.stats().time_wait_reuses, 0);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    while poll(&mut tcp, 30).is_some() {}
+    // A sequence number below RCV.NXT but a newer timestamp: reuse.
+    send!(
+        tcp,
+        31,
+        Repr {
+            seq: RISS.wrapping_sub(50_000),
+            flags: Flags::SYN,
+            options: Options {
+                mss: Some(MSS),
+                ..ts(600, 0)
+            },
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 31);
+    let synack = parse(&bytes);
+    assert_eq!(synack.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(synack.ack, RISS.wrapping_sub(49_999));
+    assert_eq!(tcp.stats().time_wait_reuses, 1);
+    send!(
+        tcp,
+        32,
+        Repr {
+            seq: RISS.wrapping_sub(49_999),
+            ack: synack.seq + 1,
+            options: ts(601, synack.options.timestamps.unwrap().0),
+            ..SEND_TEMPL
+        }
+    );
+    assert!(tcp.accept(l).is_ok());
+}
+
 #[test]
 fn time_wait_reuse_by_newer_syn() {
     let (mut tcp, c, snd) = established();
@@ -1974,3 +2200,7 @@ fn stale_handles_are_rejected() {
 /// Delayed ACKs, quick ACKs, PSH, the cork and gather writes.
 #[path = "tests_push.rs"]
 mod push;
+
+/// SYN cookies when the backlog is full.
+#[path = "tests_cookies.rs"]
+mod cookies;

@@ -11,6 +11,7 @@
 use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
+use super::hystart::{Growth, HyStart};
 use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window, rescale_windows, scale};
 
 /// RFC 9438 §5.1: "C SHOULD be set to 0.4", here `C_NUM / C_DEN` segments per second³.
@@ -89,13 +90,21 @@ pub struct Cubic {
     rto_unacked: bool,
     /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
     slow_start_after_rto: bool,
+    /// HyStart++ in the initial slow start (RFC 9406, as RFC 9438 §4.10 allows).
+    hystart: HyStart,
 }
 
 impl Cubic {
     /// A CUBIC instance for SMSS `mss` starting with an initial window of
     /// `initial_window_segments` segments (see [`initial_window`]) and an arbitrarily high
-    /// ssthresh. Zero arguments are raised to 1.
+    /// ssthresh, with HyStart++. Zero arguments are raised to 1.
     pub fn new(mss: usize, initial_window_segments: usize) -> Cubic {
+        Cubic::with_hystart(mss, initial_window_segments, true)
+    }
+
+    /// As [`Cubic::new`], with HyStart++ (RFC 9406) in the initial slow start only if
+    /// `hystart`.
+    pub fn with_hystart(mss: usize, initial_window_segments: usize, hystart: bool) -> Cubic {
         let mss = mss.max(1);
         let initial_window_segments = initial_window_segments.max(1);
         let cwnd = initial_window(mss, initial_window_segments);
@@ -111,6 +120,7 @@ impl Cubic {
             in_recovery: false,
             rto_unacked: false,
             slow_start_after_rto: false,
+            hystart: HyStart::new(hystart),
         }
     }
 
@@ -122,6 +132,7 @@ impl Cubic {
     /// RFC 9438 §4.6 and §4.7, for either kind of fast recovery (cwnd is left to the
     /// caller).
     fn on_congestion_event(&mut self, bytes_in_flight: usize) {
+        self.hystart.finish();
         // §4.7: "if (cwnd < W_max and fast convergence enabled) { // should we make room
         // for others; W_max = cwnd * (1 + β_cubic) / 2 } else { // remember cwnd before
         // reduction; W_max = cwnd }".
@@ -140,7 +151,7 @@ impl Cubic {
     }
 
     /// RFC 3465 slow start, as [`NewReno`](super::NewReno) does it.
-    fn slow_start(&mut self, acked_bytes: usize) {
+    fn slow_start(&mut self, acked_bytes: usize, growth: Growth) {
         // RFC 3465 §2.2: "cwnd += min(N, L*SMSS)" with L = 2*SMSS, and L = 1*SMSS in the
         // slow start that follows a retransmission timeout (§2.3).
         let limit = if self.slow_start_after_rto {
@@ -148,7 +159,9 @@ impl Cubic {
         } else {
             2 * self.mss
         };
-        self.cwnd = self.cwnd.saturating_add(acked_bytes.min(limit));
+        self.cwnd = self
+            .cwnd
+            .saturating_add(growth.increment(acked_bytes.min(limit)));
         if self.cwnd >= self.ssthresh {
             self.slow_start_after_rto = false;
         }
@@ -329,6 +342,19 @@ impl CongestionControl for Cubic {
         self.rto_unacked = false;
         self.in_recovery = false;
         let slow_start = self.cwnd < self.ssthresh;
+        let growth = if slow_start {
+            self.hystart.on_ack(acked_bytes, rtt, bytes_in_flight)
+        } else {
+            Growth::SlowStart
+        };
+        if growth == Growth::Exit {
+            // RFC 9406 §4.2: "enter congestion avoidance by setting the ssthresh to the
+            // current cwnd". RFC 9438 §4.10: with no loss yet, W_max is undefined, so the
+            // first stage starts with W_max = cwnd_prior = cwnd (K = 0).
+            self.ssthresh = self.cwnd;
+            self.cwnd_prior = self.cwnd;
+            return;
+        }
         let flight_before_ack = bytes_in_flight + acked_bytes;
         if !cwnd_limited(self.cwnd, self.mss, flight_before_ack, slow_start) {
             // RFC 9438 §5.8: CUBIC does not grow cwnd while the application (or the
@@ -342,7 +368,7 @@ impl CongestionControl for Cubic {
         // RFC 9438 §4.10: "CUBIC MUST employ a slow-start algorithm when cwnd is no more
         // than ssthresh."
         if slow_start {
-            self.slow_start(acked_bytes);
+            self.slow_start(acked_bytes, growth);
             return;
         }
         self.slow_start_after_rto = false;
@@ -412,6 +438,7 @@ impl CongestionControl for Cubic {
     /// §3.1 says, a further timeout before new data is acknowledged keeps ssthresh.
     fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
+        self.hystart.finish();
         if !self.rto_unacked {
             if !self.in_recovery {
                 self.cwnd_prior = self.cwnd;

@@ -1,6 +1,8 @@
 //! Congestion control: the [`CongestionControl`] trait the connection drives, and the
 //! algorithms behind it: [`NewReno`] (the default), [`Cubic`] (RFC 9438) and [`Vegas`]
-//! (Brakmo and Peterson); others slot in as new variants of [`CcAlgorithm`].
+//! (Brakmo and Peterson); others slot in as new variants of [`CcAlgorithm`]. NewReno and
+//! CUBIC leave their first slow start with [`hystart`] (HyStart++, RFC 9406) unless it is
+//! turned off.
 //!
 //! # How the connection drives an algorithm
 //!
@@ -41,6 +43,7 @@
 //! no recovery follows (nothing was lost), so the next ACKs call `on_ack`.
 
 pub mod cubic;
+pub mod hystart;
 pub mod newreno;
 pub mod vegas;
 
@@ -148,9 +151,24 @@ impl CcAlgorithm {
         mss: usize,
         initial_window_segments: usize,
     ) -> Box<dyn CongestionControl> {
+        self.build_configured(mss, initial_window_segments, true)
+    }
+
+    /// As [`CcAlgorithm::build_with_initial_window`], with HyStart++ (RFC 9406) in the
+    /// initial slow start of NewReno and CUBIC only if `hystart` (Vegas has its own).
+    pub fn build_configured(
+        self,
+        mss: usize,
+        initial_window_segments: usize,
+        hystart: bool,
+    ) -> Box<dyn CongestionControl> {
         match self {
-            CcAlgorithm::NewReno => Box::new(NewReno::new(mss, initial_window_segments)),
-            CcAlgorithm::Cubic => Box::new(Cubic::new(mss, initial_window_segments)),
+            CcAlgorithm::NewReno => {
+                Box::new(NewReno::with_hystart(mss, initial_window_segments, hystart))
+            }
+            CcAlgorithm::Cubic => {
+                Box::new(Cubic::with_hystart(mss, initial_window_segments, hystart))
+            }
             CcAlgorithm::Vegas => Box::new(Vegas::new(mss, initial_window_segments)),
         }
     }
@@ -175,7 +193,7 @@ impl CcAlgorithm {
     }
 }
 
-/// The configured controller. The default one (NewReno, 48 bytes) is held inline in
+/// The configured controller. The default one (NewReno) is held inline in
 /// the connection: no allocation per connection, and no pointer to chase (a cache line
 /// to miss with many connections) on every ACK. The larger ones stay boxed, so the
 /// connection state, which moves on every state transition, does not grow by their
@@ -190,16 +208,20 @@ pub(crate) enum Controller {
 
 impl Controller {
     /// `algorithm` for segments of `mss` bytes, with an initial window of
-    /// `initial_window_segments` (as [`CcAlgorithm::build_with_initial_window`]).
+    /// `initial_window_segments` and HyStart++ if `hystart` (as
+    /// [`CcAlgorithm::build_configured`]).
     pub(crate) fn new(
         algorithm: CcAlgorithm,
         mss: usize,
         initial_window_segments: usize,
+        hystart: bool,
     ) -> Controller {
         match algorithm {
-            CcAlgorithm::NewReno => Controller::NewReno(NewReno::new(mss, initial_window_segments)),
+            CcAlgorithm::NewReno => {
+                Controller::NewReno(NewReno::with_hystart(mss, initial_window_segments, hystart))
+            }
             other => {
-                Controller::Boxed(other.build_with_initial_window(mss, initial_window_segments))
+                Controller::Boxed(other.build_configured(mss, initial_window_segments, hystart))
             }
         }
     }
@@ -297,7 +319,7 @@ mod tests {
         let ms = Duration::from_millis;
         for algorithm in [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Vegas] {
             let mut boxed = algorithm.build_with_initial_window(1000, 4);
-            let mut inline = Controller::new(algorithm, 1000, 4);
+            let mut inline = Controller::new(algorithm, 1000, 4, true);
             let mut now = Instant::ZERO;
             let mut state = 0x9e37_79b9_7f4a_7c15u64;
             for step in 0..2000u64 {

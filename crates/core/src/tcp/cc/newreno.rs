@@ -5,6 +5,7 @@
 use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
+use super::hystart::{Growth, HyStart};
 
 /// RFC 6928: initial window of 10 segments.
 pub const DEFAULT_INITIAL_WINDOW_SEGMENTS: usize = 10;
@@ -39,13 +40,21 @@ pub struct NewReno {
     rto_unacked: bool,
     /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
     slow_start_after_rto: bool,
+    /// HyStart++ in the initial slow start (RFC 9406).
+    hystart: HyStart,
 }
 
 impl NewReno {
     /// A NewReno instance for SMSS `mss` starting with an initial window of
     /// `initial_window_segments` segments (see [`initial_window`]) and an arbitrarily high
-    /// ssthresh. Zero arguments are raised to 1.
+    /// ssthresh, with HyStart++. Zero arguments are raised to 1.
     pub fn new(mss: usize, initial_window_segments: usize) -> NewReno {
+        NewReno::with_hystart(mss, initial_window_segments, true)
+    }
+
+    /// As [`NewReno::new`], with HyStart++ (RFC 9406) in the initial slow start only if
+    /// `hystart`.
+    pub fn with_hystart(mss: usize, initial_window_segments: usize, hystart: bool) -> NewReno {
         let mss = mss.max(1);
         let initial_window_segments = initial_window_segments.max(1);
         NewReno {
@@ -56,6 +65,7 @@ impl NewReno {
             bytes_acked: 0,
             rto_unacked: false,
             slow_start_after_rto: false,
+            hystart: HyStart::new(hystart),
         }
     }
 
@@ -138,11 +148,22 @@ impl CongestionControl for NewReno {
         rtt: Option<Duration>,
         bytes_in_flight: usize,
     ) {
-        let _ = (now, rtt);
+        let _ = now;
         if acked_bytes == 0 {
             return;
         }
         self.rto_unacked = false;
+        let growth = if self.cwnd < self.ssthresh {
+            self.hystart.on_ack(acked_bytes, rtt, bytes_in_flight)
+        } else {
+            Growth::SlowStart
+        };
+        if growth == Growth::Exit {
+            // RFC 9406 §4.2: after CSS_ROUNDS of CSS, "enter congestion avoidance by
+            // setting the ssthresh to the current cwnd".
+            self.ssthresh = self.cwnd;
+            return;
+        }
         if !cwnd_limited(
             self.cwnd,
             self.mss,
@@ -160,7 +181,9 @@ impl CongestionControl for NewReno {
             } else {
                 2 * self.mss
             };
-            self.cwnd = self.cwnd.saturating_add(acked_bytes.min(limit));
+            self.cwnd = self
+                .cwnd
+                .saturating_add(growth.increment(acked_bytes.min(limit)));
             if self.cwnd >= self.ssthresh {
                 self.slow_start_after_rto = false;
             }
@@ -185,6 +208,7 @@ impl CongestionControl for NewReno {
     /// segments (three) that have left the network and which the receiver has buffered."
     fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
+        self.hystart.finish();
         self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
         self.cwnd = self.ssthresh + 3 * self.mss;
         self.bytes_acked = 0;
@@ -195,6 +219,7 @@ impl CongestionControl for NewReno {
     /// floor of 2*SMSS.
     fn on_enter_sack_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
+        self.hystart.finish();
         self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
         self.cwnd = self.ssthresh;
         self.bytes_acked = 0;
@@ -241,6 +266,7 @@ impl CongestionControl for NewReno {
     /// data is acknowledged keeps ssthresh.
     fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
+        self.hystart.finish();
         if !self.rto_unacked {
             self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
         }
