@@ -94,11 +94,11 @@ pub(crate) struct EcnState {
 }
 
 impl Conn {
-    /// RFC 3168 §6.1.3, receiver: "If the CWR bit is set in the received packet, the
-    /// receiver ... stops setting the ECN-Echo flag", and "after a CE packet is
-    /// received, the data receiver sets the ECN-Echo flag in every subsequent ACK".
-    /// A change between CE and not-CE on data is acknowledged at once (RFC 8311
-    /// allows it; Linux does so), so the sender learns of the mark within an RTT.
+    /// RFC 3168 §6.1.3, receiver: "that TCP receiver continues to set the ECN-Echo
+    /// flag in all the ACK packets it sends (whether they acknowledge CE data packets
+    /// or non-CE data packets) until it receives a CWR packet". A change between CE and
+    /// not-CE on data is acknowledged at once (RFC 8311 allows it; Linux does so), so
+    /// the sender learns of the mark without waiting for the delayed-ACK timer.
     pub(super) fn ecn_input(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, ecn: Ecn) {
         if !self.opts.ecn || matches!(self.state, State::SynSent(_)) || seg.flags.syn() {
             return;
@@ -106,7 +106,9 @@ impl Conn {
         if seg.flags.contains(Flags::CWR) {
             self.ecn.echo = false;
         }
-        let ce = ecn == Ecn::Ce;
+        // §6.1.5: "the TCP data receiver SHOULD ignore the CE codepoint on out-of-window
+        // packets" (a spoofed one would halve the sender's window).
+        let ce = ecn == Ecn::Ce && self.in_window(seg);
         if ce {
             ctx.sh.stats.ecn_ce_received += 1;
             self.ecn.echo = true;
@@ -120,11 +122,14 @@ impl Conn {
     }
 
     /// RFC 3168 §6.1.2, sender: on an ECE, "the TCP source halves the congestion
-    /// window "cwnd" and reduces the slow start threshold "ssthresh"" ... "at most once
-    /// per window of data (i.e., once per round-trip time)", without retransmitting.
-    /// A reduction for loss in progress (fast recovery, or after a timeout) already
-    /// answers this congestion. Runs after the ACK itself was processed, so the ACK
-    /// does not grow the window it cut.
+    /// window "cwnd" and reduces the slow start threshold "ssthresh"", without
+    /// retransmitting, and "TCP should not react to congestion indications more than
+    /// once every window of data": a reduction for loss in progress (fast recovery, or
+    /// after a timeout) already answers this congestion. Runs after the ACK itself was
+    /// processed, so the ACK does not grow the window it cut (the ECE ACKs that follow
+    /// within the window still take their congestion-avoidance share, at most about
+    /// one segment per window, where §6.1.2 says the sender "SHOULD NOT increase the
+    /// congestion window in response to the receipt of an ECN-Echo ACK packet").
     pub(super) fn ecn_on_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         if !self.opts.ecn || !seg.flags.contains(Flags::ECE) {
             return;
@@ -142,9 +147,8 @@ impl Conn {
         }
         snd.cc.on_ecn(ctx.now, snd.outstanding());
         ecn.reduced_at = Some(snd.snd_max);
-        // "The TCP sender SHOULD NOT ... reduce the congestion window in response to the
-        // ECN-Echo ... the sender sets the CWR flag in the TCP header of the first new
-        // data packet sent after the window reduction".
+        // "the TCP sender sets the CWR flag in the TCP header of the first new data
+        // packet sent after the window reduction".
         ecn.cwr_due = true;
         ctx.sh.stats.ecn_cuts += 1;
     }
@@ -168,9 +172,10 @@ impl Conn {
             flags = flags | Flags::ECE;
             stats.ecn_ece_sent += 1;
         }
-        // RFC 3168 §6.1.5: "the TCP data sender MUST NOT set either ECT codepoint in the
-        // IP header of a retransmitted data packet"; §6.1.4 and §6.1.6: nor on pure
-        // ACKs and window probes. New data only.
+        // RFC 3168 §6.1.5: "ECN-capable TCP implementations MUST NOT set either ECT
+        // codepoint (ECT(0) or ECT(1)) in the IP header for retransmitted data packets";
+        // §6.1.4 and §6.1.6: nor on pure ACKs and window probes. New data only, and
+        // "the CWR bit in the TCP header SHOULD NOT be set on retransmitted packets".
         let new_data = plan.kind == Kind::Next
             && plan.len > 0
             && self.state.snd().is_some_and(|snd| plan.seq >= snd.snd_max);
@@ -185,10 +190,12 @@ impl Conn {
         (flags, Ecn::Ect0)
     }
 
-    /// RFC 3168 §6.1.1: "an "ECN-setup SYN packet" ... with the ECE and CWR flags set",
-    /// "an "ECN-setup SYN-ACK packet" ... with the ECE flag set but the CWR flag not
-    /// set". A SYN sent again after a timeout goes without them (§6.1.1.1: the SYN may
-    /// have been dropped for them), and the connection gives ECN up.
+    /// RFC 3168 §6.1.1: "We call a SYN packet with the ECE and CWR flags set an
+    /// "ECN-setup SYN packet"", and "a SYN-ACK packet with only the ECE flag set but
+    /// the CWR flag not set an "ECN-setup SYN-ACK packet"". §6.1.1.1: "A host that
+    /// receives no reply to an ECN-setup SYN within the normal SYN retransmission
+    /// timeout interval MAY resend the SYN and any subsequent SYN retransmissions with
+    /// CWR and ECE cleared": ours do, and the connection gives ECN up.
     fn ecn_syn_flags(&mut self) -> Flags {
         match self.state {
             State::SynSent(_) if self.retries > 0 => {
@@ -209,11 +216,22 @@ pub(crate) fn peer_agrees(seg: &Repr<'_>) -> bool {
         seg.flags.contains(Flags::CWR),
     );
     if seg.flags.ack() {
-        // "If a host has received an ECN-setup SYN-ACK packet ... then it may send
-        // ECT data packets"; a SYN-ACK with both ECE and CWR is no ECN-setup SYN-ACK
-        // (a reflector echoing the flags).
+        // A SYN-ACK with both ECE and CWR is no ECN-setup SYN-ACK: §6.1.1 makes them
+        // differ so that "a receiver's reflection of its own flags in the Reserved
+        // field" reads as no ECN.
         ece && !cwr
     } else {
         ece && cwr
+    }
+}
+
+impl Conn {
+    /// Whether `seg` has data in our receive window (or is a probe at its edge).
+    fn in_window(&self, seg: &Repr<'_>) -> bool {
+        self.state.rcv().is_some_and(|rcv| {
+            let seq = SeqNumber(seg.seq);
+            let end = seq + seg.payload.len().max(1);
+            end > rcv.rcv_nxt && seq < rcv.rcv_adv.max(rcv.rcv_nxt + 1)
+        })
     }
 }

@@ -586,3 +586,41 @@ fn a_ce_mark_is_acknowledged_at_once() {
     let earlier = p.delivered[marked - 1].unwrap();
     assert!(acks.iter().all(|s| s.sent != earlier), "{acks:?}");
 }
+
+#[test]
+fn a_ce_mark_on_an_old_segment_is_ignored() {
+    // RFC 3168 §6.1.5: a CE-marked copy of data already received (as a spoofer could
+    // send) draws no ECE; the same mark on new data does.
+    let mut p = Pair::new(config(EcnMode::Request), config(EcnMode::Request));
+    let mut never = |_| false;
+    let mut never2 = |_| false;
+    let mut w = clean(&mut never, &mut never2);
+    let listener = p.b.listen(SocketAddrV4::new(B, 80), 8).unwrap();
+    let remote = SocketAddrV4::new(B, 80);
+    let client =
+        p.a.connect(p.now, SocketAddrV4::new(A, 0), remote, 1460)
+            .unwrap();
+    p.a.send(p.now, client, &pattern(1000)).unwrap();
+    while p.step(&mut w) {}
+    let server = p.b.accept(listener).unwrap();
+    let mut buf = [0u8; 2000];
+    assert_eq!(p.b.recv(p.now, server, &mut buf), Ok(1000));
+    let first = *p.log.iter().find(|s| s.to_b && s.len > 0).unwrap();
+    let local_port = p.a.addresses(client).unwrap().0.port();
+    let old = Repr {
+        src_port: local_port,
+        dst_port: 80,
+        seq: first.seq,
+        ack: 0,
+        flags: Flags::ACK,
+        window: 1000,
+        payload: &[1u8; 100],
+        ..Repr::default()
+    };
+    p.b.handle_segment_with_ecn(p.now, (A, B), &old, 1460, Ecn::Ce);
+    assert_eq!(p.b.stats().ecn_ce_received, 0);
+    let mut out = vec![0u8; 1500];
+    while let Some(tx) = p.b.poll_transmit(p.now, &mut out) {
+        assert!(!parse(&out[..tx.len], B, A).flags.contains(Flags::ECE));
+    }
+}

@@ -113,7 +113,7 @@ pub trait CongestionControl: fmt::Debug + Send {
     fn on_idle_restart(&mut self, now: Instant);
 
     /// An ACK echoed Congestion Experienced (RFC 3168 §6.1.2), at most once per window
-    /// of data and never during loss recovery; `bytes_in_flight` is FlightSize. "The
+    /// of data and never during loss recovery; `bytes_in_flight` is FlightSize. "the
     /// TCP source halves the congestion window "cwnd" and reduces the slow start
     /// threshold "ssthresh"", as for a loss but with nothing to retransmit: by default
     /// the cut of [`on_enter_sack_recovery`](CongestionControl::on_enter_sack_recovery)
