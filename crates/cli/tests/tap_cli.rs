@@ -431,6 +431,72 @@ fn curl_downloads_from_impaired_imp_serve() {
     );
 }
 
+/// Scapy's SYN flood from the kernel's side: spoofed sources off the link (imp has no
+/// route back, so its SYN-ACKs go nowhere, as to a real flood's forged addresses) at
+/// the port imp serves, for `secs` seconds.
+const SYN_FLOOD: &str = r#"
+import sys, time
+from scapy.all import Ether, IP, TCP, RandIP, RandShort, conf, sendp, get_if_hwaddr
+conf.verb = 0
+iface, dst, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+frames = [Ether(dst="ff:ff:ff:ff:ff:ff", src=get_if_hwaddr(iface)) /
+          IP(src=str(RandIP("198.18.0.0/15")), dst=dst) /
+          TCP(sport=int(RandShort()) | 1024, dport=80, flags="S", seq=i * 7919,
+              options=[("MSS", 1460)]) for i in range(2000)]
+sock = conf.L2socket(iface=iface)
+end = time.time() + secs
+sent = 0
+while time.time() < end:
+    for f in frames:
+        sock.send(f)
+    sent += len(frames)
+print(sent)
+"#;
+
+#[test]
+fn curl_gets_through_a_syn_flood_thanks_to_syn_cookies() {
+    let Some(net) = Net::new(7) else { return };
+    if !have("curl") {
+        return;
+    }
+    // Debian's python3 (with python3-scapy) may be shadowed on PATH by another one.
+    let Some(python) = ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| net.exec(p, &["-c", "import scapy.all"]).status.success())
+    else {
+        common::require::skip("python3's scapy is missing (Debian: python3-scapy)");
+        return;
+    };
+    let site = Site::new("synflood", 64 << 10);
+    let (_server, _) = net.start_imp(&[
+        "serve",
+        "--tap",
+        "imp0",
+        "--addr",
+        &net.addr_arg(),
+        "--http",
+        site.dir.to_str().unwrap(),
+    ]);
+    // imp must know the kernel's MAC before the flood (a broadcast frame is fine for
+    // the SYNs themselves): one ping resolves it both ways.
+    let ping = net.exec("ping", &["-c", "1", "-W", "2", &net.imp]);
+    assert!(ping.status.success(), "ping: {}", text(&ping));
+    let flood = net
+        .ns
+        .spawn(python, &["-c", SYN_FLOOD, "imp0", &net.imp, "6"]);
+    // The flood fills imp's backlog (128) in milliseconds; without cookies the
+    // half-open connections would hold it for a minute and curl's SYNs would be dropped.
+    std::thread::sleep(Duration::from_secs(2));
+    let secs = curl_file(&net, &site, 3);
+    let out = wait_limited(flood, Duration::from_secs(30));
+    let sent: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(sent > 1000, "the flood sent {sent} SYNs: {}", text(&out));
+    println!("curl through a SYN flood ({sent} spoofed SYNs in 6 s): {secs:.2} s");
+}
+
 #[test]
 fn linux_pings_imp_serve_and_uses_its_echo_service() {
     let Some(net) = Net::new(3) else { return };

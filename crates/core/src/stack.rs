@@ -297,7 +297,13 @@ impl Stack {
         match view.ethertype() {
             EtherType::Arp if !view.is_tagged() => self.handle_arp(now, iface, view.payload()),
             EtherType::Ipv4 if !view.is_tagged() => {
-                self.handle_ipv4(now, iface, view.payload(), dst.is_broadcast());
+                self.handle_ipv4(
+                    now,
+                    iface,
+                    view.payload(),
+                    view.src_addr(),
+                    dst.is_broadcast(),
+                );
             }
             _ => self.stats.link.rx_unknown_ethertype += 1,
         }

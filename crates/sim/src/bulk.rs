@@ -9,7 +9,7 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 
-use impnet_core::tcp::{TcpConfig, TcpError, TcpHandle, TcpInfo};
+use impnet_core::tcp::{TcpConfig, TcpError, TcpHandle, TcpInfo, TcpStats};
 use impnet_core::{Duration, Instant, StackConfig};
 use impnet_phy::LinkConfig;
 use impnet_wire::ipv4::Cidr;
@@ -91,6 +91,11 @@ pub struct BulkResult {
     pub frames_sender_to_receiver: u64,
     /// The sender's connection state at the end.
     pub sender_info: Option<TcpInfo>,
+    /// The sender's TCP counters at the end.
+    pub sender_stats: TcpStats,
+    /// The sender's TCP counters when the receiver had read half the bytes: subtract
+    /// them from `sender_stats` for what the second half of the transfer cost.
+    pub sender_stats_at_half: Option<TcpStats>,
 }
 
 /// A 64-bit hash of a byte stream fed in arbitrary pieces (the result does not depend
@@ -208,6 +213,8 @@ struct Receiver {
     eof: bool,
     tenth_at: Option<Instant>,
     done_at: Option<Instant>,
+    /// The sender's counters when half the bytes were read.
+    half_stats: Option<TcpStats>,
 }
 
 /// Run a bulk transfer and measure it.
@@ -266,13 +273,14 @@ pub fn run_bulk(config: &BulkConfig) -> Result<BulkResult, BulkError> {
         eof: false,
         tenth_at: None,
         done_at: None,
+        half_stats: None,
     };
     let mut buf = vec![0u8; 256 * 1024];
     let mut failure = None;
     let steps_cap = 200 + config.bytes / 100 + config.time_limit.as_millis() * 20;
     let run = sim.run(steps_cap, start + config.time_limit, |sim| {
         let step = drive_sender(sim, a, config, &mut sender)
-            .and_then(|()| drive_receiver(sim, b, config.bytes, &mut receiver, &mut buf));
+            .and_then(|()| drive_receiver(sim, (a, b), config.bytes, &mut receiver, &mut buf));
         match step {
             Err(e) => {
                 failure = Some(e);
@@ -323,7 +331,7 @@ fn drive_sender(
 
 fn drive_receiver(
     sim: &mut Sim,
-    b: HostId,
+    (a, b): (HostId, HostId),
     expected: u64,
     r: &mut Receiver,
     buf: &mut [u8],
@@ -354,6 +362,9 @@ fn drive_receiver(
             Err(TcpError::WouldBlock) => break,
             Err(e) => return Err(e),
         }
+    }
+    if r.half_stats.is_none() && r.hash.len() * 2 >= expected {
+        r.half_stats = Some(sim.host(a).tcp_stats().clone());
     }
     Ok(())
 }
@@ -398,6 +409,8 @@ fn measure(
         steps: sim.steps(),
         frames_sender_to_receiver: sim.link_stats(crate::LinkId(0), 0).delivered,
         sender_info,
+        sender_stats: sim.host(a).tcp_stats().clone(),
+        sender_stats_at_half: r.half_stats.clone(),
     }
 }
 

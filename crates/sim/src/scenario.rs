@@ -444,6 +444,7 @@ struct RawTcp {
     cc: Option<Spanned<String>>,
     sack: Option<bool>,
     hystart: Option<bool>,
+    rack: Option<bool>,
     timestamps: Option<bool>,
     window_scaling: Option<bool>,
     ecn: Option<Spanned<String>>,
@@ -815,6 +816,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     if let Some(v) = raw.hystart {
         tcp.hystart = v;
+    }
+    if let Some(v) = raw.rack {
+        tcp.rack = v;
     }
     if let Some(v) = raw.timestamps {
         tcp.timestamps = v;

@@ -318,6 +318,7 @@ impl Stack {
         now: Instant,
         iface: IfaceId,
         bytes: &[u8],
+        link_src: ethernet::Address,
         link_broadcast: bool,
     ) {
         self.stats.ipv4.rx_packets += 1;
@@ -336,6 +337,7 @@ impl Stack {
             self.stats.ipv4.rx_bad_source += 1;
             return;
         }
+        self.neighbors.confirm(now, iface, src, link_src);
         let broadcast = interface.is_broadcast(dst);
         if !broadcast && !self.is_local_addr(dst) {
             if interface.forwarding {

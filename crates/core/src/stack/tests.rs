@@ -1094,3 +1094,43 @@ fn gathered_frames_equal_whole_frames() {
     assert!(received == data, "the data arrived damaged or incomplete");
     assert!(pieces > 10, "segments went in pieces: {pieces}");
 }
+
+/// Two-way UDP traffic between A and B every 10 s for `rounds` rounds; the ARP requests
+/// both stacks sent meanwhile.
+fn talk_for(pair: &mut Pair, rounds: u32) -> u64 {
+    let requests = |p: &Pair| p.a.stats().arp.tx_requests + p.b.stats().arp.tx_requests;
+    let before = requests(pair);
+    let (sa, sb) = (bind(&mut pair.a, IP_A, 1), bind(&mut pair.b, IP_B, 2));
+    for _ in 0..rounds {
+        pair.advance(Duration::from_secs(10));
+        pair.a
+            .udp_send_to(pair.now, sa, SocketAddrV4::new(IP_B, 2), b"ping")
+            .unwrap();
+        pair.exchange();
+        pair.b
+            .udp_send_to(pair.now, sb, SocketAddrV4::new(IP_A, 1), b"pong")
+            .unwrap();
+        pair.exchange();
+    }
+    pair.a.udp_close(sa).unwrap();
+    pair.b.udp_close(sb).unwrap();
+    requests(pair) - before
+}
+
+#[test]
+fn a_neighbour_in_use_keeps_its_mapping_past_the_entry_lifetime() {
+    let mut pair = Pair::new();
+    assert_eq!(talk_for(&mut pair, 1), 1, "A resolves B once");
+    // 2 minutes, twice the 60 s lifetime: frames from the neighbour with the cached
+    // Ethernet address confirm the mapping, so nobody resolves again (without this, each
+    // side would hold its packets for a new resolution every minute).
+    assert_eq!(talk_for(&mut pair, 12), 0, "no re-resolution while talking");
+    // Frames from another Ethernet address confirm nothing: A's new address is learned
+    // only when B's old entry runs out and B resolves A again.
+    pair.a.ifaces[0].mac = ethernet::Address([0x02, 0, 0, 0, 0, 0xaa]);
+    assert!(talk_for(&mut pair, 7) >= 1, "B resolves A's new address");
+    assert_eq!(
+        pair.b.neighbors.lookup(pair.now, pair.b_if, IP_A),
+        Some(ethernet::Address([0x02, 0, 0, 0, 0, 0xaa]))
+    );
+}

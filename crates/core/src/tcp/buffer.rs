@@ -494,6 +494,8 @@ pub struct SackRecorder {
     recent: [(SeqNumber, SeqNumber); SACK_RECORDER_DEPTH],
     /// Valid entries at the front of `recent`.
     len: usize,
+    /// A duplicate segment to report in the next ACK's first block (RFC 2883 D-SACK).
+    dsack: Option<(SeqNumber, SeqNumber)>,
 }
 
 impl SackRecorder {
@@ -515,6 +517,28 @@ impl SackRecorder {
     /// Forget everything (e.g. when the connection's receive side restarts).
     pub fn clear(&mut self) {
         self.len = 0;
+        self.dsack = None;
+    }
+
+    /// Note that `[seq, end)` arrived a second time. RFC 2883 §4: "If the data
+    /// receiver receives a duplicate segment, it SHOULD report it in the first SACK
+    /// block" — of the next ACK only ("each duplicate contiguous sequence of data
+    /// received is reported in at most one D-SACK block"). A later duplicate before
+    /// that ACK replaces it.
+    pub fn record_duplicate(&mut self, seq: SeqNumber, end: SeqNumber) {
+        if seq < end {
+            self.dsack = Some((seq, end));
+        }
+    }
+
+    /// Whether a D-SACK block waits for the next ACK.
+    pub fn has_dsack(&self) -> bool {
+        self.dsack.is_some()
+    }
+
+    /// The D-SACK block went out: forget it.
+    pub fn take_dsack(&mut self) -> Option<(SeqNumber, SeqNumber)> {
+        self.dsack.take()
     }
 
     /// Up to `max` (at most 4) SACK blocks for `buf`'s out-of-order data: first the
@@ -529,6 +553,23 @@ impl SackRecorder {
         let max = max.min(4);
         let mut out = [SackBlock::default(); 4];
         let mut n = 0;
+        // RFC 2883 §4 (1): "A D-SACK block is only used to report a duplicate
+        // contiguous sequence of data received by the receiver in the most recent
+        // packet" and goes first; the blocks after it as RFC 2018 orders them (the
+        // block containing a duplicate inside out-of-order data comes next, as the
+        // duplicate was recorded as the most recent segment).
+        if let Some((left, right)) = self.dsack
+            && max > 0
+        {
+            out[0] = SackBlock {
+                left: left.0,
+                right: right.0,
+            };
+            n = 1;
+        }
+        // The block holding the duplicate follows it even when equal to it (the sender
+        // recognises the D-SACK as a subset of the second block).
+        let skip = n;
         for &(first, end) in &self.recent[..self.len] {
             if end <= rcv_nxt {
                 continue;
@@ -536,20 +577,21 @@ impl SackRecorder {
             let from = if first > rcv_nxt { first - rcv_nxt } else { 0 };
             let to = end - rcv_nxt;
             if let Some(range) = buf.out_of_order_ranges().find(|&(s, e)| s < to && e > from) {
-                push_block(&mut out, &mut n, max, rcv_nxt, range);
+                push_block(&mut out, (&mut n, skip), max, rcv_nxt, range);
             }
         }
         for range in buf.out_of_order_ranges() {
-            push_block(&mut out, &mut n, max, rcv_nxt, range);
+            push_block(&mut out, (&mut n, skip), max, rcv_nxt, range);
         }
         (out, n)
     }
 }
 
-/// Append the block for `(start, end)` (offsets from `rcv_nxt`) unless full or present.
+/// Append the block for `(start, end)` (offsets from `rcv_nxt`) unless full or present
+/// (among the blocks from index `skip` on).
 fn push_block(
     out: &mut [SackBlock; 4],
-    n: &mut usize,
+    (n, skip): (&mut usize, usize),
     max: usize,
     rcv_nxt: SeqNumber,
     range: (usize, usize),
@@ -558,7 +600,7 @@ fn push_block(
         left: (rcv_nxt + range.0).0,
         right: (rcv_nxt + range.1).0,
     };
-    if *n < max && !out[..*n].contains(&block) {
+    if *n < max && !out[skip..*n].contains(&block) {
         out[*n] = block;
         *n += 1;
     }
@@ -928,6 +970,39 @@ mod tests {
         );
         rec.clear();
         assert_eq!(rec.blocks(rcv_nxt, &RecvBuffer::new(4), 4).1, 0);
+    }
+
+    /// RFC 2883 §4: the duplicate goes first, followed by the block holding it, in the
+    /// next ACK only.
+    #[test]
+    fn sack_recorder_puts_a_dsack_block_first_once() {
+        let rcv_nxt = SeqNumber(1000);
+        let mut r = RecvBuffer::new(100);
+        let mut rec = SackRecorder::new();
+        r.insert(10, b"abcd");
+        rec.record(rcv_nxt + 10, 4);
+        r.insert(30, b"xy");
+        rec.record(rcv_nxt + 30, 2);
+        // The segment at 10..14 arrives again.
+        rec.record_duplicate(rcv_nxt + 10, rcv_nxt + 14);
+        rec.record(rcv_nxt + 10, 4);
+        let b = |l: usize, e: usize| SackBlock {
+            left: (rcv_nxt + l).0,
+            right: (rcv_nxt + e).0,
+        };
+        let (blocks, n) = rec.blocks(rcv_nxt, &r, 4);
+        assert_eq!(&blocks[..n], &[b(10, 14), b(10, 14), b(30, 32)]);
+        assert_eq!(rec.take_dsack(), Some((rcv_nxt + 10, rcv_nxt + 14)));
+        let (blocks, n) = rec.blocks(rcv_nxt, &r, 4);
+        assert_eq!(&blocks[..n], &[b(10, 14), b(30, 32)]);
+        // Below RCV.NXT: the D-SACK block alone.
+        rec.record_duplicate(rcv_nxt - 50, rcv_nxt);
+        assert_eq!(rec.blocks(rcv_nxt, &RecvBuffer::new(4), 3), {
+            let mut out = [SackBlock::default(); 4];
+            out[0] = b(0, 0);
+            out[0].left = (rcv_nxt - 50).0;
+            (out, 1)
+        });
     }
 
     proptest! {

@@ -10,6 +10,7 @@ use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller};
 use super::ecn::{self, Ecn, EcnMode, EcnState};
 use super::output::Reset;
+use super::rack::Rack;
 use super::rtt::{RttEstimator, RttSampler};
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
@@ -756,6 +757,8 @@ pub(crate) fn new_snd(
         probe_count: 0,
         tso: false,
         last_send: None,
+        rack: Rack::new(config.rack && opts.sack, snd_una),
+        undo: None,
     }
 }
 
@@ -785,6 +788,8 @@ impl Conn {
             // "If a timeout occurs, flush all queues, signal the user "error: connection
             // aborted due to user timeout" ..., enter the CLOSED state, and return."
             Timer::UserTimeout => self.time_out(ctx),
+            Timer::Reorder => self.on_reorder_timeout(ctx),
+            Timer::LossProbe => self.on_probe_timeout(ctx),
         }
     }
 
@@ -821,14 +826,21 @@ impl Conn {
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
         self.rtt.backoff();
-        match &mut self.state {
-            State::SynSent(s) => s.snd_nxt = s.iss,
-            State::SynRcvd(s) => s.snd_nxt = s.iss,
+        let cut = match &mut self.state {
+            State::SynSent(s) => {
+                s.snd_nxt = s.iss;
+                None
+            }
+            State::SynRcvd(s) => {
+                s.snd_nxt = s.iss;
+                None
+            }
             state => {
                 let Some(snd) = state.snd_mut() else { return };
                 if snd.outstanding() == 0 {
                     return;
                 }
+                let window = (snd.cc.cwnd(), snd.cc.ssthresh());
                 snd.cc.on_rto(ctx.now, snd.outstanding());
                 // RFC 6675 §5.1: "If an RTO occurs during loss recovery ... RecoveryPoint
                 // MUST be set to HighData ... a new recovery phase ... MUST NOT be
@@ -852,10 +864,15 @@ impl Conn {
                 // ACKs that follow rebuild it (RFC 6675 §5.1: "Update () SHOULD continue
                 // to be used"). Otherwise SND.UNA is not SACKed and goes out first
                 // anyway, and data SACKed above it is skipped.
-                if snd.scoreboard.is_sacked(snd.snd_una) {
+                let reneged = snd.scoreboard.is_sacked(snd.snd_una);
+                if reneged {
                     snd.scoreboard.clear();
                 }
+                Some((window, reneged))
             }
+        };
+        if let Some(((cwnd, ssthresh), reneged)) = cut {
+            self.on_rto_recovery(cwnd, ssthresh, reneged);
         }
         // "(5.6) Start the retransmission timer" happens when the segment goes out.
     }

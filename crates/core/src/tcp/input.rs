@@ -7,6 +7,7 @@ use super::cc::CongestionControl;
 use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
 use super::ecn::{self, Ecn};
 use super::output::{Reset, seg_len, tsval};
+use super::recovery::{AckBefore, enter_recovery};
 use super::seq::SeqNumber;
 use super::state::*;
 use super::timer::Timer;
@@ -236,6 +237,9 @@ impl Conn {
         ctx.sh.stats.bad_seq += 1;
         if !seg.flags.rst() {
             self.ack = AckState::Now;
+            if seq + seg.payload.len() <= rcv_nxt {
+                self.note_duplicate(seq, seq + seg.payload.len());
+            }
         }
         false
     }
@@ -364,10 +368,14 @@ impl Conn {
             return self.bad_ack(ctx);
         }
         let fin_at = fin_queued.then(|| snd.data_end());
+        let before = AckBefore::of(snd);
         if ack > snd.snd_una {
             self.on_new_ack(ctx, seg);
         } else if ack == snd.snd_una {
             self.maybe_dup_ack(ctx, seg);
+        }
+        if ack >= before.snd_una {
+            self.on_ack_recovery(ctx, seg, before);
         }
         self.update_window(ctx, seg);
         self.ecn_on_ack(ctx, seg);
@@ -531,6 +539,10 @@ impl Conn {
             }
             return;
         }
+        // RACK-TLP (RFC 8985) decides about losses by time, in `on_ack_recovery`.
+        if snd.rack.enabled {
+            return;
+        }
         // RFC 6675 §5 "(a) ... DupAcks >= DupThresh ... (b) IsLost (HighACK + 1)".
         let lost_by_sack = sack && snd.scoreboard.is_lost(snd.snd_una, mss, 3);
         let lost_by_dupacks = snd.dup_acks >= 3;
@@ -546,23 +558,12 @@ impl Conn {
             return;
         }
         ctx.sh.stats.fast_retransmits += 1;
-        let in_flight = snd.outstanding();
         // RFC 6582 §3.2 (2): "record the highest sequence number transmitted in the
-        // variable recover"; RFC 6675 §5 (4.1): "RecoveryPoint = HighData".
-        snd.recovery = Some(Recovery {
-            recover: snd.snd_max,
-            after_rto,
-        });
-        snd.high_rxt = snd.snd_una;
-        if after_rto {
-            // The timeout already answered this loss episode (RFC 5681 §3.1 cut cwnd to
-            // one segment and halved ssthresh): repair the holes SACK shows, but no
-            // second reduction, which RFC 6675 §5.1's rule exists to prevent.
-        } else if sack {
-            snd.cc.on_enter_sack_recovery(ctx.now, in_flight);
-        } else {
-            snd.cc.on_enter_recovery(ctx.now, in_flight);
-        }
+        // variable recover"; RFC 6675 §5 (4.1): "RecoveryPoint = HighData". After a
+        // timeout, which already answered this loss episode (RFC 5681 §3.1 cut cwnd to
+        // one segment and halved ssthresh): repair the holes SACK shows, but no second
+        // reduction, which RFC 6675 §5.1's rule exists to prevent.
+        enter_recovery(snd, ctx.now, sack, after_rto);
         // RFC 5681 §3.2 (3): "The lost segment starting at SND.UNA MUST be retransmitted".
         snd.rexmit = Some(snd.snd_una);
     }
@@ -628,13 +629,29 @@ impl Conn {
         let seq = SeqNumber(seg.seq);
         let (offset, data, start) = if seq < rcv.rcv_nxt {
             let skip = rcv.rcv_nxt - seq;
+            let old_end = seq + skip.min(seg.payload.len());
+            self.note_duplicate(seq, old_end);
+            let Some(rcv) = self.state.rcv_mut() else {
+                return;
+            };
             if skip >= seg.payload.len() {
                 self.ack = AckState::Now;
                 return;
             }
             (0, &seg.payload[skip..], rcv.rcv_nxt)
         } else {
-            (seq - rcv.rcv_nxt, seg.payload, seq)
+            let offset = seq - rcv.rcv_nxt;
+            if rcv
+                .buffer
+                .out_of_order_ranges()
+                .any(|(s, e)| s <= offset && offset + seg.payload.len() <= e)
+            {
+                self.note_duplicate(seq, seq + seg.payload.len());
+            }
+            (offset, seg.payload, seq)
+        };
+        let Some(rcv) = self.state.rcv_mut() else {
+            return;
         };
         let had_holes = rcv.buffer.has_out_of_order();
         let insert = rcv.buffer.insert(offset, data);

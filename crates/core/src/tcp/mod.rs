@@ -31,6 +31,8 @@ mod input;
 mod listen;
 mod output;
 mod predict;
+mod rack;
+mod recovery;
 mod state;
 mod table;
 mod timer;
@@ -45,6 +47,8 @@ mod tests_ecn;
 mod tests_loop;
 #[cfg(test)]
 mod tests_predict;
+#[cfg(test)]
+mod tests_recovery;
 #[cfg(test)]
 mod tests_tso;
 
@@ -119,6 +123,12 @@ pub struct TcpConfig {
     /// ECN (RFC 3168): ask for it on our SYNs and accept it on the peer's
     /// ([`EcnMode::Request`], the default), only accept it, or never use it.
     pub ecn: EcnMode,
+    /// RACK-TLP loss detection (RFC 8985) on connections that negotiated SACK: losses
+    /// found by transmit time and a reordering window that adapts to D-SACKs, and a
+    /// Tail Loss Probe before the retransmission timeout. Off: RFC 6675's DupThresh
+    /// rules. Connections without SACK always use RFC 5681/6582 (NewReno). On by
+    /// default.
+    pub rack: bool,
     /// Initial congestion window in segments (RFC 6928: 10).
     pub initial_window: u32,
     /// Congestion control for new connections.
@@ -173,6 +183,7 @@ impl Default for TcpConfig {
             timestamps: true,
             sack: true,
             ecn: EcnMode::Request,
+            rack: true,
             initial_window: 10,
             congestion: cc::CcAlgorithm::NewReno,
             hystart: true,
@@ -437,6 +448,19 @@ pub struct TcpStats {
     pub ecn_cwr_sent: u64,
     /// Congestion-window reductions for ECE (at most one per window of data).
     pub ecn_cuts: u64,
+    /// D-SACK blocks sent (RFC 2883: a duplicate segment reported to its sender).
+    pub dsacks_sent: u64,
+    /// ACKs received with a D-SACK block.
+    pub dsacks_received: u64,
+    /// Retransmissions found spurious: segments a D-SACK reported as received twice
+    /// (RFC 3708), and episodes Eifel detection (RFC 3522) showed needless.
+    pub spurious_retransmits: u64,
+    /// Congestion-window reductions undone after spurious retransmissions.
+    pub undos: u64,
+    /// Tail Loss Probes sent (RFC 8985 §7).
+    pub tlp_probes: u64,
+    /// Segment runs RACK marked lost (RFC 8985 §6).
+    pub rack_losses: u64,
 }
 
 /// A connection's 4-tuple, in the order (local, remote).

@@ -8,6 +8,7 @@ use impnet_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
 use super::buffer::copy_bytes;
 use super::cc::CongestionControl;
 use super::conn::{Conn, Cork, Ctx, Negotiated, Probe};
+use super::recovery::{pipe, recovery_room};
 use super::seq::SeqNumber;
 use super::state::{AckState, Snd, State};
 use super::timer::Timer;
@@ -282,7 +283,10 @@ impl Conn {
     fn sack_blocks_to_send(&self) -> usize {
         let max = if self.opts.ts.is_some() { 3 } else { 4 };
         match self.state.rcv() {
-            Some(rcv) if self.opts.sack => rcv.buffer.out_of_order_ranges().count().min(max),
+            Some(rcv) if self.opts.sack => {
+                let dsack = usize::from(rcv.sack.has_dsack());
+                (rcv.buffer.out_of_order_ranges().count() + dsack).min(max)
+            }
             _ => 0,
         }
     }
@@ -482,6 +486,12 @@ impl Conn {
             write_segment(&repr, payload, ends, buf, fill)?
         };
         ctx.sh.stats.segments_out += 1;
+        if sack_n > 0
+            && let Some(rcv) = self.state.rcv_mut()
+            && rcv.sack.take_dsack().is_some()
+        {
+            ctx.sh.stats.dsacks_sent += 1;
+        }
         if ack_bit {
             if let Some(ts) = &mut self.opts.ts {
                 ts.last_ack_sent = rcv_nxt;
@@ -547,6 +557,7 @@ impl Conn {
         let now = ctx.now;
         let rto = self.rtt.rto();
         let timestamps = self.opts.ts.is_some();
+        let mut sent = None;
         match (&mut self.state, plan.kind) {
             (State::SynSent(s), Kind::Syn) => s.snd_nxt = s.iss + 1,
             (State::SynRcvd(s), Kind::Syn) => s.snd_nxt = s.iss + 1,
@@ -568,6 +579,7 @@ impl Conn {
                 } else {
                     snd.high_rxt = snd.high_rxt.max(end);
                 }
+                sent = Some(((plan.seq, end), again));
                 self.timers.stop(Timer::Persist);
             }
             (state, Kind::Probe) => {
@@ -588,6 +600,9 @@ impl Conn {
         self.timers.set_if_idle(Timer::Retransmit, now + rto);
         if let Some(timeout) = ctx.sh.config.user_timeout {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
+        }
+        if let Some((range, again)) = sent {
+            self.on_sent(ctx, range, again);
         }
     }
 }
@@ -624,16 +639,18 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
         return None;
     }
     // RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
-    // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg()".
-    let pipe = snd
-        .scoreboard
-        .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss);
-    if snd.cc.cwnd().saturating_sub(pipe) < mss {
+    // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg()"; the room
+    // is PRR's after a window cut (RFC 6937), and with RACK the segment its first lost.
+    let room = recovery_room(snd, true, mss).unwrap_or(0);
+    let (seq, len) = if snd.rack.enabled {
+        snd.rack.log.next_lost(mss)?
+    } else {
+        snd.scoreboard
+            .next_seg(snd.snd_una, snd.snd_max, snd.high_rxt, mss)?
+    };
+    if room < len.min(mss) {
         return None;
     }
-    let (seq, len) = snd
-        .scoreboard
-        .next_seg(snd.snd_una, snd.snd_max, snd.high_rxt, mss)?;
     Some(segment(snd, seq, len))
 }
 
@@ -688,9 +705,9 @@ impl Room {
         } else {
             0
         };
-        let in_flight = if snd.recovery.is_some() && sack {
-            snd.scoreboard
-                .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
+        let recovery = recovery_room(snd, sack, mss);
+        let in_flight = if recovery.is_some() {
+            pipe(snd, mss)
         } else {
             snd.snd_nxt - snd.snd_una
         };
@@ -702,10 +719,14 @@ impl Room {
             0
         };
         let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
+        // The loss probe goes whatever cwnd says (RFC 8985 §7.3).
+        let probe = if snd.rack.probe_due { mss } else { 0 };
         Room {
             available,
             in_flight,
-            cwnd: (snd.cc.cwnd() + limited).saturating_sub(in_flight),
+            cwnd: recovery
+                .unwrap_or_else(|| (snd.cc.cwnd() + limited).saturating_sub(in_flight))
+                .max(probe),
             wnd: if wnd_edge > snd.snd_nxt {
                 wnd_edge - snd.snd_nxt
             } else {

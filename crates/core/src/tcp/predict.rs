@@ -16,6 +16,7 @@
 use impnet_wire::tcp::{Flags, Repr};
 
 use super::conn::{Conn, Ctx};
+use super::recovery::AckBefore;
 use super::seq::SeqNumber;
 use super::state::{Established, State};
 
@@ -33,8 +34,13 @@ impl Conn {
         // "fifth, check the ACK field": "If SND.UNA < SEG.ACK =< SND.NXT, then set
         // SND.UNA <- SEG.ACK" (an ACK equal to SND.UNA with data changes nothing: it is
         // no duplicate ACK, RFC 5681 §2 (b), and the scoreboard is empty).
+        let before = self.state.snd().map(AckBefore::of);
         if new_ack {
             self.on_new_ack(ctx, seg);
+        }
+        // Loss detection runs on every acceptable ACK, as on the full path.
+        if let Some(before) = before {
+            self.on_ack_recovery(ctx, seg, before);
         }
         self.update_window(ctx, seg);
         // "seventh, process the segment text"; no FIN ("eighth") by the prediction.

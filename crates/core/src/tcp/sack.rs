@@ -134,17 +134,10 @@ impl Scoreboard {
         snd_nxt: SeqNumber,
     ) -> SackUpdate {
         self.drop_below(snd_una);
-        let mut update = SackUpdate::default();
-        // RFC 2883 §4: "If the first SACK block reports data below the cumulative ACK,
-        // or a subset of the second SACK block, it is a D-SACK."
-        if let Some(first) = blocks.first() {
-            let (left, right) = (first.left_seq(), first.right_seq());
-            let below_ack = left < snd_una && left < right;
-            let inside_second = blocks.get(1).is_some_and(|second| {
-                left < right && second.left_seq() <= left && right <= second.right_seq()
-            });
-            update.dsack = below_ack || inside_second;
-        }
+        let mut update = SackUpdate {
+            dsack: dsack_block(blocks, snd_una).is_some(),
+            ..SackUpdate::default()
+        };
         let skip = usize::from(update.dsack);
         for block in &blocks[skip..] {
             let (left, right) = (block.left_seq(), block.right_seq());
@@ -365,6 +358,21 @@ impl Scoreboard {
     }
 }
 
+/// The D-SACK block of an ACK's SACK blocks, if it has one, as `[left, right)`.
+/// `snd_una` is the ACK's cumulative acknowledgment.
+///
+/// RFC 2883 §4: "If the first SACK block reports data below the cumulative ACK, or a
+/// subset of the second SACK block, it is a D-SACK."
+pub fn dsack_block(blocks: &[SackBlock], snd_una: SeqNumber) -> Option<(SeqNumber, SeqNumber)> {
+    let first = blocks.first()?;
+    let (left, right) = (first.left_seq(), first.right_seq());
+    let below_ack = left < snd_una && left < right;
+    let inside_second = blocks.get(1).is_some_and(|second| {
+        left < right && second.left_seq() <= left && right <= second.right_seq()
+    });
+    (below_ack || inside_second).then_some((left, right))
+}
+
 /// RFC 6675 §2: "DupThresh: The number of duplicate acknowledgments required to
 /// trigger a fast retransmission. ... set to 3."
 pub const DUPTHRESH: usize = 3;
@@ -467,6 +475,19 @@ mod tests {
                 ignored: 0
             }
         );
+    }
+
+    #[test]
+    fn dsack_block_below_the_ack_or_inside_the_second() {
+        let ack = s(500);
+        assert_eq!(dsack_block(&[blk(100, 200)], ack), Some((s(100), s(200))));
+        assert_eq!(
+            dsack_block(&[blk(620, 640), blk(600, 700)], ack),
+            Some((s(620), s(640)))
+        );
+        assert_eq!(dsack_block(&[blk(600, 700), blk(800, 900)], ack), None);
+        assert_eq!(dsack_block(&[blk(200, 100)], ack), None);
+        assert_eq!(dsack_block(&[], ack), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use super::TcpError;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller};
+use super::rack::{Rack, Undo};
 use super::rtt::RttSampler;
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
@@ -150,6 +151,35 @@ pub(crate) struct Recovery {
     /// Started after a retransmission timeout to repair the holes SACK shows: the
     /// timeout already cut the window, so no further cut, and slow start goes on.
     pub after_rto: bool,
+    /// RFC 6937 PRR state (SACK recovery that cut the window).
+    pub prr: Prr,
+}
+
+/// RFC 6937 Proportional Rate Reduction, all in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Prr {
+    /// "prr_delivered": data delivered to the receiver since recovery began.
+    pub delivered: usize,
+    /// "prr_out": data sent since recovery began.
+    pub out: usize,
+    /// "RecoverFS": FlightSize when recovery began.
+    pub recover_fs: usize,
+    /// "sndcnt" left from the last ACK: what may still go now.
+    pub sndcnt: usize,
+}
+
+impl Recovery {
+    /// Recovery up to `recover`, with `recover_fs` bytes in flight when it began.
+    pub fn new(recover: SeqNumber, after_rto: bool, recover_fs: usize) -> Recovery {
+        Recovery {
+            recover,
+            after_rto,
+            prr: Prr {
+                recover_fs,
+                ..Prr::default()
+            },
+        }
+    }
 }
 
 /// The sending half of a synchronized connection.
@@ -196,6 +226,10 @@ pub(crate) struct Snd {
     /// When data (or a FIN) last went out, new or again; `None` before the first and
     /// after an idle restart. Measures RFC 5681 §4.1's idle period.
     pub last_send: Option<Instant>,
+    /// RACK-TLP (RFC 8985): transmit times, loss marks, the probe.
+    pub rack: Rack,
+    /// The window before the last cut, to restore if its retransmissions prove spurious.
+    pub undo: Option<Undo>,
 }
 
 impl core::fmt::Debug for Snd {

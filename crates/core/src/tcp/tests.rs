@@ -1465,9 +1465,12 @@ fn no_fast_recovery_after_a_timeout_until_the_old_data_is_acked() {
 
 #[test]
 fn after_a_timeout_sack_holes_are_repaired_without_a_second_window_cut() {
+    // RFC 6675's rules (RACK-TLP off): the SACKed bytes above a hole make it lost at
+    // once. (RACK would wait for a round trip no shorter than the minimum RTT seen.)
     let mut tcp = Tcp::new(
         TcpConfig {
             sack: true,
+            rack: false,
             ..config()
         },
         &secret(7),

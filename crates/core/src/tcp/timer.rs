@@ -21,17 +21,24 @@ pub(crate) enum Timer {
     /// TCP_CORK: "there is a 200 millisecond ceiling on the time for which output is
     /// corked", tcp(7)).
     Cork = 6,
+    /// RFC 8985 §6.3 RACK reorder timer: a segment not yet deemed lost may be when it
+    /// fires.
+    Reorder = 7,
+    /// RFC 8985 §7.2 Tail Loss Probe timeout (PTO).
+    LossProbe = 8,
 }
 
 /// How many kinds of timers there are.
-const KINDS: usize = 7;
+const KINDS: usize = 9;
 
 impl Timer {
     /// Every kind, in the order they fire when due together.
     pub const ALL: [Timer; KINDS] = [
         Timer::TimeWait,
         Timer::UserTimeout,
+        Timer::LossProbe,
         Timer::Retransmit,
+        Timer::Reorder,
         Timer::Persist,
         Timer::Keepalive,
         Timer::Cork,

@@ -466,6 +466,18 @@ impl CongestionControl for Cubic {
             .min(initial_window(self.mss, self.initial_window_segments));
         self.epoch = None;
     }
+
+    /// Undo a spurious reduction (RFC 4015 §3.2): the window from before it, and a new
+    /// congestion-avoidance stage starting there.
+    fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
+        self.cwnd = self.cwnd.max(cwnd);
+        self.ssthresh = self.ssthresh.max(ssthresh);
+        self.cwnd_prior = self.cwnd_prior.max(cwnd);
+        self.epoch = None;
+        self.in_recovery = false;
+        self.rto_unacked = false;
+        self.slow_start_after_rto = false;
+    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,12 @@
 //! On a retransmission timeout: [`on_rto`](CongestionControl::on_rto) with FlightSize
 //! before the timeout (this also ends any recovery; do not call `on_exit_recovery`).
 //!
+//! With SACK the window during recovery is RFC 6937 PRR's, computed by the connection
+//! from the ssthresh `on_enter_sack_recovery` chose; `cwnd` matters again at the exit.
+//! When the retransmissions of a reduction prove spurious (D-SACK or Eifel), the
+//! connection calls [`on_undo`](CongestionControl::on_undo) with cwnd and ssthresh from
+//! before the cut.
+//!
 //! On an ACK with ECE (RFC 3168), outside recovery and at most once per window of data:
 //! [`on_ecn`](CongestionControl::on_ecn) with FlightSize, after the ACK's own `on_ack`;
 //! no recovery follows (nothing was lost), so the next ACKs call `on_ack`.
@@ -120,6 +126,14 @@ pub trait CongestionControl: fmt::Debug + Send {
     /// (no inflation), after which ACKs go to `on_ack` again.
     fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
         self.on_enter_sack_recovery(now, bytes_in_flight);
+    }
+
+    /// The last window reduction was for nothing: its retransmissions were spurious
+    /// (D-SACK, RFC 3708; Eifel, RFC 3522). Restore the window from before it: cwnd and
+    /// ssthresh at least `cwnd` and `ssthresh` (RFC 4015 §3.2 / Linux's undo), and end
+    /// any recovery or post-timeout state. The default does nothing (keeps the cut).
+    fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
+        let _ = (cwnd, ssthresh);
     }
 }
 
@@ -288,6 +302,10 @@ impl CongestionControl for Controller {
     }
     fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
         dispatch!(self, cc => cc.on_ecn(now, bytes_in_flight))
+    }
+
+    fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
+        dispatch!(self, cc => cc.on_undo(cwnd, ssthresh))
     }
 }
 

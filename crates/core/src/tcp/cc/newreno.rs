@@ -286,6 +286,15 @@ impl CongestionControl for NewReno {
             .min(initial_window(self.mss, self.initial_window_segments));
         self.bytes_acked = 0;
     }
+
+    /// Undo a spurious reduction (RFC 4015 §3.2: restore the window from before it).
+    fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
+        self.cwnd = self.cwnd.max(cwnd);
+        self.ssthresh = self.ssthresh.max(ssthresh);
+        self.bytes_acked = 0;
+        self.rto_unacked = false;
+        self.slow_start_after_rto = false;
+    }
 }
 
 #[cfg(test)]

@@ -350,6 +350,15 @@ impl CongestionControl for Vegas {
         self.base_rtt = None;
         self.restart_round(0);
     }
+
+    /// Undo a spurious reduction (RFC 4015 §3.2): the window from before it.
+    fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
+        self.cwnd = self.cwnd.max(cwnd);
+        self.ssthresh = self.ssthresh.max(ssthresh);
+        self.bytes_acked = 0;
+        self.rto_unacked = false;
+        self.slow_start_after_rto = false;
+    }
 }
 
 #[cfg(test)]

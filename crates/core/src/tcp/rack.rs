@@ -1,0 +1,585 @@
+//! RACK-TLP loss detection (RFC 8985) and the sender's spurious-retransmission
+//! bookkeeping (RFC 3708 D-SACK, RFC 3522 Eifel), both pure data: the connection feeds
+//! them what was sent and what the peer acknowledged, with `now` as a parameter.
+//!
+//! Transmit times are kept per range, not per byte or per segment: [`SentLog`] holds
+//! `[start, end)` runs of sequence space with one transmit time each, ascending; the
+//! segments one `poll` burst sends at the same instant share one run, a retransmission
+//! splits the run it lands in. The same runs carry RACK's SACKed and lost marks, so
+//! loss detection, the next segment to repair and the pipe are one walk over them.
+//!
+//! RACK (RFC 8985 §6): "a segment is lost if a segment sent sufficiently later has
+//! been delivered". `RACK.xmit_ts`/`RACK.end_seq` name the most recently sent segment
+//! delivered; a segment sent before it and not delivered within `RACK.rtt +
+//! RACK.reo_wnd` of its own transmission is lost; one still inside that time arms the
+//! reorder timer. The reordering window starts at `min_RTT / 4` and grows with D-SACKs
+//! (§6.2 step 4). The Tail Loss Probe (§7) lives in [`Tlp`].
+
+use alloc::collections::VecDeque;
+
+use super::seq::SeqNumber;
+use crate::time::{Duration, Instant};
+
+/// RFC 8985 §6.2: "RACK.reo_wnd_persist ... the number of loss recoveries the
+/// reordering window stays inflated for after a D-SACK: 16".
+const REO_WND_PERSIST: u32 = 16;
+
+/// RFC 8985 §7.2: "WCDelAckT stands for worst case delayed ACK timer. When
+/// FlightSize is 1, PTO is inflated by WCDelAckT time to compensate for a potential
+/// long delayed ACK timer at the receiver. The RECOMMENDED value for WCDelAckT is
+/// 200ms."
+pub(crate) const WC_DEL_ACK: Duration = Duration::from_millis(200);
+
+/// One run of sequence space sent at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    /// First sequence number.
+    start: SeqNumber,
+    /// Just past the last one (a FIN counts).
+    end: SeqNumber,
+    /// When it was (last) sent.
+    xmit: Instant,
+    /// Sent more than once.
+    retransmitted: bool,
+    /// The peer SACKed it (RACK delivered it).
+    sacked: bool,
+    /// RACK marked it lost and it was not retransmitted since.
+    lost: bool,
+}
+
+/// The transmit record of the bytes in flight: runs `[start, end)`, ascending,
+/// disjoint, covering SND.UNA..SND.MAX of the sends it was told about.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SentLog {
+    /// A deque: cumulative ACKs drop runs from the front, sends add them at the back.
+    runs: VecDeque<Run>,
+}
+
+/// What [`SentLog::deliver`] learnt from one ACK.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Delivered {
+    /// The most recently sent run among the newly delivered, as RACK ranks them
+    /// (`(xmit, end)`), with its RTT; retransmissions that may be spurious left out.
+    pub latest: Option<(Instant, SeqNumber, Duration)>,
+    /// A newly delivered run, never retransmitted, ended below the highest sequence
+    /// number delivered before it (RFC 8985 §6.2 step 3: reordering).
+    pub reordered: bool,
+    /// Bytes newly SACKed.
+    pub sacked: usize,
+}
+
+impl SentLog {
+    /// Record that `[start, end)` went out at `now` (new data, or again).
+    pub fn on_send(&mut self, start: SeqNumber, end: SeqNumber, now: Instant) {
+        if start >= end {
+            return;
+        }
+        let tail = self.runs.back().map(|r| r.end);
+        if tail.is_none_or(|t| start >= t) {
+            return self.append(start, end, now);
+        }
+        // A retransmission: split the runs at both edges and restamp what is inside.
+        self.split_at(start);
+        self.split_at(end);
+        for run in &mut self.runs {
+            if run.start >= start && run.end <= end {
+                run.xmit = now;
+                run.retransmitted = true;
+                run.lost = false;
+            }
+        }
+        if let Some(t) = tail
+            && end > t
+        {
+            self.append(t, end, now);
+        }
+    }
+
+    fn append(&mut self, start: SeqNumber, end: SeqNumber, now: Instant) {
+        match self.runs.back_mut() {
+            Some(last)
+                if last.end == start
+                    && last.xmit == now
+                    && !last.retransmitted
+                    && !last.sacked
+                    && !last.lost =>
+            {
+                last.end = end;
+            }
+            _ => self.runs.push_back(Run {
+                start,
+                end,
+                xmit: now,
+                retransmitted: false,
+                sacked: false,
+                lost: false,
+            }),
+        }
+    }
+
+    /// Cut the run holding `seq` (strictly inside it) in two.
+    fn split_at(&mut self, seq: SeqNumber) {
+        if let Some(i) = self.runs.iter().position(|r| r.start < seq && seq < r.end) {
+            let mut right = self.runs[i];
+            right.start = seq;
+            self.runs[i].end = seq;
+            self.runs.insert(i + 1, right);
+        }
+    }
+
+    /// Drop what lies below `snd_una` (cumulatively acknowledged).
+    pub fn on_cum_ack(&mut self, snd_una: SeqNumber) {
+        let gone = self.runs.iter().take_while(|r| r.end <= snd_una).count();
+        self.runs.drain(..gone);
+        if let Some(first) = self.runs.front_mut() {
+            first.start = first.start.max(snd_una);
+        }
+    }
+
+    /// Mark `[start, end)` delivered (cumulatively acknowledged when `cumulative`,
+    /// else SACKed) at `now`, and report what RACK learns (RFC 8985 §6.2 steps 2-3).
+    /// `fack` is the highest sequence number delivered so far (updated); `min_rtt`
+    /// filters retransmissions that may be acknowledged for their original.
+    pub fn deliver(
+        &mut self,
+        (start, end): (SeqNumber, SeqNumber),
+        cumulative: bool,
+        now: Instant,
+        (fack, min_rtt): (&mut SeqNumber, Option<Duration>),
+        out: &mut Delivered,
+    ) {
+        if start >= end {
+            return;
+        }
+        if !cumulative {
+            self.split_at(start);
+            self.split_at(end);
+        }
+        for run in &mut self.runs {
+            if run.start >= end {
+                break;
+            }
+            if run.end <= start || run.sacked {
+                continue;
+            }
+            if !cumulative {
+                run.sacked = true;
+                run.lost = false;
+                out.sacked += run.end - run.start;
+            }
+            let rtt = now.saturating_duration_since(run.xmit);
+            // Step 2: "If Segment.retransmitted is TRUE ... If rtt < RACK.min_RTT:
+            // Return" (the ACK may be for the original transmission).
+            if run.retransmitted && min_rtt.is_none_or(|min| rtt < min) {
+                continue;
+            }
+            // Step 3: "If Segment.end_seq < RACK.fack ... RACK.reordering_seen = TRUE".
+            if !run.retransmitted && run.end < *fack {
+                out.reordered = true;
+            }
+            *fack = (*fack).max(run.end);
+            if out
+                .latest
+                .is_none_or(|(x, e, _)| sent_after((run.xmit, run.end), (x, e)))
+            {
+                out.latest = Some((run.xmit, run.end, rtt));
+            }
+        }
+    }
+
+    /// RFC 8985 §6.2 step 5 `RACK_detect_loss`: mark lost every run sent before
+    /// `(xmit_ts, end_seq)` whose `xmit + rtt + reo_wnd` has passed. Returns the bytes
+    /// newly marked lost, the runs marked, and the longest wait before another could be
+    /// (the reorder timer).
+    pub fn detect_loss(
+        &mut self,
+        (xmit_ts, end_seq): (Instant, SeqNumber),
+        rtt: Duration,
+        reo_wnd: Duration,
+        now: Instant,
+    ) -> (usize, u64, Option<Duration>) {
+        let mut lost = 0;
+        let mut marked = 0;
+        let mut timeout: Option<Duration> = None;
+        for run in &mut self.runs {
+            if run.sacked || run.lost || !sent_after((xmit_ts, end_seq), (run.xmit, run.end)) {
+                continue;
+            }
+            let deadline = run.xmit + rtt + reo_wnd;
+            if deadline <= now {
+                run.lost = true;
+                lost += run.end - run.start;
+                marked += 1;
+            } else {
+                let remaining = deadline - now;
+                timeout = Some(timeout.map_or(remaining, |t| t.max(remaining)));
+            }
+        }
+        (lost, marked, timeout)
+    }
+
+    /// The first lost byte not retransmitted since, and how much of its run follows
+    /// (at most `mss`): the next repair.
+    pub fn next_lost(&self, mss: usize) -> Option<(SeqNumber, usize)> {
+        self.runs
+            .iter()
+            .find(|r| r.lost && !r.sacked)
+            .map(|r| (r.start, (r.end - r.start).min(mss)))
+    }
+
+    /// Bytes in the network: sent, neither SACKed nor marked lost (a lost run
+    /// retransmitted counts again). RFC 6675's pipe, with RACK deciding what is lost.
+    pub fn pipe(&self) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| !r.sacked && !r.lost)
+            .map(|r| r.end - r.start)
+            .sum()
+    }
+
+    /// Bytes marked lost and not retransmitted yet.
+    pub fn lost_bytes(&self) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| r.lost && !r.sacked)
+            .map(|r| r.end - r.start)
+            .sum()
+    }
+
+    /// Take back every loss mark (a retransmission timeout resends everything anyway,
+    /// or an undo found the retransmissions spurious); with `unsack`, the SACK marks
+    /// too (the scoreboard was distrusted after reneging).
+    pub fn forget_marks(&mut self, unsack: bool) {
+        for run in &mut self.runs {
+            run.lost = false;
+            run.sacked &= !unsack;
+        }
+    }
+
+    /// How many runs are held (for the compactness test).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+/// RFC 8985 §6.2 `RACK_sent_after(t1, seq1, t2, seq2)`: "If t1 > t2: Return true. Else
+/// if t1 == t2 AND seq1 > seq2: Return true. Else: Return false".
+fn sent_after((t1, seq1): (Instant, SeqNumber), (t2, seq2): (Instant, SeqNumber)) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+/// A Tail Loss Probe in flight (RFC 8985 §7: "TLP.end_seq", "TLP.is_retrans").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tlp {
+    /// SND.NXT after the probe went out.
+    pub end_seq: SeqNumber,
+    /// The probe was a retransmission of the last segment (no new data to send).
+    pub is_retrans: bool,
+}
+
+/// RACK-TLP state of one sender (RFC 8985 §5.2's variables).
+#[derive(Debug, Clone)]
+pub(crate) struct Rack {
+    /// RACK-TLP is on for this connection (SACK negotiated, `TcpConfig::rack`).
+    pub enabled: bool,
+    /// Transmit times and marks of the bytes in flight.
+    pub log: SentLog,
+    /// "RACK.xmit_ts", "RACK.end_seq": the most recently sent segment delivered.
+    pub latest: Option<(Instant, SeqNumber)>,
+    /// "RACK.rtt": the RTT of that segment.
+    pub rtt: Duration,
+    /// "RACK.min_RTT": the smallest RTT seen (RFC 8985 suggests a windowed minimum;
+    /// over a connection's life here).
+    pub min_rtt: Option<Duration>,
+    /// "RACK.fack": the highest sequence number delivered.
+    pub fack: SeqNumber,
+    /// "RACK.reordering_seen".
+    pub reordering_seen: bool,
+    /// "RACK.reo_wnd_mult".
+    pub reo_wnd_mult: u32,
+    /// "RACK.reo_wnd_persist".
+    pub reo_wnd_persist: u32,
+    /// "RACK.dsack_round": SND.NXT when a D-SACK last raised the multiplier; until
+    /// SND.UNA passes it, further D-SACKs do not raise it again.
+    pub dsack_round: Option<SeqNumber>,
+    /// The probe in flight, if any.
+    pub tlp: Option<Tlp>,
+    /// The PTO fired: the next segment is the probe (sent even if cwnd is full).
+    pub probe_due: bool,
+}
+
+impl Rack {
+    /// Fresh state; `enabled` when SACK was negotiated and RACK is configured.
+    pub fn new(enabled: bool, snd_una: SeqNumber) -> Rack {
+        Rack {
+            enabled,
+            log: SentLog::default(),
+            latest: None,
+            rtt: Duration::ZERO,
+            min_rtt: None,
+            fack: snd_una,
+            reordering_seen: false,
+            reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            dsack_round: None,
+            tlp: None,
+            probe_due: false,
+        }
+    }
+
+    /// Take in what one ACK delivered (RFC 8985 §6.2 steps 1-3).
+    pub fn on_delivered(&mut self, d: &Delivered) {
+        if d.reordered {
+            self.reordering_seen = true;
+        }
+        if let Some((xmit, end, rtt)) = d.latest {
+            self.rtt = rtt;
+            if self
+                .latest
+                .is_none_or(|(x, e)| sent_after((xmit, end), (x, e)))
+            {
+                self.latest = Some((xmit, end));
+            }
+        }
+    }
+
+    /// An RTT sample of a segment sent once: keeps `min_RTT`.
+    #[cfg(test)]
+    pub fn on_rtt_sample(&mut self, rtt: Duration) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+    }
+
+    /// RFC 8985 §6.2 step 4 on a D-SACK: "If RACK.dsack_round is None AND any DSACK
+    /// option is present on latest received ACK: RACK.dsack_round = SND.NXT;
+    /// RACK.reo_wnd_mult += 1; RACK.reo_wnd_persist = 16".
+    pub fn on_dsack(&mut self, snd_una: SeqNumber, snd_nxt: SeqNumber) {
+        if self.dsack_round.is_some_and(|round| snd_una >= round) {
+            self.dsack_round = None;
+        }
+        if self.dsack_round.is_none() {
+            self.dsack_round = Some(snd_nxt);
+            self.reo_wnd_mult += 1;
+            self.reo_wnd_persist = REO_WND_PERSIST;
+        }
+    }
+
+    /// §6.2 step 4 on leaving a recovery: "RACK.reo_wnd_persist -= 1; If
+    /// RACK.reo_wnd_persist <= 0: RACK.reo_wnd_mult = 1".
+    pub fn on_recovery_exit(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+        if self.reo_wnd_persist == 0 {
+            self.reo_wnd_mult = 1;
+        }
+    }
+
+    /// §6.2 step 4 `RACK_update_reo_wnd`: "If RACK.reordering_seen is FALSE: If in
+    /// Fast or RTO recovery: Return 0. Else if RACK.segs_sacked >= DupThresh: Return 0.
+    /// Return min(RACK.min_RTT * RACK.reo_wnd_mult / 4, SRTT)".
+    pub fn reo_wnd(
+        &self,
+        in_recovery: bool,
+        segs_sacked: usize,
+        srtt: Option<Duration>,
+    ) -> Duration {
+        if !self.reordering_seen && (in_recovery || segs_sacked >= super::sack::DUPTHRESH) {
+            return Duration::ZERO;
+        }
+        let Some(min_rtt) = self.min_rtt else {
+            return Duration::ZERO;
+        };
+        let wnd = Duration::from_nanos(
+            min_rtt
+                .saturating_mul(u64::from(self.reo_wnd_mult))
+                .as_nanos()
+                / 4,
+        );
+        srtt.map_or(wnd, |s| wnd.min(s))
+    }
+
+    /// Mark losses now (§6.2 step 5). Returns bytes and runs newly lost, and the
+    /// reorder timer's delay when a run may still turn out lost.
+    pub fn detect_loss(
+        &mut self,
+        reo_wnd: Duration,
+        now: Instant,
+    ) -> (usize, u64, Option<Duration>) {
+        match self.latest {
+            Some(latest) => self.log.detect_loss(latest, self.rtt, reo_wnd, now),
+            None => (0, 0, None),
+        }
+    }
+}
+
+/// RFC 8985 §7.2 PTO: "If SRTT is available: PTO = 2 * SRTT; If FlightSize is equal to
+/// one segment: PTO += WCDelAckT ... Else: PTO = 1 second".
+pub(crate) fn pto(srtt: Option<Duration>, one_segment: bool) -> Duration {
+    match srtt {
+        Some(srtt) if one_segment => srtt.saturating_mul(2) + WC_DEL_ACK,
+        Some(srtt) => srtt.saturating_mul(2),
+        None => Duration::from_secs(1),
+    }
+}
+
+/// What to restore if the retransmissions of a loss episode turn out spurious
+/// (RFC 4015-style undo; RFC 3708 D-SACK and RFC 3522 Eifel detection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Undo {
+    /// cwnd before the cut.
+    pub cwnd: usize,
+    /// ssthresh before the cut.
+    pub ssthresh: usize,
+    /// SND.UNA at the cut: D-SACKs below it are about older episodes.
+    pub marker: SeqNumber,
+    /// Segments retransmitted in the episode and not yet reported as duplicates.
+    pub retrans: u32,
+    /// Eifel (RFC 3522 §3.1): the first retransmission's sequence number and TSval,
+    /// while no ACK covered it yet.
+    pub eifel: Option<(SeqNumber, u32)>,
+    /// The episode began with a retransmission timeout.
+    pub rto: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(n: usize) -> SeqNumber {
+        SeqNumber(u32::MAX - 1000) + n
+    }
+    fn t(ms: u64) -> Instant {
+        Instant::ZERO + Duration::from_millis(ms)
+    }
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn a_burst_is_one_run_and_a_retransmission_splits_it() {
+        let mut log = SentLog::default();
+        for i in 0..10 {
+            log.on_send(s(i * 100), s(i * 100 + 100), t(0));
+        }
+        assert_eq!(log.len(), 1);
+        log.on_send(s(1000), s(1100), t(1));
+        assert_eq!(log.len(), 2);
+        log.on_send(s(300), s(400), t(5));
+        assert_eq!(log.len(), 4);
+        assert_eq!(log.pipe(), 1100);
+        log.on_cum_ack(s(350));
+        assert_eq!(log.pipe(), 750);
+        assert_eq!(log.runs[0].start, s(350));
+        assert!(log.runs[0].retransmitted);
+    }
+
+    #[test]
+    fn rack_marks_lost_what_was_sent_before_a_delivered_segment_after_reo_wnd() {
+        let mut rack = Rack::new(true, s(0));
+        for i in 0..4 {
+            rack.log.on_send(s(i * 100), s(i * 100 + 100), t(i as u64));
+        }
+        rack.on_rtt_sample(MS(20));
+        // Segment 3 (sent at 3 ms) is SACKed at 23 ms; 0..3 are not.
+        let mut d = Delivered::default();
+        let (mut fack, min) = (rack.fack, rack.min_rtt);
+        rack.log
+            .deliver((s(300), s(400)), false, t(23), (&mut fack, min), &mut d);
+        rack.fack = fack;
+        rack.on_delivered(&d);
+        assert_eq!(rack.latest, Some((t(3), s(400))));
+        assert_eq!(rack.rtt, MS(20));
+        // reo_wnd 5 ms: segment 0 is lost at 0 + 20 + 5 = 25 ms, not before.
+        let (lost, runs, timer) = rack.detect_loss(MS(5), t(23));
+        assert_eq!((lost, runs), (0, 0));
+        assert_eq!(timer, Some(MS(4))); // segment 2: 2 + 25 - 23
+        let (lost, runs, _) = rack.detect_loss(MS(5), t(25));
+        assert_eq!((lost, runs), (100, 1));
+        assert_eq!(rack.log.next_lost(1000), Some((s(0), 100)));
+        assert_eq!(rack.log.pipe(), 200); // 100..300 still in flight
+        let (lost, ..) = rack.detect_loss(MS(5), t(27));
+        assert_eq!(lost, 200);
+        assert_eq!(rack.log.pipe(), 0);
+        // Retransmitting takes the mark off and counts it in the pipe again.
+        rack.log.on_send(s(0), s(100), t(27));
+        assert_eq!(rack.log.next_lost(1000), Some((s(100), 100)));
+        assert_eq!(rack.log.pipe(), 100);
+    }
+
+    #[test]
+    fn reordering_is_seen_and_reo_wnd_follows_rfc_8985() {
+        let mut rack = Rack::new(true, s(0));
+        rack.log.on_send(s(0), s(100), t(0));
+        rack.log.on_send(s(100), s(200), t(1));
+        rack.on_rtt_sample(MS(40));
+        // Without reordering seen: zero in recovery or with DupThresh segments SACKed.
+        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), Duration::ZERO);
+        assert_eq!(rack.reo_wnd(false, 3, Some(MS(50))), Duration::ZERO);
+        assert_eq!(rack.reo_wnd(false, 2, Some(MS(50))), MS(10));
+        let mut d = Delivered::default();
+        let mut fack = rack.fack;
+        rack.log.deliver(
+            (s(100), s(200)),
+            false,
+            t(41),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
+        assert!(!d.reordered);
+        let mut d = Delivered::default();
+        rack.log.deliver(
+            (s(0), s(200)),
+            true,
+            t(42),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
+        assert!(d.reordered);
+        rack.on_delivered(&d);
+        assert_eq!(rack.reo_wnd(true, 9, Some(MS(50))), MS(10));
+        // D-SACK: the multiplier grows once per round, is capped by SRTT, and decays
+        // after 16 recoveries.
+        rack.on_dsack(s(200), s(300));
+        rack.on_dsack(s(250), s(300));
+        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), MS(20));
+        rack.on_dsack(s(300), s(400));
+        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), MS(30));
+        assert_eq!(rack.reo_wnd(true, 0, Some(MS(25))), MS(25));
+        for _ in 0..15 {
+            rack.on_recovery_exit();
+        }
+        assert_eq!(rack.reo_wnd_mult, 3);
+        rack.on_recovery_exit();
+        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), MS(10));
+    }
+
+    #[test]
+    fn a_retransmission_acked_sooner_than_min_rtt_is_not_trusted() {
+        let mut rack = Rack::new(true, s(0));
+        rack.log.on_send(s(0), s(100), t(0));
+        rack.on_rtt_sample(MS(20));
+        rack.log.on_send(s(0), s(100), t(15));
+        let mut d = Delivered::default();
+        let mut fack = rack.fack;
+        rack.log.deliver(
+            (s(0), s(100)),
+            true,
+            t(21),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
+        assert_eq!(d.latest, None);
+        rack.log.deliver(
+            (s(0), s(100)),
+            true,
+            t(40),
+            (&mut fack, rack.min_rtt),
+            &mut d,
+        );
+        assert_eq!(d.latest, Some((t(15), s(100), MS(25))));
+    }
+
+    #[test]
+    fn pto_follows_rfc_8985() {
+        assert_eq!(pto(None, false), Duration::from_secs(1));
+        assert_eq!(pto(Some(MS(20)), false), MS(40));
+        assert_eq!(pto(Some(MS(20)), true), MS(240));
+    }
+}

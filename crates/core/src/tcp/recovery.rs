@@ -1,0 +1,473 @@
+//! Loss recovery on top of the ACK processing in `input.rs`: RACK-TLP loss detection
+//! (RFC 8985), PRR's window during SACK recovery (RFC 6937), and the detection and
+//! undo of spurious retransmissions (D-SACK, RFC 3708; Eifel, RFC 3522; the response
+//! after RFC 4015). The data structures are in `rack.rs`; this is the wiring to the
+//! connection: what each ACK, each send and the two timers do.
+//!
+//! Order on an ACK (after SND.UNA, the scoreboard and the duplicate count moved):
+//! RACK takes in what was delivered; a D-SACK adapts the reordering window and counts
+//! against the retransmissions of the last reduction; Eifel looks at the echoed
+//! timestamp; the TLP episode is settled; RACK marks losses (starting recovery) and
+//! arms the reorder timer; PRR computes what may go; the loss probe is re-armed.
+
+use impnet_wire::tcp::Repr;
+
+use super::TcpStats;
+use super::cc::CongestionControl;
+use super::conn::{Conn, Ctx};
+use super::output::tsval;
+use super::rack::{Delivered, Tlp, Undo, pto};
+use super::sack::{SackBlockExt, dsack_block};
+use super::seq::SeqNumber;
+use super::state::{Recovery, Snd};
+use super::timer::Timer;
+use crate::time::{Duration, Instant};
+
+/// The sender before an ACK was processed: what the ACK changed is measured from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AckBefore {
+    /// SND.UNA.
+    pub snd_una: SeqNumber,
+    /// Bytes SACKed (RFC 6937 counts their change as delivered).
+    pub sacked: usize,
+    /// In recovery.
+    pub in_recovery: bool,
+}
+
+impl AckBefore {
+    /// Snapshot `snd`.
+    pub fn of(snd: &Snd) -> AckBefore {
+        AckBefore {
+            snd_una: snd.snd_una,
+            sacked: snd.scoreboard.sacked_bytes(),
+            in_recovery: snd.recovery.is_some(),
+        }
+    }
+}
+
+impl Conn {
+    /// Loss detection, spurious-retransmission undo and PRR for an acceptable ACK.
+    pub(super) fn on_ack_recovery(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, before: AckBefore) {
+        let now = ctx.now;
+        let mss = self.opts.snd_mss();
+        let sack = self.opts.sack;
+        let tsecr = match (self.opts.ts, seg.options.timestamps) {
+            (Some(_), Some((_, tsecr))) if tsecr != 0 => Some(tsecr),
+            _ => None,
+        };
+        let (srtt, min_rtt) = (self.rtt.srtt(), self.rtt.min_rtt());
+        let stats = &mut ctx.sh.stats;
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        let ack = SeqNumber(seg.ack);
+        let mut dsack = if sack {
+            dsack_block(seg.options.sack(), ack)
+        } else {
+            None
+        };
+        if dsack.is_some() {
+            stats.dsacks_received += 1;
+        }
+        if snd.rack.enabled {
+            snd.rack.min_rtt = min_rtt;
+            rack_update(snd, seg, before.snd_una, now, dsack.is_some());
+        }
+        if before.in_recovery && snd.recovery.is_none() {
+            snd.rack.on_recovery_exit();
+            // A recovery that ended with every retransmission reported as a duplicate,
+            // or none sent at all (what looked lost arrived late): the cut was for
+            // nothing (RFC 3708 §3; Linux's `tcp_try_undo_recovery`).
+            if snd.undo.is_some_and(|u| u.retrans == 0 && !u.rto) {
+                undo_cut(snd, stats);
+            }
+        }
+        if let Some(block) = dsack {
+            if snd.rack.enabled {
+                snd.rack.on_dsack(snd.snd_una, snd.snd_max);
+            }
+            if tlp_dsack(snd, block) {
+                dsack = None;
+            }
+        }
+        spurious_by_dsack(snd, stats, dsack);
+        spurious_by_eifel(snd, stats, ack, tsecr);
+        tlp_on_ack(snd, now, ack);
+        let reorder = detect_loss(snd, stats, now, srtt, mss);
+        // RFC 6937: "DeliveredData = change_in(snd.una) + change_in(SACKd)".
+        let sacked_now = snd.scoreboard.sacked_bytes();
+        let data = (ack - before.snd_una + sacked_now).saturating_sub(before.sacked);
+        prr_on_ack(snd, data, mss);
+        let probe = snd.snd_una > before.snd_una;
+        if probe {
+            // A probe the PTO asked for and that never went (no room) is moot now.
+            snd.rack.probe_due = false;
+        }
+        match reorder {
+            Some(wait) => self.timers.set(Timer::Reorder, now + wait),
+            None => self.timers.stop(Timer::Reorder),
+        }
+        if probe {
+            self.arm_loss_probe(now);
+        }
+    }
+
+    /// RFC 8985 §6.3: "When the reordering timer expires ... RACK_detect_loss()".
+    pub(super) fn on_reorder_timeout(&mut self, ctx: &mut Ctx<'_>) {
+        let now = ctx.now;
+        let mss = self.opts.snd_mss();
+        let srtt = self.rtt.srtt();
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        if !snd.rack.enabled {
+            return;
+        }
+        let reorder = detect_loss(snd, &mut ctx.sh.stats, now, srtt, mss);
+        prr_on_ack(snd, 0, mss);
+        if let Some(wait) = reorder {
+            self.timers.set(Timer::Reorder, now + wait);
+        }
+    }
+
+    /// RFC 8985 §7.3: the PTO fired. "If a previously unsent segment exists AND the
+    /// receive window allows new data to be sent: Transmit that new segment ... Else:
+    /// Retransmit the last segment". The probe goes even if cwnd is full.
+    pub(super) fn on_probe_timeout(&mut self, ctx: &mut Ctx<'_>) {
+        let mss = self.opts.snd_mss();
+        let rto = self.rtt.rto();
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        if !snd.rack.enabled || snd.recovery.is_some() || snd.outstanding() == 0 {
+            return;
+        }
+        let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
+        let new_data =
+            snd.snd_nxt == snd.snd_max && snd.snd_nxt < snd.data_end() && snd.snd_nxt < wnd_edge;
+        if !new_data {
+            let end = snd.data_end();
+            let back = (end - snd.snd_una).min(mss);
+            snd.rexmit = Some(end - back);
+        }
+        snd.rack.probe_due = true;
+        // The probe takes the timeout's place when both were due.
+        self.timers.set(Timer::Retransmit, ctx.now + rto);
+    }
+
+    /// RFC 8985 §7.2: arm the PTO "after transmitting new data (that was not itself a
+    /// loss probe) or upon receiving an ACK that cumulatively acknowledges new data",
+    /// when SACK is on, nothing is SACKed, no recovery runs and no probe is in flight;
+    /// the PTO is capped by the retransmission timer's expiry.
+    pub(super) fn arm_loss_probe(&mut self, now: Instant) {
+        let mss = self.opts.snd_mss();
+        let srtt = self.rtt.srtt();
+        let Some(snd) = self.state.snd() else {
+            return;
+        };
+        let eligible = snd.rack.enabled
+            && snd.recovery.is_none()
+            && snd.rto_recover.is_none()
+            && snd.scoreboard.is_empty()
+            && snd.rack.tlp.is_none()
+            && snd.outstanding() > 0;
+        // "If Now() + PTO > TCP_RTO_expire(): PTO = TCP_RTO_expire() - Now()": the probe
+        // then goes in the timeout's place (it fires first, and pushes the RTO back).
+        let mut at = now + pto(srtt, snd.outstanding() <= mss);
+        if let Some(rto_at) = self.timers.get(Timer::Retransmit) {
+            at = at.min(rto_at);
+        }
+        if eligible {
+            self.timers.set(Timer::LossProbe, at);
+        } else {
+            self.timers.stop(Timer::LossProbe);
+        }
+    }
+
+    /// Bookkeeping after data (or a FIN) `[seq, end)` went out; `again` when it was
+    /// sent before.
+    pub(super) fn on_sent(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        (seq, end): (SeqNumber, SeqNumber),
+        again: bool,
+    ) {
+        let now = ctx.now;
+        let timestamps = self.opts.ts.is_some();
+        let rto = self.rtt.rto();
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        if snd.rack.enabled {
+            snd.rack.log.on_send(seq, end, now);
+        }
+        if again && let Some(undo) = &mut snd.undo {
+            if undo.retrans == 0 && undo.eifel.is_none() && timestamps {
+                undo.eifel = Some((seq, tsval(now)));
+            }
+            undo.retrans += 1;
+        }
+        if let Some(r) = &mut snd.recovery {
+            let len = end - seq;
+            r.prr.out += len;
+            r.prr.sndcnt = r.prr.sndcnt.saturating_sub(len);
+        }
+        if snd.rack.probe_due {
+            snd.rack.probe_due = false;
+            snd.rack.tlp = Some(Tlp {
+                end_seq: snd.snd_max,
+                is_retrans: again,
+            });
+            ctx.sh.stats.tlp_probes += 1;
+            // §7.3: "the sender MUST rearm the RTO timer, not the PTO timer".
+            self.timers.stop(Timer::LossProbe);
+            self.timers.set(Timer::Retransmit, now + rto);
+        } else if !again {
+            self.arm_loss_probe(now);
+        }
+    }
+
+    /// The receiver got `[seq, end)` again: report it in the next ACK's first SACK
+    /// block (RFC 2883), when SACK is on.
+    pub(super) fn note_duplicate(&mut self, seq: SeqNumber, end: SeqNumber) {
+        if !self.opts.sack {
+            return;
+        }
+        if let Some(rcv) = self.state.rcv_mut() {
+            rcv.sack.record_duplicate(seq, end);
+        }
+    }
+
+    /// A retransmission timeout: RACK's marks and the probe are void (go-back-N resends
+    /// everything), and the window before the cut is kept for an Eifel undo.
+    pub(super) fn on_rto_recovery(&mut self, cwnd: usize, ssthresh: usize, unsack: bool) {
+        self.timers.stop(Timer::Reorder);
+        self.timers.stop(Timer::LossProbe);
+        let Some(snd) = self.state.snd_mut() else {
+            return;
+        };
+        snd.rack.log.forget_marks(unsack);
+        snd.rack.tlp = None;
+        snd.rack.probe_due = false;
+        snd.undo = Some(Undo {
+            cwnd,
+            ssthresh,
+            marker: snd.snd_una,
+            retrans: 0,
+            eifel: None,
+            rto: true,
+        });
+    }
+}
+
+/// RFC 8985 §6.2 steps 1-3 for one ACK: what it delivered, cumulatively and by SACK
+/// (the D-SACK block excepted), updates RACK.
+fn rack_update(snd: &mut Snd, seg: &Repr<'_>, old_una: SeqNumber, now: Instant, dsack: bool) {
+    let mut d = Delivered::default();
+    let rack = &mut snd.rack;
+    let (mut fack, min_rtt) = (rack.fack, rack.min_rtt);
+    let ack = snd.snd_una;
+    rack.log
+        .deliver((old_una, ack), true, now, (&mut fack, min_rtt), &mut d);
+    rack.log.on_cum_ack(ack);
+    let skip = usize::from(dsack);
+    for block in seg.options.sack().iter().skip(skip) {
+        let (left, right) = (block.left_seq().max(ack), block.right_seq());
+        if left < right && right <= snd.snd_max {
+            rack.log
+                .deliver((left, right), false, now, (&mut fack, min_rtt), &mut d);
+        }
+    }
+    rack.fack = fack;
+    rack.on_delivered(&d);
+}
+
+/// RACK loss marking (RFC 8985 §6.2 step 5); the first loss starts recovery. Returns
+/// the reorder timer's delay, if one is needed.
+fn detect_loss(
+    snd: &mut Snd,
+    stats: &mut TcpStats,
+    now: Instant,
+    srtt: Option<Duration>,
+    mss: usize,
+) -> Option<Duration> {
+    let in_recovery = snd.recovery.is_some() || snd.rto_recover.is_some();
+    // Nothing SACKed and no recovery: every segment still out was sent after the most
+    // recent one delivered (cumulative ACKs deliver in sequence order), so none can be
+    // lost by RACK's rule; skip the walk on the common ACK.
+    if !snd.rack.enabled || (!in_recovery && snd.scoreboard.is_empty()) {
+        return None;
+    }
+    let segs_sacked = snd.scoreboard.sacked_bytes() / mss.max(1);
+    let reo_wnd = snd.rack.reo_wnd(in_recovery, segs_sacked, srtt);
+    let (lost, runs, timeout) = snd.rack.detect_loss(reo_wnd, now);
+    stats.rack_losses += runs;
+    if lost > 0 && snd.recovery.is_none() {
+        // RFC 8985 §3.4: RACK's loss marks start fast recovery as DupThresh did.
+        let after_rto = snd.rto_recover.is_some_and(|point| snd.snd_una < point);
+        stats.fast_retransmits += 1;
+        enter_recovery(snd, now, true, after_rto);
+    }
+    timeout
+}
+
+/// Start loss recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2): the recovery point, the
+/// window cut (none after a timeout, which cut already), the undo record.
+pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto: bool) {
+    let in_flight = snd.outstanding();
+    snd.recovery = Some(Recovery::new(snd.snd_max, after_rto, in_flight));
+    snd.high_rxt = snd.snd_una;
+    snd.rack.tlp = None;
+    if after_rto {
+        return;
+    }
+    let (cwnd, ssthresh) = (snd.cc.cwnd(), snd.cc.ssthresh());
+    if sack {
+        snd.cc.on_enter_sack_recovery(now, in_flight);
+    } else {
+        snd.cc.on_enter_recovery(now, in_flight);
+    }
+    snd.undo = Some(Undo {
+        cwnd,
+        ssthresh,
+        marker: snd.snd_una,
+        retrans: 0,
+        eifel: None,
+        rto: false,
+    });
+}
+
+/// RFC 6937 on an ACK in recovery, PRR-SSRB: "prr_delivered += DeliveredData; pipe =
+/// (RFC 6675 pipe algorithm); if (pipe > ssthresh) { sndcnt = CEIL(prr_delivered *
+/// ssthresh / RecoverFS) - prr_out } else { limit = MAX(prr_delivered - prr_out,
+/// DeliveredData) + MSS; sndcnt = MIN(ssthresh - pipe, limit) }".
+fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize) {
+    if snd.recovery.is_none_or(|r| r.after_rto) {
+        return;
+    }
+    let pipe = pipe(snd, mss);
+    let ssthresh = snd.cc.ssthresh();
+    let Some(r) = &mut snd.recovery else { return };
+    let prr = &mut r.prr;
+    prr.delivered += delivered;
+    prr.sndcnt = if pipe > ssthresh {
+        let share =
+            (prr.delivered as u128 * ssthresh as u128).div_ceil(prr.recover_fs.max(1) as u128);
+        usize::try_from(share)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(prr.out)
+    } else {
+        let limit = prr.delivered.saturating_sub(prr.out).max(delivered) + mss;
+        (ssthresh - pipe).min(limit)
+    };
+}
+
+/// RFC 6675's pipe during SACK recovery, with RACK's loss marks when RACK is on.
+pub(super) fn pipe(snd: &Snd, mss: usize) -> usize {
+    if snd.rack.enabled {
+        snd.rack.log.pipe()
+    } else {
+        snd.scoreboard
+            .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
+    }
+}
+
+/// What may be sent now in SACK recovery: PRR's `sndcnt` after a window cut, else
+/// (repairing after a timeout) `cwnd - pipe`. None outside SACK recovery.
+pub(super) fn recovery_room(snd: &Snd, sack: bool, mss: usize) -> Option<usize> {
+    let r = snd.recovery.filter(|_| sack)?;
+    let room = if r.after_rto {
+        snd.cc.cwnd().saturating_sub(pipe(snd, mss))
+    } else {
+        r.prr.sndcnt
+    };
+    // The loss probe goes whatever the window says (RFC 8985 §7.3).
+    Some(if snd.rack.probe_due {
+        room.max(mss)
+    } else {
+        room
+    })
+}
+
+/// A D-SACK for the TLP retransmission: "the original segment was delivered", the
+/// episode ends without loss (RFC 8985 §7.4). Returns whether it was.
+fn tlp_dsack(snd: &mut Snd, (_, right): (SeqNumber, SeqNumber)) -> bool {
+    match snd.rack.tlp {
+        // The block ends at the probe's end, or one short of it when a FIN rode along.
+        Some(tlp) if tlp.is_retrans && right <= tlp.end_seq && right + 1 >= tlp.end_seq => {
+            snd.rack.tlp = None;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// RFC 8985 §7.4: settle the TLP episode. An ACK beyond a retransmitted probe without
+/// a D-SACK for it means the probe repaired a loss: the congestion response of a fast
+/// recovery follows (a cut now, as the episode is over).
+fn tlp_on_ack(snd: &mut Snd, now: Instant, ack: SeqNumber) {
+    let Some(tlp) = snd.rack.tlp else { return };
+    if ack < tlp.end_seq {
+        return;
+    }
+    if !tlp.is_retrans {
+        snd.rack.tlp = None;
+    } else if ack > tlp.end_seq {
+        snd.rack.tlp = None;
+        let flight = snd.outstanding();
+        snd.cc.on_enter_sack_recovery(now, flight);
+        snd.cc.on_exit_recovery(now, flight);
+    }
+}
+
+/// RFC 3708: every retransmission of the episode reported back as a duplicate by a
+/// D-SACK means none was needed; then the cut is undone.
+fn spurious_by_dsack(snd: &mut Snd, stats: &mut TcpStats, dsack: Option<(SeqNumber, SeqNumber)>) {
+    let (Some((left, _)), Some(undo)) = (dsack, &mut snd.undo) else {
+        return;
+    };
+    if left < undo.marker || undo.retrans == 0 {
+        return;
+    }
+    undo.retrans -= 1;
+    stats.spurious_retransmits += 1;
+    let lost_pending = if snd.rack.enabled {
+        snd.rack.log.lost_bytes() > 0
+    } else {
+        snd.rexmit.is_some()
+    };
+    if undo.retrans == 0 && !lost_pending {
+        undo_cut(snd, stats);
+    }
+}
+
+/// RFC 3522 §3.1 Eifel detection: the first ACK covering the episode's first
+/// retransmission echoes a TSval older than that retransmission's: the original
+/// arrived, the retransmission was spurious.
+fn spurious_by_eifel(snd: &mut Snd, stats: &mut TcpStats, ack: SeqNumber, tsecr: Option<u32>) {
+    let Some(undo) = &mut snd.undo else { return };
+    let Some((seq, ts)) = undo.eifel else { return };
+    if ack <= seq {
+        return;
+    }
+    undo.eifel = None;
+    if tsecr.is_some_and(|echo| (echo.wrapping_sub(ts) as i32) < 0) {
+        stats.spurious_retransmits += 1;
+        undo_cut(snd, stats);
+    }
+}
+
+/// Undo the last cut (RFC 4015 §3.2 for a spurious timeout: restore the window and
+/// "resume transmission with previously unsent data", not go-back-N).
+fn undo_cut(snd: &mut Snd, stats: &mut TcpStats) {
+    let Some(undo) = snd.undo.take() else { return };
+    stats.undos += 1;
+    snd.cc.on_undo(undo.cwnd, undo.ssthresh);
+    snd.recovery = None;
+    snd.rexmit = None;
+    snd.rack.log.forget_marks(false);
+    if undo.rto {
+        snd.rto_recover = None;
+        snd.snd_nxt = snd.snd_max;
+    }
+}
