@@ -14,7 +14,7 @@ use impnet_wire::tcp::{Flags, Repr};
 
 use super::TcpStats;
 use super::cc::CongestionControl;
-use super::conn::{Conn, Ctx};
+use super::conn::{Conn, Ctx, Shared};
 use super::output::{Kind, Plan};
 use super::seq::SeqNumber;
 use super::state::{AckState, State};
@@ -153,14 +153,16 @@ impl Conn {
         ctx.sh.stats.ecn_cuts += 1;
     }
 
-    /// The ECN flags of the segment `plan` (written with the ACK bit when `ack_bit`)
-    /// and the IP codepoint it goes with.
-    pub(super) fn ecn_output(
-        &mut self,
-        stats: &mut TcpStats,
-        plan: &Plan,
-        ack_bit: bool,
-    ) -> (Flags, Ecn) {
+    /// The ECN flags of the segment `plan` (written with the ACK bit when `ack_bit`);
+    /// the IP codepoint it goes with is left in `sh.ecn`.
+    pub(super) fn ecn_output(&mut self, sh: &mut Shared, plan: &Plan, ack_bit: bool) -> Flags {
+        let (flags, ecn) = self.ecn_codepoint(&mut sh.stats, plan, ack_bit);
+        sh.ecn = ecn;
+        flags
+    }
+
+    /// [`Conn::ecn_output`]'s flags and codepoint.
+    fn ecn_codepoint(&mut self, stats: &mut TcpStats, plan: &Plan, ack_bit: bool) -> (Flags, Ecn) {
         if plan.kind == Kind::Syn {
             return (self.ecn_syn_flags(), Ecn::NotEct);
         }
