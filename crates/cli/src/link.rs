@@ -101,18 +101,12 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
             wait,
         );
     }
-    let report = |from: &str, to: &str, s: &LinkStats| {
-        println!(
-            "imp link: {from} -> {to}: {} frames delivered, {} lost, {} dropped by the queue",
-            s.delivered, s.dropped_loss, s.dropped_queue
-        );
-    };
-    report(
+    report_direction(
         side_a.inner().name(),
         side_b.inner().name(),
         side_b.tx_stats(),
     );
-    report(
+    report_direction(
         side_b.inner().name(),
         side_a.inner().name(),
         side_a.tx_stats(),
@@ -174,4 +168,17 @@ fn wait_readable(fds: &[i32], timeout: StdDuration) {
             std::ptr::null(),
         )
     };
+}
+
+/// What one direction of the link did: frames delivered, lost, dropped, marked CE.
+fn report_direction(from: &str, to: &str, s: &LinkStats) {
+    let marked = if s.ce_marked > 0 {
+        format!(", {} marked CE (ECN)", s.ce_marked)
+    } else {
+        String::new()
+    };
+    println!(
+        "imp link: {from} -> {to}: {} frames delivered, {} lost, {} dropped by the queue{marked}",
+        s.delivered, s.dropped_loss, s.dropped_queue
+    );
 }

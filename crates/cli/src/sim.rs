@@ -143,13 +143,14 @@ fn print_routers(r: &Report) {
     }
     println!();
     println!(
-        "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
+        "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
         "router interface",
         "rx",
         "tx",
         "forwarded",
         "q full",
         "aqm",
+        "ce",
         "lost",
         "no rte",
         "ttl",
@@ -163,13 +164,14 @@ fn print_routers(r: &Report) {
             }
             let d = &i.drops;
             println!(
-                "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
+                "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
                 format!("{} -> {} ({})", router.name, i.peer, i.link),
                 i.rx_frames,
                 i.tx_frames,
                 i.forwarded,
                 d.queue_full,
                 d.aqm,
+                d.ce_marked,
                 d.wire_loss,
                 d.no_route,
                 d.ttl_exceeded,

@@ -27,6 +27,7 @@ struct Report {
     sack: Option<bool>,
     timestamps: Option<bool>,
     wscale: Option<(u8, u8)>,
+    ecn: Option<bool>,
 }
 
 /// Run a transfer over the TAP the arguments name.
@@ -65,7 +66,7 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
         );
     } else {
         println!(
-            "imp ttcp: {} {} bytes {} {} in {:.3} s: {}{}",
+            "imp ttcp: {} {} bytes {} {} in {:.3} s: {}{}{}",
             if report.direction == "send" {
                 "sent"
             } else {
@@ -83,6 +84,11 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
             report
                 .retransmits
                 .map_or(String::new(), |r| format!(", {r} retransmitted segments")),
+            if report.ecn == Some(true) {
+                ", ECN"
+            } else {
+                ""
+            },
         );
     }
     Ok(())
@@ -231,6 +237,7 @@ fn report(
         sack: info.as_ref().map(|i| i.sack),
         timestamps: info.as_ref().map(|i| i.timestamps),
         wscale: info.as_ref().and_then(|i| i.wscale),
+        ecn: info.as_ref().map(|i| i.ecn),
     }
 }
 

@@ -132,6 +132,10 @@ pub struct HostReport {
     pub fast_retransmits: u64,
     /// Delayed ACKs sent by the timer.
     pub delayed_acks: u64,
+    /// Segments that arrived marked Congestion Experienced (ECN connections).
+    pub ecn_ce_received: u64,
+    /// Congestion-window reductions for an ECN-Echo (at most one per window).
+    pub ecn_cuts: u64,
 }
 
 /// RTT statistics over samples.
@@ -464,6 +468,8 @@ fn host_reports(scenario: &Scenario, sim: &Sim, hosts: &[HostId]) -> Vec<HostRep
                 timeouts: s.timeouts,
                 fast_retransmits: s.fast_retransmits,
                 delayed_acks: s.delayed_acks,
+                ecn_ce_received: s.ecn_ce_received,
+                ecn_cuts: s.ecn_cuts,
             }
         })
         .collect()

@@ -11,8 +11,8 @@ use std::ops::Range;
 
 use impnet_core::Duration;
 use impnet_core::qdisc::{Limit, QdiscConfig};
-use impnet_core::tcp::TcpConfig;
 use impnet_core::tcp::cc::CcAlgorithm;
+use impnet_core::tcp::{EcnMode, TcpConfig};
 use impnet_phy::LinkConfig;
 use impnet_phy::link::GilbertElliott;
 use impnet_wire::ipv4::Cidr;
@@ -448,6 +448,7 @@ struct RawTcp {
     rack: Option<bool>,
     timestamps: Option<bool>,
     window_scaling: Option<bool>,
+    ecn: Option<Spanned<String>>,
     delayed_ack: Option<Dur>,
     nagle: Option<bool>,
     initial_window: Option<Spanned<u32>>,
@@ -825,6 +826,18 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     if let Some(v) = raw.timestamps {
         tcp.timestamps = v;
+    }
+    if let Some(mode) = &raw.ecn {
+        tcp.ecn = EcnMode::from_name(mode.get_ref()).ok_or_else(|| {
+            ctx.error(
+                mode.span(),
+                "ecn",
+                format!(
+                    "unknown ECN mode `{}`; use \"on\" (ask and accept), \"accept\" or \"off\"",
+                    mode.get_ref()
+                ),
+            )
+        })?;
     }
     if let Some(v) = raw.window_scaling {
         tcp.window_scaling = v;

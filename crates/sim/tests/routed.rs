@@ -377,12 +377,51 @@ fn bufferbloat_codel_and_fq_codel_keep_the_ping_fast() {
         "drop-tail {droptail} ms, CoDel {codel} ms"
     );
     assert!(fq <= codel, "FQ-CoDel {fq} ms, CoDel {codel} ms");
-    assert!(iface(r, "codel-left", "codel-bottleneck").drops.aqm > 0);
+    // CoDel signals congestion: by CE marks, the hosts negotiating ECN by default.
+    let codel = &iface(r, "codel-left", "codel-bottleneck").drops;
+    assert!(codel.ce_marked > 0 && codel.aqm == 0, "{codel:?}");
     // HyStart++ leaves slow start before the 1 MB buffer overflows, but congestion
     // avoidance goes on growing into it: the ping waits behind hundreds of ms of queue.
     assert!(droptail > 200.0, "drop-tail {droptail} ms");
     for v in ["droptail", "codel", "fqcodel"] {
         assert!(flow(r, &format!("{v}-bulk")).goodput_bps > 7e6, "{v}");
+    }
+}
+
+/// The host report of `name`.
+fn host<'a>(report: &'a Report, name: &str) -> &'a impnet_sim::experiment::HostReport {
+    report
+        .hosts
+        .iter()
+        .find(|h| h.name == name)
+        .unwrap_or_else(|| panic!("no host {name}"))
+}
+
+#[test]
+fn ecn_with_a_codel_bottleneck_marks_instead_of_dropping() {
+    let out = run(&routed("ecn-codel.toml"));
+    let r = &out.report;
+    let (ecn, drop) = (flow(r, "ecn"), flow(r, "drop"));
+    for f in [ecn, drop] {
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        assert!(f.goodput_bps > 8e6, "{f:?}");
+    }
+    let marked = iface(r, "ecn-left", "ecn-bottleneck");
+    let dropped = iface(r, "drop-left", "drop-bottleneck");
+    // With ECN, CoDel marks and drops nothing; the sender cuts its window once per
+    // mark episode and repairs nothing.
+    assert!(marked.drops.ce_marked > 10, "{:?}", marked.drops);
+    assert_eq!(marked.drops.aqm + marked.drops.queue_full, 0);
+    assert_eq!(ecn.retransmits, 0);
+    let (sender, receiver) = (host(r, "ecn-sender"), host(r, "ecn-receiver"));
+    assert_eq!(receiver.ecn_ce_received, marked.drops.ce_marked);
+    assert!(sender.ecn_cuts > 10 && sender.ecn_cuts <= marked.drops.ce_marked);
+    // Without, CoDel drops about as often, and each drop is a retransmission.
+    assert!(dropped.drops.aqm > 10 && dropped.drops.ce_marked == 0);
+    assert!(drop.retransmits >= dropped.drops.aqm, "{drop:?}");
+    // Both keep the standing queue near CoDel's 5 ms target.
+    for q in [&marked.queue, &dropped.queue] {
+        assert!(q.mean_delay_ms < 10.0, "{q:?}");
     }
 }
 

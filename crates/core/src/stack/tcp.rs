@@ -14,7 +14,7 @@ use crate::neighbor::Origin;
 use crate::route::Routes;
 use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
 use crate::stack::{Stack, Transmit};
-use crate::tcp::{Egress, TcpError, TcpHandle, TcpTransmit};
+use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
 use crate::time::Instant;
 
 /// Room in front of a TCP segment for the Ethernet and IPv4 headers.
@@ -78,20 +78,23 @@ fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
 }
 
 /// The Ethernet and IPv4 headers of a segment in `headers` (HEADROOM bytes): the
-/// flow's `template`, with this packet's length, identification and checksum (RFC 1071
-/// sum of the template's `sum` plus the two fields).
+/// flow's `template`, with this packet's length, identification, ECN field and
+/// checksum (RFC 1071 sum of the template's `sum` plus the three fields; the template's
+/// ECN bits are zero, and they sit in the low bits of the header's first word).
 fn write_frame_headers(
     headers: &mut [u8],
     template: &[u8; HEADROOM],
     sum: u16,
-    total: u16,
-    ident: u16,
+    (total, ident, ecn): (u16, u16, Ecn),
 ) {
-    let checksum = !checksum::combine(&[sum, total, ident]);
+    let checksum = !checksum::combine(&[sum, total, ident, u16::from(ecn.bits())]);
     headers.copy_from_slice(template);
     let mut ip = ipv4::Packet::new_unchecked(&mut headers[ethernet::HEADER_LEN..]);
     ip.set_total_len(total);
     ip.set_ident(ident);
+    if ecn != Ecn::NotEct {
+        ip.set_ecn(ecn.bits());
+    }
     ip.set_checksum(checksum);
 }
 
@@ -122,8 +125,10 @@ impl Stack {
                 } else {
                     self.tcp.config().mss
                 };
+                // RFC 3168 §6.1.3: the IP header's ECN field goes to TCP with the segment.
+                let ecn = Ecn::from_bits(meta.header.get(1).copied().unwrap_or(0));
                 self.tcp
-                    .handle_segment_with_mss(now, meta.src, meta.dst, &repr, mss);
+                    .handle_segment_with_ecn(now, (meta.src, meta.dst), &repr, mss, ecn);
             }
             Err(impnet_wire::Error::BadChecksum) => self.stats.tcp.rx_bad_checksum += 1,
             Err(_) => self.stats.tcp.rx_malformed += 1,
@@ -157,7 +162,8 @@ impl Stack {
             return self.tcp_unresolved(now, &route, &segment, ident, buf);
         };
         let total = (ipv4::HEADER_LEN + segment.len) as u16;
-        write_frame_headers(&mut buf[..HEADROOM], &template, sum, total, ident);
+        let fields = (total, ident, segment.ecn);
+        write_frame_headers(&mut buf[..HEADROOM], &template, sum, fields);
         self.stats.ipv4.tx_packets += 1;
         self.stats.link.tx_frames += 1;
         TcpOutput::Frame(Transmit {
@@ -233,7 +239,7 @@ impl Stack {
         buf: &mut [u8],
     ) -> TcpOutput {
         let frame_len = HEADROOM + segment.len;
-        let repr = self.ip_header(
+        let mut repr = self.ip_header(
             segment.src,
             segment.dst,
             Protocol::Tcp,
@@ -241,6 +247,7 @@ impl Stack {
             ident,
             true,
         );
+        repr.ecn = segment.ecn.bits();
         repr.emit(&mut ipv4::Packet::new_unchecked(
             &mut buf[ethernet::HEADER_LEN..frame_len],
         ));

@@ -967,6 +967,55 @@ fn tcp_frames_have_exact_headers_and_follow_a_new_mac() {
     assert!(!check_tcp_headers(&from_a, new_mac).is_empty());
 }
 
+/// The ECN field of an IPv4 frame and whether its TCP header has `flag` and a payload.
+fn ecn_of(frame: &[u8], flag: impnet_wire::tcp::Flags) -> (u8, bool, bool) {
+    let ip = ipv4::Packet::new_checked(&frame[14..]).unwrap();
+    let tcp = impnet_wire::tcp::Packet::new_checked(ip.payload()).unwrap();
+    let data = !tcp.payload().is_empty();
+    (ip.ecn(), tcp.flags().contains(flag), data)
+}
+
+/// RFC 3168 through the whole stack: A's data frames leave with ECT(0) in the IPv4
+/// header (and a right checksum), its SYN and pure ACKs without; a router's CE mark on
+/// one of them reaches B's TCP, whose ACKs then carry ECE.
+#[test]
+fn tcp_data_goes_ect_and_a_ce_mark_comes_back_as_ece() {
+    use impnet_wire::tcp::Flags;
+    let mut pair = Pair::new();
+    let listener = pair.b.tcp_listen(SocketAddrV4::new(IP_B, 80), 4).unwrap();
+    let (local, remote) = (SocketAddrV4::new(IP_A, 0), SocketAddrV4::new(IP_B, 80));
+    let client = pair.a.tcp_connect(pair.now, local, remote).unwrap();
+    let mut from_a = Vec::new();
+    pair.exchange_filtered(|a, f| {
+        if a && ethertype(f) == ETHERTYPE_IPV4 {
+            from_a.push(f.to_vec());
+        }
+        true
+    });
+    let server = pair.b.tcp_accept(listener).unwrap();
+    assert!(pair.a.tcp_info(client).unwrap().ecn && pair.b.tcp_info(server).unwrap().ecn);
+    // The SYN (ECE and CWR in TCP, Not-ECT in IP) and the handshake's ACK.
+    assert_eq!(ecn_of(&from_a[0], Flags::CWR), (0, true, false));
+    assert!(from_a[1..].iter().all(|f| ecn_of(f, Flags::ACK).0 == 0));
+    pair.a.tcp_send(pair.now, client, &[5u8; 3000]).unwrap();
+    let data = drain(&mut pair.a, pair.now);
+    assert!(data.len() >= 2);
+    check_tcp_headers(&data, MAC_B);
+    for (i, mut frame) in data.into_iter().enumerate() {
+        assert_eq!(ecn_of(&frame, Flags::ACK), (2, true, true));
+        if i == 1 {
+            assert!(crate::qdisc::mark_ce(&mut frame, 14));
+        }
+        pair.b.handle_frame(pair.now, pair.b_if, &frame);
+    }
+    let acks = drain(&mut pair.b, pair.now);
+    assert!(!acks.is_empty());
+    for ack in &acks {
+        assert_eq!(ecn_of(ack, Flags::ECE), (0, true, false));
+    }
+    assert_eq!(pair.b.tcp_stats().ecn_ce_received, 1);
+}
+
 /// Every frame `stack` has to send right now, drained with `poll_transmit_gather` and
 /// put together from the headers and the payload left in the send buffer (the buffer
 /// is poisoned after each frame, so a payload wrongly left out shows); with the

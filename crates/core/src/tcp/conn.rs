@@ -8,6 +8,7 @@ use impnet_wire::tcp::Repr;
 
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller};
+use super::ecn::{self, Ecn, EcnMode, EcnState};
 use super::output::Reset;
 use super::rack::Rack;
 use super::rtt::{RttEstimator, RttSampler};
@@ -59,6 +60,8 @@ pub(crate) struct Shared {
     pub gather: bool,
     /// The payload the last segment left in the send buffer: offset from SND.UNA, length.
     pub deferred: Option<(usize, usize)>,
+    /// The IP ECN field of the last segment written (`TcpTransmit::ecn`).
+    pub ecn: Ecn,
 }
 
 /// One second's challenge ACKs (RFC 5961 §7), for all connections. A fixed budget is an
@@ -250,6 +253,8 @@ pub(crate) struct Negotiated {
     pub ts: Option<Timestamps>,
     /// SACK permitted both ways.
     pub sack: bool,
+    /// ECN (RFC 3168): offered (or, on a passive open, acceptable), then agreed.
+    pub ecn: bool,
     /// The largest segment the path carries, from ICMP fragmentation-needed messages
     /// (RFC 1191): the path MTU less 40. `u16::MAX` until one arrives.
     pub path_mss: u16,
@@ -268,6 +273,7 @@ impl Negotiated {
                 last_ack_sent: SeqNumber(0),
             }),
             sack: config.sack,
+            ecn: config.ecn != EcnMode::Off,
             path_mss: u16::MAX,
         }
     }
@@ -288,6 +294,7 @@ impl Negotiated {
             _ => None,
         };
         self.sack &= seg.options.sack_permitted;
+        self.ecn &= ecn::peer_agrees(seg);
     }
     /// The largest segment (options included) we send: the peer's MSS, or less when
     /// the path carries less (RFC 1191).
@@ -366,6 +373,8 @@ pub(crate) struct Conn {
     pub owner: Owner,
     /// What we owe in ACKs.
     pub ack: AckState,
+    /// ECN echo and reduction state (used when `opts.ecn`).
+    pub ecn: EcnState,
     /// Nagle off.
     pub nodelay: bool,
     /// The cork (TCP_CORK), which holds partial segments whatever `nodelay` says.
@@ -411,6 +420,7 @@ impl Conn {
             opts,
             owner: Owner::User,
             ack: AckState::Idle,
+            ecn: EcnState::default(),
             nodelay: config.nodelay,
             cork: Cork::Off,
             quick_acks: 0,
@@ -443,7 +453,10 @@ impl Conn {
             snd_nxt: iss,
             buffer,
         });
-        Conn::new(config, local, remote, state, Negotiated::offer(config, mss))
+        let mut opts = Negotiated::offer(config, mss);
+        // Our own SYN asks for ECN only in `Request` mode (RFC 3168 §6.1.1).
+        opts.ecn = config.ecn == EcnMode::Request;
+        Conn::new(config, local, remote, state, opts)
     }
 
     /// A listener's child for the SYN `seg` (RFC 9293 §3.10.7.2, "third, check for a
@@ -683,6 +696,7 @@ impl Conn {
             wscale: self.opts.wscale,
             timestamps: self.opts.ts.is_some(),
             sack: self.opts.sack,
+            ecn: self.opts.ecn,
             congestion: snd.map_or(config.congestion.name(), |s| s.cc.name()),
         }
     }

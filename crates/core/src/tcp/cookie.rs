@@ -12,8 +12,9 @@
 //! The cookie has no room for window scaling and SACK-permitted; when the peer offered
 //! timestamps, they travel in the low 6 bits of our SYN-ACK's TSval, which the peer
 //! echoes in every TSecr: bits 0-3 the peer's window-scale shift (15: none), bit 4
-//! SACK-permitted. Without timestamps a cookie connection has neither option, and the
-//! SYN-ACK does not offer them.
+//! SACK-permitted, bit 5 ECN (RFC 3168: the SYN was an ECN-setup SYN and we agreed, so
+//! the SYN-ACK carried ECE). Without timestamps a cookie connection has none of them,
+//! and the SYN-ACK does not offer them.
 
 use core::net::SocketAddrV4;
 
@@ -115,20 +116,21 @@ impl CookieJar {
     }
 }
 
-/// Our SYN-ACK's TSval near `now_ts` carrying the peer's window-scale shift and SACK
-/// permission in its low bits; never above `now_ts`, so the peer sees time go forward.
-pub(crate) fn encode_ts(now_ts: u32, window_scale: Option<u8>, sack: bool) -> u32 {
+/// Our SYN-ACK's TSval near `now_ts` carrying the peer's window-scale shift, SACK
+/// permission and ECN in its low bits; never above `now_ts`, so the peer sees time go
+/// forward.
+pub(crate) fn encode_ts(now_ts: u32, window_scale: Option<u8>, sack: bool, ecn: bool) -> u32 {
     let wscale = window_scale.map_or(NO_WSCALE, |s| u32::from(s.min(14)));
-    let bits = wscale | (u32::from(sack) << 4);
+    let bits = wscale | (u32::from(sack) << 4) | (u32::from(ecn) << 5);
     let base = now_ts.wrapping_sub(1 << TS_OPTION_BITS) & !((1 << TS_OPTION_BITS) - 1);
     base | bits
 }
 
 /// The options [`encode_ts`] put into the TSval the peer now echoes as `tsecr`.
-pub(crate) fn decode_ts(tsecr: u32) -> (Option<u8>, bool) {
+pub(crate) fn decode_ts(tsecr: u32) -> (Option<u8>, bool, bool) {
     let wscale = tsecr & 0xf;
     let window_scale = (wscale != NO_WSCALE).then_some(wscale.min(14) as u8);
-    (window_scale, tsecr & 0x10 != 0)
+    (window_scale, tsecr & 0x10 != 0, tsecr & 0x20 != 0)
 }
 
 /// A SYN-ACK that carries a cookie and leaves no state behind.
@@ -143,6 +145,8 @@ pub(crate) struct CookieSynAck {
     /// Our receive window (unscaled, as on every SYN).
     pub window: u16,
     pub options: Options,
+    /// An ECN-setup SYN-ACK (ECE set, RFC 3168 §6.1.1).
+    pub ecn: bool,
 }
 
 impl CookieSynAck {
@@ -153,7 +157,11 @@ impl CookieSynAck {
             dst_port: self.remote.port(),
             seq: self.seq,
             ack: self.ack,
-            flags: Flags::SYN | Flags::ACK,
+            flags: if self.ecn {
+                Flags::SYN | Flags::ACK | Flags::ECE
+            } else {
+                Flags::SYN | Flags::ACK
+            },
             window: self.window,
             options: self.options,
             ..Repr::default()
@@ -248,16 +256,19 @@ mod tests {
 
     #[test]
     fn options_travel_in_the_timestamp() {
-        for (wscale, sack) in [
-            (None, false),
-            (Some(0), true),
-            (Some(7), false),
-            (Some(14), true),
+        for (wscale, sack, ecn) in [
+            (None, false, true),
+            (Some(0), true, false),
+            (Some(7), false, true),
+            (Some(14), true, true),
         ] {
-            let ts = encode_ts(1_000_000, wscale, sack);
+            let ts = encode_ts(1_000_000, wscale, sack, ecn);
             assert!(ts <= 1_000_000 && ts > 1_000_000 - 128);
-            assert_eq!(decode_ts(ts), (wscale, sack));
+            assert_eq!(decode_ts(ts), (wscale, sack, ecn));
         }
-        assert_eq!(decode_ts(encode_ts(10, Some(3), true)), (Some(3), true));
+        assert_eq!(
+            decode_ts(encode_ts(10, Some(3), true, false)),
+            (Some(3), true, false)
+        );
     }
 }

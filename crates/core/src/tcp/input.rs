@@ -5,6 +5,7 @@ use impnet_wire::tcp::Repr;
 
 use super::cc::CongestionControl;
 use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
+use super::ecn::{self, Ecn};
 use super::output::{Reset, seg_len, tsval};
 use super::recovery::{AckBefore, enter_recovery};
 use super::seq::SeqNumber;
@@ -15,7 +16,9 @@ use crate::time::{Duration, Instant};
 
 impl Conn {
     /// A segment for this connection arrived.
-    pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    /// `ecn` is the IP header's ECN field.
+    pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, ecn: Ecn) {
+        self.ecn_input(ctx, seg, ecn);
         if ctx.sh.fast_paths && self.input_predicted(ctx, seg) {
             return;
         }
@@ -130,6 +133,9 @@ impl Conn {
             && SeqNumber(seg.seq) == s.rcv.irs
         {
             s.snd_nxt = s.iss;
+            // RFC 3168 §6.1.1.1: a peer that sends its SYN again without ECE and CWR
+            // gave ECN up; our SYN-ACK follows.
+            self.opts.ecn &= ecn::peer_agrees(seg);
             return;
         }
         if !self.paws_ok(ctx, seg) || !self.sequence_ok(ctx, seg) {
@@ -372,6 +378,7 @@ impl Conn {
             self.on_ack_recovery(ctx, seg, before);
         }
         self.update_window(ctx, seg);
+        self.ecn_on_ack(ctx, seg);
         // Our FIN is acknowledged when SND.UNA passed it.
         let fin_acked = fin_at.is_some_and(|at| ack > at);
         if fin_acked {

@@ -11,7 +11,8 @@
 //!
 //! Inside: `state.rs` holds one type per RFC 9293 state, `input.rs` the segment-arrival
 //! steps of §3.10.7, `output.rs` what to send, `timer.rs` the timer table, `listen.rs`
-//! listeners, `conn.rs` the connection and the user calls, `table.rs` the socket table.
+//! listeners, `conn.rs` the connection and the user calls, `table.rs` the socket table,
+//! `ecn.rs` Explicit Congestion Notification (RFC 3168).
 
 pub mod buffer;
 pub mod cc;
@@ -24,6 +25,7 @@ mod conn;
 mod cookie;
 mod deadlines;
 mod demux;
+mod ecn;
 mod icmp;
 mod input;
 mod listen;
@@ -42,6 +44,8 @@ mod timer;
 #[allow(clippy::too_many_lines)]
 mod tests;
 #[cfg(test)]
+mod tests_ecn;
+#[cfg(test)]
 mod tests_loop;
 #[cfg(test)]
 mod tests_predict;
@@ -54,6 +58,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 
 use crate::time::Duration;
 
+pub use ecn::{Ecn, EcnMode};
 pub use state::TcpState;
 pub use table::Tcp;
 
@@ -117,6 +122,9 @@ pub struct TcpConfig {
     pub timestamps: bool,
     /// Offer SACK (RFC 2018).
     pub sack: bool,
+    /// ECN (RFC 3168): ask for it on our SYNs and accept it on the peer's
+    /// ([`EcnMode::Request`], the default), only accept it, or never use it.
+    pub ecn: EcnMode,
     /// RACK-TLP loss detection (RFC 8985) on connections that negotiated SACK: losses
     /// found by transmit time and a reordering window that adapts to D-SACKs, and a
     /// Tail Loss Probe before the retransmission timeout. Off: RFC 6675's DupThresh
@@ -180,6 +188,7 @@ impl Default for TcpConfig {
             window_scaling: true,
             timestamps: true,
             sack: true,
+            ecn: EcnMode::Request,
             rack: true,
             initial_window: 10,
             congestion: cc::CcAlgorithm::NewReno,
@@ -315,6 +324,9 @@ pub struct TcpTransmit {
     pub dst: Ipv4Addr,
     /// Bytes written at the start of the buffer.
     pub len: usize,
+    /// The ECN field for the IPv4 header (RFC 3168): ECT(0) on new data of a
+    /// connection that negotiated ECN, Not-ECT on everything else.
+    pub ecn: Ecn,
 }
 
 /// A snapshot of one connection, like Linux's `struct tcp_info`.
@@ -354,6 +366,8 @@ pub struct TcpInfo {
     pub timestamps: bool,
     /// SACK negotiated.
     pub sack: bool,
+    /// ECN negotiated (RFC 3168 §6.1.1).
+    pub ecn: bool,
     /// Name of the congestion controller.
     pub congestion: &'static str,
     /// The last soft ICMP error about the connection (RFC 1122 §4.2.3.9), if any.
@@ -431,6 +445,16 @@ pub struct TcpStats {
     pub out_of_order: u64,
     /// Delayed ACKs sent by the timer.
     pub delayed_acks: u64,
+    /// Segments that arrived with Congestion Experienced on an ECN connection.
+    pub ecn_ce_received: u64,
+    /// Segments sent with ECE (echoing a CE, RFC 3168 §6.1.3).
+    pub ecn_ece_sent: u64,
+    /// ACKs received with ECE.
+    pub ecn_ece_received: u64,
+    /// Segments sent with CWR (RFC 3168 §6.1.2).
+    pub ecn_cwr_sent: u64,
+    /// Congestion-window reductions for ECE (at most one per window of data).
+    pub ecn_cuts: u64,
     /// D-SACK blocks sent (RFC 2883: a duplicate segment reported to its sender).
     pub dsacks_sent: u64,
     /// ACKs received with a D-SACK block.

@@ -440,11 +440,10 @@ impl Conn {
             .opts
             .ts
             .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
-        let mut flags = if ack_bit {
-            plan.flags | Flags::ACK
-        } else {
-            plan.flags
-        };
+        let mut flags = plan.flags | self.ecn_output(ctx.sh, plan, ack_bit);
+        if ack_bit {
+            flags = flags | Flags::ACK;
+        }
         let ack = if ack_bit { rcv_nxt.0 } else { 0 };
         let (payload, push, offset) = self.payload(plan);
         if push {

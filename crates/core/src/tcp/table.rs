@@ -12,12 +12,15 @@ use super::conn::{DEFAULT_MSS, our_wscale};
 use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
 use super::deadlines::Deadlines;
 use super::demux::{ConnMap, conn_map};
+use super::ecn;
 use super::isn::IsnGenerator;
 use super::listen::{ListenAction, Listener};
 use super::output::{Reset, tsval};
 use super::seq::SeqNumber;
 use super::state::{Closed, State};
-use super::{Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit};
+use super::{
+    Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
+};
 use crate::secret::Secret;
 use crate::time::Instant;
 
@@ -113,6 +116,7 @@ impl Tcp {
                 large_spare: Vec::new(),
                 gather: false,
                 deferred: None,
+                ecn: Ecn::NotEct,
             },
             pending: None,
             slots: Vec::new(),
@@ -656,6 +660,20 @@ impl Tcp {
         segment: &Repr<'_>,
         local_mss: u16,
     ) {
+        self.handle_segment_with_ecn(now, (src, dst), segment, local_mss, Ecn::NotEct);
+    }
+
+    /// As [`Tcp::handle_segment_with_mss`], for a segment whose IPv4 header carried
+    /// the ECN field `ecn` (RFC 3168: a Congestion Experienced mark is echoed to the
+    /// sender).
+    pub fn handle_segment_with_ecn(
+        &mut self,
+        now: Instant,
+        (src, dst): (Ipv4Addr, Ipv4Addr),
+        segment: &Repr<'_>,
+        local_mss: u16,
+        ecn: Ecn,
+    ) {
         self.shared.stats.segments_in += 1;
         let local = SocketAddrV4::new(dst, segment.dst_port);
         let remote = SocketAddrV4::new(src, segment.src_port);
@@ -663,7 +681,7 @@ impl Tcp {
             && !self.time_wait_reuse(handle, segment)
         {
             let _ = self.with_conn(now, handle, |conn, ctx| {
-                conn.handle_segment(ctx, segment);
+                conn.handle_segment(ctx, segment, ecn);
                 Ok(())
             });
             return;
@@ -748,6 +766,8 @@ impl Tcp {
             .window_scale
             .filter(|_| config.window_scaling && ts.is_some());
         let sack = config.sack && ts.is_some() && syn.options.sack_permitted;
+        // RFC 3168 §6.1.1 needs the SYN-ACK's ECE remembered: only the timestamp has room.
+        let ecn = config.ecn != EcnMode::Off && ts.is_some() && ecn::peer_agrees(syn);
         let iss = self
             .cookies
             .make(now, ends, syn.seq, syn.options.mss.unwrap_or(DEFAULT_MSS));
@@ -761,9 +781,10 @@ impl Tcp {
                 mss: Some(local_mss),
                 window_scale: wscale.map(|_| our_wscale(config.recv_buffer)),
                 sack_permitted: sack,
-                timestamps: ts.map(|(peer, _)| (encode_ts(tsval(now), wscale, sack), peer)),
+                timestamps: ts.map(|(peer, _)| (encode_ts(tsval(now), wscale, sack, ecn), peer)),
                 ..Options::default()
             },
+            ecn,
         };
         if self.shared.syn_ack(syn_ack) {
             self.shared.stats.syn_cookies_sent += 1;
@@ -828,11 +849,17 @@ impl Tcp {
             .options
             .timestamps
             .filter(|_| self.shared.config.timestamps);
-        let (window_scale, sack_permitted) = ts.map_or((None, false), |(_, ecr)| decode_ts(ecr));
+        let (window_scale, sack_permitted, ecn) =
+            ts.map_or((None, false, false), |(_, ecr)| decode_ts(ecr));
         let syn = Repr {
             seq: seg.seq.wrapping_sub(1),
             ack: 0,
-            flags: Flags::SYN,
+            // The SYN as far as the cookie kept it: an ECN-setup SYN when we agreed.
+            flags: if ecn {
+                Flags::SYN | Flags::ECE | Flags::CWR
+            } else {
+                Flags::SYN
+            },
             options: Options {
                 mss: Some(peer_mss),
                 window_scale,
@@ -853,7 +880,7 @@ impl Tcp {
         self.conns.insert(ends, handle);
         self.settle(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
-            conn.handle_segment(ctx, seg);
+            conn.handle_segment(ctx, seg, Ecn::NotEct);
             Ok(())
         });
     }
@@ -956,6 +983,7 @@ impl Tcp {
                     src: *reset.local.ip(),
                     dst: *reset.remote.ip(),
                     len,
+                    ecn: Ecn::NotEct,
                 });
             }
         }
@@ -967,6 +995,7 @@ impl Tcp {
                     src: *syn_ack.local.ip(),
                     dst: *syn_ack.remote.ip(),
                     len,
+                    ecn: Ecn::NotEct,
                 });
             }
         }
@@ -991,7 +1020,8 @@ impl Tcp {
                         conn.queued = false;
                     }
                 }
-                return Some(TcpTransmit { src, dst, len });
+                let ecn = core::mem::take(&mut self.shared.ecn);
+                return Some(TcpTransmit { src, dst, len, ecn });
             }
             if let Some(conn) = self.conn_mut(handle) {
                 conn.queued = false;

@@ -386,7 +386,8 @@ fn syn_sent(config: TcpConfig) -> (Tcp, TcpHandle, u32) {
         Repr {
             seq: syn.seq,
             ack: 0,
-            flags: Flags::SYN,
+            // An ECN-setup SYN (RFC 3168 §6.1.1), `EcnMode::Request` being the default.
+            flags: Flags::SYN | Flags::ECE | Flags::CWR,
             options: Options {
                 mss: Some(MSS),
                 ..SEND_TEMPL.options

@@ -214,3 +214,44 @@ fn cookies_off_drop_the_syn() {
     recv_nothing!(tcp, 10);
     assert_eq!(tcp.stats().listen_overflows, 1);
 }
+
+/// An ECN-setup SYN to a full backlog: the cookie's SYN-ACK agrees (ECE) when the
+/// timestamp can remember it, and the connection the cookie opens uses ECN; without
+/// timestamps it cannot, so the SYN-ACK does not agree.
+#[test]
+fn a_cookie_keeps_ecn_in_the_timestamp() {
+    for timestamps in [true, false] {
+        let (mut tcp, l) = full_listener(all_options());
+        let mut syn = syn_with_options(41002, 700);
+        syn.flags = Flags::SYN | Flags::ECE | Flags::CWR;
+        if !timestamps {
+            syn.options.timestamps = None;
+        }
+        send!(tcp, 10, syn);
+        let bytes = recv!(tcp, 10);
+        let synack = parse(&bytes);
+        let flags = synack.flags;
+        let expected = if timestamps {
+            Flags::SYN | Flags::ACK | Flags::ECE
+        } else {
+            Flags::SYN | Flags::ACK
+        };
+        assert_eq!(flags, expected, "timestamps {timestamps}");
+        send!(
+            tcp,
+            20,
+            Repr {
+                src_port: 41002,
+                seq: 701,
+                ack: synack.seq.wrapping_add(1),
+                options: Options {
+                    timestamps: synack.options.timestamps.map(|(ours, _)| (7010, ours)),
+                    ..SEND_TEMPL.options
+                },
+                ..SEND_TEMPL
+            }
+        );
+        let c = tcp.accept(l).expect("the cookie's connection");
+        assert_eq!(tcp.info(c).unwrap().ecn, timestamps);
+    }
+}

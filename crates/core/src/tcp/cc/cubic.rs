@@ -391,6 +391,17 @@ impl CongestionControl for Cubic {
         self.cwnd = self.ssthresh;
     }
 
+    /// An ECN-Echo is a congestion event for RFC 9438 (§4.6's multiplicative decrease
+    /// applies to loss and ECE alike): the same β_cubic cut as for a loss, with no
+    /// recovery period after it (nothing to retransmit), so the next ACK starts a new
+    /// congestion-avoidance epoch.
+    fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
+        let _ = now;
+        self.on_congestion_event(bytes_in_flight);
+        self.cwnd = self.ssthresh;
+        self.in_recovery = false;
+    }
+
     /// RFC 5681 §3.2 step 4: "For each additional duplicate ACK received (after the
     /// third), cwnd MUST be incremented by SMSS."
     fn on_dup_ack_in_recovery(&mut self) {
@@ -536,6 +547,20 @@ mod tests {
         assert_eq!(integer_cbrt(27), 3);
         assert_eq!(integer_cbrt(1_000_000_000_000), 10_000);
         assert_eq!(integer_cbrt(u128::MAX), 6_981_463_658_331);
+    }
+
+    #[test]
+    fn an_ecn_echo_cuts_by_beta_and_leaves_no_recovery_behind() {
+        let mut cc = Cubic::new(MSS, 10);
+        cc.cwnd = 100 * MSS;
+        cc.on_ecn(T, 100 * MSS);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (70 * MSS, 70 * MSS));
+        assert_eq!(cc.w_max, Some(100 * MSS));
+        // No recovery follows (nothing was lost): a timeout later remembers the window
+        // it found, as after any congestion-avoidance period.
+        cc.cwnd = 80 * MSS;
+        cc.on_rto(T, 80 * MSS);
+        assert_eq!(cc.cwnd_prior, 80 * MSS);
     }
 
     #[test]

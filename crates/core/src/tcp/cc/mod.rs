@@ -55,6 +55,10 @@
 //! - [`on_ecn_ce`](CongestionControl::on_ecn_ce) for ACKs that echo CE marks;
 //! - [`pacing_rate`](CongestionControl::pacing_rate) and
 //!   [`send_quantum`](CongestionControl::send_quantum), read before sending.
+//!
+//! On an ACK with ECE (RFC 3168), outside recovery and at most once per window of data:
+//! [`on_ecn`](CongestionControl::on_ecn) with FlightSize, after the ACK's own `on_ack`;
+//! no recovery follows (nothing was lost), so the next ACKs call `on_ack`.
 
 pub mod bbr;
 pub mod cubic;
@@ -128,6 +132,16 @@ pub trait CongestionControl: fmt::Debug + Send {
 
     /// Sending resumes after an idle period longer than the RTO (RFC 5681 §4.1).
     fn on_idle_restart(&mut self, now: Instant);
+
+    /// An ACK echoed Congestion Experienced (RFC 3168 §6.1.2), at most once per window
+    /// of data and never during loss recovery; `bytes_in_flight` is FlightSize. "the
+    /// TCP source halves the congestion window "cwnd" and reduces the slow start
+    /// threshold "ssthresh"", as for a loss but with nothing to retransmit: by default
+    /// the cut of [`on_enter_sack_recovery`](CongestionControl::on_enter_sack_recovery)
+    /// (no inflation), after which ACKs go to `on_ack` again.
+    fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
+        self.on_enter_sack_recovery(now, bytes_in_flight);
+    }
 
     /// The last window reduction was for nothing: its retransmissions were spurious
     /// (D-SACK, RFC 3708; Eifel, RFC 3522). Restore the window from before it: cwnd and
@@ -343,6 +357,10 @@ impl CongestionControl for Controller {
     fn on_idle_restart(&mut self, now: Instant) {
         dispatch!(self, cc => cc.on_idle_restart(now))
     }
+    fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
+        dispatch!(self, cc => cc.on_ecn(now, bytes_in_flight))
+    }
+
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
         dispatch!(self, cc => cc.on_undo(cwnd, ssthresh))
     }
@@ -418,6 +436,7 @@ mod tests {
                         4 => cc.on_exit_recovery(now, flight),
                         5 => cc.on_rto(now, flight),
                         6 => cc.on_idle_restart(now),
+                        15 => cc.on_ecn(now, flight),
                         7 if step % 500 == 0 => cc.set_mss(500 + (state as usize % 1000)),
                         8..=12 => {
                             let sample = RateSample {
