@@ -9,11 +9,7 @@ fn main() {
     };
     let data = std::fs::read(file).expect("the input reads");
     match target.as_str() {
-        "tcp_conn" => {
-            for line in impnet_fuzz_harness::tcp_conn::trace(&data) {
-                println!("{line}");
-            }
-        }
+        "tcp_conn" => impnet_fuzz_harness::tcp_conn::trace(&data, |line| println!("{line}")),
         "reassembly" => impnet_fuzz_harness::reassembly::run(&data),
         "sim_impair" => impnet_fuzz_harness::sim_impair::run(&data),
         "scenario_parse" => impnet_fuzz_harness::scenario_parse::run(&data),

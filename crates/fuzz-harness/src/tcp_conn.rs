@@ -48,11 +48,10 @@ pub fn run(data: &[u8]) {
 
 /// Run one input, describing the connection after each operation (for debugging a
 /// crash: `cargo run -p impnet-fuzz-harness --example trace -- tcp_conn <file>`).
-pub fn trace(data: &[u8]) -> Vec<String> {
-    let mut lines = Vec::new();
+pub fn trace(data: &[u8], mut line: impl FnMut(String)) {
     drive(data, |h| {
         let info = h.conn.and_then(|c| h.tcp.info(c));
-        lines.push(format!(
+        line(format!(
             "t={} {:?} {:?} {:?}",
             h.now.as_millis(),
             info.map(|i| i.state),
@@ -60,7 +59,6 @@ pub fn trace(data: &[u8]) -> Vec<String> {
             info
         ));
     });
-    lines
 }
 
 fn drive(data: &[u8], mut after: impl FnMut(&Harness)) {

@@ -618,7 +618,9 @@ impl Conn {
         let Some(rcv) = self.state.rcv_mut() else {
             return;
         };
-        let seq = SeqNumber(seg.seq);
+        // The first data octet follows a SYN (RFC 9293 §3.4): text on a SYN-ACK taken in
+        // SYN-SENT starts at SEG.SEQ+1, not at SEG.SEQ (found by fuzz target tcp_conn).
+        let seq = SeqNumber(seg.seq) + usize::from(seg.flags.syn());
         let (offset, data, start) = if seq < rcv.rcv_nxt {
             let skip = rcv.rcv_nxt - seq;
             if skip >= seg.payload.len() {

@@ -37,6 +37,8 @@ mod timer;
 #[allow(clippy::too_many_lines)]
 mod tests;
 #[cfg(test)]
+mod tests_fuzz;
+#[cfg(test)]
 mod tests_loop;
 #[cfg(test)]
 mod tests_predict;
