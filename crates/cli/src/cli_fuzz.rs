@@ -138,7 +138,10 @@ fn value(rng: &mut Rng) -> String {
             }
             v.truncate(at);
         }
-        1 => v.push_str(*rng.pick(VALUES)),
+        1 => {
+            let more: &&str = rng.pick(VALUES);
+            v.push_str(more);
+        }
         2 => v.insert(0, *rng.pick(&['-', '+', ' ', '.', 'e', '9'])),
         _ => {}
     }
