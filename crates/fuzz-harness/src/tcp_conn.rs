@@ -175,8 +175,14 @@ impl Harness {
                 }
             }
             6 => self.user_call(|tcp, now, h| tcp.shutdown_write(now, h)),
-            7 => self.user_call(|tcp, now, h| tcp.close(now, h)),
-            8 => self.user_call(|tcp, now, h| tcp.abort(now, h)),
+            7 => {
+                self.model.released = true;
+                self.user_call(|tcp, now, h| tcp.close(now, h));
+            }
+            8 => {
+                self.model.released = true;
+                self.user_call(|tcp, now, h| tcp.abort(now, h));
+            }
             9 => self.toggles(input.u8()),
             10 => self.icmp(input.u8()),
             _ => {

@@ -587,7 +587,8 @@ impl Conn {
             // acknowledgment of our FIN. If our FIN is now acknowledged, delete the TCB,
             // enter the CLOSED state, and return."
             last_ack @ State::LastAck(_) => {
-                ctx.sh.recycle_state(last_ack);
+                // Back in place, so `enter_closed` keeps what the user has not read.
+                self.state = last_ack;
                 self.enter_closed(ctx, None);
                 return false;
             }

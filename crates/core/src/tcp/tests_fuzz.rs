@@ -59,3 +59,121 @@ fn text_on_a_syn_ack_starts_after_the_syn() {
         "the SYN and five octets acknowledged"
     );
 }
+
+/// An established active open with the peer at ISN 5000: (tcp, handle, our ISS).
+fn established() -> (Tcp, TcpHandle, u32) {
+    let mut tcp = Tcp::new(TcpConfig::default(), &secret(3));
+    let (handle, iss) = our_syn(&mut tcp);
+    let synack = Repr {
+        flags: Flags::SYN | Flags::ACK,
+        ..peer(5000, iss.wrapping_add(1), b"")
+    };
+    tcp.handle_segment(Instant::ZERO, *REMOTE.ip(), *LOCAL.ip(), &synack);
+    (tcp, handle, iss)
+}
+
+/// Send whatever is queued (our FIN takes its sequence number when it leaves).
+fn drain(tcp: &mut Tcp) {
+    let mut buf = vec![0u8; 1500];
+    while tcp.poll_transmit(Instant::ZERO, &mut buf).is_some() {}
+}
+
+/// A plain ACK segment from the peer.
+fn peer(seq: u32, ack: u32, payload: &[u8]) -> Repr<'_> {
+    Repr {
+        src_port: REMOTE.port(),
+        dst_port: LOCAL.port(),
+        seq,
+        ack,
+        flags: Flags::ACK,
+        window: 65535,
+        urgent: 0,
+        options: Options::default(),
+        payload,
+    }
+}
+
+/// Data the user has not read survives the connection's clean end: `recv` returns it,
+/// then end of stream. Before, TIME-WAIT's (or LAST-ACK's) end dropped it and the first
+/// `recv` said end of stream: acknowledged bytes lost without an error.
+fn unread_data_survives_close(peer_fin_first: bool) {
+    let (mut tcp, handle, iss) = established();
+    let t = Instant::ZERO;
+    let fin = Repr {
+        flags: Flags::FIN | Flags::ACK,
+        ..peer(5001, iss.wrapping_add(1), b"hello")
+    };
+    if peer_fin_first {
+        tcp.handle_segment(t, *REMOTE.ip(), *LOCAL.ip(), &fin);
+        tcp.shutdown_write(t, handle).unwrap();
+        drain(&mut tcp);
+        let ack = peer(5007, iss.wrapping_add(2), b"");
+        tcp.handle_segment(t, *REMOTE.ip(), *LOCAL.ip(), &ack);
+    } else {
+        tcp.shutdown_write(t, handle).unwrap();
+        drain(&mut tcp);
+        let fin = Repr {
+            ack: iss.wrapping_add(2),
+            ..fin
+        };
+        tcp.handle_segment(t, *REMOTE.ip(), *LOCAL.ip(), &fin);
+        drain(&mut tcp);
+        let end = Instant::from_millis(600_000);
+        tcp.handle_timeout(end);
+    }
+    assert_eq!(tcp.info(handle).map(|i| i.state), Some(TcpState::Closed));
+    assert_eq!(tcp.readable(handle), 5);
+    let mut out = [0u8; 16];
+    let n = tcp.recv(t, handle, &mut out).unwrap();
+    assert_eq!(&out[..n], b"hello");
+    assert_eq!(tcp.recv(t, handle, &mut out), Ok(0));
+}
+
+#[test]
+fn unread_data_survives_time_wait() {
+    unread_data_survives_close(false);
+}
+
+#[test]
+fn unread_data_survives_last_ack() {
+    unread_data_survives_close(true);
+}
+
+/// Data taken past the window's right edge (the user read, the buffer has room, no
+/// window update went out yet) leaves `TcpInfo::rcv_wnd` at 0, not wrapped to 2^32 - n.
+#[test]
+fn rcv_wnd_never_wraps_when_data_passes_the_advertised_edge() {
+    let config = TcpConfig {
+        recv_buffer: 2048,
+        ..TcpConfig::default()
+    };
+    let mut tcp = Tcp::new(config, &secret(3));
+    let (handle, iss) = our_syn(&mut tcp);
+    let synack = Repr {
+        flags: Flags::SYN | Flags::ACK,
+        ..peer(5000, iss.wrapping_add(1), b"")
+    };
+    tcp.handle_segment(Instant::ZERO, *REMOTE.ip(), *LOCAL.ip(), &synack);
+    drain(&mut tcp);
+    let data = [7u8; 2048];
+    let mut seq = 5001u32;
+    // Fill the window, read a little (too little for a window update), then send more.
+    tcp.handle_segment(
+        Instant::ZERO,
+        *REMOTE.ip(),
+        *LOCAL.ip(),
+        &peer(seq, iss.wrapping_add(1), &data),
+    );
+    seq += 2048;
+    drain(&mut tcp);
+    let mut out = [0u8; 300];
+    assert_eq!(tcp.recv(Instant::ZERO, handle, &mut out), Ok(300));
+    tcp.handle_segment(
+        Instant::ZERO,
+        *REMOTE.ip(),
+        *LOCAL.ip(),
+        &peer(seq, iss.wrapping_add(1), &data[..300]),
+    );
+    let info = tcp.info(handle).unwrap();
+    assert!(info.rcv_wnd <= 2048, "{info:?}");
+}
