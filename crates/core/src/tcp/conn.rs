@@ -480,11 +480,8 @@ impl Conn {
             }
         }
         let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
-        // A clean close must not lose what the user has not read yet (found by fuzz
-        // target tcp_conn: after shutdown_write, TIME-WAIT's end dropped it).
-        if let (None, Owner::User, Some(buffer)) = (error, self.owner, old.recv_buffer_mut()) {
-            self.unread = alloc::vec![0; buffer.readable()];
-            buffer.read(&mut self.unread);
+        if error.is_none() {
+            self.keep_unread(&mut old);
         }
         ctx.sh.recycle_state(old);
         self.timers.stop_all();
@@ -493,6 +490,16 @@ impl Conn {
         // Wake readers and writers: their calls now report the end.
         ctx.sh.event(TcpEvent::Readable(ctx.handle));
         ctx.sh.event(TcpEvent::Writable(ctx.handle));
+    }
+
+    /// A clean close must not lose what the user has not read yet (found by fuzz
+    /// target tcp_conn: after shutdown_write, TIME-WAIT's end or its reuse by a new SYN
+    /// dropped it): keep it from `old`, the state just left, for `recv`.
+    pub fn keep_unread(&mut self, old: &mut State) {
+        if let (Owner::User, Some(buffer)) = (self.owner, old.recv_buffer_mut()) {
+            self.unread = alloc::vec![0; buffer.readable()];
+            buffer.read(&mut self.unread);
+        }
     }
 
     /// The RST that aborts this connection (RFC 9293 §3.10.5 ABORT: "<SEQ=SND.NXT><CTL=RST>"),

@@ -766,7 +766,8 @@ impl Tcp {
         let Some(conn) = self.conn_mut(handle) else {
             return false;
         };
-        conn.state = State::Closed(Closed { error: None });
+        let mut old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
+        conn.keep_unread(&mut old);
         conn.timers.stop_all();
         self.shared.stats.time_wait_reuses += 1;
         self.settle(handle);

@@ -177,3 +177,31 @@ fn rcv_wnd_never_wraps_when_data_passes_the_advertised_edge() {
     let info = tcp.info(handle).unwrap();
     assert!(info.rcv_wnd <= 2048, "{info:?}");
 }
+
+/// A new SYN that reopens TIME-WAIT on a listener (RFC 6191) ends the old connection
+/// cleanly: its user still reads what was received before, then end of stream.
+#[test]
+fn unread_data_survives_time_wait_reuse() {
+    let (mut tcp, handle, iss) = established();
+    tcp.listen(LOCAL, 4).unwrap();
+    let t = Instant::ZERO;
+    tcp.shutdown_write(t, handle).unwrap();
+    drain(&mut tcp);
+    let fin = Repr {
+        flags: Flags::FIN | Flags::ACK,
+        ..peer(5001, iss.wrapping_add(2), b"hello")
+    };
+    tcp.handle_segment(t, *REMOTE.ip(), *LOCAL.ip(), &fin);
+    drain(&mut tcp);
+    assert_eq!(tcp.info(handle).map(|i| i.state), Some(TcpState::TimeWait));
+    let syn = Repr {
+        flags: Flags::SYN,
+        ..peer(9000, 0, b"")
+    };
+    tcp.handle_segment(t, *REMOTE.ip(), *LOCAL.ip(), &syn);
+    assert_eq!(tcp.stats().time_wait_reuses, 1);
+    let mut out = [0u8; 16];
+    let n = tcp.recv(t, handle, &mut out).unwrap();
+    assert_eq!(&out[..n], b"hello");
+    assert_eq!(tcp.recv(t, handle, &mut out), Ok(0));
+}
