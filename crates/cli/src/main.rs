@@ -1,5 +1,7 @@
 //! The `imp` command: experiments and tools on the imp TCP/IP stack.
 
+#[cfg(test)]
+mod cli_fuzz;
 mod http;
 mod impair;
 mod link;

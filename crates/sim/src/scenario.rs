@@ -578,9 +578,12 @@ impl Ctx<'_> {
         let line = &before[line_start..];
         let eq = line.rfind('=')?;
         let key = line[..eq].trim_end();
+        // Past the last character that cannot be in a key, whatever its width (found by
+        // fuzz target scenario_parse: `é==` cut inside the `é`).
         let start = key
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         let key = key[start..].trim_matches('"');
         (!key.is_empty()).then(|| key.to_string())
     }

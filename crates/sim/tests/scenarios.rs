@@ -564,3 +564,12 @@ fn sim_run_honours_a_later_wake_up_asked_at_an_earlier_one() {
         .collect();
     assert_eq!(calls, expected);
 }
+
+/// A TOML error just after a non-ASCII character in a key's place is an error, not a
+/// panic slicing inside the character (found by fuzz target scenario_parse).
+#[test]
+fn an_error_after_a_wide_character_does_not_panic() {
+    for text in ["é==", "x\u{fffd}==\n", "duration = 1\nλ = ="] {
+        assert!(Scenario::parse(text, "fuzz.toml").is_err(), "{text:?}");
+    }
+}

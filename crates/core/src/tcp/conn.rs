@@ -401,6 +401,10 @@ pub(crate) struct Conn {
     pub scheduled: Option<Instant>,
     /// In the `Tcp`'s 4-tuple map (false once CLOSED was reported).
     pub in_demux: bool,
+    /// Data received and acknowledged but not yet read when the connection closed
+    /// cleanly (TIME-WAIT or LAST-ACK ended while the user still held it): `recv`
+    /// returns it before end of stream.
+    pub unread: alloc::vec::Vec<u8>,
 }
 
 impl Conn {
@@ -433,6 +437,7 @@ impl Conn {
             queued: false,
             scheduled: None,
             in_demux: true,
+            unread: alloc::vec::Vec::new(),
         }
     }
 
@@ -505,7 +510,10 @@ impl Conn {
                 ctx.sh.stats.timed_out += 1;
             }
         }
-        let old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
+        let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
+        if error.is_none() {
+            self.keep_unread(&mut old);
+        }
         ctx.sh.recycle_state(old);
         self.timers.stop_all();
         self.ack = AckState::Idle;
@@ -513,6 +521,16 @@ impl Conn {
         // Wake readers and writers: their calls now report the end.
         ctx.sh.event(TcpEvent::Readable(ctx.handle));
         ctx.sh.event(TcpEvent::Writable(ctx.handle));
+    }
+
+    /// A clean close must not lose what the user has not read yet (found by fuzz
+    /// target tcp_conn: after shutdown_write, TIME-WAIT's end or its reuse by a new SYN
+    /// dropped it): keep it from `old`, the state just left, for `recv`.
+    pub fn keep_unread(&mut self, old: &mut State) {
+        if let (Owner::User, Some(buffer)) = (self.owner, old.recv_buffer_mut()) {
+            self.unread = alloc::vec![0; buffer.readable()];
+            buffer.read(&mut self.unread);
+        }
     }
 
     /// The RST that aborts this connection (RFC 9293 §3.10.5 ABORT: "<SEQ=SND.NXT><CTL=RST>"),
@@ -594,6 +612,12 @@ impl Conn {
             State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
         );
         if let State::Closed(Closed { error }) = self.state {
+            if !self.unread.is_empty() {
+                let n = out.len().min(self.unread.len());
+                out[..n].copy_from_slice(&self.unread[..n]);
+                self.unread.drain(..n);
+                return Ok(n);
+            }
             return match error {
                 Some(e) => Err(e),
                 None => Ok(0),
@@ -626,7 +650,7 @@ impl Conn {
             return;
         }
         let new_edge = rcv.rcv_nxt + rcv.buffer.window();
-        let advertised = rcv.rcv_adv - rcv.rcv_nxt;
+        let advertised = rcv.advertised();
         if new_edge > rcv.rcv_adv && (new_edge - rcv.rcv_adv) >= (recv_buffer / 2).min(mss) {
             // Worth telling; urgent when the peer may be stalled on a small window.
             if advertised < mss || (new_edge - rcv.rcv_adv) >= recv_buffer / 2 {
@@ -672,10 +696,7 @@ impl Conn {
     /// A snapshot for [`super::Tcp::info`].
     pub fn info(&self, config: &TcpConfig) -> TcpInfo {
         let snd = self.state.snd();
-        let rcv_wnd = self
-            .state
-            .rcv()
-            .map_or(0, |r| (r.rcv_adv - r.rcv_nxt) as u32);
+        let rcv_wnd = self.state.rcv().map_or(0, |r| r.advertised() as u32);
         TcpInfo {
             state: self.state.name(),
             cwnd: snd.map_or(0, |s| s.cc.cwnd() as u32),

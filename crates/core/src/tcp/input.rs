@@ -599,7 +599,8 @@ impl Conn {
             // acknowledgment of our FIN. If our FIN is now acknowledged, delete the TCB,
             // enter the CLOSED state, and return."
             last_ack @ State::LastAck(_) => {
-                ctx.sh.recycle_state(last_ack);
+                // Back in place, so `enter_closed` keeps what the user has not read.
+                self.state = last_ack;
                 self.enter_closed(ctx, None);
                 return false;
             }
@@ -630,7 +631,9 @@ impl Conn {
         let Some(rcv) = self.state.rcv_mut() else {
             return;
         };
-        let seq = SeqNumber(seg.seq);
+        // The first data octet follows a SYN (RFC 9293 §3.4): text on a SYN-ACK taken in
+        // SYN-SENT starts at SEG.SEQ+1, not at SEG.SEQ (found by fuzz target tcp_conn).
+        let seq = SeqNumber(seg.seq) + usize::from(seg.flags.syn());
         let (offset, data, start) = if seq < rcv.rcv_nxt {
             let skip = rcv.rcv_nxt - seq;
             let old_end = seq + skip.min(seg.payload.len());

@@ -46,6 +46,8 @@ mod tests;
 #[cfg(test)]
 mod tests_ecn;
 #[cfg(test)]
+mod tests_fuzz;
+#[cfg(test)]
 mod tests_loop;
 #[cfg(test)]
 mod tests_predict;

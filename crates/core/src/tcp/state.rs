@@ -308,6 +308,18 @@ pub(crate) struct RcvClosed {
 }
 
 impl Rcv {
+    /// What is left of the window last advertised: RCV.ADV - RCV.NXT, or 0 once data
+    /// taken beyond the edge (room in the buffer the edge had not shown yet) moved
+    /// RCV.NXT past it, until the next segment advertises again (found by fuzz target
+    /// tcp_conn: `TcpInfo::rcv_wnd` wrapped to 2^32 - n).
+    pub fn advertised(&self) -> usize {
+        if self.rcv_adv > self.rcv_nxt {
+            self.rcv_adv - self.rcv_nxt
+        } else {
+            0
+        }
+    }
+
     /// The receiving half closed by the peer's FIN (which sits at `rcv_nxt`).
     pub fn close(self) -> RcvClosed {
         let Rcv {

@@ -440,9 +440,11 @@ impl Tcp {
     /// In-order bytes a `recv` on the connection would return now (0 for listeners and
     /// stale handles), so a caller can size (and zero) its buffer to fit.
     pub fn readable(&self, handle: TcpHandle) -> usize {
-        self.conn_ref(handle)
-            .and_then(|c| c.state.recv_buffer())
-            .map_or(0, super::buffer::RecvBuffer::readable)
+        self.conn_ref(handle).map_or(0, |c| {
+            c.state
+                .recv_buffer()
+                .map_or(c.unread.len(), super::buffer::RecvBuffer::readable)
+        })
     }
 
     /// Bytes in the connection's send buffer, sent or not, that the peer has not yet
@@ -937,7 +939,8 @@ impl Tcp {
         let Some(conn) = self.conn_mut(handle) else {
             return false;
         };
-        conn.state = State::Closed(Closed { error: None });
+        let mut old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
+        conn.keep_unread(&mut old);
         conn.timers.stop_all();
         self.shared.stats.time_wait_reuses += 1;
         self.settle(handle);
