@@ -10,6 +10,7 @@
 //! [`Sim::run`], which calls your application code after every event.
 #![warn(missing_docs)]
 
+pub mod alloc_count;
 pub mod bulk;
 pub mod experiment;
 pub mod plot;
