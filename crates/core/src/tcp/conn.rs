@@ -39,8 +39,8 @@ pub(crate) struct Shared {
     pub resets: VecDeque<Reset>,
     /// SYN-ACKs carrying SYN cookies, waiting to go (bounded as `resets` is).
     pub syn_acks: VecDeque<super::cookie::CookieSynAck>,
-    /// RFC 5961 §7 challenge-ACK rate limit: the current second's budget.
-    pub challenge: ChallengeBudget,
+    /// Draws each connection's challenge-ACK budgets (RFC 5961 §7).
+    pub challenge_rng: Rng,
     /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
     /// the short settle after a call into an open connection (`table.rs`
     /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
@@ -64,12 +64,14 @@ pub(crate) struct Shared {
     pub ecn: Ecn,
 }
 
-/// One second's challenge ACKs (RFC 5961 §7), for all connections. A fixed budget is an
-/// off-path side channel (CVE-2016-5696, Cao et al. 2016: an attacker who exhausts a
-/// known budget and counts the challenge ACKs it gets back learns whether a guessed
-/// connection exists), so each second's budget is drawn at random, as Linux does since
-/// 4.7, here from the stack's secret: between half the configured limit and all of it.
-#[derive(Debug)]
+/// One connection's challenge ACKs in the current second (RFC 5961 §7). The budget is
+/// per connection: a budget shared by all connections is an off-path side channel
+/// (CVE-2016-5696, Cao et al. 2016: an attacker who exhausts the shared budget with its
+/// own connection and counts the challenge ACKs it gets back learns whether a guessed
+/// segment hit another connection). Each second's budget is also drawn at random,
+/// between half of [`TcpConfig::challenge_ack_limit`] and all of it, from the stack's
+/// secret, so it is no constant an attacker could count down either.
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ChallengeBudget {
     /// Start of the current second; `None` before the first challenge ACK.
     pub start: Option<Instant>,
@@ -77,28 +79,19 @@ pub(crate) struct ChallengeBudget {
     pub sent: u32,
     /// This second's budget (`<= TcpConfig::challenge_ack_limit`).
     pub allowed: u32,
-    /// Draws the budgets; seeded from the stack's secret.
-    pub rng: Rng,
 }
 
-impl ChallengeBudget {
-    /// A budget whose draws are keyed by `secret`.
-    pub fn new(secret: &Secret) -> ChallengeBudget {
-        ChallengeBudget {
-            start: None,
-            sent: 0,
-            allowed: 0,
-            rng: Rng::new(secret.derive(b"challenge acks")),
-        }
+/// A budget in `ceil(limit / 2)..=limit`.
+fn draw_budget(rng: &mut Rng, limit: u32) -> u32 {
+    if limit == 0 {
+        return 0;
     }
+    rng.in_range(limit.div_ceil(2), limit)
+}
 
-    /// A budget in `ceil(limit / 2)..=limit`.
-    fn draw(&mut self, limit: u32) -> u32 {
-        if limit == 0 {
-            return 0;
-        }
-        self.rng.in_range(limit.div_ceil(2), limit)
-    }
+/// The generator the challenge-ACK budgets are drawn from, keyed by the stack's secret.
+pub(crate) fn challenge_rng(secret: &Secret) -> Rng {
+    Rng::new(secret.derive(b"challenge acks"))
 }
 
 /// Most ring storages kept in [`Shared::spare`].
@@ -183,27 +176,6 @@ impl Shared {
     pub fn event(&mut self, event: TcpEvent) {
         if self.events.back() != Some(&event) {
             self.events.push_back(event);
-        }
-    }
-    /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when one
-    /// more may go now (and counts it).
-    pub fn challenge_allowed(&mut self, now: Instant) -> bool {
-        let budget = &mut self.challenge;
-        if budget
-            .start
-            .is_none_or(|start| now - start >= Duration::from_secs(1))
-        {
-            budget.start = Some(now);
-            budget.sent = 0;
-            budget.allowed = budget.draw(self.config.challenge_ack_limit);
-        }
-        if budget.sent < budget.allowed {
-            budget.sent += 1;
-            self.stats.challenge_acks += 1;
-            true
-        } else {
-            self.stats.challenge_acks_limited += 1;
-            false
         }
     }
 }
@@ -405,9 +377,33 @@ pub(crate) struct Conn {
     /// cleanly (TIME-WAIT or LAST-ACK ended while the user still held it): `recv`
     /// returns it before end of stream.
     pub unread: alloc::vec::Vec<u8>,
+    /// This connection's challenge-ACK budget (RFC 5961 §7).
+    pub challenge: ChallengeBudget,
 }
 
 impl Conn {
+    /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
+    /// connection may send one more now (and counts it).
+    pub fn challenge_allowed(&mut self, sh: &mut Shared, now: Instant) -> bool {
+        let budget = &mut self.challenge;
+        if budget
+            .start
+            .is_none_or(|start| now - start >= Duration::from_secs(1))
+        {
+            budget.start = Some(now);
+            budget.sent = 0;
+            budget.allowed = draw_budget(&mut sh.challenge_rng, sh.config.challenge_ack_limit);
+        }
+        if budget.sent < budget.allowed {
+            budget.sent += 1;
+            sh.stats.challenge_acks += 1;
+            true
+        } else {
+            sh.stats.challenge_acks_limited += 1;
+            false
+        }
+    }
+
     fn new(
         config: &TcpConfig,
         local: SocketAddrV4,
@@ -438,6 +434,7 @@ impl Conn {
             scheduled: None,
             in_demux: true,
             unread: alloc::vec::Vec::new(),
+            challenge: ChallengeBudget::default(),
         }
     }
 

@@ -251,7 +251,7 @@ impl Conn {
     /// an ACK (challenge ACK)".
     fn on_rst(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         if Some(SeqNumber(seg.seq)) != self.state.rcv_nxt() {
-            if ctx.sh.challenge_allowed(ctx.now) {
+            if self.challenge_allowed(ctx.sh, ctx.now) {
                 self.ack = AckState::Now;
             }
             return;
@@ -287,7 +287,7 @@ impl Conn {
         }
         // "If the SYN bit is set, irrespective of the sequence number, TCP MUST send an
         // ACK (also referred to as challenge ACK) to the remote peer" (RFC 5961 §4.2).
-        if ctx.sh.challenge_allowed(ctx.now) {
+        if self.challenge_allowed(ctx.sh, ctx.now) {
             self.ack = AckState::Now;
         }
     }
@@ -323,7 +323,7 @@ impl Conn {
     /// answered with a (rate-limited) ACK.
     fn bad_ack(&mut self, ctx: &mut Ctx<'_>) -> bool {
         ctx.sh.stats.bad_ack += 1;
-        if ctx.sh.challenge_allowed(ctx.now) {
+        if self.challenge_allowed(ctx.sh, ctx.now) {
             self.ack = AckState::Now;
         }
         false
@@ -660,6 +660,13 @@ impl Conn {
         let Some(rcv) = self.state.rcv_mut() else {
             return;
         };
+        // The segment passed the acceptance test against the advertised window
+        // (`sequence_ok`); its bytes are kept up to the receive buffer's free room, which
+        // may reach past the advertised right edge: the advertisement lags the buffer
+        // (the user read since the last ACK, or the window scale rounded it down), and
+        // RFC 9293 §3.8.6 only asks that the receiver not shrink its window. This is
+        // deliberate, as in Linux: memory stays bounded by the buffer, and a blind
+        // attacker's target is the advertised window, no wider.
         let had_holes = rcv.buffer.has_out_of_order();
         let insert = rcv.buffer.insert(offset, data);
         rcv.sack.record(start, data.len());

@@ -150,9 +150,12 @@ pub struct TcpConfig {
     pub hystart: bool,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
-    /// Most challenge ACKs sent per second, for all connections (RFC 5961 §7). Each
-    /// second's budget is drawn from the stack's secret between half of this and all
-    /// of it, so it is no constant an off-path attacker can count on (CVE-2016-5696).
+    /// Most challenge ACKs one connection sends per second (RFC 5961 §7; default 10).
+    /// The budget is per connection, so one connection's challenge ACKs say nothing
+    /// about another's, and each second's budget is drawn from the stack's secret
+    /// between half of this and all of it, so it is no constant an off-path attacker
+    /// can count on (CVE-2016-5696). Challenges beyond it are counted in
+    /// `TcpStats::challenge_acks_limited` and not sent.
     pub challenge_ack_limit: u32,
     /// Most out-of-order ranges a receive buffer holds (bounds reassembly memory).
     pub max_ooo_ranges: usize,
@@ -198,7 +201,7 @@ impl Default for TcpConfig {
             hystart: true,
             syn_cookies: true,
             keepalive: None,
-            challenge_ack_limit: 1000,
+            challenge_ack_limit: 10,
             max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,
         }
     }

@@ -7,7 +7,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 
 use impnet_wire::tcp::{Flags, Options, Repr};
 
-use super::conn::{ChallengeBudget, Conn, Ctx, Owner, Shared};
+use super::conn::{Conn, Ctx, Owner, Shared, challenge_rng};
 use super::conn::{DEFAULT_MSS, our_wscale};
 use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
 use super::deadlines::Deadlines;
@@ -110,7 +110,7 @@ impl Tcp {
                 events: VecDeque::new(),
                 resets: VecDeque::new(),
                 syn_acks: VecDeque::new(),
-                challenge: ChallengeBudget::new(secret),
+                challenge_rng: challenge_rng(secret),
                 fast_paths: true,
                 spare: Vec::new(),
                 large_spare: Vec::new(),

@@ -793,9 +793,9 @@ fn challenge_budgets(key: &crate::secret::Secret) -> Vec<u64> {
 
 #[test]
 fn the_challenge_ack_budget_is_no_constant_an_attacker_can_count_on() {
-    // CVE-2016-5696: with a fixed global budget an off-path attacker exhausts it and
-    // counts what is left to learn whether a connection exists. The budget is drawn
-    // each second from the secret; the limit stays a cap.
+    // CVE-2016-5696: with a fixed budget an off-path attacker exhausts it and counts
+    // what is left to learn whether a connection exists. The budget is drawn each
+    // second from the secret; the limit stays a cap.
     let a = challenge_budgets(&secret(1));
     let b = challenge_budgets(&secret(2));
     for budget in a.iter().chain(&b) {
@@ -806,6 +806,85 @@ fn the_challenge_ack_budget_is_no_constant_an_attacker_can_count_on() {
         a.iter().any(|&n| n != a[0]),
         "the budget changes from second to second: {a:?}"
     );
+}
+
+#[test]
+fn the_challenge_ack_budget_is_per_connection() {
+    // CVE-2016-5696 again: a budget shared by all connections lets an attacker's own
+    // connection observe challenge ACKs spent on another. Exhausting one connection's
+    // budget leaves the other's untouched.
+    let mut tcp = Tcp::new(
+        TcpConfig {
+            challenge_ack_limit: 4,
+            ..config()
+        },
+        &secret(7),
+    );
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    for port in [49500u16, 49501] {
+        send!(
+            tcp,
+            0,
+            Repr {
+                src_port: port,
+                seq: RISS,
+                flags: Flags::SYN,
+                options: Options {
+                    mss: Some(MSS),
+                    ..SEND_TEMPL.options
+                },
+                ..SEND_TEMPL
+            }
+        );
+        let bytes = recv!(tcp, 0);
+        let iss = parse(&bytes).seq;
+        send!(
+            tcp,
+            10,
+            Repr {
+                src_port: port,
+                seq: RISS + 1,
+                ack: iss + 1,
+                ..SEND_TEMPL
+            }
+        );
+        tcp.accept(listener).unwrap();
+    }
+    while tcp.poll_event().is_some() {}
+    recv_nothing!(tcp, 10);
+    for i in 0..20 {
+        send!(
+            tcp,
+            20,
+            Repr {
+                seq: RISS + 10 + i,
+                flags: Flags::RST,
+                ..SEND_TEMPL
+            }
+        );
+        while poll(&mut tcp, 20).is_some() {}
+    }
+    let spent = tcp.stats().challenge_acks;
+    assert!((2..=4).contains(&spent), "{spent}");
+    assert_eq!(tcp.stats().challenge_acks_limited, 20 - spent);
+    // The same second, the other connection still answers.
+    send!(
+        tcp,
+        30,
+        Repr {
+            src_port: 49501,
+            seq: RISS + 10,
+            flags: Flags::RST,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 30);
+    let challenge = parse(&bytes);
+    assert_eq!(
+        (challenge.dst_port, challenge.flags, challenge.ack),
+        (49501, Flags::ACK, RISS + 1)
+    );
+    assert_eq!(tcp.stats().challenge_acks, spent + 1);
 }
 
 #[test]
