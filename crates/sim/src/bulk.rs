@@ -14,7 +14,7 @@ use impnet_core::{Duration, Instant, StackConfig};
 use impnet_phy::LinkConfig;
 use impnet_wire::ipv4::Cidr;
 
-use crate::{Flow, HostId, Sim, SimError};
+use crate::{Flow, HostId, LinkId, Sim, SimError};
 
 /// Sender's address.
 pub const SENDER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -217,8 +217,34 @@ struct Receiver {
     half_stats: Option<TcpStats>,
 }
 
+/// What [`run_bulk_beside`]'s companion sees of the transfer.
+#[derive(Debug, Clone, Copy)]
+pub struct Transfer {
+    /// The link between the hosts (side 0 is the sender's).
+    pub link: LinkId,
+    /// The sending host (10.0.0.1).
+    pub sender: HostId,
+    /// The receiving host (10.0.0.2).
+    pub receiver: HostId,
+    /// The sender's connection.
+    pub sender_conn: TcpHandle,
+    /// The receiver's connection, once accepted.
+    pub receiver_conn: Option<TcpHandle>,
+}
+
 /// Run a bulk transfer and measure it.
 pub fn run_bulk(config: &BulkConfig) -> Result<BulkResult, BulkError> {
+    run_bulk_beside(config, |_, _| None)
+}
+
+/// [`run_bulk`] with `beside` running next to the transfer: an attacker or a flood
+/// that injects frames ([`Sim::inject`]) or drives other sockets. It is called after
+/// every simulator event and returns when it must be called next at the latest
+/// (`None`: after the next event only).
+pub fn run_bulk_beside<F>(config: &BulkConfig, mut beside: F) -> Result<BulkResult, BulkError>
+where
+    F: FnMut(&mut Sim, &Transfer) -> Option<Instant>,
+{
     config
         .link
         .validate()
@@ -287,7 +313,19 @@ pub fn run_bulk(config: &BulkConfig) -> Result<BulkResult, BulkError> {
                 Flow::Done
             }
             Ok(()) if receiver.eof && sender.closed => Flow::Done,
-            Ok(()) => Flow::Continue,
+            Ok(()) => {
+                let transfer = Transfer {
+                    link,
+                    sender: a,
+                    receiver: b,
+                    sender_conn: sender.handle,
+                    receiver_conn: receiver.conn,
+                };
+                match beside(sim, &transfer) {
+                    Some(at) => Flow::WakeAt(at.max(sim.now())),
+                    None => Flow::Continue,
+                }
+            }
         }
     });
     if let Some(e) = failure {

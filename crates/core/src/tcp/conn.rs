@@ -79,6 +79,10 @@ pub(crate) struct ChallengeBudget {
     pub sent: u32,
     /// This second's budget (`<= TcpConfig::challenge_ack_limit`).
     pub allowed: u32,
+    /// When the last one went: they are spaced at least a second divided by the budget
+    /// apart, never sent in a burst (three challenge ACKs in one round trip would be
+    /// duplicate ACKs to the peer, and a spurious fast retransmit).
+    pub last: Option<Instant>,
 }
 
 /// A budget in `ceil(limit / 2)..=limit`.
@@ -394,8 +398,10 @@ impl Conn {
             budget.sent = 0;
             budget.allowed = draw_budget(&mut sh.challenge_rng, sh.config.challenge_ack_limit);
         }
-        if budget.sent < budget.allowed {
+        let spacing = Duration::from_nanos(1_000_000_000 / u64::from(budget.allowed.max(1)));
+        if budget.sent < budget.allowed && budget.last.is_none_or(|last| now - last >= spacing) {
             budget.sent += 1;
+            budget.last = Some(now);
             sh.stats.challenge_acks += 1;
             true
         } else {

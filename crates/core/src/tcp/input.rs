@@ -235,11 +235,37 @@ impl Conn {
         // "If an incoming segment is not acceptable, an acknowledgment should be sent in
         // reply (unless the RST bit is set, if so drop the segment and return)".
         ctx.sh.stats.bad_seq += 1;
-        if !seg.flags.rst() {
-            self.ack = AckState::Now;
-            if seq + seg.payload.len() <= rcv_nxt {
-                self.note_duplicate(seq, seq + seg.payload.len());
+        if seg.flags.rst() {
+            return false;
+        }
+        // Data a peer may legitimately send again lies within one receive buffer (the
+        // largest window we can have advertised) below RCV.NXT. After our receiving half
+        // closed (CLOSE-WAIT, LAST-ACK, CLOSING, TIME-WAIT) the configured size stands in.
+        let capacity = self
+            .state
+            .rcv()
+            .map_or(0, |r| r.buffer.capacity())
+            .max(ctx.sh.config.recv_buffer);
+        let recent = seq < rcv_nxt && rcv_nxt - seq <= capacity;
+        if seg.flags.syn() || len == 0 || !recent {
+            // A SYN gets a challenge ACK "irrespective of the sequence number" (RFC 5961
+            // §4.2); an out-of-window segment that occupies no sequence space (an old
+            // ACK, a keep-alive probe) needs no prompt answer; and data beyond the right
+            // edge, or further below the window than any window we advertised, comes
+            // from no peer that respects the window. All three come out of
+            // the connection's challenge-ACK budget, so a blind spray of them, or two
+            // stacks that disagree about the window, cannot make this connection send
+            // an ACK for each (Linux rate-limits the first two the same way,
+            // `tcp_oow_rate_limited`). Recent data below the window (a retransmission
+            // whose ACK was lost) is always answered: the peer needs that ACK.
+            if self.challenge_allowed(ctx.sh, ctx.now) {
+                self.ack = AckState::Now;
             }
+            return false;
+        }
+        self.ack = AckState::Now;
+        if seq + seg.payload.len() <= rcv_nxt {
+            self.note_duplicate(seq, seq + seg.payload.len());
         }
         false
     }
