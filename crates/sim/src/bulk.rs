@@ -245,43 +245,7 @@ pub fn run_bulk_beside<F>(config: &BulkConfig, mut beside: F) -> Result<BulkResu
 where
     F: FnMut(&mut Sim, &Transfer) -> Option<Instant>,
 {
-    config
-        .link
-        .validate()
-        .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
-    if config.record == 0 {
-        return Err(BulkError::Config(
-            "the record size must be at least 1 byte".into(),
-        ));
-    }
-    let mut sim = Sim::new(config.seed);
-    let stack = |tcp: &TcpConfig| StackConfig {
-        tcp: tcp.clone(),
-        ..StackConfig::default()
-    };
-    let a = sim.add_host("sender", stack(&config.sender_tcp));
-    let b = sim.add_host("receiver", stack(&config.receiver_tcp));
-    let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
-    let link = sim
-        .connect(a, cidr(SENDER), b, cidr(RECEIVER), config.link)
-        .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
-    if let Some(path) = &config.pcap {
-        sim.capture(link, path)
-            .map_err(|e| BulkError::Config(format!("cannot write {}: {e}", path.display())))?;
-    }
-    let listener = sim
-        .host_mut(b)
-        .tcp_listen(SocketAddrV4::new(RECEIVER, PORT), 16)
-        .map_err(BulkError::Tcp)?;
-    let start = sim.now();
-    let handle = sim
-        .host_mut(a)
-        .tcp_connect(
-            start,
-            SocketAddrV4::new(SENDER, 0),
-            SocketAddrV4::new(RECEIVER, PORT),
-        )
-        .map_err(BulkError::Tcp)?;
+    let (mut sim, (a, b), link, listener, handle, start) = setup(config)?;
     let mut sender = Sender {
         handle,
         pattern: Pattern::new(config.seed),
@@ -335,6 +299,51 @@ where
     sim.flush_captures()
         .map_err(|e| BulkError::Config(format!("cannot write the pcap file: {e}")))?;
     Ok(measure(&sim, a, config, &sender, &receiver, start))
+}
+
+/// The two hosts, their link, the listener and the sender's connect call.
+#[allow(clippy::type_complexity)]
+fn setup(
+    config: &BulkConfig,
+) -> Result<(Sim, (HostId, HostId), LinkId, TcpHandle, TcpHandle, Instant), BulkError> {
+    config
+        .link
+        .validate()
+        .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
+    if config.record == 0 {
+        return Err(BulkError::Config(
+            "the record size must be at least 1 byte".into(),
+        ));
+    }
+    let mut sim = Sim::new(config.seed);
+    let stack = |tcp: &TcpConfig| StackConfig {
+        tcp: tcp.clone(),
+        ..StackConfig::default()
+    };
+    let a = sim.add_host("sender", stack(&config.sender_tcp));
+    let b = sim.add_host("receiver", stack(&config.receiver_tcp));
+    let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
+    let link = sim
+        .connect(a, cidr(SENDER), b, cidr(RECEIVER), config.link)
+        .map_err(|e| BulkError::Config(format!("bad link settings: {e}")))?;
+    if let Some(path) = &config.pcap {
+        sim.capture(link, path)
+            .map_err(|e| BulkError::Config(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let listener = sim
+        .host_mut(b)
+        .tcp_listen(SocketAddrV4::new(RECEIVER, PORT), 16)
+        .map_err(BulkError::Tcp)?;
+    let start = sim.now();
+    let handle = sim
+        .host_mut(a)
+        .tcp_connect(
+            start,
+            SocketAddrV4::new(SENDER, 0),
+            SocketAddrV4::new(RECEIVER, PORT),
+        )
+        .map_err(BulkError::Tcp)?;
+    Ok((sim, (a, b), link, listener, handle, start))
 }
 
 fn drive_sender(
