@@ -142,6 +142,10 @@ struct Report {
     seed: u64,
 }
 
+/// The longest run `imp ping` accepts: a hundred years, well within the simulator's
+/// 64-bit nanosecond clock.
+const MAX_RUN: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const IDENT: u16 = 0x1e7;
@@ -171,6 +175,23 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
         return Err(format!(
             "--size {} is larger than an IPv4 datagram can carry (65499)",
             args.size
+        ));
+    }
+    // The whole run must fit the (virtual or real) clock: the simulator's counts
+    // nanoseconds in 64 bits (584 years), so --interval 1e9s with -c 65535 overflowed
+    // it and sent most requests at once at its end.
+    let run_nanos = args
+        .interval
+        .as_nanos()
+        .checked_mul(u64::from(args.count - 1))
+        .and_then(|n| n.checked_add(args.wait.as_nanos()))
+        .and_then(|n| n.checked_add(args.delay.as_nanos().checked_mul(4)?));
+    if run_nanos.is_none_or(|n| n > MAX_RUN.as_nanos()) {
+        return Err(format!(
+            "--interval {} x --count {}: the run would last longer than {} years",
+            args.interval,
+            args.count,
+            MAX_RUN.as_nanos() / 1_000_000_000 / 86_400 / 365
         ));
     }
     args.device.validate()?;
