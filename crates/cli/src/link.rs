@@ -17,7 +17,7 @@ use impnet_core::Instant;
 use impnet_phy::{Device, Impair, LinkConfig, LinkStats, Tap, TapConfig};
 
 use crate::impair;
-use crate::tapargs::{fit_mtu, model};
+use crate::tapargs::{check_ifname, fit_mtu, model};
 
 /// Options of `imp link`.
 #[derive(Debug, Args)]
@@ -40,19 +40,34 @@ const BATCH: usize = 64;
 /// Longest sleep, so a signal is noticed.
 const MAX_WAIT: StdDuration = StdDuration::from_millis(100);
 
-/// Run `imp link`.
-pub fn run(args: &LinkArgs) -> Result<(), String> {
+/// Check the arguments before anything opens: two different TAP names Linux
+/// accepts, an MTU a TAP takes.
+pub fn validate(args: &LinkArgs) -> Result<(), String> {
     let [a, b] = args.taps.as_slice() else {
         return Err(format!(
             "imp link joins exactly two TAP devices (--tap A --tap B); {} given",
             args.taps.len()
         ));
     };
+    check_ifname("--tap", a)?;
+    check_ifname("--tap", b)?;
     if a == b {
         return Err(format!(
             "imp link needs two different TAP devices, not {a} twice"
         ));
     }
+    if !(68..=65535).contains(&args.mtu) {
+        return Err(format!("--mtu {}: give 68 to 65535", args.mtu));
+    }
+    Ok(())
+}
+
+/// Run `imp link`.
+pub fn run(args: &LinkArgs) -> Result<(), String> {
+    validate(args)?;
+    let [a, b] = args.taps.as_slice() else {
+        return Err("imp link joins exactly two TAP devices".into());
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))

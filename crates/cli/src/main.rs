@@ -1,4 +1,9 @@
 //! The `imp` command: experiments and tools on the imp TCP/IP stack.
+//!
+//! Exit status: 0 on success, 2 when the command line is wrong (clap's parse errors
+//! and each command's own checks of its arguments, made before anything is opened
+//! or run), 1 when a command fails while running (including a scenario file that
+//! does not parse). Every error is one line on stderr naming what is wrong.
 
 #[cfg(test)]
 mod cli_fuzz;
@@ -47,8 +52,40 @@ enum Command {
     Route(route::RouteArgs),
 }
 
+/// Exit status of a command line that is wrong: clap's own parse errors and the
+/// checks each command makes of its arguments before it does anything
+/// ([`validate`]). A command that fails while running exits with 1.
+const USAGE: i32 = 2;
+
+/// The checks each command makes of its arguments before it does anything: no
+/// device opened, no packet sent, no simulation run, no file written (only
+/// looking whether a path exists). An error names the offending option or value.
+fn validate(command: &Command) -> Result<(), String> {
+    match command {
+        Command::Ping(args) => ping::validate(args),
+        Command::Ttcp(args) => ttcp::validate(args),
+        Command::Bench(args) => bench::validate(args),
+        Command::Sim(args) => sim::validate(args),
+        Command::Serve(args) => serve::validate(args),
+        Command::Link(args) => link::validate(args),
+        Command::Route(args) => route::validate(args),
+    }
+}
+
 fn main() {
+    // A closed standard output (`imp sim FILE | head`) ends imp quietly, as it does
+    // any Unix filter, instead of a panic in `println!`. No socket imp uses relies on
+    // EPIPE from the kernel: std's sockets send with MSG_NOSIGNAL, imp's are its own.
+    // SAFETY: restoring a signal's default disposition at start-up, before any thread
+    // is started; `signal` has no other preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
+    if let Err(message) = validate(&cli.command) {
+        eprintln!("imp: {message}");
+        std::process::exit(USAGE);
+    }
     let result = match &cli.command {
         Command::Ping(args) => ping::run(args),
         Command::Ttcp(args) => ttcp::run(args),

@@ -142,6 +142,10 @@ struct Report {
     seed: u64,
 }
 
+/// The longest run `imp ping` accepts: a hundred years, well within the simulator's
+/// 64-bit nanosecond clock.
+const MAX_RUN: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const IDENT: u16 = 0x1e7;
@@ -152,10 +156,20 @@ fn payload(seq: u16, size: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Run `imp ping`: on the built-in two-host network, or over a TAP with `--tap`.
-pub fn run(args: &PingArgs) -> Result<(), String> {
+/// The simulated link the arguments describe.
+fn sim_link(args: &PingArgs) -> LinkConfig {
+    LinkConfig {
+        rate_bps: args.rate,
+        delay: args.delay,
+        loss: args.loss,
+        ..LinkConfig::default()
+    }
+}
+
+/// Check the arguments before anything runs (no I/O): every error names the option.
+pub fn validate(args: &PingArgs) -> Result<(), String> {
     if args.count == 0 {
-        return Err("--count must be at least 1".into());
+        return Err("--count 0: send at least 1 request".into());
     }
     if args.size > 65507 - 8 {
         return Err(format!(
@@ -163,24 +177,60 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
             args.size
         ));
     }
+    // The whole run must fit the (virtual or real) clock: the simulator's counts
+    // nanoseconds in 64 bits (584 years), so --interval 1e9s with -c 65535 overflowed
+    // it and sent most requests at once at its end.
+    let run_nanos = args
+        .interval
+        .as_nanos()
+        .checked_mul(u64::from(args.count - 1))
+        .and_then(|n| n.checked_add(args.wait.as_nanos()))
+        .and_then(|n| n.checked_add(args.delay.as_nanos().checked_mul(4)?));
+    if run_nanos.is_none_or(|n| n > MAX_RUN.as_nanos()) {
+        return Err(format!(
+            "--interval {} x --count {}: the run would last longer than {} years",
+            args.interval,
+            args.count,
+            MAX_RUN.as_nanos() / 1_000_000_000 / 86_400 / 365
+        ));
+    }
+    args.device.validate()?;
+    if args.device.tap.is_some() {
+        args.device.required("ping")?;
+        let host = args
+            .host
+            .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address)")?;
+        if host.is_unspecified() || host.is_multicast() || host.is_broadcast() {
+            return Err(format!(
+                "HOST {host}: not a host's address (imp pings one unicast address)"
+            ));
+        }
+        return Ok(());
+    }
+    let mut given = args.device.given();
+    if args.host.is_some() {
+        given.insert(0, "HOST");
+    }
+    if !given.is_empty() {
+        return Err(format!(
+            "{} {} for pinging over a TAP: add --tap NAME (without it imp ping runs on its \
+             simulated network, set by --rate/--delay/--loss)",
+            given.join(", "),
+            if given.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    sim_link(args)
+        .validate()
+        .map_err(|e| format!("bad link settings (--rate, --delay, --loss): {e}"))
+}
+
+/// Run `imp ping`: on the built-in two-host network, or over a TAP with `--tap`.
+pub fn run(args: &PingArgs) -> Result<(), String> {
+    validate(args)?;
     if args.device.tap.is_some() {
         return run_tap(args);
     }
-    if args.host.is_some() || args.device.addr.is_some() || args.device.impair.is_some() {
-        return Err(
-            "HOST, --addr and --impair are for pinging over a TAP: add --tap NAME \
-             (without it imp ping runs on its simulated network, set by --rate/--delay/--loss)"
-                .into(),
-        );
-    }
-    let link = LinkConfig {
-        rate_bps: args.rate,
-        delay: args.delay,
-        loss: args.loss,
-        ..LinkConfig::default()
-    };
-    link.validate()
-        .map_err(|e| format!("bad link settings: {e}"))?;
+    let link = sim_link(args);
     let mut sim = Sim::new(args.seed);
     let a = sim.add_host("a", StackConfig::default());
     let b = sim.add_host("b", StackConfig::default());
@@ -337,6 +387,9 @@ fn exchange(
     let mut sent_at: Vec<Instant> = Vec::new();
     let mut replies = Vec::new();
     let mut buf = vec![0u8; 65536];
+    // Requests the stack refused (a full transmit queue with `-i 0`): counted, and
+    // reported once at the end rather than a line each.
+    let mut unsent: (u64, Option<IcmpError>) = (0, None);
     let wait_after_last = Duration::from_secs(2) + args.delay.saturating_mul(4);
     let end = start + args.interval.saturating_mul(u64::from(args.count - 1)) + wait_after_last;
     let result = sim.run(10_000_000, end + Duration::from_secs(1), |sim| {
@@ -378,25 +431,25 @@ fn exchange(
                 }
             }
         }
-        let next_send = start + args.interval.saturating_mul(sent_at.len() as u64);
-        if sent_at.len() < usize::from(args.count) {
-            if now >= next_send {
-                let seq = sent_at.len() as u16;
-                let options = request_options(args);
-                if let Err(e) = stack.icmp_send_echo_with_options(
-                    now,
-                    socket,
-                    DST,
-                    seq,
-                    &payload(seq, args.size),
-                    &options,
-                ) {
-                    eprintln!("send failed: {e}");
-                }
-                sent_at.push(now);
-                return Flow::WakeAt(now + args.interval);
+        // Every request that is due goes now (all at once with `-i 0`).
+        let due = |sent: usize| start + args.interval.saturating_mul(sent as u64);
+        while sent_at.len() < usize::from(args.count) && now >= due(sent_at.len()) {
+            let seq = sent_at.len() as u16;
+            let options = request_options(args);
+            if let Err(e) = stack.icmp_send_echo_with_options(
+                now,
+                socket,
+                DST,
+                seq,
+                &payload(seq, args.size),
+                &options,
+            ) {
+                unsent = (unsent.0 + 1, Some(e));
             }
-            return Flow::WakeAt(next_send);
+            sent_at.push(now);
+        }
+        if sent_at.len() < usize::from(args.count) {
+            return Flow::WakeAt(due(sent_at.len()));
         }
         if replies.len() == usize::from(args.count) || now >= end {
             Flow::Done
@@ -405,6 +458,12 @@ fn exchange(
         }
     });
     result.map_err(|e| e.to_string())?;
+    if let (n @ 1.., Some(e)) = unsent {
+        eprintln!(
+            "imp ping: {n} of {} requests could not be sent ({e})",
+            args.count
+        );
+    }
     Ok(replies)
 }
 

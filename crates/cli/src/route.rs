@@ -20,7 +20,7 @@ use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig};
 use impnet::wire::ipv4::Cidr;
 
 use crate::impair;
-use crate::tapargs::{fit_mtu, mac_for, model, parse_cidr};
+use crate::tapargs::{check_host_addr, check_ifname, fit_mtu, mac_for, model, parse_cidr};
 
 /// Options of `imp route`.
 #[derive(Debug, Args)]
@@ -78,13 +78,10 @@ pub fn parse_tap(text: &str) -> Result<TapSpec, String> {
     let (name, rest) = text
         .split_once('=')
         .ok_or_else(|| format!("`{text}` is not NAME=ADDR/LEN[,mtu=N] (e.g. tap0=10.0.1.1/24)"))?;
-    if name.is_empty() || name.len() > 15 {
-        return Err(format!(
-            "`{name}` in `{text}` is not a TAP name (1 to 15 characters)"
-        ));
-    }
+    check_ifname("--tap", name)?;
     let mut parts = rest.split(',');
     let addr = parse_cidr(parts.next().unwrap_or_default())?;
+    check_host_addr(&format!("--tap {name}="), addr)?;
     let mut mtu = 1500;
     for part in parts {
         match part.split_once('=') {
@@ -132,6 +129,13 @@ pub struct Generate {
     pub count: Option<u64>,
 }
 
+/// The slowest `--generate` rate: a packet every 1000 s.
+const MIN_GENERATE_RATE: f64 = 0.001;
+/// The fastest `--generate` rate, packets per second.
+const MAX_GENERATE_RATE: f64 = 10_000_000.0;
+/// The longest `--stats` interval: a day.
+const MAX_STATS_SECONDS: f64 = 86_400.0;
+
 /// Parse `udp:DST:PORT[,rate=PPS][,size=N][,count=N]` or `icmp:DST[,...]`.
 pub fn parse_generate(text: &str) -> Result<Generate, String> {
     let mut parts = text.split(',');
@@ -156,8 +160,8 @@ pub fn parse_generate(text: &str) -> Result<Generate, String> {
                 generate.rate = v
                     .parse()
                     .ok()
-                    .filter(|r: &f64| r.is_finite() && *r > 0.0 && *r <= 10_000_000.0)
-                    .ok_or_else(|| bad("rate is packets per second, above 0"))?;
+                    .filter(|r: &f64| (MIN_GENERATE_RATE..=MAX_GENERATE_RATE).contains(r))
+                    .ok_or_else(|| bad("rate is packets per second, 0.001 to 10000000"))?;
             }
             Some(("size", v)) => {
                 generate.size = v
@@ -245,7 +249,7 @@ struct Iface {
 }
 
 /// Check the arguments against each other before opening anything.
-fn validate(args: &RouteArgs) -> Result<(), String> {
+pub fn validate(args: &RouteArgs) -> Result<(), String> {
     if args.taps.len() < 2 {
         return Err(format!(
             "imp route forwards between two or more interfaces (--tap NAME=ADDR/LEN, twice or more); {} given",
@@ -256,10 +260,32 @@ fn validate(args: &RouteArgs) -> Result<(), String> {
         if args.taps[..i].iter().any(|t| t.name == tap.name) {
             return Err(format!("--tap {} is given twice", tap.name));
         }
+        if let Some(other) = args.taps[..i]
+            .iter()
+            .find(|t| t.addr.address == tap.addr.address)
+        {
+            return Err(format!(
+                "--tap {}: address {} is already --tap {}'s",
+                tap.name, tap.addr.address, other.name
+            ));
+        }
     }
-    for (name, _) in &args.impair {
+    for (i, (name, _)) in args.impair.iter().enumerate() {
         if !args.taps.iter().any(|t| &t.name == name) {
             return Err(format!("--impair {name}: no --tap of that name"));
+        }
+        if args.impair[..i].iter().any(|(n, _)| n == name) {
+            return Err(format!("--impair {name}: given twice for the same TAP"));
+        }
+    }
+    for rule in &args.acl {
+        for named in [&rule.in_iface, &rule.out_iface].into_iter().flatten() {
+            if !args.taps.iter().any(|t| t.name == named.name) {
+                return Err(format!(
+                    "--acl `{rule}` names interface {}, which is no --tap",
+                    named.name
+                ));
+            }
         }
     }
     for (cidr, gateway) in &args.routes {
@@ -269,6 +295,21 @@ fn validate(args: &RouteArgs) -> Result<(), String> {
                 cidr.address, cidr.prefix_len
             ));
         }
+        if args.taps.iter().any(|t| t.addr.address == *gateway) {
+            return Err(format!(
+                "--route {}/{}={gateway}: the gateway is imp's own address; give the next router's",
+                cidr.address, cidr.prefix_len
+            ));
+        }
+    }
+    if let Some(dir) = &args.pcap
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        return Err(format!(
+            "--pcap {}: exists and is not a directory",
+            dir.display()
+        ));
     }
     if args.qdisc.is_some() && args.impair.is_empty() {
         return Err(
@@ -277,10 +318,10 @@ fn validate(args: &RouteArgs) -> Result<(), String> {
         );
     }
     if let Some(seconds) = args.stats
-        && !(seconds.is_finite() && seconds > 0.0)
+        && !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_STATS_SECONDS)
     {
         return Err(format!(
-            "--stats {seconds}: give a positive number of seconds"
+            "--stats {seconds}: give a positive number of seconds, at most {MAX_STATS_SECONDS} (a day)"
         ));
     }
     Ok(())
@@ -650,11 +691,21 @@ mod tests {
                 .unwrap_err()
                 .contains("mtu=N")
         );
-        assert!(parse_tap("=10.0.1.1/24").unwrap_err().contains("TAP name"));
+        assert!(
+            parse_tap("=10.0.1.1/24")
+                .unwrap_err()
+                .contains("interface name")
+        );
         assert!(
             parse_tap("averyveryverylongname=10.0.1.1/24")
                 .unwrap_err()
-                .contains("TAP name")
+                .contains("interface name")
+        );
+        assert!(parse_tap("a/b=10.0.1.1/24").unwrap_err().contains("a/b"));
+        let e = parse_tap("tap0=10.0.1.0/24").unwrap_err();
+        assert!(
+            e.contains("--tap tap0=10.0.1.0/24") && e.contains("network's own"),
+            "{e}"
         );
     }
 
@@ -717,11 +768,16 @@ mod tests {
                 .unwrap_err()
                 .contains("address")
         );
-        assert!(
-            parse_generate("icmp:10.0.2.1,rate=0")
-                .unwrap_err()
-                .contains("rate")
-        );
+        // A rate so low that its gap overflowed `Duration::from_secs_f64` (a panic).
+        for rate in ["0", "1e-300", "0.0009", "inf", "nan", "1e8"] {
+            assert!(
+                parse_generate(&format!("icmp:10.0.2.1,rate={rate}"))
+                    .unwrap_err()
+                    .contains("rate"),
+                "{rate}"
+            );
+        }
+        assert!(parse_generate("icmp:10.0.2.1,rate=0.001").is_ok());
         assert!(
             parse_generate("icmp:10.0.2.1,size=-1")
                 .unwrap_err()
@@ -785,6 +841,38 @@ mod tests {
         let mut bad_stats = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
         bad_stats.stats = Some(0.0);
         assert!(validate(&bad_stats).unwrap_err().contains("positive"));
+        // `Duration::from_secs_f64` panicked on these once the TAPs were open.
+        for seconds in [1e20, f64::INFINITY, f64::NAN, 86_401.0] {
+            bad_stats.stats = Some(seconds);
+            assert!(validate(&bad_stats).unwrap_err().contains("--stats"));
+        }
+        bad_stats.stats = Some(86_400.0);
+        assert_eq!(validate(&bad_stats), Ok(()));
+        let same_addr = args(&["a=10.0.1.1/24", "b=10.0.1.1/16"]);
+        assert!(
+            validate(&same_addr)
+                .unwrap_err()
+                .contains("already --tap a")
+        );
+        let mut acl = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
+        acl.acl.push(parse_rule("deny in=a out=c").unwrap());
+        let e = validate(&acl).unwrap_err();
+        assert!(e.contains("interface c") && e.contains("--acl"), "{e}");
+        let mut own = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
+        own.routes
+            .push(parse_route("10.9.0.0/16=10.0.2.1").unwrap());
+        assert!(validate(&own).unwrap_err().contains("own address"));
+        let mut twice = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
+        twice
+            .impair
+            .push(parse_named_impair("a:delay=1ms").unwrap());
+        twice
+            .impair
+            .push(parse_named_impair("a:delay=2ms").unwrap());
+        assert!(validate(&twice).unwrap_err().contains("twice"));
+        let mut pcap = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
+        pcap.pcap = Some("/dev/null".into());
+        assert!(validate(&pcap).unwrap_err().contains("--pcap /dev/null"));
     }
 
     #[test]

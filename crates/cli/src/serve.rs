@@ -46,19 +46,51 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 /// A TCP service: what to do with each connection.
 type Handler = Arc<dyn Fn(TcpStream) -> io::Result<()> + Send + Sync>;
 
-/// Run `imp serve`.
-pub fn run(args: &ServeArgs) -> Result<(), String> {
-    let (_, addr) = args.device.required("serve")?;
-    let (echo, discard, chargen) =
-        if !args.echo && !args.discard && !args.chargen && args.http.is_none() {
-            (true, true, true)
-        } else {
-            (args.echo, args.discard, args.chargen)
-        };
-    let root = match &args.http {
-        Some(dir) if !dir.is_dir() => {
+/// The services asked for: (echo, discard, chargen); all three when none (and no
+/// HTTP) is named.
+fn services(args: &ServeArgs) -> (bool, bool, bool) {
+    if !args.echo && !args.discard && !args.chargen && args.http.is_none() {
+        (true, true, true)
+    } else {
+        (args.echo, args.discard, args.chargen)
+    }
+}
+
+/// Check the arguments before anything opens (it only looks whether `--http` names
+/// a directory): every error names the option.
+pub fn validate(args: &ServeArgs) -> Result<(), String> {
+    args.device.validate()?;
+    args.device.required("serve")?;
+    if let Some(dir) = &args.http {
+        if !dir.is_dir() {
             return Err(format!("--http {}: not a directory", dir.display()));
         }
+        let (echo, discard, chargen) = services(args);
+        let taken = [
+            (echo, 7, "echo"),
+            (discard, 9, "discard"),
+            (chargen, 19, "chargen"),
+        ]
+        .into_iter()
+        .find(|&(on, port, _)| on && port == args.http_port);
+        if args.http_port == 0 {
+            return Err("--http-port 0: give the port to serve HTTP on (1 to 65535)".into());
+        }
+        if let Some((_, port, name)) = taken {
+            return Err(format!(
+                "--http-port {port} is {name}'s port: pick another for HTTP"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Run `imp serve`.
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    validate(args)?;
+    let (_, addr) = args.device.required("serve")?;
+    let (echo, discard, chargen) = services(args);
+    let root = match &args.http {
         Some(dir) => Some(
             dir.canonicalize()
                 .map_err(|e| format!("--http {}: {e}", dir.display()))?,

@@ -35,12 +35,48 @@ pub struct SimArgs {
     pub markdown: bool,
 }
 
-/// Run `imp sim`.
-pub fn run(args: &SimArgs) -> Result<(), String> {
-    let mut scenario = Scenario::load(&args.file).map_err(|e| e.to_string())?;
+/// Check the arguments before anything runs (no file is read or written): every
+/// error names the option.
+pub fn validate(args: &SimArgs) -> Result<(), String> {
+    if args.file.as_os_str().is_empty() {
+        return Err("FILE is empty: give the scenario file to run".into());
+    }
+    if let Some(out) = &args.out {
+        if out.as_os_str().is_empty() {
+            return Err("--out is empty: give a directory".into());
+        }
+        if out.exists() && !out.is_dir() {
+            return Err(format!(
+                "--out {}: exists and is not a directory",
+                out.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The scenario to run: the file, read and checked (errors name the file, the line
+/// and the field), with `--seed` applied. Nothing runs yet.
+pub fn plan(args: &SimArgs) -> Result<Scenario, String> {
+    let mut scenario = Scenario::load(&args.file).map_err(|mut e| {
+        // A name that is blank at an end or holds control characters is quoted, so
+        // the message still shows which file.
+        let name = args.file.display().to_string();
+        if name.trim() != name || name.chars().any(char::is_control) {
+            e.origin = format!("FILE {name:?}");
+        }
+        e.to_string()
+    })?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
+    Ok(scenario)
+}
+
+/// Run `imp sim`.
+pub fn run(args: &SimArgs) -> Result<(), String> {
+    validate(args)?;
+    let scenario = plan(args)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;

@@ -38,6 +38,76 @@ pub struct TapArgs {
     pub no_offloads: bool,
 }
 
+/// Check a network interface name as Linux does (`dev_valid_name`): 1 to 15 bytes,
+/// not `.` or `..`, no `/`, `:` or white space.
+pub fn check_ifname(flag: &str, name: &str) -> Result<(), String> {
+    let why = if name.is_empty() {
+        Some("is empty")
+    } else if name.len() > 15 {
+        Some("is longer than 15 bytes")
+    } else if name == "." || name == ".." {
+        Some("is `.` or `..`")
+    } else if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace())
+    {
+        Some("holds `/`, `:` or white space")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(format!(
+            "{flag} `{name}`: not a network interface name (it {why}; Linux allows 1 to 15 \
+             bytes without `/`, `:` or white space)"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Check that `cidr` can be a host's address on its network: unicast, not loopback,
+/// and neither the network's own address nor its broadcast address. `flag` starts
+/// the message, right before the address (`"--addr "`, `"--tap tap0="`).
+pub fn check_host_addr(flag: &str, cidr: Cidr) -> Result<(), String> {
+    let addr = cidr.address;
+    let host_bits = 32 - u32::from(cidr.prefix_len);
+    let host_mask = u32::MAX
+        .checked_shr(u32::from(cidr.prefix_len))
+        .unwrap_or(0);
+    let host = addr.to_bits() & host_mask;
+    let why = if addr.is_unspecified() {
+        Some("is the unspecified address")
+    } else if addr.is_broadcast() {
+        Some("is the broadcast address")
+    } else if addr.is_multicast() {
+        Some("is a multicast address")
+    } else if addr.is_loopback() {
+        Some("is a loopback address")
+    } else if cidr.prefix_len == 0 {
+        Some("has prefix length 0 (a host address needs a network)")
+    } else if host_bits >= 2 && host == 0 {
+        Some("is the network's own address (its host part is 0)")
+    } else if host_bits >= 2 && host == host_mask {
+        Some("is the network's broadcast address")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(format!(
+            "{flag}{}/{}: {why}; give imp's own address and prefix, e.g. 10.0.0.2/24",
+            cidr.address, cidr.prefix_len
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether `addr` lies on `cidr`'s network.
+pub fn on_network(cidr: Cidr, addr: Ipv4Addr) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(cidr.prefix_len))
+        .unwrap_or(0);
+    cidr.address.to_bits() & mask == addr.to_bits() & mask
+}
+
 /// Parse `A/LEN`.
 pub fn parse_cidr(text: &str) -> Result<Cidr, String> {
     let (addr, len) = text
@@ -83,6 +153,49 @@ impl TapStack {
 }
 
 impl TapArgs {
+    /// Check the options against each other without opening anything: a TAP name
+    /// Linux accepts, a host address, a gateway on that address's network.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(name) = &self.tap {
+            check_ifname("--tap", name)?;
+        }
+        if let Some(addr) = self.addr {
+            check_host_addr("--addr ", addr)?;
+        }
+        if let Some(gateway) = self.gateway {
+            let Some(addr) = self.addr else {
+                return Err(format!(
+                    "--gateway {gateway} needs --addr A/LEN (the gateway must be on imp's network)"
+                ));
+            };
+            if !on_network(addr, gateway) || gateway == addr.address {
+                return Err(format!(
+                    "--gateway {gateway} is not another host on --addr {}/{}'s network",
+                    addr.address, addr.prefix_len
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The device options given, by flag, for a command run without `--tap`.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        if self.addr.is_some() {
+            given.push("--addr");
+        }
+        if self.gateway.is_some() {
+            given.push("--gateway");
+        }
+        if self.impair.is_some() {
+            given.push("--impair");
+        }
+        if self.no_offloads {
+            given.push("--no-offloads");
+        }
+        given
+    }
+
     /// The TAP name and address, which a device command cannot do without.
     pub fn required(&self, command: &str) -> Result<(&str, Cidr), String> {
         let tap = self
@@ -173,5 +286,53 @@ mod tests {
         assert!(parse_cidr("10.1.2.3").unwrap_err().contains("PREFIX"));
         assert!(parse_cidr("10.1.2/24").unwrap_err().contains("10.1.2"));
         assert!(parse_cidr("10.1.2.3/40").is_err());
+    }
+
+    #[test]
+    fn names_and_addresses_are_checked_before_anything_opens() {
+        for good in ["tap0", "imp-a", "x", "fifteen_chars_x"] {
+            assert_eq!(check_ifname("--tap", good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a:b",
+            "a b",
+            "sixteen_chars_xx",
+            "tap\n0",
+        ] {
+            let e = check_ifname("--tap", bad).unwrap_err();
+            assert!(e.contains("--tap") && e.contains("interface name"), "{e}");
+        }
+        let cidr = |t: &str| parse_cidr(t).unwrap();
+        assert_eq!(check_host_addr("--addr ", cidr("10.0.0.2/24")), Ok(()));
+        assert_eq!(check_host_addr("--addr ", cidr("10.0.0.0/31")), Ok(()));
+        assert_eq!(check_host_addr("--addr ", cidr("10.0.0.7/32")), Ok(()));
+        for bad in [
+            "0.0.0.0/24",
+            "255.255.255.255/24",
+            "224.0.0.1/24",
+            "127.0.0.1/8",
+            "10.0.0.0/24",
+            "10.0.0.255/24",
+            "10.0.0.1/0",
+        ] {
+            let e = check_host_addr("--addr ", cidr(bad)).unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+        let args = |addr: &str, gateway: &str| TapArgs {
+            tap: Some("tap0".into()),
+            addr: Some(cidr(addr)),
+            gateway: Some(gateway.parse().unwrap()),
+            impair: None,
+            no_offloads: false,
+        };
+        assert_eq!(args("10.0.0.2/24", "10.0.0.1").validate(), Ok(()));
+        let e = args("10.0.0.2/24", "10.0.1.1").validate().unwrap_err();
+        assert!(e.contains("--gateway 10.0.1.1"), "{e}");
+        let e = args("10.0.0.2/24", "10.0.0.2").validate().unwrap_err();
+        assert!(e.contains("--gateway 10.0.0.2"), "{e}");
     }
 }

@@ -106,10 +106,58 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
     }
 }
 
+/// The largest `--record`: one application write (a buffer of this size is allocated).
+const MAX_RECORD: u64 = 64 << 20;
+
+/// Check the arguments before anything runs (no I/O, no simulation): every error
+/// names the option.
+pub fn validate(args: &TtcpArgs) -> Result<(), String> {
+    args.device.validate()?;
+    if args.device.tap.is_some() {
+        crate::ttcp_tap::validate(args)?;
+    } else {
+        let mut given = Vec::new();
+        if args.connect.is_some() {
+            given.push("--connect");
+        }
+        if args.listen.is_some() {
+            given.push("--listen");
+        }
+        if args.time.is_some() {
+            given.push("--time");
+        }
+        given.extend(args.device.given());
+        if !given.is_empty() {
+            return Err(format!(
+                "{} {} for transfers over a TAP: add --tap NAME (without it imp ttcp runs on \
+                 its simulated network)",
+                given.join(", "),
+                if given.len() == 1 { "is" } else { "are" }
+            ));
+        }
+        if args.bytes == 0 {
+            return Err("--bytes 0: nothing to transfer (give at least 1 byte)".into());
+        }
+    }
+    config(args).map(|_| ())
+}
+
 /// Build the transfer the arguments describe.
 pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
     if !(68..=65535).contains(&args.mtu) {
         return Err(format!("--mtu {} is outside 68..=65535", args.mtu));
+    }
+    if !(1..=MAX_RECORD).contains(&args.record) {
+        return Err(format!(
+            "--record {}: give 1 byte to {}M per write",
+            args.record,
+            MAX_RECORD >> 20
+        ));
+    }
+    for (flag, bytes) in [("--sndbuf", args.sndbuf), ("--rcvbuf", args.rcvbuf)] {
+        if bytes == 0 {
+            return Err(format!("{flag} 0: a TCP buffer needs at least 1 byte"));
+        }
     }
     let to_usize =
         |v: u64, what: &str| usize::try_from(v).map_err(|_| format!("--{what} is too large"));
@@ -135,24 +183,17 @@ pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
     })?;
     bulk.sender_tcp.pacing = args.pacing;
     bulk.pcap = args.pcap.clone();
+    bulk.link
+        .validate()
+        .map_err(|e| format!("bad link settings (--rate, --rtt, --loss, --mtu): {e}"))?;
     Ok(bulk)
 }
 
 /// Run `imp ttcp`.
 pub fn run(args: &TtcpArgs) -> Result<(), String> {
+    validate(args)?;
     if args.device.tap.is_some() {
         return crate::ttcp_tap::run(args);
-    }
-    if args.connect.is_some()
-        || args.listen.is_some()
-        || args.device.addr.is_some()
-        || args.time.is_some()
-    {
-        return Err(
-            "--connect, --listen, --addr and --time are for transfers over a TAP: add --tap NAME \
-             (without it imp ttcp runs on its simulated network)"
-                .into(),
-        );
     }
     let bulk = config(args)?;
     let result = run_bulk(&bulk).map_err(|e| e.to_string())?;

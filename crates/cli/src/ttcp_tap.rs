@@ -30,21 +30,52 @@ struct Report {
     ecn: Option<bool>,
 }
 
-/// Run a transfer over the TAP the arguments name.
-pub fn run(args: &TtcpArgs) -> Result<(), String> {
-    let role = match (args.connect, args.listen) {
-        (Some(peer), None) => Ok(peer),
-        (None, Some(port)) => Err(port),
+/// Check the arguments of a transfer over a TAP before anything opens.
+pub fn validate(args: &TtcpArgs) -> Result<(), String> {
+    args.device.required("ttcp")?;
+    match (args.connect, args.listen) {
+        (Some(peer), None) => {
+            let ip = peer.ip();
+            if peer.port() == 0 || ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
+                return Err(format!(
+                    "--connect {peer}: give a host's unicast address and a non-zero port"
+                ));
+            }
+        }
+        (None, Some(0)) => {
+            return Err("--listen 0: give the port to listen on (1 to 65535)".into());
+        }
+        (None, Some(_)) => {
+            if args.time.is_some() {
+                return Err(
+                    "--time is for the sender (--connect); the receiver counts until the peer closes"
+                        .into(),
+                );
+            }
+        }
         _ => {
             return Err(
                 "imp ttcp --tap needs one of --connect HOST:PORT (send) or --listen PORT (receive)"
                     .into(),
             );
         }
-    };
-    if args.timeout.as_nanos() == 0 {
-        return Err("--timeout must be longer than 0".into());
     }
+    if args.timeout.as_nanos() == 0 {
+        return Err("--timeout 0: give a time longer than 0".into());
+    }
+    if args.time.is_some_and(|t| t.as_nanos() == 0) {
+        return Err("--time 0: give a time longer than 0".into());
+    }
+    Ok(())
+}
+
+/// Run a transfer over the TAP the arguments name.
+pub fn run(args: &TtcpArgs) -> Result<(), String> {
+    validate(args)?;
+    let role = match (args.connect, args.listen) {
+        (Some(peer), _) => Ok(peer),
+        (None, port) => Err(port.unwrap_or_default()),
+    };
     let timeout = StdDuration::from_nanos(args.timeout.as_nanos());
     let stack = args.device.start_with("ttcp", stack_config(args)?)?;
     if !args.json {
@@ -211,9 +242,8 @@ fn receive(
             }
         }
     }
-    let peer = match peer {
-        SocketAddr::V4(p) => p,
-        SocketAddr::V6(_) => unreachable!("imp speaks IPv4 only"),
+    let SocketAddr::V4(peer) = peer else {
+        return Err(format!("{peer}: imp speaks IPv4 only"));
     };
     Ok(report("receive", peer, got, start.elapsed(), &stream))
 }

@@ -463,3 +463,5 @@ impl Stack {
 mod tests;
 #[cfg(test)]
 mod tests_forward;
+#[cfg(test)]
+mod tests_misuse;

@@ -2,10 +2,13 @@
 //! core's message (what went wrong, what to do) as the text.
 
 use std::io::{Error, ErrorKind};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use impnet_core::tcp::TcpError;
 use impnet_core::{IcmpError, UdpError};
 
+/// A [`TcpError`] as the `io::Error` a `std::net` user on Linux gets in the same case:
+/// the table is in the crate's documentation (`lib.rs`, "Errors").
 pub(crate) fn tcp(e: TcpError) -> Error {
     let kind = match e {
         TcpError::WouldBlock => ErrorKind::WouldBlock,
@@ -13,14 +16,80 @@ pub(crate) fn tcp(e: TcpError) -> Error {
         TcpError::ConnectionReset => ErrorKind::ConnectionReset,
         TcpError::ConnectionRefused => ErrorKind::ConnectionRefused,
         TcpError::TimedOut => ErrorKind::TimedOut,
-        TcpError::NoPortsAvailable => ErrorKind::AddrNotAvailable,
+        TcpError::NoPortsAvailable | TcpError::AddrNotAvailable => ErrorKind::AddrNotAvailable,
         TcpError::InvalidHandle | TcpError::InvalidState => ErrorKind::NotConnected,
-        TcpError::HostUnreachable => ErrorKind::HostUnreachable,
+        TcpError::Closing => ErrorKind::BrokenPipe,
+        TcpError::HostUnreachable | TcpError::Prohibited => ErrorKind::HostUnreachable,
         TcpError::NetUnreachable => ErrorKind::NetworkUnreachable,
-        TcpError::Prohibited => ErrorKind::PermissionDenied,
         _ => ErrorKind::Other,
     };
     Error::new(kind, e)
+}
+
+/// True for the errors a connection ends with (the core repeats them to every call).
+fn ends_connection(e: TcpError) -> bool {
+    matches!(
+        e,
+        TcpError::ConnectionReset
+            | TcpError::ConnectionRefused
+            | TcpError::TimedOut
+            | TcpError::HostUnreachable
+            | TcpError::NetUnreachable
+            | TcpError::Prohibited
+    )
+}
+
+/// Whether a connection's ending error has been reported to the application yet:
+/// Linux reports it once (to the first read, write or `SO_ERROR`), then reads see
+/// the end of the stream and writes a broken pipe. Shared by every clone of a stream.
+#[derive(Debug, Default)]
+pub(crate) struct Ended(AtomicBool);
+
+impl Ended {
+    /// Mark the error reported; true if it was not before.
+    fn first(&self) -> bool {
+        !self.0.swap(true, Ordering::AcqRel)
+    }
+
+    /// What a read gets for the core's error `e` (not `WouldBlock`).
+    pub(crate) fn read(&self, e: TcpError) -> std::io::Result<usize> {
+        if ends_connection(e) && !self.first() {
+            return Ok(0);
+        }
+        Err(tcp(e))
+    }
+
+    /// What a write gets for the core's error `e` (not `WouldBlock`).
+    pub(crate) fn write(&self, e: TcpError) -> Error {
+        if ends_connection(e) && !self.first() {
+            return Error::new(
+                ErrorKind::BrokenPipe,
+                format!("broken pipe: the connection has ended ({e})"),
+            );
+        }
+        tcp(e)
+    }
+
+    /// `take_error`: the connection's error if nothing reported it yet.
+    pub(crate) fn take(&self, error: Option<TcpError>) -> Option<Error> {
+        error.filter(|_| self.first()).map(tcp)
+    }
+}
+
+/// `peer_addr` of a connection in `state` (None: the handle is gone): the peer while
+/// the connection is open, `NotConnected` once it has ended (as Linux's
+/// `getpeername`).
+pub(crate) fn peer(
+    state: Option<impnet_core::tcp::TcpState>,
+    peer: std::net::SocketAddrV4,
+) -> std::io::Result<std::net::SocketAddr> {
+    match state {
+        Some(impnet_core::tcp::TcpState::Closed) | None => Err(Error::new(
+            ErrorKind::NotConnected,
+            "not connected: the connection has ended",
+        )),
+        Some(_) => Ok(std::net::SocketAddr::V4(peer)),
+    }
 }
 
 pub(crate) fn udp(e: UdpError) -> Error {

@@ -26,6 +26,43 @@
 //! stream.write_all(&buf[..n])?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Errors
+//!
+//! Every call returns the `io::Error` a `std::net` program on Linux gets in the same case
+//! (checked against the kernel, and tested over two stacks in `tests/dead_sockets.rs`),
+//! the core's message as its text:
+//!
+//! | case | core error | `io::ErrorKind` | Linux |
+//! |---|---|---|---|
+//! | nothing to read or no room yet (non-blocking) | `WouldBlock` | `WouldBlock` | `EAGAIN` |
+//! | read or write timeout set by `set_*_timeout` ran out | | `TimedOut` | `EAGAIN` (std allows either) |
+//! | connect: nothing listens (RST, ICMP port unreachable) | `ConnectionRefused` | `ConnectionRefused` | `ECONNREFUSED` |
+//! | the peer reset the connection: the first read or write | `ConnectionReset` | `ConnectionReset` | `ECONNRESET` |
+//! | ... then every read | (same) | `Ok(0)`, end of stream | `0` |
+//! | ... then every write | (same) | `BrokenPipe` | `EPIPE` |
+//! | retransmissions or the user timeout gave up: the first read or write | `TimedOut` | `TimedOut` | `ETIMEDOUT` |
+//! | ... then reads / writes | (same) | `Ok(0)` / `BrokenPipe` | `0` / `EPIPE` |
+//! | ICMP net unreachable (opening, or the last soft error at a timeout) | `NetUnreachable` | `NetworkUnreachable` | `ENETUNREACH` |
+//! | ICMP host unreachable, ARP gave up | `HostUnreachable` | `HostUnreachable` | `EHOSTUNREACH` |
+//! | ICMP administratively prohibited | `Prohibited` | `HostUnreachable` | `EHOSTUNREACH` |
+//! | write after our `shutdown(Write)`, or after a clean close | `Closing` | `BrokenPipe` | `EPIPE` |
+//! | read after the peer's FIN (end of stream), again and again | | `Ok(0)` | `0` |
+//! | `shutdown` or `peer_addr` on a connection that has ended | `InvalidState` | `NotConnected` | `ENOTCONN` |
+//! | a call after `Runtime::shutdown` (the handle is gone) | `InvalidHandle` | `NotConnected` | (`EBADF`) |
+//! | listen or connect on an address not the stack's; connect to port 0 | `AddrNotAvailable` | `AddrNotAvailable` | `EADDRNOTAVAIL` |
+//! | connect to a broadcast or multicast address, or with no route | `NetUnreachable` | `NetworkUnreachable` | `ENETUNREACH` |
+//! | listen on port 0 (imp picks no port for a listener) | | `InvalidInput` | (Linux picks one) |
+//! | address and port taken | `AddrInUse` | `AddrInUse` | `EADDRINUSE` |
+//! | no ephemeral port left | `NoPortsAvailable` | `AddrNotAvailable` | `EADDRNOTAVAIL` |
+//!
+//! `take_error` returns the connection's error if no read or write has reported it
+//! yet, and reports it only once, as `SO_ERROR` does; `flush`, `set_nodelay`,
+//! `local_addr` and the timeouts succeed on a dead connection, as on Linux. One
+//! difference: Linux reports `EPIPE` rather than `ECONNRESET` for a reset that comes
+//! after the peer's FIN; imp reports `ConnectionReset` there too. (The core's own
+//! [`TcpError`](impnet_core::tcp::TcpError)s repeat an ending error to every call;
+//! the sockets here report it once.)
 #![warn(missing_docs)]
 
 pub use impnet_core as core;

@@ -17,13 +17,12 @@ use crate::udp::zero_timeout;
 /// refused when it ended without one).
 pub(crate) fn connect_outcome(
     stack: &mut impnet_core::Stack,
-    now: impnet_core::Instant,
     handle: TcpHandle,
 ) -> Option<io::Result<(SocketAddrV4, SocketAddrV4)>> {
     match stack.tcp().info(handle).map(|i| i.state) {
         Some(TcpState::SynSent | TcpState::SynReceived) => None,
         Some(TcpState::Closed) | None => {
-            let err = stack.tcp_recv(now, handle, &mut [0u8; 1]).err();
+            let err = stack.tcp().error(handle).ok().flatten();
             Some(Err(error::tcp(err.unwrap_or(TcpError::ConnectionRefused))))
         }
         Some(_) => Some(
@@ -78,9 +77,13 @@ impl TcpListener {
         let handle = shared
             .with(|state, _| state.stack.tcp_listen(local, backlog))?
             .map_err(|e| match e {
-                TcpError::InvalidState => io::Error::new(
+                TcpError::AddrNotAvailable => io::Error::new(
                     io::ErrorKind::AddrNotAvailable,
-                    "address not available: listen on one of the stack's addresses or 0.0.0.0",
+                    format!(
+                        "address not available: {} is not the stack's; listen on one of its \
+                         addresses or 0.0.0.0",
+                        local.ip()
+                    ),
                 ),
                 e => error::tcp(e),
             })?;
@@ -154,6 +157,8 @@ struct StreamInner {
     local: SocketAddrV4,
     peer: SocketAddrV4,
     options: Mutex<StreamOptions>,
+    /// Whether the connection's ending error was reported (once, as on Linux).
+    ended: error::Ended,
 }
 
 impl Drop for StreamInner {
@@ -199,6 +204,7 @@ impl TcpStream {
                     nodelay,
                     ..StreamOptions::default()
                 }),
+                ended: error::Ended::default(),
             }),
         }
     }
@@ -230,9 +236,12 @@ impl TcpStream {
         let handle = shared
             .with(|state, now| state.stack.tcp_connect(now, any, remote))?
             .map_err(|e| match e {
-                TcpError::InvalidState => io::Error::new(
+                TcpError::NetUnreachable => io::Error::new(
                     io::ErrorKind::NetworkUnreachable,
-                    "no route to the destination: add an address on its network or a route",
+                    format!(
+                        "cannot connect to {remote}: no route to it (add an address on its \
+                         network or a route), or it is a broadcast or multicast address"
+                    ),
                 ),
                 e => error::tcp(e),
             })?;
@@ -240,7 +249,7 @@ impl TcpStream {
             crate::deadline(timeout),
             false,
             Awaits::Input,
-            |state, now| connect_outcome(&mut state.stack, now, handle),
+            |state, _| connect_outcome(&mut state.stack, handle),
         );
         match established {
             Ok((local, peer)) => Ok(TcpStream::from_parts(shared, handle, local, peer)),
@@ -259,30 +268,55 @@ impl TcpStream {
         f(&mut self.inner.options.lock().unwrap_or_else(|p| p.into_inner()));
     }
 
-    /// The remote address.
+    /// The remote address; `NotConnected` once the connection has ended (reset,
+    /// timed out, or closed by both sides), as on Linux.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        Ok(SocketAddr::V4(self.inner.peer))
+        let handle = self.inner.handle;
+        let state = self
+            .inner
+            .shared
+            .with(|state, _| state.stack.tcp().info(handle).map(|i| i.state))?;
+        error::peer(state, self.inner.peer)
     }
 
-    /// The local address.
+    /// The local address (also after the connection ended, as on Linux).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(SocketAddr::V4(self.inner.local))
     }
 
     /// Shut down reading (later reads return end of stream), writing (our FIN goes
-    /// after the queued data; the peer may still send) or both.
+    /// after the queued data; the peer may still send) or both. Shutting down again
+    /// is no error; on a connection that has ended it is `NotConnected`, as on Linux.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        let handle = self.inner.handle;
+        let write = matches!(how, Shutdown::Write | Shutdown::Both);
+        self.inner
+            .shared
+            .with(|state, now| {
+                let tcp = state.stack.tcp();
+                match tcp.info(handle).map(|i| i.state) {
+                    Some(TcpState::Closed) | None => Err(TcpError::InvalidState),
+                    Some(_) if write => tcp.shutdown_write(now, handle),
+                    Some(_) => Ok(()),
+                }
+            })?
+            .map_err(error::tcp)?;
         if matches!(how, Shutdown::Read | Shutdown::Both) {
             self.set_options(|o| o.read_shut = true);
         }
-        if matches!(how, Shutdown::Write | Shutdown::Both) {
-            let handle = self.inner.handle;
-            self.inner
-                .shared
-                .with(|state, now| state.stack.tcp().shutdown_write(now, handle))?
-                .map_err(error::tcp)?;
-        }
         Ok(())
+    }
+
+    /// The error the connection ended with (reset, timed out, unreachable), if no read
+    /// or write has reported it yet; reported once, as Linux's `SO_ERROR`.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        let handle = self.inner.handle;
+        let error = self
+            .inner
+            .shared
+            .with(|state, _| state.stack.tcp().error(handle))?
+            .map_err(error::tcp)?;
+        Ok(self.inner.ended.take(error))
     }
 
     /// Turn Nagle's algorithm off (true: small writes go at once) or on.
@@ -393,7 +427,7 @@ impl TcpStream {
             |state, now| match state.stack.tcp_recv(now, handle, buf) {
                 Ok(n) => Some(Ok(n)),
                 Err(TcpError::WouldBlock) => None,
-                Err(e) => Some(Err(error::tcp(e))),
+                Err(e) => Some(self.inner.ended.read(e)),
             },
         )
     }
@@ -417,7 +451,7 @@ impl TcpStream {
                 match state.stack.tcp_send_vectored(now, handle, slices) {
                     Ok(n) => Some(Ok(n)),
                     Err(TcpError::WouldBlock) => None,
-                    Err(e) => Some(Err(error::tcp(e))),
+                    Err(e) => Some(Err(self.inner.ended.write(e))),
                 }
             },
         )

@@ -77,6 +77,7 @@ impl TcpListener {
                     handle,
                     local,
                     peer,
+                    ended: error::Ended::default(),
                 };
                 (stream, SocketAddr::V4(peer))
             })
@@ -105,6 +106,8 @@ pub struct TcpStream {
     handle: TcpHandle,
     local: SocketAddrV4,
     peer: SocketAddrV4,
+    /// Whether the connection's ending error was reported (once, as on Linux).
+    ended: error::Ended,
 }
 
 impl std::fmt::Debug for TcpStream {
@@ -126,8 +129,8 @@ impl TcpStream {
             .with(|state, now| state.stack.tcp_connect(now, any, remote))?
             .map_err(error::tcp)?;
         let result = poll_fn(|cx| {
-            shared.poll_tcp(cx, handle, true, |state, now| {
-                crate::tcp::connect_outcome(&mut state.stack, now, handle)
+            shared.poll_tcp(cx, handle, true, |state, _| {
+                crate::tcp::connect_outcome(&mut state.stack, handle)
             })
         })
         .await;
@@ -137,6 +140,7 @@ impl TcpStream {
                 handle,
                 local,
                 peer,
+                ended: error::Ended::default(),
             }),
             Err(e) => {
                 let _ = shared.with(|state, now| {
@@ -148,14 +152,30 @@ impl TcpStream {
         }
     }
 
-    /// The remote address.
+    /// The remote address; `NotConnected` once the connection has ended, as on
+    /// Linux.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        Ok(SocketAddr::V4(self.peer))
+        let handle = self.handle;
+        let state = self
+            .shared
+            .with(|state, _| state.stack.tcp().info(handle).map(|i| i.state))?;
+        error::peer(state, self.peer)
     }
 
-    /// The local address.
+    /// The local address (also after the connection ended, as on Linux).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(SocketAddr::V4(self.local))
+    }
+
+    /// The error the connection ended with (reset, timed out, unreachable), if no read
+    /// or write has reported it yet; reported once, as Linux's `SO_ERROR`.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        let handle = self.handle;
+        let error = self
+            .shared
+            .with(|state, _| state.stack.tcp().error(handle))?
+            .map_err(error::tcp)?;
+        Ok(self.ended.take(error))
     }
 
     /// Turn Nagle's algorithm off (true) or on.
@@ -186,6 +206,7 @@ impl TcpStream {
     }
 
     /// Shut down writing (our FIN after the queued data); reading is unaffected.
+    /// Again is no error; on a connection that has ended it is `NotConnected`.
     pub fn shutdown_write(&self) -> io::Result<()> {
         let handle = self.handle;
         self.shared
@@ -213,7 +234,8 @@ impl AsyncRead for TcpStream {
                     Some(Ok(()))
                 }
                 Err(TcpError::WouldBlock) => None,
-                Err(e) => Some(Err(error::tcp(e))),
+                // Reported once; then the end of the stream (nothing read).
+                Err(e) => Some(self.ended.read(e).map(|_| ())),
             }
         })
     }
@@ -230,7 +252,7 @@ impl AsyncWrite for TcpStream {
             match state.stack.tcp_send(now, handle, data) {
                 Ok(n) => Some(Ok(n)),
                 Err(TcpError::WouldBlock) => None,
-                Err(e) => Some(Err(error::tcp(e))),
+                Err(e) => Some(Err(self.ended.write(e))),
             }
         })
     }
@@ -248,7 +270,7 @@ impl AsyncWrite for TcpStream {
             match state.stack.tcp_send_vectored(now, handle, slices) {
                 Ok(n) => Some(Ok(n)),
                 Err(TcpError::WouldBlock) => None,
-                Err(e) => Some(Err(error::tcp(e))),
+                Err(e) => Some(Err(self.ended.write(e))),
             }
         })
     }
@@ -264,7 +286,9 @@ impl AsyncWrite for TcpStream {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(match self.shutdown_write() {
-            // Already shut down: shutting down again is not an error.
+            // The connection has ended (or the runtime stopped): nothing is left to
+            // shut down, and a server closing a connection its client reset is not
+            // an error. (`shutdown_write` itself says `NotConnected`, as on Linux.)
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
             other => other,
         })

@@ -292,7 +292,10 @@ where
             }
         }
     });
-    if let Some(e) = failure {
+    // A failed call, or a connection that ended and left the network quiet (timed
+    // out, refused, unreachable): report why, not the silence.
+    let conns = [(a, Some(sender.handle)), (b, receiver.conn)];
+    if let Some(e) = failure.or_else(|| run.is_err().then(|| ended_with(&mut sim, conns))?) {
         return Err(BulkError::Tcp(e).with_seed(config.seed));
     }
     run.map_err(BulkError::Sim)?;
@@ -344,6 +347,13 @@ fn setup(
         )
         .map_err(BulkError::Tcp)?;
     Ok((sim, (a, b), link, listener, handle, start))
+}
+
+/// The error one of `conns` (host, handle) ended with, if one did and is still known.
+fn ended_with(sim: &mut Sim, conns: [(HostId, Option<TcpHandle>); 2]) -> Option<TcpError> {
+    conns
+        .into_iter()
+        .find_map(|(host, conn)| sim.host_mut(host).tcp().error(conn?).ok().flatten())
 }
 
 fn drive_sender(
@@ -487,9 +497,9 @@ impl std::fmt::Display for BulkError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BulkError::Config(msg) => f.write_str(msg),
-            BulkError::Tcp(e) => write!(f, "TCP call failed: {e:?}"),
+            BulkError::Tcp(e) => write!(f, "the transfer failed: {e}"),
             BulkError::TcpInRun(e, seed) => {
-                write!(f, "TCP call failed in the run with seed {seed}: {e:?}")
+                write!(f, "the transfer failed in the run with seed {seed}: {e}")
             }
             BulkError::Sim(e) => write!(f, "{e}"),
         }

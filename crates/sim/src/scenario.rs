@@ -233,6 +233,9 @@ impl FlowKind {
     }
 }
 
+/// The largest scenario file [`Scenario::load`] reads.
+pub const MAX_SCENARIO_BYTES: u64 = 16 << 20;
+
 /// A mistake in a scenario file: where it is and what is wrong, on one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioError {
@@ -681,14 +684,41 @@ impl Scenario {
         })
     }
 
-    /// Reads and parses a scenario file.
+    /// Reads and parses a scenario file: a regular file of at most
+    /// [`MAX_SCENARIO_BYTES`] (not a device such as `/dev/zero`, a FIFO or a
+    /// directory, which would never end or would block).
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        use std::io::Read;
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let fail = |message: String| ScenarioError {
             origin: origin.clone(),
             line: None,
             field: None,
-            message: format!("cannot read the file: {e}"),
+            message,
+        };
+        let cannot = |e: std::io::Error| fail(format!("cannot read the file: {e}"));
+        if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+            return Err(fail(
+                "not a regular file: give a scenario file (TOML; see scenarios/README.md)".into(),
+            ));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .map_err(cannot)?
+            .take(MAX_SCENARIO_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+            return Err(fail(format!(
+                "larger than {} MiB: not a scenario file",
+                MAX_SCENARIO_BYTES >> 20
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            fail(format!(
+                "not UTF-8 text (at byte {})",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         Scenario::parse(&text, &origin)
     }
@@ -1468,4 +1498,35 @@ fn ping_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, Scen
             s => s as usize,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the CLI's argument property test: `imp sim /dev/zero` read forever.
+    #[test]
+    fn load_refuses_what_is_not_a_small_regular_file() {
+        let check = |path: &std::path::Path, expect: &str| {
+            let e = Scenario::load(path).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(expect), "{}: {text}", path.display());
+            assert!(text.starts_with(&path.display().to_string()), "{text}");
+        };
+        check(std::path::Path::new("/dev/zero"), "not a regular file");
+        check(&std::env::temp_dir(), "not a regular file");
+        check(
+            std::path::Path::new("/nonexistent/imp/scenario.toml"),
+            "cannot read the file",
+        );
+        let dir = std::env::temp_dir().join(format!("imp-scenario-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.toml");
+        std::fs::write(&big, vec![b'#'; (MAX_SCENARIO_BYTES + 1) as usize]).unwrap();
+        check(&big, "larger than 16 MiB");
+        let binary = dir.join("binary.toml");
+        std::fs::write(&binary, b"seed = 1\n\xff\xfe").unwrap();
+        check(&binary, "not UTF-8");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -303,8 +303,45 @@ struct WithPaths<'a> {
     w8_skipped: Option<String>,
 }
 
+/// Check the arguments before anything runs: `--only` names workloads, `--impl`
+/// implementations, `--scale` and `--repeat` are positive.
+pub fn validate(args: &BenchArgs) -> Result<(), String> {
+    for only in &args.only {
+        let known = only.eq_ignore_ascii_case("W8")
+            || (!only.is_empty() && WORKLOADS.iter().any(|w| w.starts_with(only.as_str())));
+        if !known {
+            return Err(format!(
+                "--only `{only}`: no workload's name starts with it (the workloads: {}, W8)",
+                WORKLOADS.join(", ")
+            ));
+        }
+    }
+    for name in &args.impls {
+        if !IMPLS
+            .iter()
+            .any(|i| format!("{i:?}").to_lowercase() == *name)
+        {
+            return Err(format!(
+                "--impl `{name}`: not an implementation (imp, smoltcp or linux)"
+            ));
+        }
+    }
+    if args.repeat == Some(0) {
+        return Err("--repeat 0: run every workload at least once".into());
+    }
+    if let Some(f) = args.scale
+        && !(f.is_finite() && f > 0.0 && f <= 1000.0)
+    {
+        return Err(format!(
+            "--scale {f}: give a factor above 0 and at most 1000"
+        ));
+    }
+    Ok(())
+}
+
 /// `imp bench`.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
+    validate(args)?;
     BARE.store(args.bare, Ordering::Relaxed);
     let sizes = Sizes::for_args(args);
     let is_w8 = |o: &String| o.eq_ignore_ascii_case("W8");

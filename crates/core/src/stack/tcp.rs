@@ -328,35 +328,46 @@ impl Stack {
         })
     }
 
-    /// Listen on `local` (port non-zero; the address may be unspecified).
+    /// Listen on `local` (port non-zero; the address may be unspecified). An address
+    /// not ours, or port 0, is `AddrNotAvailable`.
     pub fn tcp_listen(
         &mut self,
         local: SocketAddrV4,
         backlog: usize,
     ) -> Result<TcpHandle, TcpError> {
         if !local.ip().is_unspecified() && !self.is_local_addr(*local.ip()) {
-            return Err(TcpError::InvalidState);
+            return Err(TcpError::AddrNotAvailable);
         }
         self.tcp.listen(local, backlog)
     }
 
     /// Connect to `remote` from `local`; an unspecified local address is the route's
     /// source address, port 0 an ephemeral port. The MSS announced is the route MTU
-    /// minus 40. Without a route (or with a local address not ours) the call fails
-    /// with `InvalidState`.
+    /// minus 40. Without a route, or to a broadcast or multicast address, the call
+    /// fails with `NetUnreachable` (as on Linux); with a local address not ours, no
+    /// source address on the way out, or a remote port 0 or address 0.0.0.0, with
+    /// `AddrNotAvailable`.
     pub fn tcp_connect(
         &mut self,
         now: Instant,
         local: SocketAddrV4,
         remote: SocketAddrV4,
     ) -> Result<TcpHandle, TcpError> {
+        let dst = *remote.ip();
+        if dst.is_unspecified() || remote.port() == 0 {
+            return Err(TcpError::AddrNotAvailable);
+        }
+        if dst.is_broadcast()
+            || dst.is_multicast()
+            || self.ifaces.iter().any(|i| i.is_broadcast(dst))
+        {
+            return Err(TcpError::NetUnreachable);
+        }
         let src = Some(*local.ip()).filter(|a| !a.is_unspecified());
-        let route = self
-            .route_output(*remote.ip(), src)
-            .map_err(|error| match error {
-                OutputError::NoRoute => TcpError::NetUnreachable,
-                _ => TcpError::InvalidState,
-            })?;
+        let route = self.route_output(dst, src).map_err(|error| match error {
+            OutputError::NoRoute => TcpError::NetUnreachable,
+            _ => TcpError::AddrNotAvailable,
+        })?;
         let local = SocketAddrV4::new(route.src, local.port());
         let route_mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
         let mss = self.tcp.config().segment_size.unwrap_or(route_mss);

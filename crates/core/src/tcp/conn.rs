@@ -573,8 +573,8 @@ impl Conn {
             State::CloseWait(s) => &mut s.snd.buffer,
             State::Closed(Closed { error: Some(e) }) => return Err(*e),
             // "FIN-WAIT-1 STATE ... Return "error: connection closing" and do not service
-            // request."
-            _ => return Err(TcpError::InvalidState),
+            // request." (Also after a clean end: our FIN went.)
+            _ => return Err(TcpError::Closing),
         };
         let (mut taken, mut offered) = (0, false);
         for data in slices {
@@ -693,6 +693,14 @@ impl Conn {
             }
             // Already closing: "Respond with "error: connection closing"", harmless here.
             _ => Ok(()),
+        }
+    }
+
+    /// The error the connection ended with, if it ended with one.
+    pub fn error(&self) -> Option<TcpError> {
+        match self.state {
+            State::Closed(Closed { error }) => error,
+            _ => None,
         }
     }
 

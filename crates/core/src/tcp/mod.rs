@@ -215,6 +215,12 @@ pub struct TcpHandle {
 }
 
 /// Why a TCP call failed.
+///
+/// The errors a connection ends with (`ConnectionReset`, `ConnectionRefused`,
+/// `TimedOut`, `HostUnreachable`, `NetUnreachable`, `Prohibited`) are sticky here:
+/// every later `send` and `recv` on the handle reports the same one, and
+/// [`Tcp::error`] shows it. The sockets of the `impnet` crate report it once, as Linux
+/// does (then end of stream for reads, a broken pipe for writes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TcpError {
@@ -230,8 +236,18 @@ pub enum TcpError {
     ConnectionRefused,
     /// The connection timed out (retransmissions or user timeout exhausted).
     TimedOut,
-    /// The operation is not valid in the socket's current state.
+    /// The operation is not valid in the socket's current state: a connection call
+    /// on a listener, `accept` on a connection, a half-close before the handshake or
+    /// after the connection ended.
     InvalidState,
+    /// Our sending half is closed: `shutdown_write` or `close` was called, or the
+    /// connection ended cleanly. No more data may be sent (RFC 9293's "connection
+    /// closing"; `EPIPE` on Linux).
+    Closing,
+    /// The local address is not one of the stack's, the port cannot be used (a
+    /// listener on port 0), or the remote address cannot be connected to (port 0 or
+    /// the unspecified address).
+    AddrNotAvailable,
     /// No ephemeral port is free.
     NoPortsAvailable,
     /// An ICMP error said the remote host cannot be reached (or, after a timeout, the
@@ -255,7 +271,15 @@ impl core::fmt::Display for TcpError {
             TcpError::ConnectionReset => "connection reset by the peer",
             TcpError::ConnectionRefused => "connection refused: nothing listens on the remote port",
             TcpError::TimedOut => "connection timed out: the peer stopped answering",
-            TcpError::InvalidState => "operation not valid in the socket's current state",
+            TcpError::InvalidState => {
+                "operation not valid in the socket's current state (a listener, a connection \
+                 not yet open, or one that has ended)"
+            }
+            TcpError::Closing => "the sending half is closed: no more data may be sent",
+            TcpError::AddrNotAvailable => {
+                "address not available: use one of the stack's addresses, a non-zero port \
+                 and a remote host's address"
+            }
             TcpError::NoPortsAvailable => {
                 "no free ephemeral port: close connections or bind a port"
             }

@@ -200,10 +200,11 @@ impl Tcp {
         self.free.push(handle.index);
     }
 
-    /// Listen on `local` (port must be non-zero; address may be unspecified).
+    /// Listen on `local` (port must be non-zero, else `AddrNotAvailable`; the address
+    /// may be unspecified).
     pub fn listen(&mut self, local: SocketAddrV4, backlog: usize) -> Result<TcpHandle, TcpError> {
         if local.port() == 0 {
-            return Err(TcpError::InvalidState);
+            return Err(TcpError::AddrNotAvailable);
         }
         if self.listeners.contains_key(&local) {
             return Err(TcpError::AddrInUse);
@@ -259,10 +260,13 @@ impl Tcp {
         Ok(handle)
     }
 
-    /// Take an established connection from a listener's accept queue.
+    /// Take an established connection from a listener's accept queue (`InvalidState`
+    /// when `listener` is a connection).
     pub fn accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
-        let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
-            return Err(TcpError::InvalidHandle);
+        let l = match self.socket_mut(listener) {
+            Some(Socket::Listener(l)) => l,
+            Some(Socket::Conn(_)) => return Err(TcpError::InvalidState),
+            None => return Err(TcpError::InvalidHandle),
         };
         let child = l.queue.pop_front().ok_or(TcpError::WouldBlock)?;
         let conn = self.conn_mut(child).ok_or(TcpError::InvalidHandle)?;
@@ -271,7 +275,8 @@ impl Tcp {
         Ok(child)
     }
 
-    /// Run `f` on a connection with its context, then settle it.
+    /// Run `f` on a connection with its context, then settle it. A stale handle is
+    /// `InvalidHandle`, a listener's `InvalidState`.
     fn with_conn<R>(
         &mut self,
         now: Instant,
@@ -282,12 +287,14 @@ impl Tcp {
             .slots
             .get_mut(handle.index as usize)
             .ok_or(TcpError::InvalidHandle)?;
-        let Some(Socket::Conn(conn)) = slot
+        let conn = match slot
             .socket
             .as_mut()
             .filter(|_| slot.generation == handle.generation)
-        else {
-            return Err(TcpError::InvalidHandle);
+        {
+            Some(Socket::Conn(conn)) => conn,
+            Some(Socket::Listener(_)) => return Err(TcpError::InvalidState),
+            None => return Err(TcpError::InvalidHandle),
         };
         let mut ctx = Ctx {
             now,
@@ -417,7 +424,11 @@ impl Tcp {
 
     /// Turn Nagle's algorithm off (true) or on for one connection.
     pub fn set_nodelay(&mut self, handle: TcpHandle, nodelay: bool) -> Result<(), TcpError> {
-        let conn = self.conn_mut(handle).ok_or(TcpError::InvalidHandle)?;
+        let conn = match self.socket_mut(handle) {
+            Some(Socket::Conn(conn)) => conn,
+            Some(Socket::Listener(_)) => return Err(TcpError::InvalidState),
+            None => return Err(TcpError::InvalidHandle),
+        };
         conn.nodelay = nodelay;
         if !conn.queued {
             conn.queued = true;
@@ -492,6 +503,22 @@ impl Tcp {
     /// A snapshot of a connection (None for listeners and stale handles).
     pub fn info(&self, handle: TcpHandle) -> Option<TcpInfo> {
         Some(self.conn_ref(handle)?.info(&self.shared.config))
+    }
+
+    /// The error a connection ended with (reset, refused, timed out, an ICMP error);
+    /// `None` while it is open, after a clean end, and for a listener. It stays: this
+    /// only looks (Linux's `SO_ERROR` clears it; the `impnet` sockets do that).
+    pub fn error(&self, handle: TcpHandle) -> Result<Option<TcpError>, TcpError> {
+        let slot = self
+            .slots
+            .get(handle.index as usize)
+            .filter(|slot| slot.generation == handle.generation)
+            .ok_or(TcpError::InvalidHandle)?;
+        match slot.socket.as_ref() {
+            Some(Socket::Conn(conn)) => Ok(conn.error()),
+            Some(Socket::Listener(_)) => Ok(None),
+            None => Err(TcpError::InvalidHandle),
+        }
     }
 
     /// Local and remote address of a connection.
