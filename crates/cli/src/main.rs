@@ -1,5 +1,6 @@
 //! The `imp` command: experiments and tools on the imp TCP/IP stack.
 
+mod analyze;
 #[cfg(test)]
 mod cli_fuzz;
 mod http;
@@ -45,6 +46,8 @@ enum Command {
     Link(link::LinkArgs),
     /// Forward IPv4 between two or more TAP devices: imp as a gateway (RFC 1812).
     Route(route::RouteArgs),
+    /// Judge every TCP connection in a pcap/pcapng: retransmissions (as tshark counts them), stalls, RTT.
+    Analyze(analyze::AnalyzeArgs),
 }
 
 fn main() {
@@ -57,6 +60,7 @@ fn main() {
         Command::Serve(args) => serve::run(args),
         Command::Link(args) => link::run(args),
         Command::Route(args) => route::run(args),
+        Command::Analyze(args) => analyze::run(args),
     };
     if let Err(message) = result {
         eprintln!("imp: {message}");
