@@ -74,6 +74,17 @@ fn lossy(loss: f64, rtt_ms: u64) -> LinkConfig {
     }
 }
 
+/// Loss, frames held back past later ones, and duplicates: spurious retransmissions
+/// and out-of-order segments.
+fn reordering() -> LinkConfig {
+    LinkConfig {
+        reorder: 0.02,
+        reorder_delay: Duration::from_millis(30),
+        duplicate: 0.01,
+        ..lossy(0.01, 20)
+    }
+}
+
 /// Compares retransmissions, spurious retransmissions and zero-window segments.
 fn compare(path: &Path) -> u64 {
     let analysis = analyze_capture(path).expect("reads the capture");
@@ -104,6 +115,7 @@ fn retransmissions_agree_with_tshark() {
         ("loss1", lossy(0.01, 20), 2 << 20, 1),
         ("loss3", lossy(0.03, 40), 1 << 20, 7),
         ("loss10", lossy(0.10, 10), 256 << 10, 3),
+        ("reorder", reordering(), 1 << 20, 5),
     ];
     let mut total = 0;
     for (name, link, bytes, seed) in cases {

@@ -277,7 +277,7 @@ impl<'a> PcapReader<'a> {
             });
         }
         let len = caplen as usize;
-        self.need(at + 16, len)?;
+        self.need(at, 16 + len)?;
         let sub = if nanos { frac } else { frac * 1000 };
         self.pos = at + 16 + len;
         Ok(Record {
