@@ -56,17 +56,25 @@ fn print_analysis(a: &Analysis) {
     }
 }
 
+/// A table row: its name, and its cell for one direction.
+type Row = (&'static str, fn(&Direction) -> String);
+
 fn print_connection(c: &Connection) {
     println!();
     println!(
         "{} -> {}  (from {:.6} s, {:.6} s, {} segments)",
         c.client, c.server, c.start_s, c.duration_s, c.segments
     );
-    println!("{:<26} {:>16} {:>16}", "", "client->server", "server->client");
-    let rows: [(&str, fn(&Direction) -> String); 17] = [
+    println!(
+        "{:<26} {:>16} {:>16}",
+        "", "client->server", "server->client"
+    );
+    let rows: [Row; 17] = [
         ("segments", |d| d.segments.to_string()),
         ("data segments", |d| d.data_segments.to_string()),
-        ("bytes (new)", |d| format!("{} ({})", d.bytes, d.unique_bytes)),
+        ("bytes (new)", |d| {
+            format!("{} ({})", d.bytes, d.unique_bytes)
+        }),
         ("mss", |d| d.mss.to_string()),
         ("segments below mss", |d| d.segments_below_mss.to_string()),
         ("retransmissions", |d| d.retransmissions.to_string()),
@@ -74,7 +82,9 @@ fn print_connection(c: &Connection) {
         ("  spurious", |d| d.spurious_retransmissions.to_string()),
         ("  rto (>= 200 ms silence)", |d| d.rtos.to_string()),
         ("out of order", |d| d.out_of_order.to_string()),
-        ("longest stall (ms)", |d| format!("{:.3}", d.longest_stall_ms)),
+        ("longest stall (ms)", |d| {
+            format!("{:.3}", d.longest_stall_ms)
+        }),
         ("pure acks", |d| d.pure_acks.to_string()),
         ("acks on data", |d| d.piggybacked_acks.to_string()),
         ("duplicate acks", |d| d.duplicate_acks.to_string()),
@@ -98,5 +108,8 @@ fn rtt(d: &Direction) -> String {
     if d.rtt_ms.samples == 0 {
         return "-".to_string();
     }
-    format!("{:.2}/{:.2}/{:.2}", d.rtt_ms.min, d.rtt_ms.avg, d.rtt_ms.max)
+    format!(
+        "{:.2}/{:.2}/{:.2}",
+        d.rtt_ms.min, d.rtt_ms.avg, d.rtt_ms.max
+    )
 }

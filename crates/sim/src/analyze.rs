@@ -367,7 +367,8 @@ impl Analyzer {
         if let Some(&index) = self.by_pair.get(&key) {
             let conn = &self.conns[index];
             let side = &conn.sides[usize::from(conn.sides[0].addr != Some(src))];
-            let reused = seg.flags.syn() && !seg.flags.ack() && side.base.is_some_and(|b| b != seg.seq);
+            let reused =
+                seg.flags.syn() && !seg.flags.ack() && side.base.is_some_and(|b| b != seg.seq);
             if !reused {
                 return index;
             }
@@ -631,11 +632,12 @@ impl Side {
         }
         let was_outstanding = self.outstanding();
         self.acked = Some(ack);
-        if was_outstanding && !self.outstanding() {
-            if let Some(last) = self.last_send {
-                let gap = ts.saturating_sub(last) as f64 / 1e6;
-                self.stats.longest_stall_ms = self.stats.longest_stall_ms.max(gap);
-            }
+        if was_outstanding
+            && !self.outstanding()
+            && let Some(last) = self.last_send
+        {
+            let gap = ts.saturating_sub(last) as f64 / 1e6;
+            self.stats.longest_stall_ms = self.stats.longest_stall_ms.max(gap);
         }
         let mut newest = None;
         while let Some(&(end, sent, again)) = self.rtt_queue.front() {
@@ -674,10 +676,10 @@ impl Side {
         let mut stats = self.stats.clone();
         stats.from = addr(self);
         stats.to = addr(peer);
-        if let (Some(first), Some(last)) = (self.first_data, self.last_data) {
-            if last > first {
-                stats.goodput_bps = stats.unique_bytes as f64 * 8.0 / ((last - first) as f64 / 1e9);
-            }
+        if let (Some(first), Some(last)) = (self.first_data, self.last_data)
+            && last > first
+        {
+            stats.goodput_bps = stats.unique_bytes as f64 * 8.0 / ((last - first) as f64 / 1e9);
         }
         if stats.mss == 0 {
             stats.mss = effective_mss(self, peer);

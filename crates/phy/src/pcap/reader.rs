@@ -105,9 +105,7 @@ enum Resolution {
 impl Resolution {
     fn to_nanos(self, ticks: u64) -> u64 {
         let nanos = match self {
-            Resolution::Decimal(d) if d <= 9 => {
-                u128::from(ticks) * 10u128.pow(u32::from(9 - d))
-            }
+            Resolution::Decimal(d) if d <= 9 => u128::from(ticks) * 10u128.pow(u32::from(9 - d)),
             Resolution::Decimal(d) => u128::from(ticks) / 10u128.pow(u32::from(d.min(38) - 9)),
             Resolution::Binary(b) => (u128::from(ticks) * 1_000_000_000) >> b.min(127),
         };
@@ -242,7 +240,9 @@ impl<'a> PcapReader<'a> {
                 nanos,
                 linktype,
                 snaplen,
-            } => self.next_classic(big_endian, nanos, linktype, snaplen).map(Some),
+            } => self
+                .next_classic(big_endian, nanos, linktype, snaplen)
+                .map(Some),
             Format::Ng { .. } => self.next_ng(),
         };
         match result {
@@ -318,7 +318,7 @@ impl<'a> PcapReader<'a> {
     fn block_len(&self, at: usize, min: usize) -> Result<usize, PcapError> {
         self.need(at, 8)?;
         let len = u32_at(self.data, at + 4, self.ng_big()) as usize;
-        if len < min.max(12) || len % 4 != 0 {
+        if len < min.max(12) || !len.is_multiple_of(4) {
             return Err(PcapError::Corrupt {
                 offset: at,
                 what: "block length below its minimum or not a multiple of 4",
@@ -390,7 +390,11 @@ impl<'a> PcapReader<'a> {
                 (14, 8) => {
                     let hi = u64::from(u32_at(value, 0, big));
                     let lo = u64::from(u32_at(value, 4, big));
-                    iface.offset_secs = if big { (hi << 32) | lo } else { (lo << 32) | hi };
+                    iface.offset_secs = if big {
+                        (hi << 32) | lo
+                    } else {
+                        (lo << 32) | hi
+                    };
                 }
                 _ => {}
             }

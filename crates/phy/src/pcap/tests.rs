@@ -314,7 +314,9 @@ fn reader_takes_big_endian_microseconds_and_cooked_frames() {
     assert_eq!(rec.ts_nanos, 7_250_000_000);
     assert_eq!(ip_payload(rec.linktype, rec.data), Some(ip));
     // SLL2 puts the protocol first, in a 20-byte header.
-    let mut sll2 = vec![0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0];
+    let mut sll2 = vec![
+        0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0,
+    ];
     sll2.extend_from_slice(ip);
     assert_eq!(ip_payload(LINKTYPE_LINUX_SLL2, &sll2), Some(ip));
     assert_eq!(ip_payload(LINKTYPE_RAW, ip), Some(ip));
@@ -322,7 +324,13 @@ fn reader_takes_big_endian_microseconds_and_cooked_frames() {
 }
 
 fn ng_block(big: bool, kind: u32, body: &[u8]) -> Vec<u8> {
-    let word = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+    let word = |v: u32| {
+        if big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        }
+    };
     let mut padded = body.to_vec();
     padded.resize(body.len().div_ceil(4) * 4, 0);
     let len = 12 + padded.len() as u32;
@@ -341,8 +349,20 @@ fn ng_block(big: bool, kind: u32, body: &[u8]) -> Vec<u8> {
 fn reader_takes_pcapng() {
     let frame = udp_frame(b"ng");
     for big in [false, true] {
-        let w16 = |v: u16| if big { v.to_be_bytes() } else { v.to_le_bytes() };
-        let w32 = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let w16 = |v: u16| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let w32 = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mut file = Vec::new();
         let mut shb = w32(0x1a2b_3c4d).to_vec();
         shb.extend_from_slice(&[w16(1), w16(0)].concat());
@@ -379,7 +399,10 @@ fn reader_takes_pcapng() {
         assert_eq!(records.len(), 3, "big-endian {big}");
         assert_eq!(records[0].ts_nanos, ts);
         assert_eq!(records[0].data, &frame[..]);
-        assert_eq!(records[1].ts_nanos, ts, "a simple block takes the last time");
+        assert_eq!(
+            records[1].ts_nanos, ts,
+            "a simple block takes the last time"
+        );
         assert_eq!(records[1].data, &frame[..]);
         assert_eq!(records[2].ts_nanos, 2_000_000_000);
         // Cut anywhere: an error naming an offset, or fewer records, never a panic.

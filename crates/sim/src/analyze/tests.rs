@@ -39,7 +39,12 @@ impl Trace {
         let mut syn_ack = seg(SISN, CISN + 1, Flags::SYN | Flags::ACK, 0, 65535);
         syn_ack.mss = Some(1000);
         a.segment(11 * MS, S, C, &syn_ack);
-        a.segment(11 * MS, C, S, &seg(CISN + 1, SISN + 1, Flags::ACK, 0, 65535));
+        a.segment(
+            11 * MS,
+            C,
+            S,
+            &seg(CISN + 1, SISN + 1, Flags::ACK, 0, 65535),
+        );
         Trace { a }
     }
 
@@ -76,7 +81,10 @@ fn clean_transfer_has_no_retransmissions() {
     let d = &c.directions[0];
     assert_eq!((d.data_segments, d.bytes, d.unique_bytes), (3, 2500, 2500));
     assert_eq!(d.mss, 1000);
-    assert_eq!(d.segments_below_mss, 0, "the last, short segment is excluded");
+    assert_eq!(
+        d.segments_below_mss, 0,
+        "the last, short segment is excluded"
+    );
     assert_eq!(c.pure_acks, 3, "the handshake's ACK and the server's two");
     assert_eq!(d.rtt_ms.samples, 3, "the SYN and one per advancing ACK");
     assert!((d.rtt_ms.min - 10.0).abs() < 1e-9);
@@ -118,7 +126,10 @@ fn fast_retransmission_after_duplicate_acks() {
     t.ack(41, 5000, 65535);
     let c = t.report();
     assert_eq!(c.directions[1].duplicate_acks, 3);
-    assert_eq!((c.retransmissions, c.fast_retransmissions, c.rtos), (1, 1, 0));
+    assert_eq!(
+        (c.retransmissions, c.fast_retransmissions, c.rtos),
+        (1, 1, 0)
+    );
 }
 
 #[test]

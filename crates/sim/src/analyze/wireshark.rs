@@ -199,8 +199,7 @@ fn classify(fwd: &Flow, rev: &Flow, first_rtt: u64, s: &Seg, so_far: u32) -> u32
         return SPURIOUS_RETRANSMISSION;
     }
     let since_ack = s.ts.wrapping_sub(rev.lastacktime);
-    if not_advanced && rev.dupacknum >= 2 && rev.lastack == s.seq && since_ack < FAST_RT_WINDOW_NS
-    {
+    if not_advanced && rev.dupacknum >= 2 && rev.lastack == s.seq && since_ack < FAST_RT_WINDOW_NS {
         return FAST_RETRANSMISSION;
     }
     let since_next = s.ts.wrapping_sub(fwd.nextseqtime);
