@@ -5,6 +5,7 @@
 //! or run), 1 when a command fails while running (including a scenario file that
 //! does not parse). Every error is one line on stderr naming what is wrong.
 
+mod analyze;
 #[cfg(test)]
 mod cli_fuzz;
 mod http;
@@ -50,6 +51,8 @@ enum Command {
     Link(link::LinkArgs),
     /// Forward IPv4 between two or more TAP devices: imp as a gateway (RFC 1812).
     Route(route::RouteArgs),
+    /// Judge every TCP connection in a pcap/pcapng: retransmissions (as tshark counts them), stalls, RTT.
+    Analyze(analyze::AnalyzeArgs),
 }
 
 /// Exit status of a command line that is wrong: clap's own parse errors and the
@@ -94,6 +97,7 @@ fn main() {
         Command::Serve(args) => serve::run(args),
         Command::Link(args) => link::run(args),
         Command::Route(args) => route::run(args),
+        Command::Analyze(args) => analyze::run(args),
     };
     if let Err(message) = result {
         eprintln!("imp: {message}");

@@ -26,7 +26,7 @@ mod testutil;
 pub use device::{Device, DeviceError};
 pub use impair::Impair;
 pub use link::{DropReason, LinkConfig, LinkConfigError, LinkModel, LinkStats, Submit};
-pub use pcap::{Pcap, PcapWriter};
+pub use pcap::{Pcap, PcapReader, PcapWriter};
 pub use pipe::{PipeEnd, PipeStats, pipe, pipe_with_capacity};
 pub use rng::Rng;
 #[cfg(all(feature = "tap", target_os = "linux"))]

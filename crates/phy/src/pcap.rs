@@ -3,6 +3,7 @@
 //!
 //! Format: <https://www.ietf.org/archive/id/draft-ietf-opsawg-pcap-03.html>. Fields are
 //! written little-endian; readers detect the byte order from the magic number.
+//! [`PcapReader`] reads pcap and pcapng files (`reader.rs`).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -11,6 +12,12 @@ use std::path::Path;
 use impnet_core::Instant;
 
 use crate::device::{Device, DeviceError};
+
+mod reader;
+pub use reader::{
+    LINKTYPE_IPV4, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_NULL, LINKTYPE_RAW,
+    PCAP_MAGIC_MICROS, PcapError, PcapReader, Record, ip_payload,
+};
 
 /// Magic number of a pcap file whose timestamps carry nanoseconds (not microseconds).
 pub const PCAP_MAGIC_NANOS: u32 = 0xa1b2_3c4d;

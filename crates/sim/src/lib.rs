@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod alloc_count;
+pub mod analyze;
 pub mod bulk;
 pub mod experiment;
 pub mod plot;
