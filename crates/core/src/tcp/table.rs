@@ -76,6 +76,8 @@ pub struct Tcp {
     shared: Shared,
     slots: Vec<Slot>,
     free: Vec<u32>,
+    /// Slots holding a connection (at most `TcpConfig::max_connections`).
+    connections: usize,
     conns: ConnMap,
     listeners: BTreeMap<SocketAddrV4, TcpHandle>,
     /// Each connection's earliest deadline (`Conn::scheduled`).
@@ -121,6 +123,7 @@ impl Tcp {
             pending: None,
             slots: Vec::new(),
             free: Vec::new(),
+            connections: 0,
             conns: conn_map(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
             deadlines: Deadlines::new(),
@@ -153,12 +156,32 @@ impl Tcp {
         self.slots.iter().filter(|s| s.socket.is_some()).count()
     }
 
+    /// Connections in the table, in any state (at most
+    /// [`TcpConfig::max_connections`]); listeners are not counted.
+    pub fn connection_count(&self) -> usize {
+        self.connections
+    }
+
+    /// Ring storages kept for reuse: (small, large).
+    #[cfg(test)]
+    pub(crate) fn spare_ring_counts(&self) -> (usize, usize) {
+        (self.shared.spare.len(), self.shared.large_spare.len())
+    }
+
     /// Connections with a timer running.
     pub fn timer_count(&self) -> usize {
         self.deadlines.len()
     }
 
+    /// Whether one more connection fits under [`TcpConfig::max_connections`].
+    fn has_room(&self) -> bool {
+        self.connections < self.shared.config.max_connections
+    }
+
     fn insert(&mut self, socket: Socket) -> TcpHandle {
+        if matches!(socket, Socket::Conn(_)) {
+            self.connections += 1;
+        }
         if let Some(index) = self.free.pop() {
             let slot = &mut self.slots[index as usize];
             slot.socket = Some(socket);
@@ -195,7 +218,9 @@ impl Tcp {
 
     fn remove(&mut self, handle: TcpHandle) {
         let slot = &mut self.slots[handle.index as usize];
-        slot.socket = None;
+        if let Some(Socket::Conn(_)) = slot.socket.take() {
+            self.connections -= 1;
+        }
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(handle.index);
     }
@@ -245,6 +270,9 @@ impl Tcp {
         remote: SocketAddrV4,
         mss: u16,
     ) -> Result<TcpHandle, TcpError> {
+        if !self.has_room() {
+            return Err(TcpError::TooManyConnections);
+        }
         let local = match local.port() {
             0 => SocketAddrV4::new(*local.ip(), self.ephemeral_port(*local.ip(), remote)?),
             _ if self.conns.contains_key(&(local, remote)) => return Err(TcpError::AddrInUse),
@@ -715,6 +743,7 @@ impl Tcp {
         else {
             return self.no_socket(local, remote, segment);
         };
+        let room = self.has_room();
         let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
             return;
         };
@@ -730,6 +759,9 @@ impl Tcp {
                 if self.shared.config.syn_cookies {
                     self.send_cookie(now, listener, (local, remote), segment, local_mss);
                 }
+            }
+            ListenAction::Open if !room => {
+                self.shared.stats.connection_limit_drops += 1;
             }
             ListenAction::Open => {
                 l.pending += 1;
@@ -831,6 +863,11 @@ impl Tcp {
             // Nowhere to queue it for accept: drop the ACK; the peer's retransmission
             // (or its data) brings the cookie again.
             self.shared.stats.listen_overflows += 1;
+            return true;
+        }
+        if !self.has_room() {
+            // No room in the table either: the same.
+            self.shared.stats.connection_limit_drops += 1;
             return true;
         }
         self.shared.stats.syn_cookies_accepted += 1;
