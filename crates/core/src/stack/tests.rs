@@ -1163,11 +1163,15 @@ fn the_buffer_pool_keeps_at_most_its_limit() {
     let a_sock = bind(&mut pair.a, IP_A, 1000);
     bind(&mut pair.b, IP_B, 2000);
     let dst = SocketAddrV4::new(IP_B, 2000);
-    pair.a.udp_send_to(pair.now, a_sock, dst, b"resolve").unwrap();
+    pair.a
+        .udp_send_to(pair.now, a_sock, dst, b"resolve")
+        .unwrap();
     pair.exchange();
     // Ten datagrams wait in the transmit queue at once; sent, their buffers go back.
     for _ in 0..10 {
-        pair.a.udp_send_to(pair.now, a_sock, dst, &[1; 1000]).unwrap();
+        pair.a
+            .udp_send_to(pair.now, a_sock, dst, &[1; 1000])
+            .unwrap();
     }
     pair.exchange();
     assert_eq!(pair.a.pool.len(), 3);

@@ -99,6 +99,15 @@ impl Deadlines {
         Some(unpack(first))
     }
 
+    /// The first `n` live entries of the TIME-WAIT queue, earliest first.
+    pub fn queued_first(&self, n: usize) -> impl Iterator<Item = TcpHandle> + '_ {
+        self.queue
+            .iter()
+            .filter(|&&k| k != TOMBSTONE)
+            .take(n)
+            .map(|&k| unpack(k).1)
+    }
+
     /// The deadline registered for `handle`'s slot, if any.
     #[cfg(test)]
     pub fn get(&self, handle: TcpHandle) -> Option<Instant> {

@@ -162,7 +162,9 @@ pub struct TcpConfig {
     /// TIME-WAIT, closed ones whose handle the application still holds included;
     /// listeners do not count (default 16384). Each may grow rings up to `send_buffer +
     /// recv_buffer` bytes, so this and the buffer sizes bound TCP's memory. At the
-    /// limit a SYN to a listener, and an ACK returning a SYN cookie, is dropped without
+    /// limit a new connection takes the place of the oldest TIME-WAIT connection the
+    /// application has closed (counted in [`TcpStats::time_wait_recycled`]); without
+    /// one, a SYN to a listener, and an ACK returning a SYN cookie, is dropped without
     /// an answer and counted in [`TcpStats::connection_limit_drops`] (the peer sends it
     /// again, as to a full backlog), and `connect` fails with
     /// [`TcpError::TooManyConnections`].
@@ -509,6 +511,9 @@ pub struct TcpStats {
     /// SYNs and SYN-cookie ACKs dropped because the table held
     /// [`TcpConfig::max_connections`] connections.
     pub connection_limit_drops: u64,
+    /// TIME-WAIT connections ended early to make room for a new connection at
+    /// [`TcpConfig::max_connections`].
+    pub time_wait_recycled: u64,
     /// Readiness events dropped, oldest first, because [`TcpConfig::event_limit`] were
     /// waiting for `poll_event`.
     pub events_dropped: u64,

@@ -28,6 +28,9 @@ use crate::time::Instant;
 /// How long after its last SYN cookie a listener still accepts one (two cookie periods).
 const COOKIE_LIFETIME: crate::time::Duration = crate::time::Duration::from_secs(128);
 const EPHEMERAL_MIN: u16 = 49152;
+/// TIME-WAIT connections looked at, oldest first, for one to end when the table is
+/// full (those the application still holds are skipped).
+const TIME_WAIT_SCAN: usize = 8;
 const EPHEMERAL_COUNT: u32 = 65536 - EPHEMERAL_MIN as u32;
 
 /// A listener or a connection. The connection lives in the slot itself, not behind a
@@ -173,9 +176,25 @@ impl Tcp {
         self.deadlines.len()
     }
 
-    /// Whether one more connection fits under [`TcpConfig::max_connections`].
-    fn has_room(&self) -> bool {
-        self.connections < self.shared.config.max_connections
+    /// Whether one more connection fits under [`TcpConfig::max_connections`], making
+    /// room if need be by ending the TIME-WAIT connection nearest its end among the
+    /// first few queued that the application has closed (as Linux skips TIME-WAIT
+    /// beyond `tcp_max_tw_buckets`).
+    fn make_room(&mut self) -> bool {
+        if self.connections < self.shared.config.max_connections {
+            return true;
+        }
+        let victim = self.deadlines.queued_first(TIME_WAIT_SCAN).find(|&h| {
+            self.conn_ref(h).is_some_and(|c| {
+                c.owner == Owner::Released && matches!(c.state, State::TimeWait(_))
+            })
+        });
+        let Some(victim) = victim else {
+            return false;
+        };
+        self.release(victim);
+        self.shared.stats.time_wait_recycled += 1;
+        true
     }
 
     fn insert(&mut self, socket: Socket) -> TcpHandle {
@@ -270,7 +289,7 @@ impl Tcp {
         remote: SocketAddrV4,
         mss: u16,
     ) -> Result<TcpHandle, TcpError> {
-        if !self.has_room() {
+        if !self.make_room() {
             return Err(TcpError::TooManyConnections);
         }
         let local = match local.port() {
@@ -743,7 +762,6 @@ impl Tcp {
         else {
             return self.no_socket(local, remote, segment);
         };
-        let room = self.has_room();
         let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
             return;
         };
@@ -760,25 +778,41 @@ impl Tcp {
                     self.send_cookie(now, listener, (local, remote), segment, local_mss);
                 }
             }
-            ListenAction::Open if !room => {
-                self.shared.stats.connection_limit_drops += 1;
-            }
             ListenAction::Open => {
-                l.pending += 1;
-                let iss = self.isn.isn(now, local, remote);
-                let conn = Conn::accept_syn(
-                    &mut self.shared,
-                    (local, remote),
-                    iss,
-                    segment,
-                    listener,
-                    local_mss,
-                );
-                let handle = self.insert(Socket::Conn(conn));
-                self.conns.insert((local, remote), handle);
-                self.settle(handle);
+                self.open_child(now, listener, (local, remote), segment, local_mss)
             }
         }
+    }
+
+    /// A SYN with room in the listener's backlog: a child in SYN-RECEIVED, when the
+    /// table has room for it.
+    fn open_child(
+        &mut self,
+        now: Instant,
+        listener: TcpHandle,
+        (local, remote): (SocketAddrV4, SocketAddrV4),
+        segment: &Repr<'_>,
+        local_mss: u16,
+    ) {
+        if !self.make_room() {
+            self.shared.stats.connection_limit_drops += 1;
+            return;
+        }
+        if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
+            l.pending += 1;
+        }
+        let iss = self.isn.isn(now, local, remote);
+        let conn = Conn::accept_syn(
+            &mut self.shared,
+            (local, remote),
+            iss,
+            segment,
+            listener,
+            local_mss,
+        );
+        let handle = self.insert(Socket::Conn(conn));
+        self.conns.insert((local, remote), handle);
+        self.settle(handle);
     }
 
     /// RFC 4987 §3.6: the backlog is full, so the SYN's state goes into the SYN-ACK's
@@ -865,7 +899,7 @@ impl Tcp {
             self.shared.stats.listen_overflows += 1;
             return true;
         }
-        if !self.has_room() {
+        if !self.make_room() {
             // No room in the table either: the same.
             self.shared.stats.connection_limit_drops += 1;
             return true;

@@ -22,7 +22,10 @@ fn syn(port: u16, seq: u32) -> Repr<'static> {
 fn synack_to(tcp: &mut Tcp, t: u64, port: u16) -> u32 {
     let bytes = recv!(*tcp, t);
     let synack = parse(&bytes);
-    assert_eq!((synack.flags, synack.dst_port), (Flags::SYN | Flags::ACK, port));
+    assert_eq!(
+        (synack.flags, synack.dst_port),
+        (Flags::SYN | Flags::ACK, port)
+    );
     synack.seq
 }
 
@@ -249,4 +252,61 @@ fn spare_rings_are_kept_up_to_their_limits() {
     while poll(&mut tcp, 2).is_some() {}
     assert_eq!(tcp.connection_count(), 0);
     assert_eq!(tcp.spare_ring_counts(), (2, 1));
+}
+
+#[test]
+fn at_max_connections_a_new_connection_takes_a_closed_time_wait_place() {
+    let mut tcp = Tcp::new(
+        TcpConfig {
+            max_connections: 2,
+            ..config()
+        },
+        &secret(9),
+    );
+    let l = tcp.listen(LOCAL, 16).unwrap();
+    for port in [40_000, 40_001] {
+        send!(tcp, 0, syn(port, 100));
+        let iss = synack_to(&mut tcp, 0, port);
+        complete(&mut tcp, 1, port, 100, iss);
+        let c = tcp.accept(l).unwrap();
+        // We close first: FIN, the peer's ACK and FIN, then TIME-WAIT.
+        tcp.close(ms(2), c).unwrap();
+        let bytes = recv!(tcp, 2);
+        assert!(parse(&bytes).flags.fin());
+        send!(
+            tcp,
+            3,
+            Repr {
+                src_port: port,
+                seq: 101,
+                ack: iss + 2,
+                flags: Flags::ACK | Flags::FIN,
+                ..SEND_TEMPL
+            }
+        );
+        while poll(&mut tcp, 3).is_some() {}
+        assert_eq!(tcp.info(c).map(|i| i.state), Some(TcpState::TimeWait));
+    }
+    assert_eq!(tcp.connection_count(), 2, "both wait in TIME-WAIT");
+    send!(tcp, 4, syn(40_002, 100));
+    synack_to(&mut tcp, 4, 40_002);
+    assert_eq!(tcp.stats().time_wait_recycled, 1);
+    assert_eq!(tcp.stats().connection_limit_drops, 0);
+    assert_eq!(tcp.connection_count(), 2);
+    // The other TIME-WAIT connection still answers its peer (a FIN sent again draws
+    // an ACK), so the older one went.
+    send!(
+        tcp,
+        5,
+        Repr {
+            src_port: 40_001,
+            seq: 101,
+            ack: 0,
+            flags: Flags::ACK | Flags::FIN,
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, 5);
+    let ack = parse(&bytes);
+    assert_eq!((ack.dst_port, ack.flags), (40_001, Flags::ACK));
 }
