@@ -31,6 +31,8 @@ const EPHEMERAL_MIN: u16 = 49152;
 /// TIME-WAIT connections looked at, oldest first, for one to end when the table is
 /// full (those the application still holds are skipped).
 const TIME_WAIT_SCAN: usize = 8;
+/// Slot storage kept however empty the table gets.
+const MIN_SLOTS: usize = 64;
 const EPHEMERAL_COUNT: u32 = 65536 - EPHEMERAL_MIN as u32;
 
 /// A listener or a connection. The connection lives in the slot itself, not behind a
@@ -78,7 +80,14 @@ fn settle_open(
 pub struct Tcp {
     shared: Shared,
     slots: Vec<Slot>,
+    /// Free slot indices, to reuse first. Indices at or past `slots.len()` (left when
+    /// the table shrank) are stale and skipped: the table only grows once this is
+    /// empty, so a stale index never names a slot again.
     free: Vec<u32>,
+    /// The generation a slot pushed anew starts at: above that of every slot given
+    /// back when the table shrank, so no handle to an old occupant of the index
+    /// matches it.
+    fresh_generation: u32,
     /// Slots holding a connection (at most `TcpConfig::max_connections`).
     connections: usize,
     conns: ConnMap,
@@ -126,6 +135,7 @@ impl Tcp {
             pending: None,
             slots: Vec::new(),
             free: Vec::new(),
+            fresh_generation: 0,
             connections: 0,
             conns: conn_map(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
@@ -165,6 +175,12 @@ impl Tcp {
         self.connections
     }
 
+    /// Slots the table's storage holds.
+    #[cfg(test)]
+    pub(crate) fn slot_capacity(&self) -> usize {
+        self.slots.capacity()
+    }
+
     /// Ring storages kept for reuse: (small, large).
     #[cfg(test)]
     pub(crate) fn spare_ring_counts(&self) -> (usize, usize) {
@@ -201,22 +217,23 @@ impl Tcp {
         if matches!(socket, Socket::Conn(_)) {
             self.connections += 1;
         }
-        if let Some(index) = self.free.pop() {
-            let slot = &mut self.slots[index as usize];
+        while let Some(index) = self.free.pop() {
+            let Some(slot) = self.slots.get_mut(index as usize) else {
+                continue;
+            };
             slot.socket = Some(socket);
-            TcpHandle {
+            return TcpHandle {
                 index,
                 generation: slot.generation,
-            }
-        } else {
-            self.slots.push(Slot {
-                generation: 0,
-                socket: Some(socket),
-            });
-            TcpHandle {
-                index: (self.slots.len() - 1) as u32,
-                generation: 0,
-            }
+            };
+        }
+        self.slots.push(Slot {
+            generation: self.fresh_generation,
+            socket: Some(socket),
+        });
+        TcpHandle {
+            index: (self.slots.len() - 1) as u32,
+            generation: self.fresh_generation,
         }
     }
 
@@ -242,6 +259,27 @@ impl Tcp {
         }
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(handle.index);
+        if handle.index as usize + 1 == self.slots.len() {
+            self.shrink();
+        }
+    }
+
+    /// Give back the free slots at the end of the table (a connection is about a
+    /// kilobyte, inline in its slot), and the storage of a table at most a quarter
+    /// full, so that memory returns after a flood of connections has gone.
+    #[cold]
+    fn shrink(&mut self) {
+        while let Some(slot) = self.slots.last().filter(|s| s.socket.is_none()) {
+            self.fresh_generation = self.fresh_generation.max(slot.generation);
+            self.slots.pop();
+        }
+        let len = self.slots.len();
+        if len * 4 <= self.slots.capacity() && self.slots.capacity() > MIN_SLOTS {
+            self.slots.shrink_to((2 * len).max(MIN_SLOTS));
+            self.free.retain(|&i| (i as usize) < len);
+            self.free.shrink_to(len.max(MIN_SLOTS));
+            self.conns.shrink_to(2 * self.conns.len());
+        }
     }
 
     /// Listen on `local` (port must be non-zero; address may be unspecified).

@@ -310,3 +310,35 @@ fn at_max_connections_a_new_connection_takes_a_closed_time_wait_place() {
     let ack = parse(&bytes);
     assert_eq!((ack.dst_port, ack.flags), (40_001, Flags::ACK));
 }
+
+#[test]
+fn the_table_gives_its_storage_back_when_a_flood_of_connections_has_gone() {
+    let mut tcp = Tcp::new(config(), &secret(10));
+    let l = tcp.listen(LOCAL, 1024).unwrap();
+    let mut children = Vec::new();
+    for port in 40_000..41_000 {
+        send!(tcp, 0, syn(port, 100));
+        let iss = synack_to(&mut tcp, 0, port);
+        complete(&mut tcp, 1, port, 100, iss);
+        children.push(tcp.accept(l).unwrap());
+    }
+    assert!(tcp.slot_capacity() >= 1001);
+    for &c in children.iter().rev() {
+        tcp.abort(ms(2), c).unwrap();
+    }
+    while poll(&mut tcp, 2).is_some() {}
+    assert_eq!(tcp.connection_count(), 0);
+    assert!(
+        tcp.slot_capacity() <= 64,
+        "{} slots kept",
+        tcp.slot_capacity()
+    );
+    // A new connection reuses an index of the old ones, with a generation none of
+    // their handles has.
+    let fresh = tcp.connect(ms(3), LOCAL, REMOTE, MSS).unwrap();
+    assert!(children.iter().all(|&c| c != fresh));
+    for &c in &children {
+        assert_eq!(tcp.send(ms(3), c, b"x"), Err(TcpError::InvalidHandle));
+    }
+    assert!(tcp.info(fresh).is_some());
+}
