@@ -483,6 +483,9 @@ pub struct TcpStats {
     pub keepalive_probes: u64,
     /// Data segments received out of order.
     pub out_of_order: u64,
+    /// Out-of-order segments dropped because they would have opened one range more
+    /// than [`TcpConfig::max_ooo_ranges`] (the peer sends them again).
+    pub out_of_order_dropped: u64,
     /// Delayed ACKs sent by the timer.
     pub delayed_acks: u64,
     /// Segments that arrived with Congestion Experienced on an ECN connection.

@@ -342,3 +342,39 @@ fn the_table_gives_its_storage_back_when_a_flood_of_connections_has_gone() {
     }
     assert!(tcp.info(fresh).is_some());
 }
+
+#[test]
+fn out_of_order_segments_beyond_the_range_limit_are_dropped_and_counted() {
+    let (mut tcp, c, iss) = established_with(TcpConfig {
+        max_ooo_ranges: 4,
+        ..config()
+    });
+    // Ten segments, each after a hole of its own.
+    for i in 0..10u32 {
+        send!(
+            tcp,
+            1,
+            Repr {
+                seq: RISS + 1 + 100 + i * 200,
+                ack: iss,
+                payload: &[9; 100],
+                ..SEND_TEMPL
+            }
+        );
+    }
+    assert_eq!(tcp.stats().out_of_order, 10);
+    assert_eq!(tcp.stats().out_of_order_dropped, 6);
+    // Filling the first hole makes the first range readable, and no more.
+    send!(
+        tcp,
+        2,
+        Repr {
+            seq: RISS + 1,
+            ack: iss,
+            payload: &[1; 100],
+            ..SEND_TEMPL
+        }
+    );
+    let mut buf = [0u8; 4000];
+    assert_eq!(tcp.recv(ms(3), c, &mut buf), Ok(200));
+}
