@@ -782,7 +782,11 @@ pub(crate) fn new_snd(
         probe_count: 0,
         tso: false,
         last_send: None,
-        rack: Rack::new(config.rack && opts.sack, snd_una),
+        rack: Rack::new(
+            config.rack && opts.sack,
+            snd_una,
+            super::rack::split_limit(config.send_buffer),
+        ),
         undo: None,
         rate,
         pacing,
