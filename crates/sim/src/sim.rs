@@ -572,7 +572,7 @@ impl Sim {
             }
             let model = &mut l.models[side];
             let before = model.next_arrival();
-            model.submit(now, frame);
+            crate::alloc_count::uncounted(|| model.submit(now, frame));
             let after = model.next_arrival();
             if let Some(t) = after
                 && after != before
@@ -597,7 +597,7 @@ impl Sim {
         }
         let model = &mut l.models[side];
         let before = model.next_arrival();
-        model.submit(now, frame);
+        crate::alloc_count::uncounted(|| model.submit(now, frame));
         let after = model.next_arrival();
         if let Some(t) = after
             && after != before
@@ -774,7 +774,11 @@ impl Sim {
         let now = self.now;
         let link = &mut self.links[index];
         let (dst_host, dst_iface) = link.ends[1 - side];
-        while let Some(frame) = link.models[side].poll_deliver(now) {
+        // The link's memory (frames on the wire, its queues) is the simulation's, not
+        // the hosts': memory measurements (`alloc_count`) leave it out.
+        while let Some(frame) =
+            crate::alloc_count::uncounted(|| link.models[side].poll_deliver(now))
+        {
             self.trace_hash = fnv1a(self.trace_hash, &now.as_nanos().to_le_bytes());
             self.trace_hash = fnv1a(self.trace_hash, &frame);
             if let Some(observer) = &mut self.observer {
@@ -790,7 +794,7 @@ impl Sim {
                 .stack
                 .handle_frame(now, dst_iface, &frame);
             self.activity[dst_host.0] += 1;
-            link.models[side].recycle(frame);
+            crate::alloc_count::uncounted(|| link.models[side].recycle(frame));
         }
         if !self.is_dirty[dst_host.0] {
             self.is_dirty[dst_host.0] = true;

@@ -32,7 +32,7 @@ const EPHEMERAL_MIN: u16 = 49152;
 /// full (those the application still holds are skipped).
 const TIME_WAIT_SCAN: usize = 8;
 /// Slot storage kept however empty the table gets.
-const MIN_SLOTS: usize = 64;
+const MIN_SLOTS: usize = 16;
 const EPHEMERAL_COUNT: u32 = 65536 - EPHEMERAL_MIN as u32;
 
 /// A listener or a connection. The connection lives in the slot itself, not behind a
