@@ -279,6 +279,8 @@ impl Tcp {
             self.free.retain(|&i| (i as usize) < len);
             self.free.shrink_to(len.max(MIN_SLOTS));
             self.conns.shrink_to(2 * self.conns.len());
+            self.deadlines.shrink(len);
+            self.dirty.shrink_to(2 * self.dirty.len());
         }
     }
 
