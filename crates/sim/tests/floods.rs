@@ -57,10 +57,10 @@ const FLOOD_TICKS: u32 = 500;
 const LEGIT_BYTES: u64 = 16 << 20;
 
 /// The fixed allowance: what the simulation holds whatever the settings. Measured at
-/// about 150 KiB (two stacks with their tables, interfaces and routes; the simulator with
-/// its 64 KiB frame buffer and event heaps; the test's 64 KiB read and 8 KiB write
-/// buffers); the rest is room for the tables' growth by doubling (event queues, the
-/// simulator's heaps, the observer's state).
+/// about 170 KiB before a flood, less the transfer's rings: three stacks with their
+/// tables, interfaces and routes; the simulator with its 64 KiB frame buffer and event
+/// heaps; the test's 64 KiB read and 8 KiB write buffers. The rest is room for tables
+/// that grow by doubling (event queues, the simulator's heaps, the observer's state).
 const FIXED: usize = 256 * 1024;
 /// After the flood and its timeouts, memory may be this much above where it was before
 /// the flood: queues that grew by doubling keep their capacity, each bounded by a
