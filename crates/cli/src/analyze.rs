@@ -21,6 +21,16 @@ pub struct AnalyzeArgs {
     pub json: bool,
 }
 
+/// Checks before reading anything: the capture names an existing regular file.
+pub fn validate(args: &AnalyzeArgs) -> Result<(), String> {
+    let path = args.file.display();
+    match std::fs::metadata(&args.file) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(format!("FILE {path}: not a regular file")),
+        Err(e) => Err(format!("FILE {path}: {e}")),
+    }
+}
+
 /// Runs `imp analyze`.
 pub fn run(args: &AnalyzeArgs) -> Result<(), String> {
     let analysis =

@@ -72,6 +72,7 @@ fn validate(command: &Command) -> Result<(), String> {
         Command::Serve(args) => serve::validate(args),
         Command::Link(args) => link::validate(args),
         Command::Route(args) => route::validate(args),
+        Command::Analyze(args) => analyze::validate(args),
     }
 }
 

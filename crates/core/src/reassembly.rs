@@ -25,8 +25,10 @@ pub struct ReassemblyConfig {
     /// How long the fragments of one datagram are kept waiting for the rest (default
     /// 30 s; RFC 1122 §3.3.2 suggests 60 to 120 s).
     pub timeout: Duration,
-    /// Bytes all incomplete datagrams may hold together, overheads included (default
-    /// 256 KiB). Must be at least 65535 + overhead for a maximal datagram to fit.
+    /// Bytes all incomplete datagrams may hold together, their bookkeeping included
+    /// (default 256 KiB). At the limit the oldest incomplete datagram is dropped to make
+    /// room (counted in `ReassemblyStats::memory`). Must be at least 65535 plus the
+    /// bookkeeping (a few KiB for full-sized fragments) for a maximal datagram to fit.
     pub max_bytes: usize,
 }
 
@@ -39,10 +41,19 @@ impl Default for ReassemblyConfig {
     }
 }
 
-/// Bytes charged for a datagram's bookkeeping (key, header copy, timers).
-pub(crate) const DATAGRAM_OVERHEAD: usize = 128;
-/// Bytes charged for each piece's bookkeeping.
-pub(crate) const PIECE_OVERHEAD: usize = 32;
+/// Bytes charged for a datagram's bookkeeping, an upper bound of what it allocates
+/// besides its pieces: its map entry (a B-tree node holds 11 entries and, but for the
+/// root, never fewer than 5, so with the inner nodes an entry costs less than three
+/// times its size), the first allocation of its piece list (four pieces), and the
+/// copy of fragment zero's header (at most 60 bytes). What is charged is what the
+/// datagram holds, so `max_bytes` bounds the allocations themselves (plus the B-tree's
+/// root node, under 1.2 KiB).
+pub(crate) const DATAGRAM_OVERHEAD: usize =
+    3 * size_of::<(Key, Datagram)>() + 4 * size_of::<Piece>() + 60;
+/// Bytes charged for each piece's bookkeeping besides its data (which is allocated
+/// to the byte): its entry in the piece list, twice over since the list grows by
+/// doubling.
+pub(crate) const PIECE_OVERHEAD: usize = 2 * size_of::<Piece>();
 /// The largest IPv4 datagram, header included (RFC 791: the total length is 16 bits).
 const MAX_DATAGRAM: usize = 65535;
 

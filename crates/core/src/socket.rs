@@ -139,18 +139,32 @@ impl<M> RecvQueue<M> {
 }
 
 /// Packet buffers kept for reuse, so the steady state allocates nothing per packet.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BufferPool {
     free: Vec<Vec<u8>>,
+    /// Buffers kept at most (`StackConfig::pool_buffers`); more are freed.
+    limit: usize,
 }
 
-/// Buffers kept at most; more are freed.
-const POOL_LIMIT: usize = 128;
 /// Buffers bigger than this are freed rather than kept (a reassembled 64 KiB datagram
 /// should not pin its memory forever).
 const POOL_BUFFER_LIMIT: usize = 16 * 1024;
 
 impl BufferPool {
+    /// An empty pool keeping up to `limit` buffers.
+    pub(crate) fn new(limit: usize) -> BufferPool {
+        BufferPool {
+            free: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Buffers kept now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.free.len()
+    }
+
     /// An empty buffer, recycled when one is available.
     pub(crate) fn take(&mut self) -> Vec<u8> {
         self.free.pop().unwrap_or_default()
@@ -158,7 +172,7 @@ impl BufferPool {
 
     /// Give a buffer back.
     pub(crate) fn give(&mut self, mut buffer: Vec<u8>) {
-        if self.free.len() < POOL_LIMIT && buffer.capacity() <= POOL_BUFFER_LIMIT {
+        if self.free.len() < self.limit && buffer.capacity() <= POOL_BUFFER_LIMIT {
             buffer.clear();
             self.free.push(buffer);
         }

@@ -49,6 +49,13 @@ pub struct StackConfig {
     /// Frames waiting for `poll_transmit` before sends fail with `NoBufferSpace`
     /// (default 1024).
     pub tx_queue_limit: usize,
+    /// Stack events (UDP, ICMP, neighbour failures) kept for `poll_event`; beyond it
+    /// the oldest is dropped for each new one (default 4096). TCP's events have their
+    /// own limit, [`TcpConfig::event_limit`](tcp_core::TcpConfig::event_limit).
+    pub event_limit: usize,
+    /// Emptied packet buffers kept for reuse, of at most 16 KiB each (default 128);
+    /// more are freed.
+    pub pool_buffers: usize,
     /// Milliseconds since midnight UT at `Instant` zero, for the IPv4 Timestamp option
     /// (RFC 791). None (the default): stamps are milliseconds of the stack's clock with
     /// the high bit set, as RFC 791 allows for a clock not tied to UT.
@@ -66,6 +73,8 @@ impl Default for StackConfig {
             icmp_rate_limit: IcmpRateLimit::default(),
             default_ttl: 64,
             tx_queue_limit: 1024,
+            event_limit: 4096,
+            pool_buffers: 128,
             ut_offset_ms: None,
         }
     }
@@ -108,10 +117,6 @@ pub(crate) struct Outgoing {
     pub(crate) ethertype: EtherType,
     pub(crate) payload: Vec<u8>,
 }
-
-/// Events kept at most; older ones are dropped (they are wake-up hints, and the
-/// socket calls report the state itself).
-const EVENT_LIMIT: usize = 4096;
 
 /// A user-space TCP/IP stack: a pure state machine. Bytes and time go in, bytes and
 /// deadlines come out.
@@ -179,7 +184,7 @@ impl Stack {
             icmp_limiter: TokenBucket::new(config.icmp_rate_limit),
             tcp: Tcp::new(config.tcp.clone(), &secret),
             tx_queue: VecDeque::new(),
-            pool: BufferPool::default(),
+            pool: BufferPool::new(config.pool_buffers),
             events: VecDeque::new(),
             stats: Stats::default(),
             ip_ident,
@@ -254,9 +259,11 @@ impl Stack {
         self.ifaces.iter().any(|i| i.has_addr(addr))
     }
 
+    /// Queue an event; at `StackConfig::event_limit` the oldest goes (events are
+    /// wake-up hints, and the socket calls report the state itself).
     pub(crate) fn push_event(&mut self, event: Event) {
-        if self.events.len() >= EVENT_LIMIT {
-            self.events.pop_front();
+        if self.events.len() >= self.config.event_limit && self.events.pop_front().is_none() {
+            return;
         }
         self.events.push_back(event);
     }

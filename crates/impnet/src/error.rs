@@ -21,6 +21,9 @@ pub(crate) fn tcp(e: TcpError) -> Error {
         TcpError::Closing => ErrorKind::BrokenPipe,
         TcpError::HostUnreachable | TcpError::Prohibited => ErrorKind::HostUnreachable,
         TcpError::NetUnreachable => ErrorKind::NetworkUnreachable,
+        // `TcpConfig::max_connections` reached: where Linux runs out of descriptors
+        // (EMFILE, ENFILE) std has no kind of its own either.
+        TcpError::TooManyConnections => ErrorKind::Other,
         _ => ErrorKind::Other,
     };
     Error::new(kind, e)

@@ -55,6 +55,7 @@
 //! | listen on port 0 (imp picks no port for a listener) | | `InvalidInput` | (Linux picks one) |
 //! | address and port taken | `AddrInUse` | `AddrInUse` | `EADDRINUSE` |
 //! | no ephemeral port left | `NoPortsAvailable` | `AddrNotAvailable` | `EADDRNOTAVAIL` |
+//! | `TcpConfig::max_connections` connections held | `TooManyConnections` | `Other` | `EMFILE`, `ENFILE` (no socket left) |
 //!
 //! `take_error` returns the connection's error if no read or write has reported it
 //! yet, and reports it only once, as `SO_ERROR` does; `flush`, `set_nodelay`,

@@ -6,8 +6,10 @@
 //! [`live_bytes`] and [`peak_bytes`] around the code it measures. The counts are per
 //! thread so tests that run in parallel in one binary do not see each other's
 //! allocations; a simulation runs on one thread, so its stacks, links and applications
-//! are all counted. Memory freed on another thread than the one that allocated it shows
-//! up as a negative balance on the freeing thread (no simulator structure does that).
+//! are all counted, except what [`uncounted`] excludes: the simulator runs its links'
+//! work (the frames on the wire) that way, so that what is measured is the hosts.
+//! Memory freed on another thread than the one that allocated it shows up as a negative
+//! balance on the freeing thread (no simulator structure does that).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -19,9 +21,13 @@ pub struct CountingAlloc;
 thread_local! {
     static LIVE: Cell<isize> = const { Cell::new(0) };
     static PEAK: Cell<isize> = const { Cell::new(0) };
+    static PAUSED: Cell<bool> = const { Cell::new(false) };
 }
 
 fn add(delta: isize) {
+    if PAUSED.try_with(Cell::get).unwrap_or(false) {
+        return;
+    }
     // `try_with`: during a thread's teardown the slots may already be gone; those
     // allocations are simply not counted.
     let _ = LIVE.try_with(|live| {
@@ -87,4 +93,16 @@ pub fn peak_bytes() -> isize {
 pub fn reset_peak() {
     let now = live_bytes();
     PEAK.with(|peak| peak.set(now));
+}
+
+/// Run `f` with this thread's counts paused: what it allocates and frees is not
+/// counted. Memory must not cross the boundary (allocated inside and freed outside, or
+/// the reverse) or the live count drifts by its size. The simulator runs its links'
+/// work this way: the frames on the wire and the link models' queues are the
+/// simulation's, not the stacks'.
+pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
+    let was = PAUSED.try_with(|p| p.replace(true)).unwrap_or(false);
+    let result = f();
+    let _ = PAUSED.try_with(|p| p.set(was));
+    result
 }

@@ -179,6 +179,13 @@ pub struct Sim {
     due: Vec<usize>,
 }
 
+/// The event heaps are lazy (a stale entry stays until it reaches the top); one is
+/// rebuilt from the current entries when it holds more than `STALE_FACTOR` times as
+/// many entries as it can have live ones (one per host or link direction, plus
+/// `STALE_MIN`), so that a run whose timers move constantly (a flood) does not grow it.
+const STALE_FACTOR: usize = 4;
+const STALE_MIN: usize = 64;
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
@@ -565,12 +572,12 @@ impl Sim {
             }
             let model = &mut l.models[side];
             let before = model.next_arrival();
-            model.submit(now, frame);
+            crate::alloc_count::uncounted(|| model.submit(now, frame));
             let after = model.next_arrival();
             if let Some(t) = after
                 && after != before
             {
-                self.arrivals.push(Reverse((t, 2 * link.0 + side)));
+                Sim::push_arrival_in(&mut self.arrivals, &self.links, t, 2 * link.0 + side);
             }
         }
         Ok(())
@@ -590,12 +597,12 @@ impl Sim {
         }
         let model = &mut l.models[side];
         let before = model.next_arrival();
-        model.submit(now, frame);
+        crate::alloc_count::uncounted(|| model.submit(now, frame));
         let after = model.next_arrival();
         if let Some(t) = after
             && after != before
         {
-            self.arrivals.push(Reverse((t, 2 * link.0 + side)));
+            self.push_arrival(t, 2 * link.0 + side);
         }
     }
 
@@ -612,7 +619,40 @@ impl Sim {
             self.timer_at[host] = timer;
             if let Some(t) = timer {
                 self.timers.push(Reverse((t, host)));
+                if self.timers.len() > STALE_FACTOR * (self.hosts.len() + STALE_MIN) {
+                    self.timers = (self.timer_at.iter().enumerate())
+                        .filter_map(|(host, t)| t.map(|t| Reverse((t, host))))
+                        .collect();
+                }
             }
+        }
+    }
+
+    /// Records a link direction's next arrival in the heap. Like the timer heap, it
+    /// is rebuilt from the models when stale entries (a frame that arrived before an
+    /// entry's time was reached, a flood of frames each moving the next arrival)
+    /// outnumber the live ones: its memory stays proportional to the network.
+    fn push_arrival(&mut self, t: Instant, model: usize) {
+        Sim::push_arrival_in(&mut self.arrivals, &self.links, t, model);
+    }
+
+    /// [`Sim::push_arrival`] on the fields, for callers holding another borrow.
+    fn push_arrival_in(
+        arrivals: &mut BinaryHeap<Reverse<(Instant, usize)>>,
+        links: &[Link],
+        t: Instant,
+        model: usize,
+    ) {
+        arrivals.push(Reverse((t, model)));
+        if arrivals.len() > STALE_FACTOR * (2 * links.len() + STALE_MIN) {
+            *arrivals = (links.iter().enumerate())
+                .flat_map(|(index, link)| {
+                    (0..2).filter_map(move |side| {
+                        let t = link.models[side].next_arrival()?;
+                        Some(Reverse((t, 2 * index + side)))
+                    })
+                })
+                .collect();
         }
     }
 
@@ -734,7 +774,11 @@ impl Sim {
         let now = self.now;
         let link = &mut self.links[index];
         let (dst_host, dst_iface) = link.ends[1 - side];
-        while let Some(frame) = link.models[side].poll_deliver(now) {
+        // The link's memory (frames on the wire, its queues) is the simulation's, not
+        // the hosts': memory measurements (`alloc_count`) leave it out.
+        while let Some(frame) =
+            crate::alloc_count::uncounted(|| link.models[side].poll_deliver(now))
+        {
             self.trace_hash = fnv1a(self.trace_hash, &now.as_nanos().to_le_bytes());
             self.trace_hash = fnv1a(self.trace_hash, &frame);
             if let Some(observer) = &mut self.observer {
@@ -750,14 +794,14 @@ impl Sim {
                 .stack
                 .handle_frame(now, dst_iface, &frame);
             self.activity[dst_host.0] += 1;
-            link.models[side].recycle(frame);
+            crate::alloc_count::uncounted(|| link.models[side].recycle(frame));
         }
         if !self.is_dirty[dst_host.0] {
             self.is_dirty[dst_host.0] = true;
             self.dirty.push(dst_host.0);
         }
         if let Some(t) = link.models[side].next_arrival() {
-            self.arrivals.push(Reverse((t, 2 * index + side)));
+            self.push_arrival(t, 2 * index + side);
         }
     }
 

@@ -287,7 +287,12 @@ impl workload::Churn for Churn {
 pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
     let mut samples = Vec::new();
     for &n in counts {
-        let mut pair = Pair::new(1500, false, small_config());
+        // Up to 100k connections: beyond the default bound on connections.
+        let tcp = TcpConfig {
+            max_connections: n.max(16) * 2,
+            ..small_config()
+        };
+        let mut pair = Pair::new(1500, false, tcp);
         // One client address has 16384 ephemeral ports per server port: spread over
         // enough server ports.
         let ports: Vec<u16> = (0..n.div_ceil(16_000).max(1) as u16)

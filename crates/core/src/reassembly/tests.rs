@@ -103,7 +103,7 @@ fn memory_pressure_drops_the_oldest_datagram() {
     let bytes = data(1480);
     let config = ReassemblyConfig {
         timeout: Duration::from_secs(30),
-        max_bytes: 4 * (1480 + 200),
+        max_bytes: 4 * (1480 + DATAGRAM_OVERHEAD + PIECE_OVERHEAD),
     };
     let mut stats = ReassemblyStats::default();
     let mut r = Reassembler::new(config.clone());

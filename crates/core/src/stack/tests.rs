@@ -1134,3 +1134,45 @@ fn a_neighbour_in_use_keeps_its_mapping_past_the_entry_lifetime() {
         Some(ethernet::Address([0x02, 0, 0, 0, 0, 0xaa]))
     );
 }
+
+#[test]
+fn stack_events_beyond_the_limit_drop_the_oldest() {
+    let mut pair = Pair::new();
+    pair.b.config.event_limit = 8;
+    let a_sock = bind(&mut pair.a, IP_A, 1000);
+    let socks: Vec<_> = (0..20).map(|i| bind(&mut pair.b, IP_B, 2000 + i)).collect();
+    for i in 0..20 {
+        pair.a
+            .udp_send_to(pair.now, a_sock, SocketAddrV4::new(IP_B, 2000 + i), b"x")
+            .unwrap();
+        pair.exchange();
+    }
+    let newest: Vec<Event> = socks[12..].iter().map(|&s| Event::Udp(s)).collect();
+    assert_eq!(events(&mut pair.b), newest);
+    // Events are hints: every datagram is still there.
+    let mut buf = [0u8; 4];
+    for &s in &socks {
+        assert_eq!(pair.b.udp_recv_from(s, &mut buf).map(|r| r.0), Ok(1));
+    }
+}
+
+#[test]
+fn the_buffer_pool_keeps_at_most_its_limit() {
+    let mut pair = Pair::new();
+    pair.a.pool = crate::socket::BufferPool::new(3);
+    let a_sock = bind(&mut pair.a, IP_A, 1000);
+    bind(&mut pair.b, IP_B, 2000);
+    let dst = SocketAddrV4::new(IP_B, 2000);
+    pair.a
+        .udp_send_to(pair.now, a_sock, dst, b"resolve")
+        .unwrap();
+    pair.exchange();
+    // Ten datagrams wait in the transmit queue at once; sent, their buffers go back.
+    for _ in 0..10 {
+        pair.a
+            .udp_send_to(pair.now, a_sock, dst, &[1; 1000])
+            .unwrap();
+    }
+    pair.exchange();
+    assert_eq!(pair.a.pool.len(), 3);
+}

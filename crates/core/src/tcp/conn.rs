@@ -48,12 +48,12 @@ pub(crate) struct Shared {
     pub fast_paths: bool,
     /// Ring storage of connections that ended, for the next ones to reuse (W3 churn:
     /// saves an allocation, its zeroing and a free per ring). At most
-    /// [`MAX_SPARE_RINGS`] entries of at most [`MAX_SPARE_STORAGE`] bytes each.
+    /// `TcpConfig::spare_rings` entries of at most [`MAX_SPARE_STORAGE`] bytes each.
     pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
     /// Ring storage larger than [`Shared::spare`] keeps, of connections that ended: a
     /// ring that reached its full size (a bulk response) would otherwise be grown again,
     /// allocation, zeroing and copy at every doubling, by the next connection (W6 with
-    /// one connection per request). At most [`MAX_LARGE_SPARE`] entries.
+    /// one connection per request). At most `TcpConfig::large_spare_rings` entries.
     pub large_spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
     /// The driver sends a segment's payload from the send buffer itself (a gather
     /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
@@ -98,25 +98,19 @@ pub(crate) fn challenge_rng(secret: &Secret) -> Rng {
     Rng::new(secret.derive(b"challenge acks"))
 }
 
-/// Most ring storages kept in [`Shared::spare`].
-const MAX_SPARE_RINGS: usize = 64;
-/// Largest ring storage kept in [`Shared::spare`] (bigger ones are freed).
+/// Largest ring storage kept in [`Shared::spare`] (bigger ones go to
+/// [`Shared::large_spare`]).
 const MAX_SPARE_STORAGE: usize = 16 << 10;
-
-/// Most ring storages kept in [`Shared::large_spare`].
-const MAX_LARGE_SPARE: usize = 8;
-
-/// Most RSTs waiting in [`Shared::resets`]; more are dropped (a flood cannot grow memory).
-const MAX_PENDING_RESETS: usize = 256;
 
 impl Shared {
     /// Keep `storage` (a ring's, contents irrelevant) for a later connection.
     #[inline]
     pub fn recycle(&mut self, storage: alloc::vec::Vec<u8>) {
         let len = storage.len();
-        if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < MAX_SPARE_RINGS {
+        if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < self.config.spare_rings {
             self.spare.push(storage);
-        } else if len > MAX_SPARE_STORAGE && self.large_spare.len() < MAX_LARGE_SPARE {
+        } else if len > MAX_SPARE_STORAGE && self.large_spare.len() < self.config.large_spare_rings
+        {
             self.large_spare.push(storage);
         }
     }
@@ -162,25 +156,33 @@ impl Shared {
         let capacity = self.config.send_buffer;
         SendBuffer::with_storage(capacity, self.spare_storage(capacity))
     }
-    /// Queue a RST (dropped when the queue is full).
+    /// Queue a RST (dropped when `TcpConfig::reset_queue` wait already).
     pub fn reset(&mut self, reset: Reset) {
-        if self.resets.len() < MAX_PENDING_RESETS {
+        if self.resets.len() < self.config.reset_queue {
             self.resets.push_back(reset);
         }
     }
-    /// Queue a SYN-ACK with a cookie; false when too many wait already.
+    /// Queue a SYN-ACK with a cookie; false when `TcpConfig::reset_queue` wait already.
     pub fn syn_ack(&mut self, syn_ack: super::cookie::CookieSynAck) -> bool {
-        let room = self.syn_acks.len() < MAX_PENDING_RESETS;
+        let room = self.syn_acks.len() < self.config.reset_queue;
         if room {
             self.syn_acks.push_back(syn_ack);
         }
         room
     }
-    /// Queue an event, skipping an exact repeat of the last one.
+    /// Queue an event, skipping an exact repeat of the last one; at
+    /// `TcpConfig::event_limit` the oldest goes.
     pub fn event(&mut self, event: TcpEvent) {
-        if self.events.back() != Some(&event) {
-            self.events.push_back(event);
+        if self.events.back() == Some(&event) {
+            return;
         }
+        if self.events.len() >= self.config.event_limit {
+            self.stats.events_dropped += 1;
+            if self.events.pop_front().is_none() {
+                return;
+            }
+        }
+        self.events.push_back(event);
     }
 }
 
@@ -791,7 +793,11 @@ pub(crate) fn new_snd(
         probe_count: 0,
         tso: false,
         last_send: None,
-        rack: Rack::new(config.rack && opts.sack, snd_una),
+        rack: Rack::new(
+            config.rack && opts.sack,
+            snd_una,
+            super::rack::split_limit(config.send_buffer),
+        ),
         undo: None,
         rate,
         pacing,

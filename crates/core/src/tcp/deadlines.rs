@@ -99,6 +99,26 @@ impl Deadlines {
         Some(unpack(first))
     }
 
+    /// Give back the storage for slots from `slots` on (the table shrank to that many;
+    /// none of them has an entry) and the heap's and queue's unused capacity beyond
+    /// twice their length.
+    pub fn shrink(&mut self, slots: usize) {
+        debug_assert!(self.position.iter().skip(slots).all(|&p| p == ABSENT));
+        self.position.truncate(slots);
+        self.position.shrink_to(slots);
+        self.heap.shrink_to(2 * self.heap.len());
+        self.queue.shrink_to(2 * self.queue.len());
+    }
+
+    /// The first `n` live entries of the TIME-WAIT queue, earliest first.
+    pub fn queued_first(&self, n: usize) -> impl Iterator<Item = TcpHandle> + '_ {
+        self.queue
+            .iter()
+            .filter(|&&k| k != TOMBSTONE)
+            .take(n)
+            .map(|&k| unpack(k).1)
+    }
+
     /// The deadline registered for `handle`'s slot, if any.
     #[cfg(test)]
     pub fn get(&self, handle: TcpHandle) -> Option<Instant> {

@@ -708,6 +708,9 @@ impl Conn {
         if offset > 0 {
             ctx.sh.stats.out_of_order += 1;
         }
+        if !insert.stored {
+            ctx.sh.stats.out_of_order_dropped += 1;
+        }
         let window = rcv.buffer.capacity();
         self.ack_data(ctx, immediate, data.len(), window);
     }

@@ -157,8 +157,36 @@ pub struct TcpConfig {
     /// can count on (CVE-2016-5696). Challenges beyond it are counted in
     /// `TcpStats::challenge_acks_limited` and not sent.
     pub challenge_ack_limit: u32,
-    /// Most out-of-order ranges a receive buffer holds (bounds reassembly memory).
+    /// Most out-of-order ranges a receive buffer holds (default 32). A segment that
+    /// would open one more is dropped (the peer sends it again); the out-of-order bytes
+    /// themselves sit inside the receive ring, so `recv_buffer` bounds them.
     pub max_ooo_ranges: usize,
+    /// Most connections the table holds at once, in every state from SYN-SENT to
+    /// TIME-WAIT, closed ones whose handle the application still holds included;
+    /// listeners do not count (default 16384). Each may grow rings up to `send_buffer +
+    /// recv_buffer` bytes, so this and the buffer sizes bound TCP's memory. At the
+    /// limit a new connection takes the place of the oldest TIME-WAIT connection the
+    /// application has closed (counted in [`TcpStats::time_wait_recycled`]); without
+    /// one, a SYN to a listener, and an ACK returning a SYN cookie, is dropped without
+    /// an answer and counted in [`TcpStats::connection_limit_drops`] (the peer sends it
+    /// again, as to a full backlog), and `connect` fails with
+    /// [`TcpError::TooManyConnections`].
+    pub max_connections: usize,
+    /// Readiness events kept for `poll_event` (default 4096). When an application
+    /// does not drain them, the oldest is dropped for each new one and counted in
+    /// [`TcpStats::events_dropped`]; events are wake-up hints, the socket calls report
+    /// the state itself.
+    pub event_limit: usize,
+    /// RSTs for no connection, and SYN-ACKs carrying SYN cookies, waiting to be sent:
+    /// at most this many of each (default 256). More are not sent (a RST answers a
+    /// segment that will come again; a SYN is sent again).
+    pub reset_queue: usize,
+    /// Ring storages of ended connections kept for new ones to reuse, of at most 16 KiB
+    /// each (default 64: at most 1 MiB); more are freed.
+    pub spare_rings: usize,
+    /// Ring storages larger than 16 KiB (up to `send_buffer` or `recv_buffer` bytes)
+    /// of ended connections kept for new ones to reuse (default 8); more are freed.
+    pub large_spare_rings: usize,
 }
 
 /// Keep-alive settings.
@@ -203,6 +231,11 @@ impl Default for TcpConfig {
             keepalive: None,
             challenge_ack_limit: 10,
             max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,
+            max_connections: 16384,
+            event_limit: 4096,
+            reset_queue: 256,
+            spare_rings: 64,
+            large_spare_rings: 8,
         }
     }
 }
@@ -258,6 +291,8 @@ pub enum TcpError {
     /// An ICMP error said a filter on the path refused the connection
     /// (administratively prohibited).
     Prohibited,
+    /// The table already holds [`TcpConfig::max_connections`] connections.
+    TooManyConnections,
 }
 
 impl core::fmt::Display for TcpError {
@@ -287,6 +322,9 @@ impl core::fmt::Display for TcpError {
             TcpError::NetUnreachable => "network unreachable: a router has no route to it",
             TcpError::Prohibited => {
                 "refused by a filter on the path (ICMP administratively prohibited)"
+            }
+            TcpError::TooManyConnections => {
+                "too many connections: the stack holds max_connections; close some or raise it"
             }
         })
     }
@@ -472,6 +510,9 @@ pub struct TcpStats {
     pub keepalive_probes: u64,
     /// Data segments received out of order.
     pub out_of_order: u64,
+    /// Out-of-order segments dropped because they would have opened one range more
+    /// than [`TcpConfig::max_ooo_ranges`] (the peer sends them again).
+    pub out_of_order_dropped: u64,
     /// Delayed ACKs sent by the timer.
     pub delayed_acks: u64,
     /// Segments that arrived with Congestion Experienced on an ECN connection.
@@ -497,6 +538,15 @@ pub struct TcpStats {
     pub tlp_probes: u64,
     /// Segment runs RACK marked lost (RFC 8985 §6).
     pub rack_losses: u64,
+    /// SYNs and SYN-cookie ACKs dropped because the table held
+    /// [`TcpConfig::max_connections`] connections.
+    pub connection_limit_drops: u64,
+    /// TIME-WAIT connections ended early to make room for a new connection at
+    /// [`TcpConfig::max_connections`].
+    pub time_wait_recycled: u64,
+    /// Readiness events dropped, oldest first, because [`TcpConfig::event_limit`] were
+    /// waiting for `poll_event`.
+    pub events_dropped: u64,
 }
 
 /// A connection's 4-tuple, in the order (local, remote).

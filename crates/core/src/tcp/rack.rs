@@ -53,6 +53,23 @@ struct Run {
 pub(crate) struct SentLog {
     /// A deque: cumulative ACKs drop runs from the front, sends add them at the back.
     runs: VecDeque<Run>,
+    /// Most runs SACK blocks may cut the log into (0: no limit). Beyond it a block
+    /// that does not fall on run edges marks only the runs it covers whole: a peer
+    /// sending blocks of a byte or two cannot make the log (and the time to walk it)
+    /// grow to a run per byte in flight.
+    split_limit: usize,
+}
+
+/// Bytes of send buffer per run the sent log may be cut into by SACK blocks (plus
+/// [`MIN_SPLIT_LIMIT`]): four times as many runs as full-sized segments fit.
+const BYTES_PER_SPLIT: usize = 512;
+/// Runs SACK blocks may always cut the log into.
+const MIN_SPLIT_LIMIT: usize = 64;
+
+/// The most runs SACK blocks may cut the sent log of a `send_buffer`-byte send buffer
+/// into.
+pub(crate) fn split_limit(send_buffer: usize) -> usize {
+    send_buffer / BYTES_PER_SPLIT + MIN_SPLIT_LIMIT
 }
 
 /// What [`SentLog::deliver`] learnt from one ACK.
@@ -151,7 +168,10 @@ impl SentLog {
         if start >= end {
             return;
         }
-        if !cumulative {
+        // Without room for the cuts, only the runs inside the block are marked.
+        let whole_only =
+            !cumulative && self.split_limit != 0 && self.runs.len() + 2 > self.split_limit;
+        if !cumulative && !whole_only {
             self.split_at(start);
             self.split_at(end);
         }
@@ -160,6 +180,9 @@ impl SentLog {
                 break;
             }
             if run.end <= start || run.sacked {
+                continue;
+            }
+            if whole_only && (run.start < start || run.end > end) {
                 continue;
             }
             if !cumulative {
@@ -311,10 +334,14 @@ pub(crate) struct Rack {
 
 impl Rack {
     /// Fresh state; `enabled` when SACK was negotiated and RACK is configured.
-    pub fn new(enabled: bool, snd_una: SeqNumber) -> Rack {
+    /// `split_limit` bounds the runs SACK blocks may cut the sent log into (0: none).
+    pub fn new(enabled: bool, snd_una: SeqNumber, split_limit: usize) -> Rack {
         Rack {
             enabled,
-            log: SentLog::default(),
+            log: SentLog {
+                runs: VecDeque::new(),
+                split_limit,
+            },
             latest: None,
             rtt: Duration::ZERO,
             min_rtt: None,
@@ -453,6 +480,38 @@ mod tests {
     const MS: fn(u64) -> Duration = Duration::from_millis;
 
     #[test]
+    fn sack_blocks_cut_the_log_into_at_most_the_split_limit() {
+        let mut log = SentLog {
+            runs: VecDeque::new(),
+            split_limit: 8,
+        };
+        log.on_send(s(0), s(10_000), t(0));
+        log.on_send(s(10_000), s(20_000), t(1));
+        let mut fack = s(0);
+        let mut d = Delivered::default();
+        // A thousand one-byte blocks: the log is cut until the limit, then no more.
+        for i in 0..1000 {
+            let at = s(1 + i * 17);
+            log.deliver((at, at + 1), false, t(2), (&mut fack, None), &mut d);
+            assert!(log.len() <= 8, "{} runs", log.len());
+        }
+        let sacked = d.sacked;
+        assert!(sacked > 0 && sacked < 10, "{sacked} bytes");
+        // A block covering a whole run still marks it.
+        log.deliver(
+            (s(10_000), s(20_000)),
+            false,
+            t(3),
+            (&mut fack, None),
+            &mut d,
+        );
+        assert_eq!(d.sacked, sacked + 10_000);
+        // A block over part of a run, at the limit, marks nothing of it.
+        log.deliver((s(5_000), s(6_000)), false, t(3), (&mut fack, None), &mut d);
+        assert_eq!(d.sacked, sacked + 10_000);
+    }
+
+    #[test]
     fn a_burst_is_one_run_and_a_retransmission_splits_it() {
         let mut log = SentLog::default();
         for i in 0..10 {
@@ -472,7 +531,7 @@ mod tests {
 
     #[test]
     fn rack_marks_lost_what_was_sent_before_a_delivered_segment_after_reo_wnd() {
-        let mut rack = Rack::new(true, s(0));
+        let mut rack = Rack::new(true, s(0), 0);
         for i in 0..4 {
             rack.log.on_send(s(i * 100), s(i * 100 + 100), t(i as u64));
         }
@@ -505,7 +564,7 @@ mod tests {
 
     #[test]
     fn reordering_is_seen_and_reo_wnd_follows_rfc_8985() {
-        let mut rack = Rack::new(true, s(0));
+        let mut rack = Rack::new(true, s(0), 0);
         rack.log.on_send(s(0), s(100), t(0));
         rack.log.on_send(s(100), s(200), t(1));
         rack.on_rtt_sample(MS(40));
@@ -552,7 +611,7 @@ mod tests {
 
     #[test]
     fn a_retransmission_acked_sooner_than_min_rtt_is_not_trusted() {
-        let mut rack = Rack::new(true, s(0));
+        let mut rack = Rack::new(true, s(0), 0);
         rack.log.on_send(s(0), s(100), t(0));
         rack.on_rtt_sample(MS(20));
         rack.log.on_send(s(0), s(100), t(15));

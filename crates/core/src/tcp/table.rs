@@ -28,6 +28,11 @@ use crate::time::Instant;
 /// How long after its last SYN cookie a listener still accepts one (two cookie periods).
 const COOKIE_LIFETIME: crate::time::Duration = crate::time::Duration::from_secs(128);
 const EPHEMERAL_MIN: u16 = 49152;
+/// TIME-WAIT connections looked at, oldest first, for one to end when the table is
+/// full (those the application still holds are skipped).
+const TIME_WAIT_SCAN: usize = 8;
+/// Slot storage kept however empty the table gets.
+const MIN_SLOTS: usize = 16;
 const EPHEMERAL_COUNT: u32 = 65536 - EPHEMERAL_MIN as u32;
 
 /// A listener or a connection. The connection lives in the slot itself, not behind a
@@ -75,7 +80,16 @@ fn settle_open(
 pub struct Tcp {
     shared: Shared,
     slots: Vec<Slot>,
+    /// Free slot indices, to reuse first. Indices at or past `slots.len()` (left when
+    /// the table shrank) are stale and skipped: the table only grows once this is
+    /// empty, so a stale index never names a slot again.
     free: Vec<u32>,
+    /// The generation a slot pushed anew starts at: above that of every slot given
+    /// back when the table shrank, so no handle to an old occupant of the index
+    /// matches it.
+    fresh_generation: u32,
+    /// Slots holding a connection (at most `TcpConfig::max_connections`).
+    connections: usize,
     conns: ConnMap,
     listeners: BTreeMap<SocketAddrV4, TcpHandle>,
     /// Each connection's earliest deadline (`Conn::scheduled`).
@@ -121,6 +135,8 @@ impl Tcp {
             pending: None,
             slots: Vec::new(),
             free: Vec::new(),
+            fresh_generation: 0,
+            connections: 0,
             conns: conn_map(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
             deadlines: Deadlines::new(),
@@ -153,28 +169,71 @@ impl Tcp {
         self.slots.iter().filter(|s| s.socket.is_some()).count()
     }
 
+    /// Connections in the table, in any state (at most
+    /// [`TcpConfig::max_connections`]); listeners are not counted.
+    pub fn connection_count(&self) -> usize {
+        self.connections
+    }
+
+    /// Slots the table's storage holds.
+    #[cfg(test)]
+    pub(crate) fn slot_capacity(&self) -> usize {
+        self.slots.capacity()
+    }
+
+    /// Ring storages kept for reuse: (small, large).
+    #[cfg(test)]
+    pub(crate) fn spare_ring_counts(&self) -> (usize, usize) {
+        (self.shared.spare.len(), self.shared.large_spare.len())
+    }
+
     /// Connections with a timer running.
     pub fn timer_count(&self) -> usize {
         self.deadlines.len()
     }
 
+    /// Whether one more connection fits under [`TcpConfig::max_connections`], making
+    /// room if need be by ending the TIME-WAIT connection nearest its end among the
+    /// first few queued that the application has closed (as Linux skips TIME-WAIT
+    /// beyond `tcp_max_tw_buckets`).
+    fn make_room(&mut self) -> bool {
+        if self.connections < self.shared.config.max_connections {
+            return true;
+        }
+        let victim = self.deadlines.queued_first(TIME_WAIT_SCAN).find(|&h| {
+            self.conn_ref(h).is_some_and(|c| {
+                c.owner == Owner::Released && matches!(c.state, State::TimeWait(_))
+            })
+        });
+        let Some(victim) = victim else {
+            return false;
+        };
+        self.release(victim);
+        self.shared.stats.time_wait_recycled += 1;
+        true
+    }
+
     fn insert(&mut self, socket: Socket) -> TcpHandle {
-        if let Some(index) = self.free.pop() {
-            let slot = &mut self.slots[index as usize];
+        if matches!(socket, Socket::Conn(_)) {
+            self.connections += 1;
+        }
+        while let Some(index) = self.free.pop() {
+            let Some(slot) = self.slots.get_mut(index as usize) else {
+                continue;
+            };
             slot.socket = Some(socket);
-            TcpHandle {
+            return TcpHandle {
                 index,
                 generation: slot.generation,
-            }
-        } else {
-            self.slots.push(Slot {
-                generation: 0,
-                socket: Some(socket),
-            });
-            TcpHandle {
-                index: (self.slots.len() - 1) as u32,
-                generation: 0,
-            }
+            };
+        }
+        self.slots.push(Slot {
+            generation: self.fresh_generation,
+            socket: Some(socket),
+        });
+        TcpHandle {
+            index: (self.slots.len() - 1) as u32,
+            generation: self.fresh_generation,
         }
     }
 
@@ -195,9 +254,34 @@ impl Tcp {
 
     fn remove(&mut self, handle: TcpHandle) {
         let slot = &mut self.slots[handle.index as usize];
-        slot.socket = None;
+        if let Some(Socket::Conn(_)) = slot.socket.take() {
+            self.connections -= 1;
+        }
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(handle.index);
+        if handle.index as usize + 1 == self.slots.len() {
+            self.shrink();
+        }
+    }
+
+    /// Give back the free slots at the end of the table (a connection is about a
+    /// kilobyte, inline in its slot), and the storage of a table at most a quarter
+    /// full, so that memory returns after a flood of connections has gone.
+    #[cold]
+    fn shrink(&mut self) {
+        while let Some(slot) = self.slots.last().filter(|s| s.socket.is_none()) {
+            self.fresh_generation = self.fresh_generation.max(slot.generation);
+            self.slots.pop();
+        }
+        let len = self.slots.len();
+        if len * 4 <= self.slots.capacity() && self.slots.capacity() > MIN_SLOTS {
+            self.slots.shrink_to((2 * len).max(MIN_SLOTS));
+            self.free.retain(|&i| (i as usize) < len);
+            self.free.shrink_to(len.max(MIN_SLOTS));
+            self.conns.shrink_to(2 * self.conns.len());
+            self.deadlines.shrink(len);
+            self.dirty.shrink_to(2 * self.dirty.len());
+        }
     }
 
     /// Listen on `local` (port must be non-zero, else `AddrNotAvailable`; the address
@@ -246,6 +330,9 @@ impl Tcp {
         remote: SocketAddrV4,
         mss: u16,
     ) -> Result<TcpHandle, TcpError> {
+        if !self.make_room() {
+            return Err(TcpError::TooManyConnections);
+        }
         let local = match local.port() {
             0 => SocketAddrV4::new(*local.ip(), self.ephemeral_port(*local.ip(), remote)?),
             _ if self.conns.contains_key(&(local, remote)) => return Err(TcpError::AddrInUse),
@@ -759,21 +846,40 @@ impl Tcp {
                 }
             }
             ListenAction::Open => {
-                l.pending += 1;
-                let iss = self.isn.isn(now, local, remote);
-                let conn = Conn::accept_syn(
-                    &mut self.shared,
-                    (local, remote),
-                    iss,
-                    segment,
-                    listener,
-                    local_mss,
-                );
-                let handle = self.insert(Socket::Conn(conn));
-                self.conns.insert((local, remote), handle);
-                self.settle(handle);
+                self.open_child(now, listener, (local, remote), segment, local_mss)
             }
         }
+    }
+
+    /// A SYN with room in the listener's backlog: a child in SYN-RECEIVED, when the
+    /// table has room for it.
+    fn open_child(
+        &mut self,
+        now: Instant,
+        listener: TcpHandle,
+        (local, remote): (SocketAddrV4, SocketAddrV4),
+        segment: &Repr<'_>,
+        local_mss: u16,
+    ) {
+        if !self.make_room() {
+            self.shared.stats.connection_limit_drops += 1;
+            return;
+        }
+        if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
+            l.pending += 1;
+        }
+        let iss = self.isn.isn(now, local, remote);
+        let conn = Conn::accept_syn(
+            &mut self.shared,
+            (local, remote),
+            iss,
+            segment,
+            listener,
+            local_mss,
+        );
+        let handle = self.insert(Socket::Conn(conn));
+        self.conns.insert((local, remote), handle);
+        self.settle(handle);
     }
 
     /// RFC 4987 §3.6: the backlog is full, so the SYN's state goes into the SYN-ACK's
@@ -858,6 +964,11 @@ impl Tcp {
             // Nowhere to queue it for accept: drop the ACK; the peer's retransmission
             // (or its data) brings the cookie again.
             self.shared.stats.listen_overflows += 1;
+            return true;
+        }
+        if !self.make_room() {
+            // No room in the table either: the same.
+            self.shared.stats.connection_limit_drops += 1;
             return true;
         }
         self.shared.stats.syn_cookies_accepted += 1;

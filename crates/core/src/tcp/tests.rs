@@ -2337,3 +2337,7 @@ mod push;
 /// SYN cookies when the backlog is full.
 #[path = "tests_cookies.rs"]
 mod cookies;
+
+/// The memory bounds: connections, events, queued RSTs, spare rings.
+#[path = "tests_limits.rs"]
+mod limits;
