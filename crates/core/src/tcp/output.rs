@@ -320,7 +320,17 @@ impl Conn {
                 kind: Kind::Syn,
             }),
             State::SynRcvd(s) => ack_now.then_some(ack_plan(s.iss + 1)),
-            State::FinWait2(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
+            // A keep-alive probe (RFC 1122 §4.2.3.6: SEG.SEQ = SND.NXT-1, here our FIN's
+            // sequence number); no window probe is due with nothing left to send.
+            State::FinWait2(s) => match self.probe.take() {
+                Some(Probe::Keepalive) => Some(Plan {
+                    seq: s.snd.snd_nxt - 1,
+                    flags: Flags::NONE,
+                    len: 0,
+                    kind: Kind::Probe,
+                }),
+                _ => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
+            },
             State::TimeWait(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
             _ => self.plan_synchronized(ctx, tso_room),
         }

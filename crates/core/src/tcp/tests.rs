@@ -2175,6 +2175,68 @@ fn keepalive_probes_then_timeout() {
     assert_eq!(tcp.stats().keepalive_probes, 3);
 }
 
+/// Found by the soak test: a half-closed connection in FIN-WAIT-2 whose peer vanished
+/// (the peer's RST lost) has nothing in flight, so only keep-alive can notice; it used
+/// to run in ESTABLISHED and CLOSE-WAIT only, and the connection waited for ever with no
+/// timer. Keep-alive now probes in FIN-WAIT-2 (as Linux does), a silent peer times it
+/// out, and a peer that answers keeps it.
+#[test]
+fn keepalive_probes_in_fin_wait_2() {
+    let ka = Keepalive {
+        idle: Duration::from_secs(10),
+        interval: Duration::from_secs(1),
+        count: 2,
+    };
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        keepalive: Some(ka),
+        ..config()
+    });
+    tcp.shutdown_write(ms(20), c).unwrap();
+    recv!(
+        tcp,
+        20,
+        Repr {
+            flags: Flags::FIN | Flags::ACK,
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::FinWait2);
+    assert_eq!(tcp.poll_timeout(), Some(ms(10_030)));
+    tcp.handle_timeout(ms(10_030));
+    // SEG.SEQ = SND.NXT - 1: our FIN's sequence number.
+    recv!(tcp, 10_030, ack_templ(snd, RISS + 1));
+    // An answer restarts the idle time.
+    send!(
+        tcp,
+        10_040,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.poll_timeout(), Some(ms(20_040)));
+    for t in [20_040, 21_040] {
+        tcp.handle_timeout(ms(t));
+        recv!(tcp, t, ack_templ(snd, RISS + 1));
+    }
+    tcp.handle_timeout(ms(22_040));
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    let mut buf = [0u8; 4];
+    assert_eq!(tcp.recv(ms(22_040), c, &mut buf), Err(TcpError::TimedOut));
+    assert_eq!(tcp.stats().keepalive_probes, 3);
+    assert_eq!(tcp.timer_count(), 0);
+}
+
 #[test]
 fn ephemeral_ports_differ_and_skip_used_ones() {
     let mut tcp = Tcp::new(config(), &secret(5));
