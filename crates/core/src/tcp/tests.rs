@@ -1333,6 +1333,58 @@ fn rto_backoff_and_karn() {
     assert_eq!(tcp.info(c).unwrap().retransmits, 1);
 }
 
+/// Found by the soak test: after a timeout SND.NXT goes back to SND.UNA (go-back-N), and
+/// bare ACKs used to carry it. The peer, holding everything up to SND.MAX, finds such a
+/// segment below its RCV.NXT, unacceptable: it answers with a duplicate ACK and never
+/// reads the ACK field. With data both ways and both sides in go-back-N, neither learned
+/// that its data had arrived, and both retransmitted until they timed out. A bare ACK
+/// now carries SND.MAX, as 4.4BSD's does.
+#[test]
+fn bare_acks_after_a_timeout_carry_snd_max() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(100), c, &[7u8; 3000]).unwrap();
+    for _ in 0..3 {
+        recv!(tcp, 100);
+    }
+    let rto = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(rto);
+    let again = recv!(tcp, rto.as_millis());
+    assert_eq!(
+        (parse(&again).seq, parse(&again).payload.len()),
+        (snd, 1000)
+    );
+    // One segment in flight fills the window after the timeout: what the peer's data
+    // draws is a bare ACK.
+    send!(
+        tcp,
+        rto.as_millis() + 1,
+        Repr {
+            seq: RISS + 2,
+            ack: snd,
+            payload: b"y",
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, rto.as_millis() + 1);
+    let ack = parse(&bytes);
+    assert_eq!(
+        (ack.seq, ack.ack, ack.payload.len()),
+        (snd + 3000, RISS + 1, 0)
+    );
+    recv_nothing!(tcp, rto.as_millis() + 1);
+    // The peer's ACK of everything is taken.
+    send!(
+        tcp,
+        rto.as_millis() + 2,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 3000,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().bytes_in_flight, 0);
+}
+
 #[test]
 fn max_retransmissions_time_out() {
     let (mut tcp, c, _) = established_with(TcpConfig {
