@@ -339,7 +339,12 @@ impl Apps {
         self.next_id += 1;
         let plan = Plan::of(self.seed, id);
         if self.trace_id == Some(id) {
-            let port = sim.host(self.client).tcp_addresses(handle).unwrap().0.port();
+            let port = sim
+                .host(self.client)
+                .tcp_addresses(handle)
+                .unwrap()
+                .0
+                .port();
             self.trace_port.set(port);
             eprintln!("trace: connection {id} from port {port} at {now}, plan {plan:?}");
         }
@@ -471,7 +476,10 @@ impl Apps {
         }
         // Download.
         while !conn.eof {
-            match sim.host_mut(self.client).tcp_recv(now, handle, &mut self.buf) {
+            match sim
+                .host_mut(self.client)
+                .tcp_recv(now, handle, &mut self.buf)
+            {
                 Ok(0) => {
                     conn.eof = true;
                     assert_eq!(
@@ -1183,8 +1191,7 @@ fn soak_problems(config: &SoakConfig, r: &SoakReport) -> Vec<String> {
     // for the caches (on each host 64 small and 8 large spare rings, 128 pool buffers:
     // 4 MiB) and the link (each direction a queue of at most 1 MiB, as much in flight,
     // 256 spare frame buffers).
-    let bound =
-        r.baseline + (config.max_conns * 2 * 2 * STACK_BUFFERS) as isize + 14 * (1 << 20);
+    let bound = r.baseline + (config.max_conns * 2 * 2 * STACK_BUFFERS) as isize + 14 * (1 << 20);
     if r.peak > bound {
         problems.push(format!("peak memory {} above its bound {bound}", r.peak));
     }
@@ -1308,7 +1315,9 @@ fn soak_catches_a_leaked_socket_and_leaked_memory() {
     config.leak = Leak::Socket;
     let problems = run_soak("leaked socket", &config);
     assert!(
-        problems.iter().any(|p| p.contains("the client holds 1 sockets")),
+        problems
+            .iter()
+            .any(|p| p.contains("the client holds 1 sockets")),
         "a leaked socket went unnoticed: {problems:#?}"
     );
     config.leak = Leak::Memory;
@@ -1331,10 +1340,16 @@ fn set_link_config_changes_the_link_from_now_on() {
     };
     sim.set_link_config(link, 0, lossy).unwrap();
     assert_eq!(sim.link_model(link, 0).config().loss, 1.0);
-    assert!(sim.set_link_config(link, 0, clean_link().with_loss(2.0)).is_err());
+    assert!(
+        sim.set_link_config(link, 0, clean_link().with_loss(2.0))
+            .is_err()
+    );
     let now = sim.now();
     let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
-    let h = sim.host_mut(client).tcp_connect(now, any, remote()).unwrap();
+    let h = sim
+        .host_mut(client)
+        .tcp_connect(now, any, remote())
+        .unwrap();
     // `run_until` only steps to events; the SYN's timer starts when it leaves.
     sim.transmit_now().unwrap();
     sim.run_until(now + Duration::from_millis(500), 1_000_000)
@@ -1508,8 +1523,13 @@ impl Cycler {
                     )
                 }
                 Ok(n) => {
-                    if let Some(at) = mismatch(seed, c.id, Dir::Down, c.received as u64, &self.buf[..n]) {
-                        panic!("seed {seed}: cycle {}: wrong reply byte {at} at {now}", c.id);
+                    if let Some(at) =
+                        mismatch(seed, c.id, Dir::Down, c.received as u64, &self.buf[..n])
+                    {
+                        panic!(
+                            "seed {seed}: cycle {}: wrong reply byte {at} at {now}",
+                            c.id
+                        );
                     }
                     c.received += n;
                     if c.received == CYCLE_BYTES {
@@ -1592,7 +1612,10 @@ impl Cycler {
             let _ = stack.tcp_close(now, h);
             let aborted = s.id.is_some_and(|id| ending(id) == Ending::Abort);
             if !(aborted && e == TcpError::ConnectionReset) {
-                self.problem(format!("cycle {:?} failed on the server at {now}: {e}", s.id));
+                self.problem(format!(
+                    "cycle {:?} failed on the server at {now}: {e}",
+                    s.id
+                ));
             }
             return;
         }
@@ -1693,48 +1716,52 @@ fn open_close(config: &CycleConfig) -> CycleReport {
     let mut max_sockets = 0;
     let mut next_sample = Instant::ZERO;
     let mut last_activity = (u64::MAX, u64::MAX);
-    let result = sim.run(u64::MAX, Instant::from_millis(u64::MAX / 2_000_000), |sim| {
-        let now = sim.now();
-        let activity = (sim.activity(client), sim.activity(server));
-        if activity != last_activity {
-            last_activity = activity;
-            cycler.poll(sim);
-        }
-        if now >= next_sample {
-            let sockets = sim.host_mut(client).tcp().socket_count()
-                + sim.host_mut(server).tcp().socket_count();
-            max_sockets = max_sockets.max(sockets);
-            next_sample = now + Duration::from_secs(1);
-        }
-        let idle = cycler.clients.is_empty() && cycler.next_id >= cycler.limit;
-        match phase {
-            CyclePhase::Start => {
-                for _ in 0..config.parallel {
-                    cycler.start(sim);
+    let result = sim.run(
+        u64::MAX,
+        Instant::from_millis(u64::MAX / 2_000_000),
+        |sim| {
+            let now = sim.now();
+            let activity = (sim.activity(client), sim.activity(server));
+            if activity != last_activity {
+                last_activity = activity;
+                cycler.poll(sim);
+            }
+            if now >= next_sample {
+                let sockets = sim.host_mut(client).tcp().socket_count()
+                    + sim.host_mut(server).tcp().socket_count();
+                max_sockets = max_sockets.max(sockets);
+                next_sample = now + Duration::from_secs(1);
+            }
+            let idle = cycler.clients.is_empty() && cycler.next_id >= cycler.limit;
+            match phase {
+                CyclePhase::Start => {
+                    for _ in 0..config.parallel {
+                        cycler.start(sim);
+                    }
+                    phase = CyclePhase::Warmup;
                 }
-                phase = CyclePhase::Warmup;
-            }
-            CyclePhase::Warmup if idle => phase = CyclePhase::QuietBaseline(now + CYCLE_QUIET),
-            CyclePhase::QuietBaseline(until) if now >= until => {
-                baseline = net_live(sim);
-                alloc_count::reset_peak();
-                cycler.limit = config.warmup + config.cycles;
-                for _ in 0..config.parallel {
-                    cycler.start(sim);
+                CyclePhase::Warmup if idle => phase = CyclePhase::QuietBaseline(now + CYCLE_QUIET),
+                CyclePhase::QuietBaseline(until) if now >= until => {
+                    baseline = net_live(sim);
+                    alloc_count::reset_peak();
+                    cycler.limit = config.warmup + config.cycles;
+                    for _ in 0..config.parallel {
+                        cycler.start(sim);
+                    }
+                    phase = CyclePhase::Cycles;
                 }
-                phase = CyclePhase::Cycles;
+                CyclePhase::Cycles if idle => phase = CyclePhase::QuietEnd(now + CYCLE_QUIET),
+                CyclePhase::QuietEnd(until) if now >= until => return Flow::Done,
+                _ => {}
             }
-            CyclePhase::Cycles if idle => phase = CyclePhase::QuietEnd(now + CYCLE_QUIET),
-            CyclePhase::QuietEnd(until) if now >= until => return Flow::Done,
-            _ => {}
-        }
-        match phase {
-            CyclePhase::QuietBaseline(until) | CyclePhase::QuietEnd(until) => {
-                Flow::WakeAt(until.min(next_sample))
+            match phase {
+                CyclePhase::QuietBaseline(until) | CyclePhase::QuietEnd(until) => {
+                    Flow::WakeAt(until.min(next_sample))
+                }
+                _ => Flow::WakeAt(next_sample),
             }
-            _ => Flow::WakeAt(next_sample),
-        }
-    });
+        },
+    );
     let summary = result.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     let live_end = net_live(&sim);
     let peak = alloc_count::peak_bytes();
@@ -1830,7 +1857,9 @@ fn open_close_catches_a_leaked_socket() {
     config.leak = Leak::Socket;
     let problems = run_cycles("open_close leaked socket", &config);
     assert!(
-        problems.iter().any(|p| p.contains("the client holds 1 sockets")),
+        problems
+            .iter()
+            .any(|p| p.contains("the client holds 1 sockets")),
         "a leaked socket went unnoticed: {problems:#?}"
     );
 }
