@@ -170,6 +170,11 @@ impl BufferPool {
         self.free.pop().unwrap_or_default()
     }
 
+    /// Bytes the kept buffers hold (their capacities).
+    pub(crate) fn cached_bytes(&self) -> usize {
+        self.free.iter().map(Vec::capacity).sum()
+    }
+
     /// Give a buffer back.
     pub(crate) fn give(&mut self, mut buffer: Vec<u8>) {
         if self.free.len() < self.limit && buffer.capacity() <= POOL_BUFFER_LIMIT {

@@ -464,6 +464,13 @@ impl Stack {
     pub fn reassembly_bytes(&self) -> usize {
         self.reassembly.accounted()
     }
+
+    /// Bytes of memory kept for reuse rather than freed, all bounded: the packet-buffer
+    /// pool and TCP's spare ring storage ([`Tcp::cached_bytes`](crate::tcp::Tcp::cached_bytes)).
+    /// A leak check subtracts it from what the allocator counts.
+    pub fn cached_bytes(&self) -> usize {
+        self.pool.cached_bytes() + self.tcp.cached_bytes()
+    }
 }
 
 #[cfg(test)]

@@ -692,6 +692,12 @@ impl LinkModel {
         }
     }
 
+    /// Bytes held by the spare frame buffers kept for reuse (at most 256 of them, each
+    /// as large as the largest frame it carried): memory a leak check subtracts.
+    pub fn cached_bytes(&self) -> usize {
+        self.free.iter().map(Vec::capacity).sum()
+    }
+
     /// Copies in flight (submitted, not lost, not yet delivered).
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()

@@ -385,6 +385,49 @@ impl Sim {
         &self.links[link.0].models[side]
     }
 
+    /// Change the behaviour of the direction of `link` carrying frames sent by end `side`
+    /// (0 = the first host given to [`Sim::connect`]) from now on: a rate change, a loss
+    /// episode, a longer path. [`LinkModel::set_config`] says what happens to frames
+    /// already accepted (they keep their departure and arrival times, so a shorter delay
+    /// lets later frames overtake them). The model keeps its random streams, so a run
+    /// that changes links at the same instants replays exactly. Fails, changing nothing,
+    /// when the settings are impossible.
+    pub fn set_link_config(
+        &mut self,
+        link: LinkId,
+        side: usize,
+        config: LinkConfig,
+    ) -> Result<(), LinkConfigError> {
+        let model = &mut self.links[link.0].models[side];
+        let before = model.next_arrival();
+        model.set_config(config)?;
+        // A queue discipline's next departure may have moved: register it (the heap is
+        // lazy, so the entry that no longer matches is skipped).
+        let after = model.next_arrival();
+        if let Some(t) = after
+            && after != before
+        {
+            self.arrivals.push(Reverse((t, 2 * link.0 + side)));
+        }
+        self.clean_tops();
+        Ok(())
+    }
+
+    /// Bytes every host's stack and every link model keep for reuse rather than free
+    /// ([`Stack::cached_bytes`], [`LinkModel::cached_bytes`]): all bounded, filling and
+    /// draining with the traffic. A leak check compares what the allocator counts less
+    /// this at two quiet moments.
+    pub fn cached_bytes(&self) -> usize {
+        let stacks: usize = self.hosts.iter().map(|h| h.stack.cached_bytes()).sum();
+        let links: usize = self
+            .links
+            .iter()
+            .flat_map(|l| l.models.iter())
+            .map(LinkModel::cached_bytes)
+            .sum();
+        stacks + links
+    }
+
     /// The host's name.
     pub fn host_name(&self, host: HostId) -> &str {
         &self.hosts[host.0].name

@@ -922,12 +922,23 @@ impl Conn {
         // "(5.6) Start the retransmission timer" happens when the segment goes out.
     }
 
-    /// RFC 1122 §4.2.3.6 keep-alive timer.
+    /// RFC 1122 §4.2.3.6 keep-alive timer. It probes in ESTABLISHED, CLOSE-WAIT and
+    /// FIN-WAIT-2 (as Linux does): a half-closed connection waiting in FIN-WAIT-2 for a
+    /// peer that vanished (its RST lost) has nothing in flight, so nothing else would
+    /// ever notice. In FIN-WAIT-1 our FIN is in flight and its retransmission timer
+    /// watches the peer: the timer only waits on, so that FIN-WAIT-2 has it.
     fn on_keepalive_timeout(&mut self, ctx: &mut Ctx<'_>) {
         let Some(ka) = ctx.sh.config.keepalive else {
             return;
         };
-        if !matches!(self.state, State::Established(_) | State::CloseWait(_)) {
+        if matches!(self.state, State::FinWait1(_)) {
+            self.timers.set(Timer::Keepalive, ctx.now + ka.idle);
+            return;
+        }
+        if !matches!(
+            self.state,
+            State::Established(_) | State::CloseWait(_) | State::FinWait2(_)
+        ) {
             return;
         }
         if self.keepalive_sent >= ka.count {
@@ -938,11 +949,18 @@ impl Conn {
         self.timers.set(Timer::Keepalive, ctx.now + ka.interval);
     }
 
-    /// Re-arm keep-alive after activity.
+    /// Re-arm keep-alive after activity (in the states where it runs or, in FIN-WAIT-1,
+    /// waits to run: see `on_keepalive_timeout`).
     pub fn restart_keepalive(&mut self, config: &TcpConfig, now: Instant) {
         self.keepalive_sent = 0;
         if let Some(ka) = config.keepalive
-            && matches!(self.state, State::Established(_) | State::CloseWait(_))
+            && matches!(
+                self.state,
+                State::Established(_)
+                    | State::CloseWait(_)
+                    | State::FinWait1(_)
+                    | State::FinWait2(_)
+            )
         {
             self.timers.set(Timer::Keepalive, now + ka.idle);
         }

@@ -320,7 +320,17 @@ impl Conn {
                 kind: Kind::Syn,
             }),
             State::SynRcvd(s) => ack_now.then_some(ack_plan(s.iss + 1)),
-            State::FinWait2(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
+            // A keep-alive probe (RFC 1122 §4.2.3.6: SEG.SEQ = SND.NXT-1, here our FIN's
+            // sequence number); no window probe is due with nothing left to send.
+            State::FinWait2(s) => match self.probe.take() {
+                Some(Probe::Keepalive) => Some(Plan {
+                    seq: s.snd.snd_nxt - 1,
+                    flags: Flags::NONE,
+                    len: 0,
+                    kind: Kind::Probe,
+                }),
+                _ => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
+            },
             State::TimeWait(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
             _ => self.plan_synchronized(ctx, tso_room),
         }
@@ -395,15 +405,24 @@ impl Conn {
                 len: 0,
                 kind: Kind::Probe,
             }),
-            // RFC 1122 §4.2.3.6: a keep-alive "segment with SEG.SEQ = SND.NXT-1".
+            // RFC 1122 §4.2.3.6: a keep-alive "segment with SEG.SEQ = SND.NXT-1", SND.NXT
+            // being the next new octet (SND.MAX here, see below).
             Some(Probe::Keepalive) => Some(Plan {
-                seq: snd.snd_nxt - 1,
+                seq: snd.snd_max - 1,
                 flags: Flags::NONE,
                 len: 0,
                 kind: Kind::Probe,
             }),
+            // A bare ACK carries SND.MAX, not SND.NXT: after a timeout SND.NXT goes back
+            // to SND.UNA (go-back-N) while the peer may hold everything up to SND.MAX, and
+            // a segment below its RCV.NXT is unacceptable, its ACK field never read. With
+            // both sides in that state (data both ways, their ACKs lost) neither learned
+            // that its data had arrived and both retransmitted until they timed out (the
+            // soak test found it). 4.4BSD's `tcp_output` does the same ("For ACK only
+            // packets ... use snd_max instead of snd_nxt"), as Linux, whose snd_nxt
+            // never goes back.
             None if self.ack == AckState::Now => Some(Plan {
-                seq: snd.snd_nxt,
+                seq: snd.snd_max,
                 flags: Flags::NONE,
                 len: 0,
                 kind: Kind::Ack,

@@ -213,6 +213,19 @@ impl Tcp {
         true
     }
 
+    /// Bytes of ring storage kept from connections that ended, for the next ones to
+    /// reuse (bounded by `TcpConfig::spare_rings` and `large_spare_rings`). A leak check
+    /// subtracts it: the cache fills and drains with the traffic, and is no leak.
+    pub fn cached_bytes(&self) -> usize {
+        let shared = &self.shared;
+        shared
+            .spare
+            .iter()
+            .chain(&shared.large_spare)
+            .map(alloc::vec::Vec::capacity)
+            .sum()
+    }
+
     fn insert(&mut self, socket: Socket) -> TcpHandle {
         if matches!(socket, Socket::Conn(_)) {
             self.connections += 1;

@@ -1463,6 +1463,58 @@ fn rto_backoff_and_karn() {
     assert_eq!(tcp.info(c).unwrap().retransmits, 1);
 }
 
+/// Found by the soak test: after a timeout SND.NXT goes back to SND.UNA (go-back-N), and
+/// bare ACKs used to carry it. The peer, holding everything up to SND.MAX, finds such a
+/// segment below its RCV.NXT, unacceptable: it answers with a duplicate ACK and never
+/// reads the ACK field. With data both ways and both sides in go-back-N, neither learned
+/// that its data had arrived, and both retransmitted until they timed out. A bare ACK
+/// now carries SND.MAX, as 4.4BSD's does.
+#[test]
+fn bare_acks_after_a_timeout_carry_snd_max() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(100), c, &[7u8; 3000]).unwrap();
+    for _ in 0..3 {
+        recv!(tcp, 100);
+    }
+    let rto = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(rto);
+    let again = recv!(tcp, rto.as_millis());
+    assert_eq!(
+        (parse(&again).seq, parse(&again).payload.len()),
+        (snd, 1000)
+    );
+    // One segment in flight fills the window after the timeout: what the peer's data
+    // draws is a bare ACK.
+    send!(
+        tcp,
+        rto.as_millis() + 1,
+        Repr {
+            seq: RISS + 2,
+            ack: snd,
+            payload: b"y",
+            ..SEND_TEMPL
+        }
+    );
+    let bytes = recv!(tcp, rto.as_millis() + 1);
+    let ack = parse(&bytes);
+    assert_eq!(
+        (ack.seq, ack.ack, ack.payload.len()),
+        (snd + 3000, RISS + 1, 0)
+    );
+    recv_nothing!(tcp, rto.as_millis() + 1);
+    // The peer's ACK of everything is taken.
+    send!(
+        tcp,
+        rto.as_millis() + 2,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 3000,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().bytes_in_flight, 0);
+}
+
 #[test]
 fn max_retransmissions_time_out() {
     let (mut tcp, c, _) = established_with(TcpConfig {
@@ -2303,6 +2355,68 @@ fn keepalive_probes_then_timeout() {
     }
     assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
     assert_eq!(tcp.stats().keepalive_probes, 3);
+}
+
+/// Found by the soak test: a half-closed connection in FIN-WAIT-2 whose peer vanished
+/// (the peer's RST lost) has nothing in flight, so only keep-alive can notice; it used
+/// to run in ESTABLISHED and CLOSE-WAIT only, and the connection waited for ever with no
+/// timer. Keep-alive now probes in FIN-WAIT-2 (as Linux does), a silent peer times it
+/// out, and a peer that answers keeps it.
+#[test]
+fn keepalive_probes_in_fin_wait_2() {
+    let ka = Keepalive {
+        idle: Duration::from_secs(10),
+        interval: Duration::from_secs(1),
+        count: 2,
+    };
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        keepalive: Some(ka),
+        ..config()
+    });
+    tcp.shutdown_write(ms(20), c).unwrap();
+    recv!(
+        tcp,
+        20,
+        Repr {
+            flags: Flags::FIN | Flags::ACK,
+            ..ack_templ(snd, RISS + 1)
+        }
+    );
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::FinWait2);
+    assert_eq!(tcp.poll_timeout(), Some(ms(10_030)));
+    tcp.handle_timeout(ms(10_030));
+    // SEG.SEQ = SND.NXT - 1: our FIN's sequence number.
+    recv!(tcp, 10_030, ack_templ(snd, RISS + 1));
+    // An answer restarts the idle time.
+    send!(
+        tcp,
+        10_040,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 1,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.poll_timeout(), Some(ms(20_040)));
+    for t in [20_040, 21_040] {
+        tcp.handle_timeout(ms(t));
+        recv!(tcp, t, ack_templ(snd, RISS + 1));
+    }
+    tcp.handle_timeout(ms(22_040));
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    let mut buf = [0u8; 4];
+    assert_eq!(tcp.recv(ms(22_040), c, &mut buf), Err(TcpError::TimedOut));
+    assert_eq!(tcp.stats().keepalive_probes, 3);
+    assert_eq!(tcp.timer_count(), 0);
 }
 
 #[test]
