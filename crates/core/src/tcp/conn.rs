@@ -806,6 +806,16 @@ pub(crate) fn new_snd(
 }
 
 impl Conn {
+    /// Start the FIN-WAIT-2 limit of a connection the application has closed
+    /// (`TcpConfig::fin_wait_2_timeout`); nothing in any other case.
+    pub fn arm_fin_wait_2(&mut self, ctx: &mut Ctx<'_>) {
+        if let (State::FinWait2(_), Owner::Released, Some(limit)) =
+            (&self.state, self.owner, ctx.sh.config.fin_wait_2_timeout)
+        {
+            self.timers.set(Timer::TimeWait, ctx.now + limit);
+        }
+    }
+
     /// A timer fired (RFC 9293 §3.10.8).
     pub fn handle_timeout(&mut self, ctx: &mut Ctx<'_>, timer: Timer) {
         match timer {
@@ -828,8 +838,14 @@ impl Conn {
             // The paced segment may go now: the table polls a connection that may send.
             Timer::Pace => {}
             // "When a timeout occurs in the TIME-WAIT state, delete the TCB, enter the
-            // CLOSED state, and return."
-            Timer::TimeWait => self.enter_closed(ctx, None),
+            // CLOSED state, and return." The same timer ends an orphaned FIN-WAIT-2
+            // (`TcpConfig::fin_wait_2_timeout`).
+            Timer::TimeWait => {
+                if let State::FinWait2(_) = self.state {
+                    ctx.sh.stats.fin_wait_2_timeouts += 1;
+                }
+                self.enter_closed(ctx, None);
+            }
             // "If a timeout occurs, flush all queues, signal the user "error: connection
             // aborted due to user timeout" ..., enter the CLOSED state, and return."
             Timer::UserTimeout => self.time_out(ctx),

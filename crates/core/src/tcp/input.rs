@@ -632,6 +632,7 @@ impl Conn {
             }
             other => other,
         };
+        self.arm_fin_wait_2(ctx);
         true
     }
 

@@ -150,6 +150,13 @@ pub struct TcpConfig {
     pub hystart: bool,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
+    /// How long a connection the application has closed may wait in FIN-WAIT-2 for
+    /// the peer's FIN (default 60 s, Linux's `tcp_fin_timeout`); then it is released
+    /// without a word to the peer. RFC 9293 sets no limit, so a peer that acknowledges
+    /// our FIN and never sends its own would hold the connection for ever. `None`:
+    /// wait for ever. A connection only half-closed (`shutdown_write`) is the
+    /// application's to end and waits regardless.
+    pub fin_wait_2_timeout: Option<Duration>,
     /// Most challenge ACKs one connection sends per second (RFC 5961 §7; default 10).
     /// The budget is per connection, so one connection's challenge ACKs say nothing
     /// about another's, and each second's budget is drawn from the stack's secret
@@ -229,6 +236,7 @@ impl Default for TcpConfig {
             hystart: true,
             syn_cookies: true,
             keepalive: None,
+            fin_wait_2_timeout: Some(Duration::from_secs(60)),
             challenge_ack_limit: 10,
             max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,
             max_connections: 16384,
@@ -504,6 +512,8 @@ pub struct TcpStats {
     pub timed_out: u64,
     /// TIME-WAIT connections reopened by a new SYN (RFC 9293 §3.6.1, RFC 6191).
     pub time_wait_reuses: u64,
+    /// Closed connections released after `TcpConfig::fin_wait_2_timeout` in FIN-WAIT-2.
+    pub fin_wait_2_timeouts: u64,
     /// Zero-window probes sent.
     pub window_probes: u64,
     /// Keep-alive probes sent.

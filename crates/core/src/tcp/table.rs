@@ -462,10 +462,13 @@ impl Tcp {
         }
         self.with_conn(now, handle, |conn, ctx| {
             conn.owner = Owner::Released;
-            match conn.shutdown_write(ctx) {
+            let result = match conn.shutdown_write(ctx) {
                 Err(TcpError::InvalidState) => Ok(()),
                 other => other,
-            }
+            };
+            // Half-closed earlier and already in FIN-WAIT-2: the limit starts now.
+            conn.arm_fin_wait_2(ctx);
+            result
         })
     }
 

@@ -2004,6 +2004,56 @@ fn fin_wait_1_fin_and_ack_together_goes_to_time_wait() {
     assert_eq!(tcp.socket_count(), 0);
 }
 
+#[test]
+fn an_orphaned_fin_wait_2_is_released_after_its_limit_a_half_closed_one_waits() {
+    // The peer acknowledges our FIN and never sends its own: after `close` the
+    // connection ends after `fin_wait_2_timeout`; after `shutdown_write` only, it is
+    // the application's and stays.
+    for closed in [true, false] {
+        let (mut tcp, c, snd) = established_with(TcpConfig {
+            fin_wait_2_timeout: Some(Duration::from_secs(5)),
+            ..config()
+        });
+        if closed {
+            tcp.close(ms(20), c).unwrap();
+        } else {
+            tcp.shutdown_write(ms(20), c).unwrap();
+        }
+        recv!(tcp, 20);
+        send!(
+            tcp,
+            21,
+            Repr {
+                seq: RISS + 1,
+                ack: snd + 1,
+                ..SEND_TEMPL
+            }
+        );
+        assert_eq!(tcp.info(c).unwrap().state, TcpState::FinWait2);
+        tcp.handle_timeout(ms(5020));
+        assert_eq!(
+            tcp.socket_count(),
+            1,
+            "closed={closed}: not before the limit"
+        );
+        tcp.handle_timeout(ms(5021));
+        if closed {
+            assert_eq!(tcp.socket_count(), 0);
+            assert_eq!(tcp.stats().fin_wait_2_timeouts, 1);
+            assert_eq!(tcp.timer_count(), 0);
+        } else {
+            assert_eq!(tcp.info(c).unwrap().state, TcpState::FinWait2);
+            assert_eq!(tcp.stats().fin_wait_2_timeouts, 0);
+            // Closing it later starts the limit then.
+            tcp.close(ms(6000), c).unwrap();
+            tcp.handle_timeout(ms(10_999));
+            assert_eq!(tcp.socket_count(), 1);
+            tcp.handle_timeout(ms(11_000));
+            assert_eq!(tcp.socket_count(), 0);
+        }
+    }
+}
+
 /// The connection of [`established`] closed by us first, the peer's FIN acknowledged:
 /// TIME-WAIT, with no listener left.
 fn time_wait() -> (Tcp, TcpHandle, u32) {
