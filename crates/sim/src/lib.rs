@@ -14,6 +14,7 @@ pub mod alloc_count;
 pub mod analyze;
 pub mod bulk;
 pub mod experiment;
+pub mod forge;
 pub mod plot;
 pub mod scenario;
 pub mod seed_tables;

@@ -11,7 +11,7 @@ use impnet_core::{Duration, Instant};
 use impnet_phy::LinkConfig;
 use impnet_sim::Sim;
 use impnet_sim::bulk::{BulkConfig, BulkResult, Transfer, run_bulk, run_bulk_beside};
-use impnet_wire::ipv4::{self, Protocol};
+use impnet_sim::forge::tcp_frame;
 use impnet_wire::{ethernet, tcp};
 
 /// 1 Gbit/s, 10 ms each way: the 256 KiB default buffers hold the transfer near
@@ -123,34 +123,7 @@ fn spoofed(
         options: tcp::Options::default(),
         payload,
     };
-    let ip = ipv4::Repr {
-        src_addr: *from.ip(),
-        dst_addr: *to.ip(),
-        protocol: Protocol::Tcp,
-        payload_len: segment.buffer_len(),
-        ttl: 64,
-        ident: r as u16,
-        dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-        dscp: 0,
-        ecn: 0,
-        options: &[],
-    };
-    let eth = ethernet::Repr {
-        src: src_mac,
-        dst: dst_mac,
-        ethertype: ethernet::EtherType::Ipv4,
-        vlan: None,
-    };
-    let mut frame = vec![0u8; ethernet::HEADER_LEN + ip.buffer_len()];
-    eth.emit(&mut ethernet::Frame::new_unchecked(&mut frame[..]));
-    let mut packet = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
-    ip.emit(&mut packet);
-    let header = ip.header_len();
-    let mut seg = tcp::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN + header..]);
-    segment.emit(&mut seg, from.ip(), to.ip(), true);
-    frame
+    tcp_frame((src_mac, dst_mac), (from, to), &segment, r as u16)
 }
 
 struct Outcome {

@@ -29,6 +29,7 @@ use impnet_core::{Duration, Instant, StackConfig};
 use impnet_phy::LinkConfig;
 use impnet_sim::alloc_count::{self, CountingAlloc};
 use impnet_sim::bulk::{Pattern, StreamHash};
+use impnet_sim::forge::{ip_frame, ip_repr, tcp_frame};
 use impnet_sim::{FrameKind, HostId, LinkId, Sim};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::{self, Cidr, Protocol};
@@ -110,66 +111,6 @@ impl Rng {
 fn spoofed(rng: &mut Rng) -> Ipv4Addr {
     let r = rng.next();
     Ipv4Addr::new(198, 18 + (r & 1) as u8, (r >> 8) as u8, (r >> 16) as u8)
-}
-
-/// The Ethernet and IPv4 headers around `payload`.
-fn ip_frame(
-    macs: (ethernet::Address, ethernet::Address),
-    ip: &ipv4::Repr<'_>,
-    write_payload: impl FnOnce(&mut [u8]),
-) -> Vec<u8> {
-    let eth = ethernet::Repr {
-        src: macs.0,
-        dst: macs.1,
-        ethertype: ethernet::EtherType::Ipv4,
-        vlan: None,
-    };
-    let mut frame = vec![0u8; ethernet::HEADER_LEN + ip.buffer_len()];
-    eth.emit(&mut ethernet::Frame::new_unchecked(&mut frame[..]));
-    let mut packet = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
-    ip.emit(&mut packet);
-    let header = ip.header_len();
-    write_payload(&mut frame[ethernet::HEADER_LEN + header..]);
-    frame
-}
-
-fn ip_repr(src: Ipv4Addr, dst: Ipv4Addr, protocol: Protocol, len: usize) -> ipv4::Repr<'static> {
-    ipv4::Repr {
-        src_addr: src,
-        dst_addr: dst,
-        protocol,
-        payload_len: len,
-        ttl: 64,
-        ident: 0,
-        dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-        dscp: 0,
-        ecn: 0,
-        options: &[],
-    }
-}
-
-/// A TCP segment from `src` to `dst` in a frame.
-fn tcp_frame(
-    macs: (ethernet::Address, ethernet::Address),
-    (src, dst): (SocketAddrV4, SocketAddrV4),
-    segment: &tcp::Repr<'_>,
-) -> Vec<u8> {
-    let segment = tcp::Repr {
-        src_port: src.port(),
-        dst_port: dst.port(),
-        ..*segment
-    };
-    let ip = ip_repr(*src.ip(), *dst.ip(), Protocol::Tcp, segment.buffer_len());
-    ip_frame(macs, &ip, |bytes| {
-        segment.emit(
-            &mut tcp::Packet::new_unchecked(bytes),
-            src.ip(),
-            dst.ip(),
-            true,
-        );
-    })
 }
 
 /// A segment with nothing set but `seq`, `ack` and `flags`.
@@ -780,7 +721,7 @@ impl Flood for OutOfOrder {
                     Flags::ACK | Flags::PSH,
                 )
             };
-            let frame = tcp_frame(net.attack_macs, self.ends, &segment);
+            let frame = tcp_frame(net.attack_macs, self.ends, &segment, 0);
             net.sim.inject(net.attack_link, 0, &frame);
         }
     }
@@ -915,7 +856,7 @@ impl Flood for Acks {
                 options,
                 ..segment(ack.seq.wrapping_add(ack.len), ack_number, Flags::ACK)
             };
-            let frame = tcp_frame(net.attack_macs, (client, server), &segment);
+            let frame = tcp_frame(net.attack_macs, (client, server), &segment, 0);
             net.sim.inject(net.attack_link, 0, &frame);
         }
     }
@@ -1007,6 +948,7 @@ impl Flood for Syns {
                 net.attack_macs,
                 (src, SocketAddrV4::new(SERVER, PORT)),
                 &syn,
+                0,
             );
             net.sim.inject(net.attack_link, 0, &frame);
         }
@@ -1140,7 +1082,7 @@ impl Flood for Idle {
                 },
                 ..segment(isn, 0, Flags::SYN)
             };
-            let frame = tcp_frame(net.attack_macs, (client, server), &syn);
+            let frame = tcp_frame(net.attack_macs, (client, server), &syn, 0);
             net.sim.inject(net.attack_link, 0, &frame);
         }
         self.sent = end;
@@ -1158,6 +1100,7 @@ impl Flood for Idle {
                 net.attack_macs,
                 (client, server),
                 &segment(ack, server_isn.wrapping_add(1), Flags::ACK),
+                0,
             );
             net.sim.inject(net.attack_link, 0, &frame);
             self.established.push((client, ack));
@@ -1176,6 +1119,7 @@ impl Flood for Idle {
                 net.attack_macs,
                 (client, server),
                 &segment(seq, 0, Flags::RST),
+                0,
             );
             net.sim.inject(net.attack_link, 0, &frame);
         }

@@ -8,8 +8,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use impnet_core::tcp::{TcpHandle, TcpState};
 use impnet_core::{Duration, Instant, StackConfig};
 use impnet_phy::LinkConfig;
+use impnet_sim::forge::tcp_frame;
 use impnet_sim::{Flow, HostId, LinkId, Sim};
-use impnet_wire::ipv4::{self, Cidr, Protocol};
+use impnet_wire::ipv4::Cidr;
 use impnet_wire::{ethernet, tcp};
 
 const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -43,8 +44,8 @@ fn spoofed_syn(rng: &mut u64, macs: (ethernet::Address, ethernet::Address)) -> V
     let r = *rng;
     let src = Ipv4Addr::new(198, 18 + (r & 1) as u8, (r >> 8) as u8, (r >> 16) as u8);
     let segment = tcp::Repr {
-        src_port: 1024 + (r >> 24) as u16 % 60_000,
-        dst_port: PORT,
+        src_port: 0,
+        dst_port: 0,
         seq: (r >> 32) as u32,
         ack: 0,
         flags: tcp::Flags::SYN,
@@ -56,34 +57,13 @@ fn spoofed_syn(rng: &mut u64, macs: (ethernet::Address, ethernet::Address)) -> V
         },
         payload: &[],
     };
-    let ip = ipv4::Repr {
-        src_addr: src,
-        dst_addr: SERVER,
-        protocol: Protocol::Tcp,
-        payload_len: segment.header_len(),
-        ttl: 64,
-        ident: r as u16,
-        dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-        dscp: 0,
-        ecn: 0,
-        options: &[],
-    };
-    let eth = ethernet::Repr {
-        src: macs.0,
-        dst: macs.1,
-        ethertype: ethernet::EtherType::Ipv4,
-        vlan: None,
-    };
-    let mut frame = vec![0u8; ethernet::HEADER_LEN + ip.buffer_len()];
-    eth.emit(&mut ethernet::Frame::new_unchecked(&mut frame[..]));
-    let mut packet = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
-    ip.emit(&mut packet);
-    let header = ip.header_len();
-    let mut seg = tcp::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN + header..]);
-    segment.emit(&mut seg, &src, &SERVER, true);
-    frame
+    let from = SocketAddrV4::new(src, 1024 + (r >> 24) as u16 % 60_000);
+    tcp_frame(
+        macs,
+        (from, SocketAddrV4::new(SERVER, PORT)),
+        &segment,
+        r as u16,
+    )
 }
 
 fn setup(cookies: bool, seed: u64) -> (Sim, HostId, HostId, LinkId, TcpHandle) {
