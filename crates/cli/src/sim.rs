@@ -167,8 +167,56 @@ fn print_tables(r: &Report) {
     if let Some(index) = r.fairness {
         println!("\nJain's fairness index over the bulk flows' goodput: {index:.4}");
     }
+    print_cpus(r);
+    print_ladder(r);
     print_links(r);
     print_routers(r);
+}
+
+/// Where the hosts' time went, for flows whose hosts have a CPU model.
+fn print_cpus(r: &Report) {
+    let flows: Vec<&FlowReport> = r.flows.iter().filter(|f| f.cpu.is_some()).collect();
+    if flows.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<24} {:>12} {:>12} {:>16}",
+        "cpu (flow)", "sender busy", "recv busy", "no rx buffer"
+    );
+    for f in flows {
+        let Some(c) = &f.cpu else { continue };
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}%"));
+        println!(
+            "{:<24} {:>12} {:>12} {:>16}",
+            f.name,
+            pct(c.sender_busy_pct),
+            pct(c.receiver_busy_pct),
+            c.receiver_no_rx_buffer + c.sender_no_rx_buffer
+        );
+    }
+}
+
+/// The scenario's ladder: each rung's goodput beside the historical figure.
+fn print_ladder(r: &Report) {
+    if r.ladder.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<68} {:>10} {:>10} {:>8}",
+        "ladder", "seed Mb/s", "imp Mb/s", "of seed"
+    );
+    for rung in &r.ladder {
+        println!(
+            "{:<68} {:>10} {:>10.2} {:>8}",
+            rung.step,
+            rung.seed_mbit.map_or("-".to_string(), |v| format!("{v}")),
+            rung.imp_mbit,
+            rung.pct_of_seed
+                .map_or("-".to_string(), |v| format!("{v:.0}%"))
+        );
+    }
 }
 
 /// Each router interface's forwarding, drops by reason and egress queue (nothing

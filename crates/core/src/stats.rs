@@ -207,6 +207,25 @@ pub struct Stats {
     pub tcp: TcpSegmentStats,
     /// IPv4 forwarding (all interfaces together).
     pub forward: ForwardStats,
+    /// The work the stack did for its host's CPU (what a cost model charges for).
+    pub work: WorkStats,
+}
+
+/// The work behind the other counters that a host's CPU pays per byte or per call:
+/// what a cost model (the simulator's `cpu` profiles) turns into CPU time, with the
+/// frame, packet and segment counts of the other counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkStats {
+    /// Bytes the Internet checksum ran over in software: every IPv4 packet received on
+    /// an interface without receive checksum offload (header and payload), and every
+    /// TCP segment with its IPv4 header sent through one without transmit offload.
+    pub checksummed_bytes: u64,
+    /// Socket calls that move data (TCP send and receive, UDP send and receive).
+    pub socket_calls: u64,
+    /// Bytes copied from the application into the stack by those calls.
+    pub copied_from_user: u64,
+    /// Bytes copied from the stack to the application by those calls.
+    pub copied_to_user: u64,
 }
 
 /// IPv4 forwarding counters (RFC 1812), for the stack and per interface

@@ -17,6 +17,7 @@ use crate::bulk::{Pattern, StreamHash};
 use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
 use crate::trace::{FlowTrace, QueueTrace, Tracer};
 
+use crate::cpu::CpuReport;
 use crate::{Flow, HostId, LinkId, RunSummary, Sim};
 pub use routers::{DropReport, InterfaceReport, QueueReport, RouterReport, jain_index};
 
@@ -71,6 +72,9 @@ pub struct Report {
     /// routers, where flows share links).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<f64>,
+    /// The scenario's `[[ladder]]`: each rung's goodput beside its historical figure.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<RungReport>,
 }
 
 /// One link's settings and counters.
@@ -222,6 +226,38 @@ pub struct FlowReport {
     pub pings_received: Option<u32>,
     /// Bulk: the receiver read exactly the stream the sender wrote.
     pub data_ok: Option<bool>,
+    /// The CPUs of the two ends, when the hosts have a cost model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<FlowCpu>,
+}
+
+/// Where the time of a flow's two hosts went (hosts with a `cpu` profile).
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowCpu {
+    /// Percentage of the flow's time the sender's CPU was busy (None: no model).
+    pub sender_busy_pct: Option<f64>,
+    /// Percentage of the flow's time the receiver's CPU was busy.
+    pub receiver_busy_pct: Option<f64>,
+    /// Frames the receiver dropped for want of a receive buffer.
+    pub receiver_no_rx_buffer: u64,
+    /// Frames the sender dropped for want of a receive buffer.
+    pub sender_no_rx_buffer: u64,
+}
+
+/// One rung of the scenario's `[[ladder]]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RungReport {
+    /// What the rung changes.
+    pub step: String,
+    /// The flow that ran it.
+    pub flow: String,
+    /// The historical figure, Mbit/s.
+    pub seed_mbit: Option<f64>,
+    /// imp's goodput, Mbit/s.
+    pub imp_mbit: f64,
+    /// imp's figure as a percentage of the historical one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pct_of_seed: Option<f64>,
 }
 
 /// Why a scenario could not be run.
@@ -294,10 +330,14 @@ pub fn run(
         .map_err(|_| ExperimentError("the tracer is still shared".into()))?
         .into_inner();
     let now = sim.now();
+    for app in &mut apps {
+        app.note_cpu(&sim, &hosts);
+    }
     let flows: Vec<FlowReport> = apps
         .iter()
         .map(|app| app.report(scenario, &tracer, now))
         .collect();
+    let ladder = rungs(scenario, &flows);
     let traces = apps
         .iter()
         .map(|app| match app.traced {
@@ -322,6 +362,7 @@ pub fn run(
         routers: routers::router_reports(scenario, &sim, &hosts, &links, &queues),
         flows,
         fairness,
+        ladder,
     };
     Ok(Outcome {
         report,
@@ -345,10 +386,12 @@ fn build(
                 tcp: h.tcp.clone(),
                 ..StackConfig::default()
             };
-            match h.kind {
+            let id = match h.kind {
                 NodeKind::Host => sim.add_host(&h.name, config),
                 NodeKind::Router => sim.add_router(&h.name, config),
-            }
+            };
+            sim.set_cpu(id, h.cpu.clone());
+            id
         })
         .collect();
     let mut links = Vec::new();
@@ -415,6 +458,9 @@ fn drive_apps(
             if let Err(e) = app.drive(sim, driven.hosts, driven.tracer, scenario.sample_interval) {
                 failure = Some(format!("flow `{}`: {e}", app.spec.name));
                 return Flow::Done;
+            }
+            if app.done_at.is_some() {
+                app.note_cpu(sim, driven.hosts);
             }
             if let Some(t) = app.wake {
                 wake = wake.min(t);
@@ -529,6 +575,8 @@ struct App {
     seen: (u64, u64),
     traced: Option<usize>,
     next_sample: Instant,
+    /// The two hosts' CPU reports when the flow finished (or the run ended).
+    cpu_at_end: Option<(Option<CpuReport>, Option<CpuReport>)>,
 }
 
 enum AppState {
@@ -696,6 +744,7 @@ impl App {
             seen: (u64::MAX, u64::MAX),
             traced: None,
             next_sample: Instant::ZERO,
+            cpu_at_end: None,
         })
     }
 
@@ -880,10 +929,36 @@ impl App {
             pings_sent: None,
             pings_received: None,
             data_ok: None,
+            cpu: None,
         };
         self.fill_by_kind(&mut r, trace, seconds, rate);
         fill_rates(&mut r, rate, seconds);
+        r.cpu = self.cpu_at_end.and_then(|(from, to)| {
+            if from.is_none() && to.is_none() {
+                return None;
+            }
+            let pct = |c: Option<CpuReport>| {
+                c.map(|c| round((100.0 * c.busy.as_secs_f64() / seconds).min(100.0)))
+            };
+            Some(FlowCpu {
+                sender_busy_pct: pct(from),
+                receiver_busy_pct: pct(to),
+                receiver_no_rx_buffer: to.map_or(0, |c| c.no_rx_buffer),
+                sender_no_rx_buffer: from.map_or(0, |c| c.no_rx_buffer),
+            })
+        });
         r
+    }
+
+    /// Keeps the two hosts' CPU reports the first time it is called after the flow
+    /// finished (and at the end of the run).
+    fn note_cpu(&mut self, sim: &Sim, hosts: &[HostId]) {
+        if self.cpu_at_end.is_none() {
+            self.cpu_at_end = Some((
+                sim.cpu_report(hosts[self.spec.from]),
+                sim.cpu_report(hosts[self.spec.to]),
+            ));
+        }
     }
 
     /// The fields of `r` that depend on the flow's kind.
@@ -927,6 +1002,25 @@ impl App {
             }
         }
     }
+}
+
+/// The `[[ladder]]` rungs with the goodput their flows reached.
+fn rungs(scenario: &Scenario, flows: &[FlowReport]) -> Vec<RungReport> {
+    scenario
+        .ladder
+        .iter()
+        .map(|rung| {
+            let flow = &flows[rung.flow];
+            let imp_mbit = round(flow.goodput_bps / 1e6);
+            RungReport {
+                step: rung.step.clone(),
+                flow: flow.name.clone(),
+                seed_mbit: rung.seed_mbit,
+                imp_mbit,
+                pct_of_seed: rung.seed_mbit.map(|s| round(100.0 * imp_mbit / s)),
+            }
+        })
+        .collect()
 }
 
 /// Goodput and the percentages of the link and of the bound, from the bytes in `r`.

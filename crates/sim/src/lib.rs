@@ -13,6 +13,7 @@
 pub mod alloc_count;
 pub mod analyze;
 pub mod bulk;
+pub mod cpu;
 pub mod experiment;
 pub mod forge;
 pub mod plot;

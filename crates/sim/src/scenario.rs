@@ -22,8 +22,11 @@ use toml::Spanned;
 
 use crate::units;
 
+mod cpu;
 mod dumbbell;
 mod topology;
+
+pub use cpu::RungSpec;
 
 /// A validated experiment.
 #[derive(Debug, Clone)]
@@ -54,6 +57,8 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
     /// The scenario came from a `[dumbbell]`: its flows share one bottleneck.
     pub dumbbell: bool,
+    /// The `[[ladder]]`: flows set beside historical figures, in order.
+    pub ladder: Vec<RungSpec>,
 }
 
 /// What a node is.
@@ -84,6 +89,8 @@ pub struct NodeSpec {
     pub kind: NodeKind,
     /// TCP settings of its stack.
     pub tcp: TcpConfig,
+    /// Its CPU's cost model (None: the host costs no time).
+    pub cpu: Option<crate::cpu::CpuProfile>,
 }
 
 /// How a scenario's routes are found.
@@ -382,6 +389,23 @@ quantity!(
     }
 );
 
+quantity!(
+    Cost,
+    u64,
+    "a cost in time such as \"911us\", \"1.5us\" or \"0.05ns\" (or 0)",
+    units::parse_picos,
+    |v| if v == 0 {
+        Ok(0)
+    } else {
+        Err(format!("{v} has no unit; write \"{v}us\" or \"{v}ns\""))
+    },
+    |v| if v == 0.0 {
+        Ok(0)
+    } else {
+        Err(format!("{v} has no unit; write \"{v}us\" or \"{v}ns\""))
+    }
+);
+
 // ---- the file as written ---------------------------------------------------------
 
 #[derive(Debug, Deserialize)]
@@ -405,6 +429,10 @@ struct RawScenario {
     #[serde(default)]
     flow: Vec<Spanned<RawFlow>>,
     dumbbell: Option<Spanned<RawDumbbell>>,
+    #[serde(default)]
+    cpu: Vec<Spanned<cpu::RawCpuProfile>>,
+    #[serde(default)]
+    ladder: Vec<Spanned<cpu::RawRung>>,
 }
 
 /// A `[[host]]` or `[[node]]` entry (`kind` only in `[[node]]`).
@@ -415,6 +443,7 @@ struct RawNode {
     kind: Option<Spanned<String>>,
     #[serde(default)]
     tcp: RawTcp,
+    cpu: Option<Spanned<cpu::RawHostCpu>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -640,6 +669,12 @@ impl Scenario {
         }
         let routing = routing(&ctx, raw.routing.as_ref())?;
         let mut nodes = nodes(&ctx, &raw.host, &raw.node)?;
+        let profiles = cpu::profiles(&ctx, &raw.cpu)?;
+        for (node, raw_node) in nodes.iter_mut().zip(raw.host.iter().chain(&raw.node)) {
+            if let Some(c) = &raw_node.get_ref().cpu {
+                node.cpu = Some(cpu::host_cpu(&ctx, c, &profiles)?);
+            }
+        }
         let mut links = links(&ctx, &raw.link, &nodes)?;
         let mut pending = pending_flows(&ctx, &raw.flow, &nodes)?;
         if let Some(d) = &raw.dumbbell {
@@ -662,6 +697,7 @@ impl Scenario {
         if flows.is_empty() {
             return Err(ctx.top("flow", "the scenario has no [[flow]]; add one"));
         }
+        let ladder = cpu::ladder(&ctx, &raw.ladder, &flows)?;
         let stem = std::path::Path::new(origin)
             .file_stem()
             .map_or("scenario".to_string(), |s| s.to_string_lossy().into_owned());
@@ -681,6 +717,7 @@ impl Scenario {
             routes,
             flows,
             dumbbell: raw.dumbbell.is_some(),
+            ladder,
         })
     }
 
@@ -822,6 +859,7 @@ fn push_node(
         name: text.clone(),
         kind,
         tcp,
+        cpu: None,
     });
     Ok(())
 }

@@ -100,40 +100,34 @@ fn significant(v: f64, digits: i32) -> String {
 }
 
 fn seed000(r: &Report) -> Result<String, String> {
-    let rows = [
-        (
-            "3mb-1024",
-            "3 Mbit/s, 1024-byte records",
-            "1.2 Mbit/s (28 s), the 11/750 CPU-saturated",
-        ),
-        (
-            "10mb-1024",
-            "10 Mbit/s, 1024-byte records",
-            "(no measurement)",
-        ),
-        (
-            "10mb-4096-frag",
-            "10 Mbit/s, 4096-byte segments with IP fragmentation (MTU 1500)",
-            "1.9 Mbit/s projected",
-        ),
-        (
-            "10mb-4096",
-            "10 Mbit/s, 4096-byte packets on the medium",
-            "6.6 Mbit/s projected",
-        ),
-    ];
-    let mut out = String::from("| run | 1981 figure | imp | bound |\n|---|---|---|---|\n");
-    for (name, run, figure) in rows {
-        let f = flow(r, name)?;
-        let imp = format!("{:.3} Mbit/s ({:.1} s)", mbit(f.goodput_bps), f.seconds);
-        let bound = format!("{:.3} Mbit/s", mbit(f.bound_bps));
-        push_row(&mut out, &[run, figure, &imp, &bound]);
+    let mut out = String::from(
+        "| rung | 1981 figure | imp (VAX cost model) | of 1981 | sender / receiver CPU busy | wire bound |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for rung in &r.ladder {
+        let f = flow(r, &rung.flow)?;
+        let seed = rung
+            .seed_mbit
+            .map_or(String::new(), |m| format!("{m} Mbit/s"));
+        let imp = format!("{:.2} Mbit/s ({:.1} s)", rung.imp_mbit, f.seconds);
+        let pct = rung
+            .pct_of_seed
+            .map_or(String::new(), |p| format!("{p:.0}%"));
+        let busy = f.cpu.as_ref().map_or(String::new(), |c| {
+            let p = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}%"));
+            format!("{} / {}", p(c.sender_busy_pct), p(c.receiver_busy_pct))
+        });
+        let bound = format!("{:.2} Mbit/s", mbit(f.bound_bps));
+        push_row(&mut out, &[&rung.step, &seed, &imp, &pct, &busy, &bound]);
     }
-    let (small, big) = (flow(r, "10mb-1024")?, flow(r, "10mb-4096")?);
+    let wire = flow(r, "3mb-1024-wire")?;
     let _ = writeln!(
         out,
-        "\nShare of the 10 Mbit/s link: {:.1}% with 1024-byte segments, {:.1}% with 4096-byte ones.",
-        small.capacity_pct, big.capacity_pct
+        "\nThe measurement's transfer between hosts that cost no time: {:.2} Mbit/s ({:.1} s), \
+         {:.0}% of the 3 Mbit/s cable.",
+        mbit(wire.goodput_bps),
+        wire.seconds,
+        wire.capacity_pct
     );
     Ok(out)
 }

@@ -6,10 +6,12 @@ use std::io::{self, BufWriter};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use impnet_core::{IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
+use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
 use impnet_phy::{LinkConfig, LinkConfigError, LinkModel, LinkStats, PcapWriter};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
+
+use crate::cpu::{Cpu, CpuProfile, CpuReport, Work};
 
 /// Index of a host in the simulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -99,6 +101,33 @@ struct Host {
     router: bool,
     /// Interface -> (link, which end of the link this host is: 0 = a, 1 = b, address).
     ports: Vec<(IfaceId, LinkId, usize, Cidr)>,
+    /// The host's CPU, when it has a cost model ([`Sim::set_cpu`]).
+    cpu: Option<Cpu>,
+}
+
+impl Host {
+    /// The work counters of the stack, summed over its interfaces.
+    fn work_totals(&self) -> Work {
+        let (mut tx_frames, mut tx_bytes, mut rx_bytes) = (0, 0, 0);
+        for &(iface, ..) in &self.ports {
+            if let Some(s) = self.stack.iface_stats(iface) {
+                tx_frames += s.tx_frames;
+                tx_bytes += s.tx_bytes;
+                rx_bytes += s.rx_bytes;
+            }
+        }
+        Work::totals(self.stack.stats(), tx_frames, tx_bytes, rx_bytes)
+    }
+
+    /// When the host next needs the simulator: its stack's timer, or its CPU's next
+    /// frame to process or to send.
+    fn next_timer(&self) -> Option<Instant> {
+        let stack = self.stack.poll_timeout();
+        match (stack, self.cpu.as_ref().and_then(Cpu::next_event)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 struct Link {
@@ -320,6 +349,7 @@ impl Sim {
             stack: Stack::new(config, secret),
             router,
             ports: Vec::new(),
+            cpu: None,
         });
         self.is_dirty.push(false);
         self.timer_at.push(None);
@@ -442,6 +472,30 @@ impl Sim {
     pub fn host_mut(&mut self, host: HostId) -> &mut Stack {
         self.mark_dirty(host.0);
         &mut self.hosts[host.0].stack
+    }
+
+    /// Give `host` a CPU with this cost model (None: the host costs no time, the
+    /// default). From now on the work its stack does is charged (see [`crate::cpu`]):
+    /// received frames wait in its receive buffers for the CPU, and what it sends
+    /// leaves when the work that sent it is done.
+    pub fn set_cpu(&mut self, host: HostId, profile: Option<CpuProfile>) {
+        let h = &mut self.hosts[host.0];
+        h.cpu = profile.map(|p| Cpu::new(p, h.work_totals()));
+        self.mark_dirty(host.0);
+    }
+
+    /// What `host`'s CPU did so far (None without a cost model).
+    pub fn cpu_report(&self, host: HostId) -> Option<CpuReport> {
+        self.hosts[host.0].cpu.as_ref().map(|c| c.report)
+    }
+
+    /// Charge `host`'s CPU for application work (a translation, a computation): the
+    /// CPU is busy that much longer. Nothing happens to a host without a cost model.
+    pub fn charge_cpu(&mut self, host: HostId, cost: Duration) {
+        let now = self.now;
+        if let Some(cpu) = &mut self.hosts[host.0].cpu {
+            cpu.spend(now, cost);
+        }
     }
 
     /// Join two hosts with a point-to-point link: a new interface on each side (MTU
@@ -586,42 +640,127 @@ impl Sim {
         result
     }
 
-    /// Move every frame one host wants to send onto its link.
+    /// Move every frame one host wants to send onto its link (a host with a CPU:
+    /// into its outbox, until its CPU has done the work).
     fn drain_host(&mut self, index: usize) -> io::Result<()> {
+        if self.hosts[index].cpu.is_some() {
+            return self.drain_cpu_host(index);
+        }
         let now = self.now;
+        let mut buf = std::mem::take(&mut self.frame);
+        let mut result = Ok(());
+        while let Some(tx) = self.hosts[index].stack.poll_transmit(now, &mut buf) {
+            result = self.put_on_link(index, tx.iface, &buf[..tx.len]);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.frame = buf;
+        result
+    }
+
+    /// A host with a CPU: what it sends goes to its outbox, stamped with the time its
+    /// CPU finishes the work done since it last charged (this output included).
+    fn drain_cpu_host(&mut self, index: usize) -> io::Result<()> {
+        let now = self.now;
+        let mut buf = std::mem::take(&mut self.frame);
         let host = &mut self.hosts[index];
-        while let Some(tx) = host.stack.poll_transmit(now, &mut self.frame) {
-            let Some(&(_, link, side, _)) = host.ports.iter().find(|(i, _, _, _)| *i == tx.iface)
-            else {
-                continue;
+        let mut sent = Vec::new();
+        while let Some(tx) = host.stack.poll_transmit(now, &mut buf) {
+            let cpu = host.cpu.as_mut().expect("a host with a CPU");
+            let mut frame = cpu.spare.pop().unwrap_or_default();
+            frame.clear();
+            frame.extend_from_slice(&buf[..tx.len]);
+            sent.push((tx.iface, frame));
+        }
+        self.frame = buf;
+        let totals = host.work_totals();
+        let cpu = host.cpu.as_mut().expect("a host with a CPU");
+        let done = cpu.charge(now, totals);
+        for (iface, frame) in sent {
+            cpu.outbox.push_back((done, iface, frame));
+        }
+        self.release_outbox(index)
+    }
+
+    /// Put on the links the frames of a host with a CPU whose work is done.
+    fn release_outbox(&mut self, index: usize) -> io::Result<()> {
+        let now = self.now;
+        loop {
+            let Some(cpu) = self.hosts[index].cpu.as_mut() else {
+                return Ok(());
             };
-            let frame = &self.frame[..tx.len];
-            if let Some(observer) = &mut self.observer {
-                observer(&FrameEvent {
-                    time: now,
-                    link,
-                    from_side: side,
-                    kind: FrameKind::Sent,
-                    frame,
-                });
+            if cpu.outbox.front().is_none_or(|&(t, _, _)| t > now) {
+                return Ok(());
             }
-            let l = &mut self.links[link.0];
-            if l.block_icmp && is_icmp(frame) {
-                l.filtered[side] += 1;
-                continue;
+            let Some((_, iface, frame)) = cpu.outbox.pop_front() else {
+                return Ok(());
+            };
+            let result = self.put_on_link(index, iface, &frame);
+            if let Some(cpu) = self.hosts[index].cpu.as_mut() {
+                cpu.spare.push(frame);
             }
-            if let Some(pcap) = &mut l.pcap {
-                write_capture(pcap, now, frame, l.snaplen)?;
+            result?;
+        }
+    }
+
+    /// A host with a CPU whose time has come: frames whose work is done leave, and
+    /// while the CPU is free it takes the next received frame.
+    fn run_cpu(&mut self, index: usize) {
+        let now = self.now;
+        self.release_outbox(index).ok();
+        loop {
+            let host = &mut self.hosts[index];
+            let Some(cpu) = host.cpu.as_mut() else {
+                return;
+            };
+            if cpu.busy_until > now {
+                return;
             }
-            let model = &mut l.models[side];
-            let before = model.next_arrival();
-            crate::alloc_count::uncounted(|| model.submit(now, frame));
-            let after = model.next_arrival();
-            if let Some(t) = after
-                && after != before
-            {
-                Sim::push_arrival_in(&mut self.arrivals, &self.links, t, 2 * link.0 + side);
+            let Some((iface, frame)) = cpu.rx.pop_front() else {
+                return;
+            };
+            host.stack.handle_frame(now, iface, &frame);
+            if let Some(cpu) = host.cpu.as_mut() {
+                cpu.spare.push(frame);
             }
+            self.activity[index] += 1;
+            self.drain_cpu_host(index).ok();
+        }
+    }
+
+    /// Put a frame a host sent on the link its interface `iface` is on.
+    fn put_on_link(&mut self, index: usize, iface: IfaceId, frame: &[u8]) -> io::Result<()> {
+        let now = self.now;
+        let host = &self.hosts[index];
+        let Some(&(_, link, side, _)) = host.ports.iter().find(|(i, _, _, _)| *i == iface) else {
+            return Ok(());
+        };
+        if let Some(observer) = &mut self.observer {
+            observer(&FrameEvent {
+                time: now,
+                link,
+                from_side: side,
+                kind: FrameKind::Sent,
+                frame,
+            });
+        }
+        let l = &mut self.links[link.0];
+        if l.block_icmp && is_icmp(frame) {
+            l.filtered[side] += 1;
+            return Ok(());
+        }
+        if let Some(pcap) = &mut l.pcap {
+            write_capture(pcap, now, frame, l.snaplen)?;
+        }
+        let model = &mut l.models[side];
+        let before = model.next_arrival();
+        crate::alloc_count::uncounted(|| model.submit(now, frame));
+        let after = model.next_arrival();
+        if let Some(t) = after
+            && after != before
+        {
+            Sim::push_arrival_in(&mut self.arrivals, &self.links, t, 2 * link.0 + side);
         }
         Ok(())
     }
@@ -657,7 +796,7 @@ impl Sim {
 
     /// Records a host's current timer in the heap if it changed.
     fn register_timer(&mut self, host: usize) {
-        let timer = self.hosts[host].stack.poll_timeout();
+        let timer = self.hosts[host].next_timer();
         if timer != self.timer_at[host] {
             self.timer_at[host] = timer;
             if let Some(t) = timer {
@@ -723,7 +862,7 @@ impl Sim {
                 .links
                 .iter()
                 .flat_map(|l| l.models.iter().filter_map(LinkModel::next_arrival));
-            let timers = self.hosts.iter().filter_map(|h| h.stack.poll_timeout());
+            let timers = self.hosts.iter().filter_map(Host::next_timer);
             return links.chain(timers).min();
         }
         let arrival = self.arrivals.peek().map(|r| r.0.0);
@@ -776,6 +915,11 @@ impl Sim {
         due.sort_unstable();
         due.dedup();
         for &host in &due {
+            if self.hosts[host].cpu.is_some() {
+                self.run_cpu(host);
+                self.timer_at[host] = None;
+                self.mark_dirty(host);
+            }
             let stack = &mut self.hosts[host].stack;
             if stack.poll_timeout().is_some_and(|t| t <= now) {
                 stack.handle_timeout(now);
@@ -833,10 +977,13 @@ impl Sim {
                     frame: &frame,
                 });
             }
-            self.hosts[dst_host.0]
-                .stack
-                .handle_frame(now, dst_iface, &frame);
-            self.activity[dst_host.0] += 1;
+            let host = &mut self.hosts[dst_host.0];
+            if let Some(cpu) = &mut host.cpu {
+                cpu.receive(dst_iface, &frame);
+            } else {
+                host.stack.handle_frame(now, dst_iface, &frame);
+                self.activity[dst_host.0] += 1;
+            }
             crate::alloc_count::uncounted(|| link.models[side].recycle(frame));
         }
         if !self.is_dirty[dst_host.0] {

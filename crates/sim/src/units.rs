@@ -89,6 +89,30 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(nanos.round() as u64))
 }
 
+/// A small time as picoseconds (a per-byte or per-packet CPU cost): `911us`, `1.5us`,
+/// `0.05ns`, `2ms`; a bare number must be 0.
+pub fn parse_picos(text: &str) -> Result<u64, String> {
+    let (value, unit) = split_number(text)?;
+    let picos_per: f64 = match unit {
+        "ps" => 1.0,
+        "ns" => 1e3,
+        "us" | "µs" => 1e6,
+        "ms" => 1e9,
+        "s" => 1e12,
+        "" if value == 0.0 => 1.0,
+        other => {
+            return Err(format!(
+                "unknown time unit `{other}` in `{text}` (use ps, ns, us, ms or s)"
+            ));
+        }
+    };
+    let picos = value * picos_per;
+    if !(0.0..=1e18).contains(&picos) {
+        return Err(format!("cost `{text}` is out of range"));
+    }
+    Ok(picos.round() as u64)
+}
+
 /// A probability: `1%`, or a fraction `0.01`; must lie in 0..=1.
 pub fn parse_probability(text: &str) -> Result<f64, String> {
     let (value, unit) = split_number(text)?;

@@ -329,6 +329,9 @@ impl Stack {
         let Some(packet) = self.validate_ipv4(bytes, verify_checksum) else {
             return;
         };
+        if verify_checksum {
+            self.stats.work.checksummed_bytes += u64::from(packet.total_len());
+        }
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
         // RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram
         // containing an IP source address that is invalid" (broadcast or multicast).

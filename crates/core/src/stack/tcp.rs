@@ -150,6 +150,9 @@ impl Stack {
             return TcpOutput::Queued;
         };
         let (route, limit) = (path.route, path.limit);
+        if (self.ifaces.get(route.iface.index())).is_some_and(|i| !i.offloads.tx_checksum) {
+            self.stats.work.checksummed_bytes += (ipv4::HEADER_LEN + segment.len) as u64;
+        }
         // A segment that does not leave as it is needs all its bytes in `buf`.
         let whole = HEADROOM..HEADROOM + segment.len;
         if ipv4::HEADER_LEN + segment.len > limit {
@@ -386,7 +389,15 @@ impl Stack {
         handle: TcpHandle,
         data: &[u8],
     ) -> Result<usize, TcpError> {
-        self.tcp.send(now, handle, data)
+        let sent = self.tcp.send(now, handle, data)?;
+        self.count_copy_in(sent);
+        Ok(sent)
+    }
+
+    /// Counts a socket call that copied `bytes` into the stack.
+    fn count_copy_in(&mut self, bytes: usize) {
+        self.stats.work.socket_calls += 1;
+        self.stats.work.copied_from_user += bytes as u64;
     }
 
     /// Copy several slices into the send buffer in one call (a gather write); returns
@@ -398,7 +409,9 @@ impl Stack {
         handle: TcpHandle,
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
-        self.tcp.send_vectored(now, handle, slices)
+        let sent = self.tcp.send_vectored(now, handle, slices)?;
+        self.count_copy_in(sent);
+        Ok(sent)
     }
 
     /// Copy received data out; `Ok(0)` is end of stream.
@@ -408,7 +421,10 @@ impl Stack {
         handle: TcpHandle,
         buf: &mut [u8],
     ) -> Result<usize, TcpError> {
-        self.tcp.recv(now, handle, buf)
+        let read = self.tcp.recv(now, handle, buf)?;
+        self.stats.work.socket_calls += 1;
+        self.stats.work.copied_to_user += read as u64;
+        Ok(read)
     }
 
     /// Close gracefully (FIN after queued data).

@@ -137,6 +137,8 @@ impl Stack {
         };
         self.send_ipv4(now, &route, *dst.ip(), options, packet)?;
         self.stats.udp.tx_datagrams += 1;
+        self.stats.work.socket_calls += 1;
+        self.stats.work.copied_from_user += data.len() as u64;
         Ok(())
     }
 
@@ -160,6 +162,8 @@ impl Stack {
         let len = data.len().min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
         self.pool.give(data);
+        self.stats.work.socket_calls += 1;
+        self.stats.work.copied_to_user += len as u64;
         Ok((len, src))
     }
 

@@ -29,6 +29,7 @@ impl App {
         let file = BulkFile {
             bytes,
             record,
+            record_reads: sim.cpu_report(to).is_some(),
             text_mode,
             per_byte: if text_mode {
                 cpu_per_byte + translate_per_byte
@@ -170,6 +171,9 @@ struct BulkFile {
     bytes: u64,
     /// Bytes per application write.
     record: usize,
+    /// The receiver reads a record at a time (its host has a CPU: each read is a
+    /// system call, as a 1981 ttcp's were), rather than all that is there.
+    record_reads: bool,
     /// FTP ASCII mode: LF goes out as CRLF.
     text_mode: bool,
     /// CPU time per byte at each end (with the translation in text mode).
@@ -238,7 +242,7 @@ fn bulk_receive(
     server: TcpHandle,
     file: &BulkFile,
 ) -> Result<Option<Instant>, String> {
-    let chunk = if file.per_byte > Duration::ZERO {
+    let chunk = if file.per_byte > Duration::ZERO || file.record_reads {
         file.record.min(s.buf.len())
     } else {
         s.buf.len()
