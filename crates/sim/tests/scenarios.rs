@@ -472,6 +472,24 @@ fn seed004_letters_per_second_are_line_bound_and_piggy_backed_acks_win() {
     assert!(tps("delayed-90") > 6.6);
     let one = flow(r, "delayed-1");
     assert!(one.transactions_per_s.unwrap() > 0.9 * one.transactions_bound_per_s.unwrap());
+    // Table VI's settings on the 1975 CPU: the CPU, not the line, is the limit; forced
+    // ACKs cost CPU and so letters (as in 1975: 107 vs 176 letters a minute at two in
+    // the pipeline); a deeper pipeline amortises the per-packet work.
+    for name in [
+        "t6-timer-p2",
+        "t6-timer-p3",
+        "t6-forced-p2",
+        "t6-forced-p3",
+        "t6-forced-p5-4s",
+    ] {
+        let f = flow(r, name);
+        let busy = f.cpu.as_ref().and_then(|c| c.sender_busy_pct).unwrap();
+        assert!(busy > 80.0, "{name}: {f:?}");
+        assert!(f.capacity_pct < 20.0, "{name}: {f:?}");
+    }
+    assert!(tps("t6-forced-p2") < tps("t6-timer-p2"));
+    assert!(tps("t6-forced-p3") < tps("t6-timer-p3"));
+    assert!(tps("t6-forced-p5-4s") > tps("t6-forced-p3-4s"));
 }
 
 /// A server answers each request with a 100-byte head and a 1000-byte body over a
