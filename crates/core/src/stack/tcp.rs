@@ -9,7 +9,7 @@ use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::{self, Protocol};
 use impnet_wire::tcp as wire_tcp;
 
-use crate::iface::Interface;
+use crate::iface::{IfaceId, Interface};
 use crate::neighbor::Origin;
 use crate::route::Routes;
 use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
@@ -64,10 +64,13 @@ pub(crate) struct EgressCache {
     header_sum: u16,
 }
 
-/// What the interface that `dst` routes through offloads (none without a route).
+/// What the interface that `dst` routes through offloads (none without a route, or
+/// to one of our own addresses: the loopback interface offloads nothing).
 fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
+    let local = super::loopback::is_loopback_addr(dst) || ifaces.iter().any(|i| i.has_addr(dst));
     let offloads = routes
         .lookup(dst)
+        .filter(|_| !local)
         .and_then(|route| ifaces.get(route.iface.index()))
         .map(|iface| iface.offloads)
         .unwrap_or_default();
@@ -157,6 +160,11 @@ impl Stack {
             return self.tcp_oversized(now, &route, &segment, buf);
         }
         let ident = self.next_ident();
+        if route.iface == IfaceId::LOOPBACK {
+            // No MAC and no device: the packet goes to the loopback queue whole.
+            self.tcp.fill_deferred(&mut buf[whole]);
+            return self.tcp_unresolved(now, &route, &segment, ident, buf);
+        }
         let Some((template, sum)) = self.tcp_frame_template(now, &route) else {
             self.tcp.fill_deferred(&mut buf[whole]);
             return self.tcp_unresolved(now, &route, &segment, ident, buf);
@@ -226,8 +234,9 @@ impl Stack {
         Some((path.headers, path.header_sum))
     }
 
-    /// A segment whose next hop's MAC is not known yet: the IPv4 header in full, then
-    /// the packet to the neighbour queue (which resolves it).
+    /// A segment whose next hop's MAC is not known yet, or for the loopback interface:
+    /// the IPv4 header in full, then the packet to `dispatch` (the neighbour queue,
+    /// which resolves it, or the loopback queue).
     #[cold]
     #[inline(never)]
     fn tcp_unresolved(
