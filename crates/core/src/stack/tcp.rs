@@ -12,6 +12,7 @@ use impnet_wire::tcp as wire_tcp;
 use crate::iface::{IfaceId, Interface};
 use crate::neighbor::Origin;
 use crate::route::Routes;
+use crate::stats::SegmentKind;
 use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
 use crate::stack::{Stack, Transmit};
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
@@ -116,6 +117,9 @@ impl Stack {
         match parsed {
             Ok(repr) => {
                 self.stats.tcp.rx_segments += 1;
+                let kind = SegmentKind::of(repr.flags.0, repr.payload.len());
+                let ip_bytes = meta.header.len() + payload.len();
+                self.stats.tcp.rx_kinds.count(kind, ip_bytes);
                 // A SYN that opens a connection announces what our route back carries.
                 let forced = self.tcp.config().segment_size;
                 let mss = if let Some(mss) = forced {
@@ -147,6 +151,17 @@ impl Stack {
             return TcpOutput::Idle;
         };
         self.stats.tcp.tx_segments += 1;
+        // The header is in `buf` even when the payload stays in the send ring (gather).
+        let header = &buf[HEADROOM..HEADROOM + segment.len];
+        let header_len = usize::from(header.get(12).map_or(5, |b| b >> 4)) * 4;
+        let kind = SegmentKind::of(
+            header.get(13).copied().unwrap_or(0),
+            segment.len.saturating_sub(header_len),
+        );
+        self.stats
+            .tcp
+            .tx_kinds
+            .count(kind, ipv4::HEADER_LEN + segment.len);
         let Some(path) = &self.tcp_egress else {
             self.stats.ipv4.tx_no_route += 1;
             self.tcp.clear_deferred();
