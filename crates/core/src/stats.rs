@@ -282,6 +282,14 @@ impl SegmentKinds {
         self.bytes[kind.index()]
     }
 
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: &SegmentKinds) {
+        for i in 0..5 {
+            self.segments[i] += other.segments[i];
+            self.bytes[i] += other.bytes[i];
+        }
+    }
+
     /// The counts of `self` less those of `earlier` (a snapshot of the same counters).
     pub fn since(&self, earlier: &SegmentKinds) -> SegmentKinds {
         let mut out = self.clone();

@@ -18,6 +18,7 @@ pub mod forge;
 pub mod plot;
 pub mod scenario;
 pub mod seed_tables;
+pub mod test_plan;
 mod sim;
 pub mod trace;
 pub mod units;
