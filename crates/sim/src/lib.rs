@@ -18,8 +18,8 @@ pub mod forge;
 pub mod plot;
 pub mod scenario;
 pub mod seed_tables;
-pub mod test_plan;
 mod sim;
+pub mod test_plan;
 pub mod trace;
 pub mod units;
 

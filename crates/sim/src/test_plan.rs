@@ -337,8 +337,14 @@ fn network(test: Test, seed: u64) -> Network {
         let host = sim.add_host("host", stack_config());
         let peer = sim.add_host("peer", stack_config());
         let link = LinkConfig::default();
-        sim.connect(host, cidr(HOST), peer, cidr(Ipv4Addr::new(10, 0, 0, 2)), link)
-            .expect("a default link is valid");
+        sim.connect(
+            host,
+            cidr(HOST),
+            peer,
+            cidr(Ipv4Addr::new(10, 0, 0, 2)),
+            link,
+        )
+        .expect("a default link is valid");
         let target = match test {
             Test::SelfConnection | Test::TwoSelf => HOST,
             _ => LOCALHOST,
@@ -423,7 +429,12 @@ pub fn run(test: Test, letter: usize, letters: u64, seed: u64) -> Result<LetterR
         });
     }
     let end = start + Duration::from_secs(ROUTED_SECONDS);
-    let seconds = drive(&mut sim, &mut exercisers, &mut echoers, test.routed().then_some(end))?;
+    let seconds = drive(
+        &mut sim,
+        &mut exercisers,
+        &mut echoers,
+        test.routed().then_some(end),
+    )?;
     let letters = exercisers.iter().map(Exerciser::letters).sum();
     // Line use over the letters' time; the counters after the close too.
     let directions = directions(&sim, test, [exerciser, echoer]);
@@ -630,7 +641,10 @@ pub fn line_table(runs: &[LetterRun]) -> String {
             let total: u64 = SegmentKind::ALL.iter().map(|k| bytes(*k)).sum();
             let share = match (d.rate_bps, d.line_bytes) {
                 (Some(rate), Some(carried)) if r.seconds > 0.0 => {
-                    format!("{:.1}%", 100.0 * carried as f64 * 8.0 / (rate as f64 * r.seconds))
+                    format!(
+                        "{:.1}%",
+                        100.0 * carried as f64 * 8.0 / (rate as f64 * r.seconds)
+                    )
                 }
                 _ => "-".into(),
             };

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use impnet_core::tcp::TcpState;
-use impnet_core::{Duration, Instant, SegmentKind, Secret, Stack, StackConfig};
+use impnet_core::{Duration, Instant, Secret, SegmentKind, Stack, StackConfig};
 use impnet_phy::LinkConfig;
 use impnet_sim::alloc_count::{self, CountingAlloc};
 use impnet_sim::bulk::{BulkConfig, BulkResult, run_bulk, run_bulk_beside};
@@ -38,7 +38,10 @@ fn bandwidth_runs() -> Vec<LetterRun> {
     for test in Test::ALL {
         for letter in LETTERS {
             let run = test_plan::run(test, letter, LOOPED_LETTERS, SEED).unwrap_or_else(|e| {
-                panic!("{} with {letter}-byte letters (seed {SEED}): {e}", test.label())
+                panic!(
+                    "{} with {letter}-byte letters (seed {SEED}): {e}",
+                    test.label()
+                )
             });
             runs.push(run);
         }
@@ -58,12 +61,19 @@ fn every_letter_comes_back_and_the_line_bounds_the_routed_runs() {
         if run.test.routed() {
             let rate = run.letters_per_s().expect("routed runs take time");
             let bound = run.bound_per_s().expect("a line");
-            assert!(rate > 0.25 * bound && rate <= bound, "{name}: {rate} of {bound}");
+            assert!(
+                rate > 0.25 * bound && rate <= bound,
+                "{name}: {rate} of {bound}"
+            );
         } else {
             // Looped: exactly the letters asked for, every byte checked, nothing lost.
             assert_eq!(run.letters, LOOPED_LETTERS * run.test.connections() as u64);
             assert_eq!((c.retransmissions, c.out_of_order, c.duplicates), (0, 0, 0));
-            assert!(run.seconds < 0.001, "{name}: no virtual time: {}", run.seconds);
+            assert!(
+                run.seconds < 0.001,
+                "{name}: no virtual time: {}",
+                run.seconds
+            );
         }
     }
 }
@@ -212,7 +222,10 @@ fn b2_sequence_numbers_wrap_and_paws_refuses_an_old_segment() {
 #[ignore = "17 GB; run by hand, figures in scenarios/seeds/README.md"]
 fn b2_several_wraps() {
     let (r, wraps, paws) = wraps(4 << 32);
-    println!("{} bytes in {:.2} s virtual: {wraps} wraps, {paws} PAWS drops, stream ok {}", r.bytes, r.seconds, r.hash_ok);
+    println!(
+        "{} bytes in {:.2} s virtual: {wraps} wraps, {paws} PAWS drops, stream ok {}",
+        r.bytes, r.seconds, r.hash_ok
+    );
     assert!(r.hash_ok && wraps >= 3 && paws >= 1);
 }
 
@@ -226,7 +239,10 @@ fn b3_open_and_close_hundreds_of_times() {
             let rtt = Duration::from_millis(20);
             assert!(r.open_mean >= rtt && r.close_mean >= rtt, "{r:?}");
         } else {
-            assert_eq!((r.open_mean, r.close_mean), (Duration::ZERO, Duration::ZERO));
+            assert_eq!(
+                (r.open_mean, r.close_mean),
+                (Duration::ZERO, Duration::ZERO)
+            );
         }
     }
 }
@@ -254,8 +270,11 @@ fn bytes_per_connection(pairs: u16) -> (usize, usize) {
     let secret: Secret = secret_for_seed(SEED);
     let base = alloc_count::live_bytes();
     let mut stack = Stack::new(StackConfig::default(), secret);
-    let mut config = impnet_core::IfaceConfig::new(impnet_wire::ethernet::Address([2, 0, 0, 0, 0, 1]), 1500);
-    config.addrs.push(Cidr::new(Ipv4Addr::new(10, 0, 0, 1), 24).unwrap());
+    let mut config =
+        impnet_core::IfaceConfig::new(impnet_wire::ethernet::Address([2, 0, 0, 0, 0, 1]), 1500);
+    config
+        .addrs
+        .push(Cidr::new(Ipv4Addr::new(10, 0, 0, 1), 24).unwrap());
     stack.add_interface(config);
     let mut buf = vec![0u8; 1514];
     let local = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 80);
@@ -293,7 +312,10 @@ fn sizes_row() -> String {
 #[test]
 fn c_an_idle_connection_costs_a_few_kib() {
     let (per_end, _) = bytes_per_connection(100);
-    assert!(per_end > 200 && per_end < 8 * 1024, "{per_end} bytes per connection end");
+    assert!(
+        per_end > 200 && per_end < 8 * 1024,
+        "{per_end} bytes per connection end"
+    );
 }
 
 fn readme_block() -> String {

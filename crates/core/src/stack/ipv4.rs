@@ -454,7 +454,13 @@ impl Stack {
     }
 
     /// Hand a whole datagram to its transport protocol.
-    pub(crate) fn deliver(&mut self, now: Instant, meta: &IpMeta<'_>, protocol: Protocol, payload: &[u8]) {
+    pub(crate) fn deliver(
+        &mut self,
+        now: Instant,
+        meta: &IpMeta<'_>,
+        protocol: Protocol,
+        payload: &[u8],
+    ) {
         self.stats.ipv4.rx_delivered += 1;
         match protocol {
             Protocol::Icmp => self.handle_icmp(now, meta, payload),

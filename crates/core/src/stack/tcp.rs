@@ -12,9 +12,9 @@ use impnet_wire::tcp as wire_tcp;
 use crate::iface::{IfaceId, Interface};
 use crate::neighbor::Origin;
 use crate::route::Routes;
-use crate::stats::SegmentKind;
 use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
 use crate::stack::{Stack, Transmit};
+use crate::stats::SegmentKind;
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
 use crate::time::Instant;
 

@@ -56,7 +56,10 @@ fn exchange(stack: &mut Stack, now: &mut Instant, tx: TcpHandle, rx: TcpHandle, 
             sent += stack.tcp_send(*now, tx, &data[sent..]).unwrap_or(0);
         }
         let until = *now + Duration::from_millis(500);
-        assert!(run(stack, now, until).is_empty(), "nothing reaches a device");
+        assert!(
+            run(stack, now, until).is_empty(),
+            "nothing reaches a device"
+        );
         while let Ok(n) = stack.tcp_recv(*now, rx, &mut buf) {
             if n == 0 {
                 break;
@@ -76,7 +79,11 @@ fn a_connection_to_its_own_address_and_port_opens_and_carries_data() {
     let mut now = Instant::from_nanos(0);
     let me = SocketAddrV4::new(IP_A, 5000);
     let conn = stack.tcp_connect(now, me, me).expect("connect to itself");
-    let frames = run(&mut stack, &mut now, Instant::from_nanos(0) + Duration::from_secs(1));
+    let frames = run(
+        &mut stack,
+        &mut now,
+        Instant::from_nanos(0) + Duration::from_secs(1),
+    );
     assert!(frames.is_empty(), "no frame to the device: {frames:?}");
     assert_eq!(state(&stack, conn), TcpState::Established);
     assert_eq!(stack.tcp_stats().retransmitted, 0);
@@ -97,13 +104,21 @@ fn sockets_talk_over_localhost_and_close_cleanly() {
         .tcp_listen(SocketAddrV4::new(LOCALHOST, 80), 4)
         .expect("listen on 127.0.0.1");
     let client = stack
-        .tcp_connect(now, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), SocketAddrV4::new(LOCALHOST, 80))
+        .tcp_connect(
+            now,
+            SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+            SocketAddrV4::new(LOCALHOST, 80),
+        )
         .expect("connect");
     let until = now + Duration::from_secs(1);
     assert!(run(&mut stack, &mut now, until).is_empty());
     let server = stack.tcp_accept(listener).expect("accepted");
     let (local, _) = stack.tcp_addresses(client).expect("addresses");
-    assert_eq!(*local.ip(), LOCALHOST, "source chosen on the loopback route");
+    assert_eq!(
+        *local.ip(),
+        LOCALHOST,
+        "source chosen on the loopback route"
+    );
     let data: Vec<u8> = (0..50_000u32).map(|i| i as u8).collect();
     exchange(&mut stack, &mut now, client, server, &data);
     exchange(&mut stack, &mut now, server, client, &data[..1000]);
@@ -111,7 +126,11 @@ fn sockets_talk_over_localhost_and_close_cleanly() {
     stack.tcp_close(now, server).expect("close");
     let until = now + Duration::from_secs(600);
     assert!(run(&mut stack, &mut now, until).is_empty());
-    assert!(stack.tcp_info(client).is_none_or(|i| i.state == TcpState::Closed));
+    assert!(
+        stack
+            .tcp_info(client)
+            .is_none_or(|i| i.state == TcpState::Closed)
+    );
     assert_eq!(stack.tcp_stats().resets_sent, 0);
 }
 
@@ -119,7 +138,9 @@ fn sockets_talk_over_localhost_and_close_cleanly() {
 fn udp_and_ping_to_ourselves_loop_back() {
     let mut stack = stack();
     let mut now = Instant::from_nanos(0);
-    let a = stack.udp_bind(SocketAddrV4::new(LOCALHOST, 7)).expect("bind");
+    let a = stack
+        .udp_bind(SocketAddrV4::new(LOCALHOST, 7))
+        .expect("bind");
     let b = stack.udp_bind(SocketAddrV4::new(IP_A, 9)).expect("bind");
     stack
         .udp_send_to(now, a, SocketAddrV4::new(IP_A, 9), b"hello")
@@ -144,7 +165,10 @@ fn udp_and_ping_to_ourselves_loop_back() {
         .expect("echo");
     let until = now;
     assert!(run(&mut stack, &mut now, until).is_empty());
-    assert!(stack.icmp_recv(ping, &mut buf).is_ok(), "the echo reply came back");
+    assert!(
+        stack.icmp_recv(ping, &mut buf).is_ok(),
+        "the echo reply came back"
+    );
 }
 
 /// A UDP datagram from `src` to `dst` port 80, in an Ethernet frame from B to A.
@@ -177,9 +201,15 @@ fn udp_frame(src: Ipv4Addr, dst: Ipv4Addr) -> Vec<u8> {
         vlan: None,
     };
     eth.emit(&mut ethernet::Frame::new_unchecked(&mut frame[..]));
-    ip.emit(&mut ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]));
+    ip.emit(&mut ipv4::Packet::new_unchecked(
+        &mut frame[ethernet::HEADER_LEN..],
+    ));
     let at = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
-    udp.emit(&mut udp::Packet::new_unchecked(&mut frame[at..]), &src, &dst);
+    udp.emit(
+        &mut udp::Packet::new_unchecked(&mut frame[at..]),
+        &src,
+        &dst,
+    );
     frame
 }
 
@@ -188,7 +218,9 @@ fn loopback_addresses_from_the_wire_are_dropped() {
     let (mut stack, iface) = host(7, MAC_A, IP_A, 1500);
     let now = Instant::from_nanos(0);
     drain(&mut stack, now);
-    let _listener = stack.tcp_listen(SocketAddrV4::new(LOCALHOST, 80), 4).unwrap();
+    let _listener = stack
+        .tcp_listen(SocketAddrV4::new(LOCALHOST, 80), 4)
+        .unwrap();
     // A frame from the wire claiming 127.0.0.1 as its destination, and one as its source.
     for (src, dst) in [(Ipv4Addr::new(10, 0, 0, 2), LOCALHOST), (LOCALHOST, IP_A)] {
         stack.handle_frame(now, iface, &udp_frame(src, dst));
