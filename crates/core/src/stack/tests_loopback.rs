@@ -10,7 +10,7 @@ use crate::iface::IfaceId;
 use crate::tcp::{TcpHandle, TcpState};
 use crate::testutil::{IP_A, MAC_A, MAC_B, drain, host};
 use crate::time::{Duration, Instant};
-use crate::{Stack, Transmit};
+use crate::{SegmentKind, Stack, Transmit};
 
 const LOCALHOST: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 
@@ -90,6 +90,16 @@ fn a_connection_to_its_own_address_and_port_opens_and_carries_data() {
     let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
     exchange(&mut stack, &mut now, conn, conn, &data);
     assert_eq!(stack.tcp_stats().retransmitted, 0);
+    // Everything it sent, it received: by kind and byte for byte.
+    let tcp = &stack.stats().tcp;
+    assert_eq!(tcp.tx_kinds, tcp.rx_kinds);
+    assert_eq!(
+        tcp.tx_kinds.segments(SegmentKind::Syn),
+        2,
+        "SYN and SYN-ACK, to itself"
+    );
+    assert!(tcp.tx_kinds.bytes(SegmentKind::Data) > data.len() as u64);
+    assert_eq!(stack.tcp_stats().duplicate_segments, 0);
     let looped = stack.loopback_stats();
     assert!(looped.tx_frames > 10);
     assert_eq!(looped.tx_frames, looped.rx_frames);
