@@ -322,7 +322,9 @@ impl Stack {
     }
 
     /// The next frame to send, written to `buf` (which should hold the largest MTU plus
-    /// 14 bytes; a frame that does not fit is dropped and counted).
+    /// 14 bytes; a frame that does not fit is dropped and counted). Packets the stack
+    /// sent to itself (the loopback interface) are taken in here, before `None`; none
+    /// of them is returned.
     #[inline]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         // Most calls find nothing (a driver polls until `None`): answer those inline in

@@ -241,9 +241,9 @@ fn loopback_addresses_from_the_wire_are_dropped() {
 }
 
 #[test]
-fn a_poll_takes_in_a_bounded_number_of_rounds() {
-    // Two UDP sockets that would echo each other for ever: each poll returns, and what
-    // is left is due at once.
+fn what_a_socket_sends_itself_is_due_at_once() {
+    // A socket echoing to itself for ever: each poll returns, and the next echo, sent
+    // between polls, is due at once (`poll_timeout` says now).
     let mut stack = stack();
     let now = Instant::from_nanos(0);
     let a = stack.udp_bind(SocketAddrV4::new(LOCALHOST, 1000)).unwrap();
