@@ -78,6 +78,28 @@ fn every_letter_comes_back_and_the_line_bounds_the_routed_runs() {
     }
 }
 
+/// The looped runs take no virtual time; this prints what they take on this machine
+/// (a measurement, asserted on nothing but the letters).
+#[test]
+#[ignore = "wall-clock measurement; run by hand in release, figures in scenarios/seeds/README.md"]
+fn looped_letters_per_wall_second() {
+    for test in [Test::SelfConnection, Test::Loopback, Test::TwoLoopback] {
+        for letter in LETTERS {
+            let letters = 100_000;
+            let start = std::time::Instant::now();
+            let run = test_plan::run(test, letter, letters, SEED).unwrap_or_else(|e| panic!("{e}"));
+            let wall = start.elapsed().as_secs_f64();
+            assert_eq!(run.letters, letters * test.connections() as u64);
+            println!(
+                "{} {letter:>3} bytes: {} letters in {wall:.3} s wall, {:.0} letters/s",
+                test.label(),
+                run.letters,
+                run.letters as f64 / wall
+            );
+        }
+    }
+}
+
 /// b1's transfer: through the network to a sink, every byte checked.
 fn transmission(seconds: u64) -> BulkResult {
     let link = LinkConfig::default()
