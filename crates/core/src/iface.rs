@@ -11,6 +11,12 @@ use impnet_wire::ipv4::Cidr;
 pub struct IfaceId(pub(crate) u32);
 
 impl IfaceId {
+    /// The stack's built-in loopback interface: routes to the stack's own addresses and
+    /// to 127.0.0.0/8 go through it, and nothing sent on it reaches a device (see
+    /// `Stack::poll_transmit`). It is not counted among the interfaces `add_interface`
+    /// numbers.
+    pub const LOOPBACK: IfaceId = IfaceId(u32::MAX);
+
     /// The interface's position in the order `add_interface` was called.
     pub const fn index(self) -> usize {
         self.0 as usize

@@ -37,6 +37,6 @@ pub use reassembly::ReassemblyConfig;
 pub use route::{Route, RouteCounters, Routes};
 pub use secret::Secret;
 pub use stack::{Event, Stack, StackConfig, Transmit};
-pub use stats::{ForwardStats, IfaceStats, Stats, WorkStats};
+pub use stats::{ForwardStats, IfaceStats, SegmentKind, SegmentKinds, Stats, WorkStats};
 pub use time::{Duration, Instant};
 pub use udp::{UdpError, UdpHandle};

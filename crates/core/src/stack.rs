@@ -26,6 +26,7 @@ pub(crate) mod arp;
 mod forward;
 pub(crate) mod icmp;
 pub(crate) mod ipv4;
+pub(crate) mod loopback;
 pub(crate) mod tcp;
 pub(crate) mod udp;
 
@@ -163,6 +164,8 @@ pub struct Stack {
     /// The last next hop [`Stack::dispatch`] found in the neighbour cache, reused while
     /// nothing it was derived from changed (a router sends flow after flow to it).
     pub(crate) next_hop_cache: Option<self::ipv4::NextHopCache>,
+    /// Packets to our own addresses and 127.0.0.0/8, waiting to be taken in.
+    pub(crate) loopback: self::loopback::Loopback,
 }
 
 impl Stack {
@@ -192,6 +195,7 @@ impl Stack {
             tcp_egress: None,
             acl: None,
             next_hop_cache: None,
+            loopback: self::loopback::Loopback::default(),
             config,
         }
     }
@@ -254,9 +258,10 @@ impl Stack {
 
     /// True when `addr` is assigned to any interface (RFC 1122 §3.3.4.2 weak host
     /// model: a datagram for any of our addresses is ours, whatever interface it
-    /// arrived on).
+    /// arrived on), or is in 127.0.0.0/8, the loopback interface's (all of it, as on
+    /// Linux).
     pub(crate) fn is_local_addr(&self, addr: Ipv4Addr) -> bool {
-        self.ifaces.iter().any(|i| i.has_addr(addr))
+        self::loopback::is_loopback_addr(addr) || self.ifaces.iter().any(|i| i.has_addr(addr))
     }
 
     /// Queue an event; at `StackConfig::event_limit` the oldest goes (events are
@@ -317,12 +322,14 @@ impl Stack {
     }
 
     /// The next frame to send, written to `buf` (which should hold the largest MTU plus
-    /// 14 bytes; a frame that does not fit is dropped and counted).
+    /// 14 bytes; a frame that does not fit is dropped and counted). Packets the stack
+    /// sent to itself (the loopback interface) are taken in here, before `None`; none
+    /// of them is returned.
     #[inline]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         // Most calls find nothing (a driver polls until `None`): answer those inline in
         // the caller, without even the register saves of the full function below.
-        if self.tx_queue.is_empty() && !self.tcp.may_transmit() {
+        if self.tx_queue.is_empty() && !self.tcp.may_transmit() && self.loopback.is_empty() {
             return None;
         }
         self.poll_transmit_queued(now, buf)
@@ -359,9 +366,12 @@ impl Stack {
         self.poll_transmit_tcp_frames(now, buf)
     }
 
-    /// The TCP half of [`Stack::poll_transmit_queued`] (the transmit queue is empty).
+    /// The TCP half of [`Stack::poll_transmit_queued`] (the transmit queue is empty),
+    /// and the loopback interface's packets, taken in when TCP has nothing more (at
+    /// most `LOOPBACK_ROUNDS` rounds; the rest is due at once, see `poll_timeout`).
     #[inline(never)]
     fn poll_transmit_tcp_frames(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let mut rounds = 0;
         let transmit = loop {
             if let Some(transmit) = self.pop_frame(buf) {
                 break transmit;
@@ -369,6 +379,12 @@ impl Stack {
             match self.poll_transmit_tcp(now, buf) {
                 TcpOutput::Frame(transmit) => break transmit,
                 TcpOutput::Queued => continue,
+                TcpOutput::Idle if rounds < self::loopback::LOOPBACK_ROUNDS => {
+                    rounds += 1;
+                    if !self.run_loopback(now) {
+                        return None;
+                    }
+                }
                 TcpOutput::Idle => return None,
             }
         };
@@ -416,7 +432,8 @@ impl Stack {
     }
 
     /// The earliest time [`Stack::handle_timeout`] must run: ARP retries, reassembly
-    /// deadlines, TCP timers. `None` when nothing is pending.
+    /// deadlines, TCP timers, and looped packets a `poll_transmit` left (due when they
+    /// were looped). `None` when nothing is pending.
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
@@ -424,11 +441,13 @@ impl Stack {
             (a, b) => a.or(b),
         };
         let next = earliest(self.tcp.poll_timeout(), self.neighbors.poll_timeout());
+        let next = earliest(next, self.loopback.poll_timeout());
         earliest(next, self.reassembly.poll_timeout())
     }
 
-    /// Fire every timer due at `now`.
+    /// Fire every timer due at `now` (and take in a round of looped packets).
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.run_loopback(now);
         let mut actions = Vec::new();
         self.neighbors.handle_timeout(now, &mut actions);
         for action in actions {
@@ -477,5 +496,7 @@ impl Stack {
 mod tests;
 #[cfg(test)]
 mod tests_forward;
+#[cfg(test)]
+mod tests_loopback;
 #[cfg(test)]
 mod tests_misuse;

@@ -186,6 +186,119 @@ pub struct TcpSegmentStats {
     pub rx_broadcast: u64,
     /// Segments wrapped in IPv4 and sent (or queued for ARP).
     pub tx_segments: u64,
+    /// Segments received (passed the checks), by kind.
+    pub rx_kinds: SegmentKinds,
+    /// Segments sent, by kind.
+    pub tx_kinds: SegmentKinds,
+}
+
+/// What a TCP segment is, for counting: the first of RST, SYN, FIN that it carries,
+/// else data when it has payload, else a bare ACK (window updates, duplicate ACKs and
+/// keep-alives included). The kinds of the 1976 line tables (seed 004, Tables I-III:
+/// data, null and special packets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SegmentKind {
+    /// RST set.
+    Rst,
+    /// SYN set (SYN and SYN-ACK).
+    Syn,
+    /// FIN set (with or without data).
+    Fin,
+    /// Payload, no control bit but ACK and PSH.
+    Data,
+    /// No payload, no SYN, FIN or RST: an acknowledgment (or window update) alone.
+    AckOnly,
+}
+
+impl SegmentKind {
+    /// Every kind, in the order the counters list them.
+    pub const ALL: [SegmentKind; 5] = [
+        SegmentKind::Data,
+        SegmentKind::AckOnly,
+        SegmentKind::Syn,
+        SegmentKind::Fin,
+        SegmentKind::Rst,
+    ];
+
+    /// The kind of a segment with TCP control bits `flags` (byte 13 of the header)
+    /// and `payload` bytes of data.
+    pub const fn of(flags: u8, payload: usize) -> SegmentKind {
+        if flags & 0x04 != 0 {
+            SegmentKind::Rst
+        } else if flags & 0x02 != 0 {
+            SegmentKind::Syn
+        } else if flags & 0x01 != 0 {
+            SegmentKind::Fin
+        } else if payload > 0 {
+            SegmentKind::Data
+        } else {
+            SegmentKind::AckOnly
+        }
+    }
+
+    /// Its name in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SegmentKind::Rst => "RST",
+            SegmentKind::Syn => "SYN",
+            SegmentKind::Fin => "FIN",
+            SegmentKind::Data => "data",
+            SegmentKind::AckOnly => "ACK only",
+        }
+    }
+
+    const fn index(self) -> usize {
+        match self {
+            SegmentKind::Data => 0,
+            SegmentKind::AckOnly => 1,
+            SegmentKind::Syn => 2,
+            SegmentKind::Fin => 3,
+            SegmentKind::Rst => 4,
+        }
+    }
+}
+
+/// TCP segments and their IPv4 bytes (headers included) per [`SegmentKind`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SegmentKinds {
+    segments: [u64; 5],
+    bytes: [u64; 5],
+}
+
+impl SegmentKinds {
+    /// Count one segment of `kind`, `ip_bytes` long as an IPv4 packet.
+    pub fn count(&mut self, kind: SegmentKind, ip_bytes: usize) {
+        self.segments[kind.index()] += 1;
+        self.bytes[kind.index()] += ip_bytes as u64;
+    }
+
+    /// Segments of `kind`.
+    pub fn segments(&self, kind: SegmentKind) -> u64 {
+        self.segments[kind.index()]
+    }
+
+    /// IPv4 bytes of the segments of `kind`.
+    pub fn bytes(&self, kind: SegmentKind) -> u64 {
+        self.bytes[kind.index()]
+    }
+
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: &SegmentKinds) {
+        for i in 0..5 {
+            self.segments[i] += other.segments[i];
+            self.bytes[i] += other.bytes[i];
+        }
+    }
+
+    /// The counts of `self` less those of `earlier` (a snapshot of the same counters).
+    pub fn since(&self, earlier: &SegmentKinds) -> SegmentKinds {
+        let mut out = self.clone();
+        for i in 0..5 {
+            out.segments[i] -= earlier.segments[i];
+            out.bytes[i] -= earlier.bytes[i];
+        }
+        out
+    }
 }
 
 /// Every counter of a stack.

@@ -50,8 +50,14 @@ pub const END_MARKER: &str = "<!-- END generated -->";
 /// The text between `file`'s markers in `readme` (without the marker lines), if the
 /// markers are there.
 pub fn committed<'a>(readme: &'a str, file: &str) -> Option<&'a str> {
-    let begin = begin_marker(file);
-    let start = readme.find(&begin)? + begin.len();
+    committed_block(readme, &begin_marker(file))
+}
+
+/// The text between the marker line `begin` and the next [`END_MARKER`] in `readme`
+/// (without the marker lines), if both are there: the generated blocks that no
+/// scenario file prints (the test plan's, `crates/sim/tests/test_plan.rs`).
+pub fn committed_block<'a>(readme: &'a str, begin: &str) -> Option<&'a str> {
+    let start = readme.find(begin)? + begin.len();
     let start = start + readme[start..].find('\n')? + 1;
     let end = start + readme[start..].find(END_MARKER)?;
     Some(&readme[start..end])
@@ -59,7 +65,13 @@ pub fn committed<'a>(readme: &'a str, file: &str) -> Option<&'a str> {
 
 /// `readme` with the text between `file`'s markers replaced by `tables`.
 pub fn replace(readme: &str, file: &str, tables: &str) -> Option<String> {
-    let old = committed(readme, file)?;
+    replace_block(readme, &begin_marker(file), tables)
+}
+
+/// `readme` with the text between the marker line `begin` and the next
+/// [`END_MARKER`] replaced by `tables`.
+pub fn replace_block(readme: &str, begin: &str, tables: &str) -> Option<String> {
+    let old = committed_block(readme, begin)?;
     let start = old.as_ptr() as usize - readme.as_ptr() as usize;
     let end = start + old.len();
     Some(format!("{}{tables}{}", &readme[..start], &readme[end..]))

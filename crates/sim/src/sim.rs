@@ -468,6 +468,11 @@ impl Sim {
         &self.hosts[host.0].stack
     }
 
+    /// Hosts and routers added so far (their ids are `HostId(0..count)`).
+    pub fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
     /// The host's stack, to open sockets or change routes.
     pub fn host_mut(&mut self, host: HostId) -> &mut Stack {
         self.mark_dirty(host.0);

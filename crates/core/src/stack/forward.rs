@@ -80,6 +80,9 @@ impl Stack {
 
     /// The counters of one interface (None for an unknown interface).
     pub fn iface_stats(&self, iface: IfaceId) -> Option<&crate::stats::IfaceStats> {
+        if iface == IfaceId::LOOPBACK {
+            return Some(&self.loopback.stats);
+        }
         self.ifaces.get(iface.index()).map(|i| &i.stats)
     }
 

@@ -10,6 +10,7 @@ use impnet_wire::ipv4::{self, Protocol};
 use crate::iface::IfaceId;
 use crate::neighbor::{Enqueued, FullReason, Origin, Pending};
 use crate::reassembly::Fragment;
+use crate::stack::loopback::is_loopback_addr;
 use crate::stack::{Outgoing, Stack};
 use crate::time::Instant;
 
@@ -107,6 +108,16 @@ impl Stack {
             && !self.is_local_addr(src)
         {
             return Err(OutputError::AddrNotAvailable);
+        }
+        if self.is_local_addr(dst) {
+            // Our own address or 127/8: through the loopback interface, from that same
+            // address unless told otherwise (as Linux's local routes do).
+            return Ok(OutputRoute {
+                iface: IfaceId::LOOPBACK,
+                next_hop: dst,
+                src: src.unwrap_or(dst),
+                mtu: super::loopback::LOOPBACK_MTU,
+            });
         }
         let (iface, next_hop, route_mtu) = if dst.is_broadcast() {
             let position = src
@@ -254,6 +265,9 @@ impl Stack {
         origin: Origin,
     ) -> Result<(), OutputError> {
         self.stats.ipv4.tx_packets += 1;
+        if iface == IfaceId::LOOPBACK {
+            return self.loop_back(now, packet);
+        }
         if let Some(dst_mac) = self.cached_next_hop(now, iface, next_hop) {
             return self.enqueue_frame(Outgoing {
                 iface,
@@ -342,12 +356,19 @@ impl Stack {
         }
         self.neighbors.confirm(now, iface, src, link_src);
         let broadcast = interface.is_broadcast(dst);
-        if !broadcast && !self.is_local_addr(dst) {
+        // RFC 1122 §3.2.1.3 (g): 127/8 "MUST NOT appear outside a host": from the wire,
+        // it is not ours (a router counts it as a martian).
+        let ours = !is_loopback_addr(dst) && self.is_local_addr(dst);
+        if !broadcast && !ours {
             if interface.forwarding {
                 return self.forward(now, iface, &packet, link_broadcast);
             }
             // RFC 1122 §3.3.4.2: a host drops what it is not the destination of.
             self.stats.ipv4.rx_not_for_us += 1;
+            return;
+        }
+        if is_loopback_addr(src) {
+            self.stats.ipv4.rx_bad_source += 1;
             return;
         }
         let header = &bytes[..packet.header_len()];
@@ -381,7 +402,7 @@ impl Stack {
     /// A fragment: into the reassembly buffers; the datagram it completes, if any, is
     /// delivered. Out of line: the common whole-datagram path stays compact.
     #[inline(never)]
-    fn reassemble(
+    pub(crate) fn reassemble(
         &mut self,
         now: Instant,
         meta: &IpMeta<'_>,
@@ -406,7 +427,7 @@ impl Stack {
     /// RFC 1122 §3.2.1.1-2: check version, header length, total length and checksum,
     /// counting each failure under its own reason.
     /// The header checksum is skipped when `verify_checksum` is false (offloaded).
-    fn validate_ipv4<'a>(
+    pub(crate) fn validate_ipv4<'a>(
         &mut self,
         bytes: &'a [u8],
         verify_checksum: bool,
@@ -436,7 +457,13 @@ impl Stack {
     }
 
     /// Hand a whole datagram to its transport protocol.
-    fn deliver(&mut self, now: Instant, meta: &IpMeta<'_>, protocol: Protocol, payload: &[u8]) {
+    pub(crate) fn deliver(
+        &mut self,
+        now: Instant,
+        meta: &IpMeta<'_>,
+        protocol: Protocol,
+        payload: &[u8],
+    ) {
         self.stats.ipv4.rx_delivered += 1;
         match protocol {
             Protocol::Icmp => self.handle_icmp(now, meta, payload),

@@ -9,11 +9,12 @@ use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::{self, Protocol};
 use impnet_wire::tcp as wire_tcp;
 
-use crate::iface::Interface;
+use crate::iface::{IfaceId, Interface};
 use crate::neighbor::Origin;
 use crate::route::Routes;
 use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
 use crate::stack::{Stack, Transmit};
+use crate::stats::SegmentKind;
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
 use crate::time::Instant;
 
@@ -64,10 +65,13 @@ pub(crate) struct EgressCache {
     header_sum: u16,
 }
 
-/// What the interface that `dst` routes through offloads (none without a route).
+/// What the interface that `dst` routes through offloads (none without a route, or
+/// to one of our own addresses: the loopback interface offloads nothing).
 fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
+    let local = super::loopback::is_loopback_addr(dst) || ifaces.iter().any(|i| i.has_addr(dst));
     let offloads = routes
         .lookup(dst)
+        .filter(|_| !local)
         .and_then(|route| ifaces.get(route.iface.index()))
         .map(|iface| iface.offloads)
         .unwrap_or_default();
@@ -113,6 +117,9 @@ impl Stack {
         match parsed {
             Ok(repr) => {
                 self.stats.tcp.rx_segments += 1;
+                let kind = SegmentKind::of(repr.flags.0, repr.payload.len());
+                let ip_bytes = meta.header.len() + payload.len();
+                self.stats.tcp.rx_kinds.count(kind, ip_bytes);
                 // A SYN that opens a connection announces what our route back carries.
                 let forced = self.tcp.config().segment_size;
                 let mss = if let Some(mss) = forced {
@@ -144,6 +151,17 @@ impl Stack {
             return TcpOutput::Idle;
         };
         self.stats.tcp.tx_segments += 1;
+        // The header is in `buf` even when the payload stays in the send ring (gather).
+        let header = &buf[HEADROOM..HEADROOM + segment.len];
+        let header_len = usize::from(header.get(12).map_or(5, |b| b >> 4)) * 4;
+        let kind = SegmentKind::of(
+            header.get(13).copied().unwrap_or(0),
+            segment.len.saturating_sub(header_len),
+        );
+        self.stats
+            .tcp
+            .tx_kinds
+            .count(kind, ipv4::HEADER_LEN + segment.len);
         let Some(path) = &self.tcp_egress else {
             self.stats.ipv4.tx_no_route += 1;
             self.tcp.clear_deferred();
@@ -160,6 +178,11 @@ impl Stack {
             return self.tcp_oversized(now, &route, &segment, buf);
         }
         let ident = self.next_ident();
+        if route.iface == IfaceId::LOOPBACK {
+            // No MAC and no device: the packet goes to the loopback queue whole.
+            self.tcp.fill_deferred(&mut buf[whole]);
+            return self.tcp_unresolved(now, &route, &segment, ident, buf);
+        }
         let Some((template, sum)) = self.tcp_frame_template(now, &route) else {
             self.tcp.fill_deferred(&mut buf[whole]);
             return self.tcp_unresolved(now, &route, &segment, ident, buf);
@@ -229,8 +252,9 @@ impl Stack {
         Some((path.headers, path.header_sum))
     }
 
-    /// A segment whose next hop's MAC is not known yet: the IPv4 header in full, then
-    /// the packet to the neighbour queue (which resolves it).
+    /// A segment whose next hop's MAC is not known yet, or for the loopback interface:
+    /// the IPv4 header in full, then the packet to `dispatch` (the neighbour queue,
+    /// which resolves it, or the loopback queue).
     #[cold]
     #[inline(never)]
     fn tcp_unresolved(

@@ -122,7 +122,11 @@ impl Stack {
         packet.resize(impnet_wire::ipv4::HEADER_LEN + repr.buffer_len(), 0);
         let mut view = udp::Packet::new_unchecked(&mut packet[impnet_wire::ipv4::HEADER_LEN..]);
         repr.emit(&mut view, &route.src, dst.ip());
-        if self.ifaces[route.iface.index()].offloads.tx_checksum {
+        if self
+            .ifaces
+            .get(route.iface.index())
+            .is_some_and(|i| i.offloads.tx_checksum)
+        {
             // The device completes it: leave the pseudo-header sum (RFC 768's
             // pseudo-header, what `CHECKSUM_PARTIAL` devices expect in the field).
             let length = repr.buffer_len() as u32;

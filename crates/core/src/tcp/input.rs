@@ -265,7 +265,7 @@ impl Conn {
         }
         self.ack = AckState::Now;
         if seq + seg.payload.len() <= rcv_nxt {
-            self.note_duplicate(seq, seq + seg.payload.len());
+            self.note_duplicate(&mut ctx.sh.stats, seq, seq + seg.payload.len());
         }
         false
     }
@@ -552,6 +552,9 @@ impl Conn {
             rate_sample(snd, ctx.now, seg, (sack, mss));
         }
         let same_window = u32::from(seg.window) << shift == snd.snd_wnd;
+        if seg.payload.is_empty() && !seg.flags.syn() && !seg.flags.fin() && same_window {
+            ctx.sh.stats.redundant_acks += u64::from(newly_sacked == 0);
+        }
         let dup = snd.outstanding() > 0
             && seg.payload.is_empty()
             && !seg.flags.syn()
@@ -664,7 +667,7 @@ impl Conn {
         let (offset, data, start) = if seq < rcv.rcv_nxt {
             let skip = rcv.rcv_nxt - seq;
             let old_end = seq + skip.min(seg.payload.len());
-            self.note_duplicate(seq, old_end);
+            self.note_duplicate(&mut ctx.sh.stats, seq, old_end);
             let Some(rcv) = self.state.rcv_mut() else {
                 return;
             };
@@ -680,7 +683,7 @@ impl Conn {
                 .out_of_order_ranges()
                 .any(|(s, e)| s <= offset && offset + seg.payload.len() <= e)
             {
-                self.note_duplicate(seq, seq + seg.payload.len());
+                self.note_duplicate(&mut ctx.sh.stats, seq, seq + seg.payload.len());
             }
             (offset, seg.payload, seq)
         };

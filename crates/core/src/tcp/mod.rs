@@ -520,6 +520,11 @@ pub struct TcpStats {
     pub keepalive_probes: u64,
     /// Data segments received out of order.
     pub out_of_order: u64,
+    /// Segments received whose data (all or part) had already been received.
+    pub duplicate_segments: u64,
+    /// Bare ACKs received that told nothing new: no new data acknowledged, no SACK
+    /// block, the same window (the "unnecessary acknowledgments" of seed 004).
+    pub redundant_acks: u64,
     /// Out-of-order segments dropped because they would have opened one range more
     /// than [`TcpConfig::max_ooo_ranges`] (the peer sends them again).
     pub out_of_order_dropped: u64,

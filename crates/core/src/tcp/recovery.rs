@@ -229,7 +229,8 @@ impl Conn {
 
     /// The receiver got `[seq, end)` again: report it in the next ACK's first SACK
     /// block (RFC 2883), when SACK is on.
-    pub(super) fn note_duplicate(&mut self, seq: SeqNumber, end: SeqNumber) {
+    pub(super) fn note_duplicate(&mut self, stats: &mut TcpStats, seq: SeqNumber, end: SeqNumber) {
+        stats.duplicate_segments += 1;
         if !self.opts.sack {
             return;
         }

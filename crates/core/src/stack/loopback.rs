@@ -1,0 +1,142 @@
+//! The loopback interface: datagrams to 127.0.0.0/8 and to the stack's own addresses
+//! never reach a device. Output puts them in a queue inside the stack; the next
+//! [`Stack::poll_transmit`] (or [`Stack::handle_timeout`]) takes them in as if they had
+//! arrived, at the same instant. So a socket can talk to another socket of the same
+//! stack, or to itself (RFC 9293 §3.5, simultaneous open of a connection whose two
+//! ends are the same socket), with no network, as on Linux (`lo`), smoltcp and lwIP.
+//!
+//! The queue is bounded by `StackConfig::tx_queue_limit`; a poll takes in at most
+//! [`LOOPBACK_ROUNDS`] rounds (each the packets queued when it began), so one call
+//! always returns even if two sockets answer each other for ever. What is left is due
+//! at once: [`Stack::poll_timeout`] gives the instant it was queued.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use crate::reassembly::Fragment;
+use crate::stack::Stack;
+use crate::stack::ipv4::{IpMeta, OutputError};
+use crate::stats::IfaceStats;
+use crate::time::Instant;
+
+/// IP MTU of the loopback interface: the largest buffer the packet pool recycles, so a
+/// looped segment costs no allocation (Linux's `lo` has 65536).
+pub const LOOPBACK_MTU: usize = 16 * 1024;
+
+/// Rounds of looped packets one [`Stack::poll_transmit`] call takes in at most.
+pub(crate) const LOOPBACK_ROUNDS: usize = 256;
+
+/// True for 127.0.0.0/8, the loopback network (RFC 1122 §3.2.1.3 (g): such an address
+/// "MUST NOT appear outside a host").
+pub fn is_loopback_addr(addr: Ipv4Addr) -> bool {
+    addr.octets()[0] == 127
+}
+
+/// The loopback interface's state: packets looped back and not yet taken in.
+#[derive(Debug, Default)]
+pub(crate) struct Loopback {
+    /// Whole IPv4 packets, oldest first. Invariant: at most `tx_queue_limit`.
+    queue: VecDeque<Vec<u8>>,
+    /// When the oldest packet in `queue` was looped (None when it is empty).
+    since: Option<Instant>,
+    /// Counters: a looped packet counts as sent and, when taken in, as received.
+    pub(crate) stats: IfaceStats,
+}
+
+impl Loopback {
+    /// True when no packet waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// When the oldest waiting packet was looped: it is due then.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.since
+    }
+}
+
+impl Stack {
+    /// The loopback interface's counters (also [`Stack::iface_stats`] of
+    /// [`IfaceId::LOOPBACK`](crate::IfaceId::LOOPBACK)).
+    pub fn loopback_stats(&self) -> &IfaceStats {
+        &self.loopback.stats
+    }
+
+    /// Put an IPv4 packet for one of our addresses on the loopback queue.
+    pub(crate) fn loop_back(&mut self, now: Instant, packet: Vec<u8>) -> Result<(), OutputError> {
+        if self.loopback.queue.len() >= self.config.tx_queue_limit {
+            self.stats.link.tx_queue_full += 1;
+            self.pool.give(packet);
+            return Err(OutputError::QueueFull);
+        }
+        self.loopback.stats.tx_frames += 1;
+        self.loopback.stats.tx_bytes += packet.len() as u64;
+        self.loopback.since.get_or_insert(now);
+        self.loopback.queue.push_back(packet);
+        Ok(())
+    }
+
+    /// Take in one round of looped packets (those queued now; what they cause waits for
+    /// the next round). False when none waited.
+    pub(crate) fn run_loopback(&mut self, now: Instant) -> bool {
+        let round = self.loopback.queue.len();
+        if round == 0 {
+            return false;
+        }
+        self.loopback.since = Some(now);
+        for _ in 0..round {
+            let Some(packet) = self.loopback.queue.pop_front() else {
+                break;
+            };
+            self.handle_looped(now, &packet);
+            self.pool.give(packet);
+        }
+        if self.loopback.queue.is_empty() {
+            self.loopback.since = None;
+        }
+        true
+    }
+
+    /// A looped IPv4 packet, taken in as if it had arrived: validated (its checksum was
+    /// never at risk and is not verified, as Linux's `lo` does), reassembled if a
+    /// fragment, and delivered.
+    fn handle_looped(&mut self, now: Instant, bytes: &[u8]) {
+        self.loopback.stats.rx_frames += 1;
+        self.loopback.stats.rx_bytes += bytes.len() as u64;
+        self.stats.ipv4.rx_packets += 1;
+        let Some(packet) = self.validate_ipv4(bytes, false) else {
+            return;
+        };
+        let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        if !self.is_local_addr(dst) {
+            self.stats.ipv4.rx_not_for_us += 1;
+            return;
+        }
+        let header = &bytes[..packet.header_len()];
+        let payload = &bytes[packet.header_len()..usize::from(packet.total_len())];
+        let meta = IpMeta {
+            src,
+            dst,
+            ttl: packet.ttl(),
+            broadcast: false,
+            header,
+            verify_checksum: false,
+        };
+        let protocol = packet.protocol();
+        if packet.more_frags() || packet.frag_offset() != 0 {
+            let fragment = Fragment {
+                src,
+                dst,
+                protocol: protocol.into(),
+                ident: packet.ident(),
+                offset: usize::from(packet.frag_offset()),
+                more_frags: packet.more_frags(),
+                header,
+                payload,
+            };
+            return self.reassemble(now, &meta, protocol, &fragment);
+        }
+        self.deliver(now, &meta, protocol, payload);
+    }
+}

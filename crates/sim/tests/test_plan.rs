@@ -1,0 +1,373 @@
+//! Seed 004's local test plan (Cerf, 1976, §4.2): the bandwidth tests a1-a6 with 1-,
+//! 90- and 972-byte letters and the counters of Tables I-III (`impnet_sim::test_plan`),
+//! the reliability tests b1-b3 and the sizes (c). The tables go in
+//! `scenarios/seeds/README.md` between generated markers; `the_readme_holds_the_tables`
+//! fails when the committed copy differs (`IMP_UPDATE_SEED_TABLES=1` rewrites it).
+//! The full two-hour transmission and the long wrap run are `#[ignore]`d; their
+//! figures are kept by hand in the README.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
+
+use std::cell::RefCell;
+use std::fmt::Write;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use impnet_core::tcp::TcpState;
+use impnet_core::{Duration, Instant, Secret, SegmentKind, Stack, StackConfig};
+use impnet_phy::LinkConfig;
+use impnet_sim::alloc_count::{self, CountingAlloc};
+use impnet_sim::bulk::{BulkConfig, BulkResult, run_bulk, run_bulk_beside};
+use impnet_sim::seed_tables;
+use impnet_sim::test_plan::{self, LETTERS, LetterRun, Test};
+use impnet_sim::{FrameKind, secret_for_seed};
+use impnet_wire::ipv4::Cidr;
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Letters per connection in a looped run.
+const LOOPED_LETTERS: u64 = 1000;
+const SEED: u64 = 1976;
+/// Open/close cycles of b3.
+const CYCLES: u64 = 300;
+const BEGIN: &str = "<!-- BEGIN generated: cargo test -p impnet-sim --test test_plan -->";
+
+fn bandwidth_runs() -> Vec<LetterRun> {
+    let mut runs = Vec::new();
+    for test in Test::ALL {
+        for letter in LETTERS {
+            let run = test_plan::run(test, letter, LOOPED_LETTERS, SEED).unwrap_or_else(|e| {
+                panic!(
+                    "{} with {letter}-byte letters (seed {SEED}): {e}",
+                    test.label()
+                )
+            });
+            runs.push(run);
+        }
+    }
+    runs
+}
+
+#[test]
+fn every_letter_comes_back_and_the_line_bounds_the_routed_runs() {
+    for run in bandwidth_runs() {
+        let name = format!("{} {}", run.test.label(), run.letter);
+        let c = &run.counters;
+        assert_eq!(c.storage_failures, 0, "{name}");
+        // Every connection opened (a self-connection sends SYN and SYN-ACK to itself).
+        assert!(c.sent.segments(SegmentKind::Syn) >= 2 * run.test.connections() as u64);
+        assert_eq!(c.sent.segments(SegmentKind::Rst), 0, "{name}: no reset");
+        if run.test.routed() {
+            let rate = run.letters_per_s().expect("routed runs take time");
+            let bound = run.bound_per_s().expect("a line");
+            assert!(
+                rate > 0.25 * bound && rate <= bound,
+                "{name}: {rate} of {bound}"
+            );
+        } else {
+            // Looped: exactly the letters asked for, every byte checked, nothing lost.
+            assert_eq!(run.letters, LOOPED_LETTERS * run.test.connections() as u64);
+            assert_eq!((c.retransmissions, c.out_of_order, c.duplicates), (0, 0, 0));
+            assert!(
+                run.seconds < 0.001,
+                "{name}: no virtual time: {}",
+                run.seconds
+            );
+        }
+    }
+}
+
+/// The looped runs take no virtual time; this prints what they take on this machine
+/// (a measurement, asserted on nothing but the letters).
+#[test]
+#[ignore = "wall-clock measurement; run by hand in release, figures in scenarios/seeds/README.md"]
+fn looped_letters_per_wall_second() {
+    for test in [Test::SelfConnection, Test::Loopback, Test::TwoLoopback] {
+        for letter in LETTERS {
+            let letters = 100_000;
+            let start = std::time::Instant::now();
+            let run = test_plan::run(test, letter, letters, SEED).unwrap_or_else(|e| panic!("{e}"));
+            let wall = start.elapsed().as_secs_f64();
+            assert_eq!(run.letters, letters * test.connections() as u64);
+            println!(
+                "{} {letter:>3} bytes: {} letters in {wall:.3} s wall, {:.0} letters/s",
+                test.label(),
+                run.letters,
+                run.letters as f64 / wall
+            );
+        }
+    }
+}
+
+/// b1's transfer: through the network to a sink, every byte checked.
+fn transmission(seconds: u64) -> BulkResult {
+    let link = LinkConfig::default()
+        .with_rate_bps(1_000_000)
+        .with_delay(Duration::from_millis(20))
+        .with_loss(0.001);
+    let bytes = 1_000_000 / 8 * seconds * 95 / 100;
+    let mut config = BulkConfig::new(bytes, link, SEED);
+    config.time_limit = Duration::from_secs(seconds * 2);
+    run_bulk(&config).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn b1_row(seconds: u64, r: &BulkResult) -> String {
+    format!(
+        "| b1: transmit {} min to a sink (1 Mbit/s, 40 ms RTT, 0.1% loss) | {} bytes in {:.0} s, {:.0} kbit/s, {} retransmitted segments, stream {} |\n",
+        seconds / 60,
+        r.bytes,
+        r.seconds,
+        r.goodput_bps / 1e3,
+        r.retransmits,
+        if r.hash_ok { "intact" } else { "CORRUPTED" }
+    )
+}
+
+#[test]
+fn b1_a_long_transmission_arrives_intact() {
+    let r = transmission(120);
+    assert!(r.hash_ok, "every byte arrives in order");
+    assert!(r.retransmits > 0, "the losses were repaired");
+    assert!(r.capacity_pct > 80.0, "{r:?}");
+}
+
+/// The full two hours (`cargo test --release -p impnet-sim --test test_plan -- --ignored`).
+#[test]
+#[ignore = "two hours of virtual time; run by hand, figures in scenarios/seeds/README.md"]
+fn b1_two_hours() {
+    let r = transmission(7200);
+    println!("{}", b1_row(7200, &r));
+    assert!(r.hash_ok && r.capacity_pct > 80.0, "{r:?}");
+}
+
+/// What b2 saw: wraps of the sender's sequence numbers, the old segment PAWS refused.
+#[derive(Debug, Default)]
+struct Wraps {
+    /// The last data sequence number sent, and its unwrapped value.
+    last: Option<(u32, u64)>,
+    wraps: u64,
+    /// End of the data sent, unwrapped.
+    sent_end: u64,
+    /// The first data sequence number, unwrapped (its own value).
+    start: Option<u64>,
+    /// A data frame sent after the first MiB, and its unwrapped sequence number.
+    old: Option<(Vec<u8>, u64)>,
+}
+
+/// The sender's data segments (side 0 of the link): sequence number and length.
+fn data_segment(frame: &[u8]) -> Option<(u32, usize)> {
+    let ip = frame.get(14..)?;
+    let ihl = usize::from(ip.first()? & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
+    let tcp = ip.get(ihl..total)?;
+    let doff = usize::from(tcp.get(12)? >> 4) * 4;
+    let seq = u32::from_be_bytes(tcp.get(4..8)?.try_into().ok()?);
+    let len = tcp.len().checked_sub(doff)?;
+    (len > 0).then_some((seq, len))
+}
+
+/// b2: `bytes` at a high rate with timestamps; an old segment from the first cycle is
+/// sent again when its sequence number is back in the window. The wraps, PAWS drops.
+fn wraps(bytes: u64) -> (BulkResult, u64, u64) {
+    let link = LinkConfig::default()
+        .with_rate_bps(40_000_000_000)
+        .with_delay(Duration::from_micros(50))
+        .with_mtu(65535);
+    let mut config = BulkConfig::new(bytes, link, SEED);
+    config.record = 256 * 1024;
+    config.time_limit = Duration::from_secs(600);
+    let seen = Rc::new(RefCell::new(Wraps::default()));
+    let (mut injected, mut paws, mut observing) = (false, 0, false);
+    let result = run_bulk_beside(&config, |sim, transfer| {
+        if !observing {
+            observing = true;
+            let seen = Rc::clone(&seen);
+            sim.set_observer(Some(Box::new(move |event| {
+                if event.kind != FrameKind::Sent || event.from_side != 0 {
+                    return;
+                }
+                let Some((seq, len)) = data_segment(event.frame) else {
+                    return;
+                };
+                let mut w = seen.borrow_mut();
+                let unwrapped = match w.last {
+                    None => u64::from(seq),
+                    Some((last, at)) => {
+                        if seq < last && seq.wrapping_sub(last) < 1 << 31 {
+                            w.wraps += 1;
+                        }
+                        at.wrapping_add_signed(i64::from(seq.wrapping_sub(last) as i32))
+                    }
+                };
+                w.last = Some((seq, unwrapped));
+                w.sent_end = w.sent_end.max(unwrapped + len as u64);
+                let start = *w.start.get_or_insert(unwrapped);
+                if w.old.is_none() && unwrapped >= start + (1 << 20) {
+                    w.old = Some((event.frame.to_vec(), unwrapped));
+                }
+            })));
+        }
+        paws = sim.host(transfer.receiver).tcp_stats().paws_drops;
+        let w = seen.borrow();
+        if let Some((frame, at)) = &w.old
+            && !injected
+        {
+            // Once the data sent reaches 100 kB short of the old segment's number one
+            // cycle later, the old segment's sequence number is in the window again.
+            let again = at + (1 << 32);
+            if w.sent_end + 100_000 >= again && w.sent_end < again {
+                injected = true;
+                let frame = frame.clone();
+                drop(w);
+                sim.inject(transfer.link, 0, &frame);
+            }
+        }
+        None
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(injected, "the old segment went back on the wire");
+    let wraps = seen.borrow().wraps;
+    (result, wraps, paws)
+}
+
+#[test]
+fn b2_sequence_numbers_wrap_and_paws_refuses_an_old_segment() {
+    // The old segment is taken after 1 MiB; one cycle later it is in the window again.
+    let (r, wraps, paws) = wraps((1 << 32) + (4 << 20));
+    assert!(r.hash_ok, "no byte corrupted");
+    assert!(wraps >= 1, "the sequence numbers wrapped");
+    assert!(paws >= 1, "PAWS refused the old segment");
+}
+
+#[test]
+#[ignore = "17 GB; run by hand, figures in scenarios/seeds/README.md"]
+fn b2_several_wraps() {
+    let (r, wraps, paws) = wraps(4 << 32);
+    println!(
+        "{} bytes in {:.2} s virtual: {wraps} wraps, {paws} PAWS drops, stream ok {}",
+        r.bytes, r.seconds, r.hash_ok
+    );
+    assert!(r.hash_ok && wraps >= 3 && paws >= 1);
+}
+
+#[test]
+fn b3_open_and_close_hundreds_of_times() {
+    for test in [Test::Loopback, Test::Router] {
+        let r = test_plan::open_close(test, CYCLES, SEED).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.cycles, CYCLES);
+        if test.routed() {
+            // At least a round trip each: four 5 ms hops there and back.
+            let rtt = Duration::from_millis(20);
+            assert!(r.open_mean >= rtt && r.close_mean >= rtt, "{r:?}");
+        } else {
+            assert_eq!(
+                (r.open_mean, r.close_mean),
+                (Duration::ZERO, Duration::ZERO)
+            );
+        }
+    }
+}
+
+fn b3_rows() -> String {
+    let mut out = String::new();
+    for test in [Test::Loopback, Test::Router] {
+        let r = test_plan::open_close(test, CYCLES, SEED).unwrap_or_else(|e| panic!("{e}"));
+        let _ = writeln!(
+            out,
+            "| b3: open and close {} times, {} | mean open {:.2} ms, mean close {:.2} ms (virtual) |",
+            r.cycles,
+            test.path().trim_start_matches("to itself, "),
+            r.open_mean.as_secs_f64() * 1e3,
+            r.close_mean.as_secs_f64() * 1e3
+        );
+    }
+    out
+}
+
+/// Memory a stack holds for `pairs` idle established connections over 127.0.0.1 (two
+/// ends each), per connection end: the counting allocator before and after.
+fn bytes_per_connection(pairs: u16) -> (usize, usize) {
+    let now = Instant::ZERO;
+    let secret: Secret = secret_for_seed(SEED);
+    let base = alloc_count::live_bytes();
+    let mut stack = Stack::new(StackConfig::default(), secret);
+    let mut config =
+        impnet_core::IfaceConfig::new(impnet_wire::ethernet::Address([2, 0, 0, 0, 0, 1]), 1500);
+    config
+        .addrs
+        .push(Cidr::new(Ipv4Addr::new(10, 0, 0, 1), 24).unwrap());
+    stack.add_interface(config);
+    let mut buf = vec![0u8; 1514];
+    let local = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 80);
+    let listener = stack.tcp_listen(local, usize::from(pairs)).unwrap();
+    let drain = |stack: &mut Stack, buf: &mut [u8]| {
+        while stack.poll_transmit(now, buf).is_some() {}
+        while stack.poll_event().is_some() {}
+    };
+    drain(&mut stack, &mut buf);
+    let empty = alloc_count::live_bytes() - base;
+    let mut conns = Vec::new();
+    for _ in 0..pairs {
+        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
+        conns.push(stack.tcp_connect(now, any, local).unwrap());
+        drain(&mut stack, &mut buf);
+        conns.push(stack.tcp_accept(listener).unwrap());
+    }
+    for c in &conns {
+        assert_eq!(stack.tcp_info(*c).unwrap().state, TcpState::Established);
+    }
+    let held = alloc_count::live_bytes() - base;
+    drop(buf);
+    let per_end = (held - empty).unsigned_abs() / conns.len();
+    (per_end, empty.unsigned_abs())
+}
+
+fn sizes_row() -> String {
+    let (per_end, empty) = bytes_per_connection(100);
+    // The packet-buffer pool: what a stack keeps for reuse after the a1 run's traffic.
+    format!(
+        "| c: memory (counting allocator) | an empty stack with one interface {empty} B; an idle established connection end {per_end} B (200 ends over 127.0.0.1); packet-buffer pool at most `pool_buffers` (128) x 16 KiB |\n"
+    )
+}
+
+#[test]
+fn c_an_idle_connection_costs_a_few_kib() {
+    let (per_end, _) = bytes_per_connection(100);
+    assert!(
+        per_end > 200 && per_end < 8 * 1024,
+        "{per_end} bytes per connection end"
+    );
+}
+
+fn readme_block() -> String {
+    let runs = bandwidth_runs();
+    let mut out = test_plan::markdown(&runs);
+    out.push_str("\nReliability (b) and sizes (c), CI forms:\n\n| test | imp |\n|---|---|\n");
+    out.push_str(&b1_row(120, &transmission(120)));
+    out.push_str(&b3_rows());
+    out.push_str(&sizes_row());
+    out
+}
+
+#[test]
+fn the_readme_holds_the_tables() {
+    let tables = readme_block();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds/README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let committed = seed_tables::committed_block(&readme, BEGIN);
+    if committed == Some(tables.as_str()) {
+        return;
+    }
+    if std::env::var_os("IMP_UPDATE_SEED_TABLES").is_some() {
+        let updated = seed_tables::replace_block(&readme, BEGIN, &tables)
+            .unwrap_or_else(|| panic!("scenarios/seeds/README.md has no `{BEGIN}` block"));
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    panic!(
+        "scenarios/seeds/README.md: the test-plan tables differ from the runs.\n--- committed:\n{}--- now:\n{tables}---\n\
+         Regenerate with `IMP_UPDATE_SEED_TABLES=1 cargo test -p impnet-sim --test test_plan readme`.",
+        committed.unwrap_or("(no block)\n")
+    );
+}
