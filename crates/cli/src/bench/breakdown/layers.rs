@@ -183,13 +183,18 @@ pub fn classify(file: &str, function: &str) -> Layer {
     if is_copy(function) {
         return Layer::Copies;
     }
-    let from_file = file_module(file).and_then(|m| module_rule(&m));
-    let rule = from_file.or_else(|| module_rule(function_module(function)));
-    match rule {
-        Some(Some(layer)) => layer,
-        Some(None) => by_function(function).unwrap_or(Layer::Other),
-        None => Layer::Other,
-    }
+    let rule = match file_module(file).and_then(|m| module_rule(&m)) {
+        Some(rule) => rule,
+        // Library code (`core`, `alloc`) inlined into one of ours belongs where the
+        // function it ran in does: the stack's entry points by name, others by module.
+        None => match module_rule(function_module(function)) {
+            Some(_) if by_function(function).is_some() => None,
+            Some(rule) => rule,
+            None => return Layer::Other,
+        },
+    };
+    rule.or_else(|| by_function(function))
+        .unwrap_or(Layer::Other)
 }
 
 #[cfg(test)]
@@ -260,6 +265,15 @@ mod tests {
                 "impnet_core::tcp::table::Tcp::handle_segment_with_ecn"
             ),
             Layer::Timers
+        );
+        // Library code inlined into an entry point goes with it.
+        assert_eq!(
+            classify(std_file, "impnet_core::stack::Stack::poll_transmit_tcp_frames"),
+            Layer::TcpOutput
+        );
+        assert_eq!(
+            classify(stack, "impnet_core::stack::Stack::poll_transmit_tcp_frames"),
+            Layer::Ethernet
         );
         assert_eq!(
             classify(std_file, "impnet_cli::bench::workload::Stream::write"),
