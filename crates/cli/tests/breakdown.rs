@@ -52,13 +52,19 @@ fn breakdown_shares_are_sane() {
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = report["breakdown"].as_array().unwrap();
-    let names: Vec<&str> = rows.iter().map(|r| r["workload"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["W1a", "W2"]);
     for row in rows {
         let layers = row["layers"].as_array().unwrap();
         let sum: f64 = layers.iter().map(|s| s["percent"].as_f64().unwrap()).sum();
         assert!((sum - 100.0).abs() < 1e-6, "shares add up to {sum}: {row}");
-        let counted: u64 = layers.iter().map(|s| s["instructions"].as_u64().unwrap()).sum();
+        let counted: u64 = layers
+            .iter()
+            .map(|s| s["instructions"].as_u64().unwrap())
+            .sum();
         assert_eq!(Some(counted), row["instructions"].as_u64(), "{row}");
         assert!(counted > 0, "{row}");
         assert!(row["payload_bytes"].as_u64().unwrap() > 0, "{row}");
@@ -76,7 +82,10 @@ fn breakdown_shares_are_sane() {
     assert!(share(w1a, "copies (memcpy/memmove)") > 0.0, "{w1a}");
     let rates = &report["rates"];
     for key in ["memcpy_gbit_s", "checksum_gbit_s", "w1a_gbit_s"] {
-        assert!(rates[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {rates}");
+        assert!(
+            rates[key].as_f64().is_some_and(|v| v > 0.0),
+            "{key}: {rates}"
+        );
     }
     let seed = report["seed_000"].as_array().unwrap();
     let seed_sum: f64 = seed.iter().map(|s| s["percent"].as_f64().unwrap()).sum();

@@ -273,7 +273,10 @@ fn copied_bytes(text: &str) -> Result<u64, String> {
     let frames = json["ftbl"].as_array().ok_or_else(|| bad("no ftbl"))?;
     let measured: Vec<bool> = frames
         .iter()
-        .map(|f| f.as_str().is_some_and(|s| s.contains("breakdown::measured_")))
+        .map(|f| {
+            f.as_str()
+                .is_some_and(|s| s.contains("breakdown::measured_"))
+        })
         .collect();
     let pps = json["pps"].as_array().ok_or_else(|| bad("no pps"))?;
     let mut total = 0;
@@ -475,7 +478,10 @@ fn print(breakdowns: &[Breakdown], rates: &Rates) {
         100.0 * rates.w1a_of_checksum
     );
     for b in breakdowns {
-        println!("{}: the hottest functions (own instructions, by source file)", b.workload);
+        println!(
+            "{}: the hottest functions (own instructions, by source file)",
+            b.workload
+        );
         for h in b.hottest.iter().take(8) {
             println!(
                 "  {:>5.1}%  {:<24} {}  [{}]",
@@ -496,7 +502,9 @@ fn print_totals(breakdowns: &[Breakdown]) {
         }
         println!();
     };
-    row("instructions (measured)", &|b| format!("{:.3e}", b.instructions as f64));
+    row("instructions (measured)", &|b| {
+        format!("{:.3e}", b.instructions as f64)
+    });
     row("payload bytes", &|b| b.payload_bytes.to_string());
     row("instructions/payload byte", &|b| {
         format!("{:.2}", b.instructions_per_payload_byte)

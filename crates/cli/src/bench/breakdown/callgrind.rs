@@ -150,7 +150,10 @@ pub fn parse(text: &str) -> Result<Profile, String> {
             instructions,
         })
         .collect();
-    costs.sort_by(|a, b| b.instructions.cmp(&a.instructions));
+    // Largest first; ties in a fixed order, so the report is the same every run.
+    costs.sort_by(|a, b| {
+        (b.instructions, &a.function, &a.file).cmp(&(a.instructions, &b.function, &b.file))
+    });
     Ok(Profile { costs, total })
 }
 
@@ -197,8 +200,14 @@ calls=1 0
                 .find(|c| c.file.ends_with(file) && c.function == function)
                 .map(|c| c.instructions)
         };
-        assert_eq!(get("output.rs", "impnet_core::tcp::output::write"), Some(175));
-        assert_eq!(get("checksum.rs", "impnet_core::tcp::output::write"), Some(300));
+        assert_eq!(
+            get("output.rs", "impnet_core::tcp::output::write"),
+            Some(175)
+        );
+        assert_eq!(
+            get("checksum.rs", "impnet_core::tcp::output::write"),
+            Some(300)
+        );
         assert_eq!(get("checksum.rs", "impnet_wire::checksum::data"), Some(500));
         assert_eq!(p.sum(), 975);
         assert_eq!(p.total, Some(1000));

@@ -216,7 +216,10 @@ mod tests {
             f("/w/crates/core/src/tcp/cc/mod.rs").as_deref(),
             Some("impnet_core::tcp::cc")
         );
-        assert_eq!(f("/w/crates/core/src/lib.rs").as_deref(), Some("impnet_core"));
+        assert_eq!(
+            f("/w/crates/core/src/lib.rs").as_deref(),
+            Some("impnet_core")
+        );
         assert_eq!(f("/rustc/abc/library/core/src/slice/mod.rs"), None);
         assert_eq!(f("???"), None);
     }
@@ -252,7 +255,10 @@ mod tests {
             Layer::TcpOutput
         );
         assert_eq!(
-            classify(table, "impnet_core::tcp::table::Tcp::handle_segment_with_ecn"),
+            classify(
+                table,
+                "impnet_core::tcp::table::Tcp::handle_segment_with_ecn"
+            ),
             Layer::TcpInput
         );
         assert_eq!(
@@ -268,7 +274,10 @@ mod tests {
         );
         // Library code inlined into an entry point goes with it.
         assert_eq!(
-            classify(std_file, "impnet_core::stack::Stack::poll_transmit_tcp_frames"),
+            classify(
+                std_file,
+                "impnet_core::stack::Stack::poll_transmit_tcp_frames"
+            ),
             Layer::TcpOutput
         );
         assert_eq!(
