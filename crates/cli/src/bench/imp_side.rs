@@ -34,7 +34,7 @@ pub(crate) struct Pair {
     clock_source: Clock,
 }
 
-/// Where a [`Pair`]'s time comes from.
+/// Where the time of a pair of stacks comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clock {
     /// The wall clock, read once per `pump` (the timed workloads).
