@@ -30,10 +30,27 @@ pub(crate) struct Pair {
     clock: Instant,
     /// Frames moved so far.
     pub frames: u64,
+    /// How `pump` reads the time.
+    clock_source: Clock,
+}
+
+/// Where the time of a pair of stacks comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// The wall clock, read once per `pump` (the timed workloads).
+    Wall,
+    /// A virtual clock that moves on by this many nanoseconds per `pump`, so a run does
+    /// exactly the same work every time (`imp bench --breakdown` counts instructions).
+    Virtual(u64),
 }
 
 impl Pair {
     pub fn new(mtu: usize, offload: bool, tcp: TcpConfig) -> Pair {
+        Pair::with_clock(mtu, offload, tcp, Clock::Wall)
+    }
+
+    /// [`Pair::new`] with the time taken from `clock`.
+    pub fn with_clock(mtu: usize, offload: bool, tcp: TcpConfig, clock: Clock) -> Pair {
         let offloads = if offload {
             Offloads::CHECKSUM
         } else {
@@ -67,6 +84,7 @@ impl Pair {
             epoch: StdInstant::now(),
             clock: Instant::ZERO,
             frames: 0,
+            clock_source: clock,
         };
         // The gratuitous ARPs go first, so both neighbour caches are warm.
         pair.pump();
@@ -81,7 +99,10 @@ impl Pair {
     /// Move frames both ways until both stacks are quiet; fire due timers; drop events
     /// (the loops poll the sockets themselves).
     pub fn pump(&mut self) {
-        let now = Instant::from_nanos(self.epoch.elapsed().as_nanos() as u64);
+        let now = match self.clock_source {
+            Clock::Wall => Instant::from_nanos(self.epoch.elapsed().as_nanos() as u64),
+            Clock::Virtual(step) => Instant::from_nanos(self.clock.as_nanos() + step),
+        };
         self.clock = now;
         for stack in [&mut self.a, &mut self.b] {
             if stack.poll_timeout().is_some_and(|t| t <= now) {
@@ -132,9 +153,10 @@ pub struct Bulk {
     stream: Stream,
 }
 
-impl workload::Bulk for Bulk {
-    fn open(mtu: usize, offload: bool) -> Bulk {
-        let mut pair = Pair::new(mtu, offload, bulk_config());
+impl Bulk {
+    /// [`workload::Bulk::open`] on a pair whose time comes from `clock`.
+    pub fn open_with(mtu: usize, offload: bool, clock: Clock) -> Bulk {
+        let mut pair = Pair::with_clock(mtu, offload, bulk_config(), clock);
         let listener = pair
             .b
             .tcp_listen(SocketAddrV4::new(B, PORT), 8)
@@ -146,6 +168,12 @@ impl workload::Bulk for Bulk {
             server,
             stream: Stream::new(),
         }
+    }
+}
+
+impl workload::Bulk for Bulk {
+    fn open(mtu: usize, offload: bool) -> Bulk {
+        Bulk::open_with(mtu, offload, Clock::Wall)
     }
 
     fn step(&mut self, limit: u64) -> u64 {
@@ -221,9 +249,10 @@ pub struct PingPong {
     server: TcpHandle,
 }
 
-impl workload::PingPong for PingPong {
-    fn open() -> PingPong {
-        let mut pair = Pair::new(1500, false, small_config());
+impl PingPong {
+    /// [`workload::PingPong::open`] on a pair whose time comes from `clock`.
+    pub fn open_with(clock: Clock) -> PingPong {
+        let mut pair = Pair::with_clock(1500, false, small_config(), clock);
         let listener = pair
             .b
             .tcp_listen(SocketAddrV4::new(B, PORT), 8)
@@ -234,6 +263,12 @@ impl workload::PingPong for PingPong {
             client,
             server,
         }
+    }
+}
+
+impl workload::PingPong for PingPong {
+    fn open() -> PingPong {
+        PingPong::open_with(Clock::Wall)
     }
 
     fn round_trip(&mut self) {

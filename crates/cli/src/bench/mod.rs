@@ -40,6 +40,7 @@
 //! benches (`benches/workloads.rs`) time step by step.
 
 pub mod alloc;
+mod breakdown;
 pub mod imp_side;
 mod linux;
 pub mod smol;
@@ -90,6 +91,18 @@ pub struct BenchArgs {
     /// Tiny sizes for tests of the output shape (also IMP_BENCH_TINY=1).
     #[arg(long, hide = true)]
     tiny: bool,
+    /// Instead of the workloads: where imp's instructions go in W1a and W2, by layer
+    /// (callgrind), beside seed 000's 1981 table; bytes copied per payload byte (DHAT);
+    /// this machine's memcpy and checksum rates and imp's W1a against them. Needs
+    /// valgrind.
+    #[arg(long, conflicts_with_all = ["only", "impls"])]
+    breakdown: bool,
+    /// The measured child of --breakdown (run under valgrind): W1a or W2.
+    #[arg(long, hide = true)]
+    breakdown_child: Option<String>,
+    /// The child's amount of work: W1a payload bytes, W2 round trips.
+    #[arg(long, hide = true, default_value_t = 1 << 20)]
+    breakdown_amount: u64,
 }
 
 /// How much work each workload does.
@@ -329,6 +342,12 @@ pub fn validate(args: &BenchArgs) -> Result<(), String> {
     if args.repeat == Some(0) {
         return Err("--repeat 0: run every workload at least once".into());
     }
+    if let Some(child) = &args.breakdown_child {
+        breakdown::Workload::parse(child)?;
+    }
+    if args.breakdown_amount == 0 {
+        return Err("--breakdown-amount 0: give some work to measure".into());
+    }
     if let Some(f) = args.scale
         && !(f.is_finite() && f > 0.0 && f <= 1000.0)
     {
@@ -344,6 +363,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     validate(args)?;
     BARE.store(args.bare, Ordering::Relaxed);
     let sizes = Sizes::for_args(args);
+    if let Some(child) = &args.breakdown_child {
+        return breakdown::child(breakdown::Workload::parse(child)?, args.breakdown_amount);
+    }
+    if args.breakdown {
+        return breakdown::run(&sizes, args.json);
+    }
     let is_w8 = |o: &String| o.eq_ignore_ascii_case("W8");
     let want_w8 = args.only.iter().any(is_w8);
     let report = if want_w8 && args.only.iter().all(is_w8) {

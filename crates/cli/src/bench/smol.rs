@@ -1,4 +1,4 @@
-//! The same workloads on smoltcp 0.12, driven the fair way: two `Interface`s with their
+//! The same workloads on smoltcp 0.14, driven the fair way: two `Interface`s with their
 //! `SocketSet`s in one thread, a `Device` over frame buffers that are allocated once
 //! and reused, `poll` until both sides are quiet.
 
@@ -110,10 +110,10 @@ fn tsval() -> u32 {
     CLOCK_MS.load(Ordering::Relaxed)
 }
 
-/// Timestamps on small-message sockets: as on imp and Linux (smoltcp also offers
+/// Timestamps on every socket: as on imp and Linux (smoltcp also offers
 /// SACK-permitted and sends SACK blocks by itself); off with `--bare`, smoltcp's
 /// default.
-fn small_timestamps() -> bool {
+fn timestamps() -> bool {
     !super::bare()
 }
 
@@ -255,11 +255,10 @@ pub struct Bulk {
 
 impl workload::Bulk for Bulk {
     fn open(mtu: usize, offload: bool) -> Bulk {
-        // Without timestamps: smoltcp 0.12 does not count the option in its segment
-        // size, so full segments would exceed the MTU (fixed upstream after 0.12,
-        // smoltcp-rs/smoltcp#1161). imp sends them (as Linux does): the row favours
-        // smoltcp by 12 header bytes a segment and the option's processing.
-        let mut pair = Pair::new(mtu, offload, false);
+        // Timestamps as on imp (off with `--bare`): since 0.14 smoltcp counts the
+        // option in its segment size (smoltcp-rs/smoltcp#1161), so full segments fit
+        // the MTU; 0.12 overran it and ran this row without them.
+        let mut pair = Pair::new(mtu, offload, timestamps());
         let server = pair.socket(1, BULK_BUFFER, false);
         pair.tcp(1, server).listen(PORT).expect("listen");
         let client = pair.socket(0, BULK_BUFFER, false);
@@ -298,7 +297,7 @@ pub struct PingPong {
 
 impl workload::PingPong for PingPong {
     fn open() -> PingPong {
-        let mut pair = Pair::new(1500, false, small_timestamps());
+        let mut pair = Pair::new(1500, false, timestamps());
         let server = pair.socket(1, 64 * 1024, true);
         pair.tcp(1, server).listen(PORT).expect("listen");
         let client = pair.socket(0, 64 * 1024, true);
@@ -348,7 +347,7 @@ pub struct Churn {
 
 impl workload::Churn for Churn {
     fn open() -> Churn {
-        let mut pair = Pair::new(1500, false, small_timestamps());
+        let mut pair = Pair::new(1500, false, timestamps());
         let client = pair.socket(0, 4096, true);
         Churn {
             pair,

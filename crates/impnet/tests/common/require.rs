@@ -1,7 +1,8 @@
 //! What a test does when it cannot run here (not root, a tool missing): it skips, saying
 //! why, unless `IMP_REQUIRE_ROOT` is set. CI sets it (and runs as root with every tool
 //! installed, see `.ci/run`), so there a skip is a failure and a green run means every
-//! test ran. `IMP_REQUIRE_TSHARK` alone requires tshark, as before.
+//! test ran. `IMP_REQUIRE_TSHARK` alone requires tshark, as before, and
+//! `IMP_REQUIRE_VALGRIND` valgrind (`imp bench --breakdown`).
 //!
 //! Dependency-free apart from libc, so every test crate can include it with `#[path]`.
 #![allow(dead_code)]
@@ -16,6 +17,11 @@ pub fn required() -> bool {
 /// Whether tshark's checks must run (`IMP_REQUIRE_TSHARK` or `IMP_REQUIRE_ROOT`).
 pub fn tshark_required() -> bool {
     required() || std::env::var_os("IMP_REQUIRE_TSHARK").is_some()
+}
+
+/// Whether valgrind must be there (`IMP_REQUIRE_VALGRIND`).
+pub fn valgrind_required() -> bool {
+    std::env::var_os("IMP_REQUIRE_VALGRIND").is_some()
 }
 
 /// The test cannot run because of `why`: panics under `IMP_REQUIRE_ROOT`, otherwise
