@@ -883,6 +883,6 @@ fn saturate_u64(v: u128) -> u64 {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_qdisc;
-#[cfg(test)]
 mod tests_gcra;
+#[cfg(test)]
+mod tests_qdisc;

@@ -115,6 +115,12 @@ pub struct DirectionReport {
     pub corrupted: u64,
     /// Bytes delivered.
     pub bytes_delivered: u64,
+    /// Frames the policer dropped (`police` in the file).
+    pub police_drops: u64,
+    /// Frames the policer passed marked.
+    pub police_marked: u64,
+    /// Frames the shaper made wait (`shape` in the file).
+    pub shaped: u64,
 }
 
 /// One host's TCP counters.
@@ -136,6 +142,9 @@ pub struct HostReport {
     pub ecn_ce_received: u64,
     /// Congestion-window reductions for an ECN-Echo (at most one per window).
     pub ecn_cuts: u64,
+    /// Connections that started from an earlier connection's window and RTT to the
+    /// same host (`share_control_blocks`, RFC 9040).
+    pub shared_blocks_used: u64,
 }
 
 /// RTT statistics over samples.
@@ -470,6 +479,7 @@ fn host_reports(scenario: &Scenario, sim: &Sim, hosts: &[HostId]) -> Vec<HostRep
                 delayed_acks: s.delayed_acks,
                 ecn_ce_received: s.ecn_ce_received,
                 ecn_cuts: s.ecn_cuts,
+                shared_blocks_used: s.shared_blocks_used,
             }
         })
         .collect()
@@ -502,6 +512,9 @@ fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkRep
                         reordered: s.reordered,
                         corrupted: s.corrupted,
                         bytes_delivered: s.bytes_delivered,
+                        police_drops: s.dropped_police,
+                        police_marked: s.police_marked,
+                        shaped: s.shaped,
                     }
                 })
                 .collect(),

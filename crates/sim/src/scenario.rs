@@ -14,7 +14,7 @@ use impnet_core::qdisc::{Limit, QdiscConfig};
 use impnet_core::tcp::cc::CcAlgorithm;
 use impnet_core::tcp::{EcnMode, TcpConfig};
 use impnet_phy::LinkConfig;
-use impnet_phy::link::GilbertElliott;
+use impnet_phy::link::{GcraConfig, GilbertElliott, PoliceAction, Policer};
 use impnet_wire::ipv4::Cidr;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
@@ -459,6 +459,7 @@ struct RawTcp {
     initial_rto: Option<Dur>,
     min_rto: Option<Dur>,
     max_rto: Option<Dur>,
+    share_control_blocks: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -478,6 +479,8 @@ struct RawLink {
     queue: Option<Bytes>,
     loss: Option<Prob>,
     burst_loss: Option<RawBurst>,
+    shape: Option<Spanned<RawContract>>,
+    police: Option<Spanned<RawContract>>,
     reorder: Option<Prob>,
     reorder_delay: Option<Dur>,
     duplicate: Option<Prob>,
@@ -493,6 +496,16 @@ struct RawBurst {
     bad_to_good: Prob,
     loss_good: Option<Prob>,
     loss_bad: Option<Prob>,
+}
+
+/// A `shape` or `police` table: a GCRA traffic contract (`action` only for `police`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContract {
+    peak: Rate,
+    sustained: Rate,
+    burst: Bytes,
+    action: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -903,6 +916,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     if let Some(v) = raw.max_rto {
         tcp.max_rto = v.0;
     }
+    if let Some(v) = raw.share_control_blocks {
+        tcp.share_control_blocks = v;
+    }
     Ok(tcp)
 }
 
@@ -1033,9 +1049,14 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
             loss_good: p(b.loss_good),
             loss_bad: b.loss_bad.map_or(1.0, |p| p.0),
         }),
+        shape: None,
+        police: None,
     };
     let config = LinkConfig {
         qdisc: qdisc(ctx, spanned, &config)?,
+        shape: contract(ctx, link.shape.as_ref(), "shape")?.map(|(c, _)| c),
+        police: contract(ctx, link.police.as_ref(), "police")?
+            .map(|(contract, action)| Policer { contract, action }),
         ..config
     };
     config.validate().map_err(|e| {
@@ -1048,6 +1069,48 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
         ctx.field_error(spanned.span(), key, e.to_string())
     })?;
     Ok(config)
+}
+
+/// A link's `shape` or `police` table: the contract, and (for `police`) its action.
+fn contract(
+    ctx: &Ctx<'_>,
+    raw: Option<&Spanned<RawContract>>,
+    key: &str,
+) -> Result<Option<(GcraConfig, PoliceAction)>, ScenarioError> {
+    let Some(spanned) = raw else {
+        return Ok(None);
+    };
+    let raw = spanned.get_ref();
+    let action = match &raw.action {
+        None => PoliceAction::Drop,
+        Some(a) if key == "shape" => {
+            return Err(ctx.error(
+                a.span(),
+                "shape.action",
+                "a shaper holds frames, it has no action; `action` belongs to `police`",
+            ));
+        }
+        Some(a) => match a.get_ref().as_str() {
+            "drop" => PoliceAction::Drop,
+            "mark" => PoliceAction::Mark,
+            other => {
+                return Err(ctx.error(
+                    a.span(),
+                    "police.action",
+                    format!("unknown action `{other}`; give \"drop\" or \"mark\""),
+                ));
+            }
+        },
+    };
+    let config = GcraConfig {
+        peak_bps: raw.peak.0,
+        sustained_bps: raw.sustained.0,
+        burst_bytes: raw.burst.0,
+    };
+    config
+        .validate()
+        .map_err(|e| ctx.error(spanned.span(), key, e.to_string()))?;
+    Ok(Some((config, action)))
 }
 
 /// A link's `qdisc`, `target` and `interval`: the queue discipline holding the frames

@@ -19,8 +19,12 @@
 //! `LCT` becomes `t`. A non-conforming frame leaves the state unchanged, as ATM's UPC
 //! leaves it for a discarded or tagged cell.
 //!
-//! Times are integers: each bucket counts in units of `1 / (sustained * peak)`
-//! nanoseconds, in which every increment and tolerance is exact.
+//! Times are integers: each bucket counts in units of `1 / peak` (peak) or `1 / (sustained
+//! * peak)` (sustained) nanoseconds, in which every increment and tolerance is exact.
+//! Instants are whole nanoseconds, so each GCRA tolerates just under one nanosecond
+//! more than its limit (a CDVT of the clock's resolution): frames back to back at
+//! exactly the peak rate, each start rounded to the nanosecond, conform, and
+//! [`Gcra::earliest`] rounds down to the nanosecond.
 
 use std::fmt;
 
@@ -119,7 +123,8 @@ impl Bucket {
     /// The content left at `now` (never below zero).
     fn content_at(&self, now: Instant) -> u128 {
         let elapsed = u128::from(now.saturating_duration_since(self.last).as_nanos());
-        self.content.saturating_sub(elapsed.saturating_mul(self.per_ns))
+        self.content
+            .saturating_sub(elapsed.saturating_mul(self.per_ns))
     }
 
     /// The earliest instant at or after `now` at which a frame conforms.
@@ -160,10 +165,11 @@ impl Gcra {
         }
         let peak = u128::from(config.peak_bps);
         let sustained = u128::from(config.sustained_bps);
-        let empty = |per_ns, per_byte, tolerance| Bucket {
+        // Each tolerance is the limit plus just under a nanosecond (per_ns - 1 units).
+        let empty = |per_ns: u128, per_byte, tolerance: u128| Bucket {
             per_ns,
             per_byte,
-            tolerance,
+            tolerance: tolerance.saturating_add(per_ns - 1),
             content: 0,
             last: Instant::ZERO,
         };
@@ -295,15 +301,24 @@ mod tests {
             g.accept(at, 1000);
             departures.push(at.as_nanos() / 1000);
         }
-        assert_eq!(departures, [0, 1000, 2000, 3000, 5000, 7000, 9000, 11000, 13000, 15000]);
+        assert_eq!(
+            departures,
+            [0, 1000, 2000, 3000, 5000, 7000, 9000, 11000, 13000, 15000]
+        );
     }
 
     #[test]
     fn after_idle_time_the_full_burst_is_back() {
         let mut g = contract(3000);
-        assert_eq!(police(&mut g, &[0, 1000, 2000, 3000]), [true, true, true, false]);
+        assert_eq!(
+            police(&mut g, &[0, 1000, 2000, 3000]),
+            [true, true, true, false]
+        );
         // TAT 6 ms: by 6 ms the bucket is empty, and three frames go at the peak again.
-        assert_eq!(police(&mut g, &[6000, 7000, 8000, 9000]), [true, true, true, false]);
+        assert_eq!(
+            police(&mut g, &[6000, 7000, 8000, 9000]),
+            [true, true, true, false]
+        );
     }
 
     #[test]
@@ -311,16 +326,19 @@ mod tests {
         // 3 bytes at 7 bit/s peak and 3 bit/s sustained, MBS 2: increments 24/7 s and
         // 8 s, BT = (2 - 1) * 8 * (1/3 - 1/7) s = 32/21 s. After one frame at 0 the peak
         // GCRA allows the next at 24/7 s, the sustained one at 8 - 32/21 = 136/21 s =
-        // 6.476190476.19 s, rounded up to the nanosecond.
+        // 6.476190476.19 s: the nanosecond that contains it.
         let mut g = Gcra::new(GcraConfig {
             peak_bps: 7,
             sustained_bps: 3,
             burst_bytes: 2,
         });
         g.accept(Instant::ZERO, 3);
-        assert_eq!(g.earliest(Instant::ZERO), Instant::from_nanos(6_476_190_477));
-        assert!(!g.conforms(Instant::from_nanos(6_476_190_476)));
-        assert!(g.conforms(Instant::from_nanos(6_476_190_477)));
+        assert_eq!(
+            g.earliest(Instant::ZERO),
+            Instant::from_nanos(6_476_190_476)
+        );
+        assert!(!g.conforms(Instant::from_nanos(6_476_190_475)));
+        assert!(g.conforms(Instant::from_nanos(6_476_190_476)));
     }
 
     #[test]

@@ -49,7 +49,10 @@ fn a_shaped_link_holds_frames_in_its_queue_and_tail_drops_beyond_it() {
     );
     assert_eq!(link.stats().dropped_queue, 6);
     // Once the waiting frames have left, the shaper's next slot is TAT - BT = 5 ms.
-    assert_eq!(link.submit(ms(4), &[0; 1000]), Submit::Queued { departs: ms(5) });
+    assert_eq!(
+        link.submit(ms(4), &[0; 1000]),
+        Submit::Queued { departs: ms(5) }
+    );
 }
 
 #[test]
@@ -90,7 +93,10 @@ fn a_marking_policer_passes_every_frame_and_ce_marks_the_non_conforming() {
         .map(|i| (ms(0), ipv4_frame(i, 1000, 5000, 0b10)))
         .collect();
     let delivered = drive(&mut link, &submits);
-    let ce: Vec<bool> = delivered.iter().map(|(_, f)| f[15] & 0b11 == 0b11).collect();
+    let ce: Vec<bool> = delivered
+        .iter()
+        .map(|(_, f)| f[15] & 0b11 == 0b11)
+        .collect();
     assert_eq!(
         ce,
         [false, false, false, true, false, true, false, true, false]

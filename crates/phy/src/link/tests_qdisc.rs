@@ -6,7 +6,10 @@ use super::*;
 
 /// Submits each `(time, frame)` (in time order) and collects every delivery, driving
 /// the link by its own `next_arrival` as the simulator does.
-pub(super) fn drive(link: &mut LinkModel, submits: &[(Instant, Vec<u8>)]) -> Vec<(Instant, Vec<u8>)> {
+pub(super) fn drive(
+    link: &mut LinkModel,
+    submits: &[(Instant, Vec<u8>)],
+) -> Vec<(Instant, Vec<u8>)> {
     let mut out = Vec::new();
     let mut pending = submits.iter().peekable();
     loop {
