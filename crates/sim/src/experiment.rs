@@ -229,6 +229,9 @@ pub struct FlowReport {
     pub pings_sent: Option<u32>,
     /// Ping: replies received.
     pub pings_received: Option<u32>,
+    /// Keystroke: frames on the flow's link, both directions (handshake and close
+    /// included), per keystroke echoed.
+    pub packets_per_keystroke: Option<f64>,
     /// Bulk: the receiver read exactly the stream the sender wrote.
     pub data_ok: Option<bool>,
 }
@@ -620,6 +623,33 @@ struct RrApp {
     server_closed: bool,
     payload: Vec<u8>,
     buf: Vec<u8>,
+    /// Frames on the flow's first link so far, both directions (keystroke flows).
+    frames: u64,
+}
+
+impl RrApp {
+    /// Nothing open yet; requests and responses up to `largest` bytes.
+    fn new(largest: usize) -> RrApp {
+        RrApp {
+            listener: None,
+            client: None,
+            server: None,
+            client_owed: 0,
+            outstanding: Default::default(),
+            issued: 0,
+            completed: 0,
+            response_got: 0,
+            request_got: 0,
+            server_owed: 0,
+            latencies_ms: Vec::new(),
+            bytes: 0,
+            closed: false,
+            server_closed: false,
+            payload: vec![0x5a; largest],
+            buf: vec![0; 256 * 1024],
+            frames: 0,
+        }
+    }
 }
 
 struct PingApp {
@@ -671,24 +701,8 @@ impl App {
             })),
             FlowKind::RequestResponse {
                 request, response, ..
-            } => AppState::Rr(Box::new(RrApp {
-                listener: None,
-                client: None,
-                server: None,
-                client_owed: 0,
-                outstanding: Default::default(),
-                issued: 0,
-                completed: 0,
-                response_got: 0,
-                request_got: 0,
-                server_owed: 0,
-                latencies_ms: Vec::new(),
-                bytes: 0,
-                closed: false,
-                server_closed: false,
-                payload: vec![0x5a; (*request).max(*response)],
-                buf: vec![0; 256 * 1024],
-            })),
+            } => AppState::Rr(Box::new(RrApp::new((*request).max(*response)))),
+            FlowKind::Keystroke { .. } => AppState::Rr(Box::new(RrApp::new(1))),
             FlowKind::Ping { .. } => AppState::Ping(Box::new(PingApp {
                 socket: None,
                 sent_at: Vec::new(),
@@ -769,6 +783,9 @@ impl App {
         }
         match &mut self.state {
             AppState::Bulk(_) => self.drive_bulk(sim, from, to)?,
+            AppState::Rr(_) if matches!(self.spec.kind, FlowKind::Keystroke { .. }) => {
+                self.drive_keystroke(sim, from, to)?;
+            }
             AppState::Rr(_) => self.drive_rr(sim, from, to)?,
             AppState::Ping(_) => self.drive_ping(sim, from)?,
         }
@@ -892,6 +909,7 @@ impl App {
             transactions_bound_per_s: None,
             pings_sent: None,
             pings_received: None,
+            packets_per_keystroke: None,
             data_ok: None,
         };
         self.fill_by_kind(&mut r, trace, seconds, rate);
@@ -915,6 +933,9 @@ impl App {
                 r.transactions = Some(s.completed);
                 r.transactions_per_s = Some(round(s.completed as f64 / seconds));
                 r.rtt = RttStats::of(s.latencies_ms.iter().copied());
+                if matches!(self.spec.kind, FlowKind::Keystroke { .. }) && s.completed > 0 {
+                    r.packets_per_keystroke = Some(round(s.frames as f64 / s.completed as f64));
+                }
                 if let (
                     FlowKind::RequestResponse {
                         request, response, ..

@@ -186,6 +186,15 @@ pub enum FlowKind {
         /// How the server writes each response.
         write: ResponseWrite,
     },
+    /// An interactive session, TELNET-like: the client types one byte every `interval`
+    /// (whether or not earlier echoes have come back) and the server echoes each byte,
+    /// `count` keystrokes in all; where Nagle's algorithm and delayed ACKs show.
+    Keystroke {
+        /// Keystrokes to type.
+        count: u64,
+        /// Time between keystrokes.
+        interval: Duration,
+    },
     /// ICMP echo.
     Ping {
         /// Requests to send.
@@ -228,6 +237,7 @@ impl FlowKind {
         match self {
             FlowKind::Bulk { .. } => "bulk",
             FlowKind::RequestResponse { .. } => "rr",
+            FlowKind::Keystroke { .. } => "keystroke",
             FlowKind::Ping { .. } => "ping",
         }
     }
@@ -1436,6 +1446,7 @@ fn flow_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, Scen
                 write: response_write(ctx, spanned, response)?,
             }
         }
+        "keystroke" => keystroke_kind(ctx, spanned)?,
         _ => ping_kind(ctx, spanned)?,
     })
 }
@@ -1519,12 +1530,14 @@ fn check_flow_fields(
             "response_head",
             "response_write",
         ],
-        "ping" => &["count", "interval", "size"],
+        "ping" | "keystroke" => &["count", "interval", "size"],
         other => {
             return Err(ctx.error(
                 flow.kind.span(),
                 "type",
-                format!("unknown flow type `{other}`; use \"bulk\", \"rr\" or \"ping\""),
+                format!(
+                    "unknown flow type `{other}`; use \"bulk\", \"rr\", \"keystroke\" or \"ping\""
+                ),
             ));
         }
     };
@@ -1539,6 +1552,31 @@ fn check_flow_fields(
         ));
     }
     Ok(())
+}
+
+/// A `keystroke` flow's settings: `count` (default 100) keystrokes, one per `interval`
+/// (default 200 ms, a typist's pace).
+fn keystroke_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, ScenarioError> {
+    let flow = spanned.get_ref();
+    if flow.size.is_some() {
+        return Err(ctx.field_error(
+            spanned.span(),
+            "size",
+            "does not apply to a `keystroke` flow (each keystroke is one byte)",
+        ));
+    }
+    let count = match &flow.count {
+        Some(c) if *c.get_ref() == 0 => {
+            return Err(ctx.error(c.span(), "count", "must be at least 1 keystroke"));
+        }
+        Some(c) => *c.get_ref(),
+        None => 100,
+    };
+    let interval = flow.interval.map_or(Duration::from_millis(200), |d| d.0);
+    if interval == Duration::ZERO {
+        return Err(ctx.field_error(spanned.span(), "interval", "must be more than 0"));
+    }
+    Ok(FlowKind::Keystroke { count, interval })
 }
 
 /// A `ping` flow's settings.
