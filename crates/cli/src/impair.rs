@@ -87,6 +87,18 @@ impl QdiscKeys {
 /// How long a reordered frame is held back when `reorder=P` gives no delay.
 const DEFAULT_REORDER_DELAY: Duration = Duration::from_millis(10);
 
+/// `shape=VALUE` or `police=VALUE` on `config`.
+fn set_contract(config: &mut LinkConfig, key: &str, value: &str) -> Result<(), String> {
+    let police = key == "police";
+    let (contract, action) = parse_contract(value, police)?;
+    if police {
+        config.police = Some(Policer { contract, action });
+    } else {
+        config.shape = Some(contract);
+    }
+    Ok(())
+}
+
 /// Parse an `--impair` specification: comma-separated `key=value` pairs.
 pub fn parse_impair(spec: &str) -> Result<LinkConfig, String> {
     let mut config = LinkConfig::default();
@@ -149,11 +161,7 @@ pub fn parse_impair(spec: &str) -> Result<LinkConfig, String> {
                     reorder_delay = delay;
                 }
             }
-            "shape" => config.shape = Some(parse_contract(value, false).map_err(bad)?.0),
-            "police" => {
-                let (contract, action) = parse_contract(value, true).map_err(bad)?;
-                config.police = Some(Policer { contract, action });
-            }
+            "shape" | "police" => set_contract(&mut config, key, value).map_err(bad)?,
             "reorder-delay" | "reorder_delay" => {
                 reorder_delay = Some(units::parse_duration(value).map_err(bad)?);
             }
