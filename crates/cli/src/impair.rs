@@ -5,18 +5,50 @@
 //! `corrupt`, `mtu`, `qdisc`, `target`, `interval`. `reorder` takes `P` or `P/DELAY`
 //! (held-back frames wait DELAY more, default 10 ms). `qdisc` is `fifo` (the default
 //! drop-tail queue), `codel` or `fq_codel`; `target` and `interval` set CoDel's and
-//! need one of the last two; `queue` then limits the discipline in bytes. Every error
-//! names the key and value it could not use.
+//! need one of the last two; `queue` then limits the discipline in bytes. `shape` and
+//! `police` take a GCRA traffic contract as `PEAK/SUSTAINED/BURST` (rates and a size:
+//! `shape=622mbit/100mbit/64K`); `police` may end in `/drop` (the default) or `/mark`.
+//! Every error names the key and value it could not use.
 
 use impnet_core::Duration;
 use impnet_core::qdisc::{Limit, QdiscConfig};
 use impnet_phy::LinkConfig;
+use impnet_phy::link::{GcraConfig, PoliceAction, Policer};
 
 use crate::units;
 
 /// What `--impair` accepts, for messages.
 const KEYS: &str = "delay, rate, loss, queue, reorder, reorder-delay, duplicate, corrupt, mtu, \
-                    qdisc, target, interval";
+                    qdisc, target, interval, shape, police";
+
+/// A traffic contract `PEAK/SUSTAINED/BURST`, with `/drop` or `/mark` after it when
+/// `action_allowed`.
+fn parse_contract(value: &str, action_allowed: bool) -> Result<(GcraConfig, PoliceAction), String> {
+    let parts: Vec<&str> = value.split('/').map(str::trim).collect();
+    let (peak, sustained, burst, action) = match parts[..] {
+        [p, s, b] => (p, s, b, PoliceAction::Drop),
+        [p, s, b, "drop"] if action_allowed => (p, s, b, PoliceAction::Drop),
+        [p, s, b, "mark"] if action_allowed => (p, s, b, PoliceAction::Mark),
+        [_, _, _, other] if action_allowed => {
+            return Err(format!("unknown action `{other}`; give drop or mark"));
+        }
+        _ => {
+            let form = if action_allowed {
+                "PEAK/SUSTAINED/BURST[/drop|/mark]"
+            } else {
+                "PEAK/SUSTAINED/BURST"
+            };
+            return Err(format!("give {form}, e.g. 622mbit/100mbit/64K"));
+        }
+    };
+    let config = GcraConfig {
+        peak_bps: units::parse_rate(peak).map_err(|e| format!("peak: {e}"))?,
+        sustained_bps: units::parse_rate(sustained).map_err(|e| format!("sustained: {e}"))?,
+        burst_bytes: units::parse_bytes(burst).map_err(|e| format!("burst: {e}"))?,
+    };
+    config.validate().map_err(|e| e.to_string())?;
+    Ok((config, action))
+}
 
 /// What `qdisc=`, `target=`, `interval=` and `queue=` said.
 #[derive(Default)]
@@ -54,6 +86,18 @@ impl QdiscKeys {
 
 /// How long a reordered frame is held back when `reorder=P` gives no delay.
 const DEFAULT_REORDER_DELAY: Duration = Duration::from_millis(10);
+
+/// `shape=VALUE` or `police=VALUE` on `config`.
+fn set_contract(config: &mut LinkConfig, key: &str, value: &str) -> Result<(), String> {
+    let police = key == "police";
+    let (contract, action) = parse_contract(value, police)?;
+    if police {
+        config.police = Some(Policer { contract, action });
+    } else {
+        config.shape = Some(contract);
+    }
+    Ok(())
+}
 
 /// Parse an `--impair` specification: comma-separated `key=value` pairs.
 pub fn parse_impair(spec: &str) -> Result<LinkConfig, String> {
@@ -117,6 +161,7 @@ pub fn parse_impair(spec: &str) -> Result<LinkConfig, String> {
                     reorder_delay = delay;
                 }
             }
+            "shape" | "police" => set_contract(&mut config, key, value).map_err(bad)?,
             "reorder-delay" | "reorder_delay" => {
                 reorder_delay = Some(units::parse_duration(value).map_err(bad)?);
             }
@@ -152,6 +197,27 @@ pub fn describe(config: &LinkConfig) -> String {
         if p > 0.0 {
             parts.push(format!("{name} {}%", p * 100.0));
         }
+    }
+    let contract = |c: GcraConfig| {
+        format!(
+            "peak {:.3} Mbit/s, sustained {:.3} Mbit/s, burst {} bytes",
+            c.peak_bps as f64 / 1e6,
+            c.sustained_bps as f64 / 1e6,
+            c.burst_bytes
+        )
+    };
+    if let Some(shape) = config.shape {
+        parts.push(format!("shaped to {}", contract(shape)));
+    }
+    if let Some(police) = config.police {
+        let action = match police.action {
+            PoliceAction::Drop => "dropping",
+            PoliceAction::Mark => "marking",
+        };
+        parts.push(format!(
+            "policed ({action}) at {}",
+            contract(police.contract)
+        ));
     }
     match config.qdisc {
         Some(qdisc) => parts.push(format!("qdisc {qdisc}")),
@@ -193,6 +259,44 @@ mod tests {
         let e = parse_impair("delay").unwrap_err();
         assert!(e.contains("key=value"), "{e}");
         assert!(parse_impair("mtu=0").unwrap_err().contains("MTU"));
+    }
+
+    #[test]
+    fn shape_and_police_contracts() {
+        let c = parse_impair("shape=622mbit/100mbit/64K,police=622mbit/100mbit/64K/mark").unwrap();
+        let contract = GcraConfig {
+            peak_bps: 622_000_000,
+            sustained_bps: 100_000_000,
+            burst_bytes: 64 * 1024,
+        };
+        assert_eq!(c.shape, Some(contract));
+        assert_eq!(
+            c.police,
+            Some(Policer {
+                contract,
+                action: PoliceAction::Mark
+            })
+        );
+        let c = parse_impair("police=10mbit/1mbit/3000").unwrap();
+        assert_eq!(c.police.map(|p| p.action), Some(PoliceAction::Drop));
+        let e = parse_impair("police=10mbit/1mbit").unwrap_err();
+        assert!(
+            e.contains("police=10mbit/1mbit") && e.contains("PEAK/SUSTAINED/BURST"),
+            "{e}"
+        );
+        let e = parse_impair("shape=10mbit/1mbit/3000/mark").unwrap_err();
+        assert!(
+            e.contains("shape=") && e.contains("PEAK/SUSTAINED/BURST"),
+            "{e}"
+        );
+        let e = parse_impair("police=10mbit/1mbit/3000/tag").unwrap_err();
+        assert!(e.contains("tag") && e.contains("mark"), "{e}");
+        let e = parse_impair("police=1mbit/10mbit/3000").unwrap_err();
+        assert!(e.contains("below the sustained"), "{e}");
+        let e = parse_impair("shape=10mbit/fast/3000").unwrap_err();
+        assert!(e.contains("sustained") && e.contains("fast"), "{e}");
+        let e = parse_impair("shape=10mbit/1mbit/0").unwrap_err();
+        assert!(e.contains("burst"), "{e}");
     }
 
     #[test]

@@ -187,11 +187,17 @@ fn wait_readable(fds: &[i32], timeout: StdDuration) {
 
 /// What one direction of the link did: frames delivered, lost, dropped, marked CE.
 fn report_direction(from: &str, to: &str, s: &LinkStats) {
-    let marked = if s.ce_marked > 0 {
+    let mut marked = if s.ce_marked > 0 {
         format!(", {} marked CE (ECN)", s.ce_marked)
     } else {
         String::new()
     };
+    if s.dropped_police + s.police_marked + s.shaped > 0 {
+        marked.push_str(&format!(
+            ", {} shaped, {} policed (dropped), {} policed (marked)",
+            s.shaped, s.dropped_police, s.police_marked
+        ));
+    }
     println!(
         "imp link: {from} -> {to}: {} frames delivered, {} lost, {} dropped by the queue{marked}",
         s.delivered, s.dropped_loss, s.dropped_queue

@@ -163,6 +163,7 @@ fn print_tables(r: &Report) {
         |kind: &str| -> Vec<&FlowReport> { r.flows.iter().filter(|f| f.kind == kind).collect() };
     print_bulk(&of_kind("bulk"));
     print_rr(&of_kind("rr"));
+    print_keystroke(&of_kind("keystroke"));
     print_ping(&of_kind("ping"));
     if let Some(index) = r.fairness {
         println!("\nJain's fairness index over the bulk flows' goodput: {index:.4}");
@@ -304,6 +305,28 @@ fn print_bulk(bulk: &[&FlowReport]) {
 }
 
 /// The request/response flows' table (nothing if there are none).
+/// Keystroke flows: keystrokes echoed, echo latency, frames per keystroke.
+fn print_keystroke(flows: &[&FlowReport]) {
+    if flows.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<22} {:>10} {:>10} {:>18} {:>26}",
+        "keystroke", "echoed", "time (s)", "frames/keystroke", "echo min/avg/max ms"
+    );
+    for f in flows {
+        println!(
+            "{:<22} {:>10} {:>10} {:>18.2} {:>26}",
+            f.name,
+            f.transactions.unwrap_or(0),
+            time(f),
+            f.packets_per_keystroke.unwrap_or(0.0),
+            rtt(f)
+        );
+    }
+}
+
 fn print_rr(rr: &[&FlowReport]) {
     if !rr.is_empty() {
         println!();

@@ -28,15 +28,29 @@
 //! lossy ATM switches do: the Gilbert-Elliott model ([`GilbertElliott`]) is a two-state
 //! Markov chain (good, bad) stepped once per frame, each state with its own loss
 //! probability. A frame is lost if either model loses it.
+//!
+//! A link may hold frames to a traffic contract and police them against one, as ATM
+//! does (the [`gcra`] module: peak rate, sustained rate, maximum burst size). The
+//! *shaper* ([`LinkConfig::shape`]) sits in front of the transmitter: a frame starts no
+//! earlier than the contract allows, waiting in the queue meanwhile (so a shaped link's
+//! queue fills and tail-drops as any other). The *policer* ([`LinkConfig::police`]) is
+//! the far end's usage parameter control: it checks each frame as it goes onto the wire
+//! (after the shaper, at the instant serialisation starts) and drops a non-conforming
+//! frame, which has used the link's time, or passes it marked (CE when the frame is
+//! ECN-capable IPv4; the link has no cell-loss-priority bit).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 
-use impnet_core::qdisc::{PacketMeta, Qdisc, QdiscConfig};
+use impnet_core::qdisc::{PacketMeta, Qdisc, QdiscConfig, mark_ce};
 use impnet_core::{Duration, Instant};
 
 use crate::rng::Rng;
+
+pub mod gcra;
+
+pub use gcra::{Gcra, GcraConfig, GcraConfigError};
 
 /// Nanoseconds per second, the factor between the model's time unit and bits per second.
 const NANOS_PER_SEC: u128 = 1_000_000_000;
@@ -73,6 +87,30 @@ pub struct LinkConfig {
     pub mtu: usize,
     /// Bursty loss (Gilbert-Elliott), on top of `loss`; `None` for none.
     pub burst_loss: Option<GilbertElliott>,
+    /// The contract a shaper holds frames to before they start (`None`: no shaper).
+    pub shape: Option<GcraConfig>,
+    /// The contract a policer checks frames against as they go onto the wire, and what
+    /// it does with those that break it (`None`: no policer).
+    pub police: Option<Policer>,
+}
+
+/// A policer: a traffic contract and what happens to frames that do not conform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policer {
+    /// The contract.
+    pub contract: GcraConfig,
+    /// What a non-conforming frame gets.
+    pub action: PoliceAction,
+}
+
+/// What a policer does with a frame that does not conform to its contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoliceAction {
+    /// Drop it (counted in [`LinkStats::dropped_police`]).
+    Drop,
+    /// Pass it, marked: counted in [`LinkStats::police_marked`], and CE-marked if it is
+    /// ECN-capable IPv4 (ATM tags such cells CLP=1 instead).
+    Mark,
 }
 
 /// The Gilbert-Elliott bursty loss model: a two-state Markov chain stepped once per
@@ -119,6 +157,8 @@ impl Default for LinkConfig {
             corrupt: 0.0,
             mtu: 1514,
             burst_loss: None,
+            shape: None,
+            police: None,
         }
     }
 }
@@ -175,9 +215,21 @@ impl LinkConfig {
     pub fn with_mtu(self, mtu: usize) -> LinkConfig {
         LinkConfig { mtu, ..self }
     }
+    /// This configuration with frames shaped to `contract` (`None`: not shaped).
+    pub fn with_shape(self, contract: Option<GcraConfig>) -> LinkConfig {
+        LinkConfig {
+            shape: contract,
+            ..self
+        }
+    }
+    /// This configuration with frames policed (`None`: not policed).
+    pub fn with_police(self, police: Option<Policer>) -> LinkConfig {
+        LinkConfig { police, ..self }
+    }
 
-    /// Checks that every probability is a number in `0..=1`, the MTU is not zero, and a
-    /// reorder probability comes with a reorder delay.
+    /// Checks that every probability is a number in `0..=1`, the MTU is not zero, a
+    /// reorder probability comes with a reorder delay, and the shaper's and policer's
+    /// contracts are valid.
     pub fn validate(&self) -> Result<(), LinkConfigError> {
         let probabilities = [
             ("loss", self.loss),
@@ -205,6 +257,15 @@ impl LinkConfig {
             return Err(LinkConfigError::ReorderWithoutDelay {
                 reorder: self.reorder,
             });
+        }
+        let contracts = [
+            ("shape", self.shape),
+            ("police", self.police.map(|p| p.contract)),
+        ];
+        for (name, contract) in contracts {
+            if let Some(Err(error)) = contract.map(|c| c.validate()) {
+                return Err(LinkConfigError::Contract { name, error });
+            }
         }
         Ok(())
     }
@@ -238,6 +299,13 @@ pub enum LinkConfigError {
         /// The reorder probability given.
         reorder: f64,
     },
+    /// A shaper's or policer's traffic contract is invalid.
+    Contract {
+        /// `shape` or `police`.
+        name: &'static str,
+        /// What is wrong with it.
+        error: GcraConfigError,
+    },
 }
 
 impl fmt::Display for LinkConfigError {
@@ -254,6 +322,7 @@ impl fmt::Display for LinkConfigError {
                 "link reorder probability is {reorder} but reorder_delay is 0, so no frame \
                  would be overtaken; set a reorder delay"
             ),
+            LinkConfigError::Contract { name, error } => write!(f, "link `{name}`: {error}"),
         }
     }
 }
@@ -263,7 +332,7 @@ impl std::error::Error for LinkConfigError {}
 /// Counters of what a link did with the frames submitted to it.
 ///
 /// Once every frame has been delivered: `submitted + duplicated == delivered +
-/// dropped_loss + dropped_queue + dropped_aqm + dropped_oversize`.
+/// dropped_loss + dropped_queue + dropped_aqm + dropped_oversize + dropped_police`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
     /// Frames offered to [`LinkModel::submit`].
@@ -289,6 +358,12 @@ pub struct LinkStats {
     pub corrupted: u64,
     /// Bytes in the delivered frames.
     pub bytes_delivered: u64,
+    /// Frames the policer dropped (after using their serialisation time).
+    pub dropped_police: u64,
+    /// Frames the policer passed marked.
+    pub police_marked: u64,
+    /// Frames the shaper made wait (they started later than the transmitter allowed).
+    pub shaped: u64,
 }
 
 /// Why the link dropped a frame.
@@ -300,6 +375,9 @@ pub enum DropReason {
     QueueFull,
     /// Lost on the wire (after using its serialisation time).
     Loss,
+    /// Dropped by the policer, not conforming to its contract (after using its
+    /// serialisation time).
+    Policed,
 }
 
 /// What [`LinkModel::submit`] did with a frame.
@@ -408,6 +486,10 @@ pub struct LinkModel {
     next_seq: u64,
     /// The Gilbert-Elliott chain is in its bad state.
     burst_bad: bool,
+    /// The shaper's state, with `config.shape`.
+    shaper: Option<Gcra>,
+    /// The policer's state, with `config.police`.
+    policer: Option<Gcra>,
     /// Buffers of delivered frames given back by [`LinkModel::recycle`].
     free: Vec<Vec<u8>>,
     stats: LinkStats,
@@ -449,6 +531,8 @@ impl LinkModel {
             in_flight: BinaryHeap::new(),
             next_seq: 0,
             burst_bad: false,
+            shaper: config.shape.map(Gcra::new),
+            policer: config.police.map(|p| Gcra::new(p.contract)),
             free: Vec::new(),
             stats: LinkStats::default(),
         })
@@ -461,9 +545,16 @@ impl LinkModel {
 
     /// Changes the configuration from now on (a rate change, a loss episode). Frames
     /// already accepted keep the departure times they were given. A change of queue
-    /// discipline drops the frames held in the old one (counted in `dropped_queue`).
+    /// discipline drops the frames held in the old one (counted in `dropped_queue`); a
+    /// new shaping or policing contract starts with empty buckets.
     pub fn set_config(&mut self, config: LinkConfig) -> Result<(), LinkConfigError> {
         config.validate()?;
+        if config.shape != self.config.shape {
+            self.shaper = config.shape.map(Gcra::new);
+        }
+        if config.police != self.config.police {
+            self.policer = config.police.map(|p| Gcra::new(p.contract));
+        }
         if config.qdisc != self.config.qdisc {
             let held = self.held.as_ref().map_or(0, Qdisc::len_packets);
             self.stats.dropped_queue += held as u64;
@@ -503,7 +594,8 @@ impl LinkModel {
         }
         self.start_waiting_frames(now_scaled);
 
-        let start = now_scaled.max(self.busy_until_scaled);
+        let free = now_scaled.max(self.busy_until_scaled);
+        let start = self.shaped_start(free);
         let must_wait = start > now_scaled;
         if must_wait {
             if self.waiting_bytes.saturating_add(len) > self.config.queue_limit_bytes {
@@ -513,30 +605,75 @@ impl LinkModel {
             self.waiting.push_back((start, len));
             self.waiting_bytes += len;
         }
+        self.stats.shaped += u64::from(start > free);
         self.transmit(start, frame)
     }
 
-    /// Serialises `frame` from `start` (scaled), then loses it or launches its copies.
+    /// When a frame the transmitter could start at `free` (scaled) may start under the
+    /// shaper's contract: `free`, or the first nanosecond the contract allows.
+    fn shaped_start(&self, free: u128) -> u128 {
+        let scale = self.scale();
+        let Some(shaper) = &self.shaper else {
+            return free;
+        };
+        let free_at = Instant::from_nanos(saturate_u64(free.div_ceil(scale)));
+        let eligible = shaper.earliest(free_at);
+        if eligible == free_at {
+            return free;
+        }
+        u128::from(eligible.as_nanos()).saturating_mul(scale)
+    }
+
+    /// [`transmit`](LinkModel::transmit) from `free` (scaled) or, with a shaper, from
+    /// when it allows, counting a frame it made wait.
+    fn transmit_shaped(&mut self, free: u128, frame: &[u8]) -> Submit {
+        let start = self.shaped_start(free);
+        self.stats.shaped += u64::from(start > free);
+        self.transmit(start, frame)
+    }
+
+    /// Serialises `frame` from `start` (scaled, at or after what the shaper allows),
+    /// then polices it, loses it or launches its copies.
     fn transmit(&mut self, start: u128, frame: &[u8]) -> Submit {
         let serialisation = if self.config.rate_bps == 0 {
             0
         } else {
             bits_scaled(frame.len())
         };
+        let start_at = Instant::from_nanos(saturate_u64(start.div_ceil(self.scale())));
+        if let Some(shaper) = &mut self.shaper {
+            shaper.accept(start_at, frame.len());
+        }
         self.busy_until_scaled = start.saturating_add(serialisation);
         let departs =
             Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));
 
+        let conforms = self
+            .policer
+            .as_mut()
+            .is_none_or(|policer| policer.police(start_at, frame.len()));
+        let action = self.config.police.map(|p| p.action);
+        let mark = match action {
+            Some(PoliceAction::Drop) if !conforms => {
+                self.stats.dropped_police += 1;
+                return Submit::Dropped(DropReason::Policed);
+            }
+            Some(PoliceAction::Mark) if !conforms => {
+                self.stats.police_marked += 1;
+                true
+            }
+            _ => false,
+        };
         let independent = self.streams.loss.chance(self.config.loss);
         if independent | self.burst_lost() {
             self.stats.dropped_loss += 1;
             return Submit::Dropped(DropReason::Loss);
         }
         let arrives = departs + self.config.delay;
-        self.launch_copy(arrives, frame);
+        self.launch_copy(arrives, frame, mark);
         if self.streams.duplicate.chance(self.config.duplicate) {
             self.stats.duplicated += 1;
-            self.launch_copy(arrives, frame);
+            self.launch_copy(arrives, frame, mark);
         }
         Submit::Queued { departs }
     }
@@ -546,10 +683,10 @@ impl LinkModel {
     fn submit_held(&mut self, now: Instant, now_scaled: u128, frame: &[u8]) -> Submit {
         self.start_held_frames(now_scaled);
         let Some(queue) = &mut self.held else {
-            return self.transmit(now_scaled, frame);
+            return self.transmit_shaped(now_scaled, frame);
         };
         if queue.is_empty() && self.busy_until_scaled <= now_scaled {
-            return self.transmit(now_scaled, frame);
+            return self.transmit_shaped(now_scaled, frame);
         }
         let before = QdiscCounters::of(queue);
         let meta = PacketMeta::ethernet(frame, self.flow_key);
@@ -583,7 +720,7 @@ impl LinkModel {
             let Some(frame) = next else {
                 return;
             };
-            self.transmit(start, &frame);
+            self.transmit_shaped(start, &frame);
             self.recycle(frame);
         }
     }
@@ -632,8 +769,8 @@ impl LinkModel {
     }
 
     /// Puts one copy of `frame` on the wire, due at `arrives` unless held back, maybe
-    /// with one bit flipped.
-    fn launch_copy(&mut self, arrives: Instant, frame: &[u8]) {
+    /// with one bit flipped, CE-marked if `mark` says so and it is ECN-capable IPv4.
+    fn launch_copy(&mut self, arrives: Instant, frame: &[u8], mark: bool) {
         let mut arrival = arrives;
         if self.streams.reorder.chance(self.config.reorder) {
             arrival += self.config.reorder_delay;
@@ -642,6 +779,9 @@ impl LinkModel {
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);
+        if let Some(offset) = PacketMeta::ethernet(&buf, 0).ipv4_offset.filter(|_| mark) {
+            mark_ce(&mut buf, offset);
+        }
         if self.streams.corrupt.chance(self.config.corrupt) && !buf.is_empty() {
             let bit = self.streams.corrupt.below(buf.len() as u64 * 8);
             buf[(bit / 8) as usize] ^= 1 << (bit % 8);
@@ -742,5 +882,7 @@ fn saturate_u64(v: u128) -> u64 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_gcra;
 #[cfg(test)]
 mod tests_qdisc;

@@ -119,6 +119,12 @@ pub struct DirectionReport {
     pub corrupted: u64,
     /// Bytes delivered.
     pub bytes_delivered: u64,
+    /// Frames the policer dropped (`police` in the file).
+    pub police_drops: u64,
+    /// Frames the policer passed marked.
+    pub police_marked: u64,
+    /// Frames the shaper made wait (`shape` in the file).
+    pub shaped: u64,
 }
 
 /// One host's TCP counters.
@@ -140,6 +146,9 @@ pub struct HostReport {
     pub ecn_ce_received: u64,
     /// Congestion-window reductions for an ECN-Echo (at most one per window).
     pub ecn_cuts: u64,
+    /// Connections that started from an earlier connection's window and RTT to the
+    /// same host (`share_control_blocks`, RFC 9040).
+    pub shared_blocks_used: u64,
 }
 
 /// RTT statistics over samples.
@@ -224,6 +233,9 @@ pub struct FlowReport {
     pub pings_sent: Option<u32>,
     /// Ping: replies received.
     pub pings_received: Option<u32>,
+    /// Keystroke: frames on the flow's link, both directions (handshake and close
+    /// included), per keystroke echoed.
+    pub packets_per_keystroke: Option<f64>,
     /// Bulk: the receiver read exactly the stream the sender wrote.
     pub data_ok: Option<bool>,
     /// The CPUs of the two ends, when the hosts have a cost model.
@@ -516,6 +528,7 @@ fn host_reports(scenario: &Scenario, sim: &Sim, hosts: &[HostId]) -> Vec<HostRep
                 delayed_acks: s.delayed_acks,
                 ecn_ce_received: s.ecn_ce_received,
                 ecn_cuts: s.ecn_cuts,
+                shared_blocks_used: s.shared_blocks_used,
             }
         })
         .collect()
@@ -548,6 +561,9 @@ fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkRep
                         reordered: s.reordered,
                         corrupted: s.corrupted,
                         bytes_delivered: s.bytes_delivered,
+                        police_drops: s.dropped_police,
+                        police_marked: s.police_marked,
+                        shaped: s.shaped,
                     }
                 })
                 .collect(),
@@ -655,6 +671,33 @@ struct RrApp {
     server_closed: bool,
     payload: Vec<u8>,
     buf: Vec<u8>,
+    /// Frames on the flow's first link so far, both directions (keystroke flows).
+    frames: u64,
+}
+
+impl RrApp {
+    /// Nothing open yet; requests and responses up to `largest` bytes.
+    fn new(largest: usize) -> RrApp {
+        RrApp {
+            listener: None,
+            client: None,
+            server: None,
+            client_owed: 0,
+            outstanding: Default::default(),
+            issued: 0,
+            completed: 0,
+            response_got: 0,
+            request_got: 0,
+            server_owed: 0,
+            latencies_ms: Vec::new(),
+            bytes: 0,
+            closed: false,
+            server_closed: false,
+            payload: vec![0x5a; largest],
+            buf: vec![0; 256 * 1024],
+            frames: 0,
+        }
+    }
 }
 
 struct PingApp {
@@ -706,24 +749,8 @@ impl App {
             })),
             FlowKind::RequestResponse {
                 request, response, ..
-            } => AppState::Rr(Box::new(RrApp {
-                listener: None,
-                client: None,
-                server: None,
-                client_owed: 0,
-                outstanding: Default::default(),
-                issued: 0,
-                completed: 0,
-                response_got: 0,
-                request_got: 0,
-                server_owed: 0,
-                latencies_ms: Vec::new(),
-                bytes: 0,
-                closed: false,
-                server_closed: false,
-                payload: vec![0x5a; (*request).max(*response)],
-                buf: vec![0; 256 * 1024],
-            })),
+            } => AppState::Rr(Box::new(RrApp::new((*request).max(*response)))),
+            FlowKind::Keystroke { .. } => AppState::Rr(Box::new(RrApp::new(1))),
             FlowKind::Ping { .. } => AppState::Ping(Box::new(PingApp {
                 socket: None,
                 sent_at: Vec::new(),
@@ -805,6 +832,9 @@ impl App {
         }
         match &mut self.state {
             AppState::Bulk(_) => self.drive_bulk(sim, from, to)?,
+            AppState::Rr(_) if matches!(self.spec.kind, FlowKind::Keystroke { .. }) => {
+                self.drive_keystroke(sim, from, to)?;
+            }
             AppState::Rr(_) => self.drive_rr(sim, from, to)?,
             AppState::Ping(_) => self.drive_ping(sim, from)?,
         }
@@ -928,6 +958,7 @@ impl App {
             transactions_bound_per_s: None,
             pings_sent: None,
             pings_received: None,
+            packets_per_keystroke: None,
             data_ok: None,
             cpu: None,
         };
@@ -977,6 +1008,9 @@ impl App {
                 r.transactions = Some(s.completed);
                 r.transactions_per_s = Some(round(s.completed as f64 / seconds));
                 r.rtt = RttStats::of(s.latencies_ms.iter().copied());
+                if matches!(self.spec.kind, FlowKind::Keystroke { .. }) && s.completed > 0 {
+                    r.packets_per_keystroke = Some(round(s.frames as f64 / s.completed as f64));
+                }
                 if let (
                     FlowKind::RequestResponse {
                         request, response, ..

@@ -14,7 +14,7 @@ use impnet_core::qdisc::{Limit, QdiscConfig};
 use impnet_core::tcp::cc::CcAlgorithm;
 use impnet_core::tcp::{EcnMode, TcpConfig};
 use impnet_phy::LinkConfig;
-use impnet_phy::link::GilbertElliott;
+use impnet_phy::link::{GcraConfig, GilbertElliott, PoliceAction, Policer};
 use impnet_wire::ipv4::Cidr;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
@@ -193,6 +193,15 @@ pub enum FlowKind {
         /// How the server writes each response.
         write: ResponseWrite,
     },
+    /// An interactive session, TELNET-like: the client types one byte every `interval`
+    /// (whether or not earlier echoes have come back) and the server echoes each byte,
+    /// `count` keystrokes in all; where Nagle's algorithm and delayed ACKs show.
+    Keystroke {
+        /// Keystrokes to type.
+        count: u64,
+        /// Time between keystrokes.
+        interval: Duration,
+    },
     /// ICMP echo.
     Ping {
         /// Requests to send.
@@ -235,6 +244,7 @@ impl FlowKind {
         match self {
             FlowKind::Bulk { .. } => "bulk",
             FlowKind::RequestResponse { .. } => "rr",
+            FlowKind::Keystroke { .. } => "keystroke",
             FlowKind::Ping { .. } => "ping",
         }
     }
@@ -488,6 +498,7 @@ struct RawTcp {
     initial_rto: Option<Dur>,
     min_rto: Option<Dur>,
     max_rto: Option<Dur>,
+    share_control_blocks: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -507,6 +518,8 @@ struct RawLink {
     queue: Option<Bytes>,
     loss: Option<Prob>,
     burst_loss: Option<RawBurst>,
+    shape: Option<Spanned<RawContract>>,
+    police: Option<Spanned<RawContract>>,
     reorder: Option<Prob>,
     reorder_delay: Option<Dur>,
     duplicate: Option<Prob>,
@@ -522,6 +535,16 @@ struct RawBurst {
     bad_to_good: Prob,
     loss_good: Option<Prob>,
     loss_bad: Option<Prob>,
+}
+
+/// A `shape` or `police` table: a GCRA traffic contract (`action` only for `police`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContract {
+    peak: Rate,
+    sustained: Rate,
+    burst: Bytes,
+    action: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -941,6 +964,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     if let Some(v) = raw.max_rto {
         tcp.max_rto = v.0;
     }
+    if let Some(v) = raw.share_control_blocks {
+        tcp.share_control_blocks = v;
+    }
     Ok(tcp)
 }
 
@@ -1071,9 +1097,14 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
             loss_good: p(b.loss_good),
             loss_bad: b.loss_bad.map_or(1.0, |p| p.0),
         }),
+        shape: None,
+        police: None,
     };
     let config = LinkConfig {
         qdisc: qdisc(ctx, spanned, &config)?,
+        shape: contract(ctx, link.shape.as_ref(), "shape")?.map(|(c, _)| c),
+        police: contract(ctx, link.police.as_ref(), "police")?
+            .map(|(contract, action)| Policer { contract, action }),
         ..config
     };
     config.validate().map_err(|e| {
@@ -1086,6 +1117,48 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
         ctx.field_error(spanned.span(), key, e.to_string())
     })?;
     Ok(config)
+}
+
+/// A link's `shape` or `police` table: the contract, and (for `police`) its action.
+fn contract(
+    ctx: &Ctx<'_>,
+    raw: Option<&Spanned<RawContract>>,
+    key: &str,
+) -> Result<Option<(GcraConfig, PoliceAction)>, ScenarioError> {
+    let Some(spanned) = raw else {
+        return Ok(None);
+    };
+    let raw = spanned.get_ref();
+    let action = match &raw.action {
+        None => PoliceAction::Drop,
+        Some(a) if key == "shape" => {
+            return Err(ctx.error(
+                a.span(),
+                "shape.action",
+                "a shaper holds frames, it has no action; `action` belongs to `police`",
+            ));
+        }
+        Some(a) => match a.get_ref().as_str() {
+            "drop" => PoliceAction::Drop,
+            "mark" => PoliceAction::Mark,
+            other => {
+                return Err(ctx.error(
+                    a.span(),
+                    "police.action",
+                    format!("unknown action `{other}`; give \"drop\" or \"mark\""),
+                ));
+            }
+        },
+    };
+    let config = GcraConfig {
+        peak_bps: raw.peak.0,
+        sustained_bps: raw.sustained.0,
+        burst_bytes: raw.burst.0,
+    };
+    config
+        .validate()
+        .map_err(|e| ctx.error(spanned.span(), key, e.to_string()))?;
+    Ok(Some((config, action)))
 }
 
 /// A link's `qdisc`, `target` and `interval`: the queue discipline holding the frames
@@ -1411,6 +1484,7 @@ fn flow_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, Scen
                 write: response_write(ctx, spanned, response)?,
             }
         }
+        "keystroke" => keystroke_kind(ctx, spanned)?,
         _ => ping_kind(ctx, spanned)?,
     })
 }
@@ -1494,12 +1568,14 @@ fn check_flow_fields(
             "response_head",
             "response_write",
         ],
-        "ping" => &["count", "interval", "size"],
+        "ping" | "keystroke" => &["count", "interval", "size"],
         other => {
             return Err(ctx.error(
                 flow.kind.span(),
                 "type",
-                format!("unknown flow type `{other}`; use \"bulk\", \"rr\" or \"ping\""),
+                format!(
+                    "unknown flow type `{other}`; use \"bulk\", \"rr\", \"keystroke\" or \"ping\""
+                ),
             ));
         }
     };
@@ -1514,6 +1590,31 @@ fn check_flow_fields(
         ));
     }
     Ok(())
+}
+
+/// A `keystroke` flow's settings: `count` (default 100) keystrokes, one per `interval`
+/// (default 200 ms, a typist's pace).
+fn keystroke_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, ScenarioError> {
+    let flow = spanned.get_ref();
+    if flow.size.is_some() {
+        return Err(ctx.field_error(
+            spanned.span(),
+            "size",
+            "does not apply to a `keystroke` flow (each keystroke is one byte)",
+        ));
+    }
+    let count = match &flow.count {
+        Some(c) if *c.get_ref() == 0 => {
+            return Err(ctx.error(c.span(), "count", "must be at least 1 keystroke"));
+        }
+        Some(c) => *c.get_ref(),
+        None => 100,
+    };
+    let interval = flow.interval.map_or(Duration::from_millis(200), |d| d.0);
+    if interval == Duration::ZERO {
+        return Err(ctx.field_error(spanned.span(), "interval", "must be more than 0"));
+    }
+    Ok(FlowKind::Keystroke { count, interval })
 }
 
 /// A `ping` flow's settings.

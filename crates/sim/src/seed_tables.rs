@@ -17,6 +17,7 @@ pub fn file_of(report: &Report) -> Option<&'static str> {
         "seed000-vax-ethernet" => "000-vax-ethernet.toml",
         "seed001-text-vs-binary" => "001-text-vs-binary.toml",
         "seed002-oc12-sack" => "002-oc12-sack.toml",
+        "seed002-oc12-policing" => "002-oc12-policing.toml",
         "seed003-noisy-serial" => "003-noisy-serial.toml",
         "seed004-selfloop" => "004-selfloop-letters.toml",
         _ => return None,
@@ -31,6 +32,7 @@ pub fn markdown(report: &Report) -> Result<String, String> {
         "seed000-vax-ethernet" => seed000(report),
         "seed001-text-vs-binary" => seed001(report),
         "seed002-oc12-sack" => seed002(report),
+        "seed002-oc12-policing" => seed002_policing(report),
         "seed003-noisy-serial" => seed003(report),
         "seed004-selfloop" => seed004(report),
         other => Err(format!(
@@ -260,6 +262,64 @@ fn seed002_slow_start(r: &Report) -> Result<String, String> {
         );
         push_row(&mut out, &[size, figure, &imp]);
     }
+    Ok(out)
+}
+
+/// The frames the policer of `f`'s link dropped in `f`'s direction.
+fn police_drops(r: &Report, f: &FlowReport) -> Result<u64, String> {
+    r.links
+        .iter()
+        .flat_map(|l| &l.directions)
+        .find(|d| d.from == f.from)
+        .map(|d| d.police_drops)
+        .ok_or_else(|| format!("{}: no link from `{}`", r.scenario, f.from))
+}
+
+fn seed002_policing(r: &Report) -> Result<String, String> {
+    let rows = [
+        (
+            "scr-ignored-256k",
+            "router shapes to the PCR only (SCR ignored), MBS 256 KB",
+            "(MBS not reported)",
+        ),
+        (
+            "scr-ignored-4m",
+            "router shapes to the PCR only (SCR ignored), MBS 4 MB",
+            "300-480 Mbit/s with SACK; 3-4 packet losses per 3-5 min test",
+        ),
+        (
+            "scr-honoured",
+            "router shapes to PCR, SCR and MBS (the fix)",
+            "572 Mbit/s ATM rate of 600 max (95%)",
+        ),
+        (
+            "scr-unpoliced",
+            "no SCR anywhere (PCR only)",
+            "513 Mbit/s (local loop through the GSR, no ATM switch)",
+        ),
+    ];
+    let mut out = String::from(
+        "| run | report's figure | imp | policer drops | share of bound |\n|---|---|---|---|---|\n",
+    );
+    for (name, run, figure) in rows {
+        let f = flow(r, name)?;
+        let unfinished = if f.completed { "" } else { "+" };
+        let imp = format!(
+            "{:.0} Mbit/s ({:.1}{unfinished} s)",
+            mbit(f.goodput_bps),
+            f.seconds
+        );
+        let drops = police_drops(r, f)?.to_string();
+        let share = format!("{:.1}%", f.bound_pct);
+        push_row(&mut out, &[run, figure, &imp, &drops, &share]);
+    }
+    let bound = flow(r, "scr-unpoliced")?.bound_bps;
+    let _ = writeln!(
+        out,
+        "\nBound: {:.1} Mbit/s (the line); the SCR of 518.7 Mbit/s allows {:.1} Mbit/s of TCP payload.",
+        mbit(bound),
+        mbit(bound) * 518.7 / 544.092
+    );
     Ok(out)
 }
 

@@ -415,6 +415,57 @@ fn seed002_sack_beats_no_sack_under_cell_loss_and_slow_start_costs_small_files_m
 }
 
 #[test]
+fn seed002_a_router_ignoring_the_scr_is_policed_and_honouring_it_is_not() {
+    let out = run(&seed_scenario("002-oc12-policing.toml"));
+    let r = &out.report;
+    check_readme_tables(r);
+    let drops = |name: &str| {
+        let f = flow(r, name);
+        r.links
+            .iter()
+            .flat_map(|l| &l.directions)
+            .find(|d| d.from == f.from)
+            .map(|d| d.police_drops)
+            .unwrap()
+    };
+    let (small, large) = (flow(r, "scr-ignored-256k"), flow(r, "scr-ignored-4m"));
+    let (fixed, free) = (flow(r, "scr-honoured"), flow(r, "scr-unpoliced"));
+    // The bug: frames beyond the SCR and MBS are policed, and TCP pays for each.
+    assert!(drops("scr-ignored-256k") > 0 && drops("scr-ignored-4m") > 0);
+    assert!(small.retransmits > 0 && large.retransmits > 0);
+    // The fix: shaped to the contract, nothing is policed and the SCR is nearly filled.
+    assert_eq!(drops("scr-honoured"), 0);
+    assert_eq!(drops("scr-unpoliced"), 0);
+    assert!(fixed.completed && fixed.data_ok == Some(true) && fixed.retransmits == 0);
+    let scr_payload = fixed.bound_bps * 518.7 / 544.092;
+    assert!(
+        fixed.goodput_bps > 0.9 * scr_payload && fixed.goodput_bps <= scr_payload,
+        "honoured {} vs SCR payload {scr_payload}",
+        fixed.goodput_bps
+    );
+    // Ordering: a small MBS costs most; honouring the SCR beats ignoring it; no SCR at
+    // all is faster still.
+    assert!(
+        small.goodput_bps < large.goodput_bps,
+        "{} {}",
+        small.goodput_bps,
+        large.goodput_bps
+    );
+    assert!(
+        large.goodput_bps < fixed.goodput_bps,
+        "{} {}",
+        large.goodput_bps,
+        fixed.goodput_bps
+    );
+    assert!(
+        fixed.goodput_bps < free.goodput_bps,
+        "{} {}",
+        fixed.goodput_bps,
+        free.goodput_bps
+    );
+}
+
+#[test]
 fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
     let out = run(&seed_scenario("003-noisy-serial.toml"));
     let r = &out.report;

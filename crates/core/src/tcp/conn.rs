@@ -62,6 +62,9 @@ pub(crate) struct Shared {
     pub deferred: Option<(usize, usize)>,
     /// The IP ECN field of the last segment written (`TcpTransmit::ecn`).
     pub ecn: Ecn,
+    /// What closed connections learned per destination (RFC 9040), with
+    /// `TcpConfig::share_control_blocks`.
+    pub blocks: super::share::BlockCache,
 }
 
 /// One connection's challenge ACKs in the current second (RFC 5961 §7). The budget is

@@ -70,7 +70,7 @@ impl Conn {
             // "If SND.UNA > ISS (our SYN has been ACKed), change the connection state to
             // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
             // send it." A SYN's window is never scaled (RFC 7323 §2.2).
-            let snd = new_snd(
+            let mut snd = new_snd(
                 &ctx.sh.config,
                 &self.opts,
                 iss,
@@ -78,6 +78,7 @@ impl Conn {
                 u32::from(seg.window),
                 SeqNumber(seg.seq),
             );
+            self.start_from_block(ctx, &mut snd);
             self.state = State::Established(Established { snd, rcv });
             self.on_established(ctx, seg);
             self.ack = AckState::Now;
@@ -377,6 +378,7 @@ impl Conn {
             SeqNumber(seg.seq),
         );
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
+        self.start_from_block(ctx, &mut snd);
         self.state = State::Established(Established { snd, rcv });
         self.on_established(ctx, seg);
     }
@@ -603,6 +605,7 @@ impl Conn {
 
     /// Our FIN was acknowledged. Returns whether to go on with the text and FIN.
     fn on_fin_acked(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        self.store_block(ctx);
         let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);

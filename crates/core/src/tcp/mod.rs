@@ -35,6 +35,7 @@ mod predict;
 mod rack;
 mod rate;
 mod recovery;
+mod share;
 mod state;
 mod table;
 mod timer;
@@ -157,6 +158,11 @@ pub struct TcpConfig {
     /// wait for ever. A connection only half-closed (`shutdown_write`) is the
     /// application's to end and waits regardless.
     pub fin_wait_2_timeout: Option<Duration>,
+    /// Temporal sharing of control blocks (RFC 9040, `share.rs`): a connection that
+    /// closes cleanly leaves its RTT estimates, cwnd and ssthresh for the next connection
+    /// to the same host, which starts from them (decayed for the time between, never
+    /// above the old cwnd) instead of the initial window. Off by default.
+    pub share_control_blocks: bool,
     /// Most challenge ACKs one connection sends per second (RFC 5961 §7; default 10).
     /// The budget is per connection, so one connection's challenge ACKs say nothing
     /// about another's, and each second's budget is drawn from the stack's secret
@@ -237,6 +243,7 @@ impl Default for TcpConfig {
             syn_cookies: true,
             keepalive: None,
             fin_wait_2_timeout: Some(Duration::from_secs(60)),
+            share_control_blocks: false,
             challenge_ack_limit: 10,
             max_ooo_ranges: buffer::DEFAULT_MAX_RANGES,
             max_connections: 16384,
@@ -514,6 +521,11 @@ pub struct TcpStats {
     pub time_wait_reuses: u64,
     /// Closed connections released after `TcpConfig::fin_wait_2_timeout` in FIN-WAIT-2.
     pub fin_wait_2_timeouts: u64,
+    /// Connections that started from the window and RTT an earlier connection to the
+    /// same host left (`TcpConfig::share_control_blocks`, RFC 9040).
+    pub shared_blocks_used: u64,
+    /// Control blocks stored for later connections, one per clean close.
+    pub shared_blocks_stored: u64,
     /// Zero-window probes sent.
     pub window_probes: u64,
     /// Keep-alive probes sent.

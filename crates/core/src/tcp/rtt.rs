@@ -77,6 +77,22 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
+    /// Starts from another connection's estimates (RFC 9040 §4.2 Table 3: "RTT <-
+    /// old_RTT, RTTVAR <- old_RTTVAR"), the RTO computed from them as after a sample
+    /// (RFC 6298 §2.3); later samples refine them as usual.
+    pub fn seed(&mut self, srtt: Duration, rttvar: Duration) {
+        self.srtt = Some(srtt);
+        self.rttvar = rttvar;
+        let rto = srtt + CLOCK_GRANULARITY.max(rttvar.saturating_mul(4));
+        self.rto = rto.max(self.min_rto).min(self.max_rto);
+        self.backoff = 0;
+    }
+
+    /// The retransmission timeout before backoff.
+    pub fn base_rto(&self) -> Duration {
+        self.rto
+    }
+
     /// The retransmission timeout to arm now, backoff included, at most `max_rto`.
     pub fn rto(&self) -> Duration {
         let factor = 1u64.checked_shl(self.backoff).unwrap_or(u64::MAX);

@@ -131,6 +131,7 @@ impl Tcp {
                 gather: false,
                 deferred: None,
                 ecn: Ecn::NotEct,
+                blocks: Default::default(),
             },
             pending: None,
             slots: Vec::new(),

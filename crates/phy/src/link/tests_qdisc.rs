@@ -6,7 +6,10 @@ use super::*;
 
 /// Submits each `(time, frame)` (in time order) and collects every delivery, driving
 /// the link by its own `next_arrival` as the simulator does.
-fn drive(link: &mut LinkModel, submits: &[(Instant, Vec<u8>)]) -> Vec<(Instant, Vec<u8>)> {
+pub(super) fn drive(
+    link: &mut LinkModel,
+    submits: &[(Instant, Vec<u8>)],
+) -> Vec<(Instant, Vec<u8>)> {
     let mut out = Vec::new();
     let mut pending = submits.iter().peekable();
     loop {
@@ -29,7 +32,7 @@ fn drive(link: &mut LinkModel, submits: &[(Instant, Vec<u8>)]) -> Vec<(Instant, 
 
 /// An Ethernet frame of `len` bytes carrying IPv4/UDP from port `sport`, with ECN `ecn`
 /// and `id` in the IPv4 ident field.
-fn ipv4_frame(id: u16, len: usize, sport: u16, ecn: u8) -> Vec<u8> {
+pub(super) fn ipv4_frame(id: u16, len: usize, sport: u16, ecn: u8) -> Vec<u8> {
     let mut f = vec![0u8; len.max(42)];
     f[12..14].copy_from_slice(&[0x08, 0x00]);
     let ip = &mut f[14..];
@@ -57,7 +60,7 @@ fn ipv4_frame(id: u16, len: usize, sport: u16, ecn: u8) -> Vec<u8> {
     f
 }
 
-fn header_checksum_ok(frame: &[u8]) -> bool {
+pub(super) fn header_checksum_ok(frame: &[u8]) -> bool {
     let mut sum: u32 = frame[14..34]
         .chunks(2)
         .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))

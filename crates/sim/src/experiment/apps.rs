@@ -112,6 +112,50 @@ impl App {
         Ok(())
     }
 
+    /// A keystroke flow: the client types one byte at every `interval` from the flow's
+    /// start (its latency clock starts then), the server echoes each byte at once.
+    pub(super) fn drive_keystroke(&mut self, sim: &mut Sim, from: HostId, to: HostId) -> Step {
+        let now = sim.now();
+        let FlowKind::Keystroke { count, interval } = self.spec.kind.clone() else {
+            return Ok(());
+        };
+        let (started, link) = (self.started.unwrap_or(now), self.link);
+        let AppState::Rr(s) = &mut self.state else {
+            return Ok(());
+        };
+        let client = s.client.ok_or("no connection")?;
+        rr_serve(s, sim.host_mut(to), now, 1, 1)?;
+        rr_respond(s, sim, to, now, 1, ResponseWrite::One)?;
+        let typed_at = |i: u64| started + interval.saturating_mul(i);
+        while !s.closed && s.issued < count && typed_at(s.issued) <= now {
+            s.outstanding.push_back(typed_at(s.issued));
+            s.issued += 1;
+            s.client_owed += 1;
+        }
+        let stack = sim.host_mut(from);
+        while s.client_owed > 0 {
+            match stack.tcp_send(now, client, &s.payload[..s.client_owed.min(1)]) {
+                Ok(0) | Err(TcpError::WouldBlock) => break,
+                Ok(n) => s.client_owed -= n,
+                Err(e) => return Err(tcp_err("send", e)),
+            }
+        }
+        while rr_collect(s, stack, now, client, 1)? {}
+        if s.issued < count {
+            self.wake = Some(typed_at(s.issued));
+        } else if !s.closed && s.completed >= count {
+            stack
+                .tcp_close(now, client)
+                .map_err(|e| tcp_err("close", e))?;
+            s.closed = true;
+            self.done_at = Some(now);
+        }
+        s.frames = (0..2)
+            .map(|side| sim.link_stats(link, side).submitted)
+            .sum();
+        Ok(())
+    }
+
     pub(super) fn drive_ping(&mut self, sim: &mut Sim, from: HostId) -> Step {
         let now = sim.now();
         let FlowKind::Ping {

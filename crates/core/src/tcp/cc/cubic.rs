@@ -469,6 +469,10 @@ impl CongestionControl for Cubic {
 
     /// Undo a spurious reduction (RFC 4015 §3.2): the window from before it, and a new
     /// congestion-avoidance stage starting there.
+    fn set_ssthresh(&mut self, ssthresh: usize) {
+        self.ssthresh = ssthresh;
+    }
+
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
         self.cwnd = self.cwnd.max(cwnd);
         self.ssthresh = self.ssthresh.max(ssthresh);

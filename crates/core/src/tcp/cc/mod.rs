@@ -151,6 +151,14 @@ pub trait CongestionControl: fmt::Debug + Send {
         let _ = (cwnd, ssthresh);
     }
 
+    /// A new connection starts from what an earlier one to the same host learned (RFC
+    /// 9040): its slow-start threshold is `ssthresh` bytes. The window-based
+    /// controllers take it; the default ignores it (BBR and Vegas keep their own
+    /// models, and get only the larger initial window).
+    fn set_ssthresh(&mut self, ssthresh: usize) {
+        let _ = ssthresh;
+    }
+
     /// Whether the connection should keep per-segment delivery state and call
     /// [`on_rate_sample`](CongestionControl::on_rate_sample) (BBR). Default false:
     /// nothing is kept.
@@ -361,6 +369,9 @@ impl CongestionControl for Controller {
         dispatch!(self, cc => cc.on_ecn(now, bytes_in_flight))
     }
 
+    fn set_ssthresh(&mut self, ssthresh: usize) {
+        dispatch!(self, cc => cc.set_ssthresh(ssthresh))
+    }
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
         dispatch!(self, cc => cc.on_undo(cwnd, ssthresh))
     }

@@ -288,6 +288,10 @@ impl CongestionControl for NewReno {
     }
 
     /// Undo a spurious reduction (RFC 4015 §3.2: restore the window from before it).
+    fn set_ssthresh(&mut self, ssthresh: usize) {
+        self.ssthresh = ssthresh;
+    }
+
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
         self.cwnd = self.cwnd.max(cwnd);
         self.ssthresh = self.ssthresh.max(ssthresh);
