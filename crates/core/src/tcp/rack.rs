@@ -244,10 +244,19 @@ impl SentLog {
     /// The first lost byte not retransmitted since, and how much of its run follows
     /// (at most `mss`): the next repair.
     pub fn next_lost(&self, mss: usize) -> Option<(SeqNumber, usize)> {
-        self.runs
-            .iter()
-            .find(|r| r.lost && !r.sacked)
-            .map(|r| (r.start, (r.end - r.start).min(mss)))
+        let mut runs = self.runs.iter().skip_while(|r| !(r.lost && !r.sacked));
+        let first = runs.next()?;
+        let (start, mut end) = (first.start, first.end);
+        // Lost runs that follow without a gap go in the same repair, up to the MSS: a
+        // run per original segment would otherwise make a stream of small writes
+        // (or SACK edges that cut runs) repair in as many tiny segments.
+        for run in runs {
+            if run.start != end || !run.lost || run.sacked || end - start >= mss {
+                break;
+            }
+            end = run.end;
+        }
+        Some((start, (end - start).min(mss)))
     }
 
     /// Bytes in the network: sent, neither SACKed nor marked lost (a lost run
@@ -558,8 +567,40 @@ mod tests {
         assert_eq!(rack.log.pipe(), 0);
         // Retransmitting takes the mark off and counts it in the pipe again.
         rack.log.on_send(s(0), s(100), t(27));
-        assert_eq!(rack.log.next_lost(1000), Some((s(100), 100)));
+        // The two lost segments that follow are one repair.
+        assert_eq!(rack.log.next_lost(1000), Some((s(100), 200)));
         assert_eq!(rack.log.pipe(), 100);
+    }
+
+    #[test]
+    fn adjacent_lost_runs_are_repaired_together_up_to_the_mss() {
+        // Ten 3-byte segments (small writes), each sent at its own time, all lost:
+        // one repair of 30 bytes, not ten of 3 (the storm a fuzz input found: 452,662
+        // retransmitted segments for 64 KiB written 3 bytes at a time).
+        let mut rack = Rack::new(true, s(0), 0);
+        for i in 0..10 {
+            rack.log.on_send(s(i * 3), s(i * 3 + 3), t(i as u64));
+        }
+        rack.log.on_send(s(30), s(40), t(20));
+        rack.on_rtt_sample(MS(1));
+        let mut d = Delivered::default();
+        let (mut fack, min) = (rack.fack, rack.min_rtt);
+        rack.log
+            .deliver((s(30), s(40)), false, t(30), (&mut fack, min), &mut d);
+        rack.fack = fack;
+        rack.on_delivered(&d);
+        let (lost, runs, _) = rack.detect_loss(MS(0), t(30));
+        assert_eq!((lost, runs), (30, 10));
+        assert_eq!(rack.log.next_lost(1448), Some((s(0), 30)));
+        // At most the MSS.
+        assert_eq!(rack.log.next_lost(10), Some((s(0), 10)));
+        // The repair takes the marks off all it covers; the rest is the next repair.
+        rack.log.on_send(s(0), s(10), t(31));
+        assert_eq!(rack.log.next_lost(1448), Some((s(10), 20)));
+        assert_eq!(rack.log.lost_bytes(), 20);
+        // A run not marked lost (retransmitted since) ends a repair.
+        rack.log.on_send(s(15), s(18), t(32));
+        assert_eq!(rack.log.next_lost(1448), Some((s(10), 5)));
     }
 
     #[test]
