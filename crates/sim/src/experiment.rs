@@ -13,6 +13,7 @@ use impnet_core::tcp::{TcpError, TcpHandle};
 use impnet_core::{Duration, IcmpHandle, Instant, StackConfig};
 use serde::Serialize;
 
+use crate::analyze::{Analyzer, Connection};
 use crate::bulk::{Pattern, StreamHash};
 use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
 use crate::trace::{FlowTrace, QueueTrace, Tracer};
@@ -222,6 +223,12 @@ pub struct FlowReport {
     pub pings_received: Option<u32>,
     /// Bulk: the receiver read exactly the stream the sender wrote.
     pub data_ok: Option<bool>,
+    /// The flow's connection as `imp analyze` judges it from the frames sent on the
+    /// sender's link (what that link's pcap holds): segments below the MSS,
+    /// retransmissions, RTOs, the longest stall, pure and piggy-backed ACKs, RTT,
+    /// goodput. `directions[0]` is the opener's. Absent for ping.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<Connection>,
 }
 
 /// Why a scenario could not be run.
@@ -294,10 +301,13 @@ pub fn run(
         .map_err(|_| ExperimentError("the tracer is still shared".into()))?
         .into_inner();
     let now = sim.now();
-    let flows: Vec<FlowReport> = apps
+    let mut flows: Vec<FlowReport> = apps
         .iter()
         .map(|app| app.report(scenario, &tracer, now))
         .collect();
+    for (flow, app) in flows.iter_mut().zip(&apps) {
+        flow.analysis = app.traced.and_then(|i| judged(&mut tracer.flows[i].judge));
+    }
     let traces = apps
         .iter()
         .map(|app| match app.traced {
@@ -328,6 +338,16 @@ pub fn run(
         traces,
         queues,
     })
+}
+
+/// The connection an analyzer saw (the one with the most segments, should the ports
+/// have been reused).
+fn judged(judge: &mut Analyzer) -> Option<Connection> {
+    std::mem::take(judge)
+        .finish()
+        .connections
+        .into_iter()
+        .max_by_key(|c| c.segments)
 }
 
 /// The scenario's nodes, links and routes in a fresh simulator (capturing to
@@ -880,6 +900,7 @@ impl App {
             pings_sent: None,
             pings_received: None,
             data_ok: None,
+            analysis: None,
         };
         self.fill_by_kind(&mut r, trace, seconds, rate);
         fill_rates(&mut r, rate, seconds);

@@ -439,6 +439,21 @@ fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
         slow.completed && slow.goodput_bytes_per_s >= 0.7 * 96.0,
         "{slow:?}"
     );
+    // imp analyze's judgement of the captures, against the good TCP on the same
+    // (small) window and the same noise: the VM-like TCP's timeouts are 20 s or more
+    // ("timeouts of 20 seconds or more"), the good TCP's well under; both lose
+    // segments to the noise and send them again.
+    let judged = |f: &FlowReport| f.analysis.clone().expect("a bulk flow is analysed");
+    let (vm, good) = (judged(vm), judged(good));
+    let (vm_data, good_data) = (&vm.directions[0], &good.directions[0]);
+    assert!(vm_data.rtos > 0 && vm_data.longest_stall_ms >= 20_000.0, "{vm_data:?}");
+    assert!(good_data.longest_stall_ms < 5_000.0, "{good_data:?}");
+    assert!(vm_data.retransmissions > 0 && good_data.retransmissions > 0);
+    // The capture holds the whole transfer: as much new data as was delivered.
+    for name in ["good-9600-small-window", "vm-like-9600"] {
+        let f = flow(r, name);
+        assert_eq!(judged(f).directions[0].unique_bytes, f.bytes, "{name}");
+    }
 }
 
 #[test]
