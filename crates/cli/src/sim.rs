@@ -192,7 +192,24 @@ fn run_seeds(args: &SimArgs, scenario: &Scenario, range: seeds::SeedRange) -> Re
     } else {
         seeds::print(&summary);
     }
-    Ok(())
+    let broken: Vec<String> = summary
+        .runs
+        .iter()
+        .flat_map(|r| {
+            r.flows
+                .iter()
+                .filter(|f| f.data_ok == Some(false) && f.completed)
+                .map(move |f| format!("{} (seed {})", f.name, r.seed))
+        })
+        .collect();
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "flows {} received data that differs from what was sent",
+            broken.join(", ")
+        ))
+    }
 }
 
 fn print_tables(r: &Report) {

@@ -195,11 +195,26 @@ pub fn print(summary: &SeedsSummary) {
                 continue;
             };
             println!(
-                "{:<24} {:<16} {:>12.3} {:>12.3} {:>12.3} {:>12.3}",
-                flow.name, head, s.min, s.max, s.mean, s.std
+                "{:<24} {:<16} {:>12} {:>12} {:>12} {:>12}",
+                flow.name,
+                head,
+                figure(s.min),
+                figure(s.max),
+                figure(s.mean),
+                figure(s.std)
             );
         }
     }
+}
+
+/// `v` with 4 significant digits (at most 6 decimals), so kbit/s and Gbit/s both read.
+fn figure(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (3 - magnitude).clamp(0, 6) as usize;
+    format!("{v:.decimals$}")
 }
 
 #[cfg(test)]
@@ -225,6 +240,14 @@ mod tests {
             let e = parse_seeds(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn figures_keep_four_significant_digits() {
+        assert_eq!(figure(527.4921), "527.5");
+        assert_eq!(figure(0.005_393_3), "0.005393");
+        assert_eq!(figure(123_456.7), "123457");
+        assert_eq!(figure(0.0), "0");
     }
 
     #[test]
