@@ -141,7 +141,12 @@ fn compare(path: &Path) -> u64 {
     let ours = imp_counts(path);
     let theirs = tshark_counts(path);
     println!("{}: imp {ours:?}", path.display());
-    assert_eq!(ours, theirs, "{}: imp (left), tshark (right)", path.display());
+    assert_eq!(
+        ours,
+        theirs,
+        "{}: imp (left), tshark (right)",
+        path.display()
+    );
     ours.iter()
         .filter(|((_, kind), _)| *kind == "retransmissions")
         .map(|(_, n)| n)
@@ -167,7 +172,10 @@ fn join() -> Joined {
         "lta <-> ltb",
         false,
     );
-    for (ns, dev, addr) in [(&a, "lta", "10.205.120.1/24"), (&b, "ltb", "10.205.120.2/24")] {
+    for (ns, dev, addr) in [
+        (&a, "lta", "10.205.120.1/24"),
+        (&b, "ltb", "10.205.120.2/24"),
+    ] {
         middle.ip(&["link", "set", dev, "netns", &ns.name]);
         ns.ip(&["addr", "add", addr, "dev", dev]);
         ns.ip(&["link", "set", dev, "up"]);
@@ -229,11 +237,20 @@ fn imp_analyze_agrees_with_tshark_on_linux_tcp_through_a_lossy_imp_link() {
     ];
     // a sends, then a receives (-R): the capture sees both ends of Linux's TCP.
     for reverse in [false, true] {
-        let mut args = vec!["-c", "10.205.120.2", "-n", BYTES, "--connect-timeout", "5000"];
+        let mut args = vec![
+            "-c",
+            "10.205.120.2",
+            "-n",
+            BYTES,
+            "--connect-timeout",
+            "5000",
+        ];
         if reverse {
             args.push("-R");
         }
-        let out = net.a.exec("timeout", &[&["60", "iperf3"], &args[..]].concat());
+        let out = net
+            .a
+            .exec("timeout", &[&["60", "iperf3"], &args[..]].concat());
         assert!(out.status.success(), "iperf3 {args:?}: {}", text(&out));
     }
     for capture in captures {

@@ -238,7 +238,12 @@ fn set_changes_the_run_and_bad_keys_are_named() {
     );
     assert_eq!(set["links"][0]["delay_ms"].as_f64(), Some(30.0));
     let lost = |r: &serde_json::Value| r["links"][0]["directions"][0]["lost"].as_u64().unwrap();
-    assert!(lost(&set) > 4 * lost(&base), "{} vs {}", lost(&set), lost(&base));
+    assert!(
+        lost(&set) > 4 * lost(&base),
+        "{} vs {}",
+        lost(&set),
+        lost(&base)
+    );
     // `seed` set as a key is the same run as --seed.
     assert_eq!(
         sim_json(&file, &["--set", "seed=5"]),

@@ -326,7 +326,10 @@ fn seed003_judgement(r: &Report, rows: &[(&str, &str)]) -> Result<String, String
             &[
                 run,
                 &format!("{} of {}", data.segments_below_mss, data.data_segments),
-                &format!("{} ({})", data.retransmissions, data.spurious_retransmissions),
+                &format!(
+                    "{} ({})",
+                    data.retransmissions, data.spurious_retransmissions
+                ),
                 &data.rtos.to_string(),
                 &format!("{:.1} s", data.longest_stall_ms / 1e3),
                 &format!("{} / {}", acks.pure_acks, acks.piggybacked_acks),

@@ -446,7 +446,10 @@ fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
     let judged = |f: &FlowReport| f.analysis.clone().expect("a bulk flow is analysed");
     let (vm, good) = (judged(vm), judged(good));
     let (vm_data, good_data) = (&vm.directions[0], &good.directions[0]);
-    assert!(vm_data.rtos > 0 && vm_data.longest_stall_ms >= 20_000.0, "{vm_data:?}");
+    assert!(
+        vm_data.rtos > 0 && vm_data.longest_stall_ms >= 20_000.0,
+        "{vm_data:?}"
+    );
     assert!(good_data.longest_stall_ms < 5_000.0, "{good_data:?}");
     assert!(vm_data.retransmissions > 0 && good_data.retransmissions > 0);
     // The capture holds the whole transfer: as much new data as was delivered.

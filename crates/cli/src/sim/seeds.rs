@@ -117,7 +117,11 @@ pub struct SeedsSummary {
 
 /// Runs `scenario` once per seed of `range` on `threads` threads; the reports come
 /// back in seed order, whatever order they finished in.
-pub fn run_all(scenario: &Scenario, range: SeedRange, threads: usize) -> Result<Vec<Report>, String> {
+pub fn run_all(
+    scenario: &Scenario,
+    range: SeedRange,
+    threads: usize,
+) -> Result<Vec<Report>, String> {
     let seeds: Vec<u64> = (range.first..=range.last).collect();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Report, String>>>> =
@@ -141,7 +145,9 @@ pub fn run_all(scenario: &Scenario, range: SeedRange, threads: usize) -> Result<
             });
         }
     });
-    let all = results.into_inner().map_err(|_| "a run panicked".to_string())?;
+    let all = results
+        .into_inner()
+        .map_err(|_| "a run panicked".to_string())?;
     all.into_iter()
         .zip(&seeds)
         .map(|(r, seed)| r.unwrap_or_else(|| Err(format!("seed {seed}: did not run"))))
@@ -223,13 +229,7 @@ mod tests {
 
     #[test]
     fn seed_ranges_parse_and_bad_ones_say_why() {
-        assert_eq!(
-            parse_seeds("1..10"),
-            Ok(SeedRange {
-                first: 1,
-                last: 10
-            })
-        );
+        assert_eq!(parse_seeds("1..10"), Ok(SeedRange { first: 1, last: 10 }));
         assert_eq!(parse_seeds("3..=3").map(|r| r.last), Ok(3));
         for (bad, needle) in [
             ("5", "give A..B"),

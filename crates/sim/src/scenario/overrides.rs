@@ -108,17 +108,26 @@ fn value_of(text: &str) -> Value {
 }
 
 /// The element of `array` a part selects; `path` is the key so far, for errors.
-fn select<'a>(array: &'a mut [Value], part: &Part<'_>, path: &str) -> Result<&'a mut Value, String> {
+fn select<'a>(
+    array: &'a mut [Value],
+    part: &Part<'_>,
+    path: &str,
+) -> Result<&'a mut Value, String> {
     let len = array.len();
     match part {
-        Part::Index(i) => array
-            .get_mut(*i)
-            .ok_or_else(|| format!("`{path}` has {len} entries (0 to {})", len.saturating_sub(1))),
+        Part::Index(i) => array.get_mut(*i).ok_or_else(|| {
+            format!(
+                "`{path}` has {len} entries (0 to {})",
+                len.saturating_sub(1)
+            )
+        }),
         Part::Named(name) => array
             .iter_mut()
             .find(|v| v.get("name").and_then(Value::as_str) == Some(name))
             .ok_or_else(|| format!("no entry of `{path}` is named {name:?}")),
-        Part::Key(k) => Err(format!("`{path}` is a list: give `{path}.N` or `{path}[NAME]`, not `.{k}`")),
+        Part::Key(k) => Err(format!(
+            "`{path}` is a list: give `{path}.N` or `{path}[NAME]`, not `.{k}`"
+        )),
     }
 }
 
@@ -202,7 +211,10 @@ impl Scenario {
             set(&mut table, &o.key, value_of(&o.value)).map_err(fail)?;
             let text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
             scenario = Scenario::parse(&text, origin).map_err(|e| {
-                let field = e.field.map(|f| format!("field `{f}`: ")).unwrap_or_default();
+                let field = e
+                    .field
+                    .map(|f| format!("field `{f}`: "))
+                    .unwrap_or_default();
                 fail(format!("{field}{}", e.message))
             })?;
         }
