@@ -36,9 +36,10 @@ pub struct SimArgs {
     /// Threads for --seeds (default: one per core).
     #[arg(long, value_name = "N", requires = "seeds")]
     pub jobs: Option<usize>,
-    /// Change a key of the scenario before it is read (repeatable): seed=7,
-    /// duration=60s, link.0.loss=1%, link[NAME].delay=20ms, host[NAME].tcp.sack=false,
-    /// flow[NAME].bytes=10M. A value that is not TOML is taken as a string.
+    /// Change a key of the scenario before it is read (repeatable): `seed=7`,
+    /// `duration=60s`, `link.0.loss=1%`, `link[NAME].delay=20ms`,
+    /// `host[NAME].tcp.sack=false`, `flow[NAME].bytes=10M`. A value that is not TOML
+    /// is taken as a string.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<Override>,
     /// Print the JSON summary on stdout instead of the tables.
