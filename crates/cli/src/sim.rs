@@ -1,6 +1,10 @@
 //! `imp sim FILE [--out DIR]`: run a scenario file in virtual time, print a table per
 //! flow, and write pcaps, a JSON summary and plots. `--markdown` prints a seed
-//! scenario's tables for `scenarios/seeds/README.md` instead.
+//! scenario's tables for `scenarios/seeds/README.md` instead. `--set KEY=VALUE`
+//! changes a key of the file; `--seeds A..B` runs it once per seed, in parallel, and
+//! reports the spread of each flow's figures (`seeds.rs`).
+
+mod seeds;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -9,7 +13,7 @@ use std::time::{Duration as WallDuration, Instant as WallInstant};
 use clap::Args;
 use impnet_sim::experiment::{self, FlowReport, Progress, Report};
 use impnet_sim::plot;
-use impnet_sim::scenario::Scenario;
+use impnet_sim::scenario::{Override, Scenario};
 use impnet_sim::seed_tables;
 
 /// Options of `imp sim`.
@@ -23,6 +27,21 @@ pub struct SimArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run the scenario once per seed from A to B (both included, e.g. 1..10), in
+    /// parallel on every core, and report min, max, mean and std of each flow's
+    /// figures (with --out: summary.json only, no pcaps or plots).
+    #[arg(long, value_name = "A..B", value_parser = seeds::parse_seeds,
+          conflicts_with_all = ["seed", "markdown"])]
+    pub seeds: Option<seeds::SeedRange>,
+    /// Threads for --seeds (default: one per core).
+    #[arg(long, value_name = "N", requires = "seeds")]
+    pub jobs: Option<usize>,
+    /// Change a key of the scenario before it is read (repeatable): `seed=7`,
+    /// `duration=60s`, `link.0.loss=1%`, `link[NAME].delay=20ms`,
+    /// `host[NAME].tcp.sack=false`, `flow[NAME].bytes=10M`. A value that is not TOML
+    /// is taken as a string.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<Override>,
     /// Print the JSON summary on stdout instead of the tables.
     #[arg(long)]
     pub json: bool,
@@ -41,6 +60,9 @@ pub fn validate(args: &SimArgs) -> Result<(), String> {
     if args.file.as_os_str().is_empty() {
         return Err("FILE is empty: give the scenario file to run".into());
     }
+    if args.jobs == Some(0) {
+        return Err("--jobs 0: give at least 1 thread".into());
+    }
     if let Some(out) = &args.out {
         if out.as_os_str().is_empty() {
             return Err("--out is empty: give a directory".into());
@@ -58,7 +80,7 @@ pub fn validate(args: &SimArgs) -> Result<(), String> {
 /// The scenario to run: the file, read and checked (errors name the file, the line
 /// and the field), with `--seed` applied. Nothing runs yet.
 pub fn plan(args: &SimArgs) -> Result<Scenario, String> {
-    let mut scenario = Scenario::load(&args.file).map_err(|mut e| {
+    let mut scenario = Scenario::load_with(&args.file, &args.set).map_err(|mut e| {
         // A name that is blank at an end or holds control characters is quoted, so
         // the message still shows which file.
         let name = args.file.display().to_string();
@@ -80,6 +102,9 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    if let Some(range) = args.seeds {
+        return run_seeds(args, &scenario, range);
     }
     let started = WallInstant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -147,6 +172,43 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             "flows {} received data that differs from what was sent (seed {})",
             broken.join(", "),
             scenario.seed
+        ))
+    }
+}
+
+/// `--seeds`: every run, then the spread of the figures (a table, or JSON).
+fn run_seeds(args: &SimArgs, scenario: &Scenario, range: seeds::SeedRange) -> Result<(), String> {
+    let threads = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let summary = seeds::summarise(seeds::run_all(scenario, range, threads)?);
+    let json = serde_json::to_string_pretty(&summary).expect("the summary serialises");
+    if let Some(dir) = &args.out {
+        let path = dir.join("summary.json");
+        std::fs::write(&path, format!("{json}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if args.json {
+        println!("{json}");
+    } else {
+        seeds::print(&summary);
+    }
+    let broken: Vec<String> = summary
+        .runs
+        .iter()
+        .flat_map(|r| {
+            r.flows
+                .iter()
+                .filter(|f| f.data_ok == Some(false) && f.completed)
+                .map(move |f| format!("{} (seed {})", f.name, r.seed))
+        })
+        .collect();
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "flows {} received data that differs from what was sent",
+            broken.join(", ")
         ))
     }
 }

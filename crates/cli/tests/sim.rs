@@ -164,3 +164,120 @@ fn sim_markdown_prints_the_seed_readme_tables() {
     assert!(stderr.contains("not one of the seed scenarios"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `imp sim FILE --json ARGS...`, parsed; panics (with stderr) on failure.
+fn sim_json(file: &Path, args: &[&str]) -> serde_json::Value {
+    let out = imp()
+        .arg("sim")
+        .arg(file)
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn seeds_run_in_parallel_give_what_separate_runs_give() {
+    let dir = scratch("seeds");
+    let file = dir.join("small.toml");
+    std::fs::write(&file, SCENARIO).unwrap();
+    let all = sim_json(&file, &["--seeds", "3..6", "--jobs", "3"]);
+    assert_eq!(all["seeds"], serde_json::json!([3, 4, 5, 6]));
+    let runs = all["runs"].as_array().unwrap();
+    let mut goodputs = Vec::new();
+    for (run, seed) in runs.iter().zip(3..=6) {
+        let alone = sim_json(&file, &["--seed", &seed.to_string()]);
+        assert_eq!(run, &alone, "seed {seed}");
+        goodputs.push(alone["flows"][0]["goodput_bps"].as_f64().unwrap() / 1e6);
+    }
+    // The spread is over those runs' figures.
+    let spread = &all["flows"][0]["figures"]["goodput_mbps"];
+    let min = goodputs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = goodputs.iter().copied().fold(0.0, f64::max);
+    let mean = goodputs.iter().sum::<f64>() / goodputs.len() as f64;
+    assert_eq!(spread["min"].as_f64(), Some(min));
+    assert_eq!(spread["max"].as_f64(), Some(max));
+    assert!((spread["mean"].as_f64().unwrap() - mean).abs() < 1e-9);
+    assert!(min < max, "different seeds, different losses: {goodputs:?}");
+    // With --out, the same summary is written.
+    let out = dir.join("out");
+    let table = imp()
+        .arg("sim")
+        .arg(&file)
+        .args(["--seeds", "3..4", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(table.status.success());
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(text.contains("2 runs, seeds 3..4"), "{text}");
+    assert!(text.contains("goodput Mbit/s"), "{text}");
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(written["seeds"], serde_json::json!([3, 4]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn set_changes_the_run_and_bad_keys_are_named() {
+    let dir = scratch("set");
+    let file = dir.join("small.toml");
+    std::fs::write(&file, SCENARIO).unwrap();
+    let base = sim_json(&file, &[]);
+    assert_eq!(base["links"][0]["delay_ms"].as_f64(), Some(2.0));
+    // By index and by name; a bare `10%` is a string.
+    let set = sim_json(
+        &file,
+        &["--set", "link.0.delay=30ms", "--set", "link[ab].loss=10%"],
+    );
+    assert_eq!(set["links"][0]["delay_ms"].as_f64(), Some(30.0));
+    let lost = |r: &serde_json::Value| r["links"][0]["directions"][0]["lost"].as_u64().unwrap();
+    assert!(
+        lost(&set) > 4 * lost(&base),
+        "{} vs {}",
+        lost(&set),
+        lost(&base)
+    );
+    // `seed` set as a key is the same run as --seed.
+    assert_eq!(
+        sim_json(&file, &["--set", "seed=5"]),
+        sim_json(&file, &["--seed", "5"])
+    );
+    let bad = [
+        ("lnk.0.loss=1%", "has no `lnk`"),
+        ("link.3.loss=1%", "`link` has 1 entries"),
+        ("link[zz].loss=1%", "named \"zz\""),
+        ("link.0.los=1%", "los"),
+        ("link.0.loss=lots", "loss"),
+    ];
+    for (arg, needle) in bad {
+        let out = imp()
+            .arg("sim")
+            .arg(&file)
+            .args(["--set", arg])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{arg}: {err}");
+        assert!(err.contains(&format!("--set {arg}")), "{arg}: {err}");
+        assert!(err.contains(needle), "{arg}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{arg}: {err}");
+    }
+    // A malformed option is a bad command line (exit 2).
+    for args in [
+        &["--set", "novalue"][..],
+        &["--seeds", "9..2"],
+        &["--seeds", "1..3", "--seed", "4"],
+        &["--seeds", "1..3", "--jobs", "0"],
+    ] {
+        let out = imp().arg("sim").arg(&file).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -13,6 +13,7 @@ use impnet_core::tcp::{TcpError, TcpHandle};
 use impnet_core::{Duration, IcmpHandle, Instant, StackConfig};
 use serde::Serialize;
 
+use crate::analyze::{Analyzer, Connection};
 use crate::bulk::{Pattern, StreamHash};
 use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
 use crate::trace::{FlowTrace, QueueTrace, Tracer};
@@ -238,6 +239,12 @@ pub struct FlowReport {
     pub packets_per_keystroke: Option<f64>,
     /// Bulk: the receiver read exactly the stream the sender wrote.
     pub data_ok: Option<bool>,
+    /// The flow's connection as `imp analyze` judges it from the frames sent on the
+    /// sender's link (what that link's pcap holds): segments below the MSS,
+    /// retransmissions, RTOs, the longest stall, pure and piggy-backed ACKs, RTT,
+    /// goodput. `directions[0]` is the opener's. Absent for ping.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<Connection>,
     /// The CPUs of the two ends, when the hosts have a cost model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<FlowCpu>,
@@ -345,10 +352,13 @@ pub fn run(
     for app in &mut apps {
         app.note_cpu(&sim, &hosts);
     }
-    let flows: Vec<FlowReport> = apps
+    let mut flows: Vec<FlowReport> = apps
         .iter()
         .map(|app| app.report(scenario, &tracer, now))
         .collect();
+    for (flow, app) in flows.iter_mut().zip(&apps) {
+        flow.analysis = app.traced.and_then(|i| judged(&mut tracer.flows[i].judge));
+    }
     let ladder = rungs(scenario, &flows);
     let traces = apps
         .iter()
@@ -381,6 +391,16 @@ pub fn run(
         traces,
         queues,
     })
+}
+
+/// The connection an analyzer saw (the one with the most segments, should the ports
+/// have been reused).
+fn judged(judge: &mut Analyzer) -> Option<Connection> {
+    std::mem::take(judge)
+        .finish()
+        .connections
+        .into_iter()
+        .max_by_key(|c| c.segments)
 }
 
 /// The scenario's nodes, links and routes in a fresh simulator (capturing to
@@ -961,6 +981,7 @@ impl App {
             packets_per_keystroke: None,
             data_ok: None,
             cpu: None,
+            analysis: None,
         };
         self.fill_by_kind(&mut r, trace, seconds, rate);
         fill_rates(&mut r, rate, seconds);

@@ -24,9 +24,11 @@ use crate::units;
 
 mod cpu;
 mod dumbbell;
+mod overrides;
 mod topology;
 
 pub use cpu::RungSpec;
+pub use overrides::Override;
 
 /// A validated experiment.
 #[derive(Debug, Clone)]
@@ -748,6 +750,15 @@ impl Scenario {
     /// [`MAX_SCENARIO_BYTES`] (not a device such as `/dev/zero`, a FIFO or a
     /// directory, which would never end or would block).
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path, &[])
+    }
+
+    /// As [`Scenario::load`], with `overrides` applied as [`Scenario::parse_with`]
+    /// does (`imp sim --set`).
+    pub fn load_with(
+        path: &std::path::Path,
+        overrides: &[Override],
+    ) -> Result<Scenario, ScenarioError> {
         use std::io::Read;
         let origin = path.display().to_string();
         let fail = |message: String| ScenarioError {
@@ -780,7 +791,7 @@ impl Scenario {
                 e.utf8_error().valid_up_to()
             ))
         })?;
-        Scenario::parse(&text, &origin)
+        Scenario::parse_with(&text, &origin, overrides)
     }
 
     /// Index of the node called `name`.

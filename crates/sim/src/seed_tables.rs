@@ -366,6 +366,44 @@ fn seed003(r: &Report) -> Result<String, String> {
         );
         push_row(&mut out, &[run, figure, &imp, &bound_text]);
     }
+    out.push('\n');
+    out.push_str(&seed003_judgement(r, &rows.map(|row| (row.0, row.1)))?);
+    Ok(out)
+}
+
+/// Seed 003's criteria ("less than MSS sized packets, too many retransmissions,
+/// timeouts of 20 seconds or more, and failure to combine ACKs with bidirectional
+/// data") judged by `imp analyze` on each flow's capture: the sender's data, the
+/// receiver's ACKs.
+fn seed003_judgement(r: &Report, rows: &[(&str, &str)]) -> Result<String, String> {
+    let mut out = String::from(
+        "| run | segments below MSS | retransmissions (spurious) | RTOs | longest stall | receiver's ACKs pure / on data | RTT min/avg/max | goodput |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for (name, run) in rows {
+        let f = flow(r, name)?;
+        let a = f
+            .analysis
+            .as_ref()
+            .ok_or_else(|| format!("flow `{name}` has no analysis"))?;
+        let [data, acks] = &a.directions;
+        let rtt = &data.rtt_ms;
+        push_row(
+            &mut out,
+            &[
+                run,
+                &format!("{} of {}", data.segments_below_mss, data.data_segments),
+                &format!(
+                    "{} ({})",
+                    data.retransmissions, data.spurious_retransmissions
+                ),
+                &data.rtos.to_string(),
+                &format!("{:.1} s", data.longest_stall_ms / 1e3),
+                &format!("{} / {}", acks.pure_acks, acks.piggybacked_acks),
+                &format!("{:.0}/{:.0}/{:.0} ms", rtt.min, rtt.avg, rtt.max),
+                &format!("{} B/s", significant(data.goodput_bps / 8.0, 3)),
+            ],
+        );
+    }
     Ok(out)
 }
 

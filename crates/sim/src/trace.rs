@@ -9,10 +9,12 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use impnet_core::Instant;
+use impnet_phy::pcap::LINKTYPE_ETHERNET;
 use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::{self, Protocol};
 use impnet_wire::tcp::{self, Flags, Options};
 
+use crate::analyze::Analyzer;
 use crate::{FrameEvent, FrameKind, LinkId};
 
 /// A data segment as the sender sent it; sequence numbers relative to the ISN.
@@ -72,6 +74,9 @@ pub(crate) struct Followed {
     pending_fragments: Option<(u16, f64, u32, usize, u64)>,
     last_ack: u64,
     pub(crate) trace: FlowTrace,
+    /// `imp analyze`'s view of the flow: its frames as sent, both ways (what the
+    /// link's pcap holds).
+    pub(crate) judge: Analyzer,
 }
 
 /// Every followed flow.
@@ -109,6 +114,7 @@ impl Tracer {
             pending_fragments: None,
             last_ack: 0,
             trace: FlowTrace::default(),
+            judge: Analyzer::new(),
         });
         self.flows.len() - 1
     }
@@ -152,6 +158,13 @@ impl Tracer {
         for f in &mut self.flows {
             if f.link != event.link {
                 continue;
+            }
+            let (from, to) = ((src, ports.0), (dst, ports.1));
+            if event.kind == FrameKind::Sent
+                && ((from, to) == (f.sender, f.receiver) || (to, from) == (f.sender, f.receiver))
+            {
+                f.judge
+                    .frame(event.time.as_nanos(), LINKTYPE_ETHERNET, event.frame);
             }
             if (src, ports.0) == f.sender && (dst, ports.1) == f.receiver {
                 if event.kind != FrameKind::Sent {

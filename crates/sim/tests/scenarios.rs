@@ -494,6 +494,24 @@ fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
         slow.completed && slow.goodput_bytes_per_s >= 0.7 * 96.0,
         "{slow:?}"
     );
+    // imp analyze's judgement of the captures, against the good TCP on the same
+    // (small) window and the same noise: the VM-like TCP's timeouts are 20 s or more
+    // ("timeouts of 20 seconds or more"), the good TCP's well under; both lose
+    // segments to the noise and send them again.
+    let judged = |f: &FlowReport| f.analysis.clone().expect("a bulk flow is analysed");
+    let (vm, good) = (judged(vm), judged(good));
+    let (vm_data, good_data) = (&vm.directions[0], &good.directions[0]);
+    assert!(
+        vm_data.rtos > 0 && vm_data.longest_stall_ms >= 20_000.0,
+        "{vm_data:?}"
+    );
+    assert!(good_data.longest_stall_ms < 5_000.0, "{good_data:?}");
+    assert!(vm_data.retransmissions > 0 && good_data.retransmissions > 0);
+    // The capture holds the whole transfer: as much new data as was delivered.
+    for name in ["good-9600-small-window", "vm-like-9600"] {
+        let f = flow(r, name);
+        assert_eq!(judged(f).directions[0].unique_bytes, f.bytes, "{name}");
+    }
 }
 
 #[test]
@@ -645,4 +663,47 @@ fn an_error_after_a_wide_character_does_not_panic() {
     for text in ["é==", "x\u{fffd}==\n", "duration = 1\nλ = ="] {
         assert!(Scenario::parse(text, "fuzz.toml").is_err(), "{text:?}");
     }
+}
+
+#[test]
+fn seed002_at_the_report_loss_rate_loses_a_few_packets_per_10_gb() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/seeds/002-oc12-sack-report-loss.toml");
+    let full = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    // "1-3 glitches during a 10 GB transfer", "3-4 losses in a 3-5 minute test":
+    // the expected glitches and losses of one 10 GB transfer of full segments.
+    for link in &full.links {
+        let ge = link.config.burst_loss.expect("bursty loss");
+        let segments = 10.0 * f64::from(1u32 << 30) / (link.config.mtu - 40) as f64;
+        let glitches = segments * ge.good_to_bad;
+        let losses = glitches * ge.loss_bad / ge.bad_to_good;
+        assert!((1.0..=3.0).contains(&glitches), "{}: {glitches}", link.name);
+        assert!((3.0..=5.0).contains(&losses), "{}: {losses}", link.name);
+    }
+    for f in &full.flows {
+        let impnet_sim::scenario::FlowKind::Bulk { bytes, .. } = f.kind else {
+            panic!("bulk flows only");
+        };
+        assert_eq!(bytes, 10 << 30, "{}", f.name);
+    }
+    // CI's short form: 256 MB per flow, two seeds; `imp sim FILE --seeds 1..10` is the
+    // full run (scenarios/seeds/README.md).
+    let text = std::fs::read_to_string(&path).unwrap();
+    let short: Vec<_> = ["sack", "sack-back", "nosack", "nosack-back"]
+        .iter()
+        .map(|f| format!("flow[{f}].bytes=256M").parse().unwrap())
+        .collect();
+    let mut hashes = Vec::new();
+    for seed in [1, 2] {
+        let mut s = Scenario::parse_with(&text, "report-loss", &short).unwrap();
+        s.seed = seed;
+        let r = run(&s).report;
+        for f in &r.flows {
+            assert!(f.completed && f.data_ok == Some(true), "seed {seed}: {f:?}");
+            assert_eq!(f.bytes, 256 << 20);
+            assert!(f.goodput_bps > 300e6, "seed {seed}: {f:?}");
+        }
+        hashes.push(r.trace_hash);
+    }
+    assert_ne!(hashes[0], hashes[1], "another seed, another run");
 }
