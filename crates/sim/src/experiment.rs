@@ -321,19 +321,7 @@ pub fn run(
         .enumerate()
         .map(|(i, f)| App::new(scenario, f, i, &links))
         .collect::<Result<_, _>>()?;
-    let mut queues: Vec<QueueTrace> = routers::router_egresses(scenario)
-        .into_iter()
-        .map(|(router, link, side)| QueueTrace {
-            router,
-            link,
-            side,
-            name: format!(
-                "{}-{}",
-                scenario.nodes[router].name, scenario.links[link].name
-            ),
-            samples: Vec::new(),
-        })
-        .collect();
+    let mut queues = queue_traces(scenario);
     let mut driven = Driven {
         hosts: &hosts,
         links: &links,
@@ -401,6 +389,23 @@ fn judged(judge: &mut Analyzer) -> Option<Connection> {
         .connections
         .into_iter()
         .max_by_key(|c| c.segments)
+}
+
+/// An empty trace for every router egress queue.
+fn queue_traces(scenario: &Scenario) -> Vec<QueueTrace> {
+    routers::router_egresses(scenario)
+        .into_iter()
+        .map(|(router, link, side)| QueueTrace {
+            router,
+            link,
+            side,
+            name: format!(
+                "{}-{}",
+                scenario.nodes[router].name, scenario.links[link].name
+            ),
+            samples: Vec::new(),
+        })
+        .collect()
 }
 
 /// The scenario's nodes, links and routes in a fresh simulator (capturing to

@@ -244,7 +244,7 @@ impl SentLog {
     /// The first lost byte not retransmitted since, and how much of its run follows
     /// (at most `mss`): the next repair.
     pub fn next_lost(&self, mss: usize) -> Option<(SeqNumber, usize)> {
-        let mut runs = self.runs.iter().skip_while(|r| !(r.lost && !r.sacked));
+        let mut runs = self.runs.iter().skip_while(|r| !r.lost || r.sacked);
         let first = runs.next()?;
         let (start, mut end) = (first.start, first.end);
         // Lost runs that follow without a gap go in the same repair, up to the MSS: a
