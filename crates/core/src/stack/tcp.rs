@@ -411,6 +411,30 @@ impl Stack {
         self.tcp.recv(now, handle, buf)
     }
 
+    /// Hand the connection a buffer to send without copying it (kept until
+    /// acknowledged; all of it or none, given back with the reason when refused). See
+    /// [`Tcp::send_owned`](crate::tcp::Tcp::send_owned).
+    pub fn tcp_send_owned(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        data: alloc::vec::Vec<u8>,
+    ) -> Result<(), crate::tcp::SendOwnedError> {
+        self.tcp.send_owned(now, handle, data)
+    }
+
+    /// Read without a copy: `f` sees received bytes where they lie and returns how many
+    /// it consumed (an empty slice: end of stream). See
+    /// [`Tcp::recv_with`](crate::tcp::Tcp::recv_with).
+    pub fn tcp_recv_with(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        f: impl FnOnce(&[u8]) -> usize,
+    ) -> Result<usize, TcpError> {
+        self.tcp.recv_with(now, handle, f)
+    }
+
     /// Close gracefully (FIN after queued data).
     pub fn tcp_close(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
         self.tcp.close(now, handle)
