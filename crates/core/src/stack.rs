@@ -479,3 +479,5 @@ mod tests;
 mod tests_forward;
 #[cfg(test)]
 mod tests_misuse;
+#[cfg(test)]
+mod tests_zero_copy;
