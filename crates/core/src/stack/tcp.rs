@@ -274,6 +274,13 @@ impl Stack {
             let mut packet = self.pool.take();
             packet.resize(ipv4::HEADER_LEN, 0);
             packet.extend_from_slice(&buf[HEADROOM..HEADROOM + segment.len]);
+            // A device completes the checksum of a packet, not of a datagram cut into
+            // fragments: the whole sum is ours (as Linux's `skb_checksum_help` before
+            // `ip_fragment`).
+            if self.tcp_egress.as_ref().is_some_and(|e| !e.egress.checksum) {
+                wire_tcp::Packet::new_unchecked(&mut packet[ipv4::HEADER_LEN..])
+                    .fill_checksum(&segment.src, &segment.dst);
+            }
             let options = SendOptions {
                 protocol: Protocol::Tcp,
                 dont_frag: false,

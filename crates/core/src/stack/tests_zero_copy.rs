@@ -6,6 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::net::SocketAddrV4;
 
+use crate::iface::Offloads;
 use crate::rng::Rng;
 use crate::stack::{Stack, StackConfig};
 use crate::tcp::{TcpConfig, TcpError, TcpHandle, buffer::OWNED_MIN};
@@ -14,6 +15,11 @@ use crate::time::Duration;
 
 /// A and B at `mtu` with `tcp` on both, and an established connection A -> B.
 fn connected(mtu: usize, tcp: &TcpConfig) -> (Pair, TcpHandle, TcpHandle) {
+    connected_with(mtu, tcp, Offloads::NONE)
+}
+
+/// As [`connected`], A's device with `offloads` (B's with none: it checks every sum).
+fn connected_with(mtu: usize, tcp: &TcpConfig, offloads: Offloads) -> (Pair, TcpHandle, TcpHandle) {
     let mut pair = Pair::with_mtu(mtu);
     let config = StackConfig {
         tcp: tcp.clone(),
@@ -22,6 +28,9 @@ fn connected(mtu: usize, tcp: &TcpConfig) -> (Pair, TcpHandle, TcpHandle) {
     for (stack, seed, mac, ip) in [(&mut pair.a, 1, MAC_A, IP_A), (&mut pair.b, 2, MAC_B, IP_B)] {
         *stack = Stack::new(config.clone(), crate::testutil::secret(seed));
         let mut iface = crate::iface::IfaceConfig::new(mac, mtu);
+        if seed == 1 {
+            iface = iface.with_offloads(offloads);
+        }
         iface.addrs = vec![impnet_wire::ipv4::Cidr::new(ip, 24).expect("prefix")];
         stack.add_interface(iface);
         drain(stack, pair.now);
@@ -31,9 +40,46 @@ fn connected(mtu: usize, tcp: &TcpConfig) -> (Pair, TcpHandle, TcpHandle) {
         .a
         .tcp_connect(pair.now, SocketAddrV4::new(IP_A, 0), SocketAddrV4::new(IP_B, 80))
         .unwrap();
-    pair.exchange();
+    device_exchange(&mut pair);
     let server = pair.b.tcp_accept(listener).unwrap();
     (pair, client, server)
+}
+
+/// Move frames both ways until quiet, completing the TCP and UDP checksums of A's
+/// unfragmented packets as a device with checksum offload does (a fragment it leaves
+/// as it is: it cannot sum a datagram it sees in part).
+fn device_exchange(pair: &mut Pair) {
+    use impnet_wire::{ipv4, tcp, udp};
+    for _ in 0..1000 {
+        let from_a = drain(&mut pair.a, pair.now);
+        let from_b = drain(&mut pair.b, pair.now);
+        if from_a.is_empty() && from_b.is_empty() {
+            return;
+        }
+        for mut frame in from_a {
+            let header = ipv4::Packet::new_checked(&frame[14..]).ok().map(|ip| {
+                let whole = !ip.more_frags() && ip.frag_offset() == 0;
+                (whole, ip.src_addr(), ip.dst_addr(), ip.protocol(), ip.header_len())
+            });
+            if let Some((true, src, dst, proto, header_len)) = header {
+                let payload = &mut frame[14 + header_len..];
+                match proto {
+                    ipv4::Protocol::Tcp => {
+                        tcp::Packet::new_unchecked(payload).fill_checksum(&src, &dst);
+                    }
+                    ipv4::Protocol::Udp => {
+                        udp::Packet::new_unchecked(payload).fill_checksum(&src, &dst);
+                    }
+                    _ => {}
+                }
+            }
+            pair.b.handle_frame(pair.now, pair.b_if, &frame);
+        }
+        for frame in from_b {
+            pair.a.handle_frame(pair.now, pair.a_if, &frame);
+        }
+    }
+    panic!("stacks still talking");
 }
 
 /// The stream's byte at `at`.
@@ -225,4 +271,34 @@ fn an_owned_send_is_all_or_nothing_within_the_send_buffer() {
     assert_eq!(read, 40_000 + OWNED_MIN - 1);
     assert_eq!(pair.a.tcp_info(client).unwrap().bytes_queued, 0);
     assert_eq!(pair.a.tcp_send_owned(pair.now, client, vec![3u8; 60_000]), Ok(()));
+}
+
+/// A device completes the checksum of one packet, not of a datagram cut into fragments:
+/// with checksum offload on, a TCP segment larger than the MTU (`segment_size`) and a
+/// large UDP datagram still leave with their whole checksum, which B verifies.
+#[test]
+fn fragmented_datagrams_carry_whole_checksums_under_offload() {
+    let tcp = TcpConfig {
+        segment_size: Some(4096),
+        ..TcpConfig::default()
+    };
+    let (mut pair, client, server) = connected_with(1500, &tcp, Offloads::CHECKSUM);
+    let data: Vec<u8> = (0..20_000).map(byte).collect();
+    assert_eq!(pair.a.tcp_send(pair.now, client, &data), Ok(data.len()));
+    device_exchange(&mut pair);
+    let mut got = vec![0u8; 30_000];
+    let n = pair.b.tcp_recv(pair.now, server, &mut got).unwrap();
+    assert_eq!(&got[..n], &data[..], "every fragmented segment accepted");
+    assert_eq!(pair.b.stats().tcp.rx_bad_checksum, 0);
+    assert!(pair.a.stats().ipv4.tx_fragments > 0, "the segments were fragmented");
+
+    let from = pair.a.udp_bind(SocketAddrV4::new(IP_A, 9)).unwrap();
+    let to = pair.b.udp_bind(SocketAddrV4::new(IP_B, 9)).unwrap();
+    pair.a
+        .udp_send_to(pair.now, from, SocketAddrV4::new(IP_B, 9), &data[..5000])
+        .unwrap();
+    device_exchange(&mut pair);
+    let (n, _) = pair.b.udp_recv_from(to, &mut got).unwrap();
+    assert_eq!(&got[..n], &data[..5000]);
+    assert_eq!(pair.b.stats().udp.rx_bad_checksum, 0);
 }
