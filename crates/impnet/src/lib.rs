@@ -75,6 +75,7 @@ mod icmp;
 pub(crate) mod runtime;
 mod tcp;
 mod udp;
+mod zero_copy;
 
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -83,6 +84,7 @@ pub use icmp::IcmpSocket;
 pub use runtime::{RX_BATCH, Runtime, RuntimeStats};
 pub use tcp::{DEFAULT_BACKLOG, TcpListener, TcpStream};
 pub use udp::UdpSocket;
+pub use zero_copy::OwnedWriteError;
 
 use std::os::fd::RawFd;
 
