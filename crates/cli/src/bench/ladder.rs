@@ -17,6 +17,11 @@
 //! | L7 | 4 KiB | 9000 | MSS | offloaded | lent | owned (`send_owned`) |
 //! | L8 | 64 KiB | 9000 | MSS | offloaded | lent | owned |
 //! | L9 | 64 KiB | 65535 | MSS | offloaded | lent | owned |
+//! | L8c, L9c | as L8, L9 | | | | | copy |
+//!
+//! L8c and L9c stand beside the ladder: its top two rungs with copying writes, so the
+//! owned write is measured against the copy at 64 KiB records as well as at 4 KiB
+//! (L6 against L7).
 //!
 //! The application makes every record before writing it, as one read from a file
 //! would: it copies the record from a pattern into its buffer (one reused buffer for
@@ -70,8 +75,10 @@ const BASE: Rung = Rung {
     owned: false,
 };
 
-/// The rungs, each one change from the one before.
-pub(crate) const RUNGS: [Rung; 9] = [
+/// The rungs, each one change from the one before (`LADDER` of them), then rungs
+/// beside the ladder: the top two with copying writes, to set the owned write against
+/// the copy at 64 KiB records.
+pub(crate) const RUNGS: [Rung; 11] = [
     BASE,
     Rung {
         name: "L2",
@@ -142,7 +149,28 @@ pub(crate) const RUNGS: [Rung; 9] = [
         owned: true,
         ..BASE
     },
+    Rung {
+        name: "L8c",
+        change: "beside the ladder: L8 with copying writes",
+        record: 65536,
+        mtu: 9000,
+        lend: true,
+        offload: true,
+        ..BASE
+    },
+    Rung {
+        name: "L9c",
+        change: "beside the ladder: L9 with copying writes",
+        record: 65536,
+        mtu: 65535,
+        lend: true,
+        offload: true,
+        ..BASE
+    },
 ];
+
+/// How many of `RUNGS` make the ladder proper.
+const LADDER: usize = 9;
 
 const PORT: u16 = 5009;
 
@@ -313,7 +341,7 @@ pub(crate) fn run(total: u64) -> Vec<Sample> {
 
 /// The legend printed above the table: what each rung changed.
 pub(crate) fn legend() -> String {
-    let mut text = String::from("W9 ladder (each rung adds one change):");
+    let mut text = String::from("W9 ladder (each rung adds one change to the one before):");
     for rung in RUNGS {
         text.push_str(&format!("\n  {}: {}", rung.name, rung.change));
     }
@@ -339,7 +367,7 @@ mod tests {
             let frag = flow.pair.a.stats().ipv4.tx_fragments > 0;
             assert_eq!(frag, rung.segment_size.is_some(), "{}: fragments", rung.name);
         }
-        for pair in RUNGS.windows(2) {
+        for pair in RUNGS[..LADDER].windows(2) {
             let (a, b) = (pair[0], pair[1]);
             let changes = [
                 a.record != b.record,
@@ -352,6 +380,15 @@ mod tests {
             let n = changes.iter().filter(|&&c| c).count();
             // MTU 9000 also ends the forced segment size (the two go together).
             assert!(n == 1 || (n == 2 && a.mtu != b.mtu), "{} -> {}", a.name, b.name);
+        }
+        // Beside the ladder: a rung of it with copying writes.
+        for side in &RUNGS[LADDER..] {
+            let twin = RUNGS[..LADDER]
+                .iter()
+                .find(|r| side.name.starts_with(r.name))
+                .expect("its rung");
+            assert!(twin.owned && !side.owned, "{}", side.name);
+            assert_eq!((twin.record, twin.mtu), (side.record, side.mtu), "{}", side.name);
         }
     }
 }
