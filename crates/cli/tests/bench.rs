@@ -150,13 +150,18 @@ fn bench_quick_json_has_every_workload() {
     assert!(row("W4-1-mem")["imp"].as_f64().unwrap() > 0.0);
     // W9, the ladder: every rung's throughput, CPU per GiB and speed-up over L1 (which
     // is 1 by definition), imp alone.
-    let rungs = ["L1", "L2", "L3", "L4", "L5", "L6", "L7", "L8", "L9", "L8c", "L9c"];
+    let rungs = [
+        "L1", "L2", "L3", "L4", "L5", "L6", "L7", "L8", "L9", "L8c", "L9c",
+    ];
     for rung in rungs {
         for (suffix, unit) in [("", "Gbit/s"), ("-cpu", "CPU s/GiB"), ("-x", "x over L1")] {
             let r = row(&format!("W9-{rung}{suffix}"));
             assert_eq!(r["unit"], unit, "{r}");
             assert!(r["imp"].as_f64().is_some_and(|v| v > 0.0), "{r}");
-            assert!(r["smoltcp"].is_null() && r["linux"].is_null(), "imp alone: {r}");
+            assert!(
+                r["smoltcp"].is_null() && r["linux"].is_null(),
+                "imp alone: {r}"
+            );
         }
     }
     assert_eq!(row("W9-L1-x")["imp"].as_f64(), Some(1.0));

@@ -51,20 +51,25 @@ fn owned_writes_and_lent_reads_between_two_runtimes() {
     let total = 1_000_000;
     let server = std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 3000];
         for turn in 0usize.. {
             // Lent reads take half of what they see (at least a byte), or none of it
             // every seventh time; plain reads in between.
             let n = if turn % 3 == 2 {
-                (&stream).read(&mut buf).map(|n| {
+                (&stream).read(&mut buf).inspect(|&n| {
                     got.extend_from_slice(&buf[..n]);
-                    n
                 })
             } else {
                 stream.recv_with(|data| {
-                    let n = if turn % 7 == 0 { 0 } else { data.len().div_ceil(2) };
+                    let n = if turn % 7 == 0 {
+                        0
+                    } else {
+                        data.len().div_ceil(2)
+                    };
                     got.extend_from_slice(&data[..n]);
                     n
                 })
@@ -76,11 +81,15 @@ fn owned_writes_and_lent_reads_between_two_runtimes() {
         }
         // End of stream: the closure sees an empty slice, again and again.
         let mut seen = None;
-        assert_eq!(stream.recv_with(|d| {
-            seen = Some(d.len());
+        assert_eq!(
+            stream
+                .recv_with(|d| {
+                    seen = Some(d.len());
+                    0
+                })
+                .unwrap(),
             0
-        })
-        .unwrap(), 0);
+        );
         assert_eq!(seen, Some(0));
         got
     });

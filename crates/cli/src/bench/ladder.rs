@@ -342,8 +342,9 @@ pub(crate) fn run(total: u64) -> Vec<Sample> {
 /// The legend printed above the table: what each rung changed.
 pub(crate) fn legend() -> String {
     let mut text = String::from("W9 ladder (each rung adds one change to the one before):");
-    for rung in RUNGS {
-        text.push_str(&format!("\n  {}: {}", rung.name, rung.change));
+    for (i, rung) in RUNGS.iter().enumerate() {
+        let indent = if i < LADDER { "  " } else { "    " };
+        text.push_str(&format!("\n{indent}{}: {}", rung.name, rung.change));
     }
     text
 }
@@ -361,11 +362,21 @@ mod tests {
             let started = std::time::Instant::now();
             while flow.step(total) < total {
                 let waited = started.elapsed();
-                assert!(waited.as_secs() < 20, "{}: stalled at {}", rung.name, flow.received);
+                assert!(
+                    waited.as_secs() < 20,
+                    "{}: stalled at {}",
+                    rung.name,
+                    flow.received
+                );
             }
             assert_eq!(flow.received, total, "{}", rung.name);
             let frag = flow.pair.a.stats().ipv4.tx_fragments > 0;
-            assert_eq!(frag, rung.segment_size.is_some(), "{}: fragments", rung.name);
+            assert_eq!(
+                frag,
+                rung.segment_size.is_some(),
+                "{}: fragments",
+                rung.name
+            );
         }
         for pair in RUNGS[..LADDER].windows(2) {
             let (a, b) = (pair[0], pair[1]);
@@ -379,7 +390,12 @@ mod tests {
             ];
             let n = changes.iter().filter(|&&c| c).count();
             // MTU 9000 also ends the forced segment size (the two go together).
-            assert!(n == 1 || (n == 2 && a.mtu != b.mtu), "{} -> {}", a.name, b.name);
+            assert!(
+                n == 1 || (n == 2 && a.mtu != b.mtu),
+                "{} -> {}",
+                a.name,
+                b.name
+            );
         }
         // Beside the ladder: a rung of it with copying writes.
         for side in &RUNGS[LADDER..] {
@@ -388,7 +404,12 @@ mod tests {
                 .find(|r| side.name.starts_with(r.name))
                 .expect("its rung");
             assert!(twin.owned && !side.owned, "{}", side.name);
-            assert_eq!((twin.record, twin.mtu), (side.record, side.mtu), "{}", side.name);
+            assert_eq!(
+                (twin.record, twin.mtu),
+                (side.record, side.mtu),
+                "{}",
+                side.name
+            );
         }
     }
 }

@@ -38,7 +38,11 @@ fn connected_with(mtu: usize, tcp: &TcpConfig, offloads: Offloads) -> (Pair, Tcp
     let listener = pair.b.tcp_listen(SocketAddrV4::new(IP_B, 80), 4).unwrap();
     let client = pair
         .a
-        .tcp_connect(pair.now, SocketAddrV4::new(IP_A, 0), SocketAddrV4::new(IP_B, 80))
+        .tcp_connect(
+            pair.now,
+            SocketAddrV4::new(IP_A, 0),
+            SocketAddrV4::new(IP_B, 80),
+        )
         .unwrap();
     device_exchange(&mut pair);
     let server = pair.b.tcp_accept(listener).unwrap();
@@ -59,7 +63,13 @@ fn device_exchange(pair: &mut Pair) {
         for mut frame in from_a {
             let header = ipv4::Packet::new_checked(&frame[14..]).ok().map(|ip| {
                 let whole = !ip.more_frags() && ip.frag_offset() == 0;
-                (whole, ip.src_addr(), ip.dst_addr(), ip.protocol(), ip.header_len())
+                (
+                    whole,
+                    ip.src_addr(),
+                    ip.dst_addr(),
+                    ip.protocol(),
+                    ip.header_len(),
+                )
             });
             if let Some((true, src, dst, proto, header_len)) = header {
                 let payload = &mut frame[14 + header_len..];
@@ -105,12 +115,16 @@ fn transfer(mtu: usize, tcp: &TcpConfig, total: usize, drop_every: usize, seed: 
             }
             let len = (rng.in_range(1, 40_000) as usize).min(total - written);
             let data: Vec<u8> = (written..written + len).map(byte).collect();
-            if rng.next_u64() % 2 == 0 {
+            if rng.next_u64().is_multiple_of(2) {
                 match pair.a.tcp_send_owned(pair.now, client, data) {
                     Ok(()) => written += len,
                     Err(e) => {
                         assert_eq!(e.error, TcpError::WouldBlock, "seed {seed}");
-                        assert_eq!(e.data.len(), len, "seed {seed}: the buffer comes back whole");
+                        assert_eq!(
+                            e.data.len(),
+                            len,
+                            "seed {seed}: the buffer comes back whole"
+                        );
                         assert_eq!(e.data[0], byte(written), "seed {seed}: untouched");
                         break;
                     }
@@ -129,7 +143,7 @@ fn transfer(mtu: usize, tcp: &TcpConfig, total: usize, drop_every: usize, seed: 
         });
         // The reader: lent reads that take a random part, or plain reads.
         loop {
-            let result = if rng.next_u64() % 2 == 0 {
+            let result = if rng.next_u64().is_multiple_of(2) {
                 let part = rng.next_u64() as usize;
                 pair.b.tcp_recv_with(pair.now, server, |data| {
                     let n = part % (data.len() + 1);
@@ -164,7 +178,10 @@ fn owned_sends_and_lent_reads_move_a_stream_byte_exact() {
         let total = 1_500_000;
         let got = transfer(1500, &tcp, total, 0, seed);
         assert_eq!(got.len(), total, "seed {seed}: all of it");
-        assert!(got.iter().enumerate().all(|(i, &b)| b == byte(i)), "seed {seed}: byte-exact");
+        assert!(
+            got.iter().enumerate().all(|(i, &b)| b == byte(i)),
+            "seed {seed}: byte-exact"
+        );
     }
 }
 
@@ -175,7 +192,10 @@ fn owned_sends_survive_loss_and_retransmission() {
         let total = 600_000;
         let got = transfer(1500, &tcp, total, drop_every, seed);
         assert_eq!(got.len(), total, "seed {seed}: all of it");
-        assert!(got.iter().enumerate().all(|(i, &b)| b == byte(i)), "seed {seed}: byte-exact");
+        assert!(
+            got.iter().enumerate().all(|(i, &b)| b == byte(i)),
+            "seed {seed}: byte-exact"
+        );
     }
 }
 
@@ -189,7 +209,10 @@ fn owned_sends_in_fragmented_segments() {
     let total = 500_000;
     let got = transfer(1500, &tcp, total, 0, 8);
     assert_eq!(got.len(), total);
-    assert!(got.iter().enumerate().all(|(i, &b)| b == byte(i)), "byte-exact");
+    assert!(
+        got.iter().enumerate().all(|(i, &b)| b == byte(i)),
+        "byte-exact"
+    );
 }
 
 #[test]
@@ -209,7 +232,10 @@ fn a_lent_read_consumes_only_what_the_closure_used() {
     let mut buf = [0u8; 4];
     assert_eq!(pair.b.tcp_recv(pair.now, server, &mut buf), Ok(4));
     assert_eq!(&buf, b"3456");
-    assert_eq!(pair.b.tcp_recv_with(pair.now, server, |d| d.len() + 100), Ok(3));
+    assert_eq!(
+        pair.b.tcp_recv_with(pair.now, server, |d| d.len() + 100),
+        Ok(3)
+    );
     let mut called = false;
     let nothing = pair.b.tcp_recv_with(pair.now, server, |_| {
         called = true;
@@ -248,7 +274,10 @@ fn an_owned_send_is_all_or_nothing_within_the_send_buffer() {
     let mut roomy = Vec::with_capacity(32 * 1024);
     roomy.extend_from_slice(&[9u8; 8192]);
     let refused = pair.a.tcp_send_owned(pair.now, client, roomy).unwrap_err();
-    assert_eq!((refused.error, refused.data.len()), (TcpError::WouldBlock, 8192));
+    assert_eq!(
+        (refused.error, refused.data.len()),
+        (TcpError::WouldBlock, 8192)
+    );
     // Larger than the whole send buffer: it would never fit.
     let huge = pair
         .a
@@ -256,7 +285,11 @@ fn an_owned_send_is_all_or_nothing_within_the_send_buffer() {
         .unwrap_err();
     assert_eq!(huge.error, TcpError::BufferTooLarge);
     // A small one is copied, so it fits where its allocation would not matter.
-    assert_eq!(pair.a.tcp_send_owned(pair.now, client, vec![2u8; OWNED_MIN - 1]), Ok(()));
+    assert_eq!(
+        pair.a
+            .tcp_send_owned(pair.now, client, vec![2u8; OWNED_MIN - 1]),
+        Ok(())
+    );
     // Once acknowledged and read, the buffers are gone: room for a large one again.
     let mut sink = vec![0u8; 64 * 1024];
     let mut read = 0;
@@ -270,7 +303,10 @@ fn an_owned_send_is_all_or_nothing_within_the_send_buffer() {
     }
     assert_eq!(read, 40_000 + OWNED_MIN - 1);
     assert_eq!(pair.a.tcp_info(client).unwrap().bytes_queued, 0);
-    assert_eq!(pair.a.tcp_send_owned(pair.now, client, vec![3u8; 60_000]), Ok(()));
+    assert_eq!(
+        pair.a.tcp_send_owned(pair.now, client, vec![3u8; 60_000]),
+        Ok(())
+    );
 }
 
 /// A device completes the checksum of one packet, not of a datagram cut into fragments:
@@ -290,7 +326,10 @@ fn fragmented_datagrams_carry_whole_checksums_under_offload() {
     let n = pair.b.tcp_recv(pair.now, server, &mut got).unwrap();
     assert_eq!(&got[..n], &data[..], "every fragmented segment accepted");
     assert_eq!(pair.b.stats().tcp.rx_bad_checksum, 0);
-    assert!(pair.a.stats().ipv4.tx_fragments > 0, "the segments were fragmented");
+    assert!(
+        pair.a.stats().ipv4.tx_fragments > 0,
+        "the segments were fragmented"
+    );
 
     let from = pair.a.udp_bind(SocketAddrV4::new(IP_A, 9)).unwrap();
     let to = pair.b.udp_bind(SocketAddrV4::new(IP_B, 9)).unwrap();
