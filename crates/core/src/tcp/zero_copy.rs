@@ -125,10 +125,11 @@ impl Tcp {
         }
     }
 
-    /// Read without a copy: `f` sees the readable bytes in place (the first
-    /// contiguous part) and returns how many it consumed; see [`Conn::recv_with`].
-    /// Returns the bytes consumed; `Ok(0)` after `f` saw an empty slice is end of
-    /// stream.
+    /// Read without a copy: `f` sees the readable bytes in place (the part up to the
+    /// ring's end; call again for the rest) and returns how many it used, which are
+    /// consumed. Returns the bytes consumed. At end of stream `f` gets an empty slice
+    /// and the result is `Ok(0)`; with nothing to read yet, `WouldBlock` and `f` is not
+    /// called.
     pub fn recv_with(
         &mut self,
         now: Instant,
