@@ -544,7 +544,7 @@ fn bad_values_found_at_the_edges_are_refused_up_front() {
         // Silently ignored.
         ("ttcp --impair loss=1%".into(), "--impair"),
         ("ping --gateway 10.0.0.1".into(), "--gateway"),
-        ("bench --only W9".into(), "W9"),
+        ("bench --only W0".into(), "W0"),
         ("bench --impl quic".into(), "quic"),
         ("bench --scale nan".into(), "--scale"),
         ("bench --repeat 0".into(), "--repeat"),

@@ -2,7 +2,8 @@
 //! of {workload, unit, imp, smoltcp, linux} covering every workload, and imp allocates
 //! nothing per packet in steady state; as root with wrk and nginx, W6 answers every
 //! HTTP request without error; W7's forwarding rows are there (the device ones as root
-//! with iperf3); W8 (run on its own, `--only W8`) fills its table of paths.
+//! with iperf3); W8 (run on its own, `--only W8`) fills its table of paths; W9's ladder
+//! has every rung.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/require.rs"]
@@ -147,6 +148,23 @@ fn bench_quick_json_has_every_workload() {
     }
     assert!(row("W4-1")["imp"].as_f64().unwrap() > 0.0);
     assert!(row("W4-1-mem")["imp"].as_f64().unwrap() > 0.0);
+    // W9, the ladder: every rung's throughput, CPU per GiB and speed-up over L1 (which
+    // is 1 by definition), imp alone.
+    let rungs = [
+        "L1", "L2", "L3", "L4", "L5", "L6", "L7", "L8", "L9", "L8c", "L9c",
+    ];
+    for rung in rungs {
+        for (suffix, unit) in [("", "Gbit/s"), ("-cpu", "CPU s/GiB"), ("-x", "x over L1")] {
+            let r = row(&format!("W9-{rung}{suffix}"));
+            assert_eq!(r["unit"], unit, "{r}");
+            assert!(r["imp"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+            assert!(
+                r["smoltcp"].is_null() && r["linux"].is_null(),
+                "imp alone: {r}"
+            );
+        }
+    }
+    assert_eq!(row("W9-L1-x")["imp"].as_f64(), Some(1.0));
 }
 
 /// `imp bench --only W8` at tiny sizes, as root with iperf3: the table has a row per

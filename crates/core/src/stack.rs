@@ -500,3 +500,5 @@ mod tests_forward;
 mod tests_loopback;
 #[cfg(test)]
 mod tests_misuse;
+#[cfg(test)]
+mod tests_zero_copy;

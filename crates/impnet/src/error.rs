@@ -24,6 +24,7 @@ pub(crate) fn tcp(e: TcpError) -> Error {
         // `TcpConfig::max_connections` reached: where Linux runs out of descriptors
         // (EMFILE, ENFILE) std has no kind of its own either.
         TcpError::TooManyConnections => ErrorKind::Other,
+        TcpError::BufferTooLarge => ErrorKind::InvalidInput,
         _ => ErrorKind::Other,
     };
     Error::new(kind, e)

@@ -11,6 +11,7 @@ use impnet_core::tcp::{TcpError, TcpHandle, TcpInfo, TcpState};
 use crate::error::{self, resolve};
 use crate::runtime::{Awaits, Runtime, Shared};
 use crate::udp::zero_timeout;
+use crate::zero_copy::{OwnedWriteError, attempt_owned};
 
 /// Where an active open stands: None while the handshake runs; then the connection's
 /// (local, peer) addresses, or why it failed (the error the connection ended with;
@@ -411,6 +412,59 @@ impl TcpStream {
             .shared
             .with(|state, now| state.stack.tcp_abort(now, handle))?
             .map_err(error::tcp)
+    }
+
+    /// Queue `data` without copying it: the stack keeps the buffer in the send buffer
+    /// and frees it once the peer has acknowledged it (a buffer under 2 KiB is copied).
+    /// All of it or nothing: this blocks (up to the write timeout) until the send buffer
+    /// has room for all of it, its allocation included. Refused, the buffer comes back
+    /// in the error, untouched; a buffer larger than the send buffer is refused with
+    /// `InvalidInput`. Mixes freely with `write`: the stream keeps the calls' order.
+    pub fn send_owned(&self, data: Vec<u8>) -> Result<(), OwnedWriteError> {
+        let options = self.options();
+        let handle = self.inner.handle;
+        let deadline = crate::deadline(options.write_timeout);
+        let mut data = Some(data);
+        let result = self.inner.shared.block_on(
+            deadline,
+            options.nonblocking,
+            Awaits::SendRoom,
+            |state, now| {
+                let buffer = data.take().unwrap_or_default();
+                let result = state.stack.tcp_send_owned(now, handle, buffer);
+                attempt_owned(result, &mut data, |e| self.inner.ended.write(e))
+            },
+        );
+        result.map_err(|error| OwnedWriteError {
+            error,
+            data: data.unwrap_or_default(),
+        })
+    }
+
+    /// Read without a copy: `f` gets the received bytes where they lie in the stack
+    /// (the first contiguous part; call again for more) and returns how many it used,
+    /// which are consumed (the rest stays for the next read). Blocks (up to the read
+    /// timeout) until there is data. At end of stream `f` gets an empty slice and the
+    /// result is `Ok(0)`. `f` runs under the runtime's lock: it must not call into the
+    /// runtime. Errors as `read`.
+    pub fn recv_with(&self, mut f: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
+        let options = self.options();
+        if options.read_shut {
+            f(&[]);
+            return Ok(0);
+        }
+        let handle = self.inner.handle;
+        let deadline = crate::deadline(options.read_timeout);
+        self.inner.shared.block_on(
+            deadline,
+            options.nonblocking,
+            Awaits::Input,
+            |state, now| match state.stack.tcp_recv_with(now, handle, &mut f) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(self.inner.ended.read(e)),
+            },
+        )
     }
 
     fn read_inner(&self, buf: &mut [u8]) -> io::Result<usize> {

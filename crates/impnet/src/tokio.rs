@@ -18,6 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::error::{self, resolve};
 use crate::runtime::{Runtime, Shared};
+use crate::zero_copy::{OwnedWriteError, attempt_owned};
 
 /// A listening TCP socket for async tasks. Closed when dropped.
 pub struct TcpListener {
@@ -212,6 +213,51 @@ impl TcpStream {
         self.shared
             .with(|state, now| state.stack.tcp().shutdown_write(now, handle))?
             .map_err(error::tcp)
+    }
+}
+
+impl TcpStream {
+    /// Queue `data` without copying it (see the blocking
+    /// [`TcpStream::send_owned`](crate::TcpStream::send_owned)): waits until the send
+    /// buffer has room for all of it; refused, the buffer comes back in the error.
+    pub async fn send_owned(&self, data: Vec<u8>) -> Result<(), OwnedWriteError> {
+        let mut data = Some(data);
+        let result = poll_fn(|cx| {
+            self.shared.poll_tcp(cx, self.handle, true, |state, now| {
+                let buffer = data.take().unwrap_or_default();
+                let result = state.stack.tcp_send_owned(now, self.handle, buffer);
+                attempt_owned(result, &mut data, |e| self.ended.write(e))
+            })
+        })
+        .await;
+        result.map_err(|error| OwnedWriteError {
+            error,
+            data: data.unwrap_or_default(),
+        })
+    }
+
+    /// Read without a copy (see the blocking
+    /// [`TcpStream::recv_with`](crate::TcpStream::recv_with)): waits for data, then `f`
+    /// sees it in place and returns how many bytes it used; an empty slice and `Ok(0)`
+    /// at end of stream. `f` runs under the runtime's lock.
+    pub async fn recv_with(&self, mut f: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_recv_with(cx, &mut f)).await
+    }
+
+    /// [`TcpStream::recv_with`] as a poll: `Pending` (the task woken when data comes)
+    /// while there is nothing to read.
+    pub fn poll_recv_with(
+        &self,
+        cx: &mut Context<'_>,
+        f: impl FnMut(&[u8]) -> usize,
+    ) -> Poll<io::Result<usize>> {
+        self.shared.poll_tcp(cx, self.handle, false, |state, now| {
+            match state.stack.tcp_recv_with(now, self.handle, f) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(self.ended.read(e)),
+            }
+        })
     }
 }
 

@@ -73,6 +73,10 @@ impl Pair {
             );
             (stack, iface)
         };
+        // Room for a segment larger than the MTU, which IP then fragments.
+        let frame_len = tcp
+            .segment_size
+            .map_or(mtu, |size| mtu.max(usize::from(size) + 80));
         let (a, ia) = stack(1, 1, A);
         let (b, ib) = stack(2, 2, B);
         let mut pair = Pair {
@@ -80,7 +84,7 @@ impl Pair {
             b,
             ia,
             ib,
-            frame: vec![0; mtu + ethernet::HEADER_LEN],
+            frame: vec![0; frame_len + ethernet::HEADER_LEN],
             epoch: StdInstant::now(),
             clock: Instant::ZERO,
             frames: 0,
@@ -196,6 +200,7 @@ impl workload::Bulk for Bulk {
     }
 }
 
+/// W1's settings: timestamps and SACK (unless `--bare`), 256 KiB buffers.
 pub(crate) fn bulk_config() -> TcpConfig {
     TcpConfig {
         send_buffer: super::smol::BULK_BUFFER,

@@ -31,6 +31,10 @@
 //!   imp/Linux per pair; and imp's simulator next to ns-3 on `imp ttcp`'s transfer.
 //!   Printed after the other workloads; with `--json` the output becomes
 //!   `{"rows": [...], "w8": {...}}`.
+//! - W9 ladder (`ladder.rs`): seed 000's 1981 speed-up plan on imp alone, in process:
+//!   1 KiB records, then 4 KiB, IP-fragmented 4096-byte segments, reads that lend the
+//!   receive ring, checksum offload, MTU 9000, writes that hand their buffers over,
+//!   64 KiB records, MTU 65535; Gbit/s, CPU s/GiB and the speed-up over the first rung.
 //!
 //! For W1-W4, imp and smoltcp run as two stacks in one thread, frames handed from one
 //! to the other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
@@ -42,6 +46,7 @@
 pub mod alloc;
 mod breakdown;
 pub mod imp_side;
+mod ladder;
 mod linux;
 pub mod smol;
 mod w5;
@@ -238,7 +243,7 @@ struct Row {
 }
 
 /// The workloads, in the order they run within one repetition.
-const WORKLOADS: [&str; 11] = [
+const WORKLOADS: [&str; 12] = [
     "W1a",
     "W1b",
     "W2",
@@ -250,6 +255,7 @@ const WORKLOADS: [&str; 11] = [
     "W7-fwd-lpm",
     "W7-fwd-tcp",
     "W7-route",
+    "W9",
 ];
 
 /// Run one workload on one implementation; None when it does not apply.
@@ -282,6 +288,7 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
         ("W7-fwd-tcp", Impl::Imp) => Ok(bulk::<w7::Bulk>("W7-fwd-tcp", 1500, false, sizes.bulk)),
         ("W7-route", Impl::Imp) => w7_route::imp(sizes.route_secs),
         ("W7-route", Impl::Linux) => w7_route::linux(sizes.route_secs),
+        ("W9", Impl::Imp) => Ok(ladder::run(sizes.bulk)),
         _ => Ok(Vec::new()),
     }
 }
@@ -504,6 +511,9 @@ fn print_table(report: &[Row], sizes: &Sizes) {
     );
     if report.iter().any(|r| r.workload.starts_with("W6")) {
         println!("W6: imp = imp serve --http over a TAP; linux = nginx (1 worker) over veth");
+    }
+    if report.iter().any(|r| r.workload.starts_with("W9")) {
+        println!("{}", ladder::legend());
     }
     if report.iter().any(|r| r.workload.starts_with("W7-route")) {
         println!("W7-route: imp = imp route between TAPs; linux = kernel forwarding over veth");

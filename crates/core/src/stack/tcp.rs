@@ -301,6 +301,13 @@ impl Stack {
             let mut packet = self.pool.take();
             packet.resize(ipv4::HEADER_LEN, 0);
             packet.extend_from_slice(&buf[HEADROOM..HEADROOM + segment.len]);
+            // A device completes the checksum of a packet, not of a datagram cut into
+            // fragments: the whole sum is ours (as Linux's `skb_checksum_help` before
+            // `ip_fragment`).
+            if self.tcp_egress.as_ref().is_some_and(|e| !e.egress.checksum) {
+                wire_tcp::Packet::new_unchecked(&mut packet[ipv4::HEADER_LEN..])
+                    .fill_checksum(&segment.src, &segment.dst);
+            }
             let options = SendOptions {
                 protocol: Protocol::Tcp,
                 dont_frag: false,
@@ -448,6 +455,42 @@ impl Stack {
         let read = self.tcp.recv(now, handle, buf)?;
         self.stats.work.socket_calls += 1;
         self.stats.work.copied_to_user += read as u64;
+        Ok(read)
+    }
+
+    /// Hand the connection a buffer to send without copying it (kept until
+    /// acknowledged; all of it or none, given back with the reason when refused). See
+    /// [`Tcp::send_owned`](crate::tcp::Tcp::send_owned).
+    pub fn tcp_send_owned(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        data: alloc::vec::Vec<u8>,
+    ) -> Result<(), crate::tcp::SendOwnedError> {
+        let len = data.len();
+        self.tcp.send_owned(now, handle, data)?;
+        // A short buffer is copied into the ring; a long one is kept as it is.
+        let copied = if len < crate::tcp::buffer::OWNED_MIN {
+            len
+        } else {
+            0
+        };
+        self.count_copy_in(copied);
+        Ok(())
+    }
+
+    /// Read without a copy: `f` sees received bytes where they lie and returns how many
+    /// it consumed (an empty slice: end of stream). See
+    /// [`Tcp::recv_with`](crate::tcp::Tcp::recv_with).
+    pub fn tcp_recv_with(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        f: impl FnOnce(&[u8]) -> usize,
+    ) -> Result<usize, TcpError> {
+        let read = self.tcp.recv_with(now, handle, f)?;
+        // A call, but no copy: the application read the ring where it lies.
+        self.stats.work.socket_calls += 1;
         Ok(read)
     }
 

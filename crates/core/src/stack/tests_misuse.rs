@@ -71,6 +71,33 @@ const fn ended_with(e: TcpError) -> Expect {
 /// Call every socket method once on `h` (twice for the data calls: the answer must
 /// not change) and compare with `expect`. Neither close nor abort: the cases below
 /// test those.
+/// `tcp_send_owned` answers as `tcp_send` does (and gives the buffer back, untouched,
+/// when it refuses it); `tcp_recv_with` as `tcp_recv`, its closure called only when
+/// there is data or the end of the stream (an empty slice).
+fn zero_copy_calls(stack: &mut Stack, now: Instant, h: TcpHandle, expect: Expect, case: &str) {
+    let owned = stack.tcp_send_owned(now, h, b"abc".to_vec());
+    let owned = owned.map(|()| 3).map_err(|refused| {
+        assert_eq!(
+            refused.data, b"abc",
+            "{case}: tcp_send_owned gives the data back"
+        );
+        refused.error
+    });
+    assert_eq!(owned, expect.send, "{case}: tcp_send_owned");
+    let mut seen = None;
+    let lent = stack.tcp_recv_with(now, h, |data| {
+        seen = Some(data.len());
+        data.len()
+    });
+    assert_eq!(lent, expect.recv, "{case}: tcp_recv_with");
+    let called = expect.recv.is_ok();
+    assert_eq!(
+        seen.is_some(),
+        called,
+        "{case}: tcp_recv_with calls its closure"
+    );
+}
+
 fn check(stack: &mut Stack, now: Instant, h: TcpHandle, expect: Expect, case: &str) {
     let mut buf = [0u8; 16];
     for round in 0..2 {
@@ -89,6 +116,7 @@ fn check(stack: &mut Stack, now: Instant, h: TcpHandle, expect: Expect, case: &s
             expect.recv,
             "{case}: tcp_recv #{round}"
         );
+        zero_copy_calls(stack, now, h, expect, case);
     }
     // Offering nothing is never an error where offering something is not.
     let empty = stack.tcp_send(now, h, b"");
@@ -275,7 +303,8 @@ fn calls_in_syn_sent() {
         known: true,
     };
     check(&mut pair.a, pair.now, client, expect, "SYN-SENT");
-    // What was queued (four writes of 3 bytes) arrives once the handshake is done.
+    // What was queued (six writes of 3 bytes: two rounds of send, gather and owned
+    // send) arrives once the handshake is done.
     pair.exchange();
     assert_eq!(
         pair.a.tcp_info(client).unwrap().state,
@@ -283,8 +312,8 @@ fn calls_in_syn_sent() {
     );
     let server = pair.b.tcp_accept(listener).unwrap();
     let mut buf = [0u8; 32];
-    assert_eq!(pair.b.tcp_recv(pair.now, server, &mut buf), Ok(12));
-    assert_eq!(&buf[..12], b"abcabcabcabc");
+    assert_eq!(pair.b.tcp_recv(pair.now, server, &mut buf), Ok(18));
+    assert_eq!(&buf[..18], b"abcabcabcabcabcabc");
 }
 
 #[test]

@@ -120,12 +120,16 @@ impl Stack {
         };
         let mut packet = self.pool.take();
         packet.resize(impnet_wire::ipv4::HEADER_LEN + repr.buffer_len(), 0);
+        // A device completes the checksum of a packet, not of a datagram IP will cut
+        // into fragments: that one's sum is ours.
+        let fragmented = packet.len() > route.mtu;
         let mut view = udp::Packet::new_unchecked(&mut packet[impnet_wire::ipv4::HEADER_LEN..]);
         repr.emit(&mut view, &route.src, dst.ip());
         if self
             .ifaces
             .get(route.iface.index())
             .is_some_and(|i| i.offloads.tx_checksum)
+            && !fragmented
         {
             // The device completes it: leave the pseudo-header sum (RFC 768's
             // pseudo-header, what `CHECKSUM_PARTIAL` devices expect in the field).

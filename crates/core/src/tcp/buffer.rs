@@ -7,6 +7,7 @@
 //! holds little memory (an idle one none), and one that fills its window ends with
 //! storage of the full capacity and stops allocating. Storage never shrinks.
 
+use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -98,29 +99,60 @@ fn copy_pair(out: &mut [u8], (a, b): (&[u8], &[u8])) -> usize {
 /// The send buffer: bytes the application wrote that the peer has not acknowledged yet,
 /// both the ones already sent (from SND.UNA) and the ones still waiting to go.
 ///
-/// Offsets in `peek` are relative to the oldest unacknowledged byte (SND.UNA), so the
-/// connection maps a sequence number `s` to offset `s - snd_una`.
+/// Offsets in `slices` and `peek` are relative to the oldest unacknowledged byte
+/// (SND.UNA), so the connection maps a sequence number `s` to offset `s - snd_una`.
+///
+/// Bytes come in two ways: copied into the ring ([`SendBuffer::write`]), or as buffers
+/// the application hands over whole ([`SendBuffer::write_owned`]), which are kept as
+/// they are (no copy) and dropped once acknowledged. While any such buffer is held,
+/// `pieces` records the order of ring bytes and owned buffers.
 #[derive(Debug, Clone)]
 pub struct SendBuffer {
-    /// Storage, grown on demand: `len <= ring.len() <= capacity`.
+    /// Storage, grown on demand: `ring_len <= ring.len() <= capacity`.
     ring: Vec<u8>,
-    /// Index of the oldest unacknowledged byte (`< ring.len()`, or 0 when it is empty).
+    /// Index of the oldest byte in the ring (`< ring.len()`, or 0 when it holds none).
     head: usize,
-    /// Bytes held, starting at `head`.
+    /// Bytes held, in the ring and in owned buffers.
     len: usize,
+    /// Bytes held in the ring, starting at `head` (all `len` when `pieces` is empty).
+    ring_len: usize,
+    /// The stream in order when owned buffers are held: ring spans and owned buffers,
+    /// summing to `len`, no two ring spans adjacent, no piece empty. Empty while
+    /// every byte is in the ring (the common case costs nothing).
+    pieces: VecDeque<Piece>,
+    /// Allocated bytes of the owned buffers beyond their lengths: charged against the
+    /// capacity with `len`, so what the buffer holds stays within it.
+    slack: usize,
     /// Most bytes held.
     capacity: usize,
 }
 
+/// A run of the send buffer's stream.
+#[derive(Debug, Clone)]
+enum Piece {
+    /// This many bytes of the ring, in order.
+    Ring(usize),
+    /// An application's buffer, its bytes from `start` not yet acknowledged.
+    Owned { data: Vec<u8>, start: usize },
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Ring(n) => *n,
+            Piece::Owned { data, start } => data.len() - start,
+        }
+    }
+}
+
+/// Owned buffers shorter than this are copied into the ring: below it the copy costs
+/// less than keeping the buffer (and a segment would span many of them).
+pub const OWNED_MIN: usize = 2048;
+
 impl SendBuffer {
     /// An empty buffer that holds up to `capacity` bytes (no storage until written).
     pub fn new(capacity: usize) -> SendBuffer {
-        SendBuffer {
-            ring: Vec::new(),
-            head: 0,
-            len: 0,
-            capacity,
-        }
+        SendBuffer::with_storage(capacity, Vec::new())
     }
 
     /// An empty buffer of `capacity` bytes on `storage` (from [`SendBuffer::into_storage`]
@@ -134,11 +166,14 @@ impl SendBuffer {
             },
             head: 0,
             len: 0,
+            ring_len: 0,
+            pieces: VecDeque::new(),
+            slack: 0,
             capacity,
         }
     }
 
-    /// The storage, for another buffer to reuse.
+    /// The ring's storage, for another buffer to reuse (owned buffers are dropped).
     pub fn into_storage(self) -> Vec<u8> {
         self.ring
     }
@@ -148,7 +183,7 @@ impl SendBuffer {
         self.capacity
     }
 
-    /// Bytes of storage allocated now (grows on demand up to the capacity).
+    /// Bytes of ring storage allocated now (grows on demand up to the capacity).
     pub fn storage(&self) -> usize {
         self.ring.len()
     }
@@ -163,50 +198,163 @@ impl SendBuffer {
         self.len == 0
     }
 
-    /// Room left for [`SendBuffer::write`].
+    /// Room left for [`SendBuffer::write`] (owned buffers also charge their unused
+    /// allocation).
     pub fn free(&self) -> usize {
-        self.capacity() - self.len
+        self.capacity().saturating_sub(self.len + self.slack)
+    }
+
+    /// Bytes held in buffers the application handed over (not in the ring).
+    pub fn owned(&self) -> usize {
+        self.len - self.ring_len
     }
 
     /// Append as much of `data` as fits; returns how many bytes were taken.
     pub fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
-        if self.len + n > self.ring.len() {
-            let size = storage_for(self.len + n, self.capacity);
+        if self.ring_len + n > self.ring.len() {
+            let size = storage_for(self.ring_len + n, self.capacity);
             self.ring = relinearise(&self.ring, self.head, size);
             self.head = 0;
         }
         if n > 0 {
-            let tail = wrap(self.head + self.len, self.ring.len());
+            let tail = wrap(self.head + self.ring_len, self.ring.len());
             ring_write(&mut self.ring, tail, &data[..n]);
+            self.ring_len += n;
             self.len += n;
+            if !self.pieces.is_empty() {
+                match self.pieces.back_mut() {
+                    Some(Piece::Ring(k)) => *k += n,
+                    _ => self.pieces.push_back(Piece::Ring(n)),
+                }
+            }
         }
         n
     }
 
-    /// Up to `len` bytes starting `offset` bytes after the oldest unacknowledged byte, as
-    /// two slices (the second non-empty only when the range wraps around the ring). Empty
-    /// when `offset >= self.len()`.
-    pub fn peek_slices(&self, offset: usize, len: usize) -> (&[u8], &[u8]) {
-        if offset >= self.len {
-            return (&[], &[]);
+    /// Append all of `data`, keeping the buffer itself (no copy; one shorter than
+    /// [`OWNED_MIN`] is copied into the ring instead). Its allocation counts against
+    /// the capacity; when there is no room for it whole, it is given back untouched.
+    pub fn write_owned(&mut self, data: Vec<u8>) -> Result<(), Vec<u8>> {
+        let charge = data.capacity();
+        if data.is_empty() {
+            return Ok(());
         }
-        let n = len.min(self.len - offset);
-        ring_slices(&self.ring, wrap(self.head + offset, self.ring.len()), n)
+        if data.len() < OWNED_MIN {
+            if data.len() > self.free() {
+                return Err(data);
+            }
+            self.write(&data);
+            return Ok(());
+        }
+        if charge > self.free() {
+            return Err(data);
+        }
+        if self.pieces.is_empty() && self.ring_len > 0 {
+            self.pieces.push_back(Piece::Ring(self.ring_len));
+        }
+        self.len += data.len();
+        self.slack += charge - data.len();
+        self.pieces.push_back(Piece::Owned { data, start: 0 });
+        Ok(())
+    }
+
+    /// Up to `len` bytes starting `offset` bytes after the oldest unacknowledged byte, as
+    /// the slices that hold them in order (two parts of the ring, or more pieces when
+    /// owned buffers are held). Empty when `offset >= self.len()`.
+    pub fn slices(&self, offset: usize, len: usize) -> Slices<'_> {
+        let len = if offset >= self.len {
+            0
+        } else {
+            len.min(self.len - offset)
+        };
+        let mut slices = Slices {
+            ring: &self.ring,
+            head: self.head,
+            pieces: None,
+            piece: 0,
+            skip: 0,
+            ring_at: 0,
+            ready: [&[], &[]],
+            remaining: len,
+            len,
+        };
+        if len == 0 {
+            return slices;
+        }
+        if self.pieces.is_empty() {
+            let (a, b) = ring_slices(&self.ring, wrap(self.head + offset, self.ring.len()), len);
+            slices.ready = [a, b];
+            slices.remaining = 0;
+            return slices;
+        }
+        // Find the piece holding `offset`, and where its ring bytes start.
+        let mut at = 0;
+        for piece in &self.pieces {
+            let n = piece.len();
+            if offset < at + n {
+                break;
+            }
+            at += n;
+            slices.piece += 1;
+            if let Piece::Ring(_) = piece {
+                slices.ring_at += n;
+            }
+        }
+        slices.skip = offset - at;
+        slices.pieces = Some(&self.pieces);
+        slices
     }
 
     /// Copy bytes starting `offset` bytes after the oldest unacknowledged byte into `out`;
     /// returns how many were copied (`min(out.len(), len() - offset)`, or 0).
     pub fn peek(&self, offset: usize, out: &mut [u8]) -> usize {
-        let slices = self.peek_slices(offset, out.len());
-        copy_pair(out, slices)
+        let mut at = 0;
+        for piece in self.slices(offset, out.len()) {
+            copy_bytes(&mut out[at..at + piece.len()], piece);
+            at += piece.len();
+        }
+        at
     }
 
-    /// Drop `n` acknowledged bytes from the front (more than `len()` drops everything).
+    /// Drop `n` acknowledged bytes from the front (more than `len()` drops everything);
+    /// owned buffers wholly acknowledged are freed.
     pub fn consume(&mut self, n: usize) {
         let n = n.min(self.len);
         self.len -= n;
-        self.head = if self.len == 0 {
+        if self.pieces.is_empty() {
+            self.consume_ring(n);
+            return;
+        }
+        let mut left = n;
+        while left > 0 {
+            let Some(front) = self.pieces.front_mut() else {
+                break;
+            };
+            let take = left.min(front.len());
+            let whole = take == front.len();
+            match front {
+                Piece::Ring(k) => {
+                    *k -= take;
+                    self.consume_ring(take);
+                }
+                Piece::Owned { start, .. } => *start += take,
+            }
+            left -= take;
+            if whole && let Some(Piece::Owned { data, .. }) = self.pieces.pop_front() {
+                self.slack -= data.capacity() - data.len();
+            }
+        }
+        // Only ring bytes left (adjacent spans never stay apart): back to the plain ring.
+        if self.pieces.iter().all(|p| matches!(p, Piece::Ring(_))) {
+            self.pieces.clear();
+        }
+    }
+
+    /// Drop `n` bytes from the front of the ring.
+    fn consume_ring(&mut self, n: usize) {
+        self.ring_len -= n;
+        self.head = if self.ring_len == 0 {
             0
         } else {
             wrap(self.head + n, self.ring.len())
@@ -217,6 +365,113 @@ impl SendBuffer {
     /// demand); a smaller or equal `new_capacity` does nothing (it never shrinks).
     pub fn grow(&mut self, new_capacity: usize) {
         self.capacity = self.capacity.max(new_capacity);
+    }
+}
+
+/// A range of the send buffer as the slices holding it, in order (from
+/// [`SendBuffer::slices`]).
+#[derive(Debug, Clone)]
+pub struct Slices<'a> {
+    /// The ring's storage and the index of its oldest byte.
+    ring: &'a [u8],
+    head: usize,
+    /// The buffer's pieces when it holds owned buffers.
+    pieces: Option<&'a VecDeque<Piece>>,
+    /// The next piece to open.
+    piece: usize,
+    /// Bytes of that piece before the range.
+    skip: usize,
+    /// Where that piece's bytes start in the ring (from `head`) when it is ring bytes.
+    ring_at: usize,
+    /// Slices opened, not yet handed out (the first empty when none is).
+    ready: [&'a [u8]; 2],
+    /// Bytes of the range in pieces not yet opened.
+    remaining: usize,
+    /// Bytes in the whole range.
+    len: usize,
+}
+
+impl<'a> Slices<'a> {
+    /// No bytes.
+    pub fn empty() -> Slices<'a> {
+        Slices {
+            ring: &[],
+            head: 0,
+            pieces: None,
+            piece: 0,
+            skip: 0,
+            ring_at: 0,
+            ready: [&[], &[]],
+            remaining: 0,
+            len: 0,
+        }
+    }
+
+    /// Bytes in the range.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the range is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The range as two slices, when it lies in at most two (always, when no owned
+    /// buffer is held).
+    pub fn as_pair(&self) -> Option<(&'a [u8], &'a [u8])> {
+        let mut rest = self.clone();
+        let a = rest.next().unwrap_or(&[]);
+        let b = rest.next().unwrap_or(&[]);
+        match rest.next() {
+            None => Some((a, b)),
+            Some(_) => None,
+        }
+    }
+
+    /// Open the next piece into `ready`.
+    fn open(&mut self) -> Option<()> {
+        let piece = self.pieces?.get(self.piece)?;
+        let take = (piece.len() - self.skip).min(self.remaining);
+        match piece {
+            Piece::Ring(n) => {
+                let at = wrap(self.head + self.ring_at + self.skip, self.ring.len());
+                let (a, b) = ring_slices(self.ring, at, take);
+                self.ready = [a, b];
+                self.ring_at += n;
+            }
+            Piece::Owned { data, start } => {
+                let from = start + self.skip;
+                self.ready = [&data[from..from + take], &[]];
+            }
+        }
+        self.remaining -= take;
+        self.skip = 0;
+        self.piece += 1;
+        Some(())
+    }
+}
+
+impl<'a> Iterator for Slices<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        loop {
+            if !self.ready[0].is_empty() {
+                let slice = self.ready[0];
+                self.ready = [self.ready[1], &[]];
+                return Some(slice);
+            }
+            if !self.ready[1].is_empty() {
+                let slice = self.ready[1];
+                self.ready[1] = &[];
+                return Some(slice);
+            }
+            if self.remaining == 0 {
+                return None;
+            }
+            self.open()?;
+        }
     }
 }
 
@@ -646,11 +901,11 @@ mod tests {
         assert_eq!(&out[..8], b"efghijkl");
         assert_eq!(b.peek(3, &mut out[..2]), 2);
         assert_eq!(&out[..2], b"hi");
-        let (a, c) = b.peek_slices(1, 100);
+        let (a, c) = b.slices(1, 100).as_pair().expect("two parts of the ring");
         assert_eq!(a, b"fgh");
         assert_eq!(c, b"ijkl");
         assert_eq!(b.peek(8, &mut out), 0);
-        assert_eq!(b.peek_slices(9, 3), (&[][..], &[][..]));
+        assert_eq!(b.slices(9, 3).count(), 0);
         b.consume(100);
         assert!(b.is_empty());
         assert_eq!(b.free(), 8);

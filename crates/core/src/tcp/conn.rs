@@ -648,7 +648,7 @@ impl Conn {
 
     /// After the user read: RFC 9293 §3.8.6.2.2, send a window update only when the
     /// right edge can move by min(RCV.BUFF/2, Eff.snd.MSS) (receiver SWS avoidance).
-    fn maybe_window_update(&mut self, recv_buffer: usize) {
+    pub(super) fn maybe_window_update(&mut self, recv_buffer: usize) {
         let mss = usize::from(self.opts.mss_ours);
         let Some(rcv) = self.state.rcv() else { return };
         if !matches!(

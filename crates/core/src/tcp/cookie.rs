@@ -171,7 +171,13 @@ impl CookieSynAck {
         } else {
             Fill::Partial
         };
-        write_segment(&repr, (&[], &[]), (self.local, self.remote), buf, fill)
+        write_segment(
+            &repr,
+            super::buffer::Slices::empty(),
+            (self.local, self.remote),
+            buf,
+            fill,
+        )
     }
 }
 

@@ -39,6 +39,7 @@ mod share;
 mod state;
 mod table;
 mod timer;
+mod zero_copy;
 
 // Segment-by-segment scripts read best whole (clippy's too_many_lines is for the stack).
 #[cfg(test)]
@@ -64,6 +65,7 @@ use crate::time::Duration;
 pub use ecn::{Ecn, EcnMode};
 pub use state::TcpState;
 pub use table::Tcp;
+pub use zero_copy::SendOwnedError;
 
 /// The longest an ACK is delayed, whatever [`TcpConfig::delayed_ack`] says: Linux's
 /// `TCP_DELACK_MAX`, well within RFC 9293 §3.8.6.3 "the delay MUST be less than 0.5
@@ -308,6 +310,9 @@ pub enum TcpError {
     Prohibited,
     /// The table already holds [`TcpConfig::max_connections`] connections.
     TooManyConnections,
+    /// A buffer handed over whole (`send_owned`) is larger than the connection's send
+    /// buffer, so it could never be taken: send it in pieces.
+    BufferTooLarge,
 }
 
 impl core::fmt::Display for TcpError {
@@ -340,6 +345,9 @@ impl core::fmt::Display for TcpError {
             }
             TcpError::TooManyConnections => {
                 "too many connections: the stack holds max_connections; close some or raise it"
+            }
+            TcpError::BufferTooLarge => {
+                "buffer larger than the send buffer: send it in pieces or raise send_buffer"
             }
         })
     }

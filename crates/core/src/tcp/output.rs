@@ -5,7 +5,7 @@ use core::net::SocketAddrV4;
 use impnet_wire::checksum::pseudo_header_v4;
 use impnet_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
 
-use super::buffer::copy_bytes;
+use super::buffer::{Slices, copy_bytes};
 use super::cc::CongestionControl;
 use super::conn::{Conn, Cork, Ctx, Negotiated, Probe};
 use super::recovery::{pipe, recovery_room};
@@ -75,17 +75,17 @@ impl Reset {
         } else {
             Fill::Partial
         };
-        write_segment(&repr, (&[], &[]), (self.local, self.remote), buf, fill)
+        write_segment(&repr, Slices::empty(), (self.local, self.remote), buf, fill)
     }
 }
 
-/// Write `repr`'s header (its own payload is ignored) followed by `payload` (the two
-/// parts of a ring) into `buf`, with the checksum over the IPv4 pseudo-header or only
+/// Write `repr`'s header (its own payload is ignored) followed by `payload` (a range
+/// of the send buffer) into `buf`, with the checksum over the IPv4 pseudo-header or only
 /// the pseudo-header sum (for a device that completes it), as `fill` says; None when
 /// `buf` is too small (which must hold the payload even when it is not copied).
 pub(crate) fn write_segment(
     repr: &Repr<'_>,
-    payload: (&[u8], &[u8]),
+    payload: Slices<'_>,
     (src, dst): (SocketAddrV4, SocketAddrV4),
     buf: &mut [u8],
     fill: Fill,
@@ -95,7 +95,7 @@ pub(crate) fn write_segment(
         ..*repr
     };
     let header_len = header.header_len();
-    let total = header_len + payload.0.len() + payload.1.len();
+    let total = header_len + payload.len();
     if buf.len() < total {
         return None;
     }
@@ -115,13 +115,13 @@ pub(crate) fn write_segment(
 /// two paths).
 fn write_plain_segment(
     header: &PlainHeader,
-    payload: (&[u8], &[u8]),
+    payload: Slices<'_>,
     ends: (SocketAddrV4, SocketAddrV4),
     buf: &mut [u8],
     fill: Fill,
 ) -> Option<usize> {
     let header_len = header.header_len();
-    let total = header_len + payload.0.len() + payload.1.len();
+    let total = header_len + payload.len();
     if buf.len() < total {
         return None;
     }
@@ -159,15 +159,17 @@ const DEFER_MIN: usize = 2048;
 fn finish_segment(
     segment: &mut [u8],
     header_len: usize,
-    (a, b): (&[u8], &[u8]),
+    payload: Slices<'_>,
     (src, dst): (SocketAddrV4, SocketAddrV4),
     fill: Fill,
 ) -> usize {
     let total = segment.len();
     if fill != Fill::Deferred {
-        let data = &mut segment[header_len..];
-        copy_bytes(&mut data[..a.len()], a);
-        copy_bytes(&mut data[a.len()..], b);
+        let mut at = header_len;
+        for piece in payload {
+            copy_bytes(&mut segment[at..at + piece.len()], piece);
+            at += piece.len();
+        }
     }
     let mut packet = Packet::new_unchecked(segment);
     if fill == Fill::Checksum {
@@ -470,7 +472,10 @@ impl Conn {
         }
         let fill = match (checksum, offset) {
             (true, _) => Fill::Checksum,
-            (false, Some(at)) if ctx.sh.gather && plan.len >= DEFER_MIN => {
+            // Gathered from at most two slices (the driver's `writev` takes two).
+            (false, Some(at))
+                if ctx.sh.gather && plan.len >= DEFER_MIN && payload.as_pair().is_some() =>
+            {
                 ctx.sh.deferred = Some((at, plan.len));
                 Fill::Deferred
             }
@@ -531,9 +536,9 @@ impl Conn {
         Some(len)
     }
 
-    /// The planned segment's payload (the two parts of the ring), whether it carries
+    /// The planned segment's payload (a range of the send buffer), whether it carries
     /// PSH, and its offset from SND.UNA in the send buffer (None without payload).
-    fn payload(&self, plan: &Plan) -> ((&[u8], &[u8]), bool, Option<usize>) {
+    fn payload(&self, plan: &Plan) -> (Slices<'_>, bool, Option<usize>) {
         match self.state.snd() {
             Some(snd) if plan.len > 0 => {
                 // RFC 9293 §3.9.1.2 (MUST-61, from RFC 1122 §4.2.2.2): without a PUSH
@@ -542,9 +547,9 @@ impl Conn {
                 // Linux, the segment that ends what the application wrote so far.
                 let push = plan.seq + plan.len == snd.data_end();
                 let at = plan.seq - snd.snd_una;
-                (snd.buffer.peek_slices(at, plan.len), push, Some(at))
+                (snd.buffer.slices(at, plan.len), push, Some(at))
             }
-            _ => ((&[], &[]), false, None),
+            _ => (Slices::empty(), false, None),
         }
     }
 

@@ -378,7 +378,7 @@ impl Tcp {
 
     /// Run `f` on a connection with its context, then settle it. A stale handle is
     /// `InvalidHandle`, a listener's `InvalidState`.
-    fn with_conn<R>(
+    pub(super) fn with_conn<R>(
         &mut self,
         now: Instant,
         handle: TcpHandle,
@@ -584,7 +584,7 @@ impl Tcp {
     pub fn deferred_payload(&self) -> Option<(&[u8], &[u8])> {
         let (handle, at, len) = self.pending?;
         let snd = self.conn_ref(handle)?.state.snd()?;
-        Some(snd.buffer.peek_slices(at, len))
+        snd.buffer.slices(at, len).as_pair()
     }
 
     /// Copy the deferred payload (if any) into the segment `poll_transmit_with` last
