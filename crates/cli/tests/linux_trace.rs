@@ -248,9 +248,20 @@ fn imp_analyze_agrees_with_tshark_on_linux_tcp_through_a_lossy_imp_link() {
         if reverse {
             args.push("-R");
         }
-        let out = net
+        // The server takes a moment to finish one test before it accepts the next
+        // ("the server is busy running a test"): ask again until it is free.
+        let mut out = net
             .a
             .exec("timeout", &[&["60", "iperf3"], &args[..]].concat());
+        for _ in 0..50 {
+            if out.status.success() || !text(&out).contains("server is busy") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            out = net
+                .a
+                .exec("timeout", &[&["60", "iperf3"], &args[..]].concat());
+        }
         assert!(out.status.success(), "iperf3 {args:?}: {}", text(&out));
     }
     for capture in captures {
