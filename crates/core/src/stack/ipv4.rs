@@ -371,9 +371,22 @@ impl Stack {
             self.stats.ipv4.rx_bad_source += 1;
             return;
         }
+        self.take_in(now, &packet, broadcast, verify_checksum);
+    }
+
+    /// A valid IPv4 packet for us (from an interface or the loopback queue): reassembled
+    /// if a fragment, then delivered to its protocol.
+    pub(crate) fn take_in(
+        &mut self,
+        now: Instant,
+        packet: &ipv4::Packet<&[u8]>,
+        broadcast: bool,
+        verify_checksum: bool,
+    ) {
+        let bytes: &[u8] = packet.as_ref();
         let header = &bytes[..packet.header_len()];
-        let total = usize::from(packet.total_len());
-        let payload = &bytes[packet.header_len()..total];
+        let payload = &bytes[packet.header_len()..usize::from(packet.total_len())];
+        let (src, dst) = (packet.src_addr(), packet.dst_addr());
         let meta = IpMeta {
             src,
             dst,

@@ -14,9 +14,8 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use crate::reassembly::Fragment;
 use crate::stack::Stack;
-use crate::stack::ipv4::{IpMeta, OutputError};
+use crate::stack::ipv4::OutputError;
 use crate::stats::IfaceStats;
 use crate::time::Instant;
 
@@ -108,35 +107,10 @@ impl Stack {
         let Some(packet) = self.validate_ipv4(bytes, false) else {
             return;
         };
-        let (src, dst) = (packet.src_addr(), packet.dst_addr());
-        if !self.is_local_addr(dst) {
+        if !self.is_local_addr(packet.dst_addr()) {
             self.stats.ipv4.rx_not_for_us += 1;
             return;
         }
-        let header = &bytes[..packet.header_len()];
-        let payload = &bytes[packet.header_len()..usize::from(packet.total_len())];
-        let meta = IpMeta {
-            src,
-            dst,
-            ttl: packet.ttl(),
-            broadcast: false,
-            header,
-            verify_checksum: false,
-        };
-        let protocol = packet.protocol();
-        if packet.more_frags() || packet.frag_offset() != 0 {
-            let fragment = Fragment {
-                src,
-                dst,
-                protocol: protocol.into(),
-                ident: packet.ident(),
-                offset: usize::from(packet.frag_offset()),
-                more_frags: packet.more_frags(),
-                header,
-                payload,
-            };
-            return self.reassemble(now, &meta, protocol, &fragment);
-        }
-        self.deliver(now, &meta, protocol, payload);
+        self.take_in(now, &packet, false, false);
     }
 }
