@@ -13,7 +13,7 @@
 //! assert_eq!(checksum::data(&bytes), 0xffff);
 //! ```
 
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Folds a wide ones-complement accumulator to 16 bits with end-around carry.
 #[inline]
@@ -167,6 +167,59 @@ pub fn pseudo_header_v4(src: &Ipv4Addr, dst: &Ipv4Addr, protocol: u8, length: u3
     fold(sum)
 }
 
+/// Sum of the IPv6 pseudo-header (RFC 8200 §8.1): source and destination address, the
+/// upper-layer packet length as 32 bits, three zero bytes and the next-header value.
+pub fn pseudo_header_v6(src: &Ipv6Addr, dst: &Ipv6Addr, next_header: u8, length: u32) -> u16 {
+    let words = |a: &Ipv6Addr| -> u64 {
+        let bits = a.to_bits();
+        u64::from(bits as u32)
+            + u64::from((bits >> 32) as u32)
+            + u64::from((bits >> 64) as u32)
+            + u64::from((bits >> 96) as u32)
+    };
+    fold(words(src) + words(dst) + u64::from(next_header) + u64::from(length))
+}
+
+/// An address that TCP, UDP and ICMPv6 checksums cover through a pseudo-header: an
+/// IPv4 address ([`pseudo_header_v4`]), an IPv6 address ([`pseudo_header_v6`]) or
+/// either ([`IpAddr`]).
+pub trait PseudoHeader {
+    /// Sum of the pseudo-header from `self` to `dst` for `protocol` and `length`.
+    fn pseudo_header(&self, dst: &Self, protocol: u8, length: u32) -> u16;
+}
+
+impl PseudoHeader for Ipv4Addr {
+    fn pseudo_header(&self, dst: &Self, protocol: u8, length: u32) -> u16 {
+        pseudo_header_v4(self, dst, protocol, length)
+    }
+}
+
+impl PseudoHeader for Ipv6Addr {
+    fn pseudo_header(&self, dst: &Self, protocol: u8, length: u32) -> u16 {
+        pseudo_header_v6(self, dst, protocol, length)
+    }
+}
+
+impl PseudoHeader for IpAddr {
+    /// Mixed families (which no packet carries) sum as IPv6 with the IPv4 address
+    /// mapped (`::ffff:a.b.c.d`), so the result is defined and never matches a real
+    /// IPv4 pseudo-header by accident.
+    fn pseudo_header(&self, dst: &Self, protocol: u8, length: u32) -> u16 {
+        match (self, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => pseudo_header_v4(s, d, protocol, length),
+            (IpAddr::V6(s), IpAddr::V6(d)) => pseudo_header_v6(s, d, protocol, length),
+            (s, d) => pseudo_header_v6(&v6(s), &v6(d), protocol, length),
+        }
+    }
+}
+
+fn v6(a: &IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V4(a) => a.to_ipv6_mapped(),
+        IpAddr::V6(a) => *a,
+    }
+}
+
 /// The value to store in a checksum field: the ones complement of the sum.
 pub const fn finish(sum: u16) -> u16 {
     !sum
@@ -198,6 +251,25 @@ pub fn update_u32(old_checksum: u16, old_value: u32, new_value: u32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_pseudo_header_matches_the_bytes_rfc_8200_lists() {
+        let src: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        let dst: Ipv6Addr = "fe80::aa:bbff:fecc:dd01".parse().unwrap();
+        let mut bytes = [0u8; 40];
+        bytes[..16].copy_from_slice(&src.octets());
+        bytes[16..32].copy_from_slice(&dst.octets());
+        bytes[32..36].copy_from_slice(&70_000u32.to_be_bytes());
+        bytes[39] = 6;
+        assert_eq!(pseudo_header_v6(&src, &dst, 6, 70_000), data(&bytes));
+        let (s, d) = (IpAddr::V6(src), IpAddr::V6(dst));
+        assert_eq!(s.pseudo_header(&d, 6, 70_000), data(&bytes));
+        let (s4, d4) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(
+            IpAddr::V4(s4).pseudo_header(&IpAddr::V4(d4), 17, 8),
+            pseudo_header_v4(&s4, &d4, 17, 8)
+        );
+    }
 
     // RFC 1071 §3 worked example: 00 01 f2 03 f4 f5 f6 f7 sums to 0xddf2.
     const RFC1071: [u8; 8] = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];

@@ -1,8 +1,8 @@
 //! TCP header (RFC 9293 §3.1) with every option: EOL, NOP, MSS, window scale (RFC 7323),
 //! SACK-permitted and SACK blocks (RFC 2018), timestamps (RFC 7323).
 
+use crate::checksum::PseudoHeader;
 use core::fmt;
-use core::net::Ipv4Addr;
 
 use crate::{Error, Result, checksum};
 
@@ -489,15 +489,15 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// True when the checksum over pseudo-header and segment is correct.
-    pub fn verify_checksum(&self, src: &Ipv4Addr, dst: &Ipv4Addr) -> bool {
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: &A, dst: &A) -> bool {
         sum_segment(self.buffer.as_ref(), src, dst) == 0xffff
     }
 }
 
 /// Ones-complement sum of the IPv4 pseudo-header and `segment`.
-fn sum_segment(segment: &[u8], src: &Ipv4Addr, dst: &Ipv4Addr) -> u16 {
+fn sum_segment<A: PseudoHeader>(segment: &[u8], src: &A, dst: &A) -> u16 {
     checksum::combine(&[
-        checksum::pseudo_header_v4(src, dst, PROTOCOL, segment.len() as u32),
+        src.pseudo_header(dst, PROTOCOL, segment.len() as u32),
         checksum::data(segment),
     ])
 }
@@ -558,7 +558,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 
     /// Computes and stores the checksum over the pseudo-header and the whole buffer.
-    pub fn fill_checksum(&mut self, src: &Ipv4Addr, dst: &Ipv4Addr) {
+    pub fn fill_checksum<A: PseudoHeader>(&mut self, src: &A, dst: &A) {
         self.set_checksum(0);
         let sum = sum_segment(self.buffer.as_ref(), src, dst);
         self.set_checksum(checksum::finish(sum));
@@ -586,10 +586,10 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 impl<'a> Repr<'a> {
     /// Reads a segment sent from `src` to `dst`, verifying the checksum when
     /// `verify_checksum` (`BadChecksum`) and decoding the options ([`Options::parse`]).
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(
+    pub fn parse<T: AsRef<[u8]> + ?Sized, A: PseudoHeader>(
         packet: &Packet<&'a T>,
-        src: &Ipv4Addr,
-        dst: &Ipv4Addr,
+        src: &A,
+        dst: &A,
         verify_checksum: bool,
     ) -> Result<Repr<'a>> {
         packet.check_len()?;
@@ -632,11 +632,11 @@ impl<'a> Repr<'a> {
     ///
     /// # Panics
     /// If the buffer is shorter than [`Repr::buffer_len`].
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized, A: PseudoHeader>(
         &self,
         packet: &mut Packet<&mut T>,
-        src: &Ipv4Addr,
-        dst: &Ipv4Addr,
+        src: &A,
+        dst: &A,
         fill_checksum: bool,
     ) {
         let header_len = self.header_len();

@@ -1,7 +1,7 @@
 //! UDP (RFC 768) over IPv4.
 
+use crate::checksum::PseudoHeader;
 use core::fmt;
-use core::net::Ipv4Addr;
 
 use crate::{Error, Result, checksum};
 
@@ -87,7 +87,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// True when the checksum is absent (zero) or correct over the pseudo-header,
     /// header and payload.
-    pub fn verify_checksum(&self, src: &Ipv4Addr, dst: &Ipv4Addr) -> bool {
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: &A, dst: &A) -> bool {
         // RFC 768: "An all zero transmitted checksum value means that the transmitter
         // generated no checksum."
         if self.checksum() == 0 {
@@ -96,7 +96,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         let len = self.len();
         let bytes = &self.buffer.as_ref()[..usize::from(len)];
         checksum::combine(&[
-            checksum::pseudo_header_v4(src, dst, PROTOCOL, u32::from(len)),
+            src.pseudo_header(dst, PROTOCOL, u32::from(len)),
             checksum::data(bytes),
         ]) == 0xffff
     }
@@ -133,11 +133,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 
     /// Computes and stores the checksum (length field and payload must be in place).
-    pub fn fill_checksum(&mut self, src: &Ipv4Addr, dst: &Ipv4Addr) {
+    pub fn fill_checksum<A: PseudoHeader>(&mut self, src: &A, dst: &A) {
         self.set_checksum(0);
         let len = self.len();
         let sum = checksum::combine(&[
-            checksum::pseudo_header_v4(src, dst, PROTOCOL, u32::from(len)),
+            src.pseudo_header(dst, PROTOCOL, u32::from(len)),
             checksum::data(&self.buffer.as_ref()[..usize::from(len)]),
         ]);
         // RFC 768: "If the computed checksum is zero, it is transmitted as all ones."
@@ -175,10 +175,10 @@ pub struct Repr<'a> {
 impl<'a> Repr<'a> {
     /// Reads a datagram sent from `src` to `dst`. With `verify_checksum`, a non-zero
     /// checksum that does not match is `BadChecksum`; a zero checksum is accepted.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(
+    pub fn parse<T: AsRef<[u8]> + ?Sized, A: PseudoHeader>(
         packet: &Packet<&'a T>,
-        src: &Ipv4Addr,
-        dst: &Ipv4Addr,
+        src: &A,
+        dst: &A,
         verify_checksum: bool,
     ) -> Result<Repr<'a>> {
         packet.check_len()?;
@@ -209,11 +209,11 @@ impl<'a> Repr<'a> {
     /// # Panics
     /// If the buffer is shorter than [`Repr::buffer_len`]. A payload over 65527 bytes
     /// does not fit the length field.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized, A: PseudoHeader>(
         &self,
         packet: &mut Packet<&mut T>,
-        src: &Ipv4Addr,
-        dst: &Ipv4Addr,
+        src: &A,
+        dst: &A,
     ) {
         packet.set_src_port(self.src_port);
         packet.set_dst_port(self.dst_port);
@@ -238,6 +238,7 @@ impl fmt::Display for Repr<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::net::Ipv4Addr;
 
     const SRC: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 1);
     const DST: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);

@@ -1,4 +1,5 @@
 use super::*;
+use core::net::Ipv4Addr;
 
 const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
