@@ -68,6 +68,7 @@ mod error;
 pub mod ethernet;
 pub mod icmpv4;
 pub mod ipv4;
+pub mod ipv6;
 pub mod tcp;
 pub mod udp;
 
