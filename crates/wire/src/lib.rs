@@ -67,8 +67,12 @@ pub mod checksum;
 mod error;
 pub mod ethernet;
 pub mod icmpv4;
+pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ipv6ext;
+pub mod mld;
+pub mod ndp;
 pub mod tcp;
 pub mod udp;
 
