@@ -6,6 +6,9 @@
 //! Every function takes arbitrary bytes: any input is valid (bytes past the end read as
 //! zero), and a failed check is a panic.
 
+pub mod icmpv6;
+pub mod ipv6;
+pub mod ndp;
 pub mod reassembly;
 pub mod scenario_parse;
 pub mod sim_impair;

@@ -45,3 +45,18 @@ fn sim_impair_corpus() {
 fn scenario_parse_corpus() {
     replay("scenario_parse", impnet_fuzz_harness::scenario_parse::run);
 }
+
+#[test]
+fn ipv6_corpus() {
+    replay("ipv6", impnet_fuzz_harness::ipv6::run);
+}
+
+#[test]
+fn icmpv6_corpus() {
+    replay("icmpv6", impnet_fuzz_harness::icmpv6::run);
+}
+
+#[test]
+fn ndp_corpus() {
+    replay("ndp", impnet_fuzz_harness::ndp::run);
+}
