@@ -2,7 +2,8 @@
 //!
 //! # The contract: `Packet` views and `Repr` structs
 //!
-//! Every format (Ethernet, ARP, IPv4, ICMPv4, UDP, TCP) has the same two halves:
+//! Every format (Ethernet, ARP, IPv4, ICMPv4, UDP, TCP; IPv6 and its extension headers,
+//! ICMPv6, NDP, MLD) has the same two halves:
 //!
 //! - **`Packet<T: AsRef<[u8]>>`**, a view over the bytes, copying nothing. A `mod field`
 //!   names each field's byte range. `new_unchecked` wraps any buffer; `new_checked` wraps
@@ -56,6 +57,51 @@
 //! bytes[12] ^= 1;
 //! let packet = udp::Packet::new_checked(&bytes[..])?;
 //! assert_eq!(udp::Repr::parse(&packet, &src, &dst, true), Err(Error::BadChecksum));
+//! # Ok::<(), Error>(())
+//! ```
+//!
+//! # IPv6
+//!
+//! [`ipv6`] is the fixed header, prefixes ([`ipv6::Cidr`]) and the address helpers
+//! neighbour discovery needs (solicited-node groups, multicast MACs, modified EUI-64
+//! and SLAAC addresses). [`ipv6ext::walk`] goes through the extension headers to the
+//! upper layer and says, per RFC 8200 §4, which Parameter Problem (code and pointer) a
+//! bad chain calls for. [`icmpv6`] parses every ICMPv6 message with its pseudo-header
+//! checksum and hands neighbour discovery to [`ndp`] and multicast listener messages to
+//! [`mld`]. UDP and TCP take IPv6 addresses for their checksums
+//! ([`checksum::PseudoHeader`]).
+//!
+//! ```
+//! use core::net::Ipv6Addr;
+//! use impnet_wire::{Error, icmpv6, ipv6, ipv6ext};
+//!
+//! let src: Ipv6Addr = "fe80::1".parse().unwrap();
+//! let dst: Ipv6Addr = "fe80::2".parse().unwrap();
+//! let echo = icmpv6::Repr::EchoRequest { ident: 1, seq_no: 7, data: b"ping" };
+//! let ip = ipv6::Repr {
+//!     src_addr: src,
+//!     dst_addr: dst,
+//!     next_header: ipv6::NextHeader::Icmpv6,
+//!     payload_len: echo.buffer_len(),
+//!     hop_limit: 64,
+//!     dscp: 0,
+//!     ecn: 0,
+//!     flow_label: 0,
+//! };
+//! let mut bytes = vec![0u8; ip.buffer_len()];
+//! ip.emit(&mut ipv6::Packet::new_unchecked(&mut bytes[..]));
+//! let message = &mut bytes[ipv6::HEADER_LEN..];
+//! echo.emit(&mut icmpv6::Packet::new_unchecked(message), &src, &dst);
+//!
+//! // Receive: check the header, walk the (here empty) extension-header chain, parse.
+//! let packet = ipv6::Packet::new_checked(&bytes[..])?;
+//! let walk = ipv6ext::walk(packet.packet()).expect("no extension headers to refuse");
+//! assert_eq!((walk.protocol, walk.offset), (ipv6::NextHeader::Icmpv6, 40));
+//! let message = icmpv6::Packet::new_checked(&packet.packet()[walk.offset..])?;
+//! assert_eq!(icmpv6::Repr::parse(&message, &src, &dst)?, echo);
+//! // The checksum covers the addresses: the same bytes to another host fail it.
+//! let other: Ipv6Addr = "fe80::3".parse().unwrap();
+//! assert_eq!(icmpv6::Repr::parse(&message, &src, &other), Err(Error::BadChecksum));
 //! # Ok::<(), Error>(())
 //! ```
 #![no_std]
