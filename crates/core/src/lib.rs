@@ -14,6 +14,7 @@ pub mod acl;
 pub mod icmp;
 pub mod iface;
 pub mod ip_options;
+pub mod ipv6;
 pub mod neighbor;
 pub mod qdisc;
 pub mod reassembly;
@@ -32,6 +33,7 @@ pub(crate) mod testutil;
 
 pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
 pub use iface::{IfaceConfig, IfaceId, Offloads};
+pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config, Route6, Route6Origin, Routes6};
 pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;
 pub use route::{Route, RouteCounters, Routes};

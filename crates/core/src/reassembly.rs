@@ -1,4 +1,4 @@
-//! IPv4 fragment reassembly (RFC 791 §3.2, RFC 815).
+//! IPv4 and IPv6 fragment reassembly (RFC 791 §3.2, RFC 815, RFC 8200 §4.5).
 //!
 //! Each datagram being reassembled keeps the bytes received so far as a sorted list of
 //! disjoint pieces (RFC 815's hole list, seen from the filled side). Memory is bounded
@@ -10,11 +10,13 @@
 //! Overlaps: a fragment whose bytes repeat bytes already held exactly is fine (only its
 //! new bytes are kept); one whose bytes *differ* from bytes already held drops the whole
 //! datagram, in the spirit of RFC 5722 ("the entire datagram (and any constituent
-//! fragments) MUST be silently discarded"), since either copy may be an attack.
+//! fragments) MUST be silently discarded"), since either copy may be an attack. For
+//! IPv6, where RFC 5722 applies as written, any overlap at all drops the datagram
+//! ([`Fragment::strict`]).
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
 use crate::stats::ReassemblyStats;
 use crate::time::{Duration, Instant};
@@ -62,19 +64,23 @@ const MAX_DATAGRAM: usize = 65535;
 /// for reassembly."
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: IpAddr,
+    dst: IpAddr,
     protocol: u8,
-    ident: u16,
+    ident: u32,
 }
 
 /// One fragment, as the IPv4 input path hands it over.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fragment<'a> {
-    pub(crate) src: Ipv4Addr,
-    pub(crate) dst: Ipv4Addr,
+    pub(crate) src: IpAddr,
+    pub(crate) dst: IpAddr,
     pub(crate) protocol: u8,
-    pub(crate) ident: u16,
+    /// IPv4's 16 bits or IPv6's 32.
+    pub(crate) ident: u32,
+    /// Any overlap drops the datagram, even of equal bytes (IPv6, RFC 5722 §4: "the
+    /// entire datagram (and any constituent fragments) MUST be silently discarded").
+    pub(crate) strict: bool,
     /// Offset of `payload` in the datagram's data, in bytes.
     pub(crate) offset: usize,
     pub(crate) more_frags: bool,
@@ -131,8 +137,8 @@ pub(crate) enum Outcome {
 /// when fragment zero had arrived (RFC 792 Time Exceeded, code 1).
 #[derive(Debug)]
 pub(crate) struct Expired {
-    pub(crate) src: Ipv4Addr,
-    pub(crate) dst: Ipv4Addr,
+    pub(crate) src: IpAddr,
+    pub(crate) dst: IpAddr,
     pub(crate) quote: Option<Vec<u8>>,
 }
 
@@ -390,6 +396,9 @@ impl Datagram {
             return Err(Conflict::Length);
         }
         for piece in self.overlapping(start, end) {
+            if fragment.strict {
+                return Err(Conflict::Bytes);
+            }
             let low = start.max(piece.offset);
             let high = end.min(piece.end());
             let held = &piece.data[low - piece.offset..high - piece.offset];

@@ -3,7 +3,7 @@
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr};
 
 use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::Cidr;
@@ -26,7 +26,9 @@ pub(crate) mod arp;
 mod forward;
 pub(crate) mod icmp;
 pub(crate) mod ipv4;
+pub(crate) mod ipv6;
 pub(crate) mod loopback;
+pub(crate) mod ndp;
 pub(crate) mod tcp;
 pub(crate) mod udp;
 
@@ -61,6 +63,8 @@ pub struct StackConfig {
     /// (RFC 791). None (the default): stamps are milliseconds of the stack's clock with
     /// the high bit set, as RFC 791 allows for a clock not tied to UT.
     pub ut_offset_ms: Option<u64>,
+    /// IPv6: hop limit, duplicate address detection, router advertisements, caches.
+    pub ipv6: crate::ipv6::Ipv6Config,
 }
 
 impl Default for StackConfig {
@@ -77,6 +81,7 @@ impl Default for StackConfig {
             event_limit: 4096,
             pool_buffers: 128,
             ut_offset_ms: None,
+            ipv6: crate::ipv6::Ipv6Config::default(),
         }
     }
 }
@@ -166,6 +171,8 @@ pub struct Stack {
     pub(crate) next_hop_cache: Option<self::ipv4::NextHopCache>,
     /// Packets to our own addresses and 127.0.0.0/8, waiting to be taken in.
     pub(crate) loopback: self::loopback::Loopback,
+    /// IPv6 addresses, routes, neighbours and caches.
+    pub(crate) v6: crate::ipv6::State,
 }
 
 impl Stack {
@@ -196,6 +203,10 @@ impl Stack {
             acl: None,
             next_hop_cache: None,
             loopback: self::loopback::Loopback::default(),
+            v6: crate::ipv6::State::new(config.ipv6.clone(), config.reassembly.clone(), {
+                let mut rng6 = Rng::new(secret.derive(b"ipv6 fragment ident"));
+                u32::from(rng6.next_u16()) << 16 | u32::from(rng6.next_u16())
+            }),
             config,
         }
     }
@@ -302,7 +313,7 @@ impl Stack {
             return;
         };
         let dst = view.dst_addr();
-        if dst != interface.mac && !dst.is_broadcast() {
+        if dst != interface.mac && !dst.is_broadcast() && !dst.is_multicast() {
             self.stats.link.rx_not_for_us += 1;
             return;
         }
@@ -316,6 +327,9 @@ impl Stack {
                     view.src_addr(),
                     dst.is_broadcast(),
                 );
+            }
+            EtherType::Ipv6 if !view.is_tagged() => {
+                self.handle_ipv6(now, iface, view.payload(), Some(view.src_addr()));
             }
             _ => self.stats.link.rx_unknown_ethertype += 1,
         }
@@ -442,6 +456,7 @@ impl Stack {
         };
         let next = earliest(self.tcp.poll_timeout(), self.neighbors.poll_timeout());
         let next = earliest(next, self.loopback.poll_timeout());
+        let next = earliest(next, self.poll_timeout_v6());
         earliest(next, self.reassembly.poll_timeout())
     }
 
@@ -464,10 +479,13 @@ impl Stack {
         self.reassembly
             .handle_timeout(now, &mut self.stats.reassembly, &mut expired);
         for datagram in expired {
-            if let Some(quote) = datagram.quote {
-                self.send_reassembly_timeout(now, datagram.src, datagram.dst, &quote);
+            if let (Some(quote), IpAddr::V4(src), IpAddr::V4(dst)) =
+                (datagram.quote, datagram.src, datagram.dst)
+            {
+                self.send_reassembly_timeout(now, src, dst, &quote);
             }
         }
+        self.handle_timeout_v6(now);
         self.tcp.handle_timeout(now);
     }
 
@@ -496,6 +514,8 @@ impl Stack {
 mod tests;
 #[cfg(test)]
 mod tests_forward;
+#[cfg(test)]
+mod tests_ipv6;
 #[cfg(test)]
 mod tests_loopback;
 #[cfg(test)]

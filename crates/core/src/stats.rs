@@ -322,6 +322,84 @@ pub struct Stats {
     pub forward: ForwardStats,
     /// The work the stack did for its host's CPU (what a cost model charges for).
     pub work: WorkStats,
+    /// IPv6, ICMPv6 and neighbour discovery.
+    pub ipv6: Ipv6Stats,
+    /// IPv6 fragment reassembly.
+    pub reassembly6: ReassemblyStats,
+}
+
+/// IPv6 (RFC 8200), ICMPv6 (RFC 4443) and neighbour discovery (RFC 4861, 4862)
+/// counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ipv6Stats {
+    /// IPv6 packets received (before validation).
+    pub rx_packets: u64,
+    /// Packets delivered to ICMPv6, UDP or TCP.
+    pub rx_delivered: u64,
+    /// Dropped: too short, wrong version or a payload length past the packet.
+    pub rx_malformed: u64,
+    /// Dropped: a multicast or otherwise invalid source address.
+    pub rx_bad_source: u64,
+    /// Dropped: not for one of our addresses or groups (and not forwarded).
+    pub rx_not_for_us: u64,
+    /// Dropped with a Parameter Problem (bad extension header chain or option).
+    pub rx_param_problem: u64,
+    /// Dropped: a next header we do not speak.
+    pub rx_unknown_next_header: u64,
+    /// Arrived on an interface where IPv6 is not enabled.
+    pub rx_disabled: u64,
+    /// Packets sent (each fragment counted).
+    pub tx_packets: u64,
+    /// Not sent: no route or no source address.
+    pub tx_no_route: u64,
+    /// Datagrams we fragmented (RFC 8200 §4.5) and the fragments made.
+    pub tx_fragmented: u64,
+    /// Fragments sent.
+    pub tx_fragments: u64,
+    /// Dropped while waiting for a neighbour (resolution failed or queue full).
+    pub tx_unresolved: u64,
+    /// ICMPv6 messages received and sent.
+    pub icmp_rx: u64,
+    /// ICMPv6 messages sent.
+    pub icmp_tx: u64,
+    /// ICMPv6 messages dropped: bad checksum or malformed.
+    pub icmp_rx_bad: u64,
+    /// Echo requests answered.
+    pub echo_replies: u64,
+    /// ICMPv6 errors sent.
+    pub errors_sent: u64,
+    /// ICMPv6 errors not sent for the rate limit.
+    pub errors_rate_limited: u64,
+    /// Packet Too Big messages that lowered a path MTU.
+    pub pmtu_lowered: u64,
+    /// Neighbor solicitations sent and received.
+    pub ns_sent: u64,
+    /// Neighbor solicitations received.
+    pub ns_received: u64,
+    /// Neighbor advertisements sent.
+    pub na_sent: u64,
+    /// Neighbor advertisements received.
+    pub na_received: u64,
+    /// Router solicitations sent.
+    pub rs_sent: u64,
+    /// Router advertisements received (and taken).
+    pub ra_received: u64,
+    /// Router advertisements sent (we forward and were asked).
+    pub ra_sent: u64,
+    /// Neighbour discovery messages dropped as invalid (RFC 4861 §6.1, §7.1).
+    pub nd_invalid: u64,
+    /// Addresses found duplicate by detection and given up.
+    pub dad_duplicates: u64,
+    /// Packets forwarded.
+    pub forwarded: u64,
+    /// Not forwarded: hop limit reached zero (Time Exceeded sent).
+    pub fw_hop_limit: u64,
+    /// Not forwarded: larger than the next link's MTU (Packet Too Big sent).
+    pub fw_too_big: u64,
+    /// Not forwarded: no route (Destination Unreachable sent).
+    pub fw_no_route: u64,
+    /// Not forwarded: refused by the access list.
+    pub fw_denied: u64,
 }
 
 /// The work behind the other counters that a host's CPU pays per byte or per call:

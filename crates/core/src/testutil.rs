@@ -250,3 +250,11 @@ impl Net {
         }
     }
 }
+
+/// The IPv4 socket address `addr` is (tests of IPv4 paths; anything else fails them).
+pub(crate) fn v4(addr: core::net::SocketAddr) -> core::net::SocketAddrV4 {
+    match addr {
+        core::net::SocketAddr::V4(a) => a,
+        core::net::SocketAddr::V6(a) => panic!("expected an IPv4 address, got {a}"),
+    }
+}

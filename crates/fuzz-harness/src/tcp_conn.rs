@@ -294,7 +294,10 @@ impl Harness {
     fn settle(&mut self) {
         while let Some(tx) = self.tcp.poll_transmit(self.now, &mut self.buf) {
             assert!(tx.len <= self.buf.len());
-            assert_eq!((tx.src, tx.dst), (*LOCAL.ip(), *REMOTE.ip()));
+            assert_eq!(
+                (tx.src, tx.dst),
+                ((*LOCAL.ip()).into(), (*REMOTE.ip()).into())
+            );
             let bytes = self.buf[..tx.len].to_vec();
             self.on_emitted(&bytes);
         }

@@ -85,14 +85,14 @@ impl Ended {
 /// `getpeername`).
 pub(crate) fn peer(
     state: Option<impnet_core::tcp::TcpState>,
-    peer: std::net::SocketAddrV4,
+    peer: std::net::SocketAddr,
 ) -> std::io::Result<std::net::SocketAddr> {
     match state {
         Some(impnet_core::tcp::TcpState::Closed) | None => Err(Error::new(
             ErrorKind::NotConnected,
             "not connected: the connection has ended",
         )),
-        Some(_) => Ok(std::net::SocketAddr::V4(peer)),
+        Some(_) => Ok(peer),
     }
 }
 
@@ -133,6 +133,24 @@ pub(crate) fn v4(addr: std::net::SocketAddr) -> std::io::Result<std::net::Socket
             "imp speaks IPv4 only: give an IPv4 address",
         )),
     }
+}
+
+/// The first address `addr` names, of either family (TCP speaks both).
+pub(crate) fn resolve_any(
+    addr: impl std::net::ToSocketAddrs,
+) -> std::io::Result<std::net::SocketAddr> {
+    addr.to_socket_addrs()?
+        .next()
+        .ok_or_else(|| Error::new(ErrorKind::InvalidInput, "no address given"))
+}
+
+/// The unspecified address of `like`'s family, port 0: a local end the stack fills in.
+pub(crate) fn unspecified_like(like: std::net::SocketAddr) -> std::net::SocketAddr {
+    let ip: std::net::IpAddr = match like {
+        std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    std::net::SocketAddr::new(ip, 0)
 }
 
 /// The first IPv4 address `addr` names (literal addresses need no resolver).

@@ -2,13 +2,13 @@
 //! `std::net`.
 
 use std::io::{self, IoSlice, Read, Write};
-use std::net::{Shutdown, SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use impnet_core::tcp::{TcpError, TcpHandle, TcpInfo, TcpState};
 
-use crate::error::{self, resolve};
+use crate::error;
 use crate::runtime::{Awaits, Runtime, Shared};
 use crate::udp::zero_timeout;
 use crate::zero_copy::{OwnedWriteError, attempt_owned};
@@ -19,7 +19,7 @@ use crate::zero_copy::{OwnedWriteError, attempt_owned};
 pub(crate) fn connect_outcome(
     stack: &mut impnet_core::Stack,
     handle: TcpHandle,
-) -> Option<io::Result<(SocketAddrV4, SocketAddrV4)>> {
+) -> Option<io::Result<(SocketAddr, SocketAddr)>> {
     match stack.tcp().info(handle).map(|i| i.state) {
         Some(TcpState::SynSent | TcpState::SynReceived) => None,
         Some(TcpState::Closed) | None => {
@@ -42,7 +42,7 @@ pub const DEFAULT_BACKLOG: usize = 128;
 pub struct TcpListener {
     shared: Arc<Shared>,
     handle: TcpHandle,
-    local: SocketAddrV4,
+    local: SocketAddr,
     nonblocking: Mutex<bool>,
 }
 
@@ -67,7 +67,7 @@ impl TcpListener {
         addr: impl ToSocketAddrs,
         backlog: usize,
     ) -> io::Result<TcpListener> {
-        let local = resolve(addr)?;
+        let local = crate::error::resolve_any(addr)?;
         if local.port() == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -112,7 +112,7 @@ impl TcpListener {
                     }
                 })?;
         let stream = TcpStream::from_parts(Arc::clone(&self.shared), handle, local, peer);
-        Ok((stream, SocketAddr::V4(peer)))
+        Ok((stream, peer))
     }
 
     /// An endless iterator over accepted connections.
@@ -122,7 +122,7 @@ impl TcpListener {
 
     /// The address listened on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(SocketAddr::V4(self.local))
+        Ok(self.local)
     }
 
     /// Make `accept` fail with `WouldBlock` instead of waiting.
@@ -155,8 +155,8 @@ struct StreamOptions {
 struct StreamInner {
     shared: Arc<Shared>,
     handle: TcpHandle,
-    local: SocketAddrV4,
-    peer: SocketAddrV4,
+    local: SocketAddr,
+    peer: SocketAddr,
     options: Mutex<StreamOptions>,
     /// Whether the connection's ending error was reported (once, as on Linux).
     ended: error::Ended,
@@ -191,8 +191,8 @@ impl TcpStream {
     fn from_parts(
         shared: Arc<Shared>,
         handle: TcpHandle,
-        local: SocketAddrV4,
-        peer: SocketAddrV4,
+        local: SocketAddr,
+        peer: SocketAddr,
     ) -> TcpStream {
         let nodelay = shared.lock().stack.tcp().config().nodelay;
         TcpStream {
@@ -212,7 +212,7 @@ impl TcpStream {
 
     /// Connect to `addr` from the route's source address and an ephemeral port.
     pub fn connect(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
-        TcpStream::connect_inner(rt, resolve(addr)?, None)
+        TcpStream::connect_inner(rt, crate::error::resolve_any(addr)?, None)
     }
 
     /// Connect, giving up (with `TimedOut`) after `timeout`.
@@ -224,16 +224,16 @@ impl TcpStream {
         if timeout.is_zero() {
             return Err(zero_timeout());
         }
-        TcpStream::connect_inner(rt, error::v4(*addr)?, Some(timeout))
+        TcpStream::connect_inner(rt, *addr, Some(timeout))
     }
 
     fn connect_inner(
         rt: &Runtime,
-        remote: SocketAddrV4,
+        remote: SocketAddr,
         timeout: Option<Duration>,
     ) -> io::Result<TcpStream> {
         let shared = Arc::clone(rt.shared());
-        let any = SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0);
+        let any = crate::error::unspecified_like(remote);
         let handle = shared
             .with(|state, now| state.stack.tcp_connect(now, any, remote))?
             .map_err(|e| match e {
@@ -282,7 +282,7 @@ impl TcpStream {
 
     /// The local address (also after the connection ended, as on Linux).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(SocketAddr::V4(self.inner.local))
+        Ok(self.inner.local)
     }
 
     /// Shut down reading (later reads return end of stream), writing (our FIN goes

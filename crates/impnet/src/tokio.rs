@@ -8,7 +8,7 @@
 
 use std::future::{Future, poll_fn};
 use std::io::{self, IoSlice};
-use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use impnet_core::tcp::{TcpError, TcpHandle, TcpInfo};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::error::{self, resolve};
+use crate::error;
 use crate::runtime::{Runtime, Shared};
 use crate::zero_copy::{OwnedWriteError, attempt_owned};
 
@@ -24,7 +24,7 @@ use crate::zero_copy::{OwnedWriteError, attempt_owned};
 pub struct TcpListener {
     shared: Arc<Shared>,
     handle: TcpHandle,
-    local: SocketAddrV4,
+    local: SocketAddr,
 }
 
 impl std::fmt::Debug for TcpListener {
@@ -38,7 +38,7 @@ impl std::fmt::Debug for TcpListener {
 impl TcpListener {
     /// Listen on `addr` (an address of the stack or 0.0.0.0, non-zero port).
     pub fn bind(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        let local = resolve(addr)?;
+        let local = crate::error::resolve_any(addr)?;
         if local.port() == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -80,13 +80,13 @@ impl TcpListener {
                     peer,
                     ended: error::Ended::default(),
                 };
-                (stream, SocketAddr::V4(peer))
+                (stream, peer)
             })
     }
 
     /// The address listened on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(SocketAddr::V4(self.local))
+        Ok(self.local)
     }
 }
 
@@ -105,8 +105,8 @@ impl Drop for TcpListener {
 pub struct TcpStream {
     shared: Arc<Shared>,
     handle: TcpHandle,
-    local: SocketAddrV4,
-    peer: SocketAddrV4,
+    local: SocketAddr,
+    peer: SocketAddr,
     /// Whether the connection's ending error was reported (once, as on Linux).
     ended: error::Ended,
 }
@@ -123,9 +123,9 @@ impl std::fmt::Debug for TcpStream {
 impl TcpStream {
     /// Connect to `addr`.
     pub async fn connect(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
-        let remote = resolve(addr)?;
+        let remote = crate::error::resolve_any(addr)?;
         let shared = Arc::clone(rt.shared());
-        let any = SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0);
+        let any = crate::error::unspecified_like(remote);
         let handle = shared
             .with(|state, now| state.stack.tcp_connect(now, any, remote))?
             .map_err(error::tcp)?;
@@ -165,7 +165,7 @@ impl TcpStream {
 
     /// The local address (also after the connection ended, as on Linux).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(SocketAddr::V4(self.local))
+        Ok(self.local)
     }
 
     /// The error the connection ended with (reset, timed out, unreachable), if no read

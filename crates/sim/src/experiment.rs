@@ -910,7 +910,7 @@ impl App {
             .ok_or("the new connection has no address")?;
         self.traced = Some(tracer.borrow_mut().follow(
             self.link,
-            (*local.ip(), local.port()),
+            (crate::experiment::v4_ip(local.ip()), local.port()),
             (b, port),
         ));
         Ok(())
@@ -1103,3 +1103,12 @@ fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
 
 mod apps;
 mod routers;
+
+/// The IPv4 address a simulated host's connection has (the simulator's hosts are
+/// IPv4 here; an IPv6 one shows as the unspecified address).
+pub(crate) fn v4_ip(ip: std::net::IpAddr) -> Ipv4Addr {
+    match ip {
+        std::net::IpAddr::V4(a) => a,
+        std::net::IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
+    }
+}

@@ -4,8 +4,6 @@
 //! ends. The connection must not be reset, no byte of the attacker's may reach either
 //! user, and the transfer must arrive byte for byte.
 
-use std::net::SocketAddrV4;
-
 use impnet_core::tcp::{TcpConfig, TcpStats};
 use impnet_core::{Duration, Instant};
 use impnet_phy::LinkConfig;
@@ -95,13 +93,16 @@ impl Attacker {
 /// 0: RST, 1: SYN, 2: data with ACK (1 to 64 bytes of 0xEE): random numbers, right tuple.
 fn spoofed(
     kind: usize,
-    from: SocketAddrV4,
-    to: SocketAddrV4,
+    from: std::net::SocketAddr,
+    to: std::net::SocketAddr,
     (src_mac, dst_mac): (ethernet::Address, ethernet::Address),
     seq: u32,
     ack: u32,
     r: u64,
 ) -> Vec<u8> {
+    let (std::net::SocketAddr::V4(from), std::net::SocketAddr::V4(to)) = (from, to) else {
+        panic!("this test's connection is IPv4");
+    };
     let payload = [0xEEu8; 64];
     let (flags, ack, payload) = match kind {
         0 => (tcp::Flags::RST, 0, &payload[..0]),

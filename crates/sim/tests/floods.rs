@@ -365,8 +365,8 @@ impl Transfer {
         net.sim
             .host(net.client)
             .tcp_addresses(self.client_conn)
+            .map(|(local, _)| v4(local))
             .unwrap()
-            .0
     }
 
     /// Accept, write, read and close as far as possible now; true once the receiver
@@ -674,8 +674,8 @@ impl OutOfOrder {
             .sim
             .host(net.client)
             .tcp_addresses(client_conn)
-            .unwrap()
-            .0;
+            .map(|(local, _)| v4(local))
+            .unwrap();
         let mut tap = net.tap.borrow_mut();
         tap.watch(client, server);
         tap.watch(server, client);
@@ -1188,4 +1188,12 @@ fn idle_connections_stay_within_max_connections() {
 #[ignore = "ten times the CI flood: run with --ignored"]
 fn idle_connections_x10_stay_within_max_connections() {
     idle_flood(10, 1702);
+}
+
+/// The IPv4 address of an IPv4 connection's end (this test's connections are IPv4).
+fn v4(addr: std::net::SocketAddr) -> SocketAddrV4 {
+    match addr {
+        std::net::SocketAddr::V4(a) => a,
+        std::net::SocketAddr::V6(a) => panic!("expected IPv4, got {a}"),
+    }
 }

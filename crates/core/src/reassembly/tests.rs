@@ -11,10 +11,11 @@ const HEADER: [u8; 20] = [
 
 fn fragment<'a>(ident: u16, offset: usize, more_frags: bool, payload: &'a [u8]) -> Fragment<'a> {
     Fragment {
-        src: Ipv4Addr::new(10, 0, 0, 1),
-        dst: Ipv4Addr::new(10, 0, 0, 2),
+        src: Ipv4Addr::new(10, 0, 0, 1).into(),
+        dst: Ipv4Addr::new(10, 0, 0, 2).into(),
         protocol: 17,
-        ident,
+        ident: u32::from(ident),
+        strict: false,
         offset,
         more_frags,
         header: &HEADER,

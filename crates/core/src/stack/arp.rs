@@ -149,10 +149,11 @@ impl Stack {
         // A connect whose SYN waits on this neighbour fails now: every connection still
         // opening to a remote reached through it.
         let routes = &self.routes;
-        let via = |remote: Ipv4Addr| {
-            routes
+        let via = |remote: core::net::IpAddr| match remote {
+            core::net::IpAddr::V4(remote) => routes
                 .lookup(remote)
-                .is_some_and(|route| route.iface == iface && route.next_hop(remote) == addr)
+                .is_some_and(|route| route.iface == iface && route.next_hop(remote) == addr),
+            core::net::IpAddr::V6(_) => false,
         };
         self.tcp
             .fail_opens(now, via, crate::tcp::TcpError::HostUnreachable);

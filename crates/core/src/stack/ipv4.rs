@@ -398,10 +398,11 @@ impl Stack {
         let protocol = packet.protocol();
         if packet.more_frags() || packet.frag_offset() != 0 {
             let fragment = Fragment {
-                src,
-                dst,
+                src: src.into(),
+                dst: dst.into(),
                 protocol: protocol.into(),
-                ident: packet.ident(),
+                ident: u32::from(packet.ident()),
+                strict: false,
                 offset: usize::from(packet.frag_offset()),
                 more_frags: packet.more_frags(),
                 header,

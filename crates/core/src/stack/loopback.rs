@@ -103,6 +103,9 @@ impl Stack {
     fn handle_looped(&mut self, now: Instant, bytes: &[u8]) {
         self.loopback.stats.rx_frames += 1;
         self.loopback.stats.rx_bytes += bytes.len() as u64;
+        if bytes.first().is_some_and(|b| b >> 4 == 6) {
+            return self.handle_looped6(now, bytes);
+        }
         self.stats.ipv4.rx_packets += 1;
         let Some(packet) = self.validate_ipv4(bytes, false) else {
             return;

@@ -2,7 +2,7 @@
 //! segments out (from `Tcp::poll_transmit`, wrapped in IPv4 and Ethernet in place),
 //! and the `tcp_*` socket calls, which delegate to [`Tcp`](crate::tcp::Tcp).
 
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use impnet_wire::checksum;
 use impnet_wire::ethernet::{self, EtherType};
@@ -67,7 +67,10 @@ pub(crate) struct EgressCache {
 
 /// What the interface that `dst` routes through offloads (none without a route, or
 /// to one of our own addresses: the loopback interface offloads nothing).
-fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
+fn egress_for(routes: &Routes, ifaces: &[Interface], dst: IpAddr) -> Egress {
+    let IpAddr::V4(dst) = dst else {
+        return super::ipv6::egress_for(ifaces, dst);
+    };
     let local = super::loopback::is_loopback_addr(dst) || ifaces.iter().any(|i| i.has_addr(dst));
     let offloads = routes
         .lookup(dst)
@@ -134,8 +137,13 @@ impl Stack {
                 };
                 // RFC 3168 §6.1.3: the IP header's ECN field goes to TCP with the segment.
                 let ecn = Ecn::from_bits(meta.header.get(1).copied().unwrap_or(0));
-                self.tcp
-                    .handle_segment_with_ecn(now, (meta.src, meta.dst), &repr, mss, ecn);
+                self.tcp.handle_segment_with_ecn(
+                    now,
+                    (IpAddr::V4(meta.src), IpAddr::V4(meta.dst)),
+                    &repr,
+                    mss,
+                    ecn,
+                );
             }
             Err(impnet_wire::Error::BadChecksum) => self.stats.tcp.rx_bad_checksum += 1,
             Err(_) => self.stats.tcp.rx_malformed += 1,
@@ -151,6 +159,9 @@ impl Stack {
             return TcpOutput::Idle;
         };
         self.stats.tcp.tx_segments += 1;
+        let (IpAddr::V4(src), IpAddr::V4(dst)) = (segment.src, segment.dst) else {
+            return self.tcp_output_v6(now, &segment, buf, HEADROOM);
+        };
         // The header is in `buf` even when the payload stays in the send ring (gather).
         let header = &buf[HEADROOM..HEADROOM + segment.len];
         let header_len = usize::from(header.get(12).map_or(5, |b| b >> 4)) * 4;
@@ -175,17 +186,17 @@ impl Stack {
         let whole = HEADROOM..HEADROOM + segment.len;
         if ipv4::HEADER_LEN + segment.len > limit {
             self.tcp.fill_deferred(&mut buf[whole]);
-            return self.tcp_oversized(now, &route, &segment, buf);
+            return self.tcp_oversized(now, &route, (&segment, src, dst), buf);
         }
         let ident = self.next_ident();
         if route.iface == IfaceId::LOOPBACK {
             // No MAC and no device: the packet goes to the loopback queue whole.
             self.tcp.fill_deferred(&mut buf[whole]);
-            return self.tcp_unresolved(now, &route, &segment, ident, buf);
+            return self.tcp_unresolved(now, &route, (&segment, src, dst), ident, buf);
         }
         let Some((template, sum)) = self.tcp_frame_template(now, &route) else {
             self.tcp.fill_deferred(&mut buf[whole]);
-            return self.tcp_unresolved(now, &route, &segment, ident, buf);
+            return self.tcp_unresolved(now, &route, (&segment, src, dst), ident, buf);
         };
         let total = (ipv4::HEADER_LEN + segment.len) as u16;
         let fields = (total, ident, segment.ecn);
@@ -213,15 +224,21 @@ impl Stack {
         let (routes, ifaces) = (&self.routes, &self.ifaces);
         // The checksum is ours to compute unless the outgoing interface's device does
         // it; segments are one MSS unless it does TSO.
-        let egress = |src: Ipv4Addr, dst: Ipv4Addr| match cached {
-            Some((s, d, egress)) if s == src && d == dst => egress,
+        let egress = |src: IpAddr, dst: IpAddr| match cached {
+            Some((s, d, egress)) if IpAddr::V4(s) == src && IpAddr::V4(d) == dst => egress,
             _ => egress_for(routes, ifaces, dst),
         };
         let segment = self
             .tcp
             .poll_transmit_with(now, &mut buf[HEADROOM..end], egress)?;
-        if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
-            self.tcp_egress = self.egress_cache_entry(segment.src, segment.dst);
+        let IpAddr::V4(dst) = segment.dst else {
+            return Some(segment);
+        };
+        let IpAddr::V4(src) = segment.src else {
+            return Some(segment);
+        };
+        if cached.is_none_or(|(s, d, _)| s != src || d != dst) {
+            self.tcp_egress = self.egress_cache_entry(src, dst);
         }
         Some(segment)
     }
@@ -261,19 +278,12 @@ impl Stack {
         &mut self,
         now: Instant,
         route: &OutputRoute,
-        segment: &TcpTransmit,
+        (segment, src, dst): (&TcpTransmit, Ipv4Addr, Ipv4Addr),
         ident: u16,
         buf: &mut [u8],
     ) -> TcpOutput {
         let frame_len = HEADROOM + segment.len;
-        let mut repr = self.ip_header(
-            segment.src,
-            segment.dst,
-            Protocol::Tcp,
-            segment.len,
-            ident,
-            true,
-        );
+        let mut repr = self.ip_header(src, dst, Protocol::Tcp, segment.len, ident, true);
         repr.ecn = segment.ecn.bits();
         repr.emit(&mut ipv4::Packet::new_unchecked(
             &mut buf[ethernet::HEADER_LEN..frame_len],
@@ -294,7 +304,7 @@ impl Stack {
         &mut self,
         now: Instant,
         route: &OutputRoute,
-        segment: &TcpTransmit,
+        (segment, src, dst): (&TcpTransmit, Ipv4Addr, Ipv4Addr),
         buf: &[u8],
     ) -> TcpOutput {
         if self.tcp.config().segment_size.is_some() {
@@ -306,7 +316,7 @@ impl Stack {
             // `ip_fragment`).
             if self.tcp_egress.as_ref().is_some_and(|e| !e.egress.checksum) {
                 wire_tcp::Packet::new_unchecked(&mut packet[ipv4::HEADER_LEN..])
-                    .fill_checksum(&segment.src, &segment.dst);
+                    .fill_checksum(&src, &dst);
             }
             let options = SendOptions {
                 protocol: Protocol::Tcp,
@@ -314,7 +324,7 @@ impl Stack {
                 origin: Origin::Tcp,
                 ip_options: &[],
             };
-            let _ = self.send_ipv4(now, route, segment.dst, options, packet);
+            let _ = self.send_ipv4(now, route, dst, options, packet);
         } else {
             self.stats.ipv4.tx_dont_fragment += 1;
         }
@@ -353,7 +363,7 @@ impl Stack {
             dst,
             config_generation: self.config_generation,
             route,
-            egress: egress_for(&self.routes, &self.ifaces, dst),
+            egress: egress_for(&self.routes, &self.ifaces, IpAddr::V4(dst)),
             limit,
             src_mac,
             next_hop_mac: None,
@@ -366,10 +376,11 @@ impl Stack {
     /// not ours, or port 0, is `AddrNotAvailable`.
     pub fn tcp_listen(
         &mut self,
-        local: SocketAddrV4,
+        local: impl Into<SocketAddr>,
         backlog: usize,
     ) -> Result<TcpHandle, TcpError> {
-        if !local.ip().is_unspecified() && !self.is_local_addr(*local.ip()) {
+        let local = local.into();
+        if !local.ip().is_unspecified() && !self.is_local_ip(local.ip()) {
             return Err(TcpError::AddrNotAvailable);
         }
         self.tcp.listen(local, backlog)
@@ -384,9 +395,13 @@ impl Stack {
     pub fn tcp_connect(
         &mut self,
         now: Instant,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
     ) -> Result<TcpHandle, TcpError> {
+        let (local, remote) = (local.into(), remote.into());
+        let (SocketAddr::V4(local), SocketAddr::V4(remote)) = (local, remote) else {
+            return self.tcp_connect_v6(now, local, remote);
+        };
         let dst = *remote.ip();
         if dst.is_unspecified() || remote.port() == 0 {
             return Err(TcpError::AddrNotAvailable);
@@ -402,7 +417,7 @@ impl Stack {
             OutputError::NoRoute => TcpError::NetUnreachable,
             _ => TcpError::AddrNotAvailable,
         })?;
-        let local = SocketAddrV4::new(route.src, local.port());
+        let local = core::net::SocketAddrV4::new(route.src, local.port());
         let route_mss = u16::try_from(route.mtu.saturating_sub(IP_TCP_HEADERS)).unwrap_or(u16::MAX);
         let mss = self.tcp.config().segment_size.unwrap_or(route_mss);
         self.tcp.connect(now, local, remote, mss)
@@ -531,7 +546,7 @@ impl Stack {
     }
 
     /// (local, remote) addresses of a connection, or the local one twice for a listener.
-    pub fn tcp_addresses(&self, handle: TcpHandle) -> Option<(SocketAddrV4, SocketAddrV4)> {
+    pub fn tcp_addresses(&self, handle: TcpHandle) -> Option<(SocketAddr, SocketAddr)> {
         self.tcp.addresses(handle)
     }
 

@@ -366,6 +366,7 @@ mod tcp {
     use super::*;
     use crate::route::Route;
     use crate::tcp::{TcpError, TcpHandle};
+    use crate::testutil::v4;
     use impnet_wire::ipv4::Cidr;
 
     /// A connection from A to B port 80 through R, established; B's end accepted.
@@ -499,13 +500,14 @@ mod tcp {
 
     /// An ICMP error from R to A about a TCP segment local -> remote with `seq`.
     fn forged_icmp(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: core::net::SocketAddr,
+        remote: core::net::SocketAddr,
         seq: u32,
         kind: u8,
         code: u8,
         mtu: u16,
     ) -> Vec<u8> {
+        let (local, remote) = (v4(local), v4(remote));
         let mut quote = datagram(*local.ip(), *remote.ip(), 64, true, &[]);
         quote[9] = 6;
         quote[20..22].copy_from_slice(&local.port().to_be_bytes());

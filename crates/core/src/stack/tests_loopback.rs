@@ -124,11 +124,7 @@ fn sockets_talk_over_localhost_and_close_cleanly() {
     assert!(run(&mut stack, &mut now, until).is_empty());
     let server = stack.tcp_accept(listener).expect("accepted");
     let (local, _) = stack.tcp_addresses(client).expect("addresses");
-    assert_eq!(
-        *local.ip(),
-        LOCALHOST,
-        "source chosen on the loopback route"
-    );
+    assert_eq!(local.ip(), LOCALHOST, "source chosen on the loopback route");
     let data: Vec<u8> = (0..50_000u32).map(|i| i as u8).collect();
     exchange(&mut stack, &mut now, client, server, &data);
     exchange(&mut stack, &mut now, server, client, &data[..1000]);

@@ -2,7 +2,7 @@
 //! (RFC 9293 §3.10.1-§3.10.6) and the timeouts (§3.10.8).
 
 use alloc::collections::VecDeque;
-use core::net::SocketAddrV4;
+use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
 
@@ -339,9 +339,9 @@ pub(crate) enum Cork {
 #[derive(Debug)]
 pub(crate) struct Conn {
     /// Our address.
-    pub local: SocketAddrV4,
+    pub local: SocketAddr,
     /// The peer's address.
-    pub remote: SocketAddrV4,
+    pub remote: SocketAddr,
     /// Protocol state.
     pub state: State,
     /// Timer deadlines.
@@ -417,8 +417,8 @@ impl Conn {
 
     fn new(
         config: &TcpConfig,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: SocketAddr,
+        remote: SocketAddr,
         state: State,
         opts: Negotiated,
     ) -> Conn {
@@ -454,8 +454,8 @@ impl Conn {
     /// to ISS+1, enter SYN-SENT state".
     pub fn connect(
         sh: &mut Shared,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: SocketAddr,
+        remote: SocketAddr,
         iss: SeqNumber,
         mss: u16,
     ) -> Conn {
@@ -477,7 +477,7 @@ impl Conn {
     /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
     pub fn accept_syn(
         sh: &mut Shared,
-        (local, remote): (SocketAddrV4, SocketAddrV4),
+        (local, remote): (SocketAddr, SocketAddr),
         iss: SeqNumber,
         seg: &Repr<'_>,
         listener: TcpHandle,

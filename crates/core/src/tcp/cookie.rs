@@ -16,7 +16,7 @@
 //! the SYN-ACK carried ECE). Without timestamps a cookie connection has none of them,
 //! and the SYN-ACK does not offer them.
 
-use core::net::SocketAddrV4;
+use core::net::SocketAddr;
 
 use impnet_wire::tcp::{Flags, Options, Repr};
 
@@ -64,21 +64,26 @@ impl CookieJar {
     /// The 24-bit MAC of a cookie.
     fn mac(
         &self,
-        ends: (SocketAddrV4, SocketAddrV4),
+        ends: (SocketAddr, SocketAddr),
         peer_isn: u32,
         period: u64,
         mss_index: u32,
     ) -> u32 {
         let (local, remote) = ends;
-        let mut data = [0u8; 28];
-        data[0..4].copy_from_slice(&local.ip().octets());
-        data[4..6].copy_from_slice(&local.port().to_be_bytes());
-        data[6..10].copy_from_slice(&remote.ip().octets());
-        data[10..12].copy_from_slice(&remote.port().to_be_bytes());
-        data[12..16].copy_from_slice(&peer_isn.to_be_bytes());
-        data[16..24].copy_from_slice(&period.to_be_bytes());
-        data[24..28].copy_from_slice(&mss_index.to_be_bytes());
-        (siphash24(self.key.0, self.key.1, &data) & 0x00ff_ffff) as u32
+        // IPv4: 12 bytes of tuple (as before IPv6), IPv6: 36; then 16 more.
+        let mut data = [0u8; 52];
+        let mut ip = [0u8; 16];
+        let mut at = 0;
+        for end in [local, remote] {
+            let n = super::addr_octets(end.ip(), &mut ip);
+            data[at..at + n].copy_from_slice(&ip[..n]);
+            data[at + n..at + n + 2].copy_from_slice(&end.port().to_be_bytes());
+            at += n + 2;
+        }
+        data[at..at + 4].copy_from_slice(&peer_isn.to_be_bytes());
+        data[at + 4..at + 12].copy_from_slice(&period.to_be_bytes());
+        data[at + 12..at + 16].copy_from_slice(&mss_index.to_be_bytes());
+        (siphash24(self.key.0, self.key.1, &data[..at + 16]) & 0x00ff_ffff) as u32
     }
 
     /// The cookie (our ISS) for a SYN from `ends.1` with ISN `peer_isn` and MSS option
@@ -86,7 +91,7 @@ impl CookieJar {
     pub fn make(
         &self,
         now: Instant,
-        ends: (SocketAddrV4, SocketAddrV4),
+        ends: (SocketAddr, SocketAddr),
         peer_isn: u32,
         peer_mss: u16,
     ) -> SeqNumber {
@@ -101,7 +106,7 @@ impl CookieJar {
     pub fn check(
         &self,
         now: Instant,
-        ends: (SocketAddrV4, SocketAddrV4),
+        ends: (SocketAddr, SocketAddr),
         peer_isn: u32,
         cookie: u32,
     ) -> Option<u16> {
@@ -136,8 +141,8 @@ pub(crate) fn decode_ts(tsecr: u32) -> (Option<u8>, bool, bool) {
 /// A SYN-ACK that carries a cookie and leaves no state behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CookieSynAck {
-    pub local: SocketAddrV4,
-    pub remote: SocketAddrV4,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
     /// The cookie.
     pub seq: u32,
     /// The peer's ISN + 1.
@@ -184,12 +189,12 @@ impl CookieSynAck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::net::Ipv4Addr;
+    use core::net::{Ipv4Addr, SocketAddrV4};
 
-    fn ends(port: u16) -> (SocketAddrV4, SocketAddrV4) {
+    fn ends(port: u16) -> (SocketAddr, SocketAddr) {
         (
-            SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80),
-            SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), port),
+            SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80).into(),
+            SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), port).into(),
         )
     }
 

@@ -7,7 +7,7 @@
 //! byte).
 
 use core::fmt;
-use core::net::SocketAddrV4;
+use core::net::SocketAddr;
 
 use crate::secret::Secret;
 use crate::time::Instant;
@@ -99,13 +99,18 @@ impl IsnGenerator {
 
     /// F(localip, localport, remoteip, remoteport, secretkey) of RFC 6528 §3, all 64
     /// bits (the ISN uses the low 32).
-    pub fn connection_hash(&self, local: SocketAddrV4, remote: SocketAddrV4) -> u64 {
-        let mut tuple = [0u8; 12];
-        tuple[0..4].copy_from_slice(&local.ip().octets());
-        tuple[4..6].copy_from_slice(&local.port().to_be_bytes());
-        tuple[6..10].copy_from_slice(&remote.ip().octets());
-        tuple[10..12].copy_from_slice(&remote.port().to_be_bytes());
-        siphash24(self.key.0, self.key.1, &tuple)
+    pub fn connection_hash(&self, local: SocketAddr, remote: SocketAddr) -> u64 {
+        // IPv4: 4 + 2 + 4 + 2 bytes; IPv6: 16 + 2 + 16 + 2.
+        let mut tuple = [0u8; 36];
+        let mut ip = [0u8; 16];
+        let mut at = 0;
+        for end in [local, remote] {
+            let n = super::addr_octets(end.ip(), &mut ip);
+            tuple[at..at + n].copy_from_slice(&ip[..n]);
+            tuple[at + n..at + n + 2].copy_from_slice(&end.port().to_be_bytes());
+            at += n + 2;
+        }
+        siphash24(self.key.0, self.key.1, &tuple[..at])
     }
 
     /// The ISN for a connection from `local` to `remote` opened at `now`.
@@ -113,7 +118,7 @@ impl IsnGenerator {
     /// RFC 6528 §3: "ISN = M + F(localip, localport, remoteip, remoteport, secretkey)
     /// where M is the 4 microsecond timer, and F() is a pseudorandom function (PRF) of
     /// the connection-id." M is `now` in units of 4 µs, modulo 2^32.
-    pub fn isn(&self, now: Instant, local: SocketAddrV4, remote: SocketAddrV4) -> SeqNumber {
+    pub fn isn(&self, now: Instant, local: SocketAddr, remote: SocketAddr) -> SeqNumber {
         let m = (now.as_nanos() / 4_000) as u32;
         SeqNumber(m.wrapping_add(self.connection_hash(local, remote) as u32))
     }
@@ -122,7 +127,7 @@ impl IsnGenerator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::net::Ipv4Addr;
+    use core::net::{Ipv4Addr, SocketAddrV4};
 
     const K0: u64 = 0x0706_0504_0302_0100;
     const K1: u64 = 0x0f0e_0d0c_0b0a_0908;
@@ -151,8 +156,8 @@ mod tests {
         assert_eq!(splitmix64(&mut state), 0x6e78_9e6a_a1b9_65f4);
     }
 
-    fn addr(a: u8, port: u16) -> SocketAddrV4 {
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, a), port)
+    fn addr(a: u8, port: u16) -> SocketAddr {
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, a), port).into()
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Listeners: the LISTEN state (RFC 9293 §3.10.7.2), the backlog and the accept queue.
 
 use alloc::collections::VecDeque;
-use core::net::SocketAddrV4;
+use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
 
@@ -13,7 +13,7 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub(crate) struct Listener {
     /// The address it listens on (the IP may be unspecified: any of ours).
-    pub local: SocketAddrV4,
+    pub local: SocketAddr,
     /// Most connections in SYN-RECEIVED plus waiting in `queue`.
     pub backlog: usize,
     /// Children in SYN-RECEIVED (they count against the backlog).
@@ -39,7 +39,7 @@ pub(crate) enum ListenAction {
 
 impl Listener {
     /// A listener with an empty queue.
-    pub fn new(local: SocketAddrV4, backlog: usize) -> Listener {
+    pub fn new(local: SocketAddr, backlog: usize) -> Listener {
         Listener {
             local,
             backlog: backlog.max(1),
@@ -52,8 +52,8 @@ impl Listener {
     /// RFC 9293 §3.10.7.2, "If the state is LISTEN".
     pub fn on_segment(
         &self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: SocketAddr,
+        remote: SocketAddr,
         seg: &Repr<'_>,
     ) -> ListenAction {
         // "First, check for a RST: An incoming RST segment could not be valid since it

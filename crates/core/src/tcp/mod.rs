@@ -58,7 +58,7 @@ mod tests_recovery;
 #[cfg(test)]
 mod tests_tso;
 
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, SocketAddr};
 
 use crate::time::Duration;
 
@@ -409,9 +409,9 @@ impl Egress {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpTransmit {
     /// Source IPv4 address.
-    pub src: Ipv4Addr,
+    pub src: IpAddr,
     /// Destination IPv4 address.
-    pub dst: Ipv4Addr,
+    pub dst: IpAddr,
     /// Bytes written at the start of the buffer.
     pub len: usize,
     /// The ECN field for the IPv4 header (RFC 3168): ECT(0) on new data of a
@@ -585,4 +585,45 @@ pub struct TcpStats {
 }
 
 /// A connection's 4-tuple, in the order (local, remote).
-pub(crate) type FourTuple = (SocketAddrV4, SocketAddrV4);
+pub(crate) type FourTuple = (SocketAddr, SocketAddr);
+
+/// The bytes of an address as hashes and MACs take them: 4 for IPv4 (as before IPv6
+/// came, so IPv4 ISNs, cookies and ports are unchanged), 16 for IPv6.
+pub(crate) fn addr_octets(addr: IpAddr, out: &mut [u8; 16]) -> usize {
+    match addr {
+        IpAddr::V4(a) => {
+            out[..4].copy_from_slice(&a.octets());
+            4
+        }
+        IpAddr::V6(a) => {
+            *out = a.octets();
+            16
+        }
+    }
+}
+
+/// An address folded to 64 bits for cheap hashes: an IPv4 address's 32 bits as they
+/// are, an IPv6 address's halves xored.
+pub(crate) fn addr_bits(addr: IpAddr) -> u64 {
+    match addr {
+        IpAddr::V4(a) => u64::from(a.to_bits()),
+        IpAddr::V6(a) => {
+            let bits = a.to_bits();
+            (bits >> 64) as u64 ^ bits as u64
+        }
+    }
+}
+
+/// The wildcard addresses whose listeners take a connection to `local`: the
+/// unspecified address of its family, and for IPv4 also `[::]` (a dual-stack
+/// listener, as Linux's with `IPV6_V6ONLY` off).
+pub(crate) fn wildcards(local: SocketAddr) -> [SocketAddr; 2] {
+    let v6 = SocketAddr::new(IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED), local.port());
+    match local {
+        SocketAddr::V4(_) => [
+            SocketAddr::new(IpAddr::V4(core::net::Ipv4Addr::UNSPECIFIED), local.port()),
+            v6,
+        ],
+        SocketAddr::V6(_) => [v6, v6],
+    }
+}

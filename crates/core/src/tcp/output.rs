@@ -1,8 +1,8 @@
 //! What a connection sends now (RFC 9293 §3.8.6, RFC 5681, RFC 6675), and writing it.
 
-use core::net::SocketAddrV4;
+use core::net::SocketAddr;
 
-use impnet_wire::checksum::pseudo_header_v4;
+use impnet_wire::checksum::PseudoHeader;
 use impnet_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
 
 use super::buffer::{Slices, copy_bytes};
@@ -19,9 +19,9 @@ use crate::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Reset {
     /// Our address (source of the RST).
-    pub local: SocketAddrV4,
+    pub local: SocketAddr,
     /// The peer.
-    pub remote: SocketAddrV4,
+    pub remote: SocketAddr,
     /// Sequence number.
     pub seq: u32,
     /// Acknowledgment number, when the ACK bit is set.
@@ -37,7 +37,7 @@ impl Reset {
     /// RFC 9293 §3.10.7.1: "If the ACK bit is off, sequence number zero is used,
     /// <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. If the ACK bit is on,
     /// <SEQ=SEG.ACK><CTL=RST>".
-    pub fn for_segment(local: SocketAddrV4, remote: SocketAddrV4, seg: &Repr<'_>) -> Reset {
+    pub fn for_segment(local: SocketAddr, remote: SocketAddr, seg: &Repr<'_>) -> Reset {
         if seg.flags.ack() {
             Reset {
                 local,
@@ -86,7 +86,7 @@ impl Reset {
 pub(crate) fn write_segment(
     repr: &Repr<'_>,
     payload: Slices<'_>,
-    (src, dst): (SocketAddrV4, SocketAddrV4),
+    (src, dst): (SocketAddr, SocketAddr),
     buf: &mut [u8],
     fill: Fill,
 ) -> Option<usize> {
@@ -100,7 +100,7 @@ pub(crate) fn write_segment(
         return None;
     }
     let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
-    header.emit(&mut packet, src.ip(), dst.ip(), false);
+    header.emit(&mut packet, &src.ip(), &dst.ip(), false);
     Some(finish_segment(
         &mut buf[..total],
         header_len,
@@ -116,7 +116,7 @@ pub(crate) fn write_segment(
 fn write_plain_segment(
     header: &PlainHeader,
     payload: Slices<'_>,
-    ends: (SocketAddrV4, SocketAddrV4),
+    ends: (SocketAddr, SocketAddr),
     buf: &mut [u8],
     fill: Fill,
 ) -> Option<usize> {
@@ -160,7 +160,7 @@ fn finish_segment(
     segment: &mut [u8],
     header_len: usize,
     payload: Slices<'_>,
-    (src, dst): (SocketAddrV4, SocketAddrV4),
+    (src, dst): (SocketAddr, SocketAddr),
     fill: Fill,
 ) -> usize {
     let total = segment.len();
@@ -176,9 +176,9 @@ fn finish_segment(
         // Copy, then sum: measured faster than the checksum folded into the copy
         // (`checksum::copy_and_sum`) on data in cache, where memcpy is several times
         // the speed of the sum (impnet-wire's `checksum` bench).
-        packet.fill_checksum(src.ip(), dst.ip());
+        packet.fill_checksum(&src.ip(), &dst.ip());
     } else {
-        packet.set_checksum(pseudo_header_v4(src.ip(), dst.ip(), 6, total as u32));
+        packet.set_checksum(src.ip().pseudo_header(&dst.ip(), 6, total as u32));
     }
     total
 }

@@ -37,7 +37,7 @@
 //! [`TcpConfig::share_control_blocks`]: super::TcpConfig::share_control_blocks
 
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
 use super::cc::{CongestionControl, Controller};
 use super::conn::{Conn, Ctx};
@@ -75,13 +75,14 @@ pub(crate) struct Block {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct BlockCache {
     /// (destination, block, when stored), oldest store first.
-    entries: Vec<(Ipv4Addr, Block, Instant)>,
+    entries: Vec<(IpAddr, Block, Instant)>,
 }
 
 impl BlockCache {
     /// Remembers `block` for `dst` at `now`, replacing an older entry for it and, when
     /// full, the entry stored longest ago.
-    pub fn store(&mut self, now: Instant, dst: Ipv4Addr, block: Block) {
+    pub fn store(&mut self, now: Instant, dst: impl Into<IpAddr>, block: Block) {
+        let dst = dst.into();
         self.entries.retain(|(d, _, _)| *d != dst);
         if self.entries.len() >= CACHE_ENTRIES {
             self.entries.remove(0);
@@ -92,7 +93,13 @@ impl BlockCache {
     /// What a new connection to `dst` at `now` may start from, decayed for the time
     /// since it was stored; the window is in bytes, at least `initial_window`. Expired
     /// entries are dropped on the way.
-    pub fn lookup(&mut self, now: Instant, dst: Ipv4Addr, initial_window: usize) -> Option<Block> {
+    pub fn lookup(
+        &mut self,
+        now: Instant,
+        dst: impl Into<IpAddr>,
+        initial_window: usize,
+    ) -> Option<Block> {
+        let dst = dst.into();
         self.entries
             .retain(|(_, _, at)| now.saturating_duration_since(*at) <= ENTRY_LIFETIME);
         let (_, block, at) = self.entries.iter().find(|(d, _, _)| *d == dst)?;
@@ -139,7 +146,7 @@ impl Conn {
             cwnd: in_pipe,
             ssthresh,
         };
-        ctx.sh.blocks.store(ctx.now, *self.remote.ip(), block);
+        ctx.sh.blocks.store(ctx.now, self.remote.ip(), block);
         ctx.sh.stats.shared_blocks_stored += 1;
     }
 
@@ -153,7 +160,7 @@ impl Conn {
         }
         let mss = self.opts.snd_mss();
         let initial = config.initial_window as usize * mss;
-        let Some(block) = ctx.sh.blocks.lookup(ctx.now, *self.remote.ip(), initial) else {
+        let Some(block) = ctx.sh.blocks.lookup(ctx.now, self.remote.ip(), initial) else {
             return;
         };
         self.rtt.seed(block.srtt, block.rttvar);
@@ -194,6 +201,7 @@ fn decay(block: Block, idle: Duration, initial_window: usize) -> Block {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::net::Ipv4Addr;
 
     const IW: usize = 10 * 1000;
 

@@ -3,7 +3,7 @@
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, SocketAddr};
 
 use impnet_wire::tcp::{Flags, Options, Repr};
 
@@ -91,7 +91,7 @@ pub struct Tcp {
     /// Slots holding a connection (at most `TcpConfig::max_connections`).
     connections: usize,
     conns: ConnMap,
-    listeners: BTreeMap<SocketAddrV4, TcpHandle>,
+    listeners: BTreeMap<SocketAddr, TcpHandle>,
     /// Each connection's earliest deadline (`Conn::scheduled`).
     deadlines: Deadlines,
     /// Connections that may have something to send.
@@ -300,7 +300,12 @@ impl Tcp {
 
     /// Listen on `local` (port must be non-zero, else `AddrNotAvailable`; the address
     /// may be unspecified).
-    pub fn listen(&mut self, local: SocketAddrV4, backlog: usize) -> Result<TcpHandle, TcpError> {
+    pub fn listen(
+        &mut self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+    ) -> Result<TcpHandle, TcpError> {
+        let local = local.into();
         if local.port() == 0 {
             return Err(TcpError::AddrNotAvailable);
         }
@@ -312,23 +317,24 @@ impl Tcp {
         Ok(handle)
     }
 
-    fn port_free(&self, local: SocketAddrV4, remote: SocketAddrV4) -> bool {
-        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
+    fn port_free(&self, local: SocketAddr, remote: SocketAddr) -> bool {
         !self.conns.contains_key(&(local, remote))
             && !self.listeners.contains_key(&local)
-            && !self.listeners.contains_key(&any)
+            && !super::wildcards(local)
+                .iter()
+                .any(|any| self.listeners.contains_key(any))
     }
 
     /// RFC 6056 §3.3.3 Algorithm 3, "Simple Hash-Based Port Selection": offset =
     /// F(local IP, remote IP, remote port, secret), then scan from it.
-    fn ephemeral_port(&mut self, local: Ipv4Addr, remote: SocketAddrV4) -> Result<u16, TcpError> {
-        let key = u64::from(local.to_bits()) << 32 | u64::from(remote.ip().to_bits());
+    fn ephemeral_port(&mut self, local: IpAddr, remote: SocketAddr) -> Result<u16, TcpError> {
+        let key = super::addr_bits(local) << 32 ^ super::addr_bits(remote.ip());
         let offset = mix(self.port_key ^ mix(key ^ u64::from(remote.port()) << 17)) as u32;
         for _ in 0..EPHEMERAL_COUNT {
             let port =
                 EPHEMERAL_MIN + (offset.wrapping_add(self.port_counter) % EPHEMERAL_COUNT) as u16;
             self.port_counter = self.port_counter.wrapping_add(1);
-            if self.port_free(SocketAddrV4::new(local, port), remote) {
+            if self.port_free(SocketAddr::new(local, port), remote) {
                 return Ok(port);
             }
         }
@@ -340,15 +346,16 @@ impl Tcp {
     pub fn connect(
         &mut self,
         now: Instant,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
         mss: u16,
     ) -> Result<TcpHandle, TcpError> {
+        let (local, remote) = (local.into(), remote.into());
         if !self.make_room() {
             return Err(TcpError::TooManyConnections);
         }
         let local = match local.port() {
-            0 => SocketAddrV4::new(*local.ip(), self.ephemeral_port(*local.ip(), remote)?),
+            0 => SocketAddr::new(local.ip(), self.ephemeral_port(local.ip(), remote)?),
             _ if self.conns.contains_key(&(local, remote)) => return Err(TcpError::AddrInUse),
             _ => local,
         };
@@ -626,7 +633,7 @@ impl Tcp {
     }
 
     /// Local and remote address of a connection.
-    pub fn addresses(&self, handle: TcpHandle) -> Option<(SocketAddrV4, SocketAddrV4)> {
+    pub fn addresses(&self, handle: TcpHandle) -> Option<(SocketAddr, SocketAddr)> {
         self.conn_ref(handle).map(|c| (c.local, c.remote))
     }
 
@@ -718,11 +725,12 @@ impl Tcp {
     pub fn handle_icmp(
         &mut self,
         now: Instant,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
         seq: u32,
         notice: crate::tcp::IcmpNotice,
     ) -> bool {
+        let (local, remote) = (local.into(), remote.into());
         let accepted = self
             .conns
             .get(&(local, remote))
@@ -748,13 +756,13 @@ impl Tcp {
     pub fn fail_opens(
         &mut self,
         now: Instant,
-        mut unreachable: impl FnMut(Ipv4Addr) -> bool,
+        mut unreachable: impl FnMut(IpAddr) -> bool,
         error: TcpError,
     ) -> usize {
         let handles: alloc::vec::Vec<TcpHandle> = self
             .conns
             .iter()
-            .filter(|((_, remote), _)| unreachable(*remote.ip()))
+            .filter(|((_, remote), _)| unreachable(remote.ip()))
             .map(|(_, &handle)| handle)
             .collect();
         let mut ended = 0;
@@ -775,8 +783,8 @@ impl Tcp {
     pub fn handle_segment(
         &mut self,
         now: Instant,
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        src: impl Into<IpAddr>,
+        dst: impl Into<IpAddr>,
         segment: &Repr<'_>,
     ) {
         let mss = self.shared.config.mss;
@@ -788,12 +796,13 @@ impl Tcp {
     pub fn handle_segment_with_mss(
         &mut self,
         now: Instant,
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        src: impl Into<IpAddr>,
+        dst: impl Into<IpAddr>,
         segment: &Repr<'_>,
         local_mss: u16,
     ) {
-        self.handle_segment_with_ecn(now, (src, dst), segment, local_mss, Ecn::NotEct);
+        let ends = (src.into(), dst.into());
+        self.handle_segment_with_ecn(now, ends, segment, local_mss, Ecn::NotEct);
     }
 
     /// As [`Tcp::handle_segment_with_mss`], for a segment whose IPv4 header carried
@@ -802,14 +811,14 @@ impl Tcp {
     pub fn handle_segment_with_ecn(
         &mut self,
         now: Instant,
-        (src, dst): (Ipv4Addr, Ipv4Addr),
+        (src, dst): (IpAddr, IpAddr),
         segment: &Repr<'_>,
         local_mss: u16,
         ecn: Ecn,
     ) {
         self.shared.stats.segments_in += 1;
-        let local = SocketAddrV4::new(dst, segment.dst_port);
-        let remote = SocketAddrV4::new(src, segment.src_port);
+        let local = SocketAddr::new(dst, segment.dst_port);
+        let remote = SocketAddr::new(src, segment.src_port);
         if let Some(&handle) = self.conns.get(&(local, remote))
             && !self.time_wait_reuse(handle, segment)
         {
@@ -823,9 +832,11 @@ impl Tcp {
     }
 
     /// Whether a listener on `local` (or on its port, any address) exists.
-    fn has_listener(&self, local: SocketAddrV4) -> bool {
-        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
-        self.listeners.contains_key(&local) || self.listeners.contains_key(&any)
+    fn has_listener(&self, local: SocketAddr) -> bool {
+        self.listeners.contains_key(&local)
+            || super::wildcards(local)
+                .iter()
+                .any(|any| self.listeners.contains_key(any))
     }
 
     /// A segment for no connection: to the listener on its address (or the wildcard
@@ -834,15 +845,16 @@ impl Tcp {
     fn segment_for_listener(
         &mut self,
         now: Instant,
-        (local, remote): (SocketAddrV4, SocketAddrV4),
+        (local, remote): (SocketAddr, SocketAddr),
         segment: &Repr<'_>,
         local_mss: u16,
     ) {
-        let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, local.port());
+        let [any, any6] = super::wildcards(local);
         let Some(&listener) = self
             .listeners
             .get(&local)
             .or_else(|| self.listeners.get(&any))
+            .or_else(|| self.listeners.get(&any6))
         else {
             return self.no_socket(local, remote, segment);
         };
@@ -874,7 +886,7 @@ impl Tcp {
         &mut self,
         now: Instant,
         listener: TcpHandle,
-        (local, remote): (SocketAddrV4, SocketAddrV4),
+        (local, remote): (SocketAddr, SocketAddr),
         segment: &Repr<'_>,
         local_mss: u16,
     ) {
@@ -907,7 +919,7 @@ impl Tcp {
         &mut self,
         now: Instant,
         listener: TcpHandle,
-        ends: (SocketAddrV4, SocketAddrV4),
+        ends: (SocketAddr, SocketAddr),
         syn: &Repr<'_>,
         local_mss: u16,
     ) {
@@ -955,7 +967,7 @@ impl Tcp {
         &mut self,
         now: Instant,
         listener: TcpHandle,
-        ends: (SocketAddrV4, SocketAddrV4),
+        ends: (SocketAddr, SocketAddr),
         seg: &Repr<'_>,
         local_mss: u16,
     ) -> bool {
@@ -998,7 +1010,7 @@ impl Tcp {
         &mut self,
         now: Instant,
         listener: TcpHandle,
-        ends: (SocketAddrV4, SocketAddrV4),
+        ends: (SocketAddr, SocketAddr),
         seg: &Repr<'_>,
         (peer_mss, local_mss): (u16, u16),
     ) {
@@ -1045,7 +1057,7 @@ impl Tcp {
     /// RFC 9293 §3.10.7.1: a segment for no connection.
     #[cold]
     #[inline(never)]
-    fn no_socket(&mut self, local: SocketAddrV4, remote: SocketAddrV4, segment: &Repr<'_>) {
+    fn no_socket(&mut self, local: SocketAddr, remote: SocketAddr, segment: &Repr<'_>) {
         self.shared.stats.no_socket += 1;
         // "If the state is CLOSED ... An incoming segment containing a RST is discarded."
         if !segment.flags.rst() {
@@ -1130,28 +1142,28 @@ impl Tcp {
         &mut self,
         now: Instant,
         buf: &mut [u8],
-        mut egress: impl FnMut(Ipv4Addr, Ipv4Addr) -> Egress,
+        mut egress: impl FnMut(IpAddr, IpAddr) -> Egress,
     ) -> Option<TcpTransmit> {
         self.pending = None;
         while let Some(reset) = self.shared.resets.pop_front() {
-            let fill = egress(*reset.local.ip(), *reset.remote.ip()).checksum;
+            let fill = egress(reset.local.ip(), reset.remote.ip()).checksum;
             if let Some(len) = reset.write(buf, fill) {
                 self.shared.stats.segments_out += 1;
                 return Some(TcpTransmit {
-                    src: *reset.local.ip(),
-                    dst: *reset.remote.ip(),
+                    src: reset.local.ip(),
+                    dst: reset.remote.ip(),
                     len,
                     ecn: Ecn::NotEct,
                 });
             }
         }
         while let Some(syn_ack) = self.shared.syn_acks.pop_front() {
-            let fill = egress(*syn_ack.local.ip(), *syn_ack.remote.ip()).checksum;
+            let fill = egress(syn_ack.local.ip(), syn_ack.remote.ip()).checksum;
             if let Some(len) = syn_ack.write(buf, fill) {
                 self.shared.stats.segments_out += 1;
                 return Some(TcpTransmit {
-                    src: *syn_ack.local.ip(),
-                    dst: *syn_ack.remote.ip(),
+                    src: syn_ack.local.ip(),
+                    dst: syn_ack.remote.ip(),
                     len,
                     ecn: Ecn::NotEct,
                 });
@@ -1163,7 +1175,7 @@ impl Tcp {
             };
             // Stays marked while it runs so `settle` does not queue it a second time.
             conn.queued = true;
-            let (src, dst) = (*conn.local.ip(), *conn.remote.ip());
+            let (src, dst) = (conn.local.ip(), conn.remote.ip());
             let out = egress(src, dst);
             let sent = self.with_conn(now, handle, |conn, ctx| {
                 Ok(conn.poll_transmit(ctx, buf, out))

@@ -69,7 +69,10 @@ fn parse(bytes: &[u8]) -> Repr<'_> {
 fn poll(tcp: &mut Tcp, t: u64) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 1500];
     let tx = tcp.poll_transmit(ms(t), &mut buf)?;
-    assert_eq!((tx.src, tx.dst), (*LOCAL.ip(), *REMOTE.ip()));
+    assert_eq!(
+        (tx.src, tx.dst),
+        ((*LOCAL.ip()).into(), (*REMOTE.ip()).into())
+    );
     Some(buf[..tx.len].to_vec())
 }
 

@@ -49,8 +49,8 @@ struct Wire<'a> {
 struct InFlight {
     at: Instant,
     to_b: bool,
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: core::net::IpAddr,
+    dst: core::net::IpAddr,
     ecn: Ecn,
     bytes: Vec<u8>,
 }
@@ -169,8 +169,13 @@ impl Pair {
     }
 }
 
-fn parse(bytes: &[u8], src: Ipv4Addr, dst: Ipv4Addr) -> Repr<'_> {
+fn parse(
+    bytes: &[u8],
+    src: impl Into<core::net::IpAddr>,
+    dst: impl Into<core::net::IpAddr>,
+) -> Repr<'_> {
     let packet = Packet::new_checked(bytes).unwrap();
+    let (src, dst): (core::net::IpAddr, core::net::IpAddr) = (src.into(), dst.into());
     Repr::parse(&packet, &src, &dst, true).expect("we emit valid segments")
 }
 
@@ -617,7 +622,7 @@ fn a_ce_mark_on_an_old_segment_is_ignored() {
         payload: &[1u8; 100],
         ..Repr::default()
     };
-    p.b.handle_segment_with_ecn(p.now, (A, B), &old, 1460, Ecn::Ce);
+    p.b.handle_segment_with_ecn(p.now, (A.into(), B.into()), &old, 1460, Ecn::Ce);
     assert_eq!(p.b.stats().ecn_ce_received, 0);
     let mut out = vec![0u8; 1500];
     while let Some(tx) = p.b.poll_transmit(p.now, &mut out) {

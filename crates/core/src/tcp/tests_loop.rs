@@ -19,8 +19,8 @@ const ONE_WAY: Duration = Duration::from_millis(5);
 struct InFlight {
     at: Instant,
     to_b: bool,
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: core::net::IpAddr,
+    dst: core::net::IpAddr,
     bytes: Vec<u8>,
 }
 

@@ -1,0 +1,231 @@
+//! IPv6 between two stacks on one Ethernet link: duplicate address detection,
+//! neighbour discovery, TCP over IPv6 byte for byte, echo, errors, fragmentation and
+//! reassembly, router advertisements with SLAAC, and a Packet Too Big lowering the
+//! MSS.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::{Ipv6Addr, SocketAddr, SocketAddrV6};
+
+use impnet_wire::icmpv6;
+use impnet_wire::ipv6::{self, Cidr, NextHeader};
+
+use crate::ipv6::{AddrOrigin, AddrState};
+use crate::neighbor::Origin;
+use crate::tcp::TcpState;
+use crate::testutil::Pair;
+use crate::time::Duration;
+
+fn a6() -> Ipv6Addr {
+    "2001:db8::a".parse().unwrap()
+}
+
+fn b6() -> Ipv6Addr {
+    "2001:db8::b".parse().unwrap()
+}
+
+/// A pair with 2001:db8::a/64 and ::b/64, DAD done on both.
+fn pair6() -> Pair {
+    let mut p = Pair::new();
+    let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
+    p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
+    p.b.add_address6(now, b_if, Cidr::new(b6(), 64).unwrap());
+    settle(&mut p, Duration::from_secs(2));
+    p
+}
+
+/// Exchange and fire timers for `span` in 100 ms steps.
+fn settle(p: &mut Pair, span: Duration) {
+    let steps = span.as_millis() / 100;
+    for _ in 0..steps {
+        p.exchange();
+        p.advance(Duration::from_millis(100));
+    }
+    p.exchange();
+}
+
+#[test]
+fn addresses_pass_duplicate_detection_and_a_link_local_one_is_formed() {
+    let p = pair6();
+    let addrs = p.a.ipv6_addresses(p.a_if);
+    assert_eq!(addrs.len(), 2, "{addrs:?}");
+    assert!(addrs.iter().all(|a| a.state == AddrState::Preferred));
+    let ll = addrs
+        .iter()
+        .find(|a| a.origin == AddrOrigin::LinkLocal)
+        .unwrap();
+    assert_eq!(
+        ll.cidr.address,
+        ipv6::link_local_from_mac(crate::testutil::MAC_A)
+    );
+    assert!(p.a.stats().ipv6.ns_sent >= 2, "a DAD probe per address");
+    assert_eq!(p.a.stats().ipv6.dad_duplicates, 0);
+}
+
+#[test]
+fn a_duplicate_address_is_given_up() {
+    let mut p = Pair::new();
+    let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
+    p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
+    settle(&mut p, Duration::from_secs(2));
+    // B now claims A's address: its probe draws A's defence, and B gives it up.
+    p.b.add_address6(p.now, b_if, Cidr::new(a6(), 64).unwrap());
+    settle(&mut p, Duration::from_secs(2));
+    assert_eq!(p.b.stats().ipv6.dad_duplicates, 1);
+    assert!(
+        p.b.ipv6_addresses(b_if)
+            .iter()
+            .all(|a| a.cidr.address != a6())
+    );
+    assert!(
+        p.a.ipv6_addresses(a_if)
+            .iter()
+            .any(|a| a.cidr.address == a6())
+    );
+}
+
+fn connect6(p: &mut Pair) -> (crate::tcp::TcpHandle, crate::tcp::TcpHandle) {
+    let listener =
+        p.b.tcp_listen(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 80, 0, 0), 4)
+            .unwrap();
+    let client =
+        p.a.tcp_connect(
+            p.now,
+            SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0),
+            SocketAddrV6::new(b6(), 80, 0, 0),
+        )
+        .unwrap();
+    settle(p, Duration::from_millis(300));
+    let server = p.b.tcp_accept(listener).expect("accepted");
+    (client, server)
+}
+
+#[test]
+fn tcp_over_ipv6_carries_bytes_exactly_after_neighbour_discovery() {
+    let mut p = pair6();
+    let (client, server) = connect6(&mut p);
+    let (local, remote) = p.a.tcp_addresses(client).unwrap();
+    assert_eq!(local.ip(), core::net::IpAddr::V6(a6()));
+    assert_eq!(remote, SocketAddr::V6(SocketAddrV6::new(b6(), 80, 0, 0)));
+    // MSS from the IPv6 MTU: 1500 - 60.
+    let info = p.a.tcp_info(client).unwrap();
+    assert_eq!(info.state, TcpState::Established);
+    // 1500 - 60, less 12 bytes of timestamps per segment.
+    assert_eq!(info.snd_mss, 1428);
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut got = Vec::new();
+    let mut sent = 0;
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..10_000 {
+        if sent < data.len() {
+            sent += p.a.tcp_send(p.now, client, &data[sent..]).unwrap_or(0);
+        }
+        p.exchange();
+        while let Ok(n) = p.b.tcp_recv(p.now, server, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        if got.len() == data.len() {
+            break;
+        }
+        p.advance(Duration::from_millis(10));
+    }
+    assert!(
+        got == data,
+        "received {} of {} bytes, or not the same",
+        got.len(),
+        data.len()
+    );
+    assert!(p.a.stats().ipv6.ns_sent >= 2 && p.b.stats().ipv6.na_sent >= 1);
+    p.a.tcp_close(p.now, client).unwrap();
+    p.b.tcp_close(p.now, server).unwrap();
+    settle(&mut p, Duration::from_millis(500));
+    assert_ne!(
+        p.b.tcp_info(server).map(|i| i.state),
+        Some(TcpState::Established)
+    );
+}
+
+#[test]
+fn echo_requests_are_answered_and_an_unknown_next_header_draws_a_parameter_problem() {
+    let mut p = pair6();
+    let request = icmpv6::Repr::EchoRequest {
+        ident: 7,
+        seq_no: 1,
+        data: b"ping over six",
+    };
+    let mut packet = vec![0u8; ipv6::HEADER_LEN + request.buffer_len()];
+    request.emit(
+        &mut icmpv6::Packet::new_unchecked(&mut packet[ipv6::HEADER_LEN..]),
+        &a6(),
+        &b6(),
+    );
+    p.a.send_ipv6(
+        p.now,
+        (Some(a6()), b6()),
+        NextHeader::Icmpv6,
+        None,
+        packet,
+        Origin::Stack,
+    )
+    .unwrap();
+    p.exchange();
+    assert_eq!(p.b.stats().ipv6.echo_replies, 1);
+    // A packet with next header 253 (experimental): B answers with code 1.
+    let mut packet = vec![0u8; ipv6::HEADER_LEN + 8];
+    packet[ipv6::HEADER_LEN..].copy_from_slice(b"whatever");
+    p.a.send_ipv6(
+        p.now,
+        (Some(a6()), b6()),
+        NextHeader::from(253),
+        None,
+        packet,
+        Origin::Stack,
+    )
+    .unwrap();
+    p.exchange();
+    assert_eq!(p.b.stats().ipv6.rx_unknown_next_header, 1);
+    assert_eq!(p.b.stats().ipv6.errors_sent, 1);
+    assert_eq!(p.a.stats().ipv6.icmp_rx_bad, 0);
+}
+
+#[test]
+fn a_large_datagram_is_fragmented_and_reassembled() {
+    let mut p = pair6();
+    let data: Vec<u8> = (0..4000u32).map(|i| (i % 253) as u8).collect();
+    let request = icmpv6::Repr::EchoRequest {
+        ident: 9,
+        seq_no: 2,
+        data: &data,
+    };
+    let mut packet = vec![0u8; ipv6::HEADER_LEN + request.buffer_len()];
+    request.emit(
+        &mut icmpv6::Packet::new_unchecked(&mut packet[ipv6::HEADER_LEN..]),
+        &a6(),
+        &b6(),
+    );
+    p.a.send_ipv6(
+        p.now,
+        (Some(a6()), b6()),
+        NextHeader::Icmpv6,
+        None,
+        packet,
+        Origin::Stack,
+    )
+    .unwrap();
+    p.exchange();
+    assert_eq!(p.a.stats().ipv6.tx_fragmented, 1, "{:?}", p.a.stats().ipv6);
+    assert!(p.a.stats().ipv6.tx_fragments >= 3);
+    assert_eq!(
+        p.b.stats().reassembly6.reassembled,
+        1,
+        "{:?} {:?}",
+        p.b.stats().reassembly6,
+        p.b.stats().ipv6
+    );
+    // The reply is as large: B fragments it too, and A reassembles it.
+    assert_eq!(p.b.stats().ipv6.echo_replies, 1);
+    assert_eq!(p.a.stats().reassembly6.reassembled, 1);
+}
