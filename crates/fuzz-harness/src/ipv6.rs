@@ -2,7 +2,8 @@
 //! walk and the options and fragment headers it meets must parse or fail with an
 //! error, never panic; what parses re-emits to bytes that parse the same.
 //!
-//! Checks: `Repr::parse(emit(parse(x))) == parse(x)`; a walk that succeeds ends within
+//! Checks: a quoted (possibly cut) packet's header parses within the input;
+//! `Repr::parse(emit(parse(x))) == parse(x)`; a walk that succeeds ends within
 //! the packet, and a pointer it reports lies within it; every options header on the
 //! way round-trips through `OptionsRepr` (Router Alert kept), every fragment header
 //! through `FragmentRepr`.
@@ -12,6 +13,11 @@ use impnet_wire::ipv6ext::{self, ExtHeader, FragmentHeader, FragmentRepr, Option
 
 /// Run one input.
 pub fn run(data: &[u8]) {
+    if let Ok((repr, payload)) = ipv6::Repr::parse_quoted(data) {
+        assert!(
+            payload.len() <= repr.payload_len && payload.len() + ipv6::HEADER_LEN <= data.len()
+        );
+    }
     let Ok(packet) = ipv6::Packet::new_checked(data) else {
         return;
     };

@@ -367,6 +367,34 @@ impl Repr {
         })
     }
 
+    /// Reads the fixed header of a packet quoted by an ICMPv6 error: the quote may
+    /// end before the payload length says (RFC 4443 §2.4 (c) cuts it to fit the
+    /// minimum MTU), so only the 40 header bytes and the version are checked. Returns
+    /// the header (its `payload_len` as the original said) and the part of the
+    /// payload the quote holds, for [`crate::ipv6ext::walk`] and the upper layer.
+    pub fn parse_quoted(quoted: &[u8]) -> Result<(Repr, &[u8])> {
+        let header = quoted.get(..HEADER_LEN).ok_or(Error::Truncated {
+            need: HEADER_LEN,
+            have: quoted.len(),
+        })?;
+        let packet = Packet::new_unchecked(header);
+        if packet.version() != 6 {
+            return Err(Error::BadVersion(packet.version()));
+        }
+        let repr = Repr {
+            src_addr: packet.src_addr(),
+            dst_addr: packet.dst_addr(),
+            next_header: packet.next_header(),
+            payload_len: usize::from(packet.payload_len()),
+            hop_limit: packet.hop_limit(),
+            dscp: packet.dscp(),
+            ecn: packet.ecn(),
+            flow_label: packet.flow_label(),
+        };
+        let end = quoted.len().min(HEADER_LEN + repr.payload_len);
+        Ok((repr, &quoted[HEADER_LEN..end]))
+    }
+
     /// Always [`HEADER_LEN`].
     pub const fn header_len(&self) -> usize {
         HEADER_LEN

@@ -108,6 +108,9 @@ proptest! {
         ipv6_any(&data);
         icmpv6_any(&data);
         let _ = ipv6ext::walk(&data);
+        if let Ok((repr, payload)) = ipv6::Repr::parse_quoted(&data) {
+            assert!(payload.len() <= repr.payload_len);
+        }
         let _ = ExtHeader::new_checked(&data[..]).map(|h| OptionsRepr::parse(&h));
         let _ = FragmentHeader::new_checked(&data[..]).map(|h| FragmentRepr::parse(&h));
     }

@@ -185,3 +185,29 @@ fn cidr() {
     };
     assert_eq!(odd.netmask(), Ipv6Addr::from_bits(u128::MAX));
 }
+
+#[test]
+fn quoted_packet_may_be_cut() {
+    // The Packet Too Big quotes 1232 of the 1448 bytes of the echo request it refuses.
+    let error: &[u8] = include_bytes!("../../tests/data/packet_too_big.bin");
+    let quoted = &error[48..];
+    assert!(Packet::new_checked(quoted).is_err());
+    let (repr, payload) = Repr::parse_quoted(quoted).unwrap();
+    assert_eq!(repr.src_addr, addr("2001:db8::a"));
+    assert_eq!(repr.dst_addr, addr("2001:db8:2::b"));
+    assert_eq!(repr.next_header, NextHeader::Icmpv6);
+    assert_eq!(repr.payload_len, 1408);
+    assert_eq!(payload.len(), 1232 - 40);
+    // The echo request's header is there to match against a socket.
+    assert_eq!(&payload[..2], &[128, 0]);
+    // A whole packet gives its payload, no more (padding excluded).
+    let mut padded = ECHO_REQUEST.to_vec();
+    padded.push(0);
+    let (_, payload) = Repr::parse_quoted(&padded).unwrap();
+    assert_eq!(payload, &ECHO_REQUEST[40..]);
+    assert_eq!(
+        Repr::parse_quoted(&quoted[..39]),
+        Err(Error::Truncated { need: 40, have: 39 })
+    );
+    assert_eq!(Repr::parse_quoted(&[0x45; 40]), Err(Error::BadVersion(4)));
+}

@@ -88,6 +88,11 @@ fn captured_solicitations_and_advertisements() {
         "neighbor advertisement 2001:db8::b is at 02:00:00:00:00:0b"
     );
 
+    // RFC 4861 §7.1.2: a solicited advertisement never goes to a multicast address.
+    assert_eq!(
+        na.validate(&ip.src_addr, &addr("ff02::1"), 255),
+        Err(Error::BadField("solicited"))
+    );
     let (ip, na) = parse(NA_ROUTER);
     assert!(matches!(na, Repr::NeighborAdvert { router: true, .. }));
     assert_eq!(emit(&ip, na), &NA_ROUTER[40..]);
