@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
+use impnet::PollFd;
 use impnet::Runtime;
 use impnet::core::acl::{Acl, Action, Rule};
 use impnet::core::qdisc::QdiscConfig;
 use impnet::core::{IfaceConfig, IfaceId, IfaceStats, StackConfig};
-use impnet::PollFd;
 use impnet::phy::pcap::{LINKTYPE_ETHERNET, LINKTYPE_RAW};
 use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig, Tun};
 use impnet::wire::ipv4::Cidr;

@@ -224,7 +224,9 @@ impl TapArgs {
             }
         };
         let addr = self.addr.ok_or_else(|| {
-            format!("imp {command} {flag} needs --addr A/LEN (imp's address on the device's network)")
+            format!(
+                "imp {command} {flag} needs --addr A/LEN (imp's address on the device's network)"
+            )
         })?;
         Ok((name, addr))
     }
@@ -245,7 +247,8 @@ impl TapArgs {
             .partial_checksums(true);
         let rt = Runtime::new(stack).map_err(|e| format!("cannot start the imp runtime: {e}"))?;
         let (iface, name, offloads, kind) = if self.tun.is_some() {
-            let tun = Tun::open_with(&config).map_err(|e| format!("cannot open TUN {name}: {e}"))?;
+            let tun =
+                Tun::open_with(&config).map_err(|e| format!("cannot open TUN {name}: {e}"))?;
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
             let iface_config = IfaceConfig::ip(tun.ip_mtu());
             let iface = match self.impaired(&tun)? {
@@ -254,7 +257,8 @@ impl TapArgs {
             };
             (iface, name, offloads, "TUN")
         } else {
-            let tap = Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
+            let tap =
+                Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
             let (name, offloads) = (tap.name().to_string(), tap.offloads());
             let iface_config = IfaceConfig::new(mac_for(addr.address), tap.ip_mtu());
             let iface = match self.impaired(&tap)? {
