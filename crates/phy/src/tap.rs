@@ -397,11 +397,13 @@ impl Tap {
         if vnet_hdr {
             tap.set_vnet_hdr_len()?;
             tap.offloads = tap.set_offloads(TUN_F_CSUM | TUN_F_TSO4).is_ok();
-            if !tap.offloads {
-                // Without offloads the kernel completes checksums and cuts segments
-                // itself; turn them off explicitly so a reused persistent TAP agrees.
-                let _ = tap.set_offloads(0);
-            }
+        }
+        if !tap.offloads {
+            // Without offloads the kernel completes checksums and cuts segments itself;
+            // turn them off explicitly, so that a persistent device an earlier process
+            // opened with offloads does not go on handing over 64 KiB segments with
+            // partial checksums, which only a reader of the virtio-net header can take.
+            let _ = tap.set_offloads(0);
         }
         tap.partial = tap.offloads && config.partial_checksums;
         tap.complete = tap.offloads && config.complete_checksums;
