@@ -145,6 +145,24 @@ fn ping_and_curl(subnet: u8, extra: &[&str], want_offloads: &str) {
         dir.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
+    if extra.contains(&"--no-offloads") {
+        // First a run with offloads, which leaves the persistent TUN with the kernel's
+        // offloads on: the run without must turn them off again.
+        let out = net.run_imp(
+            &[
+                "ping",
+                "--tun",
+                "tun0",
+                "--addr",
+                &addr,
+                "-c",
+                "1",
+                &net.kernel,
+            ],
+            Duration::from_secs(10),
+        );
+        assert!(text(&out).contains("offloads on"), "{}", text(&out));
+    }
     let (server, line, rest) = net.start_imp(&args);
     assert!(line.contains("on TUN tun0"), "{line}");
     assert!(line.contains(want_offloads), "{line}");
