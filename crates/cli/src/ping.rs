@@ -195,7 +195,7 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
         ));
     }
     args.device.validate()?;
-    if args.device.tap.is_some() {
+    if args.device.is_set() {
         args.device.required("ping")?;
         let host = args
             .host
@@ -227,7 +227,7 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
 /// Run `imp ping`: on the built-in two-host network, or over a TAP with `--tap`.
 pub fn run(args: &PingArgs) -> Result<(), String> {
     validate(args)?;
-    if args.device.tap.is_some() {
+    if args.device.is_set() {
         return run_tap(args);
     }
     let link = sim_link(args);

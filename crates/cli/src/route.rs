@@ -1,4 +1,4 @@
-//! `imp route`: imp as a gateway between two or more TAP devices, in real time (RFC
+//! `imp route`: imp as a gateway between two or more TAP (or TUN) devices, in real time (RFC
 //! 1812 forwarding in the core, seed 004's gateway functions around it): routing,
 //! statistics per interface printed at an interval and on exit, the link model on any
 //! interface, and a pcap per interface for debugging. It answers pings to its own
@@ -12,11 +12,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
+use impnet::PollFd;
 use impnet::Runtime;
 use impnet::core::acl::{Acl, Action, Rule};
 use impnet::core::qdisc::QdiscConfig;
 use impnet::core::{IfaceConfig, IfaceId, IfaceStats, StackConfig};
-use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig};
+use impnet::phy::pcap::{LINKTYPE_ETHERNET, LINKTYPE_RAW};
+use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig, Tun};
 use impnet::wire::ipv4::Cidr;
 
 use crate::impair;
@@ -27,8 +29,13 @@ use crate::tapargs::{check_host_addr, check_ifname, fit_mtu, mac_for, model, par
 pub struct RouteArgs {
     /// An interface: a TAP device (created if missing) and imp's address on it, with
     /// an optional IP MTU: NAME=ADDR/LEN[,mtu=N]. Give two or more.
-    #[arg(long = "tap", value_name = "NAME=ADDR/LEN[,mtu=N]", value_parser = parse_tap, required = true)]
+    #[arg(long = "tap", value_name = "NAME=ADDR/LEN[,mtu=N]", value_parser = parse_tap, required_unless_present = "tuns")]
     pub taps: Vec<TapSpec>,
+    /// An IP-level interface: a TUN device (bare IP packets, no ARP; created if
+    /// missing) and imp's address on it: NAME=ADDR/LEN[,mtu=N]. Counts with the
+    /// --tap interfaces, which come first.
+    #[arg(long = "tun", value_name = "NAME=ADDR/LEN[,mtu=N]", value_parser = parse_tun)]
+    pub tuns: Vec<TapSpec>,
     /// A route: destinations CIDR through gateway GW (on one of the TAPs' networks).
     #[arg(long = "route", value_name = "CIDR=GW", value_parser = parse_route)]
     pub routes: Vec<(Cidr, Ipv4Addr)>,
@@ -62,9 +69,18 @@ pub struct RouteArgs {
     pub pcap: Option<PathBuf>,
 }
 
-/// One `--tap`: the device, imp's address on it, its IP MTU.
+impl RouteArgs {
+    /// Every interface asked for: the --tap ones, then the --tun ones.
+    pub fn interfaces(&self) -> Vec<TapSpec> {
+        self.taps.iter().chain(&self.tuns).cloned().collect()
+    }
+}
+
+/// One `--tap` (or `--tun`): the device, imp's address on it, its IP MTU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TapSpec {
+    /// A TUN (`--tun`: IP packets) rather than a TAP (Ethernet frames).
+    pub tun: bool,
     /// The TAP's name.
     pub name: String,
     /// imp's address and prefix on the TAP's network.
@@ -73,15 +89,32 @@ pub struct TapSpec {
     pub mtu: usize,
 }
 
-/// Parse `NAME=ADDR/LEN[,mtu=N]`.
+/// Parse `NAME=ADDR/LEN[,mtu=N]` (a `--tap`).
 pub fn parse_tap(text: &str) -> Result<TapSpec, String> {
+    parse_device(text, false)
+}
+
+/// Parse `NAME=ADDR/LEN[,mtu=N]` (a `--tun`).
+pub fn parse_tun(text: &str) -> Result<TapSpec, String> {
+    parse_device(text, true)
+}
+
+impl TapSpec {
+    /// The option that gave it.
+    pub fn flag(&self) -> &'static str {
+        if self.tun { "--tun" } else { "--tap" }
+    }
+}
+
+fn parse_device(text: &str, tun: bool) -> Result<TapSpec, String> {
+    let flag = if tun { "--tun" } else { "--tap" };
     let (name, rest) = text
         .split_once('=')
         .ok_or_else(|| format!("`{text}` is not NAME=ADDR/LEN[,mtu=N] (e.g. tap0=10.0.1.1/24)"))?;
-    check_ifname("--tap", name)?;
+    check_ifname(flag, name)?;
     let mut parts = rest.split(',');
     let addr = parse_cidr(parts.next().unwrap_or_default())?;
-    check_host_addr(&format!("--tap {name}="), addr)?;
+    check_host_addr(&format!("{flag} {name}="), addr)?;
     let mut mtu = 1500;
     for part in parts {
         match part.split_once('=') {
@@ -96,6 +129,7 @@ pub fn parse_tap(text: &str) -> Result<TapSpec, String> {
         }
     }
     Ok(TapSpec {
+        tun,
         name: name.to_string(),
         addr,
         mtu,
@@ -250,29 +284,34 @@ struct Iface {
 
 /// Check the arguments against each other before opening anything.
 pub fn validate(args: &RouteArgs) -> Result<(), String> {
-    if args.taps.len() < 2 {
+    let taps = &args.interfaces();
+    if taps.len() < 2 {
         return Err(format!(
-            "imp route forwards between two or more interfaces (--tap NAME=ADDR/LEN, twice or more); {} given",
-            args.taps.len()
+            "imp route forwards between two or more interfaces (--tap or --tun NAME=ADDR/LEN, twice or more); {} given",
+            taps.len()
         ));
     }
-    for (i, tap) in args.taps.iter().enumerate() {
-        if args.taps[..i].iter().any(|t| t.name == tap.name) {
-            return Err(format!("--tap {} is given twice", tap.name));
+    for (i, tap) in taps.iter().enumerate() {
+        if taps[..i].iter().any(|t| t.name == tap.name) {
+            return Err(format!("{} {} is given twice", tap.flag(), tap.name));
         }
-        if let Some(other) = args.taps[..i]
+        if let Some(other) = taps[..i]
             .iter()
             .find(|t| t.addr.address == tap.addr.address)
         {
             return Err(format!(
-                "--tap {}: address {} is already --tap {}'s",
-                tap.name, tap.addr.address, other.name
+                "{} {}: address {} is already {} {}'s",
+                tap.flag(),
+                tap.name,
+                tap.addr.address,
+                other.flag(),
+                other.name
             ));
         }
     }
     for (i, (name, _)) in args.impair.iter().enumerate() {
-        if !args.taps.iter().any(|t| &t.name == name) {
-            return Err(format!("--impair {name}: no --tap of that name"));
+        if !taps.iter().any(|t| &t.name == name) {
+            return Err(format!("--impair {name}: no --tap or --tun of that name"));
         }
         if args.impair[..i].iter().any(|(n, _)| n == name) {
             return Err(format!("--impair {name}: given twice for the same TAP"));
@@ -280,22 +319,22 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
     }
     for rule in &args.acl {
         for named in [&rule.in_iface, &rule.out_iface].into_iter().flatten() {
-            if !args.taps.iter().any(|t| t.name == named.name) {
+            if !taps.iter().any(|t| t.name == named.name) {
                 return Err(format!(
-                    "--acl `{rule}` names interface {}, which is no --tap",
+                    "--acl `{rule}` names interface {}, which is no --tap or --tun",
                     named.name
                 ));
             }
         }
     }
     for (cidr, gateway) in &args.routes {
-        if gateway_iface(&args.taps, *gateway).is_none() {
+        if gateway_iface(&taps, *gateway).is_none() {
             return Err(format!(
-                "--route {}/{}={gateway}: the gateway is on none of the TAPs' networks",
+                "--route {}/{}={gateway}: the gateway is on none of the interfaces' networks",
                 cidr.address, cidr.prefix_len
             ));
         }
-        if args.taps.iter().any(|t| t.addr.address == *gateway) {
+        if taps.iter().any(|t| t.addr.address == *gateway) {
             return Err(format!(
                 "--route {}/{}={gateway}: the gateway is imp's own address; give the next router's",
                 cidr.address, cidr.prefix_len
@@ -343,49 +382,23 @@ fn ut_offset_ms() -> Option<u64> {
     Some((since_epoch.as_millis() % 86_400_000) as u64)
 }
 
-/// Open every TAP (without offloads: a gateway forwards wire-sized packets) and add
-/// it to the runtime, with its link model and pcap when asked.
+/// Open every TAP and TUN (without offloads: a gateway forwards wire-sized packets)
+/// and add it to the runtime, with its link model and pcap when asked.
 fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String> {
     let mut ifaces = Vec::new();
-    for (index, spec) in args.taps.iter().enumerate() {
+    for (index, spec) in args.interfaces().iter().enumerate() {
         let config = TapConfig::new(&spec.name).mtu(spec.mtu).offloads(false);
-        let tap =
-            Tap::open_with(&config).map_err(|e| format!("cannot open TAP {}: {e}", spec.name))?;
-        let iface_config = IfaceConfig::new(mac_for(spec.addr.address), spec.mtu);
-        let impairment = args
-            .impair
-            .iter()
-            .find(|(name, _)| name == &spec.name)
-            .map(|(_, c)| {
-                let c = fit_mtu(*c, Device::mtu(&tap));
-                if c.qdisc.is_none() {
-                    c.with_qdisc(args.qdisc)
-                } else {
-                    c
-                }
-            });
-        let pcap = match &args.pcap {
-            Some(dir) => {
-                let path = dir.join(format!("{}.pcap", spec.name));
-                Some(
-                    PcapWriter::create(&path)
-                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
-                )
-            }
-            None => None,
-        };
         let seed = 0x5eed_0000 + index as u64;
-        let id = match (impairment, pcap) {
-            (Some(c), Some(w)) => {
-                let device = Impair::new(tap, model(c, seed)?).with_rx(model(c, !seed)?);
-                rt.add_device(Pcap::new(device, w), iface_config)
-            }
-            (Some(c), None) => {
-                let device = Impair::new(tap, model(c, seed)?).with_rx(model(c, !seed)?);
-                rt.add_device(device, iface_config)
-            }
-            (None, Some(w)) => rt.add_device(Pcap::new(tap, w), iface_config),
-            (None, None) => rt.add_device(tap, iface_config),
+        let id = if spec.tun {
+            let tun = Tun::open_with(&config)
+                .map_err(|e| format!("cannot open TUN {}: {e}", spec.name))?;
+            let iface_config = IfaceConfig::ip(spec.mtu);
+            add_interface(args, rt, spec, seed, tun, iface_config)?
+        } else {
+            let tap = Tap::open_with(&config)
+                .map_err(|e| format!("cannot open TAP {}: {e}", spec.name))?;
+            let iface_config = IfaceConfig::new(mac_for(spec.addr.address), spec.mtu);
+            add_interface(args, rt, spec, seed, tap, iface_config)?
         };
         rt.add_address(id, spec.addr);
         rt.with_stack(|stack, _| stack.set_forwarding(id, true));
@@ -396,6 +409,57 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
         });
     }
     Ok(ifaces)
+}
+
+/// Add `device` to the runtime as `spec`'s interface, wrapped in its link model and
+/// pcap when asked (a TUN's pcap holds raw IP packets).
+fn add_interface<D: Device + PollFd + Send + 'static>(
+    args: &RouteArgs,
+    rt: &Runtime,
+    spec: &TapSpec,
+    seed: u64,
+    device: D,
+    iface_config: IfaceConfig,
+) -> Result<IfaceId, String> {
+    let impairment = args
+        .impair
+        .iter()
+        .find(|(name, _)| name == &spec.name)
+        .map(|(_, c)| {
+            let c = fit_mtu(*c, device.mtu());
+            if c.qdisc.is_none() {
+                c.with_qdisc(args.qdisc)
+            } else {
+                c
+            }
+        });
+    let pcap = match &args.pcap {
+        Some(dir) => {
+            let path = dir.join(format!("{}.pcap", spec.name));
+            let link_type = if spec.tun {
+                LINKTYPE_RAW
+            } else {
+                LINKTYPE_ETHERNET
+            };
+            Some(
+                PcapWriter::create_with_link_type(&path, link_type)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    Ok(match (impairment, pcap) {
+        (Some(c), Some(w)) => {
+            let device = Impair::new(device, model(c, seed)?).with_rx(model(c, !seed)?);
+            rt.add_device(Pcap::new(device, w), iface_config)
+        }
+        (Some(c), None) => {
+            let device = Impair::new(device, model(c, seed)?).with_rx(model(c, !seed)?);
+            rt.add_device(device, iface_config)
+        }
+        (None, Some(w)) => rt.add_device(Pcap::new(device, w), iface_config),
+        (None, None) => rt.add_device(device, iface_config),
+    })
 }
 
 /// Run `imp route`.
@@ -425,11 +489,13 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
             })
         });
         if let Some(name) = unresolved.first() {
-            return Err(format!("--acl names interface {name}, which is no --tap"));
+            return Err(format!(
+                "--acl names interface {name}, which is no --tap or --tun"
+            ));
         }
     }
     for (cidr, gateway) in &args.routes {
-        let iface = ifaces[gateway_iface(&args.taps, *gateway).unwrap_or(0)].id;
+        let iface = ifaces[gateway_iface(&args.interfaces(), *gateway).unwrap_or(0)].id;
         rt.with_stack(|stack, _| stack.routes_mut().add(*cidr, Some(*gateway), iface));
     }
     let names: Vec<String> = ifaces
@@ -733,6 +799,7 @@ mod tests {
     fn args(taps: &[&str]) -> RouteArgs {
         RouteArgs {
             taps: taps.iter().map(|t| parse_tap(t).unwrap()).collect(),
+            tuns: Vec::new(),
             routes: Vec::new(),
             impair: Vec::new(),
             acl: Vec::new(),
@@ -742,6 +809,23 @@ mod tests {
             json: false,
             pcap: None,
         }
+    }
+
+    #[test]
+    fn tuns_count_with_taps() {
+        let mut two = args(&["a=10.0.1.1/24"]);
+        two.tuns.push(parse_tun("t=10.0.2.1/24").unwrap());
+        assert_eq!(validate(&two), Ok(()));
+        assert!(two.interfaces()[1].tun && !two.interfaces()[0].tun);
+        let mut clash = args(&["a=10.0.1.1/24"]);
+        clash.tuns.push(parse_tun("t=10.0.1.1/24").unwrap());
+        let e = validate(&clash).unwrap_err();
+        assert!(e.contains("--tun t") && e.contains("--tap a"), "{e}");
+        let mut one = args(&[]);
+        one.tuns.push(parse_tun("t=10.0.2.1/24").unwrap());
+        assert!(validate(&one).unwrap_err().contains("--tun"));
+        let e = parse_tun("t/x=10.0.2.1/24").unwrap_err();
+        assert!(e.contains("--tun"), "{e}");
     }
 
     #[test]
@@ -820,7 +904,7 @@ mod tests {
         assert!(
             validate(&bad_route)
                 .unwrap_err()
-                .contains("none of the TAPs")
+                .contains("none of the interfaces")
         );
         let mut good = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
         good.routes

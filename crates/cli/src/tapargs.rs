@@ -1,4 +1,4 @@
-//! The options every device command shares (`--tap`, `--addr`, `--gateway`,
+//! The options every device command shares (`--tap` or `--tun`, `--addr`, `--gateway`,
 //! `--impair`, `--no-offloads`) and the imp runtime they describe.
 
 use std::collections::hash_map::RandomState;
@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use clap::Args;
 use impnet::Runtime;
 use impnet::core::{IfaceConfig, StackConfig};
-use impnet::phy::{Impair, LinkConfig, LinkModel, Tap, TapConfig};
+use impnet::phy::{Device, Impair, LinkConfig, LinkModel, Tap, TapConfig, Tun};
 use impnet::wire::ethernet;
 use impnet::wire::ipv4::Cidr;
 
@@ -21,6 +21,11 @@ pub struct TapArgs {
     /// CAP_NET_ADMIN). The kernel's side of the TAP needs an address on the same network.
     #[arg(long, value_name = "NAME")]
     pub tap: Option<String>,
+    /// Run over the Linux TUN device NAME instead (bare IP packets, no Ethernet or ARP;
+    /// created if it does not exist, needs root or CAP_NET_ADMIN). The kernel's side
+    /// needs an address on the same network.
+    #[arg(long, value_name = "NAME", conflicts_with = "tap")]
+    pub tun: Option<String>,
     /// imp's address and prefix length on the TAP's network, e.g. 10.0.0.2/24.
     #[arg(long, value_name = "A/LEN", value_parser = parse_cidr)]
     pub addr: Option<Cidr>,
@@ -128,8 +133,10 @@ pub struct TapStack {
     pub rt: Runtime,
     /// imp's address on it.
     pub addr: Cidr,
-    /// The TAP's name as the kernel gave it.
+    /// The TAP's (or TUN's) name as the kernel gave it.
     pub name: String,
+    /// "TAP" or "TUN".
+    pub kind: &'static str,
     /// Whether the TAP runs with offloads.
     pub offloads: bool,
 }
@@ -138,8 +145,9 @@ impl TapStack {
     /// One line for the startup message: `tap imp0 (offloads on, delay 20ms, ...)`.
     pub fn describe(&self, impairment: Option<&LinkConfig>) -> String {
         let mut text = format!(
-            "{} on TAP {} (offloads {}",
+            "{} on {} {} (offloads {}",
             self.addr,
+            self.kind,
             self.name,
             if self.offloads { "on" } else { "off" }
         );
@@ -159,6 +167,9 @@ impl TapArgs {
         if let Some(name) = &self.tap {
             check_ifname("--tap", name)?;
         }
+        if let Some(name) = &self.tun {
+            check_ifname("--tun", name)?;
+        }
         if let Some(addr) = self.addr {
             check_host_addr("--addr ", addr)?;
         }
@@ -176,6 +187,11 @@ impl TapArgs {
             }
         }
         Ok(())
+    }
+
+    /// True when a device was given (`--tap` or `--tun`).
+    pub fn is_set(&self) -> bool {
+        self.tap.is_some() || self.tun.is_some()
     }
 
     /// The device options given, by flag, for a command run without `--tap`.
@@ -198,14 +214,21 @@ impl TapArgs {
 
     /// The TAP name and address, which a device command cannot do without.
     pub fn required(&self, command: &str) -> Result<(&str, Cidr), String> {
-        let tap = self
-            .tap
-            .as_deref()
-            .ok_or_else(|| format!("imp {command} needs --tap NAME (a TAP device to run on)"))?;
+        let (flag, name) = match (&self.tap, &self.tun) {
+            (Some(tap), _) => ("--tap", tap),
+            (None, Some(tun)) => ("--tun", tun),
+            (None, None) => {
+                return Err(format!(
+                    "imp {command} needs --tap NAME or --tun NAME (a TAP or TUN device to run on)"
+                ));
+            }
+        };
         let addr = self.addr.ok_or_else(|| {
-            format!("imp {command} --tap needs --addr A/LEN (imp's address on the TAP's network)")
+            format!(
+                "imp {command} {flag} needs --addr A/LEN (imp's address on the device's network)"
+            )
         })?;
-        Ok((tap, addr))
+        Ok((name, addr))
     }
 
     /// Open the TAP and start a stack on it, with the address, default route and
@@ -222,21 +245,28 @@ impl TapArgs {
         let config = TapConfig::new(name)
             .offloads(offloads)
             .partial_checksums(true);
-        let tap = Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
-        let name = tap.name().to_string();
-        let offloads = tap.offloads();
         let rt = Runtime::new(stack).map_err(|e| format!("cannot start the imp runtime: {e}"))?;
-        let iface_config = IfaceConfig::new(mac_for(addr.address), tap.ip_mtu());
-        let iface = match self.impair {
-            Some(config) => {
-                let config = fit_mtu(config, impnet::phy::Device::mtu(&tap));
-                let seed = RandomState::new().hash_one(std::process::id());
-                let device = Impair::new(tap, model(config, seed)?)
-                    .with_rx(model(config, seed.rotate_left(17) ^ 0x9e37)?);
-                rt.add_device(device, iface_config)
-            }
-            // With offloads: large segments and checksums left to the kernel.
-            None => rt.add_tap(tap, iface_config.mac),
+        let (iface, name, offloads, kind) = if self.tun.is_some() {
+            let tun =
+                Tun::open_with(&config).map_err(|e| format!("cannot open TUN {name}: {e}"))?;
+            let (name, offloads) = (tun.name().to_string(), tun.offloads());
+            let iface_config = IfaceConfig::ip(tun.ip_mtu());
+            let iface = match self.impaired(&tun)? {
+                Some(model) => rt.add_device(model.wrap(tun), iface_config),
+                None => rt.add_tun(tun),
+            };
+            (iface, name, offloads, "TUN")
+        } else {
+            let tap =
+                Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
+            let (name, offloads) = (tap.name().to_string(), tap.offloads());
+            let iface_config = IfaceConfig::new(mac_for(addr.address), tap.ip_mtu());
+            let iface = match self.impaired(&tap)? {
+                Some(model) => rt.add_device(model.wrap(tap), iface_config),
+                // With offloads: large segments and checksums left to the kernel.
+                None => rt.add_tap(tap, iface_config.mac),
+            };
+            (iface, name, offloads, "TAP")
         };
         rt.add_address(iface, addr);
         if let Some(gateway) = self.gateway {
@@ -246,8 +276,34 @@ impl TapArgs {
             rt,
             addr,
             name,
+            kind,
             offloads,
         })
+    }
+
+    /// The link models of `--impair` for `device`, both ways, if asked for.
+    fn impaired(&self, device: &impl Device) -> Result<Option<Impairment>, String> {
+        let Some(config) = self.impair else {
+            return Ok(None);
+        };
+        let config = fit_mtu(config, device.mtu());
+        let seed = RandomState::new().hash_one(std::process::id());
+        Ok(Some(Impairment {
+            tx: model(config, seed)?,
+            rx: model(config, seed.rotate_left(17) ^ 0x9e37)?,
+        }))
+    }
+}
+
+/// The link models `--impair` puts on a device: what it sends and what it receives.
+struct Impairment {
+    tx: LinkModel,
+    rx: LinkModel,
+}
+
+impl Impairment {
+    fn wrap<D: Device>(self, device: D) -> Impair<D> {
+        Impair::new(device, self.tx).with_rx(self.rx)
     }
 }
 
@@ -324,6 +380,7 @@ mod tests {
         }
         let args = |addr: &str, gateway: &str| TapArgs {
             tap: Some("tap0".into()),
+            tun: None,
             addr: Some(cidr(addr)),
             gateway: Some(gateway.parse().unwrap()),
             impair: None,

@@ -113,7 +113,7 @@ const MAX_RECORD: u64 = 64 << 20;
 /// names the option.
 pub fn validate(args: &TtcpArgs) -> Result<(), String> {
     args.device.validate()?;
-    if args.device.tap.is_some() {
+    if args.device.is_set() {
         crate::ttcp_tap::validate(args)?;
     } else {
         let mut given = Vec::new();
@@ -192,7 +192,7 @@ pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
 /// Run `imp ttcp`.
 pub fn run(args: &TtcpArgs) -> Result<(), String> {
     validate(args)?;
-    if args.device.tap.is_some() {
+    if args.device.is_set() {
         return crate::ttcp_tap::run(args);
     }
     let bulk = config(args)?;

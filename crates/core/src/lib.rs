@@ -32,7 +32,7 @@ pub mod udp;
 pub(crate) mod testutil;
 
 pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
-pub use iface::{IfaceConfig, IfaceId, Offloads};
+pub use iface::{IfaceConfig, IfaceId, Medium, Offloads};
 pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config, Route6, Route6Origin, Routes6};
 pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;

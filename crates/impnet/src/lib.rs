@@ -1,7 +1,8 @@
 //! imp: a user-space TCP/IP stack. This crate is what applications depend on.
 //!
 //! A [`Runtime`] drives one [`impnet_core::Stack`] over one or more devices (a Linux
-//! [`Tap`](impnet_phy::Tap), an in-memory [`PipeEnd`](impnet_phy::PipeEnd), either wrapped in
+//! [`Tap`](impnet_phy::Tap) or [`Tun`](impnet_phy::Tun) (`Runtime::add_tun`: an IP-level
+//! interface, no Ethernet), an in-memory [`PipeEnd`](impnet_phy::PipeEnd), either wrapped in
 //! [`Impair`](impnet_phy::Impair) or [`Pcap`](impnet_phy::Pcap)) on a background thread. The
 //! sockets are shaped like `std::net`: [`TcpListener`], [`TcpStream`] (`Read`/`Write`,
 //! timeouts, `shutdown`, `set_nodelay`), [`UdpSocket`], plus [`IcmpSocket`] for echo.
@@ -107,6 +108,13 @@ pub trait PollFd {
 
 #[cfg(target_os = "linux")]
 impl PollFd for impnet_phy::Tap {
+    fn poll_fd(&self) -> Option<RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(self))
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl PollFd for impnet_phy::Tun {
     fn poll_fd(&self) -> Option<RawFd> {
         Some(std::os::fd::AsRawFd::as_raw_fd(self))
     }

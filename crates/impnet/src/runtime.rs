@@ -739,6 +739,16 @@ impl Runtime {
         self.add_device(tap, iface)
     }
 
+    /// Add an IP-level interface ([`Medium::Ip`](impnet_core::Medium::Ip): no Ethernet,
+    /// no ARP) served by a TUN device, set up the way the TUN asks, as
+    /// [`Runtime::add_tap`] does for a TAP: its IP MTU and the offloads it got from the
+    /// kernel ([`Tun::stack_offloads`](impnet_phy::Tun::stack_offloads)).
+    #[cfg(target_os = "linux")]
+    pub fn add_tun(&self, tun: impnet_phy::Tun) -> IfaceId {
+        let iface = IfaceConfig::ip(tun.ip_mtu()).with_offloads(tun.stack_offloads());
+        self.add_device(tun, iface)
+    }
+
     /// Assign an address to an interface (adds the connected route, announces it).
     pub fn add_address(&self, iface: IfaceId, cidr: Cidr) {
         self.with_stack(|stack, now| stack.add_address(now, iface, cidr));

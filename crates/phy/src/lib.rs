@@ -8,6 +8,8 @@
 //! - [`Pcap`]: records every frame a device passes to a pcap file ([`PcapWriter`]).
 //! - [`Tap`] (feature `tap`, on by default; Linux): a TAP device, with optional
 //!   virtio-net offloads. The only `unsafe` of the crate lives there.
+//! - [`Tun`] (feature `tap`; Linux): a TUN device (bare IP packets), the TAP's code
+//!   opened with `IFF_TUN`.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -19,6 +21,8 @@ pub mod pipe;
 pub mod rng;
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub mod tap;
+#[cfg(all(feature = "tap", target_os = "linux"))]
+pub mod tun;
 
 #[cfg(test)]
 mod testutil;
@@ -31,3 +35,5 @@ pub use pipe::{PipeEnd, PipeStats, pipe, pipe_with_capacity};
 pub use rng::Rng;
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub use tap::{Tap, TapConfig, TapError, TapStats};
+#[cfg(all(feature = "tap", target_os = "linux"))]
+pub use tun::{Tun, TunConfig};

@@ -45,19 +45,34 @@ impl PcapWriter<BufWriter<File>> {
     pub fn create(path: impl AsRef<Path>) -> io::Result<PcapWriter<BufWriter<File>>> {
         PcapWriter::new(BufWriter::new(File::create(path)?))
     }
+
+    /// As [`PcapWriter::create`], for frames of `link_type` ([`LINKTYPE_RAW`] for the
+    /// bare IP packets of a TUN).
+    pub fn create_with_link_type(
+        path: impl AsRef<Path>,
+        link_type: u32,
+    ) -> io::Result<PcapWriter<BufWriter<File>>> {
+        PcapWriter::with_link_type(BufWriter::new(File::create(path)?), link_type)
+    }
 }
 
 impl<W: Write> PcapWriter<W> {
     /// Writes the pcap file header to `out`: nanosecond magic, version 2.4, time zone 0,
     /// snaplen 65535, Ethernet link type.
-    pub fn new(mut out: W) -> io::Result<PcapWriter<W>> {
+    pub fn new(out: W) -> io::Result<PcapWriter<W>> {
+        PcapWriter::with_link_type(out, LINKTYPE_ETHERNET)
+    }
+
+    /// As [`PcapWriter::new`], for frames of `link_type` ([`LINKTYPE_RAW`]: IP packets
+    /// with no link-layer header, as a TUN device passes).
+    pub fn with_link_type(mut out: W, link_type: u32) -> io::Result<PcapWriter<W>> {
         let mut header = [0u8; 24];
         header[0..4].copy_from_slice(&PCAP_MAGIC_NANOS.to_le_bytes());
         header[4..6].copy_from_slice(&PCAP_VERSION_MAJOR.to_le_bytes());
         header[6..8].copy_from_slice(&PCAP_VERSION_MINOR.to_le_bytes());
         // 8..12 thiszone (GMT offset) and 12..16 sigfigs stay zero, as the format asks.
         header[16..20].copy_from_slice(&PCAP_SNAPLEN.to_le_bytes());
-        header[20..24].copy_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+        header[20..24].copy_from_slice(&link_type.to_le_bytes());
         out.write_all(&header)?;
         Ok(PcapWriter { out })
     }

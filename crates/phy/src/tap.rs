@@ -21,6 +21,10 @@
 //! unless [`TapConfig::complete_checksums`] asks for the real ones, for whatever reads
 //! the frames' bytes rather than trusting the device (see there).
 //!
+//! The same code opens a TUN ([`Tun`](crate::Tun), `IFF_TUN`): there, frames are bare
+//! IP packets and every offset below counts from the IP header instead of the
+//! Ethernet header (`Link`).
+//!
 //! All of imp's `unsafe` for the device lives in this file: one `open`, three `ioctl`s,
 //! `readv` and `writev`, each with its SAFETY argument.
 #![allow(unsafe_code)]
@@ -41,6 +45,7 @@ const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
 /// `TUNSETVNETHDRSZ = _IOW('T', 216, int)`.
 const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
+const IFF_TUN: libc::c_short = 0x0001;
 const IFF_TAP: libc::c_short = 0x0002;
 const IFF_NO_PI: libc::c_short = 0x1000;
 const IFF_VNET_HDR: libc::c_short = 0x4000;
@@ -64,6 +69,52 @@ const ETH_TAGGED_HEADER_LEN: usize = 18;
 /// The largest IPv4 packet (total length is 16 bits).
 const MAX_IP_PACKET: usize = 65535;
 
+/// What the device's frames are: Ethernet frames (TAP) or bare IP packets (TUN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// `IFF_TAP`: Ethernet frames, the IP header at 14.
+    Ethernet,
+    /// `IFF_TUN`: IP packets, the IP header at 0.
+    Ip,
+}
+
+impl Link {
+    /// Bytes in front of the IP header.
+    fn header_len(self) -> usize {
+        match self {
+            Link::Ethernet => ETH_HEADER_LEN,
+            Link::Ip => 0,
+        }
+    }
+
+    /// The offset of the IPv4 header when `frame` carries one (an untagged Ethernet
+    /// frame of type IPv4, or an IP packet of version 4) with at least 20 bytes.
+    fn ipv4_start(self, frame: &[u8]) -> Option<usize> {
+        let ip = self.header_len();
+        let typed = match self {
+            Link::Ethernet => frame.get(12..14) == Some(&[0x08, 0x00][..]),
+            Link::Ip => true,
+        };
+        (typed && frame.len() >= ip + 20 && frame[ip] >> 4 == 4).then_some(ip)
+    }
+
+    /// The largest frame without offloads: the MTU plus a tagged Ethernet header.
+    fn frame_limit(self, mtu: usize) -> usize {
+        match self {
+            Link::Ethernet => mtu + ETH_TAGGED_HEADER_LEN,
+            Link::Ip => mtu,
+        }
+    }
+
+    /// `TUNSETIFF`'s device type flag.
+    fn flag(self) -> libc::c_short {
+        match self {
+            Link::Ethernet => IFF_TAP,
+            Link::Ip => IFF_TUN,
+        }
+    }
+}
+
 /// `struct ifreq` as TUNSETIFF reads it: the name, then `ifr_flags` in the union.
 #[repr(C)]
 struct IfReq {
@@ -73,7 +124,7 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
-/// How to open a TAP device.
+/// How to open a TAP device (or a TUN: [`TunConfig`](crate::TunConfig) is this type).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TapConfig {
     /// Interface name, at most 15 bytes, no `/`, `:` or white space; an existing TAP of
@@ -146,7 +197,7 @@ impl TapConfig {
     }
 }
 
-/// Why a TAP device could not be opened.
+/// Why a TAP (or TUN) device could not be opened.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TapError {
@@ -188,22 +239,22 @@ impl fmt::Display for TapError {
             ),
             TapError::NotPermitted => write!(
                 f,
-                "not permitted to open a TAP device: run as root or grant CAP_NET_ADMIN"
+                "not permitted to open a TAP or TUN device: run as root or grant CAP_NET_ADMIN"
             ),
             TapError::Busy { name } => write!(
                 f,
-                "TAP interface {name} is busy: another process has it open; pick another \
-                 name or stop that process"
+                "interface {name} is busy: another process has it open; pick another name \
+                 or stop that process"
             ),
             TapError::NameTaken { name } => write!(
                 f,
-                "interface name {name} is taken by a device that is not a plain TAP: \
-                 pick another name or delete it (ip link del {name})"
+                "interface name {name} is taken by a device of another kind (not a plain \
+                 TAP, or not a plain TUN): pick another name or delete it (ip link del {name})"
             ),
             TapError::BadName { name, reason } => {
                 write!(f, "bad interface name {name:?}: {reason}")
             }
-            TapError::Io(e) => write!(f, "opening the TAP device failed: {e}"),
+            TapError::Io(e) => write!(f, "opening the TAP/TUN device failed: {e}"),
         }
     }
 }
@@ -264,6 +315,8 @@ pub struct TapStats {
 #[derive(Debug)]
 pub struct Tap {
     fd: OwnedFd,
+    /// Ethernet frames (a TAP) or IP packets (a TUN, see [`Tun`](crate::Tun)).
+    link: Link,
     /// The name the kernel gave (the requested one, with `%d` filled in).
     name: String,
     /// IP MTU of the link.
@@ -289,23 +342,28 @@ impl Tap {
 
     /// Create (or attach to) a TAP as `config` says.
     pub fn open_with(config: &TapConfig) -> Result<Tap, TapError> {
+        Tap::open_link(config, Link::Ethernet)
+    }
+
+    /// Create (or attach to) a TAP (`Link::Ethernet`) or a TUN (`Link::Ip`).
+    pub(crate) fn open_link(config: &TapConfig, link: Link) -> Result<Tap, TapError> {
         check_name(&config.name)?;
         if config.offloads {
-            match Tap::open_flags(config, true) {
+            match Tap::open_flags(config, link, true) {
                 Ok(tap) => return Ok(tap),
                 // An old kernel without IFF_VNET_HDR: fall back to plain frames.
                 Err(TapError::Io(e)) if e.raw_os_error() == Some(libc::EINVAL) => {}
                 Err(e) => return Err(e),
             }
         }
-        Tap::open_flags(config, false)
+        Tap::open_flags(config, link, false)
     }
 
-    fn open_flags(config: &TapConfig, vnet_hdr: bool) -> Result<Tap, TapError> {
+    fn open_flags(config: &TapConfig, link: Link, vnet_hdr: bool) -> Result<Tap, TapError> {
         let fd = open_tun()?;
         let mut req = IfReq {
             name: [0; 16],
-            flags: IFF_TAP | IFF_NO_PI | if vnet_hdr { IFF_VNET_HDR } else { 0 },
+            flags: link.flag() | IFF_NO_PI | if vnet_hdr { IFF_VNET_HDR } else { 0 },
             _pad: [0; 22],
         };
         for (dst, src) in req.name.iter_mut().zip(config.name.bytes()) {
@@ -326,6 +384,7 @@ impl Tap {
         let name = String::from_utf8_lossy(&name_bytes).into_owned();
         let mut tap = Tap {
             fd,
+            link,
             name,
             mtu: config.mtu,
             vnet_hdr,
@@ -338,11 +397,13 @@ impl Tap {
         if vnet_hdr {
             tap.set_vnet_hdr_len()?;
             tap.offloads = tap.set_offloads(TUN_F_CSUM | TUN_F_TSO4).is_ok();
-            if !tap.offloads {
-                // Without offloads the kernel completes checksums and cuts segments
-                // itself; turn them off explicitly so a reused persistent TAP agrees.
-                let _ = tap.set_offloads(0);
-            }
+        }
+        if !tap.offloads {
+            // Without offloads the kernel completes checksums and cuts segments itself;
+            // turn them off explicitly, so that a persistent device an earlier process
+            // opened with offloads does not go on handing over 64 KiB segments with
+            // partial checksums, which only a reader of the virtio-net header can take.
+            let _ = tap.set_offloads(0);
         }
         tap.partial = tap.offloads && config.partial_checksums;
         tap.complete = tap.offloads && config.complete_checksums;
@@ -418,7 +479,7 @@ impl Tap {
 
     /// The largest frame `send` takes without offloads: MTU plus a tagged Ethernet header.
     fn plain_frame_limit(&self) -> usize {
-        self.mtu + ETH_TAGGED_HEADER_LEN
+        self.link.frame_limit(self.mtu)
     }
 
     fn recv_plain(&mut self, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
@@ -442,7 +503,7 @@ impl Tap {
                 continue;
             };
             let frame = &mut buf[..len];
-            match check_received(frame, &header, self.offloads, self.complete) {
+            match check_received(self.link, frame, &header, self.offloads, self.complete) {
                 RxCheck::Trusted => self.stats.rx_csum_trusted += 1,
                 RxCheck::Completed => {
                     self.stats.rx_csum_trusted += 1;
@@ -459,7 +520,7 @@ impl Tap {
                     continue;
                 }
             }
-            if len > self.mtu + ETH_HEADER_LEN {
+            if len > self.mtu + self.link.header_len() {
                 self.stats.rx_large += 1;
             }
             return Ok(Some(len));
@@ -584,8 +645,14 @@ impl Device for Tap {
     fn send(&mut self, _now: Instant, frame: &[u8]) -> Result<bool, DeviceError> {
         let result = if self.vnet_hdr {
             let limit = self.plain_frame_limit();
-            let (header, finished) =
-                vnet_header_for(frame, self.mtu, limit, self.offloads, self.partial)?;
+            let (header, finished) = vnet_header_for(
+                self.link,
+                frame,
+                self.mtu,
+                limit,
+                self.offloads,
+                self.partial,
+            )?;
             if header.gso_type != VIRTIO_NET_HDR_GSO_NONE {
                 self.stats.tx_tso += 1;
             }
@@ -595,7 +662,7 @@ impl Device for Tap {
                 let mut scratch = core::mem::take(&mut self.scratch);
                 scratch.clear();
                 scratch.extend_from_slice(frame);
-                prepare_partial_checksum(&mut scratch, &header);
+                prepare_partial_checksum(self.link, &mut scratch, &header);
                 let sent = self.send_with_header(&header, &scratch);
                 self.scratch = scratch;
                 sent
@@ -624,19 +691,21 @@ impl Device for Tap {
         payload: (&[u8], &[u8]),
     ) -> Result<bool, DeviceError> {
         let len = head.len() + payload.0.len() + payload.1.len();
-        let header =
-            if self.gathers() && tcp_v4_offsets(head).is_some_and(|(_, _, p)| p == head.len()) {
-                vnet_header_for_len(
-                    head,
-                    len,
-                    self.mtu,
-                    self.plain_frame_limit(),
-                    self.offloads,
-                    self.partial,
-                )?
-            } else {
-                None
-            };
+        let header = if self.gathers()
+            && tcp_v4_offsets(self.link, head).is_some_and(|(_, _, p)| p == head.len())
+        {
+            vnet_header_for_len(
+                self.link,
+                head,
+                len,
+                self.mtu,
+                self.plain_frame_limit(),
+                self.offloads,
+                self.partial,
+            )?
+        } else {
+            None
+        };
         match header {
             Some(header) => {
                 if header.gso_type != VIRTIO_NET_HDR_GSO_NONE {
@@ -660,7 +729,7 @@ impl Device for Tap {
     /// tagged Ethernet header.
     fn mtu(&self) -> usize {
         if self.offloads {
-            MAX_IP_PACKET + ETH_TAGGED_HEADER_LEN
+            self.link.frame_limit(MAX_IP_PACKET)
         } else {
             self.plain_frame_limit()
         }
@@ -724,6 +793,7 @@ impl VnetHeader {
 /// nothing after them), when its checksum is left to the kernel (`partial`); None when
 /// the stack would have finished it (the default path handles that).
 fn vnet_header_for_len(
+    link: Link,
     head: &[u8],
     len: usize,
     mtu: usize,
@@ -732,7 +802,7 @@ fn vnet_header_for_len(
     partial: bool,
 ) -> Result<Option<VnetHeader>, DeviceError> {
     if len > limit {
-        return match offloads.then(|| tso_header(head, mtu)).flatten() {
+        return match offloads.then(|| tso_header(link, head, mtu)).flatten() {
             Some(header) if partial => Ok(Some(header)),
             Some(_) => Ok(None),
             None => Err(DeviceError::FrameTooLarge { len, mtu: limit }),
@@ -741,10 +811,11 @@ fn vnet_header_for_len(
     if !(offloads && partial) {
         return Ok(None);
     }
-    Ok(csum_header(head))
+    Ok(csum_header(link, head))
 }
 
 fn vnet_header_for(
+    link: Link,
     frame: &[u8],
     mtu: usize,
     limit: usize,
@@ -752,7 +823,7 @@ fn vnet_header_for(
     partial: bool,
 ) -> Result<(VnetHeader, bool), DeviceError> {
     if frame.len() > limit {
-        let tso = offloads.then(|| tso_header(frame, mtu)).flatten();
+        let tso = offloads.then(|| tso_header(link, frame, mtu)).flatten();
         return match tso {
             Some(header) => Ok((header, !partial)),
             None => Err(DeviceError::FrameTooLarge {
@@ -764,16 +835,13 @@ fn vnet_header_for(
     if !(offloads && partial) {
         return Ok((VnetHeader::default(), false));
     }
-    Ok((csum_header(frame).unwrap_or_default(), false))
+    Ok((csum_header(link, frame).unwrap_or_default(), false))
 }
 
 /// `NEEDS_CSUM` for an unfragmented IPv4 TCP or UDP frame whose checksum field holds
 /// the pseudo-header sum; None for anything else.
-fn csum_header(frame: &[u8]) -> Option<VnetHeader> {
-    let ip = ETH_HEADER_LEN;
-    if frame.len() < ip + 20 || frame[12..14] != [0x08, 0x00] || frame[ip] >> 4 != 4 {
-        return None;
-    }
+fn csum_header(link: Link, frame: &[u8]) -> Option<VnetHeader> {
+    let ip = link.ipv4_start(frame)?;
     let ihl = usize::from(frame[ip] & 0x0f) * 4;
     let fragment = u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3fff;
     let offset = match frame[ip + 9] {
@@ -831,6 +899,7 @@ enum RxCheck {
 /// Frames the kernel vouched for pass unsummed (completed first when `complete`);
 /// others are verified here. Without `offloads` nothing is checked.
 fn check_received(
+    link: Link,
     frame: &mut [u8],
     header: &VnetHeader,
     offloads: bool,
@@ -859,7 +928,7 @@ fn check_received(
     if header.flags & VIRTIO_NET_HDR_F_DATA_VALID != 0 {
         return RxCheck::Trusted;
     }
-    if checksums_valid(frame) {
+    if checksums_valid(link, frame) {
         RxCheck::Verified
     } else {
         RxCheck::BadChecksum
@@ -869,11 +938,10 @@ fn check_received(
 /// True unless `frame` is IPv4 with a wrong header checksum or, unfragmented, a wrong
 /// TCP or UDP checksum (a UDP checksum of zero means none was computed, RFC 768).
 /// What is not IPv4, or too short to tell, passes: the stack parses and drops it.
-fn checksums_valid(frame: &[u8]) -> bool {
-    let ip = ETH_HEADER_LEN;
-    if frame.len() < ip + 20 || frame[12..14] != [0x08, 0x00] || frame[ip] >> 4 != 4 {
+fn checksums_valid(link: Link, frame: &[u8]) -> bool {
+    let Some(ip) = link.ipv4_start(frame) else {
         return true;
-    }
+    };
     let ihl = usize::from(frame[ip] & 0x0f) * 4;
     let total = usize::from(u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]));
     if ihl < 20 || total < ihl || ip + total > frame.len() {
@@ -914,8 +982,8 @@ fn checksums_valid(frame: &[u8]) -> bool {
 
 /// The header asking the kernel to cut `frame`, an Ethernet frame carrying one IPv4
 /// TCP segment, into segments that fit `mtu`; `None` if the frame is anything else.
-fn tso_header(frame: &[u8], mtu: usize) -> Option<VnetHeader> {
-    let (ip_start, tcp_start, payload_start) = tcp_v4_offsets(frame)?;
+fn tso_header(link: Link, frame: &[u8], mtu: usize) -> Option<VnetHeader> {
+    let (ip_start, tcp_start, payload_start) = tcp_v4_offsets(link, frame)?;
     let headers = payload_start - ip_start;
     let gso_size = mtu.checked_sub(headers).filter(|&s| s > 0)?;
     Some(VnetHeader {
@@ -930,11 +998,8 @@ fn tso_header(frame: &[u8], mtu: usize) -> Option<VnetHeader> {
 
 /// Offsets of the IPv4 header, TCP header and TCP payload in an untagged Ethernet frame
 /// carrying an unfragmented IPv4 TCP segment.
-fn tcp_v4_offsets(frame: &[u8]) -> Option<(usize, usize, usize)> {
-    let ip = ETH_HEADER_LEN;
-    if frame.len() < ip + 20 || frame[12..14] != [0x08, 0x00] || frame[ip] >> 4 != 4 {
-        return None;
-    }
+fn tcp_v4_offsets(link: Link, frame: &[u8]) -> Option<(usize, usize, usize)> {
+    let ip = link.ipv4_start(frame)?;
     let ihl = usize::from(frame[ip] & 0x0f) * 4;
     let fragment = u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3fff;
     if ihl < 20 || frame[ip + 9] != 6 || fragment != 0 {
@@ -948,8 +1013,8 @@ fn tcp_v4_offsets(frame: &[u8]) -> Option<(usize, usize, usize)> {
 
 /// Replace a finished TCP checksum by the pseudo-header sum over the whole segment, as
 /// the kernel expects of a `NEEDS_CSUM` GSO frame (it adjusts the length per segment).
-fn prepare_partial_checksum(frame: &mut [u8], header: &VnetHeader) {
-    let ip = ETH_HEADER_LEN;
+fn prepare_partial_checksum(link: Link, frame: &mut [u8], header: &VnetHeader) {
+    let ip = link.header_len();
     let tcp = usize::from(header.csum_start);
     let src = std::net::Ipv4Addr::new(
         frame[ip + 12],
@@ -1109,12 +1174,12 @@ mod tests {
     #[test]
     fn partial_checksums_complete_to_the_real_one() {
         let good = tcp_frame(3000);
-        let header = tso_header(&good, 1500).expect("a TCP frame");
+        let header = tso_header(Link::Ethernet, &good, 1500).expect("a TCP frame");
         assert_eq!(header.gso_size, 1460);
         assert_eq!(header.hdr_len, 54);
         assert_eq!(header.csum_start, 34);
         let mut partial = good.clone();
-        prepare_partial_checksum(&mut partial, &header);
+        prepare_partial_checksum(Link::Ethernet, &mut partial, &header);
         assert_ne!(partial, good);
         assert!(complete_checksum(&mut partial, &header));
         assert_eq!(partial, good);
@@ -1124,11 +1189,11 @@ mod tests {
     fn only_tcp_over_ipv4_is_cut() {
         let mut udp = tcp_frame(100);
         udp[14 + 9] = 17;
-        assert_eq!(tso_header(&udp, 1500), None);
+        assert_eq!(tso_header(Link::Ethernet, &udp, 1500), None);
         let mut arp = tcp_frame(100);
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
-        assert_eq!(tso_header(&arp, 1500), None);
-        assert_eq!(tso_header(&[0u8; 20], 1500), None);
+        assert_eq!(tso_header(Link::Ethernet, &arp, 1500), None);
+        assert_eq!(tso_header(Link::Ethernet, &[0u8; 20], 1500), None);
         let bad = VnetHeader {
             csum_start: 60,
             csum_offset: 16,
@@ -1140,39 +1205,44 @@ mod tests {
     #[test]
     fn partial_checksum_frames_ask_the_kernel_to_complete_them() {
         let frame = tcp_frame(100);
-        let (h, finished) = vnet_header_for(&frame, 1500, 1518, true, true).expect("fits");
+        let (h, finished) =
+            vnet_header_for(Link::Ethernet, &frame, 1500, 1518, true, true).expect("fits");
         assert!(!finished);
         assert_eq!(h.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
         assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_NONE);
         assert_eq!((h.csum_start, h.csum_offset), (34, 16));
         let mut udp = tcp_frame(100);
         udp[14 + 9] = 17;
-        let (h, _) = vnet_header_for(&udp, 1500, 1518, true, true).expect("fits");
+        let (h, _) = vnet_header_for(Link::Ethernet, &udp, 1500, 1518, true, true).expect("fits");
         assert_eq!((h.flags, h.csum_start, h.csum_offset), (1, 34, 6));
         // Finished checksums, or no offloads: nothing to do for the kernel.
         for (offloads, partial) in [(true, false), (false, false), (false, true)] {
             let (h, finished) =
-                vnet_header_for(&frame, 1500, 1518, offloads, partial).expect("fits");
+                vnet_header_for(Link::Ethernet, &frame, 1500, 1518, offloads, partial)
+                    .expect("fits");
             assert_eq!((h, finished), (VnetHeader::default(), false));
         }
         // A fragment carries no whole checksum to complete.
         let mut fragment = tcp_frame(100);
         fragment[14 + 6] = 0x20;
-        let (h, _) = vnet_header_for(&fragment, 1500, 1518, true, true).expect("fits");
+        let (h, _) =
+            vnet_header_for(Link::Ethernet, &fragment, 1500, 1518, true, true).expect("fits");
         assert_eq!(h, VnetHeader::default());
     }
 
     #[test]
     fn large_frames_go_as_tso_and_only_with_offloads() {
         let frame = tcp_frame(8000);
-        let (h, finished) = vnet_header_for(&frame, 1500, 1518, true, true).expect("tso");
+        let (h, finished) =
+            vnet_header_for(Link::Ethernet, &frame, 1500, 1518, true, true).expect("tso");
         assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
         assert_eq!((h.gso_size, h.hdr_len, h.flags), (1460, 54, 1));
         assert!(!finished, "a partial sum goes as it is");
-        let (_, finished) = vnet_header_for(&frame, 1500, 1518, true, false).expect("tso");
+        let (_, finished) =
+            vnet_header_for(Link::Ethernet, &frame, 1500, 1518, true, false).expect("tso");
         assert!(finished, "a finished checksum must be made partial");
         assert!(matches!(
-            vnet_header_for(&frame, 1500, 1518, false, false),
+            vnet_header_for(Link::Ethernet, &frame, 1500, 1518, false, false),
             Err(DeviceError::FrameTooLarge { .. })
         ));
     }
@@ -1187,7 +1257,7 @@ mod tests {
             csum_offset: 16,
             ..VnetHeader::default()
         };
-        prepare_partial_checksum(&mut frame, &header);
+        prepare_partial_checksum(Link::Ethernet, &mut frame, &header);
         (frame, header)
     }
 
@@ -1196,7 +1266,7 @@ mod tests {
         let (frame, header) = partial_frame(3000);
         let mut received = frame.clone();
         assert_eq!(
-            check_received(&mut received, &header, true, false),
+            check_received(Link::Ethernet, &mut received, &header, true, false),
             RxCheck::Trusted
         );
         assert_eq!(received, frame, "left as it came: partial, not summed");
@@ -1209,7 +1279,7 @@ mod tests {
         let mut garbled = tcp_frame(100);
         garbled[60] ^= 0xff;
         assert_eq!(
-            check_received(&mut garbled, &valid, true, false),
+            check_received(Link::Ethernet, &mut garbled, &valid, true, false),
             RxCheck::Trusted
         );
     }
@@ -1220,14 +1290,14 @@ mod tests {
         let good = tcp_frame(3000);
         let mut received = frame.clone();
         assert_eq!(
-            check_received(&mut received, &header, true, true),
+            check_received(Link::Ethernet, &mut received, &header, true, true),
             RxCheck::Completed
         );
         assert_eq!(received, good);
         // A vnet header without offloads: the stack verifies, so it needs the real sum.
         let mut received = frame.clone();
         assert_eq!(
-            check_received(&mut received, &header, false, false),
+            check_received(Link::Ethernet, &mut received, &header, false, false),
             RxCheck::Unchecked
         );
         assert_eq!(received, good);
@@ -1236,7 +1306,7 @@ mod tests {
             ..header
         };
         assert_eq!(
-            check_received(&mut frame.clone(), &bad, true, false),
+            check_received(Link::Ethernet, &mut frame.clone(), &bad, true, false),
             RxCheck::BadHeader
         );
     }
@@ -1245,7 +1315,7 @@ mod tests {
     fn frames_without_the_kernels_word_are_verified_here() {
         let none = VnetHeader::default();
         assert_eq!(
-            check_received(&mut ipv4_frame(6, 100), &none, true, false),
+            check_received(Link::Ethernet, &mut ipv4_frame(6, 100), &none, true, false),
             RxCheck::Verified
         );
         // A flipped payload bit, a wrong IPv4 header checksum, a partial TCP checksum
@@ -1253,20 +1323,20 @@ mod tests {
         let mut payload = ipv4_frame(6, 100);
         payload[70] ^= 0x01;
         assert_eq!(
-            check_received(&mut payload, &none, true, false),
+            check_received(Link::Ethernet, &mut payload, &none, true, false),
             RxCheck::BadChecksum
         );
         let mut ip = ipv4_frame(6, 100);
         ip[14 + 8] = 63;
-        assert!(!checksums_valid(&ip));
+        assert!(!checksums_valid(Link::Ethernet, &ip));
         let (mut partial, header) = partial_frame(100);
         partial[24..26].copy_from_slice(&ipv4_frame(6, 100)[24..26]);
-        assert!(!checksums_valid(&partial));
+        assert!(!checksums_valid(Link::Ethernet, &partial));
         complete_checksum(&mut partial, &header);
-        assert!(checksums_valid(&partial));
+        assert!(checksums_valid(Link::Ethernet, &partial));
         // Without offloads the stack verifies: nothing is checked here.
         assert_eq!(
-            check_received(&mut payload, &none, false, false),
+            check_received(Link::Ethernet, &mut payload, &none, false, false),
             RxCheck::Unchecked
         );
     }
@@ -1284,16 +1354,16 @@ mod tests {
     fn udp_without_checksum_fragments_and_other_frames_pass() {
         // The IPv4 header checksum is part of the check.
         let tcp = ipv4_frame(6, 100);
-        assert!(checksums_valid(&tcp));
+        assert!(checksums_valid(Link::Ethernet, &tcp));
         let mut bad_header = tcp.clone();
         bad_header[24] ^= 0x10;
-        assert!(!checksums_valid(&bad_header));
+        assert!(!checksums_valid(Link::Ethernet, &bad_header));
         // UDP with checksum zero: none computed (RFC 768).
         let mut udp = ipv4_frame(17, 100);
         udp[34 + 6..34 + 8].copy_from_slice(&[0, 0]);
-        assert!(checksums_valid(&udp));
+        assert!(checksums_valid(Link::Ethernet, &udp));
         udp[34 + 6] = 0x12;
-        assert!(!checksums_valid(&udp));
+        assert!(!checksums_valid(Link::Ethernet, &udp));
         // A fragment: only the IP header can be checked.
         let mut fragment = ipv4_frame(6, 100);
         fragment[14 + 6] = 0x20;
@@ -1303,13 +1373,68 @@ mod tests {
         };
         fragment[24..26].copy_from_slice(&checksum::finish(sum).to_be_bytes());
         fragment[60] ^= 0xff;
-        assert!(checksums_valid(&fragment));
+        assert!(checksums_valid(Link::Ethernet, &fragment));
         // ICMP, ARP and runts are the stack's to judge.
-        assert!(checksums_valid(&ipv4_frame(1, 8)));
+        assert!(checksums_valid(Link::Ethernet, &ipv4_frame(1, 8)));
         let mut arp = tcp_frame(100);
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
-        assert!(checksums_valid(&arp));
-        assert!(checksums_valid(&[0u8; 20]));
+        assert!(checksums_valid(Link::Ethernet, &arp));
+        assert!(checksums_valid(Link::Ethernet, &[0u8; 20]));
+    }
+
+    /// `tcp_frame` without its Ethernet header: the IP packet a TUN carries.
+    fn tcp_packet(payload: usize) -> Vec<u8> {
+        tcp_frame(payload)[14..].to_vec()
+    }
+
+    #[test]
+    fn a_tun_finds_the_ip_header_at_zero() {
+        assert_eq!(Link::Ip.ipv4_start(&tcp_packet(0)), Some(0));
+        let mut v6 = tcp_packet(0);
+        v6[0] = 0x60;
+        assert_eq!(Link::Ip.ipv4_start(&v6), None);
+        assert_eq!(Link::Ip.ipv4_start(&[0x45; 19]), None);
+        // An Ethernet frame is no IP packet, and an IP packet no Ethernet frame.
+        assert_eq!(Link::Ip.ipv4_start(&tcp_frame(0)), None);
+        assert_eq!(Link::Ethernet.ipv4_start(&tcp_packet(40)), None);
+        assert_eq!(Link::Ip.frame_limit(1500), 1500);
+        assert_eq!(Link::Ethernet.frame_limit(1500), 1518);
+    }
+
+    #[test]
+    fn tun_packets_get_offsets_from_the_ip_header() {
+        let packet = tcp_packet(8000);
+        let (h, finished) =
+            vnet_header_for(Link::Ip, &packet, 1500, 1500, true, false).expect("tso");
+        assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
+        assert_eq!(
+            (h.gso_size, h.hdr_len, h.csum_start, h.csum_offset),
+            (1460, 40, 20, 16)
+        );
+        assert!(finished);
+        let mut partial = packet.clone();
+        prepare_partial_checksum(Link::Ip, &mut partial, &h);
+        assert!(!checksums_valid(Link::Ip, &partial));
+        assert!(complete_checksum(&mut partial, &h));
+        assert_eq!(partial, packet);
+        assert!(checksums_valid(Link::Ip, &ipv4_frame(6, 100)[14..]));
+        let mut bad = ipv4_frame(6, 100)[14..].to_vec();
+        bad[50] ^= 1;
+        let none = VnetHeader::default();
+        assert_eq!(
+            check_received(Link::Ip, &mut bad, &none, true, false),
+            RxCheck::BadChecksum
+        );
+        let small = tcp_packet(100);
+        let (h, _) = vnet_header_for(Link::Ip, &small, 1500, 1500, true, true).expect("fits");
+        assert_eq!((h.flags, h.csum_start, h.csum_offset), (1, 20, 16));
+        assert!(matches!(
+            vnet_header_for(Link::Ip, &tcp_packet(1461), 1500, 1500, false, false),
+            Err(DeviceError::FrameTooLarge {
+                len: 1501,
+                mtu: 1500
+            })
+        ));
     }
 
     #[test]

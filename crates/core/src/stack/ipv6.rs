@@ -202,8 +202,7 @@ impl Stack {
     /// True when `iface` carries bare IP packets (no link layer, no neighbour
     /// discovery).
     pub(crate) fn is_ip_medium(&self, iface: IfaceId) -> bool {
-        let _ = iface;
-        false
+        self.ifaces.get(iface.index()).is_some_and(Interface::is_ip_level)
     }
 
     /// True when `addr` is one of ours (either family).
