@@ -263,7 +263,8 @@ fn garbage_on_an_ip_level_interface_is_counted() {
     let now = pair.now;
     let mut feed = |bytes: &[u8]| pair.b.handle_frame(now, pair.b_if, bytes);
     feed(&[]);
-    // IPv6 (not spoken yet), version 0 (an Ethernet frame: MAC 00:..), version 15.
+    // IPv6 cut short (on an interface without IPv6 enabled), version 0 (an Ethernet
+    // frame: MAC 00:..), version 15.
     feed(&[0x60, 0, 0, 0, 0, 8, 17, 64]);
     feed(&[
         0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00,
@@ -295,7 +296,9 @@ fn garbage_on_an_ip_level_interface_is_counted() {
     let stats = pair.b.stats();
     assert_eq!(stats.link.rx_frames, 7);
     assert_eq!(stats.link.rx_truncated, 1);
-    assert_eq!(stats.link.rx_unknown_ethertype, 3);
+    assert_eq!(stats.link.rx_unknown_ethertype, 2);
+    assert_eq!(stats.ipv6.rx_packets, 1);
+    assert_eq!(stats.ipv6.rx_disabled, 1);
     assert_eq!(stats.ipv4.rx_packets, 3);
     assert_eq!(stats.ipv4.rx_truncated, 1);
     assert_eq!(stats.ipv4.rx_bad_ihl, 1);
