@@ -16,8 +16,8 @@ use impnet_core::{Duration, Instant, Stack};
 use impnet_ftp::ascii::{self, FromNetwork};
 use impnet_ftp::fs::Reader;
 use impnet_ftp::{
-    Action, Client, ClientAction, DataPeer, Direction, LineBuffer, MemFs, Plan,
-    ReplyParser, Request, ServerConfig, Session, TransferOutcome,
+    Action, Client, ClientAction, DataPeer, Direction, LineBuffer, MemFs, Plan, ReplyParser,
+    Request, ServerConfig, Session, TransferOutcome,
 };
 
 use super::{App, AppState, Step, TextSource, tcp_err};
@@ -475,7 +475,9 @@ impl FtpApp {
         stack
             .tcp_close(now, handle)
             .map_err(|e| tcp_err("close", e))?;
-        let reply = s.session.transfer_done(TransferOutcome::Done { bytes: d.sent });
+        let reply = s
+            .session
+            .transfer_done(TransferOutcome::Done { bytes: d.sent });
         s.out.extend(reply.to_bytes());
         s.data = None;
         Ok(None)
@@ -567,7 +569,11 @@ impl FtpApp {
                 ClientAction::Connect(v6) => return Err(format!("no IPv6 in the simulator: {v6}")),
                 ClientAction::Listen => {
                     let addr = SocketAddrV4::new(a, self.active_port);
-                    c.listener = Some(stack.tcp_listen(addr, 1).map_err(|e| tcp_err("listen", e))?);
+                    c.listener = Some(
+                        stack
+                            .tcp_listen(addr, 1)
+                            .map_err(|e| tcp_err("listen", e))?,
+                    );
                     c.client.listening(addr.into());
                 }
                 ClientAction::Transfer => c.transferring = true,
@@ -620,7 +626,9 @@ impl FtpApp {
                     c.received.update(&file);
                     c.eof = true;
                     self.transfer.1 = Some(now);
-                    stack.tcp_close(now, handle).map_err(|e| tcp_err("close", e))?;
+                    stack
+                        .tcp_close(now, handle)
+                        .map_err(|e| tcp_err("close", e))?;
                     c.client.data_finished();
                     return Ok(None);
                 }
