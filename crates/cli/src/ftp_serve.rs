@@ -354,7 +354,8 @@ fn send_file(
         data.write_all(out).map_err(|_| Failure::Network)?;
         sent += out.len() as u64;
     }
-    data.shutdown(Shutdown::Write).map_err(|_| Failure::Network)?;
+    data.shutdown(Shutdown::Write)
+        .map_err(|_| Failure::Network)?;
     Ok(sent)
 }
 
