@@ -577,6 +577,39 @@ fn bad_values_found_at_the_edges_are_refused_up_front() {
             "serve --tap t0 --addr 10.0.0.2/24 --http / --echo --http-port 7".into(),
             "echo's port",
         ),
+        // imp ftp and imp serve --ftp.
+        ("ftp --bytes 0".into(), "--bytes"),
+        ("ftp --rtt 999999999s".into(), "--rtt"),
+        ("ftp 10.0.0.1 f".into(), "SERVER, PATH"),
+        (
+            "ftp --tap t0 --addr 10.0.0.2/24 10.0.0.1:0 f".into(),
+            "10.0.0.1:0",
+        ),
+        ("ftp --tap t0 --addr 10.0.0.2/24 10.0.0.1".into(), "PATH"),
+        (
+            "ftp --tap t0 --addr 10.0.0.2/24 --list --put /etc/hostname 10.0.0.1 f".into(),
+            "--put",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp-upload x".into(),
+            "--ftp-upload",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --echo --ftp-port 7".into(),
+            "echo's port",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --ftp-no-anonymous".into(),
+            "--ftp-user",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --ftp-user alice".into(),
+            "USER:PASSWORD",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --ftp-upload ../x".into(),
+            "--ftp-upload",
+        ),
         // Read /dev/zero until memory ran out.
         ("sim /dev/zero".into(), "not a regular file"),
         ("sim /".into(), "not a regular file"),

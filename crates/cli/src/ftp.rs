@@ -173,6 +173,9 @@ pub fn validate(args: &FtpArgs) -> Result<(), String> {
     if !(68..=65535).contains(&args.mtu) {
         return Err(format!("--mtu {} is outside 68..=65535", args.mtu));
     }
+    if args.rtt > Duration::from_secs(3600) {
+        return Err(format!("--rtt {}: at most an hour", args.rtt));
+    }
     Ok(())
 }
 

@@ -267,8 +267,14 @@ fn curl_downloads_from_imp_serve_ftp_in_both_types_and_every_data_mode() {
     let r = net.curl(&["-v", "-r", "1000-1999", "-o", out_arg, &url("bin.dat")]);
     assert!(r.status.success(), "range: {}", text(&r));
     let talk = String::from_utf8_lossy(&r.stderr).to_string();
-    assert!(talk.contains("> REST 1000") && talk.contains("> ABOR"), "{talk}");
-    assert!(talk.contains("< 426 ") && talk.contains("< 226 ABOR"), "{talk}");
+    assert!(
+        talk.contains("> REST 1000") && talk.contains("> ABOR"),
+        "{talk}"
+    );
+    assert!(
+        talk.contains("< 426 ") && talk.contains("< 226 ABOR"),
+        "{talk}"
+    );
     assert!(read(&out) == site.binary[1000..2000], "range bytes");
     // Uploads only into incoming/, byte-exact in TYPE I, translated back in TYPE A.
     let up = site.scratch("up");
