@@ -221,18 +221,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             }
         }));
     }
-    let ftp = match (&args.ftp, ftp_config(args)?) {
-        (Some(dir), Some(config)) => {
-            let fs = impnet_ftp::DiskFs::new(dir)
-                .map_err(|e| format!("--ftp {}: {e}", dir.display()))?;
-            let port = args.ftp_port;
-            let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
-                .map_err(|e| format!("cannot listen on {ip}:{port} for ftp: {e}"))?;
-            names.push(format!("ftp ({port})"));
-            Some((listener, fs, config))
-        }
-        _ => None,
-    };
+    let ftp = ftp_listener(args, &stack, &mut names)?;
     for (name, port, handler) in services {
         let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
             .map_err(|e| format!("cannot listen on {ip}:{port} for {name}: {e}"))?;
@@ -252,23 +241,48 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let _ = io::stdout().flush();
     // FTP sessions make data connections on the runtime as they go: they share it.
     let rt = Arc::new(RwLock::new(stack.rt));
-    if let Some((listener, fs, config)) = ftp {
-        let server = ftp_serve::Server {
-            rt: Arc::clone(&rt),
-            fs,
-            config,
-        };
-        threads.push(spawn("ftp", move || {
-            ftp_serve::accept_loop(&listener, &server, || {
-                CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-            });
-        }));
+    if let Some(ftp) = ftp {
+        threads.push(start_ftp(ftp, &rt));
     }
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
     shutdown(&rt, threads);
     Ok(())
+}
+
+/// The FTP server's control listener, tree and settings, when `--ftp` is given.
+fn ftp_listener(
+    args: &ServeArgs,
+    stack: &crate::tapargs::TapStack,
+    names: &mut Vec<String>,
+) -> Result<Option<(TcpListener, impnet_ftp::DiskFs, impnet_ftp::ServerConfig)>, String> {
+    let (Some(dir), Some(config)) = (&args.ftp, ftp_config(args)?) else {
+        return Ok(None);
+    };
+    let fs = impnet_ftp::DiskFs::new(dir).map_err(|e| format!("--ftp {}: {e}", dir.display()))?;
+    let (ip, port) = (stack.addr.address, args.ftp_port);
+    let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
+        .map_err(|e| format!("cannot listen on {ip}:{port} for ftp: {e}"))?;
+    names.push(format!("ftp ({port})"));
+    Ok(Some((listener, fs, config)))
+}
+
+/// The FTP server's thread: control connections accepted, a session each.
+fn start_ftp(
+    (listener, fs, config): (TcpListener, impnet_ftp::DiskFs, impnet_ftp::ServerConfig),
+    rt: &Arc<RwLock<Runtime>>,
+) -> std::thread::JoinHandle<()> {
+    let server = ftp_serve::Server {
+        rt: Arc::clone(rt),
+        fs,
+        config,
+    };
+    spawn("ftp", move || {
+        ftp_serve::accept_loop(&listener, &server, || {
+            CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+        });
+    })
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {

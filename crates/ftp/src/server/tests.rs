@@ -246,3 +246,56 @@ fn lines_are_cut_and_telnet_commands_dropped() {
     assert_eq!(got[0].as_ref().unwrap_err().code, 500);
     assert_eq!(got[1], Ok(b"NOOP".to_vec()));
 }
+
+mod arbitrary {
+    use super::*;
+    use crate::reply::ReplyParser;
+    use proptest::prelude::*;
+
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        let verbs = prop_oneof![
+            Just(b"USER anonymous".to_vec()),
+            Just(b"PASS x".to_vec()),
+            Just(b"CWD ..".to_vec()),
+            Just(b"PASV".to_vec()),
+            Just(b"EPRT |1|10.0.0.2|2000|".to_vec()),
+            Just(b"RETR pub/text.txt".to_vec()),
+            Just(b"REST 3".to_vec()),
+            Just(b"TYPE I".to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..40),
+        ];
+        verbs
+    }
+
+    proptest! {
+        /// Any bytes as commands, in any order: a reply or an action every time, never
+        /// a panic, and every reply code one RFC 959 defines.
+        #[test]
+        fn any_lines_get_replies(lines in proptest::collection::vec(line(), 0..30)) {
+            let (mut s, _) = session(Some("/incoming"));
+            for line in lines {
+                match s.handle_line(&line) {
+                    Action::Reply(r) | Action::Close(r) => {
+                        prop_assert!((100..600).contains(&r.code));
+                        prop_assert!(r.to_string().ends_with("\r\n"));
+                    }
+                    Action::Listen { extended } => {
+                        let r = s.passive_ready("10.0.0.1:40000".parse().unwrap(), extended);
+                        prop_assert!(r.code == 227 || r.code == 229);
+                    }
+                    Action::Transfer(t) => {
+                        prop_assert_eq!(t.start.code, 150);
+                        s.transfer_done(TransferOutcome::Done { bytes: 0 });
+                    }
+                }
+            }
+        }
+
+        /// Any bytes from a server: replies or an error, never a panic.
+        #[test]
+        fn any_bytes_parse_or_fail_as_replies(data in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = ReplyParser::new().push(&data);
+            let _ = LineBuffer::new().push(&data);
+        }
+    }
+}
