@@ -51,15 +51,15 @@ pub enum Command {
     Pasv,
     /// EPRT |proto|addr|port|.
     Eprt(SocketAddr),
-    /// EPSV [proto | ALL].
+    /// EPSV, with an optional protocol or ALL.
     Epsv(EpsvArg),
     /// RETR path.
     Retr(String),
     /// STOR path.
     Stor(String),
-    /// LIST [path].
+    /// LIST, with an optional path.
     List(Option<String>),
-    /// NLST [path].
+    /// NLST, with an optional path.
     Nlst(Option<String>),
     /// SIZE path (RFC 3659 §4).
     Size(String),
