@@ -192,7 +192,9 @@ pub fn run(args: &FtpArgs) -> Result<(), String> {
 /// `N bytes received in T s (R B/s)`: the FTP client's line, in the seeds' units.
 fn rate_line(bytes: u64, seconds: f64, verb: &str) -> String {
     let rate = bytes as f64 / seconds.max(1e-9);
-    let shown = if rate >= 10_000.0 {
+    let shown = if rate >= 10e6 {
+        format!("{:.1} MB/s", rate / 1e6)
+    } else if rate >= 10e3 {
         format!("{:.1} kB/s", rate / 1e3)
     } else {
         format!("{rate:.1} B/s")
