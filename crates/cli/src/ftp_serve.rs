@@ -22,6 +22,9 @@ use impnet_ftp::{
 
 /// How long a data connection may take to open, and a silent peer may stall one.
 const DATA_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a control connection may say nothing between transfers before the
+/// server closes it (421, RFC 959 §4.2: "service closing control connection").
+const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How often a control connection looks whether its transfer has ended.
 const CONTROL_POLL: Duration = Duration::from_millis(50);
 /// Ports for passive listeners: the next one tried (wrapping within the range).
@@ -98,6 +101,7 @@ fn session(stream: &TcpStream, peer: SocketAddr, server: &Server) -> io::Result<
         queued: VecDeque::new(),
     };
     reply(stream, &control.session.greeting())?;
+    stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
     let mut lines = LineBuffer::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -109,7 +113,9 @@ fn session(stream: &TcpStream, peer: SocketAddr, server: &Server) -> io::Result<
         let n = match (&*stream).read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => n,
-            Err(e) if is_timeout(&e) => continue,
+            Err(e) if is_timeout(&e) => {
+                return reply(stream, &Reply::new(421, "Idle too long; closing"));
+            }
             Err(e) => return Err(e),
         };
         for line in lines.push(&buf[..n]) {
@@ -205,7 +211,7 @@ impl Control<'_> {
         };
         self.stream.set_read_timeout(Some(CONTROL_POLL))?;
         let watched = self.watch(&done_rx, &data, &abort, lines);
-        self.stream.set_read_timeout(None)?;
+        self.stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
         if !matches!(watched, Ok(Watched::Finished(_))) {
             abort.store(true, Ordering::Relaxed);
             let _ = data.shutdown(Shutdown::Both);
