@@ -1,4 +1,5 @@
-//! Interfaces: an Ethernet MAC, an IP MTU and the IPv4 addresses assigned to it.
+//! Interfaces: a medium (Ethernet with its MAC, or IP packets with no link layer), an
+//! IP MTU and the IPv4 addresses assigned to it.
 
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
@@ -23,11 +24,27 @@ impl IfaceId {
     }
 }
 
+/// What an interface's frames are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Medium {
+    /// Ethernet frames (a TAP, a simulated link): ARP resolves next hops, and what is
+    /// sent carries a 14-byte Ethernet header.
+    #[default]
+    Ethernet,
+    /// Bare IP packets with no link-layer header (a Linux TUN, a point-to-point or VPN
+    /// link, packetdrill): `handle_frame` takes an IP packet (the version nibble says
+    /// which), `poll_transmit` writes one, and there is no ARP: every packet goes
+    /// straight out, whatever its next hop. The interface's MAC is unused.
+    Ip,
+}
+
 /// How an interface is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IfaceConfig {
-    /// Our Ethernet address on this link.
+    /// Our Ethernet address on this link (unused on an [`Medium::Ip`] interface).
     pub mac: ethernet::Address,
+    /// What the link carries: Ethernet frames (the default) or bare IP packets.
+    pub medium: Medium,
     /// IP MTU: the largest IPv4 packet (header included) the link carries, e.g. 1500.
     /// At least 68 (RFC 791: "Every internet module must be able to forward a datagram
     /// of 68 octets without further fragmentation"); smaller values are raised to 68.
@@ -90,10 +107,25 @@ impl IfaceConfig {
     pub fn new(mac: ethernet::Address, mtu: usize) -> IfaceConfig {
         IfaceConfig {
             mac,
+            medium: Medium::Ethernet,
             mtu,
             addrs: Vec::new(),
             offloads: Offloads::NONE,
         }
+    }
+
+    /// An IP-level interface ([`Medium::Ip`]: no link layer, no ARP) with no addresses
+    /// yet.
+    pub fn ip(mtu: usize) -> IfaceConfig {
+        IfaceConfig {
+            medium: Medium::Ip,
+            ..IfaceConfig::new(ethernet::Address([0; 6]), mtu)
+        }
+    }
+
+    /// The same interface on `medium`.
+    pub fn with_medium(self, medium: Medium) -> IfaceConfig {
+        IfaceConfig { medium, ..self }
     }
 
     /// The same interface with `offloads`.
@@ -134,6 +166,7 @@ pub(crate) fn cidr_broadcast(cidr: &Cidr) -> Option<Ipv4Addr> {
 #[derive(Debug, Clone)]
 pub(crate) struct Interface {
     pub(crate) mac: ethernet::Address,
+    pub(crate) medium: Medium,
     /// Invariant: at least [`MIN_MTU`].
     pub(crate) mtu: usize,
     pub(crate) addrs: Vec<Cidr>,
@@ -147,12 +180,19 @@ impl Interface {
     pub(crate) fn new(config: IfaceConfig) -> Interface {
         Interface {
             mac: config.mac,
+            medium: config.medium,
             mtu: config.mtu.max(MIN_MTU),
             addrs: config.addrs,
             offloads: config.offloads,
             forwarding: false,
             stats: crate::stats::IfaceStats::default(),
         }
+    }
+
+    /// True when the interface carries bare IP packets (no Ethernet header, no ARP).
+    #[inline]
+    pub(crate) fn is_ip_level(&self) -> bool {
+        self.medium == Medium::Ip
     }
 
     /// True when `addr` is one of this interface's addresses.

@@ -31,7 +31,7 @@ pub mod udp;
 pub(crate) mod testutil;
 
 pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
-pub use iface::{IfaceConfig, IfaceId, Offloads};
+pub use iface::{IfaceConfig, IfaceId, Medium, Offloads};
 pub use neighbor::ArpConfig;
 pub use reassembly::ReassemblyConfig;
 pub use route::{Route, RouteCounters, Routes};

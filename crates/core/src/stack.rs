@@ -86,7 +86,8 @@ impl Default for StackConfig {
 pub struct Transmit {
     /// The interface to send on.
     pub iface: IfaceId,
-    /// Length of the Ethernet frame (header included, no FCS).
+    /// Length of the frame: an Ethernet frame (header included, no FCS), or on an
+    /// IP-level interface ([`Medium::Ip`](crate::Medium)) the IP packet.
     pub len: usize,
 }
 
@@ -297,6 +298,9 @@ impl Stack {
         };
         interface.stats.rx_frames += 1;
         interface.stats.rx_bytes += frame.len() as u64;
+        if interface.is_ip_level() {
+            return self.handle_ip_packet(now, iface, frame);
+        }
         let Ok(view) = ethernet::Frame::new_checked(frame) else {
             self.stats.link.rx_truncated += 1;
             return;
@@ -313,7 +317,7 @@ impl Stack {
                     now,
                     iface,
                     view.payload(),
-                    view.src_addr(),
+                    Some(view.src_addr()),
                     dst.is_broadcast(),
                 );
             }
@@ -321,8 +325,22 @@ impl Stack {
         }
     }
 
+    /// An IP packet arrived on an IP-level interface ([`Medium::Ip`](crate::Medium)):
+    /// the version nibble picks the protocol. No link layer: no MAC to check, no
+    /// neighbour to learn, never a link-layer broadcast.
+    fn handle_ip_packet(&mut self, now: Instant, iface: IfaceId, packet: &[u8]) {
+        match packet.first().map(|b| b >> 4) {
+            None => self.stats.link.rx_truncated += 1,
+            Some(4) => self.handle_ipv4(now, iface, packet, None, false),
+            // IPv6 (RFC 8200): the stack does not speak it yet; this is where it goes.
+            Some(6) => self.stats.link.rx_unknown_ethertype += 1,
+            Some(_) => self.stats.link.rx_unknown_ethertype += 1,
+        }
+    }
+
     /// The next frame to send, written to `buf` (which should hold the largest MTU plus
-    /// 14 bytes; a frame that does not fit is dropped and counted). Packets the stack
+    /// 14 bytes; a frame that does not fit is dropped and counted). On an IP-level
+    /// interface ([`Medium::Ip`](crate::Medium)) the frame is the bare IP packet. Packets the stack
     /// sent to itself (the loopback interface) are taken in here, before `None`; none
     /// of them is returned.
     #[inline]
@@ -404,23 +422,30 @@ impl Stack {
     /// Write the oldest queued frame into `buf`.
     fn pop_frame(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         while let Some(frame) = self.tx_queue.pop_front() {
-            let len = ethernet::HEADER_LEN + frame.payload.len();
             let Some(interface) = self.ifaces.get(frame.iface.index()) else {
                 continue;
             };
+            let link_header = if interface.is_ip_level() {
+                0
+            } else {
+                ethernet::HEADER_LEN
+            };
+            let len = link_header + frame.payload.len();
             if buf.len() < len {
                 self.stats.link.tx_buffer_too_small += 1;
                 self.pool.give(frame.payload);
                 continue;
             }
-            let repr = ethernet::Repr {
-                src: interface.mac,
-                dst: frame.dst_mac,
-                ethertype: frame.ethertype,
-                vlan: None,
-            };
-            repr.emit(&mut ethernet::Frame::new_unchecked(&mut buf[..len]));
-            buf[ethernet::HEADER_LEN..len].copy_from_slice(&frame.payload);
+            if link_header != 0 {
+                let repr = ethernet::Repr {
+                    src: interface.mac,
+                    dst: frame.dst_mac,
+                    ethertype: frame.ethertype,
+                    vlan: None,
+                };
+                repr.emit(&mut ethernet::Frame::new_unchecked(&mut buf[..len]));
+            }
+            buf[link_header..len].copy_from_slice(&frame.payload);
             self.pool.give(frame.payload);
             self.stats.link.tx_frames += 1;
             return Some(Transmit {
@@ -496,6 +521,8 @@ impl Stack {
 mod tests;
 #[cfg(test)]
 mod tests_forward;
+#[cfg(test)]
+mod tests_ip_level;
 #[cfg(test)]
 mod tests_loopback;
 #[cfg(test)]

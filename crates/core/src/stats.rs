@@ -8,11 +8,12 @@ pub struct LinkStats {
     pub rx_frames: u64,
     /// Frames returned by `poll_transmit`.
     pub tx_frames: u64,
-    /// Dropped: shorter than an Ethernet header.
+    /// Dropped: shorter than an Ethernet header (on an IP-level interface: empty).
     pub rx_truncated: u64,
     /// Dropped: destination MAC neither ours nor broadcast.
     pub rx_not_for_us: u64,
-    /// Dropped: an EtherType the stack does not speak (IPv6, VLAN, ...).
+    /// Dropped: an EtherType the stack does not speak (IPv6, VLAN, ...), or on an
+    /// IP-level interface an IP version other than 4.
     pub rx_unknown_ethertype: u64,
     /// Dropped: the frame arrived on an interface id the stack does not have.
     pub rx_unknown_interface: u64,
@@ -376,11 +377,13 @@ pub struct ForwardStats {
 pub struct IfaceStats {
     /// Frames received on the interface.
     pub rx_frames: u64,
-    /// Bytes of those frames (Ethernet header included).
+    /// Bytes of those frames (Ethernet header included; on an IP-level interface, the
+    /// IP packets).
     pub rx_bytes: u64,
     /// Frames sent on the interface.
     pub tx_frames: u64,
-    /// Bytes of those frames (Ethernet header included).
+    /// Bytes of those frames (Ethernet header included; on an IP-level interface, the
+    /// IP packets).
     pub tx_bytes: u64,
     /// Forwarding of datagrams that arrived here.
     pub forward: ForwardStats,

@@ -8,7 +8,7 @@ use core::net::Ipv4Addr;
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
 
-use crate::iface::{IfaceConfig, IfaceId};
+use crate::iface::{IfaceConfig, IfaceId, Medium};
 use crate::secret::Secret;
 use crate::stack::{Stack, StackConfig};
 use crate::time::{Duration, Instant};
@@ -51,8 +51,12 @@ pub(crate) fn host(
     addr: Ipv4Addr,
     mtu: usize,
 ) -> (Stack, IfaceId) {
+    host_on(seed, IfaceConfig::new(mac, mtu), addr)
+}
+
+/// A stack with one interface, set up as `config` says, holding `addr`/24.
+pub(crate) fn host_on(seed: u64, mut config: IfaceConfig, addr: Ipv4Addr) -> (Stack, IfaceId) {
     let mut stack = Stack::new(StackConfig::default(), crate::testutil::secret(seed));
-    let mut config = IfaceConfig::new(mac, mtu);
     config.addrs.push(Cidr {
         address: addr,
         prefix_len: 24,
@@ -95,6 +99,20 @@ impl Pair {
             a_if,
             b_if,
             now,
+        }
+    }
+
+    /// A and B on an IP-level link ([`Medium::Ip`](crate::Medium): bare IP packets,
+    /// no ARP) with the given MTU.
+    pub(crate) fn ip_level(mtu: usize) -> Pair {
+        let (a, a_if) = host_on(1, IfaceConfig::ip(mtu), IP_A);
+        let (b, b_if) = host_on(2, IfaceConfig::ip(mtu), IP_B);
+        Pair {
+            a,
+            b,
+            a_if,
+            b_if,
+            now: Instant::from_nanos(0),
         }
     }
 
@@ -154,6 +172,12 @@ impl Net {
     /// B (node 2, 10.0.2.2/24); the hosts route everything through R, which forwards on
     /// both interfaces. `mtus`: the IP MTU of the A–R and R–B links.
     pub(crate) fn chain(mtus: [usize; 2]) -> Net {
+        Net::chain_over(mtus, [Medium::Ethernet; 2])
+    }
+
+    /// As [`Net::chain`], with the A–R and R–B links of the given media (an
+    /// [`Medium::Ip`] link carries bare IP packets: no Ethernet, no ARP).
+    pub(crate) fn chain_over(mtus: [usize; 2], media: [Medium; 2]) -> Net {
         let mut nodes = Vec::new();
         let mut links = Vec::new();
         let cidr = |a, b, c, d| Cidr {
@@ -161,21 +185,21 @@ impl Net {
             prefix_len: 24,
         };
         let mut a = Stack::new(StackConfig::default(), secret(1));
-        let mut config = IfaceConfig::new(mac(0, 0), mtus[0]);
+        let mut config = IfaceConfig::new(mac(0, 0), mtus[0]).with_medium(media[0]);
         config.addrs.push(cidr(10, 0, 1, 2));
         let a_if = a.add_interface(config);
         a.routes_mut().add_default(Ipv4Addr::new(10, 0, 1, 1), a_if);
         let mut r = Stack::new(StackConfig::default(), secret(2));
-        let mut config = IfaceConfig::new(mac(1, 0), mtus[0]);
+        let mut config = IfaceConfig::new(mac(1, 0), mtus[0]).with_medium(media[0]);
         config.addrs.push(cidr(10, 0, 1, 1));
         let r0 = r.add_interface(config);
-        let mut config = IfaceConfig::new(mac(1, 1), mtus[1]);
+        let mut config = IfaceConfig::new(mac(1, 1), mtus[1]).with_medium(media[1]);
         config.addrs.push(cidr(10, 0, 2, 1));
         let r1 = r.add_interface(config);
         r.set_forwarding(r0, true);
         r.set_forwarding(r1, true);
         let mut b = Stack::new(StackConfig::default(), secret(3));
-        let mut config = IfaceConfig::new(mac(2, 0), mtus[1]);
+        let mut config = IfaceConfig::new(mac(2, 0), mtus[1]).with_medium(media[1]);
         config.addrs.push(cidr(10, 0, 2, 2));
         let b_if = b.add_interface(config);
         b.routes_mut().add_default(Ipv4Addr::new(10, 0, 2, 1), b_if);

@@ -17,12 +17,10 @@ fn interfaces() -> Vec<IfaceId> {
     let mut stack = Stack::new(StackConfig::default(), Secret::from_bytes([0; Secret::LEN]));
     (0..4u8)
         .map(|i| {
-            stack.add_interface(IfaceConfig {
-                mac: ethernet::Address([0x02, 0, 0, 0, 0, i]),
-                mtu: 1500,
-                addrs: Vec::new(),
-                offloads: Offloads::default(),
-            })
+            stack.add_interface(
+                IfaceConfig::new(ethernet::Address([0x02, 0, 0, 0, 0, i]), 1500)
+                    .with_offloads(Offloads::default()),
+            )
         })
         .collect()
 }

@@ -123,7 +123,16 @@ impl Stack {
         }
     }
 
+    /// Queue an ARP packet; false when none went (the queue is full, or the interface
+    /// is IP-level: no link layer, nothing to resolve or announce).
     fn send_arp(&mut self, iface: IfaceId, dst_mac: ethernet::Address, repr: &arp::Repr) -> bool {
+        if self
+            .ifaces
+            .get(iface.index())
+            .is_none_or(|i| i.is_ip_level())
+        {
+            return false;
+        }
         let mut payload = self.pool.take();
         payload.resize(repr.buffer_len(), 0);
         repr.emit(&mut arp::Packet::new_unchecked(&mut payload[..]));

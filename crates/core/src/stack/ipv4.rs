@@ -268,6 +268,19 @@ impl Stack {
         if iface == IfaceId::LOOPBACK {
             return self.loop_back(now, packet);
         }
+        if self
+            .ifaces
+            .get(iface.index())
+            .is_some_and(|i| i.is_ip_level())
+        {
+            // No link layer: nothing to resolve, the packet goes straight out.
+            return self.enqueue_frame(Outgoing {
+                iface,
+                dst_mac: ethernet::Address::BROADCAST,
+                ethertype: EtherType::Ipv4,
+                payload: packet,
+            });
+        }
         if let Some(dst_mac) = self.cached_next_hop(now, iface, next_hop) {
             return self.enqueue_frame(Outgoing {
                 iface,
@@ -325,14 +338,14 @@ impl Stack {
         }
     }
 
-    /// An IPv4 packet arrived on `iface` (`broadcast_mac`: sent to the Ethernet
-    /// broadcast address).
+    /// An IPv4 packet arrived on `iface` from `link_src` (None on an IP-level
+    /// interface; `link_broadcast`: sent to the Ethernet broadcast address).
     pub(crate) fn handle_ipv4(
         &mut self,
         now: Instant,
         iface: IfaceId,
         bytes: &[u8],
-        link_src: ethernet::Address,
+        link_src: Option<ethernet::Address>,
         link_broadcast: bool,
     ) {
         self.stats.ipv4.rx_packets += 1;
@@ -354,7 +367,9 @@ impl Stack {
             self.stats.ipv4.rx_bad_source += 1;
             return;
         }
-        self.neighbors.confirm(now, iface, src, link_src);
+        if let Some(link_src) = link_src {
+            self.neighbors.confirm(now, iface, src, link_src);
+        }
         let broadcast = interface.is_broadcast(dst);
         // RFC 1122 §3.2.1.3 (g): 127/8 "MUST NOT appear outside a host": from the wire,
         // it is not ours (a router counts it as a martian).

@@ -53,6 +53,9 @@ pub(crate) struct EgressCache {
     limit: usize,
     /// The outgoing interface's MAC (None if the interface is gone).
     src_mac: Option<ethernet::Address>,
+    /// The outgoing interface is IP-level ([`Medium::Ip`](crate::Medium)): no MAC to
+    /// resolve, and the frame is the template without its Ethernet header.
+    ip_level: bool,
     /// The next hop's MAC, until when it holds, and the neighbour generation it is from.
     next_hop_mac: Option<(ethernet::Address, Instant, u64)>,
     /// The Ethernet and IPv4 headers every segment of this flow starts with: the
@@ -192,10 +195,28 @@ impl Stack {
         write_frame_headers(&mut buf[..HEADROOM], &template, sum, fields);
         self.stats.ipv4.tx_packets += 1;
         self.stats.link.tx_frames += 1;
+        let mut len = HEADROOM + segment.len;
+        if self.tcp_egress.as_ref().is_some_and(|e| e.ip_level) {
+            len = self.strip_link_header(buf, len);
+        }
         TcpOutput::Frame(Transmit {
             iface: route.iface,
-            len: HEADROOM + segment.len,
+            len,
         })
+    }
+
+    /// An IP-level interface's segment: the packet moved to the front of `buf`, over
+    /// the room left for an Ethernet header (only the bytes in `buf`: a gathered
+    /// payload stays in the send buffer). Returns the packet's length.
+    #[cold]
+    #[inline(never)]
+    fn strip_link_header(&self, buf: &mut [u8], frame_len: usize) -> usize {
+        let gathered = self
+            .tcp
+            .deferred_payload()
+            .map_or(0, |(first, second)| first.len() + second.len());
+        buf.copy_within(ethernet::HEADER_LEN..frame_len - gathered, 0);
+        frame_len - ethernet::HEADER_LEN
     }
 
     /// One segment from TCP, written behind the headroom of `buf`, with the egress
@@ -237,6 +258,10 @@ impl Stack {
     ) -> Option<([u8; HEADROOM], u16)> {
         let neighbours = self.neighbors.generation();
         let path = self.tcp_egress.as_mut()?;
+        if path.ip_level {
+            // No link layer: the Ethernet part of the template is cut off later.
+            return Some((path.headers, path.header_sum));
+        }
         let dst_mac = match path.next_hop_mac {
             Some((mac, until, seen)) if seen == neighbours && now < until => mac,
             _ => {
@@ -356,6 +381,7 @@ impl Stack {
             egress: egress_for(&self.routes, &self.ifaces, dst),
             limit,
             src_mac,
+            ip_level: interface.is_some_and(Interface::is_ip_level),
             next_hop_mac: None,
             headers,
             header_sum,
