@@ -6,28 +6,19 @@
 //! has nothing else to wait for. Every due timer fires at its own instant, so a
 //! packet is stamped with the time the stack sent it.
 //!
-//! The link: packetdrill hands over and expects bare IP packets. Until the core has
-//! interfaces without a link layer, the shim puts each inbound packet in an Ethernet
-//! frame from a made-up gateway MAC and answers the stack's ARP requests itself; what
-//! the stack sends loses its Ethernet header again. Nothing of this reaches the wire
-//! packetdrill sees.
+//! The link: packetdrill hands over and expects bare IP packets, which is what an
+//! IP-level interface (`Medium::Ip`, no Ethernet, no ARP) takes and gives.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use impnet_core::tcp::TcpConfig;
 use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
-use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::Cidr;
-use impnet_wire::arp;
 
 use crate::flags::Flags;
 use crate::socket::Fd;
 
-/// Our interface's MAC (locally administered).
-const OUR_MAC: ethernet::Address = ethernet::Address([0x02, 0, 0, 0, 0, 0x01]);
-/// The MAC every other host seems to have.
-const PEER_MAC: ethernet::Address = ethernet::Address([0x02, 0, 0, 0, 0, 0x02]);
 /// `gettimeofday` on the Unix clock: virtual zero is this many seconds after 1970.
 pub(crate) const EPOCH_SECS: u64 = 1_000_000_000;
 /// Timer rounds one advance runs at one instant before it gives up on a deadline that
@@ -79,7 +70,7 @@ impl Shim {
         let mut seed = [0u8; Secret::LEN];
         seed[..8].copy_from_slice(&flags.seed.to_le_bytes());
         let mut stack = Stack::new(config, Secret::from_bytes(seed));
-        let mut iface_config = IfaceConfig::new(OUR_MAC, flags.mtu);
+        let mut iface_config = IfaceConfig::ip(flags.mtu);
         iface_config.addrs.push(Cidr {
             address: flags.local_ip,
             prefix_len: flags.prefix_len,
@@ -92,15 +83,13 @@ impl Shim {
             stack,
             now: Instant::from_nanos(0),
             iface,
-            frame: vec![0; flags.mtu + ethernet::HEADER_LEN],
+            frame: vec![0; flags.mtu],
             flags,
             outbound: VecDeque::new(),
             fds: BTreeMap::new(),
             generation: 0,
         };
         shim.flush();
-        // The gratuitous ARP of the new address is link-layer chatter: not a packet.
-        shim.outbound.clear();
         shim
     }
 
@@ -120,8 +109,7 @@ impl Shim {
 
     /// A packet from the script (an IP packet) goes into the stack now.
     pub fn packet_in(&mut self, packet: &[u8]) {
-        let frame = ethernet_frame(PEER_MAC, OUR_MAC, EtherType::Ipv4, packet);
-        self.stack.handle_frame(self.now, self.iface, &frame);
+        self.stack.handle_frame(self.now, self.iface, packet);
         self.flush();
     }
 
@@ -184,30 +172,16 @@ impl Shim {
         }
     }
 
-    /// Take everything the stack wants to send, stamped now; answer its ARP requests.
+    /// Take everything the stack wants to send, stamped now.
     pub(crate) fn flush(&mut self) {
         self.generation += 1;
-        let mut answers = Vec::new();
         while let Some(transmit) = self.stack.poll_transmit(self.now, &mut self.frame) {
-            let Ok(frame) = ethernet::Frame::new_checked(&self.frame[..transmit.len]) else {
-                continue;
-            };
-            match frame.ethertype() {
-                EtherType::Ipv4 => self.outbound.push_back(Sent {
-                    at: self.now,
-                    packet: frame.payload().to_vec(),
-                }),
-                EtherType::Arp => answers.extend(arp_answer(frame.payload())),
-                _ => {}
-            }
+            self.outbound.push_back(Sent {
+                at: self.now,
+                packet: self.frame[..transmit.len].to_vec(),
+            });
         }
         while self.stack.poll_event().is_some() {}
-        if !answers.is_empty() {
-            for answer in answers {
-                self.stack.handle_frame(self.now, self.iface, &answer);
-            }
-            self.flush();
-        }
     }
 
     /// The route MTU towards `remote` less the IPv4 and TCP headers.
@@ -224,43 +198,4 @@ impl Shim {
     pub(crate) fn bindable(&self, addr: SocketAddrV4) -> bool {
         addr.ip().is_unspecified() || *addr.ip() == self.flags.local_ip || addr.ip().is_loopback()
     }
-}
-
-fn ethernet_frame(
-    src: ethernet::Address,
-    dst: ethernet::Address,
-    ethertype: EtherType,
-    payload: &[u8],
-) -> Vec<u8> {
-    let mut frame = vec![0; ethernet::HEADER_LEN + payload.len()];
-    ethernet::Repr {
-        src,
-        dst,
-        ethertype,
-        vlan: None,
-    }
-    .emit(&mut ethernet::Frame::new_unchecked(&mut frame[..]));
-    frame[ethernet::HEADER_LEN..].copy_from_slice(payload);
-    frame
-}
-
-/// The reply to an ARP request of the stack: every address is at `PEER_MAC`.
-fn arp_answer(payload: &[u8]) -> Option<Vec<u8>> {
-    let packet = arp::Packet::new_checked(payload).ok()?;
-    let request = arp::Repr::parse(&packet).ok()?;
-    if request.operation != arp::Operation::Request
-        || request.source_protocol_addr == request.target_protocol_addr
-    {
-        return None;
-    }
-    let reply = arp::Repr {
-        operation: arp::Operation::Reply,
-        source_hardware_addr: PEER_MAC,
-        source_protocol_addr: request.target_protocol_addr,
-        target_hardware_addr: request.source_hardware_addr,
-        target_protocol_addr: request.source_protocol_addr,
-    };
-    let mut bytes = vec![0; reply.buffer_len()];
-    reply.emit(&mut arp::Packet::new_unchecked(&mut bytes[..]));
-    Some(ethernet_frame(PEER_MAC, OUR_MAC, EtherType::Arp, &bytes))
 }
