@@ -11,7 +11,7 @@
 //! | `mtu` | `1500` | the interface's IP MTU (packetdrill's `--mtu`) |
 //! | `cc` | `cubic` | congestion control (`reno`, `cubic`, `vegas`, `bbr`) |
 //! | `ecn` | `off` | `off`, `accept` or `request` (Linux `tcp_ecn` 0, 2, 1) |
-//! | `rcvbuf`, `sndbuf` | `540000`, `262144` | buffer sizes (the middle of `tcp_rmem` / `tcp_wmem`) |
+//! | `rcvbuf`, `sndbuf` | `15728640`, `262144` | buffer sizes: `tcp_rmem`'s maximum (Linux derives its window scale, 8, from it) and `tcp_wmem`'s default |
 //! | `seed` | `1` | keys the stack's secret (ISNs, ports): runs repeat exactly |
 //!
 //! The defaults are the settings of upstream's `gtests/net/common/defaults.sh`, so
@@ -54,7 +54,7 @@ impl Default for Flags {
             mtu: 1500,
             congestion: CcAlgorithm::Cubic,
             ecn: EcnMode::Off,
-            rcvbuf: 540_000,
+            rcvbuf: 15 * 1024 * 1024,
             sndbuf: 256 * 1024,
             seed: 1,
         }

@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use impnet_core::tcp::TcpConfig;
-use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
+use impnet_core::{
+    Duration, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig,
+};
 use impnet_wire::ipv4::Cidr;
 
 use crate::flags::Flags;
@@ -24,6 +26,9 @@ pub(crate) const EPOCH_SECS: u64 = 1_000_000_000;
 /// Timer rounds one advance runs at one instant before it gives up on a deadline that
 /// does not move (it would be a bug in the stack; the shim must not spin for ever).
 const SAME_INSTANT_ROUNDS: u32 = 10_000;
+
+/// The largest TSO packet the interface takes (an IPv4 packet's limit).
+const TSO_MAX: usize = 65535;
 
 /// The lowest file descriptor handed out (0-2 are stdio on Linux).
 const FIRST_FD: i32 = 3;
@@ -70,7 +75,10 @@ impl Shim {
         let mut seed = [0u8; Secret::LEN];
         seed[..8].copy_from_slice(&flags.seed.to_le_bytes());
         let mut stack = Stack::new(config, Secret::from_bytes(seed));
-        let mut iface_config = IfaceConfig::ip(flags.mtu);
+        // packetdrill's own TUN device takes TSO packets (TUN_F_TSO4): Linux hands it
+        // one large segment per burst, and the scripts are written that way.
+        let mut iface_config =
+            IfaceConfig::ip(flags.mtu).with_offloads(Offloads::NONE.with_tso(TSO_MAX));
         iface_config.addrs.push(Cidr {
             address: flags.local_ip,
             prefix_len: flags.prefix_len,
@@ -83,7 +91,7 @@ impl Shim {
             stack,
             now: Instant::from_nanos(0),
             iface,
-            frame: vec![0; flags.mtu],
+            frame: vec![0; TSO_MAX.max(flags.mtu)],
             flags,
             outbound: VecDeque::new(),
             fds: BTreeMap::new(),
