@@ -106,13 +106,28 @@ impl Shim {
         self.now.as_nanos() / 1000
     }
 
-    /// The lowest free file descriptor.
+    /// A new file descriptor number: one the host also has open (on `/dev/null`), so
+    /// the host gives it to nobody else while the shim uses it. packetdrill closes
+    /// the sockets a script leaves open with the C library's own `close`, not the
+    /// table's, at the end of every run: that close then succeeds. The lowest free
+    /// number the shim knows of when the host has none to give.
     pub(crate) fn free_fd(&self) -> i32 {
+        // SAFETY: open with a constant path and flags.
+        let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd >= 0 && !self.fds.contains_key(&fd) {
+            return fd;
+        }
         let mut fd = FIRST_FD;
         while self.fds.contains_key(&fd) {
             fd += 1;
         }
         fd
+    }
+
+    /// Give the host's descriptor behind a shim descriptor back.
+    pub(crate) fn release_fd(fd: i32) {
+        // SAFETY: closing a descriptor free_fd opened for this number.
+        unsafe { libc::close(fd) };
     }
 
     /// A packet from the script (an IP packet) goes into the stack now.

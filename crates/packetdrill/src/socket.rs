@@ -400,6 +400,7 @@ impl Shim {
         let Some(entry) = self.fds.remove(&fd) else {
             return Err(libc::EBADF);
         };
+        Shim::release_fd(fd);
         let Fd::Tcp(socket) = entry else {
             return Ok(0);
         };

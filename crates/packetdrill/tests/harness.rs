@@ -212,7 +212,7 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     // socket, SO_REUSEADDR, bind, listen.
     // SAFETY (all calls below): plain values and buffers that outlive each call.
     let fd = unsafe { (t.socket.unwrap())(ud, libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP) };
-    assert_eq!(fd, 3, "the first socket is fd 3, as on Linux");
+    assert!(fd >= 0, "socket: errno {}", Shim::errno());
     let one: c_int = 1;
     let rc = unsafe {
         (t.setsockopt.unwrap())(ud, fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, (&raw const one).cast(), 4)
@@ -229,7 +229,7 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     // An unknown option is ENOPROTOOPT; a bad descriptor EBADF.
     let rc = unsafe { (t.setsockopt.unwrap())(ud, fd, libc::IPPROTO_TCP, libc::TCP_FASTOPEN, (&raw const one).cast(), 4) };
     assert_eq!((rc, Shim::errno()), (-1, libc::ENOPROTOOPT));
-    assert_eq!(unsafe { (t.listen.unwrap())(ud, 99, 1) }, -1);
+    assert_eq!(unsafe { (t.listen.unwrap())(ud, 999, 1) }, -1);
     assert_eq!(Shim::errno(), libc::EBADF);
 
     // SYN with MSS, SACK-permitted, timestamps and window scale.
@@ -266,7 +266,7 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     let mut peer: libc::sockaddr_in = unsafe { std::mem::zeroed() };
     let mut peer_len = len;
     let child = unsafe { (t.accept.unwrap())(ud, fd, (&raw mut peer).cast(), &raw mut peer_len) };
-    assert_eq!(child, 4);
+    assert!(child >= 0 && child != fd, "accept gave {child}");
     assert_eq!(u32::from_be(peer.sin_addr.s_addr), u32::from(REMOTE));
     assert_eq!(u16::from_be(peer.sin_port), REMOTE_PORT);
 
