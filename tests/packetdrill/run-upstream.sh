@@ -32,10 +32,9 @@ declare -A pass total
 for dir in "${dirs[@]}"; do
     pass[$dir]=0
     total[$dir]=0
-    for script in "$tcp/$dir"/*.pkt; do
-        [ -f "$script" ] || continue
-        name=$dir/$(basename "$script")
-        out=$(cd "$tcp/$dir" && timeout 120 "${unshare[@]}" sh -c '
+    while IFS= read -r script; do
+        name=${script#"$tcp/"}
+        out=$(cd "$(dirname "$script")" && timeout 120 "${unshare[@]}" sh -c '
             { ip link add tun0 type dummy || ip tuntap add dev tun0 mode tun; } 2>/dev/null
             ip link set tun0 up 2>/dev/null
             exec "$0" --so_filename="$1" --local_ip=192.168.0.2 "$2" 2>&1' \
@@ -50,7 +49,7 @@ for dir in "${dirs[@]}"; do
             [ $rc -eq 124 ] && reason="timed out after 120 s (real time)"
             echo "FAIL $name: ${reason:0:300}"
         fi
-    done
+    done < <(find "$tcp/$dir" -name '*.pkt' | sort)
 done
 echo
 echo "| directory | passed | scripts |"

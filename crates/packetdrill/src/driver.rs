@@ -9,7 +9,7 @@
 //!   single-threaded harness) nobody else can: the call moves it itself, to the
 //!   stack's next deadline, until it can complete;
 //! - on another thread the main thread moves it (`usleep`, `gettimeofday`,
-//!   `netdev_receive`); only when nothing at all happened for [`IDLE_GRACE`] of real
+//!   `netdev_receive`); only when nothing at all happened for `IDLE_GRACE` (250 ms) of real
 //!   time (the main thread waits for this call) does the call move it itself.
 //!
 //! `netdev_receive` lets a blocked call look again before it moves the clock to the
@@ -62,7 +62,9 @@ impl Driver {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Run `f` on the shim, then wake whoever waits.

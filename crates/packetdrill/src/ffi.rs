@@ -72,7 +72,14 @@ pub struct PacketdrillInterface {
     pub close: Option<unsafe extern "C" fn(*mut c_void, c_int) -> c_int>,
     pub shutdown: Option<unsafe extern "C" fn(*mut c_void, c_int, c_int) -> c_int>,
     pub getsockopt: Option<
-        unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int,
+        unsafe extern "C" fn(
+            *mut c_void,
+            c_int,
+            c_int,
+            c_int,
+            *mut c_void,
+            *mut socklen_t,
+        ) -> c_int,
     >,
     pub setsockopt: Option<
         unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int, *const c_void, socklen_t) -> c_int,
@@ -82,7 +89,8 @@ pub struct PacketdrillInterface {
     pub netdev_receive:
         Option<unsafe extern "C" fn(*mut c_void, *mut c_void, *mut usize, *mut i64) -> c_int>,
     pub usleep: Option<unsafe extern "C" fn(*mut c_void, c_uint) -> c_int>,
-    pub gettimeofday: Option<unsafe extern "C" fn(*mut c_void, *mut timeval, *mut timezone) -> c_int>,
+    pub gettimeofday:
+        Option<unsafe extern "C" fn(*mut c_void, *mut timeval, *mut timezone) -> c_int>,
     pub epoll_create: Option<unsafe extern "C" fn(*mut c_void, c_int) -> c_int>,
     pub epoll_ctl:
         Option<unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int, *mut epoll_event) -> c_int>,
@@ -122,7 +130,10 @@ pub unsafe extern "C" fn packetdrill_interface_init(
             }
         }
     });
-    let userdata = result.ok().flatten().map_or(core::ptr::null_mut(), |d| d.cast());
+    let userdata = result
+        .ok()
+        .flatten()
+        .map_or(core::ptr::null_mut(), |d| d.cast());
     // SAFETY: the caller gives a writable interface struct.
     unsafe { interface.write(table(userdata)) };
 }
@@ -278,7 +289,9 @@ unsafe fn one_buffer<'a>(buf: *mut c_void, len: usize) -> Result<Vec<&'a mut [u8
         return Err(libc::EFAULT);
     }
     // SAFETY: the caller gives len bytes at buf.
-    Ok(vec![unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }])
+    Ok(vec![unsafe {
+        core::slice::from_raw_parts_mut(buf.cast::<u8>(), len)
+    }])
 }
 
 unsafe extern "C" fn free(userdata: *mut c_void) {
@@ -298,7 +311,12 @@ unsafe extern "C" fn socket(ud: *mut c_void, domain: c_int, kind: c_int, protoco
     })
 }
 
-unsafe extern "C" fn bind(ud: *mut c_void, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+unsafe extern "C" fn bind(
+    ud: *mut c_void,
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+) -> c_int {
     call(ud, "bind", |d| {
         // SAFETY: the caller's sockaddr.
         let addr = unsafe { sockaddr_in(addr, len) }?;
@@ -307,7 +325,9 @@ unsafe extern "C" fn bind(ud: *mut c_void, fd: c_int, addr: *const sockaddr, len
 }
 
 unsafe extern "C" fn listen(ud: *mut c_void, fd: c_int, backlog: c_int) -> c_int {
-    call(ud, "listen", |d| d.with(|s| s.listen(fd, backlog)).and_then(non_negative))
+    call(ud, "listen", |d| {
+        d.with(|s| s.listen(fd, backlog)).and_then(non_negative)
+    })
 }
 
 unsafe extern "C" fn accept(
@@ -341,7 +361,8 @@ unsafe extern "C" fn connect(
         if nonblocking {
             return Err(libc::EINPROGRESS);
         }
-        d.blocking(fd, None, |s| s.connect_done(fd)).and_then(non_negative)
+        d.blocking(fd, None, |s| s.connect_done(fd))
+            .and_then(non_negative)
     })
 }
 
@@ -367,7 +388,11 @@ fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize
         match s.write(fd, &rest) {
             Ok(n) => {
                 done += n;
-                if done == total { Ok(()) } else { Err(libc::EAGAIN) }
+                if done == total {
+                    Ok(())
+                } else {
+                    Err(libc::EAGAIN)
+                }
             }
             Err(libc::EAGAIN) => Err(libc::EAGAIN),
             Err(_) if done > 0 => Ok(()),
@@ -405,17 +430,29 @@ fn as_const(bufs: &[&mut [u8]]) -> Vec<&'static [u8]> {
 
 unsafe extern "C" fn read(ud: *mut c_void, fd: c_int, buf: *mut c_void, count: usize) -> isize {
     // SAFETY: the caller's buffer.
-    call(ud, "read", |d| do_read(d, fd, unsafe { one_buffer(buf, count) }?, 0))
+    call(ud, "read", |d| {
+        do_read(d, fd, unsafe { one_buffer(buf, count) }?, 0)
+    })
 }
 
 unsafe extern "C" fn readv(ud: *mut c_void, fd: c_int, iov: *const iovec, count: c_int) -> isize {
     // SAFETY: the caller's iovecs.
-    call(ud, "readv", |d| do_read(d, fd, unsafe { iovecs(iov, count) }?, 0))
+    call(ud, "readv", |d| {
+        do_read(d, fd, unsafe { iovecs(iov, count) }?, 0)
+    })
 }
 
-unsafe extern "C" fn recv(ud: *mut c_void, fd: c_int, buf: *mut c_void, len: usize, flags: c_int) -> isize {
+unsafe extern "C" fn recv(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *mut c_void,
+    len: usize,
+    flags: c_int,
+) -> isize {
     // SAFETY: the caller's buffer.
-    call(ud, "recv", |d| do_read(d, fd, unsafe { one_buffer(buf, len) }?, flags))
+    call(ud, "recv", |d| {
+        do_read(d, fd, unsafe { one_buffer(buf, len) }?, flags)
+    })
 }
 
 unsafe extern "C" fn recvfrom(
@@ -475,7 +512,13 @@ unsafe extern "C" fn writev(ud: *mut c_void, fd: c_int, iov: *const iovec, count
     })
 }
 
-unsafe extern "C" fn send(ud: *mut c_void, fd: c_int, buf: *const c_void, len: usize, flags: c_int) -> isize {
+unsafe extern "C" fn send(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *const c_void,
+    len: usize,
+    flags: c_int,
+) -> isize {
     call(ud, "send", |d| {
         // SAFETY: the caller's buffer (only read).
         let bufs = unsafe { one_buffer(buf.cast_mut(), len) }?;
@@ -503,7 +546,12 @@ unsafe extern "C" fn sendto(
     })
 }
 
-unsafe extern "C" fn sendmsg(ud: *mut c_void, fd: c_int, msg: *const msghdr, flags: c_int) -> isize {
+unsafe extern "C" fn sendmsg(
+    ud: *mut c_void,
+    fd: c_int,
+    msg: *const msghdr,
+    flags: c_int,
+) -> isize {
     call(ud, "sendmsg", |d| {
         if msg.is_null() {
             return Err(libc::EFAULT);
@@ -521,7 +569,12 @@ unsafe extern "C" fn fcntl(ud: *mut c_void, fd: c_int, cmd: c_int, arg: c_long) 
             let socket = s.tcp_socket(fd)?;
             match cmd {
                 libc::F_GETFL => Ok(usize::try_from(
-                    libc::O_RDWR | if socket.nonblocking { libc::O_NONBLOCK } else { 0 },
+                    libc::O_RDWR
+                        | if socket.nonblocking {
+                            libc::O_NONBLOCK
+                        } else {
+                            0
+                        },
                 )
                 .unwrap_or(0)),
                 libc::F_SETFL => {
@@ -535,7 +588,12 @@ unsafe extern "C" fn fcntl(ud: *mut c_void, fd: c_int, cmd: c_int, arg: c_long) 
     })
 }
 
-unsafe extern "C" fn ioctl(ud: *mut c_void, fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
+unsafe extern "C" fn ioctl(
+    ud: *mut c_void,
+    fd: c_int,
+    request: c_ulong,
+    arg: *mut c_void,
+) -> c_int {
     call(ud, "ioctl", |d| {
         if arg.is_null() {
             return Err(libc::EFAULT);
@@ -561,11 +619,15 @@ unsafe extern "C" fn ioctl(ud: *mut c_void, fd: c_int, request: c_ulong, arg: *m
 }
 
 unsafe extern "C" fn close(ud: *mut c_void, fd: c_int) -> c_int {
-    call(ud, "close", |d| d.with(|s| s.close(fd)).and_then(non_negative))
+    call(ud, "close", |d| {
+        d.with(|s| s.close(fd)).and_then(non_negative)
+    })
 }
 
 unsafe extern "C" fn shutdown(ud: *mut c_void, fd: c_int, how: c_int) -> c_int {
-    call(ud, "shutdown", |d| d.with(|s| s.shutdown(fd, how)).and_then(non_negative))
+    call(ud, "shutdown", |d| {
+        d.with(|s| s.shutdown(fd, how)).and_then(non_negative)
+    })
 }
 
 unsafe extern "C" fn getsockopt(
@@ -609,7 +671,8 @@ unsafe extern "C" fn setsockopt(
             // SAFETY: the caller gives len bytes at value.
             unsafe { core::slice::from_raw_parts(value.cast::<u8>(), len as usize) }
         };
-        d.with(|s| s.set_option(fd, level, name, bytes)).and_then(non_negative)
+        d.with(|s| s.set_option(fd, level, name, bytes))
+            .and_then(non_negative)
     })
 }
 
@@ -618,7 +681,12 @@ fn timeout_of(ms: c_int) -> Option<Duration> {
     u64::try_from(ms).ok().map(Duration::from_millis)
 }
 
-unsafe extern "C" fn poll(ud: *mut c_void, fds: *mut pollfd, nfds: c_ulong, timeout: c_int) -> c_int {
+unsafe extern "C" fn poll(
+    ud: *mut c_void,
+    fds: *mut pollfd,
+    nfds: c_ulong,
+    timeout: c_int,
+) -> c_int {
     call(ud, "poll", |d| {
         let count = usize::try_from(nfds).map_err(|_| libc::EINVAL)?;
         if count > 0 && fds.is_null() {
@@ -630,8 +698,10 @@ unsafe extern "C" fn poll(ud: *mut c_void, fds: *mut pollfd, nfds: c_ulong, time
             // SAFETY: the caller gives nfds pollfds.
             unsafe { core::slice::from_raw_parts_mut(fds, count) }
         };
-        let mut table: Vec<(i32, u32, u32)> =
-            fds.iter().map(|p| (p.fd, p.events as u16 as u32, 0)).collect();
+        let mut table: Vec<(i32, u32, u32)> = fds
+            .iter()
+            .map(|p| (p.fd, p.events as u16 as u32, 0))
+            .collect();
         let result = d.blocking(-1, timeout_of(timeout), |s| match s.poll_once(&mut table) {
             0 => Err(libc::EAGAIN),
             n => Ok(n),
@@ -730,7 +800,13 @@ unsafe extern "C" fn epoll_create(ud: *mut c_void, size: c_int) -> c_int {
     })
 }
 
-unsafe extern "C" fn epoll_ctl(ud: *mut c_void, epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
+unsafe extern "C" fn epoll_ctl(
+    ud: *mut c_void,
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    event: *mut epoll_event,
+) -> c_int {
     call(ud, "epoll_ctl", |d| {
         let (events, data) = if event.is_null() {
             if op != libc::EPOLL_CTL_DEL {
@@ -742,7 +818,8 @@ unsafe extern "C" fn epoll_ctl(ud: *mut c_void, epfd: c_int, op: c_int, fd: c_in
             let e = unsafe { event.read_unaligned() };
             (e.events, e.u64)
         };
-        d.with(|s| s.epoll_ctl(epfd, op, fd, events, data)).and_then(non_negative)
+        d.with(|s| s.epoll_ctl(epfd, op, fd, events, data))
+            .and_then(non_negative)
     })
 }
 
@@ -754,7 +831,10 @@ unsafe extern "C" fn epoll_wait(
     timeout: c_int,
 ) -> c_int {
     call(ud, "epoll_wait", |d| {
-        let max = usize::try_from(max).ok().filter(|&m| m > 0).ok_or(libc::EINVAL)?;
+        let max = usize::try_from(max)
+            .ok()
+            .filter(|&m| m > 0)
+            .ok_or(libc::EINVAL)?;
         if events.is_null() {
             return Err(libc::EFAULT);
         }
@@ -767,7 +847,10 @@ unsafe extern "C" fn epoll_wait(
             other => other?,
         };
         for (i, (bits, data)) in ready.iter().enumerate() {
-            let e = epoll_event { events: *bits, u64: *data };
+            let e = epoll_event {
+                events: *bits,
+                u64: *data,
+            };
             // SAFETY: the caller gives `max` events; ready.len() <= max.
             unsafe { events.add(i).write_unaligned(e) };
         }

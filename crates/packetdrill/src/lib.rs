@@ -3,7 +3,7 @@
 //! packetdrill (google/packetdrill) plays the remote side of a TCP conversation from a
 //! script and checks every packet the stack under test sends, and when. Given
 //! `--so_filename=libimpnet_packetdrill.so` it loads this library, calls
-//! [`packetdrill_interface_init`](ffi::packetdrill_interface_init) with the
+//! [`packetdrill_interface_init`] with the
 //! `--so_flags` string, and from then on makes its socket calls, hands over its
 //! packets and reads the stack's through the table that call filled.
 //!

@@ -57,16 +57,27 @@ impl Shim {
             Phase::Fresh { .. } => Ok(POLLOUT | POLLHUP),
             Phase::Listener(_) => {
                 self.fill_ready(fd)?;
-                Ok(if self.tcp_socket(fd)?.ready.is_empty() { 0 } else { POLLIN })
+                Ok(if self.tcp_socket(fd)?.ready.is_empty() {
+                    0
+                } else {
+                    POLLIN
+                })
             }
             Phase::Conn(handle) => Ok(self.conn_readiness(fd, handle)?),
         }
     }
 
-    fn conn_readiness(&mut self, fd: i32, handle: impnet_core::tcp::TcpHandle) -> Result<u32, Errno> {
+    fn conn_readiness(
+        &mut self,
+        fd: i32,
+        handle: impnet_core::tcp::TcpHandle,
+    ) -> Result<u32, Errno> {
         let socket = self.tcp_socket(fd)?;
         let (reported, read_shut) = (socket.error_reported, socket.read_shut);
-        let state = self.stack.tcp_info(handle).map_or(TcpState::Closed, |i| i.state);
+        let state = self
+            .stack
+            .tcp_info(handle)
+            .map_or(TcpState::Closed, |i| i.state);
         let error = self.stack.tcp().error(handle).ok().flatten();
         let mut bits = 0;
         if error.is_some() && !reported {
@@ -75,7 +86,11 @@ impl Shim {
         let readable = self.stack.tcp().readable(handle);
         let peer_closed = matches!(
             state,
-            TcpState::CloseWait | TcpState::LastAck | TcpState::Closing | TcpState::TimeWait | TcpState::Closed
+            TcpState::CloseWait
+                | TcpState::LastAck
+                | TcpState::Closing
+                | TcpState::TimeWait
+                | TcpState::Closed
         );
         if readable > 0 || peer_closed || read_shut {
             bits |= POLLIN;
@@ -85,7 +100,11 @@ impl Shim {
         }
         let we_closed = matches!(
             state,
-            TcpState::FinWait1 | TcpState::FinWait2 | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait
+            TcpState::FinWait1
+                | TcpState::FinWait2
+                | TcpState::Closing
+                | TcpState::LastAck
+                | TcpState::TimeWait
         );
         if state == TcpState::Closed || (peer_closed && we_closed) || (read_shut && we_closed) {
             bits |= POLLHUP;
@@ -136,7 +155,14 @@ impl Shim {
     }
 
     /// `epoll_ctl`.
-    pub fn epoll_ctl(&mut self, epfd: i32, op: i32, fd: i32, events: u32, data: u64) -> Result<i32, Errno> {
+    pub fn epoll_ctl(
+        &mut self,
+        epfd: i32,
+        op: i32,
+        fd: i32,
+        events: u32,
+        data: u64,
+    ) -> Result<i32, Errno> {
         if !self.fds.contains_key(&fd) {
             return Err(libc::EBADF);
         }
@@ -168,8 +194,12 @@ impl Shim {
 
     /// `epoll_wait` without waiting: up to `max` (events, data) pairs.
     pub fn epoll_once(&mut self, epfd: i32, max: usize) -> Result<Vec<(u32, u64)>, Errno> {
-        let interests: Vec<(i32, Interest)> =
-            self.epoll(epfd)?.interests.iter().map(|(&fd, &i)| (fd, i)).collect();
+        let interests: Vec<(i32, Interest)> = self
+            .epoll(epfd)?
+            .interests
+            .iter()
+            .map(|(&fd, &i)| (fd, i))
+            .collect();
         let mut out = Vec::new();
         for (fd, interest) in interests {
             if out.len() >= max || interest.disarmed {

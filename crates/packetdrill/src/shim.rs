@@ -13,9 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use impnet_core::tcp::TcpConfig;
-use impnet_core::{
-    Duration, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig,
-};
+use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig};
 use impnet_wire::ipv4::Cidr;
 
 use crate::flags::Flags;

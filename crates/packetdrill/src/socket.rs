@@ -291,7 +291,12 @@ impl Shim {
     }
 
     /// An error from a read or write: an ending error once, then `then`.
-    fn ending(&mut self, fd: i32, error: TcpError, then: Result<usize, Errno>) -> Result<usize, Errno> {
+    fn ending(
+        &mut self,
+        fd: i32,
+        error: TcpError,
+        then: Result<usize, Errno>,
+    ) -> Result<usize, Errno> {
         if !is_ending(error) {
             return Err(errno_of(error));
         }

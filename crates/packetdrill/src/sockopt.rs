@@ -173,7 +173,13 @@ fn int_of(value: &[u8]) -> Result<i32, Errno> {
 
 impl Shim {
     /// `setsockopt`.
-    pub fn set_option(&mut self, fd: i32, level: i32, name: i32, value: &[u8]) -> Result<i32, Errno> {
+    pub fn set_option(
+        &mut self,
+        fd: i32,
+        level: i32,
+        name: i32,
+        value: &[u8],
+    ) -> Result<i32, Errno> {
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_LINGER) => {
                 let on = int_of(value)? != 0;
@@ -255,10 +261,14 @@ impl Shim {
             (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(i32::from(options.keepalive)),
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options
                 .sndbuf
-                .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| v.saturating_mul(2))),
+                .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| {
+                    v.saturating_mul(2)
+                })),
             (libc::SOL_SOCKET, libc::SO_RCVBUF) => int(options
                 .rcvbuf
-                .map_or(i32::try_from(self.flags.rcvbuf).unwrap_or(i32::MAX), |v| v.saturating_mul(2))),
+                .map_or(i32::try_from(self.flags.rcvbuf).unwrap_or(i32::MAX), |v| {
+                    v.saturating_mul(2)
+                })),
             (libc::SOL_SOCKET, libc::SO_LINGER) => {
                 let (on, seconds) = options.linger.unwrap_or((false, 0));
                 let mut bytes = i32::from(on).to_ne_bytes().to_vec();
@@ -270,7 +280,7 @@ impl Shim {
             (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
                 let info = conn.and_then(|h| self.stack.tcp_info(h));
                 let mss = match info {
-                    Some(info) if info.state != TcpState::SynSent => u16::from(info.snd_mss),
+                    Some(info) if info.state != TcpState::SynSent => info.snd_mss,
                     _ => options.maxseg.unwrap_or(536),
                 };
                 int(i32::from(mss))

@@ -49,10 +49,20 @@ impl Shim {
         // SAFETY: dlopen/dlsym with valid C strings; the symbol has the signature
         // packetdrill.h gives it.
         unsafe {
-            let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE);
-            assert!(!handle.is_null(), "dlopen: {:?}", CStr::from_ptr(libc::dlerror()));
+            let handle = libc::dlopen(
+                path.as_ptr(),
+                libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE,
+            );
+            assert!(
+                !handle.is_null(),
+                "dlopen: {:?}",
+                CStr::from_ptr(libc::dlerror())
+            );
             let symbol = libc::dlsym(handle, c"packetdrill_interface_init".as_ptr());
-            assert!(!symbol.is_null(), "no packetdrill_interface_init in the library");
+            assert!(
+                !symbol.is_null(),
+                "no packetdrill_interface_init in the library"
+            );
             let init: unsafe extern "C" fn(*const libc::c_char, *mut PacketdrillInterface) =
                 std::mem::transmute(symbol);
             let mut table = std::mem::MaybeUninit::<PacketdrillInterface>::zeroed();
@@ -76,21 +86,31 @@ impl Shim {
     }
 
     fn now_micros(&self) -> i64 {
-        let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
+        let mut tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        };
         // SAFETY: a valid timeval.
-        let rc = unsafe { (self.table.gettimeofday.unwrap())(self.ud(), &raw mut tv, std::ptr::null_mut()) };
+        let rc = unsafe {
+            (self.table.gettimeofday.unwrap())(self.ud(), &raw mut tv, std::ptr::null_mut())
+        };
         assert_eq!(rc, 0);
         tv.tv_sec * 1_000_000 + tv.tv_usec
     }
 
     fn usleep(&self, micros: u32) {
         // SAFETY: plain values.
-        assert_eq!(unsafe { (self.table.usleep.unwrap())(self.ud(), micros) }, 0);
+        assert_eq!(
+            unsafe { (self.table.usleep.unwrap())(self.ud(), micros) },
+            0
+        );
     }
 
     fn send(&self, packet: &[u8]) {
         // SAFETY: the packet's bytes.
-        let rc = unsafe { (self.table.netdev_send.unwrap())(self.ud(), packet.as_ptr().cast(), packet.len()) };
+        let rc = unsafe {
+            (self.table.netdev_send.unwrap())(self.ud(), packet.as_ptr().cast(), packet.len())
+        };
         assert_eq!(rc, 0);
     }
 
@@ -101,7 +121,12 @@ impl Shim {
         let mut at = 0i64;
         // SAFETY: a buffer of `len` bytes and two out-parameters.
         let rc = unsafe {
-            (self.table.netdev_receive.unwrap())(self.ud(), buf.as_mut_ptr().cast(), &raw mut len, &raw mut at)
+            (self.table.netdev_receive.unwrap())(
+                self.ud(),
+                buf.as_mut_ptr().cast(),
+                &raw mut len,
+                &raw mut at,
+            )
         };
         assert_eq!(rc, 0);
         assert!(len > 0, "the stack sent nothing and has no timer pending");
@@ -126,7 +151,9 @@ fn sockaddr(ip: Ipv4Addr, port: u16) -> libc::sockaddr_in {
     libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: port.to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
         sin_zero: [0; 8],
     }
 }
@@ -161,7 +188,12 @@ fn segment(seq: u32, ack: u32, flags: Flags, options: Options, payload: &[u8]) -
     let mut packet = vec![0u8; ip.buffer_len() + repr.buffer_len()];
     ip.emit(&mut ipv4::Packet::new_unchecked(&mut packet[..]));
     let header = ip.header_len();
-    repr.emit(&mut tcp::Packet::new_unchecked(&mut packet[header..]), &REMOTE, &LOCAL, true);
+    repr.emit(
+        &mut tcp::Packet::new_unchecked(&mut packet[header..]),
+        &REMOTE,
+        &LOCAL,
+        true,
+    );
     packet
 }
 
@@ -181,7 +213,7 @@ fn parse(packet: &[u8]) -> Seen {
     let repr = ipv4::Repr::parse(&ip, true).expect("a valid IPv4 header");
     assert_eq!((repr.src_addr, repr.dst_addr), (LOCAL, REMOTE));
     assert_eq!(repr.protocol, Protocol::Tcp);
-    let body = &packet[ip.header_len() as usize..];
+    let body = &packet[ip.header_len()..];
     let segment = tcp::Packet::new_checked(body).expect("a TCP segment");
     let tcp = tcp::Repr::parse(&segment, &LOCAL, &REMOTE, true).expect("a valid TCP segment");
     assert_eq!((tcp.src_port, tcp.dst_port), (PORT, REMOTE_PORT));
@@ -211,23 +243,46 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
 
     // socket, SO_REUSEADDR, bind, listen.
     // SAFETY (all calls below): plain values and buffers that outlive each call.
-    let fd = unsafe { (t.socket.unwrap())(ud, libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP) };
+    let fd =
+        unsafe { (t.socket.unwrap())(ud, libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP) };
     assert!(fd >= 0, "socket: errno {}", Shim::errno());
     let one: c_int = 1;
     let rc = unsafe {
-        (t.setsockopt.unwrap())(ud, fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, (&raw const one).cast(), 4)
+        (t.setsockopt.unwrap())(
+            ud,
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&raw const one).cast(),
+            4,
+        )
     };
     assert_eq!(rc, 0);
     let addr = sockaddr(LOCAL, PORT);
     let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    assert_eq!(unsafe { (t.bind.unwrap())(ud, fd, (&raw const addr).cast(), len) }, 0);
+    assert_eq!(
+        unsafe { (t.bind.unwrap())(ud, fd, (&raw const addr).cast(), len) },
+        0
+    );
     assert_eq!(unsafe { (t.listen.unwrap())(ud, fd, 1) }, 0);
     // Nothing to accept yet: a non-blocking accept says EAGAIN.
-    assert_eq!(unsafe { (t.fcntl.unwrap())(ud, fd, libc::F_SETFL, libc::O_NONBLOCK.into()) }, 0);
+    assert_eq!(
+        unsafe { (t.fcntl.unwrap())(ud, fd, libc::F_SETFL, libc::O_NONBLOCK.into()) },
+        0
+    );
     let rc = unsafe { (t.accept.unwrap())(ud, fd, std::ptr::null_mut(), std::ptr::null_mut()) };
     assert_eq!((rc, Shim::errno()), (-1, libc::EAGAIN));
     // An unknown option is ENOPROTOOPT; a bad descriptor EBADF.
-    let rc = unsafe { (t.setsockopt.unwrap())(ud, fd, libc::IPPROTO_TCP, libc::TCP_FASTOPEN, (&raw const one).cast(), 4) };
+    let rc = unsafe {
+        (t.setsockopt.unwrap())(
+            ud,
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_FASTOPEN,
+            (&raw const one).cast(),
+            4,
+        )
+    };
     assert_eq!((rc, Shim::errno()), (-1, libc::ENOPROTOOPT));
     assert_eq!(unsafe { (t.listen.unwrap())(ud, 999, 1) }, -1);
     assert_eq!(Shim::errno(), libc::EBADF);
@@ -249,9 +304,16 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     assert_eq!(syn_ack.ack, PEER_ISS + 1);
     assert_eq!(syn_ack.options.mss, Some(1460));
     assert!(syn_ack.options.sack_permitted);
-    assert_eq!(syn_ack.options.window_scale, Some(8), "Linux's scale for tcp_rmem's 15 MiB");
+    assert_eq!(
+        syn_ack.options.window_scale,
+        Some(8),
+        "Linux's scale for tcp_rmem's 15 MiB"
+    );
     assert_eq!(syn_ack.options.timestamps.map(|(_, ecr)| ecr), Some(100));
-    assert!((at - sent_at).abs() <= 1, "the SYN-ACK leaves when the SYN arrives");
+    assert!(
+        (at - sent_at).abs() <= 1,
+        "the SYN-ACK leaves when the SYN arrives"
+    );
     assert!(at - start >= 100_000, "usleep moved the clock");
     let iss = syn_ack.seq;
     let tsval = syn_ack.options.timestamps.unwrap().0;
@@ -274,13 +336,28 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     let mut info = [0u8; 256];
     let mut info_len: libc::socklen_t = 256;
     let rc = unsafe {
-        (t.getsockopt.unwrap())(ud, child, libc::IPPROTO_TCP, libc::TCP_INFO, info.as_mut_ptr().cast(), &raw mut info_len)
+        (t.getsockopt.unwrap())(
+            ud,
+            child,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &raw mut info_len,
+        )
     };
     assert_eq!(rc, 0);
     assert_eq!(info_len, 248, "Linux's struct tcp_info");
     assert_eq!(info[0], 1, "tcpi_state TCP_ESTABLISHED");
-    assert_eq!(info[5] & 0x7, 0x7, "tcpi_options: timestamps, SACK, window scale");
-    assert_eq!(u32::from_ne_bytes(info[16..20].try_into().unwrap()), 1448, "tcpi_snd_mss");
+    assert_eq!(
+        info[5] & 0x7,
+        0x7,
+        "tcpi_options: timestamps, SACK, window scale"
+    );
+    assert_eq!(
+        u32::from_ne_bytes(info[16..20].try_into().unwrap()),
+        1448,
+        "tcpi_snd_mss"
+    );
 
     // Write 4000 bytes: one TSO segment of them, PSH on it.
     let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
@@ -303,7 +380,10 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     shim.usleep(5_000);
     let mut ack_options = ts(120);
     for right in [iss + 1 + 2896, iss + 1 + 4000, iss + 1 + 4000] {
-        ack_options.sack_blocks[0] = SackBlock { left: iss + 1 + 1448, right };
+        ack_options.sack_blocks[0] = SackBlock {
+            left: iss + 1 + 1448,
+            right,
+        };
         ack_options.sack_len = 1;
         shim.send(&segment(PEER_ISS + 1, iss + 1, ACK, ack_options, &[]));
     }
@@ -313,28 +393,61 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     assert_eq!(repair.seq, iss + 1);
     assert_eq!(repair.payload, data[..1448]);
     let delay = at - retransmitted_at;
-    assert!((2_500..=2_600).contains(&delay), "retransmitted {delay} us after the third SACK");
+    assert!(
+        (2_500..=2_600).contains(&delay),
+        "retransmitted {delay} us after the third SACK"
+    );
     shim.send(&segment(PEER_ISS + 1, iss + 1 + 4000, ACK, ts(130), &[]));
 
     // Data from the peer out of order: the stack answers at once with a SACK block.
     let first: Vec<u8> = vec![b'a'; 500];
     let second: Vec<u8> = vec![b'b'; 500];
-    shim.send(&segment(PEER_ISS + 1 + 500, iss + 1 + 4000, ACK, ts(140), &second));
+    shim.send(&segment(
+        PEER_ISS + 1 + 500,
+        iss + 1 + 4000,
+        ACK,
+        ts(140),
+        &second,
+    ));
     let dup = parse(&shim.receive().0);
     assert_eq!(dup.ack, PEER_ISS + 1, "a duplicate ACK for the hole");
-    assert_eq!(dup.options.sack(), &[SackBlock { left: PEER_ISS + 501, right: PEER_ISS + 1001 }]);
+    assert_eq!(
+        dup.options.sack(),
+        &[SackBlock {
+            left: PEER_ISS + 501,
+            right: PEER_ISS + 1001
+        }]
+    );
     // FIONREAD: nothing in order yet; a non-blocking read says EAGAIN.
     let mut pending: c_int = -1;
-    assert_eq!(unsafe { (t.ioctl.unwrap())(ud, child, libc::FIONREAD, (&raw mut pending).cast()) }, 0);
+    assert_eq!(
+        unsafe { (t.ioctl.unwrap())(ud, child, libc::FIONREAD, (&raw mut pending).cast()) },
+        0
+    );
     assert_eq!(pending, 0);
     let mut buf = [0u8; 2000];
-    let rc = unsafe { (t.recv.unwrap())(ud, child, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    let rc = unsafe {
+        (t.recv.unwrap())(
+            ud,
+            child,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
     assert_eq!((rc, Shim::errno()), (-1, libc::EAGAIN));
     shim.send(&segment(PEER_ISS + 1, iss + 1 + 4000, ACK, ts(150), &first));
     let filled = parse(&shim.receive().0);
-    assert_eq!(filled.ack, PEER_ISS + 1001, "the hole filled: everything acknowledged at once");
+    assert_eq!(
+        filled.ack,
+        PEER_ISS + 1001,
+        "the hole filled: everything acknowledged at once"
+    );
     assert!(filled.options.sack().is_empty());
-    assert_eq!(unsafe { (t.ioctl.unwrap())(ud, child, libc::FIONREAD, (&raw mut pending).cast()) }, 0);
+    assert_eq!(
+        unsafe { (t.ioctl.unwrap())(ud, child, libc::FIONREAD, (&raw mut pending).cast()) },
+        0
+    );
     assert_eq!(pending, 1000);
     let n = unsafe { (t.read.unwrap())(ud, child, buf.as_mut_ptr().cast(), buf.len()) };
     assert_eq!(n, 1000);
@@ -342,7 +455,11 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     assert_eq!(&buf[500..1000], &second[..]);
 
     // poll: writable, not readable.
-    let mut pfd = libc::pollfd { fd: child, events: libc::POLLIN | libc::POLLOUT, revents: 0 };
+    let mut pfd = libc::pollfd {
+        fd: child,
+        events: libc::POLLIN | libc::POLLOUT,
+        revents: 0,
+    };
     assert_eq!(unsafe { (t.poll.unwrap())(ud, &raw mut pfd, 1, 0) }, 1);
     assert_eq!(pfd.revents, libc::POLLOUT);
 
@@ -353,7 +470,13 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     assert_eq!(fin.flags, flags(Flags::FIN, ACK));
     assert_eq!((fin.seq, fin.ack), (iss + 4001, PEER_ISS + 1001));
     shim.usleep(10_000);
-    shim.send(&segment(PEER_ISS + 1001, iss + 4002, flags(Flags::FIN, ACK), ts(160), &[]));
+    shim.send(&segment(
+        PEER_ISS + 1001,
+        iss + 4002,
+        flags(Flags::FIN, ACK),
+        ts(160),
+        &[],
+    ));
     let last = parse(&shim.receive().0);
     assert_eq!(last.flags, ACK);
     assert_eq!((last.seq, last.ack), (iss + 4002, PEER_ISS + 1002));
@@ -368,7 +491,8 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
 fn bad_flags_fail_every_call_with_einval() {
     let shim = Shim::load("mtu=12");
     // SAFETY: plain values.
-    let rc = unsafe { (shim.table.socket.unwrap())(shim.ud(), libc::AF_INET, libc::SOCK_STREAM, 0) };
+    let rc =
+        unsafe { (shim.table.socket.unwrap())(shim.ud(), libc::AF_INET, libc::SOCK_STREAM, 0) };
     assert_eq!((rc, Shim::errno()), (-1, libc::EINVAL));
 }
 
@@ -387,14 +511,19 @@ fn connect_blocks_on_virtual_time_until_the_retries_run_out() {
     let rc = unsafe { (t.connect.unwrap())(ud, fd, (&raw const remote).cast(), len) };
     assert_eq!((rc, Shim::errno()), (-1, libc::ETIMEDOUT));
     let waited = shim.now_micros() - start;
-    assert!(waited >= 60_000_000, "six retries take over a minute of virtual time: {waited} us");
+    assert!(
+        waited >= 60_000_000,
+        "six retries take over a minute of virtual time: {waited} us"
+    );
     let mut syns = 0;
     loop {
         let mut buf = vec![0u8; 2000];
         let mut n = buf.len();
         let mut at = 0i64;
         // SAFETY: a buffer and two out-parameters.
-        unsafe { (t.netdev_receive.unwrap())(ud, buf.as_mut_ptr().cast(), &raw mut n, &raw mut at) };
+        unsafe {
+            (t.netdev_receive.unwrap())(ud, buf.as_mut_ptr().cast(), &raw mut n, &raw mut at)
+        };
         if n == 0 {
             break;
         }
@@ -407,6 +536,6 @@ fn connect_blocks_on_virtual_time_until_the_retries_run_out() {
 
 fn parse_any(packet: &[u8]) -> Flags {
     let ip = ipv4::Packet::new_checked(packet).unwrap();
-    let segment = tcp::Packet::new_checked(&packet[ip.header_len() as usize..]).unwrap();
+    let segment = tcp::Packet::new_checked(&packet[ip.header_len()..]).unwrap();
     segment.flags()
 }
