@@ -378,6 +378,7 @@ fn do_read(d: &Driver, fd: c_int, mut bufs: Vec<&mut [u8]>, flags: c_int) -> Res
 /// A write of `bufs`: a blocking socket takes all of it before returning (or an
 /// error, or what it took before one), as Linux's `tcp_sendmsg` does.
 fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize, Errno> {
+    d.with(|s| s.more_coming(fd, flags & libc::MSG_MORE != 0))?;
     let total: usize = bufs.iter().map(|b| b.len()).sum();
     if flags & libc::MSG_DONTWAIT != 0 {
         return d.with(|s| s.write(fd, bufs));
@@ -404,6 +405,20 @@ fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize
         Err(_) if done > 0 => Ok(done),
         Err(errno) => Err(errno),
     }
+}
+
+/// The first `n` bytes of `bufs`.
+pub(crate) fn take<'a>(bufs: &[&'a [u8]], mut n: usize) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    for buf in bufs {
+        if n == 0 {
+            break;
+        }
+        let part = &buf[..buf.len().min(n)];
+        n -= part.len();
+        out.push(part);
+    }
+    out
 }
 
 /// `bufs` without their first `n` bytes.
@@ -535,11 +550,9 @@ unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     _addrlen: socklen_t,
 ) -> isize {
+    // Linux's TCP ignores the destination address (tcp_sendmsg never reads msg_name).
+    let _ = addr;
     call(ud, "sendto", |d| {
-        if !addr.is_null() {
-            // A connected stream socket: Linux ignores the address or says EISCONN.
-            return Err(libc::EISCONN);
-        }
         // SAFETY: the caller's buffer (only read).
         let bufs = unsafe { one_buffer(buf.cast_mut(), len) }?;
         do_write(d, fd, &as_const(&bufs), flags)

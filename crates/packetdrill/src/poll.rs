@@ -31,8 +31,10 @@ pub struct Epoll {
 struct Interest {
     events: u32,
     data: u64,
-    /// For EPOLLET: what was reported last (reported again only when it changes).
-    last: u32,
+    /// For EPOLLET: the bits, readable bytes and send room seen last. An edge is a
+    /// new bit, more bytes to read (new data) or more room (an ACK freed some), as
+    /// Linux's wake-ups on data arrival and on freed send space.
+    last: (u32, usize, usize),
     /// EPOLLONESHOT fired: nothing more until EPOLL_CTL_MOD.
     disarmed: bool,
 }
@@ -111,12 +113,30 @@ impl Shim {
         }
         let open = matches!(state, TcpState::Established | TcpState::CloseWait);
         let queued = self.stack.tcp().send_queued(handle);
-        let room = self.flags.sndbuf.saturating_sub(queued);
+        let room = self.send_limit(fd)?.saturating_sub(queued);
         // Linux's sk_stream_is_writeable: free space at least half what is queued.
         if (open && room > 0 && room * 2 >= queued) || state == TcpState::Closed {
             bits |= POLLOUT;
         }
         Ok(bits)
+    }
+
+    /// A connection's readable bytes and free send room (zeros for anything else).
+    fn levels(&mut self, fd: i32) -> (usize, usize) {
+        match self.fds.get(&fd) {
+            Some(Fd::Tcp(socket)) => match socket.phase {
+                Phase::Conn(handle) => {
+                    let limit = self.send_limit(fd).unwrap_or(0);
+                    let tcp = self.stack.tcp();
+                    (
+                        tcp.readable(handle),
+                        limit.saturating_sub(tcp.send_queued(handle)),
+                    )
+                }
+                _ => (0, 0),
+            },
+            _ => (0, 0),
+        }
     }
 
     /// `poll` without waiting: fills each `(fd, events)`'s revents, returns how many
@@ -173,7 +193,7 @@ impl Shim {
         let interest = Interest {
             events,
             data,
-            last: 0,
+            last: (0, 0, 0),
             disarmed: false,
         };
         match op {
@@ -206,11 +226,16 @@ impl Shim {
                 continue;
             }
             let bits = self.readiness(fd).unwrap_or(0) & (interest.events | ALWAYS);
+            let levels = self.levels(fd);
             let edge = interest.events & libc::EPOLLET as u32 != 0;
             let oneshot = interest.events & libc::EPOLLONESHOT as u32 != 0;
-            let report = bits != 0 && (!edge || bits & !interest.last != 0);
+            let (last_bits, last_readable, last_room) = interest.last;
+            let rising = bits & !last_bits != 0
+                || (bits & POLLIN != 0 && levels.0 > last_readable)
+                || (bits & POLLOUT != 0 && levels.1 > last_room);
+            let report = bits != 0 && (!edge || rising);
             if let Some(kept) = self.epoll(epfd)?.interests.get_mut(&fd) {
-                kept.last = bits;
+                kept.last = (bits, levels.0, levels.1);
                 kept.disarmed |= report && oneshot;
             }
             if report {

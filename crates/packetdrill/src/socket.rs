@@ -70,8 +70,10 @@ pub struct TcpSocket {
     pub options: Options,
     /// The connection's ending error was returned once already.
     pub error_reported: bool,
-    /// `shutdown(SHUT_RD)`: reads see end of stream.
+    /// `shutdown(SHUT_RD)`: reads with nothing queued see end of stream.
     pub read_shut: bool,
+    /// The cork is on for a write with MSG_MORE (not TCP_CORK).
+    pub more_corked: bool,
     /// A listener's connections taken from the stack's accept queue (to see whether one
     /// waits) and not yet handed to `accept`.
     pub ready: VecDeque<TcpHandle>,
@@ -85,6 +87,7 @@ impl TcpSocket {
             options: Options::default(),
             error_reported: false,
             read_shut: false,
+            more_corked: false,
             ready: VecDeque::new(),
         }
     }
@@ -312,12 +315,15 @@ impl Shim {
     /// A read into `bufs` (scatter), without waiting; `peek` leaves the data.
     pub fn read(&mut self, fd: i32, bufs: &mut [&mut [u8]], peek: bool) -> Result<usize, Errno> {
         let socket = self.tcp_socket(fd)?;
-        if socket.read_shut {
-            return Ok(0);
-        }
+        let read_shut = socket.read_shut;
         let Phase::Conn(handle) = socket.phase else {
             return Err(libc::ENOTCONN);
         };
+        // After SHUT_RD Linux still delivers what arrives (it ACKs and queues it), and
+        // a read with nothing queued sees end of stream instead of blocking.
+        if read_shut && self.stack.tcp().readable(handle) == 0 {
+            return Ok(0);
+        }
         let wanted: usize = bufs.iter().map(|b| b.len()).sum();
         if wanted == 0 {
             return Ok(0);
@@ -378,11 +384,22 @@ impl Shim {
     }
 
     /// A write of `bufs` (gather), without waiting: what fit.
+    ///
+    /// SO_SNDBUF is kept here, above the stack (whose send buffer is per stack): a
+    /// write takes no more than leaves twice the value (Linux doubles it) queued and
+    /// unacknowledged. Linux counts buffer overhead too, so its limit is reached a
+    /// little earlier.
     pub fn write(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
         let handle = self.conn_of(fd)?;
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
+        let limit = self.send_limit(fd)?;
+        let room = limit.saturating_sub(self.stack.tcp().send_queued(handle));
+        if room == 0 && self.stack.tcp().error(handle).ok().flatten().is_none() {
+            return Err(libc::EAGAIN);
+        }
+        let bufs = crate::ffi::take(bufs, room.max(1));
         let now = self.now;
         let result = self
             .stack
@@ -396,6 +413,31 @@ impl Shim {
             Err(TcpError::InvalidState) => Err(libc::EPIPE),
             Err(error) => self.ending(fd, error, Err(libc::EPIPE)),
         }
+    }
+
+    /// MSG_MORE on a write: corked for this write, as Linux's `tcp_sendmsg` treats it
+    /// (more data follows: only full segments go); a write without it takes that cork
+    /// off again unless TCP_CORK holds it.
+    pub fn more_coming(&mut self, fd: i32, more: bool) -> Result<(), Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let Phase::Conn(handle) = socket.phase else {
+            return Ok(());
+        };
+        if socket.options.cork || (!more && !socket.more_corked) {
+            return Ok(());
+        }
+        socket.more_corked = more;
+        let now = self.now;
+        let _ = self.stack.tcp_set_cork(now, handle, more);
+        Ok(())
+    }
+
+    /// The most bytes `fd` may have queued: twice SO_SNDBUF, else the stack's buffer.
+    pub(crate) fn send_limit(&mut self, fd: i32) -> Result<usize, Errno> {
+        let sndbuf = self.tcp_socket(fd)?.options.sndbuf;
+        Ok(sndbuf.map_or(self.flags.sndbuf, |v| {
+            (v.unsigned_abs() as usize * 2).min(self.flags.sndbuf)
+        }))
     }
 
     /// `close`. A connection with unread data, or with SO_LINGER on and a zero

@@ -4,9 +4,13 @@
 use impnet_core::tcp::{TcpInfo, TcpState};
 
 use crate::shim::Shim;
-use crate::socket::{Errno, Phase};
+use impnet_core::tcp::TcpHandle;
 
-/// Linux's `struct tcp_info` (`include/uapi/linux/tcp.h`), field for field. The bit
+use crate::socket::{Errno, Options, Phase};
+
+/// Linux's `struct tcp_info` (`include/uapi/linux/tcp.h`, as of Linux 6.18 with the
+/// Accurate ECN counters: 280 bytes), field for field. Older readers ask for less and
+/// get the prefix they know, as from the kernel. The bit
 /// fields are whole bytes here: `wscales` holds `tcpi_snd_wscale:4` in its low and
 /// `tcpi_rcv_wscale:4` in its high nibble (GCC's order on little-endian machines).
 #[repr(C)]
@@ -72,6 +76,16 @@ pub struct LinuxTcpInfo {
     pub total_rto: u16,
     pub total_rto_recoveries: u16,
     pub total_rto_time: u32,
+    pub received_ce: u32,
+    pub delivered_e1_bytes: u32,
+    pub delivered_e0_bytes: u32,
+    pub delivered_ce_bytes: u32,
+    pub received_e1_bytes: u32,
+    pub received_e0_bytes: u32,
+    pub received_ce_bytes: u32,
+    /// `tcpi_ecn_mode:2, tcpi_accecn_opt_seen:2, tcpi_accecn_fail_mode:4,
+    /// tcpi_options2:24`.
+    pub ecn_bits: u32,
 }
 
 /// Linux's `TCP_INFINITE_SSTHRESH`.
@@ -286,6 +300,9 @@ impl Shim {
                 int(i32::from(mss))
             }
             (libc::IPPROTO_TCP, libc::TCP_INFO) => Ok(self.tcp_info_bytes(phase)),
+            // Linux: an algorithm without `get_info` (reno, cubic) gives nothing.
+            (libc::IPPROTO_TCP, libc::TCP_CC_INFO) => Ok(Vec::new()),
+            (libc::SOL_SOCKET, libc::SO_MEMINFO) => Ok(self.meminfo(conn, options)),
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
                 let mut name = self.flags.congestion.name().as_bytes().to_vec();
                 if name == b"newreno" {
@@ -296,6 +313,37 @@ impl Shim {
             }
             _ => Err(libc::ENOPROTOOPT),
         }
+    }
+
+    /// SO_MEMINFO's `u32[SK_MEMINFO_VARS]`: rmem_alloc, rcvbuf, wmem_alloc, sndbuf,
+    /// fwd_alloc, wmem_queued, optmem, backlog, drops; imp knows the bytes queued each
+    /// way and the buffer sizes.
+    fn meminfo(&mut self, conn: Option<TcpHandle>, options: Options) -> Vec<u8> {
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let (readable, queued) = conn.map_or((0, 0), |h| {
+            (
+                self.stack.tcp().readable(h),
+                self.stack.tcp().send_queued(h),
+            )
+        });
+        let rcvbuf = options
+            .rcvbuf
+            .map_or(self.flags.rcvbuf, |v| v.unsigned_abs() as usize * 2);
+        let sndbuf = options
+            .sndbuf
+            .map_or(self.flags.sndbuf, |v| v.unsigned_abs() as usize * 2);
+        let values = [
+            clamp(readable),
+            clamp(rcvbuf),
+            clamp(queued),
+            clamp(sndbuf),
+            0,
+            clamp(queued),
+            0,
+            0,
+            0,
+        ];
+        values.iter().flat_map(|v| v.to_ne_bytes()).collect()
     }
 
     fn tcp_info_bytes(&mut self, phase: Phase) -> Vec<u8> {
@@ -323,7 +371,8 @@ mod tests {
     use super::*;
     use core::mem::{offset_of, size_of};
 
-    /// Offsets from Linux's `struct tcp_info` as `pahole` shows it on x86_64.
+    /// Offsets of Linux's `struct tcp_info` on x86_64 (as packetdrill's copy in `tcp.h`
+    /// lays it out).
     #[test]
     fn layout_matches_linux() {
         assert_eq!(offset_of!(LinuxTcpInfo, rto), 8);
@@ -338,6 +387,7 @@ mod tests {
         assert_eq!(offset_of!(LinuxTcpInfo, delivered), 192);
         assert_eq!(offset_of!(LinuxTcpInfo, snd_wnd), 228);
         assert_eq!(offset_of!(LinuxTcpInfo, total_rto), 240);
-        assert_eq!(size_of::<LinuxTcpInfo>(), 248);
+        assert_eq!(offset_of!(LinuxTcpInfo, received_ce), 248);
+        assert_eq!(size_of::<LinuxTcpInfo>(), 280);
     }
 }

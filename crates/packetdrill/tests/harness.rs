@@ -333,8 +333,8 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
     assert_eq!(u16::from_be(peer.sin_port), REMOTE_PORT);
 
     // TCP_INFO: ESTABLISHED, MSS 1460 less the timestamp option.
-    let mut info = [0u8; 256];
-    let mut info_len: libc::socklen_t = 256;
+    let mut info = [0u8; 512];
+    let mut info_len: libc::socklen_t = 512;
     let rc = unsafe {
         (t.getsockopt.unwrap())(
             ud,
@@ -346,7 +346,7 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
         )
     };
     assert_eq!(rc, 0);
-    assert_eq!(info_len, 248, "Linux's struct tcp_info");
+    assert_eq!(info_len, 280, "Linux's struct tcp_info");
     assert_eq!(info[0], 1, "tcpi_state TCP_ESTABLISHED");
     assert_eq!(
         info[5] & 0x7,
