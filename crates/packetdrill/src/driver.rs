@@ -44,8 +44,19 @@ pub struct Driver {
 #[derive(Debug)]
 struct State {
     shim: Shim,
-    /// A call blocked on another thread: the generation it last looked at.
-    blocked: Option<u64>,
+    /// A call blocked on another thread: that thread, and the generation it last
+    /// looked at.
+    blocked: Option<(ThreadId, u64)>,
+}
+
+impl State {
+    /// A call blocked on a thread other than the caller's has not looked since the
+    /// last change.
+    fn stale(&self) -> bool {
+        let me = thread::current().id();
+        self.blocked
+            .is_some_and(|(thread, seen)| thread != me && seen != self.shim.generation)
+    }
 }
 
 impl Driver {
@@ -67,11 +78,28 @@ impl Driver {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Run `f` on the shim, then wake whoever waits.
+    /// Run `f` on the shim, then wake whoever waits. A call blocked on another thread
+    /// that has not looked since the last change goes first (for up to `CATCH_UP` of
+    /// real time): packetdrill's main thread spins on the clock, and without this the
+    /// blocked call would win the lock only later, at a later virtual time.
     pub fn with<R>(&self, f: impl FnOnce(&mut Shim) -> R) -> R {
-        let result = f(&mut self.lock().shim);
+        let mut state = self.catch_up(self.lock());
+        let result = f(&mut state.shim);
+        drop(state);
         self.changed.notify_all();
         result
+    }
+
+    /// Let a stale blocked call look again before going on.
+    fn catch_up<'a>(&'a self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        if !state.stale() {
+            return state;
+        }
+        self.changed.notify_all();
+        self.changed
+            .wait_timeout_while(state, CATCH_UP, |s| s.stale())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0
     }
 
     /// Run `f` until it does not say `EAGAIN` (at once for a non-blocking `fd`; `fd` -1
@@ -132,7 +160,7 @@ impl Driver {
             return Ok(state);
         }
         let generation = state.shim.generation;
-        state.blocked = Some(generation);
+        state.blocked = Some((thread::current().id(), generation));
         self.changed.notify_all();
         let (mut state, waited) = self
             .changed
@@ -152,12 +180,11 @@ impl Driver {
             if let Some(sent) = state.shim.next_sent() {
                 return Some(sent);
             }
-            let stale = |s: &mut State| s.blocked.is_some_and(|seen| seen != s.shim.generation);
-            if stale(&mut state) {
+            if state.stale() {
                 self.changed.notify_all();
                 let (next, waited) = self
                     .changed
-                    .wait_timeout_while(state, CATCH_UP, |s| stale(s))
+                    .wait_timeout_while(state, CATCH_UP, |s| s.stale())
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 state = next;
                 if !waited.timed_out() {
