@@ -702,6 +702,7 @@ struct App {
 
 enum AppState {
     Bulk(Box<BulkApp>),
+    Ftp(Box<ftp::FtpApp>),
     Rr(Box<RrApp>),
     Ping(Box<PingApp>),
 }
@@ -865,6 +866,12 @@ impl App {
                 read_bytes: 0,
                 buf: vec![0; 256 * 1024],
             })),
+            FlowKind::Ftp { .. } => AppState::Ftp(Box::new(ftp::FtpApp::new(
+                &spec.kind,
+                scenario.seed,
+                index,
+                addrs,
+            ))),
             FlowKind::RequestResponse {
                 request, response, ..
             } => AppState::Rr(Box::new(RrApp::new((*request).max(*response)))),
@@ -900,7 +907,7 @@ impl App {
 
     fn bytes_goal(&self) -> u64 {
         match &self.spec.kind {
-            FlowKind::Bulk { bytes, .. } => *bytes,
+            FlowKind::Bulk { bytes, .. } | FlowKind::Ftp { bytes, .. } => *bytes,
             _ => 0,
         }
     }
@@ -908,6 +915,7 @@ impl App {
     fn bytes_done(&self) -> u64 {
         match &self.state {
             AppState::Bulk(b) => b.received_hash.len(),
+            AppState::Ftp(f) => f.received().len(),
             _ => 0,
         }
     }
@@ -951,14 +959,19 @@ impl App {
         }
         match &mut self.state {
             AppState::Bulk(_) => self.drive_bulk(sim, from, to)?,
+            AppState::Ftp(_) => self.drive_ftp(sim, (from, to), tracer)?,
             AppState::Rr(_) if matches!(self.spec.kind, FlowKind::Keystroke { .. }) => {
                 self.drive_keystroke(sim, from, to)?;
             }
             AppState::Rr(_) => self.drive_rr(sim, from, to)?,
             AppState::Ping(_) => self.drive_ping(sim, from)?,
         }
+        if let AppState::Ftp(f) = &self.state {
+            // The data connection, once it exists, is the one followed.
+            self.traced = f.traced;
+        }
         if let Some(i) = self.traced {
-            self.sample(sim, from, tracer, i, sample_every);
+            self.sample(sim, (from, to), tracer, i, sample_every);
         }
         self.seen = (sim.activity(from), sim.activity(to));
         Ok(())
@@ -985,6 +998,8 @@ impl App {
                 );
                 return Ok(());
             }
+            // ftp flows are IPv4 only (the scenario refuses `family = "ipv6"`).
+            AppState::Ftp(f) => return f.open(sim, (from, to), self.addrs, port),
             AppState::Bulk(s) => (&mut s.listener, &mut s.client),
             AppState::Rr(s) => (&mut s.listener, &mut s.client),
         };
@@ -1017,33 +1032,37 @@ impl App {
     fn sample(
         &mut self,
         sim: &Sim,
-        from: HostId,
+        (from, to): (HostId, HostId),
         tracer: &Rc<RefCell<Tracer>>,
         i: usize,
         every: Duration,
     ) {
         let now = sim.now();
-        let client = match &self.state {
-            AppState::Bulk(s) => s.client,
-            AppState::Rr(s) => s.client,
-            AppState::Ping(_) => None,
+        // The data sender: the opener, but an FTP server's data connection.
+        let (sender, client) = match &self.state {
+            AppState::Bulk(s) => (from, s.client),
+            AppState::Ftp(f) => (to, f.data_sender()),
+            AppState::Rr(s) => (from, s.client),
+            AppState::Ping(_) => (from, None),
+        };
+        let read_bytes = match &self.state {
+            AppState::Bulk(s) => Some(s.read_bytes),
+            AppState::Ftp(f) => Some(f.read_bytes()),
+            _ => None,
         };
         let mut t = tracer.borrow_mut();
         let seconds = t.seconds(now);
         let trace = &mut t.flows[i].trace;
-        if let AppState::Bulk(s) = &self.state
-            && trace
-                .delivered
-                .last()
-                .is_none_or(|&(_, b)| b != s.read_bytes)
+        if let Some(read) = read_bytes
+            && trace.delivered.last().is_none_or(|&(_, b)| b != read)
         {
-            trace.delivered.push((seconds, s.read_bytes));
+            trace.delivered.push((seconds, read));
         }
         if now < self.next_sample {
             return;
         }
         self.next_sample = now + every;
-        let Some(info) = client.and_then(|c| sim.host(from).tcp_info(c)) else {
+        let Some(info) = client.and_then(|c| sim.host(sender).tcp_info(c)) else {
             return;
         };
         let ssthresh = (info.ssthresh < u32::MAX / 2).then_some(info.ssthresh);
@@ -1053,8 +1072,14 @@ impl App {
 
     fn report(&self, scenario: &Scenario, tracer: &Tracer, now: Instant) -> FlowReport {
         let rate = scenario.bottleneck_rate(&self.spec);
-        let start = self.started.unwrap_or(now);
-        let end = self.done_at.unwrap_or(now);
+        let (start, end) = match &self.state {
+            // An FTP client's figure: from RETR to the end of the data.
+            AppState::Ftp(f) => (
+                f.transfer.0.or(self.started).unwrap_or(now),
+                f.transfer.1.unwrap_or(now),
+            ),
+            _ => (self.started.unwrap_or(now), self.done_at.unwrap_or(now)),
+        };
         let seconds = (end - start).as_secs_f64().max(1e-9);
         let trace = self.traced.map(|i| &tracer.flows[i].trace);
         let efficiency = trace
@@ -1126,6 +1151,10 @@ impl App {
                         && s.sent_hash.finish() == s.received_hash.finish()
                         && s.sent_hash.len() == s.received_hash.len(),
                 );
+            }
+            AppState::Ftp(f) => {
+                r.bytes = f.received().len();
+                r.data_ok = Some(f.data_ok());
             }
             AppState::Rr(s) => {
                 r.bytes = s.bytes;
@@ -1200,6 +1229,7 @@ fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
 }
 
 mod apps;
+mod ftp;
 mod routers;
 
 /// The IPv4 address a simulated host's connection has (the simulator's hosts are

@@ -1,7 +1,8 @@
 //! IPv6 in the simulator: `scenarios/routed/ipv6-dual-stack.toml`, an IPv4 and an
 //! IPv6 bulk flow through two routers and one bottleneck, both complete byte-exact,
 //! the IPv6 one really over IPv6 (its frames counted in the bottleneck's pcap), and
-//! the run replays from its seed; the scenario file's `family` errors.
+//! the run replays from its seed; the scenario file's `family` errors (an unknown
+//! family, ping and ftp flows over IPv6).
 
 use std::path::{Path, PathBuf};
 
@@ -95,4 +96,15 @@ fn a_bad_family_is_refused_with_its_line() {
     assert_ne!(ping, text);
     let err = Scenario::parse(&ping, "dual.toml").unwrap_err().to_string();
     assert!(err.contains("family") && err.contains("IPv4 only"), "{err}");
+    let ftp = text.replace(
+        "type = \"bulk\"\nfamily = \"ipv6\"",
+        "type = \"ftp\"\nfamily = \"ipv6\"",
+    );
+    assert_ne!(ftp, text);
+    let err = Scenario::parse(&ftp, "dual.toml").unwrap_err().to_string();
+    assert!(err.contains("family") && err.contains("ftp flows"), "{err}");
+    // The same file with the family spelt out for IPv4 parses.
+    let v4 = text.replace("family = \"ipv6\"", "family = \"ipv4\"");
+    let parsed = Scenario::parse(&v4, "dual.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert!(parsed.flows.iter().all(|f| !f.ipv6));
 }
