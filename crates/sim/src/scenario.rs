@@ -158,6 +158,10 @@ pub struct FlowSpec {
     pub from_addr: Ipv4Addr,
     /// `to`'s address on the last link of the path.
     pub to_addr: Ipv4Addr,
+    /// The flow runs over IPv6 (`family = "ipv6"`): between the two ends' IPv6
+    /// addresses on the same links (`experiment::link_address6`), not `from_addr` and
+    /// `to_addr`.
+    pub ipv6: bool,
     /// When the flow starts.
     pub start: Duration,
     /// What the flow does.
@@ -578,6 +582,8 @@ struct RawFlow {
     from: Option<Spanned<String>>,
     to: Option<Spanned<String>>,
     start: Option<Dur>,
+    /// "ipv4" (the default) or "ipv6".
+    family: Option<Spanned<String>>,
     // bulk
     bytes: Option<Bytes>,
     record: Option<Bytes>,
@@ -1393,6 +1399,35 @@ pub(crate) struct PendingFlow {
     span: Range<usize>,
     start: Duration,
     kind: FlowKind,
+    /// Over IPv6.
+    ipv6: bool,
+}
+
+/// A flow's `family`: "ipv4" (the default) or "ipv6"; pings and ftp flows are IPv4
+/// only.
+fn flow_family(ctx: &Ctx<'_>, flow: &RawFlow, kind: &FlowKind) -> Result<bool, ScenarioError> {
+    let Some(family) = &flow.family else {
+        return Ok(false);
+    };
+    match family.get_ref().as_str() {
+        "ipv4" => Ok(false),
+        "ipv6" if matches!(kind, FlowKind::Ping { .. }) => Err(ctx.error(
+            family.span(),
+            "family",
+            "ping flows run over IPv4 only (the simulator has no ICMPv6 echo flows)",
+        )),
+        "ipv6" if matches!(kind, FlowKind::Ftp { .. }) => Err(ctx.error(
+            family.span(),
+            "family",
+            "ftp flows run over IPv4 only (their data connections are IPv4)",
+        )),
+        "ipv6" => Ok(true),
+        other => Err(ctx.error(
+            family.span(),
+            "family",
+            format!("`{other}`: give \"ipv4\" or \"ipv6\""),
+        )),
+    }
 }
 
 fn pending_flows(
@@ -1411,6 +1446,7 @@ fn pending_flows(
             node_ref(ctx, to, "to", nodes)?,
         );
         let kind = flow_kind(ctx, spanned)?;
+        let ipv6 = flow_family(ctx, flow, &kind)?;
         if nodes[from_index].kind != NodeKind::Host {
             return Err(ctx.error(
                 from.span(),
@@ -1442,6 +1478,7 @@ fn pending_flows(
                 span: to.span(),
                 start: flow.start.map_or(Duration::ZERO, |d| d.0),
                 kind,
+                ipv6,
             },
             spanned.span(),
         )?;
