@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use clap::Args;
 use impnet::Runtime;
-use impnet::core::{IfaceConfig, IfaceId, StackConfig};
+use impnet::core::{AddrState, IfaceConfig, IfaceId, StackConfig};
 use impnet::phy::{Device, Impair, LinkConfig, LinkModel, Tap, TapConfig, Tun};
 use impnet::wire::ethernet;
 use impnet::wire::ipv4::Cidr;
@@ -427,6 +427,7 @@ impl TapArgs {
             (iface, name, offloads, "TAP")
         };
         self.configure(&rt, iface);
+        wait_for_dad(&rt, iface, addrs)?;
         Ok(TapStack {
             rt,
             addrs: addrs.to_vec(),
@@ -465,6 +466,42 @@ impl TapArgs {
             tx: model(config, seed)?,
             rx: model(config, seed.rotate_left(17) ^ 0x9e37)?,
         }))
+    }
+}
+
+/// Wait until duplicate address detection passed for every IPv6 address in `addrs`
+/// (about a second, RFC 4861's RetransTimer per probe), so a command can use them at
+/// once; an error if another host has one.
+fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
+    let wanted: Vec<Ipv6Addr> = addrs
+        .iter()
+        .filter_map(|a| match a {
+            HostCidr::V6(c) => Some(c.address),
+            HostCidr::V4(_) => None,
+        })
+        .collect();
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let have = rt.with_stack(|s, _| s.ipv6_addresses(iface));
+        let mut pending = false;
+        for addr in &wanted {
+            match have.iter().find(|a| a.cidr.address == *addr) {
+                None => {
+                    return Err(format!(
+                        "--addr {addr}: another host on the link has that address \
+                         (duplicate address detection, RFC 4862 §5.4)"
+                    ));
+                }
+                Some(a) => pending |= matches!(a.state, AddrState::Tentative { .. }),
+            }
+        }
+        if !pending {
+            return Ok(());
+        }
+        if std::time::Instant::now() > give_up {
+            return Err("IPv6 duplicate address detection did not finish in 10 s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
