@@ -202,7 +202,9 @@ impl Stack {
     /// True when `iface` carries bare IP packets (no link layer, no neighbour
     /// discovery).
     pub(crate) fn is_ip_medium(&self, iface: IfaceId) -> bool {
-        self.ifaces.get(iface.index()).is_some_and(Interface::is_ip_level)
+        self.ifaces
+            .get(iface.index())
+            .is_some_and(Interface::is_ip_level)
     }
 
     /// True when `addr` is one of ours (either family).
@@ -555,19 +557,6 @@ impl Stack {
                     self.send_icmpv6_error(now, meta, &repr);
                 }
             }
-        }
-    }
-
-    /// A UDP datagram over IPv6: no UDP socket speaks IPv6 yet, so a port is
-    /// unreachable (RFC 4443 §3.1 code 4).
-    pub(crate) fn handle_udp6(&mut self, now: Instant, meta: &Meta6<'_>, payload: &[u8]) {
-        let _ = payload;
-        if !meta.multicast {
-            let repr = icmpv6::Repr::DstUnreachable {
-                reason: icmpv6::DstUnreachable::PortUnreachable,
-                invoking: meta.invoking,
-            };
-            self.send_icmpv6_error(now, meta, &repr);
         }
     }
 
