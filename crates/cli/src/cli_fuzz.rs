@@ -586,3 +586,44 @@ fn bad_values_found_at_the_edges_are_refused_up_front() {
         assert_eq!(check(&split_words(&line)), Ok(()));
     }
 }
+
+/// `imp ftp` and `imp serve --ftp` refuse bad values before anything opens or runs,
+/// each with the option or value named.
+#[test]
+fn ftp_values_are_refused_up_front() {
+    for (line, expect) in [
+        ("ftp --bytes 0", "--bytes"),
+        ("ftp --rtt 999999999s", "--rtt"),
+        ("ftp 10.0.0.1 f", "SERVER, PATH"),
+        ("ftp --tap t0 --addr 10.0.0.2/24 10.0.0.1:0 f", "10.0.0.1:0"),
+        ("ftp --tap t0 --addr 10.0.0.2/24 10.0.0.1", "PATH"),
+        (
+            "ftp --tap t0 --addr 10.0.0.2/24 --list --put /etc/hostname 10.0.0.1 f",
+            "--put",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp-upload x",
+            "--ftp-upload",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --echo --ftp-port 7",
+            "echo's port",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --ftp-no-anonymous",
+            "--ftp-user",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --ftp-user alice",
+            "USER:PASSWORD",
+        ),
+        (
+            "serve --tap t0 --addr 10.0.0.2/24 --ftp / --ftp-upload ../x",
+            "--ftp-upload",
+        ),
+    ] {
+        let error = error_of(line);
+        assert!(error.contains(expect), "imp {line}: {error}");
+        assert_eq!(check(&split_words(line)), Ok(()));
+    }
+}

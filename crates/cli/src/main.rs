@@ -8,6 +8,8 @@
 mod analyze;
 #[cfg(test)]
 mod cli_fuzz;
+mod ftp;
+mod ftp_serve;
 mod http;
 mod impair;
 mod link;
@@ -45,8 +47,11 @@ enum Command {
     Sim(sim::SimArgs),
     /// Measure imp against smoltcp and the Linux kernel (bulk, ping-pong, churn, scale).
     Bench(bench::BenchArgs),
-    /// Serve echo (7), discard (9), chargen (19) and HTTP files (80) on imp over a TAP.
+    /// Serve echo (7), discard (9), chargen (19), HTTP (80) and FTP (21) files on imp over a TAP.
     Serve(serve::ServeArgs),
+    /// Fetch (or list, or store) a file by FTP from a server over a TAP, or run an FTP
+    /// session between two simulated hosts, and print the rate.
+    Ftp(ftp::FtpArgs),
     /// Join two TAP devices by an emulated link (delay, rate, loss, ...) in real time.
     Link(link::LinkArgs),
     /// Forward IPv4 between two or more TAP devices: imp as a gateway (RFC 1812).
@@ -70,6 +75,7 @@ fn validate(command: &Command) -> Result<(), String> {
         Command::Bench(args) => bench::validate(args),
         Command::Sim(args) => sim::validate(args),
         Command::Serve(args) => serve::validate(args),
+        Command::Ftp(args) => ftp::validate(args),
         Command::Link(args) => link::validate(args),
         Command::Route(args) => route::validate(args),
         Command::Analyze(args) => analyze::validate(args),
@@ -96,6 +102,7 @@ fn main() {
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Ftp(args) => ftp::run(args),
         Command::Link(args) => link::run(args),
         Command::Route(args) => route::run(args),
         Command::Analyze(args) => analyze::run(args),

@@ -328,7 +328,7 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
         }
     }
     for (cidr, gateway) in &args.routes {
-        if gateway_iface(&taps, *gateway).is_none() {
+        if gateway_iface(taps, *gateway).is_none() {
             return Err(format!(
                 "--route {}/{}={gateway}: the gateway is on none of the interfaces' networks",
                 cidr.address, cidr.prefix_len

@@ -1,19 +1,21 @@
 //! `imp serve`: the classic small services on imp over a TAP: echo (7, TCP and UDP),
 //! discard (9), chargen (19, RFC 864) and an HTTP/1.1 file server (80, hyper on
-//! impnet's tokio sockets: see `http.rs`). Runs until
+//! impnet's tokio sockets: see `http.rs`) and an FTP server (21, `impnet-ftp`: see
+//! `ftp_serve.rs`). Runs until
 //! SIGINT or SIGTERM, then stops the runtime (which fails every blocked socket call,
 //! so all threads wind down) and exits 0.
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddrV4};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use clap::Args;
 use impnet::{Runtime, TcpListener, TcpStream, UdpSocket};
 
+use crate::ftp_serve;
 use crate::http;
 use crate::tapargs::TapArgs;
 
@@ -38,6 +40,24 @@ pub struct ServeArgs {
     /// Port of the HTTP server.
     #[arg(long, default_value_t = 80)]
     pub http_port: u16,
+    /// Serve the files under DIR over FTP (RFC 959 with EPSV/EPRT, SIZE, MDTM, REST):
+    /// anonymous login, passive and active data connections, TYPE A and I, LIST, NLST,
+    /// RETR (and STOR into --ftp-upload).
+    #[arg(long, value_name = "DIR")]
+    pub ftp: Option<PathBuf>,
+    /// Port of the FTP server's control connections.
+    #[arg(long, default_value_t = 21)]
+    pub ftp_port: u16,
+    /// Allow STOR into this directory of the FTP tree (a path under --ftp DIR, such as
+    /// `incoming`), and nowhere else; without it the server takes no uploads.
+    #[arg(long, value_name = "PATH")]
+    pub ftp_upload: Option<String>,
+    /// A user who may log in to the FTP server with this password (besides anonymous).
+    #[arg(long, value_name = "USER:PASSWORD")]
+    pub ftp_user: Option<String>,
+    /// Refuse anonymous FTP logins (then --ftp-user is the only login).
+    #[arg(long)]
+    pub ftp_no_anonymous: bool,
 }
 
 /// Connections served, over all services (for the closing line).
@@ -49,18 +69,19 @@ type Handler = Arc<dyn Fn(TcpStream) -> io::Result<()> + Send + Sync>;
 /// The services asked for: (echo, discard, chargen); all three when none (and no
 /// HTTP) is named.
 fn services(args: &ServeArgs) -> (bool, bool, bool) {
-    if !args.echo && !args.discard && !args.chargen && args.http.is_none() {
+    if !args.echo && !args.discard && !args.chargen && args.http.is_none() && args.ftp.is_none() {
         (true, true, true)
     } else {
         (args.echo, args.discard, args.chargen)
     }
 }
 
-/// Check the arguments before anything opens (it only looks whether `--http` names
-/// a directory): every error names the option.
+/// Check the arguments before anything opens (it only looks whether `--http` and
+/// `--ftp` name directories): every error names the option.
 pub fn validate(args: &ServeArgs) -> Result<(), String> {
     args.device.validate()?;
     args.device.required("serve")?;
+    ftp_config(args)?;
     if let Some(dir) = &args.http {
         if !dir.is_dir() {
             return Err(format!("--http {}: not a directory", dir.display()));
@@ -85,6 +106,74 @@ pub fn validate(args: &ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The FTP server's logins and upload directory, checked (`None` without `--ftp`).
+fn ftp_config(args: &ServeArgs) -> Result<Option<impnet_ftp::ServerConfig>, String> {
+    let Some(dir) = &args.ftp else {
+        let stray = [
+            (args.ftp_upload.is_some(), "--ftp-upload"),
+            (args.ftp_user.is_some(), "--ftp-user"),
+            (args.ftp_no_anonymous, "--ftp-no-anonymous"),
+        ];
+        return match stray.iter().find(|(given, _)| *given) {
+            Some((_, flag)) => Err(format!("{flag} needs --ftp DIR (the FTP server)")),
+            None => Ok(None),
+        };
+    };
+    if !dir.is_dir() {
+        return Err(format!("--ftp {}: not a directory", dir.display()));
+    }
+    if args.ftp_port == 0 {
+        return Err("--ftp-port 0: give the port to serve FTP on (1 to 65535)".into());
+    }
+    let (echo, discard, chargen) = services(args);
+    let http = args.http.is_some().then_some(args.http_port);
+    let taken = [
+        (echo, 7, "echo"),
+        (discard, 9, "discard"),
+        (chargen, 19, "chargen"),
+    ]
+    .into_iter()
+    .chain(http.map(|p| (true, p, "HTTP")))
+    .find(|&(on, port, _)| on && port == args.ftp_port);
+    if let Some((_, port, name)) = taken {
+        return Err(format!(
+            "--ftp-port {port} is {name}'s port: pick another for FTP"
+        ));
+    }
+    let user = match &args.ftp_user {
+        Some(text) => match text.split_once(':') {
+            Some((u, p)) if !u.is_empty() && !u.contains(char::is_whitespace) => {
+                Some((u.to_string(), p.to_string()))
+            }
+            _ => return Err(format!("--ftp-user {text}: give USER:PASSWORD")),
+        },
+        None => None,
+    };
+    if args.ftp_no_anonymous && user.is_none() {
+        return Err("--ftp-no-anonymous leaves no login: add --ftp-user USER:PASSWORD".into());
+    }
+    let upload_dir = match &args.ftp_upload {
+        Some(path) => {
+            let tree = impnet_ftp::path::resolve("/", path)
+                .map_err(|e| format!("--ftp-upload {path}: {e}"))?;
+            if tree == "/" || !dir.join(tree.trim_start_matches('/')).is_dir() {
+                return Err(format!(
+                    "--ftp-upload {path}: not a directory under --ftp {} (the tree's root \
+                     itself cannot be it)",
+                    dir.display()
+                ));
+            }
+            Some(tree)
+        }
+        None => None,
+    };
+    Ok(Some(impnet_ftp::ServerConfig {
+        anonymous: !args.ftp_no_anonymous,
+        user,
+        upload_dir,
+    }))
+}
+
 /// Run `imp serve`.
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     validate(args)?;
@@ -102,7 +191,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let mut stack = args.device.start("serve")?;
+    let stack = args.device.start("serve")?;
     let mut services: Vec<(&str, u16, Handler)> = Vec::new();
     if echo {
         services.push(("echo", 7, Arc::new(echo_tcp)));
@@ -132,6 +221,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             }
         }));
     }
+    let ftp = ftp_listener(args, &stack, &mut names)?;
     for (name, port, handler) in services {
         let local = stack.listen_addr(port);
         let listener = TcpListener::bind(&stack.rt, local)
@@ -152,11 +242,55 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         stack.describe(args.device.impair.as_ref())
     );
     let _ = io::stdout().flush();
+    // FTP sessions make data connections on the runtime as they go: they share it.
+    let rt = Arc::new(RwLock::new(stack.rt));
+    if let Some(ftp) = ftp {
+        threads.push(start_ftp(ftp, &rt));
+    }
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    shutdown(&mut stack.rt, threads);
+    shutdown(&rt, threads);
     Ok(())
+}
+
+/// The FTP server's control listener, tree and settings, when `--ftp` is given.
+fn ftp_listener(
+    args: &ServeArgs,
+    stack: &crate::tapargs::TapStack,
+    names: &mut Vec<String>,
+) -> Result<Option<(TcpListener, impnet_ftp::DiskFs, impnet_ftp::ServerConfig)>, String> {
+    let (Some(dir), Some(config)) = (&args.ftp, ftp_config(args)?) else {
+        return Ok(None);
+    };
+    let fs = impnet_ftp::DiskFs::new(dir).map_err(|e| format!("--ftp {}: {e}", dir.display()))?;
+    // FTP's PORT and PASV name IPv4 addresses (EPSV/EPRT are not spoken here).
+    let ip = stack
+        .addr4()
+        .ok_or("--ftp needs an IPv4 --addr (PORT and PASV carry IPv4 addresses)")?
+        .address;
+    let port = args.ftp_port;
+    let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
+        .map_err(|e| format!("cannot listen on {ip}:{port} for ftp: {e}"))?;
+    names.push(format!("ftp ({port})"));
+    Ok(Some((listener, fs, config)))
+}
+
+/// The FTP server's thread: control connections accepted, a session each.
+fn start_ftp(
+    (listener, fs, config): (TcpListener, impnet_ftp::DiskFs, impnet_ftp::ServerConfig),
+    rt: &Arc<RwLock<Runtime>>,
+) -> std::thread::JoinHandle<()> {
+    let server = ftp_serve::Server {
+        rt: Arc::clone(rt),
+        fs,
+        config,
+    };
+    spawn("ftp", move || {
+        ftp_serve::accept_loop(&listener, &server, || {
+            CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+        });
+    })
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
@@ -167,10 +301,12 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHand
 }
 
 /// Stop the runtime: every blocked accept, read and write fails, so the threads end.
-fn shutdown(rt: &mut Runtime, threads: Vec<std::thread::JoinHandle<()>>) {
+fn shutdown(rt: &RwLock<Runtime>, threads: Vec<std::thread::JoinHandle<()>>) {
+    let mut rt = rt.write().unwrap_or_else(|e| e.into_inner());
     let (rx, tx) =
         rt.with_stack(|stack, _| (stack.stats().tcp.rx_segments, stack.stats().tcp.tx_segments));
     rt.shutdown();
+    drop(rt);
     for thread in threads {
         let _ = thread.join();
     }

@@ -223,7 +223,13 @@ fn print_tables(r: &Report) {
     }
     let of_kind =
         |kind: &str| -> Vec<&FlowReport> { r.flows.iter().filter(|f| f.kind == kind).collect() };
-    print_bulk(&of_kind("bulk"));
+    // An FTP flow's figures are a bulk transfer's (over its data connection).
+    let bulk: Vec<&FlowReport> = r
+        .flows
+        .iter()
+        .filter(|f| f.kind == "bulk" || f.kind == "ftp")
+        .collect();
+    print_bulk(&bulk);
     print_rr(&of_kind("rr"));
     print_keystroke(&of_kind("keystroke"));
     print_ping(&of_kind("ping"));

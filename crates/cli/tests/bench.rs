@@ -37,7 +37,10 @@ fn bench_quick_json_has_every_workload() {
         }
         assert!(r["unit"].is_string(), "{r}");
     }
-    for name in ["W1a", "W1b", "W2", "W3"] {
+    // W1-W3 and their IPv6 twins (imp and smoltcp over 2001:db8::/64, Linux over ::1).
+    for name in [
+        "W1a", "W1b", "W2", "W3", "W1a-v6", "W1b-v6", "W2-v6", "W3-v6",
+    ] {
         let r = row(name);
         for side in ["imp", "smoltcp", "linux"] {
             let v = r[side]
@@ -171,6 +174,40 @@ fn bench_quick_json_has_every_workload() {
 /// cell with imp's and Linux's entry for each of the three congestion-control pairs,
 /// every entry a goodput or `n/a [k]` with note k saying why; a geometric mean per
 /// pair; the simulator rows for imp and ns-3; and the namespaces it made are gone.
+#[test]
+fn bench_table_sets_each_stacks_ipv6_row_beside_its_ipv4_row() {
+    let out = Command::new(env!("CARGO_BIN_EXE_imp"))
+        .args(["bench", "--quick", "--only", "W2,W3"])
+        .env("IMP_BENCH_TINY", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, ratios) = text
+        .split_once("IPv6 / IPv4, each stack on its own rows:")
+        .unwrap_or_else(|| panic!("no ratio table in {text}"));
+    for name in ["W2-v6", "W3-v6"] {
+        let line = ratios
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} ratio in {text}"));
+        let cells: Vec<&str> = line.split_whitespace().skip(1).collect();
+        assert_eq!(cells.len(), 3, "{line}");
+        for cell in cells {
+            let v: f64 = cell
+                .trim_end_matches('x')
+                .parse()
+                .unwrap_or_else(|_| panic!("{line}"));
+            assert!(v > 0.0, "{line}");
+        }
+    }
+    assert!(!ratios.lines().any(|l| l.starts_with("W2 ")), "{text}");
+}
+
 #[test]
 fn bench_w8_paths_table_has_every_cell() {
     if !require::can_run() || !require::have("iperf3") {

@@ -679,7 +679,7 @@ fn cli_errors_are_clear_messages_without_panics() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let out = wait_limited(ChildGuard(Some(cmd.spawn().unwrap())), limit);
-        assert_fails_with(&out, "not permitted to open a TAP device");
+        assert_fails_with(&out, "not permitted to open a TAP or TUN device");
     }
     // Missing device: /dev/net/tun hidden in a private mount namespace.
     if have("unshare") {

@@ -1,7 +1,7 @@
 //! IPv6 state kept beside the IPv4 state: each interface's addresses (link-local,
 //! static, SLAAC, RFC 4862) with their duplicate address detection, the IPv6 routes
 //! (static, on-link prefixes and default routers learnt from router advertisements,
-//! RFC 4861 §6.3.4), the neighbour cache (RFC 4861 §7.3, in [`nd`]) and the path MTU
+//! RFC 4861 §6.3.4), the neighbour cache (RFC 4861 §7.3, in `nd`) and the path MTU
 //! cache (RFC 8201). The packet work is in `stack/ipv6.rs` and `stack/ndp.rs`.
 
 pub(crate) mod nd;

@@ -12,7 +12,7 @@
 //! datagram, in the spirit of RFC 5722 ("the entire datagram (and any constituent
 //! fragments) MUST be silently discarded"), since either copy may be an attack. For
 //! IPv6, where RFC 5722 applies as written, any overlap at all drops the datagram
-//! ([`Fragment::strict`]).
+//! (`Fragment::strict`).
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;

@@ -9,6 +9,10 @@
 //! offset counted from the IP header, the same checks of received checksums, the same
 //! gather writes. Only the frame limits differ: without offloads a packet is at most
 //! the MTU.
+//!
+//! A TUN's carrier comes on when a process attaches, and the kernel drops what it
+//! sends on the device until its link watcher has seen that (asynchronously, a few
+//! milliseconds): a reply to the very first packet sent after `open` may be lost.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 

@@ -5,7 +5,7 @@
 //! so its JSON is byte-for-byte the same (it holds no wall-clock time).
 
 use std::cell::RefCell;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -302,6 +302,19 @@ pub fn link_address(index: usize, side: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, (index >> 8) as u8, index as u8, 1 + side as u8)
 }
 
+/// The IPv6 address of end `side` (0 or 1) of link `index` in a scenario with IPv6
+/// flows: fd00::x:1 and fd00::x:2 in the link's own /64, fd00:0:0:x::/64 (x = `index`,
+/// modulo 65536).
+pub fn link_address6(index: usize, side: usize) -> Ipv6Addr {
+    Ipv6Addr::new(0xfd00, 0, 0, index as u16, 0, 0, 0, 1 + side as u16)
+}
+
+/// The /64 of link `index` in a scenario with IPv6 flows.
+fn link_prefix6(index: usize) -> impnet_wire::ipv6::Cidr {
+    impnet_wire::ipv6::Cidr::new(Ipv6Addr::new(0xfd00, 0, 0, index as u16, 0, 0, 0, 0), 64)
+        .expect("64 is a valid prefix length")
+}
+
 /// Run a scenario. Pcap files (`LINK.pcap`) go to `pcap_dir` when given; `progress` is
 /// called now and then.
 pub fn run(
@@ -415,14 +428,21 @@ fn build(
     pcap_dir: Option<&Path>,
 ) -> Result<(Sim, Vec<HostId>, Vec<LinkId>), ExperimentError> {
     let mut sim = Sim::new(scenario.seed);
+    let ipv6 = scenario.flows.iter().any(|f| f.ipv6);
     let hosts: Vec<HostId> = scenario
         .nodes
         .iter()
         .map(|h| {
-            let config = StackConfig {
+            let mut config = StackConfig {
                 tcp: h.tcp.clone(),
                 ..StackConfig::default()
             };
+            if ipv6 {
+                // Static addresses on point-to-point links, unique by construction:
+                // usable at once, and no router solicitations on the links.
+                config.ipv6.dad_transmits = 0;
+                config.ipv6.router_solicitations = 0;
+            }
             let id = match h.kind {
                 NodeKind::Host => sim.add_host(&h.name, config),
                 NodeKind::Router => sim.add_router(&h.name, config),
@@ -456,7 +476,64 @@ fn build(
             .routes_mut()
             .add(route.dest, Some(route.gateway), iface);
     }
+    if ipv6 {
+        add_ipv6(scenario, &mut sim, &hosts, &links)?;
+    }
     Ok((sim, hosts, links))
+}
+
+/// IPv6 for a scenario with IPv6 flows: each end of link i gets
+/// [`link_address6`]`(i, side)` in fd00:0:0:i::/64, and every IPv4 route a twin: the
+/// default route `::/0`, a link's subnet that link's /64, through the gateway's IPv6
+/// address on the same link. (A route the file gives to another prefix has no twin.)
+fn add_ipv6(
+    scenario: &Scenario,
+    sim: &mut Sim,
+    hosts: &[HostId],
+    links: &[LinkId],
+) -> Result<(), ExperimentError> {
+    let now = sim.now();
+    for (index, l) in scenario.links.iter().enumerate() {
+        for (side, node) in [l.a, l.b].into_iter().enumerate() {
+            let host = hosts[node];
+            let iface = sim
+                .iface_on(host, links[index])
+                .ok_or_else(|| ExperimentError(format!("link `{}`: no interface", l.name)))?;
+            let address = link_address6(index, side);
+            let cidr = impnet_wire::ipv6::Cidr::new(address, 64).expect("valid prefix length");
+            sim.host_mut(host).add_address6(now, iface, cidr);
+        }
+    }
+    for route in &scenario.routes {
+        let via = &scenario.links[route.link];
+        let gateway_side = if via.a_addr.address == route.gateway {
+            0
+        } else if via.b_addr.address == route.gateway {
+            1
+        } else {
+            continue;
+        };
+        let dest = if route.dest.prefix_len == 0 {
+            impnet_wire::ipv6::Cidr::new(Ipv6Addr::UNSPECIFIED, 0).expect("valid prefix length")
+        } else if let Some(at) = scenario
+            .links
+            .iter()
+            .position(|l| l.a_addr.network() == route.dest)
+        {
+            link_prefix6(at)
+        } else {
+            continue;
+        };
+        let host = hosts[route.node];
+        let iface = sim
+            .iface_on(host, links[route.link])
+            .ok_or_else(|| ExperimentError(format!("route {}: no interface", route.dest)))?;
+        let gateway = link_address6(route.link, gateway_side);
+        sim.host_mut(host)
+            .routes6_mut()
+            .add(dest, Some(gateway), iface);
+    }
+    Ok(())
 }
 
 /// What [`drive_apps`] drives and records.
@@ -607,6 +684,9 @@ struct App {
     link: LinkId,
     /// (address of `from`, address of `to`) on the flow's link.
     addrs: (Ipv4Addr, Ipv4Addr),
+    /// The addresses its connection runs between: `addrs`, or their IPv6 twins for an
+    /// IPv6 flow.
+    ends: (IpAddr, IpAddr),
     state: AppState,
     started: Option<Instant>,
     done_at: Option<Instant>,
@@ -622,6 +702,7 @@ struct App {
 
 enum AppState {
     Bulk(Box<BulkApp>),
+    Ftp(Box<ftp::FtpApp>),
     Rr(Box<RrApp>),
     Ping(Box<PingApp>),
 }
@@ -747,6 +828,19 @@ impl App {
         links: &[LinkId],
     ) -> Result<App, ExperimentError> {
         let addrs = (spec.from_addr, spec.to_addr);
+        let ends = if spec.ipv6 {
+            let side = |link: usize, node: usize| {
+                let l = &scenario.links[link];
+                link_address6(link, usize::from(l.a != node))
+            };
+            let last = spec.path[spec.path.len() - 1];
+            (
+                IpAddr::V6(side(spec.path[0], spec.from)),
+                IpAddr::V6(side(last, spec.to)),
+            )
+        } else {
+            (IpAddr::V4(addrs.0), IpAddr::V4(addrs.1))
+        };
         let state = match &spec.kind {
             FlowKind::Bulk {
                 record, text_mode, ..
@@ -772,6 +866,12 @@ impl App {
                 read_bytes: 0,
                 buf: vec![0; 256 * 1024],
             })),
+            FlowKind::Ftp { .. } => AppState::Ftp(Box::new(ftp::FtpApp::new(
+                &spec.kind,
+                scenario.seed,
+                index,
+                addrs,
+            ))),
             FlowKind::RequestResponse {
                 request, response, ..
             } => AppState::Rr(Box::new(RrApp::new((*request).max(*response)))),
@@ -789,6 +889,7 @@ impl App {
             index,
             link: links[spec.path[0]],
             addrs,
+            ends,
             state,
             started: None,
             done_at: None,
@@ -806,7 +907,7 @@ impl App {
 
     fn bytes_goal(&self) -> u64 {
         match &self.spec.kind {
-            FlowKind::Bulk { bytes, .. } => *bytes,
+            FlowKind::Bulk { bytes, .. } | FlowKind::Ftp { bytes, .. } => *bytes,
             _ => 0,
         }
     }
@@ -814,6 +915,7 @@ impl App {
     fn bytes_done(&self) -> u64 {
         match &self.state {
             AppState::Bulk(b) => b.received_hash.len(),
+            AppState::Ftp(f) => f.received().len(),
             _ => 0,
         }
     }
@@ -857,14 +959,19 @@ impl App {
         }
         match &mut self.state {
             AppState::Bulk(_) => self.drive_bulk(sim, from, to)?,
+            AppState::Ftp(_) => self.drive_ftp(sim, (from, to), tracer)?,
             AppState::Rr(_) if matches!(self.spec.kind, FlowKind::Keystroke { .. }) => {
                 self.drive_keystroke(sim, from, to)?;
             }
             AppState::Rr(_) => self.drive_rr(sim, from, to)?,
             AppState::Ping(_) => self.drive_ping(sim, from)?,
         }
+        if let AppState::Ftp(f) = &self.state {
+            // The data connection, once it exists, is the one followed.
+            self.traced = f.traced;
+        }
         if let Some(i) = self.traced {
-            self.sample(sim, from, tracer, i, sample_every);
+            self.sample(sim, (from, to), tracer, i, sample_every);
         }
         self.seen = (sim.activity(from), sim.activity(to));
         Ok(())
@@ -879,7 +986,7 @@ impl App {
         tracer: &Rc<RefCell<Tracer>>,
     ) -> Step {
         let now = sim.now();
-        let (a, b) = self.addrs;
+        let (a, b) = self.ends;
         let port = self.port();
         let (listener, client) = match &mut self.state {
             AppState::Ping(p) => {
@@ -891,61 +998,71 @@ impl App {
                 );
                 return Ok(());
             }
+            // ftp flows are IPv4 only (the scenario refuses `family = "ipv6"`).
+            AppState::Ftp(f) => return f.open(sim, (from, to), self.addrs, port),
             AppState::Bulk(s) => (&mut s.listener, &mut s.client),
             AppState::Rr(s) => (&mut s.listener, &mut s.client),
         };
         *listener = Some(
             sim.host_mut(to)
-                .tcp_listen(SocketAddrV4::new(b, port), 16)
+                .tcp_listen(SocketAddr::new(b, port), 16)
                 .map_err(|e| tcp_err("listen", e))?,
         );
         let handle = sim
             .host_mut(from)
-            .tcp_connect(now, SocketAddrV4::new(a, 0), SocketAddrV4::new(b, port))
+            .tcp_connect(now, SocketAddr::new(a, 0), SocketAddr::new(b, port))
             .map_err(|e| tcp_err("connect", e))?;
         *client = Some(handle);
         let (local, _) = sim
             .host(from)
             .tcp_addresses(handle)
             .ok_or("the new connection has no address")?;
-        self.traced = Some(tracer.borrow_mut().follow(
-            self.link,
-            (crate::experiment::v4_ip(local.ip()), local.port()),
-            (b, port),
-        ));
+        // The tracer follows IPv4 connections only: an IPv6 flow is judged by its
+        // stream hashes and timings, without a trace, samples or analysis.
+        if let IpAddr::V4(b) = b {
+            self.traced = Some(tracer.borrow_mut().follow(
+                self.link,
+                (crate::experiment::v4_ip(local.ip()), local.port()),
+                (b, port),
+            ));
+        }
         Ok(())
     }
 
     fn sample(
         &mut self,
         sim: &Sim,
-        from: HostId,
+        (from, to): (HostId, HostId),
         tracer: &Rc<RefCell<Tracer>>,
         i: usize,
         every: Duration,
     ) {
         let now = sim.now();
-        let client = match &self.state {
-            AppState::Bulk(s) => s.client,
-            AppState::Rr(s) => s.client,
-            AppState::Ping(_) => None,
+        // The data sender: the opener, but an FTP server's data connection.
+        let (sender, client) = match &self.state {
+            AppState::Bulk(s) => (from, s.client),
+            AppState::Ftp(f) => (to, f.data_sender()),
+            AppState::Rr(s) => (from, s.client),
+            AppState::Ping(_) => (from, None),
+        };
+        let read_bytes = match &self.state {
+            AppState::Bulk(s) => Some(s.read_bytes),
+            AppState::Ftp(f) => Some(f.read_bytes()),
+            _ => None,
         };
         let mut t = tracer.borrow_mut();
         let seconds = t.seconds(now);
         let trace = &mut t.flows[i].trace;
-        if let AppState::Bulk(s) = &self.state
-            && trace
-                .delivered
-                .last()
-                .is_none_or(|&(_, b)| b != s.read_bytes)
+        if let Some(read) = read_bytes
+            && trace.delivered.last().is_none_or(|&(_, b)| b != read)
         {
-            trace.delivered.push((seconds, s.read_bytes));
+            trace.delivered.push((seconds, read));
         }
         if now < self.next_sample {
             return;
         }
         self.next_sample = now + every;
-        let Some(info) = client.and_then(|c| sim.host(from).tcp_info(c)) else {
+        let Some(info) = client.and_then(|c| sim.host(sender).tcp_info(c)) else {
             return;
         };
         let ssthresh = (info.ssthresh < u32::MAX / 2).then_some(info.ssthresh);
@@ -955,8 +1072,14 @@ impl App {
 
     fn report(&self, scenario: &Scenario, tracer: &Tracer, now: Instant) -> FlowReport {
         let rate = scenario.bottleneck_rate(&self.spec);
-        let start = self.started.unwrap_or(now);
-        let end = self.done_at.unwrap_or(now);
+        let (start, end) = match &self.state {
+            // An FTP client's figure: from RETR to the end of the data.
+            AppState::Ftp(f) => (
+                f.transfer.0.or(self.started).unwrap_or(now),
+                f.transfer.1.unwrap_or(now),
+            ),
+            _ => (self.started.unwrap_or(now), self.done_at.unwrap_or(now)),
+        };
         let seconds = (end - start).as_secs_f64().max(1e-9);
         let trace = self.traced.map(|i| &tracer.flows[i].trace);
         let efficiency = trace
@@ -1028,6 +1151,10 @@ impl App {
                         && s.sent_hash.finish() == s.received_hash.finish()
                         && s.sent_hash.len() == s.received_hash.len(),
                 );
+            }
+            AppState::Ftp(f) => {
+                r.bytes = f.received().len();
+                r.data_ok = Some(f.data_ok());
             }
             AppState::Rr(s) => {
                 r.bytes = s.bytes;
@@ -1102,6 +1229,7 @@ fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
 }
 
 mod apps;
+mod ftp;
 mod routers;
 
 /// The IPv4 address a simulated host's connection has (the simulator's hosts are

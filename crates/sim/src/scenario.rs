@@ -158,6 +158,10 @@ pub struct FlowSpec {
     pub from_addr: Ipv4Addr,
     /// `to`'s address on the last link of the path.
     pub to_addr: Ipv4Addr,
+    /// The flow runs over IPv6 (`family = "ipv6"`): between the two ends' IPv6
+    /// addresses on the same links (`experiment::link_address6`), not `from_addr` and
+    /// `to_addr`.
+    pub ipv6: bool,
     /// When the flow starts.
     pub start: Duration,
     /// What the flow does.
@@ -180,6 +184,25 @@ pub enum FlowKind {
         cpu_per_byte: Duration,
         /// Extra CPU time per byte at each end for the text-mode translation.
         translate_per_byte: Duration,
+    },
+    /// An FTP session (RFC 959, the `impnet-ftp` state machines at both ends): the
+    /// client (`from`) logs in anonymously, sets TYPE A or I, sets up the data
+    /// connection as `data` says, RETRieves a text file of `bytes` bytes that the
+    /// server (`to`) sends in `record`-byte writes, and QUITs. Goodput is the data
+    /// transfer's, from RETR to the end of the data, as an FTP client reports it.
+    Ftp {
+        /// Bytes of the file (lines of printable ASCII).
+        bytes: u64,
+        /// Bytes per server write.
+        record: usize,
+        /// TYPE A (LF to CRLF at the server and back at the client) instead of TYPE I.
+        text_mode: bool,
+        /// Application CPU time per byte at each end.
+        cpu_per_byte: Duration,
+        /// Extra CPU time per byte at each end for the TYPE A translation.
+        translate_per_byte: Duration,
+        /// How the data connection is set up (PASV, EPSV, PORT or EPRT).
+        data: impnet_ftp::DataMode,
     },
     /// Request/response (an echo when both sizes are equal): up to `pipeline` requests
     /// outstanding, `count` transactions or until the end of the run.
@@ -245,6 +268,7 @@ impl FlowKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             FlowKind::Bulk { .. } => "bulk",
+            FlowKind::Ftp { .. } => "ftp",
             FlowKind::RequestResponse { .. } => "rr",
             FlowKind::Keystroke { .. } => "keystroke",
             FlowKind::Ping { .. } => "ping",
@@ -558,12 +582,16 @@ struct RawFlow {
     from: Option<Spanned<String>>,
     to: Option<Spanned<String>>,
     start: Option<Dur>,
+    /// "ipv4" (the default) or "ipv6".
+    family: Option<Spanned<String>>,
     // bulk
     bytes: Option<Bytes>,
     record: Option<Bytes>,
     text_mode: Option<bool>,
     cpu_per_byte: Option<Dur>,
     translate_per_byte: Option<Dur>,
+    // ftp
+    data: Option<Spanned<String>>,
     // rr
     request: Option<Bytes>,
     response: Option<Bytes>,
@@ -1371,6 +1399,35 @@ pub(crate) struct PendingFlow {
     span: Range<usize>,
     start: Duration,
     kind: FlowKind,
+    /// Over IPv6.
+    ipv6: bool,
+}
+
+/// A flow's `family`: "ipv4" (the default) or "ipv6"; pings and ftp flows are IPv4
+/// only.
+fn flow_family(ctx: &Ctx<'_>, flow: &RawFlow, kind: &FlowKind) -> Result<bool, ScenarioError> {
+    let Some(family) = &flow.family else {
+        return Ok(false);
+    };
+    match family.get_ref().as_str() {
+        "ipv4" => Ok(false),
+        "ipv6" if matches!(kind, FlowKind::Ping { .. }) => Err(ctx.error(
+            family.span(),
+            "family",
+            "ping flows run over IPv4 only (the simulator has no ICMPv6 echo flows)",
+        )),
+        "ipv6" if matches!(kind, FlowKind::Ftp { .. }) => Err(ctx.error(
+            family.span(),
+            "family",
+            "ftp flows run over IPv4 only (their data connections are IPv4)",
+        )),
+        "ipv6" => Ok(true),
+        other => Err(ctx.error(
+            family.span(),
+            "family",
+            format!("`{other}`: give \"ipv4\" or \"ipv6\""),
+        )),
+    }
 }
 
 fn pending_flows(
@@ -1389,6 +1446,7 @@ fn pending_flows(
             node_ref(ctx, to, "to", nodes)?,
         );
         let kind = flow_kind(ctx, spanned)?;
+        let ipv6 = flow_family(ctx, flow, &kind)?;
         if nodes[from_index].kind != NodeKind::Host {
             return Err(ctx.error(
                 from.span(),
@@ -1420,6 +1478,7 @@ fn pending_flows(
                 span: to.span(),
                 start: flow.start.map_or(Duration::ZERO, |d| d.0),
                 kind,
+                ipv6,
             },
             spanned.span(),
         )?;
@@ -1495,6 +1554,7 @@ fn flow_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, Scen
                 write: response_write(ctx, spanned, response)?,
             }
         }
+        "ftp" => ftp_kind(ctx, spanned)?,
         "keystroke" => keystroke_kind(ctx, spanned)?,
         _ => ping_kind(ctx, spanned)?,
     })
@@ -1554,6 +1614,7 @@ fn check_flow_fields(
         ("text_mode", flow.text_mode.is_some()),
         ("cpu_per_byte", flow.cpu_per_byte.is_some()),
         ("translate_per_byte", flow.translate_per_byte.is_some()),
+        ("data", flow.data.is_some()),
         ("request", flow.request.is_some()),
         ("response", flow.response.is_some()),
         ("count", flow.count.is_some()),
@@ -1571,6 +1632,14 @@ fn check_flow_fields(
             "cpu_per_byte",
             "translate_per_byte",
         ],
+        "ftp" => &[
+            "bytes",
+            "record",
+            "text_mode",
+            "cpu_per_byte",
+            "translate_per_byte",
+            "data",
+        ],
         "rr" => &[
             "request",
             "response",
@@ -1585,7 +1654,7 @@ fn check_flow_fields(
                 flow.kind.span(),
                 "type",
                 format!(
-                    "unknown flow type `{other}`; use \"bulk\", \"rr\", \"keystroke\" or \"ping\""
+                    "unknown flow type `{other}`; use \"bulk\", \"ftp\", \"rr\", \"keystroke\" or \"ping\""
                 ),
             ));
         }
@@ -1601,6 +1670,61 @@ fn check_flow_fields(
         ));
     }
     Ok(())
+}
+
+/// The largest file an `ftp` flow serves (the server holds it in memory).
+const MAX_FTP_FILE: u64 = 256 << 20;
+
+/// An `ftp` flow's settings: the file (`bytes`, required), the server's writes
+/// (`record`, default 8 KiB), TYPE A or I (`text_mode`), the CPU costs, and the data
+/// connection (`data`: "passive" (the default), "epsv", "active" or "eprt").
+fn ftp_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, ScenarioError> {
+    let flow = spanned.get_ref();
+    let bytes = flow.bytes.ok_or_else(|| {
+        ctx.error(
+            spanned.span(),
+            "bytes",
+            "an ftp flow needs `bytes`, the size of the file (e.g. \"60K\")",
+        )
+    })?;
+    if bytes.0 > MAX_FTP_FILE {
+        return Err(ctx.field_error(
+            spanned.span(),
+            "bytes",
+            format!("{} is more than an ftp flow serves (256 MiB)", bytes.0),
+        ));
+    }
+    let record = flow.record.map_or(8192, |r| r.0);
+    if record == 0 || record > (1 << 30) {
+        return Err(ctx.field_error(
+            spanned.span(),
+            "record",
+            format!("{record} is out of range (1 byte to 1 GiB)"),
+        ));
+    }
+    use impnet_ftp::DataMode;
+    let data = match flow.data.as_ref().map(|d| (d.get_ref().as_str(), d.span())) {
+        None | Some(("passive", _)) => DataMode::Passive,
+        Some(("epsv", _)) => DataMode::ExtendedPassive,
+        Some(("active", _)) => DataMode::Active,
+        Some(("eprt", _)) => DataMode::ExtendedActive,
+        Some((other, span)) => {
+            return Err(ctx.error(
+                span,
+                "data",
+                format!("unknown `{other}`; use \"passive\", \"epsv\", \"active\" or \"eprt\""),
+            ));
+        }
+    };
+    let dur = |d: Option<Dur>| d.map_or(Duration::ZERO, |d| d.0);
+    Ok(FlowKind::Ftp {
+        bytes: bytes.0,
+        record: record as usize,
+        text_mode: flow.text_mode.unwrap_or(false),
+        cpu_per_byte: dur(flow.cpu_per_byte),
+        translate_per_byte: dur(flow.translate_per_byte),
+        data,
+    })
 }
 
 /// A `keystroke` flow's settings: `count` (default 100) keystrokes, one per `interval`

@@ -707,3 +707,68 @@ fn seed002_at_the_report_loss_rate_loses_a_few_packets_per_10_gb() {
     }
     assert_ne!(hashes[0], hashes[1], "another seed, another run");
 }
+
+/// An `ftp` flow is a whole FTP session over a lossy link, in each way of opening the
+/// data connection and both types: the file arrives intact (TYPE A translated there
+/// and back), and the data connection is the one traced (as many bytes as the file,
+/// plus the CRs of TYPE A, on its sender's side).
+#[test]
+fn ftp_sessions_run_in_every_data_mode_and_type() {
+    let mut text = String::from("name = \"ftp\"\nduration = \"60s\"\nseed = 21\n");
+    let modes = ["passive", "epsv", "active", "eprt"];
+    for (i, mode) in modes.iter().enumerate() {
+        for ascii in [false, true] {
+            let n = 2 * i + usize::from(ascii);
+            text.push_str(&format!(
+                "[[host]]\nname = \"c{n}\"\n[[host]]\nname = \"s{n}\"\n\
+                 [[link]]\nname = \"l{n}\"\na = \"c{n}\"\nb = \"s{n}\"\nrate = \"1mbit\"\n\
+                 delay = \"5ms\"\nloss = \"1%\"\n\
+                 [[flow]]\nname = \"{mode}-{ascii}\"\ntype = \"ftp\"\nfrom = \"c{n}\"\n\
+                 to = \"s{n}\"\nbytes = \"100K\"\nrecord = 1000\ndata = \"{mode}\"\n\
+                 text_mode = {ascii}\n"
+            ));
+        }
+    }
+    let scenario = Scenario::parse(&text, "ftp.toml").unwrap();
+    let out = run(&scenario);
+    for (f, trace) in out.report.flows.iter().zip(&out.traces) {
+        assert_eq!(f.kind, "ftp");
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        assert_eq!(f.bytes, 100 * 1024, "{}", f.name);
+        let text = f.name.ends_with("true");
+        let wire = trace.payload_bytes;
+        assert!(
+            if text {
+                wire > f.bytes
+            } else {
+                wire == f.bytes
+            },
+            "{}: {wire} bytes sent on the data connection",
+            f.name
+        );
+        assert!(f.goodput_bps > 0.5e6 && f.goodput_bps < 1e6, "{f:?}");
+    }
+    // Bad settings are refused with the field named.
+    for (flow, needle) in [
+        ("type = \"ftp\"\nfrom = \"c0\"\nto = \"s0\"", "bytes"),
+        (
+            "type = \"ftp\"\nfrom = \"c0\"\nto = \"s0\"\nbytes = 10\ndata = \"pasv\"",
+            "unknown `pasv`",
+        ),
+        (
+            "type = \"ftp\"\nfrom = \"c0\"\nto = \"s0\"\nbytes = 10\nrequest = 5",
+            "does not apply to a `ftp` flow",
+        ),
+        (
+            "type = \"bulk\"\nfrom = \"c0\"\nto = \"s0\"\nbytes = 10\ndata = \"active\"",
+            "data",
+        ),
+    ] {
+        let file = format!(
+            "name = \"x\"\nduration = \"1s\"\n[[host]]\nname = \"c0\"\n[[host]]\nname = \"s0\"\n\
+             [[link]]\na = \"c0\"\nb = \"s0\"\n[[flow]]\n{flow}\n"
+        );
+        let e = Scenario::parse(&file, "x.toml").unwrap_err().to_string();
+        assert!(e.contains(needle), "{flow}: {e}");
+    }
+}

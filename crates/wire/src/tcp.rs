@@ -243,7 +243,7 @@ impl Options {
         Ok(())
     }
 
-    /// Bytes before the SACK option: MSS, NOP+WS, and SACK-permitted/timestamps.
+    /// Bytes before the SACK option: MSS, SACK-permitted/timestamps, and NOP+WS.
     const fn fixed_len(&self) -> usize {
         let mut len = 0;
         if self.mss.is_some() {
@@ -291,9 +291,11 @@ impl Options {
         self.fixed_len() + if sack > 0 { 4 + 8 * sack } else { 0 }
     }
 
-    /// Writes the options in the order MSS, NOP WS, SACK-permitted and timestamps
-    /// (`SACKOK TS`, `NOP NOP TS` or `NOP NOP SACKOK`), NOP NOP SACK, so every option
-    /// that has a 32-bit field has it 4-aligned. Returns the bytes written
+    /// Writes the options in the order MSS, SACK-permitted and timestamps (`SACKOK TS`,
+    /// `NOP NOP TS` or `NOP NOP SACKOK`), NOP WS, NOP NOP SACK, so every option that has
+    /// a 32-bit field has it 4-aligned. The SYN options come in Linux's order
+    /// (`tcp_options_write`), so packetdrill scripts written against Linux match them
+    /// byte for byte. Returns the bytes written
     /// ([`Options::buffer_len`]).
     ///
     /// # Panics
@@ -335,9 +337,6 @@ impl Options {
             let [a, b] = mss.to_be_bytes();
             put(&[kind::MSS, 4, a, b]);
         }
-        if let Some(shift) = self.window_scale {
-            put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
-        }
         match (self.sack_permitted, self.timestamps) {
             (true, Some(_)) => put(&[kind::SACK_PERMITTED, 2]),
             (false, Some(_)) => put(&[kind::NOP, kind::NOP]),
@@ -348,6 +347,9 @@ impl Options {
             put(&[kind::TIMESTAMPS, 10]);
             put(&tsval.to_be_bytes());
             put(&tsecr.to_be_bytes());
+        }
+        if let Some(shift) = self.window_scale {
+            put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
         }
         let sack = self.sack_blocks_emitted();
         if sack > 0 {

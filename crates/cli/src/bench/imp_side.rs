@@ -2,19 +2,23 @@
 //! one's `poll_transmit` straight into the other's `handle_frame` through one reused
 //! buffer. No link model, no simulator: what is measured is the stack.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::time::Instant as StdInstant;
 
 use impnet_core::tcp::{TcpConfig, TcpError, TcpHandle};
 use impnet_core::{IfaceConfig, IfaceId, Instant, Offloads, Stack, StackConfig};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
+use impnet_wire::ipv6;
 
 use super::workload::{self, Stream};
 use super::{Sample, Stopwatch, live_bytes};
 
 pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub(crate) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// A's and B's IPv6 addresses (the `-v6` rows), in a /64 of the documentation prefix.
+pub(crate) const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+pub(crate) const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
 const PORT: u16 = 5001;
 
 /// Two stacks joined back to back.
@@ -32,6 +36,8 @@ pub(crate) struct Pair {
     pub frames: u64,
     /// How `pump` reads the time.
     clock_source: Clock,
+    /// The connections run over IPv6 (A6 -> B6) instead of IPv4.
+    v6: bool,
 }
 
 /// Where the time of a pair of stacks comes from.
@@ -51,19 +57,25 @@ impl Pair {
 
     /// [`Pair::new`] with the time taken from `clock`.
     pub fn with_clock(mtu: usize, offload: bool, tcp: TcpConfig, clock: Clock) -> Pair {
+        Pair::with_family(mtu, offload, tcp, clock, false)
+    }
+
+    /// [`Pair::with_clock`], the connections over IPv6 when `v6` (both stacks also
+    /// have an IPv6 address, usable at once: duplicate address detection is off).
+    pub fn with_family(mtu: usize, offload: bool, tcp: TcpConfig, clock: Clock, v6: bool) -> Pair {
         let offloads = if offload {
             Offloads::CHECKSUM
         } else {
             Offloads::NONE
         };
-        let stack = |seed, mac: u8, addr| {
-            let mut stack = Stack::new(
-                StackConfig {
-                    tcp: tcp.clone(),
-                    ..StackConfig::default()
-                },
-                impnet_sim::secret_for_seed(seed),
-            );
+        let stack = |seed, mac: u8, addr, addr6| {
+            let mut config = StackConfig {
+                tcp: tcp.clone(),
+                ..StackConfig::default()
+            };
+            config.ipv6.dad_transmits = 0;
+            config.ipv6.router_solicitations = 0;
+            let mut stack = Stack::new(config, impnet_sim::secret_for_seed(seed));
             let mac = ethernet::Address([2, 0, 0, 0, 0, mac]);
             let iface = stack.add_interface(IfaceConfig::new(mac, mtu).with_offloads(offloads));
             stack.add_address(
@@ -71,14 +83,18 @@ impl Pair {
                 iface,
                 Cidr::new(addr, 24).expect("valid prefix"),
             );
+            if v6 {
+                let cidr = ipv6::Cidr::new(addr6, 64).expect("valid prefix");
+                stack.add_address6(Instant::ZERO, iface, cidr);
+            }
             (stack, iface)
         };
         // Room for a segment larger than the MTU, which IP then fragments.
         let frame_len = tcp
             .segment_size
             .map_or(mtu, |size| mtu.max(usize::from(size) + 80));
-        let (a, ia) = stack(1, 1, A);
-        let (b, ib) = stack(2, 2, B);
+        let (a, ia) = stack(1, 1, A, A6);
+        let (b, ib) = stack(2, 2, B, B6);
         let mut pair = Pair {
             a,
             b,
@@ -89,6 +105,7 @@ impl Pair {
             clock: Instant::ZERO,
             frames: 0,
             clock_source: clock,
+            v6,
         };
         // The gratuitous ARPs go first, so both neighbour caches are warm.
         pair.pump();
@@ -132,13 +149,30 @@ impl Pair {
         while self.b.poll_event().is_some() {}
     }
 
+    /// A's address in the pair's family.
+    pub fn addr_a(&self) -> IpAddr {
+        if self.v6 { A6.into() } else { A.into() }
+    }
+
+    /// B's address in the pair's family.
+    pub fn addr_b(&self) -> IpAddr {
+        if self.v6 { B6.into() } else { B.into() }
+    }
+
+    /// Listen on B's `port` (in the pair's family).
+    pub fn listen(&mut self, port: u16, backlog: usize) -> TcpHandle {
+        let local = SocketAddr::new(self.addr_b(), port);
+        self.b.tcp_listen(local, backlog).expect("listen")
+    }
+
     /// Open a connection from A to B's `port` (B listening on `listener`) and accept it.
     pub fn open(&mut self, listener: TcpHandle, port: u16) -> (TcpHandle, TcpHandle) {
         let now = self.now();
-        let client = self
-            .a
-            .tcp_connect(now, SocketAddrV4::new(A, 0), SocketAddrV4::new(B, port))
-            .expect("connect");
+        let (local, remote) = (
+            SocketAddr::new(self.addr_a(), 0),
+            SocketAddr::new(self.addr_b(), port),
+        );
+        let client = self.a.tcp_connect(now, local, remote).expect("connect");
         for _ in 0..1000 {
             self.pump();
             if let Ok(server) = self.b.tcp_accept(listener) {
@@ -149,22 +183,19 @@ impl Pair {
     }
 }
 
-/// W1 on imp: one connection A -> B and its stream.
-pub struct Bulk {
+/// W1 on imp: one connection A -> B and its stream; over IPv6 when `V6`.
+pub struct Bulk<const V6: bool = false> {
     pair: Pair,
     client: TcpHandle,
     server: TcpHandle,
     stream: Stream,
 }
 
-impl Bulk {
+impl<const V6: bool> Bulk<V6> {
     /// [`workload::Bulk::open`] on a pair whose time comes from `clock`.
-    pub fn open_with(mtu: usize, offload: bool, clock: Clock) -> Bulk {
-        let mut pair = Pair::with_clock(mtu, offload, bulk_config(), clock);
-        let listener = pair
-            .b
-            .tcp_listen(SocketAddrV4::new(B, PORT), 8)
-            .expect("listen");
+    pub fn open_with(mtu: usize, offload: bool, clock: Clock) -> Bulk<V6> {
+        let mut pair = Pair::with_family(mtu, offload, bulk_config(), clock, V6);
+        let listener = pair.listen(PORT, 8);
         let (client, server) = pair.open(listener, PORT);
         Bulk {
             pair,
@@ -175,8 +206,8 @@ impl Bulk {
     }
 }
 
-impl workload::Bulk for Bulk {
-    fn open(mtu: usize, offload: bool) -> Bulk {
+impl<const V6: bool> workload::Bulk for Bulk<V6> {
+    fn open(mtu: usize, offload: bool) -> Bulk<V6> {
         Bulk::open_with(mtu, offload, Clock::Wall)
     }
 
@@ -247,21 +278,18 @@ fn round_trip(pair: &mut Pair, client: TcpHandle, server: TcpHandle) {
     assert_eq!(n, 1);
 }
 
-/// W2 on imp: one open connection.
-pub struct PingPong {
+/// W2 on imp: one open connection; over IPv6 when `V6`.
+pub struct PingPong<const V6: bool = false> {
     pair: Pair,
     client: TcpHandle,
     server: TcpHandle,
 }
 
-impl PingPong {
+impl<const V6: bool> PingPong<V6> {
     /// [`workload::PingPong::open`] on a pair whose time comes from `clock`.
-    pub fn open_with(clock: Clock) -> PingPong {
-        let mut pair = Pair::with_clock(1500, false, small_config(), clock);
-        let listener = pair
-            .b
-            .tcp_listen(SocketAddrV4::new(B, PORT), 8)
-            .expect("listen");
+    pub fn open_with(clock: Clock) -> PingPong<V6> {
+        let mut pair = Pair::with_family(1500, false, small_config(), clock, V6);
+        let listener = pair.listen(PORT, 8);
         let (client, server) = pair.open(listener, PORT);
         PingPong {
             pair,
@@ -271,8 +299,8 @@ impl PingPong {
     }
 }
 
-impl workload::PingPong for PingPong {
-    fn open() -> PingPong {
+impl<const V6: bool> workload::PingPong for PingPong<V6> {
+    fn open() -> PingPong<V6> {
         PingPong::open_with(Clock::Wall)
     }
 
@@ -281,19 +309,16 @@ impl workload::PingPong for PingPong {
     }
 }
 
-/// W3 on imp: B listening; TIME-WAIT stays with B's stack.
-pub struct Churn {
+/// W3 on imp: B listening; TIME-WAIT stays with B's stack; over IPv6 when `V6`.
+pub struct Churn<const V6: bool = false> {
     pair: Pair,
     listener: TcpHandle,
 }
 
-impl workload::Churn for Churn {
-    fn open() -> Churn {
-        let mut pair = Pair::new(1500, false, small_config());
-        let listener = pair
-            .b
-            .tcp_listen(SocketAddrV4::new(B, PORT), 64)
-            .expect("listen");
+impl<const V6: bool> workload::Churn for Churn<V6> {
+    fn open() -> Churn<V6> {
+        let mut pair = Pair::with_family(1500, false, small_config(), Clock::Wall, V6);
+        let listener = pair.listen(PORT, 64);
         Churn { pair, listener }
     }
 

@@ -1,5 +1,5 @@
-//! The same workloads on the Linux kernel: std::net over 127.0.0.1, a client thread
-//! and a server thread.
+//! The same workloads on the Linux kernel: std::net over 127.0.0.1 (or `::1` for the
+//! `-v6` rows), a client thread and a server thread.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -7,16 +7,18 @@ use std::thread;
 
 use super::{Sample, Stopwatch, bulk_samples, pattern};
 
-fn listener() -> Result<(TcpListener, std::net::SocketAddr), String> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+/// A listener on the loopback address of the family asked for.
+fn listener(v6: bool) -> Result<(TcpListener, std::net::SocketAddr), String> {
+    let at = if v6 { "[::1]:0" } else { "127.0.0.1:0" };
+    let l = TcpListener::bind(at).map_err(|e| format!("bind {at}: {e}"))?;
     let addr = l.local_addr().map_err(|e| e.to_string())?;
     Ok((l, addr))
 }
 
 /// W1 over loopback (the kernel's loopback has one setting: MTU 65536, checksums
 /// offloaded).
-pub(crate) fn bulk(workload: &str, total: u64) -> Result<Vec<Sample>, String> {
-    let (l, addr) = listener()?;
+pub(crate) fn bulk(workload: &str, total: u64, v6: bool) -> Result<Vec<Sample>, String> {
+    let (l, addr) = listener(v6)?;
     let watch = Stopwatch::start();
     let server = thread::spawn(move || -> std::io::Result<u64> {
         let (mut s, _) = l.accept()?;
@@ -50,9 +52,9 @@ pub(crate) fn bulk(workload: &str, total: u64) -> Result<Vec<Sample>, String> {
     Ok(bulk_samples(workload, total, times, None))
 }
 
-/// W2 over loopback.
-pub(crate) fn ping_pong(rounds: u64) -> Result<Vec<Sample>, String> {
-    let (l, addr) = listener()?;
+/// W2 over loopback (row `name`).
+pub(crate) fn ping_pong(name: &str, rounds: u64, v6: bool) -> Result<Vec<Sample>, String> {
+    let (l, addr) = listener(v6)?;
     let server = thread::spawn(move || -> std::io::Result<()> {
         let (mut s, _) = l.accept()?;
         s.set_nodelay(true)?;
@@ -76,16 +78,16 @@ pub(crate) fn ping_pong(rounds: u64) -> Result<Vec<Sample>, String> {
     drop(c);
     let _ = server.join();
     Ok(vec![Sample::new(
-        "W2",
+        name,
         "round trips/s",
         rounds as f64 / wall,
     )])
 }
 
 /// W3 over loopback: the server reads the byte and closes first (keeping TIME-WAIT),
-/// the client reads EOF and closes.
-pub(crate) fn churn(count: u64) -> Result<Vec<Sample>, String> {
-    let (l, addr) = listener()?;
+/// the client reads EOF and closes (row `name`).
+pub(crate) fn churn(name: &str, count: u64, v6: bool) -> Result<Vec<Sample>, String> {
+    let (l, addr) = listener(v6)?;
     let server = thread::spawn(move || -> std::io::Result<()> {
         let mut byte = [0u8; 1];
         for _ in 0..count {
@@ -113,7 +115,7 @@ pub(crate) fn churn(count: u64) -> Result<Vec<Sample>, String> {
         .map_err(|_| "server thread panicked".to_string())?
         .map_err(|e| format!("server: {e}"))?;
     Ok(vec![Sample::new(
-        "W3",
+        name,
         "connections/s",
         count as f64 / wall,
     )])
@@ -125,7 +127,7 @@ pub(crate) fn churn(count: u64) -> Result<Vec<Sample>, String> {
 pub(crate) fn scale(counts: &[usize], rounds: u64) -> Result<Vec<Sample>, String> {
     let mut samples = Vec::new();
     for &n in counts.iter().filter(|&&n| n <= 4096) {
-        let (l, addr) = listener()?;
+        let (l, addr) = listener(false)?;
         let server = thread::spawn(move || -> std::io::Result<()> {
             let mut streams = Vec::with_capacity(n);
             for _ in 0..n {

@@ -243,11 +243,15 @@ struct Row {
 }
 
 /// The workloads, in the order they run within one repetition.
-const WORKLOADS: [&str; 12] = [
+const WORKLOADS: [&str; 16] = [
     "W1a",
     "W1b",
     "W2",
     "W3",
+    "W1a-v6",
+    "W1b-v6",
+    "W2-v6",
+    "W3-v6",
     "W4",
     "W5",
     "W6",
@@ -260,6 +264,9 @@ const WORKLOADS: [&str; 12] = [
 
 /// Run one workload on one implementation; None when it does not apply.
 fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
+    if let Some(v4) = workload.strip_suffix("-v6") {
+        return run_v6(v4, workload, which, sizes);
+    }
     match (workload, which) {
         ("W1a", Impl::Imp) => Ok(bulk::<imp_side::Bulk>("W1a", 1500, false, sizes.bulk)),
         ("W1b", Impl::Imp) => Ok(bulk::<imp_side::Bulk>("W1b", 65535, true, sizes.bulk)),
@@ -267,14 +274,14 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
         ("W1b", Impl::Smoltcp) => Ok(bulk::<smol::Bulk>("W1b", 65535, true, sizes.bulk)),
         // The kernel has one loopback (MTU 65536, checksums offloaded): it is the
         // reference for both rows.
-        ("W1a", Impl::Linux) => linux::bulk("W1a", sizes.bulk),
-        ("W1b", Impl::Linux) => linux::bulk("W1b", sizes.bulk),
-        ("W2", Impl::Imp) => Ok(ping_pong::<imp_side::PingPong>(sizes.rounds)),
-        ("W2", Impl::Smoltcp) => Ok(ping_pong::<smol::PingPong>(sizes.rounds)),
-        ("W2", Impl::Linux) => linux::ping_pong(sizes.rounds),
-        ("W3", Impl::Imp) => Ok(churn::<imp_side::Churn>(sizes.churn)),
-        ("W3", Impl::Smoltcp) => Ok(churn::<smol::Churn>(sizes.churn)),
-        ("W3", Impl::Linux) => linux::churn(sizes.churn),
+        ("W1a", Impl::Linux) => linux::bulk("W1a", sizes.bulk, false),
+        ("W1b", Impl::Linux) => linux::bulk("W1b", sizes.bulk, false),
+        ("W2", Impl::Imp) => Ok(ping_pong::<imp_side::PingPong>("W2", sizes.rounds)),
+        ("W2", Impl::Smoltcp) => Ok(ping_pong::<smol::PingPong>("W2", sizes.rounds)),
+        ("W2", Impl::Linux) => linux::ping_pong("W2", sizes.rounds, false),
+        ("W3", Impl::Imp) => Ok(churn::<imp_side::Churn>("W3", sizes.churn)),
+        ("W3", Impl::Smoltcp) => Ok(churn::<smol::Churn>("W3", sizes.churn)),
+        ("W3", Impl::Linux) => linux::churn("W3", sizes.churn, false),
         ("W4", Impl::Imp) => Ok(imp_side::scale(&sizes.scale, sizes.scale_rounds)),
         ("W4", Impl::Linux) => linux::scale(&sizes.scale, sizes.scale_rounds),
         ("W5", Impl::Imp) => w5::imp(sizes.tap),
@@ -289,6 +296,32 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
         ("W7-route", Impl::Imp) => w7_route::imp(sizes.route_secs),
         ("W7-route", Impl::Linux) => w7_route::linux(sizes.route_secs),
         ("W9", Impl::Imp) => Ok(ladder::run(sizes.bulk)),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// W1-W3 over IPv6 (row `name`, the IPv4 row `v4` with `-v6`): imp and smoltcp
+/// between 2001:db8::1 and ::2, Linux over `::1`.
+fn run_v6(v4: &str, name: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
+    let (mtu, offload) = if v4 == "W1b" {
+        (65535, true)
+    } else {
+        (1500, false)
+    };
+    match (v4, which) {
+        ("W1a" | "W1b", Impl::Imp) => {
+            Ok(bulk::<imp_side::Bulk<true>>(name, mtu, offload, sizes.bulk))
+        }
+        ("W1a" | "W1b", Impl::Smoltcp) => {
+            Ok(bulk::<smol::Bulk<true>>(name, mtu, offload, sizes.bulk))
+        }
+        ("W1a" | "W1b", Impl::Linux) => linux::bulk(name, sizes.bulk, true),
+        ("W2", Impl::Imp) => Ok(ping_pong::<imp_side::PingPong<true>>(name, sizes.rounds)),
+        ("W2", Impl::Smoltcp) => Ok(ping_pong::<smol::PingPong<true>>(name, sizes.rounds)),
+        ("W2", Impl::Linux) => linux::ping_pong(name, sizes.rounds, true),
+        ("W3", Impl::Imp) => Ok(churn::<imp_side::Churn<true>>(name, sizes.churn)),
+        ("W3", Impl::Smoltcp) => Ok(churn::<smol::Churn<true>>(name, sizes.churn)),
+        ("W3", Impl::Linux) => linux::churn(name, sizes.churn, true),
         _ => Ok(Vec::new()),
     }
 }
@@ -528,6 +561,41 @@ fn print_table(report: &[Row], sizes: &Sizes) {
             cell(r.linux),
             ratio(r.imp, r.smoltcp),
             ratio(r.imp, r.linux)
+        );
+    }
+    print_family_ratios(report);
+}
+
+/// Each stack's IPv6 row over its IPv4 row (W1-W3), where both ran: for a throughput
+/// 1.00x is parity and below it IPv6 is slower (CPU rows: above it IPv6 costs more).
+fn print_family_ratios(report: &[Row]) {
+    let pairs: Vec<(&Row, &Row)> = report
+        .iter()
+        .filter_map(|v6| {
+            let v4 = v6.workload.replace("-v6", "");
+            let base = report.iter().find(|r| r.workload == v4)?;
+            (v4 != v6.workload).then_some((base, v6))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    println!("IPv6 / IPv4, each stack on its own rows:");
+    println!(
+        "{:<18} {:>10} {:>10} {:>10}",
+        "workload", "imp", "smoltcp", "linux"
+    );
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => format!("{:.3}x", a / b),
+        _ => "-".to_string(),
+    };
+    for (v4, v6) in pairs {
+        println!(
+            "{:<18} {:>10} {:>10} {:>10}",
+            v6.workload,
+            ratio(v6.imp, v4.imp),
+            ratio(v6.smoltcp, v4.smoltcp),
+            ratio(v6.linux, v4.linux)
         );
     }
 }

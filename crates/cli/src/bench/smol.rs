@@ -11,12 +11,16 @@ use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
 use smoltcp::socket::tcp;
 use smoltcp::time::Instant as SmolInstant;
-use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address};
+use smoltcp::wire::{
+    EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address, Ipv6Address,
+};
 
 use super::workload::{self, Stream};
 
 const PORT: u16 = 5001;
 const B: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
+/// B's IPv6 address (the `-v6` rows), as on imp.
+const B6: Ipv6Address = Ipv6Address::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
 
 /// Frames in flight each way and the spare buffers. Every buffer is `frame_len` long;
 /// a queued frame is (buffer, length).
@@ -127,11 +131,14 @@ struct Pair {
     frames: u64,
     /// Sockets send timestamps.
     timestamps: bool,
+    /// Connections go over IPv6 (each interface also has an IPv6 address).
+    v6: bool,
 }
 
 impl Pair {
-    /// `timestamps`: every socket of the pair sends RFC 7323 timestamps.
-    fn new(mtu: usize, offload: bool, timestamps: bool) -> Pair {
+    /// `timestamps`: every socket of the pair sends RFC 7323 timestamps; `v6`:
+    /// connections go over IPv6.
+    fn new(mtu: usize, offload: bool, timestamps: bool, v6: bool) -> Pair {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = mtu + 14;
@@ -158,6 +165,13 @@ impl Pair {
                 addrs
                     .push(IpCidr::new(IpAddress::v4(10, 0, 0, side as u8 + 1), 24))
                     .expect("room for an address");
+                if v6 {
+                    let host = side as u16 + 1;
+                    let addr = IpAddress::v6(0x2001, 0xdb8, 0, 0, 0, 0, 0, host);
+                    addrs
+                        .push(IpCidr::new(addr, 64))
+                        .expect("room for an address");
+                }
             });
             iface
         };
@@ -170,6 +184,7 @@ impl Pair {
             epoch,
             frames: 0,
             timestamps,
+            v6,
         }
     }
 
@@ -199,6 +214,15 @@ impl Pair {
         }
     }
 
+    /// B's address in the pair's family.
+    fn remote(&self) -> IpAddress {
+        if self.v6 {
+            IpAddress::Ipv6(B6)
+        } else {
+            IpAddress::Ipv4(B)
+        }
+    }
+
     fn socket(&mut self, side: usize, buffer: usize, nodelay: bool) -> SocketHandle {
         let rx = tcp::SocketBuffer::new(vec![0; buffer]);
         let tx = tcp::SocketBuffer::new(vec![0; buffer]);
@@ -217,10 +241,11 @@ impl Pair {
     /// Connect A (from `local_port`) to B's listening `server` socket and wait for both
     /// ends to be established.
     fn open(&mut self, client: SocketHandle, server: SocketHandle, local_port: u16) {
+        let remote = self.remote();
         let cx = self.ifaces[0].context();
         self.sockets[0]
             .get_mut::<tcp::Socket>(client)
-            .connect(cx, (IpAddress::Ipv4(B), PORT), local_port)
+            .connect(cx, (remote, PORT), local_port)
             .expect("smoltcp connect");
         for _ in 0..1000 {
             self.pump();
@@ -245,20 +270,20 @@ impl Pair {
 /// the working set of one transfer in the caches, as a tuned in-process setup would.
 pub(crate) const BULK_BUFFER: usize = 256 << 10;
 
-/// W1 on smoltcp: one connection A -> B and its stream.
-pub struct Bulk {
+/// W1 on smoltcp: one connection A -> B and its stream; over IPv6 when `V6`.
+pub struct Bulk<const V6: bool = false> {
     pair: Pair,
     client: SocketHandle,
     server: SocketHandle,
     stream: Stream,
 }
 
-impl workload::Bulk for Bulk {
-    fn open(mtu: usize, offload: bool) -> Bulk {
+impl<const V6: bool> workload::Bulk for Bulk<V6> {
+    fn open(mtu: usize, offload: bool) -> Bulk<V6> {
         // Timestamps as on imp (off with `--bare`): since 0.14 smoltcp counts the
         // option in its segment size (smoltcp-rs/smoltcp#1161), so full segments fit
         // the MTU; 0.12 overran it and ran this row without them.
-        let mut pair = Pair::new(mtu, offload, timestamps());
+        let mut pair = Pair::new(mtu, offload, timestamps(), V6);
         let server = pair.socket(1, BULK_BUFFER, false);
         pair.tcp(1, server).listen(PORT).expect("listen");
         let client = pair.socket(0, BULK_BUFFER, false);
@@ -288,16 +313,16 @@ impl workload::Bulk for Bulk {
     }
 }
 
-/// W2 on smoltcp: one open connection.
-pub struct PingPong {
+/// W2 on smoltcp: one open connection; over IPv6 when `V6`.
+pub struct PingPong<const V6: bool = false> {
     pair: Pair,
     client: SocketHandle,
     server: SocketHandle,
 }
 
-impl workload::PingPong for PingPong {
-    fn open() -> PingPong {
-        let mut pair = Pair::new(1500, false, timestamps());
+impl<const V6: bool> workload::PingPong for PingPong<V6> {
+    fn open() -> PingPong<V6> {
+        let mut pair = Pair::new(1500, false, timestamps(), V6);
         let server = pair.socket(1, 64 * 1024, true);
         pair.tcp(1, server).listen(PORT).expect("listen");
         let client = pair.socket(0, 64 * 1024, true);
@@ -338,16 +363,16 @@ impl workload::PingPong for PingPong {
 /// serves one connection: each connection gets a fresh listening socket, and the
 /// server's socket is removed once in TIME-WAIT (smoltcp would otherwise keep answering
 /// for the old connection). The client socket is reused, each time from the next port.
-pub struct Churn {
+pub struct Churn<const V6: bool = false> {
     pair: Pair,
     client: SocketHandle,
     /// Connections made so far: the next one's client port is 49152 plus this (mod 16384).
     count: u64,
 }
 
-impl workload::Churn for Churn {
-    fn open() -> Churn {
-        let mut pair = Pair::new(1500, false, timestamps());
+impl<const V6: bool> workload::Churn for Churn<V6> {
+    fn open() -> Churn<V6> {
+        let mut pair = Pair::new(1500, false, timestamps(), V6);
         let client = pair.socket(0, 4096, true);
         Churn {
             pair,

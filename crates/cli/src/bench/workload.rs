@@ -103,24 +103,24 @@ pub(crate) fn bulk<F: Bulk>(workload: &str, mtu: usize, offload: bool, total: u6
     bulk_samples(workload, total, times, allocs)
 }
 
-/// W2: `rounds` 1-byte round trips; round trips/s.
-pub(crate) fn ping_pong<P: PingPong>(rounds: u64) -> Vec<Sample> {
+/// W2 (row `name`): `rounds` 1-byte round trips; round trips/s.
+pub(crate) fn ping_pong<P: PingPong>(name: &str, rounds: u64) -> Vec<Sample> {
     let mut connection = P::open();
     let watch = Stopwatch::start();
     for _ in 0..rounds {
         connection.round_trip();
     }
     let (wall, _) = watch.stop();
-    vec![Sample::new("W2", "round trips/s", rounds as f64 / wall)]
+    vec![Sample::new(name, "round trips/s", rounds as f64 / wall)]
 }
 
-/// W3: `count` connections; connections/s.
-pub(crate) fn churn<C: Churn>(count: u64) -> Vec<Sample> {
+/// W3 (row `name`): `count` connections; connections/s.
+pub(crate) fn churn<C: Churn>(name: &str, count: u64) -> Vec<Sample> {
     let mut server = C::open();
     let watch = Stopwatch::start();
     for _ in 0..count {
         server.connection();
     }
     let (wall, _) = watch.stop();
-    vec![Sample::new("W3", "connections/s", count as f64 / wall)]
+    vec![Sample::new(name, "connections/s", count as f64 / wall)]
 }

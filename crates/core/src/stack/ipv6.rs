@@ -522,15 +522,13 @@ impl Stack {
     /// for one, else a silent drop.
     fn bad_header_chain(&mut self, now: Instant, meta: &Meta6<'_>, error: WalkError) {
         self.stats.ipv6.rx_param_problem += 1;
-        if let Some((reason, pointer, report)) = super::ndp::param_problem(error, meta.multicast) {
-            if report {
-                let repr = icmpv6::Repr::ParamProblem {
-                    reason,
-                    pointer,
-                    invoking: meta.invoking,
-                };
-                self.send_icmpv6_error(now, meta, &repr);
-            }
+        if let Some((reason, pointer, true)) = super::ndp::param_problem(error, meta.multicast) {
+            let repr = icmpv6::Repr::ParamProblem {
+                reason,
+                pointer,
+                invoking: meta.invoking,
+            };
+            self.send_icmpv6_error(now, meta, &repr);
         }
     }
 

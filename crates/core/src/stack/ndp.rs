@@ -271,6 +271,13 @@ impl Stack {
                     let released = self.v6.neighbors.learn(meta.iface, meta.src, mac);
                     self.send_released(meta.iface, meta.src, released);
                 }
+                if self
+                    .ifaces
+                    .get(meta.iface.index())
+                    .is_some_and(|i| i.forwarding)
+                {
+                    self.send_ra(meta.iface);
+                }
             }
             ndp::Repr::Redirect { .. } => {}
         }
@@ -446,6 +453,56 @@ impl Stack {
         let dst = crate::ipv6::ALL_ROUTERS;
         if self.send_nd_frame(iface, (src, dst, ipv6::multicast_mac(dst)), &repr) {
             self.stats.ipv6.rs_sent += 1;
+        }
+    }
+
+    /// A Router Advertisement to all nodes (we forward on `iface` and were asked,
+    /// RFC 4861 §6.2.6): a default router for 30 minutes, the link MTU, and each
+    /// /64 prefix of the interface's global addresses, on-link and autonomous (SLAAC),
+    /// valid for a day and preferred for four hours.
+    pub(crate) fn send_ra(&mut self, iface: IfaceId) {
+        let Some(interface) = self.ifaces.get(iface.index()) else {
+            return;
+        };
+        let (mac, mtu) = (interface.mac, interface.mtu);
+        let Some(state) = self.v6.iface(iface) else {
+            return;
+        };
+        let Some(src) = state.link_local() else {
+            return;
+        };
+        let mut prefixes: Vec<PrefixInfo> = Vec::new();
+        for addr in state
+            .addrs
+            .iter()
+            .filter(|a| a.usable() && a.origin != AddrOrigin::LinkLocal)
+        {
+            let network = addr.cidr.network();
+            if network.prefix_len == 64 && !prefixes.iter().any(|p| p.prefix == network.address) {
+                prefixes.push(PrefixInfo {
+                    prefix_len: 64,
+                    on_link: true,
+                    autonomous: true,
+                    valid_lifetime: 86_400,
+                    preferred_lifetime: 14_400,
+                    prefix: network.address,
+                });
+            }
+        }
+        let repr = Repr::Ndp(ndp::Repr::RouterAdvert {
+            hop_limit: self.v6.config.hop_limit,
+            managed: false,
+            other: false,
+            router_lifetime: 1800,
+            reachable_time: 0,
+            retrans_timer: 0,
+            source_lladdr: Some(mac),
+            mtu: Some(u32::try_from(mtu).unwrap_or(u32::MAX)),
+            prefixes: ndp::Prefixes::List(&prefixes),
+        });
+        let dst = crate::ipv6::ALL_NODES;
+        if self.send_nd_frame(iface, (src, dst, ipv6::multicast_mac(dst)), &repr) {
+            self.stats.ipv6.ra_sent += 1;
         }
     }
 

@@ -229,3 +229,132 @@ fn a_large_datagram_is_fragmented_and_reassembled() {
     assert_eq!(p.b.stats().ipv6.echo_replies, 1);
     assert_eq!(p.a.stats().reassembly6.reassembled, 1);
 }
+
+#[test]
+fn a_router_answers_a_solicitation_and_the_host_configures_itself_by_slaac() {
+    let mut p = Pair::new();
+    let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
+    // A routes: it has a global address and forwards.
+    p.a.set_forwarding(a_if, true);
+    p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
+    settle(&mut p, Duration::from_secs(2));
+    // B starts IPv6: link-local, DAD, then a router solicitation A answers.
+    p.b.enable_ipv6(p.now, b_if);
+    settle(&mut p, Duration::from_secs(4));
+    assert!(p.a.stats().ipv6.ra_sent >= 1, "{:?}", p.a.stats().ipv6);
+    assert!(p.b.stats().ipv6.ra_received >= 1);
+    let mac = crate::testutil::MAC_B;
+    let slaac = ipv6::address_from_prefix(
+        &Cidr::new("2001:db8::".parse().unwrap(), 64).unwrap(),
+        ipv6::interface_id(mac),
+    )
+    .unwrap();
+    let addrs = p.b.ipv6_addresses(b_if);
+    let formed = addrs
+        .iter()
+        .find(|a| a.cidr.address == slaac)
+        .expect("a SLAAC address");
+    assert_eq!(formed.origin, AddrOrigin::Slaac);
+    assert_eq!(formed.state, AddrState::Preferred);
+    // The router is B's default route: an address off the prefix goes via A.
+    let far: Ipv6Addr = "2001:db8:ffff::1".parse().unwrap();
+    let route = p.b.routes6().lookup(far).expect("a default route");
+    assert_eq!(
+        route.gateway,
+        Some(ipv6::link_local_from_mac(crate::testutil::MAC_A))
+    );
+}
+
+#[test]
+fn a_router_forwards_with_the_hop_limit_lowered_and_answers_for_no_route() {
+    let mut p = Pair::new();
+    let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
+    p.a.set_forwarding(a_if, true);
+    p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
+    p.b.add_address6(now, b_if, Cidr::new(b6(), 64).unwrap());
+    settle(&mut p, Duration::from_secs(2));
+    // B sends to an address off-link with A as its gateway; A has no route for it.
+    p.b.routes6_mut().add(
+        Cidr::new(Ipv6Addr::UNSPECIFIED, 0).unwrap(),
+        Some(a6()),
+        b_if,
+    );
+    let far: Ipv6Addr = "2001:db8:ffff::1".parse().unwrap();
+    let mut packet = vec![0u8; ipv6::HEADER_LEN + 8];
+    packet[ipv6::HEADER_LEN..].copy_from_slice(b"12345678");
+    p.b.send_ipv6(
+        p.now,
+        (None, far),
+        NextHeader::NoNextHeader,
+        None,
+        packet,
+        Origin::Stack,
+    )
+    .unwrap();
+    p.exchange();
+    assert_eq!(p.a.stats().ipv6.fw_no_route, 1);
+    assert!(
+        p.b.stats().ipv6.icmp_rx >= 1,
+        "the Destination Unreachable came back"
+    );
+    // Hop limit 1: Time Exceeded instead.
+    let mut packet = vec![0u8; ipv6::HEADER_LEN + 8];
+    packet[ipv6::HEADER_LEN..].copy_from_slice(b"12345678");
+    p.b.send_ipv6(
+        p.now,
+        (None, far),
+        NextHeader::NoNextHeader,
+        Some(1),
+        packet,
+        Origin::Stack,
+    )
+    .unwrap();
+    p.exchange();
+    assert_eq!(p.a.stats().ipv6.fw_hop_limit, 1);
+}
+
+#[test]
+fn a_packet_too_big_lowers_the_path_mtu_and_the_connection_resends_smaller() {
+    let mut p = pair6();
+    let (client, server) = connect6(&mut p);
+    let data: Vec<u8> = (0..20_000u32).map(|i| (i % 241) as u8).collect();
+    p.a.tcp_send(p.now, client, &data).unwrap();
+    // Segments larger than 1280 are dropped, as by a router whose next link carries
+    // 1280, which answers the first with a Packet Too Big quoting it.
+    let mut dropped: Option<Vec<u8>> = None;
+    p.exchange_filtered(|from_a, frame| {
+        if from_a && frame.len() > 14 + 1280 {
+            dropped.get_or_insert_with(|| frame[14..].to_vec());
+            return false;
+        }
+        true
+    });
+    let quote = dropped.expect("a full-sized segment");
+    let ptb = icmpv6::Repr::PacketTooBig {
+        mtu: 1280,
+        invoking: &quote,
+    };
+    assert!(p.b.send_icmpv6(p.now, (Some(b6()), a6()), &ptb, None));
+    p.exchange();
+    assert_eq!(p.a.stats().ipv6.pmtu_lowered, 1);
+    assert_eq!(p.a.path_mtu6(p.now, b6()), Some(1280));
+    let info = p.a.tcp_info(client).unwrap();
+    assert_eq!(info.snd_mss, 1280 - 60 - 12, "{:?}", p.a.tcp_stats());
+    // Everything still arrives, byte for byte.
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..1000 {
+        p.exchange_filtered(|_, frame| frame.len() <= 14 + 1280);
+        while let Ok(n) = p.b.tcp_recv(p.now, server, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        if got.len() == data.len() {
+            break;
+        }
+        p.advance(Duration::from_millis(50));
+    }
+    assert!(got == data, "{} of {} bytes", got.len(), data.len());
+}

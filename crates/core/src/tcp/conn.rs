@@ -9,7 +9,7 @@ use impnet_wire::tcp::Repr;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller};
 use super::ecn::{self, Ecn, EcnMode, EcnState};
-use super::output::Reset;
+use super::output::{Reset, tsval};
 use super::rack::Rack;
 use super::rtt::{RttEstimator, RttSampler};
 use super::sack::Scoreboard;
@@ -543,7 +543,7 @@ impl Conn {
 
     /// The RST that aborts this connection (RFC 9293 §3.10.5 ABORT: "<SEQ=SND.NXT><CTL=RST>"),
     /// None in states where no RST is sent.
-    pub fn abort_reset(&self) -> Option<Reset> {
+    pub fn abort_reset(&self, now: Instant) -> Option<Reset> {
         match &self.state {
             State::SynSent(_) | State::Closed(_) | State::TimeWait(_) => None,
             state => {
@@ -553,6 +553,7 @@ impl Conn {
                     remote: self.remote,
                     seq: seq.0,
                     ack: None,
+                    timestamps: self.opts.ts.map(|ts| (tsval(now), ts.recent)),
                 })
             }
         }
@@ -860,7 +861,7 @@ impl Conn {
     /// Give up: RST the peer (when synchronized) and report `TimedOut`.
     fn time_out(&mut self, ctx: &mut Ctx<'_>) {
         if self.state.synchronized()
-            && let Some(reset) = self.abort_reset()
+            && let Some(reset) = self.abort_reset(ctx.now)
         {
             ctx.sh.reset(reset);
         }

@@ -26,6 +26,10 @@ pub(crate) struct Reset {
     pub seq: u32,
     /// Acknowledgment number, when the ACK bit is set.
     pub ack: Option<u32>,
+    /// (TSval, TSecr) when the connection negotiated timestamps: RFC 7323 §3.2, "the
+    /// TSopt ... SHOULD be sent in an <RST> segment" (§5.2: so a peer's PAWS check
+    /// does not drop it).
+    pub timestamps: Option<(u32, u32)>,
 }
 
 /// SEG.LEN: payload plus one for SYN and one for FIN.
@@ -44,6 +48,7 @@ impl Reset {
                 remote,
                 seq: seg.ack,
                 ack: None,
+                timestamps: None,
             }
         } else {
             let ack = SeqNumber(seg.seq) + seg_len(seg);
@@ -52,6 +57,7 @@ impl Reset {
                 remote,
                 seq: 0,
                 ack: Some(ack.0),
+                timestamps: None,
             }
         }
     }
@@ -67,6 +73,10 @@ impl Reset {
                 Flags::RST | Flags::ACK
             } else {
                 Flags::RST
+            },
+            options: Options {
+                timestamps: self.timestamps,
+                ..Options::default()
             },
             ..Repr::default()
         };

@@ -521,7 +521,7 @@ impl Tcp {
             return self.close_listener(now, handle);
         }
         self.with_conn(now, handle, |conn, ctx| {
-            if let Some(reset) = conn.abort_reset() {
+            if let Some(reset) = conn.abort_reset(ctx.now) {
                 ctx.sh.stats.resets_sent += 1;
                 ctx.sh.reset(reset);
             }

@@ -2316,6 +2316,18 @@ fn ts_established() -> (Tcp, TcpHandle, u32) {
 }
 
 #[test]
+fn abort_rst_carries_timestamps() {
+    // RFC 7323 §3.2: "the TSopt ... SHOULD be sent in an <RST> segment", with TSecr
+    // the peer's latest TSval (510, from the handshake's ACK).
+    let (mut tcp, c, snd) = ts_established();
+    tcp.abort(ms(20), c).unwrap();
+    let bytes = recv!(tcp, 20);
+    let rst = parse(&bytes);
+    assert_eq!((rst.flags, rst.seq), (Flags::RST, snd));
+    assert_eq!(rst.options.timestamps, Some((20, 510)));
+}
+
+#[test]
 fn paws_rejects_old_timestamps_with_an_ack() {
     let (mut tcp, c, snd) = ts_established();
     let old = Options {

@@ -118,6 +118,7 @@ fn add_flows(
         ));
     }
     let kind = flow_kind(ctx, &raw.flow)?;
+    let ipv6 = super::flow_family(ctx, flow, &kind)?;
     let start = flow.start.map_or(Duration::ZERO, |d| d.0);
     let stagger = raw.stagger.map_or(Duration::ZERO, |d| d.0);
     for (i, (from, to)) in pairs.enumerate() {
@@ -128,6 +129,7 @@ fn add_flows(
             span: span.clone(),
             start: start.saturating_add(stagger.saturating_mul(i as u64)),
             kind: kind.clone(),
+            ipv6,
         };
         push_flow(ctx, flows, flow, span.clone())?;
     }

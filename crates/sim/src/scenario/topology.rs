@@ -256,6 +256,7 @@ pub(crate) fn resolve_flows(
             path,
             start: flow.start,
             kind: flow.kind,
+            ipv6: flow.ipv6,
         });
     }
     Ok(out)

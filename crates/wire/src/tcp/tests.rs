@@ -12,6 +12,14 @@ const SYN: [u8; 40] = [
     0x00, 0x00, 0x00, 0x64, 0x00, 0x00, 0x00, 0x00,
 ];
 
+// The same SYN as imp writes it: the options in Linux's order (mss, sackOK TS, nop ws);
+// every option moved by a multiple of 2 bytes, so the checksum is the same.
+const SYN_LINUX_ORDER: [u8; 40] = [
+    0xc0, 0x00, 0x00, 0x50, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x02, 0xff, 0xff,
+    0x6f, 0x44, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0x00, 0x00, 0x00, 0x64,
+    0x00, 0x00, 0x00, 0x00, 0x01, 0x03, 0x03, 0x06,
+];
+
 // ACK|PSH 80 > 49152 seq 1000 ack 2000 win 512, nop nop TS 7 8, nop nop SACK
 // {3000-4000, 5000-6000}, payload "hi".
 const DATA_SACK: [u8; 54] = [
@@ -65,7 +73,8 @@ fn syn_round_trip() {
     );
     assert_eq!(repr.segment_len(), 1);
     assert_eq!(repr.buffer_len(), 40);
-    assert_eq!(emit(&repr)[..40], SYN);
+    assert_eq!(emit(&repr)[..40], SYN_LINUX_ORDER);
+    assert_eq!(parse(&SYN_LINUX_ORDER).unwrap(), repr);
 }
 
 #[test]

@@ -1,0 +1,162 @@
+//! The `--so_flags` string: how the stack under test is set up.
+//!
+//! Space-separated `key=value` words, each optional, named after the packetdrill
+//! options they must agree with:
+//!
+//! | key | default | what |
+//! |---|---|---|
+//! | `local_ip` | `192.168.0.2` | the interface's address (give packetdrill the same `--local_ip`) |
+//! | `prefix_len` | `16` | its prefix length (packetdrill's netmask, 255.255.0.0) |
+//! | `gateway_ip` | `192.168.0.1` | the default route's next hop |
+//! | `mtu` | `1500` | the interface's IP MTU (packetdrill's `--mtu`) |
+//! | `cc` | `cubic` | congestion control (`reno`, `cubic`, `vegas`, `bbr`) |
+//! | `ecn` | `off` | `off`, `accept` or `request` (Linux `tcp_ecn` 0, 2, 1) |
+//! | `rcvbuf`, `sndbuf` | `15728640`, `262144` | buffer sizes: `tcp_rmem`'s maximum (Linux derives its window scale, 8, from it) and `tcp_wmem`'s default |
+//! | `seed` | `1` | keys the stack's secret (ISNs, ports): runs repeat exactly |
+//!
+//! The defaults are the settings of upstream's `gtests/net/common/defaults.sh`, so
+//! upstream scripts see the stack they were written for where imp has the knob.
+
+use core::net::Ipv4Addr;
+
+use impnet_core::tcp::EcnMode;
+use impnet_core::tcp::cc::CcAlgorithm;
+
+/// The parsed flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flags {
+    /// The interface's address.
+    pub local_ip: Ipv4Addr,
+    /// Its prefix length.
+    pub prefix_len: u8,
+    /// The default route's next hop.
+    pub gateway_ip: Ipv4Addr,
+    /// IP MTU.
+    pub mtu: usize,
+    /// Congestion control.
+    pub congestion: CcAlgorithm,
+    /// ECN mode.
+    pub ecn: EcnMode,
+    /// Receive buffer, bytes.
+    pub rcvbuf: usize,
+    /// Send buffer, bytes.
+    pub sndbuf: usize,
+    /// Keys the stack's secret.
+    pub seed: u64,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Flags {
+            local_ip: Ipv4Addr::new(192, 168, 0, 2),
+            prefix_len: 16,
+            gateway_ip: Ipv4Addr::new(192, 168, 0, 1),
+            mtu: 1500,
+            congestion: CcAlgorithm::Cubic,
+            ecn: EcnMode::Off,
+            rcvbuf: 15 * 1024 * 1024,
+            sndbuf: 256 * 1024,
+            seed: 1,
+        }
+    }
+}
+
+/// A word of the flags string that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagsError(pub String);
+
+impl core::fmt::Display for FlagsError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Flags {
+    /// Parse a flags string (None or empty: the defaults).
+    pub fn parse(text: Option<&str>) -> Result<Flags, FlagsError> {
+        let mut flags = Flags::default();
+        for word in text.unwrap_or("").split_whitespace() {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| FlagsError(format!("so_flags word '{word}' is not key=value")))?;
+            flags.set(key, value)?;
+        }
+        if flags.mtu < 68 || flags.mtu > 65535 {
+            return Err(FlagsError(format!(
+                "so_flags mtu={} is outside 68..=65535",
+                flags.mtu
+            )));
+        }
+        if flags.prefix_len > 32 {
+            return Err(FlagsError(format!(
+                "so_flags prefix_len={} is above 32",
+                flags.prefix_len
+            )));
+        }
+        Ok(flags)
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), FlagsError> {
+        let bad = |what: &str| FlagsError(format!("so_flags {key}={value}: {what}"));
+        match key {
+            "local_ip" => self.local_ip = value.parse().map_err(|_| bad("not an IPv4 address"))?,
+            "gateway_ip" => {
+                self.gateway_ip = value.parse().map_err(|_| bad("not an IPv4 address"))?;
+            }
+            "prefix_len" => self.prefix_len = value.parse().map_err(|_| bad("not a number"))?,
+            "mtu" => self.mtu = value.parse().map_err(|_| bad("not a number"))?,
+            "rcvbuf" => self.rcvbuf = value.parse().map_err(|_| bad("not a number"))?,
+            "sndbuf" => self.sndbuf = value.parse().map_err(|_| bad("not a number"))?,
+            "seed" => self.seed = value.parse().map_err(|_| bad("not a number"))?,
+            "cc" => {
+                self.congestion = CcAlgorithm::from_name(value)
+                    .ok_or_else(|| bad("imp has reno, cubic, vegas and bbr"))?;
+            }
+            "ecn" => {
+                self.ecn = match value {
+                    "off" | "0" => EcnMode::Off,
+                    "accept" | "2" => EcnMode::Accept,
+                    "request" | "1" => EcnMode::Request,
+                    _ => return Err(bad("use off, accept or request")),
+                }
+            }
+            _ => {
+                return Err(FlagsError(format!(
+                    "unknown so_flags key '{key}' (known: local_ip, prefix_len, gateway_ip, \
+                     mtu, cc, ecn, rcvbuf, sndbuf, seed)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(Flags::parse(None), Ok(Flags::default()));
+        let flags = Flags::parse(Some("local_ip=10.0.0.2 mtu=9000 cc=reno ecn=request")).unwrap();
+        assert_eq!(flags.local_ip, Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(flags.mtu, 9000);
+        assert_eq!(flags.congestion, CcAlgorithm::NewReno);
+        assert_eq!(flags.ecn, EcnMode::Request);
+    }
+
+    #[test]
+    fn errors_name_the_word() {
+        for (text, needle) in [
+            ("mtu", "not key=value"),
+            ("mtu=x", "mtu=x"),
+            ("mtu=20", "68..=65535"),
+            ("colour=red", "unknown so_flags key 'colour'"),
+            ("cc=westwood", "cc=westwood"),
+            ("local_ip=1.2.3", "local_ip=1.2.3"),
+        ] {
+            let error = Flags::parse(Some(text)).unwrap_err();
+            assert!(error.0.contains(needle), "{text}: {error}");
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Readiness (`poll`, `epoll`) of the shim's sockets, as Linux's `tcp_poll` reports it.
+
+use std::collections::BTreeMap;
+
+use impnet_core::tcp::TcpState;
+
+use crate::shim::Shim;
+use crate::socket::{Errno, Fd, Phase};
+
+/// `poll` bits (the `epoll` ones have the same values).
+pub const POLLIN: u32 = libc::POLLIN as u32;
+/// Room to write.
+pub const POLLOUT: u32 = libc::POLLOUT as u32;
+/// An error is pending.
+pub const POLLERR: u32 = libc::POLLERR as u32;
+/// Both directions are closed.
+pub const POLLHUP: u32 = libc::POLLHUP as u32;
+/// The peer closed its sending half.
+pub const POLLRDHUP: u32 = libc::POLLRDHUP as u32;
+/// Always reported, asked for or not.
+const ALWAYS: u32 = POLLERR | POLLHUP;
+
+/// One epoll instance: the descriptors it watches.
+#[derive(Debug, Default)]
+pub struct Epoll {
+    /// fd -> interest.
+    interests: BTreeMap<i32, Interest>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Interest {
+    events: u32,
+    data: u64,
+    /// For EPOLLET: the bits, readable bytes and send room seen last. An edge is a
+    /// new bit, more bytes to read (new data) or more room (an ACK freed some), as
+    /// Linux's wake-ups on data arrival and on freed send space.
+    last: (u32, usize, usize),
+    /// EPOLLONESHOT fired: nothing more until EPOLL_CTL_MOD.
+    disarmed: bool,
+}
+
+impl Epoll {
+    /// Forget a closed descriptor.
+    pub fn forget(&mut self, fd: i32) {
+        self.interests.remove(&fd);
+    }
+}
+
+impl Shim {
+    /// The poll bits of `fd` now.
+    pub fn readiness(&mut self, fd: i32) -> Result<u32, Errno> {
+        let phase = match self.fds.get(&fd) {
+            Some(Fd::Tcp(socket)) => socket.phase,
+            Some(Fd::Epoll(_)) => return Ok(0),
+            None => return Err(libc::EBADF),
+        };
+        match phase {
+            // Linux: an unconnected socket is in TCP_CLOSE, which polls as hung up.
+            Phase::Fresh { .. } => Ok(POLLOUT | POLLHUP),
+            Phase::Listener(_) => {
+                self.fill_ready(fd)?;
+                Ok(if self.tcp_socket(fd)?.ready.is_empty() {
+                    0
+                } else {
+                    POLLIN
+                })
+            }
+            Phase::Conn(handle) => Ok(self.conn_readiness(fd, handle)?),
+        }
+    }
+
+    fn conn_readiness(
+        &mut self,
+        fd: i32,
+        handle: impnet_core::tcp::TcpHandle,
+    ) -> Result<u32, Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let (reported, read_shut) = (socket.error_reported, socket.read_shut);
+        let state = self
+            .stack
+            .tcp_info(handle)
+            .map_or(TcpState::Closed, |i| i.state);
+        let error = self.stack.tcp().error(handle).ok().flatten();
+        let mut bits = 0;
+        if error.is_some() && !reported {
+            bits |= POLLERR;
+        }
+        let readable = self.stack.tcp().readable(handle);
+        let peer_closed = matches!(
+            state,
+            TcpState::CloseWait
+                | TcpState::LastAck
+                | TcpState::Closing
+                | TcpState::TimeWait
+                | TcpState::Closed
+        );
+        if readable > 0 || peer_closed || read_shut {
+            bits |= POLLIN;
+        }
+        if peer_closed || read_shut {
+            bits |= POLLRDHUP;
+        }
+        let we_closed = matches!(
+            state,
+            TcpState::FinWait1
+                | TcpState::FinWait2
+                | TcpState::Closing
+                | TcpState::LastAck
+                | TcpState::TimeWait
+        );
+        if state == TcpState::Closed || (peer_closed && we_closed) || (read_shut && we_closed) {
+            bits |= POLLHUP;
+        }
+        let open = matches!(state, TcpState::Established | TcpState::CloseWait);
+        let queued = self.stack.tcp().send_queued(handle);
+        let room = self.send_limit(fd)?.saturating_sub(queued);
+        // Linux's sk_stream_is_writeable: free space at least half what is queued.
+        if (open && room > 0 && room * 2 >= queued) || state == TcpState::Closed {
+            bits |= POLLOUT;
+        }
+        Ok(bits)
+    }
+
+    /// A connection's readable bytes and free send room (zeros for anything else).
+    fn levels(&mut self, fd: i32) -> (usize, usize) {
+        match self.fds.get(&fd) {
+            Some(Fd::Tcp(socket)) => match socket.phase {
+                Phase::Conn(handle) => {
+                    let limit = self.send_limit(fd).unwrap_or(0);
+                    let tcp = self.stack.tcp();
+                    (
+                        tcp.readable(handle),
+                        limit.saturating_sub(tcp.send_queued(handle)),
+                    )
+                }
+                _ => (0, 0),
+            },
+            _ => (0, 0),
+        }
+    }
+
+    /// `poll` without waiting: fills each `(fd, events)`'s revents, returns how many
+    /// are ready.
+    pub fn poll_once(&mut self, fds: &mut [(i32, u32, u32)]) -> usize {
+        let mut ready = 0;
+        for (fd, events, revents) in fds.iter_mut() {
+            *revents = if *fd < 0 {
+                0
+            } else {
+                match self.readiness(*fd) {
+                    Ok(bits) => bits & (*events | ALWAYS),
+                    Err(_) => libc::POLLNVAL as u32,
+                }
+            };
+            if *revents != 0 {
+                ready += 1;
+            }
+        }
+        ready
+    }
+
+    /// `epoll_create`.
+    pub fn epoll_create(&mut self) -> i32 {
+        let fd = self.free_fd();
+        self.fds.insert(fd, Fd::Epoll(Epoll::default()));
+        fd
+    }
+
+    fn epoll(&mut self, epfd: i32) -> Result<&mut Epoll, Errno> {
+        match self.fds.get_mut(&epfd) {
+            Some(Fd::Epoll(epoll)) => Ok(epoll),
+            Some(Fd::Tcp(_)) => Err(libc::EINVAL),
+            None => Err(libc::EBADF),
+        }
+    }
+
+    /// `epoll_ctl`.
+    pub fn epoll_ctl(
+        &mut self,
+        epfd: i32,
+        op: i32,
+        fd: i32,
+        events: u32,
+        data: u64,
+    ) -> Result<i32, Errno> {
+        if !self.fds.contains_key(&fd) {
+            return Err(libc::EBADF);
+        }
+        if fd == epfd {
+            return Err(libc::EINVAL);
+        }
+        let epoll = self.epoll(epfd)?;
+        let interest = Interest {
+            events,
+            data,
+            last: (0, 0, 0),
+            disarmed: false,
+        };
+        match op {
+            libc::EPOLL_CTL_ADD if epoll.interests.contains_key(&fd) => return Err(libc::EEXIST),
+            libc::EPOLL_CTL_ADD => {
+                epoll.interests.insert(fd, interest);
+            }
+            libc::EPOLL_CTL_MOD => {
+                *epoll.interests.get_mut(&fd).ok_or(libc::ENOENT)? = interest;
+            }
+            libc::EPOLL_CTL_DEL => {
+                epoll.interests.remove(&fd).ok_or(libc::ENOENT)?;
+            }
+            _ => return Err(libc::EINVAL),
+        }
+        Ok(0)
+    }
+
+    /// `epoll_wait` without waiting: up to `max` (events, data) pairs.
+    pub fn epoll_once(&mut self, epfd: i32, max: usize) -> Result<Vec<(u32, u64)>, Errno> {
+        let interests: Vec<(i32, Interest)> = self
+            .epoll(epfd)?
+            .interests
+            .iter()
+            .map(|(&fd, &i)| (fd, i))
+            .collect();
+        let mut out = Vec::new();
+        for (fd, interest) in interests {
+            if out.len() >= max || interest.disarmed {
+                continue;
+            }
+            let bits = self.readiness(fd).unwrap_or(0) & (interest.events | ALWAYS);
+            let levels = self.levels(fd);
+            let edge = interest.events & libc::EPOLLET as u32 != 0;
+            let oneshot = interest.events & libc::EPOLLONESHOT as u32 != 0;
+            let (last_bits, last_readable, last_room) = interest.last;
+            let rising = bits & !last_bits != 0
+                || (bits & POLLIN != 0 && levels.0 > last_readable)
+                || (bits & POLLOUT != 0 && levels.1 > last_room);
+            let report = bits != 0 && (!edge || rising);
+            if let Some(kept) = self.epoll(epfd)?.interests.get_mut(&fd) {
+                kept.last = (bits, levels.0, levels.1);
+                kept.disarmed |= report && oneshot;
+            }
+            if report {
+                out.push((bits, interest.data));
+            }
+        }
+        Ok(out)
+    }
+}

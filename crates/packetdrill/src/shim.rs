@@ -1,0 +1,222 @@
+//! The stack under test on virtual time, and its one interface.
+//!
+//! `Shim` owns a [`Stack`] and the clock. Time moves only when packetdrill says so
+//! (`usleep`, each `gettimeofday` by a microsecond so its spin loops end, and
+//! `netdev_receive` when the stack has nothing to send yet) or when a blocking call
+//! has nothing else to wait for. Every due timer fires at its own instant, so a
+//! packet is stamped with the time the stack sent it.
+//!
+//! The link: packetdrill hands over and expects bare IP packets, which is what an
+//! IP-level interface (`Medium::Ip`, no Ethernet, no ARP) takes and gives.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use impnet_core::tcp::TcpConfig;
+use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig};
+use impnet_wire::ipv4::Cidr;
+
+use crate::flags::Flags;
+use crate::socket::Fd;
+
+/// `gettimeofday` on the Unix clock: virtual zero is this many seconds after 1970.
+pub(crate) const EPOCH_SECS: u64 = 1_000_000_000;
+/// Timer rounds one advance runs at one instant before it gives up on a deadline that
+/// does not move (it would be a bug in the stack; the shim must not spin for ever).
+const SAME_INSTANT_ROUNDS: u32 = 10_000;
+
+/// The largest TSO packet the interface takes (an IPv4 packet's limit).
+const TSO_MAX: usize = 65535;
+
+/// The lowest file descriptor handed out (0-2 are stdio on Linux).
+const FIRST_FD: i32 = 3;
+
+/// A packet the stack sent, with when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// Virtual time it left.
+    pub at: Instant,
+    /// The IP packet.
+    pub packet: Vec<u8>,
+}
+
+/// The stack, its clock, its packets out and its file descriptors.
+#[derive(Debug)]
+pub struct Shim {
+    pub(crate) stack: Stack,
+    pub(crate) now: Instant,
+    iface: IfaceId,
+    pub(crate) flags: Flags,
+    outbound: VecDeque<Sent>,
+    pub(crate) fds: BTreeMap<i32, Fd>,
+    /// Moves whenever anything changed (time, input, a socket call): blocked callers
+    /// look again when it does.
+    pub(crate) generation: u64,
+    frame: Vec<u8>,
+}
+
+impl Shim {
+    /// A stack set up as `flags` say, at virtual time zero.
+    pub fn new(flags: Flags) -> Shim {
+        let tcp = TcpConfig {
+            send_buffer: flags.sndbuf,
+            recv_buffer: flags.rcvbuf,
+            congestion: flags.congestion,
+            ecn: flags.ecn,
+            mss: u16::try_from(flags.mtu - 40).unwrap_or(u16::MAX),
+            ..TcpConfig::default()
+        };
+        let config = StackConfig {
+            tcp,
+            ..StackConfig::default()
+        };
+        let mut seed = [0u8; Secret::LEN];
+        seed[..8].copy_from_slice(&flags.seed.to_le_bytes());
+        let mut stack = Stack::new(config, Secret::from_bytes(seed));
+        // packetdrill's own TUN device takes TSO packets (TUN_F_TSO4): Linux hands it
+        // one large segment per burst, and the scripts are written that way.
+        let mut iface_config =
+            IfaceConfig::ip(flags.mtu).with_offloads(Offloads::NONE.with_tso(TSO_MAX));
+        iface_config.addrs.push(Cidr {
+            address: flags.local_ip,
+            prefix_len: flags.prefix_len,
+        });
+        let iface = stack.add_interface(iface_config);
+        stack
+            .routes_mut()
+            .add(Cidr::DEFAULT_ROUTE, Some(flags.gateway_ip), iface);
+        let mut shim = Shim {
+            stack,
+            now: Instant::from_nanos(0),
+            iface,
+            frame: vec![0; TSO_MAX.max(flags.mtu)],
+            flags,
+            outbound: VecDeque::new(),
+            fds: BTreeMap::new(),
+            generation: 0,
+        };
+        shim.flush();
+        shim
+    }
+
+    /// Virtual time in microseconds.
+    pub fn now_micros(&self) -> u64 {
+        self.now.as_nanos() / 1000
+    }
+
+    /// A new file descriptor number: one the host also has open (on `/dev/null`), so
+    /// the host gives it to nobody else while the shim uses it. packetdrill closes
+    /// the sockets a script leaves open with the C library's own `close`, not the
+    /// table's, at the end of every run: that close then succeeds. The lowest free
+    /// number the shim knows of when the host has none to give.
+    pub(crate) fn free_fd(&self) -> i32 {
+        // SAFETY: open with a constant path and flags.
+        let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd >= 0 && !self.fds.contains_key(&fd) {
+            return fd;
+        }
+        let mut fd = FIRST_FD;
+        while self.fds.contains_key(&fd) {
+            fd += 1;
+        }
+        fd
+    }
+
+    /// Give the host's descriptor behind a shim descriptor back.
+    pub(crate) fn release_fd(fd: i32) {
+        // SAFETY: closing a descriptor free_fd opened for this number.
+        unsafe { libc::close(fd) };
+    }
+
+    /// A packet from the script (an IP packet) goes into the stack now.
+    pub fn packet_in(&mut self, packet: &[u8]) {
+        self.stack.handle_frame(self.now, self.iface, packet);
+        self.flush();
+    }
+
+    /// The oldest packet the stack sent that nobody took yet.
+    pub fn next_sent(&mut self) -> Option<Sent> {
+        self.outbound.pop_front()
+    }
+
+    /// Whether a packet waits in [`Shim::next_sent`].
+    pub fn has_sent(&self) -> bool {
+        !self.outbound.is_empty()
+    }
+
+    /// Move the clock to `to` (never back), firing each timer at its own instant.
+    pub fn advance_to(&mut self, to: Instant) {
+        let mut rounds = 0;
+        while let Some(due) = self.stack.poll_timeout() {
+            if due > to {
+                break;
+            }
+            if due <= self.now {
+                rounds += 1;
+                if rounds > SAME_INSTANT_ROUNDS {
+                    break;
+                }
+            }
+            self.now = self.now.max(due);
+            self.stack.handle_timeout(self.now);
+            self.flush();
+        }
+        if to > self.now {
+            self.now = to;
+            self.generation += 1;
+        }
+    }
+
+    /// Move the clock by `by`.
+    pub fn advance_by(&mut self, by: Duration) {
+        self.advance_to(self.now + by);
+    }
+
+    /// Move the clock to the stack's next deadline (at most `limit`) and fire what is
+    /// due then; false when no deadline comes before `limit` (then the clock is at
+    /// `limit`, or unmoved without one).
+    pub fn advance_to_next_deadline(&mut self, limit: Option<Instant>) -> bool {
+        match (self.stack.poll_timeout(), limit) {
+            (Some(due), Some(limit)) if due > limit => {
+                self.advance_to(limit);
+                false
+            }
+            (Some(due), _) => {
+                self.advance_to(due.max(self.now));
+                true
+            }
+            (None, Some(limit)) => {
+                self.advance_to(limit);
+                false
+            }
+            (None, None) => false,
+        }
+    }
+
+    /// Take everything the stack wants to send, stamped now.
+    pub(crate) fn flush(&mut self) {
+        self.generation += 1;
+        while let Some(transmit) = self.stack.poll_transmit(self.now, &mut self.frame) {
+            self.outbound.push_back(Sent {
+                at: self.now,
+                packet: self.frame[..transmit.len].to_vec(),
+            });
+        }
+        while self.stack.poll_event().is_some() {}
+    }
+
+    /// The route MTU towards `remote` less the IPv4 and TCP headers.
+    pub(crate) fn route_mss(&self) -> u16 {
+        u16::try_from(self.flags.mtu - 40).unwrap_or(u16::MAX)
+    }
+
+    /// Our address (the one source address of the one interface).
+    pub(crate) fn local_ip(&self) -> Ipv4Addr {
+        self.flags.local_ip
+    }
+
+    /// Whether `addr` may be bound: ours, or the unspecified address.
+    pub(crate) fn bindable(&self, addr: SocketAddrV4) -> bool {
+        addr.ip().is_unspecified() || *addr.ip() == self.flags.local_ip || addr.ip().is_loopback()
+    }
+}

@@ -1,0 +1,549 @@
+//! Socket calls on imp's TCP sockets, as Linux answers them.
+//!
+//! Every call returns `Ok` or a Linux errno; `EAGAIN` means "would block", and the
+//! caller ([`crate::driver`]) decides whether to wait. An ending error (reset, refused,
+//! timed out) is reported once, as Linux's `sk_err` is: after it reads see end of
+//! stream and writes `EPIPE`.
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use impnet_core::tcp::{TcpError, TcpHandle, TcpState};
+
+use crate::shim::Shim;
+
+/// A Linux errno value.
+pub type Errno = i32;
+
+/// What a file descriptor of the shim is.
+#[derive(Debug)]
+pub enum Fd {
+    /// A TCP socket.
+    Tcp(TcpSocket),
+    /// An epoll instance.
+    Epoll(crate::poll::Epoll),
+}
+
+/// Where a TCP socket is in its life, as the application sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Made by `socket`, maybe bound.
+    Fresh {
+        /// The address `bind` gave.
+        bound: Option<SocketAddrV4>,
+    },
+    /// Listening.
+    Listener(TcpHandle),
+    /// Connecting or connected.
+    Conn(TcpHandle),
+}
+
+/// Socket options as the application set them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// SO_REUSEADDR (kept for getsockopt; imp's listeners never wait for TIME-WAIT).
+    pub reuse_addr: bool,
+    /// SO_SNDBUF as set (getsockopt reports it doubled, as Linux does).
+    pub sndbuf: Option<i32>,
+    /// SO_RCVBUF as set.
+    pub rcvbuf: Option<i32>,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// TCP_CORK.
+    pub cork: bool,
+    /// TCP_MAXSEG: the MSS to announce on connect.
+    pub maxseg: Option<u16>,
+    /// SO_LINGER (on, seconds).
+    pub linger: Option<(bool, i32)>,
+    /// SO_KEEPALIVE (kept for getsockopt).
+    pub keepalive: bool,
+}
+
+/// One TCP socket.
+#[derive(Debug)]
+pub struct TcpSocket {
+    /// Its phase.
+    pub phase: Phase,
+    /// O_NONBLOCK.
+    pub nonblocking: bool,
+    /// Options.
+    pub options: Options,
+    /// The connection's ending error was returned once already.
+    pub error_reported: bool,
+    /// `shutdown(SHUT_RD)`: reads with nothing queued see end of stream.
+    pub read_shut: bool,
+    /// The cork is on for a write with MSG_MORE (not TCP_CORK).
+    pub more_corked: bool,
+    /// A listener's connections taken from the stack's accept queue (to see whether one
+    /// waits) and not yet handed to `accept`.
+    pub ready: VecDeque<TcpHandle>,
+}
+
+impl TcpSocket {
+    fn new(phase: Phase) -> TcpSocket {
+        TcpSocket {
+            phase,
+            nonblocking: false,
+            options: Options::default(),
+            error_reported: false,
+            read_shut: false,
+            more_corked: false,
+            ready: VecDeque::new(),
+        }
+    }
+}
+
+/// Linux's errno for a TCP error.
+pub fn errno_of(error: TcpError) -> Errno {
+    match error {
+        TcpError::InvalidHandle => libc::EBADF,
+        TcpError::AddrInUse => libc::EADDRINUSE,
+        TcpError::ConnectionReset => libc::ECONNRESET,
+        TcpError::ConnectionRefused => libc::ECONNREFUSED,
+        TcpError::TimedOut => libc::ETIMEDOUT,
+        TcpError::InvalidState => libc::ENOTCONN,
+        TcpError::Closing => libc::EPIPE,
+        TcpError::AddrNotAvailable | TcpError::NoPortsAvailable => libc::EADDRNOTAVAIL,
+        TcpError::HostUnreachable | TcpError::Prohibited => libc::EHOSTUNREACH,
+        TcpError::NetUnreachable => libc::ENETUNREACH,
+        TcpError::TooManyConnections => libc::ENOBUFS,
+        TcpError::BufferTooLarge => libc::EMSGSIZE,
+        _ => libc::EAGAIN,
+    }
+}
+
+/// True for the errors a connection ends with (reported once).
+fn is_ending(error: TcpError) -> bool {
+    matches!(
+        error,
+        TcpError::ConnectionReset
+            | TcpError::ConnectionRefused
+            | TcpError::TimedOut
+            | TcpError::HostUnreachable
+            | TcpError::NetUnreachable
+            | TcpError::Prohibited
+    )
+}
+
+impl Shim {
+    pub(crate) fn tcp_socket(&mut self, fd: i32) -> Result<&mut TcpSocket, Errno> {
+        match self.fds.get_mut(&fd) {
+            Some(Fd::Tcp(socket)) => Ok(socket),
+            Some(Fd::Epoll(_)) => Err(libc::ENOTSOCK),
+            None => Err(libc::EBADF),
+        }
+    }
+
+    fn conn_of(&mut self, fd: i32) -> Result<TcpHandle, Errno> {
+        match self.tcp_socket(fd)?.phase {
+            Phase::Conn(handle) => Ok(handle),
+            _ => Err(libc::ENOTCONN),
+        }
+    }
+
+    /// `socket(AF_INET, SOCK_STREAM, 0 or IPPROTO_TCP)`.
+    pub fn socket(&mut self, domain: i32, kind: i32, protocol: i32) -> Result<i32, Errno> {
+        if domain != libc::AF_INET {
+            return Err(libc::EAFNOSUPPORT);
+        }
+        let base = kind & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+        if base != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
+            return Err(libc::EPROTONOSUPPORT);
+        }
+        let fd = self.free_fd();
+        let mut socket = TcpSocket::new(Phase::Fresh { bound: None });
+        socket.nonblocking = kind & libc::SOCK_NONBLOCK != 0;
+        self.fds.insert(fd, Fd::Tcp(socket));
+        Ok(fd)
+    }
+
+    /// `bind`.
+    pub fn bind(&mut self, fd: i32, addr: SocketAddrV4) -> Result<i32, Errno> {
+        if !self.bindable(addr) {
+            return Err(libc::EADDRNOTAVAIL);
+        }
+        let socket = self.tcp_socket(fd)?;
+        match socket.phase {
+            Phase::Fresh { bound: None } => {
+                socket.phase = Phase::Fresh { bound: Some(addr) };
+                Ok(0)
+            }
+            _ => Err(libc::EINVAL),
+        }
+    }
+
+    /// `listen`: imp's backlog counts half-open connections too, Linux's accept queue
+    /// holds one more than asked; one more is given.
+    pub fn listen(&mut self, fd: i32, backlog: i32) -> Result<i32, Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let local = match socket.phase {
+            Phase::Fresh { bound: Some(local) } if local.port() != 0 => local,
+            Phase::Listener(_) => return Ok(0),
+            Phase::Fresh { .. } => return Err(libc::EINVAL),
+            Phase::Conn(_) => return Err(libc::EINVAL),
+        };
+        let backlog = usize::try_from(backlog).unwrap_or(0).clamp(1, 4096) + 1;
+        let handle = self.stack.tcp_listen(local, backlog).map_err(errno_of)?;
+        self.tcp_socket(fd)?.phase = Phase::Listener(handle);
+        self.flush();
+        Ok(0)
+    }
+
+    /// `accept` without waiting: the new fd and the peer's address.
+    pub fn accept(&mut self, fd: i32) -> Result<(i32, SocketAddrV4), Errno> {
+        self.fill_ready(fd)?;
+        let socket = self.tcp_socket(fd)?;
+        let child = socket.ready.pop_front().ok_or(libc::EAGAIN)?;
+        let nodelay = socket.options.nodelay;
+        let remote = self
+            .stack
+            .tcp_addresses(child)
+            .map_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), |(_, r)| v4(r));
+        let new_fd = self.free_fd();
+        let mut new = TcpSocket::new(Phase::Conn(child));
+        new.options.nodelay = nodelay;
+        if nodelay {
+            let _ = self.stack.tcp_set_nodelay(child, true);
+        }
+        self.fds.insert(new_fd, Fd::Tcp(new));
+        self.flush();
+        Ok((new_fd, remote))
+    }
+
+    /// Move the listener's established connections from the stack to `ready`.
+    pub(crate) fn fill_ready(&mut self, fd: i32) -> Result<(), Errno> {
+        let Phase::Listener(listener) = self.tcp_socket(fd)?.phase else {
+            return Err(libc::EINVAL);
+        };
+        while let Ok(child) = self.stack.tcp_accept(listener) {
+            self.tcp_socket(fd)?.ready.push_back(child);
+        }
+        Ok(())
+    }
+
+    /// `connect`: starts the handshake (the caller waits for it, or says EINPROGRESS).
+    pub fn connect(&mut self, fd: i32, remote: SocketAddrV4) -> Result<i32, Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let (bound, maxseg, nodelay) = match socket.phase {
+            Phase::Fresh { bound } => (bound, socket.options.maxseg, socket.options.nodelay),
+            Phase::Conn(handle) => return self.connect_again(fd, handle),
+            Phase::Listener(_) => return Err(libc::EISCONN),
+        };
+        let local = bound.unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
+        let local = SocketAddrV4::new(
+            Some(*local.ip())
+                .filter(|ip| !ip.is_unspecified())
+                .unwrap_or(self.local_ip()),
+            local.port(),
+        );
+        let mss = maxseg.unwrap_or(self.route_mss()).min(self.route_mss());
+        let now = self.now;
+        let handle = self
+            .stack
+            .tcp()
+            .connect(now, local, remote, mss)
+            .map_err(errno_of)?;
+        if nodelay {
+            let _ = self.stack.tcp_set_nodelay(handle, true);
+        }
+        self.tcp_socket(fd)?.phase = Phase::Conn(handle);
+        self.flush();
+        Err(libc::EINPROGRESS)
+    }
+
+    /// `connect` on a socket already connecting or connected.
+    fn connect_again(&mut self, fd: i32, handle: TcpHandle) -> Result<i32, Errno> {
+        match self.stack.tcp_info(handle).map(|i| i.state) {
+            Some(TcpState::SynSent | TcpState::SynReceived) => Err(libc::EALREADY),
+            Some(TcpState::Closed) | None => match self.take_error(fd)? {
+                Some(errno) => Err(errno),
+                None => Err(libc::EISCONN),
+            },
+            Some(_) => Err(libc::EISCONN),
+        }
+    }
+
+    /// Whether a connect on `fd` finished: `Ok(0)` connected, `EAGAIN` still
+    /// connecting, else its error.
+    pub fn connect_done(&mut self, fd: i32) -> Result<i32, Errno> {
+        let handle = self.conn_of(fd)?;
+        match self.stack.tcp_info(handle).map(|i| i.state) {
+            Some(TcpState::SynSent | TcpState::SynReceived) => Err(libc::EAGAIN),
+            Some(TcpState::Closed) | None => match self.take_error(fd)? {
+                Some(errno) => Err(errno),
+                None => Ok(0),
+            },
+            Some(_) => Ok(0),
+        }
+    }
+
+    /// The connection's ending error if not yet reported (SO_ERROR): taken.
+    pub(crate) fn take_error(&mut self, fd: i32) -> Result<Option<Errno>, Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let Phase::Conn(handle) = socket.phase else {
+            return Ok(None);
+        };
+        if socket.error_reported {
+            return Ok(None);
+        }
+        let error = self.stack.tcp().error(handle).ok().flatten();
+        if error.is_some() {
+            self.tcp_socket(fd)?.error_reported = true;
+        }
+        Ok(error.map(errno_of))
+    }
+
+    /// An error from a read or write: an ending error once, then `then`.
+    fn ending(
+        &mut self,
+        fd: i32,
+        error: TcpError,
+        then: Result<usize, Errno>,
+    ) -> Result<usize, Errno> {
+        if !is_ending(error) {
+            return Err(errno_of(error));
+        }
+        let socket = self.tcp_socket(fd)?;
+        if socket.error_reported {
+            then
+        } else {
+            socket.error_reported = true;
+            Err(errno_of(error))
+        }
+    }
+
+    /// A read into `bufs` (scatter), without waiting; `peek` leaves the data.
+    pub fn read(&mut self, fd: i32, bufs: &mut [&mut [u8]], peek: bool) -> Result<usize, Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let read_shut = socket.read_shut;
+        let Phase::Conn(handle) = socket.phase else {
+            return Err(libc::ENOTCONN);
+        };
+        // After SHUT_RD Linux still delivers what arrives (it ACKs and queues it), and
+        // a read with nothing queued sees end of stream instead of blocking.
+        if read_shut && self.stack.tcp().readable(handle) == 0 {
+            return Ok(0);
+        }
+        let wanted: usize = bufs.iter().map(|b| b.len()).sum();
+        if wanted == 0 {
+            return Ok(0);
+        }
+        let result = if peek {
+            self.peek_into(handle, bufs)
+        } else {
+            self.read_into(handle, bufs)
+        };
+        self.flush();
+        match result {
+            Ok(n) => Ok(n),
+            Err(TcpError::WouldBlock) => Err(libc::EAGAIN),
+            Err(TcpError::InvalidState) if self.connecting(handle) => Err(libc::EAGAIN),
+            Err(error) => self.ending(fd, error, Ok(0)),
+        }
+    }
+
+    fn read_into(&mut self, handle: TcpHandle, bufs: &mut [&mut [u8]]) -> Result<usize, TcpError> {
+        let mut total = 0;
+        for buf in bufs.iter_mut() {
+            match self.stack.tcp_recv(self.now, handle, buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    total += n;
+                    if n < buf.len() {
+                        break;
+                    }
+                }
+                Err(_) if total > 0 => break,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(total)
+    }
+
+    fn peek_into(&mut self, handle: TcpHandle, bufs: &mut [&mut [u8]]) -> Result<usize, TcpError> {
+        let mut copied = 0;
+        let now = self.now;
+        self.stack.tcp_recv_with(now, handle, |data| {
+            let mut rest = data;
+            for buf in bufs.iter_mut() {
+                let n = buf.len().min(rest.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                rest = &rest[n..];
+                copied += n;
+            }
+            0
+        })?;
+        Ok(copied)
+    }
+
+    fn connecting(&mut self, handle: TcpHandle) -> bool {
+        matches!(
+            self.stack.tcp_info(handle).map(|i| i.state),
+            Some(TcpState::SynSent | TcpState::SynReceived)
+        )
+    }
+
+    /// A write of `bufs` (gather), without waiting: what fit.
+    ///
+    /// SO_SNDBUF is kept here, above the stack (whose send buffer is per stack): a
+    /// write takes no more than leaves twice the value (Linux doubles it) queued and
+    /// unacknowledged. Linux counts buffer overhead too, so its limit is reached a
+    /// little earlier.
+    pub fn write(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
+        let handle = self.conn_of(fd)?;
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        let limit = self.send_limit(fd)?;
+        let room = limit.saturating_sub(self.stack.tcp().send_queued(handle));
+        if room == 0 && self.stack.tcp().error(handle).ok().flatten().is_none() {
+            return Err(libc::EAGAIN);
+        }
+        let bufs = crate::ffi::take(bufs, room.max(1));
+        let now = self.now;
+        let result = self
+            .stack
+            .tcp_send_vectored(now, handle, bufs.iter().copied());
+        self.flush();
+        match result {
+            Ok(0) => Err(libc::EAGAIN),
+            Ok(n) => Ok(n),
+            Err(TcpError::WouldBlock) => Err(libc::EAGAIN),
+            Err(TcpError::InvalidState) if self.connecting(handle) => Err(libc::EAGAIN),
+            Err(TcpError::InvalidState) => Err(libc::EPIPE),
+            Err(error) => self.ending(fd, error, Err(libc::EPIPE)),
+        }
+    }
+
+    /// MSG_MORE on a write: corked for this write, as Linux's `tcp_sendmsg` treats it
+    /// (more data follows: only full segments go); a write without it takes that cork
+    /// off again unless TCP_CORK holds it.
+    pub fn more_coming(&mut self, fd: i32, more: bool) -> Result<(), Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let Phase::Conn(handle) = socket.phase else {
+            return Ok(());
+        };
+        if socket.options.cork || (!more && !socket.more_corked) {
+            return Ok(());
+        }
+        socket.more_corked = more;
+        let now = self.now;
+        let _ = self.stack.tcp_set_cork(now, handle, more);
+        Ok(())
+    }
+
+    /// The most bytes `fd` may have queued: twice SO_SNDBUF, else the stack's buffer.
+    pub(crate) fn send_limit(&mut self, fd: i32) -> Result<usize, Errno> {
+        let sndbuf = self.tcp_socket(fd)?.options.sndbuf;
+        Ok(sndbuf.map_or(self.flags.sndbuf, |v| {
+            (v.unsigned_abs() as usize * 2).min(self.flags.sndbuf)
+        }))
+    }
+
+    /// `close`. A connection with unread data, or with SO_LINGER on and a zero
+    /// timeout, is reset, as Linux does (RFC 2525 §2.17); otherwise it closes
+    /// gracefully in the background.
+    pub fn close(&mut self, fd: i32) -> Result<i32, Errno> {
+        let Some(entry) = self.fds.remove(&fd) else {
+            return Err(libc::EBADF);
+        };
+        Shim::release_fd(fd);
+        let Fd::Tcp(socket) = entry else {
+            return Ok(0);
+        };
+        let now = self.now;
+        match socket.phase {
+            Phase::Fresh { .. } => {}
+            Phase::Listener(handle) => {
+                for child in socket.ready {
+                    let _ = self.stack.tcp_abort(now, child);
+                }
+                let _ = self.stack.tcp_close(now, handle);
+            }
+            Phase::Conn(handle) => {
+                let unread = self.stack.tcp().readable(handle) > 0;
+                let zero_linger = socket.options.linger == Some((true, 0));
+                if unread || zero_linger {
+                    let _ = self.stack.tcp_abort(now, handle);
+                } else {
+                    let _ = self.stack.tcp_close(now, handle);
+                }
+            }
+        }
+        for other in self.fds.values_mut() {
+            if let Fd::Epoll(epoll) = other {
+                epoll.forget(fd);
+            }
+        }
+        self.flush();
+        Ok(0)
+    }
+
+    /// `shutdown`.
+    pub fn shutdown(&mut self, fd: i32, how: i32) -> Result<i32, Errno> {
+        if !(0..=2).contains(&how) {
+            return Err(libc::EINVAL);
+        }
+        let handle = self.conn_of(fd)?;
+        if how == libc::SHUT_RD || how == libc::SHUT_RDWR {
+            self.tcp_socket(fd)?.read_shut = true;
+        }
+        if how == libc::SHUT_WR || how == libc::SHUT_RDWR {
+            let now = self.now;
+            match self.stack.tcp_shutdown(now, handle) {
+                Ok(()) | Err(TcpError::Closing) => {}
+                Err(TcpError::InvalidState) if self.connecting(handle) => {}
+                Err(error) => {
+                    self.flush();
+                    return Err(errno_of(error));
+                }
+            }
+        }
+        self.flush();
+        Ok(0)
+    }
+
+    /// Bytes a read would return now (FIONREAD).
+    pub fn readable(&mut self, fd: i32) -> Result<usize, Errno> {
+        match self.tcp_socket(fd)?.phase {
+            Phase::Conn(handle) => Ok(self.stack.tcp().readable(handle)),
+            Phase::Listener(_) => Err(libc::EINVAL),
+            Phase::Fresh { .. } => Ok(0),
+        }
+    }
+
+    /// Bytes not yet acknowledged (SIOCOUTQ).
+    pub fn unacknowledged(&mut self, fd: i32) -> Result<usize, Errno> {
+        match self.tcp_socket(fd)?.phase {
+            Phase::Conn(handle) => Ok(self.stack.tcp().send_queued(handle)),
+            Phase::Listener(_) => Err(libc::EINVAL),
+            Phase::Fresh { .. } => Ok(0),
+        }
+    }
+
+    /// The socket's local and remote addresses (getsockname / getpeername).
+    pub fn addresses(&mut self, fd: i32) -> Result<(SocketAddrV4, Option<SocketAddrV4>), Errno> {
+        match self.tcp_socket(fd)?.phase {
+            Phase::Fresh { bound } => Ok((
+                bound.unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+                None,
+            )),
+            Phase::Listener(_) | Phase::Conn(_) => {
+                let Phase::Conn(handle) = self.tcp_socket(fd)?.phase else {
+                    return Ok((SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), None));
+                };
+                let (local, remote) = self.stack.tcp_addresses(handle).ok_or(libc::ENOTCONN)?;
+                Ok((v4(local), Some(v4(remote))))
+            }
+        }
+    }
+}
+
+/// The shim's interface is IPv4: an address of the other family (none is ever made)
+/// shows as the unspecified IPv4 address.
+fn v4(addr: std::net::SocketAddr) -> SocketAddrV4 {
+    match addr {
+        std::net::SocketAddr::V4(a) => a,
+        std::net::SocketAddr::V6(_) => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+    }
+}

@@ -1,0 +1,401 @@
+//! `getsockopt` and `setsockopt`, and Linux's `struct tcp_info` filled from imp's
+//! [`TcpInfo`].
+
+use impnet_core::tcp::{TcpInfo, TcpState};
+
+use crate::shim::Shim;
+use impnet_core::tcp::TcpHandle;
+
+use crate::socket::{Errno, Options, Phase};
+
+/// Linux's `struct tcp_info` (`include/uapi/linux/tcp.h`, as of Linux 6.18 with the
+/// Accurate ECN counters: 280 bytes), field for field. Older readers ask for less and
+/// get the prefix they know, as from the kernel. The bit
+/// fields are whole bytes here: `wscales` holds `tcpi_snd_wscale:4` in its low and
+/// `tcpi_rcv_wscale:4` in its high nibble (GCC's order on little-endian machines).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct LinuxTcpInfo {
+    pub state: u8,
+    pub ca_state: u8,
+    pub retransmits: u8,
+    pub probes: u8,
+    pub backoff: u8,
+    pub options: u8,
+    pub wscales: u8,
+    pub app_limited: u8,
+    pub rto: u32,
+    pub ato: u32,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub unacked: u32,
+    pub sacked: u32,
+    pub lost: u32,
+    pub retrans: u32,
+    pub fackets: u32,
+    pub last_data_sent: u32,
+    pub last_ack_sent: u32,
+    pub last_data_recv: u32,
+    pub last_ack_recv: u32,
+    pub pmtu: u32,
+    pub rcv_ssthresh: u32,
+    pub rtt: u32,
+    pub rttvar: u32,
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    pub advmss: u32,
+    pub reordering: u32,
+    pub rcv_rtt: u32,
+    pub rcv_space: u32,
+    pub total_retrans: u32,
+    pub pacing_rate: u64,
+    pub max_pacing_rate: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    pub notsent_bytes: u32,
+    pub min_rtt: u32,
+    pub data_segs_in: u32,
+    pub data_segs_out: u32,
+    pub delivery_rate: u64,
+    pub busy_time: u64,
+    pub rwnd_limited: u64,
+    pub sndbuf_limited: u64,
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    pub bytes_sent: u64,
+    pub bytes_retrans: u64,
+    pub dsack_dups: u32,
+    pub reord_seen: u32,
+    pub rcv_ooopack: u32,
+    pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    pub rehash: u32,
+    pub total_rto: u16,
+    pub total_rto_recoveries: u16,
+    pub total_rto_time: u32,
+    pub received_ce: u32,
+    pub delivered_e1_bytes: u32,
+    pub delivered_e0_bytes: u32,
+    pub delivered_ce_bytes: u32,
+    pub received_e1_bytes: u32,
+    pub received_e0_bytes: u32,
+    pub received_ce_bytes: u32,
+    /// `tcpi_ecn_mode:2, tcpi_accecn_opt_seen:2, tcpi_accecn_fail_mode:4,
+    /// tcpi_options2:24`.
+    pub ecn_bits: u32,
+}
+
+/// Linux's `TCP_INFINITE_SSTHRESH`.
+const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// Linux's number for a TCP state (`include/net/tcp_states.h`).
+pub fn linux_state(state: TcpState) -> u8 {
+    match state {
+        TcpState::Established => 1,
+        TcpState::SynSent => 2,
+        TcpState::SynReceived => 3,
+        TcpState::FinWait1 => 4,
+        TcpState::FinWait2 => 5,
+        TcpState::TimeWait => 6,
+        TcpState::Closed => 7,
+        TcpState::CloseWait => 8,
+        TcpState::LastAck => 9,
+        TcpState::Listen => 10,
+        TcpState::Closing => 11,
+    }
+}
+
+impl LinuxTcpInfo {
+    /// Linux's view of `info` on a link of `mtu` bytes: counts in segments where Linux
+    /// counts segments, times in microseconds.
+    pub fn from_info(info: &TcpInfo, mtu: u32) -> LinuxTcpInfo {
+        let mss = u32::from(info.snd_mss).max(1);
+        let segments = |bytes: u32| bytes.div_ceil(mss);
+        let micros = |d: impnet_core::Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
+        let mut options = 0;
+        if info.timestamps {
+            options |= 1;
+        }
+        if info.sack {
+            options |= 2;
+        }
+        let mut wscales = 0;
+        if let Some((ours, peers)) = info.wscale {
+            options |= 4;
+            wscales = (peers & 0xf) | (ours & 0xf) << 4;
+        }
+        if info.ecn {
+            options |= 8;
+        }
+        LinuxTcpInfo {
+            state: linux_state(info.state),
+            ca_state: if info.in_recovery { 3 } else { 0 },
+            options,
+            wscales,
+            rto: micros(info.rto),
+            ato: 40_000,
+            snd_mss: mss,
+            rcv_mss: mss,
+            unacked: segments(info.bytes_in_flight),
+            sacked: segments(info.sacked),
+            total_retrans: u32::try_from(info.retransmits).unwrap_or(u32::MAX),
+            pmtu: info.path_mtu.map_or(mtu, u32::from),
+            rtt: info.srtt.map_or(0, micros),
+            rttvar: micros(info.rttvar),
+            snd_ssthresh: if info.ssthresh >= INFINITE_SSTHRESH {
+                INFINITE_SSTHRESH
+            } else {
+                info.ssthresh / mss
+            },
+            snd_cwnd: info.cwnd / mss,
+            advmss: mss,
+            reordering: 3,
+            notsent_bytes: info.bytes_queued.saturating_sub(info.bytes_in_flight),
+            snd_wnd: info.snd_wnd,
+            rcv_wnd: info.rcv_wnd,
+            ..LinuxTcpInfo::default()
+        }
+    }
+
+    /// The struct's bytes, as the kernel copies them out.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let size = core::mem::size_of::<LinuxTcpInfo>();
+        let mut bytes = vec![0u8; size];
+        // SAFETY: LinuxTcpInfo is repr(C), Copy and made of integers; its padding was
+        // zeroed by the default and every field written; `bytes` holds `size` bytes.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                (self as *const LinuxTcpInfo).cast::<u8>(),
+                bytes.as_mut_ptr(),
+                size,
+            );
+        }
+        bytes
+    }
+}
+
+fn int_of(value: &[u8]) -> Result<i32, Errno> {
+    let bytes: [u8; 4] = value
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(libc::EINVAL)?;
+    Ok(i32::from_ne_bytes(bytes))
+}
+
+impl Shim {
+    /// `setsockopt`.
+    pub fn set_option(
+        &mut self,
+        fd: i32,
+        level: i32,
+        name: i32,
+        value: &[u8],
+    ) -> Result<i32, Errno> {
+        match (level, name) {
+            (libc::SOL_SOCKET, libc::SO_LINGER) => {
+                let on = int_of(value)? != 0;
+                let seconds = int_of(value.get(4..).ok_or(libc::EINVAL)?)?;
+                self.tcp_socket(fd)?.options.linger = Some((on, seconds));
+            }
+            (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => self.set_congestion(value)?,
+            _ => self.set_int_option(fd, level, name, int_of(value)?)?,
+        }
+        self.flush();
+        Ok(0)
+    }
+
+    fn set_int_option(&mut self, fd: i32, level: i32, name: i32, value: i32) -> Result<(), Errno> {
+        let now = self.now;
+        let socket = self.tcp_socket(fd)?;
+        let conn = match socket.phase {
+            Phase::Conn(handle) => Some(handle),
+            _ => None,
+        };
+        let options = &mut socket.options;
+        match (level, name) {
+            (libc::SOL_SOCKET, libc::SO_REUSEADDR) => options.reuse_addr = value != 0,
+            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => options.keepalive = value != 0,
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => options.sndbuf = Some(value.max(0)),
+            (libc::SOL_SOCKET, libc::SO_RCVBUF) => options.rcvbuf = Some(value.max(0)),
+            (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
+                options.nodelay = value != 0;
+                let corked = options.cork || socket.more_corked;
+                if let Some(handle) = conn {
+                    let _ = self.stack.tcp_set_nodelay(handle, value != 0);
+                    // tcp(7): "setting this option forces an explicit flush of pending
+                    // output, even if TCP_CORK is currently set".
+                    if value != 0 && corked {
+                        let _ = self.stack.tcp_set_cork(now, handle, false);
+                        self.flush();
+                        let _ = self.stack.tcp_set_cork(now, handle, true);
+                    }
+                }
+            }
+            (libc::IPPROTO_TCP, libc::TCP_CORK) => {
+                options.cork = value != 0;
+                if let Some(handle) = conn {
+                    let _ = self.stack.tcp_set_cork(now, handle, value != 0);
+                }
+            }
+            (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
+                // Linux: between TCP_MIN_MSS (88) and MAX_TCP_WINDOW; 0 resets.
+                if value != 0 && !(88..=32767).contains(&value) {
+                    return Err(libc::EINVAL);
+                }
+                options.maxseg = u16::try_from(value).ok().filter(|&v| v != 0);
+            }
+            (libc::SOL_SOCKET | libc::IPPROTO_TCP, _) => return Err(libc::ENOPROTOOPT),
+            _ => return Err(libc::ENOPROTOOPT),
+        }
+        Ok(())
+    }
+
+    /// TCP_CONGESTION: imp picks the algorithm per stack (`so_flags cc=`), so only
+    /// that one's name is taken; another imp has is EPERM, an unknown one ENOENT
+    /// (Linux's answers for a module not allowed and one that does not exist).
+    fn set_congestion(&mut self, value: &[u8]) -> Result<(), Errno> {
+        let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
+        let name = core::str::from_utf8(&value[..end]).map_err(|_| libc::ENOENT)?;
+        match impnet_core::tcp::cc::CcAlgorithm::from_name(name) {
+            Some(cc) if cc == self.flags.congestion => Ok(()),
+            Some(_) => Err(libc::EPERM),
+            None => Err(libc::ENOENT),
+        }
+    }
+
+    /// `getsockopt`: the option's bytes (the caller copies what fits).
+    pub fn get_option(&mut self, fd: i32, level: i32, name: i32) -> Result<Vec<u8>, Errno> {
+        let int = |v: i32| Ok(v.to_ne_bytes().to_vec());
+        let socket = self.tcp_socket(fd)?;
+        let options = socket.options;
+        let phase = socket.phase;
+        let conn = match phase {
+            Phase::Conn(handle) => Some(handle),
+            _ => None,
+        };
+        match (level, name) {
+            (libc::SOL_SOCKET, libc::SO_ERROR) => int(self.take_error(fd)?.unwrap_or(0)),
+            (libc::SOL_SOCKET, libc::SO_TYPE) => int(libc::SOCK_STREAM),
+            (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(i32::from(options.reuse_addr)),
+            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(i32::from(options.keepalive)),
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options
+                .sndbuf
+                .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| {
+                    v.saturating_mul(2)
+                })),
+            (libc::SOL_SOCKET, libc::SO_RCVBUF) => int(options
+                .rcvbuf
+                .map_or(i32::try_from(self.flags.rcvbuf).unwrap_or(i32::MAX), |v| {
+                    v.saturating_mul(2)
+                })),
+            (libc::SOL_SOCKET, libc::SO_LINGER) => {
+                let (on, seconds) = options.linger.unwrap_or((false, 0));
+                let mut bytes = i32::from(on).to_ne_bytes().to_vec();
+                bytes.extend_from_slice(&seconds.to_ne_bytes());
+                Ok(bytes)
+            }
+            (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int(i32::from(options.nodelay)),
+            (libc::IPPROTO_TCP, libc::TCP_CORK) => int(i32::from(options.cork)),
+            (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
+                let info = conn.and_then(|h| self.stack.tcp_info(h));
+                let mss = match info {
+                    Some(info) if info.state != TcpState::SynSent => info.snd_mss,
+                    _ => options.maxseg.unwrap_or(536),
+                };
+                int(i32::from(mss))
+            }
+            (libc::IPPROTO_TCP, libc::TCP_INFO) => Ok(self.tcp_info_bytes(phase)),
+            // Linux: an algorithm without `get_info` (reno, cubic) gives nothing.
+            (libc::IPPROTO_TCP, libc::TCP_CC_INFO) => Ok(Vec::new()),
+            (libc::SOL_SOCKET, libc::SO_MEMINFO) => Ok(self.meminfo(conn, options)),
+            (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
+                let mut name = self.flags.congestion.name().as_bytes().to_vec();
+                if name == b"newreno" {
+                    name = b"reno".to_vec();
+                }
+                name.resize(16, 0);
+                Ok(name)
+            }
+            _ => Err(libc::ENOPROTOOPT),
+        }
+    }
+
+    /// SO_MEMINFO's `u32[SK_MEMINFO_VARS]`: rmem_alloc, rcvbuf, wmem_alloc, sndbuf,
+    /// fwd_alloc, wmem_queued, optmem, backlog, drops; imp knows the bytes queued each
+    /// way and the buffer sizes.
+    fn meminfo(&mut self, conn: Option<TcpHandle>, options: Options) -> Vec<u8> {
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let (readable, queued) = conn.map_or((0, 0), |h| {
+            (
+                self.stack.tcp().readable(h),
+                self.stack.tcp().send_queued(h),
+            )
+        });
+        let rcvbuf = options
+            .rcvbuf
+            .map_or(self.flags.rcvbuf, |v| v.unsigned_abs() as usize * 2);
+        let sndbuf = options
+            .sndbuf
+            .map_or(self.flags.sndbuf, |v| v.unsigned_abs() as usize * 2);
+        let values = [
+            clamp(readable),
+            clamp(rcvbuf),
+            clamp(queued),
+            clamp(sndbuf),
+            0,
+            clamp(queued),
+            0,
+            0,
+            0,
+        ];
+        values.iter().flat_map(|v| v.to_ne_bytes()).collect()
+    }
+
+    fn tcp_info_bytes(&mut self, phase: Phase) -> Vec<u8> {
+        let mtu = u32::try_from(self.flags.mtu).unwrap_or(u32::MAX);
+        let info = match phase {
+            Phase::Conn(handle) => self
+                .stack
+                .tcp_info(handle)
+                .map(|info| LinuxTcpInfo::from_info(&info, mtu)),
+            _ => None,
+        };
+        let info = info.unwrap_or(LinuxTcpInfo {
+            state: match phase {
+                Phase::Listener(_) => linux_state(TcpState::Listen),
+                _ => linux_state(TcpState::Closed),
+            },
+            ..LinuxTcpInfo::default()
+        });
+        info.to_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{offset_of, size_of};
+
+    /// Offsets of Linux's `struct tcp_info` on x86_64 (as packetdrill's copy in `tcp.h`
+    /// lays it out).
+    #[test]
+    fn layout_matches_linux() {
+        assert_eq!(offset_of!(LinuxTcpInfo, rto), 8);
+        assert_eq!(offset_of!(LinuxTcpInfo, snd_mss), 16);
+        assert_eq!(offset_of!(LinuxTcpInfo, last_data_recv), 52);
+        assert_eq!(offset_of!(LinuxTcpInfo, rtt), 68);
+        assert_eq!(offset_of!(LinuxTcpInfo, snd_cwnd), 80);
+        assert_eq!(offset_of!(LinuxTcpInfo, total_retrans), 100);
+        assert_eq!(offset_of!(LinuxTcpInfo, pacing_rate), 104);
+        assert_eq!(offset_of!(LinuxTcpInfo, segs_out), 136);
+        assert_eq!(offset_of!(LinuxTcpInfo, delivery_rate), 160);
+        assert_eq!(offset_of!(LinuxTcpInfo, delivered), 192);
+        assert_eq!(offset_of!(LinuxTcpInfo, snd_wnd), 228);
+        assert_eq!(offset_of!(LinuxTcpInfo, total_rto), 240);
+        assert_eq!(offset_of!(LinuxTcpInfo, received_ce), 248);
+        assert_eq!(size_of::<LinuxTcpInfo>(), 280);
+    }
+}

@@ -1,0 +1,62 @@
+#!/bin/bash
+# Run upstream packetdrill's gtests/net/tcp scripts one by one against imp's shim.
+#
+#   tests/packetdrill/run-upstream.sh PACKETDRILL_CHECKOUT [SHIM.so] [DIR...]
+#
+# PACKETDRILL_CHECKOUT is a google/packetdrill checkout with packetdrill built in
+# gtests/net/packetdrill; SHIM.so defaults to target/release/libimpnet_packetdrill.so
+# (cargo build --release -p impnet-packetdrill). DIRs limit the run to those
+# directories of gtests/net/tcp (default: all).
+#
+# Each script runs in a new network namespace (needs root, or an unprivileged user
+# namespace: unshare -rn) holding a dummy (or unattached TUN) "tun0", so the scripts' own shell commands
+# (../common/defaults.sh sets sysctls and a qdisc on tun0) change nothing on this
+# host. Output: one line per script (PASS or FAIL and packetdrill's first error
+# line), then a table of passes per directory.
+set -u
+checkout=${1:?usage: run-upstream.sh PACKETDRILL_CHECKOUT [SHIM.so] [DIR...]}
+shift
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+shim=${1:-$repo/target/release/libimpnet_packetdrill.so}
+[ $# -gt 0 ] && shift
+packetdrill=$checkout/gtests/net/packetdrill/packetdrill
+tcp=$checkout/gtests/net/tcp
+[ -x "$packetdrill" ] || { echo "no packetdrill binary at $packetdrill (build it: ./configure && make)" >&2; exit 2; }
+[ -f "$shim" ] || { echo "no shim at $shim (cargo build --release -p impnet-packetdrill)" >&2; exit 2; }
+shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
+if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
+dirs=("$@")
+[ ${#dirs[@]} -eq 0 ] && mapfile -t dirs < <(cd "$tcp" && ls -d */ | tr -d / | grep -v '^common$')
+
+declare -A pass total
+for dir in "${dirs[@]}"; do
+    pass[$dir]=0
+    total[$dir]=0
+    while IFS= read -r script; do
+        name=${script#"$tcp/"}
+        out=$(cd "$(dirname "$script")" && timeout 120 "${unshare[@]}" sh -c '
+            { ip link add tun0 type dummy || ip tuntap add dev tun0 mode tun; } 2>/dev/null
+            ip link set tun0 up 2>/dev/null
+            exec "$0" --so_filename="$1" --local_ip=192.168.0.2 "$2" 2>&1' \
+            "$packetdrill" "$shim" "$(basename "$script")" 2>&1)
+        rc=$?
+        total[$dir]=$((total[$dir] + 1))
+        if [ $rc -eq 0 ]; then
+            pass[$dir]=$((pass[$dir] + 1))
+            echo "PASS $name"
+        else
+            reason=$(printf '%s\n' "$out" | grep -v '^\s*$' | grep -m1 -E 'error|Error|fail|timing|expected|assert|Timed' || printf '%s\n' "$out" | tail -1)
+            [ $rc -eq 124 ] && reason="timed out after 120 s (real time)"
+            echo "FAIL $name: ${reason:0:300}"
+        fi
+    done < <(find "$tcp/$dir" -name '*.pkt' | sort)
+done
+echo
+echo "| directory | passed | scripts |"
+echo "|---|---|---|"
+all_pass=0; all=0
+for dir in "${dirs[@]}"; do
+    echo "| $dir | ${pass[$dir]} | ${total[$dir]} |"
+    all_pass=$((all_pass + pass[$dir])); all=$((all + total[$dir]))
+done
+echo "| all | $all_pass | $all |"
