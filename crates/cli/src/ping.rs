@@ -286,7 +286,7 @@ fn run_tap(args: &PingArgs) -> Result<(), String> {
         let options = request_options(args);
         if let Err(e) = socket.send_echo_with_options(host, seq, &payload(seq, args.size), &options)
         {
-            println!("From {} icmp_seq={}: {e}", stack.addr.address, seq + 1);
+            println!("From {} icmp_seq={}: {e}", stack.first_addr(), seq + 1);
             last_error = Some(e.to_string());
         }
         sent_at.push(std::time::Instant::now());

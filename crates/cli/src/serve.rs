@@ -177,7 +177,7 @@ fn ftp_config(args: &ServeArgs) -> Result<Option<impnet_ftp::ServerConfig>, Stri
 /// Run `imp serve`.
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     validate(args)?;
-    let (_, addr) = args.device.required("serve")?;
+    args.device.required("serve")?;
     let (echo, discard, chargen) = services(args);
     let root = match &args.http {
         Some(dir) => Some(
@@ -192,7 +192,6 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
     let stack = args.device.start("serve")?;
-    let ip = addr.address;
     let mut services: Vec<(&str, u16, Handler)> = Vec::new();
     if echo {
         services.push(("echo", 7, Arc::new(echo_tcp)));
@@ -208,8 +207,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if let Some(root) = root {
         let port = args.http_port;
         let site = http::Site::new(&root).map_err(|e| format!("--http {}: {e}", root.display()))?;
-        let listener = impnet::tokio::TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
-            .map_err(|e| format!("cannot listen on {ip}:{port} for http: {e}"))?;
+        let local = stack.listen_addr(port);
+        let listener = impnet::tokio::TcpListener::bind(&stack.rt, local)
+            .map_err(|e| format!("cannot listen on {local} for http: {e}"))?;
         names.push(format!("http ({port})"));
         let driver = impnet::tokio::drive(&stack.rt);
         threads.push(spawn("http", move || {
@@ -223,12 +223,15 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     }
     let ftp = ftp_listener(args, &stack, &mut names)?;
     for (name, port, handler) in services {
-        let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
-            .map_err(|e| format!("cannot listen on {ip}:{port} for {name}: {e}"))?;
+        let local = stack.listen_addr(port);
+        let listener = TcpListener::bind(&stack.rt, local)
+            .map_err(|e| format!("cannot listen on {local} for {name}: {e}"))?;
         names.push(format!("{name} ({port})"));
         threads.push(spawn(name, move || accept_loop(name, &listener, &handler)));
     }
-    if echo {
+    if let Some(ip) = stack.addr4().map(|c| c.address)
+        && echo
+    {
         let socket = UdpSocket::bind(&stack.rt, SocketAddrV4::new(ip, 7))
             .map_err(|e| format!("cannot bind UDP {ip}:7 for echo: {e}"))?;
         threads.push(spawn("udp-echo", move || echo_udp(&socket)));
@@ -261,7 +264,12 @@ fn ftp_listener(
         return Ok(None);
     };
     let fs = impnet_ftp::DiskFs::new(dir).map_err(|e| format!("--ftp {}: {e}", dir.display()))?;
-    let (ip, port) = (stack.addr.address, args.ftp_port);
+    // FTP's PORT and PASV name IPv4 addresses (EPSV/EPRT are not spoken here).
+    let ip = stack
+        .addr4()
+        .ok_or("--ftp needs an IPv4 --addr (PORT and PASV carry IPv4 addresses)")?
+        .address;
+    let port = args.ftp_port;
     let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
         .map_err(|e| format!("cannot listen on {ip}:{port} for ftp: {e}"))?;
     names.push(format!("ftp ({port})"));

@@ -2,15 +2,17 @@
 //! `--impair`, `--no-offloads`) and the imp runtime they describe.
 
 use std::collections::hash_map::RandomState;
+use std::fmt;
 use std::hash::BuildHasher;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use clap::Args;
 use impnet::Runtime;
-use impnet::core::{IfaceConfig, StackConfig};
+use impnet::core::{AddrState, IfaceConfig, IfaceId, StackConfig};
 use impnet::phy::{Device, Impair, LinkConfig, LinkModel, Tap, TapConfig, Tun};
 use impnet::wire::ethernet;
 use impnet::wire::ipv4::Cidr;
+use impnet::wire::ipv6::Cidr as Cidr6;
 
 use crate::impair;
 
@@ -26,12 +28,16 @@ pub struct TapArgs {
     /// needs an address on the same network.
     #[arg(long, value_name = "NAME", conflicts_with = "tap")]
     pub tun: Option<String>,
-    /// imp's address and prefix length on the TAP's network, e.g. 10.0.0.2/24.
-    #[arg(long, value_name = "A/LEN", value_parser = parse_cidr)]
-    pub addr: Option<Cidr>,
-    /// Route everything off the TAP's network through this gateway.
+    /// imp's address and prefix length on the device's network, IPv4 or IPv6, e.g.
+    /// 10.0.0.2/24 or fd00:1::2/64; may be given several times. On a TAP, IPv6 is on
+    /// in any case (a link-local address, and addresses from routers' advertisements),
+    /// so a TAP needs no --addr for IPv6.
+    #[arg(long, value_name = "A/LEN", value_parser = parse_host_cidr)]
+    pub addr: Vec<HostCidr>,
+    /// Route everything off imp's networks through this gateway (an IPv4 one, an
+    /// IPv6 one, or one of each).
     #[arg(long, value_name = "G")]
-    pub gateway: Option<Ipv4Addr>,
+    pub gateway: Vec<IpAddr>,
     /// Impair imp's frames with the link model, both ways (so delay=20ms adds 40 ms to
     /// the round trip): delay=20ms,loss=1%,rate=100mbit[,queue=64K,reorder=1%/5ms,
     /// duplicate=0.1%,corrupt=0.1%]. Turns the TAP's offloads off, so the model sees
@@ -127,12 +133,99 @@ pub fn parse_cidr(text: &str) -> Result<Cidr, String> {
     Cidr::new(address, prefix_len).map_err(|e| format!("`{text}`: {e}"))
 }
 
+/// One `--addr`: an IPv4 or an IPv6 address with its prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostCidr {
+    /// An IPv4 address, e.g. 10.0.0.2/24.
+    V4(Cidr),
+    /// An IPv6 address, e.g. fd00:1::2/64.
+    V6(Cidr6),
+}
+
+impl HostCidr {
+    /// The address without its prefix length.
+    pub fn address(self) -> IpAddr {
+        match self {
+            HostCidr::V4(c) => IpAddr::V4(c.address),
+            HostCidr::V6(c) => IpAddr::V6(c.address),
+        }
+    }
+
+    /// Whether `addr` lies on this address's network.
+    pub fn on_network(self, addr: IpAddr) -> bool {
+        match (self, addr) {
+            (HostCidr::V4(c), IpAddr::V4(a)) => on_network(c, a),
+            (HostCidr::V6(c), IpAddr::V6(a)) => c.contains(a),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for HostCidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostCidr::V4(c) => write!(f, "{}/{}", c.address, c.prefix_len),
+            HostCidr::V6(c) => write!(f, "{}/{}", c.address, c.prefix_len),
+        }
+    }
+}
+
+/// Parse `A/LEN`, IPv4 or IPv6 (an address with a `:` is IPv6).
+pub fn parse_host_cidr(text: &str) -> Result<HostCidr, String> {
+    let Some((addr, len)) = text.split_once('/') else {
+        return Err(format!(
+            "`{text}` is not ADDRESS/PREFIX-LENGTH (e.g. 10.0.0.2/24 or fd00:1::2/64)"
+        ));
+    };
+    if !addr.contains(':') {
+        return parse_cidr(text).map(HostCidr::V4);
+    }
+    let address: Ipv6Addr = addr
+        .parse()
+        .map_err(|_| format!("`{addr}` in `{text}` is not an IPv6 address"))?;
+    let prefix_len: u8 = len
+        .parse()
+        .ok()
+        .filter(|&n| n <= 128)
+        .ok_or_else(|| format!("`{len}` in `{text}` is not a prefix length (0 to 128)"))?;
+    Cidr6::new(address, prefix_len)
+        .map(HostCidr::V6)
+        .map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// Check that an IPv6 `cidr` can be a host's address: unicast, not loopback, not
+/// unspecified, not an IPv4-mapped address, with a network (prefix length 1 to 128).
+pub fn check_host_addr6(flag: &str, cidr: Cidr6) -> Result<(), String> {
+    let addr = cidr.address;
+    let why = if addr.is_unspecified() {
+        Some("is the unspecified address")
+    } else if addr.is_multicast() {
+        Some("is a multicast address")
+    } else if addr.is_loopback() {
+        Some("is the loopback address")
+    } else if addr.to_ipv4_mapped().is_some() {
+        Some("is an IPv4-mapped address (give the IPv4 address itself)")
+    } else if cidr.prefix_len == 0 {
+        Some("has prefix length 0 (a host address needs a network)")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(format!(
+            "{flag}{cidr}: {why}; give imp's own address and prefix, e.g. fd00:1::2/64"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A running imp stack on a TAP.
 pub struct TapStack {
     /// The runtime driving the stack.
     pub rt: Runtime,
-    /// imp's address on it.
-    pub addr: Cidr,
+    /// imp's addresses on it, as given (IPv6 ones from routers come on top).
+    pub addrs: Vec<HostCidr>,
+    /// The interface the device serves.
+    pub iface: IfaceId,
     /// The TAP's (or TUN's) name as the kernel gave it.
     pub name: String,
     /// "TAP" or "TUN".
@@ -142,11 +235,46 @@ pub struct TapStack {
 }
 
 impl TapStack {
+    /// imp's first IPv4 address, if it has one.
+    pub fn addr4(&self) -> Option<Cidr> {
+        self.addrs.iter().find_map(|a| match a {
+            HostCidr::V4(c) => Some(*c),
+            HostCidr::V6(_) => None,
+        })
+    }
+
+    /// The address a service on `port` listens on: imp's IPv4 address when it was
+    /// given only IPv4 ones, else `[::]` (every address, IPv4 and IPv6).
+    pub fn listen_addr(&self, port: u16) -> SocketAddr {
+        match self.addrs.as_slice() {
+            [HostCidr::V4(c)] => SocketAddr::new(IpAddr::V4(c.address), port),
+            _ => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+        }
+    }
+
+    /// The address to name imp by: its first given one, else its IPv6 link-local.
+    pub fn first_addr(&self) -> IpAddr {
+        self.addrs.first().map_or_else(
+            || {
+                let ll = self.rt.with_stack(|s, _| {
+                    s.ipv6_addresses(self.iface).first().map(|a| a.cidr.address)
+                });
+                IpAddr::V6(ll.unwrap_or(Ipv6Addr::UNSPECIFIED))
+            },
+            |a| a.address(),
+        )
+    }
+
     /// One line for the startup message: `tap imp0 (offloads on, delay 20ms, ...)`.
     pub fn describe(&self, impairment: Option<&LinkConfig>) -> String {
+        let addrs: Vec<String> = self.addrs.iter().map(ToString::to_string).collect();
+        let addrs = if addrs.is_empty() {
+            "IPv6 (link-local and autoconfigured)".to_string()
+        } else {
+            addrs.join(", ")
+        };
         let mut text = format!(
-            "{} on {} {} (offloads {}",
-            self.addr,
+            "{addrs} on {} {} (offloads {}",
             self.kind,
             self.name,
             if self.offloads { "on" } else { "off" }
@@ -162,7 +290,8 @@ impl TapStack {
 
 impl TapArgs {
     /// Check the options against each other without opening anything: a TAP name
-    /// Linux accepts, a host address, a gateway on that address's network.
+    /// Linux accepts, host addresses, each gateway on one of imp's networks (an IPv6
+    /// one may also be link-local), at most one gateway per family.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(name) = &self.tap {
             check_ifname("--tap", name)?;
@@ -170,21 +299,47 @@ impl TapArgs {
         if let Some(name) = &self.tun {
             check_ifname("--tun", name)?;
         }
-        if let Some(addr) = self.addr {
-            check_host_addr("--addr ", addr)?;
+        for addr in &self.addr {
+            match *addr {
+                HostCidr::V4(c) => check_host_addr("--addr ", c)?,
+                HostCidr::V6(c) => check_host_addr6("--addr ", c)?,
+            }
         }
-        if let Some(gateway) = self.gateway {
-            let Some(addr) = self.addr else {
+        for (i, addr) in self.addr.iter().enumerate() {
+            if self.addr[..i].iter().any(|a| a.address() == addr.address()) {
+                return Err(format!("--addr {addr}: that address is given twice"));
+            }
+        }
+        for (i, gateway) in self.gateway.iter().enumerate() {
+            if self.gateway[..i]
+                .iter()
+                .any(|g| g.is_ipv4() == gateway.is_ipv4())
+            {
                 return Err(format!(
-                    "--gateway {gateway} needs --addr A/LEN (the gateway must be on imp's network)"
-                ));
-            };
-            if !on_network(addr, gateway) || gateway == addr.address {
-                return Err(format!(
-                    "--gateway {gateway} is not another host on --addr {}/{}'s network",
-                    addr.address, addr.prefix_len
+                    "--gateway {gateway}: only one gateway per address family"
                 ));
             }
+            self.check_gateway(*gateway)?;
+        }
+        Ok(())
+    }
+
+    /// A gateway must be another host on one of imp's networks (or, for IPv6, a
+    /// link-local address: routers are known by those).
+    fn check_gateway(&self, gateway: IpAddr) -> Result<(), String> {
+        if let IpAddr::V6(g) = gateway
+            && Cidr6::LINK_LOCAL.contains(g)
+            && !g.is_unspecified()
+        {
+            return Ok(());
+        }
+        let own = self.addr.iter().any(|a| a.address() == gateway);
+        if own || !self.addr.iter().any(|a| a.on_network(gateway)) {
+            let family = if gateway.is_ipv4() { "IPv4" } else { "IPv6" };
+            return Err(format!(
+                "--gateway {gateway} is not another host on the network of an {family} \
+                 --addr A/LEN (the gateway must be on imp's network)"
+            ));
         }
         Ok(())
     }
@@ -197,10 +352,10 @@ impl TapArgs {
     /// The device options given, by flag, for a command run without `--tap`.
     pub fn given(&self) -> Vec<&'static str> {
         let mut given = Vec::new();
-        if self.addr.is_some() {
+        if !self.addr.is_empty() {
             given.push("--addr");
         }
-        if self.gateway.is_some() {
+        if !self.gateway.is_empty() {
             given.push("--gateway");
         }
         if self.impair.is_some() {
@@ -212,8 +367,10 @@ impl TapArgs {
         given
     }
 
-    /// The TAP name and address, which a device command cannot do without.
-    pub fn required(&self, command: &str) -> Result<(&str, Cidr), String> {
+    /// The device's name and imp's addresses, which a device command cannot do
+    /// without: a TUN needs an `--addr`; a TAP has IPv6 link-local and autoconfigured
+    /// addresses without one.
+    pub fn required(&self, command: &str) -> Result<(&str, &[HostCidr]), String> {
         let (flag, name) = match (&self.tap, &self.tun) {
             (Some(tap), _) => ("--tap", tap),
             (None, Some(tun)) => ("--tun", tun),
@@ -223,12 +380,12 @@ impl TapArgs {
                 ));
             }
         };
-        let addr = self.addr.ok_or_else(|| {
-            format!(
+        if self.tun.is_some() && self.addr.is_empty() {
+            return Err(format!(
                 "imp {command} {flag} needs --addr A/LEN (imp's address on the device's network)"
-            )
-        })?;
-        Ok((name, addr))
+            ));
+        }
+        Ok((name, &self.addr))
     }
 
     /// Open the TAP and start a stack on it, with the address, default route and
@@ -240,7 +397,7 @@ impl TapArgs {
     /// As [`TapArgs::start`], the stack configured by `stack` (TCP buffers, congestion
     /// control).
     pub fn start_with(&self, command: &str, stack: StackConfig) -> Result<TapStack, String> {
-        let (name, addr) = self.required(command)?;
+        let (name, addrs) = self.required(command)?;
         let offloads = !self.no_offloads && self.impair.is_none();
         let config = TapConfig::new(name)
             .offloads(offloads)
@@ -260,7 +417,8 @@ impl TapArgs {
             let tap =
                 Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
             let (name, offloads) = (tap.name().to_string(), tap.offloads());
-            let iface_config = IfaceConfig::new(mac_for(addr.address), tap.ip_mtu());
+            let mac = mac_for_addrs(addrs, &name);
+            let iface_config = IfaceConfig::new(mac, tap.ip_mtu());
             let iface = match self.impaired(&tap)? {
                 Some(model) => rt.add_device(model.wrap(tap), iface_config),
                 // With offloads: large segments and checksums left to the kernel.
@@ -268,17 +426,33 @@ impl TapArgs {
             };
             (iface, name, offloads, "TAP")
         };
-        rt.add_address(iface, addr);
-        if let Some(gateway) = self.gateway {
-            rt.add_default_route(gateway, iface);
-        }
+        self.configure(&rt, iface);
+        wait_for_dad(&rt, iface, addrs)?;
         Ok(TapStack {
             rt,
-            addr,
+            addrs: addrs.to_vec(),
+            iface,
             name,
             kind,
             offloads,
         })
+    }
+
+    /// Give `iface` IPv6 (always), the addresses and the gateways.
+    fn configure(&self, rt: &Runtime, iface: IfaceId) {
+        rt.enable_ipv6(iface);
+        for addr in &self.addr {
+            match *addr {
+                HostCidr::V4(c) => rt.add_address(iface, c),
+                HostCidr::V6(c) => rt.add_address6(iface, c),
+            }
+        }
+        for gateway in &self.gateway {
+            match *gateway {
+                IpAddr::V4(g) => rt.add_default_route(g, iface),
+                IpAddr::V6(g) => rt.add_default_route6(g, iface),
+            }
+        }
     }
 
     /// The link models of `--impair` for `device`, both ways, if asked for.
@@ -292,6 +466,42 @@ impl TapArgs {
             tx: model(config, seed)?,
             rx: model(config, seed.rotate_left(17) ^ 0x9e37)?,
         }))
+    }
+}
+
+/// Wait until duplicate address detection passed for every IPv6 address in `addrs`
+/// (about a second, RFC 4861's RetransTimer per probe), so a command can use them at
+/// once; an error if another host has one.
+fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
+    let wanted: Vec<Ipv6Addr> = addrs
+        .iter()
+        .filter_map(|a| match a {
+            HostCidr::V6(c) => Some(c.address),
+            HostCidr::V4(_) => None,
+        })
+        .collect();
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let have = rt.with_stack(|s, _| s.ipv6_addresses(iface));
+        let mut pending = false;
+        for addr in &wanted {
+            match have.iter().find(|a| a.cidr.address == *addr) {
+                None => {
+                    return Err(format!(
+                        "--addr {addr}: another host on the link has that address \
+                         (duplicate address detection, RFC 4862 §5.4)"
+                    ));
+                }
+                Some(a) => pending |= matches!(a.state, AddrState::Tentative { .. }),
+            }
+        }
+        if !pending {
+            return Ok(());
+        }
+        if std::time::Instant::now() > give_up {
+            return Err("IPv6 duplicate address detection did not finish in 10 s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -322,6 +532,33 @@ pub fn fit_mtu(config: LinkConfig, device_mtu: usize) -> LinkConfig {
     } else {
         config
     }
+}
+
+/// The MAC for a TAP with these addresses: from the first IPv4 one
+/// ([`mac_for`]), else from the last 32 bits of the first IPv6 one, else from the
+/// device's name (so a restarted imp keeps its link-local address).
+pub fn mac_for_addrs(addrs: &[HostCidr], name: &str) -> ethernet::Address {
+    let v4 = addrs.iter().find_map(|a| match a {
+        HostCidr::V4(c) => Some(c.address),
+        HostCidr::V6(_) => None,
+    });
+    let v6 = addrs.iter().find_map(|a| match a {
+        HostCidr::V6(c) => Some(c.address),
+        HostCidr::V4(_) => None,
+    });
+    let bits = match (v4, v6) {
+        (Some(a), _) => a,
+        // The low 32 bits of the IPv6 address; the truncation is the point.
+        (None, Some(a)) => Ipv4Addr::from_bits(a.to_bits() as u32),
+        (None, None) => {
+            // FNV-1a of the name: stable across runs, unlike `RandomState`.
+            let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+                (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+            });
+            Ipv4Addr::from_bits(hash)
+        }
+    };
+    mac_for(bits)
 }
 
 /// A locally administered MAC made from the address: 02:69:<a.b.c.d>.
@@ -378,18 +615,84 @@ mod tests {
             let e = check_host_addr("--addr ", cidr(bad)).unwrap_err();
             assert!(e.contains(bad), "{e}");
         }
-        let args = |addr: &str, gateway: &str| TapArgs {
+        let args = |addrs: &[&str], gateways: &[&str]| TapArgs {
             tap: Some("tap0".into()),
             tun: None,
-            addr: Some(cidr(addr)),
-            gateway: Some(gateway.parse().unwrap()),
+            addr: addrs.iter().map(|a| parse_host_cidr(a).unwrap()).collect(),
+            gateway: gateways.iter().map(|g| g.parse().unwrap()).collect(),
             impair: None,
             no_offloads: false,
         };
-        assert_eq!(args("10.0.0.2/24", "10.0.0.1").validate(), Ok(()));
-        let e = args("10.0.0.2/24", "10.0.1.1").validate().unwrap_err();
+        assert_eq!(args(&["10.0.0.2/24"], &["10.0.0.1"]).validate(), Ok(()));
+        let e = args(&["10.0.0.2/24"], &["10.0.1.1"])
+            .validate()
+            .unwrap_err();
         assert!(e.contains("--gateway 10.0.1.1"), "{e}");
-        let e = args("10.0.0.2/24", "10.0.0.2").validate().unwrap_err();
+        let e = args(&["10.0.0.2/24"], &["10.0.0.2"])
+            .validate()
+            .unwrap_err();
         assert!(e.contains("--gateway 10.0.0.2"), "{e}");
+        // IPv6 and IPv4 mixed, a gateway of each family.
+        let both = args(&["10.0.0.2/24", "fd00:1::2/64"], &["10.0.0.1", "fd00:1::1"]);
+        assert_eq!(both.validate(), Ok(()));
+        assert_eq!(args(&["10.0.0.2/24"], &["fe80::1"]).validate(), Ok(()));
+        let e = args(&["10.0.0.2/24"], &["fd00:1::1"])
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.contains("--gateway fd00:1::1") && e.contains("IPv6"),
+            "{e}"
+        );
+        let e = args(&["fd00:1::2/64"], &["fd00:1::2"])
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("--gateway fd00:1::2"), "{e}");
+        let e = args(&["10.0.0.2/24"], &["10.0.0.1", "10.0.0.3"])
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("one gateway per address family"), "{e}");
+        let e = args(&["fd00:1::2/64", "fd00:1::2/48"], &[])
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn ipv6_addresses_parse_and_are_checked() {
+        let HostCidr::V6(c) = parse_host_cidr("fd00:1::2/64").unwrap() else {
+            panic!("fd00:1::2/64 is IPv6");
+        };
+        assert_eq!(c.address, "fd00:1::2".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(c.prefix_len, 64);
+        assert!(matches!(
+            parse_host_cidr("10.0.0.2/24"),
+            Ok(HostCidr::V4(_))
+        ));
+        for (bad, needle) in [
+            ("fd00::2", "PREFIX"),
+            ("fd00::g/64", "not an IPv6 address"),
+            ("fd00::2/129", "0 to 128"),
+            ("fd00::2/x", "0 to 128"),
+        ] {
+            let e = parse_host_cidr(bad).unwrap_err();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+        for bad in [
+            "::/64",
+            "::1/128",
+            "ff02::1/64",
+            "::ffff:10.0.0.1/96",
+            "fd00::2/0",
+        ] {
+            let HostCidr::V6(c) = parse_host_cidr(bad).unwrap() else {
+                panic!("{bad} is IPv6");
+            };
+            let e = check_host_addr6("--addr ", c).unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+        let v6 = parse_host_cidr("fd00:1::a:b/64").unwrap();
+        assert_eq!(mac_for_addrs(&[v6], "t").0, [2, 0x69, 0, 0xa, 0, 0xb]);
+        assert_eq!(mac_for_addrs(&[], "t"), mac_for_addrs(&[], "t"));
+        assert_ne!(mac_for_addrs(&[], "t"), mac_for_addrs(&[], "u"));
     }
 }

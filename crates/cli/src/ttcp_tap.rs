@@ -6,7 +6,7 @@
 //! takes `--cc`, `--sndbuf` and `--rcvbuf` as the simulated transfer does.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, SocketAddrV4};
+use std::net::{Shutdown, SocketAddr};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use impnet::core::StackConfig;
@@ -36,7 +36,11 @@ pub fn validate(args: &TtcpArgs) -> Result<(), String> {
     match (args.connect, args.listen) {
         (Some(peer), None) => {
             let ip = peer.ip();
-            if peer.port() == 0 || ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
+            if peer.port() == 0
+                || ip.is_unspecified()
+                || ip.is_multicast()
+                || ip == std::net::Ipv4Addr::BROADCAST
+            {
                 return Err(format!(
                     "--connect {peer}: give a host's unicast address and a non-zero port"
                 ));
@@ -83,12 +87,7 @@ pub fn run(args: &TtcpArgs) -> Result<(), String> {
     }
     let report = match role {
         Ok(peer) => send(args, &stack.rt, peer, timeout)?,
-        Err(port) => receive(
-            args,
-            &stack.rt,
-            SocketAddrV4::new(stack.addr.address, port),
-            timeout,
-        )?,
+        Err(port) => receive(args, &stack.rt, stack.listen_addr(port), timeout)?,
     };
     if args.json {
         println!(
@@ -140,10 +139,10 @@ fn stack_config(args: &TtcpArgs) -> Result<StackConfig, String> {
 fn send(
     args: &TtcpArgs,
     rt: &impnet::Runtime,
-    peer: SocketAddrV4,
+    peer: SocketAddr,
     timeout: StdDuration,
 ) -> Result<Report, String> {
-    let stream = TcpStream::connect_timeout(rt, &SocketAddr::V4(peer), timeout)
+    let stream = TcpStream::connect_timeout(rt, &peer, timeout)
         .map_err(|e| format!("cannot connect to {peer}: {}", describe(&e)))?;
     let start = StdInstant::now();
     let set = |r: io::Result<()>| r.map_err(|e| format!("socket option: {e}"));
@@ -183,7 +182,7 @@ fn send(
 /// delivered, so the report counts bytes written, and the receiver measures goodput.
 fn send_for(
     stream: &TcpStream,
-    peer: SocketAddrV4,
+    peer: SocketAddr,
     chunk: &[u8],
     start: StdInstant,
     time: StdDuration,
@@ -211,7 +210,7 @@ fn send_for(
 fn receive(
     args: &TtcpArgs,
     rt: &impnet::Runtime,
-    local: SocketAddrV4,
+    local: SocketAddr,
     timeout: StdDuration,
 ) -> Result<Report, String> {
     let listener = TcpListener::bind(rt, local)
@@ -242,15 +241,12 @@ fn receive(
             }
         }
     }
-    let SocketAddr::V4(peer) = peer else {
-        return Err(format!("{peer}: imp speaks IPv4 only"));
-    };
     Ok(report("receive", peer, got, start.elapsed(), &stream))
 }
 
 fn report(
     direction: &'static str,
-    peer: SocketAddrV4,
+    peer: SocketAddr,
     bytes: u64,
     elapsed: StdDuration,
     stream: &TcpStream,

@@ -90,12 +90,18 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
         "rate",
     );
     refused(&format!("route {taps} --acl 'drop it'"), 2, "--acl");
+    refused("ping --tap t0 --addr fd00::2/129 10.0.0.1", 2, "0 to 128");
     // imp's checks, made before anything opens or runs: one line, `imp: ...`.
     for (line, expect) in [
         ("ping --count 0", "--count 0"),
         ("ping 10.0.0.9", "HOST"),
         ("ping --tap t0 --addr 10.0.0.2/24", "HOST"),
-        ("ping --tap t0 10.0.0.1", "--addr"),
+        ("ping --tun t0 10.0.0.1", "--addr"),
+        ("ping --tap t0 --addr ::1/128 10.0.0.1", "loopback"),
+        (
+            "ping --tap t0 --addr fd00:1::2/64 --gateway fd00:2::1 10.0.0.1",
+            "--gateway fd00:2::1",
+        ),
         ("ping --tap t0 --addr 10.0.0.255/24 10.0.0.1", "broadcast"),
         ("ttcp --bytes 0", "--bytes 0"),
         ("ttcp --record 100G", "--record"),
@@ -115,7 +121,7 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
         ("bench --breakdown-child W3", "--breakdown-child `W3`"),
         ("bench --breakdown-amount 0", "--breakdown-amount 0"),
         ("serve", "--tap"),
-        ("serve --tap t0", "--addr"),
+        ("serve --tun t0", "--addr"),
         (
             "serve --tap t0 --addr 10.0.0.2/24 --http /nonexistent/imp",
             "/nonexistent/imp",

@@ -547,4 +547,6 @@ mod tests_loopback;
 #[cfg(test)]
 mod tests_misuse;
 #[cfg(test)]
+mod tests_udp6;
+#[cfg(test)]
 mod tests_zero_copy;

@@ -2,7 +2,7 @@
 
 use alloc::collections::BTreeMap;
 use core::fmt;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use crate::socket::{Handle, RecvQueue, Slab};
 
@@ -100,9 +100,9 @@ impl core::error::Error for UdpError {}
 
 #[derive(Debug)]
 pub(crate) struct UdpSocket {
-    pub(crate) local: SocketAddrV4,
+    pub(crate) local: SocketAddr,
     /// Datagrams received: source and data.
-    pub(crate) queue: RecvQueue<SocketAddrV4>,
+    pub(crate) queue: RecvQueue<SocketAddr>,
     /// An asynchronous error, reported once by the next `udp_recv_from`.
     pub(crate) error: Option<UdpError>,
     /// Set DF on outgoing datagrams (then oversize sends fail instead of fragmenting).
@@ -114,37 +114,38 @@ pub(crate) struct UdpSocket {
 pub(crate) struct UdpSockets {
     pub(crate) sockets: Slab<UdpSocket>,
     /// Keyed by (port, local address); `UNSPECIFIED` is the wildcard binding.
-    pub(crate) bound: BTreeMap<(u16, Ipv4Addr), UdpHandle>,
+    pub(crate) bound: BTreeMap<(u16, IpAddr), UdpHandle>,
 }
 
 impl UdpSockets {
     /// The socket a datagram to `dst` is for: an exact binding, else the wildcard.
-    pub(crate) fn lookup(&self, dst: SocketAddrV4) -> Option<UdpHandle> {
+    pub(crate) fn lookup(&self, dst: SocketAddr) -> Option<UdpHandle> {
         let port = dst.port();
+        let any = match dst.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        };
         self.bound
-            .get(&(port, *dst.ip()))
-            .or_else(|| self.bound.get(&(port, Ipv4Addr::UNSPECIFIED)))
+            .get(&(port, dst.ip()))
+            .or_else(|| self.bound.get(&(port, any)))
+            // A socket on `[::]` takes IPv4 too (dual-stack, as Linux's default).
+            .or_else(|| self.bound.get(&(port, IpAddr::V6(Ipv6Addr::UNSPECIFIED))))
             .copied()
     }
 
-    /// The socket bound to `local` (tests).
     #[cfg(test)]
-    pub(crate) fn lookup_for_tests(&self, local: SocketAddrV4) -> Option<UdpHandle> {
+    pub(crate) fn lookup_for_tests(&self, local: SocketAddr) -> Option<UdpHandle> {
         self.lookup(local)
     }
 
-    /// True when binding `local` would clash: the same address, or a wildcard and a
-    /// specific address, on the same port.
-    pub(crate) fn clashes(&self, local: SocketAddrV4) -> bool {
+    /// Whether binding `local` would take datagrams a bound socket already takes.
+    pub(crate) fn clashes(&self, local: SocketAddr) -> bool {
         let port = local.port();
-        let mut on_port = self
-            .bound
-            .range((port, Ipv4Addr::UNSPECIFIED)..=(port, Ipv4Addr::BROADCAST));
-        if local.ip().is_unspecified() {
-            on_port.next().is_some()
-        } else {
-            on_port.any(|((_, addr), _)| addr == local.ip() || addr.is_unspecified())
-        }
+        let low = (port, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let high = (port, IpAddr::V6(Ipv6Addr::from_bits(u128::MAX)));
+        self.bound
+            .range(low..=high)
+            .any(|((_, addr), _)| overlaps(*addr, local.ip()))
     }
 
     /// Mark an error on the socket bound to `local` (from ICMP or ARP failure).
@@ -162,10 +163,18 @@ impl UdpSockets {
     /// Mark an error on the socket that sent from `local` (an ICMP error quoting it).
     pub(crate) fn set_error_by_addr(
         &mut self,
-        local: SocketAddrV4,
+        local: SocketAddr,
         error: UdpError,
     ) -> Option<UdpHandle> {
         let handle = self.lookup(local)?;
         self.set_error_by_handle(handle, error).then_some(handle)
     }
+}
+
+/// Whether sockets bound to `a` and `b` (on one port) would take the same datagrams:
+/// the same address, or a wildcard of its family (`[::]` covers IPv4 too).
+fn overlaps(a: IpAddr, b: IpAddr) -> bool {
+    let covers =
+        |w: IpAddr, x: IpAddr| w.is_unspecified() && (w.is_ipv6() || w.is_ipv4() == x.is_ipv4());
+    a == b || covers(a, b) || covers(b, a)
 }

@@ -135,7 +135,10 @@ impl Harness {
         }
         let mut data = vec![0u8; 65536];
         while let Ok((n, from)) = self.stack.udp_recv_from(self.socket, &mut data) {
-            self.check_delivery(*from.ip(), &data[..n]);
+            let std::net::IpAddr::V4(from) = from.ip() else {
+                panic!("an IPv4-only run delivered a datagram from {from}");
+            };
+            self.check_delivery(from, &data[..n]);
         }
         let stats = &self.stack.stats().reassembly;
         assert!(stats.reassembled <= stats.fragments, "{stats:?}");

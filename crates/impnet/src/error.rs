@@ -124,17 +124,6 @@ pub(crate) fn icmp(e: IcmpError) -> Error {
     Error::new(kind, e)
 }
 
-/// Only IPv4 is spoken.
-pub(crate) fn v4(addr: std::net::SocketAddr) -> std::io::Result<std::net::SocketAddrV4> {
-    match addr {
-        std::net::SocketAddr::V4(a) => Ok(a),
-        std::net::SocketAddr::V6(_) => Err(Error::new(
-            ErrorKind::InvalidInput,
-            "imp speaks IPv4 only: give an IPv4 address",
-        )),
-    }
-}
-
 /// The first address `addr` names, of either family (TCP speaks both).
 pub(crate) fn resolve_any(
     addr: impl std::net::ToSocketAddrs,
@@ -151,18 +140,4 @@ pub(crate) fn unspecified_like(like: std::net::SocketAddr) -> std::net::SocketAd
         std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
     };
     std::net::SocketAddr::new(ip, 0)
-}
-
-/// The first IPv4 address `addr` names (literal addresses need no resolver).
-pub(crate) fn resolve(
-    addr: impl std::net::ToSocketAddrs,
-) -> std::io::Result<std::net::SocketAddrV4> {
-    let mut last = None;
-    for a in addr.to_socket_addrs()? {
-        match v4(a) {
-            Ok(a) => return Ok(a),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| Error::new(ErrorKind::InvalidInput, "no address given")))
 }

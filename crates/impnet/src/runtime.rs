@@ -754,6 +754,28 @@ impl Runtime {
         self.with_stack(|stack, now| stack.add_address(now, iface, cidr));
     }
 
+    /// Start IPv6 on an interface: on an Ethernet one its link-local address (checked
+    /// for duplicates) and router solicitations, so a router's advertisement
+    /// configures addresses (SLAAC) and a default route. See [`Stack::enable_ipv6`].
+    pub fn enable_ipv6(&self, iface: IfaceId) {
+        self.with_stack(|stack, now| stack.enable_ipv6(now, iface));
+    }
+
+    /// Assign an IPv6 address to an interface (starting IPv6 there; usable once
+    /// duplicate address detection passed, and its prefix is on-link).
+    pub fn add_address6(&self, iface: IfaceId, cidr: impnet_wire::ipv6::Cidr) {
+        self.with_stack(|stack, now| stack.add_address6(now, iface, cidr));
+    }
+
+    /// Route every IPv6 destination without a more specific route through `gateway`.
+    pub fn add_default_route6(&self, gateway: std::net::Ipv6Addr, iface: IfaceId) {
+        self.with_stack(|stack, _| {
+            stack
+                .routes6_mut()
+                .add(impnet_wire::ipv6::Cidr::DEFAULT_ROUTE, Some(gateway), iface);
+        });
+    }
+
     /// Route everything without a more specific route through `gateway`.
     pub fn add_default_route(&self, gateway: std::net::Ipv4Addr, iface: IfaceId) {
         self.with_stack(|stack, _| stack.routes_mut().add_default(gateway, iface));

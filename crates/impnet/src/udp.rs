@@ -1,14 +1,14 @@
 //! [`UdpSocket`]: blocking UDP over the runtime, shaped like `std::net::UdpSocket`.
 
 use std::io;
-use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use impnet_core::{UdpError, UdpHandle};
 
-use crate::error::{self, resolve};
+use crate::error;
 use crate::runtime::{Awaits, Runtime, Shared};
 
 /// Per-socket options, changed through `&self` as std allows.
@@ -17,14 +17,14 @@ struct Options {
     read_timeout: Option<Duration>,
     nonblocking: bool,
     /// Set by `connect`: `send` goes there, `recv` takes only its datagrams.
-    peer: Option<SocketAddrV4>,
+    peer: Option<SocketAddr>,
 }
 
 /// A UDP socket on an imp stack. Closed when dropped.
 pub struct UdpSocket {
     shared: Arc<Shared>,
     handle: UdpHandle,
-    local: SocketAddrV4,
+    local: SocketAddr,
     options: Mutex<Options>,
 }
 
@@ -37,9 +37,10 @@ impl std::fmt::Debug for UdpSocket {
 }
 
 impl UdpSocket {
-    /// Bind to `addr` (an address of the stack or 0.0.0.0; port 0 picks one).
+    /// Bind to `addr` (an IPv4 or IPv6 address of the stack, 0.0.0.0, or `[::]` for
+    /// both families; port 0 picks one).
     pub fn bind(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        let addr = resolve(addr)?;
+        let addr = crate::error::resolve_any(addr)?;
         let shared = Arc::clone(rt.shared());
         let (handle, local) = shared
             .with(|state, _| {
@@ -62,7 +63,7 @@ impl UdpSocket {
 
     /// Send one datagram to `addr`.
     pub fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
-        let dst = resolve(addr)?;
+        let dst = crate::error::resolve_any(addr)?;
         self.shared
             .with(|state, now| state.stack.udp_send_to(now, self.handle, dst, buf))?
             .map_err(error::udp)?;
@@ -78,7 +79,7 @@ impl UdpSocket {
                 loop {
                     return match state.stack.udp_recv_from(self.handle, buf) {
                         Ok((_, src)) if options.peer.is_some_and(|p| p != src) => continue,
-                        Ok((n, src)) => Some(Ok((n, SocketAddr::V4(src)))),
+                        Ok((n, src)) => Some(Ok((n, src))),
                         Err(UdpError::WouldBlock) => None,
                         Err(e) => Some(Err(error::udp(e))),
                     };
@@ -88,7 +89,7 @@ impl UdpSocket {
 
     /// Set the default destination for `send` and accept datagrams only from it.
     pub fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
-        let peer = resolve(addr)?;
+        let peer = crate::error::resolve_any(addr)?;
         self.options.lock().unwrap_or_else(|p| p.into_inner()).peer = Some(peer);
         Ok(())
     }
@@ -106,12 +107,12 @@ impl UdpSocket {
 
     /// The address the socket is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(SocketAddr::V4(self.local))
+        Ok(self.local)
     }
 
     /// The connected peer.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.options().peer.map(SocketAddr::V4).ok_or_else(|| {
+        self.options().peer.ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotConnected,
                 "UDP socket not connected: call connect first",

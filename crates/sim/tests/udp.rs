@@ -63,7 +63,11 @@ fn transfer(
         loop {
             match sim.host_mut(b).udp_recv_from(rx, &mut buf) {
                 Ok((n, from)) => {
-                    assert_eq!(*from.ip(), A, "seed {seed}: datagram from the wrong host");
+                    assert_eq!(
+                        from.ip(),
+                        std::net::IpAddr::V4(A),
+                        "seed {seed}: datagram from the wrong host"
+                    );
                     received.push(buf[..n].to_vec());
                 }
                 Err(UdpError::WouldBlock) => break,

@@ -334,7 +334,7 @@ impl Stack {
                     u16::from_be_bytes([transport[0], transport[1]]),
                 );
                 self.udp
-                    .set_error_by_addr(local, udp_error(kind))
+                    .set_error_by_addr(local.into(), udp_error(kind))
                     .map(Event::Udp)
             }
             Protocol::Icmp if transport[0] == 8 => {

@@ -558,19 +558,6 @@ impl Stack {
         }
     }
 
-    /// A UDP datagram over IPv6: no UDP socket speaks IPv6 yet, so a port is
-    /// unreachable (RFC 4443 §3.1 code 4).
-    pub(crate) fn handle_udp6(&mut self, now: Instant, meta: &Meta6<'_>, payload: &[u8]) {
-        let _ = payload;
-        if !meta.multicast {
-            let repr = icmpv6::Repr::DstUnreachable {
-                reason: icmpv6::DstUnreachable::PortUnreachable,
-                invoking: meta.invoking,
-            };
-            self.send_icmpv6_error(now, meta, &repr);
-        }
-    }
-
     /// A TCP segment over IPv6.
     pub(crate) fn handle_tcp6(&mut self, now: Instant, meta: &Meta6<'_>, payload: &[u8]) {
         // RFC 9293 §3.9.1: no segment to a multicast address opens anything.

@@ -54,7 +54,7 @@ fn arp_resolves_once_and_the_reply_is_cached() {
     let mut buf = [0u8; 16];
     assert_eq!(
         pair.b.udp_recv_from(b_sock, &mut buf),
-        Ok((3, SocketAddrV4::new(IP_A, 1000)))
+        Ok((3, std::net::SocketAddr::from(SocketAddrV4::new(IP_A, 1000))))
     );
     assert_eq!(&buf[..3], b"one");
 
@@ -347,7 +347,10 @@ fn udp_send_and_receive_both_ways() {
     let (len, from) = pair.b.udp_recv_from(b_sock, &mut buf).unwrap();
     assert_eq!(
         (&buf[..len], from),
-        (&b"query"[..], SocketAddrV4::new(IP_A, a_port))
+        (
+            &b"query"[..],
+            std::net::SocketAddr::from(SocketAddrV4::new(IP_A, a_port))
+        )
     );
     pair.b
         .udp_send_to(pair.now, b_sock, from, b"answer")
@@ -356,7 +359,10 @@ fn udp_send_and_receive_both_ways() {
     let (len, from) = pair.a.udp_recv_from(a_sock, &mut buf).unwrap();
     assert_eq!(
         (&buf[..len], from),
-        (&b"answer"[..], SocketAddrV4::new(IP_B, 53))
+        (
+            &b"answer"[..],
+            std::net::SocketAddr::from(SocketAddrV4::new(IP_B, 53))
+        )
     );
     assert_eq!(pair.b.stats().udp.rx_delivered, 1);
 }
@@ -386,7 +392,7 @@ fn udp_bind_conflicts_and_close() {
     );
     assert_eq!(
         stack.udp_local_addr(specific),
-        Ok(SocketAddrV4::new(IP_A, 80))
+        Ok(std::net::SocketAddr::from(SocketAddrV4::new(IP_A, 80)))
     );
 }
 
@@ -548,7 +554,7 @@ fn big_datagram_frames(
 fn recv_exact(pair: &mut Pair, sock: crate::udp::UdpHandle, expected: &[u8]) {
     let mut buf = vec![0u8; 70_000];
     let (len, from) = pair.b.udp_recv_from(sock, &mut buf).unwrap();
-    assert_eq!(from, SocketAddrV4::new(IP_A, 7));
+    assert_eq!(from, std::net::SocketAddr::from(SocketAddrV4::new(IP_A, 7)));
     assert!(buf[..len] == *expected, "reassembled datagram differs");
 }
 
@@ -665,7 +671,7 @@ fn reassembly_timeout_frees_memory_and_sends_time_exceeded() {
 fn bind_lookup(pair: &Pair) -> crate::udp::UdpHandle {
     pair.a
         .udp
-        .lookup_for_tests(SocketAddrV4::new(IP_A, 7))
+        .lookup_for_tests(std::net::SocketAddr::from(SocketAddrV4::new(IP_A, 7)))
         .unwrap()
 }
 

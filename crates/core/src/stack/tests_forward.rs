@@ -228,7 +228,13 @@ fn too_big_without_df_is_fragmented_and_arrives_whole() {
     }
     let mut buf = [0u8; 2000];
     let (len, from) = net.nodes[2].udp_recv_from(receiver, &mut buf).unwrap();
-    assert_eq!((&buf[..len], from), (&data[..], SocketAddrV4::new(A, 5000)));
+    assert_eq!(
+        (&buf[..len], from),
+        (
+            &data[..],
+            std::net::SocketAddr::from(SocketAddrV4::new(A, 5000))
+        )
+    );
     assert_eq!(net.nodes[ROUTER].stats().forward.fragmented, 1);
 }
 

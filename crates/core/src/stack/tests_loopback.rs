@@ -161,7 +161,10 @@ fn udp_and_ping_to_ourselves_loop_back() {
     let mut buf = vec![0u8; 65536];
     assert_eq!(
         stack.udp_recv_from(b, &mut buf),
-        Ok((5, SocketAddrV4::new(LOCALHOST, 7)))
+        Ok((
+            5,
+            std::net::SocketAddr::from(SocketAddrV4::new(LOCALHOST, 7))
+        ))
     );
     assert_eq!(stack.udp_recv_from(a, &mut buf).map(|(n, _)| n), Ok(40_000));
     assert!(stack.stats().reassembly.reassembled >= 1);

@@ -1,7 +1,7 @@
 //! UDP on the stack: datagrams in (to the bound socket, or port unreachable) and the
 //! `udp_*` socket calls.
 
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use impnet_wire::ipv4::Protocol;
 use impnet_wire::udp;
@@ -9,10 +9,12 @@ use impnet_wire::udp;
 use crate::neighbor::{Origin, SocketKind};
 use crate::socket::RecvQueue;
 use crate::stack::ipv4::{IpMeta, OutputError, SendOptions};
+use crate::stack::ipv6::Meta6;
 use crate::stack::{Event, Stack};
 use crate::time::Instant;
 use crate::udp::UdpSocket;
 use crate::udp::{EPHEMERAL_PORTS, MAX_PAYLOAD, UdpError, UdpHandle};
+use impnet_wire::icmpv6;
 
 impl From<OutputError> for UdpError {
     fn from(error: OutputError) -> UdpError {
@@ -26,14 +28,16 @@ impl From<OutputError> for UdpError {
 }
 
 impl Stack {
-    /// Bind a UDP socket to `local`. Address unspecified: every address of the stack;
-    /// port 0: an ephemeral port (49152..=65535) drawn from the seeded RNG.
-    pub fn udp_bind(&mut self, local: SocketAddrV4) -> Result<UdpHandle, UdpError> {
-        if !local.ip().is_unspecified() && !self.is_local_addr(*local.ip()) {
+    /// Bind a UDP socket to `local`, an IPv4 or IPv6 address. Address unspecified:
+    /// every address of the stack of that family (`[::]`: of both); port 0: an
+    /// ephemeral port (49152..=65535) drawn from the seeded RNG.
+    pub fn udp_bind(&mut self, local: impl Into<SocketAddr>) -> Result<UdpHandle, UdpError> {
+        let local = local.into();
+        if !local.ip().is_unspecified() && !self.is_local_ip(local.ip()) {
             return Err(UdpError::AddrNotAvailable);
         }
         let local = if local.port() == 0 {
-            self.udp_ephemeral(*local.ip())?
+            self.udp_ephemeral(local.ip())?
         } else {
             local
         };
@@ -48,19 +52,19 @@ impl Stack {
             dont_frag: false,
         };
         let handle = UdpHandle(self.udp.sockets.insert(socket));
-        self.udp.bound.insert((local.port(), *local.ip()), handle);
+        self.udp.bound.insert((local.port(), local.ip()), handle);
         Ok(handle)
     }
 
     /// A free ephemeral port: a random start, then the next free one (RFC 6056
     /// algorithm 1, "simple port randomization", with our seeded RNG).
-    fn udp_ephemeral(&mut self, addr: Ipv4Addr) -> Result<SocketAddrV4, UdpError> {
+    fn udp_ephemeral(&mut self, addr: IpAddr) -> Result<SocketAddr, UdpError> {
         let (low, high) = (*EPHEMERAL_PORTS.start(), *EPHEMERAL_PORTS.end());
         let count = u32::from(high - low) + 1;
         let start = self.rng.in_range(0, count - 1);
         for step in 0..count {
             let port = low + ((start + step) % count) as u16;
-            let candidate = SocketAddrV4::new(addr, port);
+            let candidate = SocketAddr::new(addr, port);
             if !self.udp.clashes(candidate) {
                 return Ok(candidate);
             }
@@ -69,7 +73,7 @@ impl Stack {
     }
 
     /// The address and port `handle` is bound to.
-    pub fn udp_local_addr(&self, handle: UdpHandle) -> Result<SocketAddrV4, UdpError> {
+    pub fn udp_local_addr(&self, handle: UdpHandle) -> Result<SocketAddr, UdpError> {
         self.udp
             .sockets
             .get(handle.0)
@@ -93,13 +97,15 @@ impl Stack {
         Ok(())
     }
 
-    /// Send one datagram of up to 65507 bytes to `dst`, fragmented to the route MTU.
-    /// Success means queued: delivery failures come back later through `udp_recv_from`.
+    /// Send one datagram of up to 65507 bytes to `dst` (IPv4 or IPv6), fragmented to
+    /// the route MTU. Success means queued: delivery failures come back later through
+    /// `udp_recv_from`. A socket bound to an address of one family cannot send to the
+    /// other (`AddrNotAvailable`).
     pub fn udp_send_to(
         &mut self,
         now: Instant,
         handle: UdpHandle,
-        dst: SocketAddrV4,
+        dst: impl Into<SocketAddr>,
         data: &[u8],
     ) -> Result<(), UdpError> {
         let socket = self
@@ -111,8 +117,20 @@ impl Stack {
             return Err(UdpError::MessageTooLong);
         }
         let (local, dont_frag) = (socket.local, socket.dont_frag);
-        let route =
-            self.route_output(*dst.ip(), Some(*local.ip()).filter(|a| !a.is_unspecified()))?;
+        let src = Some(local.ip()).filter(|a| !a.is_unspecified());
+        let (dst, src) = match (dst.into(), src) {
+            (SocketAddr::V6(dst), None | Some(IpAddr::V6(_))) => {
+                let src = src.map(|a| match a {
+                    IpAddr::V6(a) => a,
+                    IpAddr::V4(a) => a.to_ipv6_mapped(),
+                });
+                return self.udp_send_to_v6(now, (handle, local.port()), (src, dst), data);
+            }
+            (SocketAddr::V4(dst), None) => (dst, None),
+            (SocketAddr::V4(dst), Some(IpAddr::V4(src))) => (dst, Some(src)),
+            _ => return Err(UdpError::AddrNotAvailable),
+        };
+        let route = self.route_output(*dst.ip(), src)?;
         let repr = udp::Repr {
             src_port: local.port(),
             dst_port: dst.port(),
@@ -150,6 +168,34 @@ impl Stack {
         Ok(())
     }
 
+    /// [`Stack::udp_send_to`] to an IPv6 address, from `src` (None: the route's).
+    fn udp_send_to_v6(
+        &mut self,
+        now: Instant,
+        (handle, port): (UdpHandle, u16),
+        (src, dst): (Option<Ipv6Addr>, SocketAddrV6),
+        data: &[u8],
+    ) -> Result<(), UdpError> {
+        let route = self.route_output6(now, *dst.ip(), src)?;
+        let repr = udp::Repr {
+            src_port: port,
+            dst_port: dst.port(),
+            payload: data,
+        };
+        let mut packet = self.pool.take();
+        packet.resize(impnet_wire::ipv6::HEADER_LEN + repr.buffer_len(), 0);
+        let mut view = udp::Packet::new_unchecked(&mut packet[impnet_wire::ipv6::HEADER_LEN..]);
+        // RFC 8200 §8.1: the checksum is mandatory over IPv6 (never 0).
+        repr.emit(&mut view, &route.src, dst.ip());
+        let origin = Origin::Socket(SocketKind::Udp, handle.0);
+        let next = (impnet_wire::ipv6::NextHeader::Udp, None);
+        self.send_ipv6_routed(now, &route, *dst.ip(), next, packet, origin)?;
+        self.stats.udp.tx_datagrams += 1;
+        self.stats.work.socket_calls += 1;
+        self.stats.work.copied_from_user += data.len() as u64;
+        Ok(())
+    }
+
     /// Copy the oldest queued datagram into `buf` (a longer datagram is truncated, the
     /// rest discarded) and return its length in `buf` and its source. A pending error
     /// (e.g. `HostUnreachable`, `PortUnreachable`) is returned once, before data.
@@ -157,7 +203,7 @@ impl Stack {
         &mut self,
         handle: UdpHandle,
         buf: &mut [u8],
-    ) -> Result<(usize, SocketAddrV4), UdpError> {
+    ) -> Result<(usize, SocketAddr), UdpError> {
         let socket = self
             .udp
             .sockets
@@ -184,7 +230,7 @@ impl Stack {
             .ok_or(UdpError::InvalidHandle)?;
         self.udp
             .bound
-            .remove(&(socket.local.port(), *socket.local.ip()));
+            .remove(&(socket.local.port(), socket.local.ip()));
         for buffer in socket.queue.drain() {
             self.pool.give(buffer);
         }
@@ -210,7 +256,8 @@ impl Stack {
                 return;
             }
         };
-        let Some(handle) = self.udp.lookup(SocketAddrV4::new(meta.dst, repr.dst_port)) else {
+        let dst = SocketAddr::V4(SocketAddrV4::new(meta.dst, repr.dst_port));
+        let Some(handle) = self.udp.lookup(dst) else {
             self.stats.udp.rx_no_port += 1;
             // RFC 1122 §3.2.2: no ICMP error for a datagram sent to a broadcast address.
             if !meta.broadcast {
@@ -218,10 +265,16 @@ impl Stack {
             }
             return;
         };
+        let src = SocketAddr::V4(SocketAddrV4::new(meta.src, repr.src_port));
+        self.udp_deliver(handle, src, repr.payload);
+    }
+
+    /// Queue a datagram from `src` on the socket `handle`.
+    fn udp_deliver(&mut self, handle: UdpHandle, src: SocketAddr, payload: &[u8]) {
         let mut data = self.pool.take();
-        data.extend_from_slice(repr.payload);
-        let src = SocketAddrV4::new(meta.src, repr.src_port);
+        data.extend_from_slice(payload);
         let Some(socket) = self.udp.sockets.get_mut(handle.0) else {
+            self.pool.give(data);
             return;
         };
         let was_quiet = socket.queue.is_empty() && socket.error.is_none();
@@ -237,5 +290,47 @@ impl Stack {
                 self.pool.give(data);
             }
         }
+    }
+
+    /// A UDP datagram over IPv6 to one of our addresses (or a group we are in): to
+    /// the bound socket, else Port Unreachable (RFC 4443 §3.1 code 4; none for a
+    /// datagram to a multicast group, RFC 4443 §2.4 (e)).
+    pub(crate) fn handle_udp6(&mut self, now: Instant, meta: &Meta6<'_>, payload: &[u8]) {
+        self.stats.udp.rx_datagrams += 1;
+        let Ok(packet) = udp::Packet::new_checked(payload) else {
+            self.stats.udp.rx_malformed += 1;
+            return;
+        };
+        // RFC 8200 §8.1: "IPv6 receivers must discard UDP packets containing a zero
+        // checksum".
+        if meta.verify_checksum && packet.checksum() == 0 {
+            self.stats.udp.rx_bad_checksum += 1;
+            return;
+        }
+        let repr = match udp::Repr::parse(&packet, &meta.src, &meta.dst, meta.verify_checksum) {
+            Ok(repr) => repr,
+            Err(impnet_wire::Error::BadChecksum) => {
+                self.stats.udp.rx_bad_checksum += 1;
+                return;
+            }
+            Err(_) => {
+                self.stats.udp.rx_malformed += 1;
+                return;
+            }
+        };
+        let dst = SocketAddr::V6(SocketAddrV6::new(meta.dst, repr.dst_port, 0, 0));
+        let Some(handle) = self.udp.lookup(dst) else {
+            self.stats.udp.rx_no_port += 1;
+            if !meta.multicast {
+                let repr = icmpv6::Repr::DstUnreachable {
+                    reason: icmpv6::DstUnreachable::PortUnreachable,
+                    invoking: meta.invoking,
+                };
+                self.send_icmpv6_error(now, meta, &repr);
+            }
+            return;
+        };
+        let src = SocketAddr::V6(SocketAddrV6::new(meta.src, repr.src_port, 0, 0));
+        self.udp_deliver(handle, src, repr.payload);
     }
 }
