@@ -99,7 +99,7 @@ fn server_addr(text: &str) -> Result<SocketAddr, String> {
     }
     text.parse::<IpAddr>()
         .map(|ip| SocketAddr::new(ip, 21))
-        .map_err(|_| format!("`{text}`: give the server as ADDRESS or ADDRESS:PORT"))
+        .map_err(|_| format!("SERVER `{text}`: give the server as ADDRESS or ADDRESS:PORT"))
 }
 
 /// The request the options ask for.
