@@ -126,6 +126,17 @@ impl TokenBucket {
         }
     }
 
+    /// True when the bucket would be full at `now` (its owner has been quiet).
+    pub(crate) fn is_full(&self, now: Instant) -> bool {
+        let capacity = u64::from(self.limit.burst) * NANOS_PER_TOKEN;
+        let refill = self.last.map_or(capacity, |last| {
+            now.saturating_duration_since(last)
+                .as_nanos()
+                .saturating_mul(u64::from(self.limit.per_second))
+        });
+        self.nano_tokens.saturating_add(refill) >= capacity
+    }
+
     /// Take one token if there is one.
     pub(crate) fn try_take(&mut self, now: Instant) -> bool {
         let capacity = u64::from(self.limit.burst) * NANOS_PER_TOKEN;

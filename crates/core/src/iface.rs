@@ -173,6 +173,8 @@ pub(crate) struct Interface {
     pub(crate) offloads: Offloads,
     /// Datagrams that arrive here for other hosts are forwarded (RFC 1812).
     pub(crate) forwarding: bool,
+    /// Packets to any address are ours ([`crate::accept_any`]), under these limits.
+    pub(crate) accept_any: Option<crate::accept_any::AcceptAny>,
     pub(crate) stats: crate::stats::IfaceStats,
 }
 
@@ -185,6 +187,7 @@ impl Interface {
             addrs: config.addrs,
             offloads: config.offloads,
             forwarding: false,
+            accept_any: None,
             stats: crate::stats::IfaceStats::default(),
         }
     }

@@ -10,6 +10,7 @@
 
 extern crate alloc;
 
+pub mod accept_any;
 pub mod acl;
 pub mod icmp;
 pub mod iface;
@@ -31,6 +32,7 @@ pub mod udp;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+pub use accept_any::{AcceptAny, AcceptAnyStats};
 pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
 pub use iface::{IfaceConfig, IfaceId, Medium, Offloads};
 pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config, Route6, Route6Origin, Routes6};

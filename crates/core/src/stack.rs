@@ -22,6 +22,7 @@ use crate::tcp::{self as tcp_core, Tcp};
 use crate::time::Instant;
 use crate::udp::{UdpHandle, UdpSockets};
 
+mod accept_any;
 pub(crate) mod arp;
 mod forward;
 pub(crate) mod icmp;
@@ -149,6 +150,8 @@ pub struct Stack {
     pub(crate) neighbors: NeighborCache,
     pub(crate) reassembly: Reassembler,
     pub(crate) udp: UdpSockets,
+    /// Per-source limits of the accept-any interfaces ([`crate::accept_any`]).
+    pub(crate) accept_any: crate::accept_any::SourceLimiter,
     pub(crate) icmp: IcmpSockets,
     pub(crate) icmp_limiter: TokenBucket,
     pub(crate) tcp: Tcp,
@@ -191,6 +194,7 @@ impl Stack {
             neighbors: NeighborCache::new(config.arp.clone()),
             reassembly: Reassembler::new(config.reassembly.clone()),
             udp: UdpSockets::default(),
+            accept_any: crate::accept_any::SourceLimiter::default(),
             icmp: IcmpSockets::default(),
             icmp_limiter: TokenBucket::new(config.icmp_rate_limit),
             tcp: Tcp::new(config.tcp.clone(), &secret),
@@ -536,6 +540,8 @@ impl Stack {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_accept_any;
 #[cfg(test)]
 mod tests_forward;
 #[cfg(test)]

@@ -327,6 +327,8 @@ pub struct Stats {
     pub ipv6: Ipv6Stats,
     /// IPv6 fragment reassembly.
     pub reassembly6: ReassemblyStats,
+    /// The accept-any mode of transparent proxies.
+    pub accept_any: crate::accept_any::AcceptAnyStats,
 }
 
 /// IPv6 (RFC 8200), ICMPv6 (RFC 4443) and neighbour discovery (RFC 4861, 4862)

@@ -101,8 +101,8 @@ impl core::error::Error for UdpError {}
 #[derive(Debug)]
 pub(crate) struct UdpSocket {
     pub(crate) local: SocketAddr,
-    /// Datagrams received: source and data.
-    pub(crate) queue: RecvQueue<SocketAddr>,
+    /// Datagrams received: (source, destination) and data.
+    pub(crate) queue: RecvQueue<(SocketAddr, SocketAddr)>,
     /// An asynchronous error, reported once by the next `udp_recv_from`.
     pub(crate) error: Option<UdpError>,
     /// Set DF on outgoing datagrams (then oversize sends fail instead of fragmenting).

@@ -2,7 +2,7 @@
 //! fragmentation to the route MTU, and handing packets to the neighbour layer.
 
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr};
 
 use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::{self, Protocol};
@@ -106,6 +106,7 @@ impl Stack {
     ) -> Result<OutputRoute, OutputError> {
         if let Some(src) = src
             && !self.is_local_addr(src)
+            && !self.accepts_any()
         {
             return Err(OutputError::AddrNotAvailable);
         }
@@ -374,7 +375,8 @@ impl Stack {
         // RFC 1122 §3.2.1.3 (g): 127/8 "MUST NOT appear outside a host": from the wire,
         // it is not ours (a router counts it as a martian).
         let ours = !is_loopback_addr(dst) && self.is_local_addr(dst);
-        if !broadcast && !ours {
+        let taken = !broadcast && !ours && interface.accept_any.is_some();
+        if !broadcast && !ours && !taken {
             if interface.forwarding {
                 return self.forward(now, iface, &packet, link_broadcast);
             }
@@ -385,6 +387,14 @@ impl Stack {
         if is_loopback_addr(src) {
             self.stats.ipv4.rx_bad_source += 1;
             return;
+        }
+        if taken {
+            let first = packet.frag_offset() == 0;
+            let transport = &bytes[packet.header_len()..usize::from(packet.total_len())];
+            let opening = (u8::from(packet.protocol()), first.then_some(transport));
+            if !self.accept_any_admits(now, iface, IpAddr::V4(src), opening) {
+                return;
+            }
         }
         self.take_in(now, &packet, broadcast, verify_checksum);
     }

@@ -224,6 +224,7 @@ impl Stack {
     ) -> Result<OutputRoute6, OutputError> {
         if let Some(src) = src
             && !self.v6.is_local(src)
+            && !self.accepts_any()
         {
             return Err(OutputError::AddrNotAvailable);
         }
@@ -445,7 +446,14 @@ impl Stack {
             // Tentative addresses only hear neighbour discovery (RFC 4862 §5.4).
             self.v6.owner(dst).is_some()
         };
-        if !ours {
+        let taken = !ours && !multicast && self.ifaces[iface.index()].accept_any.is_some();
+        if taken {
+            // Only a transport header right after the fixed one is looked into.
+            let opening = (u8::from(packet.next_header()), bytes.get(ipv6::HEADER_LEN..));
+            if !self.accept_any_admits(now, iface, IpAddr::V6(src), opening) {
+                return;
+            }
+        } else if !ours {
             if forwarding && !multicast {
                 return self.forward6(now, iface, bytes);
             }

@@ -113,12 +113,25 @@ impl Stack {
             .sockets
             .get(handle.0)
             .ok_or(UdpError::InvalidHandle)?;
+        let (local, dont_frag) = (socket.local, socket.dont_frag);
+        self.udp_send_inner(now, handle, (local, dont_frag), dst.into(), data)
+    }
+
+    /// [`Stack::udp_send_to`] and [`Stack::udp_send_from`]: one datagram from `local`
+    /// (an unspecified address: the route's).
+    pub(crate) fn udp_send_inner(
+        &mut self,
+        now: Instant,
+        handle: UdpHandle,
+        (local, dont_frag): (SocketAddr, bool),
+        dst: SocketAddr,
+        data: &[u8],
+    ) -> Result<(), UdpError> {
         if data.len() > MAX_PAYLOAD {
             return Err(UdpError::MessageTooLong);
         }
-        let (local, dont_frag) = (socket.local, socket.dont_frag);
         let src = Some(local.ip()).filter(|a| !a.is_unspecified());
-        let (dst, src) = match (dst.into(), src) {
+        let (dst, src) = match (dst, src) {
             (SocketAddr::V6(dst), None | Some(IpAddr::V6(_))) => {
                 let src = src.map(|a| match a {
                     IpAddr::V6(a) => a,
@@ -204,6 +217,16 @@ impl Stack {
         handle: UdpHandle,
         buf: &mut [u8],
     ) -> Result<(usize, SocketAddr), UdpError> {
+        self.udp_recv_inner(handle, buf)
+            .map(|(len, src, _)| (len, src))
+    }
+
+    /// [`Stack::udp_recv_from`] with the datagram's destination.
+    pub(crate) fn udp_recv_inner(
+        &mut self,
+        handle: UdpHandle,
+        buf: &mut [u8],
+    ) -> Result<(usize, SocketAddr, SocketAddr), UdpError> {
         let socket = self
             .udp
             .sockets
@@ -212,13 +235,13 @@ impl Stack {
         if let Some(error) = socket.error.take() {
             return Err(error);
         }
-        let (src, data) = socket.queue.pop().ok_or(UdpError::WouldBlock)?;
+        let ((src, dst), data) = socket.queue.pop().ok_or(UdpError::WouldBlock)?;
         let len = data.len().min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
         self.pool.give(data);
         self.stats.work.socket_calls += 1;
         self.stats.work.copied_to_user += len as u64;
-        Ok((len, src))
+        Ok((len, src, dst))
     }
 
     /// Close the socket; its handle becomes invalid and queued datagrams are freed.
@@ -257,7 +280,8 @@ impl Stack {
             }
         };
         let dst = SocketAddr::V4(SocketAddrV4::new(meta.dst, repr.dst_port));
-        let Some(handle) = self.udp.lookup(dst) else {
+        let found = self.udp.lookup(dst);
+        let Some(handle) = found.or_else(|| self.udp_catch_all(meta.broadcast)) else {
             self.stats.udp.rx_no_port += 1;
             // RFC 1122 §3.2.2: no ICMP error for a datagram sent to a broadcast address.
             if !meta.broadcast {
@@ -266,11 +290,22 @@ impl Stack {
             return;
         };
         let src = SocketAddr::V4(SocketAddrV4::new(meta.src, repr.src_port));
-        self.udp_deliver(handle, src, repr.payload);
+        self.udp_deliver(handle, (src, dst), repr.payload);
     }
 
-    /// Queue a datagram from `src` on the socket `handle`.
-    fn udp_deliver(&mut self, handle: UdpHandle, src: SocketAddr, payload: &[u8]) {
+    /// The catch-all socket ([`Stack::udp_bind_any`]) for a datagram no socket is
+    /// bound to; none for one sent to a broadcast address or a group (`group`).
+    fn udp_catch_all(&mut self, group: bool) -> Option<UdpHandle> {
+        let handle = *self.udp.bound.get(&super::accept_any::UDP_CATCH_ALL)?;
+        if group {
+            return None;
+        }
+        self.stats.accept_any.udp_caught += 1;
+        Some(handle)
+    }
+
+    /// Queue a datagram from `src` to `dst` on the socket `handle`.
+    fn udp_deliver(&mut self, handle: UdpHandle, ends: (SocketAddr, SocketAddr), payload: &[u8]) {
         let mut data = self.pool.take();
         data.extend_from_slice(payload);
         let Some(socket) = self.udp.sockets.get_mut(handle.0) else {
@@ -278,7 +313,7 @@ impl Stack {
             return;
         };
         let was_quiet = socket.queue.is_empty() && socket.error.is_none();
-        match socket.queue.push(src, data) {
+        match socket.queue.push(ends, data) {
             Ok(()) => {
                 self.stats.udp.rx_delivered += 1;
                 if was_quiet {
@@ -319,7 +354,8 @@ impl Stack {
             }
         };
         let dst = SocketAddr::V6(SocketAddrV6::new(meta.dst, repr.dst_port, 0, 0));
-        let Some(handle) = self.udp.lookup(dst) else {
+        let found = self.udp.lookup(dst);
+        let Some(handle) = found.or_else(|| self.udp_catch_all(meta.multicast)) else {
             self.stats.udp.rx_no_port += 1;
             if !meta.multicast {
                 let repr = icmpv6::Repr::DstUnreachable {
@@ -331,6 +367,6 @@ impl Stack {
             return;
         };
         let src = SocketAddr::V6(SocketAddrV6::new(meta.src, repr.src_port, 0, 0));
-        self.udp_deliver(handle, src, repr.payload);
+        self.udp_deliver(handle, (src, dst), repr.payload);
     }
 }

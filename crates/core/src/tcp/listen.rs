@@ -22,6 +22,9 @@ pub(crate) struct Listener {
     pub queue: VecDeque<TcpHandle>,
     /// When the last SYN cookie went: only then may an ACK carry one.
     pub cookie_sent_at: Option<Instant>,
+    /// Most children in SYN-RECEIVED (the catch-all listener's cap; beyond it a SYN is
+    /// dropped, with no cookie). None: only the backlog bounds them.
+    pub max_half_open: Option<usize>,
 }
 
 /// What a listener does with a segment.
@@ -35,6 +38,8 @@ pub(crate) enum ListenAction {
     Open,
     /// A SYN, but the backlog is full: drop it (the peer retries).
     Overflow,
+    /// A SYN, but `max_half_open` children are in SYN-RECEIVED: drop it.
+    HalfOpenFull,
 }
 
 impl Listener {
@@ -46,6 +51,7 @@ impl Listener {
             pending: 0,
             queue: VecDeque::new(),
             cookie_sent_at: None,
+            max_half_open: None,
         }
     }
 
@@ -71,6 +77,9 @@ impl Listener {
         }
         // "Third, check for a SYN"
         if seg.flags.syn() {
+            if self.max_half_open.is_some_and(|max| self.pending >= max) {
+                return ListenAction::HalfOpenFull;
+            }
             return if self.pending + self.queue.len() < self.backlog {
                 ListenAction::Open
             } else {

@@ -515,6 +515,8 @@ pub struct TcpStats {
     pub passive_opens: u64,
     /// SYNs dropped because a listener's backlog was full.
     pub listen_overflows: u64,
+    /// SYNs dropped because the catch-all listener had its most half-open children.
+    pub half_open_drops: u64,
     /// SYN-ACKs sent with a SYN cookie (the backlog was full; RFC 4987 §3.6).
     pub syn_cookies_sent: u64,
     /// ACKs that returned a valid SYN cookie and opened a connection.

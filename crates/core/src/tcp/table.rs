@@ -25,6 +25,10 @@ use crate::secret::Secret;
 use crate::time::Instant;
 
 /// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
+/// The key of the catch-all listener: port 0 of `[::]`, which no `listen` can take.
+const CATCH_ALL: SocketAddr =
+    SocketAddr::new(IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED), 0);
+
 /// How long after its last SYN cookie a listener still accepts one (two cookie periods).
 const COOKIE_LIFETIME: crate::time::Duration = crate::time::Duration::from_secs(128);
 const EPHEMERAL_MIN: u16 = 49152;
@@ -314,6 +318,24 @@ impl Tcp {
         }
         let handle = self.insert(Socket::Listener(Listener::new(local, backlog)));
         self.listeners.insert(local, handle);
+        Ok(handle)
+    }
+
+    /// The catch-all listener ([`crate::Stack::tcp_listen_any`]): SYNs for any
+    /// address and port no other listener takes; at most `max_half_open` children in
+    /// SYN-RECEIVED.
+    pub fn listen_any(
+        &mut self,
+        backlog: usize,
+        max_half_open: usize,
+    ) -> Result<TcpHandle, TcpError> {
+        if self.listeners.contains_key(&CATCH_ALL) {
+            return Err(TcpError::AddrInUse);
+        }
+        let mut listener = Listener::new(CATCH_ALL, backlog);
+        listener.max_half_open = Some(max_half_open);
+        let handle = self.insert(Socket::Listener(listener));
+        self.listeners.insert(CATCH_ALL, handle);
         Ok(handle)
     }
 
@@ -855,6 +877,7 @@ impl Tcp {
             .get(&local)
             .or_else(|| self.listeners.get(&any))
             .or_else(|| self.listeners.get(&any6))
+            .or_else(|| self.listeners.get(&CATCH_ALL))
         else {
             return self.no_socket(local, remote, segment);
         };
@@ -874,6 +897,7 @@ impl Tcp {
                     self.send_cookie(now, listener, (local, remote), segment, local_mss);
                 }
             }
+            ListenAction::HalfOpenFull => self.shared.stats.half_open_drops += 1,
             ListenAction::Open => {
                 self.open_child(now, listener, (local, remote), segment, local_mss)
             }
