@@ -14,6 +14,7 @@ mod http;
 mod impair;
 mod link;
 mod ping;
+mod proxy;
 mod route;
 mod serve;
 mod sim;
@@ -54,6 +55,9 @@ enum Command {
     Ftp(ftp::FtpArgs),
     /// Join two TAP devices by an emulated link (delay, rate, loss, ...) in real time.
     Link(link::LinkArgs),
+    /// A transparent proxy on a TUN (tun2socks): relay every TCP connection and UDP flow,
+    /// to any address, through the host's sockets or a SOCKS5 server.
+    Proxy(proxy::ProxyArgs),
     /// Forward IPv4 between two or more TAP devices: imp as a gateway (RFC 1812).
     Route(route::RouteArgs),
     /// Judge every TCP connection in a pcap/pcapng: retransmissions (as tshark counts them), stalls, RTT.
@@ -78,6 +82,7 @@ fn validate(command: &Command) -> Result<(), String> {
         Command::Ftp(args) => ftp::validate(args),
         Command::Link(args) => link::validate(args),
         Command::Route(args) => route::validate(args),
+        Command::Proxy(args) => proxy::validate(args),
         Command::Analyze(args) => analyze::validate(args),
     }
 }
@@ -105,6 +110,7 @@ fn main() {
         Command::Ftp(args) => ftp::run(args),
         Command::Link(args) => link::run(args),
         Command::Route(args) => route::run(args),
+        Command::Proxy(args) => proxy::run(args),
         Command::Analyze(args) => analyze::run(args),
     };
     if let Err(message) = result {

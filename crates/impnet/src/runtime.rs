@@ -749,6 +749,14 @@ impl Runtime {
         self.add_device(tun, iface)
     }
 
+    /// Switch the accept-any mode of `iface` on (with these limits) or off: packets
+    /// arriving there for any address are taken in, for
+    /// [`TcpListener::bind_any`](crate::TcpListener::bind_any) and
+    /// [`UdpSocket::bind_any`](crate::UdpSocket::bind_any) (a transparent proxy).
+    pub fn set_accept_any(&self, iface: IfaceId, mode: Option<impnet_core::AcceptAny>) {
+        self.with_stack(|stack, _| stack.set_accept_any(iface, mode));
+    }
+
     /// Assign an address to an interface (adds the connected route, announces it).
     pub fn add_address(&self, iface: IfaceId, cidr: Cidr) {
         self.with_stack(|stack, now| stack.add_address(now, iface, cidr));

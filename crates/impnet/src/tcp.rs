@@ -96,6 +96,26 @@ impl TcpListener {
         })
     }
 
+    /// The catch-all listener of a transparent proxy
+    /// ([`Stack::tcp_listen_any`](impnet_core::Stack::tcp_listen_any)): with an
+    /// interface in accept-any mode ([`Runtime::set_accept_any`]), it accepts
+    /// connections to any address and port, and each accepted stream's
+    /// [`TcpStream::local_addr`] is the destination the client asked for. At most
+    /// `max_half_open` connections wait in the handshake. Its own `local_addr` is
+    /// `[::]:0`.
+    pub fn bind_any(rt: &Runtime, backlog: usize, max_half_open: usize) -> io::Result<TcpListener> {
+        let shared = Arc::clone(rt.shared());
+        let handle = shared
+            .with(|state, _| state.stack.tcp_listen_any(backlog, max_half_open))?
+            .map_err(error::tcp)?;
+        Ok(TcpListener {
+            shared,
+            handle,
+            local: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)),
+            nonblocking: Mutex::new(false),
+        })
+    }
+
     /// Wait for a connection and take it.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let nonblocking = *self.nonblocking.lock().unwrap_or_else(|p| p.into_inner());

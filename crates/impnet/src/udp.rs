@@ -57,6 +57,46 @@ impl UdpSocket {
         })
     }
 
+    /// The catch-all socket of a transparent proxy
+    /// ([`Stack::udp_bind_any`](impnet_core::Stack::udp_bind_any)): datagrams to any
+    /// address and port no other socket holds, read with [`UdpSocket::recv_from_to`]
+    /// and answered with [`UdpSocket::send_from`].
+    pub fn bind_any(rt: &Runtime) -> io::Result<UdpSocket> {
+        let shared = Arc::clone(rt.shared());
+        let handle = shared
+            .with(|state, _| state.stack.udp_bind_any())?
+            .map_err(error::udp)?;
+        Ok(UdpSocket {
+            shared,
+            handle,
+            local: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)),
+            options: Mutex::new(Options::default()),
+        })
+    }
+
+    /// Receive one datagram (truncated to `buf`): `(length, source, destination)`.
+    pub fn recv_from_to(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
+        let options = self.options();
+        let deadline = crate::deadline(options.read_timeout);
+        self.shared
+            .block_on(deadline, options.nonblocking, Awaits::Input, |state, _| {
+                match state.stack.udp_recv_from_to(self.handle, buf) {
+                    Ok(got) => Some(Ok(got)),
+                    Err(UdpError::WouldBlock) => None,
+                    Err(e) => Some(Err(error::udp(e))),
+                }
+            })
+    }
+
+    /// Send one datagram from `src` (address and port) to `dst`: a catch-all
+    /// socket's answer, from the destination the datagram it answers was sent to.
+    pub fn send_from(&self, buf: &[u8], src: SocketAddr, dst: SocketAddr) -> io::Result<usize> {
+        self.shared
+            .with(|state, now| state.stack.udp_send_from(now, self.handle, src, dst, buf))?
+            .map_err(error::udp)?;
+        Ok(buf.len())
+    }
+
     fn options(&self) -> Options {
         *self.options.lock().unwrap_or_else(|p| p.into_inner())
     }
