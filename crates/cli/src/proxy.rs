@@ -52,9 +52,11 @@ pub fn validate(args: &ProxyArgs) -> Result<(), String> {
     args.device.validate()?;
     args.device.required("proxy")?;
     if args.device.tun.is_none() {
-        return Err("imp proxy needs --tun NAME: it takes in bare IP packets to any \
+        return Err(
+            "imp proxy needs --tun NAME: it takes in bare IP packets to any \
                     address (a TAP would need ARP answers for every address)"
-            .into());
+                .into(),
+        );
     }
     if args.udp_idle == 0 {
         return Err("--udp-idle 0: give the seconds a silent UDP flow lives (1 or more)".into());
@@ -143,9 +145,8 @@ fn relay_tcp(client: TcpStream, upstream: Upstream) -> Result<(), String> {
         client.try_clone().map_err(|e| e.to_string())?,
         host.try_clone().map_err(|e| e.to_string())?,
     );
-    let up = thread::spawn(move || {
-        copy_then_close(client_up, host_up, |s| s.shutdown(Shutdown::Write))
-    });
+    let up =
+        thread::spawn(move || copy_then_close(client_up, host_up, |s| s.shutdown(Shutdown::Write)));
     copy_then_close(host, client, |s| s.shutdown(Shutdown::Write));
     let _ = up.join();
     Ok(())
@@ -289,7 +290,11 @@ fn relay_udp(udp: UdpSocket, upstream: Upstream, idle: Duration) {
 }
 
 fn expired(flow: &Flow, idle: Duration) -> bool {
-    flow.last.lock().unwrap_or_else(|p| p.into_inner()).elapsed() >= idle
+    flow.last
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .elapsed()
+        >= idle
 }
 
 /// The flow of (source, destination), opened (with its reader thread) if new.

@@ -172,7 +172,15 @@ fn setup(site: &[u8], proxy_args: &[&str]) -> Option<Setup> {
     server.ip(&["link", "set", "vs", "up"]);
     let mut children = Vec::new();
     let dir_text = dir.to_str().unwrap();
-    let http = ["-m", "http.server", "8080", "--bind", SERVER, "-d", dir_text];
+    let http = [
+        "-m",
+        "http.server",
+        "8080",
+        "--bind",
+        SERVER,
+        "-d",
+        dir_text,
+    ];
     children.push(server.spawn("python3", &http));
     let dns = [
         "--no-daemon",
@@ -216,16 +224,23 @@ fn download_and_resolve(proxy_args: &[&str]) {
     let url = format!("http://{SERVER}:8080/file.bin");
     let out_file = setup.site.join("got.bin");
     let out_text = out_file.to_str().unwrap();
-    let curl = setup.client.exec(
-        "curl",
-        &["-sS", "--max-time", "60", "-o", out_text, &url],
+    let curl = setup
+        .client
+        .exec("curl", &["-sS", "--max-time", "60", "-o", out_text, &url]);
+    assert!(
+        curl.status.success(),
+        "curl through imp proxy: {}",
+        text(&curl)
     );
-    assert!(curl.status.success(), "curl through imp proxy: {}", text(&curl));
     let got = std::fs::read(&out_file).unwrap();
     assert_eq!(got.len(), site.len(), "length");
     assert_eq!(sha256(&got), sha256(&site), "byte-exact");
     let dns = setup.client.exec("python3", &["-c", DNS_QUERY, SERVER]);
-    assert!(dns.status.success(), "DNS through imp proxy: {}", text(&dns));
+    assert!(
+        dns.status.success(),
+        "DNS through imp proxy: {}",
+        text(&dns)
+    );
     assert_eq!(String::from_utf8_lossy(&dns.stdout).trim(), "10.9.8.7");
     // The proxy's own namespace was not on the path of the client's packets: its
     // only way to S is the veth, and its TUN left for C.
@@ -251,11 +266,27 @@ fn bad_options_are_named() {
         (&["proxy", "--addr", "10.0.0.2/24"], "--tun"),
         (&["proxy", "--tap", "t0", "--addr", "10.0.0.2/24"], "--tun"),
         (
-            &["proxy", "--tun", "t0", "--addr", "10.0.0.2/24", "--socks5", "nowhere"],
+            &[
+                "proxy",
+                "--tun",
+                "t0",
+                "--addr",
+                "10.0.0.2/24",
+                "--socks5",
+                "nowhere",
+            ],
             "--socks5",
         ),
         (
-            &["proxy", "--tun", "t0", "--addr", "10.0.0.2/24", "--udp-idle", "0"],
+            &[
+                "proxy",
+                "--tun",
+                "t0",
+                "--addr",
+                "10.0.0.2/24",
+                "--udp-idle",
+                "0",
+            ],
             "--udp-idle",
         ),
     ];
@@ -263,6 +294,9 @@ fn bad_options_are_named() {
         let out = std::process::Command::new(IMP).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(named), "{args:?} should name {named}: {stderr}");
+        assert!(
+            stderr.contains(named),
+            "{args:?} should name {named}: {stderr}"
+        );
     }
 }

@@ -78,14 +78,16 @@ impl UdpSocket {
     pub fn recv_from_to(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
         let options = self.options();
         let deadline = crate::deadline(options.read_timeout);
-        self.shared
-            .block_on(deadline, options.nonblocking, Awaits::Input, |state, _| {
-                match state.stack.udp_recv_from_to(self.handle, buf) {
-                    Ok(got) => Some(Ok(got)),
-                    Err(UdpError::WouldBlock) => None,
-                    Err(e) => Some(Err(error::udp(e))),
-                }
-            })
+        self.shared.block_on(
+            deadline,
+            options.nonblocking,
+            Awaits::Input,
+            |state, _| match state.stack.udp_recv_from_to(self.handle, buf) {
+                Ok(got) => Some(Ok(got)),
+                Err(UdpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::udp(e))),
+            },
+        )
     }
 
     /// Send one datagram from `src` (address and port) to `dst`: a catch-all

@@ -449,7 +449,10 @@ impl Stack {
         let taken = !ours && !multicast && self.ifaces[iface.index()].accept_any.is_some();
         if taken {
             // Only a transport header right after the fixed one is looked into.
-            let opening = (u8::from(packet.next_header()), bytes.get(ipv6::HEADER_LEN..));
+            let opening = (
+                u8::from(packet.next_header()),
+                bytes.get(ipv6::HEADER_LEN..),
+            );
             if !self.accept_any_admits(now, iface, IpAddr::V6(src), opening) {
                 return;
             }

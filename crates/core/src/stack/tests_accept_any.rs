@@ -77,7 +77,10 @@ fn transfer(pair: &mut Pair, a_sends: bool, (from, to): (TcpHandle, TcpHandle), 
 fn connections_to_any_destination_are_accepted_with_their_destination() {
     let mut pair = proxy_pair(Some(AcceptAny::default()));
     let listener = pair.b.tcp_listen_any(8, 8).unwrap();
-    assert_eq!(pair.b.tcp_listen_any(8, 8), Err(crate::tcp::TcpError::AddrInUse));
+    assert_eq!(
+        pair.b.tcp_listen_any(8, 8),
+        Err(crate::tcp::TcpError::AddrInUse)
+    );
     let clients: Vec<TcpHandle> = (0..TARGETS.len())
         .map(|i| {
             let local = SocketAddrV4::new(IP_A, 0);
@@ -111,13 +114,17 @@ fn datagrams_to_any_destination_are_answered_from_it() {
     let a_addr = SocketAddr::V4(SocketAddrV4::new(IP_A, 5353));
     for i in 0..TARGETS.len() {
         let query = [b'q', i as u8, 1, 2, 3];
-        pair.a.udp_send_to(pair.now, client, target(i), &query).unwrap();
+        pair.a
+            .udp_send_to(pair.now, client, target(i), &query)
+            .unwrap();
         pair.exchange();
         let mut buf = [0u8; 64];
         let (n, src, dst) = pair.b.udp_recv_from_to(catch_all, &mut buf).unwrap();
         assert_eq!((&buf[..n], src, dst), (&query[..], a_addr, target(i)));
         let answer = [b'a', i as u8, 9];
-        pair.b.udp_send_from(pair.now, catch_all, dst, src, &answer).unwrap();
+        pair.b
+            .udp_send_from(pair.now, catch_all, dst, src, &answer)
+            .unwrap();
         pair.exchange();
         let (n, from) = pair.a.udp_recv_from(client, &mut buf).unwrap();
         assert_eq!((&buf[..n], from), (&answer[..], target(i)));
@@ -173,7 +180,10 @@ fn new_sources_beyond_the_cap_are_refused_until_others_are_idle() {
     };
     pair.a.add_address(pair.now, pair.a_if, second);
     let one = pair.a.udp_bind(SocketAddrV4::new(IP_A, 0)).unwrap();
-    let two = pair.a.udp_bind(SocketAddrV4::new(second.address, 0)).unwrap();
+    let two = pair
+        .a
+        .udp_bind(SocketAddrV4::new(second.address, 0))
+        .unwrap();
     pair.a.udp_send_to(pair.now, one, target(0), b"1").unwrap();
     pair.a.udp_send_to(pair.now, two, target(0), b"2").unwrap();
     pair.exchange();
@@ -216,7 +226,9 @@ fn without_the_mode_other_destinations_stay_foreign() {
     let local = SocketAddrV4::new(IP_A, 0);
     pair.a.tcp_connect(pair.now, local, target(0)).unwrap();
     let client = pair.a.udp_bind(local).unwrap();
-    pair.a.udp_send_to(pair.now, client, target(1), b"x").unwrap();
+    pair.a
+        .udp_send_to(pair.now, client, target(1), b"x")
+        .unwrap();
     pair.exchange();
     assert_eq!(pair.b.stats().ipv4.rx_not_for_us, 2);
     assert!(pair.b.tcp_accept(listener).is_err());

@@ -26,8 +26,7 @@ use crate::time::Instant;
 
 /// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
 /// The key of the catch-all listener: port 0 of `[::]`, which no `listen` can take.
-const CATCH_ALL: SocketAddr =
-    SocketAddr::new(IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED), 0);
+const CATCH_ALL: SocketAddr = SocketAddr::new(IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED), 0);
 
 /// How long after its last SYN cookie a listener still accepts one (two cookie periods).
 const COOKIE_LIFETIME: crate::time::Duration = crate::time::Duration::from_secs(128);
