@@ -298,6 +298,15 @@ impl PmtuCache {
             .map(|(_, mtu, _)| *mtu)
     }
 
+    /// When the path MTU learnt for `dst` runs out (None: nothing learnt, or it ran
+    /// out already), so that a copy of it is not kept longer.
+    pub(crate) fn expiry(&self, now: Instant, dst: Ipv6Addr) -> Option<Instant> {
+        self.entries
+            .iter()
+            .find(|(d, _, until)| *d == dst && now < *until)
+            .map(|(_, _, until)| *until)
+    }
+
     /// A Packet Too Big for `dst` said `mtu` (at least 1280, RFC 8201 §4); kept only
     /// when lower than what is known. Returns whether it lowered the path MTU.
     pub(crate) fn lower(

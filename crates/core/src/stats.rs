@@ -359,6 +359,9 @@ pub struct Ipv6Stats {
     pub tx_fragments: u64,
     /// Dropped while waiting for a neighbour (resolution failed or queue full).
     pub tx_unresolved: u64,
+    /// TCP segments larger than the path MTU, dropped (TCP sends them again cut to
+    /// the MSS the Packet Too Big taught it).
+    pub tx_too_big: u64,
     /// ICMPv6 messages received and sent.
     pub icmp_rx: u64,
     /// ICMPv6 messages sent.

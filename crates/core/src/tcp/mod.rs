@@ -391,16 +391,21 @@ pub struct Egress {
     /// TCP computes the checksum (false: the device does; the field then holds the
     /// pseudo-header sum).
     pub checksum: bool,
-    /// The largest IPv4 packet the device cuts into MTU-sized segments itself (TSO);
-    /// None: every segment fits the MSS.
+    /// The largest IP packet (IPv4 or IPv6, headers included) the device cuts into
+    /// MTU-sized segments itself (TSO); None: every segment fits the MSS.
     pub tso_max: Option<usize>,
+    /// Bytes the caller keeps in front of the segment for its link and IP headers:
+    /// the segment is written at this offset of the buffer (the stack's room for an
+    /// Ethernet header and an IPv4 or IPv6 one, so the frame needs no second copy).
+    pub headroom: usize,
 }
 
 impl Egress {
-    /// No offloads: checksums computed, segments of one MSS at most.
+    /// No offloads: checksums computed, segments of one MSS at most, no headroom.
     pub const PLAIN: Egress = Egress {
         checksum: true,
         tso_max: None,
+        headroom: 0,
     };
 }
 
