@@ -747,6 +747,8 @@ impl Stack {
                 {
                     if left == 0 {
                         addr.state = AddrState::Preferred;
+                        // A new usable address: routes and sources may change.
+                        self.config_generation += 1;
                     } else {
                         addr.state = AddrState::Tentative {
                             probes: left - 1,
@@ -789,6 +791,7 @@ impl Stack {
                     && addr.preferred_until.is_some_and(|t| t <= now)
                 {
                     addr.state = AddrState::Deprecated;
+                    self.config_generation += 1;
                 }
                 if addr.valid_until.is_some_and(|t| t <= now) {
                     gone.push((IfaceId(index as u32), addr.cidr.address));
