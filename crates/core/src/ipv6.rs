@@ -355,6 +355,13 @@ pub(crate) struct State {
     /// Identification for the fragments we send (RFC 7739: not predictable, so
     /// seeded from the stack's secret).
     pub(crate) frag_ident: u32,
+    /// Moves on whenever IPv6 timers ran or an interface started IPv6: with the
+    /// configuration and neighbour generations, what says that the last scan for
+    /// the next deadline still holds.
+    pub(crate) timer_epoch: u64,
+    /// The last scan for the next deadline (neighbours, routes, addresses), with the
+    /// (configuration, neighbour, timer) generations it was made at.
+    pub(crate) deadline: core::cell::Cell<Option<((u64, u64, u64), Option<Instant>)>>,
 }
 
 impl State {
@@ -372,6 +379,8 @@ impl State {
             pmtu: PmtuCache::default(),
             reassembly: crate::reassembly::Reassembler::new(reassembly),
             frag_ident: ident,
+            timer_epoch: 0,
+            deadline: core::cell::Cell::new(None),
         }
     }
 

@@ -91,9 +91,9 @@ pub(crate) struct NeighborCache {
     entries: BTreeMap<(IfaceId, Ipv6Addr), Entry>,
     max_entries: usize,
     max_queue: usize,
-    /// Moves on whenever an entry's address or state changes or an entry goes, so a
-    /// copy of an address taken with [`NeighborCache::lookup_until`] is known to hold
-    /// while it stays the same.
+    /// Moves on whenever an entry comes, goes, or changes its address or state, so a
+    /// copy of an address taken with [`NeighborCache::lookup_until`] (or of the next
+    /// deadline) is known to hold while it stays the same.
     generation: u64,
 }
 
@@ -176,6 +176,7 @@ impl NeighborCache {
         }
         let mut queue = VecDeque::new();
         queue.push_back(pending);
+        self.generation += 1;
         self.entries.insert(
             (iface, addr),
             Entry {

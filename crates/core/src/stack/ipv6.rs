@@ -152,6 +152,7 @@ impl Stack {
             state.solicitations = solicitations;
             state.next_solicitation = Some(now);
         }
+        self.v6.timer_epoch += 1;
         if !self.is_ip_medium(iface) {
             let ll = ipv6::link_local_from_mac(mac);
             let cidr = ipv6::Cidr::new(ll, 64).expect("64 is a valid prefix length");
@@ -735,15 +736,42 @@ impl Stack {
         self.take_in6(now, &meta, bytes);
     }
 
-    /// The earliest IPv6 timer.
+    /// The earliest IPv6 timer. The scan of neighbours, routes and addresses is kept
+    /// (`State::deadline`) while nothing it reads changed: the configuration
+    /// generation (addresses, routes, router advertisements), the neighbour cache's
+    /// and `State::timer_epoch` (timers fired) are where they were; a driver asks
+    /// after every batch of frames.
     pub(crate) fn poll_timeout_v6(&self) -> Option<Instant> {
+        let key = (
+            self.config_generation,
+            self.v6.neighbors.generation(),
+            self.v6.timer_epoch,
+        );
+        let next = match self.v6.deadline.get() {
+            Some((seen, next)) if seen == key => {
+                debug_assert_eq!(next, self.scan_timeout_v6(), "a change missed its bump");
+                next
+            }
+            _ => {
+                let next = self.scan_timeout_v6();
+                self.v6.deadline.set(Some((key, next)));
+                next
+            }
+        };
+        match (next, self.v6.reassembly.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest timer of the neighbour cache, the routes and the addresses.
+    fn scan_timeout_v6(&self) -> Option<Instant> {
         let mut next = self.v6.neighbors.poll_timeout();
         let mut take = |t: Option<Instant>| {
             if let Some(t) = t {
                 next = Some(next.map_or(t, |n: Instant| n.min(t)));
             }
         };
-        take(self.v6.reassembly.poll_timeout());
         take(self.v6.routes.next_expiry());
         for state in &self.v6.ifaces {
             take(state.next_solicitation);

@@ -671,6 +671,8 @@ impl Stack {
     /// Fire the IPv6 timers due at `now`: neighbour resolution, DAD, router
     /// solicitations, lifetimes, reassembly.
     pub(crate) fn handle_timeout_v6(&mut self, now: Instant) {
+        // Timers may move (DAD probes, solicitations, lifetimes): scan again.
+        self.v6.timer_epoch += 1;
         let mut actions = Vec::new();
         self.v6.neighbors.handle_timeout(now, &mut actions);
         for action in actions {
