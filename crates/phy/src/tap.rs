@@ -2,7 +2,8 @@
 //! optionally with the virtio-net header (`IFF_VNET_HDR`) and offloads
 //! (`TUNSETOFFLOAD`: `TUN_F_CSUM | TUN_F_TSO4`) so that the kernel may hand imp large
 //! TCP segments with partial checksums, and imp may hand the kernel large TCP segments
-//! for it to cut (TSO).
+//! for it to cut (TSO; IPv4 as `GSO_TCPV4`, IPv6 without extension headers as
+//! `GSO_TCPV6`, which the kernel takes from a writer whatever `TUNSETOFFLOAD` said).
 //!
 //! The header never reaches the caller: [`Tap::recv`](Device::recv) strips it and
 //! [`Tap::send`](Device::send) prepends one, asking for segmentation when a TCP frame is
@@ -16,7 +17,7 @@
 //! pseudo-header sum; the data never crossed a wire) and one it marks `DATA_VALID` was
 //! verified by the kernel or the NIC before it: both pass without being summed. Every
 //! other frame (from a packet socket, a bridge, a NIC without checksum offload) is
-//! verified here, IPv4 header and TCP/UDP checksum, and dropped and counted
+//! verified here, IPv4 header and TCP/UDP checksum (over IPv4 or IPv6), and dropped and counted
 //! ([`TapStats::rx_bad_checksum`]) when wrong. Partial checksums are left partial
 //! unless [`TapConfig::complete_checksums`] asks for the real ones, for whatever reads
 //! the frames' bytes rather than trusting the device (see there).

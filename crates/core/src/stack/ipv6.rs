@@ -495,6 +495,13 @@ impl Stack {
     /// A packet for us (from an interface or the loopback queue): the extension
     /// header chain walked, reassembled if a fragment, then delivered.
     pub(crate) fn take_in6(&mut self, now: Instant, meta: &Meta6<'_>, bytes: &[u8]) {
+        // The common case, no extension header: nothing to walk.
+        let first = bytes.get(6).map(|&n| NextHeader::from(n));
+        if let (Some(first @ (NextHeader::Tcp | NextHeader::Udp | NextHeader::Icmpv6)), Some(rest)) =
+            (first, bytes.get(ipv6::HEADER_LEN..))
+        {
+            return self.deliver6(now, meta, first, rest);
+        }
         let walk = match ipv6ext::walk(bytes) {
             Ok(walk) => walk,
             Err(error) => return self.bad_header_chain(now, meta, error),
