@@ -340,6 +340,9 @@ impl PmtuCache {
     }
 }
 
+/// The (configuration, neighbour, timer) generations a deadline scan was made at.
+pub(crate) type DeadlineKey = (u64, u64, u64);
+
 /// Everything IPv6 the stack keeps.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -361,7 +364,7 @@ pub(crate) struct State {
     pub(crate) timer_epoch: u64,
     /// The last scan for the next deadline (neighbours, routes, addresses), with the
     /// (configuration, neighbour, timer) generations it was made at.
-    pub(crate) deadline: core::cell::Cell<Option<((u64, u64, u64), Option<Instant>)>>,
+    pub(crate) deadline: core::cell::Cell<Option<(DeadlineKey, Option<Instant>)>>,
 }
 
 impl State {

@@ -543,11 +543,11 @@ mod tests_ip_level;
 #[cfg(test)]
 mod tests_ipv6;
 #[cfg(test)]
-mod tests_tcp6_output;
-#[cfg(test)]
 mod tests_loopback;
 #[cfg(test)]
 mod tests_misuse;
+#[cfg(test)]
+mod tests_tcp6_output;
 #[cfg(test)]
 mod tests_udp6;
 #[cfg(test)]

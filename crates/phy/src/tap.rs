@@ -1305,8 +1305,10 @@ mod tests {
         f[18..20].copy_from_slice(&((20 + payload) as u16).to_be_bytes());
         f[20] = 6;
         f[21] = 64;
-        let (src, dst): (std::net::Ipv6Addr, std::net::Ipv6Addr) =
-            ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap());
+        let (src, dst): (std::net::Ipv6Addr, std::net::Ipv6Addr) = (
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+        );
         f[22..38].copy_from_slice(&src.octets());
         f[38..54].copy_from_slice(&dst.octets());
         f[54 + 12] = 5 << 4;
@@ -1347,7 +1349,10 @@ mod tests {
         assert_eq!(partial, large);
         // On a TUN the same packet without its Ethernet header.
         let (h, _) = vnet_header_for(Link::Ip, &large[14..], 1500, 1500, true, true).unwrap();
-        assert_eq!((h.gso_type, h.csum_start, h.hdr_len), (VIRTIO_NET_HDR_GSO_TCPV6, 40, 60));
+        assert_eq!(
+            (h.gso_type, h.csum_start, h.hdr_len),
+            (VIRTIO_NET_HDR_GSO_TCPV6, 40, 60)
+        );
         // An extension header in front of TCP: neither (the stack sends none such).
         let mut ext = frame.clone();
         ext[20] = 60;

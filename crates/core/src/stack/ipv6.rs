@@ -497,8 +497,10 @@ impl Stack {
     pub(crate) fn take_in6(&mut self, now: Instant, meta: &Meta6<'_>, bytes: &[u8]) {
         // The common case, no extension header: nothing to walk.
         let first = bytes.get(6).map(|&n| NextHeader::from(n));
-        if let (Some(first @ (NextHeader::Tcp | NextHeader::Udp | NextHeader::Icmpv6)), Some(rest)) =
-            (first, bytes.get(ipv6::HEADER_LEN..))
+        if let (
+            Some(first @ (NextHeader::Tcp | NextHeader::Udp | NextHeader::Icmpv6)),
+            Some(rest),
+        ) = (first, bytes.get(ipv6::HEADER_LEN..))
         {
             return self.deliver6(now, meta, first, rest);
         }

@@ -226,7 +226,12 @@ impl Stack {
         let (iface, _) = route.iface_mtu();
         if (self.ifaces.get(iface.index())).is_some_and(|i| !i.offloads.tx_checksum) {
             // IPv4's header checksum too; IPv6 has none.
-            let summed = segment.len + if ip_len == ipv4::HEADER_LEN { ip_len } else { 0 };
+            let summed = segment.len
+                + if ip_len == ipv4::HEADER_LEN {
+                    ip_len
+                } else {
+                    0
+                };
             self.stats.work.checksummed_bytes += summed as u64;
         }
         // A segment that does not leave as it is needs all its bytes in `buf`.
@@ -308,9 +313,7 @@ impl Stack {
         let generation = self.config_generation;
         // Only what the egress callback needs is copied out of the cache entry.
         let cached = match &self.tcp_egress {
-            Some(c)
-                if c.config_generation == generation && c.expires.is_none_or(|t| now < t) =>
-            {
+            Some(c) if c.config_generation == generation && c.expires.is_none_or(|t| now < t) => {
                 Some((c.src, c.dst, c.egress))
             }
             _ => None,
@@ -327,9 +330,7 @@ impl Stack {
             // A mix of families has no route: the segment is dropped.
             (_, IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
         };
-        let segment = self
-            .tcp
-            .poll_transmit_with(now, &mut buf[..end], egress)?;
+        let segment = self.tcp.poll_transmit_with(now, &mut buf[..end], egress)?;
         if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
             self.tcp_egress = self.egress_cache_entry(now, segment.src, segment.dst);
         }
@@ -477,7 +478,8 @@ impl Stack {
         let (route, egress, expires, header_sum) = match (src, dst) {
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
                 let route = self.route_output(dst, Some(src)).ok()?;
-                let sum = self.ipv4_template(&mut headers[ethernet::HEADER_LEN..HEADROOM], src, dst);
+                let sum =
+                    self.ipv4_template(&mut headers[ethernet::HEADER_LEN..HEADROOM], src, dst);
                 let egress = egress_for(&self.routes, &self.ifaces, dst);
                 (FlowRoute::V4(route), egress, None, sum)
             }
@@ -497,7 +499,12 @@ impl Stack {
                     &mut headers[ethernet::HEADER_LEN..],
                 ));
                 let egress = super::ipv6::egress_for((&self.v6, &self.ifaces), now, src, dst);
-                (FlowRoute::V6(route), egress, self.v6.pmtu.expiry(now, dst), 0)
+                (
+                    FlowRoute::V6(route),
+                    egress,
+                    self.v6.pmtu.expiry(now, dst),
+                    0,
+                )
             }
             _ => return None,
         };

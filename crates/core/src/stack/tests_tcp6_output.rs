@@ -52,7 +52,14 @@ fn slow_path_frame(stack: &mut Stack, now: Instant, fast: &[u8], ip_level: bool)
     let mut packet = vec![0u8; ipv6::HEADER_LEN];
     packet.extend_from_slice(&fast[at + ipv6::HEADER_LEN..]);
     stack
-        .send_ipv6(now, (Some(src), dst), NextHeader::Tcp, None, packet, Origin::Tcp)
+        .send_ipv6(
+            now,
+            (Some(src), dst),
+            NextHeader::Tcp,
+            None,
+            packet,
+            Origin::Tcp,
+        )
         .expect("a route");
     let mut frames = drain(stack, now);
     assert_eq!(frames.len(), 1, "one frame from the general path");
@@ -80,7 +87,10 @@ fn compare_with_slow_path(p: &mut Pair, (client, server): (TcpHandle, TcpHandle)
             };
             for frame in tcp_frames(drain(sender, p.now), ip_level) {
                 let slow = slow_path_frame(sender, p.now, &frame, ip_level);
-                assert_eq!(frame, slow, "the fast path's frame differs from the general one");
+                assert_eq!(
+                    frame, slow,
+                    "the fast path's frame differs from the general one"
+                );
                 let at = ip_start(ip_level);
                 ect += usize::from(ipv6::Packet::new_unchecked(&frame[at..]).ecn() != 0);
                 receiver.handle_frame(p.now, iface, &frame);
@@ -99,7 +109,10 @@ fn compare_with_slow_path(p: &mut Pair, (client, server): (TcpHandle, TcpHandle)
         p.advance(Duration::from_millis(1));
     }
     assert!(got == data, "{} of {} bytes arrived", got.len(), data.len());
-    assert!(compared[0] >= 30 && compared[1] >= 10, "{compared:?} frames compared");
+    assert!(
+        compared[0] >= 30 && compared[1] >= 10,
+        "{compared:?} frames compared"
+    );
     assert!(ect > 0, "ECN negotiated: some data segments carry ECT(0)");
 }
 
@@ -174,9 +187,7 @@ fn a_route_through_a_router_sends_the_flow_there() {
     let solicits = frames.iter().any(|f| {
         let ip = ipv6::Packet::new_checked(&f[14..]).unwrap();
         let icmp = &f[14 + ipv6::HEADER_LEN..];
-        ip.next_header() == NextHeader::Icmpv6
-            && icmp[0] == 135
-            && icmp[8..24] == router.octets()
+        ip.next_header() == NextHeader::Icmpv6 && icmp[0] == 135 && icmp[8..24] == router.octets()
     });
     assert!(solicits, "a neighbor solicitation for {router}");
 }
@@ -210,13 +221,22 @@ fn a_router_advertisement_sets_the_hop_limit_of_the_next_segment() {
     p.exchange();
     let frames = a_sends(&mut p, client, b"hops");
     assert_eq!(frames.len(), 1);
-    assert_eq!(ipv6::Packet::new_checked(&frames[0][14..]).unwrap().hop_limit(), 17);
+    assert_eq!(
+        ipv6::Packet::new_checked(&frames[0][14..])
+            .unwrap()
+            .hop_limit(),
+        17
+    );
 }
 
 #[test]
 fn tso_and_checksum_offload_over_ipv6() {
     let offloads = Offloads::CHECKSUM.with_tso(65535);
-    let (a, a_if) = host_on(1, IfaceConfig::new(MAC_A, 1500).with_offloads(offloads), IP_A);
+    let (a, a_if) = host_on(
+        1,
+        IfaceConfig::new(MAC_A, 1500).with_offloads(offloads),
+        IP_A,
+    );
     let (b, b_if) = host_on(2, IfaceConfig::new(MAC_B, 1500), IP_B);
     let mut p = Pair {
         a,
@@ -283,12 +303,7 @@ fn complete_checksum(frame: &mut [u8]) -> Option<usize> {
     let len = segment.len();
     let header_len = usize::from(segment[12] >> 4) * 4;
     let mut tcp = wire_tcp::Packet::new_unchecked(&mut *segment);
-    let pseudo = impnet_wire::checksum::pseudo_header_v6(
-        &ip_v6(src),
-        &ip_v6(dst),
-        6,
-        len as u32,
-    );
+    let pseudo = impnet_wire::checksum::pseudo_header_v6(&ip_v6(src), &ip_v6(dst), 6, len as u32);
     assert_eq!(tcp.checksum(), pseudo, "the partial (pseudo-header) sum");
     tcp.fill_checksum(&src, &dst);
     Some(len - header_len)
