@@ -472,7 +472,7 @@ impl TapArgs {
 /// Wait until duplicate address detection passed for every IPv6 address in `addrs`
 /// (about a second, RFC 4861's RetransTimer per probe), so a command can use them at
 /// once; an error if another host has one.
-fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
+pub fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
     let wanted: Vec<Ipv6Addr> = addrs
         .iter()
         .filter_map(|a| match a {

@@ -779,7 +779,7 @@ impl LinkModel {
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);
-        if let Some(offset) = PacketMeta::ethernet(&buf, 0).ipv4_offset.filter(|_| mark) {
+        if let Some(offset) = PacketMeta::ethernet(&buf, 0).ip_offset.filter(|_| mark) {
             mark_ce(&mut buf, offset);
         }
         if self.streams.corrupt.chance(self.config.corrupt) && !buf.is_empty() {
