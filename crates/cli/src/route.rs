@@ -525,13 +525,15 @@ fn add_interface<D: Device + PollFd + Send + 'static>(
         }
         None => None,
     };
+    // A TUN's link model sees bare IP packets.
+    let link = |c, seed| model(c, seed).map(|m| if spec.tun { m.ip_level() } else { m });
     Ok(match (impairment, pcap) {
         (Some(c), Some(w)) => {
-            let device = Impair::new(device, model(c, seed)?).with_rx(model(c, !seed)?);
+            let device = Impair::new(device, link(c, seed)?).with_rx(link(c, !seed)?);
             rt.add_device(Pcap::new(device, w), iface_config)
         }
         (Some(c), None) => {
-            let device = Impair::new(device, model(c, seed)?).with_rx(model(c, !seed)?);
+            let device = Impair::new(device, link(c, seed)?).with_rx(link(c, !seed)?);
             rt.add_device(device, iface_config)
         }
         (None, Some(w)) => rt.add_device(Pcap::new(device, w), iface_config),

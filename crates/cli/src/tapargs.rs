@@ -409,7 +409,12 @@ impl TapArgs {
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
             let iface_config = IfaceConfig::ip(tun.ip_mtu());
             let iface = match self.impaired(&tun)? {
-                Some(model) => rt.add_device(model.wrap(tun), iface_config),
+                Some(mut model) => {
+                    // The TUN carries bare IP packets.
+                    model.tx = model.tx.ip_level();
+                    model.rx = model.rx.ip_level();
+                    rt.add_device(model.wrap(tun), iface_config)
+                }
                 None => rt.add_tun(tun),
             };
             (iface, name, offloads, "TUN")
