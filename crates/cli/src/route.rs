@@ -444,6 +444,7 @@ fn ut_offset_ms() -> Option<u64> {
 /// and add it to the runtime, with its link model and pcap when asked.
 fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String> {
     let mut ifaces = Vec::new();
+    let mut macs = Vec::new();
     for (index, spec) in args.interfaces().iter().enumerate() {
         let config = TapConfig::new(&spec.name).mtu(spec.mtu).offloads(false);
         let seed = 0x5eed_0000 + index as u64;
@@ -455,7 +456,15 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
         } else {
             let tap = Tap::open_with(&config)
                 .map_err(|e| format!("cannot open TAP {}: {e}", spec.name))?;
-            let iface_config = IfaceConfig::new(mac_for_addrs(&spec.addrs, &spec.name), spec.mtu);
+            let mut mac = mac_for_addrs(&spec.addrs, &spec.name);
+            // Two interfaces with the same MAC would share a link-local address:
+            // IPv6-only ones whose addresses end alike (fd00:1::1, fd00:2::1) get the
+            // interface's index in the MAC.
+            if macs.contains(&mac) {
+                mac.0[2] = 0x80 | index as u8;
+            }
+            macs.push(mac);
+            let iface_config = IfaceConfig::new(mac, spec.mtu);
             add_interface(args, rt, spec, seed, tap, iface_config)?
         };
         // Forwarding first: a router sends no router solicitations.
@@ -583,10 +592,8 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
     }
     let names: Vec<String> = ifaces
         .iter()
-        .map(|i| {
-            let addrs: Vec<String> = i.addrs.iter().map(ToString::to_string).collect();
-            format!("{} ({})", i.name, addrs.join(", "))
-        })
+        .zip(args.interfaces())
+        .map(|(i, spec)| format!("{} ({})", i.name, spec.addrs_text()))
         .collect();
     println!(
         "imp route: forwarding between {}; stop with Ctrl-C",

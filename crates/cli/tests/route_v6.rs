@@ -195,12 +195,11 @@ fn stat(table: &str, header: &str, iface: &str, column: &str) -> u64 {
     let mut lines = table
         .lines()
         .skip_while(|l| l.split_whitespace().next() != Some(header));
+    // Every column name is one word.
     let head: Vec<&str> = lines
         .next()
         .expect("table header")
-        .split("  ")
-        .map(str::trim)
-        .filter(|h| !h.is_empty())
+        .split_whitespace()
         .collect();
     let index = head.iter().position(|h| *h == column).expect("column");
     let row = lines
