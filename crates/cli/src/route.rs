@@ -378,6 +378,34 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
             }
         }
     }
+    validate_routes(args, taps)?;
+    if let Some(dir) = &args.pcap
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        return Err(format!(
+            "--pcap {}: exists and is not a directory",
+            dir.display()
+        ));
+    }
+    if args.qdisc.is_some() && args.impair.is_empty() {
+        return Err(
+            "--qdisc needs a link with a queue: give --impair NAME:rate=... for the interface it should manage"
+                .into(),
+        );
+    }
+    if let Some(seconds) = args.stats
+        && !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_STATS_SECONDS)
+    {
+        return Err(format!(
+            "--stats {seconds}: give a positive number of seconds, at most {MAX_STATS_SECONDS} (a day)"
+        ));
+    }
+    Ok(())
+}
+
+/// The checks of `--route` and `--ra` against the interfaces `taps`.
+fn validate_routes(args: &RouteArgs, taps: &[TapSpec]) -> Result<(), String> {
     for (cidr, gateway) in &args.routes {
         if gateway_iface(taps, *gateway).is_none() {
             return Err(format!(
@@ -402,28 +430,6 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
             "--ra advertises IPv6 prefixes: give an interface an IPv6 address (e.g. --tap tap0=10.0.1.1/24,fd00:1::1/64)"
                 .into(),
         );
-    }
-    if let Some(dir) = &args.pcap
-        && dir.exists()
-        && !dir.is_dir()
-    {
-        return Err(format!(
-            "--pcap {}: exists and is not a directory",
-            dir.display()
-        ));
-    }
-    if args.qdisc.is_some() && args.impair.is_empty() {
-        return Err(
-            "--qdisc needs a link with a queue: give --impair NAME:rate=... for the interface it should manage"
-                .into(),
-        );
-    }
-    if let Some(seconds) = args.stats
-        && !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_STATS_SECONDS)
-    {
-        return Err(format!(
-            "--stats {seconds}: give a positive number of seconds, at most {MAX_STATS_SECONDS} (a day)"
-        ));
     }
     Ok(())
 }
@@ -678,21 +684,7 @@ fn report(rt: &Runtime, ifaces: &[Iface], json: bool) {
             })
             .collect();
         routes.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-        let mut routes6: Vec<RouteRow> = stack
-            .routes6()
-            .iter_counted()
-            .map(|(r, c)| RouteRow {
-                prefix: r.cidr.to_string(),
-                via: r
-                    .gateway
-                    .map_or_else(|| "on-link".to_string(), |g| g.to_string()),
-                iface: name_of(r.iface),
-                packets: c.packets,
-                bytes: c.bytes,
-            })
-            .collect();
-        routes6.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-        routes.extend(routes6);
+        routes.extend(routes6_rows(stack, &name_of));
         let rules: Vec<RuleRow> = stack.acl().map_or_else(Vec::new, |acl| {
             let mut rows: Vec<RuleRow> = acl
                 .rules()
@@ -726,6 +718,25 @@ fn report(rt: &Runtime, ifaces: &[Iface], json: bool) {
         print!("{}", stats_table(&stats, &routes, &rules, ipv6));
     }
     let _ = std::io::stdout().flush();
+}
+
+/// The IPv6 routes with their counters, by prefix.
+fn routes6_rows(stack: &impnet::core::Stack, name_of: &dyn Fn(IfaceId) -> String) -> Vec<RouteRow> {
+    let mut rows: Vec<RouteRow> = stack
+        .routes6()
+        .iter_counted()
+        .map(|(r, c)| RouteRow {
+            prefix: r.cidr.to_string(),
+            via: r
+                .gateway
+                .map_or_else(|| "on-link".to_string(), |g| g.to_string()),
+            iface: name_of(r.iface),
+            packets: c.packets,
+            bytes: c.bytes,
+        })
+        .collect();
+    rows.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    rows
 }
 
 /// One route's counters, for the report.
@@ -1103,6 +1114,10 @@ mod tests {
             gateway_iface(&good.taps, IpAddr::V4(Ipv4Addr::new(10, 0, 2, 7))),
             Some(1)
         );
+    }
+
+    #[test]
+    fn ipv6_arguments_are_checked_against_each_other() {
         // IPv6: routes through a gateway on an interface's IPv6 network, --ra with an
         // IPv6 address somewhere.
         let mut v6 = args(&["a=10.0.1.1/24,fd00:1::1/64", "b=fd00:2::1/64"]);
