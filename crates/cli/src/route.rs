@@ -33,7 +33,7 @@ use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig, 
 pub struct RouteArgs {
     /// An interface: a TAP device (created if missing) and imp's addresses on it,
     /// IPv4 or IPv6 (one or more, comma-separated), with an optional IP MTU:
-    /// NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N], e.g. tap0=10.0.1.1/24,fd00:1::1/64. Give
+    /// `NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N]`, e.g. tap0=10.0.1.1/24,fd00:1::1/64. Give
     /// two or more.
     #[arg(long = "tap", value_name = "NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N]", value_parser = parse_tap, required_unless_present = "tuns")]
     pub taps: Vec<TapSpec>,

@@ -128,7 +128,7 @@ impl Stack {
 
     /// Advertise on `iface` as a router (RFC 4861 §6.2.1 `AdvSendAdvertisements`):
     /// answer router solicitations and send unsolicited advertisements, the first
-    /// [`MAX_INITIAL_RTR_ADVERTISEMENTS`] at most 16 s apart, then every
+    /// three (`MAX_INITIAL_RTR_ADVERTISEMENTS`) at most 16 s apart, then every
     /// `interval` (`MaxRtrAdvInterval`, 4 s to 1800 s; each gap drawn between 0.75
     /// and 1 times it, §6.2.4). Each advertisement makes this stack a default router
     /// and carries the interface's /64 prefixes (on-link, autonomous) and its MTU.
