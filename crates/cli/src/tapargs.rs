@@ -409,7 +409,12 @@ impl TapArgs {
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
             let iface_config = IfaceConfig::ip(tun.ip_mtu());
             let iface = match self.impaired(&tun)? {
-                Some(model) => rt.add_device(model.wrap(tun), iface_config),
+                Some(mut model) => {
+                    // The TUN carries bare IP packets.
+                    model.tx = model.tx.ip_level();
+                    model.rx = model.rx.ip_level();
+                    rt.add_device(model.wrap(tun), iface_config)
+                }
                 None => rt.add_tun(tun),
             };
             (iface, name, offloads, "TUN")
@@ -472,7 +477,7 @@ impl TapArgs {
 /// Wait until duplicate address detection passed for every IPv6 address in `addrs`
 /// (about a second, RFC 4861's RetransTimer per probe), so a command can use them at
 /// once; an error if another host has one.
-fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
+pub fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
     let wanted: Vec<Ipv6Addr> = addrs
         .iter()
         .filter_map(|a| match a {

@@ -125,6 +125,25 @@ pub(crate) struct Iface6 {
     /// Router solicitations still to send, and when the next goes.
     pub(crate) solicitations: u8,
     pub(crate) next_solicitation: Option<Instant>,
+    /// Router advertisements asked for on this interface (sent while it forwards).
+    pub(crate) advertising: Option<Advertising>,
+}
+
+/// An interface's router advertisement schedule (RFC 4861 §6.2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Advertising {
+    /// `MaxRtrAdvInterval`: the longest gap between unsolicited advertisements.
+    pub(crate) interval: Duration,
+    pub(crate) state: AdvertisingState,
+}
+
+/// Where the schedule stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AdvertisingState {
+    /// Initial advertisements still to send at the shorter interval.
+    pub(crate) initial_left: u8,
+    /// When the next unsolicited one goes.
+    pub(crate) next: Instant,
 }
 
 impl Iface6 {
@@ -218,10 +237,13 @@ pub struct Route6 {
     pub until: Option<Instant>,
 }
 
-/// The IPv6 routing table: longest prefix first, then static before learnt.
+/// The IPv6 routing table: longest prefix first, then static before learnt. Each
+/// route counts what was forwarded by it (`count`, `counters`), as IPv4's do.
 #[derive(Debug, Clone, Default)]
 pub struct Routes6 {
     routes: Vec<Route6>,
+    /// By the index of `routes`: kept in step by every change.
+    counters: Vec<crate::route::RouteCounters>,
 }
 
 impl Routes6 {
@@ -238,6 +260,7 @@ impl Routes6 {
             *old = route;
         } else {
             self.routes.push(route);
+            self.counters.push(crate::route::RouteCounters::default());
         }
     }
 
@@ -253,23 +276,51 @@ impl Routes6 {
     }
 
     /// Remove every route matching `keep == false`.
-    pub(crate) fn retain(&mut self, keep: impl FnMut(&Route6) -> bool) {
-        self.routes.retain(keep);
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Route6) -> bool) {
+        let mut index = 0;
+        while index < self.routes.len() {
+            if keep(&self.routes[index]) {
+                index += 1;
+            } else {
+                self.routes.remove(index);
+                self.counters.remove(index);
+            }
+        }
     }
 
     /// The route for `dst`.
     pub fn lookup(&self, dst: Ipv6Addr) -> Option<Route6> {
+        self.lookup_index(dst).map(|(_, route)| route)
+    }
+
+    /// The route for `dst` and its index for [`Routes6::count`] (valid until the
+    /// table changes).
+    pub fn lookup_index(&self, dst: Ipv6Addr) -> Option<(usize, Route6)> {
         self.routes
             .iter()
-            .filter(|r| r.cidr.contains(dst))
-            .max_by_key(|r| {
+            .enumerate()
+            .filter(|(_, r)| r.cidr.contains(dst))
+            .max_by_key(|(_, r)| {
                 (
                     r.cidr.prefix_len,
                     r.origin != Route6Origin::Router,
                     r.origin == Route6Origin::Static,
                 )
             })
-            .copied()
+            .map(|(index, route)| (index, *route))
+    }
+
+    /// Count a packet of `bytes` forwarded by route `index`.
+    pub fn count(&mut self, index: usize, bytes: u64) {
+        if let Some(counters) = self.counters.get_mut(index) {
+            counters.packets = counters.packets.wrapping_add(1);
+            counters.bytes = counters.bytes.wrapping_add(bytes);
+        }
+    }
+
+    /// Every route with what it forwarded.
+    pub fn iter_counted(&self) -> impl Iterator<Item = (&Route6, crate::route::RouteCounters)> {
+        self.routes.iter().zip(self.counters.iter().copied())
     }
 
     /// Every route.

@@ -29,6 +29,7 @@ pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
 pub(crate) mod ndp;
+mod router6;
 pub(crate) mod tcp;
 pub(crate) mod udp;
 
@@ -538,6 +539,8 @@ impl Stack {
 mod tests;
 #[cfg(test)]
 mod tests_forward;
+#[cfg(test)]
+mod tests_forward6;
 #[cfg(test)]
 mod tests_ip_level;
 #[cfg(test)]

@@ -321,6 +321,8 @@ pub struct Stats {
     pub tcp: TcpSegmentStats,
     /// IPv4 forwarding (all interfaces together).
     pub forward: ForwardStats,
+    /// IPv6 forwarding (all interfaces together).
+    pub forward6: ForwardStats,
     /// The work the stack did for its host's CPU (what a cost model charges for).
     pub work: WorkStats,
     /// IPv6, ICMPv6 and neighbour discovery.
@@ -394,16 +396,6 @@ pub struct Ipv6Stats {
     pub nd_invalid: u64,
     /// Addresses found duplicate by detection and given up.
     pub dad_duplicates: u64,
-    /// Packets forwarded.
-    pub forwarded: u64,
-    /// Not forwarded: hop limit reached zero (Time Exceeded sent).
-    pub fw_hop_limit: u64,
-    /// Not forwarded: larger than the next link's MTU (Packet Too Big sent).
-    pub fw_too_big: u64,
-    /// Not forwarded: no route (Destination Unreachable sent).
-    pub fw_no_route: u64,
-    /// Not forwarded: refused by the access list.
-    pub fw_denied: u64,
 }
 
 /// The work behind the other counters that a host's CPU pays per byte or per call:
@@ -423,8 +415,13 @@ pub struct WorkStats {
     pub copied_to_user: u64,
 }
 
-/// IPv4 forwarding counters (RFC 1812), for the stack and per interface
-/// ([`IfaceStats`]). A datagram is counted on the interface it arrived on.
+/// Forwarding counters of one address family (IPv4, RFC 1812; IPv6, RFC 8200 and
+/// 4443), for the stack and per interface ([`IfaceStats`]). A datagram is counted on
+/// the interface it arrived on. For IPv6, `ttl_exceeded` counts the hop limit
+/// (Time Exceeded), `frag_needed` Packet Too Big (routers never fragment IPv6, so
+/// `fragmented`, `broadcast` and `bad_option` stay 0), `martian` link-local or
+/// unspecified sources and destinations (RFC 4291 §2.5.6: never forwarded) and
+/// `no_route` Destination Unreachable code 0.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ForwardStats {
     /// Datagrams forwarded (handed to the outgoing interface or its neighbour queue).
@@ -466,6 +463,29 @@ pub struct IfaceStats {
     /// Bytes of those frames (Ethernet header included; on an IP-level interface, the
     /// IP packets).
     pub tx_bytes: u64,
-    /// Forwarding of datagrams that arrived here.
+    /// Forwarding of IPv4 datagrams that arrived here.
     pub forward: ForwardStats,
+    /// Forwarding of IPv6 packets that arrived here.
+    pub forward6: ForwardStats,
+}
+
+impl ForwardStats {
+    /// The counters of both families added up (e.g. [`IfaceStats::forward`] and
+    /// [`IfaceStats::forward6`]).
+    #[must_use]
+    pub fn plus(&self, other: &ForwardStats) -> ForwardStats {
+        ForwardStats {
+            forwarded: self.forwarded + other.forwarded,
+            forwarded_bytes: self.forwarded_bytes + other.forwarded_bytes,
+            fragmented: self.fragmented + other.fragmented,
+            no_route: self.no_route + other.no_route,
+            ttl_exceeded: self.ttl_exceeded + other.ttl_exceeded,
+            frag_needed: self.frag_needed + other.frag_needed,
+            martian: self.martian + other.martian,
+            broadcast: self.broadcast + other.broadcast,
+            bad_option: self.bad_option + other.bad_option,
+            denied: self.denied + other.denied,
+            egress_dropped: self.egress_dropped + other.egress_dropped,
+        }
+    }
 }

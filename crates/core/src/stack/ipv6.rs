@@ -662,68 +662,6 @@ impl Stack {
         self.tcp.connect(now, local, remote, mss)
     }
 
-    /// Forward a packet for another host (RFC 8200; RFC 4443 errors).
-    fn forward6(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
-        let packet = ipv6::Packet::new_unchecked(bytes);
-        let (src, dst) = (packet.src_addr(), packet.dst_addr());
-        let meta = Meta6 {
-            iface,
-            src,
-            dst,
-            hop_limit: packet.hop_limit(),
-            multicast: false,
-            invoking: bytes,
-            verify_checksum: false,
-            link_src: None,
-        };
-        // Link-local sources and destinations never leave their link (RFC 4291 §2.5.6).
-        if crate::ipv6::is_link_local(src)
-            || crate::ipv6::is_link_local(dst)
-            || src.is_unspecified()
-        {
-            self.stats.ipv6.rx_not_for_us += 1;
-            return;
-        }
-        if packet.hop_limit() <= 1 {
-            self.stats.ipv6.fw_hop_limit += 1;
-            let repr = icmpv6::Repr::TimeExceeded {
-                reason: icmpv6::TimeExceeded::HopLimitExceeded,
-                invoking: bytes,
-            };
-            return self.send_icmpv6_error(now, &meta, &repr);
-        }
-        let Some(route) = self.v6.routes.lookup(dst) else {
-            self.stats.ipv6.fw_no_route += 1;
-            let repr = icmpv6::Repr::DstUnreachable {
-                reason: icmpv6::DstUnreachable::NoRoute,
-                invoking: bytes,
-            };
-            return self.send_icmpv6_error(now, &meta, &repr);
-        };
-        let out_mtu = self
-            .v6
-            .iface(route.iface)
-            .and_then(|s| s.mtu)
-            .or_else(|| self.ifaces.get(route.iface.index()).map(|i| i.mtu))
-            .unwrap_or(ipv6::MIN_MTU)
-            .max(ipv6::MIN_MTU);
-        if bytes.len() > out_mtu {
-            self.stats.ipv6.fw_too_big += 1;
-            let repr = icmpv6::Repr::PacketTooBig {
-                mtu: out_mtu as u32,
-                invoking: bytes,
-            };
-            return self.send_icmpv6_error(now, &meta, &repr);
-        }
-        let mut copy = self.pool.take();
-        copy.extend_from_slice(bytes);
-        let hop_limit = packet.hop_limit() - 1;
-        ipv6::Packet::new_unchecked(&mut copy[..]).set_hop_limit(hop_limit);
-        self.stats.ipv6.forwarded += 1;
-        let next_hop = route.gateway.unwrap_or(dst);
-        let _ = self.dispatch6(now, route.iface, next_hop, copy, Origin::Forwarded);
-    }
-
     /// A packet from the loopback queue.
     pub(crate) fn handle_looped6(&mut self, now: Instant, bytes: &[u8]) {
         self.stats.ipv6.rx_packets += 1;
@@ -782,6 +720,7 @@ impl Stack {
             }
         };
         take(self.v6.routes.next_expiry());
+        take(self.poll_advertisements());
         for state in &self.v6.ifaces {
             take(state.next_solicitation);
             for addr in &state.addrs {

@@ -271,11 +271,8 @@ impl Stack {
                     let released = self.v6.neighbors.learn(meta.iface, meta.src, mac);
                     self.send_released(meta.iface, meta.src, released);
                 }
-                if self
-                    .ifaces
-                    .get(meta.iface.index())
-                    .is_some_and(|i| i.forwarding)
-                {
+                // RFC 4861 §6.2.6: an advertising interface answers.
+                if self.advertises(meta.iface) {
                     self.send_ra(meta.iface);
                 }
             }
@@ -456,8 +453,8 @@ impl Stack {
         }
     }
 
-    /// A Router Advertisement to all nodes (we forward on `iface` and were asked,
-    /// RFC 4861 §6.2.6): a default router for 30 minutes, the link MTU, and each
+    /// A Router Advertisement to all nodes (we advertise on `iface`: solicited, RFC
+    /// 4861 §6.2.6, or on schedule, §6.2.4): a default router for 30 minutes, the link MTU, and each
     /// /64 prefix of the interface's global addresses, on-link and autonomous (SLAAC),
     /// valid for a day and preferred for four hours.
     pub(crate) fn send_ra(&mut self, iface: IfaceId) {
@@ -701,6 +698,9 @@ impl Stack {
                     self.tcp.fail_opens(now, via, TcpError::HostUnreachable);
                     for pending in dropped {
                         self.stats.ipv6.tx_unresolved += 1;
+                        if matches!(pending.origin, crate::neighbor::Origin::Forwarded) {
+                            self.forward_unresolved6(now, &pending.packet);
+                        }
                         self.pool.give(pending.packet);
                     }
                 }
@@ -708,6 +708,7 @@ impl Stack {
         }
         self.run_dad(now);
         self.run_solicitations(now);
+        self.run_advertisements(now);
         self.expire_v6(now);
         let mut expired = Vec::new();
         self.v6

@@ -234,8 +234,9 @@ fn a_large_datagram_is_fragmented_and_reassembled() {
 fn a_router_answers_a_solicitation_and_the_host_configures_itself_by_slaac() {
     let mut p = Pair::new();
     let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
-    // A routes: it has a global address and forwards.
+    // A routes: it has a global address, forwards and advertises.
     p.a.set_forwarding(a_if, true);
+    p.a.set_router_advertisements(now, a_if, Some(Duration::from_secs(600)));
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
     settle(&mut p, Duration::from_secs(2));
     // B starts IPv6: link-local, DAD, then a router solicitation A answers.
@@ -292,7 +293,7 @@ fn a_router_forwards_with_the_hop_limit_lowered_and_answers_for_no_route() {
     )
     .unwrap();
     p.exchange();
-    assert_eq!(p.a.stats().ipv6.fw_no_route, 1);
+    assert_eq!(p.a.stats().forward6.no_route, 1);
     assert!(
         p.b.stats().ipv6.icmp_rx >= 1,
         "the Destination Unreachable came back"
@@ -310,7 +311,7 @@ fn a_router_forwards_with_the_hop_limit_lowered_and_answers_for_no_route() {
     )
     .unwrap();
     p.exchange();
-    assert_eq!(p.a.stats().ipv6.fw_hop_limit, 1);
+    assert_eq!(p.a.stats().forward6.ttl_exceeded, 1);
 }
 
 #[test]
