@@ -25,6 +25,7 @@ use crate::udp::{UdpHandle, UdpSockets};
 pub(crate) mod arp;
 mod forward;
 pub(crate) mod icmp;
+pub(crate) mod icmp6;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
@@ -538,6 +539,8 @@ impl Stack {
 mod tests;
 #[cfg(test)]
 mod tests_forward;
+#[cfg(test)]
+mod tests_icmp6;
 #[cfg(test)]
 mod tests_ip_level;
 #[cfg(test)]

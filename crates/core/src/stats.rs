@@ -367,6 +367,15 @@ pub struct Ipv6Stats {
     pub icmp_rx_bad: u64,
     /// Echo requests answered.
     pub echo_replies: u64,
+    /// Echo requests sent by echo sockets.
+    pub echo_requests_sent: u64,
+    /// Echo replies received (queued to a socket or not).
+    pub echo_replies_received: u64,
+    /// ICMPv6 errors received (Destination Unreachable, Packet Too Big, Time
+    /// Exceeded, Parameter Problem).
+    pub errors_received: u64,
+    /// Received errors handed to the UDP or echo socket whose datagram they quote.
+    pub errors_to_sockets: u64,
     /// ICMPv6 errors sent.
     pub errors_sent: u64,
     /// ICMPv6 errors not sent for the rate limit.
