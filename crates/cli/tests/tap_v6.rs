@@ -4,7 +4,8 @@
 //! byte-exact, imp receiving from and sending to a Python TCP peer over IPv6 (`imp ttcp`),
 //! and SLAAC: a router advertisement written by the test (raw ICMPv6 from Python)
 //! gives imp an address, which Linux then pings and downloads from; `imp ping` to
-//! Linux's global and link-local (`%imp0`) addresses. Needs root; each
+//! Linux's global and link-local (`%imp0`) addresses; curl -6 downloading from `imp
+//! serve --ftp` over EPSV and EPRT. Needs root; each
 //! test skips, saying why, without it or a tool it uses (fails under IMP_REQUIRE_ROOT).
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
@@ -317,6 +318,46 @@ fn imp_pings_linux_over_ipv6_global_and_link_local() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("imp0"), "{}", text(&out));
+}
+
+#[test]
+fn curl_downloads_from_imp_serve_ftp_over_ipv6_with_epsv_and_eprt() {
+    let Some(net) = Net::new(0x65) else { return };
+    if !have("curl") {
+        return;
+    }
+    let site = Site::new("ftp", 3 << 20);
+    let addr = net.addr_arg();
+    let (server, line, rest) = net.start_imp(&[
+        "serve",
+        "--tap",
+        "imp0",
+        "--addr",
+        &addr,
+        "--ftp",
+        site.dir.to_str().unwrap(),
+    ]);
+    assert!(line.contains("ftp (21)"), "{line}");
+    assert!(net.wait_reachable(&net.imp, 10), "imp never answered");
+    let url = format!("ftp://[{}]/file.bin", net.imp);
+    // curl's default is EPSV; `--ftp-port -` makes it send EPRT with its own address.
+    for (mode, extra) in [("EPSV", &[][..]), ("EPRT", &["--ftp-port", "-"][..])] {
+        let mut args = vec!["-6", "-g", "-sS", "--max-time", "60", "-v"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = net.exec("curl", &args);
+        assert!(out.status.success(), "curl {mode} {url}: {}", text(&out));
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(log.contains(&format!("> {mode}")), "curl used no {mode}: {log}");
+        assert_eq!(
+            sha256_hex(&out.stdout),
+            site.sha256,
+            "curl {mode} {url}: sha256 of {} bytes differs",
+            out.stdout.len()
+        );
+    }
+    drop(server);
+    drop(rest);
 }
 
 fn ipv6_is_link_local(addr: Ipv6Addr) -> bool {
