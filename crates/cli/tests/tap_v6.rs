@@ -348,7 +348,10 @@ fn curl_downloads_from_imp_serve_ftp_over_ipv6_with_epsv_and_eprt() {
         let out = net.exec("curl", &args);
         assert!(out.status.success(), "curl {mode} {url}: {}", text(&out));
         let log = String::from_utf8_lossy(&out.stderr);
-        assert!(log.contains(&format!("> {mode}")), "curl used no {mode}: {log}");
+        assert!(
+            log.contains(&format!("> {mode}")),
+            "curl used no {mode}: {log}"
+        );
         assert_eq!(
             sha256_hex(&out.stdout),
             site.sha256,
