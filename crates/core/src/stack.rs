@@ -29,6 +29,7 @@ pub(crate) mod icmp6;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
+pub(crate) mod mld;
 pub(crate) mod ndp;
 pub(crate) mod tcp;
 pub(crate) mod udp;
@@ -322,6 +323,10 @@ impl Stack {
             self.stats.link.rx_not_for_us += 1;
             return;
         }
+        if !self.mld_accepts(iface, dst) {
+            self.stats.ipv6.rx_multicast_filtered += 1;
+            return;
+        }
         match view.ethertype() {
             EtherType::Arp if !view.is_tagged() => self.handle_arp(now, iface, view.payload()),
             EtherType::Ipv4 if !view.is_tagged() => {
@@ -549,6 +554,8 @@ mod tests_ipv6;
 mod tests_loopback;
 #[cfg(test)]
 mod tests_misuse;
+#[cfg(test)]
+mod tests_mld;
 #[cfg(test)]
 mod tests_udp6;
 #[cfg(test)]

@@ -98,9 +98,7 @@ impl Stack {
                 }
                 self.handle_ndp(now, meta, &message);
             }
-            // We report no groups beyond the link's own (no MLD snooping needs them
-            // for neighbour discovery on the links imp runs on).
-            Repr::Mld(_) => {}
+            Repr::Mld(message) => self.handle_mld(now, meta, &message),
         }
     }
 
@@ -647,6 +645,7 @@ impl Stack {
                 }
             }
         }
+        self.run_mld(now);
         self.run_dad(now);
         self.run_solicitations(now);
         self.expire_v6(now);
