@@ -517,6 +517,27 @@ fn receive_until(
     }
 }
 
+/// A reply on the simulated network, printed unless `--json`.
+fn sim_reply(args: &PingArgs, echo: &impnet_core::EchoReply, rtt_ms: f64) -> Reply {
+    let mut reply = Reply {
+        seq: echo.seq_no + 1,
+        bytes: echo.len + 8,
+        ttl: echo.ttl,
+        rtt_ms,
+        route: Vec::new(),
+        timestamps: Vec::new(),
+    };
+    take_hops(&mut reply, &echo.options);
+    if !args.json {
+        println!(
+            "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
+            reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
+        );
+        print_hops(&reply);
+    }
+    reply
+}
+
 fn exchange(
     sim: &mut Sim,
     args: &PingArgs,
@@ -550,23 +571,8 @@ fn exchange(
                         eprintln!("reply {} carried corrupted data", echo.seq_no);
                         continue;
                     }
-                    let mut reply = Reply {
-                        seq: echo.seq_no + 1,
-                        bytes: echo.len + 8,
-                        ttl: echo.ttl,
-                        rtt_ms: (now - sent).as_nanos() as f64 / 1e6,
-                        route: Vec::new(),
-                        timestamps: Vec::new(),
-                    };
-                    take_hops(&mut reply, &echo.options);
-                    if !args.json {
-                        println!(
-                            "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
-                            reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
-                        );
-                        print_hops(&reply);
-                    }
-                    replies.push(reply);
+                    let rtt_ms = (now - sent).as_nanos() as f64 / 1e6;
+                    replies.push(sim_reply(args, &echo, rtt_ms));
                 }
                 Err(IcmpError::WouldBlock) => break,
                 Err(e) => {
