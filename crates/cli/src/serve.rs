@@ -264,14 +264,12 @@ fn ftp_listener(
         return Ok(None);
     };
     let fs = impnet_ftp::DiskFs::new(dir).map_err(|e| format!("--ftp {}: {e}", dir.display()))?;
-    // FTP's PORT and PASV name IPv4 addresses (EPSV/EPRT are not spoken here).
-    let ip = stack
-        .addr4()
-        .ok_or("--ftp needs an IPv4 --addr (PORT and PASV carry IPv4 addresses)")?
-        .address;
+    // On every address, both families (one IPv4 address only: on it): PORT and PASV
+    // carry IPv4 addresses, EPRT and EPSV (RFC 2428) either family.
+    let local = stack.listen_addr(args.ftp_port);
+    let listener = TcpListener::bind(&stack.rt, local)
+        .map_err(|e| format!("cannot listen on {local} for ftp: {e}"))?;
     let port = args.ftp_port;
-    let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
-        .map_err(|e| format!("cannot listen on {ip}:{port} for ftp: {e}"))?;
     names.push(format!("ftp ({port})"));
     Ok(Some((listener, fs, config)))
 }

@@ -4,6 +4,7 @@
 //! RFC 4861 §6.3.4), the neighbour cache (RFC 4861 §7.3, in `nd`) and the path MTU
 //! cache (RFC 8201). The packet work is in `stack/ipv6.rs` and `stack/ndp.rs`.
 
+pub(crate) mod mld;
 pub(crate) mod nd;
 
 use alloc::vec::Vec;
@@ -127,6 +128,8 @@ pub(crate) struct Iface6 {
     pub(crate) next_solicitation: Option<Instant>,
     /// Router advertisements asked for on this interface (sent while it forwards).
     pub(crate) advertising: Option<Advertising>,
+    /// Multicast Listener Discovery: reports owed for the groups below.
+    pub(crate) mld: mld::Mld,
 }
 
 /// An interface's router advertisement schedule (RFC 4861 §6.2.4).
@@ -162,6 +165,22 @@ impl Iface6 {
                 .addrs
                 .iter()
                 .any(|a| ipv6::solicited_node(a.cidr.address) == group)
+    }
+
+    /// The groups reported with MLD (RFC 3810 §6: never all-nodes): the
+    /// solicited-node group of every address, and all-routers when forwarding.
+    pub(crate) fn reported_groups(&self, router: bool) -> Vec<Ipv6Addr> {
+        let mut groups: Vec<Ipv6Addr> = Vec::new();
+        let solicited = self
+            .addrs
+            .iter()
+            .map(|a| ipv6::solicited_node(a.cidr.address));
+        for group in solicited.chain(router.then_some(ALL_ROUTERS)) {
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        groups
     }
 
     /// The link-local address, once usable.

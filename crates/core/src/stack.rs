@@ -25,9 +25,11 @@ use crate::udp::{UdpHandle, UdpSockets};
 pub(crate) mod arp;
 mod forward;
 pub(crate) mod icmp;
+pub(crate) mod icmp6;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
+pub(crate) mod mld;
 pub(crate) mod ndp;
 mod router6;
 pub(crate) mod tcp;
@@ -322,6 +324,10 @@ impl Stack {
             self.stats.link.rx_not_for_us += 1;
             return;
         }
+        if !self.mld_accepts(iface, dst) {
+            self.stats.ipv6.rx_multicast_filtered += 1;
+            return;
+        }
         match view.ethertype() {
             EtherType::Arp if !view.is_tagged() => self.handle_arp(now, iface, view.payload()),
             EtherType::Ipv4 if !view.is_tagged() => {
@@ -542,6 +548,8 @@ mod tests_forward;
 #[cfg(test)]
 mod tests_forward6;
 #[cfg(test)]
+mod tests_icmp6;
+#[cfg(test)]
 mod tests_ip_level;
 #[cfg(test)]
 mod tests_ipv6;
@@ -551,6 +559,8 @@ mod tests_loopback;
 mod tests_misuse;
 #[cfg(test)]
 mod tests_tcp6_output;
+#[cfg(test)]
+mod tests_mld;
 #[cfg(test)]
 mod tests_udp6;
 #[cfg(test)]

@@ -372,6 +372,24 @@ pub struct Ipv6Stats {
     pub icmp_rx_bad: u64,
     /// Echo requests answered.
     pub echo_replies: u64,
+    /// Echo requests sent by echo sockets.
+    pub echo_requests_sent: u64,
+    /// Echo replies received (queued to a socket or not).
+    pub echo_replies_received: u64,
+    /// ICMPv6 errors received (Destination Unreachable, Packet Too Big, Time
+    /// Exceeded, Parameter Problem).
+    pub errors_received: u64,
+    /// Received errors handed to the UDP or echo socket whose datagram they quote.
+    pub errors_to_sockets: u64,
+    /// MLDv2 reports sent (state changes and answers to queries).
+    pub mld_reports_sent: u64,
+    /// MLD queries received (general and group-specific, either version).
+    pub mld_queries_received: u64,
+    /// MLD messages dropped: a query from a non-link-local source or a hop limit
+    /// other than 1 (RFC 3810 §5.1.14, §5.2.13).
+    pub mld_invalid: u64,
+    /// Frames to a 33:33 multicast MAC of no group we are in, dropped.
+    pub rx_multicast_filtered: u64,
     /// ICMPv6 errors sent.
     pub errors_sent: u64,
     /// ICMPv6 errors not sent for the rate limit.

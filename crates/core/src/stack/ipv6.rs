@@ -184,6 +184,7 @@ impl Stack {
         let probes = self.v6.config.dad_transmits;
         // DAD is not run on IP-level links (nobody else is there) or with 0 probes.
         let dad = probes > 0 && !self.is_ip_medium(iface);
+        let groups_before = self.mld_groups(iface);
         let state = self.v6.iface_mut(iface);
         if let Some(existing) = state
             .addrs
@@ -216,13 +217,16 @@ impl Stack {
                 origin: Route6Origin::Connected,
                 until: None,
             });
-        }
+        } // RFC 4862 §5.4.2: the solicited-node group is joined (and reported, RFC
+        // 3810 §6.1) before the first DAD probe.
+        self.mld_update(now, iface, &groups_before);
     }
 
     /// Remove `addr` from `iface` (and its on-link route when no other address of
     /// the interface has that prefix).
     pub fn remove_address6(&mut self, iface: IfaceId, addr: Ipv6Addr) {
         self.config_generation += 1;
+        let groups_before = self.mld_groups(iface);
         let state = self.v6.iface_mut(iface);
         let Some(pos) = state.addrs.iter().position(|a| a.cidr.address == addr) else {
             return;
@@ -234,7 +238,8 @@ impl Stack {
             self.v6.routes.retain(|r| {
                 !(r.origin == Route6Origin::Connected && r.iface == iface && r.cidr == prefix)
             });
-        }
+        } // A group left is reported at the next timer (due at once).
+        self.mld_update(Instant::ZERO, iface, &groups_before);
     }
 
     /// The IPv6 addresses of `iface` with their state.
@@ -721,6 +726,7 @@ impl Stack {
         };
         take(self.v6.routes.next_expiry());
         take(self.poll_advertisements());
+        take(self.poll_timeout_mld());
         for state in &self.v6.ifaces {
             take(state.next_solicitation);
             for addr in &state.addrs {
