@@ -110,6 +110,8 @@
 
 pub mod arp;
 pub mod checksum;
+pub mod dhcp;
+pub mod dns;
 mod error;
 pub mod ethernet;
 pub mod icmpv4;
