@@ -56,9 +56,10 @@ pub struct PingArgs {
     /// How long to wait for replies after the last request (with --tap).
     #[arg(short = 'W', long, default_value = "2s", value_parser = units::parse_duration)]
     pub wait: Duration,
-    /// The host to ping over the TAP (with --tap; the simulated network pings 10.0.0.2).
+    /// The host to ping over the TAP, an IPv4 address or a name (resolved with --dns
+    /// or DHCP's servers) (with --tap; the simulated network pings 10.0.0.2).
     #[arg(value_name = "HOST")]
-    pub host: Option<Ipv4Addr>,
+    pub host: Option<String>,
     #[command(flatten)]
     pub device: TapArgs,
 }
@@ -199,13 +200,9 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
         args.device.required("ping")?;
         let host = args
             .host
-            .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address)")?;
-        if host.is_unspecified() || host.is_multicast() || host.is_broadcast() {
-            return Err(format!(
-                "HOST {host}: not a host's address (imp pings one unicast address)"
-            ));
-        }
-        return Ok(());
+            .as_deref()
+            .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address or a name)")?;
+        return check_host(host).map(|_| ());
     }
     let mut given = args.device.given();
     if args.host.is_some() {
@@ -260,17 +257,58 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// HOST as given: an IPv4 unicast address (Some), or a name to resolve (None).
+fn check_host(host: &str) -> Result<Option<Ipv4Addr>, String> {
+    if let Ok(addr) = host.parse::<Ipv4Addr>() {
+        if addr.is_unspecified() || addr.is_multicast() || addr.is_broadcast() {
+            return Err(format!(
+                "HOST {addr}: not a host's address (imp pings one unicast address)"
+            ));
+        }
+        return Ok(Some(addr));
+    }
+    let name_like = !host.is_empty()
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+    if !name_like || host.len() > 253 {
+        return Err(format!(
+            "HOST `{host}`: neither an IPv4 address nor a host name (imp ping speaks IPv4)"
+        ));
+    }
+    Ok(None)
+}
+
+/// The IPv4 address of HOST: itself, or its name's first IPv4 address.
+fn resolve_host(rt: &impnet::Runtime, host: &str) -> Result<Ipv4Addr, String> {
+    if let Some(addr) = check_host(host)? {
+        return Ok(addr);
+    }
+    let ips = impnet::lookup_ips(rt, host).map_err(|e| format!("HOST {host}: {e}"))?;
+    ips.into_iter()
+        .find_map(|ip| match ip {
+            std::net::IpAddr::V4(a) => Some(a),
+            std::net::IpAddr::V6(_) => None,
+        })
+        .ok_or_else(|| format!("HOST {host}: has no IPv4 address (imp ping speaks IPv4)"))
+}
+
 /// `imp ping --tap`: echo requests from imp to a real host, at `--interval`.
 fn run_tap(args: &PingArgs) -> Result<(), String> {
-    let host = args
+    let name = args
         .host
-        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address)")?;
+        .as_deref()
+        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address or a name)")?;
     let stack = args.device.start("ping")?;
+    let host = resolve_host(&stack.rt, name)?;
     let socket = impnet::IcmpSocket::bind(&stack.rt, IDENT)
         .map_err(|e| format!("cannot open an ICMP socket: {e}"))?;
     if !args.json {
         println!(
-            "PING {host} ({host}) {}({}) bytes of data, from {}.",
+            "PING {name} ({host}) {}({}) bytes of data, from {}.",
             args.size,
             args.size + 28,
             stack.describe(args.device.impair.as_ref())
