@@ -56,7 +56,7 @@ fn answer(query: &[u8], over_tcp: bool, out: &mut [u8]) -> usize {
         response: true,
         recursion_desired: true,
         recursion_available: true,
-        truncated: big && !over_tcp,
+        truncated: big && !over_tcp && question.qtype == Type::A,
         rcode: if known { 0 } else { 3 },
         ..Flags::default()
     };
