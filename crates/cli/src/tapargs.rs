@@ -694,6 +694,8 @@ mod tests {
             gateway: gateways.iter().map(|g| g.parse().unwrap()).collect(),
             impair: None,
             no_offloads: false,
+            dhcp: false,
+            dns: Vec::new(),
         };
         assert_eq!(args(&["10.0.0.2/24"], &["10.0.0.1"]).validate(), Ok(()));
         let e = args(&["10.0.0.2/24"], &["10.0.1.1"])

@@ -167,7 +167,7 @@ impl AddrList {
     fn from_option(kind: u8, data: &[u8]) -> Result<AddrList> {
         // RFC 2132 §3.5, §3.8: "The minimum length for the router option is 4 octets,
         // and the length MUST always be a multiple of 4."
-        if data.is_empty() || data.len() % 4 != 0 {
+        if data.is_empty() || !data.len().is_multiple_of(4) {
             return Err(bad_option(kind, data));
         }
         let mut list = AddrList::default();
