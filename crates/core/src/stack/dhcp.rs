@@ -140,6 +140,16 @@ impl Stack {
         let iface = self.dhcp[index].iface;
         match event {
             DhcpEvent::Bound(lease) | DhcpEvent::Renewed(lease) => {
+                let unchanged = self.dhcp[index].applied.is_some_and(|old| {
+                    (old.addr, old.prefix_len, old.router)
+                        == (lease.addr, lease.prefix_len, lease.router)
+                });
+                if unchanged {
+                    // A renewal of the same configuration: nothing to redo (no
+                    // gratuitous ARP, no route churn), only the times change.
+                    self.dhcp[index].applied = Some(lease);
+                    return;
+                }
                 if let Some(old) = self.dhcp[index].applied.take() {
                     self.dhcp_unconfigure(iface, &old);
                 }
@@ -171,9 +181,10 @@ impl Stack {
                 prefix_len: lease.prefix_len,
             },
         );
-        let ours = self.routes.iter().any(|r| {
-            r.cidr == Cidr::DEFAULT_ROUTE && r.iface == iface && r.gateway == lease.router
-        });
+        let ours = lease.router.is_some()
+            && self.routes.iter().any(|r| {
+                r.cidr == Cidr::DEFAULT_ROUTE && r.iface == iface && r.gateway == lease.router
+            });
         if ours {
             self.routes_mut().remove(Cidr::DEFAULT_ROUTE);
         }

@@ -251,6 +251,7 @@ fn renewal_goes_unicast_from_the_leased_address() {
     assert_eq!((renew.src, renew.dst), (GIVEN, SERVER));
     assert_eq!(renew.eth_dst, SERVER_MAC);
     assert_eq!(renew.message.ciaddr, GIVEN);
+    let generation = stack.config_generation;
     stack.handle_frame(
         secs(61),
         iface,
@@ -260,6 +261,14 @@ fn renewal_goes_unicast_from_the_leased_address() {
         dhcp_events(&mut stack)[..],
         [DhcpEvent::Renewed(_)]
     ));
+    assert_eq!(
+        stack.config_generation, generation,
+        "a renewal changes no configuration"
+    );
+    assert!(
+        drain(&mut stack, secs(61)).is_empty(),
+        "no gratuitous ARP for a renewal"
+    );
     assert!(stack.is_local_addr(GIVEN));
     assert_eq!(stack.dhcp_lease(iface).unwrap().expires_at, secs(181));
 }
