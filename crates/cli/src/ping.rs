@@ -63,9 +63,10 @@ pub struct PingArgs {
     pub ipv6: bool,
     /// The host to ping over the TAP (with --tap; the simulated network pings 10.0.0.2):
     /// an IPv4 or IPv6 address, a link-local one optionally with its scope
-    /// (`fe80::1%tap0`, the TAP's name).
-    #[arg(value_name = "HOST", value_parser = parse_host)]
-    pub host: Option<Host>,
+    /// (`fe80::1%tap0`, the TAP's name), or a name (resolved with --dns or DHCP's
+    /// servers; its first IPv4 address, else its first IPv6 one).
+    #[arg(value_name = "HOST", value_parser = parse_target)]
+    pub host: Option<Target>,
     #[command(flatten)]
     pub device: TapArgs,
 }
@@ -93,6 +94,50 @@ pub struct Host {
     pub addr: IpAddr,
     /// The interface named after `%` (only for a link-local IPv6 address).
     pub scope: Option<String>,
+}
+
+/// What HOST names: an address, or a name to resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An IPv4 or IPv6 address (with its scope).
+    Addr(Host),
+    /// A host name.
+    Name(String),
+}
+
+impl Target {
+    /// The address, when HOST was one.
+    pub fn addr(&self) -> Option<IpAddr> {
+        match self {
+            Target::Addr(h) => Some(h.addr),
+            Target::Name(_) => None,
+        }
+    }
+}
+
+/// Parse HOST: an address (see [`parse_host`]) or a host name (`example.test`).
+fn parse_target(text: &str) -> Result<Target, String> {
+    if text.contains([':', '%']) || text.parse::<IpAddr>().is_ok() {
+        return parse_host(text).map(Target::Addr);
+    }
+    let name_like = !text.is_empty()
+        && text.len() <= 253
+        && text.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        && !text
+            .split('.')
+            .all(|l| l.bytes().all(|b| b.is_ascii_digit()));
+    if name_like {
+        Ok(Target::Name(text.to_string()))
+    } else {
+        Err(format!(
+            "`{text}` is neither an IPv4 or IPv6 address nor a host name"
+        ))
+    }
 }
 
 /// Parse HOST: `10.0.0.1`, `2001:db8::1` or `fe80::1%tap0`.
@@ -197,9 +242,9 @@ fn header_bytes(v6: bool) -> usize {
 }
 
 /// ping(8)'s first line.
-fn banner(host: IpAddr, size: usize) -> String {
+fn banner(name: &str, host: IpAddr, size: usize) -> String {
     format!(
-        "PING {host} ({host}) {size}({}) bytes of data",
+        "PING {name} ({host}) {size}({}) bytes of data",
         size + header_bytes(host.is_ipv6())
     )
 }
@@ -225,7 +270,12 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
     if args.count == 0 {
         return Err("--count 0: send at least 1 request".into());
     }
-    let v6 = args.ipv6 || args.host.as_ref().is_some_and(|h| h.addr.is_ipv6());
+    let v6 = args.ipv6
+        || args
+            .host
+            .as_ref()
+            .and_then(Target::addr)
+            .is_some_and(|a| a.is_ipv6());
     check_family(args, v6)?;
     // The whole run must fit the (virtual or real) clock: the simulator's counts
     // nanoseconds in 64 bits (584 years), so --interval 1e9s with -c 65535 overflowed
@@ -250,8 +300,11 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
         let host = args
             .host
             .as_ref()
-            .ok_or("imp ping --tap needs the HOST to ping (an IPv4 or IPv6 address)")?;
-        return check_host(host, name);
+            .ok_or("imp ping --tap needs the HOST to ping (an IPv4 or IPv6 address or a name)")?;
+        return match host {
+            Target::Addr(host) => check_host(host, name),
+            Target::Name(_) => Ok(()),
+        };
     }
     let mut given = args.device.given();
     if args.host.is_some() {
@@ -273,8 +326,13 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
 /// The checks that depend on the family pinged: -6 with an IPv4 HOST, IPv4 options
 /// over IPv6, the largest payload of each.
 fn check_family(args: &PingArgs, v6: bool) -> Result<(), String> {
-    if let Some(host) = args.host.as_ref().filter(|h| args.ipv6 && h.addr.is_ipv4()) {
-        return Err(format!("-6 with the IPv4 HOST {}: drop one", host.addr));
+    if let Some(host) = args
+        .host
+        .as_ref()
+        .and_then(Target::addr)
+        .filter(|a| args.ipv6 && a.is_ipv4())
+    {
+        return Err(format!("-6 with the IPv4 HOST {host}: drop one"));
     }
     if v6 && (args.record_route || args.timestamp.is_some()) {
         return Err(
@@ -361,7 +419,7 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
         .icmp_bind(IDENT)
         .map_err(|e| format!("cannot open an ICMP socket: {e}"))?;
     if !args.json {
-        println!("{}.", banner(dst, args.size));
+        println!("{}.", banner(&dst.to_string(), dst, args.size));
     }
     let replies = exchange(&mut sim, args, (a, dst), socket)?;
     sim.flush_captures()
@@ -370,14 +428,27 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The first address of `name`: IPv4 if it has one, else IPv6.
+fn resolve_name(rt: &impnet::Runtime, name: &str) -> Result<IpAddr, String> {
+    let ips = impnet::lookup_ips(rt, name).map_err(|e| format!("HOST {name}: {e}"))?;
+    ips.iter()
+        .find(|ip| ip.is_ipv4())
+        .or_else(|| ips.first())
+        .copied()
+        .ok_or_else(|| format!("HOST {name}: the name has no address"))
+}
+
 /// `imp ping --tap`: echo requests from imp to a real host, at `--interval`.
 fn run_tap(args: &PingArgs) -> Result<(), String> {
-    let host = args
+    let name = args
         .host
         .as_ref()
-        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 or IPv6 address)")?
-        .addr;
+        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 or IPv6 address or a name)")?;
     let stack = args.device.start("ping")?;
+    let (name, host) = match name {
+        Target::Addr(h) => (h.addr.to_string(), h.addr),
+        Target::Name(n) => (n.clone(), resolve_name(&stack.rt, n)?),
+    };
     if let IpAddr::V6(h) = host
         && h.is_unicast_link_local()
     {
@@ -388,7 +459,7 @@ fn run_tap(args: &PingArgs) -> Result<(), String> {
     if !args.json {
         println!(
             "{}, from {}.",
-            banner(host, args.size),
+            banner(&name, host, args.size),
             stack.describe(args.device.impair.as_ref())
         );
     }

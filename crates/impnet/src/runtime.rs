@@ -627,6 +627,7 @@ fn os_secret() -> io::Result<Secret> {
 pub struct Runtime {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    resolver: crate::dns::ResolverState,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -683,6 +684,7 @@ impl Runtime {
         Ok(Runtime {
             shared,
             thread: Some(thread),
+            resolver: crate::dns::ResolverState::default(),
         })
     }
 
@@ -790,6 +792,71 @@ impl Runtime {
         let out = f(&mut state.stack, now);
         self.shared.settle(&mut state, now);
         out
+    }
+
+    /// Start the DHCP client on `iface` (an Ethernet interface: a TAP or a pipe): its
+    /// lease configures the address, default route and DNS servers, and it renews,
+    /// rebinds and, if the lease is lost, removes them again by itself.
+    pub fn dhcp_start(&self, iface: IfaceId) -> io::Result<()> {
+        self.with_stack(|stack, now| stack.dhcp_start(now, iface))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    }
+
+    /// Wait up to `timeout` for `iface`'s DHCP lease.
+    pub fn wait_for_lease(
+        &self,
+        iface: IfaceId,
+        timeout: std::time::Duration,
+    ) -> io::Result<impnet_core::Lease> {
+        let deadline = StdInstant::now() + timeout;
+        loop {
+            if let Some(lease) = self.with_stack(|stack, _| stack.dhcp_lease(iface).copied()) {
+                return Ok(lease);
+            }
+            if StdInstant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no DHCP lease within {timeout:?} (is a DHCP server on the link?)"),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Give `iface`'s DHCP lease back (DHCPRELEASE) and stop its client.
+    pub fn dhcp_release(&self, iface: IfaceId) {
+        self.with_stack(|stack, now| stack.dhcp_release(now, iface));
+    }
+
+    /// Use these DNS servers (before any DHCP named) for [`lookup_host`](crate::lookup_host)
+    /// and connects by name.
+    pub fn set_dns_servers(&self, servers: &[std::net::IpAddr]) {
+        *self
+            .resolver
+            .servers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = servers.to_vec();
+    }
+
+    /// The DNS servers names go to: those set by hand, then those DHCP named.
+    pub fn dns_servers(&self) -> Vec<std::net::IpAddr> {
+        let mut servers = self
+            .resolver
+            .servers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for server in self.with_stack(|stack, _| stack.dns_servers()) {
+            let server = std::net::IpAddr::V4(server);
+            if !servers.contains(&server) {
+                servers.push(server);
+            }
+        }
+        servers
+    }
+
+    pub(crate) fn resolver(&self) -> &crate::dns::ResolverState {
+        &self.resolver
     }
 
     /// Time since the runtime started, as the stack sees it.

@@ -13,8 +13,8 @@ use crate::ip_options::IpOptions;
 use crate::neighbor::{Origin, Pending, SocketKind};
 use crate::stack::ipv6::Meta6;
 use crate::stack::{Event, Stack};
-use crate::time::Instant;
 use crate::tcp::{IcmpNotice, TcpError};
+use crate::time::Instant;
 use crate::udp::{UdpError, UdpHandle};
 
 /// The most echo data one request carries: the IPv6 payload length (16 bits) less

@@ -256,6 +256,9 @@ impl Stack {
                 return;
             }
         };
+        if self.dhcp_input(now, &repr) {
+            return;
+        }
         let dst = SocketAddr::V4(SocketAddrV4::new(meta.dst, repr.dst_port));
         let Some(handle) = self.udp.lookup(dst) else {
             self.stats.udp.rx_no_port += 1;
