@@ -14,6 +14,7 @@ mod http;
 mod impair;
 mod link;
 mod ping;
+mod quic_echo;
 mod route;
 mod serve;
 mod sim;
