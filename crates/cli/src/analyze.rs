@@ -52,7 +52,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<(), String> {
 
 fn print_analysis(a: &Analysis) {
     println!(
-        "{} frames: {} TCP segments in {} connections; skipped {} not IPv4 TCP, {} fragments, {} malformed, {} unusable records",
+        "{} frames: {} TCP segments in {} connections; skipped {} not TCP over IP, {} fragments, {} malformed, {} unusable records",
         a.frames,
         a.tcp_segments,
         a.connections.len(),

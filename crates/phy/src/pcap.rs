@@ -15,8 +15,8 @@ use crate::device::{Device, DeviceError};
 
 mod reader;
 pub use reader::{
-    LINKTYPE_IPV4, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_NULL, LINKTYPE_RAW,
-    PCAP_MAGIC_MICROS, PcapError, PcapReader, Record, ip_payload,
+    LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_NULL,
+    LINKTYPE_RAW, PCAP_MAGIC_MICROS, PcapError, PcapReader, Record, ip_payload,
 };
 
 /// Magic number of a pcap file whose timestamps carry nanoseconds (not microseconds).

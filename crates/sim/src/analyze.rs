@@ -37,11 +37,11 @@ mod wireshark;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use impnet_phy::pcap::{PcapError, PcapReader, ip_payload};
-use impnet_wire::{ipv4, tcp};
+use impnet_wire::{ipv4, ipv6, ipv6ext, tcp};
 use serde::Serialize;
 
 use wireshark::{Flow, Seg};
@@ -193,11 +193,11 @@ pub struct Analysis {
     pub frames: u64,
     /// TCP segments analysed.
     pub tcp_segments: u64,
-    /// Frames that are not IPv4 TCP (ARP, UDP, IPv6, other link types), skipped.
+    /// Frames that are not TCP over IPv4 or IPv6 (ARP, UDP, other link types), skipped.
     pub not_tcp: u64,
-    /// IPv4 fragments, skipped.
+    /// IPv4 and IPv6 fragments, skipped.
     pub fragments: u64,
-    /// Frames too short or malformed to read as IPv4 TCP, skipped.
+    /// Frames too short or malformed to read as TCP over IP, skipped.
     pub malformed: u64,
     /// Capture records the reader skipped.
     pub skipped_records: u64,
@@ -270,7 +270,7 @@ pub struct Segment {
 
 #[derive(Debug, Default)]
 struct Side {
-    addr: Option<SocketAddrV4>,
+    addr: Option<SocketAddr>,
     flow: Flow,
     base: Option<u32>,
     syn_mss: Option<u16>,
@@ -315,7 +315,7 @@ fn seq_max(a: Option<u32>, b: u32) -> u32 {
 #[derive(Debug, Default)]
 pub struct Analyzer {
     conns: Vec<Conn>,
-    by_pair: HashMap<(SocketAddrV4, SocketAddrV4), usize>,
+    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
     first_ts: Option<u64>,
     frames: u64,
     tcp_segments: u64,
@@ -338,7 +338,12 @@ impl Analyzer {
             self.not_tcp += 1;
             return;
         };
-        match parse_ipv4_tcp(ip) {
+        let parsed = if ip[0] >> 4 == 6 {
+            parse_ipv6_tcp(ip)
+        } else {
+            parse_ipv4_tcp(ip)
+        };
+        match parsed {
             Parsed::Tcp(src, dst, seg) => self.segment(ts, src, dst, &seg),
             Parsed::NotTcp => self.not_tcp += 1,
             Parsed::Fragment => self.fragments += 1,
@@ -347,7 +352,7 @@ impl Analyzer {
     }
 
     /// One TCP segment from `src` to `dst` at `ts` nanoseconds.
-    pub fn segment(&mut self, ts: u64, src: SocketAddrV4, dst: SocketAddrV4, seg: &Segment) {
+    pub fn segment(&mut self, ts: u64, src: SocketAddr, dst: SocketAddr, seg: &Segment) {
         self.tcp_segments += 1;
         self.first_ts.get_or_insert(ts);
         let index = self.conn_for(ts, src, dst, seg);
@@ -358,7 +363,7 @@ impl Analyzer {
 
     /// The connection `seg` belongs to, opening one for a new 4-tuple or for a SYN with
     /// a new initial sequence number (the ports were reused, as Wireshark decides).
-    fn conn_for(&mut self, ts: u64, src: SocketAddrV4, dst: SocketAddrV4, seg: &Segment) -> usize {
+    fn conn_for(&mut self, ts: u64, src: SocketAddr, dst: SocketAddr, seg: &Segment) -> usize {
         let key = if (src.ip(), src.port()) <= (dst.ip(), dst.port()) {
             (src, dst)
         } else {
@@ -407,7 +412,7 @@ impl Analyzer {
 }
 
 enum Parsed {
-    Tcp(SocketAddrV4, SocketAddrV4, Segment),
+    Tcp(SocketAddr, SocketAddr, Segment),
     NotTcp,
     Fragment,
     Malformed,
@@ -438,19 +443,61 @@ fn parse_ipv4_tcp(ip: &[u8]) -> Parsed {
     if total < header_len + tcp_len {
         return Parsed::Malformed;
     }
+    let src = IpAddr::V4(packet.src_addr());
+    let dst = IpAddr::V4(packet.dst_addr());
+    tcp_parsed((src, dst), &tcp, total - header_len - tcp_len)
+}
+
+/// Reads an IPv6 header, walks its extension headers and reads the TCP header after
+/// them. As for IPv4, the payload length comes from the header, not the capture.
+fn parse_ipv6_tcp(ip: &[u8]) -> Parsed {
+    if ip.len() < ipv6::HEADER_LEN {
+        return Parsed::Malformed;
+    }
+    let packet = ipv6::Packet::new_unchecked(ip);
+    let total = ipv6::HEADER_LEN + usize::from(packet.payload_len());
+    // The walk needs the headers only; a capture cut short still holds them.
+    let Ok(walk) = ipv6ext::walk(&ip[..total.min(ip.len())]) else {
+        return Parsed::Malformed;
+    };
+    if walk
+        .fragment
+        .is_some_and(|(_, f)| f.frag_offset != 0 || f.more_frags)
+    {
+        return Parsed::Fragment;
+    }
+    if walk.protocol != ipv6::NextHeader::Tcp {
+        return Parsed::NotTcp;
+    }
+    let Some(Ok(tcp)) = ip.get(walk.offset..).map(tcp::Packet::new_checked) else {
+        return Parsed::Malformed;
+    };
+    let tcp_len = tcp.header_len();
+    if total < walk.offset + tcp_len {
+        return Parsed::Malformed;
+    }
+    let src = IpAddr::V6(packet.src_addr());
+    let dst = IpAddr::V6(packet.dst_addr());
+    tcp_parsed((src, dst), &tcp, total - walk.offset - tcp_len)
+}
+
+/// The segment of a TCP header between `src` and `dst` carrying `len` payload bytes.
+fn tcp_parsed((src, dst): (IpAddr, IpAddr), tcp: &tcp::Packet<&[u8]>, len: usize) -> Parsed {
     let options = tcp::Options::parse(tcp.options()).unwrap_or_default();
     let seg = Segment {
         seq: tcp.seq_number(),
         ack: tcp.ack_number(),
         flags: tcp.flags(),
         window: tcp.window_len(),
-        len: (total - header_len - tcp_len) as u32,
+        len: len as u32,
         mss: options.mss,
         timestamps: options.timestamps.is_some(),
     };
-    let src = SocketAddrV4::new(packet.src_addr(), tcp.src_port());
-    let dst = SocketAddrV4::new(packet.dst_addr(), tcp.dst_port());
-    Parsed::Tcp(src, dst, seg)
+    Parsed::Tcp(
+        SocketAddr::new(src, tcp.src_port()),
+        SocketAddr::new(dst, tcp.dst_port()),
+        seg,
+    )
 }
 
 impl Conn {

@@ -1017,15 +1017,11 @@ impl App {
             .host(from)
             .tcp_addresses(handle)
             .ok_or("the new connection has no address")?;
-        // The tracer follows IPv4 connections only: an IPv6 flow is judged by its
-        // stream hashes and timings, without a trace, samples or analysis.
-        if let IpAddr::V4(b) = b {
-            self.traced = Some(tracer.borrow_mut().follow(
-                self.link,
-                (crate::experiment::v4_ip(local.ip()), local.port()),
-                (b, port),
-            ));
-        }
+        self.traced = Some(tracer.borrow_mut().follow(
+            self.link,
+            (local.ip(), local.port()),
+            (b, port),
+        ));
         Ok(())
     }
 
@@ -1231,12 +1227,3 @@ fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
 mod apps;
 mod ftp;
 mod routers;
-
-/// The IPv4 address a simulated host's connection has (the simulator's hosts are
-/// IPv4 here; an IPv6 one shows as the unspecified address).
-pub(crate) fn v4_ip(ip: std::net::IpAddr) -> Ipv4Addr {
-    match ip {
-        std::net::IpAddr::V4(a) => a,
-        std::net::IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
-    }
-}

@@ -6,13 +6,14 @@
 //! [`Sim::set_observer`]: crate::Sim::set_observer
 
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use impnet_core::Instant;
 use impnet_phy::pcap::LINKTYPE_ETHERNET;
 use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::{self, Protocol};
 use impnet_wire::tcp::{self, Flags, Options};
+use impnet_wire::{ipv6, ipv6ext};
 
 use crate::analyze::Analyzer;
 use crate::{FrameEvent, FrameKind, LinkId};
@@ -59,8 +60,8 @@ pub struct FlowTrace {
 #[derive(Debug)]
 pub(crate) struct Followed {
     link: LinkId,
-    sender: (Ipv4Addr, u16),
-    receiver: (Ipv4Addr, u16),
+    sender: (IpAddr, u16),
+    receiver: (IpAddr, u16),
     isn: Option<u32>,
     peer_isn_seen: bool,
     /// Window-scale shift the receiver announced, once both ends offered scaling.
@@ -69,9 +70,9 @@ pub(crate) struct Followed {
     max_end: u64,
     /// Segments sent and not yet acknowledged: (start, end, time sent, retransmitted).
     outstanding: VecDeque<(u64, u64, f64, bool)>,
-    /// A segment sent in fragments whose last fragment has not been seen: (IPv4
-    /// ident, time, sequence number, TCP header length, frame bytes so far).
-    pending_fragments: Option<(u16, f64, u32, usize, u64)>,
+    /// A segment sent in fragments whose last fragment has not been seen: (IP
+    /// identification, time, sequence number, TCP header length, frame bytes so far).
+    pending_fragments: Option<(u32, f64, u32, usize, u64)>,
     last_ack: u64,
     pub(crate) trace: FlowTrace,
     /// `imp analyze`'s view of the flow: its frames as sent, both ways (what the
@@ -98,8 +99,8 @@ impl Tracer {
     pub(crate) fn follow(
         &mut self,
         link: LinkId,
-        sender: (Ipv4Addr, u16),
-        receiver: (Ipv4Addr, u16),
+        sender: (IpAddr, u16),
+        receiver: (IpAddr, u16),
     ) -> usize {
         self.flows.push(Followed {
             link,
@@ -128,30 +129,24 @@ impl Tracer {
         let Ok(frame) = ethernet::Frame::new_checked(event.frame) else {
             return;
         };
-        if frame.ethertype() != EtherType::Ipv4 {
-            return;
-        }
-        let Ok(ip) = ipv4::Packet::new_checked(frame.payload()) else {
+        let Some(ip) = TcpInIp::parse(frame.ethertype(), frame.payload()) else {
             return;
         };
-        if ip.protocol() != Protocol::Tcp {
-            return;
-        }
         let time = self.seconds(event.time);
-        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        let (src, dst) = (ip.src, ip.dst);
         let wire = event.frame.len() as u64;
-        if ip.frag_offset() != 0 {
+        if let Some((ident, offset, more)) = ip.fragment.filter(|f| f.1 != 0) {
             if event.kind == FrameKind::Sent {
-                let total = usize::from(ip.frag_offset()) + ip.payload().len();
+                let total = usize::from(offset) + ip.payload.len();
                 for f in &mut self.flows {
                     if f.link == event.link && f.sender.0 == src && f.receiver.0 == dst {
-                        f.on_fragment(ip.ident(), ip.more_frags(), total, wire);
+                        f.on_fragment(ident, more, total, wire);
                     }
                 }
             }
             return;
         }
-        let Ok(seg) = tcp::Packet::new_checked(ip.payload()) else {
+        let Ok(seg) = tcp::Packet::new_checked(ip.payload) else {
             return;
         };
         let ports = (seg.src_port(), seg.dst_port());
@@ -170,11 +165,12 @@ impl Tracer {
                 if event.kind != FrameKind::Sent {
                     continue;
                 }
-                if ip.more_frags() {
-                    f.pending_fragments =
-                        Some((ip.ident(), time, seg.seq_number(), seg.header_len(), wire));
-                } else {
-                    f.on_sent(time, &seg, wire);
+                match ip.fragment {
+                    Some((ident, _, true)) => {
+                        f.pending_fragments =
+                            Some((ident, time, seg.seq_number(), seg.header_len(), wire));
+                    }
+                    _ => f.on_sent(time, &seg, wire),
                 }
             } else if (src, ports.0) == f.receiver
                 && (dst, ports.1) == f.sender
@@ -182,6 +178,58 @@ impl Tracer {
             {
                 f.on_ack(time, &seg);
             }
+        }
+    }
+}
+
+/// A TCP segment, or a fragment of one, in an IPv4 or IPv6 packet.
+struct TcpInIp<'a> {
+    src: IpAddr,
+    dst: IpAddr,
+    /// (identification, offset in bytes, more fragments) when the packet is a fragment.
+    fragment: Option<(u32, u16, bool)>,
+    /// The TCP segment, or the fragment's data.
+    payload: &'a [u8],
+}
+
+impl<'a> TcpInIp<'a> {
+    fn parse(ethertype: EtherType, packet: &'a [u8]) -> Option<TcpInIp<'a>> {
+        match ethertype {
+            EtherType::Ipv4 => {
+                let ip = ipv4::Packet::new_checked(packet).ok()?;
+                if ip.protocol() != Protocol::Tcp {
+                    return None;
+                }
+                let fragment = (ip.frag_offset() != 0 || ip.more_frags())
+                    .then(|| (u32::from(ip.ident()), ip.frag_offset(), ip.more_frags()));
+                Some(TcpInIp {
+                    src: IpAddr::V4(ip.src_addr()),
+                    dst: IpAddr::V4(ip.dst_addr()),
+                    fragment,
+                    payload: &packet[ip.header_len()..usize::from(ip.total_len())],
+                })
+            }
+            EtherType::Ipv6 => {
+                let ip = ipv6::Packet::new_checked(packet).ok()?;
+                let whole = &packet[..ipv6::HEADER_LEN + usize::from(ip.payload_len())];
+                let walk = ipv6ext::walk(whole).ok()?;
+                let fragment = walk
+                    .fragment
+                    .map(|(_, f)| (f.ident, f.frag_offset, f.more_frags))
+                    .filter(|&(_, offset, more)| offset != 0 || more);
+                // After a fragment header that stopped the walk, `protocol` is the
+                // fragment header's Next Header.
+                if walk.protocol != ipv6::NextHeader::Tcp {
+                    return None;
+                }
+                Some(TcpInIp {
+                    src: IpAddr::V6(ip.src_addr()),
+                    dst: IpAddr::V6(ip.dst_addr()),
+                    fragment,
+                    payload: whole.get(walk.offset..)?,
+                })
+            }
+            _ => None,
         }
     }
 }
@@ -202,7 +250,7 @@ impl Followed {
         }
     }
 
-    fn on_fragment(&mut self, ident: u16, more: bool, total: usize, wire: u64) {
+    fn on_fragment(&mut self, ident: u32, more: bool, total: usize, wire: u64) {
         let Some((id, time, seq, header, bytes)) = self.pending_fragments else {
             return;
         };

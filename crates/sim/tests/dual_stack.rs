@@ -1,11 +1,16 @@
 //! IPv6 in the simulator: `scenarios/routed/ipv6-dual-stack.toml`, an IPv4 and an
 //! IPv6 bulk flow through two routers and one bottleneck, both complete byte-exact,
 //! the IPv6 one really over IPv6 (its frames counted in the bottleneck's pcap), and
-//! the run replays from its seed; the scenario file's `family` errors (an unknown
-//! family, ping and ftp flows over IPv6).
+//! the run replays from its seed, the tracer and the analyzer follow the IPv6 flow
+//! as they do the IPv4 one (its analysis agreeing with tshark's on the bottleneck's
+//! capture); the scenario file's `family` errors (an unknown family, ping and ftp
+//! flows over IPv6).
 
 use std::path::{Path, PathBuf};
 
+use std::process::Command;
+
+use impnet_sim::analyze::analyze_capture;
 use impnet_sim::experiment::{self, FlowReport, Report};
 use impnet_sim::scenario::Scenario;
 
@@ -41,6 +46,65 @@ fn frames_by_family(pcap: &Path) -> (u64, u64) {
     (v4, v6)
 }
 
+/// A flow has a trace (RTT samples, retransmissions) and an analysis of its own
+/// connection, which agree.
+fn traced(flow: &FlowReport, client_prefix: &str) {
+    assert!(flow.rtt.samples > 10, "{flow:?}");
+    assert!(flow.retransmits > 0, "{flow:?}");
+    let judged = flow.analysis.as_ref().expect("the flow's analysis");
+    assert!(judged.client.starts_with(client_prefix), "{judged:?}");
+    assert!(judged.segments > (4 << 20) / 1440, "{judged:?}");
+    // The tracer counts every segment sent again; Wireshark calls some of those, sent
+    // within an RTT of the original, out of order rather than retransmissions.
+    let sent = &judged.directions[0];
+    assert_eq!(
+        sent.retransmissions + sent.out_of_order,
+        flow.retransmits,
+        "{judged:?}"
+    );
+}
+
+/// The IPv6 flow is traced and analysed as the IPv4 one is, and the analyzer's
+/// retransmission count for its connection on the bottleneck's capture is tshark's.
+fn traced_and_judged((v4, v6): (&FlowReport, &FlowReport), pcap: &Path) {
+    traced(v4, "10.");
+    traced(v6, "[fd00:");
+    let analysis = analyze_capture(pcap).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(analysis.malformed, 0);
+    let conn = analysis
+        .connections
+        .iter()
+        .find(|c| c.client.starts_with('['))
+        .expect("an IPv6 connection in the bottleneck's capture");
+    assert!(
+        analysis
+            .connections
+            .iter()
+            .any(|c| !c.client.starts_with('['))
+    );
+    let tshark = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(pcap)
+        .args(["-Y", "ipv6 && tcp.analysis.retransmission", "-T", "fields"])
+        .args(["-e", "frame.number"])
+        .output();
+    let Ok(out) = tshark else {
+        assert!(
+            std::env::var_os("IMP_REQUIRE_TSHARK").is_none(),
+            "IMP_REQUIRE_TSHARK is set but tshark is not on PATH"
+        );
+        println!("tshark not on PATH: not comparing with Wireshark's analysis");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let marked = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
+    assert_eq!(conn.retransmissions, marked, "{conn:?}");
+}
+
 #[test]
 fn an_ipv4_and_an_ipv6_flow_share_a_bottleneck_byte_exact_and_replay() {
     let scenario = scenario();
@@ -68,6 +132,7 @@ fn an_ipv4_and_an_ipv6_flow_share_a_bottleneck_byte_exact_and_replay() {
     // The IPv6 flow's segments crossed the bottleneck as IPv6: at least 4 MiB in
     // full-sized segments of at most 1440 bytes, plus ACKs.
     let (frames4, frames6) = frames_by_family(&dir.join("bottleneck.pcap"));
+    traced_and_judged((v4, v6), &dir.join("bottleneck.pcap"));
     let _ = std::fs::remove_dir_all(&dir);
     assert!(frames6 > (4 << 20) / 1440, "IPv6 frames: {frames6}");
     assert!(frames4 > (4 << 20) / 1460, "IPv4 frames: {frames4}");

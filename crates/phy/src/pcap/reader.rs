@@ -6,7 +6,7 @@
 //! gives a [`PcapError`] naming the byte offset, after which the reader stops; a record
 //! it cannot use (an unknown interface, a block type it does not know) is skipped and
 //! counted ([`PcapReader::skipped`]). [`ip_payload`] takes a frame of any of the link
-//! types tcpdump and tshark commonly write down to its IPv4 datagram.
+//! types tcpdump and tshark commonly write down to its IPv4 or IPv6 packet.
 
 use std::fmt;
 
@@ -20,6 +20,8 @@ pub const LINKTYPE_RAW: u32 = 101;
 pub const LINKTYPE_LINUX_SLL: u32 = 113;
 /// Link type of raw IPv4.
 pub const LINKTYPE_IPV4: u32 = 228;
+/// Link type of raw IPv6.
+pub const LINKTYPE_IPV6: u32 = 229;
 /// Link type of Linux cooked capture v2 (`tcpdump -i any`).
 pub const LINKTYPE_LINUX_SLL2: u32 = 276;
 
@@ -483,11 +485,15 @@ impl<'a> Iterator for PcapReader<'a> {
     }
 }
 
-/// The IPv4 datagram inside a frame of link type `linktype` (Ethernet with up to two
-/// VLAN tags, raw IP, BSD loopback, Linux cooked v1 and v2), or `None` when the frame
-/// carries something else or is too short to say.
+/// The IPv4 or IPv6 packet inside a frame of link type `linktype` (Ethernet with up to
+/// two VLAN tags, raw IP, BSD loopback, Linux cooked v1 and v2), or `None` when the
+/// frame carries something else or is too short to say. The packet's version nibble
+/// agrees with the link layer's type.
 pub fn ip_payload(linktype: u32, frame: &[u8]) -> Option<&[u8]> {
     const IPV4: u16 = 0x0800;
+    const IPV6: u16 = 0x86dd;
+    /// Raw IP: the version nibble decides.
+    const ANY: u16 = 0;
     let be16 = |at: usize| -> Option<u16> {
         Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]))
     };
@@ -501,17 +507,32 @@ pub fn ip_payload(linktype: u32, frame: &[u8]) -> Option<&[u8]> {
             }
             (ty, at + 2)
         }
-        LINKTYPE_RAW | LINKTYPE_IPV4 | 12 | 14 => (IPV4, 0),
+        LINKTYPE_RAW | 12 | 14 => (ANY, 0),
+        LINKTYPE_IPV4 => (IPV4, 0),
+        LINKTYPE_IPV6 => (IPV6, 0),
         LINKTYPE_NULL => {
             let family = frame.get(..4)?;
             let le = u32::from_le_bytes([family[0], family[1], family[2], family[3]]);
             let be = u32::from_be_bytes([family[0], family[1], family[2], family[3]]);
-            (if le == 2 || be == 2 { IPV4 } else { 0 }, 4)
+            // AF_INET is 2 everywhere; AF_INET6 is 24, 28 or 30 on the BSDs and 10 on Linux.
+            let family = if le < 0x100 { le } else { be };
+            match family {
+                2 => (IPV4, 4),
+                10 | 24 | 28 | 30 => (IPV6, 4),
+                _ => return None,
+            }
         }
         LINKTYPE_LINUX_SLL => (be16(14)?, 16),
         LINKTYPE_LINUX_SLL2 => (be16(0)?, 20),
         _ => return None,
     };
     let ip = frame.get(start..)?;
-    (ethertype == IPV4 && ip.first().is_some_and(|b| b >> 4 == 4)).then_some(ip)
+    let version = ip.first()? >> 4;
+    let ok = match ethertype {
+        IPV4 => version == 4,
+        IPV6 => version == 6,
+        ANY => version == 4 || version == 6,
+        _ => false,
+    };
+    ok.then_some(ip)
 }

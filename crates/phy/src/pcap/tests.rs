@@ -323,6 +323,48 @@ fn reader_takes_big_endian_microseconds_and_cooked_frames() {
     assert_eq!(ip_payload(LINKTYPE_ETHERNET, &[0; 13]), None);
 }
 
+/// IPv6 packets come out of every link type that carries them, and a version nibble
+/// that disagrees with the link layer's type is refused.
+#[test]
+fn ip_payload_takes_ipv6_from_every_link_type() {
+    let mut ip6 = vec![0x60, 0, 0, 0, 0, 0, 59, 64];
+    ip6.extend_from_slice(&[0xfd; 32]);
+    let v4 = &udp_frame(b"x")[14..];
+    let mut eth = vec![0; 12];
+    eth.extend_from_slice(&[0x86, 0xdd]);
+    eth.extend_from_slice(&ip6);
+    assert_eq!(ip_payload(LINKTYPE_ETHERNET, &eth), Some(&ip6[..]));
+    // A VLAN tag in front.
+    let mut tagged = vec![0; 12];
+    tagged.extend_from_slice(&[0x81, 0x00, 0, 5, 0x86, 0xdd]);
+    tagged.extend_from_slice(&ip6);
+    assert_eq!(ip_payload(LINKTYPE_ETHERNET, &tagged), Some(&ip6[..]));
+    assert_eq!(ip_payload(LINKTYPE_RAW, &ip6), Some(&ip6[..]));
+    assert_eq!(ip_payload(LINKTYPE_IPV6, &ip6), Some(&ip6[..]));
+    assert_eq!(ip_payload(LINKTYPE_IPV6, v4), None);
+    assert_eq!(ip_payload(LINKTYPE_IPV4, &ip6), None);
+    for family in [10u32, 24, 28, 30] {
+        for bytes in [family.to_le_bytes(), family.to_be_bytes()] {
+            let mut null = bytes.to_vec();
+            null.extend_from_slice(&ip6);
+            assert_eq!(ip_payload(LINKTYPE_NULL, &null), Some(&ip6[..]), "{family}");
+        }
+    }
+    let mut null = 2u32.to_le_bytes().to_vec();
+    null.extend_from_slice(&ip6);
+    assert_eq!(
+        ip_payload(LINKTYPE_NULL, &null),
+        None,
+        "AF_INET with an IPv6 packet"
+    );
+    // An IPv6 ethertype over an IPv4 packet.
+    let mut wrong = vec![0; 12];
+    wrong.extend_from_slice(&[0x86, 0xdd]);
+    wrong.extend_from_slice(v4);
+    assert_eq!(ip_payload(LINKTYPE_ETHERNET, &wrong), None);
+    assert_eq!(ip_payload(LINKTYPE_RAW, &[0x50; 40]), None);
+}
+
 fn ng_block(big: bool, kind: u32, body: &[u8]) -> Vec<u8> {
     let word = |v: u32| {
         if big {

@@ -1,13 +1,13 @@
 //! Hand-built traces: one case per classification, read back from the report.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use impnet_wire::tcp::Flags;
 
 use super::*;
 
-const C: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000);
-const S: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
+const C: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000));
+const S: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80));
 const MS: u64 = 1_000_000;
 const CISN: u32 = 1000;
 const SISN: u32 = 5000;
@@ -230,4 +230,96 @@ fn damaged_captures_give_errors_not_panics() {
         let junk: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
         let _ = analyze_bytes(&junk);
     }
+}
+
+/// An IPv6 packet (raw IP) from `src` to `dst` whose payload is `ext` (extension
+/// headers, the first of type `first`) and then a TCP header with `len` data bytes.
+fn tcp6(
+    first: u8,
+    ext: &[u8],
+    (src, dst): (u8, u8),
+    seq: u32,
+    flags: Flags,
+    len: usize,
+) -> Vec<u8> {
+    let mut tcp = vec![0u8; 20 + len];
+    tcp[0..2].copy_from_slice(&(40000u16 + u16::from(src)).to_be_bytes());
+    tcp[2..4].copy_from_slice(&(40000u16 + u16::from(dst)).to_be_bytes());
+    tcp[4..8].copy_from_slice(&seq.to_be_bytes());
+    tcp[12] = 5 << 4;
+    tcp[13] = flags.0;
+    tcp[14..16].copy_from_slice(&65535u16.to_be_bytes());
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend_from_slice(&((ext.len() + tcp.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&[first, 64]);
+    for host in [src, dst] {
+        let mut addr = [0u8; 16];
+        addr[0] = 0xfd;
+        addr[15] = host;
+        p.extend_from_slice(&addr);
+    }
+    p.extend_from_slice(ext);
+    p.extend_from_slice(&tcp);
+    p
+}
+
+/// Connections over IPv6 are read as over IPv4: through extension headers, with
+/// fragments counted apart, and a retransmission over IPv6 is one.
+#[test]
+fn ipv6_connections_are_judged_through_extension_headers() {
+    use impnet_phy::pcap::LINKTYPE_RAW;
+    const TCP: u8 = 6;
+    let mut a = Analyzer::new();
+    let pkt = |ext: &[u8], first, dir, seq, flags, len| {
+        let ends = if dir == 0 { (1, 2) } else { (2, 1) };
+        tcp6(first, ext, ends, seq, flags, len)
+    };
+    a.frame(0, LINKTYPE_RAW, &pkt(&[], TCP, 0, 100, Flags::SYN, 0));
+    a.frame(
+        MS,
+        LINKTYPE_RAW,
+        &pkt(&[], TCP, 1, 900, Flags::SYN | Flags::ACK, 0),
+    );
+    // Data behind a hop-by-hop header (PadN) and a destination options header.
+    let hop_dst = [60, 0, 1, 4, 0, 0, 0, 0, TCP, 0, 1, 4, 0, 0, 0, 0];
+    a.frame(
+        2 * MS,
+        LINKTYPE_RAW,
+        &pkt(&hop_dst, 0, 0, 101, Flags::ACK, 500),
+    );
+    // The same data again, much later: a retransmission.
+    a.frame(
+        900 * MS,
+        LINKTYPE_RAW,
+        &pkt(&[], TCP, 0, 101, Flags::ACK, 500),
+    );
+    // A first fragment (more follow) and an atomic fragment (offset 0, no more).
+    let first = [TCP, 0, 0, 1, 0, 0, 0, 7];
+    a.frame(
+        901 * MS,
+        LINKTYPE_RAW,
+        &pkt(&first, 44, 0, 601, Flags::ACK, 100),
+    );
+    let atomic = [TCP, 0, 0, 0, 0, 0, 0, 8];
+    a.frame(
+        902 * MS,
+        LINKTYPE_RAW,
+        &pkt(&atomic, 44, 0, 601, Flags::ACK, 100),
+    );
+    // A truncated IPv6 header.
+    a.frame(
+        903 * MS,
+        LINKTYPE_RAW,
+        &pkt(&[], TCP, 0, 701, Flags::ACK, 0)[..30],
+    );
+    let report = a.finish();
+    assert_eq!(report.fragments, 1);
+    assert_eq!(report.malformed, 1);
+    assert_eq!(report.tcp_segments, 5);
+    assert_eq!(report.connections.len(), 1);
+    let conn = &report.connections[0];
+    assert_eq!(conn.client, "[fd00::1]:40001");
+    assert_eq!(conn.server, "[fd00::2]:40002");
+    assert_eq!(conn.retransmissions, 1);
+    assert_eq!(conn.directions[0].unique_bytes, 600);
 }

@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::rc::Rc;
 
 use impnet_core::tcp::{TcpError, TcpHandle, TcpState};
@@ -429,8 +429,8 @@ impl FtpApp {
                 let (local, _) = stack.tcp_addresses(h).ok_or("no address")?;
                 self.traced = Some(tracer.borrow_mut().follow(
                     link,
-                    (crate::experiment::v4_ip(local.ip()), local.port()),
-                    (*client.ip(), client.port()),
+                    (local.ip(), local.port()),
+                    (IpAddr::V4(*client.ip()), client.port()),
                 ));
                 *d.handle.insert(h)
             }
@@ -560,8 +560,8 @@ impl FtpApp {
                     let (local, _) = stack.tcp_addresses(h).ok_or("no address")?;
                     self.traced = Some(tracer.borrow_mut().follow(
                         link,
-                        (*server.ip(), server.port()),
-                        (crate::experiment::v4_ip(local.ip()), local.port()),
+                        (IpAddr::V4(*server.ip()), server.port()),
+                        (local.ip(), local.port()),
                     ));
                     c.data = Some(h);
                     c.connecting = true;
