@@ -257,6 +257,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot bind UDP {ip}:7 for echo: {e}"))?;
         threads.push(spawn("udp-echo", move || echo_udp(&socket)));
     }
+    // Bound before the startup line, so `imp ss` finds it once that is out.
+    let control = crate::control::bind_or_warn("imp serve");
     println!(
         "imp serve: {} on {}; stop with Ctrl-C",
         names.join(", "),
@@ -268,11 +270,27 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if let Some(ftp) = ftp {
         threads.push(start_ftp(ftp, &rt));
     }
+    threads.extend(control.map(|control| start_control(control, &rt, &stop)));
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
     shutdown(&rt, threads);
     Ok(())
+}
+
+/// The control socket's thread (`imp ss` asks it).
+fn start_control(
+    control: crate::control::Control,
+    rt: &Arc<RwLock<Runtime>>,
+    stop: &Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let (rt, stop) = (Arc::clone(rt), Arc::clone(stop));
+    spawn("control", move || {
+        control.serve(&stop, |request| {
+            let rt = rt.read().unwrap_or_else(|e| e.into_inner());
+            crate::control::answer(&rt, request)
+        });
+    })
 }
 
 /// The QUIC echo server's thread (its socket fails once the runtime is shut down,

@@ -20,8 +20,7 @@ const SERVER_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
 /// Two runtimes on a pipe; the client's end goes through the link model both ways.
 fn pair(link: LinkConfig) -> (Runtime, Runtime) {
     let (a_end, b_end) = pipe(1514);
-    let a_end =
-        Impair::new(a_end, LinkModel::new(link.clone(), 7)).with_rx(LinkModel::new(link, 8));
+    let a_end = Impair::new(a_end, LinkModel::new(link, 7)).with_rx(LinkModel::new(link, 8));
     let mut config = StackConfig::default();
     config.ipv6.dad_transmits = 0;
     let node = |last: u8| {
