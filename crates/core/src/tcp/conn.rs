@@ -11,7 +11,7 @@ use super::cc::{CongestionControl, Controller};
 use super::ecn::{self, Ecn, EcnMode, EcnState};
 use super::output::{Reset, tsval};
 use super::rack::Rack;
-use super::rtt::{RttEstimator, RttSampler};
+use super::rtt::{HandshakeTimer, RttEstimator, RttSampler};
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
 use super::state::*;
@@ -465,6 +465,7 @@ impl Conn {
             iss,
             snd_nxt: iss,
             buffer,
+            timer: HandshakeTimer::new(),
         });
         let mut opts = Negotiated::offer(config, mss);
         // Our own SYN asks for ECN only in `Request` mode (RFC 3168 §6.1.1).
@@ -495,6 +496,7 @@ impl Conn {
             passive: true,
             rcv,
             buffer,
+            timer: HandshakeTimer::new(),
         });
         let mut conn = Conn::new(config, local, remote, state, opts);
         conn.owner = Owner::Pending(listener);

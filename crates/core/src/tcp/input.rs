@@ -8,6 +8,7 @@ use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
 use super::ecn::{self, Ecn};
 use super::output::{Reset, seg_len, tsval};
 use super::recovery::{AckBefore, enter_recovery};
+use super::rtt::HandshakeTimer;
 use super::seq::SeqNumber;
 use super::state::*;
 use super::timer::Timer;
@@ -61,8 +62,9 @@ impl Conn {
         }
         self.opts.agree(seg);
         let rcv = new_rcv(ctx.sh, SeqNumber(seg.seq), self.opts.rcv_shift());
-        let State::SynSent(SynSent { iss, buffer, .. }) =
-            core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+        let State::SynSent(SynSent {
+            iss, buffer, timer, ..
+        }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
         else {
             return;
         };
@@ -80,7 +82,7 @@ impl Conn {
             );
             self.start_from_block(ctx, &mut snd);
             self.state = State::Established(Established { snd, rcv });
-            self.on_established(ctx, seg);
+            self.on_established(ctx, seg, timer);
             self.ack = AckState::Now;
             // "If there are other controls or text in the segment, then continue
             // processing at the sixth step below where the URG bit is checked".
@@ -97,19 +99,25 @@ impl Conn {
                 passive: false,
                 rcv,
                 buffer,
+                timer: HandshakeTimer::ambiguous(),
             });
             self.timers.stop(Timer::Retransmit);
         }
     }
 
-    /// The handshake completed: reset the retransmission state, take an RTT sample,
-    /// wake the user, and apply a close requested before.
-    fn on_established(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    /// The handshake completed: reset the retransmission state, take an RTT sample
+    /// (from the timestamps, or from `timer` when the SYN went out once: RFC 6298
+    /// §2.1), wake the user, and apply a close requested before.
+    fn on_established(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, timer: HandshakeTimer) {
         if let (Some(_), Some((_, tsecr))) = (self.opts.ts, seg.options.timestamps)
             && tsecr != 0
         {
             let ms = tsval(ctx.now).wrapping_sub(tsecr);
             self.rtt.sample(Duration::from_millis(u64::from(ms)));
+        } else if self.opts.ts.is_none()
+            && let Some(rtt) = timer.sample(ctx.now)
+        {
+            self.rtt.sample(rtt);
         }
         self.retries = 0;
         self.rtt.reset_backoff();
@@ -363,6 +371,7 @@ impl Conn {
             snd_wnd,
             rcv,
             buffer,
+            timer,
             ..
         }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
         else {
@@ -380,7 +389,7 @@ impl Conn {
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
         self.start_from_block(ctx, &mut snd);
         self.state = State::Established(Established { snd, rcv });
-        self.on_established(ctx, seg);
+        self.on_established(ctx, seg, timer);
     }
 
     /// ACK processing in the states with a sending half.

@@ -603,8 +603,14 @@ impl Conn {
         let timestamps = self.opts.ts.is_some();
         let mut sent = None;
         match (&mut self.state, plan.kind) {
-            (State::SynSent(s), Kind::Syn) => s.snd_nxt = s.iss + 1,
-            (State::SynRcvd(s), Kind::Syn) => s.snd_nxt = s.iss + 1,
+            (State::SynSent(s), Kind::Syn) => {
+                s.snd_nxt = s.iss + 1;
+                s.timer.on_send(now);
+            }
+            (State::SynRcvd(s), Kind::Syn) => {
+                s.snd_nxt = s.iss + 1;
+                s.timer.on_send(now);
+            }
             (state, Kind::Next | Kind::Repair) => {
                 let Some(snd) = state.snd_mut() else { return };
                 let end = plan.seq + plan.len + usize::from(plan.flags.fin());

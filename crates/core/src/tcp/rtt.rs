@@ -188,6 +188,47 @@ impl RttSampler {
     }
 }
 
+/// Times the SYN (or SYN-ACK) for connections without timestamps: RFC 6298 §2.1 lets
+/// the first RTT measurement come from the handshake, and Karn's rule (§3) forbids it
+/// once the SYN was sent twice (or the handshake turned into a simultaneous open).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HandshakeTimer {
+    /// When the SYN went out first.
+    first: Option<Instant>,
+    /// It went out again, or the timing is otherwise ambiguous.
+    ambiguous: bool,
+}
+
+impl HandshakeTimer {
+    /// A timer for a handshake whose SYN has not been sent.
+    pub fn new() -> HandshakeTimer {
+        HandshakeTimer::default()
+    }
+
+    /// A timer that gives no sample (a simultaneous open: our SYN and its SYN-ACK
+    /// answer different segments).
+    pub fn ambiguous() -> HandshakeTimer {
+        HandshakeTimer {
+            first: None,
+            ambiguous: true,
+        }
+    }
+
+    /// The SYN (or SYN-ACK) was sent at `now`.
+    pub fn on_send(&mut self, now: Instant) {
+        if self.first.is_some() {
+            self.ambiguous = true;
+        }
+        self.first = Some(now);
+    }
+
+    /// The handshake completed at `now`: the RTT, if the SYN was sent once.
+    pub fn sample(&self, now: Instant) -> Option<Duration> {
+        let first = self.first.filter(|_| !self.ambiguous)?;
+        Some(now.saturating_duration_since(first))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

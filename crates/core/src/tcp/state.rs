@@ -11,7 +11,7 @@ use super::TcpError;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller};
 use super::rack::{Rack, Undo};
-use super::rtt::RttSampler;
+use super::rtt::{HandshakeTimer, RttSampler};
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
 use crate::time::Instant;
@@ -50,6 +50,8 @@ pub(crate) struct SynSent {
     pub snd_nxt: SeqNumber,
     /// Data written before the connection is established.
     pub buffer: SendBuffer,
+    /// When the SYN went out, for an RTT sample without timestamps.
+    pub timer: HandshakeTimer,
 }
 
 /// SYN-RECEIVED: the peer's ISN is known (so the receiving half exists); ours is sent.
@@ -68,6 +70,8 @@ pub(crate) struct SynRcvd {
     pub rcv: Rcv,
     /// Data written before the connection is established.
     pub buffer: SendBuffer,
+    /// When the SYN-ACK went out, for an RTT sample without timestamps.
+    pub timer: HandshakeTimer,
 }
 
 /// ESTABLISHED.

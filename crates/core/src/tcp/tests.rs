@@ -375,6 +375,51 @@ fn passive_open_handshake_and_accept() {
     assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
     // RFC 9293 §3.7.1: bounded by the peer's 1200 and by our own MSS.
     assert_eq!(tcp.info(c).unwrap().snd_mss, 1200.min(MSS));
+    // The SYN-ACK went out twice: the ACK may answer either (Karn), so no RTT sample.
+    assert_eq!(tcp.info(c).unwrap().srtt, None);
+}
+
+/// Without timestamps, a handshake whose SYN (or SYN-ACK) went out once gives the
+/// first RTT sample (RFC 6298 §2.1), on both sides of the handshake.
+#[test]
+fn handshake_gives_an_rtt_sample_without_timestamps() {
+    let mut tcp = Tcp::new(config(), &secret(3));
+    let l = tcp.listen(LOCAL, 4).unwrap();
+    send!(
+        tcp,
+        100,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            ..SEND_TEMPL
+        }
+    );
+    let synack = parse(&recv!(tcp, 100)).seq;
+    send!(
+        tcp,
+        130,
+        Repr {
+            seq: RISS + 1,
+            ack: synack + 1,
+            ..SEND_TEMPL
+        }
+    );
+    let c = tcp.accept(l).unwrap();
+    assert_eq!(tcp.info(c).unwrap().srtt, Some(Duration::from_millis(30)));
+    // The active side: SYN at 0, SYN-ACK at 25 ms.
+    let (mut tcp, c, iss) = syn_sent(config());
+    send!(
+        tcp,
+        25,
+        Repr {
+            seq: RISS,
+            ack: iss + 1,
+            flags: Flags::SYN | Flags::ACK,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+    assert_eq!(tcp.info(c).unwrap().srtt, Some(Duration::from_millis(25)));
 }
 
 // ---- SYN-SENT ----------------------------------------------------------------------------
