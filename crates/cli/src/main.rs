@@ -8,15 +8,19 @@
 mod analyze;
 #[cfg(test)]
 mod cli_fuzz;
+mod control;
+mod debug_fields;
 mod ftp;
 mod ftp_serve;
 mod http;
 mod impair;
 mod link;
 mod ping;
+mod quic_echo;
 mod route;
 mod serve;
 mod sim;
+mod ss;
 mod tapargs;
 mod ttcp;
 mod ttcp_tap;
@@ -58,6 +62,9 @@ enum Command {
     Route(route::RouteArgs),
     /// Judge every TCP connection in a pcap/pcapng: retransmissions (as tshark counts them), stalls, RTT.
     Analyze(analyze::AnalyzeArgs),
+    /// Show a running imp serve's or imp route's TCP sockets like `ss -tin`
+    /// (`--counters`: its counters like `nstat`).
+    Ss(ss::SsArgs),
 }
 
 /// Exit status of a command line that is wrong: clap's own parse errors and the
@@ -79,6 +86,7 @@ fn validate(command: &Command) -> Result<(), String> {
         Command::Link(args) => link::validate(args),
         Command::Route(args) => route::validate(args),
         Command::Analyze(args) => analyze::validate(args),
+        Command::Ss(_) => Ok(()),
     }
 }
 
@@ -106,6 +114,7 @@ fn main() {
         Command::Link(args) => link::run(args),
         Command::Route(args) => route::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Ss(args) => ss::run(args),
     };
     if let Err(message) = result {
         eprintln!("imp: {message}");

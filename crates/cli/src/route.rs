@@ -601,6 +601,8 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
         .zip(args.interfaces())
         .map(|(i, spec)| format!("{} ({})", i.name, spec.addrs_text()))
         .collect();
+    // Bound before the startup line, so `imp ss` finds it once that is out.
+    let control = crate::control::bind_or_warn("imp route");
     println!(
         "imp route: forwarding between {}; stop with Ctrl-C",
         names.join(", ")
@@ -615,6 +617,10 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
                 scope.spawn(move || run_generator(rt, generate, stop))
             })
             .collect();
+        if let Some(control) = &control {
+            let (rt, stop) = (&rt, &stop);
+            scope.spawn(move || control.serve(stop, |request| crate::control::answer(rt, request)));
+        }
         serve(&rt, &ifaces, args, &stop);
         generators
             .into_iter()

@@ -89,6 +89,8 @@ mod tcp;
 mod udp;
 mod zero_copy;
 
+#[cfg(feature = "quic")]
+pub mod quic;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 

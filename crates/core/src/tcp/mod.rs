@@ -469,6 +469,10 @@ pub struct TcpInfo {
     pub soft_error: Option<TcpError>,
     /// The path MTU learned from ICMP (RFC 1191), if lower than the route's.
     pub path_mtu: Option<u16>,
+    /// The rate data is paced at, bytes per second: the congestion controller's own
+    /// (BBR) or Linux's `cwnd / srtt` scaled (`pacing.rs`); None without a sending
+    /// half or an RTT sample.
+    pub pacing_rate: Option<u64>,
 }
 
 /// Counters for the whole TCP layer (`netstat -s` style).

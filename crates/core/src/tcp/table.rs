@@ -176,6 +176,28 @@ impl Tcp {
         self.slots.iter().filter(|s| s.socket.is_some()).count()
     }
 
+    /// Every open socket, listeners (`true`) and connections (`false`), in table order
+    /// (for listing them, as `ss` does).
+    pub fn handles(&self) -> impl Iterator<Item = (TcpHandle, bool)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(index, slot)| {
+            let handle = TcpHandle {
+                index: index as u32,
+                generation: slot.generation,
+            };
+            match slot.socket.as_ref()? {
+                Socket::Listener(_) => Some((handle, true)),
+                Socket::Conn(_) => Some((handle, false)),
+            }
+        })
+    }
+
+    /// The address a listener listens on (None for connections and stale handles).
+    pub fn listen_addr(&self, handle: TcpHandle) -> Option<SocketAddr> {
+        self.listeners
+            .iter()
+            .find_map(|(addr, h)| (*h == handle).then_some(*addr))
+    }
+
     /// Connections in the table, in any state (at most
     /// [`TcpConfig::max_connections`]); listeners are not counted.
     pub fn connection_count(&self) -> usize {
