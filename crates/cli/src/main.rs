@@ -8,6 +8,8 @@
 mod analyze;
 #[cfg(test)]
 mod cli_fuzz;
+mod control;
+mod debug_fields;
 mod ftp;
 mod ftp_serve;
 mod http;
@@ -15,9 +17,11 @@ mod impair;
 mod link;
 mod ping;
 mod proxy;
+mod quic_echo;
 mod route;
 mod serve;
 mod sim;
+mod ss;
 mod tapargs;
 mod ttcp;
 mod ttcp_tap;
@@ -62,6 +66,9 @@ enum Command {
     Route(route::RouteArgs),
     /// Judge every TCP connection in a pcap/pcapng: retransmissions (as tshark counts them), stalls, RTT.
     Analyze(analyze::AnalyzeArgs),
+    /// Show a running imp serve's or imp route's TCP sockets like `ss -tin`
+    /// (`--counters`: its counters like `nstat`).
+    Ss(ss::SsArgs),
 }
 
 /// Exit status of a command line that is wrong: clap's own parse errors and the
@@ -84,6 +91,7 @@ fn validate(command: &Command) -> Result<(), String> {
         Command::Route(args) => route::validate(args),
         Command::Proxy(args) => proxy::validate(args),
         Command::Analyze(args) => analyze::validate(args),
+        Command::Ss(_) => Ok(()),
     }
 }
 
@@ -112,6 +120,7 @@ fn main() {
         Command::Route(args) => route::run(args),
         Command::Proxy(args) => proxy::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Ss(args) => ss::run(args),
     };
     if let Err(message) = result {
         eprintln!("imp: {message}");

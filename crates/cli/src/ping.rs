@@ -1,7 +1,8 @@
-//! `imp ping`: ICMP echo between two simulated hosts, printed like ping(8); with
-//! `--tap`, echo requests from imp over a TAP device to a real host.
+//! `imp ping`: ICMP echo between two simulated hosts (ICMPv6 with `-6`), printed like
+//! ping(8); with `--tap`, echo requests from imp over a TAP device to a real host, IPv4
+//! or IPv6 (a link-local one with its `%scope`).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -56,9 +57,16 @@ pub struct PingArgs {
     /// How long to wait for replies after the last request (with --tap).
     #[arg(short = 'W', long, default_value = "2s", value_parser = units::parse_duration)]
     pub wait: Duration,
-    /// The host to ping over the TAP (with --tap; the simulated network pings 10.0.0.2).
-    #[arg(value_name = "HOST")]
-    pub host: Option<Ipv4Addr>,
+    /// Ping over IPv6 on the simulated network (fd00::1 pings fd00::2); with --tap the
+    /// HOST's family decides.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// The host to ping over the TAP (with --tap; the simulated network pings 10.0.0.2):
+    /// an IPv4 or IPv6 address, a link-local one optionally with its scope
+    /// (`fe80::1%tap0`, the TAP's name), or a name (resolved with --dns or DHCP's
+    /// servers; its first IPv4 address, else its first IPv6 one).
+    #[arg(value_name = "HOST", value_parser = parse_target)]
+    pub host: Option<Target>,
     #[command(flatten)]
     pub device: TapArgs,
 }
@@ -77,6 +85,82 @@ struct Reply {
     /// high bit set means a clock not tied to UT).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     timestamps: Vec<(Option<String>, u32)>,
+}
+
+/// The address `imp ping` pings, with the scope a link-local IPv6 address was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// The address.
+    pub addr: IpAddr,
+    /// The interface named after `%` (only for a link-local IPv6 address).
+    pub scope: Option<String>,
+}
+
+/// What HOST names: an address, or a name to resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An IPv4 or IPv6 address (with its scope).
+    Addr(Host),
+    /// A host name.
+    Name(String),
+}
+
+impl Target {
+    /// The address, when HOST was one.
+    pub fn addr(&self) -> Option<IpAddr> {
+        match self {
+            Target::Addr(h) => Some(h.addr),
+            Target::Name(_) => None,
+        }
+    }
+}
+
+/// Parse HOST: an address (see [`parse_host`]) or a host name (`example.test`).
+fn parse_target(text: &str) -> Result<Target, String> {
+    if text.contains([':', '%']) || text.parse::<IpAddr>().is_ok() {
+        return parse_host(text).map(Target::Addr);
+    }
+    let name_like = !text.is_empty()
+        && text.len() <= 253
+        && text.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        && !text
+            .split('.')
+            .all(|l| l.bytes().all(|b| b.is_ascii_digit()));
+    if name_like {
+        Ok(Target::Name(text.to_string()))
+    } else {
+        Err(format!(
+            "`{text}` is neither an IPv4 or IPv6 address nor a host name"
+        ))
+    }
+}
+
+/// Parse HOST: `10.0.0.1`, `2001:db8::1` or `fe80::1%tap0`.
+fn parse_host(text: &str) -> Result<Host, String> {
+    let (addr, scope) = match text.split_once('%') {
+        Some((addr, scope)) => (addr, Some(scope)),
+        None => (text, None),
+    };
+    let addr: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("`{text}` is not an IPv4 or IPv6 address"))?;
+    match (addr, scope) {
+        (_, None) => Ok(Host { addr, scope: None }),
+        (IpAddr::V6(v6), Some(scope)) if v6.is_unicast_link_local() && !scope.is_empty() => {
+            Ok(Host {
+                addr,
+                scope: Some(scope.to_string()),
+            })
+        }
+        _ => Err(format!(
+            "`{text}`: only a link-local IPv6 address (fe80::/10) takes a %scope"
+        )),
+    }
 }
 
 /// Parse `-T`'s kind.
@@ -148,7 +232,22 @@ const MAX_RUN: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const SRC6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+const DST6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
 const IDENT: u16 = 0x1e7;
+
+/// Bytes of headers before the echo data: IPv4 (20) or IPv6 (40), and ICMP's 8.
+fn header_bytes(v6: bool) -> usize {
+    if v6 { 48 } else { 28 }
+}
+
+/// ping(8)'s first line.
+fn banner(name: &str, host: IpAddr, size: usize) -> String {
+    format!(
+        "PING {name} ({host}) {size}({}) bytes of data",
+        size + header_bytes(host.is_ipv6())
+    )
+}
 
 fn payload(seq: u16, size: usize) -> Vec<u8> {
     (0..size)
@@ -171,12 +270,13 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
     if args.count == 0 {
         return Err("--count 0: send at least 1 request".into());
     }
-    if args.size > 65507 - 8 {
-        return Err(format!(
-            "--size {} is larger than an IPv4 datagram can carry (65499)",
-            args.size
-        ));
-    }
+    let v6 = args.ipv6
+        || args
+            .host
+            .as_ref()
+            .and_then(Target::addr)
+            .is_some_and(|a| a.is_ipv6());
+    check_family(args, v6)?;
     // The whole run must fit the (virtual or real) clock: the simulator's counts
     // nanoseconds in 64 bits (584 years), so --interval 1e9s with -c 65535 overflowed
     // it and sent most requests at once at its end.
@@ -196,16 +296,15 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
     }
     args.device.validate()?;
     if args.device.is_set() {
-        args.device.required("ping")?;
+        let (name, _) = args.device.required("ping")?;
         let host = args
             .host
-            .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address)")?;
-        if host.is_unspecified() || host.is_multicast() || host.is_broadcast() {
-            return Err(format!(
-                "HOST {host}: not a host's address (imp pings one unicast address)"
-            ));
-        }
-        return Ok(());
+            .as_ref()
+            .ok_or("imp ping --tap needs the HOST to ping (an IPv4 or IPv6 address or a name)")?;
+        return match host {
+            Target::Addr(host) => check_host(host, name),
+            Target::Name(_) => Ok(()),
+        };
     }
     let mut given = args.device.given();
     if args.host.is_some() {
@@ -224,6 +323,57 @@ pub fn validate(args: &PingArgs) -> Result<(), String> {
         .map_err(|e| format!("bad link settings (--rate, --delay, --loss): {e}"))
 }
 
+/// The checks that depend on the family pinged: -6 with an IPv4 HOST, IPv4 options
+/// over IPv6, the largest payload of each.
+fn check_family(args: &PingArgs, v6: bool) -> Result<(), String> {
+    if let Some(host) = args
+        .host
+        .as_ref()
+        .and_then(Target::addr)
+        .filter(|a| args.ipv6 && a.is_ipv4())
+    {
+        return Err(format!("-6 with the IPv4 HOST {host}: drop one"));
+    }
+    if v6 && (args.record_route || args.timestamp.is_some()) {
+        return Err(
+            "-R and -T are IPv4 options: IPv6 has no record route or timestamp option".into(),
+        );
+    }
+    let (max, family) = if v6 {
+        (65535 - 8, "ICMPv6 message")
+    } else {
+        (65507 - 8, "IPv4 datagram")
+    };
+    if args.size > max {
+        return Err(format!(
+            "--size {} is larger than an {family} can carry ({max})",
+            args.size
+        ));
+    }
+    Ok(())
+}
+
+/// HOST over a device named `name`: one unicast address; a scope names that device.
+fn check_host(host: &Host, name: &str) -> Result<(), String> {
+    let addr = host.addr;
+    let unicast = match addr {
+        IpAddr::V4(a) => !(a.is_unspecified() || a.is_multicast() || a.is_broadcast()),
+        IpAddr::V6(a) => !(a.is_unspecified() || a.is_multicast() || a.is_loopback()),
+    };
+    if !unicast {
+        return Err(format!(
+            "HOST {addr}: not a host's address (imp pings one unicast address)"
+        ));
+    }
+    match &host.scope {
+        Some(scope) if scope != name => Err(format!(
+            "HOST {addr}%{scope}: imp's only interface is {name} (write {addr}%{name} or \
+             leave the scope out)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Run `imp ping`: on the built-in two-host network, or over a TAP with `--tap`.
 pub fn run(args: &PingArgs) -> Result<(), String> {
     validate(args)?;
@@ -232,12 +382,34 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
     }
     let link = sim_link(args);
     let mut sim = Sim::new(args.seed);
-    let a = sim.add_host("a", StackConfig::default());
-    let b = sim.add_host("b", StackConfig::default());
+    let config = StackConfig {
+        // The simulated link has no one else on it: addresses are usable at once.
+        ipv6: impnet_core::Ipv6Config {
+            dad_transmits: 0,
+            router_solicitations: 0,
+            ..impnet_core::Ipv6Config::default()
+        },
+        ..StackConfig::default()
+    };
+    let a = sim.add_host("a", config.clone());
+    let b = sim.add_host("b", config);
     let cidr = |addr| Cidr::new(addr, 24).expect("a /24 is a valid prefix");
     let link_id = sim
         .connect(a, cidr(SRC), b, cidr(DST), link)
         .map_err(|e| format!("bad link settings: {e}"))?;
+    let dst = if args.ipv6 {
+        for (host, addr) in [(a, SRC6), (b, DST6)] {
+            let iface = sim
+                .iface_on(host, link_id)
+                .ok_or("no interface on the link")?;
+            let cidr = impnet_wire::ipv6::Cidr::new(addr, 64).expect("a /64 is a valid prefix");
+            let now = sim.now();
+            sim.host_mut(host).add_address6(now, iface, cidr);
+        }
+        IpAddr::V6(DST6)
+    } else {
+        IpAddr::V4(DST)
+    };
     if let Some(path) = &args.pcap {
         sim.capture(link_id, path)
             .map_err(|e| format!("cannot write pcap file {}: {e}", path.display()))?;
@@ -247,32 +419,47 @@ pub fn run(args: &PingArgs) -> Result<(), String> {
         .icmp_bind(IDENT)
         .map_err(|e| format!("cannot open an ICMP socket: {e}"))?;
     if !args.json {
-        println!(
-            "PING {DST} ({DST}) {}({}) bytes of data.",
-            args.size,
-            args.size + 28
-        );
+        println!("{}.", banner(&dst.to_string(), dst, args.size));
     }
-    let replies = exchange(&mut sim, args, a, socket)?;
+    let replies = exchange(&mut sim, args, (a, dst), socket)?;
     sim.flush_captures()
         .map_err(|e| format!("cannot write pcap file: {e}"))?;
-    report(args, DST, &replies, sim.seed());
+    report(args, dst, &replies, sim.seed());
     Ok(())
+}
+
+/// The first address of `name`: IPv4 if it has one, else IPv6.
+fn resolve_name(rt: &impnet::Runtime, name: &str) -> Result<IpAddr, String> {
+    let ips = impnet::lookup_ips(rt, name).map_err(|e| format!("HOST {name}: {e}"))?;
+    ips.iter()
+        .find(|ip| ip.is_ipv4())
+        .or_else(|| ips.first())
+        .copied()
+        .ok_or_else(|| format!("HOST {name}: the name has no address"))
 }
 
 /// `imp ping --tap`: echo requests from imp to a real host, at `--interval`.
 fn run_tap(args: &PingArgs) -> Result<(), String> {
-    let host = args
+    let name = args
         .host
-        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 address)")?;
+        .as_ref()
+        .ok_or("imp ping --tap needs the HOST to ping (an IPv4 or IPv6 address or a name)")?;
     let stack = args.device.start("ping")?;
+    let (name, host) = match name {
+        Target::Addr(h) => (h.addr.to_string(), h.addr),
+        Target::Name(n) => (n.clone(), resolve_name(&stack.rt, n)?),
+    };
+    if let IpAddr::V6(h) = host
+        && h.is_unicast_link_local()
+    {
+        wait_for_link_local(&stack)?;
+    }
     let socket = impnet::IcmpSocket::bind(&stack.rt, IDENT)
         .map_err(|e| format!("cannot open an ICMP socket: {e}"))?;
     if !args.json {
         println!(
-            "PING {host} ({host}) {}({}) bytes of data, from {}.",
-            args.size,
-            args.size + 28,
+            "{}, from {}.",
+            banner(&name, host, args.size),
             stack.describe(args.device.impair.as_ref())
         );
     }
@@ -316,12 +503,36 @@ fn run_tap(args: &PingArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Wait (up to 5 s) until imp's link-local address passed duplicate address detection:
+/// a link-local HOST is pinged from it.
+fn wait_for_link_local(stack: &crate::tapargs::TapStack) -> Result<(), String> {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let ready = stack.rt.with_stack(|s, _| {
+            s.ipv6_addresses(stack.iface).iter().any(|a| {
+                a.cidr.address.is_unicast_link_local()
+                    && a.state == impnet_core::ipv6::AddrState::Preferred
+            })
+        });
+        if ready {
+            return Ok(());
+        }
+        if std::time::Instant::now() > give_up {
+            return Err(format!(
+                "imp has no usable link-local address on {} after 5 s",
+                stack.name
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Take echo replies until `until` (or every request is answered).
 #[allow(clippy::too_many_arguments)]
 fn receive_until(
     args: &PingArgs,
     socket: &impnet::IcmpSocket,
-    host: Ipv4Addr,
+    host: IpAddr,
     until: std::time::Instant,
     sent_at: &[std::time::Instant],
     buf: &mut [u8],
@@ -377,12 +588,38 @@ fn receive_until(
     }
 }
 
+/// A reply on the simulated network, printed unless `--json`.
+fn sim_reply(args: &PingArgs, echo: &impnet_core::EchoReply, rtt_ms: f64) -> Reply {
+    let mut reply = Reply {
+        seq: echo.seq_no + 1,
+        bytes: echo.len + 8,
+        ttl: echo.ttl,
+        rtt_ms,
+        route: Vec::new(),
+        timestamps: Vec::new(),
+    };
+    take_hops(&mut reply, &echo.options);
+    if !args.json {
+        println!(
+            "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
+            reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
+        );
+        print_hops(&reply);
+    }
+    reply
+}
+
 fn exchange(
     sim: &mut Sim,
     args: &PingArgs,
-    a: impnet_sim::HostId,
+    (a, dst): (impnet_sim::HostId, IpAddr),
     socket: impnet_core::IcmpHandle,
 ) -> Result<Vec<Reply>, String> {
+    let src: IpAddr = if dst.is_ipv6() {
+        SRC6.into()
+    } else {
+        SRC.into()
+    };
     let start = sim.now();
     let mut sent_at: Vec<Instant> = Vec::new();
     let mut replies = Vec::new();
@@ -405,28 +642,13 @@ fn exchange(
                         eprintln!("reply {} carried corrupted data", echo.seq_no);
                         continue;
                     }
-                    let mut reply = Reply {
-                        seq: echo.seq_no + 1,
-                        bytes: echo.len + 8,
-                        ttl: echo.ttl,
-                        rtt_ms: (now - sent).as_nanos() as f64 / 1e6,
-                        route: Vec::new(),
-                        timestamps: Vec::new(),
-                    };
-                    take_hops(&mut reply, &echo.options);
-                    if !args.json {
-                        println!(
-                            "{} bytes from {}: icmp_seq={} ttl={} time={:.3} ms",
-                            reply.bytes, echo.src, reply.seq, reply.ttl, reply.rtt_ms
-                        );
-                        print_hops(&reply);
-                    }
-                    replies.push(reply);
+                    let rtt_ms = (now - sent).as_nanos() as f64 / 1e6;
+                    replies.push(sim_reply(args, &echo, rtt_ms));
                 }
                 Err(IcmpError::WouldBlock) => break,
                 Err(e) => {
                     if !args.json {
-                        println!("From {SRC} icmp_seq={}: {e}", sent_at.len());
+                        println!("From {src} icmp_seq={}: {e}", sent_at.len());
                     }
                 }
             }
@@ -439,7 +661,7 @@ fn exchange(
             if let Err(e) = stack.icmp_send_echo_with_options(
                 now,
                 socket,
-                DST,
+                dst,
                 seq,
                 &payload(seq, args.size),
                 &options,
@@ -467,7 +689,7 @@ fn exchange(
     Ok(replies)
 }
 
-fn report(args: &PingArgs, destination: Ipv4Addr, replies: &[Reply], seed: u64) {
+fn report(args: &PingArgs, destination: IpAddr, replies: &[Reply], seed: u64) {
     let rtts: Vec<f64> = replies.iter().map(|r| r.rtt_ms).collect();
     let n = rtts.len() as f64;
     let stats = (!rtts.is_empty()).then(|| {

@@ -2,50 +2,64 @@
 //! 1812 forwarding in the core, seed 004's gateway functions around it): routing,
 //! statistics per interface printed at an interval and on exit, the link model on any
 //! interface, and a pcap per interface for debugging. It answers pings to its own
-//! addresses, as any imp stack does.
+//! addresses, as any imp stack does. IPv4 and IPv6 alike: each interface may have
+//! addresses of both families, routes and access rules take either, and `--ra` makes
+//! imp advertise itself as the IPv6 router of its links (RFC 4861), so Linux hosts
+//! configure addresses (SLAAC) and a default route from it.
 
 use std::io::Write;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
+use crate::impair;
+use crate::tapargs::{
+    HostCidr, check_host_addr, check_host_addr6, check_ifname, fit_mtu, mac_for_addrs, model,
+    parse_host_cidr,
+};
 use clap::Args;
 use impnet::PollFd;
 use impnet::Runtime;
 use impnet::core::acl::{Acl, Action, Rule};
 use impnet::core::qdisc::QdiscConfig;
-use impnet::core::{IfaceConfig, IfaceId, IfaceStats, StackConfig};
+use impnet::core::{Duration, ForwardStats, IfaceConfig, IfaceId, IfaceStats, StackConfig};
 use impnet::phy::pcap::{LINKTYPE_ETHERNET, LINKTYPE_RAW};
 use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig, Tun};
-use impnet::wire::ipv4::Cidr;
-
-use crate::impair;
-use crate::tapargs::{check_host_addr, check_ifname, fit_mtu, mac_for, model, parse_cidr};
 
 /// Options of `imp route`.
 #[derive(Debug, Args)]
 pub struct RouteArgs {
-    /// An interface: a TAP device (created if missing) and imp's address on it, with
-    /// an optional IP MTU: NAME=ADDR/LEN[,mtu=N]. Give two or more.
-    #[arg(long = "tap", value_name = "NAME=ADDR/LEN[,mtu=N]", value_parser = parse_tap, required_unless_present = "tuns")]
+    /// An interface: a TAP device (created if missing) and imp's addresses on it,
+    /// IPv4 or IPv6 (one or more, comma-separated), with an optional IP MTU:
+    /// `NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N]`, e.g. tap0=10.0.1.1/24,fd00:1::1/64. Give
+    /// two or more.
+    #[arg(long = "tap", value_name = "NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N]", value_parser = parse_tap, required_unless_present = "tuns")]
     pub taps: Vec<TapSpec>,
-    /// An IP-level interface: a TUN device (bare IP packets, no ARP; created if
-    /// missing) and imp's address on it: NAME=ADDR/LEN[,mtu=N]. Counts with the
-    /// --tap interfaces, which come first.
-    #[arg(long = "tun", value_name = "NAME=ADDR/LEN[,mtu=N]", value_parser = parse_tun)]
+    /// An IP-level interface: a TUN device (bare IP packets, no ARP or neighbour
+    /// discovery; created if missing) and imp's addresses on it, as for --tap. Counts
+    /// with the --tap interfaces, which come first.
+    #[arg(long = "tun", value_name = "NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N]", value_parser = parse_tun)]
     pub tuns: Vec<TapSpec>,
-    /// A route: destinations CIDR through gateway GW (on one of the TAPs' networks).
+    /// A route: destinations CIDR through gateway GW, of one family (on one of the
+    /// interfaces' networks): 10.9.0.0/16=10.0.2.7 or 2001:db8:9::/48=fd00:2::7.
     #[arg(long = "route", value_name = "CIDR=GW", value_parser = parse_route)]
-    pub routes: Vec<(Cidr, Ipv4Addr)>,
+    pub routes: Vec<(HostCidr, IpAddr)>,
+    /// Advertise imp as the IPv6 router of every interface (RFC 4861 router
+    /// advertisements: unsolicited every 200 to 600 s, the first three 16 s apart at
+    /// most, and in answer to solicitations), with each interface's /64 prefixes for
+    /// SLAAC and its MTU. Without it imp sends none.
+    #[arg(long)]
+    pub ra: bool,
     /// The link model on one interface, both ways: NAME:delay=10ms,rate=10mbit,...
     #[arg(long = "impair", value_name = "NAME:SPEC", value_parser = parse_named_impair)]
     pub impair: Vec<(String, LinkConfig)>,
-    /// An access rule for forwarded datagrams, in order (the first that matches wins;
-    /// without a match the datagram is forwarded): `deny proto=tcp dst=10.0.2.0/24
-    /// dport=8081`, `allow in=tap0 src=10.0.1.0/24`. Keys: in, out, src, dst, proto
-    /// (tcp, udp, icmp or a number), sport, dport (N or N-M).
+    /// An access rule for forwarded datagrams, IPv4 or IPv6, in order (the first
+    /// that matches wins; without a match the datagram is forwarded): `deny proto=tcp
+    /// dst=10.0.2.0/24 dport=8081`, `allow in=tap0 src=fd00:1::/64`. Keys: in, out,
+    /// src, dst (prefixes of one family: the rule's), proto (tcp, udp, icmp, icmpv6 or
+    /// a number), sport, dport (N or N-M).
     #[arg(long = "acl", value_name = "RULE", value_parser = parse_rule)]
     pub acl: Vec<Rule>,
     /// The queue discipline of every --impair'ed interface that names none in its
@@ -76,15 +90,15 @@ impl RouteArgs {
     }
 }
 
-/// One `--tap` (or `--tun`): the device, imp's address on it, its IP MTU.
+/// One `--tap` (or `--tun`): the device, imp's addresses on it, its IP MTU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TapSpec {
     /// A TUN (`--tun`: IP packets) rather than a TAP (Ethernet frames).
     pub tun: bool,
     /// The TAP's name.
     pub name: String,
-    /// imp's address and prefix on the TAP's network.
-    pub addr: Cidr,
+    /// imp's addresses and prefixes on the TAP's networks (at least one).
+    pub addrs: Vec<HostCidr>,
     /// The IP MTU (1500 unless given).
     pub mtu: usize,
 }
@@ -104,19 +118,25 @@ impl TapSpec {
     pub fn flag(&self) -> &'static str {
         if self.tun { "--tun" } else { "--tap" }
     }
+
+    /// The addresses as given: `10.0.1.1/24, fd00:1::1/64`.
+    pub fn addrs_text(&self) -> String {
+        let addrs: Vec<String> = self.addrs.iter().map(ToString::to_string).collect();
+        addrs.join(", ")
+    }
 }
 
 fn parse_device(text: &str, tun: bool) -> Result<TapSpec, String> {
     let flag = if tun { "--tun" } else { "--tap" };
-    let (name, rest) = text
-        .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not NAME=ADDR/LEN[,mtu=N] (e.g. tap0=10.0.1.1/24)"))?;
+    let (name, rest) = text.split_once('=').ok_or_else(|| {
+        format!(
+            "`{text}` is not NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N] (e.g. tap0=10.0.1.1/24,fd00:1::1/64)"
+        )
+    })?;
     check_ifname(flag, name)?;
-    let mut parts = rest.split(',');
-    let addr = parse_cidr(parts.next().unwrap_or_default())?;
-    check_host_addr(&format!("{flag} {name}="), addr)?;
+    let mut addrs: Vec<HostCidr> = Vec::new();
     let mut mtu = 1500;
-    for part in parts {
+    for part in rest.split(',') {
         match part.split_once('=') {
             Some(("mtu", value)) => {
                 mtu = value
@@ -125,26 +145,55 @@ fn parse_device(text: &str, tun: bool) -> Result<TapSpec, String> {
                     .filter(|m| (576..=65535).contains(m))
                     .ok_or_else(|| format!("`{value}` in `{text}` is not an MTU (576 to 65535)"))?;
             }
-            _ => return Err(format!("`{part}` in `{text}`: the only option is mtu=N")),
+            Some(_) => return Err(format!("`{part}` in `{text}`: the only option is mtu=N")),
+            None => {
+                let addr = parse_host_cidr(part)?;
+                let at = format!("{flag} {name}=");
+                match addr {
+                    HostCidr::V4(c) => check_host_addr(&at, c)?,
+                    HostCidr::V6(c) => check_host_addr6(&at, c)?,
+                }
+                if addrs.iter().any(|a| a.address() == addr.address()) {
+                    return Err(format!("`{text}`: {} is given twice", addr.address()));
+                }
+                addrs.push(addr);
+            }
         }
+    }
+    if addrs.is_empty() {
+        return Err(format!(
+            "`{text}` gives no address: NAME=ADDR/LEN[,ADDR/LEN...][,mtu=N] (e.g. tap0=10.0.1.1/24)"
+        ));
+    }
+    if mtu < 1280 && addrs.iter().any(|a| matches!(a, HostCidr::V6(_))) {
+        return Err(format!(
+            "`{text}`: IPv6 needs an MTU of at least 1280 (RFC 8200 §5)"
+        ));
     }
     Ok(TapSpec {
         tun,
         name: name.to_string(),
-        addr,
+        addrs,
         mtu,
     })
 }
 
-/// Parse `CIDR=GW`.
-pub fn parse_route(text: &str) -> Result<(Cidr, Ipv4Addr), String> {
-    let (cidr, gateway) = text
-        .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not CIDR=GATEWAY (e.g. 10.9.0.0/16=10.0.2.1)"))?;
-    let cidr = parse_cidr(cidr)?;
-    let gateway = gateway
+/// Parse `CIDR=GW`, IPv4 or IPv6 (both of one family).
+pub fn parse_route(text: &str) -> Result<(HostCidr, IpAddr), String> {
+    let (cidr, gateway) = text.split_once('=').ok_or_else(|| {
+        format!(
+            "`{text}` is not CIDR=GATEWAY (e.g. 10.9.0.0/16=10.0.2.1 or 2001:db8:9::/48=fd00:2::7)"
+        )
+    })?;
+    let cidr = parse_host_cidr(cidr)?;
+    let gateway: IpAddr = gateway
         .parse()
-        .map_err(|_| format!("`{gateway}` in `{text}` is not an IPv4 address"))?;
+        .map_err(|_| format!("`{gateway}` in `{text}` is not an IP address"))?;
+    if matches!(cidr, HostCidr::V6(_)) != gateway.is_ipv6() {
+        return Err(format!(
+            "`{text}`: the prefix and the gateway are of different families (IPv4 and IPv6)"
+        ));
+    }
     Ok((cidr, gateway))
 }
 
@@ -275,11 +324,11 @@ pub fn parse_named_impair(text: &str) -> Result<(String, LinkConfig), String> {
     Ok((name.to_string(), impair::parse_impair(spec)?))
 }
 
-/// The interfaces as opened: name, id, address.
+/// The interfaces as opened: name, id, addresses.
 struct Iface {
     name: String,
     id: IfaceId,
-    addr: Cidr,
+    addrs: Vec<HostCidr>,
 }
 
 /// Check the arguments against each other before opening anything.
@@ -295,18 +344,20 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
         if taps[..i].iter().any(|t| t.name == tap.name) {
             return Err(format!("{} {} is given twice", tap.flag(), tap.name));
         }
-        if let Some(other) = taps[..i]
-            .iter()
-            .find(|t| t.addr.address == tap.addr.address)
-        {
-            return Err(format!(
-                "{} {}: address {} is already {} {}'s",
-                tap.flag(),
-                tap.name,
-                tap.addr.address,
-                other.flag(),
-                other.name
-            ));
+        for addr in &tap.addrs {
+            if let Some(other) = taps[..i]
+                .iter()
+                .find(|t| t.addrs.iter().any(|a| a.address() == addr.address()))
+            {
+                return Err(format!(
+                    "{} {}: address {} is already {} {}'s",
+                    tap.flag(),
+                    tap.name,
+                    addr.address(),
+                    other.flag(),
+                    other.name
+                ));
+            }
         }
     }
     for (i, (name, _)) in args.impair.iter().enumerate() {
@@ -327,20 +378,7 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
             }
         }
     }
-    for (cidr, gateway) in &args.routes {
-        if gateway_iface(taps, *gateway).is_none() {
-            return Err(format!(
-                "--route {}/{}={gateway}: the gateway is on none of the interfaces' networks",
-                cidr.address, cidr.prefix_len
-            ));
-        }
-        if taps.iter().any(|t| t.addr.address == *gateway) {
-            return Err(format!(
-                "--route {}/{}={gateway}: the gateway is imp's own address; give the next router's",
-                cidr.address, cidr.prefix_len
-            ));
-        }
-    }
+    validate_routes(args, taps)?;
     if let Some(dir) = &args.pcap
         && dir.exists()
         && !dir.is_dir()
@@ -366,14 +404,40 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The TAP whose network holds `gateway`.
-fn gateway_iface(taps: &[TapSpec], gateway: Ipv4Addr) -> Option<usize> {
-    taps.iter().position(|t| {
-        let mask = u32::MAX
-            .checked_shl(32 - u32::from(t.addr.prefix_len))
-            .unwrap_or(0);
-        t.addr.address.to_bits() & mask == gateway.to_bits() & mask
-    })
+/// The checks of `--route` and `--ra` against the interfaces `taps`.
+fn validate_routes(args: &RouteArgs, taps: &[TapSpec]) -> Result<(), String> {
+    for (cidr, gateway) in &args.routes {
+        if gateway_iface(taps, *gateway).is_none() {
+            return Err(format!(
+                "--route {cidr}={gateway}: the gateway is on none of the interfaces' networks"
+            ));
+        }
+        if taps
+            .iter()
+            .any(|t| t.addrs.iter().any(|a| a.address() == *gateway))
+        {
+            return Err(format!(
+                "--route {cidr}={gateway}: the gateway is imp's own address; give the next router's"
+            ));
+        }
+    }
+    if args.ra
+        && !taps
+            .iter()
+            .any(|t| t.addrs.iter().any(|a| matches!(a, HostCidr::V6(_))))
+    {
+        return Err(
+            "--ra advertises IPv6 prefixes: give an interface an IPv6 address (e.g. --tap tap0=10.0.1.1/24,fd00:1::1/64)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// The interface whose network (of the gateway's family) holds `gateway`.
+fn gateway_iface(taps: &[TapSpec], gateway: IpAddr) -> Option<usize> {
+    taps.iter()
+        .position(|t| t.addrs.iter().any(|a| a.on_network(gateway)))
 }
 
 /// Milliseconds since midnight UT now, for the IPv4 Timestamp option.
@@ -386,6 +450,7 @@ fn ut_offset_ms() -> Option<u64> {
 /// and add it to the runtime, with its link model and pcap when asked.
 fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String> {
     let mut ifaces = Vec::new();
+    let mut macs = Vec::new();
     for (index, spec) in args.interfaces().iter().enumerate() {
         let config = TapConfig::new(&spec.name).mtu(spec.mtu).offloads(false);
         let seed = 0x5eed_0000 + index as u64;
@@ -397,19 +462,46 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
         } else {
             let tap = Tap::open_with(&config)
                 .map_err(|e| format!("cannot open TAP {}: {e}", spec.name))?;
-            let iface_config = IfaceConfig::new(mac_for(spec.addr.address), spec.mtu);
+            let mut mac = mac_for_addrs(&spec.addrs, &spec.name);
+            // Two interfaces with the same MAC would share a link-local address:
+            // IPv6-only ones whose addresses end alike (fd00:1::1, fd00:2::1) get the
+            // interface's index in the MAC.
+            if macs.contains(&mac) {
+                mac.0[2] = 0x80 | index as u8;
+            }
+            macs.push(mac);
+            let iface_config = IfaceConfig::new(mac, spec.mtu);
             add_interface(args, rt, spec, seed, tap, iface_config)?
         };
-        rt.add_address(id, spec.addr);
+        // Forwarding first: a router sends no router solicitations.
         rt.with_stack(|stack, _| stack.set_forwarding(id, true));
+        rt.enable_ipv6(id);
+        for addr in &spec.addrs {
+            match *addr {
+                HostCidr::V4(c) => rt.add_address(id, c),
+                HostCidr::V6(c) => rt.add_address6(id, c),
+            }
+        }
+        if args.ra {
+            rt.with_stack(|stack, now| {
+                stack.set_router_advertisements(now, id, Some(RA_INTERVAL));
+            });
+        }
         ifaces.push(Iface {
             name: spec.name.clone(),
             id,
-            addr: spec.addr,
+            addrs: spec.addrs.clone(),
         });
+    }
+    for iface in &ifaces {
+        crate::tapargs::wait_for_dad(rt, iface.id, &iface.addrs)
+            .map_err(|e| format!("{}: {e}", iface.name))?;
     }
     Ok(ifaces)
 }
+
+/// `MaxRtrAdvInterval` of `--ra` (RFC 4861 §6.2.1's default, 600 s).
+const RA_INTERVAL: Duration = Duration::from_secs(600);
 
 /// Add `device` to the runtime as `spec`'s interface, wrapped in its link model and
 /// pcap when asked (a TUN's pcap holds raw IP packets).
@@ -448,13 +540,15 @@ fn add_interface<D: Device + PollFd + Send + 'static>(
         }
         None => None,
     };
+    // A TUN's link model sees bare IP packets.
+    let link = |c, seed| model(c, seed).map(|m| if spec.tun { m.ip_level() } else { m });
     Ok(match (impairment, pcap) {
         (Some(c), Some(w)) => {
-            let device = Impair::new(device, model(c, seed)?).with_rx(model(c, !seed)?);
+            let device = Impair::new(device, link(c, seed)?).with_rx(link(c, !seed)?);
             rt.add_device(Pcap::new(device, w), iface_config)
         }
         (Some(c), None) => {
-            let device = Impair::new(device, model(c, seed)?).with_rx(model(c, !seed)?);
+            let device = Impair::new(device, link(c, seed)?).with_rx(link(c, !seed)?);
             rt.add_device(device, iface_config)
         }
         (None, Some(w)) => rt.add_device(Pcap::new(device, w), iface_config),
@@ -496,12 +590,19 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
     }
     for (cidr, gateway) in &args.routes {
         let iface = ifaces[gateway_iface(&args.interfaces(), *gateway).unwrap_or(0)].id;
-        rt.with_stack(|stack, _| stack.routes_mut().add(*cidr, Some(*gateway), iface));
+        rt.with_stack(|stack, _| match (*cidr, *gateway) {
+            (HostCidr::V4(c), IpAddr::V4(g)) => stack.routes_mut().add(c, Some(g), iface),
+            (HostCidr::V6(c), IpAddr::V6(g)) => stack.routes6_mut().add(c, Some(g), iface),
+            _ => {} // parse_route refused mixed families
+        });
     }
     let names: Vec<String> = ifaces
         .iter()
-        .map(|i| format!("{} ({})", i.name, i.addr))
+        .zip(args.interfaces())
+        .map(|(i, spec)| format!("{} ({})", i.name, spec.addrs_text()))
         .collect();
+    // Bound before the startup line, so `imp ss` finds it once that is out.
+    let control = crate::control::bind_or_warn("imp route");
     println!(
         "imp route: forwarding between {}; stop with Ctrl-C",
         names.join(", ")
@@ -516,6 +617,10 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
                 scope.spawn(move || run_generator(rt, generate, stop))
             })
             .collect();
+        if let Some(control) = &control {
+            let (rt, stop) = (&rt, &stop);
+            scope.spawn(move || control.serve(stop, |request| crate::control::answer(rt, request)));
+        }
         serve(&rt, &ifaces, args, &stop);
         generators
             .into_iter()
@@ -585,6 +690,7 @@ fn report(rt: &Runtime, ifaces: &[Iface], json: bool) {
             })
             .collect();
         routes.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+        routes.extend(routes6_rows(stack, &name_of));
         let rules: Vec<RuleRow> = stack.acl().map_or_else(Vec::new, |acl| {
             let mut rows: Vec<RuleRow> = acl
                 .rules()
@@ -609,12 +715,34 @@ fn report(rt: &Runtime, ifaces: &[Iface], json: bool) {
         });
         (stats, routes, rules)
     });
+    let ipv6 = ifaces
+        .iter()
+        .any(|i| i.addrs.iter().any(|a| matches!(a, HostCidr::V6(_))));
     if json {
         println!("{}", stats_json(&stats, &routes, &rules));
     } else {
-        print!("{}", stats_table(&stats, &routes, &rules));
+        print!("{}", stats_table(&stats, &routes, &rules, ipv6));
     }
     let _ = std::io::stdout().flush();
+}
+
+/// The IPv6 routes with their counters, by prefix.
+fn routes6_rows(stack: &impnet::core::Stack, name_of: &dyn Fn(IfaceId) -> String) -> Vec<RouteRow> {
+    let mut rows: Vec<RouteRow> = stack
+        .routes6()
+        .iter_counted()
+        .map(|(r, c)| RouteRow {
+            prefix: r.cidr.to_string(),
+            via: r
+                .gateway
+                .map_or_else(|| "on-link".to_string(), |g| g.to_string()),
+            iface: name_of(r.iface),
+            packets: c.packets,
+            bytes: c.bytes,
+        })
+        .collect();
+    rows.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    rows
 }
 
 /// One route's counters, for the report.
@@ -635,11 +763,14 @@ pub(crate) struct RuleRow {
     bytes: u64,
 }
 
-/// The statistics as a table: one row per interface.
+/// The statistics as a table: one row per interface (its frames, and IPv4
+/// forwarding), then with `ipv6` a row per interface of IPv6 forwarding (`iface6`),
+/// the routes of both families, and the access rules' hits.
 pub(crate) fn stats_table(
     stats: &[(String, IfaceStats)],
     routes: &[RouteRow],
     rules: &[RuleRow],
+    ipv6: bool,
 ) -> String {
     let mut out = format!(
         "{:<10} {:>10} {:>12} {:>10} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
@@ -674,13 +805,16 @@ pub(crate) fn stats_table(
             f.egress_dropped
         ));
     }
+    if ipv6 {
+        out.push_str(&ipv6_table(stats));
+    }
     out.push_str(&format!(
-        "\n{:<20} {:<16} {:<10} {:>10} {:>12}\n",
+        "\n{:<28} {:<26} {:<10} {:>10} {:>12}\n",
         "route", "via", "iface", "packets", "bytes"
     ));
     for r in routes {
         out.push_str(&format!(
-            "{:<20} {:<16} {:<10} {:>10} {:>12}\n",
+            "{:<28} {:<26} {:<10} {:>10} {:>12}\n",
             r.prefix, r.via, r.iface, r.packets, r.bytes
         ));
     }
@@ -699,7 +833,63 @@ pub(crate) fn stats_table(
     out
 }
 
-/// The statistics as one JSON object: `{"interfaces": {NAME: {...}}}`.
+/// IPv6 forwarding per interface, the columns of IPv4's: `hoplimit` (Time Exceeded),
+/// `toobig` (Packet Too Big), `scope` (link-local or unspecified addresses, never
+/// forwarded).
+fn ipv6_table(stats: &[(String, IfaceStats)]) -> String {
+    let mut out = format!(
+        "\n{:<10} {:>10} {:>12} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+        "iface6",
+        "forwarded",
+        "bytes",
+        "noroute",
+        "hoplimit",
+        "toobig",
+        "scope",
+        "denied",
+        "egress"
+    );
+    for (name, s) in stats {
+        let f = &s.forward6;
+        out.push_str(&format!(
+            "{:<10} {:>10} {:>12} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+            name,
+            f.forwarded,
+            f.forwarded_bytes,
+            f.no_route,
+            f.ttl_exceeded,
+            f.frag_needed,
+            f.martian,
+            f.denied,
+            f.egress_dropped
+        ));
+    }
+    out
+}
+
+/// One family's forwarding counters as JSON.
+fn forward_json(f: &ForwardStats) -> serde_json::Value {
+    serde_json::json!({
+        "forwarded": f.forwarded,
+        "forwarded_bytes": f.forwarded_bytes,
+        "fragmented": f.fragmented,
+        "drops": {
+            "no_route": f.no_route,
+            "ttl_exceeded": f.ttl_exceeded,
+            "frag_needed": f.frag_needed,
+            "martian": f.martian,
+            "broadcast": f.broadcast,
+            "bad_option": f.bad_option,
+            "denied": f.denied,
+            "egress": f.egress_dropped,
+        },
+    })
+}
+
+/// The statistics as one JSON object: `{"interfaces": {NAME: {...}}}`, each with
+/// its IPv4 forwarding at the top level (as before IPv6) and its IPv6 forwarding
+/// under `"ipv6"` (`ttl_exceeded` is the hop limit, `frag_needed` Packet Too Big,
+/// `martian` link-local or unspecified addresses).
 pub(crate) fn stats_json(
     stats: &[(String, IfaceStats)],
     routes: &[RouteRow],
@@ -707,29 +897,19 @@ pub(crate) fn stats_json(
 ) -> String {
     let mut interfaces = serde_json::Map::new();
     for (name, s) in stats {
-        let f = &s.forward;
-        interfaces.insert(
-            name.clone(),
-            serde_json::json!({
-                "rx_frames": s.rx_frames,
-                "rx_bytes": s.rx_bytes,
-                "tx_frames": s.tx_frames,
-                "tx_bytes": s.tx_bytes,
-                "forwarded": f.forwarded,
-                "forwarded_bytes": f.forwarded_bytes,
-                "fragmented": f.fragmented,
-                "drops": {
-                    "no_route": f.no_route,
-                    "ttl_exceeded": f.ttl_exceeded,
-                    "frag_needed": f.frag_needed,
-                    "martian": f.martian,
-                    "broadcast": f.broadcast,
-                    "bad_option": f.bad_option,
-                    "denied": f.denied,
-                    "egress": f.egress_dropped,
-                },
-            }),
-        );
+        let mut entry = serde_json::json!({
+            "rx_frames": s.rx_frames,
+            "rx_bytes": s.rx_bytes,
+            "tx_frames": s.tx_frames,
+            "tx_bytes": s.tx_bytes,
+        });
+        if let (Some(entry), serde_json::Value::Object(v4)) =
+            (entry.as_object_mut(), forward_json(&s.forward))
+        {
+            entry.extend(v4);
+            entry.insert("ipv6".into(), forward_json(&s.forward6));
+        }
+        interfaces.insert(name.clone(), entry);
     }
     serde_json::json!({ "interfaces": interfaces, "routes": routes, "acl": rules }).to_string()
 }
@@ -742,11 +922,28 @@ mod tests {
     fn tap_specs_parse_with_clear_errors() {
         let spec = parse_tap("tap0=10.0.1.1/24,mtu=1280").unwrap();
         assert_eq!(spec.name, "tap0");
-        assert_eq!(spec.addr.address, Ipv4Addr::new(10, 0, 1, 1));
+        assert_eq!(spec.addrs.len(), 1);
+        assert_eq!(spec.addrs[0].address(), Ipv4Addr::new(10, 0, 1, 1));
         assert_eq!(spec.mtu, 1280);
         assert_eq!(parse_tap("t=10.0.0.1/8").unwrap().mtu, 1500);
         assert!(parse_tap("tap0").unwrap_err().contains("NAME=ADDR/LEN"));
         assert!(parse_tap("tap0=10.0.1.1").unwrap_err().contains("PREFIX"));
+        // Several addresses, of both families.
+        let spec = parse_tap("tap0=10.0.1.1/24,fd00:1::1/64,fd00:9::1/64,mtu=1280").unwrap();
+        assert_eq!(spec.addrs_text(), "10.0.1.1/24, fd00:1::1/64, fd00:9::1/64");
+        let e = parse_tap("tap0=fd00:1::1/64,mtu=1000").unwrap_err();
+        assert!(e.contains("1280"), "{e}");
+        let e = parse_tap("tap0=fd00:1::1/64,fd00:1::1/64").unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+        let e = parse_tap("tap0=mtu=1500").unwrap_err();
+        assert!(e.contains("no address"), "{e}");
+        let e = parse_tap("tap0=fd00::g/64").unwrap_err();
+        assert!(e.contains("not an IPv6 address"), "{e}");
+        let e = parse_tap("tap0=ff02::1/64").unwrap_err();
+        assert!(
+            e.contains("--tap tap0=ff02::1/64") && e.contains("multicast"),
+            "{e}"
+        );
         assert!(
             parse_tap("tap0=10.0.1.1/24,mtu=70")
                 .unwrap_err()
@@ -778,7 +975,15 @@ mod tests {
     #[test]
     fn routes_and_impairments_parse_with_clear_errors() {
         let (cidr, gw) = parse_route("10.9.0.0/16=10.0.2.1").unwrap();
-        assert_eq!((cidr.prefix_len, gw), (16, Ipv4Addr::new(10, 0, 2, 1)));
+        assert_eq!(cidr.to_string(), "10.9.0.0/16");
+        assert_eq!(gw, Ipv4Addr::new(10, 0, 2, 1));
+        let (cidr, gw) = parse_route("2001:db8:9::/48=fd00:2::7").unwrap();
+        assert_eq!(cidr.to_string(), "2001:db8:9::/48");
+        assert_eq!(gw, "fd00:2::7".parse::<IpAddr>().unwrap());
+        let e = parse_route("2001:db8:9::/48=10.0.2.1").unwrap_err();
+        assert!(e.contains("different families"), "{e}");
+        let e = parse_route("2001:db8:9::/129=fd00:2::7").unwrap_err();
+        assert!(e.contains("129"), "{e}");
         assert!(
             parse_route("10.9.0.0/16")
                 .unwrap_err()
@@ -801,6 +1006,7 @@ mod tests {
             taps: taps.iter().map(|t| parse_tap(t).unwrap()).collect(),
             tuns: Vec::new(),
             routes: Vec::new(),
+            ra: false,
             impair: Vec::new(),
             acl: Vec::new(),
             qdisc: None,
@@ -911,8 +1117,36 @@ mod tests {
             .push(parse_route("10.9.0.0/16=10.0.2.7").unwrap());
         assert_eq!(validate(&good), Ok(()));
         assert_eq!(
-            gateway_iface(&good.taps, Ipv4Addr::new(10, 0, 2, 7)),
+            gateway_iface(&good.taps, IpAddr::V4(Ipv4Addr::new(10, 0, 2, 7))),
             Some(1)
+        );
+    }
+
+    #[test]
+    fn ipv6_arguments_are_checked_against_each_other() {
+        // IPv6: routes through a gateway on an interface's IPv6 network, --ra with an
+        // IPv6 address somewhere.
+        let mut v6 = args(&["a=10.0.1.1/24,fd00:1::1/64", "b=fd00:2::1/64"]);
+        v6.routes
+            .push(parse_route("2001:db8:9::/48=fd00:2::7").unwrap());
+        v6.ra = true;
+        assert_eq!(validate(&v6), Ok(()));
+        assert_eq!(
+            gateway_iface(&v6.taps, "fd00:2::7".parse().unwrap()),
+            Some(1)
+        );
+        v6.routes
+            .push(parse_route("2001:db8:8::/48=fd00:3::7").unwrap());
+        let e = validate(&v6).unwrap_err();
+        assert!(e.contains("--route 2001:db8:8::/48=fd00:3::7"), "{e}");
+        let mut ra4 = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
+        ra4.ra = true;
+        assert!(validate(&ra4).unwrap_err().contains("--ra"));
+        let same6 = args(&["a=fd00:1::1/64", "b=10.0.2.1/24,fd00:1::1/64"]);
+        let e = validate(&same6).unwrap_err();
+        assert!(
+            e.contains("fd00:1::1") && e.contains("already --tap a"),
+            "{e}"
         );
         let mut bad_impair = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
         bad_impair
@@ -983,9 +1217,37 @@ mod tests {
             packets: 1,
             bytes: 30,
         }];
-        let table = stats_table(&stats, &routes, &rules);
+        let table = stats_table(&stats, &routes, &rules, false);
         assert!(table.lines().nth(1).unwrap().starts_with("tap0"));
         assert!(table.contains("10.0.1.0/24") && table.contains("deny proto=udp"));
+        assert!(!table.contains("iface6"));
+        let mut s6 = stats[0].1.clone();
+        s6.forward6.forwarded = 9;
+        s6.forward6.frag_needed = 4;
+        let stats6 = vec![("tap0".to_string(), s6)];
+        let table = stats_table(&stats6, &routes, &rules, true);
+        let header = table.lines().find(|l| l.starts_with("iface6")).unwrap();
+        let row = table
+            .lines()
+            .skip_while(|l| !l.starts_with("iface6"))
+            .nth(1)
+            .unwrap();
+        let column = |name: &str| {
+            let at = header.split_whitespace().position(|h| h == name).unwrap();
+            row.split_whitespace().nth(at).unwrap().to_string()
+        };
+        assert_eq!(
+            (column("forwarded"), column("toobig")),
+            ("9".into(), "4".into())
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&stats_json(&stats6, &routes, &rules)).unwrap();
+        assert_eq!(json["interfaces"]["tap0"]["ipv6"]["forwarded"], 9);
+        assert_eq!(
+            json["interfaces"]["tap0"]["ipv6"]["drops"]["frag_needed"],
+            4
+        );
+        assert_eq!(json["interfaces"]["tap0"]["forwarded"], 2);
         let json: serde_json::Value =
             serde_json::from_str(&stats_json(&stats, &routes, &rules)).unwrap();
         assert_eq!(json["routes"][0]["packets"], 7);

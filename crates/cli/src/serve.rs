@@ -1,7 +1,8 @@
 //! `imp serve`: the classic small services on imp over a TAP: echo (7, TCP and UDP),
 //! discard (9), chargen (19, RFC 864) and an HTTP/1.1 file server (80, hyper on
 //! impnet's tokio sockets: see `http.rs`) and an FTP server (21, `impnet-ftp`: see
-//! `ftp_serve.rs`). Runs until
+//! `ftp_serve.rs`), and a QUIC echo server (`--quic-echo`, quinn over imp's UDP: see
+//! `quic_echo.rs`). Runs until
 //! SIGINT or SIGTERM, then stops the runtime (which fails every blocked socket call,
 //! so all threads wind down) and exits 0.
 
@@ -17,6 +18,7 @@ use impnet::{Runtime, TcpListener, TcpStream, UdpSocket};
 
 use crate::ftp_serve;
 use crate::http;
+use crate::quic_echo::QuicEcho;
 use crate::tapargs::TapArgs;
 
 /// Options of `imp serve`.
@@ -58,6 +60,13 @@ pub struct ServeArgs {
     /// Refuse anonymous FTP logins (then --ftp-user is the only login).
     #[arg(long)]
     pub ftp_no_anonymous: bool,
+    /// QUIC echo server on UDP PORT (default 4433): every bidirectional stream is sent
+    /// back; the server has a new self-signed certificate for imp's addresses.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "4433")]
+    pub quic_echo: Option<u16>,
+    /// Write the QUIC echo server's certificate (DER) to FILE, for clients to trust.
+    #[arg(long, value_name = "FILE")]
+    pub quic_cert: Option<PathBuf>,
 }
 
 /// Connections served, over all services (for the closing line).
@@ -69,7 +78,8 @@ type Handler = Arc<dyn Fn(TcpStream) -> io::Result<()> + Send + Sync>;
 /// The services asked for: (echo, discard, chargen); all three when none (and no
 /// HTTP) is named.
 fn services(args: &ServeArgs) -> (bool, bool, bool) {
-    if !args.echo && !args.discard && !args.chargen && args.http.is_none() && args.ftp.is_none() {
+    let others = args.http.is_some() || args.ftp.is_some() || args.quic_echo.is_some();
+    if !args.echo && !args.discard && !args.chargen && !others {
         (true, true, true)
     } else {
         (args.echo, args.discard, args.chargen)
@@ -82,6 +92,14 @@ pub fn validate(args: &ServeArgs) -> Result<(), String> {
     args.device.validate()?;
     args.device.required("serve")?;
     ftp_config(args)?;
+    match (args.quic_echo, &args.quic_cert) {
+        (Some(0), _) => return Err("--quic-echo 0: give the UDP port for QUIC (1 to 65535)".into()),
+        (Some(7), _) if services(args).0 => {
+            return Err("--quic-echo 7 is UDP echo's port: pick another for QUIC".into());
+        }
+        (None, Some(_)) => return Err("--quic-cert needs --quic-echo (the QUIC server)".into()),
+        _ => {}
+    }
     if let Some(dir) = &args.http {
         if !dir.is_dir() {
             return Err(format!("--http {}: not a directory", dir.display()));
@@ -222,6 +240,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         }));
     }
     let ftp = ftp_listener(args, &stack, &mut names)?;
+    if let Some(port) = args.quic_echo {
+        threads.push(start_quic(args, port, &stack, &stop, &mut names)?);
+    }
     for (name, port, handler) in services {
         let local = stack.listen_addr(port);
         let listener = TcpListener::bind(&stack.rt, local)
@@ -236,6 +257,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot bind UDP {ip}:7 for echo: {e}"))?;
         threads.push(spawn("udp-echo", move || echo_udp(&socket)));
     }
+    // Bound before the startup line, so `imp ss` finds it once that is out.
+    let control = crate::control::bind_or_warn("imp serve");
     println!(
         "imp serve: {} on {}; stop with Ctrl-C",
         names.join(", "),
@@ -247,11 +270,48 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if let Some(ftp) = ftp {
         threads.push(start_ftp(ftp, &rt));
     }
+    threads.extend(control.map(|control| start_control(control, &rt, &stop)));
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
     shutdown(&rt, threads);
     Ok(())
+}
+
+/// The control socket's thread (`imp ss` asks it).
+fn start_control(
+    control: crate::control::Control,
+    rt: &Arc<RwLock<Runtime>>,
+    stop: &Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let (rt, stop) = (Arc::clone(rt), Arc::clone(stop));
+    spawn("control", move || {
+        control.serve(&stop, |request| {
+            let rt = rt.read().unwrap_or_else(|e| e.into_inner());
+            crate::control::answer(&rt, request)
+        });
+    })
+}
+
+/// The QUIC echo server's thread (its socket fails once the runtime is shut down,
+/// which ends it, as `stop` does).
+fn start_quic(
+    args: &ServeArgs,
+    port: u16,
+    stack: &crate::tapargs::TapStack,
+    stop: &Arc<AtomicBool>,
+    names: &mut Vec<String>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    let local = stack.listen_addr(port);
+    let ips: Vec<_> = stack.addrs.iter().map(|a| a.address()).collect();
+    let server = QuicEcho::new(&stack.rt, local, &ips, args.quic_cert.as_deref())?;
+    names.push(server.describe());
+    let stop = Arc::clone(stop);
+    Ok(spawn("quic-echo", move || {
+        if let Err(e) = server.run(&stop, &CONNECTIONS) {
+            eprintln!("imp serve: quic-echo: {e}");
+        }
+    }))
 }
 
 /// The FTP server's control listener, tree and settings, when `--ftp` is given.
@@ -264,14 +324,12 @@ fn ftp_listener(
         return Ok(None);
     };
     let fs = impnet_ftp::DiskFs::new(dir).map_err(|e| format!("--ftp {}: {e}", dir.display()))?;
-    // FTP's PORT and PASV name IPv4 addresses (EPSV/EPRT are not spoken here).
-    let ip = stack
-        .addr4()
-        .ok_or("--ftp needs an IPv4 --addr (PORT and PASV carry IPv4 addresses)")?
-        .address;
+    // On every address, both families (one IPv4 address only: on it): PORT and PASV
+    // carry IPv4 addresses, EPRT and EPSV (RFC 2428) either family.
+    let local = stack.listen_addr(args.ftp_port);
+    let listener = TcpListener::bind(&stack.rt, local)
+        .map_err(|e| format!("cannot listen on {local} for ftp: {e}"))?;
     let port = args.ftp_port;
-    let listener = TcpListener::bind(&stack.rt, SocketAddrV4::new(ip, port))
-        .map_err(|e| format!("cannot listen on {ip}:{port} for ftp: {e}"))?;
     names.push(format!("ftp ({port})"));
     Ok(Some((listener, fs, config)))
 }

@@ -47,7 +47,20 @@ pub struct TapArgs {
     /// Open the TAP without the virtio-net header (no checksum offload or large segments).
     #[arg(long)]
     pub no_offloads: bool,
+    /// Get imp's IPv4 address, default route and DNS servers from a DHCP server on the
+    /// TAP's network (RFC 2131) instead of an IPv4 --addr (IPv6 ones may be given
+    /// too). imp keeps the lease: it renews and rebinds it, and drops the address if
+    /// the lease ends. TAP only.
+    #[arg(long)]
+    pub dhcp: bool,
+    /// A DNS server to resolve names with (HOST arguments, --connect NAME); may be
+    /// given several times. Asked before any server DHCP names.
+    #[arg(long, value_name = "IP")]
+    pub dns: Vec<IpAddr>,
 }
+
+/// How long `--dhcp` waits for a lease before giving up.
+const DHCP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Check a network interface name as Linux does (`dev_valid_name`): 1 to 15 bytes,
 /// not `.` or `..`, no `/`, `:` or white space.
@@ -310,6 +323,7 @@ impl TapArgs {
                 return Err(format!("--addr {addr}: that address is given twice"));
             }
         }
+        self.validate_dhcp()?;
         for (i, gateway) in self.gateway.iter().enumerate() {
             if self.gateway[..i]
                 .iter()
@@ -320,6 +334,40 @@ impl TapArgs {
                 ));
             }
             self.check_gateway(*gateway)?;
+        }
+        Ok(())
+    }
+
+    /// `--dhcp` gives imp its IPv4 address and router: not with an IPv4 `--addr` or
+    /// `--gateway`, and only on a TAP (a TUN has no broadcast to find a server by).
+    fn validate_dhcp(&self) -> Result<(), String> {
+        for dns in &self.dns {
+            if dns.is_unspecified() || dns.is_multicast() || *dns == IpAddr::V4(Ipv4Addr::BROADCAST)
+            {
+                return Err(format!("--dns {dns}: not a server's address"));
+            }
+        }
+        if !self.dhcp {
+            return Ok(());
+        }
+        if self.tun.is_some() {
+            return Err(
+                "--dhcp needs --tap: a TUN device carries no broadcast, so no DHCP server can \
+                 be found on it; give --addr A/LEN instead"
+                    .into(),
+            );
+        }
+        if let Some(addr) = self.addr.iter().find(|a| matches!(a, HostCidr::V4(_))) {
+            return Err(format!(
+                "--dhcp and --addr {addr} both give imp its IPv4 address: use one (an IPv6 \
+                 --addr may go with --dhcp)"
+            ));
+        }
+        if let Some(gateway) = self.gateway.iter().find(|g| g.is_ipv4()) {
+            return Err(format!(
+                "--dhcp and --gateway {gateway}: the DHCP lease names imp's IPv4 router; \
+                 drop --gateway (or give --addr instead of --dhcp)"
+            ));
         }
         Ok(())
     }
@@ -363,6 +411,12 @@ impl TapArgs {
         }
         if self.no_offloads {
             given.push("--no-offloads");
+        }
+        if self.dhcp {
+            given.push("--dhcp");
+        }
+        if !self.dns.is_empty() {
+            given.push("--dns");
         }
         given
     }
@@ -409,7 +463,12 @@ impl TapArgs {
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
             let iface_config = IfaceConfig::ip(tun.ip_mtu());
             let iface = match self.impaired(&tun)? {
-                Some(model) => rt.add_device(model.wrap(tun), iface_config),
+                Some(mut model) => {
+                    // The TUN carries bare IP packets.
+                    model.tx = model.tx.ip_level();
+                    model.rx = model.rx.ip_level();
+                    rt.add_device(model.wrap(tun), iface_config)
+                }
                 None => rt.add_tun(tun),
             };
             (iface, name, offloads, "TUN")
@@ -428,9 +487,13 @@ impl TapArgs {
         };
         self.configure(&rt, iface);
         wait_for_dad(&rt, iface, addrs)?;
+        let mut addrs = addrs.to_vec();
+        if self.dhcp {
+            addrs.insert(0, HostCidr::V4(dhcp_lease(&rt, iface, &name)?));
+        }
         Ok(TapStack {
             rt,
-            addrs: addrs.to_vec(),
+            addrs,
             iface,
             name,
             kind,
@@ -440,6 +503,7 @@ impl TapArgs {
 
     /// Give `iface` IPv6 (always), the addresses and the gateways.
     fn configure(&self, rt: &Runtime, iface: IfaceId) {
+        rt.set_dns_servers(&self.dns);
         rt.enable_ipv6(iface);
         for addr in &self.addr {
             match *addr {
@@ -469,10 +533,23 @@ impl TapArgs {
     }
 }
 
+/// Start DHCP on `iface` and wait for the lease; its address with prefix.
+fn dhcp_lease(rt: &Runtime, iface: IfaceId, name: &str) -> Result<Cidr, String> {
+    rt.dhcp_start(iface)
+        .map_err(|e| format!("--dhcp on {name}: {e}"))?;
+    let lease = rt
+        .wait_for_lease(iface, DHCP_WAIT)
+        .map_err(|e| format!("--dhcp on {name}: {e}"))?;
+    Ok(Cidr {
+        address: lease.addr,
+        prefix_len: lease.prefix_len,
+    })
+}
+
 /// Wait until duplicate address detection passed for every IPv6 address in `addrs`
 /// (about a second, RFC 4861's RetransTimer per probe), so a command can use them at
 /// once; an error if another host has one.
-fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
+pub fn wait_for_dad(rt: &Runtime, iface: IfaceId, addrs: &[HostCidr]) -> Result<(), String> {
     let wanted: Vec<Ipv6Addr> = addrs
         .iter()
         .filter_map(|a| match a {
@@ -622,6 +699,8 @@ mod tests {
             gateway: gateways.iter().map(|g| g.parse().unwrap()).collect(),
             impair: None,
             no_offloads: false,
+            dhcp: false,
+            dns: Vec::new(),
         };
         assert_eq!(args(&["10.0.0.2/24"], &["10.0.0.1"]).validate(), Ok(()));
         let e = args(&["10.0.0.2/24"], &["10.0.1.1"])

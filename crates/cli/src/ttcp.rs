@@ -61,7 +61,7 @@ pub struct TtcpArgs {
     pub json: bool,
     /// With --tap: connect to HOST:PORT and send --bytes to it.
     #[arg(long, value_name = "HOST:PORT")]
-    pub connect: Option<std::net::SocketAddr>,
+    pub connect: Option<String>,
     /// With --tap: accept one connection on PORT and count what arrives until it closes.
     #[arg(long, value_name = "PORT")]
     pub listen: Option<u16>,

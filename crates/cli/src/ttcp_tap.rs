@@ -33,19 +33,8 @@ struct Report {
 /// Check the arguments of a transfer over a TAP before anything opens.
 pub fn validate(args: &TtcpArgs) -> Result<(), String> {
     args.device.required("ttcp")?;
-    match (args.connect, args.listen) {
-        (Some(peer), None) => {
-            let ip = peer.ip();
-            if peer.port() == 0
-                || ip.is_unspecified()
-                || ip.is_multicast()
-                || ip == std::net::Ipv4Addr::BROADCAST
-            {
-                return Err(format!(
-                    "--connect {peer}: give a host's unicast address and a non-zero port"
-                ));
-            }
-        }
+    match (args.connect.as_deref(), args.listen) {
+        (Some(peer), None) => check_peer(peer)?,
         (None, Some(0)) => {
             return Err("--listen 0: give the port to listen on (1 to 65535)".into());
         }
@@ -73,15 +62,43 @@ pub fn validate(args: &TtcpArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// `--connect HOST:PORT`: a unicast address and a non-zero port, or a name and a port
+/// (resolved once imp runs).
+fn check_peer(peer: &str) -> Result<(), String> {
+    if let Ok(addr) = peer.parse::<SocketAddr>() {
+        let ip = addr.ip();
+        if addr.port() == 0
+            || ip.is_unspecified()
+            || ip.is_multicast()
+            || ip == std::net::Ipv4Addr::BROADCAST
+        {
+            return Err(format!(
+                "--connect {addr}: give a host's unicast address and a non-zero port"
+            ));
+        }
+        return Ok(());
+    }
+    let port = peer.rsplit_once(':').and_then(|(host, port)| {
+        let name_like = !host.is_empty() && !host.contains(['[', ']', ':', '/', ' ']);
+        port.parse::<u16>().ok().filter(|p| *p != 0 && name_like)
+    });
+    match port {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "--connect {peer}: give HOST:PORT, HOST an address or a name and PORT 1 to 65535"
+        )),
+    }
+}
+
 /// Run a transfer over the TAP the arguments name.
 pub fn run(args: &TtcpArgs) -> Result<(), String> {
     validate(args)?;
-    let role = match (args.connect, args.listen) {
-        (Some(peer), _) => Ok(peer),
-        (None, port) => Err(port.unwrap_or_default()),
-    };
     let timeout = StdDuration::from_nanos(args.timeout.as_nanos());
     let stack = args.device.start_with("ttcp", stack_config(args)?)?;
+    let role = match (args.connect.as_deref(), args.listen) {
+        (Some(peer), _) => Ok(resolve_peer(&stack.rt, peer)?),
+        (None, port) => Err(port.unwrap_or_default()),
+    };
     if !args.json {
         println!("imp ttcp: {}", stack.describe(args.device.impair.as_ref()));
     }
@@ -134,6 +151,15 @@ fn stack_config(args: &TtcpArgs) -> Result<StackConfig, String> {
     config.tcp.recv_buffer =
         usize::try_from(args.rcvbuf).map_err(|_| "--rcvbuf is too large".to_string())?;
     Ok(config)
+}
+
+/// The address `--connect` names (its first one, IPv4 first, for a name).
+fn resolve_peer(rt: &impnet::Runtime, peer: &str) -> Result<SocketAddr, String> {
+    let addrs = impnet::lookup_host(rt, peer).map_err(|e| format!("--connect {peer}: {e}"))?;
+    addrs
+        .first()
+        .copied()
+        .ok_or_else(|| format!("--connect {peer}: the name has no address"))
 }
 
 fn send(

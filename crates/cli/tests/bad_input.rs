@@ -91,6 +91,9 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
     );
     refused(&format!("route {taps} --acl 'drop it'"), 2, "--acl");
     refused("ping --tap t0 --addr fd00::2/129 10.0.0.1", 2, "0 to 128");
+    refused("ping --tap t0 10.0.0.1%t0", 2, "%scope");
+    refused("ping --tap t0 fd00::1%t0", 2, "%scope");
+    refused("ping --tap t0 not-an-address", 2, "IPv4 or IPv6");
     // imp's checks, made before anything opens or runs: one line, `imp: ...`.
     for (line, expect) in [
         ("ping --count 0", "--count 0"),
@@ -103,6 +106,12 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
             "--gateway fd00:2::1",
         ),
         ("ping --tap t0 --addr 10.0.0.255/24 10.0.0.1", "broadcast"),
+        ("ping --tap t0 fe80::1%t1", "imp's only interface is t0"),
+        ("ping --tap t0 ff02::1", "unicast"),
+        ("ping -6 -R", "IPv4 options"),
+        ("ping --tap t0 -T tsonly fd00::1", "IPv4 options"),
+        ("ping -6 --size 65528", "65527"),
+        ("ping -6 --tap t0 10.0.0.1", "-6 with the IPv4 HOST"),
         ("ttcp --bytes 0", "--bytes 0"),
         ("ttcp --record 100G", "--record"),
         ("ttcp --rcvbuf 0", "--rcvbuf"),

@@ -33,6 +33,39 @@ fn ping_with_no_arguments_gets_every_reply() {
 }
 
 #[test]
+fn ping_over_ipv6_on_the_simulated_network_gets_every_reply() {
+    let out = imp()
+        .args([
+            "ping", "-6", "--count", "4", "--delay", "10ms", "--size", "3000",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("PING fd00::2 (fd00::2) 3000(3048) bytes of data."),
+        "{text}"
+    );
+    for seq in 1..=4 {
+        assert!(
+            text.contains(&format!(
+                "3008 bytes from fd00::2: icmp_seq={seq} ttl=64 time="
+            )),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("4 packets transmitted, 4 received, 0% packet loss"),
+        "{text}"
+    );
+    assert!(text.contains("--- fd00::2 ping statistics ---"), "{text}");
+}
+
+#[test]
 fn ping_json_reports_rtt_from_the_link_delay() {
     let out = imp()
         .args([

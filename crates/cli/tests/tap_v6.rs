@@ -3,7 +3,9 @@
 //! `ping -6` to imp's static and link-local addresses, curl over IPv6 from `imp serve`
 //! byte-exact, imp receiving from and sending to a Python TCP peer over IPv6 (`imp ttcp`),
 //! and SLAAC: a router advertisement written by the test (raw ICMPv6 from Python)
-//! gives imp an address, which Linux then pings and downloads from. Needs root; each
+//! gives imp an address, which Linux then pings and downloads from; `imp ping` to
+//! Linux's global and link-local (`%imp0`) addresses; curl -6 downloading from `imp
+//! serve --ftp` over EPSV and EPRT. Needs root; each
 //! test skips, saying why, without it or a tool it uses (fails under IMP_REQUIRE_ROOT).
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
@@ -246,6 +248,117 @@ fn linux_pings_imp_over_ipv6_and_curl_downloads_byte_exact() {
     ping_three(&net, &format!("{link_local}%imp0"));
     site.curl_from(&net, &net.imp);
     site.curl_from(&net, &format!("{link_local}%25imp0"));
+    drop(server);
+    drop(rest);
+}
+
+/// The kernel's link-local address on `imp0`.
+fn kernel_link_local(net: &Net) -> Ipv6Addr {
+    let out = net.exec(
+        "ip",
+        &["-6", "-o", "addr", "show", "dev", "imp0", "scope", "link"],
+    );
+    let listing = String::from_utf8_lossy(&out.stdout).to_string();
+    // "7: imp0    inet6 fe80::.../64 scope link ..."
+    listing
+        .split_whitespace()
+        .skip_while(|w| *w != "inet6")
+        .nth(1)
+        .and_then(|a| a.split('/').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no link-local address on imp0: {listing}"))
+}
+
+/// `imp ping` over the TAP: its output, checked for `count` replies from `host`.
+fn imp_pings(net: &Net, args: &[&str], host: &str, count: u32) -> String {
+    let count_arg = count.to_string();
+    let mut all = vec!["ping", "--tap", "imp0", "-c", &count_arg, "-i", "200ms"];
+    all.extend_from_slice(args);
+    all.push(host);
+    let out = net.exec(IMP, &all);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "imp {all:?}: {}", text(&out));
+    assert!(
+        stdout.contains(&format!(
+            "{count} packets transmitted, {count} received, 0% packet loss"
+        )),
+        "imp {all:?}: {stdout}"
+    );
+    let addr = host.split('%').next().unwrap();
+    for seq in 1..=count {
+        assert!(
+            stdout.contains(&format!(
+                "64 bytes from {addr}: icmp_seq={seq} ttl=64 time="
+            )),
+            "imp {all:?}: no reply {seq} from {addr}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("rtt min/avg/max/mdev = "), "{stdout}");
+    stdout
+}
+
+#[test]
+fn imp_pings_linux_over_ipv6_global_and_link_local() {
+    let Some(net) = Net::new(0x64) else { return };
+    let addr = net.addr_arg();
+    let out = imp_pings(&net, &["--addr", &addr], &net.kernel, 3);
+    assert!(
+        out.starts_with(&format!("PING {0} ({0}) 56(104) bytes of data", net.kernel)),
+        "{out}"
+    );
+    // A link-local address with its scope, from imp's own link-local address (no
+    // --addr at all).
+    let link_local = kernel_link_local(&net);
+    imp_pings(&net, &[], &format!("{link_local}%imp0"), 2);
+    // And without the scope: the link is imp's only one.
+    imp_pings(&net, &[], &link_local.to_string(), 2);
+    // The wrong scope is refused before anything runs.
+    let out = net.exec(
+        IMP,
+        &["ping", "--tap", "imp0", &format!("{link_local}%eth9")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("imp0"), "{}", text(&out));
+}
+
+#[test]
+fn curl_downloads_from_imp_serve_ftp_over_ipv6_with_epsv_and_eprt() {
+    let Some(net) = Net::new(0x65) else { return };
+    if !have("curl") {
+        return;
+    }
+    let site = Site::new("ftp", 3 << 20);
+    let addr = net.addr_arg();
+    let (server, line, rest) = net.start_imp(&[
+        "serve",
+        "--tap",
+        "imp0",
+        "--addr",
+        &addr,
+        "--ftp",
+        site.dir.to_str().unwrap(),
+    ]);
+    assert!(line.contains("ftp (21)"), "{line}");
+    assert!(net.wait_reachable(&net.imp, 10), "imp never answered");
+    let url = format!("ftp://[{}]/file.bin", net.imp);
+    // curl's default is EPSV; `--ftp-port -` makes it send EPRT with its own address.
+    for (mode, extra) in [("EPSV", &[][..]), ("EPRT", &["--ftp-port", "-"][..])] {
+        let mut args = vec!["-6", "-g", "-sS", "--max-time", "60", "-v"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = net.exec("curl", &args);
+        assert!(out.status.success(), "curl {mode} {url}: {}", text(&out));
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            log.contains(&format!("> {mode}")),
+            "curl used no {mode}: {log}"
+        );
+        assert_eq!(
+            sha256_hex(&out.stdout),
+            site.sha256,
+            "curl {mode} {url}: sha256 of {} bytes differs",
+            out.stdout.len()
+        );
+    }
     drop(server);
     drop(rest);
 }

@@ -1,9 +1,10 @@
-//! ICMP (RFC 792): echo sockets for ping, answering echo requests, generating
-//! rate-limited errors, and routing received errors to the sockets they concern.
+//! ICMP (RFC 792) and ICMPv6 (RFC 4443): echo sockets for ping (one socket sends to
+//! and hears from both families), answering echo requests, generating rate-limited
+//! errors, and routing received errors to the sockets they concern.
 
 use alloc::collections::BTreeMap;
 use core::fmt;
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
 use crate::socket::{Handle, RecvQueue, Slab};
 use crate::time::{Duration, Instant};
@@ -37,6 +38,8 @@ pub enum IcmpError {
     Unreachable,
     /// An earlier request's TTL ran out or its fragments were not reassembled.
     TimeExceeded,
+    /// IPv4 options were given for a request to an IPv6 address (IPv6 has none).
+    OptionsOnIpv6,
 }
 
 impl fmt::Display for IcmpError {
@@ -63,6 +66,11 @@ impl fmt::Display for IcmpError {
             IcmpError::NetUnreachable => write!(f, "network unreachable (ICMP from a router)"),
             IcmpError::Unreachable => write!(f, "destination unreachable (ICMP)"),
             IcmpError::TimeExceeded => write!(f, "time exceeded on the way to the destination"),
+            IcmpError::OptionsOnIpv6 => write!(
+                f,
+                "IPv4 options (record route, timestamp) on a request to an IPv6 address: \
+                 send it without them"
+            ),
         }
     }
 }
@@ -72,16 +80,16 @@ impl core::error::Error for IcmpError {}
 /// An echo reply taken by `icmp_recv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EchoReply {
-    /// Who answered.
-    pub src: Ipv4Addr,
+    /// Who answered (an IPv6 address for an ICMPv6 echo reply).
+    pub src: IpAddr,
     /// The sequence number of the request answered.
     pub seq_no: u16,
     /// Bytes of echo data written to the buffer (the rest is discarded).
     pub len: usize,
-    /// The reply's IPv4 TTL.
+    /// The reply's IPv4 TTL, or its IPv6 hop limit.
     pub ttl: u8,
     /// The reply's IPv4 options: what a Record Route or Timestamp option sent with
-    /// the request collected on the way there and back.
+    /// the request collected on the way there and back (none over IPv6).
     pub options: crate::ip_options::IpOptions,
 }
 
@@ -161,7 +169,7 @@ impl TokenBucket {
 pub(crate) struct EchoSocket {
     pub(crate) ident: u16,
     /// Replies: (source, seq_no, ttl, IP options) and data.
-    pub(crate) queue: RecvQueue<(Ipv4Addr, u16, u8, crate::ip_options::IpOptions)>,
+    pub(crate) queue: RecvQueue<(IpAddr, u16, u8, crate::ip_options::IpOptions)>,
     /// An asynchronous error, reported once by the next `icmp_recv`.
     pub(crate) error: Option<IcmpError>,
 }

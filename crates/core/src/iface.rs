@@ -69,8 +69,9 @@ pub struct Offloads {
     /// corrupt, as an in-process pipe): the stack skips verifying IPv4, TCP and UDP
     /// checksums on receive.
     pub rx_checksum: bool,
-    /// TCP segmentation offload (TSO, virtio-net `VIRTIO_NET_HDR_GSO_TCPV4`): the device
-    /// takes IPv4 packets up to this many bytes (headers included, at most 65535) and
+    /// TCP segmentation offload (TSO, virtio-net `VIRTIO_NET_HDR_GSO_TCPV4` and
+    /// `GSO_TCPV6`): the device takes IPv4 and IPv6 packets up to this many bytes
+    /// (headers included, at most 65535) and
     /// cuts their TCP payload into MTU-sized segments itself. TCP then builds one large
     /// segment, up to min(this, send window, cwnd), where it would build many of one
     /// MSS each; the MSS it announces still follows the MTU. `None`: every packet fits

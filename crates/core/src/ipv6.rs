@@ -4,6 +4,7 @@
 //! RFC 4861 §6.3.4), the neighbour cache (RFC 4861 §7.3, in `nd`) and the path MTU
 //! cache (RFC 8201). The packet work is in `stack/ipv6.rs` and `stack/ndp.rs`.
 
+pub(crate) mod mld;
 pub(crate) mod nd;
 
 use alloc::vec::Vec;
@@ -125,6 +126,27 @@ pub(crate) struct Iface6 {
     /// Router solicitations still to send, and when the next goes.
     pub(crate) solicitations: u8,
     pub(crate) next_solicitation: Option<Instant>,
+    /// Router advertisements asked for on this interface (sent while it forwards).
+    pub(crate) advertising: Option<Advertising>,
+    /// Multicast Listener Discovery: reports owed for the groups below.
+    pub(crate) mld: mld::Mld,
+}
+
+/// An interface's router advertisement schedule (RFC 4861 §6.2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Advertising {
+    /// `MaxRtrAdvInterval`: the longest gap between unsolicited advertisements.
+    pub(crate) interval: Duration,
+    pub(crate) state: AdvertisingState,
+}
+
+/// Where the schedule stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AdvertisingState {
+    /// Initial advertisements still to send at the shorter interval.
+    pub(crate) initial_left: u8,
+    /// When the next unsolicited one goes.
+    pub(crate) next: Instant,
 }
 
 impl Iface6 {
@@ -143,6 +165,22 @@ impl Iface6 {
                 .addrs
                 .iter()
                 .any(|a| ipv6::solicited_node(a.cidr.address) == group)
+    }
+
+    /// The groups reported with MLD (RFC 3810 §6: never all-nodes): the
+    /// solicited-node group of every address, and all-routers when forwarding.
+    pub(crate) fn reported_groups(&self, router: bool) -> Vec<Ipv6Addr> {
+        let mut groups: Vec<Ipv6Addr> = Vec::new();
+        let solicited = self
+            .addrs
+            .iter()
+            .map(|a| ipv6::solicited_node(a.cidr.address));
+        for group in solicited.chain(router.then_some(ALL_ROUTERS)) {
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        groups
     }
 
     /// The link-local address, once usable.
@@ -218,10 +256,13 @@ pub struct Route6 {
     pub until: Option<Instant>,
 }
 
-/// The IPv6 routing table: longest prefix first, then static before learnt.
+/// The IPv6 routing table: longest prefix first, then static before learnt. Each
+/// route counts what was forwarded by it (`count`, `counters`), as IPv4's do.
 #[derive(Debug, Clone, Default)]
 pub struct Routes6 {
     routes: Vec<Route6>,
+    /// By the index of `routes`: kept in step by every change.
+    counters: Vec<crate::route::RouteCounters>,
 }
 
 impl Routes6 {
@@ -238,6 +279,7 @@ impl Routes6 {
             *old = route;
         } else {
             self.routes.push(route);
+            self.counters.push(crate::route::RouteCounters::default());
         }
     }
 
@@ -253,23 +295,51 @@ impl Routes6 {
     }
 
     /// Remove every route matching `keep == false`.
-    pub(crate) fn retain(&mut self, keep: impl FnMut(&Route6) -> bool) {
-        self.routes.retain(keep);
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Route6) -> bool) {
+        let mut index = 0;
+        while index < self.routes.len() {
+            if keep(&self.routes[index]) {
+                index += 1;
+            } else {
+                self.routes.remove(index);
+                self.counters.remove(index);
+            }
+        }
     }
 
     /// The route for `dst`.
     pub fn lookup(&self, dst: Ipv6Addr) -> Option<Route6> {
+        self.lookup_index(dst).map(|(_, route)| route)
+    }
+
+    /// The route for `dst` and its index for [`Routes6::count`] (valid until the
+    /// table changes).
+    pub fn lookup_index(&self, dst: Ipv6Addr) -> Option<(usize, Route6)> {
         self.routes
             .iter()
-            .filter(|r| r.cidr.contains(dst))
-            .max_by_key(|r| {
+            .enumerate()
+            .filter(|(_, r)| r.cidr.contains(dst))
+            .max_by_key(|(_, r)| {
                 (
                     r.cidr.prefix_len,
                     r.origin != Route6Origin::Router,
                     r.origin == Route6Origin::Static,
                 )
             })
-            .copied()
+            .map(|(index, route)| (index, *route))
+    }
+
+    /// Count a packet of `bytes` forwarded by route `index`.
+    pub fn count(&mut self, index: usize, bytes: u64) {
+        if let Some(counters) = self.counters.get_mut(index) {
+            counters.packets = counters.packets.wrapping_add(1);
+            counters.bytes = counters.bytes.wrapping_add(bytes);
+        }
+    }
+
+    /// Every route with what it forwarded.
+    pub fn iter_counted(&self) -> impl Iterator<Item = (&Route6, crate::route::RouteCounters)> {
+        self.routes.iter().zip(self.counters.iter().copied())
     }
 
     /// Every route.
@@ -296,6 +366,15 @@ impl PmtuCache {
             .iter()
             .find(|(d, _, until)| *d == dst && now < *until)
             .map(|(_, mtu, _)| *mtu)
+    }
+
+    /// When the path MTU learnt for `dst` runs out (None: nothing learnt, or it ran
+    /// out already), so that a copy of it is not kept longer.
+    pub(crate) fn expiry(&self, now: Instant, dst: Ipv6Addr) -> Option<Instant> {
+        self.entries
+            .iter()
+            .find(|(d, _, until)| *d == dst && now < *until)
+            .map(|(_, _, until)| *until)
     }
 
     /// A Packet Too Big for `dst` said `mtu` (at least 1280, RFC 8201 §4); kept only
@@ -331,6 +410,9 @@ impl PmtuCache {
     }
 }
 
+/// The (configuration, neighbour, timer) generations a deadline scan was made at.
+pub(crate) type DeadlineKey = (u64, u64, u64);
+
 /// Everything IPv6 the stack keeps.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -346,6 +428,13 @@ pub(crate) struct State {
     /// Identification for the fragments we send (RFC 7739: not predictable, so
     /// seeded from the stack's secret).
     pub(crate) frag_ident: u32,
+    /// Moves on whenever IPv6 timers ran or an interface started IPv6: with the
+    /// configuration and neighbour generations, what says that the last scan for
+    /// the next deadline still holds.
+    pub(crate) timer_epoch: u64,
+    /// The last scan for the next deadline (neighbours, routes, addresses), with the
+    /// (configuration, neighbour, timer) generations it was made at.
+    pub(crate) deadline: core::cell::Cell<Option<(DeadlineKey, Option<Instant>)>>,
 }
 
 impl State {
@@ -363,6 +452,8 @@ impl State {
             pmtu: PmtuCache::default(),
             reassembly: crate::reassembly::Reassembler::new(reassembly),
             frag_ident: ident,
+            timer_epoch: 0,
+            deadline: core::cell::Cell::new(None),
         }
     }
 

@@ -12,6 +12,7 @@ extern crate alloc;
 
 pub mod accept_any;
 pub mod acl;
+pub mod dhcp;
 pub mod icmp;
 pub mod iface;
 pub mod ip_options;
@@ -33,6 +34,7 @@ pub mod udp;
 pub(crate) mod testutil;
 
 pub use accept_any::{AcceptAny, AcceptAnyStats};
+pub use dhcp::{DhcpClient, DhcpError, DhcpEvent, Lease};
 pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
 pub use iface::{IfaceConfig, IfaceId, Medium, Offloads};
 pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config, Route6, Route6Origin, Routes6};

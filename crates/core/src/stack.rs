@@ -24,12 +24,16 @@ use crate::udp::{UdpHandle, UdpSockets};
 
 mod accept_any;
 pub(crate) mod arp;
+mod dhcp;
 mod forward;
 pub(crate) mod icmp;
+pub(crate) mod icmp6;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
+pub(crate) mod mld;
 pub(crate) mod ndp;
+mod router6;
 pub(crate) mod tcp;
 pub(crate) mod udp;
 
@@ -115,6 +119,14 @@ pub enum Event {
         /// The neighbour that did not answer.
         addr: Ipv4Addr,
     },
+    /// The DHCP client of `iface` got, renewed or lost its lease (what the lease
+    /// configures is already applied, or removed).
+    Dhcp {
+        /// The interface.
+        iface: IfaceId,
+        /// What happened.
+        event: crate::dhcp::DhcpEvent,
+    },
 }
 
 /// A frame waiting in the transmit queue: its Ethernet payload and where it goes.
@@ -177,6 +189,10 @@ pub struct Stack {
     pub(crate) loopback: self::loopback::Loopback,
     /// IPv6 addresses, routes, neighbours and caches.
     pub(crate) v6: crate::ipv6::State,
+    /// DHCP clients, one per interface that runs one.
+    pub(crate) dhcp: Vec<self::dhcp::DhcpSlot>,
+    /// Keys the DHCP clients' transaction ids and jitter (from the secret).
+    pub(crate) dhcp_seed: u64,
 }
 
 impl Stack {
@@ -212,6 +228,8 @@ impl Stack {
                 let mut rng6 = Rng::new(secret.derive(b"ipv6 fragment ident"));
                 u32::from(rng6.next_u16()) << 16 | u32::from(rng6.next_u16())
             }),
+            dhcp: Vec::new(),
+            dhcp_seed: secret.derive(b"dhcp client"),
             config,
         }
     }
@@ -323,6 +341,10 @@ impl Stack {
         let dst = view.dst_addr();
         if dst != interface.mac && !dst.is_broadcast() && !dst.is_multicast() {
             self.stats.link.rx_not_for_us += 1;
+            return;
+        }
+        if !self.mld_accepts(iface, dst) {
+            self.stats.ipv6.rx_multicast_filtered += 1;
             return;
         }
         match view.ethertype() {
@@ -485,6 +507,7 @@ impl Stack {
         let next = earliest(self.tcp.poll_timeout(), self.neighbors.poll_timeout());
         let next = earliest(next, self.loopback.poll_timeout());
         let next = earliest(next, self.poll_timeout_v6());
+        let next = earliest(next, self.dhcp_poll_timeout());
         earliest(next, self.reassembly.poll_timeout())
     }
 
@@ -514,6 +537,7 @@ impl Stack {
             }
         }
         self.handle_timeout_v6(now);
+        self.dhcp_handle_timeout(now);
         self.tcp.handle_timeout(now);
     }
 
@@ -543,7 +567,13 @@ mod tests;
 #[cfg(test)]
 mod tests_accept_any;
 #[cfg(test)]
+mod tests_dhcp;
+#[cfg(test)]
 mod tests_forward;
+#[cfg(test)]
+mod tests_forward6;
+#[cfg(test)]
+mod tests_icmp6;
 #[cfg(test)]
 mod tests_ip_level;
 #[cfg(test)]
@@ -552,6 +582,10 @@ mod tests_ipv6;
 mod tests_loopback;
 #[cfg(test)]
 mod tests_misuse;
+#[cfg(test)]
+mod tests_mld;
+#[cfg(test)]
+mod tests_tcp6_output;
 #[cfg(test)]
 mod tests_udp6;
 #[cfg(test)]

@@ -321,6 +321,8 @@ pub struct Stats {
     pub tcp: TcpSegmentStats,
     /// IPv4 forwarding (all interfaces together).
     pub forward: ForwardStats,
+    /// IPv6 forwarding (all interfaces together).
+    pub forward6: ForwardStats,
     /// The work the stack did for its host's CPU (what a cost model charges for).
     pub work: WorkStats,
     /// IPv6, ICMPv6 and neighbour discovery.
@@ -361,6 +363,9 @@ pub struct Ipv6Stats {
     pub tx_fragments: u64,
     /// Dropped while waiting for a neighbour (resolution failed or queue full).
     pub tx_unresolved: u64,
+    /// TCP segments larger than the path MTU, dropped (TCP sends them again cut to
+    /// the MSS the Packet Too Big taught it).
+    pub tx_too_big: u64,
     /// ICMPv6 messages received and sent.
     pub icmp_rx: u64,
     /// ICMPv6 messages sent.
@@ -369,6 +374,24 @@ pub struct Ipv6Stats {
     pub icmp_rx_bad: u64,
     /// Echo requests answered.
     pub echo_replies: u64,
+    /// Echo requests sent by echo sockets.
+    pub echo_requests_sent: u64,
+    /// Echo replies received (queued to a socket or not).
+    pub echo_replies_received: u64,
+    /// ICMPv6 errors received (Destination Unreachable, Packet Too Big, Time
+    /// Exceeded, Parameter Problem).
+    pub errors_received: u64,
+    /// Received errors handed to the UDP or echo socket whose datagram they quote.
+    pub errors_to_sockets: u64,
+    /// MLDv2 reports sent (state changes and answers to queries).
+    pub mld_reports_sent: u64,
+    /// MLD queries received (general and group-specific, either version).
+    pub mld_queries_received: u64,
+    /// MLD messages dropped: a query from a non-link-local source or a hop limit
+    /// other than 1 (RFC 3810 §5.1.14, §5.2.13).
+    pub mld_invalid: u64,
+    /// Frames to a 33:33 multicast MAC of no group we are in, dropped.
+    pub rx_multicast_filtered: u64,
     /// ICMPv6 errors sent.
     pub errors_sent: u64,
     /// ICMPv6 errors not sent for the rate limit.
@@ -393,16 +416,6 @@ pub struct Ipv6Stats {
     pub nd_invalid: u64,
     /// Addresses found duplicate by detection and given up.
     pub dad_duplicates: u64,
-    /// Packets forwarded.
-    pub forwarded: u64,
-    /// Not forwarded: hop limit reached zero (Time Exceeded sent).
-    pub fw_hop_limit: u64,
-    /// Not forwarded: larger than the next link's MTU (Packet Too Big sent).
-    pub fw_too_big: u64,
-    /// Not forwarded: no route (Destination Unreachable sent).
-    pub fw_no_route: u64,
-    /// Not forwarded: refused by the access list.
-    pub fw_denied: u64,
 }
 
 /// The work behind the other counters that a host's CPU pays per byte or per call:
@@ -422,8 +435,13 @@ pub struct WorkStats {
     pub copied_to_user: u64,
 }
 
-/// IPv4 forwarding counters (RFC 1812), for the stack and per interface
-/// ([`IfaceStats`]). A datagram is counted on the interface it arrived on.
+/// Forwarding counters of one address family (IPv4, RFC 1812; IPv6, RFC 8200 and
+/// 4443), for the stack and per interface ([`IfaceStats`]). A datagram is counted on
+/// the interface it arrived on. For IPv6, `ttl_exceeded` counts the hop limit
+/// (Time Exceeded), `frag_needed` Packet Too Big (routers never fragment IPv6, so
+/// `fragmented`, `broadcast` and `bad_option` stay 0), `martian` link-local or
+/// unspecified sources and destinations (RFC 4291 §2.5.6: never forwarded) and
+/// `no_route` Destination Unreachable code 0.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ForwardStats {
     /// Datagrams forwarded (handed to the outgoing interface or its neighbour queue).
@@ -465,6 +483,29 @@ pub struct IfaceStats {
     /// Bytes of those frames (Ethernet header included; on an IP-level interface, the
     /// IP packets).
     pub tx_bytes: u64,
-    /// Forwarding of datagrams that arrived here.
+    /// Forwarding of IPv4 datagrams that arrived here.
     pub forward: ForwardStats,
+    /// Forwarding of IPv6 packets that arrived here.
+    pub forward6: ForwardStats,
+}
+
+impl ForwardStats {
+    /// The counters of both families added up (e.g. [`IfaceStats::forward`] and
+    /// [`IfaceStats::forward6`]).
+    #[must_use]
+    pub fn plus(&self, other: &ForwardStats) -> ForwardStats {
+        ForwardStats {
+            forwarded: self.forwarded + other.forwarded,
+            forwarded_bytes: self.forwarded_bytes + other.forwarded_bytes,
+            fragmented: self.fragmented + other.fragmented,
+            no_route: self.no_route + other.no_route,
+            ttl_exceeded: self.ttl_exceeded + other.ttl_exceeded,
+            frag_needed: self.frag_needed + other.frag_needed,
+            martian: self.martian + other.martian,
+            broadcast: self.broadcast + other.broadcast,
+            bad_option: self.bad_option + other.bad_option,
+            denied: self.denied + other.denied,
+            egress_dropped: self.egress_dropped + other.egress_dropped,
+        }
+    }
 }

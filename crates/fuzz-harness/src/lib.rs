@@ -6,6 +6,8 @@
 //! Every function takes arbitrary bytes: any input is valid (bytes past the end read as
 //! zero), and a failed check is a panic.
 
+pub mod dhcp;
+pub mod dns;
 pub mod icmpv6;
 pub mod ipv6;
 pub mod ndp;

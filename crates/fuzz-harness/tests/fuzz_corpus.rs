@@ -60,3 +60,13 @@ fn icmpv6_corpus() {
 fn ndp_corpus() {
     replay("ndp", impnet_fuzz_harness::ndp::run);
 }
+
+#[test]
+fn dhcp_corpus() {
+    replay("dhcp", impnet_fuzz_harness::dhcp::run);
+}
+
+#[test]
+fn dns_corpus() {
+    replay("dns", impnet_fuzz_harness::dns::run);
+}

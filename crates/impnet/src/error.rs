@@ -115,7 +115,7 @@ pub(crate) fn icmp(e: IcmpError) -> Error {
     let kind = match e {
         IcmpError::WouldBlock => ErrorKind::WouldBlock,
         IcmpError::IdentInUse => ErrorKind::AddrInUse,
-        IcmpError::MessageTooLong => ErrorKind::InvalidInput,
+        IcmpError::MessageTooLong | IcmpError::OptionsOnIpv6 => ErrorKind::InvalidInput,
         IcmpError::NoRoute | IcmpError::NetUnreachable => ErrorKind::NetworkUnreachable,
         IcmpError::HostUnreachable | IcmpError::Unreachable => ErrorKind::HostUnreachable,
         IcmpError::InvalidHandle => ErrorKind::NotConnected,

@@ -1,7 +1,7 @@
-//! [`IcmpSocket`]: ICMP echo (ping) over the runtime.
+//! [`IcmpSocket`]: ICMP and ICMPv6 echo (ping) over the runtime.
 
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
@@ -10,8 +10,8 @@ use impnet_core::{EchoReply, IcmpError, IcmpHandle};
 use crate::error;
 use crate::runtime::{Awaits, Runtime, Shared};
 
-/// An echo socket: sends echo requests with its identifier and receives the replies.
-/// Closed when dropped.
+/// An echo socket: sends echo requests with its identifier (ICMP to IPv4 addresses,
+/// ICMPv6 to IPv6 ones) and receives the replies. Closed when dropped.
 pub struct IcmpSocket {
     shared: Arc<Shared>,
     handle: IcmpHandle,
@@ -46,7 +46,8 @@ impl IcmpSocket {
     }
 
     /// Send an echo request to `dst`.
-    pub fn send_echo(&self, dst: Ipv4Addr, seq_no: u16, payload: &[u8]) -> io::Result<()> {
+    pub fn send_echo(&self, dst: impl Into<IpAddr>, seq_no: u16, payload: &[u8]) -> io::Result<()> {
+        let dst = dst.into();
         self.shared
             .with(|state, now| {
                 state
@@ -59,13 +60,15 @@ impl IcmpSocket {
     /// Send an echo request to `dst` with IPv4 options in its header (Record Route,
     /// Timestamp: see [`impnet_core::ip_options`]); the reply's
     /// [`EchoReply::options`](impnet_core::EchoReply::options) holds what they collected.
+    /// No options to an IPv6 address.
     pub fn send_echo_with_options(
         &self,
-        dst: Ipv4Addr,
+        dst: impl Into<IpAddr>,
         seq_no: u16,
         payload: &[u8],
         ip_options: &[u8],
     ) -> io::Result<()> {
+        let dst = dst.into();
         self.shared
             .with(|state, now| {
                 state.stack.icmp_send_echo_with_options(
@@ -98,11 +101,12 @@ impl IcmpSocket {
     /// time. Fails with `TimedOut` after `timeout`.
     pub fn ping(
         &self,
-        dst: Ipv4Addr,
+        dst: impl Into<IpAddr>,
         seq_no: u16,
         payload: &[u8],
         timeout: Duration,
     ) -> io::Result<(EchoReply, Duration)> {
+        let dst = dst.into();
         let start = StdInstant::now();
         self.send_echo(dst, seq_no, payload)?;
         let mut buf = vec![0u8; payload.len()];

@@ -81,6 +81,7 @@ pub use impnet_core as core;
 pub use impnet_phy as phy;
 pub use impnet_wire as wire;
 
+mod dns;
 mod error;
 mod icmp;
 pub(crate) mod runtime;
@@ -88,9 +89,12 @@ mod tcp;
 mod udp;
 mod zero_copy;
 
+#[cfg(feature = "quic")]
+pub mod quic;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
+pub use dns::{DnsCache, ToSocketAddrs, lookup_host, lookup_ips};
 pub use icmp::IcmpSocket;
 pub use runtime::{RX_BATCH, Runtime, RuntimeStats};
 pub use tcp::{DEFAULT_BACKLOG, TcpListener, TcpStream};

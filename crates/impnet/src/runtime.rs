@@ -41,7 +41,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use impnet_core::tcp::{TcpEvent, TcpHandle};
-use impnet_core::{Duration, Event, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
+use impnet_core::{
+    Duration, Event, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig, UdpHandle,
+};
 use impnet_phy::{Device, DeviceError};
 use impnet_wire::ipv4::Cidr;
 
@@ -140,6 +142,8 @@ pub(crate) struct State {
     stats: RuntimeStats,
     /// Async tasks waiting on a TCP socket: (readable, writable) wakers.
     pub(crate) wakers: HashMap<TcpHandle, (Option<Waker>, Option<Waker>)>,
+    /// Async tasks waiting on a UDP socket.
+    pub(crate) udp_waiters: HashMap<UdpHandle, UdpWaiters>,
     /// Blocking socket calls asleep on `Shared::ready` now: the loop notifies only
     /// when there is someone to wake.
     waiting: usize,
@@ -396,6 +400,36 @@ impl Shared {
         }
     }
 
+    /// One attempt for an async task on a UDP socket: `Pending` (with the task's waker
+    /// registered for `handle`, readable or `write`able) when `attempt` returns `None`.
+    /// A send refused for lack of buffer space sets `UdpWaiters::send_blocked` in
+    /// `attempt`; such a sender is woken once the stack sends frames again.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn poll_udp<T>(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        handle: UdpHandle,
+        write: bool,
+        attempt: impl FnOnce(&mut State, Instant) -> Option<io::Result<T>>,
+    ) -> std::task::Poll<io::Result<T>> {
+        let mut state = self.lock();
+        if state.stopped {
+            return std::task::Poll::Ready(Err(stopped()));
+        }
+        let now = self.now();
+        let result = attempt(&mut state, now);
+        if result.is_none() {
+            // Before `settle` drains the events, so a datagram it takes in wakes us.
+            let waiters = state.udp_waiters.entry(handle).or_default();
+            waiters.register(write, cx.waker());
+        }
+        self.settle(&mut state, now);
+        match result {
+            Some(result) => std::task::Poll::Ready(result),
+            None => std::task::Poll::Pending,
+        }
+    }
+
     /// The descriptor an async driver waits on (readable when a device has a frame),
     /// if every device has one; registers the driver, which must call
     /// [`Shared::end_drive`] when it stops.
@@ -457,6 +491,7 @@ impl State {
     /// Send every frame the stack has, then drain its events. True if there were
     /// events (sockets to wake).
     fn flush(&mut self, now: Instant) -> bool {
+        let mut frames_out = false;
         loop {
             let tx = if self.gather {
                 self.stack.poll_transmit_gather(now, &mut self.tx_buf)
@@ -480,6 +515,10 @@ impl State {
                 Ok(true) => self.stats.tx_frames += 1,
                 Ok(false) | Err(_) => self.stats.tx_dropped += 1,
             }
+            frames_out = true;
+        }
+        if frames_out {
+            self.wake_blocked_udp_senders();
         }
         let mut any = false;
         while let Some(event) = self.stack.poll_event() {
@@ -489,19 +528,40 @@ impl State {
         any
     }
 
+    /// The stack sent frames, so its queues (the transmit queue, a neighbour's queue
+    /// that resolution just emptied) have room again: wake the UDP senders it refused.
+    fn wake_blocked_udp_senders(&mut self) {
+        for waiters in self.udp_waiters.values_mut() {
+            if waiters.send_blocked {
+                waiters.send_blocked = false;
+                waiters.wake(false, true);
+            }
+        }
+    }
+
     /// Wake the async tasks an event concerns (all of them for events not tied to one
     /// TCP socket, which is rare and harmless: a woken task re-checks).
     fn wake_tasks(&mut self, event: Event) {
-        if self.wakers.is_empty() {
+        if self.wakers.is_empty() && self.udp_waiters.is_empty() {
             return;
         }
         let (handle, read, write) = match event {
             Event::Tcp(TcpEvent::Readable(h)) => (h, true, false),
             Event::Tcp(TcpEvent::Writable(h)) => (h, false, true),
             Event::Tcp(TcpEvent::Closed(h)) => (h, true, true),
+            Event::Udp(h) => {
+                if let Some(waiters) = self.udp_waiters.get_mut(&h) {
+                    waiters.wake(true, false);
+                }
+                return;
+            }
             _ => {
                 for (r, w) in self.wakers.values_mut() {
                     r.take().into_iter().chain(w.take()).for_each(Waker::wake);
+                }
+                for waiters in self.udp_waiters.values_mut() {
+                    waiters.send_blocked = false;
+                    waiters.wake(true, true);
                 }
                 return;
             }
@@ -604,6 +664,43 @@ pub(crate) enum Awaits {
     SendRoom,
 }
 
+/// The async tasks waiting on one UDP socket.
+#[derive(Debug, Default)]
+pub(crate) struct UdpWaiters {
+    /// Woken when a datagram (or a pending error) arrives.
+    pub(crate) read: Option<Waker>,
+    /// Woken when the stack sent frames after refusing this socket's datagram.
+    pub(crate) write: Option<Waker>,
+    /// The stack refused a datagram for lack of buffer space (`NoBufferSpace`: its
+    /// transmit queue or the next hop's resolution queue was full) and has sent
+    /// nothing since: sending waits for `write` to be woken.
+    pub(crate) send_blocked: bool,
+}
+
+impl UdpWaiters {
+    /// Wake the reader and/or the writer.
+    pub(crate) fn wake(&mut self, read: bool, write: bool) {
+        if read && let Some(waker) = self.read.take() {
+            waker.wake();
+        }
+        if write && let Some(waker) = self.write.take() {
+            waker.wake();
+        }
+    }
+
+    /// Ask to be woken when the socket may be readable (`write` false) or writable.
+    pub(crate) fn register(&mut self, write: bool, waker: &Waker) {
+        let slot = if write {
+            &mut self.write
+        } else {
+            &mut self.read
+        };
+        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+    }
+}
+
 /// What one [`State::receive`] took in.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Received {
@@ -627,6 +724,7 @@ fn os_secret() -> io::Result<Secret> {
 pub struct Runtime {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    resolver: crate::dns::ResolverState,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -661,6 +759,7 @@ impl Runtime {
                 sleep_until: None,
                 stats: RuntimeStats::default(),
                 wakers: HashMap::new(),
+                udp_waiters: HashMap::new(),
                 waiting: 0,
                 callers_poll: false,
                 running_receivers: 0,
@@ -683,6 +782,7 @@ impl Runtime {
         Ok(Runtime {
             shared,
             thread: Some(thread),
+            resolver: crate::dns::ResolverState::default(),
         })
     }
 
@@ -800,6 +900,71 @@ impl Runtime {
         out
     }
 
+    /// Start the DHCP client on `iface` (an Ethernet interface: a TAP or a pipe): its
+    /// lease configures the address, default route and DNS servers, and it renews,
+    /// rebinds and, if the lease is lost, removes them again by itself.
+    pub fn dhcp_start(&self, iface: IfaceId) -> io::Result<()> {
+        self.with_stack(|stack, now| stack.dhcp_start(now, iface))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    }
+
+    /// Wait up to `timeout` for `iface`'s DHCP lease.
+    pub fn wait_for_lease(
+        &self,
+        iface: IfaceId,
+        timeout: std::time::Duration,
+    ) -> io::Result<impnet_core::Lease> {
+        let deadline = StdInstant::now() + timeout;
+        loop {
+            if let Some(lease) = self.with_stack(|stack, _| stack.dhcp_lease(iface).copied()) {
+                return Ok(lease);
+            }
+            if StdInstant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no DHCP lease within {timeout:?} (is a DHCP server on the link?)"),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Give `iface`'s DHCP lease back (DHCPRELEASE) and stop its client.
+    pub fn dhcp_release(&self, iface: IfaceId) {
+        self.with_stack(|stack, now| stack.dhcp_release(now, iface));
+    }
+
+    /// Use these DNS servers (before any DHCP named) for [`lookup_host`](crate::lookup_host)
+    /// and connects by name.
+    pub fn set_dns_servers(&self, servers: &[std::net::IpAddr]) {
+        *self
+            .resolver
+            .servers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = servers.to_vec();
+    }
+
+    /// The DNS servers names go to: those set by hand, then those DHCP named.
+    pub fn dns_servers(&self) -> Vec<std::net::IpAddr> {
+        let mut servers = self
+            .resolver
+            .servers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for server in self.with_stack(|stack, _| stack.dns_servers()) {
+            let server = std::net::IpAddr::V4(server);
+            if !servers.contains(&server) {
+                servers.push(server);
+            }
+        }
+        servers
+    }
+
+    pub(crate) fn resolver(&self) -> &crate::dns::ResolverState {
+        &self.resolver
+    }
+
     /// Time since the runtime started, as the stack sees it.
     pub fn now(&self) -> Instant {
         self.shared.now()
@@ -817,6 +982,9 @@ impl Runtime {
             state.stopped = true;
             for (_, (r, w)) in state.wakers.drain() {
                 r.into_iter().chain(w).for_each(Waker::wake);
+            }
+            for (_, mut waiters) in state.udp_waiters.drain() {
+                waiters.wake(true, true);
             }
         }
         self.shared.ready.notify_all();

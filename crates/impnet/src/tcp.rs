@@ -230,9 +230,20 @@ impl TcpStream {
         }
     }
 
-    /// Connect to `addr` from the route's source address and an ephemeral port.
-    pub fn connect(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
-        TcpStream::connect_inner(rt, crate::error::resolve_any(addr)?, None)
+    /// Connect to `addr` from the route's source address and an ephemeral port. A
+    /// host name (`"example.test:80"`) is resolved by imp's own resolver
+    /// ([`lookup_host`](crate::lookup_host)); each address is tried in turn, and the
+    /// last one's error is returned if none connects.
+    pub fn connect(rt: &Runtime, addr: impl crate::ToSocketAddrs) -> io::Result<TcpStream> {
+        let addrs = addr.to_imp_addrs(rt)?;
+        let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address given");
+        for addr in addrs {
+            match TcpStream::connect_inner(rt, addr, None) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 
     /// Connect, giving up (with `TimedOut`) after `timeout`.

@@ -1,6 +1,7 @@
 //! The async API (feature `tokio`): [`TcpListener`] and [`TcpStream`] whose streams
 //! implement tokio's `AsyncRead` and `AsyncWrite`, so an existing tokio program (a
-//! hyper or axum server) runs over imp by swapping its listener.
+//! hyper or axum server) runs over imp by swapping its listener; and [`UdpSocket`],
+//! shaped like tokio's (quinn runs on it: see `impnet::quic`, feature `quic`).
 //!
 //! The imp runtime's own thread drives the stack; these types only register wakers
 //! with it, so they work on any executor that polls tokio's I/O traits (no tokio
@@ -19,6 +20,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use crate::error;
 use crate::runtime::{Runtime, Shared};
 use crate::zero_copy::{OwnedWriteError, attempt_owned};
+
+mod udp;
+
+pub use udp::UdpSocket;
 
 /// A listening TCP socket for async tasks. Closed when dropped.
 pub struct TcpListener {

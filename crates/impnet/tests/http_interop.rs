@@ -1,13 +1,14 @@
 //! imp downloads from `python3 -m http.server` in the namespace over a TAP, plain (100
 //! MiB) and with imp's frames impaired by 20 ms and 1% loss each way; sha256 checked,
 //! and the kernel's `ss -ti` shows window scaling with imp (imp's own `tcp_info`
-//! shows SACK, timestamps and window scaling negotiated). Needs root; skips without.
+//! shows SACK, timestamps and window scaling negotiated); and over IPv6 from
+//! `http.server --bind ::`. Needs root; skips without.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use common::{ChildGuard, Link, have};
@@ -35,15 +36,14 @@ impl Drop for Dir {
     }
 }
 
-/// Start `python3 -m http.server` on the kernel side serving `size` bytes as
-/// /file.bin; returns its guard, the directory and the file's sha256.
-fn python_server(link: &Link, size: usize) -> (ChildGuard, Dir, [u8; 32]) {
+/// Start `python3 -m http.server` on the kernel side (bound to `bind`) serving `size`
+/// bytes as /file.bin; returns its guard, the directory and the file's sha256.
+fn python_server(link: &Link, bind: &str, size: usize) -> (ChildGuard, Dir, [u8; 32]) {
     let dir = std::env::temp_dir().join(format!("imp-pyhttp-{}-{}", std::process::id(), size));
     std::fs::create_dir_all(&dir).unwrap();
     let data = pattern(size);
     std::fs::write(dir.join("file.bin"), &data).unwrap();
     let sum: [u8; 32] = Sha256::digest(&data).into();
-    let kernel = link.kernel_addr.to_string();
     let mut server = link.ns.spawn(
         "python3",
         &[
@@ -52,7 +52,7 @@ fn python_server(link: &Link, size: usize) -> (ChildGuard, Dir, [u8; 32]) {
             "http.server",
             "8080",
             "--bind",
-            &kernel,
+            bind,
             "--directory",
             dir.to_str().unwrap(),
         ],
@@ -65,16 +65,14 @@ fn python_server(link: &Link, size: usize) -> (ChildGuard, Dir, [u8; 32]) {
     (server, Dir(dir), sum)
 }
 
-/// GET /file.bin over imp; returns (sha256 of the body, body length, the stream).
-fn get(link: &Link, timeout: Duration) -> ([u8; 32], usize, TcpStream) {
-    let addr = SocketAddr::from((link.kernel_addr, 8080));
+/// GET /file.bin from `ip`:8080 over imp; returns (sha256 of the body, body length,
+/// the stream).
+fn get(link: &Link, ip: IpAddr, timeout: Duration) -> ([u8; 32], usize, TcpStream) {
+    let addr = SocketAddr::new(ip, 8080);
     let mut stream = TcpStream::connect_timeout(&link.rt, &addr, Duration::from_secs(5))
         .expect("connect to http.server");
     stream.set_read_timeout(Some(timeout)).unwrap();
-    let request = format!(
-        "GET /file.bin HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        link.kernel_addr
-    );
+    let request = format!("GET /file.bin HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let mut head = Vec::new();
@@ -123,11 +121,14 @@ fn download(link: Link, size: usize, timeout: Duration) {
     if !have("python3") || !have("ss") {
         return;
     }
-    let (_server, _dir, sum) = python_server(&link, size);
+    let (_server, _dir, sum) = python_server(&link, &link.kernel_addr.to_string(), size);
     let start = Instant::now();
     let ((got, len, stream), ss) = std::thread::scope(|s| {
         let sampler = s.spawn(|| sample_ss(&link, Instant::now() + timeout));
-        (get(&link, timeout), sampler.join().unwrap())
+        (
+            get(&link, link.kernel_addr.into(), timeout),
+            sampler.join().unwrap(),
+        )
     });
     let secs = start.elapsed().as_secs_f64();
     assert_eq!(len, size);
@@ -165,4 +166,51 @@ fn imp_downloads_from_python_http_server_impaired() {
         return;
     };
     download(link, 20 << 20, Duration::from_secs(30));
+}
+
+#[test]
+fn imp_downloads_over_ipv6_from_python_http_server_on_any6() {
+    let Some(link) = Link::new(53, true) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    for key in ["all", "default", &link.tap_name] {
+        let out = link.ns.exec(
+            "sysctl",
+            &["-qw", &format!("net.ipv6.conf.{key}.disable_ipv6=0")],
+        );
+        assert!(out.status.success(), "sysctl: {}", common::text(&out));
+    }
+    let kernel: Ipv6Addr = "fd00:53::1".parse().unwrap();
+    let imp: Ipv6Addr = "fd00:53::2".parse().unwrap();
+    link.ns.ip(&[
+        "-6",
+        "addr",
+        "add",
+        &format!("{kernel}/64"),
+        "dev",
+        &link.tap_name,
+        "nodad",
+    ]);
+    link.rt
+        .add_address6(link.iface, impnet::wire::ipv6::Cidr::new(imp, 64).unwrap());
+    // Duplicate address detection: about a second.
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while link.rt.with_stack(|s, _| {
+        s.ipv6_addresses(link.iface)
+            .iter()
+            .any(|a| a.cidr.address == imp && a.state != impnet::core::AddrState::Preferred)
+    }) {
+        assert!(Instant::now() < give_up, "imp's {imp} never left DAD");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let size = 20 << 20;
+    let (_server, _dir, sum) = python_server(&link, "::", size);
+    let (got, len, stream) = get(&link, kernel.into(), Duration::from_secs(30));
+    assert_eq!(len, size);
+    assert!(got == sum, "sha256 of the download over IPv6 differs");
+    let info = stream.info().expect("tcp_info");
+    assert!(info.sack && info.wscale.is_some(), "imp's side: {info:?}");
 }

@@ -44,7 +44,7 @@ fn imp_pings_linux() {
         let (reply, _rtt) = socket
             .ping(link.kernel_addr, seq, &payload, Duration::from_secs(3))
             .expect("Linux answers the echo request");
-        assert_eq!(reply.src, link.kernel_addr);
+        assert_eq!(reply.src, std::net::IpAddr::from(link.kernel_addr));
         assert_eq!(reply.seq_no, seq);
         assert_eq!(reply.len, payload.len());
     }

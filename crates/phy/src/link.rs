@@ -482,6 +482,9 @@ pub struct LinkModel {
     held: Option<Qdisc>,
     /// The flow hash key of the frames given to `held`.
     flow_key: u64,
+    /// The frames are bare IP packets (a TUN, an IP-level link), not Ethernet: how
+    /// the queue discipline and CE marking find the IP header.
+    ip_level: bool,
     in_flight: BinaryHeap<InFlight>,
     next_seq: u64,
     /// The Gilbert-Elliott chain is in its bad state.
@@ -493,6 +496,16 @@ pub struct LinkModel {
     /// Buffers of delivered frames given back by [`LinkModel::recycle`].
     free: Vec<Vec<u8>>,
     stats: LinkStats,
+}
+
+/// What the queue discipline needs of `frame` (IPv4 or IPv6, bare when `ip_level`,
+/// else in Ethernet), hashed with `key`.
+fn classify(ip_level: bool, frame: &[u8], key: u64) -> PacketMeta {
+    if ip_level {
+        PacketMeta::ip(frame, key)
+    } else {
+        PacketMeta::ethernet(frame, key)
+    }
 }
 
 impl LinkModel {
@@ -528,6 +541,7 @@ impl LinkModel {
             waiting_bytes: 0,
             held: config.qdisc.map(Qdisc::new),
             flow_key,
+            ip_level: false,
             in_flight: BinaryHeap::new(),
             next_seq: 0,
             burst_bad: false,
@@ -536,6 +550,15 @@ impl LinkModel {
             free: Vec::new(),
             stats: LinkStats::default(),
         })
+    }
+
+    /// The same link carrying bare IP packets (a TUN device, an IP-level interface)
+    /// rather than Ethernet frames: its queue discipline hashes flows and CE-marks
+    /// from byte 0, by the IP version there.
+    #[must_use]
+    pub fn ip_level(mut self) -> LinkModel {
+        self.ip_level = true;
+        self
     }
 
     /// The configuration in force.
@@ -689,7 +712,7 @@ impl LinkModel {
             return self.transmit_shaped(now_scaled, frame);
         }
         let before = QdiscCounters::of(queue);
-        let meta = PacketMeta::ethernet(frame, self.flow_key);
+        let meta = classify(self.ip_level, frame, self.flow_key);
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);
@@ -779,7 +802,7 @@ impl LinkModel {
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);
-        if let Some(offset) = PacketMeta::ethernet(&buf, 0).ipv4_offset.filter(|_| mark) {
+        if let Some(offset) = classify(self.ip_level, &buf, 0).ip_offset.filter(|_| mark) {
             mark_ce(&mut buf, offset);
         }
         if self.streams.corrupt.chance(self.config.corrupt) && !buf.is_empty() {

@@ -2,7 +2,8 @@
 //! optionally with the virtio-net header (`IFF_VNET_HDR`) and offloads
 //! (`TUNSETOFFLOAD`: `TUN_F_CSUM | TUN_F_TSO4`) so that the kernel may hand imp large
 //! TCP segments with partial checksums, and imp may hand the kernel large TCP segments
-//! for it to cut (TSO).
+//! for it to cut (TSO; IPv4 as `GSO_TCPV4`, IPv6 without extension headers as
+//! `GSO_TCPV6`, which the kernel takes from a writer whatever `TUNSETOFFLOAD` said).
 //!
 //! The header never reaches the caller: [`Tap::recv`](Device::recv) strips it and
 //! [`Tap::send`](Device::send) prepends one, asking for segmentation when a TCP frame is
@@ -16,7 +17,7 @@
 //! pseudo-header sum; the data never crossed a wire) and one it marks `DATA_VALID` was
 //! verified by the kernel or the NIC before it: both pass without being summed. Every
 //! other frame (from a packet socket, a bridge, a NIC without checksum offload) is
-//! verified here, IPv4 header and TCP/UDP checksum, and dropped and counted
+//! verified here, IPv4 header and TCP/UDP checksum (over IPv4 or IPv6), and dropped and counted
 //! ([`TapStats::rx_bad_checksum`]) when wrong. Partial checksums are left partial
 //! unless [`TapConfig::complete_checksums`] asks for the real ones, for whatever reads
 //! the frames' bytes rather than trusting the device (see there).
@@ -62,6 +63,7 @@ const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
 const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
 const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
 const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
 
 const ETH_HEADER_LEN: usize = 14;
 /// An Ethernet header with one 802.1Q tag.
@@ -96,6 +98,17 @@ impl Link {
             Link::Ip => true,
         };
         (typed && frame.len() >= ip + 20 && frame[ip] >> 4 == 4).then_some(ip)
+    }
+
+    /// The offset of the IPv6 header when `frame` carries one (an untagged Ethernet
+    /// frame of type IPv6, or an IP packet of version 6) with all its 40 bytes.
+    fn ipv6_start(self, frame: &[u8]) -> Option<usize> {
+        let ip = self.header_len();
+        let typed = match self {
+            Link::Ethernet => frame.get(12..14) == Some(&[0x86, 0xdd][..]),
+            Link::Ip => true,
+        };
+        (typed && frame.len() >= ip + 40 && frame[ip] >> 4 == 6).then_some(ip)
     }
 
     /// The largest frame without offloads: the MTU plus a tagged Ethernet header.
@@ -692,7 +705,7 @@ impl Device for Tap {
     ) -> Result<bool, DeviceError> {
         let len = head.len() + payload.0.len() + payload.1.len();
         let header = if self.gathers()
-            && tcp_v4_offsets(self.link, head).is_some_and(|(_, _, p)| p == head.len())
+            && tcp_offsets(self.link, head).is_some_and(|(_, _, p)| p == head.len())
         {
             vnet_header_for_len(
                 self.link,
@@ -838,19 +851,29 @@ fn vnet_header_for(
     Ok((csum_header(link, frame).unwrap_or_default(), false))
 }
 
-/// `NEEDS_CSUM` for an unfragmented IPv4 TCP or UDP frame whose checksum field holds
-/// the pseudo-header sum; None for anything else.
+/// The transport header of `frame`: an unfragmented IPv4 packet, or an IPv6 one whose
+/// fixed header is followed by the transport header (no extension headers). Returns
+/// (the IP header's offset, the transport header's, its protocol, IPv6).
+fn transport_start(link: Link, frame: &[u8]) -> Option<(usize, usize, u8, bool)> {
+    if let Some(ip) = link.ipv4_start(frame) {
+        let ihl = usize::from(frame[ip] & 0x0f) * 4;
+        let fragment = u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3fff;
+        return (ihl >= 20 && fragment == 0).then_some((ip, ip + ihl, frame[ip + 9], false));
+    }
+    let ip = link.ipv6_start(frame)?;
+    Some((ip, ip + 40, frame[ip + 6], true))
+}
+
+/// `NEEDS_CSUM` for a TCP or UDP frame (IPv4 unfragmented, or IPv6 without extension
+/// headers) whose checksum field holds the pseudo-header sum; None for anything else.
 fn csum_header(link: Link, frame: &[u8]) -> Option<VnetHeader> {
-    let ip = link.ipv4_start(frame)?;
-    let ihl = usize::from(frame[ip] & 0x0f) * 4;
-    let fragment = u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3fff;
-    let offset = match frame[ip + 9] {
+    let (_, start, protocol, _) = transport_start(link, frame)?;
+    let offset = match protocol {
         6 => 16,
         17 => 6,
         _ => return None,
     };
-    let start = ip + ihl;
-    if ihl < 20 || fragment != 0 || start + offset + 2 > frame.len() {
+    if start + offset + 2 > frame.len() {
         return None;
     }
     Some(VnetHeader {
@@ -940,7 +963,7 @@ fn check_received(
 /// What is not IPv4, or too short to tell, passes: the stack parses and drops it.
 fn checksums_valid(link: Link, frame: &[u8]) -> bool {
     let Some(ip) = link.ipv4_start(frame) else {
-        return true;
+        return checksums_valid_v6(link, frame);
     };
     let ihl = usize::from(frame[ip] & 0x0f) * 4;
     let total = usize::from(u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]));
@@ -980,15 +1003,50 @@ fn checksums_valid(link: Link, frame: &[u8]) -> bool {
     checksum::combine(&[pseudo, checksum::data(l4)]) == 0xffff
 }
 
-/// The header asking the kernel to cut `frame`, an Ethernet frame carrying one IPv4
-/// TCP segment, into segments that fit `mtu`; `None` if the frame is anything else.
+/// As [`checksums_valid`] for IPv6: false only for a TCP or UDP packet (no extension
+/// headers) whose checksum is wrong; a zero UDP checksum is left to the stack, which
+/// drops it (RFC 8200 §8.1).
+fn checksums_valid_v6(link: Link, frame: &[u8]) -> bool {
+    let Some(ip) = link.ipv6_start(frame) else {
+        return true;
+    };
+    let payload_len = usize::from(u16::from_be_bytes([frame[ip + 4], frame[ip + 5]]));
+    let Some(l4) = frame.get(ip + 40..ip + 40 + payload_len) else {
+        return true;
+    };
+    let protocol = frame[ip + 6];
+    let field = match protocol {
+        6 => 16,
+        17 => 6,
+        _ => return true,
+    };
+    if l4.len() < field + 2 || (protocol == 17 && l4[field..field + 2] == [0, 0]) {
+        return true;
+    }
+    let address = |at: usize| {
+        let mut octets = [0; 16];
+        octets.copy_from_slice(&frame[at..at + 16]);
+        std::net::Ipv6Addr::from(octets)
+    };
+    let (src, dst) = (address(ip + 8), address(ip + 24));
+    let pseudo = checksum::pseudo_header_v6(&src, &dst, protocol, l4.len() as u32);
+    checksum::combine(&[pseudo, checksum::data(l4)]) == 0xffff
+}
+
+/// The header asking the kernel to cut `frame`, a frame carrying one IPv4 or IPv6 TCP
+/// segment, into segments that fit `mtu`; `None` if the frame is anything else.
 fn tso_header(link: Link, frame: &[u8], mtu: usize) -> Option<VnetHeader> {
-    let (ip_start, tcp_start, payload_start) = tcp_v4_offsets(link, frame)?;
+    let (ip_start, tcp_start, payload_start) = tcp_offsets(link, frame)?;
     let headers = payload_start - ip_start;
     let gso_size = mtu.checked_sub(headers).filter(|&s| s > 0)?;
+    let v6 = link.ipv6_start(frame).is_some();
     Some(VnetHeader {
         flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
-        gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+        gso_type: if v6 {
+            VIRTIO_NET_HDR_GSO_TCPV6
+        } else {
+            VIRTIO_NET_HDR_GSO_TCPV4
+        },
         hdr_len: u16::try_from(payload_start).ok()?,
         gso_size: u16::try_from(gso_size).ok()?,
         csum_start: u16::try_from(tcp_start).ok()?,
@@ -996,16 +1054,14 @@ fn tso_header(link: Link, frame: &[u8], mtu: usize) -> Option<VnetHeader> {
     })
 }
 
-/// Offsets of the IPv4 header, TCP header and TCP payload in an untagged Ethernet frame
-/// carrying an unfragmented IPv4 TCP segment.
-fn tcp_v4_offsets(link: Link, frame: &[u8]) -> Option<(usize, usize, usize)> {
-    let ip = link.ipv4_start(frame)?;
-    let ihl = usize::from(frame[ip] & 0x0f) * 4;
-    let fragment = u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3fff;
-    if ihl < 20 || frame[ip + 9] != 6 || fragment != 0 {
+/// Offsets of the IP header, TCP header and TCP payload in an untagged Ethernet frame
+/// (or IP packet) carrying an unfragmented IPv4 TCP segment or an IPv6 one without
+/// extension headers.
+fn tcp_offsets(link: Link, frame: &[u8]) -> Option<(usize, usize, usize)> {
+    let (ip, tcp, protocol, _) = transport_start(link, frame)?;
+    if protocol != 6 {
         return None;
     }
-    let tcp = ip + ihl;
     let data_offset = usize::from(*frame.get(tcp + 12)? >> 4) * 4;
     let payload = tcp + data_offset;
     (data_offset >= 20 && payload <= frame.len()).then_some((ip, tcp, payload))
@@ -1016,6 +1072,18 @@ fn tcp_v4_offsets(link: Link, frame: &[u8]) -> Option<(usize, usize, usize)> {
 fn prepare_partial_checksum(link: Link, frame: &mut [u8], header: &VnetHeader) {
     let ip = link.header_len();
     let tcp = usize::from(header.csum_start);
+    let tcp_len = (frame.len() - tcp) as u32;
+    let field = tcp + usize::from(header.csum_offset);
+    if link.ipv6_start(frame).is_some() {
+        let address = |at: usize| {
+            let mut octets = [0; 16];
+            octets.copy_from_slice(&frame[at..at + 16]);
+            std::net::Ipv6Addr::from(octets)
+        };
+        let pseudo = checksum::pseudo_header_v6(&address(ip + 8), &address(ip + 24), 6, tcp_len);
+        frame[field..field + 2].copy_from_slice(&pseudo.to_be_bytes());
+        return;
+    }
     let src = std::net::Ipv4Addr::new(
         frame[ip + 12],
         frame[ip + 13],
@@ -1028,9 +1096,7 @@ fn prepare_partial_checksum(link: Link, frame: &mut [u8], header: &VnetHeader) {
         frame[ip + 18],
         frame[ip + 19],
     );
-    let tcp_len = (frame.len() - tcp) as u32;
     let pseudo = checksum::pseudo_header_v4(&src, &dst, 6, tcp_len);
-    let field = tcp + usize::from(header.csum_offset);
     frame[field..field + 2].copy_from_slice(&pseudo.to_be_bytes());
 }
 
@@ -1228,6 +1294,70 @@ mod tests {
         let (h, _) =
             vnet_header_for(Link::Ethernet, &fragment, 1500, 1518, true, true).expect("fits");
         assert_eq!(h, VnetHeader::default());
+    }
+
+    /// An Ethernet frame with an IPv6 TCP segment of `payload` bytes (2001:db8::1 to
+    /// ::2), its checksum finished.
+    fn tcp6_frame(payload: usize) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 40 + 20 + payload];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[14] = 0x60;
+        f[18..20].copy_from_slice(&((20 + payload) as u16).to_be_bytes());
+        f[20] = 6;
+        f[21] = 64;
+        let (src, dst): (std::net::Ipv6Addr, std::net::Ipv6Addr) = (
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+        );
+        f[22..38].copy_from_slice(&src.octets());
+        f[38..54].copy_from_slice(&dst.octets());
+        f[54 + 12] = 5 << 4;
+        for (i, b) in f[74..].iter_mut().enumerate() {
+            *b = (i * 7) as u8;
+        }
+        let sum = checksum::combine(&[
+            checksum::pseudo_header_v6(&src, &dst, 6, (20 + payload) as u32),
+            checksum::data(&f[54..]),
+        ]);
+        f[70..72].copy_from_slice(&checksum::finish(sum).to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn ipv6_tcp_frames_get_partial_checksums_and_tso_too() {
+        let frame = tcp6_frame(100);
+        assert!(checksums_valid(Link::Ethernet, &frame));
+        let mut bad = frame.clone();
+        bad[80] ^= 0x40;
+        assert!(!checksums_valid(Link::Ethernet, &bad));
+        // Small: NEEDS_CSUM from the TCP header on.
+        let (h, _) = vnet_header_for(Link::Ethernet, &frame, 1500, 1518, true, true).unwrap();
+        assert_eq!((h.flags, h.csum_start, h.csum_offset), (1, 54, 16));
+        // Large: TSO for IPv6, cut at the MTU less 60 bytes of headers.
+        let large = tcp6_frame(8000);
+        let (h, finished) =
+            vnet_header_for(Link::Ethernet, &large, 1500, 1518, true, false).expect("tso");
+        assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_TCPV6);
+        assert_eq!((h.gso_size, h.hdr_len, h.csum_start), (1440, 74, 54));
+        assert!(finished);
+        // The finished checksum made partial, then completed as the kernel does: the
+        // real one again.
+        let mut partial = large.clone();
+        prepare_partial_checksum(Link::Ethernet, &mut partial, &h);
+        assert_ne!(partial, large);
+        assert!(complete_checksum(&mut partial, &h));
+        assert_eq!(partial, large);
+        // On a TUN the same packet without its Ethernet header.
+        let (h, _) = vnet_header_for(Link::Ip, &large[14..], 1500, 1500, true, true).unwrap();
+        assert_eq!(
+            (h.gso_type, h.csum_start, h.hdr_len),
+            (VIRTIO_NET_HDR_GSO_TCPV6, 40, 60)
+        );
+        // An extension header in front of TCP: neither (the stack sends none such).
+        let mut ext = frame.clone();
+        ext[20] = 60;
+        assert_eq!(csum_header(Link::Ethernet, &ext), None);
+        assert_eq!(tso_header(Link::Ethernet, &ext, 1500), None);
     }
 
     #[test]

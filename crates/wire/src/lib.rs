@@ -3,7 +3,8 @@
 //! # The contract: `Packet` views and `Repr` structs
 //!
 //! Every format (Ethernet, ARP, IPv4, ICMPv4, UDP, TCP; IPv6 and its extension headers,
-//! ICMPv6, NDP, MLD) has the same two halves:
+//! ICMPv6, NDP, MLD) has the same two halves (DHCP and DNS, application payloads, have
+//! a `Repr` or a checked `Message` only: see [`dhcp`] and [`dns`]):
 //!
 //! - **`Packet<T: AsRef<[u8]>>`**, a view over the bytes, copying nothing. A `mod field`
 //!   names each field's byte range. `new_unchecked` wraps any buffer; `new_checked` wraps
@@ -110,6 +111,8 @@
 
 pub mod arp;
 pub mod checksum;
+pub mod dhcp;
+pub mod dns;
 mod error;
 pub mod ethernet;
 pub mod icmpv4;

@@ -47,6 +47,10 @@ const PING_TICK_NS: u64 = 10_000;
 pub enum Workload {
     W1a,
     W2,
+    /// W1a over IPv6 (only as a child, for callgrind run by hand).
+    W1aV6,
+    /// W2 over IPv6 (only as a child).
+    W2V6,
 }
 
 impl Workload {
@@ -54,6 +58,8 @@ impl Workload {
         match self {
             Workload::W1a => "W1a",
             Workload::W2 => "W2",
+            Workload::W1aV6 => "W1a-v6",
+            Workload::W2V6 => "W2-v6",
         }
     }
 
@@ -62,7 +68,11 @@ impl Workload {
         match name {
             "W1a" => Ok(Workload::W1a),
             "W2" => Ok(Workload::W2),
-            other => Err(format!("--breakdown-child `{other}`: give W1a or W2")),
+            "W1a-v6" => Ok(Workload::W1aV6),
+            "W2-v6" => Ok(Workload::W2V6),
+            other => Err(format!(
+                "--breakdown-child `{other}`: give W1a, W2, W1a-v6 or W2-v6"
+            )),
         }
     }
 }
@@ -344,32 +354,40 @@ fn summarise(
 /// then the measured loop; prints `payload N`, the payload bytes the loop delivered.
 pub fn child(workload: Workload, amount: u64) -> Result<(), String> {
     let payload = match workload {
-        Workload::W1a => {
-            let mut flow = imp_side::Bulk::open_with(1500, false, Clock::Virtual(BULK_TICK_NS));
-            // Warm-up: the window opens and the rings grow to their size.
-            let warm = (amount / 8).max(256 << 10);
-            let mut received = 0;
-            while received < warm {
-                received = flow.step(warm);
-            }
-            measured_bulk(&mut flow, received + amount) - received
-        }
-        Workload::W2 => {
-            let mut connection = imp_side::PingPong::open_with(Clock::Virtual(PING_TICK_NS));
-            for _ in 0..100 {
-                connection.round_trip();
-            }
-            measured_ping_pong(&mut connection, amount);
-            2 * amount
-        }
+        Workload::W1a => child_bulk::<false>(amount),
+        Workload::W2 => child_ping_pong::<false>(amount),
+        Workload::W1aV6 => child_bulk::<true>(amount),
+        Workload::W2V6 => child_ping_pong::<true>(amount),
     };
     println!("payload {payload}");
     Ok(())
 }
 
+/// W1a's child (over IPv6 when `V6`): payload bytes delivered by the measured loop.
+fn child_bulk<const V6: bool>(amount: u64) -> u64 {
+    let mut flow = imp_side::Bulk::<V6>::open_with(1500, false, Clock::Virtual(BULK_TICK_NS));
+    // Warm-up: the window opens and the rings grow to their size.
+    let warm = (amount / 8).max(256 << 10);
+    let mut received = 0;
+    while received < warm {
+        received = flow.step(warm);
+    }
+    measured_bulk(&mut flow, received + amount) - received
+}
+
+/// W2's child (over IPv6 when `V6`): payload bytes of the measured round trips.
+fn child_ping_pong<const V6: bool>(amount: u64) -> u64 {
+    let mut connection = imp_side::PingPong::<V6>::open_with(Clock::Virtual(PING_TICK_NS));
+    for _ in 0..100 {
+        connection.round_trip();
+    }
+    measured_ping_pong(&mut connection, amount);
+    2 * amount
+}
+
 /// W1a's measured loop (callgrind collects only inside `measured_*`).
 #[inline(never)]
-fn measured_bulk(flow: &mut imp_side::Bulk, limit: u64) -> u64 {
+fn measured_bulk<const V6: bool>(flow: &mut imp_side::Bulk<V6>, limit: u64) -> u64 {
     let mut received = 0;
     while received < limit {
         received = flow.step(limit);
@@ -379,7 +397,7 @@ fn measured_bulk(flow: &mut imp_side::Bulk, limit: u64) -> u64 {
 
 /// W2's measured loop.
 #[inline(never)]
-fn measured_ping_pong(connection: &mut imp_side::PingPong, rounds: u64) {
+fn measured_ping_pong<const V6: bool>(connection: &mut imp_side::PingPong<V6>, rounds: u64) {
     for _ in 0..rounds {
         connection.round_trip();
     }

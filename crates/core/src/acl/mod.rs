@@ -1,5 +1,5 @@
-//! Access control lists: an ordered list of allow/deny rules over IPv4 packets, first
-//! match wins.
+//! Access control lists: an ordered list of allow/deny rules over IPv4 and IPv6
+//! packets, first match wins.
 //!
 //! A rule is written as text, one per line:
 //!
@@ -7,6 +7,8 @@
 //! deny proto=tcp dst=10.0.2.0/24 dport=8081
 //! allow in=tap0 src=10.0.1.0/24
 //! deny proto=udp dport=1000-2000
+//! deny proto=tcp dst=fd00:2::/64 dport=22
+//! allow proto=icmpv6
 //! ```
 //!
 //! An action (`allow` or `deny`) then `key=value` fields, each at most once: `in` and
@@ -18,10 +20,12 @@
 //! [`IfaceId`]s once, so matching compares ids. A rule naming an interface that did not
 //! resolve matches no packet.
 //!
-//! Matching parses the packet with `impnet_wire`'s views and never panics. A non-first
-//! fragment carries no ports: a rule with ports does not match it, a rule without does.
-//! Bytes that are not a valid IPv4 header match no rule and are denied
-//! ([`Acl::check`] counts them in [`Acl::malformed`]).
+//! Matching parses the packet with `impnet_wire`'s views and never panics. An IPv6
+//! packet's protocol is the one after its extension headers (`ipv6ext::walk`). A
+//! non-first fragment carries no ports: a rule with ports does not match it, a rule
+//! without does. Bytes that are not a valid IPv4 header, or an IPv6 header with a
+//! walkable extension header chain, match no rule and are denied ([`Acl::check`]
+//! counts them in [`Acl::malformed`]).
 
 mod parse;
 
@@ -31,9 +35,9 @@ mod tests;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
-use impnet_wire::ipv4::{self, Cidr, Protocol};
+use impnet_wire::{ipv4, ipv6, ipv6ext};
 
 use crate::iface::IfaceId;
 
@@ -83,6 +87,65 @@ impl fmt::Display for PortRange {
     }
 }
 
+/// IANA protocol numbers the rule text names (IPv4's Protocol and IPv6's Next Header
+/// share them).
+pub mod proto {
+    /// ICMP for IPv4 (`proto=icmp`).
+    pub const ICMP: u8 = 1;
+    /// TCP (`proto=tcp`).
+    pub const TCP: u8 = 6;
+    /// UDP (`proto=udp`).
+    pub const UDP: u8 = 17;
+    /// ICMPv6 (`proto=icmpv6`).
+    pub const ICMPV6: u8 = 58;
+}
+
+/// An address prefix of either family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Prefix {
+    /// An IPv4 prefix, e.g. `10.0.2.0/24`.
+    V4(ipv4::Cidr),
+    /// An IPv6 prefix, e.g. `fd00:2::/64`.
+    V6(ipv6::Cidr),
+}
+
+impl Prefix {
+    /// Whether `addr` is in the prefix (never for an address of the other family).
+    pub fn contains(&self, addr: IpAddr) -> bool {
+        match (self, addr) {
+            (Prefix::V4(c), IpAddr::V4(a)) => c.contains(a),
+            (Prefix::V6(c), IpAddr::V6(a)) => c.contains(a),
+            _ => false,
+        }
+    }
+
+    /// True for an IPv6 prefix.
+    pub const fn is_ipv6(&self) -> bool {
+        matches!(self, Prefix::V6(_))
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Prefix::V4(c) => c.fmt(f),
+            Prefix::V6(c) => c.fmt(f),
+        }
+    }
+}
+
+impl From<ipv4::Cidr> for Prefix {
+    fn from(cidr: ipv4::Cidr) -> Prefix {
+        Prefix::V4(cidr)
+    }
+}
+
+impl From<ipv6::Cidr> for Prefix {
+    fn from(cidr: ipv6::Cidr) -> Prefix {
+        Prefix::V6(cidr)
+    }
+}
+
 /// An interface named in a rule, with its id once [`Acl::resolve`] found it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IfaceMatch {
@@ -102,12 +165,13 @@ pub struct Rule {
     pub in_iface: Option<IfaceMatch>,
     /// The interface the packet is going out on.
     pub out_iface: Option<IfaceMatch>,
-    /// Prefix containing the source address.
-    pub src: Option<Cidr>,
-    /// Prefix containing the destination address.
-    pub dst: Option<Cidr>,
-    /// The IP protocol.
-    pub proto: Option<Protocol>,
+    /// Prefix containing the source address (its family is the rule's).
+    pub src: Option<Prefix>,
+    /// Prefix containing the destination address (of the same family as `src`).
+    pub dst: Option<Prefix>,
+    /// The protocol number (IPv4's Protocol, IPv6's upper-layer Next Header; see
+    /// [`proto`]).
+    pub proto: Option<u8>,
     /// TCP or UDP source ports (only with `proto` TCP or UDP).
     pub sport: Option<PortRange>,
     /// TCP or UDP destination ports (only with `proto` TCP or UDP).
@@ -149,9 +213,7 @@ impl Rule {
             && iface_ok(&self.out_iface, out_iface)
             && self.src.is_none_or(|c| c.contains(fields.src))
             && self.dst.is_none_or(|c| c.contains(fields.dst))
-            && self
-                .proto
-                .is_none_or(|p| u8::from(p) == u8::from(fields.proto))
+            && self.proto.is_none_or(|p| p == fields.proto)
             && port_ok(self.sport, fields.ports.map(|(s, _)| s))
             && port_ok(self.dport, fields.ports.map(|(_, d)| d))
     }
@@ -164,10 +226,11 @@ impl fmt::Display for Rule {
         write!(f, "{}", self.action)?;
         if let Some(p) = self.proto {
             match p {
-                Protocol::Tcp => write!(f, " proto=tcp")?,
-                Protocol::Udp => write!(f, " proto=udp")?,
-                Protocol::Icmp => write!(f, " proto=icmp")?,
-                Protocol::Unknown(n) => write!(f, " proto={n}")?,
+                proto::TCP => write!(f, " proto=tcp")?,
+                proto::UDP => write!(f, " proto=udp")?,
+                proto::ICMP => write!(f, " proto=icmp")?,
+                proto::ICMPV6 => write!(f, " proto=icmpv6")?,
+                n => write!(f, " proto={n}")?,
             }
         }
         if let Some(m) = &self.in_iface {
@@ -196,36 +259,65 @@ impl fmt::Display for Rule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PacketFields {
     /// Source address.
-    pub src: Ipv4Addr,
+    pub src: IpAddr,
     /// Destination address.
-    pub dst: Ipv4Addr,
-    /// Protocol.
-    pub proto: Protocol,
+    pub dst: IpAddr,
+    /// Protocol number: IPv4's Protocol, or IPv6's Next Header after the extension
+    /// headers.
+    pub proto: u8,
     /// (source, destination) ports of TCP or UDP; `None` for other protocols, for
     /// non-first fragments, and when the payload is too short to hold them.
     pub ports: Option<(u16, u16)>,
 }
 
+/// TCP and UDP both start with the source and destination ports.
+fn ports_of(proto: u8, first_fragment: bool, payload: &[u8]) -> Option<(u16, u16)> {
+    if !(first_fragment && matches!(proto, proto::TCP | proto::UDP)) {
+        return None;
+    }
+    let p = payload.get(0..4)?;
+    Some((
+        u16::from_be_bytes([p[0], p[1]]),
+        u16::from_be_bytes([p[2], p[3]]),
+    ))
+}
+
 impl PacketFields {
-    /// The fields of an IPv4 packet (header first), or `None` if the bytes are not a
-    /// valid IPv4 header (see [`ipv4::Packet::check_len`]).
+    /// The fields of an IP packet (header first, the family from its version), or
+    /// `None` if the bytes are neither a valid IPv4 header
+    /// ([`ipv4::Packet::check_len`]) nor a valid IPv6 header whose extension header
+    /// chain walks ([`ipv6ext::walk`]).
     pub fn parse(packet: &[u8]) -> Option<PacketFields> {
-        let ip = ipv4::Packet::new_checked(packet).ok()?;
-        let proto = ip.protocol();
-        let has_ports = matches!(proto, Protocol::Tcp | Protocol::Udp) && ip.frag_offset() == 0;
-        // TCP and UDP both start with the source and destination ports.
-        let ports = match ip.payload().get(0..4) {
-            Some(p) if has_ports => Some((
-                u16::from_be_bytes([p[0], p[1]]),
-                u16::from_be_bytes([p[2], p[3]]),
-            )),
+        match packet.first()? >> 4 {
+            4 => PacketFields::parse_ipv4(packet),
+            6 => PacketFields::parse_ipv6(packet),
             _ => None,
-        };
+        }
+    }
+
+    fn parse_ipv4(packet: &[u8]) -> Option<PacketFields> {
+        let ip = ipv4::Packet::new_checked(packet).ok()?;
+        let proto = u8::from(ip.protocol());
         Some(PacketFields {
-            src: ip.src_addr(),
-            dst: ip.dst_addr(),
+            src: IpAddr::V4(ip.src_addr()),
+            dst: IpAddr::V4(ip.dst_addr()),
             proto,
-            ports,
+            ports: ports_of(proto, ip.frag_offset() == 0, ip.payload()),
+        })
+    }
+
+    fn parse_ipv6(packet: &[u8]) -> Option<PacketFields> {
+        let ip = ipv6::Packet::new_checked(packet).ok()?;
+        let bytes = ip.packet();
+        let walk = ipv6ext::walk(bytes).ok()?;
+        let proto = u8::from(walk.protocol);
+        let first = walk.fragment.is_none_or(|(_, f)| f.frag_offset == 0);
+        let payload = bytes.get(walk.offset..).unwrap_or(&[]);
+        Some(PacketFields {
+            src: IpAddr::V6(ip.src_addr()),
+            dst: IpAddr::V6(ip.dst_addr()),
+            proto,
+            ports: ports_of(proto, first, payload),
         })
     }
 }
@@ -329,8 +421,8 @@ impl Acl {
         self.default
     }
 
-    /// The verdict on an IPv4 `packet` from `in_iface` to `out_iface`, without
-    /// counting it. A packet that is not valid IPv4 is denied.
+    /// The verdict on an IP `packet` (IPv4 or IPv6) from `in_iface` to `out_iface`,
+    /// without counting it. A packet that does not parse is denied.
     pub fn evaluate(
         &self,
         packet: &[u8],
@@ -403,7 +495,7 @@ impl Acl {
         self.default_hits
     }
 
-    /// Packets denied because they were not valid IPv4.
+    /// Packets denied because they did not parse (see [`PacketFields::parse`]).
     pub fn malformed(&self) -> Hits {
         self.malformed
     }

@@ -4,9 +4,9 @@ use alloc::string::{String, ToString};
 use core::fmt;
 use core::str::FromStr;
 
-use impnet_wire::ipv4::{Cidr, Protocol};
+use impnet_wire::{ipv4, ipv6};
 
-use super::{Action, IfaceMatch, PortRange, Rule};
+use super::{Action, IfaceMatch, PortRange, Prefix, Rule, proto};
 
 /// What is wrong with a rule's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,9 +22,13 @@ pub enum AclParseErrorKind {
     DuplicateKey,
     /// The value is empty.
     EmptyValue,
-    /// Not an `a.b.c.d/n` prefix.
+    /// Not an `a.b.c.d/n` or an IPv6 `x:y::/n` prefix.
     BadCidr,
-    /// Not `tcp`, `udp`, `icmp` or a number 0-255.
+    /// `src` and `dst` are prefixes of different families.
+    MixedFamilies,
+    /// `icmp` with IPv6 prefixes, or `icmpv6` with IPv4 ones.
+    ProtoFamily,
+    /// Not `tcp`, `udp`, `icmp`, `icmpv6` or a number 0-255.
     BadProto,
     /// Not a port (0-65535) or a range of ports `lo-hi`.
     BadPort,
@@ -62,8 +66,12 @@ impl fmt::Display for AclParseError {
             K::UnknownKey => "unknown key (keys: in, out, src, dst, proto, sport, dport)",
             K::DuplicateKey => "key given twice in one rule",
             K::EmptyValue => "empty value",
-            K::BadCidr => "not a prefix like 10.0.1.0/24",
-            K::BadProto => "protocol is tcp, udp, icmp or a number 0-255",
+            K::BadCidr => "not a prefix like 10.0.1.0/24 or fd00:1::/64",
+            K::MixedFamilies => "src and dst of one rule are both IPv4 or both IPv6 prefixes",
+            K::ProtoFamily => {
+                "icmp is IPv4's protocol and icmpv6 IPv6's: it does not go with the rule's prefixes"
+            }
+            K::BadProto => "protocol is tcp, udp, icmp, icmpv6 or a number 0-255",
             K::BadPort => "port is a number 0-65535 or a range like 1000-2000",
             K::ReversedRange => "port range is reversed (first port above last)",
             K::PortsWithoutProto => "ports need proto=tcp or proto=udp in the same rule",
@@ -101,17 +109,71 @@ fn port_range(token: &str, value: &str) -> Result<PortRange, AclParseError> {
     Ok(PortRange { first, last })
 }
 
-fn protocol(token: &str, value: &str) -> Result<Protocol, AclParseError> {
+fn protocol(token: &str, value: &str) -> Result<u8, AclParseError> {
     match value.to_ascii_lowercase().as_str() {
-        "tcp" => Ok(Protocol::Tcp),
-        "udp" => Ok(Protocol::Udp),
-        "icmp" => Ok(Protocol::Icmp),
+        "tcp" => Ok(proto::TCP),
+        "udp" => Ok(proto::UDP),
+        "icmp" => Ok(proto::ICMP),
+        "icmpv6" | "ipv6-icmp" => Ok(proto::ICMPV6),
         number if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) => number
             .parse::<u8>()
-            .map(Protocol::from)
             .map_err(|_| AclParseError::new(token, AclParseErrorKind::BadProto)),
         _ => Err(AclParseError::new(token, AclParseErrorKind::BadProto)),
     }
+}
+
+/// An IPv4 prefix, or an IPv6 one (the text holds a `:`).
+fn prefix(token: &str, value: &str) -> Result<Prefix, AclParseError> {
+    let bad = |_| AclParseError::new(token, AclParseErrorKind::BadCidr);
+    if value.contains(':') {
+        value.parse::<ipv6::Cidr>().map(Prefix::V6).map_err(bad)
+    } else {
+        value.parse::<ipv4::Cidr>().map(Prefix::V4).map_err(bad)
+    }
+}
+
+/// The checks across fields: ports only with TCP or UDP, prefixes of one family, and
+/// ICMP of that family. `tokens` are the rule's fields, for naming the one at fault.
+fn check_rule(rule: &Rule, tokens: &[&str]) -> Result<(), AclParseError> {
+    use AclParseErrorKind as K;
+    let token = |key: &str| {
+        tokens
+            .iter()
+            .rev()
+            .find(|t| t.split_once('=').is_some_and(|(k, _)| k == key))
+            .copied()
+            .unwrap_or("")
+    };
+    if (rule.sport.is_some() || rule.dport.is_some())
+        && !matches!(rule.proto, Some(proto::TCP | proto::UDP))
+    {
+        let first = tokens
+            .iter()
+            .find(|t| t.starts_with("sport=") || t.starts_with("dport="))
+            .copied()
+            .unwrap_or("");
+        return Err(AclParseError::new(first, K::PortsWithoutProto));
+    }
+    if let (Some(src), Some(dst)) = (rule.src, rule.dst)
+        && src.is_ipv6() != dst.is_ipv6()
+    {
+        let later = tokens
+            .iter()
+            .rev()
+            .find(|t| t.starts_with("src=") || t.starts_with("dst="))
+            .copied()
+            .unwrap_or("");
+        return Err(AclParseError::new(later, K::MixedFamilies));
+    }
+    let ipv6 = rule.src.or(rule.dst).map(|p| p.is_ipv6());
+    let wrong = matches!(
+        (rule.proto, ipv6),
+        (Some(proto::ICMP), Some(true)) | (Some(proto::ICMPV6), Some(false))
+    );
+    if wrong {
+        return Err(AclParseError::new(token("proto"), K::ProtoFamily));
+    }
+    Ok(())
 }
 
 /// Sets `slot` to `value` unless the key was already given.
@@ -123,9 +185,8 @@ fn once<T>(slot: &mut Option<T>, token: &str, value: T) -> Result<(), AclParseEr
     Ok(())
 }
 
-/// Reads one `key=value` token into `rule`; returns the token of a port field, for the
-/// check that ports come with TCP or UDP.
-fn field<'a>(rule: &mut Rule, token: &'a str) -> Result<Option<&'a str>, AclParseError> {
+/// Reads one `key=value` token into `rule`.
+fn field(rule: &mut Rule, token: &str) -> Result<(), AclParseError> {
     use AclParseErrorKind as K;
     let (key, value) = token
         .split_once('=')
@@ -133,11 +194,7 @@ fn field<'a>(rule: &mut Rule, token: &'a str) -> Result<Option<&'a str>, AclPars
     if value.is_empty() {
         return Err(AclParseError::new(token, K::EmptyValue));
     }
-    let cidr = || {
-        value
-            .parse::<Cidr>()
-            .map_err(|_| AclParseError::new(token, K::BadCidr))
-    };
+    let cidr = || prefix(token, value);
     let iface = || IfaceMatch {
         name: value.to_string(),
         id: None,
@@ -148,17 +205,11 @@ fn field<'a>(rule: &mut Rule, token: &'a str) -> Result<Option<&'a str>, AclPars
         "src" => once(&mut rule.src, token, cidr()?)?,
         "dst" => once(&mut rule.dst, token, cidr()?)?,
         "proto" => once(&mut rule.proto, token, protocol(token, value)?)?,
-        "sport" => {
-            once(&mut rule.sport, token, port_range(token, value)?)?;
-            return Ok(Some(token));
-        }
-        "dport" => {
-            once(&mut rule.dport, token, port_range(token, value)?)?;
-            return Ok(Some(token));
-        }
+        "sport" => once(&mut rule.sport, token, port_range(token, value)?)?,
+        "dport" => once(&mut rule.dport, token, port_range(token, value)?)?,
         _ => return Err(AclParseError::new(token, K::UnknownKey)),
     }
-    Ok(None)
+    Ok(())
 }
 
 impl FromStr for Rule {
@@ -176,20 +227,11 @@ impl FromStr for Rule {
             }
         };
         let mut rule = Rule::any(action);
-        let mut port_token = None;
-        for token in tokens {
-            if let Some(t) = field(&mut rule, token)? {
-                port_token = port_token.or(Some(t));
-            }
+        let fields: alloc::vec::Vec<&str> = tokens.collect();
+        for token in &fields {
+            field(&mut rule, token)?;
         }
-        if let Some(token) = port_token
-            && !matches!(rule.proto, Some(Protocol::Tcp | Protocol::Udp))
-        {
-            return Err(AclParseError::new(
-                token,
-                AclParseErrorKind::PortsWithoutProto,
-            ));
-        }
+        check_rule(&rule, &fields)?;
         Ok(rule)
     }
 }

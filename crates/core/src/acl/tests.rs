@@ -206,17 +206,18 @@ fn bad_rules_say_which_token_and_why() {
 proptest! {
     /// Matching never panics, whatever the bytes, and counts every packet once.
     #[test]
-    fn check_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..80), v4 in any::<bool>()) {
+    fn check_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..80), version in 0u8..3) {
         let mut bytes = bytes;
-        if v4 && !bytes.is_empty() {
-            bytes[0] = 0x45;
+        if !bytes.is_empty() && version > 0 {
+            bytes[0] = if version == 1 { 0x45 } else { 0x60 };
         }
         let mut acl = resolved(
-            &["deny proto=tcp dport=1-100", "allow src=0.0.0.0/1", "deny proto=udp sport=7"],
+            &["deny proto=tcp dport=1-100", "allow src=0.0.0.0/1", "deny proto=udp sport=7",
+              "allow dst=fd00::/8"],
             Action::Deny,
         );
         acl.check(&bytes, Some(TAP0), Some(TAP1));
-        let counted: u64 = (0..3).filter_map(|i| acl.hits(i)).map(|h| h.packets).sum::<u64>()
+        let counted: u64 = (0..4).filter_map(|i| acl.hits(i)).map(|h| h.packets).sum::<u64>()
             + acl.default_hits().packets + acl.malformed().packets;
         prop_assert_eq!(counted, 1);
     }
@@ -224,9 +225,141 @@ proptest! {
     /// Any text parses or fails with an error, never a panic; what parses prints back
     /// to text that parses to the same rule.
     #[test]
-    fn parse_never_panics(text in "[a-z0-9=./ -]{0,40}") {
+    fn parse_never_panics(text in "[a-z0-9=./: -]{0,40}") {
         if let Ok(rule) = text.parse::<Rule>() {
             prop_assert_eq!(rule.to_string().parse::<Rule>().unwrap(), rule);
         }
+    }
+}
+
+/// An IPv6 packet `src` -> `dst` whose upper layer `proto` starts with the ports
+/// `sport`, `dport`; with a Fragment header at byte offset `fragment` when given.
+fn packet6(src: &str, dst: &str, proto: u8, ports: (u16, u16), fragment: Option<u16>) -> Vec<u8> {
+    let mut p = vec![0u8; 40];
+    p[0] = 0x60;
+    p[7] = 64;
+    p[8..24].copy_from_slice(&src.parse::<core::net::Ipv6Addr>().unwrap().octets());
+    p[24..40].copy_from_slice(&dst.parse::<core::net::Ipv6Addr>().unwrap().octets());
+    match fragment {
+        Some(offset) => {
+            p[6] = 44;
+            // Next header, reserved, offset (8-byte units) with M set, identification.
+            p.extend_from_slice(&[proto, 0]);
+            p.extend_from_slice(&(offset | 1).to_be_bytes());
+            p.extend_from_slice(&7u32.to_be_bytes());
+        }
+        None => p[6] = proto,
+    }
+    p.extend_from_slice(&ports.0.to_be_bytes());
+    p.extend_from_slice(&ports.1.to_be_bytes());
+    p.extend_from_slice(&[0; 16]);
+    let payload_len = (p.len() - 40) as u16;
+    p[4..6].copy_from_slice(&payload_len.to_be_bytes());
+    p
+}
+
+fn tcp6(dst: &str, dport: u16) -> Vec<u8> {
+    packet6("fd00:1::5", dst, 6, (40000, dport), None)
+}
+
+#[test]
+fn each_field_matches_and_fails_to_match_over_ipv6() {
+    let p = tcp6("fd00:2::7", 8081);
+    let cases: [(&str, &str); 8] = [
+        ("deny in=tap0", "deny in=tap1"),
+        ("deny out=tap1", "deny out=tap0"),
+        ("deny src=fd00:1::/64", "deny src=fd00:3::/64"),
+        ("deny dst=fd00:2::7/128", "deny dst=fd00::/64"),
+        ("deny dst=::/0", "deny dst=0.0.0.0/0"),
+        ("deny proto=tcp", "deny proto=udp"),
+        (
+            "deny proto=tcp sport=40000-40010",
+            "deny proto=tcp sport=1-39999",
+        ),
+        ("deny proto=6 dport=8081", "deny proto=tcp dport=8080"),
+    ];
+    for (hit, miss) in cases {
+        assert!(denies(hit, &p), "{hit} should match");
+        assert!(!denies(miss, &p), "{miss} should not match");
+    }
+    let echo = packet6("fd00:1::5", "fd00:2::7", 58, (0x8000, 0), None);
+    assert!(denies("deny proto=icmpv6", &echo));
+    assert!(denies("deny proto=58 dst=fd00:2::/64", &echo));
+    assert!(!denies("deny proto=icmp", &echo), "icmp is IPv4's");
+    let udp = packet6("fd00:1::5", "fd00:2::7", 17, (9, 53), None);
+    assert!(denies("deny proto=udp dport=53", &udp));
+    // An IPv4 rule never matches IPv6 and the other way round; a rule without
+    // prefixes matches both.
+    let v4 = tcp([10, 0, 2, 7], 8081);
+    assert!(!denies("deny src=fd00:1::/64", &v4));
+    assert!(!denies("deny src=10.0.0.0/8", &p));
+    assert!(denies("deny proto=tcp dport=8081", &v4) && denies("deny proto=tcp dport=8081", &p));
+}
+
+#[test]
+fn ipv6_fragments_and_extension_headers() {
+    // The first fragment: ports after the Fragment header; a later one has none.
+    let first = packet6("fd00:1::5", "fd00:2::7", 6, (40000, 8081), Some(0));
+    assert!(denies("deny proto=tcp dport=8081", &first));
+    let later = packet6("fd00:1::5", "fd00:2::7", 6, (40000, 8081), Some(1232));
+    assert!(!denies("deny proto=tcp dport=8081", &later));
+    assert!(denies("deny proto=tcp dst=fd00:2::/64", &later));
+    // A chain that does not walk (a Fragment header cut short) is malformed: denied
+    // by any list and counted as such.
+    let mut cut = first.clone();
+    cut.truncate(44);
+    cut[4..6].copy_from_slice(&4u16.to_be_bytes());
+    let mut acl = resolved(&["allow"], Action::Allow);
+    assert_eq!(acl.check(&cut, Some(TAP0), None), Action::Deny);
+    assert_eq!(acl.malformed().packets, 1);
+    let fields = PacketFields::parse(&first).unwrap();
+    assert_eq!((fields.proto, fields.ports), (6, Some((40000, 8081))));
+}
+
+#[test]
+fn ipv6_rules_print_back_and_bad_ones_say_why() {
+    use AclParseErrorKind as K;
+    for text in [
+        "deny proto=tcp dst=fd00:2::/64 dport=22",
+        "allow proto=icmpv6 in=tap0 src=2001:db8::/32",
+        "deny src=::/0",
+        "deny proto=icmpv6",
+    ] {
+        assert_eq!(rule(text).to_string(), text);
+    }
+    assert_eq!(rule("deny proto=58").to_string(), "deny proto=icmpv6");
+    assert_eq!(
+        rule("deny proto=ipv6-icmp").to_string(),
+        "deny proto=icmpv6"
+    );
+    let cases = [
+        ("deny dst=fd00::g/64", "dst=fd00::g/64", K::BadCidr),
+        ("deny dst=fd00::/129", "dst=fd00::/129", K::BadCidr),
+        ("deny src=fd00::1", "src=fd00::1", K::BadCidr),
+        (
+            "deny src=fd00::/64 dst=10.0.0.0/8",
+            "dst=10.0.0.0/8",
+            K::MixedFamilies,
+        ),
+        (
+            "deny dst=fd00::/64 src=10.0.0.0/8",
+            "src=10.0.0.0/8",
+            K::MixedFamilies,
+        ),
+        (
+            "deny proto=icmp dst=fd00::/64",
+            "proto=icmp",
+            K::ProtoFamily,
+        ),
+        (
+            "deny src=10.0.0.0/8 proto=icmpv6",
+            "proto=icmpv6",
+            K::ProtoFamily,
+        ),
+    ];
+    for (text, token, kind) in cases {
+        let e = text.parse::<Rule>().unwrap_err();
+        assert_eq!((e.token.as_str(), e.kind), (token, kind), "{text}");
+        assert!(e.to_string().contains(token), "{e}");
     }
 }

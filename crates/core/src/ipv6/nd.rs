@@ -91,6 +91,10 @@ pub(crate) struct NeighborCache {
     entries: BTreeMap<(IfaceId, Ipv6Addr), Entry>,
     max_entries: usize,
     max_queue: usize,
+    /// Moves on whenever an entry comes, goes, or changes its address or state, so a
+    /// copy of an address taken with [`NeighborCache::lookup_until`] (or of the next
+    /// deadline) is known to hold while it stays the same.
+    generation: u64,
 }
 
 impl NeighborCache {
@@ -99,7 +103,39 @@ impl NeighborCache {
             entries: BTreeMap::new(),
             max_entries: max_entries.max(1),
             max_queue: max_queue.max(1),
+            generation: 0,
         }
+    }
+
+    /// The generation: unchanged since a [`NeighborCache::lookup_until`] means every
+    /// entry is as it was then.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The address to send to `addr` and until when it serves as it is: what
+    /// [`NeighborCache::resolve`] would answer (a STALE entry moves to DELAY, RFC 4861
+    /// §7.3.3), for a caller that keeps the answer while the generation (read after
+    /// this call) stays the same and `now` is before the instant. None while unknown.
+    pub(crate) fn lookup_until(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        addr: Ipv6Addr,
+    ) -> Option<(ethernet::Address, Instant)> {
+        let entry = self.entries.get_mut(&(iface, addr))?;
+        let mac = entry.mac?;
+        if entry.state == NdState::Stale {
+            entry.state = NdState::Delay(now + DELAY_FIRST_PROBE_TIME);
+            self.generation += 1;
+        }
+        let until = match entry.state {
+            NdState::Reachable(t) | NdState::Delay(t) => t,
+            NdState::Probe { next, .. } | NdState::Incomplete { next, .. } => next,
+            // Made DELAY above.
+            NdState::Stale => now,
+        };
+        Some((mac, until))
     }
 
     /// The neighbour's state and address, if known.
@@ -124,6 +160,7 @@ impl NeighborCache {
             if let Some(mac) = entry.mac {
                 if entry.state == NdState::Stale {
                     entry.state = NdState::Delay(now + DELAY_FIRST_PROBE_TIME);
+                    self.generation += 1;
                 }
                 return Resolve::Known(mac, pending);
             }
@@ -139,6 +176,7 @@ impl NeighborCache {
         }
         let mut queue = VecDeque::new();
         queue.push_back(pending);
+        self.generation += 1;
         self.entries.insert(
             (iface, addr),
             Entry {
@@ -166,6 +204,7 @@ impl NeighborCache {
                 _ => 2,
             })
             .map(|(k, _)| *k);
+        self.generation += 1;
         victim.is_some_and(|k| self.entries.remove(&k).is_some())
     }
 
@@ -178,6 +217,7 @@ impl NeighborCache {
         addr: Ipv6Addr,
         mac: ethernet::Address,
     ) -> VecDeque<Pending> {
+        self.generation += 1;
         match self.entries.get_mut(&(iface, addr)) {
             Some(entry) => {
                 if entry.mac != Some(mac) {
@@ -218,6 +258,7 @@ impl NeighborCache {
             // No entry: the advertisement is silently discarded (§7.2.5).
             return VecDeque::new();
         };
+        self.generation += 1;
         let reachable = if solicited {
             NdState::Reachable(now + REACHABLE_TIME)
         } else {
@@ -265,6 +306,7 @@ impl NeighborCache {
     pub(crate) fn handle_timeout(&mut self, now: Instant, actions: &mut Vec<NdAction>) {
         let mut gone = Vec::new();
         for (&(iface, addr), entry) in &mut self.entries {
+            let before = entry.state;
             match entry.state {
                 NdState::Incomplete { sent, next } if next <= now => {
                     if sent >= MAX_MULTICAST_SOLICIT {
@@ -310,7 +352,11 @@ impl NeighborCache {
                 }
                 _ => {}
             }
+            if entry.state != before {
+                self.generation += 1;
+            }
         }
+        self.generation += u64::from(!gone.is_empty());
         for key in gone {
             if let Some(entry) = self.entries.remove(&key) {
                 actions.push(NdAction::Failed {

@@ -214,7 +214,7 @@ fn mark(entry: &mut Entry, params: &CodelParams, stats: &mut QdiscStats) -> bool
     let marked = params.ecn
         && entry
             .meta
-            .ipv4_offset
+            .ip_offset
             .is_some_and(|offset| mark_ce(&mut entry.packet, offset));
     if marked {
         stats.ce_marked += 1;

@@ -9,13 +9,14 @@
 //! - [`FqCodel`]: FQ-CoDel, RFC 8290, hashing flows into queues served by deficit round
 //!   robin, each queue with its own CoDel, new (sparse) flows served first.
 //!
-//! The module does not parse what it holds: a packet is bytes (a bare IPv4 packet or an
+//! The module does not parse what it holds: a packet is bytes (a bare IP packet or an
 //! Ethernet frame) plus a [`PacketMeta`] the caller computes, with the flow hash and
-//! where the IPv4 header is, so that CE marking can rewrite the ECN bits and patch the
-//! header checksum incrementally (RFC 1624). [`PacketMeta::ipv4`] and
-//! [`PacketMeta::ethernet`] compute it from the bytes with a keyed 5-tuple hash.
+//! where the IP header is, so that CE marking can rewrite the ECN bits (and patch an
+//! IPv4 header checksum incrementally, RFC 1624). [`PacketMeta::ip`] (IP-level links
+//! such as a TUN) and [`PacketMeta::ethernet`] compute it from the bytes with a keyed
+//! 5-tuple hash, for IPv4 and IPv6 alike.
 //!
-//! No input panics: a packet whose claimed IPv4 header is missing or malformed is simply
+//! No input panics: a packet whose claimed IP header is missing or malformed is simply
 //! not ECN-capable (CoDel drops it rather than marking).
 
 mod codel;
@@ -36,7 +37,7 @@ use crate::time::{Duration, Instant};
 pub use codel::{Codel, CodelConfig};
 pub use fifo::{Fifo, FifoConfig};
 pub use fq_codel::{FqCodel, FqCodelConfig};
-pub use meta::{PacketMeta, flow_hash_ipv4, mark_ce};
+pub use meta::{PacketMeta, flow_hash_ipv4, flow_hash_ipv6, mark_ce};
 
 /// How much a queue may hold before it drops arrivals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -42,7 +42,7 @@ fn packet(id: u16, len: usize, ecn: u8, sport: u16) -> Vec<u8> {
 fn meta(flow_hash: u32) -> PacketMeta {
     PacketMeta {
         flow_hash,
-        ipv4_offset: Some(0),
+        ip_offset: Some(0),
     }
 }
 
@@ -384,7 +384,7 @@ fn flow_hash_follows_the_five_tuple_and_key() {
     let same = PacketMeta::ipv4(&packet(2, 300, ECT0, 1000), 7);
     let other_port = PacketMeta::ipv4(&packet(1, 100, 0, 1001), 7);
     let other_key = PacketMeta::ipv4(&packet(1, 100, 0, 1000), 8);
-    assert_eq!(a.ipv4_offset, Some(0));
+    assert_eq!(a.ip_offset, Some(0));
     assert_eq!(a.flow_hash, same.flow_hash);
     assert_ne!(a.flow_hash, other_port.flow_hash);
     assert_ne!(a.flow_hash, other_key.flow_hash);
@@ -393,7 +393,7 @@ fn flow_hash_follows_the_five_tuple_and_key() {
     frame[12..14].copy_from_slice(&[0x08, 0x00]);
     frame.extend_from_slice(&packet(1, 100, 0, 1000));
     let eth = PacketMeta::ethernet(&frame, 7);
-    assert_eq!((eth.flow_hash, eth.ipv4_offset), (a.flow_hash, Some(14)));
+    assert_eq!((eth.flow_hash, eth.ip_offset), (a.flow_hash, Some(14)));
     frame[12] = 0x86;
     assert_eq!(PacketMeta::ethernet(&frame, 7), PacketMeta::opaque(0));
     assert_eq!(PacketMeta::ethernet(&[], 7), PacketMeta::opaque(0));
@@ -537,4 +537,128 @@ fn config_limit(config: &QdiscConfig) -> Limit {
         QdiscConfig::Codel(c) => c.limit,
         QdiscConfig::FqCodel(c) => c.limit,
     }
+}
+
+/// An IPv6/UDP packet of `len` bytes (at least 48) from fd00:1::`src`:`sport` to
+/// fd00:2::1:80, ECN `ecn`.
+fn packet6(src: u16, len: usize, ecn: u8, sport: u16) -> Vec<u8> {
+    let len = len.max(48);
+    let mut bytes = vec![0u8; len];
+    bytes[0] = 0x60 | (ecn & 3) >> 2;
+    bytes[1] = (ecn & 3) << 4;
+    bytes[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
+    bytes[6] = 17;
+    bytes[7] = 64;
+    bytes[8..10].copy_from_slice(&0xfd00u16.to_be_bytes());
+    bytes[10..12].copy_from_slice(&1u16.to_be_bytes());
+    bytes[22..24].copy_from_slice(&src.to_be_bytes());
+    bytes[24..26].copy_from_slice(&0xfd00u16.to_be_bytes());
+    bytes[26..28].copy_from_slice(&2u16.to_be_bytes());
+    bytes[39] = 1;
+    bytes[40..42].copy_from_slice(&sport.to_be_bytes());
+    bytes[42..44].copy_from_slice(&80u16.to_be_bytes());
+    bytes
+}
+
+#[test]
+fn ipv6_packets_hash_by_their_five_tuple_on_ethernet_and_bare() {
+    let a = PacketMeta::ip(&packet6(1, 100, 0, 1000), 7);
+    assert_eq!(a.ip_offset, Some(0));
+    assert_eq!(a, PacketMeta::ip(&packet6(1, 900, ECT0, 1000), 7));
+    assert_ne!(
+        a.flow_hash,
+        PacketMeta::ip(&packet6(1, 100, 0, 1001), 7).flow_hash
+    );
+    assert_ne!(
+        a.flow_hash,
+        PacketMeta::ip(&packet6(2, 100, 0, 1000), 7).flow_hash
+    );
+    assert_ne!(
+        a.flow_hash,
+        PacketMeta::ip(&packet6(1, 100, 0, 1000), 8).flow_hash
+    );
+    // An IPv4 packet and an IPv6 one are told apart by their version on a bare link.
+    assert_eq!(
+        PacketMeta::ip(&packet(1, 100, 0, 1000), 7).ip_offset,
+        Some(0)
+    );
+    let mut frame = vec![0u8; 14];
+    frame[12..14].copy_from_slice(&[0x86, 0xdd]);
+    frame.extend_from_slice(&packet6(1, 100, 0, 1000));
+    let eth = PacketMeta::ethernet(&frame, 7);
+    assert_eq!((eth.flow_hash, eth.ip_offset), (a.flow_hash, Some(14)));
+    // EtherType IPv6 over bytes that are not IPv6: opaque.
+    frame[14] = 0x45;
+    assert_eq!(PacketMeta::ethernet(&frame, 7), PacketMeta::opaque(0));
+    assert_eq!(PacketMeta::ip(&[0x60, 0, 0], 7), PacketMeta::opaque(0));
+}
+
+#[test]
+fn ipv6_marking_sets_ce_in_the_traffic_class() {
+    let mut frame = vec![0u8; 14];
+    frame.extend_from_slice(&packet6(1, 200, ECT1, 5));
+    assert!(mark_ce(&mut frame, 14));
+    let ip = impnet_wire::ipv6::Packet::new_checked(&frame[14..]).unwrap();
+    assert_eq!((ip.ecn(), ip.dscp(), ip.version()), (CE, 0, 6));
+    assert_eq!(
+        frame[14 + 8..],
+        packet6(1, 200, ECT1, 5)[8..],
+        "only the ECN bits change"
+    );
+    let mut not_ect = packet6(1, 200, 0, 5);
+    assert!(!mark_ce(&mut not_ect, 0));
+    assert_eq!(not_ect, packet6(1, 200, 0, 5));
+}
+
+#[test]
+fn codel_marks_ipv6_ect_packets_and_fq_codel_separates_ipv6_flows() {
+    // 1500-byte ECT(0) IPv6 packets every 1 ms into a 1.2 ms server: CoDel marks.
+    let mut q = Qdisc::new(QdiscConfig::Codel(CodelConfig::default()));
+    let (mut next_service, mut marked) = (Instant::ZERO + us(1200), 0);
+    for i in 0..20_000u64 {
+        let now = Instant::ZERO + us(1000 * i);
+        let p = packet6(1, 1500, ECT0, 1000);
+        let meta = PacketMeta::ip(&p, 3);
+        let _ = q.enqueue(now, p, meta);
+        while next_service <= now {
+            if let Some(out) = q.dequeue(next_service) {
+                let ip = impnet_wire::ipv6::Packet::new_checked(&out[..]).unwrap();
+                marked += u64::from(ip.ecn() == CE);
+            }
+            next_service += us(1200);
+        }
+    }
+    let s = q.stats();
+    assert!(s.ce_marked > 100 && s.ce_marked == marked, "{s:?}");
+    assert_eq!(s.dropped_codel, 0, "{s:?}");
+    // FQ-CoDel: a sparse IPv6 flow beside a bulk one waits less than the bulk.
+    let mut fq = Qdisc::new(QdiscConfig::FqCodel(FqCodelConfig::default()));
+    let mut sojourn = [0u64; 2];
+    let mut served = [0u32; 2];
+    for i in 0..2000u64 {
+        let now = Instant::ZERO + us(1000 * i);
+        let bulk = packet6(1, 1500, 0, 1000);
+        let meta = PacketMeta::ip(&bulk, 3);
+        let _ = fq.enqueue(now, bulk, meta);
+        if i % 50 == 0 {
+            let ping = packet6(2, 100, 0, 7);
+            let meta = PacketMeta::ip(&ping, 3);
+            let _ = fq.enqueue(now, ping, meta);
+        }
+        if i % 6 < 5
+            && let Some(out) = fq.dequeue(now)
+        {
+            let flow = usize::from(out.len() < 200);
+            sojourn[flow] += fq.stats().last_sojourn.unwrap().as_nanos();
+            served[flow] += 1;
+        }
+    }
+    assert!(served[0] > 100 && served[1] > 10, "{served:?}");
+    let mean = |f: usize| sojourn[f] / u64::from(served[f]);
+    assert!(
+        mean(1) * 10 < mean(0),
+        "ping {} ns, bulk {} ns",
+        mean(1),
+        mean(0)
+    );
 }

@@ -31,7 +31,7 @@ pub(crate) enum Refusal {
 }
 
 impl Refusal {
-    fn count(self, stats: &mut ForwardStats) {
+    pub(crate) fn count(self, stats: &mut ForwardStats) {
         let counter = match self {
             Refusal::NoRoute => &mut stats.no_route,
             Refusal::TtlExceeded => &mut stats.ttl_exceeded,

@@ -1,7 +1,7 @@
 //! ICMP on the stack: echo requests answered, echo sockets, ICMP errors sent (rate
 //! limited) and received ones routed to the socket they concern.
 
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use impnet_wire::icmpv4::{self, DstUnreachable, TimeExceeded};
 use impnet_wire::ipv4::{self, Protocol};
@@ -70,12 +70,13 @@ impl Stack {
         Ok(())
     }
 
-    /// Send an echo request to `dst` (fragmented if bigger than the route MTU).
+    /// Send an echo request to `dst` (fragmented if bigger than the route MTU): ICMP
+    /// to an IPv4 address, ICMPv6 (RFC 4443 §4.1) to an IPv6 one.
     pub fn icmp_send_echo(
         &mut self,
         now: Instant,
         handle: IcmpHandle,
-        dst: Ipv4Addr,
+        dst: impl Into<IpAddr>,
         seq_no: u16,
         payload: &[u8],
     ) -> Result<(), IcmpError> {
@@ -86,16 +87,22 @@ impl Stack {
     /// [`ip_options::record_route`](crate::ip_options::record_route) or
     /// [`ip_options::timestamp`](crate::ip_options::timestamp)): the routers on the way
     /// and the host that answers fill them in, and [`EchoReply::options`] holds what
-    /// came back. At most 40 bytes, padded to a multiple of 4 (else `MessageTooLong`).
+    /// came back. At most 40 bytes, padded to a multiple of 4 (else `MessageTooLong`);
+    /// none to an IPv6 address (`OptionsOnIpv6`).
     pub fn icmp_send_echo_with_options(
         &mut self,
         now: Instant,
         handle: IcmpHandle,
-        dst: Ipv4Addr,
+        dst: impl Into<IpAddr>,
         seq_no: u16,
         payload: &[u8],
         ip_options: &[u8],
     ) -> Result<(), IcmpError> {
+        let dst = match dst.into() {
+            IpAddr::V4(dst) => dst,
+            IpAddr::V6(_) if !ip_options.is_empty() => return Err(IcmpError::OptionsOnIpv6),
+            IpAddr::V6(dst) => return self.icmp_send_echo6(now, handle, dst, seq_no, payload),
+        };
         if ip_options.len() > crate::ip_options::MAX_OPTIONS_LEN
             || !ip_options.len().is_multiple_of(4)
         {
@@ -292,7 +299,7 @@ impl Stack {
         let options = IpOptions::from_header(meta.header);
         match socket
             .queue
-            .push((meta.src, seq_no, meta.ttl, options), buffer)
+            .push((meta.src.into(), seq_no, meta.ttl, options), buffer)
         {
             Ok(()) if was_quiet => self.push_event(Event::Icmp(handle)),
             Ok(()) => {}

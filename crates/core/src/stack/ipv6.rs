@@ -14,23 +14,95 @@ use impnet_wire::tcp as wire_tcp;
 
 use crate::iface::{IfaceId, Interface};
 use crate::ipv6::nd::Resolve;
-use crate::ipv6::{Addr6, AddrOrigin, AddrState, Route6Origin};
+use crate::ipv6::{Addr6, AddrOrigin, AddrState, Route6Origin, State};
 use crate::neighbor::{Origin, Pending};
 use crate::reassembly::Fragment;
 use crate::stack::ipv4::OutputError;
-use crate::stack::tcp::TcpOutput;
 use crate::stack::{Outgoing, Stack};
 use crate::stats::SegmentKind;
-use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
+use crate::tcp::{Ecn, Egress, TcpError, TcpHandle};
 use crate::time::Instant;
 
 /// IPv6 and TCP headers without options: MSS = MTU - 60 (RFC 8200 §8.3).
 const IP6_TCP_HEADERS: usize = 60;
 
-/// What the interface that `dst` routes through offloads, for IPv6: nothing yet (the
-/// checksum is ours, segments are one MSS), which every device takes.
-pub(crate) fn egress_for(_ifaces: &[Interface], _dst: IpAddr) -> Egress {
-    Egress::PLAIN
+/// What the interface the route from `src` to `dst` leaves by offloads (none without
+/// a route, or to one of our own addresses: the loopback interface offloads nothing),
+/// with the room for an Ethernet and an IPv6 header.
+pub(crate) fn egress_for(
+    state: (&State, &[Interface]),
+    now: Instant,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+) -> Egress {
+    let offloads = route6(state, now, dst, Some(src))
+        .ok()
+        .filter(|route| route.iface != IfaceId::LOOPBACK)
+        .and_then(|route| state.1.get(route.iface.index()))
+        .map(|iface| iface.offloads)
+        .unwrap_or_default();
+    Egress {
+        checksum: !offloads.tx_checksum,
+        tso_max: offloads.tso_max,
+        headroom: super::tcp::HEADROOM6,
+    }
+}
+
+/// The route to `dst`, from `src` when given (it must be ours and usable), over the
+/// stack's IPv6 state and interfaces (a function of its own so that TCP's egress
+/// callback, which runs while the socket table is borrowed, can ask too).
+pub(crate) fn route6(
+    (v6, ifaces): (&State, &[Interface]),
+    now: Instant,
+    dst: Ipv6Addr,
+    src: Option<Ipv6Addr>,
+) -> Result<OutputRoute6, OutputError> {
+    // An accept-any interface answers from the destinations it took in.
+    if let Some(src) = src
+        && !v6.is_local(src)
+        && !ifaces.iter().any(|i| i.accept_any.is_some())
+    {
+        return Err(OutputError::AddrNotAvailable);
+    }
+    if v6.is_local(dst) {
+        return Ok(OutputRoute6 {
+            iface: IfaceId::LOOPBACK,
+            next_hop: dst,
+            src: src.unwrap_or(dst),
+            mtu: super::loopback::LOOPBACK_MTU,
+        });
+    }
+    let ip_level = |i: IfaceId| ifaces.get(i.index()).is_some_and(Interface::is_ip_level);
+    let (iface, next_hop) = if crate::ipv6::is_link_local(dst) || dst.is_multicast() {
+        // Link scope: the interface of the source, else the first with IPv6.
+        let iface = src
+            .and_then(|s| v6.owner(s).map(|(i, _)| i))
+            .or_else(|| {
+                (0..ifaces.len()).map(|i| IfaceId(i as u32)).find(|&i| {
+                    v6.iface(i)
+                        .is_some_and(|s| s.link_local().is_some() || ip_level(i))
+                })
+            })
+            .ok_or(OutputError::NoRoute)?;
+        (iface, dst)
+    } else {
+        let route = v6.routes.lookup(dst).ok_or(OutputError::NoRoute)?;
+        (route.iface, route.gateway.unwrap_or(dst))
+    };
+    let interface = ifaces.get(iface.index()).ok_or(OutputError::NoRoute)?;
+    let state = v6.iface(iface).ok_or(OutputError::NoRoute)?;
+    let src = match src {
+        Some(src) => src,
+        None => state.source_for(dst).ok_or(OutputError::NoSourceAddress)?,
+    };
+    let link = state.mtu.unwrap_or(interface.mtu).max(ipv6::MIN_MTU);
+    let mtu = v6.pmtu.get(now, dst).map_or(link, |p| p.min(link));
+    Ok(OutputRoute6 {
+        iface,
+        next_hop,
+        src,
+        mtu,
+    })
 }
 
 /// A route resolved for IPv6 output.
@@ -82,6 +154,7 @@ impl Stack {
             state.solicitations = solicitations;
             state.next_solicitation = Some(now);
         }
+        self.v6.timer_epoch += 1;
         if !self.is_ip_medium(iface) {
             let ll = ipv6::link_local_from_mac(mac);
             let cidr = ipv6::Cidr::new(ll, 64).expect("64 is a valid prefix length");
@@ -113,6 +186,7 @@ impl Stack {
         let probes = self.v6.config.dad_transmits;
         // DAD is not run on IP-level links (nobody else is there) or with 0 probes.
         let dad = probes > 0 && !self.is_ip_medium(iface);
+        let groups_before = self.mld_groups(iface);
         let state = self.v6.iface_mut(iface);
         if let Some(existing) = state
             .addrs
@@ -145,13 +219,16 @@ impl Stack {
                 origin: Route6Origin::Connected,
                 until: None,
             });
-        }
+        } // RFC 4862 §5.4.2: the solicited-node group is joined (and reported, RFC
+        // 3810 §6.1) before the first DAD probe.
+        self.mld_update(now, iface, &groups_before);
     }
 
     /// Remove `addr` from `iface` (and its on-link route when no other address of
     /// the interface has that prefix).
     pub fn remove_address6(&mut self, iface: IfaceId, addr: Ipv6Addr) {
         self.config_generation += 1;
+        let groups_before = self.mld_groups(iface);
         let state = self.v6.iface_mut(iface);
         let Some(pos) = state.addrs.iter().position(|a| a.cidr.address == addr) else {
             return;
@@ -163,7 +240,8 @@ impl Stack {
             self.v6.routes.retain(|r| {
                 !(r.origin == Route6Origin::Connected && r.iface == iface && r.cidr == prefix)
             });
-        }
+        } // A group left is reported at the next timer (due at once).
+        self.mld_update(Instant::ZERO, iface, &groups_before);
     }
 
     /// The IPv6 addresses of `iface` with their state.
@@ -222,53 +300,7 @@ impl Stack {
         dst: Ipv6Addr,
         src: Option<Ipv6Addr>,
     ) -> Result<OutputRoute6, OutputError> {
-        if let Some(src) = src
-            && !self.v6.is_local(src)
-            && !self.accepts_any()
-        {
-            return Err(OutputError::AddrNotAvailable);
-        }
-        if self.v6.is_local(dst) {
-            return Ok(OutputRoute6 {
-                iface: IfaceId::LOOPBACK,
-                next_hop: dst,
-                src: src.unwrap_or(dst),
-                mtu: super::loopback::LOOPBACK_MTU,
-            });
-        }
-        let (iface, next_hop) = if crate::ipv6::is_link_local(dst) || dst.is_multicast() {
-            // Link scope: the interface of the source, else the first with IPv6.
-            let iface = src
-                .and_then(|s| self.v6.owner(s).map(|(i, _)| i))
-                .or_else(|| {
-                    (0..self.ifaces.len())
-                        .map(|i| IfaceId(i as u32))
-                        .find(|&i| {
-                            self.v6
-                                .iface(i)
-                                .is_some_and(|s| s.link_local().is_some() || self.is_ip_medium(i))
-                        })
-                })
-                .ok_or(OutputError::NoRoute)?;
-            (iface, dst)
-        } else {
-            let route = self.v6.routes.lookup(dst).ok_or(OutputError::NoRoute)?;
-            (route.iface, route.gateway.unwrap_or(dst))
-        };
-        let interface = self.ifaces.get(iface.index()).ok_or(OutputError::NoRoute)?;
-        let state = self.v6.iface(iface).ok_or(OutputError::NoRoute)?;
-        let src = match src {
-            Some(src) => src,
-            None => state.source_for(dst).ok_or(OutputError::NoSourceAddress)?,
-        };
-        let link = state.mtu.unwrap_or(interface.mtu).max(ipv6::MIN_MTU);
-        let mtu = self.v6.pmtu.get(now, dst).map_or(link, |p| p.min(link));
-        Ok(OutputRoute6 {
-            iface,
-            next_hop,
-            src,
-            mtu,
-        })
+        route6((&self.v6, &self.ifaces), now, dst, src)
     }
 
     /// A fresh fragment identification.
@@ -480,6 +512,15 @@ impl Stack {
     /// A packet for us (from an interface or the loopback queue): the extension
     /// header chain walked, reassembled if a fragment, then delivered.
     pub(crate) fn take_in6(&mut self, now: Instant, meta: &Meta6<'_>, bytes: &[u8]) {
+        // The common case, no extension header: nothing to walk.
+        let first = bytes.get(6).map(|&n| NextHeader::from(n));
+        if let (
+            Some(first @ (NextHeader::Tcp | NextHeader::Udp | NextHeader::Icmpv6)),
+            Some(rest),
+        ) = (first, bytes.get(ipv6::HEADER_LEN..))
+        {
+            return self.deliver6(now, meta, first, rest);
+        }
         let walk = match ipv6ext::walk(bytes) {
             Ok(walk) => walk,
             Err(error) => return self.bad_header_chain(now, meta, error),
@@ -587,79 +628,24 @@ impl Stack {
                     .tcp
                     .rx_kinds
                     .count(kind, ipv6::HEADER_LEN + payload.len());
+                // A SYN that opens a connection announces what our route back carries.
                 let forced = self.tcp.config().segment_size;
-                let mss = forced.unwrap_or_else(|| {
+                let mss = if let Some(mss) = forced {
+                    mss
+                } else if repr.flags.syn() {
                     self.route_output6(now, meta.src, Some(meta.dst))
                         .ok()
                         .and_then(|r| u16::try_from(r.mtu.saturating_sub(IP6_TCP_HEADERS)).ok())
                         .unwrap_or(self.tcp.config().mss)
-                });
+                } else {
+                    self.tcp.config().mss
+                };
                 let ecn = Ecn::from_bits(meta.invoking.get(1).map_or(0, |b| b >> 4) & 0x3);
                 self.tcp
                     .handle_segment_with_ecn(now, (src, dst), &repr, mss, ecn);
             }
             Err(impnet_wire::Error::BadChecksum) => self.stats.tcp.rx_bad_checksum += 1,
             Err(_) => self.stats.tcp.rx_malformed += 1,
-        }
-    }
-
-    /// A TCP segment to an IPv6 address, written at `buf[headroom..]`: its own packet
-    /// (with room for the IPv6 header), sent through [`Stack::send_ipv6`].
-    pub(crate) fn tcp_output_v6(
-        &mut self,
-        now: Instant,
-        segment: &TcpTransmit,
-        buf: &mut [u8],
-        headroom: usize,
-    ) -> TcpOutput {
-        let (IpAddr::V6(src), IpAddr::V6(dst)) = (segment.src, segment.dst) else {
-            self.tcp.clear_deferred();
-            self.stats.ipv6.tx_no_route += 1;
-            return TcpOutput::Queued;
-        };
-        let whole = headroom..headroom + segment.len;
-        self.tcp.fill_deferred(&mut buf[whole.clone()]);
-        self.stats.work.checksummed_bytes += segment.len as u64;
-        let mut packet = self.pool.take();
-        packet.resize(ipv6::HEADER_LEN, 0);
-        packet.extend_from_slice(&buf[whole]);
-        let ecn = segment.ecn.bits();
-        let route = match self.route_output6(now, dst, Some(src)) {
-            Ok(route) => route,
-            Err(_) => {
-                self.stats.ipv6.tx_no_route += 1;
-                self.pool.give(packet);
-                return TcpOutput::Queued;
-            }
-        };
-        if packet.len() > route.mtu && self.tcp.config().segment_size.is_none() {
-            // A segment larger than the path: TCP learns the MTU and resends smaller.
-            self.pool.give(packet);
-            return TcpOutput::Queued;
-        }
-        let _ = self.send_ipv6_routed(
-            now,
-            &route,
-            dst,
-            (NextHeader::Tcp, None),
-            packet,
-            Origin::Tcp,
-        );
-        if ecn != 0 {
-            // The ECN field rides in the traffic class (RFC 3168 §5 for IPv6); set
-            // on the packet just queued when it went straight out.
-            self.mark_last_ecn6(ecn);
-        }
-        TcpOutput::Queued
-    }
-
-    /// Set the ECN bits of the newest queued IPv6 frame.
-    fn mark_last_ecn6(&mut self, ecn: u8) {
-        if let Some(frame) = self.tx_queue.back_mut()
-            && frame.ethertype == EtherType::Ipv6
-            && frame.payload.len() >= ipv6::HEADER_LEN
-        {
-            ipv6::Packet::new_unchecked(&mut frame.payload[..]).set_ecn(ecn);
         }
     }
 
@@ -693,68 +679,6 @@ impl Stack {
         self.tcp.connect(now, local, remote, mss)
     }
 
-    /// Forward a packet for another host (RFC 8200; RFC 4443 errors).
-    fn forward6(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
-        let packet = ipv6::Packet::new_unchecked(bytes);
-        let (src, dst) = (packet.src_addr(), packet.dst_addr());
-        let meta = Meta6 {
-            iface,
-            src,
-            dst,
-            hop_limit: packet.hop_limit(),
-            multicast: false,
-            invoking: bytes,
-            verify_checksum: false,
-            link_src: None,
-        };
-        // Link-local sources and destinations never leave their link (RFC 4291 §2.5.6).
-        if crate::ipv6::is_link_local(src)
-            || crate::ipv6::is_link_local(dst)
-            || src.is_unspecified()
-        {
-            self.stats.ipv6.rx_not_for_us += 1;
-            return;
-        }
-        if packet.hop_limit() <= 1 {
-            self.stats.ipv6.fw_hop_limit += 1;
-            let repr = icmpv6::Repr::TimeExceeded {
-                reason: icmpv6::TimeExceeded::HopLimitExceeded,
-                invoking: bytes,
-            };
-            return self.send_icmpv6_error(now, &meta, &repr);
-        }
-        let Some(route) = self.v6.routes.lookup(dst) else {
-            self.stats.ipv6.fw_no_route += 1;
-            let repr = icmpv6::Repr::DstUnreachable {
-                reason: icmpv6::DstUnreachable::NoRoute,
-                invoking: bytes,
-            };
-            return self.send_icmpv6_error(now, &meta, &repr);
-        };
-        let out_mtu = self
-            .v6
-            .iface(route.iface)
-            .and_then(|s| s.mtu)
-            .or_else(|| self.ifaces.get(route.iface.index()).map(|i| i.mtu))
-            .unwrap_or(ipv6::MIN_MTU)
-            .max(ipv6::MIN_MTU);
-        if bytes.len() > out_mtu {
-            self.stats.ipv6.fw_too_big += 1;
-            let repr = icmpv6::Repr::PacketTooBig {
-                mtu: out_mtu as u32,
-                invoking: bytes,
-            };
-            return self.send_icmpv6_error(now, &meta, &repr);
-        }
-        let mut copy = self.pool.take();
-        copy.extend_from_slice(bytes);
-        let hop_limit = packet.hop_limit() - 1;
-        ipv6::Packet::new_unchecked(&mut copy[..]).set_hop_limit(hop_limit);
-        self.stats.ipv6.forwarded += 1;
-        let next_hop = route.gateway.unwrap_or(dst);
-        let _ = self.dispatch6(now, route.iface, next_hop, copy, Origin::Forwarded);
-    }
-
     /// A packet from the loopback queue.
     pub(crate) fn handle_looped6(&mut self, now: Instant, bytes: &[u8]) {
         self.stats.ipv6.rx_packets += 1;
@@ -776,16 +700,45 @@ impl Stack {
         self.take_in6(now, &meta, bytes);
     }
 
-    /// The earliest IPv6 timer.
+    /// The earliest IPv6 timer. The scan of neighbours, routes and addresses is kept
+    /// (`State::deadline`) while nothing it reads changed: the configuration
+    /// generation (addresses, routes, router advertisements), the neighbour cache's
+    /// and `State::timer_epoch` (timers fired) are where they were; a driver asks
+    /// after every batch of frames.
     pub(crate) fn poll_timeout_v6(&self) -> Option<Instant> {
+        let key = (
+            self.config_generation,
+            self.v6.neighbors.generation(),
+            self.v6.timer_epoch,
+        );
+        let next = match self.v6.deadline.get() {
+            Some((seen, next)) if seen == key => {
+                debug_assert_eq!(next, self.scan_timeout_v6(), "a change missed its bump");
+                next
+            }
+            _ => {
+                let next = self.scan_timeout_v6();
+                self.v6.deadline.set(Some((key, next)));
+                next
+            }
+        };
+        match (next, self.v6.reassembly.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest timer of the neighbour cache, the routes and the addresses.
+    fn scan_timeout_v6(&self) -> Option<Instant> {
         let mut next = self.v6.neighbors.poll_timeout();
         let mut take = |t: Option<Instant>| {
             if let Some(t) = t {
                 next = Some(next.map_or(t, |n: Instant| n.min(t)));
             }
         };
-        take(self.v6.reassembly.poll_timeout());
         take(self.v6.routes.next_expiry());
+        take(self.poll_advertisements());
+        take(self.poll_timeout_mld());
         for state in &self.v6.ifaces {
             take(state.next_solicitation);
             for addr in &state.addrs {

@@ -4,7 +4,7 @@
 //! advertisements (default routers, prefixes, SLAAC, the link MTU).
 
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv6Addr, SocketAddr};
+use core::net::{IpAddr, Ipv6Addr};
 
 use impnet_wire::ethernet;
 use impnet_wire::icmpv6::{self, Repr};
@@ -17,8 +17,9 @@ use crate::ipv6::nd::NdAction;
 use crate::ipv6::{AddrOrigin, AddrState, Route6, Route6Origin};
 use crate::neighbor::{Origin, Pending};
 use crate::stack::Stack;
+use crate::stack::icmp6::Error6;
 use crate::stack::ipv6::Meta6;
-use crate::tcp::{IcmpNotice, TcpError};
+use crate::tcp::TcpError;
 use crate::time::{Duration, Instant};
 
 /// What a bad extension header chain asks for: a Parameter Problem's code and pointer,
@@ -74,28 +75,18 @@ impl Stack {
                 ident,
                 seq_no,
                 data,
-            } => {
-                self.handle_echo_reply6(now, meta.src, (ident, seq_no), data);
+            } => self.handle_echo_reply6(meta, (ident, seq_no), data),
+            Repr::PacketTooBig { mtu, invoking } => {
+                self.handle_icmpv6_error(now, Error6::TooBig(mtu), invoking);
             }
-            Repr::PacketTooBig { mtu, invoking } => self.handle_packet_too_big(now, mtu, invoking),
             Repr::DstUnreachable { reason, invoking } => {
-                let error = match reason {
-                    icmpv6::DstUnreachable::PortUnreachable => {
-                        IcmpNotice::Hard(TcpError::ConnectionRefused)
-                    }
-                    icmpv6::DstUnreachable::AdminProhibited => {
-                        IcmpNotice::Hard(TcpError::HostUnreachable)
-                    }
-                    _ => IcmpNotice::Soft(TcpError::HostUnreachable),
-                };
-                self.icmpv6_error_to_tcp(now, invoking, error);
+                self.handle_icmpv6_error(now, Error6::Unreachable(reason), invoking);
             }
-            Repr::TimeExceeded { invoking, .. } | Repr::ParamProblem { invoking, .. } => {
-                self.icmpv6_error_to_tcp(
-                    now,
-                    invoking,
-                    IcmpNotice::Soft(TcpError::HostUnreachable),
-                );
+            Repr::TimeExceeded { invoking, .. } => {
+                self.handle_icmpv6_error(now, Error6::TimeExceeded, invoking);
+            }
+            Repr::ParamProblem { invoking, .. } => {
+                self.handle_icmpv6_error(now, Error6::ParamProblem, invoking);
             }
             Repr::Ndp(message) => {
                 if message
@@ -107,27 +98,13 @@ impl Stack {
                 }
                 self.handle_ndp(now, meta, &message);
             }
-            // We report no groups beyond the link's own (no MLD snooping needs them
-            // for neighbour discovery on the links imp runs on).
-            Repr::Mld(_) => {}
+            Repr::Mld(message) => self.handle_mld(now, meta, &message),
         }
     }
 
-    /// An echo reply: to the ICMP socket waiting for it (none speaks IPv6 yet).
-    pub(crate) fn handle_echo_reply6(
-        &mut self,
-        now: Instant,
-        src: Ipv6Addr,
-        id: (u16, u16),
-        data: &[u8],
-    ) {
-        let _ = (now, src, id, data);
-        self.stats.icmp.rx_no_socket += 1;
-    }
-
     /// A Packet Too Big: the path MTU to the quoted destination is lowered (RFC 8201
-    /// §4), and a TCP connection sending there resends smaller.
-    fn handle_packet_too_big(&mut self, now: Instant, mtu: u32, invoking: &[u8]) {
+    /// §4); `handle_icmpv6_error` then tells the socket that sent the packet.
+    pub(crate) fn handle_packet_too_big(&mut self, now: Instant, mtu: u32, invoking: &[u8]) {
         let Ok(quoted) = ipv6::Packet::new_checked(invoking).or_else(|_| {
             // The quote may be cut: take the fixed header alone.
             if invoking.len() >= ipv6::HEADER_LEN {
@@ -146,39 +123,6 @@ impl Stack {
             self.stats.ipv6.pmtu_lowered += 1;
             self.config_generation += 1;
         }
-        // TCP's notice counts an IPv4 header of 20 bytes: 20 more makes its MSS the
-        // IPv6 one (MTU - 60).
-        let as_v4 = u16::try_from(mtu.saturating_sub(20)).unwrap_or(u16::MAX);
-        self.icmpv6_error_to_tcp(now, invoking, IcmpNotice::PacketTooBig { mtu: as_v4 });
-    }
-
-    /// Hand an ICMPv6 error about one of our TCP segments to its connection.
-    fn icmpv6_error_to_tcp(&mut self, now: Instant, invoking: &[u8], notice: IcmpNotice) {
-        if invoking.len() < ipv6::HEADER_LEN + 8 {
-            return;
-        }
-        let quoted = ipv6::Packet::new_unchecked(invoking);
-        let Ok(walk) = impnet_wire::ipv6ext::walk(invoking) else {
-            return;
-        };
-        if walk.protocol != NextHeader::Tcp
-            || walk.fragment.is_some_and(|(_, f)| f.frag_offset != 0)
-        {
-            return;
-        }
-        let Some(t) = invoking.get(walk.offset..walk.offset + 8) else {
-            return;
-        };
-        let local = SocketAddr::new(
-            IpAddr::V6(quoted.src_addr()),
-            u16::from_be_bytes([t[0], t[1]]),
-        );
-        let remote = SocketAddr::new(
-            IpAddr::V6(quoted.dst_addr()),
-            u16::from_be_bytes([t[2], t[3]]),
-        );
-        let seq = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
-        self.tcp.handle_icmp(now, local, remote, seq, notice);
     }
 
     /// Send an ICMPv6 message from `src` (None: the route's source) to `dst`.
@@ -271,11 +215,8 @@ impl Stack {
                     let released = self.v6.neighbors.learn(meta.iface, meta.src, mac);
                     self.send_released(meta.iface, meta.src, released);
                 }
-                if self
-                    .ifaces
-                    .get(meta.iface.index())
-                    .is_some_and(|i| i.forwarding)
-                {
+                // RFC 4861 §6.2.6: an advertising interface answers.
+                if self.advertises(meta.iface) {
                     self.send_ra(meta.iface);
                 }
             }
@@ -456,8 +397,8 @@ impl Stack {
         }
     }
 
-    /// A Router Advertisement to all nodes (we forward on `iface` and were asked,
-    /// RFC 4861 §6.2.6): a default router for 30 minutes, the link MTU, and each
+    /// A Router Advertisement to all nodes (we advertise on `iface`: solicited, RFC
+    /// 4861 §6.2.6, or on schedule, §6.2.4): a default router for 30 minutes, the link MTU, and each
     /// /64 prefix of the interface's global addresses, on-link and autonomous (SLAAC),
     /// valid for a day and preferred for four hours.
     pub(crate) fn send_ra(&mut self, iface: IfaceId) {
@@ -671,6 +612,8 @@ impl Stack {
     /// Fire the IPv6 timers due at `now`: neighbour resolution, DAD, router
     /// solicitations, lifetimes, reassembly.
     pub(crate) fn handle_timeout_v6(&mut self, now: Instant) {
+        // Timers may move (DAD probes, solicitations, lifetimes): scan again.
+        self.v6.timer_epoch += 1;
         let mut actions = Vec::new();
         self.v6.neighbors.handle_timeout(now, &mut actions);
         for action in actions {
@@ -697,15 +640,14 @@ impl Stack {
                         IpAddr::V4(_) => false,
                     };
                     self.tcp.fail_opens(now, via, TcpError::HostUnreachable);
-                    for pending in dropped {
-                        self.stats.ipv6.tx_unresolved += 1;
-                        self.pool.give(pending.packet);
-                    }
+                    self.on_neighbor6_failed(now, dropped);
                 }
             }
         }
+        self.run_mld(now);
         self.run_dad(now);
         self.run_solicitations(now);
+        self.run_advertisements(now);
         self.expire_v6(now);
         let mut expired = Vec::new();
         self.v6
@@ -747,6 +689,8 @@ impl Stack {
                 {
                     if left == 0 {
                         addr.state = AddrState::Preferred;
+                        // A new usable address: routes and sources may change.
+                        self.config_generation += 1;
                     } else {
                         addr.state = AddrState::Tentative {
                             probes: left - 1,
@@ -789,6 +733,7 @@ impl Stack {
                     && addr.preferred_until.is_some_and(|t| t <= now)
                 {
                     addr.state = AddrState::Deprecated;
+                    self.config_generation += 1;
                 }
                 if addr.valid_until.is_some_and(|t| t <= now) {
                     gone.push((IfaceId(index as u32), addr.cidr.address));

@@ -7,12 +7,14 @@ use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 use impnet_wire::checksum;
 use impnet_wire::ethernet::{self, EtherType};
 use impnet_wire::ipv4::{self, Protocol};
+use impnet_wire::ipv6::{self, NextHeader};
 use impnet_wire::tcp as wire_tcp;
 
 use crate::iface::{IfaceId, Interface};
 use crate::neighbor::Origin;
 use crate::route::Routes;
 use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
+use crate::stack::ipv6::OutputRoute6;
 use crate::stack::{Stack, Transmit};
 use crate::stats::SegmentKind;
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
@@ -20,6 +22,8 @@ use crate::time::Instant;
 
 /// Room in front of a TCP segment for the Ethernet and IPv4 headers.
 const HEADROOM: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
+/// Room in front of a TCP segment for the Ethernet and IPv6 headers.
+pub(crate) const HEADROOM6: usize = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
 /// IPv4 and TCP headers without options: MSS = MTU - 40 (RFC 9293 §3.7.1).
 const IP_TCP_HEADERS: usize = 40;
 
@@ -33,47 +37,77 @@ pub(crate) enum TcpOutput {
     Idle,
 }
 
+/// The route of a flow, in its family.
+#[derive(Debug, Clone, Copy)]
+enum FlowRoute {
+    V4(OutputRoute),
+    V6(OutputRoute6),
+}
+
+impl FlowRoute {
+    /// The outgoing interface and the IP MTU (for IPv6, the path MTU).
+    fn iface_mtu(&self) -> (IfaceId, usize) {
+        match self {
+            FlowRoute::V4(route) => (route.iface, route.mtu),
+            FlowRoute::V6(route) => (route.iface, route.mtu),
+        }
+    }
+
+    /// The IP header's length: where the segment starts in the packet.
+    fn ip_header_len(&self) -> usize {
+        match self {
+            FlowRoute::V4(_) => ipv4::HEADER_LEN,
+            FlowRoute::V6(_) => ipv6::HEADER_LEN,
+        }
+    }
+}
+
 /// What sending a TCP segment from `src` to `dst` needs besides the segment: the route,
-/// what the device offloads, the size limit, our MAC and the next hop's. Worked out for
-/// one segment and reused for the next ones to the same peer (a request/response or
-/// bulk flow sends every segment there), which saves two route lookups, the interface
-/// scan for the source address and the neighbour lookup per segment.
+/// what the device offloads, the size limit, our MAC and the next hop's, and the
+/// headers. Worked out for one segment and reused for the next ones to the same peer
+/// (a request/response or bulk flow sends every segment there), which saves the route
+/// lookups, the scan for the source address and the neighbour lookup per segment.
+/// IPv4 and IPv6 flows have the same entry; only the headers differ.
 ///
-/// Valid while `config_generation` equals the stack's (interfaces, addresses and routes
-/// unchanged); the MAC also only while the neighbour cache's generation is the one
-/// recorded with it and the mapping has not expired.
+/// Valid while `config_generation` equals the stack's (interfaces, addresses, routes,
+/// router advertisements, path MTUs unchanged) and, for IPv6, before `expires` (when
+/// the learnt path MTU times out); the MAC also only while the neighbour cache's
+/// generation is the one recorded with it and the mapping has not expired.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct EgressCache {
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: IpAddr,
+    dst: IpAddr,
     config_generation: u64,
-    route: OutputRoute,
+    expires: Option<Instant>,
+    route: FlowRoute,
     egress: Egress,
-    /// Largest IPv4 packet the interface takes (its MTU, or the TSO size).
+    /// Largest IP packet the interface takes (its MTU or the path MTU, or the TSO
+    /// size).
     limit: usize,
     /// The outgoing interface's MAC (None if the interface is gone).
     src_mac: Option<ethernet::Address>,
     /// The outgoing interface is IP-level ([`Medium::Ip`](crate::Medium)): no MAC to
     /// resolve, and the frame is the template without its Ethernet header.
     ip_level: bool,
-    /// The next hop's MAC, until when it holds, and the neighbour generation it is from.
+    /// The next hop's MAC, until when it holds, and the neighbour generation (of
+    /// the ARP or the IPv6 neighbour cache) it is from.
     next_hop_mac: Option<(ethernet::Address, Instant, u64)>,
-    /// The Ethernet and IPv4 headers every segment of this flow starts with: the
-    /// destination MAC (from `next_hop_mac`, zero until resolved), source MAC, type,
-    /// and an IPv4 header with DF, TTL, protocol and addresses, and zero length,
-    /// identification and checksum. A segment copies it and fills in those three.
-    headers: [u8; HEADROOM],
+    /// The Ethernet and IP headers every segment of this flow starts with (the first
+    /// `HEADROOM` or `HEADROOM6` bytes): the destination MAC (from `next_hop_mac`, zero
+    /// until resolved), source MAC, type, and an IPv4 header with DF, TTL, protocol and
+    /// addresses, and zero length, identification and checksum; or an IPv6 header
+    /// with hop limit, next header and addresses, and zero payload length. A segment
+    /// copies it and fills in those fields (and its ECN codepoint).
+    headers: [u8; HEADROOM6],
     /// The ones-complement sum of the IPv4 header in `headers` (its zero fields add
-    /// nothing), to which a segment adds its length and identification.
+    /// nothing), to which a segment adds its length and identification; 0 for IPv6,
+    /// whose header has no checksum.
     header_sum: u16,
 }
 
 /// What the interface that `dst` routes through offloads (none without a route, or
 /// to one of our own addresses: the loopback interface offloads nothing).
-fn egress_for(routes: &Routes, ifaces: &[Interface], dst: IpAddr) -> Egress {
-    let IpAddr::V4(dst) = dst else {
-        return super::ipv6::egress_for(ifaces, dst);
-    };
+fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
     let local = super::loopback::is_loopback_addr(dst) || ifaces.iter().any(|i| i.has_addr(dst));
     let offloads = routes
         .lookup(dst)
@@ -84,6 +118,7 @@ fn egress_for(routes: &Routes, ifaces: &[Interface], dst: IpAddr) -> Egress {
     Egress {
         checksum: !offloads.tx_checksum,
         tso_max: offloads.tso_max,
+        headroom: HEADROOM,
     }
 }
 
@@ -93,12 +128,12 @@ fn egress_for(routes: &Routes, ifaces: &[Interface], dst: IpAddr) -> Egress {
 /// ECN bits are zero, and they sit in the low bits of the header's first word).
 fn write_frame_headers(
     headers: &mut [u8],
-    template: &[u8; HEADROOM],
+    template: &[u8; HEADROOM6],
     sum: u16,
     (total, ident, ecn): (u16, u16, Ecn),
 ) {
     let checksum = !checksum::combine(&[sum, total, ident, u16::from(ecn.bits())]);
-    headers.copy_from_slice(template);
+    headers.copy_from_slice(&template[..HEADROOM]);
     let mut ip = ipv4::Packet::new_unchecked(&mut headers[ethernet::HEADER_LEN..]);
     ip.set_total_len(total);
     ip.set_ident(ident);
@@ -106,6 +141,18 @@ fn write_frame_headers(
         ip.set_ecn(ecn.bits());
     }
     ip.set_checksum(checksum);
+}
+
+/// The Ethernet and IPv6 headers of a segment in `headers` (HEADROOM6 bytes): the
+/// flow's `template` with this packet's payload length and ECN field (RFC 3168 §5:
+/// the low two bits of the traffic class).
+fn write_frame_headers6(headers: &mut [u8], template: &[u8; HEADROOM6], len: u16, ecn: Ecn) {
+    headers.copy_from_slice(template);
+    let mut ip = ipv6::Packet::new_unchecked(&mut headers[ethernet::HEADER_LEN..]);
+    ip.set_payload_len(len);
+    if ecn != Ecn::NotEct {
+        ip.set_ecn(ecn.bits());
+    }
 }
 
 impl Stack {
@@ -153,67 +200,93 @@ impl Stack {
         }
     }
 
-    /// Ask TCP for one segment and frame it in `buf`.
+    /// Ask TCP for one segment and frame it in `buf`: the flow's cached headers in
+    /// front of it, in place (IPv4 and IPv6 alike).
     pub(crate) fn poll_transmit_tcp(&mut self, now: Instant, buf: &mut [u8]) -> TcpOutput {
-        if buf.len() <= HEADROOM {
+        if buf.len() <= HEADROOM6 {
             return TcpOutput::Idle;
         }
         let Some(segment) = self.poll_tcp_segment(now, buf) else {
             return TcpOutput::Idle;
         };
         self.stats.tcp.tx_segments += 1;
-        let (IpAddr::V4(src), IpAddr::V4(dst)) = (segment.src, segment.dst) else {
-            return self.tcp_output_v6(now, &segment, buf, HEADROOM);
+        let Some(path) = &self.tcp_egress else {
+            return self.tcp_no_route(&segment);
         };
+        let (route, limit, ip_len) = (path.route, path.limit, path.route.ip_header_len());
+        let headroom = ethernet::HEADER_LEN + ip_len;
         // The header is in `buf` even when the payload stays in the send ring (gather).
-        let header = &buf[HEADROOM..HEADROOM + segment.len];
+        let header = &buf[headroom..headroom + segment.len];
         let header_len = usize::from(header.get(12).map_or(5, |b| b >> 4)) * 4;
         let kind = SegmentKind::of(
             header.get(13).copied().unwrap_or(0),
             segment.len.saturating_sub(header_len),
         );
-        self.stats
-            .tcp
-            .tx_kinds
-            .count(kind, ipv4::HEADER_LEN + segment.len);
-        let Some(path) = &self.tcp_egress else {
-            self.stats.ipv4.tx_no_route += 1;
-            self.tcp.clear_deferred();
-            return TcpOutput::Queued;
-        };
-        let (route, limit) = (path.route, path.limit);
-        if (self.ifaces.get(route.iface.index())).is_some_and(|i| !i.offloads.tx_checksum) {
-            self.stats.work.checksummed_bytes += (ipv4::HEADER_LEN + segment.len) as u64;
+        self.stats.tcp.tx_kinds.count(kind, ip_len + segment.len);
+        let (iface, _) = route.iface_mtu();
+        if (self.ifaces.get(iface.index())).is_some_and(|i| !i.offloads.tx_checksum) {
+            // IPv4's header checksum too; IPv6 has none.
+            let summed = segment.len
+                + if ip_len == ipv4::HEADER_LEN {
+                    ip_len
+                } else {
+                    0
+                };
+            self.stats.work.checksummed_bytes += summed as u64;
         }
         // A segment that does not leave as it is needs all its bytes in `buf`.
-        let whole = HEADROOM..HEADROOM + segment.len;
-        if ipv4::HEADER_LEN + segment.len > limit {
+        let whole = headroom..headroom + segment.len;
+        if ip_len + segment.len > limit {
             self.tcp.fill_deferred(&mut buf[whole]);
-            return self.tcp_oversized(now, &route, (&segment, src, dst), buf);
+            return self.tcp_oversized(now, &route, &segment, buf);
         }
-        let ident = self.next_ident();
-        if route.iface == IfaceId::LOOPBACK {
-            // No MAC and no device: the packet goes to the loopback queue whole.
-            self.tcp.fill_deferred(&mut buf[whole]);
-            return self.tcp_unresolved(now, &route, (&segment, src, dst), ident, buf);
-        }
-        let Some((template, sum)) = self.tcp_frame_template(now, &route) else {
-            self.tcp.fill_deferred(&mut buf[whole]);
-            return self.tcp_unresolved(now, &route, (&segment, src, dst), ident, buf);
+        let ident = match route {
+            FlowRoute::V4(_) => self.next_ident(),
+            FlowRoute::V6(_) => 0,
         };
-        let total = (ipv4::HEADER_LEN + segment.len) as u16;
-        let fields = (total, ident, segment.ecn);
-        write_frame_headers(&mut buf[..HEADROOM], &template, sum, fields);
-        self.stats.ipv4.tx_packets += 1;
+        let template = if iface == IfaceId::LOOPBACK {
+            // No MAC and no device: the packet goes to the loopback queue whole.
+            None
+        } else {
+            self.tcp_frame_template(now)
+        };
+        let Some((template, sum)) = template else {
+            self.tcp.fill_deferred(&mut buf[whole]);
+            return self.tcp_unresolved(now, &route, (&segment, ident), buf);
+        };
+        let ip_total = ip_len + segment.len;
+        match route {
+            FlowRoute::V4(_) => {
+                let fields = (ip_total as u16, ident, segment.ecn);
+                write_frame_headers(&mut buf[..HEADROOM], &template, sum, fields);
+                self.stats.ipv4.tx_packets += 1;
+            }
+            FlowRoute::V6(_) => {
+                let len = segment.len as u16;
+                write_frame_headers6(&mut buf[..HEADROOM6], &template, len, segment.ecn);
+                self.stats.ipv6.tx_packets += 1;
+            }
+        }
         self.stats.link.tx_frames += 1;
-        let mut len = HEADROOM + segment.len;
+        let mut len = headroom + segment.len;
         if self.tcp_egress.as_ref().is_some_and(|e| e.ip_level) {
             len = self.strip_link_header(buf, len);
         }
-        TcpOutput::Frame(Transmit {
-            iface: route.iface,
-            len,
-        })
+        TcpOutput::Frame(Transmit { iface, len })
+    }
+
+    /// A segment with no way out (no route, no source address, or a mix of
+    /// families): counted and dropped.
+    #[cold]
+    #[inline(never)]
+    fn tcp_no_route(&mut self, segment: &TcpTransmit) -> TcpOutput {
+        if segment.dst.is_ipv4() {
+            self.stats.ipv4.tx_no_route += 1;
+        } else {
+            self.stats.ipv6.tx_no_route += 1;
+        }
+        self.tcp.clear_deferred();
+        TcpOutput::Queued
     }
 
     /// An IP-level interface's segment: the packet moved to the front of `buf`, over
@@ -230,8 +303,9 @@ impl Stack {
         frame_len - ethernet::HEADER_LEN
     }
 
-    /// One segment from TCP, written behind the headroom of `buf`, with the egress
-    /// cache entry made for its addresses when the one there is for other addresses.
+    /// One segment from TCP, written behind the headroom of its family in `buf`, with
+    /// the egress cache entry made for its addresses when the one there is for other
+    /// addresses (or out of date).
     fn poll_tcp_segment(&mut self, now: Instant, buf: &mut [u8]) -> Option<TcpTransmit> {
         let end = buf
             .len()
@@ -239,53 +313,63 @@ impl Stack {
         let generation = self.config_generation;
         // Only what the egress callback needs is copied out of the cache entry.
         let cached = match &self.tcp_egress {
-            Some(c) if c.config_generation == generation => Some((c.src, c.dst, c.egress)),
+            Some(c) if c.config_generation == generation && c.expires.is_none_or(|t| now < t) => {
+                Some((c.src, c.dst, c.egress))
+            }
             _ => None,
         };
-        let (routes, ifaces) = (&self.routes, &self.ifaces);
+        let (routes, ifaces, v6) = (&self.routes, &self.ifaces, &self.v6);
         // The checksum is ours to compute unless the outgoing interface's device does
         // it; segments are one MSS unless it does TSO.
-        let egress = |src: IpAddr, dst: IpAddr| match cached {
-            Some((s, d, egress)) if IpAddr::V4(s) == src && IpAddr::V4(d) == dst => egress,
-            _ => egress_for(routes, ifaces, dst),
+        let egress = |src: IpAddr, dst: IpAddr| match (cached, src, dst) {
+            (Some((s, d, egress)), _, _) if s == src && d == dst => egress,
+            (_, _, IpAddr::V4(dst)) => egress_for(routes, ifaces, dst),
+            (_, IpAddr::V6(src), IpAddr::V6(dst)) => {
+                super::ipv6::egress_for((v6, ifaces), now, src, dst)
+            }
+            // A mix of families has no route: the segment is dropped.
+            (_, IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
         };
-        let segment = self
-            .tcp
-            .poll_transmit_with(now, &mut buf[HEADROOM..end], egress)?;
-        let IpAddr::V4(dst) = segment.dst else {
-            return Some(segment);
-        };
-        let IpAddr::V4(src) = segment.src else {
-            return Some(segment);
-        };
-        if cached.is_none_or(|(s, d, _)| s != src || d != dst) {
-            self.tcp_egress = self.egress_cache_entry(src, dst);
+        let segment = self.tcp.poll_transmit_with(now, &mut buf[..end], egress)?;
+        if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
+            self.tcp_egress = self.egress_cache_entry(now, segment.src, segment.dst);
         }
         Some(segment)
     }
 
-    /// The cached Ethernet and IPv4 headers of the current flow, with the next hop's
+    /// The cached Ethernet and IP headers of the current flow, with the next hop's
     /// MAC, and the IPv4 header's partial sum; None while the MAC is unknown. The copy
-    /// of the MAC in the cache serves while the neighbour cache has not changed and
-    /// the mapping has not expired, else a lookup refreshes it.
-    fn tcp_frame_template(
-        &mut self,
-        now: Instant,
-        route: &OutputRoute,
-    ) -> Option<([u8; HEADROOM], u16)> {
-        let neighbours = self.neighbors.generation();
+    /// of the MAC in the cache serves while the neighbour cache (ARP's or IPv6's) has
+    /// not changed and the mapping has not expired, else a lookup refreshes it.
+    fn tcp_frame_template(&mut self, now: Instant) -> Option<([u8; HEADROOM6], u16)> {
         let path = self.tcp_egress.as_mut()?;
         if path.ip_level {
             // No link layer: the Ethernet part of the template is cut off later.
             return Some((path.headers, path.header_sum));
         }
+        let generation = match path.route {
+            FlowRoute::V4(_) => self.neighbors.generation(),
+            FlowRoute::V6(_) => self.v6.neighbors.generation(),
+        };
         let dst_mac = match path.next_hop_mac {
-            Some((mac, until, seen)) if seen == neighbours && now < until => mac,
+            Some((mac, until, seen)) if seen == generation && now < until => mac,
             _ => {
-                let found = self
-                    .neighbors
-                    .lookup_until(now, route.iface, route.next_hop);
-                path.next_hop_mac = found.map(|(mac, until)| (mac, until, neighbours));
+                let (found, generation) = match path.route {
+                    FlowRoute::V4(route) => (
+                        self.neighbors
+                            .lookup_until(now, route.iface, route.next_hop),
+                        self.neighbors.generation(),
+                    ),
+                    // The lookup may move the entry from STALE to DELAY, a new
+                    // generation: read after it.
+                    FlowRoute::V6(route) => (
+                        self.v6
+                            .neighbors
+                            .lookup_until(now, route.iface, route.next_hop),
+                        self.v6.neighbors.generation(),
+                    ),
+                };
+                path.next_hop_mac = found.map(|(mac, until)| (mac, until, generation));
                 found?.0
             }
         };
@@ -295,100 +379,160 @@ impl Stack {
     }
 
     /// A segment whose next hop's MAC is not known yet, or for the loopback interface:
-    /// the IPv4 header in full, then the packet to `dispatch` (the neighbour queue,
-    /// which resolves it, or the loopback queue).
+    /// the IP header in full, then the packet to `dispatch` or `dispatch6` (the
+    /// neighbour queue, which resolves it, or the loopback queue).
     #[cold]
     #[inline(never)]
     fn tcp_unresolved(
         &mut self,
         now: Instant,
-        route: &OutputRoute,
-        (segment, src, dst): (&TcpTransmit, Ipv4Addr, Ipv4Addr),
-        ident: u16,
+        route: &FlowRoute,
+        (segment, ident): (&TcpTransmit, u16),
         buf: &mut [u8],
     ) -> TcpOutput {
-        let frame_len = HEADROOM + segment.len;
-        let mut repr = self.ip_header(src, dst, Protocol::Tcp, segment.len, ident, true);
-        repr.ecn = segment.ecn.bits();
-        repr.emit(&mut ipv4::Packet::new_unchecked(
-            &mut buf[ethernet::HEADER_LEN..frame_len],
-        ));
-        let mut packet = self.pool.take();
-        packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
-        self.stats.ipv4.tx_packets -= u64::from(self.stats.ipv4.tx_packets > 0);
-        let _ = self.dispatch(now, route.iface, route.next_hop, packet, Origin::Tcp);
+        let Some(template) = self.tcp_egress.as_ref().map(|e| e.headers) else {
+            return TcpOutput::Queued;
+        };
+        let ip_total = route.ip_header_len() + segment.len;
+        let frame_len = ethernet::HEADER_LEN + ip_total;
+        match *route {
+            FlowRoute::V4(route) => {
+                let (IpAddr::V4(src), IpAddr::V4(dst)) = (segment.src, segment.dst) else {
+                    return TcpOutput::Queued;
+                };
+                let mut repr = self.ip_header(src, dst, Protocol::Tcp, segment.len, ident, true);
+                repr.ecn = segment.ecn.bits();
+                repr.emit(&mut ipv4::Packet::new_unchecked(
+                    &mut buf[ethernet::HEADER_LEN..frame_len],
+                ));
+                let mut packet = self.pool.take();
+                packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
+                let _ = self.dispatch(now, route.iface, route.next_hop, packet, Origin::Tcp);
+            }
+            FlowRoute::V6(route) => {
+                let len = segment.len as u16;
+                write_frame_headers6(&mut buf[..HEADROOM6], &template, len, segment.ecn);
+                let mut packet = self.pool.take();
+                packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
+                let _ = self.dispatch6(now, route.iface, route.next_hop, packet, Origin::Tcp);
+            }
+        }
         TcpOutput::Queued
     }
 
     /// A segment larger than the route takes: IP fragments it when segments are
     /// deliberately larger than the MTU (`TcpConfig::segment_size`), else it is dropped
-    /// (DF) and counted.
+    /// (IPv4's DF; over IPv6 TCP resends it smaller once it learnt the path MTU) and
+    /// counted.
     #[cold]
     #[inline(never)]
     fn tcp_oversized(
         &mut self,
         now: Instant,
-        route: &OutputRoute,
-        (segment, src, dst): (&TcpTransmit, Ipv4Addr, Ipv4Addr),
+        route: &FlowRoute,
+        segment: &TcpTransmit,
         buf: &[u8],
     ) -> TcpOutput {
-        if self.tcp.config().segment_size.is_some() {
-            let mut packet = self.pool.take();
-            packet.resize(ipv4::HEADER_LEN, 0);
-            packet.extend_from_slice(&buf[HEADROOM..HEADROOM + segment.len]);
-            // A device completes the checksum of a packet, not of a datagram cut into
-            // fragments: the whole sum is ours (as Linux's `skb_checksum_help` before
-            // `ip_fragment`).
-            if self.tcp_egress.as_ref().is_some_and(|e| !e.egress.checksum) {
-                wire_tcp::Packet::new_unchecked(&mut packet[ipv4::HEADER_LEN..])
-                    .fill_checksum(&src, &dst);
+        if self.tcp.config().segment_size.is_none() {
+            match route {
+                FlowRoute::V4(_) => self.stats.ipv4.tx_dont_fragment += 1,
+                FlowRoute::V6(_) => self.stats.ipv6.tx_too_big += 1,
             }
-            let options = SendOptions {
-                protocol: Protocol::Tcp,
-                dont_frag: false,
-                origin: Origin::Tcp,
-                ip_options: &[],
-            };
-            let _ = self.send_ipv4(now, route, dst, options, packet);
-        } else {
-            self.stats.ipv4.tx_dont_fragment += 1;
+            return TcpOutput::Queued;
+        }
+        let ip_len = route.ip_header_len();
+        let start = ethernet::HEADER_LEN + ip_len;
+        let mut packet = self.pool.take();
+        packet.resize(ip_len, 0);
+        packet.extend_from_slice(&buf[start..start + segment.len]);
+        // A device completes the checksum of a packet, not of a datagram cut into
+        // fragments: the whole sum is ours (as Linux's `skb_checksum_help` before
+        // `ip_fragment`).
+        if self.tcp_egress.as_ref().is_some_and(|e| !e.egress.checksum) {
+            wire_tcp::Packet::new_unchecked(&mut packet[ip_len..])
+                .fill_checksum(&segment.src, &segment.dst);
+        }
+        match (route, segment.dst) {
+            (FlowRoute::V4(route), IpAddr::V4(dst)) => {
+                let options = SendOptions {
+                    protocol: Protocol::Tcp,
+                    dont_frag: false,
+                    origin: Origin::Tcp,
+                    ip_options: &[],
+                };
+                let _ = self.send_ipv4(now, route, dst, options, packet);
+            }
+            (FlowRoute::V6(route), IpAddr::V6(dst)) => {
+                let how = (NextHeader::Tcp, None);
+                let _ = self.send_ipv6_routed(now, route, dst, how, packet, Origin::Tcp);
+            }
+            _ => self.pool.give(packet),
         }
         TcpOutput::Queued
     }
 
-    /// The IPv4 header of a TCP segment: DF set (RFC 1191), the stack's TTL.
-    /// The route, offloads and size limit for segments from `src` to `dst`, as a new
-    /// cache entry (no MAC yet); None without a route.
-    fn egress_cache_entry(&self, src: Ipv4Addr, dst: Ipv4Addr) -> Option<EgressCache> {
-        let route = self.route_output(dst, Some(src)).ok()?;
-        let interface = self.ifaces.get(route.iface.index());
-        // RFC 1191: TCP segments carry DF; the MSS keeps them within the route MTU,
-        // or the device cuts them to it (TSO).
+    /// The route, offloads, size limit and headers for segments from `src` to `dst`,
+    /// as a new cache entry (no MAC yet); None without a route.
+    fn egress_cache_entry(&self, now: Instant, src: IpAddr, dst: IpAddr) -> Option<EgressCache> {
+        let mut headers = [0; HEADROOM6];
+        let (route, egress, expires, header_sum) = match (src, dst) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                let route = self.route_output(dst, Some(src)).ok()?;
+                let sum =
+                    self.ipv4_template(&mut headers[ethernet::HEADER_LEN..HEADROOM], src, dst);
+                let egress = egress_for(&self.routes, &self.ifaces, dst);
+                (FlowRoute::V4(route), egress, None, sum)
+            }
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                let route = self.route_output6(now, dst, Some(src)).ok()?;
+                let ip = ipv6::Repr {
+                    src_addr: src,
+                    dst_addr: dst,
+                    next_header: NextHeader::Tcp,
+                    payload_len: 0,
+                    hop_limit: self.v6.hop_limit,
+                    dscp: 0,
+                    ecn: 0,
+                    flow_label: 0,
+                };
+                ip.emit(&mut ipv6::Packet::new_unchecked(
+                    &mut headers[ethernet::HEADER_LEN..],
+                ));
+                let egress = super::ipv6::egress_for((&self.v6, &self.ifaces), now, src, dst);
+                (
+                    FlowRoute::V6(route),
+                    egress,
+                    self.v6.pmtu.expiry(now, dst),
+                    0,
+                )
+            }
+            _ => return None,
+        };
+        let (iface, mtu) = route.iface_mtu();
+        let interface = self.ifaces.get(iface.index());
+        // RFC 1191: IPv4 segments carry DF (and IPv6 routers never fragment, RFC 8200
+        // §5); the MSS keeps them within the MTU, or the device cuts them to it (TSO).
         let limit = interface
             .and_then(|iface| iface.offloads.tso_max)
-            .map_or(route.mtu, |tso| tso.max(route.mtu));
+            .map_or(mtu, |tso| tso.max(mtu));
         let src_mac = interface.map(|iface| iface.mac);
-        let mut headers = [0; HEADROOM];
         let eth = ethernet::Repr {
             src: src_mac.unwrap_or(ethernet::Address([0; 6])),
             dst: ethernet::Address([0; 6]),
-            ethertype: EtherType::Ipv4,
+            ethertype: match route {
+                FlowRoute::V4(_) => EtherType::Ipv4,
+                FlowRoute::V6(_) => EtherType::Ipv6,
+            },
             vlan: None,
         };
         eth.emit(&mut ethernet::Frame::new_unchecked(&mut headers[..]));
-        let ip = self.ip_header(src, dst, Protocol::Tcp, 0, 0, true);
-        let ip_header = &mut headers[ethernet::HEADER_LEN..];
-        ip.emit(&mut ipv4::Packet::new_unchecked(&mut *ip_header));
-        // Length 20 went in with the header: out again, and the checksum too.
-        ip_header[2..4].fill(0);
-        ip_header[10..12].fill(0);
-        let header_sum = checksum::data(ip_header);
         Some(EgressCache {
             src,
             dst,
             config_generation: self.config_generation,
+            expires,
             route,
-            egress: egress_for(&self.routes, &self.ifaces, IpAddr::V4(dst)),
+            egress,
             limit,
             src_mac,
             ip_level: interface.is_some_and(Interface::is_ip_level),
@@ -396,6 +540,17 @@ impl Stack {
             headers,
             header_sum,
         })
+    }
+
+    /// The IPv4 header of a flow's segments in `header` (20 bytes): DF set (RFC 1191),
+    /// the stack's TTL, length, identification and checksum zero; returns its sum.
+    fn ipv4_template(&self, header: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) -> u16 {
+        let ip = self.ip_header(src, dst, Protocol::Tcp, 0, 0, true);
+        ip.emit(&mut ipv4::Packet::new_unchecked(&mut *header));
+        // Length 20 went in with the header: out again, and the checksum too.
+        header[2..4].fill(0);
+        header[10..12].fill(0);
+        checksum::data(header)
     }
 
     /// Listen on `local` (port non-zero; the address may be unspecified). An address

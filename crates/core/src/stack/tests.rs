@@ -507,7 +507,7 @@ fn icmp_echo_request_gets_a_reply() {
     let reply = pair.a.icmp_recv(ping, &mut buf).unwrap();
     assert_eq!(
         (reply.src, reply.seq_no, reply.len, reply.ttl),
-        (IP_B, 7, 8, 64)
+        (IP_B.into(), 7, 8, 64)
     );
     assert_eq!(&buf[..8], b"abcdefgh");
     assert_eq!(pair.a.icmp_recv(ping, &mut buf), Err(IcmpError::WouldBlock));

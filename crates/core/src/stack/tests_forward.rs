@@ -94,7 +94,7 @@ fn a_ping_crosses_the_router_with_its_ttl_decremented() {
     let reply = net.nodes[0].icmp_recv(handle, &mut buf).unwrap();
     assert_eq!(
         (reply.src, reply.seq_no, &buf[..reply.len]),
-        (B, 1, &b"through"[..])
+        (B.into(), 1, &b"through"[..])
     );
     assert_eq!(reply.ttl, 63, "B's 64, less R's hop");
     let stats = &net.nodes[ROUTER].stats().forward;

@@ -137,7 +137,7 @@ fn icmp_echo_over_an_ip_level_link() {
     assert_eq!(seen, expected);
     let mut buf = [0u8; 16];
     let reply = pair.a.icmp_recv(ping, &mut buf).unwrap();
-    assert_eq!((reply.src, reply.seq_no, reply.len), (IP_B, 3, 8));
+    assert_eq!((reply.src, reply.seq_no, reply.len), (IP_B.into(), 3, 8));
     assert_eq!(&buf[..8], b"over tun");
     assert_eq!(pair.b.stats().icmp.tx_echo_replies, 1);
     let b_if = pair.b.iface_stats(pair.b_if).unwrap();
@@ -180,7 +180,7 @@ fn forwarding_between_ethernet_and_ip_level_interfaces() {
 
     let mut buf = [0u8; 16];
     let reply = net.nodes[0].icmp_recv(ping, &mut buf).unwrap();
-    assert_eq!((reply.src, reply.seq_no, reply.ttl), (b, 1, 63));
+    assert_eq!((reply.src, reply.seq_no, reply.ttl), (b.into(), 1, 63));
     let mut big = [0u8; 2000];
     let (len, _) = net.nodes[2].udp_recv_from(sink, &mut big).unwrap();
     assert_eq!(&big[..len], &datagram[..]);

@@ -16,16 +16,16 @@ use crate::tcp::TcpState;
 use crate::testutil::Pair;
 use crate::time::Duration;
 
-fn a6() -> Ipv6Addr {
+pub(super) fn a6() -> Ipv6Addr {
     "2001:db8::a".parse().unwrap()
 }
 
-fn b6() -> Ipv6Addr {
+pub(super) fn b6() -> Ipv6Addr {
     "2001:db8::b".parse().unwrap()
 }
 
 /// A pair with 2001:db8::a/64 and ::b/64, DAD done on both.
-fn pair6() -> Pair {
+pub(super) fn pair6() -> Pair {
     let mut p = Pair::new();
     let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
@@ -35,7 +35,7 @@ fn pair6() -> Pair {
 }
 
 /// Exchange and fire timers for `span` in 100 ms steps.
-fn settle(p: &mut Pair, span: Duration) {
+pub(super) fn settle(p: &mut Pair, span: Duration) {
     let steps = span.as_millis() / 100;
     for _ in 0..steps {
         p.exchange();
@@ -84,7 +84,7 @@ fn a_duplicate_address_is_given_up() {
     );
 }
 
-fn connect6(p: &mut Pair) -> (crate::tcp::TcpHandle, crate::tcp::TcpHandle) {
+pub(super) fn connect6(p: &mut Pair) -> (crate::tcp::TcpHandle, crate::tcp::TcpHandle) {
     let listener =
         p.b.tcp_listen(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 80, 0, 0), 4)
             .unwrap();
@@ -234,8 +234,9 @@ fn a_large_datagram_is_fragmented_and_reassembled() {
 fn a_router_answers_a_solicitation_and_the_host_configures_itself_by_slaac() {
     let mut p = Pair::new();
     let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
-    // A routes: it has a global address and forwards.
+    // A routes: it has a global address, forwards and advertises.
     p.a.set_forwarding(a_if, true);
+    p.a.set_router_advertisements(now, a_if, Some(Duration::from_secs(600)));
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
     settle(&mut p, Duration::from_secs(2));
     // B starts IPv6: link-local, DAD, then a router solicitation A answers.
@@ -292,7 +293,7 @@ fn a_router_forwards_with_the_hop_limit_lowered_and_answers_for_no_route() {
     )
     .unwrap();
     p.exchange();
-    assert_eq!(p.a.stats().ipv6.fw_no_route, 1);
+    assert_eq!(p.a.stats().forward6.no_route, 1);
     assert!(
         p.b.stats().ipv6.icmp_rx >= 1,
         "the Destination Unreachable came back"
@@ -310,7 +311,7 @@ fn a_router_forwards_with_the_hop_limit_lowered_and_answers_for_no_route() {
     )
     .unwrap();
     p.exchange();
-    assert_eq!(p.a.stats().ipv6.fw_hop_limit, 1);
+    assert_eq!(p.a.stats().forward6.ttl_exceeded, 1);
 }
 
 #[test]

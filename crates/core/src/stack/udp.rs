@@ -279,6 +279,9 @@ impl Stack {
                 return;
             }
         };
+        if self.dhcp_input(now, &repr) {
+            return;
+        }
         let dst = SocketAddr::V4(SocketAddrV4::new(meta.dst, repr.dst_port));
         let found = self.udp.lookup(dst);
         let Some(handle) = found.or_else(|| self.udp_catch_all(meta.broadcast)) else {

@@ -738,6 +738,11 @@ impl Conn {
             sack: self.opts.sack,
             ecn: self.opts.ecn,
             congestion: snd.map_or(config.congestion.name(), |s| s.cc.name()),
+            pacing_rate: snd.and_then(|s| {
+                let window =
+                    |srtt| super::pacing::window_rate(s.cc.cwnd(), srtt, s.cc.in_slow_start());
+                s.cc.pacing_rate().or_else(|| self.rtt.srtt().map(window))
+            }),
         }
     }
 }

@@ -391,16 +391,21 @@ pub struct Egress {
     /// TCP computes the checksum (false: the device does; the field then holds the
     /// pseudo-header sum).
     pub checksum: bool,
-    /// The largest IPv4 packet the device cuts into MTU-sized segments itself (TSO);
-    /// None: every segment fits the MSS.
+    /// The largest IP packet (IPv4 or IPv6, headers included) the device cuts into
+    /// MTU-sized segments itself (TSO); None: every segment fits the MSS.
     pub tso_max: Option<usize>,
+    /// Bytes the caller keeps in front of the segment for its link and IP headers:
+    /// the segment is written at this offset of the buffer (the stack's room for an
+    /// Ethernet header and an IPv4 or IPv6 one, so the frame needs no second copy).
+    pub headroom: usize,
 }
 
 impl Egress {
-    /// No offloads: checksums computed, segments of one MSS at most.
+    /// No offloads: checksums computed, segments of one MSS at most, no headroom.
     pub const PLAIN: Egress = Egress {
         checksum: true,
         tso_max: None,
+        headroom: 0,
     };
 }
 
@@ -464,6 +469,10 @@ pub struct TcpInfo {
     pub soft_error: Option<TcpError>,
     /// The path MTU learned from ICMP (RFC 1191), if lower than the route's.
     pub path_mtu: Option<u16>,
+    /// The rate data is paced at, bytes per second: the congestion controller's own
+    /// (BBR) or Linux's `cwnd / srtt` scaled (`pacing.rs`); None without a sending
+    /// half or an RTT sample.
+    pub pacing_rate: Option<u64>,
 }
 
 /// Counters for the whole TCP layer (`netstat -s` style).

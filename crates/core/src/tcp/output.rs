@@ -238,11 +238,12 @@ impl Conn {
         let sack_n = self.sack_blocks_to_send();
         let opt = self.opts.fixed_option_len() + if sack_n > 0 { 4 + 8 * sack_n } else { 0 };
         // TSO: the device cuts at its MTU, which is our MSS; so only where the peer
-        // takes segments of our MSS. IPv4 and TCP headers come out of the packet size.
+        // takes segments of our MSS. IP and TCP headers come out of the packet size.
+        let headers = if self.remote.is_ipv6() { 60 } else { 40 };
         let tso_room = egress
             .tso_max
             .filter(|_| self.opts.seg_mss() >= self.opts.mss_ours)
-            .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(40 + opt))
+            .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(headers + opt))
             .map(|room| room.min(self.burst_limit()));
         let mut plan = self.plan(ctx, tso_room)?;
         // Payload room: the MSS (or the TSO size) minus this segment's options, and

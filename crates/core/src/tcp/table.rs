@@ -109,6 +109,12 @@ pub struct Tcp {
     pending: Option<(TcpHandle, usize, usize)>,
 }
 
+/// The part of `buf` after `headroom` bytes (empty when it has no more).
+fn behind(buf: &mut [u8], headroom: usize) -> &mut [u8] {
+    let at = headroom.min(buf.len());
+    &mut buf[at..]
+}
+
 /// A keyed 64-bit mix (splitmix64 finaliser), for RFC 6056 port offsets.
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -171,6 +177,28 @@ impl Tcp {
     /// Sockets in the table (listeners, connections, dead handles not yet closed).
     pub fn socket_count(&self) -> usize {
         self.slots.iter().filter(|s| s.socket.is_some()).count()
+    }
+
+    /// Every open socket, listeners (`true`) and connections (`false`), in table order
+    /// (for listing them, as `ss` does).
+    pub fn handles(&self) -> impl Iterator<Item = (TcpHandle, bool)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(index, slot)| {
+            let handle = TcpHandle {
+                index: index as u32,
+                generation: slot.generation,
+            };
+            match slot.socket.as_ref()? {
+                Socket::Listener(_) => Some((handle, true)),
+                Socket::Conn(_) => Some((handle, false)),
+            }
+        })
+    }
+
+    /// The address a listener listens on (None for connections and stale handles).
+    pub fn listen_addr(&self, handle: TcpHandle) -> Option<SocketAddr> {
+        self.listeners
+            .iter()
+            .find_map(|(addr, h)| (*h == handle).then_some(*addr))
     }
 
     /// Connections in the table, in any state (at most
@@ -1160,7 +1188,8 @@ impl Tcp {
     /// As [`Tcp::poll_transmit`], asking `egress(src, dst)` what the outgoing device
     /// does: where its checksum flag is false (the device computes it, see
     /// [`Offloads`](crate::Offloads)) the field holds the pseudo-header sum; where it
-    /// offers TSO, a segment may carry more than one MSS.
+    /// offers TSO, a segment may carry more than one MSS. The segment is written
+    /// `Egress::headroom` bytes into `buf` (`TcpTransmit::len` counts from there).
     pub fn poll_transmit_with(
         &mut self,
         now: Instant,
@@ -1169,8 +1198,8 @@ impl Tcp {
     ) -> Option<TcpTransmit> {
         self.pending = None;
         while let Some(reset) = self.shared.resets.pop_front() {
-            let fill = egress(reset.local.ip(), reset.remote.ip()).checksum;
-            if let Some(len) = reset.write(buf, fill) {
+            let out = egress(reset.local.ip(), reset.remote.ip());
+            if let Some(len) = reset.write(behind(buf, out.headroom), out.checksum) {
                 self.shared.stats.segments_out += 1;
                 return Some(TcpTransmit {
                     src: reset.local.ip(),
@@ -1181,8 +1210,8 @@ impl Tcp {
             }
         }
         while let Some(syn_ack) = self.shared.syn_acks.pop_front() {
-            let fill = egress(syn_ack.local.ip(), syn_ack.remote.ip()).checksum;
-            if let Some(len) = syn_ack.write(buf, fill) {
+            let out = egress(syn_ack.local.ip(), syn_ack.remote.ip());
+            if let Some(len) = syn_ack.write(behind(buf, out.headroom), out.checksum) {
                 self.shared.stats.segments_out += 1;
                 return Some(TcpTransmit {
                     src: syn_ack.local.ip(),
@@ -1201,7 +1230,7 @@ impl Tcp {
             let (src, dst) = (conn.local.ip(), conn.remote.ip());
             let out = egress(src, dst);
             let sent = self.with_conn(now, handle, |conn, ctx| {
-                Ok(conn.poll_transmit(ctx, buf, out))
+                Ok(conn.poll_transmit(ctx, behind(buf, out.headroom), out))
             });
             if let Ok(Some(len)) = sent {
                 self.pending = self.shared.deferred.take().map(|(at, n)| (handle, at, n));

@@ -225,3 +225,68 @@ fn changing_the_qdisc_drops_what_it_held() {
     let out = drive(&mut link, &[]);
     assert_eq!(out.len(), 1);
 }
+
+/// The IPv6 twin of [`ipv4_frame`]'s packet in an Ethernet frame (EtherType 0x86DD),
+/// its traffic class carrying `ecn`, `id` in the flow label.
+fn ipv6_frame(id: u16, len: usize, sport: u16, ecn: u8) -> Vec<u8> {
+    let mut f = vec![0u8; len.max(62)];
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    let ip = &mut f[14..];
+    let payload_len = (ip.len() - 40) as u16;
+    ip[0] = 0x60;
+    ip[1] = ecn << 4;
+    ip[2..4].copy_from_slice(&id.to_be_bytes());
+    ip[4..6].copy_from_slice(&payload_len.to_be_bytes());
+    ip[6] = 17;
+    ip[7] = 64;
+    ip[8] = 0xfd;
+    ip[23] = 1;
+    ip[24] = 0xfd;
+    ip[39] = 2;
+    ip[40..42].copy_from_slice(&sport.to_be_bytes());
+    ip[42..44].copy_from_slice(&9u16.to_be_bytes());
+    f
+}
+
+#[test]
+fn codel_link_marks_ipv6_frames_and_bare_ip_packets_when_ip_level() {
+    let codel = || slow_link().with_qdisc(Some(QdiscConfig::Codel(CodelConfig::default())));
+    let ect = |f: &[u8]| (f[1] >> 4) & 3;
+    // IPv6 in Ethernet: marked in the traffic class, nothing dropped.
+    let frames: Vec<_> = (0..5000u64)
+        .map(|i| {
+            (
+                Instant::from_millis(i),
+                ipv6_frame(i as u16, 1500, 5000, 0b10),
+            )
+        })
+        .collect();
+    let mut link = LinkModel::new(codel(), 1);
+    let out = drive(&mut link, &frames);
+    assert_eq!(link.stats().dropped_aqm, 0);
+    assert!(link.stats().ce_marked > 0);
+    assert!(out.iter().any(|(_, f)| ect(&f[14..]) == 3));
+    // The same packets bare (a TUN): an IP-level link finds their headers at byte 0,
+    // for IPv4 and IPv6 alike; an Ethernet one would see no IP and drop instead.
+    for v6 in [false, true] {
+        let bare: Vec<_> = (0..5000u64)
+            .map(|i| {
+                let frame = if v6 {
+                    ipv6_frame(i as u16, 1500, 5000, 0b10)
+                } else {
+                    ipv4_frame(i as u16, 1500, 5000, 0b10)
+                };
+                (Instant::from_millis(i), frame[14..].to_vec())
+            })
+            .collect();
+        let mut ip = LinkModel::new(codel(), 1).ip_level();
+        let out = drive(&mut ip, &bare);
+        assert_eq!(ip.stats().dropped_aqm, 0, "v6 {v6}");
+        assert!(ip.stats().ce_marked > 0, "v6 {v6}");
+        let marked = |f: &[u8]| if v6 { ect(f) == 3 } else { f[1] & 3 == 3 };
+        assert!(out.iter().any(|(_, f)| marked(f)), "v6 {v6}");
+        let mut ethernet = LinkModel::new(codel(), 1);
+        drive(&mut ethernet, &bare);
+        assert!(ethernet.stats().dropped_aqm > 0 && ethernet.stats().ce_marked == 0);
+    }
+}

@@ -162,7 +162,8 @@ pub(super) fn router_reports(
             .last()
             .is_none_or(|r| r.name != scenario.nodes[node].name)
         {
-            let forward = &stack.stats().forward;
+            // Both families: a dual-stack scenario's router forwards IPv6 too.
+            let forward = &stack.stats().forward.plus(&stack.stats().forward6);
             out.push(RouterReport {
                 name: scenario.nodes[node].name.clone(),
                 forwarded: forward.forwarded,
@@ -184,7 +185,7 @@ pub(super) fn router_reports(
         let model = sim.link_model(links[queue.link], queue.side);
         let egress = model.stats();
         let qdisc = model.qdisc().map(|q| q.stats());
-        let f = &stats.forward;
+        let f = &stats.forward.plus(&stats.forward6);
         let report = InterfaceReport {
             link: spec.name.clone(),
             peer: scenario.nodes[peer].name.clone(),

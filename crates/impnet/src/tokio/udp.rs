@@ -1,0 +1,254 @@
+//! [`UdpSocket`] for async tasks, shaped like `tokio::net::UdpSocket`: `send_to` and
+//! `recv_from` (or `send` and `recv` after `connect`), their `poll_*` forms, and
+//! `try_*` forms that never wait. Readiness comes from the imp runtime: a task waiting
+//! to receive is woken by the datagram's arrival, one whose datagram the stack
+//! refused for lack of buffer space by the stack sending frames again.
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use impnet_core::{UdpError, UdpHandle};
+use tokio::io::ReadBuf;
+
+use crate::error;
+use crate::runtime::{Runtime, Shared, State};
+
+/// A UDP socket on an imp stack for async tasks; IPv4 and IPv6 (bound to `[::]` it
+/// serves both). Closed when dropped. Every method takes `&self`, so one socket can be
+/// shared (in an `Arc`) by a sending and a receiving task.
+pub struct UdpSocket {
+    shared: Arc<Shared>,
+    handle: UdpHandle,
+    local: SocketAddr,
+    /// Set by `connect`: `send` goes there, `recv` takes only its datagrams.
+    peer: Mutex<Option<SocketAddr>>,
+}
+
+impl std::fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UdpSocket {
+    /// Bind to `addr` (an IPv4 or IPv6 address of the stack, 0.0.0.0, or `[::]` for
+    /// both families; port 0 picks one).
+    pub fn bind(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        let addr = error::resolve_any(addr)?;
+        let shared = Arc::clone(rt.shared());
+        let (handle, local) = shared
+            .with(|state, _| {
+                let handle = state.stack.udp_bind(addr)?;
+                let local = state.stack.udp_local_addr(handle)?;
+                Ok::<_, UdpError>((handle, local))
+            })?
+            .map_err(error::udp)?;
+        Ok(UdpSocket {
+            shared,
+            handle,
+            local,
+            peer: Mutex::new(None),
+        })
+    }
+
+    /// The address the socket is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+
+    /// Set the default destination for `send` and accept datagrams only from it.
+    /// (Nothing goes on the wire, so unlike tokio's this need not be awaited.)
+    pub fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        let peer = error::resolve_any(addr)?;
+        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer);
+        Ok(())
+    }
+
+    /// The connected peer; `NotConnected` before `connect`.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.peer().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotConnected,
+                "UDP socket not connected: call connect first",
+            )
+        })
+    }
+
+    fn peer(&self) -> Option<SocketAddr> {
+        *self.peer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Send one datagram to `target`, waiting while the stack has no room for it.
+    pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
+        let target = error::resolve_any(target)?;
+        std::future::poll_fn(|cx| self.poll_send_to(cx, buf, target)).await
+    }
+
+    /// Send to the connected peer.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        let target = self.peer_addr()?;
+        std::future::poll_fn(|cx| self.poll_send_to(cx, buf, target)).await
+    }
+
+    /// Receive one datagram (truncated to `buf`) and its source.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        std::future::poll_fn(|cx| self.poll_recv_slice(cx, buf)).await
+    }
+
+    /// Receive one datagram from the connected peer.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.peer_addr()?;
+        let (n, _) = std::future::poll_fn(|cx| self.poll_recv_slice(cx, buf)).await?;
+        Ok(n)
+    }
+
+    /// Send one datagram to `target`: `Pending` while the stack has no room for it
+    /// (its transmit queue or the next hop's resolution queue is full), the task woken
+    /// when it sends frames again.
+    pub fn poll_send_to(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+        target: SocketAddr,
+    ) -> Poll<io::Result<usize>> {
+        self.shared.poll_udp(cx, self.handle, true, |state, now| {
+            self.attempt_send(state, now, buf, target)
+        })
+    }
+
+    /// Send one datagram to the connected peer (see [`UdpSocket::poll_send_to`]).
+    pub fn poll_send(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.peer_addr() {
+            Ok(target) => self.poll_send_to(cx, buf, target),
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+
+    /// Send one datagram now, or fail with `WouldBlock` where
+    /// [`UdpSocket::poll_send_to`] would wait.
+    pub fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        let result = self
+            .shared
+            .with(|state, now| self.attempt_send(state, now, buf, target))?;
+        result.unwrap_or_else(|| Err(would_block()))
+    }
+
+    /// Receive one datagram into `buf`, returning its source: `Pending` (the task woken
+    /// when one arrives) while none is queued. A datagram longer than the room left in
+    /// `buf` is truncated. An error an earlier datagram met (port unreachable, ...) is
+    /// returned once.
+    pub fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<SocketAddr>> {
+        let out = buf.initialize_unfilled();
+        match self.poll_recv_slice(cx, out) {
+            Poll::Ready(Ok((n, src))) => {
+                buf.advance(n);
+                Poll::Ready(Ok(src))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Receive one datagram from the connected peer (see
+    /// [`UdpSocket::poll_recv_from`]).
+    pub fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if let Err(e) = self.peer_addr() {
+            return Poll::Ready(Err(e));
+        }
+        self.poll_recv_from(cx, buf).map_ok(|_| ())
+    }
+
+    /// Receive one datagram into `buf` now, or fail with `WouldBlock`.
+    pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.shared
+            .with(|state, _| self.attempt_recv(state, buf))?
+            .unwrap_or_else(|| Err(would_block()))
+    }
+
+    /// [`UdpSocket::poll_recv_from`] into a plain slice: the length and the source.
+    pub fn poll_recv_slice(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<(usize, SocketAddr)>> {
+        self.shared.poll_udp(cx, self.handle, false, |state, _| {
+            self.attempt_recv(state, buf)
+        })
+    }
+
+    /// Wait until a send may succeed: at once unless the stack refused this socket's
+    /// last datagram for lack of room and has sent nothing since.
+    pub fn poll_send_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.shared.poll_udp(cx, self.handle, true, |state, _| {
+            let blocked = state
+                .udp_waiters
+                .get(&self.handle)
+                .is_some_and(|w| w.send_blocked);
+            (!blocked).then_some(Ok(()))
+        })
+    }
+
+    /// One send: `None` when the stack has no room (the socket is marked blocked).
+    fn attempt_send(
+        &self,
+        state: &mut State,
+        now: impnet_core::Instant,
+        buf: &[u8],
+        target: SocketAddr,
+    ) -> Option<io::Result<usize>> {
+        match state.stack.udp_send_to(now, self.handle, target, buf) {
+            Ok(()) => Some(Ok(buf.len())),
+            Err(UdpError::NoBufferSpace) => {
+                state
+                    .udp_waiters
+                    .entry(self.handle)
+                    .or_default()
+                    .send_blocked = true;
+                None
+            }
+            Err(e) => Some(Err(error::udp(e))),
+        }
+    }
+
+    /// One receive: `None` when nothing (from the connected peer) is queued.
+    fn attempt_recv(
+        &self,
+        state: &mut State,
+        buf: &mut [u8],
+    ) -> Option<io::Result<(usize, SocketAddr)>> {
+        let peer = self.peer();
+        loop {
+            return match state.stack.udp_recv_from(self.handle, buf) {
+                Ok((_, src)) if peer.is_some_and(|p| p != src) => continue,
+                Ok(got) => Some(Ok(got)),
+                Err(UdpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::udp(e))),
+            };
+        }
+    }
+}
+
+impl Drop for UdpSocket {
+    fn drop(&mut self) {
+        let handle = self.handle;
+        let _ = self.shared.with(|state, _| {
+            state.udp_waiters.remove(&handle);
+            state.stack.udp_close(handle)
+        });
+    }
+}
+
+fn would_block() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        "the UDP socket is not ready (no datagram queued, or no room to send)",
+    )
+}
