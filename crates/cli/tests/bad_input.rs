@@ -93,7 +93,7 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
     refused("ping --tap t0 --addr fd00::2/129 10.0.0.1", 2, "0 to 128");
     refused("ping --tap t0 10.0.0.1%t0", 2, "%scope");
     refused("ping --tap t0 fd00::1%t0", 2, "%scope");
-    refused("ping --tap t0 not-an-address", 2, "IPv4 or IPv6");
+    refused("ping --tap t0 no..name", 2, "IPv4 or IPv6");
     // imp's checks, made before anything opens or runs: one line, `imp: ...`.
     for (line, expect) in [
         ("ping --count 0", "--count 0"),

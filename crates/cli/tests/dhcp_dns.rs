@@ -226,7 +226,7 @@ fn dhcp_and_dns_arguments_are_checked() {
         ),
         (
             &["ping", "--tap", "t0", "--dhcp", "no..name"],
-            "neither an IPv4 address nor a host name",
+            "nor a host name",
         ),
         (
             &["ttcp", "--tap", "t0", "--dhcp", "--connect", "example.test"],
