@@ -548,7 +548,7 @@ fn bad_values_found_at_the_edges_are_refused_up_front() {
         ("bench --impl quic".into(), "quic"),
         ("bench --scale nan".into(), "--scale"),
         ("bench --repeat 0".into(), "--repeat"),
-        ("bench --breakdown-child W3".into(), "--breakdown-child"),
+        ("bench --breakdown-child W4".into(), "--breakdown-child"),
         ("bench --breakdown-amount 0".into(), "--breakdown-amount"),
         // Failed only when the device opened or the socket bound.
         (

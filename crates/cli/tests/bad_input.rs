@@ -127,7 +127,7 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
         ("sim x.toml --out /dev/null", "--out /dev/null"),
         ("bench --only W0", "W0"),
         ("bench --scale 0", "--scale 0"),
-        ("bench --breakdown-child W3", "--breakdown-child `W3`"),
+        ("bench --breakdown-child W4", "--breakdown-child `W4`"),
         ("bench --breakdown-amount 0", "--breakdown-amount 0"),
         ("serve", "--tap"),
         ("serve --tun t0", "--addr"),

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant as StdInstant};
 use serde::Serialize;
 
 use super::imp_side::{self, Clock};
-use super::workload::{Bulk as _, PingPong as _, bulk};
+use super::workload::{Bulk as _, Churn as _, PingPong as _, bulk};
 use super::{Sizes, median, pattern};
 pub use layers::Layer;
 
@@ -51,6 +51,12 @@ pub enum Workload {
     W1aV6,
     /// W2 over IPv6 (only as a child).
     W2V6,
+    /// W1b (MTU 65535, checksum offload) and W3 (connection churn), over IPv4 and
+    /// IPv6 (only as children: the IPv6/IPv4 instruction ratios).
+    W1b,
+    W1bV6,
+    W3,
+    W3V6,
 }
 
 impl Workload {
@@ -60,6 +66,10 @@ impl Workload {
             Workload::W2 => "W2",
             Workload::W1aV6 => "W1a-v6",
             Workload::W2V6 => "W2-v6",
+            Workload::W1b => "W1b",
+            Workload::W1bV6 => "W1b-v6",
+            Workload::W3 => "W3",
+            Workload::W3V6 => "W3-v6",
         }
     }
 
@@ -70,8 +80,13 @@ impl Workload {
             "W2" => Ok(Workload::W2),
             "W1a-v6" => Ok(Workload::W1aV6),
             "W2-v6" => Ok(Workload::W2V6),
+            "W1b" => Ok(Workload::W1b),
+            "W1b-v6" => Ok(Workload::W1bV6),
+            "W3" => Ok(Workload::W3),
+            "W3-v6" => Ok(Workload::W3V6),
             other => Err(format!(
-                "--breakdown-child `{other}`: give W1a, W2, W1a-v6 or W2-v6"
+                "--breakdown-child `{other}`: give W1a, W1b, W2 or W3, or one of them \
+                 with -v6"
             )),
         }
     }
@@ -351,21 +366,27 @@ fn summarise(
 }
 
 /// The hidden `imp bench --breakdown-child W --breakdown-amount N`: set up, warm up,
-/// then the measured loop; prints `payload N`, the payload bytes the loop delivered.
+/// then the measured loop; prints `payload N`, the payload bytes the loop delivered
+/// (for W3, N connections: 2 payload bytes each).
 pub fn child(workload: Workload, amount: u64) -> Result<(), String> {
     let payload = match workload {
-        Workload::W1a => child_bulk::<false>(amount),
+        Workload::W1a => child_bulk::<false>(1500, false, amount),
         Workload::W2 => child_ping_pong::<false>(amount),
-        Workload::W1aV6 => child_bulk::<true>(amount),
+        Workload::W1aV6 => child_bulk::<true>(1500, false, amount),
         Workload::W2V6 => child_ping_pong::<true>(amount),
+        Workload::W1b => child_bulk::<false>(65535, true, amount),
+        Workload::W1bV6 => child_bulk::<true>(65535, true, amount),
+        Workload::W3 => child_churn::<false>(amount),
+        Workload::W3V6 => child_churn::<true>(amount),
     };
     println!("payload {payload}");
     Ok(())
 }
 
-/// W1a's child (over IPv6 when `V6`): payload bytes delivered by the measured loop.
-fn child_bulk<const V6: bool>(amount: u64) -> u64 {
-    let mut flow = imp_side::Bulk::<V6>::open_with(1500, false, Clock::Virtual(BULK_TICK_NS));
+/// W1a's (or with MTU 65535 and offload, W1b's) child, over IPv6 when `V6`: payload
+/// bytes delivered by the measured loop.
+fn child_bulk<const V6: bool>(mtu: usize, offload: bool, amount: u64) -> u64 {
+    let mut flow = imp_side::Bulk::<V6>::open_with(mtu, offload, Clock::Virtual(BULK_TICK_NS));
     // Warm-up: the window opens and the rings grow to their size.
     let warm = (amount / 8).max(256 << 10);
     let mut received = 0;
@@ -383,6 +404,24 @@ fn child_ping_pong<const V6: bool>(amount: u64) -> u64 {
     }
     measured_ping_pong(&mut connection, amount);
     2 * amount
+}
+
+/// W3's child (over IPv6 when `V6`): `amount` connections opened, used and closed.
+fn child_churn<const V6: bool>(amount: u64) -> u64 {
+    let mut churn = imp_side::Churn::<V6>::open_with(Clock::Virtual(PING_TICK_NS));
+    for _ in 0..100 {
+        churn.connection();
+    }
+    measured_churn(&mut churn, amount);
+    2 * amount
+}
+
+/// W3's measured loop.
+#[inline(never)]
+fn measured_churn<const V6: bool>(churn: &mut imp_side::Churn<V6>, connections: u64) {
+    for _ in 0..connections {
+        churn.connection();
+    }
 }
 
 /// W1a's measured loop (callgrind collects only inside `measured_*`).

@@ -315,11 +315,18 @@ pub struct Churn<const V6: bool = false> {
     listener: TcpHandle,
 }
 
-impl<const V6: bool> workload::Churn for Churn<V6> {
-    fn open() -> Churn<V6> {
-        let mut pair = Pair::with_family(1500, false, small_config(), Clock::Wall, V6);
+impl<const V6: bool> Churn<V6> {
+    /// [`workload::Churn::open`] on a pair whose time comes from `clock`.
+    pub fn open_with(clock: Clock) -> Churn<V6> {
+        let mut pair = Pair::with_family(1500, false, small_config(), clock, V6);
         let listener = pair.listen(PORT, 64);
         Churn { pair, listener }
+    }
+}
+
+impl<const V6: bool> workload::Churn for Churn<V6> {
+    fn open() -> Churn<V6> {
+        Churn::open_with(Clock::Wall)
     }
 
     fn connection(&mut self) {

@@ -106,18 +106,17 @@ impl Conn {
     }
 
     /// The handshake completed: reset the retransmission state, take an RTT sample
-    /// (from the timestamps, or else from `timer` when the SYN went out once: RFC 6298
+    /// (from the timestamps, or from `timer` when the SYN went out once: RFC 6298
     /// §2.1), wake the user, and apply a close requested before.
     fn on_established(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, timer: HandshakeTimer) {
-        // A TSecr of 0 echoes nothing usable (or a clock still in its first
-        // millisecond): the SYN's own timing is the sample then.
-        let echoed = match (self.opts.ts, seg.options.timestamps) {
-            (Some(_), Some((_, tsecr))) if tsecr != 0 => Some(Duration::from_millis(u64::from(
-                tsval(ctx.now).wrapping_sub(tsecr),
-            ))),
-            _ => None,
-        };
-        if let Some(rtt) = echoed.or_else(|| timer.sample(ctx.now)) {
+        if let (Some(_), Some((_, tsecr))) = (self.opts.ts, seg.options.timestamps)
+            && tsecr != 0
+        {
+            let ms = tsval(ctx.now).wrapping_sub(tsecr);
+            self.rtt.sample(Duration::from_millis(u64::from(ms)));
+        } else if self.opts.ts.is_none()
+            && let Some(rtt) = timer.sample(ctx.now)
+        {
             self.rtt.sample(rtt);
         }
         self.retries = 0;

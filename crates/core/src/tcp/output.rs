@@ -365,6 +365,7 @@ impl Conn {
             return Some(plan);
         }
         restart_after_idle(snd, ctx.now, self.rtt.rto());
+        skip_recent_after_rto(snd, ctx.now, self.rtt.srtt(), opts.snd_mss());
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
         } else {
@@ -812,6 +813,28 @@ fn restart_after_idle(snd: &mut Snd, now: Instant, rto: Duration) {
     {
         snd.cc.on_idle_restart(now);
         snd.last_send = None;
+    }
+}
+
+/// After a timeout, with RACK: go-back-N resends SND.UNA and what RACK's RTO rule
+/// (RFC 8985 §6.3) counts lost, and jumps over what was sent within RACK.rtt +
+/// RACK.reo_wnd (see `SentLog::recent_end`), which RACK resends later if SACKs show it
+/// lost. Without it, a timeout over a long queue resent the whole window while its
+/// originals were still arriving, and the SACKs of those originals, taken for the
+/// copies' (the RTT far above the handshake's min_RTT), marked the copies' predecessors
+/// lost again and again.
+fn skip_recent_after_rto(snd: &mut Snd, now: Instant, srtt: Option<Duration>, mss: usize) {
+    if !snd.rack.enabled
+        || snd.rto_recover.is_none()
+        || snd.snd_nxt <= snd.snd_una
+        || snd.snd_nxt >= snd.snd_max
+    {
+        return;
+    }
+    let segs_sacked = snd.scoreboard.sacked_bytes() / mss.max(1);
+    let wait = snd.rack.rtt + snd.rack.reo_wnd(true, segs_sacked, srtt);
+    if let Some(end) = snd.rack.log.recent_end(snd.snd_nxt, wait, now) {
+        snd.snd_nxt = end.min(snd.snd_max);
     }
 }
 

@@ -288,6 +288,29 @@ impl SentLog {
         }
     }
 
+    /// After a timeout, where go-back-N may resume at or above `from`: RFC 8985 §6.3
+    /// `RACK_mark_losses_on_RTO` counts a segment lost only if it starts at SND.UNA or
+    /// "Segment.xmit_ts + RACK.rtt + RACK.reo_wnd - Now <= 0"; one sent more recently
+    /// (`wait` = RACK.rtt + RACK.reo_wnd) may still be on its way (on a long queue, most
+    /// of the window is) and is not resent yet: RACK marks it lost later if SACKs say
+    /// so. Returns the end of the run of such segments (SACKed ones included) starting
+    /// at `from`, or `None` when the segment at `from` is due.
+    pub fn recent_end(&self, from: SeqNumber, wait: Duration, now: Instant) -> Option<SeqNumber> {
+        let mut end: Option<SeqNumber> = None;
+        for run in &self.runs {
+            if run.end <= from {
+                continue;
+            }
+            let contiguous = end.map_or(run.start <= from, |e| run.start == e);
+            let pending = run.sacked || (!run.lost && run.xmit + wait > now);
+            if !contiguous || !pending {
+                break;
+            }
+            end = Some(run.end);
+        }
+        end
+    }
+
     /// How many runs are held (for the compactness test).
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -674,6 +697,30 @@ mod tests {
             &mut d,
         );
         assert_eq!(d.latest, Some((t(15), s(100), MS(25))));
+    }
+
+    #[test]
+    fn after_a_timeout_only_segments_older_than_rack_rtt_are_due() {
+        // Sent at 0, 10 and 20 ms; the middle one SACKed. At 50 ms with RACK.rtt +
+        // reo_wnd = 40 ms, the first is due (RFC 8985 §6.3), the rest not yet.
+        let mut log = SentLog::default();
+        log.on_send(s(0), s(100), t(0));
+        log.on_send(s(100), s(200), t(10));
+        log.on_send(s(200), s(300), t(20));
+        let mut fack = s(0);
+        log.deliver(
+            (s(100), s(200)),
+            false,
+            t(30),
+            (&mut fack, None),
+            &mut Delivered::default(),
+        );
+        assert_eq!(log.recent_end(s(0), MS(40), t(50)), None);
+        assert_eq!(log.recent_end(s(100), MS(40), t(50)), Some(s(300)));
+        assert_eq!(log.recent_end(s(250), MS(40), t(50)), Some(s(300)));
+        // Later, everything not SACKed is due: only the SACKed run is jumped.
+        assert_eq!(log.recent_end(s(100), MS(40), t(61)), Some(s(200)));
+        assert_eq!(log.recent_end(s(300), MS(40), t(50)), None);
     }
 
     #[test]
