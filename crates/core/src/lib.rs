@@ -15,6 +15,7 @@ pub mod acl;
 pub mod dhcp;
 pub mod icmp;
 pub mod iface;
+pub(crate) mod igmp;
 pub mod ip_options;
 pub mod ipv6;
 pub mod neighbor;

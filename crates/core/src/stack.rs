@@ -28,6 +28,7 @@ mod dhcp;
 mod forward;
 pub(crate) mod icmp;
 pub(crate) mod icmp6;
+mod igmp;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
@@ -193,6 +194,9 @@ pub struct Stack {
     pub(crate) dhcp: Vec<self::dhcp::DhcpSlot>,
     /// Keys the DHCP clients' transaction ids and jitter (from the secret).
     pub(crate) dhcp_seed: u64,
+    /// IPv4 multicast groups and IGMP state, by interface index (grown on the first
+    /// join on an interface; see [`self::igmp`]).
+    pub(crate) igmp: Vec<crate::igmp::IfaceGroups>,
 }
 
 impl Stack {
@@ -230,6 +234,7 @@ impl Stack {
             }),
             dhcp: Vec::new(),
             dhcp_seed: secret.derive(b"dhcp client"),
+            igmp: Vec::new(),
             config,
         }
     }
@@ -345,6 +350,10 @@ impl Stack {
         }
         if !self.mld_accepts(iface, dst) {
             self.stats.ipv6.rx_multicast_filtered += 1;
+            return;
+        }
+        if !self.igmp_accepts(iface, dst) {
+            self.stats.igmp.rx_multicast_filtered += 1;
             return;
         }
         match view.ethertype() {
@@ -508,6 +517,7 @@ impl Stack {
         let next = earliest(next, self.loopback.poll_timeout());
         let next = earliest(next, self.poll_timeout_v6());
         let next = earliest(next, self.dhcp_poll_timeout());
+        let next = earliest(next, self.poll_timeout_igmp());
         earliest(next, self.reassembly.poll_timeout())
     }
 
@@ -538,6 +548,7 @@ impl Stack {
         }
         self.handle_timeout_v6(now);
         self.dhcp_handle_timeout(now);
+        self.run_igmp(now);
         self.tcp.handle_timeout(now);
     }
 
@@ -574,6 +585,8 @@ mod tests_forward;
 mod tests_forward6;
 #[cfg(test)]
 mod tests_icmp6;
+#[cfg(test)]
+mod tests_igmp;
 #[cfg(test)]
 mod tests_ip_level;
 #[cfg(test)]
