@@ -34,6 +34,7 @@ pub(crate) mod ipv6;
 pub(crate) mod loopback;
 pub(crate) mod mld;
 pub(crate) mod ndp;
+pub(crate) mod raw;
 mod router6;
 pub(crate) mod tcp;
 pub(crate) mod udp;
@@ -110,6 +111,8 @@ pub enum Event {
     Udp(UdpHandle),
     /// An ICMP echo socket became readable: a reply or a pending error waits.
     Icmp(IcmpHandle),
+    /// A raw socket became readable.
+    Raw(crate::raw::RawHandle),
     /// A TCP readiness change.
     Tcp(tcp_core::TcpEvent),
     /// ARP resolution of `addr` on `iface` failed after every retry; the packets queued
@@ -197,6 +200,8 @@ pub struct Stack {
     /// IPv4 multicast groups and IGMP state, by interface index (grown on the first
     /// join on an interface; see [`self::igmp`]).
     pub(crate) igmp: Vec<crate::igmp::IfaceGroups>,
+    /// Raw IPv4 sockets.
+    pub(crate) raw: crate::raw::RawSockets,
 }
 
 impl Stack {
@@ -235,6 +240,7 @@ impl Stack {
             dhcp: Vec::new(),
             dhcp_seed: secret.derive(b"dhcp client"),
             igmp: Vec::new(),
+            raw: crate::raw::RawSockets::default(),
             config,
         }
     }
@@ -597,6 +603,8 @@ mod tests_loopback;
 mod tests_misuse;
 #[cfg(test)]
 mod tests_mld;
+#[cfg(test)]
+mod tests_raw;
 #[cfg(test)]
 mod tests_tcp6_output;
 #[cfg(test)]

@@ -437,6 +437,18 @@ impl Stack {
                 self.stats.igmp.rx_malformed += 1;
                 return;
             }
+            if !self.raw.open.is_empty() {
+                let bytes: &[u8] = packet.as_ref();
+                let meta = IpMeta {
+                    src: packet.src_addr(),
+                    dst: packet.dst_addr(),
+                    ttl: packet.ttl(),
+                    broadcast: true,
+                    header: &bytes[..packet.header_len()],
+                    verify_checksum,
+                };
+                self.raw_deliver(&meta, 2, packet.payload());
+            }
             return self.handle_igmp(now, iface, packet);
         }
         self.take_in(now, packet, true, verify_checksum);
@@ -547,6 +559,8 @@ impl Stack {
         payload: &[u8],
     ) {
         self.stats.ipv4.rx_delivered += 1;
+        let raw_taken =
+            !self.raw.open.is_empty() && self.raw_deliver(meta, protocol.into(), payload);
         match protocol {
             Protocol::Icmp => self.handle_icmp(now, meta, payload),
             Protocol::Udp => self.handle_udp(now, meta, payload),
@@ -557,8 +571,9 @@ impl Stack {
             Protocol::Unknown(_) => {
                 self.stats.ipv4.rx_delivered -= 1;
                 self.stats.ipv4.rx_unknown_protocol += 1;
-                // RFC 1122 §3.2.2.1: protocol unreachable SHOULD be sent.
-                if !meta.broadcast {
+                // RFC 1122 §3.2.2.1: protocol unreachable SHOULD be sent (not when a
+                // raw socket took the datagram, as on Linux).
+                if !meta.broadcast && !raw_taken {
                     let reason = impnet_wire::icmpv4::DstUnreachable::ProtoUnreachable;
                     self.send_icmp_error(now, meta, payload, reason);
                 }
