@@ -385,3 +385,19 @@ fn malformed_igmp_is_counted_and_dropped() {
     assert!(collect(&mut p, Duration::from_secs(30)).is_empty());
     let _ = MAC_A;
 }
+
+proptest::proptest! {
+    /// Any IGMP message (checksum right, so the parser's every branch is reached) to a
+    /// group A is in: no panic, and whatever A sends because of it is a valid report.
+    #[test]
+    fn any_igmp_message_is_safe(mut body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+                                to_group in proptest::prelude::any::<bool>()) {
+        let (mut p, _) = joined();
+        if let Ok(mut packet) = igmp::Packet::new_checked(&mut body[..]) {
+            packet.fill_checksum();
+        }
+        let dst = if to_group { GROUP } else { igmp::ALL_SYSTEMS };
+        p.a.handle_frame(p.now, p.a_if, &frame_to(dst, Protocol::Igmp, &body));
+        collect(&mut p, Duration::from_secs(30));
+    }
+}
