@@ -102,6 +102,10 @@ impl Stack {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> Result<(), UdpError> {
+        self.udp
+            .sockets
+            .get(handle.0)
+            .ok_or(UdpError::InvalidHandle)?;
         if !group.is_multicast() {
             return Err(UdpError::InvalidGroup);
         }

@@ -367,6 +367,10 @@ fn misuse_is_refused_with_the_reason() {
         p.a.udp_set_multicast_ttl_v4(socket, 3),
         Err(UdpError::InvalidHandle)
     );
+    assert_eq!(
+        p.a.udp_leave_multicast_v4(now, socket, GROUP, any),
+        Err(UdpError::InvalidHandle)
+    );
 }
 
 #[test]
