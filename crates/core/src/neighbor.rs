@@ -69,6 +69,8 @@ pub(crate) enum SocketKind {
     Udp,
     /// ICMP echo.
     Icmp,
+    /// Raw IPv4 (no error is reported to it).
+    Raw,
 }
 
 /// An IPv4 packet waiting for its next hop's Ethernet address.

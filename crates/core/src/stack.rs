@@ -28,11 +28,13 @@ mod dhcp;
 mod forward;
 pub(crate) mod icmp;
 pub(crate) mod icmp6;
+mod igmp;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
 pub(crate) mod mld;
 pub(crate) mod ndp;
+pub(crate) mod raw;
 mod router6;
 pub(crate) mod tcp;
 pub(crate) mod udp;
@@ -109,6 +111,8 @@ pub enum Event {
     Udp(UdpHandle),
     /// An ICMP echo socket became readable: a reply or a pending error waits.
     Icmp(IcmpHandle),
+    /// A raw socket became readable.
+    Raw(crate::raw::RawHandle),
     /// A TCP readiness change.
     Tcp(tcp_core::TcpEvent),
     /// ARP resolution of `addr` on `iface` failed after every retry; the packets queued
@@ -193,6 +197,11 @@ pub struct Stack {
     pub(crate) dhcp: Vec<self::dhcp::DhcpSlot>,
     /// Keys the DHCP clients' transaction ids and jitter (from the secret).
     pub(crate) dhcp_seed: u64,
+    /// IPv4 multicast groups and IGMP state, by interface index (grown on the first
+    /// join on an interface; see [`self::igmp`]).
+    pub(crate) igmp: Vec<crate::igmp::IfaceGroups>,
+    /// Raw IPv4 sockets.
+    pub(crate) raw: crate::raw::RawSockets,
 }
 
 impl Stack {
@@ -230,6 +239,8 @@ impl Stack {
             }),
             dhcp: Vec::new(),
             dhcp_seed: secret.derive(b"dhcp client"),
+            igmp: Vec::new(),
+            raw: crate::raw::RawSockets::default(),
             config,
         }
     }
@@ -345,6 +356,10 @@ impl Stack {
         }
         if !self.mld_accepts(iface, dst) {
             self.stats.ipv6.rx_multicast_filtered += 1;
+            return;
+        }
+        if !self.igmp_accepts(iface, dst) {
+            self.stats.igmp.rx_multicast_filtered += 1;
             return;
         }
         match view.ethertype() {
@@ -508,6 +523,7 @@ impl Stack {
         let next = earliest(next, self.loopback.poll_timeout());
         let next = earliest(next, self.poll_timeout_v6());
         let next = earliest(next, self.dhcp_poll_timeout());
+        let next = earliest(next, self.poll_timeout_igmp());
         earliest(next, self.reassembly.poll_timeout())
     }
 
@@ -538,6 +554,7 @@ impl Stack {
         }
         self.handle_timeout_v6(now);
         self.dhcp_handle_timeout(now);
+        self.run_igmp(now);
         self.tcp.handle_timeout(now);
     }
 
@@ -575,6 +592,8 @@ mod tests_forward6;
 #[cfg(test)]
 mod tests_icmp6;
 #[cfg(test)]
+mod tests_igmp;
+#[cfg(test)]
 mod tests_ip_level;
 #[cfg(test)]
 mod tests_ipv6;
@@ -584,6 +603,8 @@ mod tests_loopback;
 mod tests_misuse;
 #[cfg(test)]
 mod tests_mld;
+#[cfg(test)]
+mod tests_raw;
 #[cfg(test)]
 mod tests_tcp6_output;
 #[cfg(test)]

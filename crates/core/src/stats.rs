@@ -331,6 +331,32 @@ pub struct Stats {
     pub reassembly6: ReassemblyStats,
     /// The accept-any mode of transparent proxies.
     pub accept_any: crate::accept_any::AcceptAnyStats,
+    /// IPv4 multicast and IGMP.
+    pub igmp: IgmpStats,
+}
+
+/// IPv4 multicast and IGMP (RFC 3376, RFC 2236) counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IgmpStats {
+    /// IGMP messages received (to a group we are in).
+    pub rx_messages: u64,
+    /// IGMP messages that did not parse (short, bad checksum, unknown type, a
+    /// fragment).
+    pub rx_malformed: u64,
+    /// Membership queries received (general and group-specific, every version).
+    pub queries_received: u64,
+    /// Other hosts' reports and leaves heard (a host needs nothing from them).
+    pub rx_reports: u64,
+    /// Membership reports sent (IGMPv3 and v2; state changes and answers).
+    pub reports_sent: u64,
+    /// IGMPv2 Leave Group messages sent.
+    pub leaves_sent: u64,
+    /// Frames to a 01:00:5e multicast MAC of no group we are in, dropped.
+    pub rx_multicast_filtered: u64,
+    /// IPv4 datagrams to a group the interface is not in, dropped.
+    pub rx_not_member: u64,
+    /// UDP datagrams sent to a multicast group.
+    pub tx_multicast: u64,
 }
 
 /// IPv6 (RFC 8200), ICMPv6 (RFC 4443) and neighbour discovery (RFC 4861, 4862)

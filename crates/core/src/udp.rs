@@ -50,6 +50,8 @@ pub enum UdpError {
     PortUnreachable,
     /// An ICMP time exceeded came back for an earlier datagram (TTL or reassembly).
     TimeExceeded,
+    /// A multicast call named an address that is not an IPv4 multicast group.
+    InvalidGroup,
 }
 
 impl fmt::Display for UdpError {
@@ -92,6 +94,9 @@ impl fmt::Display for UdpError {
                 f,
                 "time exceeded (TTL or reassembly) on the way to the destination"
             ),
+            UdpError::InvalidGroup => {
+                write!(f, "not a multicast group: join an address in 224.0.0.0/4")
+            }
         }
     }
 }
@@ -107,6 +112,8 @@ pub(crate) struct UdpSocket {
     pub(crate) error: Option<UdpError>,
     /// Set DF on outgoing datagrams (then oversize sends fail instead of fragmenting).
     pub(crate) dont_frag: bool,
+    /// TTL of datagrams to IPv4 multicast groups (`IP_MULTICAST_TTL`, default 1).
+    pub(crate) multicast_ttl: u8,
 }
 
 /// Every UDP socket of a stack, and the port demultiplexing table.

@@ -9,6 +9,7 @@
 pub mod dhcp;
 pub mod dns;
 pub mod icmpv6;
+pub mod igmp;
 pub mod ipv6;
 pub mod ndp;
 pub mod reassembly;

@@ -70,3 +70,8 @@ fn dhcp_corpus() {
 fn dns_corpus() {
     replay("dns", impnet_fuzz_harness::dns::run);
 }
+
+#[test]
+fn igmp_corpus() {
+    replay("igmp", impnet_fuzz_harness::igmp::run);
+}

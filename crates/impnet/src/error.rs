@@ -101,7 +101,9 @@ pub(crate) fn udp(e: UdpError) -> Error {
         UdpError::WouldBlock => ErrorKind::WouldBlock,
         UdpError::AddrInUse => ErrorKind::AddrInUse,
         UdpError::AddrNotAvailable | UdpError::NoPortsAvailable => ErrorKind::AddrNotAvailable,
-        UdpError::MessageTooLong | UdpError::FragmentationNeeded { .. } => ErrorKind::InvalidInput,
+        UdpError::MessageTooLong
+        | UdpError::FragmentationNeeded { .. }
+        | UdpError::InvalidGroup => ErrorKind::InvalidInput,
         UdpError::NoRoute | UdpError::NetUnreachable => ErrorKind::NetworkUnreachable,
         UdpError::HostUnreachable => ErrorKind::HostUnreachable,
         UdpError::PortUnreachable => ErrorKind::ConnectionRefused,

@@ -84,6 +84,7 @@ pub use impnet_wire as wire;
 mod dns;
 mod error;
 mod icmp;
+mod raw;
 pub(crate) mod runtime;
 mod tcp;
 mod udp;
@@ -96,6 +97,7 @@ pub mod tokio;
 
 pub use dns::{DnsCache, ToSocketAddrs, lookup_host, lookup_ips};
 pub use icmp::IcmpSocket;
+pub use raw::RawSocket;
 pub use runtime::{RX_BATCH, Runtime, RuntimeStats};
 pub use tcp::{DEFAULT_BACKLOG, TcpListener, TcpStream};
 pub use udp::UdpSocket;

@@ -248,3 +248,38 @@ fn errors_are_specific() {
         assert_eq!(e.kind(), std::io::ErrorKind::NotConnected);
     });
 }
+
+#[test]
+fn a_joined_group_is_received_and_a_left_one_is_not() {
+    let (a, b) = pair();
+    let group = Ipv4Addr::new(239, 0, 0, 7);
+    let sa = UdpSocket::bind(&a, (v4(1), 0)).expect("bind a");
+    let sb = UdpSocket::bind(&b, "0.0.0.0:6000").expect("bind b");
+    sb.join_multicast_v4(&group, &v4(2)).expect("join");
+    assert_eq!(
+        sb.join_multicast_v4(&group, &v4(2)).unwrap_err().kind(),
+        std::io::ErrorKind::AddrInUse
+    );
+    assert_eq!(
+        sb.join_multicast_v4(&v4(9), &v4(2)).unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput
+    );
+    sa.set_multicast_ttl_v4(4).unwrap();
+    assert_eq!(sa.multicast_ttl_v4().unwrap(), 4);
+    block_on(async {
+        let mut buf = [0u8; 64];
+        sa.send_to(b"to the group", (group, 6000)).await.unwrap();
+        let (n, from) = sb.recv_from(&mut buf).await.expect("the group's datagram");
+        assert_eq!(
+            (&buf[..n], from),
+            (
+                &b"to the group"[..],
+                SocketAddr::from((v4(1), sa.local_addr().unwrap().port()))
+            )
+        );
+        sb.leave_multicast_v4(&group, &v4(2)).expect("leave");
+        sa.send_to(b"after leaving", (group, 6000)).await.unwrap();
+        let late = tokio::time::timeout(Duration::from_millis(300), sb.recv_from(&mut buf)).await;
+        assert!(late.is_err(), "nothing after the leave: {late:?}");
+    });
+}

@@ -22,6 +22,8 @@ pub const MAX_OPTIONS_LEN: usize = MAX_HEADER_LEN - HEADER_LEN;
 pub enum Protocol {
     /// ICMP, 1.
     Icmp,
+    /// IGMP, 2.
+    Igmp,
     /// TCP, 6.
     Tcp,
     /// UDP, 17.
@@ -34,6 +36,7 @@ impl From<u8> for Protocol {
     fn from(value: u8) -> Protocol {
         match value {
             1 => Protocol::Icmp,
+            2 => Protocol::Igmp,
             6 => Protocol::Tcp,
             17 => Protocol::Udp,
             other => Protocol::Unknown(other),
@@ -45,6 +48,7 @@ impl From<Protocol> for u8 {
     fn from(value: Protocol) -> u8 {
         match value {
             Protocol::Icmp => 1,
+            Protocol::Igmp => 2,
             Protocol::Tcp => 6,
             Protocol::Udp => 17,
             Protocol::Unknown(other) => other,
@@ -56,6 +60,7 @@ impl fmt::Display for Protocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Protocol::Icmp => write!(f, "ICMP"),
+            Protocol::Igmp => write!(f, "IGMP"),
             Protocol::Tcp => write!(f, "TCP"),
             Protocol::Udp => write!(f, "UDP"),
             Protocol::Unknown(v) => write!(f, "proto {v}"),

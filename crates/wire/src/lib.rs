@@ -2,7 +2,7 @@
 //!
 //! # The contract: `Packet` views and `Repr` structs
 //!
-//! Every format (Ethernet, ARP, IPv4, ICMPv4, UDP, TCP; IPv6 and its extension headers,
+//! Every format (Ethernet, ARP, IPv4, ICMPv4, IGMP, UDP, TCP; IPv6 and its extension headers,
 //! ICMPv6, NDP, MLD) has the same two halves (DHCP and DNS, application payloads, have
 //! a `Repr` or a checked `Message` only: see [`dhcp`] and [`dns`]):
 //!
@@ -117,6 +117,7 @@ mod error;
 pub mod ethernet;
 pub mod icmpv4;
 pub mod icmpv6;
+pub mod igmp;
 pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6ext;

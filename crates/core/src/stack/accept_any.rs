@@ -108,6 +108,7 @@ impl Stack {
             queue: RecvQueue::new(limits.0, limits.1),
             error: None,
             dont_frag: false,
+            multicast_ttl: 1,
         };
         let handle = UdpHandle(self.udp.sockets.insert(socket));
         self.udp.bound.insert(UDP_CATCH_ALL, handle);

@@ -185,7 +185,7 @@ impl Stack {
                     self.forward_unresolved(now, &pending.packet);
                     None
                 }
-                Origin::Stack | Origin::Tcp => None,
+                Origin::Stack | Origin::Tcp | Origin::Socket(SocketKind::Raw, _) => None,
             };
             if let Some(event) = readable {
                 self.push_event(event);

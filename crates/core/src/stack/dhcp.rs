@@ -228,6 +228,7 @@ impl Stack {
             dont_frag: false,
             origin: Origin::Stack,
             ip_options: &[],
+            ttl: None,
         };
         self.send_ipv4(now, &route, transmit.dst, options, packet)?;
         self.stats.udp.tx_datagrams += 1;

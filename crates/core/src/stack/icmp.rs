@@ -130,6 +130,7 @@ impl Stack {
             dont_frag: false,
             origin: Origin::Socket(SocketKind::Icmp, handle.0),
             ip_options,
+            ttl: None,
         };
         self.send_icmp(now, &route, dst, &repr, options)?;
         self.stats.icmp.tx_echo_requests += 1;
@@ -275,6 +276,7 @@ impl Stack {
             dont_frag: false,
             origin: Origin::Stack,
             ip_options: echoed.as_slice(),
+            ttl: None,
         };
         if self
             .send_icmp(now, &route, meta.src, &repr, options)
@@ -454,6 +456,7 @@ impl Stack {
             dont_frag: false,
             origin: Origin::Stack,
             ip_options: &[],
+            ttl: None,
         };
         self.send_icmp(now, &route, to, repr, options).is_ok()
     }

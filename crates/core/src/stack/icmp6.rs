@@ -189,7 +189,7 @@ impl Stack {
                     self.forward_unresolved6(now, &pending.packet);
                     None
                 }
-                Origin::Stack | Origin::Tcp => None,
+                Origin::Stack | Origin::Tcp | Origin::Socket(SocketKind::Raw, _) => None,
             };
             if let Some(event) = event {
                 self.push_event(event);

@@ -63,6 +63,8 @@ pub(crate) struct SendOptions<'a> {
     /// IPv4 options (a multiple of 4 bytes, at most 40); the packet has room for them
     /// after the 20-byte header.
     pub(crate) ip_options: &'a [u8],
+    /// The TTL, when not the stack's default (a socket's multicast TTL).
+    pub(crate) ttl: Option<u8>,
 }
 
 /// A unicast next hop's MAC as the neighbour cache gave it, with what it depends on.
@@ -209,6 +211,7 @@ impl Stack {
             options.dont_frag,
         );
         repr.options = options.ip_options;
+        repr.ttl = options.ttl.unwrap_or(repr.ttl);
         if packet.len() <= route.mtu {
             repr.emit(&mut ipv4::Packet::new_unchecked(&mut packet[..]));
             return self.dispatch(now, route.iface, route.next_hop, packet, options.origin);
@@ -278,6 +281,15 @@ impl Stack {
             return self.enqueue_frame(Outgoing {
                 iface,
                 dst_mac: ethernet::Address::BROADCAST,
+                ethertype: EtherType::Ipv4,
+                payload: packet,
+            });
+        }
+        if next_hop.is_multicast() {
+            // RFC 1112 §6.4: a group's datagrams go to its MAC; nothing to resolve.
+            return self.enqueue_frame(Outgoing {
+                iface,
+                dst_mac: ethernet::Address(impnet_wire::igmp::multicast_mac(next_hop)),
                 ethertype: EtherType::Ipv4,
                 payload: packet,
             });
@@ -371,6 +383,9 @@ impl Stack {
         if let Some(link_src) = link_src {
             self.neighbors.confirm(now, iface, src, link_src);
         }
+        if dst.is_multicast() {
+            return self.handle_multicast_v4(now, iface, &packet, verify_checksum);
+        }
         let broadcast = interface.is_broadcast(dst);
         // RFC 1122 §3.2.1.3 (g): 127/8 "MUST NOT appear outside a host": from the wire,
         // it is not ours (a router counts it as a martian).
@@ -397,6 +412,46 @@ impl Stack {
             }
         }
         self.take_in(now, &packet, broadcast, verify_checksum);
+    }
+
+    /// A datagram to an IPv4 multicast group: taken when `iface` is in the group (as
+    /// a broadcast is: never an ICMP error about it), IGMP to [`Stack::handle_igmp`];
+    /// never forwarded.
+    fn handle_multicast_v4(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        packet: &ipv4::Packet<&[u8]>,
+        verify_checksum: bool,
+    ) {
+        if !self.is_member_v4(iface, packet.dst_addr()) {
+            self.stats.igmp.rx_not_member += 1;
+            return;
+        }
+        if is_loopback_addr(packet.src_addr()) {
+            self.stats.ipv4.rx_bad_source += 1;
+            return;
+        }
+        if packet.protocol() == Protocol::Igmp {
+            if packet.is_fragment() {
+                self.stats.igmp.rx_malformed += 1;
+                return;
+            }
+            if !self.raw.open.is_empty() {
+                let bytes: &[u8] = packet.as_ref();
+                let meta = IpMeta {
+                    src: packet.src_addr(),
+                    dst: packet.dst_addr(),
+                    ttl: packet.ttl(),
+                    broadcast: true,
+                    header: &bytes[..packet.header_len()],
+                    verify_checksum,
+                };
+                self.raw_deliver(&meta, 2, packet.payload());
+            }
+            return self.handle_igmp(now, iface, packet);
+        }
+        self.take_in(now, packet, true, verify_checksum);
     }
 
     /// A valid IPv4 packet for us (from an interface or the loopback queue): reassembled
@@ -504,15 +559,21 @@ impl Stack {
         payload: &[u8],
     ) {
         self.stats.ipv4.rx_delivered += 1;
+        let raw_taken =
+            !self.raw.open.is_empty() && self.raw_deliver(meta, protocol.into(), payload);
         match protocol {
             Protocol::Icmp => self.handle_icmp(now, meta, payload),
             Protocol::Udp => self.handle_udp(now, meta, payload),
             Protocol::Tcp => self.handle_tcp(now, meta, payload),
+            // IGMP is taken on its interface (`handle_multicast_v4`); one that comes
+            // any other way (looped back, to a unicast address) is dropped.
+            Protocol::Igmp => self.stats.igmp.rx_malformed += 1,
             Protocol::Unknown(_) => {
                 self.stats.ipv4.rx_delivered -= 1;
                 self.stats.ipv4.rx_unknown_protocol += 1;
-                // RFC 1122 §3.2.2.1: protocol unreachable SHOULD be sent.
-                if !meta.broadcast {
+                // RFC 1122 §3.2.2.1: protocol unreachable SHOULD be sent (not when a
+                // raw socket took the datagram, as on Linux).
+                if !meta.broadcast && !raw_taken {
                     let reason = impnet_wire::icmpv4::DstUnreachable::ProtoUnreachable;
                     self.send_icmp_error(now, meta, payload, reason);
                 }

@@ -459,6 +459,7 @@ impl Stack {
                     dont_frag: false,
                     origin: Origin::Tcp,
                     ip_options: &[],
+                    ttl: None,
                 };
                 let _ = self.send_ipv4(now, route, dst, options, packet);
             }

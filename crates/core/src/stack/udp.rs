@@ -50,6 +50,7 @@ impl Stack {
             queue: RecvQueue::new(limits.0, limits.1),
             error: None,
             dont_frag: false,
+            multicast_ttl: 1,
         };
         let handle = UdpHandle(self.udp.sockets.insert(socket));
         self.udp.bound.insert((local.port(), local.ip()), handle);
@@ -143,7 +144,13 @@ impl Stack {
             (SocketAddr::V4(dst), Some(IpAddr::V4(src))) => (dst, Some(src)),
             _ => return Err(UdpError::AddrNotAvailable),
         };
-        let route = self.route_output(*dst.ip(), src)?;
+        let multicast = dst.ip().is_multicast();
+        let (route, ttl) = if multicast {
+            let ttl = self.udp.sockets.get(handle.0).map(|s| s.multicast_ttl);
+            (self.route_multicast(*dst.ip(), src)?, ttl)
+        } else {
+            (self.route_output(*dst.ip(), src)?, None)
+        };
         let repr = udp::Repr {
             src_port: local.port(),
             dst_port: dst.port(),
@@ -173,8 +180,10 @@ impl Stack {
             dont_frag,
             origin: Origin::Socket(SocketKind::Udp, handle.0),
             ip_options: &[],
+            ttl,
         };
         self.send_ipv4(now, &route, *dst.ip(), options, packet)?;
+        self.stats.igmp.tx_multicast += u64::from(multicast);
         self.stats.udp.tx_datagrams += 1;
         self.stats.work.socket_calls += 1;
         self.stats.work.copied_from_user += data.len() as u64;
@@ -254,6 +263,7 @@ impl Stack {
         self.udp
             .bound
             .remove(&(socket.local.port(), socket.local.ip()));
+        self.igmp_socket_closed(handle);
         for buffer in socket.queue.drain() {
             self.pool.give(buffer);
         }

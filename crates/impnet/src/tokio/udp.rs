@@ -5,7 +5,7 @@
 //! refused for lack of buffer space by the stack sending frames again.
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -53,6 +53,49 @@ impl UdpSocket {
             local,
             peer: Mutex::new(None),
         })
+    }
+
+    /// Join the IPv4 multicast group `multiaddr` on the interface with address
+    /// `interface` (0.0.0.0: the interface the route to the group leaves by, else the
+    /// first with an address), as `IP_ADD_MEMBERSHIP`; the stack reports it with IGMP.
+    /// Datagrams to the group's port then reach the socket bound to that port.
+    pub fn join_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
+        self.shared
+            .with(|state, now| {
+                state
+                    .stack
+                    .udp_join_multicast_v4(now, self.handle, *multiaddr, *interface)
+            })?
+            .map_err(error::udp)
+    }
+
+    /// Leave a group joined with [`UdpSocket::join_multicast_v4`] (`IP_DROP_MEMBERSHIP`).
+    pub fn leave_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
+        self.shared
+            .with(|state, now| {
+                state
+                    .stack
+                    .udp_leave_multicast_v4(now, self.handle, *multiaddr, *interface)
+            })?
+            .map_err(error::udp)
+    }
+
+    /// Set the TTL of datagrams sent to IPv4 multicast groups (`IP_MULTICAST_TTL`;
+    /// default 1: they stay on the link).
+    pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
+        let ttl = u8::try_from(ttl)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "multicast TTL over 255"))?;
+        self.shared
+            .with(|state, _| state.stack.udp_set_multicast_ttl_v4(self.handle, ttl))?
+            .map_err(error::udp)
+    }
+
+    /// The TTL of datagrams sent to IPv4 multicast groups.
+    pub fn multicast_ttl_v4(&self) -> io::Result<u32> {
+        self.shared
+            .with(|state, _| state.stack.udp_multicast_ttl_v4(self.handle))?
+            .map(u32::from)
+            .map_err(error::udp)
     }
 
     /// The address the socket is bound to.

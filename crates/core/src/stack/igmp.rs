@@ -1,0 +1,425 @@
+//! IPv4 multicast on the stack: UDP sockets join and leave groups on an interface,
+//! the interface's group list filters the 01:00:5e frames it takes, and the IGMP host
+//! side (RFC 3376, IGMPv3, falling back to IGMPv2 reports and leaves while an older
+//! querier is present, RFC 3376 §7) reports joins and leaves and answers queries.
+//!
+//! Delivery follows Linux with `IP_MULTICAST_ALL` on (its default): a datagram to a
+//! group the interface joined goes to the socket bound to its port (on the wildcard
+//! address), whichever socket joined. A datagram sent to a group leaves by the
+//! interface of the socket's bound address, else the route to the group, else the
+//! first interface with an address, with the socket's multicast TTL (1 by default,
+//! `IP_MULTICAST_TTL`), to the group's MAC (RFC 1112 §6.4), never through ARP. It is
+//! not looped back to the host's own sockets (`IP_MULTICAST_LOOP` off).
+
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use impnet_wire::ethernet::{self, EtherType};
+use impnet_wire::igmp::{self, GroupRecord, RecordType, Records};
+use impnet_wire::ipv4::{self, Protocol};
+
+use crate::iface::IfaceId;
+use crate::igmp::{IfaceGroups, OLDER_QUERIER_TIMEOUT, UNSOLICITED_REPORT_INTERVAL};
+use crate::stack::ipv4::{OutputError, OutputRoute};
+use crate::stack::{Outgoing, Stack};
+use crate::time::{Duration, Instant};
+use crate::udp::{UdpError, UdpHandle};
+
+impl Stack {
+    /// The multicast state of `iface`, if it has any.
+    fn groups(&self, iface: IfaceId) -> Option<&IfaceGroups> {
+        self.igmp.get(iface.index())
+    }
+
+    /// The multicast state of `iface`, made on first use.
+    fn groups_mut(&mut self, iface: IfaceId) -> &mut IfaceGroups {
+        if self.igmp.len() <= iface.index() {
+            self.igmp
+                .resize_with(iface.index() + 1, IfaceGroups::default);
+        }
+        &mut self.igmp[iface.index()]
+    }
+
+    /// The interface a membership is on: the one with address `local`, or for
+    /// 0.0.0.0 the one the route to `group` leaves by, else the first with an
+    /// address (Linux's `imr_interface` rule).
+    fn multicast_iface(&self, group: Ipv4Addr, local: Ipv4Addr) -> Result<IfaceId, UdpError> {
+        if !local.is_unspecified() {
+            let position = self.ifaces.iter().position(|i| i.has_addr(local));
+            return position
+                .map(|p| IfaceId(p as u32))
+                .ok_or(UdpError::AddrNotAvailable);
+        }
+        if let Some(route) = self.routes.lookup(group) {
+            return Ok(route.iface);
+        }
+        self.ifaces
+            .iter()
+            .position(|i| !i.addrs.is_empty())
+            .map(|p| IfaceId(p as u32))
+            .ok_or(UdpError::NoRoute)
+    }
+
+    /// Join `group` on the interface with address `interface` (0.0.0.0: chosen by
+    /// route, see [`crate::stack`]'s multicast notes), for the socket `handle`
+    /// (`IP_ADD_MEMBERSHIP`). The interface's first join of a group sends an IGMP
+    /// report at once and another within a second. `InvalidGroup` when `group` is
+    /// not multicast, `AddrInUse` when the socket already joined it there,
+    /// `AddrNotAvailable` when `interface` is not ours.
+    pub fn udp_join_multicast_v4(
+        &mut self,
+        now: Instant,
+        handle: UdpHandle,
+        group: Ipv4Addr,
+        interface: Ipv4Addr,
+    ) -> Result<(), UdpError> {
+        self.udp
+            .sockets
+            .get(handle.0)
+            .ok_or(UdpError::InvalidHandle)?;
+        if !group.is_multicast() {
+            return Err(UdpError::InvalidGroup);
+        }
+        let iface = self.multicast_iface(group, interface)?;
+        match self.groups_mut(iface).join(now, group, handle) {
+            None => Err(UdpError::AddrInUse),
+            Some(first) => {
+                if first {
+                    self.run_igmp(now);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Leave `group` on the interface with address `interface`, for `handle`
+    /// (`IP_DROP_MEMBERSHIP`); the last socket to leave makes the interface leave,
+    /// which reports it. `AddrNotAvailable` when the socket had not joined it.
+    pub fn udp_leave_multicast_v4(
+        &mut self,
+        now: Instant,
+        handle: UdpHandle,
+        group: Ipv4Addr,
+        interface: Ipv4Addr,
+    ) -> Result<(), UdpError> {
+        self.udp
+            .sockets
+            .get(handle.0)
+            .ok_or(UdpError::InvalidHandle)?;
+        if !group.is_multicast() {
+            return Err(UdpError::InvalidGroup);
+        }
+        let iface = self.multicast_iface(group, interface)?;
+        match self.groups_mut(iface).leave(now, group, handle) {
+            None => Err(UdpError::AddrNotAvailable),
+            Some(last) => {
+                if last {
+                    self.run_igmp(now);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Set the TTL of the socket's datagrams to multicast groups (`IP_MULTICAST_TTL`;
+    /// default 1, RFC 1112 §6.1: "by default ... a time-to-live of 1").
+    pub fn udp_set_multicast_ttl_v4(&mut self, handle: UdpHandle, ttl: u8) -> Result<(), UdpError> {
+        let socket = self
+            .udp
+            .sockets
+            .get_mut(handle.0)
+            .ok_or(UdpError::InvalidHandle)?;
+        socket.multicast_ttl = ttl;
+        Ok(())
+    }
+
+    /// The TTL of the socket's datagrams to multicast groups.
+    pub fn udp_multicast_ttl_v4(&self, handle: UdpHandle) -> Result<u8, UdpError> {
+        self.udp
+            .sockets
+            .get(handle.0)
+            .map(|s| s.multicast_ttl)
+            .ok_or(UdpError::InvalidHandle)
+    }
+
+    /// The IPv4 groups `iface` is in: 224.0.0.1 (always, RFC 1112 §4) and every group
+    /// a socket joined there, in the order joined.
+    pub fn ipv4_multicast_groups(&self, iface: IfaceId) -> Vec<Ipv4Addr> {
+        let joined = self
+            .groups(iface)
+            .map(|g| g.groups.as_slice())
+            .unwrap_or_default();
+        core::iter::once(igmp::ALL_SYSTEMS)
+            .chain(joined.iter().map(|m| m.group))
+            .collect()
+    }
+
+    /// The socket `handle` closes: it leaves every group it held.
+    pub(crate) fn igmp_socket_closed(&mut self, handle: UdpHandle) {
+        // No clock here: the reports of groups left are due at once (time zero), so
+        // the next `handle_timeout` sends them.
+        let due = Instant::from_nanos(0);
+        for state in &mut self.igmp {
+            for group in state.held_by(handle) {
+                state.leave(due, group, handle);
+            }
+        }
+    }
+
+    /// True when a frame to `mac` may be for us: not an IPv4 multicast MAC, or the
+    /// MAC of a group `iface` is in (RFC 1112 §6.4: 01:00:5e and the low 23 bits).
+    pub(crate) fn igmp_accepts(&self, iface: IfaceId, mac: ethernet::Address) -> bool {
+        if mac.0[..3] != [0x01, 0x00, 0x5e] {
+            return true;
+        }
+        let joined = self
+            .groups(iface)
+            .map(|g| g.groups.as_slice())
+            .unwrap_or_default();
+        core::iter::once(igmp::ALL_SYSTEMS)
+            .chain(joined.iter().map(|m| m.group))
+            .any(|g| igmp::multicast_mac(g) == mac.0)
+    }
+
+    /// True when `iface` is in `group`.
+    pub(crate) fn is_member_v4(&self, iface: IfaceId, group: Ipv4Addr) -> bool {
+        group == igmp::ALL_SYSTEMS || self.groups(iface).is_some_and(|g| g.is_member(group))
+    }
+
+    /// The route of a datagram to `group`: out of the interface of `src` when given,
+    /// else as [`Stack::multicast_iface`] picks; the next hop is the group itself.
+    pub(crate) fn route_multicast(
+        &self,
+        group: Ipv4Addr,
+        src: Option<Ipv4Addr>,
+    ) -> Result<OutputRoute, OutputError> {
+        let iface = self
+            .multicast_iface(group, src.unwrap_or(Ipv4Addr::UNSPECIFIED))
+            .map_err(|e| match e {
+                UdpError::AddrNotAvailable => OutputError::AddrNotAvailable,
+                _ => OutputError::NoRoute,
+            })?;
+        let interface = self.ifaces.get(iface.index()).ok_or(OutputError::NoRoute)?;
+        let src = match src {
+            Some(src) => src,
+            None => interface
+                .source_for(group)
+                .ok_or(OutputError::NoSourceAddress)?,
+        };
+        Ok(OutputRoute {
+            iface,
+            next_hop: group,
+            src,
+            mtu: interface.mtu,
+        })
+    }
+
+    /// An IGMP message arrived on `iface` (to a group it is in): queries are
+    /// answered; other hosts' reports need nothing from us (no IGMPv2 report
+    /// suppression).
+    pub(crate) fn handle_igmp(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        packet: &ipv4::Packet<&[u8]>,
+    ) {
+        self.stats.igmp.rx_messages += 1;
+        let parsed = igmp::Packet::new_checked(packet.payload()).and_then(|p| {
+            igmp::Repr::parse(&p).map(|r| match r {
+                igmp::Repr::Query {
+                    max_resp_code,
+                    group,
+                    v3,
+                } => Some((max_resp_code, group, v3.is_some())),
+                _ => None,
+            })
+        });
+        match parsed {
+            Err(_) => self.stats.igmp.rx_malformed += 1,
+            Ok(None) => self.stats.igmp.rx_reports += 1,
+            Ok(Some(query)) => self.igmp_query(now, iface, query),
+        }
+    }
+
+    /// A Membership Query: an answer is scheduled within its Max Resp Time (RFC 3376
+    /// §5.2); one of IGMPv1 or v2 starts the compatibility mode (§7.2.1).
+    fn igmp_query(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        (code, group, v3): (u8, Ipv4Addr, bool),
+    ) {
+        self.stats.igmp.queries_received += 1;
+        // RFC 3376 §7.1: an 8-byte query with Max Resp Code 0 is IGMPv1, whose
+        // hosts wait up to 10 seconds (RFC 2236 §4: "100 (10 seconds)").
+        let tenths = match (v3, code) {
+            (false, 0) => 100,
+            _ => igmp::max_resp_tenths(code, v3),
+        };
+        let delay = u64::from(self.rng.in_range(0, tenths.saturating_mul(100)));
+        let at = now + Duration::from_millis(delay);
+        let state = self.groups_mut(iface);
+        if !v3 {
+            // RFC 3376 §7.2.1: "the host MUST ... set the Older Version Querier
+            // Present timer" on hearing an older query.
+            state.older_querier_until = Some(now + OLDER_QUERIER_TIMEOUT);
+        }
+        if group.is_unspecified() {
+            state.general_query(at);
+        } else if state.reported().any(|g| g == group) {
+            state.group_query(group, at);
+        }
+    }
+
+    /// Send the IGMP messages due at `now` on every interface.
+    pub(crate) fn run_igmp(&mut self, now: Instant) {
+        for index in 0..self.igmp.len() {
+            let iface = IfaceId(index as u32);
+            self.igmp_state_changes(now, iface);
+            self.igmp_query_answers(now, iface);
+        }
+    }
+
+    /// The state-change report, if due: each pending change once more, in one IGMPv3
+    /// report, or in compatibility mode an IGMPv2 report to each group joined and a
+    /// Leave Group to 224.0.0.2 for each left (RFC 2236 §3); another follows within
+    /// the Unsolicited Report Interval while any has reports left (RFC 3376 §5.1).
+    fn igmp_state_changes(&mut self, now: Instant, iface: IfaceId) {
+        let state = self.groups_mut(iface);
+        if state.next_change.is_none_or(|t| t > now) {
+            return;
+        }
+        let changes = state.changes.clone();
+        for change in &mut state.changes {
+            change.left = change.left.saturating_sub(1);
+        }
+        state.changes.retain(|c| c.left > 0);
+        let more = !state.changes.is_empty();
+        let v2 = state.v2_mode(now);
+        let gap = UNSOLICITED_REPORT_INTERVAL.as_millis() as u32;
+        let delay = u64::from(self.rng.in_range(1, gap));
+        self.groups_mut(iface).next_change = more.then(|| now + Duration::from_millis(delay));
+        if v2 {
+            for change in changes {
+                let (dst, repr) = if change.join {
+                    (
+                        change.group,
+                        igmp::Repr::ReportV2 {
+                            group: change.group,
+                        },
+                    )
+                } else {
+                    (
+                        igmp::ALL_ROUTERS,
+                        igmp::Repr::Leave {
+                            group: change.group,
+                        },
+                    )
+                };
+                self.send_igmp(iface, dst, &repr);
+            }
+            return;
+        }
+        let records: Vec<GroupRecord<'static>> = changes
+            .iter()
+            .map(|c| GroupRecord {
+                record_type: if c.join {
+                    RecordType::ChangeToExclude
+                } else {
+                    RecordType::ChangeToInclude
+                },
+                group: c.group,
+                sources: igmp::Addresses::EMPTY,
+            })
+            .collect();
+        self.send_report_v3(iface, &records);
+    }
+
+    /// Answers to queries due at `now`: every group for a General Query, the group
+    /// asked about for a Group-Specific one (Current State Records, MODE_IS_EXCLUDE;
+    /// in compatibility mode an IGMPv2 report per group, RFC 2236 §3).
+    fn igmp_query_answers(&mut self, now: Instant, iface: IfaceId) {
+        let state = self.groups_mut(iface);
+        let groups: Vec<Ipv4Addr> = state.reported().collect();
+        let mut asked: Vec<Ipv4Addr> = Vec::new();
+        if state.general_due.is_some_and(|t| t <= now) {
+            state.general_due = None;
+            state.group_due.clear();
+            asked.clone_from(&groups);
+        }
+        state.group_due.retain(|&(group, due)| {
+            if due <= now {
+                asked.push(group);
+            }
+            due > now
+        });
+        asked.retain(|g| groups.contains(g));
+        if state.v2_mode(now) {
+            for group in asked {
+                self.send_igmp(iface, group, &igmp::Repr::ReportV2 { group });
+            }
+            return;
+        }
+        let records: Vec<GroupRecord<'static>> = asked
+            .into_iter()
+            .map(|group| GroupRecord {
+                record_type: RecordType::ModeIsExclude,
+                group,
+                sources: igmp::Addresses::EMPTY,
+            })
+            .collect();
+        self.send_report_v3(iface, &records);
+    }
+
+    /// An IGMPv3 report of `records` to 224.0.0.22 (nothing when there are none).
+    fn send_report_v3(&mut self, iface: IfaceId, records: &[GroupRecord<'_>]) {
+        if records.is_empty() {
+            return;
+        }
+        let repr = igmp::Repr::ReportV3 {
+            records: Records::List(records),
+        };
+        self.send_igmp(iface, igmp::ALL_V3_ROUTERS, &repr);
+    }
+
+    /// One IGMP message to `dst` on `iface`: TTL 1 with a Router Alert option (RFC
+    /// 3376 §4, RFC 2236 §2), from the interface's first address (0.0.0.0 before it
+    /// has one, RFC 3376 §4.2.13), DSCP CS6 as Linux sends it.
+    fn send_igmp(&mut self, iface: IfaceId, dst: Ipv4Addr, repr: &igmp::Repr<'_>) {
+        let Some(interface) = self.ifaces.get(iface.index()) else {
+            return;
+        };
+        let src = interface
+            .addrs
+            .first()
+            .map_or(Ipv4Addr::UNSPECIFIED, |c| c.address);
+        let ident = self.next_ident();
+        let mut header = self.ip_header(src, dst, Protocol::Igmp, repr.buffer_len(), ident, true);
+        header.ttl = 1;
+        header.dscp = 0x30;
+        header.options = &igmp::ROUTER_ALERT;
+        let mut packet = self.pool.take();
+        packet.resize(header.buffer_len(), 0);
+        header.emit(&mut ipv4::Packet::new_unchecked(&mut packet[..]));
+        let message = &mut packet[header.header_len()..];
+        repr.emit(&mut igmp::Packet::new_unchecked(message));
+        self.stats.ipv4.tx_packets += 1;
+        let sent = self.enqueue_frame(Outgoing {
+            iface,
+            dst_mac: ethernet::Address(igmp::multicast_mac(dst)),
+            ethertype: EtherType::Ipv4,
+            payload: packet,
+        });
+        if sent.is_ok() {
+            match repr {
+                igmp::Repr::Leave { .. } => self.stats.igmp.leaves_sent += 1,
+                _ => self.stats.igmp.reports_sent += 1,
+            }
+        }
+    }
+
+    /// The earliest IGMP message owed on any interface.
+    pub(crate) fn poll_timeout_igmp(&self) -> Option<Instant> {
+        self.igmp.iter().filter_map(IfaceGroups::poll_timeout).min()
+    }
+}

@@ -1,0 +1,407 @@
+//! IPv4 multicast and IGMP (RFC 3376, RFC 2236) on a stack: joins and leaves reported
+//! (IGMPv3 state-change reports twice; IGMPv2 reports and leaves once an older querier
+//! was heard), queries answered within their Max Resp Time, the interface's group list,
+//! multicast UDP sent to the group's MAC with the socket's multicast TTL and received
+//! only for joined groups, and the misuse errors.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use impnet_wire::ethernet::{self, EtherType};
+use impnet_wire::igmp::{self, Addresses, QueryV3, RecordType};
+use impnet_wire::ipv4::{self, Protocol};
+
+use crate::testutil::{IP_A, IP_B, MAC_A, MAC_B, Pair, drain};
+use crate::time::Duration;
+use crate::udp::UdpError;
+
+const GROUP: Ipv4Addr = Ipv4Addr::new(239, 1, 2, 3);
+/// Another group with GROUP's MAC (the top bit of the second octet is not mapped).
+const SAME_MAC: Ipv4Addr = Ipv4Addr::new(239, 129, 2, 3);
+const OTHER: Ipv4Addr = Ipv4Addr::new(239, 9, 9, 9);
+
+/// An IGMP message A sent, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sent {
+    V3(Vec<(RecordType, Ipv4Addr)>),
+    V2Report(Ipv4Addr),
+    Leave(Ipv4Addr),
+}
+
+/// The IGMP messages in `frames`, each checked to go to its destination's MAC with TTL
+/// 1, a Router Alert and A's address as source.
+fn igmp_sent(frames: &[Vec<u8>]) -> Vec<Sent> {
+    let mut out = Vec::new();
+    for frame in frames {
+        let eth = ethernet::Frame::new_checked(&frame[..]).unwrap();
+        if eth.ethertype() != EtherType::Ipv4 {
+            continue;
+        }
+        let ip = ipv4::Packet::new_checked(eth.payload()).unwrap();
+        if ip.protocol() != Protocol::Igmp {
+            continue;
+        }
+        assert!(ip.verify_checksum());
+        assert_eq!((ip.ttl(), ip.options()), (1, &igmp::ROUTER_ALERT[..]));
+        assert_eq!(ip.src_addr(), IP_A);
+        assert_eq!(eth.dst_addr().0, igmp::multicast_mac(ip.dst_addr()));
+        let repr = igmp::Repr::parse(&igmp::Packet::new_checked(ip.payload()).unwrap()).unwrap();
+        out.push(match repr {
+            igmp::Repr::ReportV3 { records } => {
+                assert_eq!(ip.dst_addr(), igmp::ALL_V3_ROUTERS);
+                Sent::V3(records.iter().map(|r| (r.record_type, r.group)).collect())
+            }
+            igmp::Repr::ReportV2 { group } => {
+                assert_eq!(ip.dst_addr(), group);
+                Sent::V2Report(group)
+            }
+            igmp::Repr::Leave { group } => {
+                assert_eq!(ip.dst_addr(), igmp::ALL_ROUTERS);
+                Sent::Leave(group)
+            }
+            other => panic!("A sent {other}"),
+        });
+    }
+    out
+}
+
+/// What A sends right now.
+fn now_sent(p: &mut Pair) -> Vec<Sent> {
+    igmp_sent(&drain(&mut p.a, p.now))
+}
+
+/// Run A's timers for `span` in 10 ms steps, collecting its IGMP messages.
+fn collect(p: &mut Pair, span: Duration) -> Vec<Sent> {
+    let mut out = Vec::new();
+    for _ in 0..span.as_millis() / 10 {
+        p.advance(Duration::from_millis(10));
+        out.extend(now_sent(p));
+    }
+    out
+}
+
+/// A query from B (IGMPv3 when `v3`, else v2), to `group` or, general, to 224.0.0.1.
+fn query(code: u8, group: Ipv4Addr, v3: bool) -> Vec<u8> {
+    let repr = igmp::Repr::Query {
+        max_resp_code: code,
+        group,
+        v3: v3.then_some(QueryV3 {
+            suppress: false,
+            robustness: 2,
+            interval_code: 125,
+            sources: Addresses::EMPTY,
+        }),
+    };
+    let dst = if group.is_unspecified() {
+        igmp::ALL_SYSTEMS
+    } else {
+        group
+    };
+    frame_to(dst, Protocol::Igmp, &{
+        let mut bytes = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut igmp::Packet::new_unchecked(&mut bytes[..]));
+        bytes
+    })
+}
+
+/// An Ethernet frame from B to `dst`'s multicast MAC carrying `payload`, TTL 1.
+fn frame_to(dst: Ipv4Addr, protocol: Protocol, payload: &[u8]) -> Vec<u8> {
+    let header = ipv4::Repr {
+        src_addr: IP_B,
+        dst_addr: dst,
+        protocol,
+        payload_len: payload.len(),
+        ttl: 1,
+        ident: 7,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+        dscp: 0,
+        ecn: 0,
+        options: &[],
+    };
+    let mut frame = vec![0u8; ethernet::HEADER_LEN + header.buffer_len()];
+    ethernet::Repr {
+        src: MAC_B,
+        dst: ethernet::Address(igmp::multicast_mac(dst)),
+        ethertype: EtherType::Ipv4,
+        vlan: None,
+    }
+    .emit(&mut ethernet::Frame::new_unchecked(&mut frame[..]));
+    let ip = &mut frame[ethernet::HEADER_LEN..];
+    header.emit(&mut ipv4::Packet::new_unchecked(&mut ip[..]));
+    ip[20..].copy_from_slice(payload);
+    frame
+}
+
+/// A UDP datagram from B's 10.0.0.2:4000 to `group`:5000.
+fn udp_frame(group: Ipv4Addr, data: &[u8]) -> Vec<u8> {
+    let repr = impnet_wire::udp::Repr {
+        src_port: 4000,
+        dst_port: 5000,
+        payload: data,
+    };
+    let mut bytes = vec![0u8; repr.buffer_len()];
+    repr.emit(
+        &mut impnet_wire::udp::Packet::new_unchecked(&mut bytes[..]),
+        &IP_B,
+        &group,
+    );
+    frame_to(group, Protocol::Udp, &bytes)
+}
+
+/// A with a socket on 0.0.0.0:5000 that joined GROUP; the join's reports sent.
+fn joined() -> (Pair, crate::udp::UdpHandle) {
+    let mut p = Pair::new();
+    let socket =
+        p.a.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5000))
+            .unwrap();
+    p.a.udp_join_multicast_v4(p.now, socket, GROUP, Ipv4Addr::UNSPECIFIED)
+        .unwrap();
+    collect(&mut p, Duration::from_secs(2));
+    (p, socket)
+}
+
+#[test]
+fn a_join_is_reported_at_once_and_again_and_a_leave_twice() {
+    let mut p = Pair::new();
+    let socket =
+        p.a.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5000))
+            .unwrap();
+    assert_eq!(p.a.ipv4_multicast_groups(p.a_if), [igmp::ALL_SYSTEMS]);
+    p.a.udp_join_multicast_v4(p.now, socket, GROUP, IP_A)
+        .unwrap();
+    let join = Sent::V3(vec![(RecordType::ChangeToExclude, GROUP)]);
+    // RFC 3376 §5.1: the first report goes at once, the repeat within a second.
+    assert_eq!(now_sent(&mut p), core::slice::from_ref(&join));
+    assert_eq!(collect(&mut p, Duration::from_secs(3)), [join]);
+    assert_eq!(
+        p.a.ipv4_multicast_groups(p.a_if),
+        [igmp::ALL_SYSTEMS, GROUP]
+    );
+    p.a.udp_leave_multicast_v4(p.now, socket, GROUP, IP_A)
+        .unwrap();
+    let leave = Sent::V3(vec![(RecordType::ChangeToInclude, GROUP)]);
+    assert_eq!(now_sent(&mut p), core::slice::from_ref(&leave));
+    assert_eq!(collect(&mut p, Duration::from_secs(3)), [leave]);
+    assert_eq!(p.a.ipv4_multicast_groups(p.a_if), [igmp::ALL_SYSTEMS]);
+    assert_eq!(p.a.stats().igmp.reports_sent, 4);
+}
+
+#[test]
+fn two_sockets_share_a_membership_and_a_close_leaves() {
+    let (mut p, first) = joined();
+    let second = p.a.udp_bind(SocketAddrV4::new(IP_A, 6000)).unwrap();
+    p.a.udp_join_multicast_v4(p.now, second, GROUP, IP_A)
+        .unwrap();
+    assert!(
+        now_sent(&mut p).is_empty(),
+        "the interface was in the group already"
+    );
+    p.a.udp_close(first).unwrap();
+    assert!(collect(&mut p, Duration::from_secs(2)).is_empty());
+    p.a.udp_close(second).unwrap();
+    let leave = Sent::V3(vec![(RecordType::ChangeToInclude, GROUP)]);
+    assert_eq!(
+        collect(&mut p, Duration::from_secs(3)),
+        [leave.clone(), leave]
+    );
+    assert_eq!(p.a.ipv4_multicast_groups(p.a_if), [igmp::ALL_SYSTEMS]);
+}
+
+#[test]
+fn local_control_groups_are_joined_but_never_reported() {
+    let mut p = Pair::new();
+    let socket =
+        p.a.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5353))
+            .unwrap();
+    let mdns = Ipv4Addr::new(224, 0, 0, 251);
+    p.a.udp_join_multicast_v4(p.now, socket, mdns, IP_A)
+        .unwrap();
+    assert!(collect(&mut p, Duration::from_secs(2)).is_empty());
+    assert_eq!(p.a.ipv4_multicast_groups(p.a_if), [igmp::ALL_SYSTEMS, mdns]);
+}
+
+#[test]
+fn general_and_group_queries_are_answered_within_max_resp_time() {
+    let (mut p, _) = joined();
+    let socket =
+        p.a.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5001))
+            .unwrap();
+    p.a.udp_join_multicast_v4(p.now, socket, OTHER, IP_A)
+        .unwrap();
+    collect(&mut p, Duration::from_secs(2));
+    // IGMPv3 General Query, Max Resp Code 10 (1 s): every group, MODE_IS_EXCLUDE.
+    p.a.handle_frame(p.now, p.a_if, &query(10, Ipv4Addr::UNSPECIFIED, true));
+    let all = Sent::V3(vec![
+        (RecordType::ModeIsExclude, GROUP),
+        (RecordType::ModeIsExclude, OTHER),
+    ]);
+    assert_eq!(collect(&mut p, Duration::from_millis(1010)), [all]);
+    // A Group-Specific Query names one group; one for a group not joined draws nothing.
+    p.a.handle_frame(p.now, p.a_if, &query(10, GROUP, true));
+    let one = Sent::V3(vec![(RecordType::ModeIsExclude, GROUP)]);
+    assert_eq!(collect(&mut p, Duration::from_millis(1010)), [one]);
+    p.a.handle_frame(p.now, p.a_if, &query(10, SAME_MAC, true));
+    assert!(collect(&mut p, Duration::from_millis(1010)).is_empty());
+    assert_eq!(p.a.stats().igmp.queries_received, 2);
+    assert_eq!(p.a.stats().igmp.rx_not_member, 1);
+}
+
+#[test]
+fn an_igmpv2_querier_switches_to_v2_reports_and_leaves() {
+    let (mut p, socket) = joined();
+    // RFC 3376 §7.2.1: an older query sets the Older Version Querier Present timer.
+    p.a.handle_frame(p.now, p.a_if, &query(10, Ipv4Addr::UNSPECIFIED, false));
+    assert_eq!(
+        collect(&mut p, Duration::from_millis(1010)),
+        [Sent::V2Report(GROUP)]
+    );
+    let other =
+        p.a.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5001))
+            .unwrap();
+    p.a.udp_join_multicast_v4(p.now, other, OTHER, IP_A)
+        .unwrap();
+    assert_eq!(now_sent(&mut p), [Sent::V2Report(OTHER)]);
+    collect(&mut p, Duration::from_secs(2));
+    p.a.udp_leave_multicast_v4(p.now, socket, GROUP, IP_A)
+        .unwrap();
+    assert_eq!(now_sent(&mut p), [Sent::Leave(GROUP)]);
+    assert_eq!(
+        collect(&mut p, Duration::from_secs(2)),
+        [Sent::Leave(GROUP)]
+    );
+    assert_eq!(p.a.stats().igmp.leaves_sent, 2);
+    // 260 s later with no older query (RFC 3376 §8.12), IGMPv3 again.
+    p.advance(Duration::from_secs(261));
+    p.a.udp_leave_multicast_v4(p.now, other, OTHER, IP_A)
+        .unwrap();
+    let leave = Sent::V3(vec![(RecordType::ChangeToInclude, OTHER)]);
+    assert_eq!(now_sent(&mut p), [leave]);
+}
+
+#[test]
+fn multicast_udp_reaches_only_joined_groups() {
+    let (mut p, socket) = joined();
+    let mut buf = [0u8; 64];
+    p.a.handle_frame(p.now, p.a_if, &udp_frame(GROUP, b"to the group"));
+    let (len, from) = p.a.udp_recv_from(socket, &mut buf).unwrap();
+    assert_eq!(&buf[..len], b"to the group");
+    assert_eq!(from, SocketAddr::V4(SocketAddrV4::new(IP_B, 4000)));
+    // Another group's MAC is dropped at the link; a group sharing GROUP's MAC at IP.
+    p.a.handle_frame(p.now, p.a_if, &udp_frame(OTHER, b"not joined"));
+    p.a.handle_frame(p.now, p.a_if, &udp_frame(SAME_MAC, b"same MAC"));
+    assert_eq!(
+        p.a.udp_recv_from(socket, &mut buf),
+        Err(UdpError::WouldBlock)
+    );
+    assert_eq!(p.a.stats().igmp.rx_multicast_filtered, 1);
+    assert_eq!(p.a.stats().igmp.rx_not_member, 1);
+    // No port unreachable about a multicast datagram to a port nobody holds.
+    p.a.udp_close(socket).unwrap();
+    p.a.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5001))
+        .unwrap();
+    drain(&mut p.a, p.now);
+    p.a.handle_frame(p.now, p.a_if, &udp_frame(igmp::ALL_SYSTEMS, b"all"));
+    assert!(drain(&mut p.a, p.now).is_empty());
+}
+
+#[test]
+fn multicast_udp_goes_to_the_group_mac_with_the_multicast_ttl_and_no_arp() {
+    let (mut p, _) = joined();
+    let b =
+        p.b.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5000))
+            .unwrap();
+    p.b.udp_join_multicast_v4(p.now, b, GROUP, IP_B).unwrap();
+    drain(&mut p.b, p.now);
+    let a = p.a.udp_bind(SocketAddrV4::new(IP_A, 7000)).unwrap();
+    assert_eq!(p.a.udp_multicast_ttl_v4(a), Ok(1));
+    for ttl in [1, 5] {
+        p.a.udp_set_multicast_ttl_v4(a, ttl).unwrap();
+        p.a.udp_send_to(p.now, a, SocketAddrV4::new(GROUP, 5000), b"hello")
+            .unwrap();
+        let frames = drain(&mut p.a, p.now);
+        assert_eq!(frames.len(), 1, "one frame, no ARP request");
+        let eth = ethernet::Frame::new_checked(&frames[0][..]).unwrap();
+        assert_eq!(eth.dst_addr().0, [0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
+        let ip = ipv4::Packet::new_checked(eth.payload()).unwrap();
+        assert_eq!((ip.dst_addr(), ip.ttl()), (GROUP, ttl));
+        p.b.handle_frame(p.now, p.b_if, &frames[0]);
+        let mut buf = [0u8; 16];
+        let (len, from) = p.b.udp_recv_from(b, &mut buf).unwrap();
+        assert_eq!(
+            (&buf[..len], from),
+            (&b"hello"[..], SocketAddr::V4(SocketAddrV4::new(IP_A, 7000)))
+        );
+    }
+    assert_eq!(p.a.stats().igmp.tx_multicast, 2);
+}
+
+#[test]
+fn misuse_is_refused_with_the_reason() {
+    let (mut p, socket) = joined();
+    let (now, any) = (p.now, Ipv4Addr::UNSPECIFIED);
+    assert_eq!(
+        p.a.udp_join_multicast_v4(now, socket, IP_B, any),
+        Err(UdpError::InvalidGroup)
+    );
+    assert_eq!(
+        p.a.udp_join_multicast_v4(now, socket, GROUP, any),
+        Err(UdpError::AddrInUse)
+    );
+    assert_eq!(
+        p.a.udp_join_multicast_v4(now, socket, OTHER, IP_B),
+        Err(UdpError::AddrNotAvailable)
+    );
+    assert_eq!(
+        p.a.udp_leave_multicast_v4(now, socket, OTHER, any),
+        Err(UdpError::AddrNotAvailable)
+    );
+    p.a.udp_close(socket).unwrap();
+    assert_eq!(
+        p.a.udp_join_multicast_v4(now, socket, GROUP, any),
+        Err(UdpError::InvalidHandle)
+    );
+    assert_eq!(
+        p.a.udp_set_multicast_ttl_v4(socket, 3),
+        Err(UdpError::InvalidHandle)
+    );
+    assert_eq!(
+        p.a.udp_leave_multicast_v4(now, socket, GROUP, any),
+        Err(UdpError::InvalidHandle)
+    );
+}
+
+#[test]
+fn malformed_igmp_is_counted_and_dropped() {
+    let (mut p, _) = joined();
+    let mut bad = query(10, Ipv4Addr::UNSPECIFIED, true);
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff; // the IGMP checksum no longer matches
+    p.a.handle_frame(p.now, p.a_if, &bad);
+    p.a.handle_frame(
+        p.now,
+        p.a_if,
+        &frame_to(igmp::ALL_SYSTEMS, Protocol::Igmp, &[0x11, 0, 0]),
+    );
+    assert_eq!(p.a.stats().igmp.rx_malformed, 2);
+    assert!(collect(&mut p, Duration::from_secs(30)).is_empty());
+    let _ = MAC_A;
+}
+
+proptest::proptest! {
+    /// Any IGMP message (checksum right, so the parser's every branch is reached) to a
+    /// group A is in: no panic, and whatever A sends because of it is a valid report.
+    #[test]
+    fn any_igmp_message_is_safe(mut body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+                                to_group in proptest::prelude::any::<bool>()) {
+        let (mut p, _) = joined();
+        if let Ok(mut packet) = igmp::Packet::new_checked(&mut body[..]) {
+            packet.fill_checksum();
+        }
+        let dst = if to_group { GROUP } else { igmp::ALL_SYSTEMS };
+        p.a.handle_frame(p.now, p.a_if, &frame_to(dst, Protocol::Igmp, &body));
+        collect(&mut p, Duration::from_secs(30));
+    }
+}
