@@ -19,6 +19,7 @@ pub mod link;
 pub mod pcap;
 pub mod pipe;
 pub mod rng;
+pub mod segmentation;
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub mod tap;
 #[cfg(all(feature = "tap", target_os = "linux"))]
