@@ -427,4 +427,4 @@ pub fn segment(framing: Framing, frame: &[u8], mtu: usize) -> Option<Vec<Vec<u8>
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -7,18 +7,18 @@ const ECE: u8 = 0x40;
 
 /// One TCP segment to build, with correct lengths and checksums.
 #[derive(Debug, Clone)]
-struct Spec {
-    framing: Framing,
-    v6: bool,
-    seq: u32,
-    flags: u8,
-    options: Vec<u8>,
-    ident: u16,
-    payload: Vec<u8>,
+pub(crate) struct Spec {
+    pub(crate) framing: Framing,
+    pub(crate) v6: bool,
+    pub(crate) seq: u32,
+    pub(crate) flags: u8,
+    pub(crate) options: Vec<u8>,
+    pub(crate) ident: u16,
+    pub(crate) payload: Vec<u8>,
 }
 
 impl Spec {
-    fn new(payload: usize) -> Spec {
+    pub(crate) fn new(payload: usize) -> Spec {
         Spec {
             framing: Framing::Ethernet,
             v6: false,
@@ -33,7 +33,7 @@ impl Spec {
 
 /// The frame for `spec`: checksums by the plain RFC 1071 loop (an oracle apart from
 /// the code under test).
-fn build(spec: &Spec) -> Vec<u8> {
+pub(crate) fn build(spec: &Spec) -> Vec<u8> {
     let mut frame = Vec::new();
     if spec.framing == Framing::Ethernet {
         frame.extend_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2]);
@@ -72,7 +72,7 @@ fn build(spec: &Spec) -> Vec<u8> {
 }
 
 /// A train of segments of `mss` bytes each but the last (`last` bytes), in order.
-fn train(first: &Spec, mss: usize, count: usize, last: usize) -> Vec<Vec<u8>> {
+pub(crate) fn train(first: &Spec, mss: usize, count: usize, last: usize) -> Vec<Vec<u8>> {
     (0..count)
         .map(|n| {
             let len = if n + 1 == count { last } else { mss };
@@ -92,7 +92,7 @@ fn train(first: &Spec, mss: usize, count: usize, last: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn refs(frames: &[Vec<u8>]) -> Vec<&[u8]> {
+pub(crate) fn refs(frames: &[Vec<u8>]) -> Vec<&[u8]> {
     frames.iter().map(Vec::as_slice).collect()
 }
 
