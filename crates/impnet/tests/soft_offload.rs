@@ -56,19 +56,20 @@ impl<D> PollFd for Watch<D> {
     }
 }
 
-fn runtime(end: PipeEnd, last: u8, largest: &Arc<Largest>) -> Runtime {
+fn runtime(end: PipeEnd, framing: Framing, last: u8, largest: &Arc<Largest>) -> Runtime {
     let rt = Runtime::with_secret(StackConfig::default(), Secret::from_bytes([last; 16]))
         .expect("runtime");
-    let device = Offload::new(end, Framing::Ethernet, 1500)
-        .gro(true)
-        .gso(true);
+    let device = Offload::new(end, framing, 1500).gro(true).gso(true);
     let offloads = device.stack_offloads(Offloads::NONE);
     let device = Watch {
         inner: device,
         largest: Arc::clone(largest),
     };
-    let mac = ethernet::Address([0x02, 0, 0, 0, 0, last]);
-    let iface = rt.add_device(device, IfaceConfig::new(mac, 1500).with_offloads(offloads));
+    let iface = match framing {
+        Framing::Ethernet => IfaceConfig::new(ethernet::Address([0x02, 0, 0, 0, 0, last]), 1500),
+        Framing::Ip => IfaceConfig::ip(1500),
+    };
+    let iface = rt.add_device(device, iface.with_offloads(offloads));
     rt.add_address(
         iface,
         Cidr {
@@ -81,10 +82,20 @@ fn runtime(end: PipeEnd, last: u8, largest: &Arc<Largest>) -> Runtime {
 
 #[test]
 fn a_stream_crosses_gro_and_gso_byte_exact() {
-    let (a_end, b_end) = pipe(1514);
+    stream_both_ways(Framing::Ethernet, 1514);
+}
+
+#[test]
+fn a_stream_crosses_gro_and_gso_byte_exact_without_a_link_layer() {
+    stream_both_ways(Framing::Ip, 1500);
+}
+
+/// Two runtimes on a pipe of `mtu`, their frames `framing`: 3 MB one way and back.
+fn stream_both_ways(framing: Framing, mtu: usize) {
+    let (a_end, b_end) = pipe(mtu);
     let (a_seen, b_seen) = (Arc::new(Largest::default()), Arc::new(Largest::default()));
-    let a = runtime(a_end, 1, &a_seen);
-    let b = runtime(b_end, 2, &b_seen);
+    let a = runtime(a_end, framing, 1, &a_seen);
+    let b = runtime(b_end, framing, 2, &b_seen);
     let listener = TcpListener::bind(&b, "192.0.2.2:80").unwrap();
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
     let expected = data.clone();
