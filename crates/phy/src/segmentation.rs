@@ -44,6 +44,13 @@ pub enum Checksums {
     Verify,
     /// The device already verified them (or the link cannot corrupt).
     Trusted,
+    /// Verify only the IPv4 header checksums here and leave the TCP checksums to the
+    /// stack: the merged frame's TCP checksum is made from what each part's header
+    /// claims its payload sums to, so it holds exactly when every part's held (but for
+    /// errors in two parts that cancel, as two in one segment may). The stack's check
+    /// of the merged frame then covers every part, and the payload is summed once
+    /// instead of twice; a bad part costs the whole train, which TCP sends again.
+    Deferred,
 }
 
 const ETH_HEADER_LEN: usize = 14;
@@ -152,9 +159,14 @@ fn pseudo_header(frame: &[u8], segment: &Segment, tcp_len: usize) -> u16 {
     }
 }
 
+/// True when the IPv4 header checksum of `segment` holds (or it is IPv6).
+fn ip_checksum_holds(frame: &[u8], segment: &Segment) -> bool {
+    segment.v6 || checksum::data(&frame[segment.ip..segment.tcp]) == 0xffff
+}
+
 /// True when the IPv4 header checksum (if IPv4) and the TCP checksum of `segment` hold.
 fn checksums_hold(frame: &[u8], segment: &Segment) -> bool {
-    if !segment.v6 && checksum::data(&frame[segment.ip..segment.tcp]) != 0xffff {
+    if !ip_checksum_holds(frame, segment) {
         return false;
     }
     let tcp = &frame[segment.tcp..segment.end];
@@ -258,7 +270,12 @@ pub fn plan(framing: Framing, frames: &[&[u8]], checksums: Checksums) -> Vec<Vec
     let mut singles: Vec<usize> = Vec::new();
     for (index, &frame) in frames.iter().enumerate() {
         let segment = parse(framing, frame).filter(|s| {
-            mergeable(s) && (checksums == Checksums::Trusted || checksums_hold(frame, s))
+            mergeable(s)
+                && match checksums {
+                    Checksums::Verify => checksums_hold(frame, s),
+                    Checksums::Trusted => true,
+                    Checksums::Deferred => ip_checksum_holds(frame, s),
+                }
         });
         let Some(segment) = segment else {
             // A frame of an open train's flow ends that train (order within a flow).
@@ -334,7 +351,8 @@ pub fn merge(framing: Framing, frames: &[&[u8]], run: &[usize], out: &mut [u8]) 
     for &i in run {
         let seg = parse(framing, frames[i])?;
         let payload = &frames[i][seg.payload..seg.end];
-        let sum = checksum::copy_and_sum(&mut out[at..at + payload.len()], payload);
+        out[at..at + payload.len()].copy_from_slice(payload);
+        let sum = claimed_payload_sum(frames[i], &seg);
         let sum = if (at - head.payload) % 2 == 1 {
             checksum::at_odd_offset(sum)
         } else {
@@ -347,6 +365,17 @@ pub fn merge(framing: Framing, frames: &[&[u8]], run: &[usize], out: &mut [u8]) 
     out[head.tcp + 13] = flags;
     finish_headers(out, &head, payload_sum);
     Some(len)
+}
+
+/// What the payload of `segment` sums to if its TCP checksum holds: the checksum
+/// covers the pseudo-header, the TCP header and the payload and sums to 0xffff, so the
+/// payload's share is the complement of the rest. [`merge`] builds the joined checksum
+/// from these: it holds when every part's did (which [`plan`] verified, or the device,
+/// or the stack will see, [`Checksums::Deferred`]), without summing the payload again.
+fn claimed_payload_sum(frame: &[u8], segment: &Segment) -> u16 {
+    let pseudo = pseudo_header(frame, segment, segment.end - segment.tcp);
+    let header = checksum::data(&frame[segment.tcp..segment.payload]);
+    !checksum::combine(&[pseudo, header])
 }
 
 /// Fill the IP length, IPv4 header checksum and TCP checksum of a frame whose headers

@@ -6,9 +6,10 @@
 //!
 //! Rows: `W5-tx` / `W5-rx` (imp with offloads), `W5-tx-plain` / `W5-rx-plain` (imp
 //! without), `W5-tx-soft` / `W5-rx-soft` (imp without the kernel's offloads but with its
-//! own software GRO and GSO, `impnet_phy::Offload`), and the last two again over a TUN
-//! (`-plain-tun`, `-soft-tun`); `tx` is the stack under test sending to the kernel,
-//! `rx` receiving from it.
+//! own software GRO and GSO, `impnet_phy::Offload`; `-soft-deferred` with its GRO
+//! leaving TCP checksums to the stack, `Checksums::Deferred`), and `-plain` and `-soft`
+//! again over a TUN (`-plain-tun`, `-soft-tun`); `tx` is the stack under test sending
+//! to the kernel, `rx` receiving from it.
 //! smoltcp's one figure per direction and the veth figure stand in every row of their
 //! direction, so each row's ratios compare with them. The kernel's side is std::net on
 //! threads that entered the namespace; every stack writes 256 KiB pieces.
@@ -23,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant as StdInstant};
 
 use impnet::core::{IfaceConfig, IfaceId, StackConfig};
-use impnet::phy::{Device, Framing, Offload, Tap, TapConfig, Tun};
+use impnet::phy::{Checksums, Device, Framing, Offload, Tap, TapConfig, Tun};
 use impnet::{PollFd, Runtime};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
@@ -244,27 +245,31 @@ struct Setup {
     tun: bool,
     /// The kernel's virtio-net offloads (TSO, checksums).
     offloads: bool,
-    /// imp's own GRO and GSO (`Offload`).
-    software: bool,
+    /// imp's own GRO and GSO (`Offload`), and how its GRO treats checksums.
+    software: Option<Checksums>,
     /// The namespace's subnet, 10.207.S.0/24.
     subnet: u8,
 }
 
-/// Add `device` to `rt` as `iface` says, behind imp's own GRO and GSO if `software`.
+/// Add `device` to `rt` as `iface` says, behind imp's own GRO and GSO if `software`
+/// says how.
 fn attach<D>(
     rt: &Runtime,
     device: D,
     iface: IfaceConfig,
     framing: Framing,
-    software: bool,
+    software: Option<Checksums>,
 ) -> IfaceId
 where
     D: Device + PollFd + Send + 'static,
 {
-    if !software {
+    let Some(checksums) = software else {
         return rt.add_device(device, iface);
-    }
-    let device = Offload::new(device, framing, iface.mtu).gro(true).gso(true);
+    };
+    let device = Offload::new(device, framing, iface.mtu)
+        .gro(true)
+        .gso(true)
+        .checksums(checksums);
     let offloads = device.stack_offloads(iface.offloads);
     rt.add_device(device, iface.with_offloads(offloads))
 }
@@ -382,14 +387,15 @@ fn veth(total: u64) -> Result<f64, String> {
 
 /// imp's W5 runs, each giving a `-tx` and an `-rx` row: the row name's middle part
 /// and the setup. The TUN runs and the `soft` ones have no kernel offloads, as the
-/// `plain` ones: what differs is imp's own GRO and GSO.
-const IMP_RUNS: [(&str, Setup); 5] = [
+/// `plain` ones: what differs is imp's own GRO and GSO (`soft-deferred`: GRO leaves
+/// the TCP checksums to the stack's check of the merged frame, `Checksums::Deferred`).
+const IMP_RUNS: [(&str, Setup); 6] = [
     (
         "",
         Setup {
             tun: false,
             offloads: true,
-            software: false,
+            software: None,
             subnet: 1,
         },
     ),
@@ -398,7 +404,7 @@ const IMP_RUNS: [(&str, Setup); 5] = [
         Setup {
             tun: false,
             offloads: false,
-            software: false,
+            software: None,
             subnet: 2,
         },
     ),
@@ -407,8 +413,17 @@ const IMP_RUNS: [(&str, Setup); 5] = [
         Setup {
             tun: false,
             offloads: false,
-            software: true,
+            software: Some(Checksums::Verify),
             subnet: 4,
+        },
+    ),
+    (
+        "-soft-deferred",
+        Setup {
+            tun: false,
+            offloads: false,
+            software: Some(Checksums::Deferred),
+            subnet: 7,
         },
     ),
     (
@@ -416,7 +431,7 @@ const IMP_RUNS: [(&str, Setup); 5] = [
         Setup {
             tun: true,
             offloads: false,
-            software: false,
+            software: None,
             subnet: 5,
         },
     ),
@@ -425,7 +440,7 @@ const IMP_RUNS: [(&str, Setup); 5] = [
         Setup {
             tun: true,
             offloads: false,
-            software: true,
+            software: Some(Checksums::Verify),
             subnet: 6,
         },
     ),

@@ -163,6 +163,29 @@ fn what_breaks_a_train_is_not_merged() {
 }
 
 #[test]
+fn deferred_checksums_hold_in_the_merged_frame_only_if_every_part_held() {
+    let mut frames = train(&Spec::new(0), 1001, 4, 77);
+    let merged = coalesce(Framing::Ethernet, &refs(&frames), Checksums::Deferred);
+    assert_eq!(merged.len(), 1);
+    assert!(valid(Framing::Ethernet, &merged[0]));
+    let verified = coalesce(Framing::Ethernet, &refs(&frames), Checksums::Verify);
+    assert_eq!(merged, verified);
+    for (frame, at) in [(1, 54 + 500), (3, 54 + 76), (2, 54 - 20 + 4)] {
+        let mut damaged = frames.clone();
+        damaged[frame][at] ^= 0x10;
+        let merged = coalesce(Framing::Ethernet, &refs(&damaged), Checksums::Deferred);
+        assert!(
+            merged.iter().any(|f| !valid(Framing::Ethernet, f)),
+            "damage in frame {frame} at {at} passed"
+        );
+    }
+    // A bad IPv4 header checksum keeps the part out (its header is not in the merge).
+    frames[2][14 + 10] ^= 1;
+    let merged = coalesce(Framing::Ethernet, &refs(&frames), Checksums::Deferred);
+    assert_eq!(merged.len(), 3);
+}
+
+#[test]
 fn push_ends_a_train_and_a_short_segment_too() {
     let mut spec = Spec::new(0);
     spec.flags |= PSH;
@@ -364,7 +387,7 @@ proptest! {
             let at = at % frame.len();
             frame[at] = value;
         }
-        for checksums in [Checksums::Trusted, Checksums::Verify] {
+        for checksums in [Checksums::Trusted, Checksums::Verify, Checksums::Deferred] {
             let out = coalesce(first.framing, &refs(&frames), checksums);
             prop_assert!(!out.is_empty() && out.len() <= frames.len());
             for frame in &out {
