@@ -1,5 +1,5 @@
 //! The options every device command shares (`--tap` or `--tun`, `--addr`, `--gateway`,
-//! `--impair`, `--no-offloads`) and the imp runtime they describe.
+//! `--impair`, `--no-offloads`, `--gro`, `--gso`) and the imp runtime they describe.
 
 use std::collections::hash_map::RandomState;
 use std::fmt;
@@ -7,9 +7,12 @@ use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use clap::Args;
+use impnet::PollFd;
 use impnet::Runtime;
 use impnet::core::{AddrState, IfaceConfig, IfaceId, StackConfig};
-use impnet::phy::{Device, Impair, LinkConfig, LinkModel, Tap, TapConfig, Tun};
+use impnet::phy::{
+    Checksums, Device, Framing, Impair, LinkConfig, LinkModel, Offload, Tap, TapConfig, Tun,
+};
 use impnet::wire::ethernet;
 use impnet::wire::ipv4::Cidr;
 use impnet::wire::ipv6::Cidr as Cidr6;
@@ -47,6 +50,16 @@ pub struct TapArgs {
     /// Open the TAP without the virtio-net header (no checksum offload or large segments).
     #[arg(long)]
     pub no_offloads: bool,
+    /// imp's own generic receive offload: consecutive in-order TCP segments of a flow
+    /// are joined into one large segment before the stack takes them. For a device
+    /// without the kernel's offloads (--no-offloads, --impair, or refused).
+    #[arg(long)]
+    pub gro: bool,
+    /// imp's own generic segmentation offload: the stack builds TCP segments up to
+    /// 64 KiB and imp cuts them at the MTU before writing them to the device. For a
+    /// device without the kernel's offloads (--no-offloads, --impair, or refused).
+    #[arg(long)]
+    pub gso: bool,
     /// Get imp's IPv4 address, default route and DNS servers from a DHCP server on the
     /// TAP's network (RFC 2131) instead of an IPv4 --addr (IPv6 ones may be given
     /// too). imp keeps the lease: it renews and rebinds it, and drops the address if
@@ -245,6 +258,8 @@ pub struct TapStack {
     pub kind: &'static str,
     /// Whether the TAP runs with offloads.
     pub offloads: bool,
+    /// imp's own GRO and GSO (`--gro`, `--gso`).
+    pub software: (bool, bool),
 }
 
 impl TapStack {
@@ -292,6 +307,16 @@ impl TapStack {
             self.name,
             if self.offloads { "on" } else { "off" }
         );
+        match self.software {
+            (false, false) => {}
+            (gro, gso) => {
+                let on: Vec<&str> = [(gro, "GRO"), (gso, "GSO")]
+                    .iter()
+                    .filter_map(|&(on, name)| on.then_some(name))
+                    .collect();
+                text.push_str(&format!(", software {}", on.join(" and ")));
+            }
+        }
         if let Some(config) = impairment {
             text.push_str(", impaired both ways: ");
             text.push_str(&impair::describe(config));
@@ -412,6 +437,12 @@ impl TapArgs {
         if self.no_offloads {
             given.push("--no-offloads");
         }
+        if self.gro {
+            given.push("--gro");
+        }
+        if self.gso {
+            given.push("--gso");
+        }
         if self.dhcp {
             given.push("--dhcp");
         }
@@ -461,15 +492,15 @@ impl TapArgs {
             let tun =
                 Tun::open_with(&config).map_err(|e| format!("cannot open TUN {name}: {e}"))?;
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
-            let iface_config = IfaceConfig::ip(tun.ip_mtu());
+            let iface_config = IfaceConfig::ip(tun.ip_mtu()).with_offloads(tun.stack_offloads());
             let iface = match self.impaired(&tun)? {
                 Some(mut model) => {
                     // The TUN carries bare IP packets.
                     model.tx = model.tx.ip_level();
                     model.rx = model.rx.ip_level();
-                    rt.add_device(model.wrap(tun), iface_config)
+                    self.add(&rt, model.wrap(tun), iface_config, Framing::Ip)
                 }
-                None => rt.add_tun(tun),
+                None => self.add(&rt, tun, iface_config, Framing::Ip),
             };
             (iface, name, offloads, "TUN")
         } else {
@@ -479,9 +510,12 @@ impl TapArgs {
             let mac = mac_for_addrs(addrs, &name);
             let iface_config = IfaceConfig::new(mac, tap.ip_mtu());
             let iface = match self.impaired(&tap)? {
-                Some(model) => rt.add_device(model.wrap(tap), iface_config),
+                Some(model) => self.add(&rt, model.wrap(tap), iface_config, Framing::Ethernet),
                 // With offloads: large segments and checksums left to the kernel.
-                None => rt.add_tap(tap, iface_config.mac),
+                None => {
+                    let iface_config = iface_config.with_offloads(tap.stack_offloads());
+                    self.add(&rt, tap, iface_config, Framing::Ethernet)
+                }
             };
             (iface, name, offloads, "TAP")
         };
@@ -498,7 +532,30 @@ impl TapArgs {
             name,
             kind,
             offloads,
+            software: (self.gro, self.gso),
         })
+    }
+
+    /// Add `device` to the runtime as `iface` says, behind imp's own GRO and GSO when
+    /// `--gro` or `--gso` asked for them (received checksums verified before merging
+    /// unless the device vouched for them).
+    fn add<D>(&self, rt: &Runtime, device: D, iface: IfaceConfig, framing: Framing) -> IfaceId
+    where
+        D: Device + PollFd + Send + 'static,
+    {
+        if !self.gro && !self.gso {
+            return rt.add_device(device, iface);
+        }
+        let checksums = match iface.offloads.rx_checksum {
+            true => Checksums::Trusted,
+            false => Checksums::Verify,
+        };
+        let device = Offload::new(device, framing, iface.mtu)
+            .gro(self.gro)
+            .gso(self.gso)
+            .checksums(checksums);
+        let offloads = device.stack_offloads(iface.offloads);
+        rt.add_device(device, iface.with_offloads(offloads))
     }
 
     /// Give `iface` IPv6 (always), the addresses and the gateways.
@@ -699,6 +756,8 @@ mod tests {
             gateway: gateways.iter().map(|g| g.parse().unwrap()).collect(),
             impair: None,
             no_offloads: false,
+            gro: false,
+            gso: false,
             dhcp: false,
             dns: Vec::new(),
         };

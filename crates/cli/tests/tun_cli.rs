@@ -1,10 +1,10 @@
 //! The `imp` binary over a Linux TUN device (`--tun`: bare IP packets, no Ethernet, no
 //! ARP) against the kernel, in network namespaces the tests create and remove: Linux
-//! pings imp, curl downloads from `imp serve` byte-exact (with the TUN's offloads and
-//! without), imp pings Linux, and `imp ttcp` exchanges data with `nc`. Needs root; each
-//! test skips, saying why, without it or without a tool it uses (fails instead under
-//! `IMP_REQUIRE_ROOT`). Run under `flock /tmp/imp-netns.lock` beside other namespace
-//! tests.
+//! pings imp, curl downloads from `imp serve` byte-exact (with the TUN's offloads,
+//! without, and without but with imp's own GRO and GSO), imp pings Linux, and `imp
+//! ttcp` exchanges data with `nc`. Needs root; each test skips, saying why, without it
+//! or without a tool it uses (fails instead under `IMP_REQUIRE_ROOT`). Run under
+//! `flock /tmp/imp-netns.lock` beside other namespace tests.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/mod.rs"]
@@ -218,6 +218,17 @@ fn linux_pings_and_curls_imp_over_tun() {
 #[test]
 fn linux_pings_and_curls_imp_over_tun_without_offloads() {
     ping_and_curl(2, &["--no-offloads"], "offloads off");
+}
+
+/// imp's own GRO and GSO where the kernel's offloads are off: the download still
+/// arrives byte-exact.
+#[test]
+fn linux_pings_and_curls_imp_over_tun_with_software_gro_and_gso() {
+    ping_and_curl(
+        4,
+        &["--no-offloads", "--gro", "--gso"],
+        "offloads off, software GRO and GSO",
+    );
 }
 
 #[test]

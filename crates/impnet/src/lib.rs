@@ -138,6 +138,12 @@ impl<D: impnet_phy::Device + PollFd> PollFd for impnet_phy::Impair<D> {
     }
 }
 
+impl<D: impnet_phy::Device + PollFd> PollFd for impnet_phy::Offload<D> {
+    fn poll_fd(&self) -> Option<RawFd> {
+        self.inner().poll_fd()
+    }
+}
+
 impl<D: impnet_phy::Device + PollFd, W: std::io::Write> PollFd for impnet_phy::Pcap<D, W> {
     fn poll_fd(&self) -> Option<RawFd> {
         self.inner().poll_fd()

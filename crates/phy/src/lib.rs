@@ -5,6 +5,8 @@
 //!   duplication, corruption) as pure code over a time parameter and a seeded [`Rng`],
 //!   shared with the simulator.
 //! - [`Impair`]: applies link models to the frames of any device, in real time.
+//! - [`Offload`]: software GRO and GSO over any device ([`segmentation`] holds the
+//!   pure functions: [`segmentation::coalesce`], [`segmentation::segment`]).
 //! - [`Pcap`]: records every frame a device passes to a pcap file ([`PcapWriter`]).
 //! - [`Tap`] (feature `tap`, on by default; Linux): a TAP device, with optional
 //!   virtio-net offloads. The only `unsafe` of the crate lives there.
@@ -16,9 +18,11 @@
 pub mod device;
 pub mod impair;
 pub mod link;
+pub mod offload;
 pub mod pcap;
 pub mod pipe;
 pub mod rng;
+pub mod segmentation;
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub mod tap;
 #[cfg(all(feature = "tap", target_os = "linux"))]
@@ -30,9 +34,11 @@ mod testutil;
 pub use device::{Device, DeviceError};
 pub use impair::Impair;
 pub use link::{DropReason, LinkConfig, LinkConfigError, LinkModel, LinkStats, Submit};
+pub use offload::{Offload, OffloadStats};
 pub use pcap::{Pcap, PcapReader, PcapWriter};
 pub use pipe::{PipeEnd, PipeStats, pipe, pipe_with_capacity};
 pub use rng::Rng;
+pub use segmentation::{Checksums, Framing};
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub use tap::{Tap, TapConfig, TapError, TapStats};
 #[cfg(all(feature = "tap", target_os = "linux"))]

@@ -5,7 +5,11 @@
 //! Linux -> Linux over a veth pair between two namespaces as the reference.
 //!
 //! Rows: `W5-tx` / `W5-rx` (imp with offloads), `W5-tx-plain` / `W5-rx-plain` (imp
-//! without); `tx` is the stack under test sending to the kernel, `rx` receiving from it.
+//! without), `W5-tx-soft` / `W5-rx-soft` (imp without the kernel's offloads but with its
+//! own software GRO and GSO, `impnet_phy::Offload`; `-soft-deferred` with its GRO
+//! leaving TCP checksums to the stack, `Checksums::Deferred`), and `-plain` and `-soft`
+//! again over a TUN (`-plain-tun`, `-soft-tun`); `tx` is the stack under test sending
+//! to the kernel, `rx` receiving from it.
 //! smoltcp's one figure per direction and the veth figure stand in every row of their
 //! direction, so each row's ratios compare with them. The kernel's side is std::net on
 //! threads that entered the namespace; every stack writes 256 KiB pieces.
@@ -19,9 +23,9 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as StdInstant};
 
-use impnet::Runtime;
-use impnet::core::StackConfig;
-use impnet::phy::{Tap, TapConfig};
+use impnet::core::{IfaceConfig, IfaceId, StackConfig};
+use impnet::phy::{Checksums, Device, Framing, Offload, Tap, TapConfig, Tun};
+use impnet::{PollFd, Runtime};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
 
@@ -219,24 +223,96 @@ fn tap_net(subnet: u8, config: TapConfig) -> Result<(TapNet, Tap), String> {
     Ok((TapNet { ns, kernel, local }, tap))
 }
 
-/// W5 on imp: (tx, rx) in Gbit/s over a TAP with or without offloads.
-fn imp_tap(offloads: bool, total: u64) -> Result<(f64, f64), String> {
+/// A namespace whose TUN `imp0` has the kernel's address 10.207.S.1/24, up; the TUN
+/// is returned for the stack under test, which takes 10.207.S.2.
+fn tun_net(subnet: u8, config: TapConfig) -> Result<(TapNet, Tun), String> {
+    let ns = Netns::new()?;
+    let tun = ns.enter(move || Tun::open_with(&config).map_err(|e| e.to_string()))?;
+    let kernel = Ipv4Addr::new(10, 207, subnet, 1);
+    ns.ip(&["addr", "add", &format!("{kernel}/24"), "dev", tun.name()])?;
+    ns.ip(&["link", "set", tun.name(), "up"])?;
+    // The kernel drops what it sends on a TUN until its link watcher has seen the
+    // carrier come on (see `Tun`): let it.
+    std::thread::sleep(Duration::from_millis(50));
+    let local = Ipv4Addr::new(10, 207, subnet, 2);
+    Ok((TapNet { ns, kernel, local }, tun))
+}
+
+/// How imp meets the kernel in one W5 run.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    /// A TUN (bare IP packets) instead of a TAP.
+    tun: bool,
+    /// The kernel's virtio-net offloads (TSO, checksums).
+    offloads: bool,
+    /// imp's own GRO and GSO (`Offload`), and how its GRO treats checksums.
+    software: Option<Checksums>,
+    /// The namespace's subnet, 10.207.S.0/24.
+    subnet: u8,
+}
+
+/// Add `device` to `rt` as `iface` says, behind imp's own GRO and GSO if `software`
+/// says how.
+fn attach<D>(
+    rt: &Runtime,
+    device: D,
+    iface: IfaceConfig,
+    framing: Framing,
+    software: Option<Checksums>,
+) -> IfaceId
+where
+    D: Device + PollFd + Send + 'static,
+{
+    let Some(checksums) = software else {
+        return rt.add_device(device, iface);
+    };
+    let device = Offload::new(device, framing, iface.mtu)
+        .gro(true)
+        .gso(true)
+        .checksums(checksums);
+    let offloads = device.stack_offloads(iface.offloads);
+    rt.add_device(device, iface.with_offloads(offloads))
+}
+
+/// W5 on imp: (tx, rx) in Gbit/s over a TAP or TUN as `setup` says.
+fn imp_run(setup: Setup, total: u64) -> Result<(f64, f64), String> {
     let config = TapConfig::new("imp0")
-        .offloads(offloads)
+        .offloads(setup.offloads)
         .partial_checksums(true);
-    let (net, tap) = tap_net(if offloads { 1 } else { 2 }, config)?;
-    if offloads && !tap.offloads() {
+    let rt = Runtime::new(StackConfig::default()).map_err(|e| e.to_string())?;
+    let (net, iface, offloads) = if setup.tun {
+        let (net, tun) = tun_net(setup.subnet, config)?;
+        let offloads = tun.offloads();
+        let iface = IfaceConfig::ip(tun.ip_mtu()).with_offloads(tun.stack_offloads());
+        (
+            net,
+            attach(&rt, tun, iface, Framing::Ip, setup.software),
+            offloads,
+        )
+    } else {
+        let (net, tap) = tap_net(setup.subnet, config)?;
+        let offloads = tap.offloads();
+        let mac = ethernet::Address([0x02, 0x69, 0x6d, 0x70, 0x00, 0x05]);
+        let iface = IfaceConfig::new(mac, tap.ip_mtu()).with_offloads(tap.stack_offloads());
+        (
+            net,
+            attach(&rt, tap, iface, Framing::Ethernet, setup.software),
+            offloads,
+        )
+    };
+    if setup.offloads && !offloads {
         return Err("the kernel refused the TAP offloads".into());
     }
-    let rt = Runtime::new(StackConfig::default()).map_err(|e| e.to_string())?;
-    let mac = ethernet::Address([0x02, 0x69, 0x6d, 0x70, 0x00, 0x05]);
-    let iface = rt.add_tap(tap, mac);
     rt.add_address(iface, Cidr::new(net.local, 24).map_err(|e| e.to_string())?);
+    transfer(&rt, &net, total)
+}
+
+/// imp -> Linux, then Linux -> imp, `total` bytes each: (tx, rx) in Gbit/s.
+fn transfer(rt: &Runtime, net: &TapNet, total: u64) -> Result<(f64, f64), String> {
     let remote = SocketAddrV4::new(net.kernel, PORT);
     // imp -> Linux.
     let server = kernel_server(&net.ns, remote, Role::Sink, total)?;
-    let mut stream =
-        impnet::TcpStream::connect(&rt, remote).map_err(|e| format!("connect: {e}"))?;
+    let mut stream = impnet::TcpStream::connect(rt, remote).map_err(|e| format!("connect: {e}"))?;
     stream.set_write_timeout(Some(STALL)).ok();
     let chunk = pattern(PIECE);
     let start = StdInstant::now();
@@ -260,8 +336,7 @@ fn imp_tap(offloads: bool, total: u64) -> Result<(f64, f64), String> {
     // Linux -> imp.
     let remote = SocketAddrV4::new(net.kernel, PORT + 1);
     let server = kernel_server(&net.ns, remote, Role::Source, total)?;
-    let mut stream =
-        impnet::TcpStream::connect(&rt, remote).map_err(|e| format!("connect: {e}"))?;
+    let mut stream = impnet::TcpStream::connect(rt, remote).map_err(|e| format!("connect: {e}"))?;
     stream.set_read_timeout(Some(STALL)).ok();
     let start = StdInstant::now();
     let got = sink(&mut stream)?;
@@ -310,25 +385,89 @@ fn veth(total: u64) -> Result<f64, String> {
     Ok(gbits(got, secs))
 }
 
+/// imp's W5 runs, each giving a `-tx` and an `-rx` row: the row name's middle part
+/// and the setup. The TUN runs and the `soft` ones have no kernel offloads, as the
+/// `plain` ones: what differs is imp's own GRO and GSO (`soft-deferred`: GRO leaves
+/// the TCP checksums to the stack's check of the merged frame, `Checksums::Deferred`).
+const IMP_RUNS: [(&str, Setup); 6] = [
+    (
+        "",
+        Setup {
+            tun: false,
+            offloads: true,
+            software: None,
+            subnet: 1,
+        },
+    ),
+    (
+        "-plain",
+        Setup {
+            tun: false,
+            offloads: false,
+            software: None,
+            subnet: 2,
+        },
+    ),
+    (
+        "-soft",
+        Setup {
+            tun: false,
+            offloads: false,
+            software: Some(Checksums::Verify),
+            subnet: 4,
+        },
+    ),
+    (
+        "-soft-deferred",
+        Setup {
+            tun: false,
+            offloads: false,
+            software: Some(Checksums::Deferred),
+            subnet: 7,
+        },
+    ),
+    (
+        "-plain-tun",
+        Setup {
+            tun: true,
+            offloads: false,
+            software: None,
+            subnet: 5,
+        },
+    ),
+    (
+        "-soft-tun",
+        Setup {
+            tun: true,
+            offloads: false,
+            software: Some(Checksums::Verify),
+            subnet: 6,
+        },
+    ),
+];
+
+/// Every W5 row with `tx` or `rx`, for the stacks that stand in all rows.
 fn rows(tx: f64, rx: f64) -> Vec<Sample> {
-    vec![
-        Sample::new("W5-tx", "Gbit/s", tx),
-        Sample::new("W5-rx", "Gbit/s", rx),
-        Sample::new("W5-tx-plain", "Gbit/s", tx),
-        Sample::new("W5-rx-plain", "Gbit/s", rx),
-    ]
+    IMP_RUNS
+        .iter()
+        .flat_map(|(suffix, _)| {
+            [
+                Sample::new(format!("W5-tx{suffix}"), "Gbit/s", tx),
+                Sample::new(format!("W5-rx{suffix}"), "Gbit/s", rx),
+            ]
+        })
+        .collect()
 }
 
-/// W5 on imp: the four rows.
+/// W5 on imp: two rows per run of [`IMP_RUNS`].
 pub(crate) fn imp(total: u64) -> Result<Vec<Sample>, String> {
-    let (tx, rx) = imp_tap(true, total)?;
-    let (tx_plain, rx_plain) = imp_tap(false, total)?;
-    Ok(vec![
-        Sample::new("W5-tx", "Gbit/s", tx),
-        Sample::new("W5-rx", "Gbit/s", rx),
-        Sample::new("W5-tx-plain", "Gbit/s", tx_plain),
-        Sample::new("W5-rx-plain", "Gbit/s", rx_plain),
-    ])
+    let mut samples = Vec::new();
+    for (suffix, setup) in IMP_RUNS {
+        let (tx, rx) = imp_run(setup, total)?;
+        samples.push(Sample::new(format!("W5-tx{suffix}"), "Gbit/s", tx));
+        samples.push(Sample::new(format!("W5-rx{suffix}"), "Gbit/s", rx));
+    }
+    Ok(samples)
 }
 
 /// W5 on Linux: the veth figure in every row (the kernel's path is the same both ways).
@@ -350,7 +489,6 @@ pub(crate) fn smoltcp(total: u64) -> Result<Vec<Sample>, String> {
 mod smol_tap {
     use super::*;
 
-    use impnet::phy::Device as _;
     use smoltcp::iface::{Config, Interface, SocketSet};
     use smoltcp::phy::{self, DeviceCapabilities, Medium};
     use smoltcp::socket::tcp;
