@@ -1,0 +1,394 @@
+//! W10: tun2socks. `imp proxy` next to xjasonlyu/tun2socks (Go, on gVisor's netstack)
+//! on the same TUN setup, one proxy after the other and interleaved over the
+//! repetitions. Three namespaces the bench creates and deletes for every run, as in
+//! `tests/proxy_tun.rs`: C, the client, whose default route is a TUN (MTU 1500); P,
+//! where the proxy runs (the TUN is created in P, the proxy attaches to it, then it
+//! moves to C); S, nginx (one worker, sendfile) over a veth from P. Only when named
+//! (`--only W10`), as root, with curl, wrk and nginx; tun2socks from `$TUN2SOCKS_BIN`
+//! (without it only imp's column is filled, and the bench says why).
+//!
+//! Rows: `W10-bulk` (curl in C downloads one sparse file of [`super::Sizes`]'
+//! `proxy_bulk` bytes from S, Gbit/s of payload over curl's total time), `W10-conn`
+//! (wrk, one thread, 50 connections at a time, `Connection: close`, a 1 KiB file:
+//! connections/s) and `W10-conn-err` (wrk's socket errors and non-2xx answers). Both
+//! proxies see the same plain TUN: tun2socks opens it without the virtio-net header
+//! (no offloads), so imp runs with `--no-offloads` in these rows. imp's default, with
+//! the TUN's checksum and TSO offloads, is in `W10-bulk-tso` / `W10-conn-tso`, beside
+//! tun2socks' plain figures. Every other option is each proxy's default (tun2socks
+//! `--proxy direct://`, its MTU the device's, its TCP buffers gVisor's defaults; imp's
+//! `--rate` 2000 connections/s per client, which W10-conn stays under).
+
+use std::io::{BufRead, BufReader};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant as StdInstant};
+
+use super::w5::Netns;
+use super::w6::{Server, installed, ns_command, parse_wrk};
+use super::{Row, median};
+
+/// S's address on the veth; P's is .1; C's on the TUN is 10.217.0.1, imp's .2.
+const SERVER: &str = "10.217.1.2";
+
+/// The proxies under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Proxy {
+    /// `imp proxy --no-offloads`: the same plain TUN as tun2socks.
+    Imp,
+    /// `imp proxy` with its default offloads.
+    ImpTso,
+    Tun2socks,
+}
+
+/// Why W10 cannot run here at all, if it cannot.
+pub(crate) fn unavailable() -> Option<String> {
+    if let Some(reason) = super::w5::unavailable() {
+        return Some(reason);
+    }
+    let missing: Vec<&str> = ["curl", "wrk", "nginx"]
+        .into_iter()
+        .filter(|tool| !installed(tool))
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "{} not installed (apt-get install -y curl wrk nginx-light)",
+            missing.join(", ")
+        ));
+    }
+    super::w6::imp_binary().err()
+}
+
+/// The tun2socks binary: `$TUN2SOCKS_BIN`, which must exist.
+pub(crate) fn tun2socks_binary() -> Result<PathBuf, String> {
+    let Some(path) = std::env::var_os("TUN2SOCKS_BIN") else {
+        return Err(
+            "TUN2SOCKS_BIN is not set (build xjasonlyu/tun2socks with `go build` \
+                    and set TUN2SOCKS_BIN to the binary)"
+                .into(),
+        );
+    };
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(format!(
+            "TUN2SOCKS_BIN={}: no such file",
+            path.to_string_lossy()
+        ));
+    }
+    Ok(path)
+}
+
+/// Run W10 `repeats` times, the proxies' order rotated each time: the rows of medians,
+/// empty when W10 cannot run (the reason printed).
+pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<Row> {
+    if let Some(reason) = unavailable() {
+        eprintln!("imp bench: W10 skipped: {reason}");
+        return Vec::new();
+    }
+    let mut proxies = vec![Proxy::Imp, Proxy::ImpTso];
+    match tun2socks_binary() {
+        Ok(_) => proxies.push(Proxy::Tun2socks),
+        Err(reason) => eprintln!("imp bench: W10's tun2socks column skipped: {reason}"),
+    }
+    let _lock = match NetnsLock::take() {
+        Ok(lock) => lock,
+        Err(e) => {
+            eprintln!("imp bench: W10 skipped: {e}");
+            return Vec::new();
+        }
+    };
+    // Per proxy: bulk Gbit/s, conn/s, errors.
+    let mut samples: Vec<[Vec<f64>; 3]> = vec![Default::default(); 3];
+    let started = StdInstant::now();
+    for repeat in 0..repeats {
+        for k in 0..proxies.len() {
+            let proxy = proxies[(k + repeat) % proxies.len()];
+            match once(proxy, bulk, secs) {
+                Ok((gbits, rate, errors)) => {
+                    let slot = &mut samples[proxy as usize];
+                    slot[0].push(gbits);
+                    slot[1].push(rate);
+                    slot[2].push(errors);
+                }
+                Err(e) => eprintln!("imp bench: W10 on {proxy:?}: {e}"),
+            }
+        }
+        if progress {
+            eprintln!(
+                "imp bench: W10 repetition {}/{repeats} done ({:.1} s)",
+                repeat + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    rows(&mut samples)
+}
+
+/// The rows from every proxy's samples.
+fn rows(samples: &mut [[Vec<f64>; 3]]) -> Vec<Row> {
+    let mut med = |p: Proxy, i: usize| median(&mut samples[p as usize][i]);
+    let t2s = [med(Proxy::Tun2socks, 0), med(Proxy::Tun2socks, 1)];
+    let t2s_err = med(Proxy::Tun2socks, 2);
+    let cells = [
+        ("W10-bulk", "Gbit/s", med(Proxy::Imp, 0), t2s[0]),
+        ("W10-conn", "conn/s", med(Proxy::Imp, 1), t2s[1]),
+        ("W10-conn-err", "errors", med(Proxy::Imp, 2), t2s_err),
+        ("W10-bulk-tso", "Gbit/s", med(Proxy::ImpTso, 0), t2s[0]),
+        ("W10-conn-tso", "conn/s", med(Proxy::ImpTso, 1), t2s[1]),
+        ("W10-conn-tso-err", "errors", med(Proxy::ImpTso, 2), t2s_err),
+    ];
+    cells
+        .into_iter()
+        .map(|(workload, unit, imp, tun2socks)| Row {
+            workload: workload.into(),
+            unit,
+            imp,
+            smoltcp: None,
+            linux: None,
+            tun2socks,
+        })
+        .collect()
+}
+
+/// The W10 table: imp, tun2socks and their ratio.
+pub(crate) fn print(rows: &[Row], repeats: usize, bulk: u64) {
+    println!(
+        "W10: imp proxy and tun2socks on the same TUN (MTU 1500), medians of {repeats} \
+         run(s); bulk {} MiB; conn = wrk -c 50, Connection: close, 1 KiB",
+        bulk >> 20
+    );
+    println!(
+        "W10 rows: imp --no-offloads (as tun2socks: no TUN offloads); -tso rows: imp's default offloads"
+    );
+    println!(
+        "{:<18} {:<8} {:>10} {:>10} {:>14}",
+        "workload", "unit", "imp", "tun2socks", "imp/tun2socks"
+    );
+    let cell = |v: Option<f64>| match v {
+        None => "-".to_string(),
+        Some(v) if v.abs() >= 10.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.3}"),
+    };
+    for r in rows {
+        let ratio = match (r.imp, r.tun2socks) {
+            (Some(a), Some(b)) if b != 0.0 && !r.workload.ends_with("-err") => {
+                format!("{:.2}x", a / b)
+            }
+            _ => "-".to_string(),
+        };
+        println!(
+            "{:<18} {:<8} {:>10} {:>10} {:>14}",
+            r.workload,
+            r.unit,
+            cell(r.imp),
+            cell(r.tun2socks),
+            ratio
+        );
+    }
+}
+
+/// `/tmp/imp-netns.lock`, held (flock) while W10's namespaces exist.
+struct NetnsLock(#[allow(dead_code)] std::fs::File);
+
+impl NetnsLock {
+    fn take() -> Result<NetnsLock, String> {
+        let path = "/tmp/imp-netns.lock";
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("{path}: {e}"))?;
+        // SAFETY: flock on a descriptor this File owns; no memory arguments.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(format!("flock {path}: {}", std::io::Error::last_os_error()));
+        }
+        Ok(NetnsLock(file))
+    }
+}
+
+/// The served files (`big.bin`, sparse, and `1k.bin`) and nginx's, removed on drop.
+struct Site(PathBuf);
+
+impl Site {
+    fn new(bulk: u64) -> Result<Site, String> {
+        let dir = std::env::temp_dir().join(format!("imp-bench-w10-{}", std::process::id()));
+        let www = dir.join("www");
+        std::fs::create_dir_all(&www).map_err(|e| format!("{}: {e}", www.display()))?;
+        let big = std::fs::File::create(www.join("big.bin"))
+            .and_then(|f| f.set_len(bulk))
+            .map_err(|e| format!("{}: {e}", www.display()));
+        let small = std::fs::write(www.join("1k.bin"), super::pattern(1024))
+            .map_err(|e| format!("{}: {e}", www.display()));
+        let site = Site(dir);
+        big.and(small)?;
+        Ok(site)
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One run of one proxy in fresh namespaces: (bulk Gbit/s, connections/s, errors).
+fn once(proxy: Proxy, bulk: u64, secs: u32) -> Result<(f64, f64, f64), String> {
+    let site = Site::new(bulk)?;
+    let (client, middle, server) = (Netns::new()?, Netns::new()?, Netns::new()?);
+    middle.ip(&[
+        "link",
+        "add",
+        "vp",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "vs",
+        "netns",
+        &server.name,
+    ])?;
+    middle.ip(&["addr", "add", "10.217.1.1/24", "dev", "vp"])?;
+    middle.ip(&["link", "set", "vp", "up"])?;
+    server.ip(&["addr", "add", &format!("{SERVER}/24"), "dev", "vs"])?;
+    server.ip(&["link", "set", "vs", "up"])?;
+    let _nginx = start_nginx(&server, &site.0)?;
+    middle.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun"])?;
+    // Up in P too, so that its carrier shows when the proxy attaches.
+    middle.ip(&["link", "set", "pt0", "up"])?;
+    let _proxy = start_proxy(proxy, &middle)?;
+    middle.ip(&["link", "set", "pt0", "netns", &client.name])?;
+    client.ip(&["addr", "add", "10.217.0.1/24", "dev", "pt0"])?;
+    client.ip(&["link", "set", "pt0", "up"])?;
+    client.ip(&["route", "add", "default", "dev", "pt0"])?;
+    wait_through(&client)?;
+    let gbits = download(&client, bulk)?;
+    let url = format!("http://{SERVER}/1k.bin");
+    let (c, d) = ("50", format!("{secs}s"));
+    let args = [
+        "-t",
+        "1",
+        "-c",
+        c,
+        "-d",
+        &d,
+        "--latency",
+        "-H",
+        "Connection: close",
+        &url,
+    ];
+    let out = ns_command(&client, "wrk", &args)
+        .output()
+        .map_err(|e| format!("cannot run wrk: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let wrk = parse_wrk(&text).ok_or_else(|| format!("cannot read wrk's report:\n{text}"))?;
+    Ok((gbits, wrk.requests_per_sec, wrk.errors))
+}
+
+/// nginx (one worker) on SERVER:80 in `ns`, serving `dir`/www.
+fn start_nginx(ns: &Netns, dir: &Path) -> Result<Server, String> {
+    let conf = super::w6::nginx_conf(dir, &dir.join("www"), &format!("{SERVER}:80"))?;
+    let child = ns_command(ns, "nginx", &["-c", &conf, "-p", &dir.to_string_lossy()])
+        .spawn()
+        .map_err(|e| format!("cannot start nginx: {e}"))?;
+    Ok(Server(child))
+}
+
+/// Start `proxy` on the TUN pt0 in `ns`; returns once it holds the device.
+fn start_proxy(proxy: Proxy, ns: &Netns) -> Result<Server, String> {
+    let imp = super::w6::imp_binary()?;
+    let imp = imp.to_string_lossy();
+    let t2s = match proxy {
+        Proxy::Tun2socks => tun2socks_binary()?.to_string_lossy().into_owned(),
+        _ => String::new(),
+    };
+    let (program, args): (&str, Vec<&str>) = match proxy {
+        Proxy::Imp | Proxy::ImpTso => {
+            let mut args = vec!["proxy", "--tun", "pt0", "--addr", "10.217.0.2/24"];
+            if proxy == Proxy::Imp {
+                args.push("--no-offloads");
+            }
+            (&imp, args)
+        }
+        Proxy::Tun2socks => (
+            &t2s,
+            vec![
+                "--device",
+                "tun://pt0",
+                "--proxy",
+                "direct://",
+                "--loglevel",
+                "error",
+            ],
+        ),
+    };
+    let mut child = ns_command(ns, program, &args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let stdout = child.stdout.take().ok_or("the proxy has no stdout")?;
+    let server = Server(child);
+    // Keep reading, so the proxy's lines find their pipe open.
+    std::thread::spawn(move || for _ in BufReader::new(stdout).lines() {});
+    // A TUN's carrier comes on when a process attaches.
+    let deadline = StdInstant::now() + Duration::from_secs(10);
+    while StdInstant::now() < deadline {
+        let out = ns_command(ns, "ip", &["link", "show", "pt0"])
+            .output()
+            .map_err(|e| format!("ip: {e}"))?;
+        if String::from_utf8_lossy(&out.stdout).contains("LOWER_UP") {
+            return Ok(server);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("{proxy:?} did not attach to the TUN within 10 s"))
+}
+
+/// Wait until the 1 KiB file comes through the proxy.
+fn wait_through(client: &Netns) -> Result<(), String> {
+    let url = format!("http://{SERVER}/1k.bin");
+    let deadline = StdInstant::now() + Duration::from_secs(10);
+    while StdInstant::now() < deadline {
+        let out = ns_command(
+            client,
+            "curl",
+            &["-sf", "--max-time", "2", "-o", "/dev/null", &url],
+        )
+        .output()
+        .map_err(|e| format!("curl: {e}"))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!("{url} did not come through the proxy within 10 s"))
+}
+
+/// curl in `client` downloads big.bin: Gbit/s of payload.
+fn download(client: &Netns, bulk: u64) -> Result<f64, String> {
+    let url = format!("http://{SERVER}/big.bin");
+    let args = [
+        "-sS",
+        "--max-time",
+        "300",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{size_download} %{time_total}",
+        &url,
+    ];
+    let out = ns_command(client, "curl", &args)
+        .output()
+        .map_err(|e| format!("curl: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace();
+    let size: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+    let secs: f64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0.0);
+    if !out.status.success() || size != bulk || secs <= 0.0 {
+        return Err(format!(
+            "curl {url}: {size} of {bulk} bytes in {secs} s ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(size as f64 * 8.0 / secs / 1e9)
+}
