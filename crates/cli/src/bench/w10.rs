@@ -5,7 +5,8 @@
 //! where the proxy runs (the TUN is created in P, the proxy attaches to it, then it
 //! moves to C); S, nginx (one worker, sendfile) over a veth from P. Only when named
 //! (`--only W10`), as root, with curl, wrk and nginx; tun2socks from `$TUN2SOCKS_BIN`
-//! (without it only imp's column is filled, and the bench says why).
+//! (without it only imp's column is filled, and the bench says why). Run it under
+//! `flock /tmp/imp-netns.lock` beside the namespace tests.
 //!
 //! Rows: `W10-bulk` (curl in C downloads one sparse file of [`super::Sizes`]'
 //! `proxy_bulk` bytes from S, Gbit/s of payload over curl's total time), `W10-conn`
@@ -19,7 +20,6 @@
 //! `--rate` 2000 connections/s per client, which W10-conn stays under).
 
 use std::io::{BufRead, BufReader};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant as StdInstant};
@@ -90,13 +90,6 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
         Ok(_) => proxies.push(Proxy::Tun2socks),
         Err(reason) => eprintln!("imp bench: W10's tun2socks column skipped: {reason}"),
     }
-    let _lock = match NetnsLock::take() {
-        Ok(lock) => lock,
-        Err(e) => {
-            eprintln!("imp bench: W10 skipped: {e}");
-            return Vec::new();
-        }
-    };
     // Per proxy: bulk Gbit/s, conn/s, errors.
     let mut samples: Vec<[Vec<f64>; 3]> = vec![Default::default(); 3];
     let started = StdInstant::now();
@@ -184,26 +177,6 @@ pub(crate) fn print(rows: &[Row], repeats: usize, bulk: u64) {
             cell(r.tun2socks),
             ratio
         );
-    }
-}
-
-/// `/tmp/imp-netns.lock`, held (flock) while W10's namespaces exist.
-struct NetnsLock(#[allow(dead_code)] std::fs::File);
-
-impl NetnsLock {
-    fn take() -> Result<NetnsLock, String> {
-        let path = "/tmp/imp-netns.lock";
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| format!("{path}: {e}"))?;
-        // SAFETY: flock on a descriptor this File owns; no memory arguments.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(format!("flock {path}: {}", std::io::Error::last_os_error()));
-        }
-        Ok(NetnsLock(file))
     }
 }
 
