@@ -441,7 +441,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             if !report.is_empty() {
                 print_table(&report, &sizes);
             }
-            w10::print(&rows, sizes.repeats, sizes.proxy_bulk);
+            w10::print(&rows, sizes.repeats, sizes.proxy_bulk, sizes.http_secs);
             report.clear();
         }
     }
