@@ -3,7 +3,7 @@
 //! nothing per packet in steady state; as root with wrk and nginx, W6 answers every
 //! HTTP request without error; W7's forwarding rows are there (the device ones as root
 //! with iperf3); W8 (run on its own, `--only W8`) fills its table of paths; W9's ladder
-//! has every rung.
+//! has every rung; W10 without tun2socks says so.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/require.rs"]
@@ -315,4 +315,36 @@ fn bench_w8_paths_table_has_every_cell() {
         String::from_utf8_lossy(&list.stdout)
     );
     println!("{stdout}");
+}
+
+/// W10 without `TUN2SOCKS_BIN` (CI has no tun2socks): the bench says what is missing,
+/// and as root with curl, wrk and nginx still runs imp's half (no tun2socks figures).
+#[test]
+fn bench_w10_without_tun2socks_says_what_is_missing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_imp"))
+        .args(["bench", "--only", "W10", "--json"])
+        .env("IMP_BENCH_TINY", "1")
+        .env_remove("TUN2SOCKS_BIN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    if rows.is_empty() {
+        assert!(stderr.contains("W10 skipped: "), "{stderr}");
+        return;
+    }
+    assert!(
+        stderr.contains("tun2socks column skipped: TUN2SOCKS_BIN is not set"),
+        "{stderr}"
+    );
+    for name in ["W10-bulk", "W10-conn", "W10-bulk-tso", "W10-conn-tso"] {
+        let row = rows
+            .iter()
+            .find(|r| r["workload"] == name)
+            .unwrap_or_else(|| panic!("no row {name} in {rows:#?}"));
+        let imp = row["imp"].as_f64().unwrap_or(0.0);
+        assert!(imp > 0.0, "{name}: {row}\n{stderr}");
+        assert!(row["tun2socks"].is_null(), "{name}: {row}");
+    }
 }

@@ -35,6 +35,10 @@
 //!   1 KiB records, then 4 KiB, IP-fragmented 4096-byte segments, reads that lend the
 //!   receive ring, checksum offload, MTU 9000, writes that hand their buffers over,
 //!   64 KiB records, MTU 65535; Gbit/s, CPU s/GiB and the speed-up over the first rung.
+//! - W10 tun2socks (`w10.rs`, root, curl, wrk, nginx; only when named: `--only W10`):
+//!   `imp proxy` next to xjasonlyu/tun2socks (`$TUN2SOCKS_BIN`) on the same TUN in
+//!   three namespaces: one bulk download (Gbit/s) and connections/s, with the ratio
+//!   imp/tun2socks in a table of its own; in `--json` rows with a `tun2socks` field.
 //!
 //! For W1-W4, imp and smoltcp run as two stacks in one thread, frames handed from one
 //! to the other through a reused buffer; Linux runs over 127.0.0.1 with two threads.
@@ -49,6 +53,7 @@ pub mod imp_side;
 mod ladder;
 mod linux;
 pub mod smol;
+mod w10;
 mod w5;
 mod w6;
 pub mod w7;
@@ -78,8 +83,8 @@ pub struct BenchArgs {
     /// Repetitions of every workload (medians are reported); default 5, 3 with --quick.
     #[arg(long)]
     repeat: Option<usize>,
-    /// Only workloads whose name starts with one of these (e.g. W1,W2); W8 runs only
-    /// when named here.
+    /// Only workloads whose name starts with one of these (e.g. W1,W2); W8 and W10 run
+    /// only when named here.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Only these implementations (imp, smoltcp, linux), e.g. for a profiler run.
@@ -135,6 +140,8 @@ pub(crate) struct Sizes {
     pub route_secs: u32,
     /// W8's cells and run lengths.
     pub paths: w8::Plan,
+    /// W10 bytes of the bulk download through the proxy.
+    pub proxy_bulk: u64,
     /// Repetitions.
     pub repeats: usize,
 }
@@ -155,6 +162,7 @@ impl Sizes {
                 fwd_routes: 1000,
                 route_secs: 1,
                 paths: w8::Plan::tiny(),
+                proxy_bulk: 4 << 20,
                 repeats: 1,
             }
         } else if args.quick {
@@ -170,6 +178,7 @@ impl Sizes {
                 fwd_routes: 100_000,
                 route_secs: 2,
                 paths: w8::Plan::quick(),
+                proxy_bulk: 64 << 20,
                 repeats: 3,
             }
         } else {
@@ -185,6 +194,7 @@ impl Sizes {
                 fwd_routes: 100_000,
                 route_secs: 5,
                 paths: w8::Plan::full(),
+                proxy_bulk: 256 << 20,
                 repeats: 5,
             }
         };
@@ -198,6 +208,7 @@ impl Sizes {
             sizes.churn = scaled(sizes.churn);
             sizes.scale_rounds = scaled(sizes.scale_rounds);
             sizes.tap = scaled(sizes.tap);
+            sizes.proxy_bulk = scaled(sizes.proxy_bulk);
             sizes.fwd_packets = scaled(sizes.fwd_packets);
         }
         sizes
@@ -240,6 +251,9 @@ struct Row {
     imp: Option<f64>,
     smoltcp: Option<f64>,
     linux: Option<f64>,
+    /// W10's other proxy (absent from the other rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tun2socks: Option<f64>,
 }
 
 /// The workloads, in the order they run within one repetition.
@@ -361,10 +375,11 @@ struct WithPaths<'a> {
 pub fn validate(args: &BenchArgs) -> Result<(), String> {
     for only in &args.only {
         let known = only.eq_ignore_ascii_case("W8")
+            || only.eq_ignore_ascii_case("W10")
             || (!only.is_empty() && WORKLOADS.iter().any(|w| w.starts_with(only.as_str())));
         if !known {
             return Err(format!(
-                "--only `{only}`: no workload's name starts with it (the workloads: {}, W8)",
+                "--only `{only}`: no workload's name starts with it (the workloads: {}, W8, W10)",
                 WORKLOADS.join(", ")
             ));
         }
@@ -410,17 +425,31 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         return breakdown::run(&sizes, args.json);
     }
     let is_w8 = |o: &String| o.eq_ignore_ascii_case("W8");
+    let is_w10 = |o: &String| o.eq_ignore_ascii_case("W10");
     let want_w8 = args.only.iter().any(is_w8);
-    let report = if want_w8 && args.only.iter().all(is_w8) {
+    let want_w10 = args.only.iter().any(is_w10);
+    let mut report = if (want_w8 || want_w10) && args.only.iter().all(|o| is_w8(o) || is_w10(o)) {
         Vec::new()
     } else {
         run_workloads(args, &sizes)?
     };
+    if want_w10 {
+        let rows = w10::run(sizes.proxy_bulk, sizes.http_secs, sizes.repeats, !args.json);
+        if args.json {
+            report.extend(rows);
+        } else if !rows.is_empty() {
+            if !report.is_empty() {
+                print_table(&report, &sizes);
+            }
+            w10::print(&rows, sizes.repeats, sizes.proxy_bulk, sizes.http_secs);
+            report.clear();
+        }
+    }
     if !want_w8 {
         if args.json {
             let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
             println!("{text}");
-        } else {
+        } else if !(want_w10 && report.is_empty()) {
             print_table(&report, &sizes);
         }
         return Ok(());
@@ -513,6 +542,7 @@ fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
                 imp: median(imp),
                 smoltcp: median(smoltcp),
                 linux: median(linux),
+                tun2socks: None,
             }
         })
         .collect();

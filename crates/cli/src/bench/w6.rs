@@ -191,7 +191,7 @@ pub(crate) fn nginx(secs: u32) -> Result<Vec<Sample>, String> {
 }
 
 /// An nginx configuration for one worker in the foreground, its files under `dir`.
-fn nginx_conf(dir: &Path, www: &Path, listen: &str) -> Result<String, String> {
+pub(super) fn nginx_conf(dir: &Path, www: &Path, listen: &str) -> Result<String, String> {
     let d = dir.display();
     let text = format!(
         "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
@@ -254,11 +254,11 @@ fn cells(ns: &Netns, host: &str, secs: u32) -> Result<Vec<Sample>, String> {
 
 /// What one wrk run measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct WrkResult {
-    requests_per_sec: f64,
+pub(super) struct WrkResult {
+    pub(super) requests_per_sec: f64,
     /// Socket errors (connect, read, write, timeout) plus non-2xx/3xx answers.
-    errors: f64,
-    p99_ms: f64,
+    pub(super) errors: f64,
+    pub(super) p99_ms: f64,
 }
 
 /// Run wrk (one thread) in `ns` for `secs` seconds.
@@ -290,7 +290,7 @@ fn wrk(
 }
 
 /// Requests/s, errors and p99 latency from wrk's `--latency` report.
-fn parse_wrk(text: &str) -> Option<WrkResult> {
+pub(super) fn parse_wrk(text: &str) -> Option<WrkResult> {
     let mut result = WrkResult {
         requests_per_sec: f64::NAN,
         errors: 0.0,

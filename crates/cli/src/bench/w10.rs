@@ -1,0 +1,403 @@
+//! W10: tun2socks. `imp proxy` next to xjasonlyu/tun2socks (Go, on gVisor's netstack)
+//! on the same TUN setup, one proxy after the other and interleaved over the
+//! repetitions. Three namespaces the bench creates and deletes for every run, as in
+//! `tests/proxy_tun.rs`: C, the client, whose default route is a TUN (MTU 1500); P,
+//! where the proxy runs (the TUN is created in P, the proxy attaches to it, then it
+//! moves to C); S, nginx (one worker, sendfile) over a veth from P. Only when named
+//! (`--only W10`), as root, with curl, wrk and nginx; tun2socks from `$TUN2SOCKS_BIN`
+//! (without it only imp's column is filled, and the bench says why). Run it under
+//! `flock /tmp/imp-netns.lock` beside the namespace tests.
+//!
+//! Rows: `W10-bulk` (curl in C downloads one sparse file of [`super::Sizes`]'
+//! `proxy_bulk` bytes from S, Gbit/s of payload over curl's total time),
+//! `W10-conn-first` (wrk, one thread, 50 connections at a time, `Connection: close`,
+//! a 1 KiB file, for the first 2 s after the download: connections/s), `W10-conn`
+//! (the same for the W6 run length after that) and `W10-conn-err` (wrk's socket
+//! errors and non-2xx answers in both). Both
+//! proxies see the same plain TUN: tun2socks opens it without the virtio-net header
+//! (no offloads), so imp runs with `--no-offloads` in these rows. imp's default, with
+//! the TUN's checksum and TSO offloads, is in `W10-bulk-tso` / `W10-conn-tso`, beside
+//! tun2socks' plain figures. Every other option is each proxy's default (tun2socks
+//! `--proxy direct://`, its MTU the device's, its TCP buffers gVisor's defaults),
+//! except imp's limit of new connections per client (`--rate`, 2000/s by default),
+//! set out of reach: tun2socks has none.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant as StdInstant};
+
+use super::w5::Netns;
+use super::w6::{Server, installed, ns_command, parse_wrk};
+use super::{Row, median};
+
+/// S's address on the veth; P's is .1; C's on the TUN is 10.217.0.1, imp's .2.
+const SERVER: &str = "10.217.1.2";
+
+/// imp's `--rate` in W10: high enough never to hold a client back.
+const NO_RATE_LIMIT: &str = "1000000";
+
+/// The proxies under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Proxy {
+    /// `imp proxy --no-offloads`: the same plain TUN as tun2socks.
+    Imp,
+    /// `imp proxy` with its default offloads.
+    ImpTso,
+    Tun2socks,
+}
+
+/// Why W10 cannot run here at all, if it cannot.
+pub(crate) fn unavailable() -> Option<String> {
+    if let Some(reason) = super::w5::unavailable() {
+        return Some(reason);
+    }
+    let missing: Vec<&str> = ["curl", "wrk", "nginx"]
+        .into_iter()
+        .filter(|tool| !installed(tool))
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "{} not installed (apt-get install -y curl wrk nginx-light)",
+            missing.join(", ")
+        ));
+    }
+    super::w6::imp_binary().err()
+}
+
+/// The tun2socks binary: `$TUN2SOCKS_BIN`, which must exist.
+pub(crate) fn tun2socks_binary() -> Result<PathBuf, String> {
+    let Some(path) = std::env::var_os("TUN2SOCKS_BIN") else {
+        return Err(
+            "TUN2SOCKS_BIN is not set (build xjasonlyu/tun2socks with `go build` \
+                    and set TUN2SOCKS_BIN to the binary)"
+                .into(),
+        );
+    };
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(format!(
+            "TUN2SOCKS_BIN={}: no such file",
+            path.to_string_lossy()
+        ));
+    }
+    Ok(path)
+}
+
+/// Run W10 `repeats` times, the proxies' order rotated each time: the rows of medians,
+/// empty when W10 cannot run (the reason printed).
+pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<Row> {
+    if let Some(reason) = unavailable() {
+        eprintln!("imp bench: W10 skipped: {reason}");
+        return Vec::new();
+    }
+    let mut proxies = vec![Proxy::Imp, Proxy::ImpTso];
+    match tun2socks_binary() {
+        Ok(_) => proxies.push(Proxy::Tun2socks),
+        Err(reason) => eprintln!("imp bench: W10's tun2socks column skipped: {reason}"),
+    }
+    // Per proxy: bulk Gbit/s, conn/s, errors.
+    let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); 3];
+    let started = StdInstant::now();
+    for repeat in 0..repeats {
+        for k in 0..proxies.len() {
+            let proxy = proxies[(k + repeat) % proxies.len()];
+            match once(proxy, bulk, secs) {
+                Ok(figures) => {
+                    for (slot, figure) in samples[proxy as usize].iter_mut().zip(figures) {
+                        slot.push(figure);
+                    }
+                }
+                Err(e) => eprintln!("imp bench: W10 on {proxy:?}: {e}"),
+            }
+        }
+        if progress {
+            eprintln!(
+                "imp bench: W10 repetition {}/{repeats} done ({:.1} s)",
+                repeat + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    rows(&mut samples)
+}
+
+/// The rows from every proxy's samples.
+fn rows(samples: &mut [[Vec<f64>; 4]]) -> Vec<Row> {
+    let mut med = |p: Proxy, i: usize| median(&mut samples[p as usize][i]);
+    let t2s = [0, 1, 2, 3].map(|i| med(Proxy::Tun2socks, i));
+    let cells = [
+        ("W10-bulk", "Gbit/s", med(Proxy::Imp, 0), t2s[0]),
+        ("W10-conn-first", "conn/s", med(Proxy::Imp, 1), t2s[1]),
+        ("W10-conn", "conn/s", med(Proxy::Imp, 2), t2s[2]),
+        ("W10-conn-err", "errors", med(Proxy::Imp, 3), t2s[3]),
+        ("W10-bulk-tso", "Gbit/s", med(Proxy::ImpTso, 0), t2s[0]),
+        (
+            "W10-conn-first-tso",
+            "conn/s",
+            med(Proxy::ImpTso, 1),
+            t2s[1],
+        ),
+        ("W10-conn-tso", "conn/s", med(Proxy::ImpTso, 2), t2s[2]),
+        ("W10-conn-tso-err", "errors", med(Proxy::ImpTso, 3), t2s[3]),
+    ];
+    cells
+        .into_iter()
+        .map(|(workload, unit, imp, tun2socks)| Row {
+            workload: workload.into(),
+            unit,
+            imp,
+            smoltcp: None,
+            linux: None,
+            tun2socks,
+        })
+        .collect()
+}
+
+/// The W10 table: imp, tun2socks and their ratio.
+pub(crate) fn print(rows: &[Row], repeats: usize, bulk: u64, secs: u32) {
+    println!(
+        "W10: imp proxy and tun2socks on the same TUN (MTU 1500), medians of {repeats} \
+         run(s); bulk {} MiB; conn = wrk -c 50, Connection: close, 1 KiB: the first \
+         {FIRST_SECS} s, then {secs} s",
+        bulk >> 20
+    );
+    println!(
+        "W10 rows: imp --no-offloads (as tun2socks: no TUN offloads); -tso rows: imp's default offloads"
+    );
+    println!(
+        "{:<20} {:<8} {:>10} {:>10} {:>14}",
+        "workload", "unit", "imp", "tun2socks", "imp/tun2socks"
+    );
+    let cell = |v: Option<f64>| match v {
+        None => "-".to_string(),
+        Some(v) if v.abs() >= 10.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.3}"),
+    };
+    for r in rows {
+        let ratio = match (r.imp, r.tun2socks) {
+            (Some(a), Some(b)) if b != 0.0 && !r.workload.ends_with("-err") => {
+                format!("{:.2}x", a / b)
+            }
+            _ => "-".to_string(),
+        };
+        println!(
+            "{:<20} {:<8} {:>10} {:>10} {:>14}",
+            r.workload,
+            r.unit,
+            cell(r.imp),
+            cell(r.tun2socks),
+            ratio
+        );
+    }
+}
+
+/// The served files (`big.bin`, sparse, and `1k.bin`) and nginx's, removed on drop.
+struct Site(PathBuf);
+
+impl Site {
+    fn new(bulk: u64) -> Result<Site, String> {
+        let dir = std::env::temp_dir().join(format!("imp-bench-w10-{}", std::process::id()));
+        let www = dir.join("www");
+        std::fs::create_dir_all(&www).map_err(|e| format!("{}: {e}", www.display()))?;
+        let big = std::fs::File::create(www.join("big.bin"))
+            .and_then(|f| f.set_len(bulk))
+            .map_err(|e| format!("{}: {e}", www.display()));
+        let small = std::fs::write(www.join("1k.bin"), super::pattern(1024))
+            .map_err(|e| format!("{}: {e}", www.display()));
+        let site = Site(dir);
+        big.and(small)?;
+        Ok(site)
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One run of one proxy in fresh namespaces: bulk Gbit/s, connections/s in the first
+/// [`FIRST_SECS`] and in the `secs` after, wrk's errors.
+fn once(proxy: Proxy, bulk: u64, secs: u32) -> Result<[f64; 4], String> {
+    let site = Site::new(bulk)?;
+    let (client, middle, server) = (Netns::new()?, Netns::new()?, Netns::new()?);
+    middle.ip(&[
+        "link",
+        "add",
+        "vp",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "vs",
+        "netns",
+        &server.name,
+    ])?;
+    middle.ip(&["addr", "add", "10.217.1.1/24", "dev", "vp"])?;
+    middle.ip(&["link", "set", "vp", "up"])?;
+    server.ip(&["addr", "add", &format!("{SERVER}/24"), "dev", "vs"])?;
+    server.ip(&["link", "set", "vs", "up"])?;
+    let _nginx = start_nginx(&server, &site.0)?;
+    middle.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun"])?;
+    // Up in P too, so that its carrier shows when the proxy attaches.
+    middle.ip(&["link", "set", "pt0", "up"])?;
+    let _proxy = start_proxy(proxy, &middle)?;
+    middle.ip(&["link", "set", "pt0", "netns", &client.name])?;
+    client.ip(&["addr", "add", "10.217.0.1/24", "dev", "pt0"])?;
+    client.ip(&["link", "set", "pt0", "up"])?;
+    client.ip(&["route", "add", "default", "dev", "pt0"])?;
+    wait_through(&client)?;
+    let gbits = download(&client, bulk)?;
+    // The first seconds on a fresh proxy, then a longer stretch: tun2socks slows down
+    // sharply after some 3300 connections (see the README), which the second shows.
+    let (first, first_errors) = connections(&client, FIRST_SECS.min(secs))?;
+    let (rate, errors) = connections(&client, secs)?;
+    Ok([gbits, first, rate, first_errors + errors])
+}
+
+/// The length of `W10-conn-first`'s window, in seconds.
+const FIRST_SECS: u32 = 2;
+
+/// wrk in `client` for `secs` seconds, one connection per request: (connections/s,
+/// errors).
+fn connections(client: &Netns, secs: u32) -> Result<(f64, f64), String> {
+    let url = format!("http://{SERVER}/1k.bin");
+    let (c, d) = ("50", format!("{secs}s"));
+    let args = [
+        "-t",
+        "1",
+        "-c",
+        c,
+        "-d",
+        &d,
+        "--latency",
+        "-H",
+        "Connection: close",
+        &url,
+    ];
+    let out = ns_command(client, "wrk", &args)
+        .output()
+        .map_err(|e| format!("cannot run wrk: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let wrk = parse_wrk(&text).ok_or_else(|| format!("cannot read wrk's report:\n{text}"))?;
+    Ok((wrk.requests_per_sec, wrk.errors))
+}
+
+/// nginx (one worker) on SERVER:80 in `ns`, serving `dir`/www.
+fn start_nginx(ns: &Netns, dir: &Path) -> Result<Server, String> {
+    let conf = super::w6::nginx_conf(dir, &dir.join("www"), &format!("{SERVER}:80"))?;
+    let child = ns_command(ns, "nginx", &["-c", &conf, "-p", &dir.to_string_lossy()])
+        .spawn()
+        .map_err(|e| format!("cannot start nginx: {e}"))?;
+    Ok(Server(child))
+}
+
+/// Start `proxy` on the TUN pt0 in `ns`; returns once it holds the device.
+fn start_proxy(proxy: Proxy, ns: &Netns) -> Result<Server, String> {
+    let imp = super::w6::imp_binary()?;
+    let imp = imp.to_string_lossy();
+    let t2s = match proxy {
+        Proxy::Tun2socks => tun2socks_binary()?.to_string_lossy().into_owned(),
+        _ => String::new(),
+    };
+    let (program, args): (&str, Vec<&str>) = match proxy {
+        Proxy::Imp | Proxy::ImpTso => {
+            // The per-client limit of new connections off (tun2socks has none): with
+            // the default 2000/s imp makes only some 800-1300/s here.
+            let mut args = vec![
+                "proxy",
+                "--tun",
+                "pt0",
+                "--addr",
+                "10.217.0.2/24",
+                "--rate",
+                NO_RATE_LIMIT,
+            ];
+            if proxy == Proxy::Imp {
+                args.push("--no-offloads");
+            }
+            (&imp, args)
+        }
+        Proxy::Tun2socks => (
+            &t2s,
+            vec![
+                "--device",
+                "tun://pt0",
+                "--proxy",
+                "direct://",
+                "--loglevel",
+                "error",
+            ],
+        ),
+    };
+    let mut child = ns_command(ns, program, &args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let stdout = child.stdout.take().ok_or("the proxy has no stdout")?;
+    let server = Server(child);
+    // Keep reading, so the proxy's lines find their pipe open.
+    std::thread::spawn(move || for _ in BufReader::new(stdout).lines() {});
+    // A TUN's carrier comes on when a process attaches.
+    let deadline = StdInstant::now() + Duration::from_secs(10);
+    while StdInstant::now() < deadline {
+        let out = ns_command(ns, "ip", &["link", "show", "pt0"])
+            .output()
+            .map_err(|e| format!("ip: {e}"))?;
+        if String::from_utf8_lossy(&out.stdout).contains("LOWER_UP") {
+            return Ok(server);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("{proxy:?} did not attach to the TUN within 10 s"))
+}
+
+/// Wait until the 1 KiB file comes through the proxy.
+fn wait_through(client: &Netns) -> Result<(), String> {
+    let url = format!("http://{SERVER}/1k.bin");
+    let deadline = StdInstant::now() + Duration::from_secs(10);
+    while StdInstant::now() < deadline {
+        let out = ns_command(
+            client,
+            "curl",
+            &["-sf", "--max-time", "2", "-o", "/dev/null", &url],
+        )
+        .output()
+        .map_err(|e| format!("curl: {e}"))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!("{url} did not come through the proxy within 10 s"))
+}
+
+/// curl in `client` downloads big.bin: Gbit/s of payload.
+fn download(client: &Netns, bulk: u64) -> Result<f64, String> {
+    let url = format!("http://{SERVER}/big.bin");
+    let args = [
+        "-sS",
+        "--max-time",
+        "300",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{size_download} %{time_total}",
+        &url,
+    ];
+    let out = ns_command(client, "curl", &args)
+        .output()
+        .map_err(|e| format!("curl: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace();
+    let size: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+    let secs: f64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0.0);
+    if !out.status.success() || size != bulk || secs <= 0.0 {
+        return Err(format!(
+            "curl {url}: {size} of {bulk} bytes in {secs} s ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(size as f64 * 8.0 / secs / 1e9)
+}
