@@ -271,11 +271,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         threads.push(start_ftp(ftp, &rt));
     }
     threads.extend(control.map(|control| start_control(control, &rt, &stop)));
-    while !stop.load(Ordering::Relaxed) {
+    let mut gone = None;
+    while !stop.load(Ordering::Relaxed) && gone.is_none() {
         std::thread::sleep(Duration::from_millis(50));
+        gone = rt.read().unwrap_or_else(|e| e.into_inner()).devices_gone();
     }
     shutdown(&rt, threads);
-    Ok(())
+    gone.map_or(Ok(()), Err)
 }
 
 /// The control socket's thread (`imp ss` asks it).

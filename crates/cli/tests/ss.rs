@@ -9,7 +9,7 @@
 #[allow(unused_imports)] // the harness offers more than this file uses
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -62,9 +62,15 @@ fn imp_ss_lists_a_running_serves_sockets_and_counters() {
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&socket), 0o600);
     let (plain, json, counters) = ns.enter(|| {
-        // A connection from the kernel to discard (9), with data imp has taken in.
-        let mut stream = std::net::TcpStream::connect("10.208.1.2:9").expect("connect");
+        // A connection from the kernel to echo (7), with data both ways: imp times its
+        // round trip on the echoed data's ACKs. (A handshake in the first millisecond
+        // of imp's clock echoes a TSval of 0, which gives imp no RTT sample: the
+        // RTT would otherwise depend on how soon after the startup line the test is.)
+        let mut stream = std::net::TcpStream::connect("10.208.1.2:7").expect("connect");
         stream.write_all(&[7u8; 5000]).expect("write");
+        let mut back = [0u8; 5000];
+        stream.read_exact(&mut back).expect("the echo");
+        assert_eq!(back, [7u8; 5000]);
         std::thread::sleep(std::time::Duration::from_millis(300));
         let out = (
             ss(&runtime_dir, &["--pid", &pid]),
@@ -88,7 +94,7 @@ fn imp_ss_lists_a_running_serves_sockets_and_counters() {
     let established = plain
         .lines()
         .position(|l| {
-            l.starts_with("ESTAB") && l.contains("10.208.1.2:9 ") && l.contains("10.208.1.1:")
+            l.starts_with("ESTAB") && l.contains("10.208.1.2:7 ") && l.contains("10.208.1.1:")
         })
         .unwrap_or_else(|| panic!("the kernel's connection:\n{plain}"));
     let details = plain.lines().nth(established + 1).unwrap_or("");

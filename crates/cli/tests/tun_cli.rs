@@ -231,6 +231,38 @@ fn linux_pings_and_curls_imp_over_tun_with_software_gro_and_gso() {
     );
 }
 
+/// The TUN deleted under a running `imp serve` (its descriptor then reads `EBADFD`
+/// forever): imp stops and says why, rather than spinning on the dead descriptor.
+#[test]
+fn imp_serve_exits_with_a_message_when_its_tun_is_deleted() {
+    let Some(net) = Net::new(5) else { return };
+    let (mut child, line, rest) = net.start_imp(&[
+        "serve",
+        "--tun",
+        "tun0",
+        "--addr",
+        &net.addr_arg(),
+        "--echo",
+    ]);
+    assert!(line.contains("imp serve"), "{line}");
+    net.wait_running();
+    net.ns.ip(&["link", "del", "tun0"]);
+    let stderr = child.0.as_mut().unwrap().stderr.take();
+    let out = wait_limited(child, Duration::from_secs(20));
+    let mut err = String::new();
+    if let Some(mut stderr) = stderr {
+        let _ = stderr.read_to_string(&mut err);
+    }
+    let stdout = rest.join().unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "imp serve did not stop by itself: {}\n{stdout}\n{err}",
+        text(&out)
+    );
+    assert!(err.contains("device was closed"), "{err}");
+}
+
 #[test]
 fn imp_pings_linux_and_ttcp_talks_to_nc_over_tun() {
     let Some(net) = Net::new(3) else { return };

@@ -123,6 +123,11 @@ struct Port {
     direct_fd: Option<RawFd>,
     /// The device has no descriptor: the loop looks at it every [`FDLESS_POLL`].
     fdless: bool,
+    /// Its descriptor in the two epoll instances (taken out when the device is gone).
+    fd: Option<RawFd>,
+    /// The device said it is closed for good: it is not read again (an interface
+    /// deleted under a TUN keeps its descriptor readable with an error forever).
+    gone: bool,
     rx_buf: Vec<u8>,
 }
 
@@ -135,8 +140,12 @@ pub(crate) struct State {
     /// Every device sends frames in pieces (`Device::gathers`): TCP payloads are sent
     /// from the send buffers, not copied into `tx_buf` first.
     gather: bool,
-    /// Set by `Runtime::shutdown`; every blocked call then fails.
+    /// Set by `Runtime::shutdown`, or when every device is gone; every blocked call
+    /// then fails.
     pub(crate) stopped: bool,
+    /// Why the runtime stopped by itself: every device reported
+    /// [`DeviceError::Closed`] (its interface was deleted).
+    devices_gone: Option<String>,
     /// When the loop thread will look at the stack next if nothing wakes it.
     sleep_until: Option<Instant>,
     stats: RuntimeStats,
@@ -184,6 +193,47 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Stop: every blocked call and waiting task is woken and fails.
+    fn stop(&self, state: &mut State) {
+        state.stopped = true;
+        for (_, (r, w)) in state.wakers.drain() {
+            r.into_iter().chain(w).for_each(Waker::wake);
+        }
+        for (_, mut waiters) in state.udp_waiters.drain() {
+            waiters.wake(true, true);
+        }
+        self.ready.notify_all();
+        signal(&self.caller_waker);
+    }
+
+    /// Devices closed for good leave both epoll instances (else their descriptors,
+    /// readable with an error forever, would spin the loop); when none is left, the
+    /// runtime stops and says why. Returns whether it stopped.
+    fn forget_gone(&self, state: &mut State) -> bool {
+        for port in state.ports.iter_mut().filter(|p| p.gone) {
+            if let Some(fd) = port.fd.take() {
+                self.callers.remove(fd);
+                self.devices.remove(fd);
+            }
+            port.direct_fd = None;
+            port.fdless = false;
+        }
+        if !state.ports.iter().all(|p| p.gone) {
+            return false;
+        }
+        state.devices_gone = Some(format!(
+            "the imp runtime stopped: its device{} closed ({})",
+            if state.ports.len() == 1 {
+                " was"
+            } else {
+                "s were all"
+            },
+            DeviceError::Closed
+        ));
+        self.stop(state);
+        true
+    }
+
     /// Now, as nanoseconds since the runtime started.
     pub(crate) fn now(&self) -> Instant {
         Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
@@ -238,6 +288,9 @@ impl Shared {
         for _ in 0..CALLER_RX_BATCHES {
             let received = state.receive(now);
             frames += received.frames;
+            if !received.gone.is_empty() && self.forget_gone(state) {
+                return frames;
+            }
             if !received.more {
                 return frames;
             }
@@ -308,7 +361,8 @@ impl Shared {
     ) -> (MutexGuard<'a, State>, io::Result<T>) {
         loop {
             if state.stopped {
-                return (state, Err(stopped()));
+                let error = stopped(&state);
+                return (state, Err(error));
             }
             let now = self.now();
             // On the way in and after every wake-up: a frame whose wake-up this call
@@ -375,7 +429,7 @@ impl Shared {
     ) -> std::task::Poll<io::Result<T>> {
         let mut state = self.lock();
         if state.stopped {
-            return std::task::Poll::Ready(Err(stopped()));
+            return std::task::Poll::Ready(Err(stopped(&state)));
         }
         let now = self.now();
         if write
@@ -414,7 +468,7 @@ impl Shared {
     ) -> std::task::Poll<io::Result<T>> {
         let mut state = self.lock();
         if state.stopped {
-            return std::task::Poll::Ready(Err(stopped()));
+            return std::task::Poll::Ready(Err(stopped(&state)));
         }
         let now = self.now();
         let result = attempt(&mut state, now);
@@ -459,10 +513,13 @@ impl Shared {
     pub(crate) fn drive(&self) -> io::Result<bool> {
         let mut state = self.lock();
         if state.stopped {
-            return Err(stopped());
+            return Err(stopped(&state));
         }
         let now = self.now();
         let received = state.receive(now);
+        if !received.gone.is_empty() && self.forget_gone(&mut state) {
+            return Err(stopped(&state));
+        }
         self.settle(&mut state, now);
         Ok(received.more)
     }
@@ -471,7 +528,7 @@ impl Shared {
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> io::Result<T> {
         let mut state = self.lock();
         if state.stopped {
-            return Err(stopped());
+            return Err(stopped(&state));
         }
         let now = self.now();
         let out = f(&mut state, now);
@@ -480,11 +537,14 @@ impl Shared {
     }
 }
 
-pub(crate) fn stopped() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotConnected,
-        "the imp runtime has been shut down",
-    )
+pub(crate) fn stopped(state: &State) -> io::Error {
+    match &state.devices_gone {
+        Some(reason) => io::Error::new(io::ErrorKind::NotConnected, reason.clone()),
+        None => io::Error::new(
+            io::ErrorKind::NotConnected,
+            "the imp runtime has been shut down",
+        ),
+    }
 }
 
 impl State {
@@ -593,7 +653,7 @@ impl State {
         for port in &mut self.ports {
             let mut n = 0;
             let mut bytes = 0;
-            while n < RX_BATCH && bytes < RX_BATCH_BYTES {
+            while !port.gone && n < RX_BATCH && bytes < RX_BATCH_BYTES {
                 match port.device.recv(now, &mut port.rx_buf) {
                     Ok(Some(len)) => {
                         self.stack
@@ -605,6 +665,12 @@ impl State {
                     Ok(None) => break,
                     Err(DeviceError::BufferTooSmall { len, .. }) => {
                         port.rx_buf.resize(len, 0);
+                    }
+                    Err(DeviceError::Closed) => {
+                        self.stats.rx_errors += 1;
+                        port.gone = true;
+                        received.gone.push(port.iface);
+                        break;
                     }
                     Err(_) => {
                         self.stats.rx_errors += 1;
@@ -702,10 +768,12 @@ impl UdpWaiters {
 }
 
 /// What one [`State::receive`] took in.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Received {
     /// Frames handed to the stack.
     frames: usize,
+    /// Devices found closed for good in this call (see [`Port::gone`]).
+    gone: Vec<IfaceId>,
     /// Some device stopped at its batch limit and may hold more.
     more: bool,
 }
@@ -756,6 +824,7 @@ impl Runtime {
                 tx_buf: vec![0; 1514],
                 gather: false,
                 stopped: false,
+                devices_gone: None,
                 sleep_until: None,
                 stats: RuntimeStats::default(),
                 wakers: HashMap::new(),
@@ -816,6 +885,8 @@ impl Runtime {
             device: Box::new(device),
             direct_fd,
             fdless: fd.is_none(),
+            fd,
+            gone: false,
             rx_buf: vec![0; frame_len],
         });
         let now = self.shared.now();
@@ -975,20 +1046,18 @@ impl Runtime {
         self.shared.lock().stats
     }
 
+    /// Why the runtime stopped by itself, if it did: every device was closed for good
+    /// (its interface deleted). Blocked and later calls then fail with this text.
+    pub fn devices_gone(&self) -> Option<String> {
+        self.shared.lock().devices_gone.clone()
+    }
+
     /// Stop the loop thread and fail every blocked and later socket call.
     pub fn shutdown(&mut self) {
         {
             let mut state = self.shared.lock();
-            state.stopped = true;
-            for (_, (r, w)) in state.wakers.drain() {
-                r.into_iter().chain(w).for_each(Waker::wake);
-            }
-            for (_, mut waiters) in state.udp_waiters.drain() {
-                waiters.wake(true, true);
-            }
+            self.shared.stop(&mut state);
         }
-        self.shared.ready.notify_all();
-        signal(&self.shared.caller_waker);
         self.shared.wake_loop();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -1014,6 +1083,14 @@ fn run_loop(shared: &Shared) {
             state.stats.turns += 1;
             let now = shared.now();
             let more = state.receive(now).more;
+            // A device found closed here or by a caller's receive.
+            let unforgotten = state
+                .ports
+                .iter()
+                .any(|p| p.gone && (p.fd.is_some() || p.direct_fd.is_some() || p.fdless));
+            if unforgotten && shared.forget_gone(&mut state) {
+                return;
+            }
             if state.stack.poll_timeout().is_some_and(|t| t <= now) {
                 state.stack.handle_timeout(now);
             }
@@ -1106,6 +1183,19 @@ impl Epoll {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Stop watching `fd` (a descriptor not watched is no error here).
+    fn remove(&self, fd: RawFd) {
+        // SAFETY: EPOLL_CTL_DEL reads no event (a null pointer is allowed since 2.6.9).
+        unsafe {
+            libc::epoll_ctl(
+                self.0.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd,
+                std::ptr::null_mut(),
+            );
+        }
     }
 
     /// Wait (at most `timeout`, rounded up to milliseconds) for input; true if `token`

@@ -626,7 +626,7 @@ impl Tap {
                 self.stats.tx_full += 1;
                 Ok(false)
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(device_error(e)),
         }
     }
 
@@ -1177,13 +1177,41 @@ fn interface_exists(name: &str) -> bool {
 fn would_block_or(e: io::Error) -> Result<Option<usize>, DeviceError> {
     match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-        _ => Err(e.into()),
+        _ => Err(device_error(e)),
+    }
+}
+
+/// A read or write error as a [`DeviceError`]: the interface deleted under us (a TUN or
+/// TAP detached from its queue answers `EBADFD`; a vanished device `ENODEV` or `ENXIO`)
+/// is [`DeviceError::Closed`], for good; anything else is passed on as it came.
+fn device_error(e: io::Error) -> DeviceError {
+    match e.raw_os_error() {
+        Some(libc::EBADFD | libc::ENODEV | libc::ENXIO) => DeviceError::Closed,
+        _ => e.into(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_detached_device_is_closed_for_good() {
+        for errno in [libc::EBADFD, libc::ENODEV, libc::ENXIO] {
+            assert_eq!(
+                would_block_or(io::Error::from_raw_os_error(errno)),
+                Err(DeviceError::Closed)
+            );
+        }
+        assert_eq!(
+            would_block_or(io::Error::from_raw_os_error(libc::EAGAIN)),
+            Ok(None)
+        );
+        assert!(matches!(
+            would_block_or(io::Error::from_raw_os_error(libc::EFAULT)),
+            Err(DeviceError::Io(..))
+        ));
+    }
 
     #[test]
     fn names_are_checked_like_the_kernel() {
