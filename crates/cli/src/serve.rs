@@ -276,6 +276,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(50));
         gone = rt.read().unwrap_or_else(|e| e.into_inner()).devices_gone();
     }
+    // The threads that watch `stop` (the control socket's) end with the rest.
+    stop.store(true, Ordering::Relaxed);
     shutdown(&rt, threads);
     gone.map_or(Ok(()), Err)
 }
