@@ -271,15 +271,21 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         threads.push(start_ftp(ftp, &rt));
     }
     threads.extend(control.map(|control| start_control(control, &rt, &stop)));
+    let gone = wait_for_stop(&rt, &stop);
+    shutdown(&rt, threads);
+    gone.map_or(Ok(()), Err)
+}
+
+/// Until Ctrl-C (or SIGTERM) or the runtime lost its devices (then why); `stop` is
+/// set on the way out, so that the threads watching it (the control socket's) end too.
+fn wait_for_stop(rt: &RwLock<Runtime>, stop: &AtomicBool) -> Option<String> {
     let mut gone = None;
     while !stop.load(Ordering::Relaxed) && gone.is_none() {
         std::thread::sleep(Duration::from_millis(50));
         gone = rt.read().unwrap_or_else(|e| e.into_inner()).devices_gone();
     }
-    // The threads that watch `stop` (the control socket's) end with the rest.
     stop.store(true, Ordering::Relaxed);
-    shutdown(&rt, threads);
-    gone.map_or(Ok(()), Err)
+    gone
 }
 
 /// The control socket's thread (`imp ss` asks it).
