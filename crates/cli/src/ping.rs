@@ -336,7 +336,9 @@ fn check_family(args: &PingArgs, v6: bool) -> Result<(), String> {
     }
     if v6 && (args.record_route || args.timestamp.is_some()) {
         return Err(
-            "-R and -T are IPv4 options: IPv6 has no record route or timestamp option".into(),
+            "--record-route (-R) and --timestamp (-T) are IPv4 options: IPv6 (--ipv6, -6, \
+             or an IPv6 HOST) has no record route or timestamp option"
+                .into(),
         );
     }
     let (max, family) = if v6 {
