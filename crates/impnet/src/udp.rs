@@ -108,42 +108,23 @@ impl UdpSocket {
     /// first with an address), as `IP_ADD_MEMBERSHIP`; the stack reports it with IGMP.
     /// Datagrams to the group's port then reach the socket bound to that port.
     pub fn join_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
-        self.shared
-            .with(|state, now| {
-                state
-                    .stack
-                    .udp_join_multicast_v4(now, self.handle, *multiaddr, *interface)
-            })?
-            .map_err(error::udp)
+        multicast::join(&self.shared, self.handle, *multiaddr, *interface)
     }
 
     /// Leave a group joined with [`UdpSocket::join_multicast_v4`] (`IP_DROP_MEMBERSHIP`).
     pub fn leave_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
-        self.shared
-            .with(|state, now| {
-                state
-                    .stack
-                    .udp_leave_multicast_v4(now, self.handle, *multiaddr, *interface)
-            })?
-            .map_err(error::udp)
+        multicast::leave(&self.shared, self.handle, *multiaddr, *interface)
     }
 
     /// Set the TTL of datagrams sent to IPv4 multicast groups (`IP_MULTICAST_TTL`;
     /// default 1: they stay on the link).
     pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
-        let ttl = u8::try_from(ttl)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "multicast TTL over 255"))?;
-        self.shared
-            .with(|state, _| state.stack.udp_set_multicast_ttl_v4(self.handle, ttl))?
-            .map_err(error::udp)
+        multicast::set_ttl(&self.shared, self.handle, ttl)
     }
 
     /// The TTL of datagrams sent to IPv4 multicast groups.
     pub fn multicast_ttl_v4(&self) -> io::Result<u32> {
-        self.shared
-            .with(|state, _| state.stack.udp_multicast_ttl_v4(self.handle))?
-            .map(u32::from)
-            .map_err(error::udp)
+        multicast::ttl(&self.shared, self.handle)
     }
 
     /// Send one datagram to `addr`.
@@ -246,4 +227,60 @@ pub(crate) fn zero_timeout() -> io::Error {
         io::ErrorKind::InvalidInput,
         "a zero timeout is invalid: use None to wait forever",
     )
+}
+
+/// The multicast calls of the std-like and the tokio `UdpSocket` (the same on both).
+pub(crate) mod multicast {
+    use std::io;
+    use std::net::Ipv4Addr;
+
+    use impnet_core::UdpHandle;
+
+    use crate::error;
+    use crate::runtime::Shared;
+
+    pub(crate) fn join(
+        shared: &Shared,
+        handle: UdpHandle,
+        group: Ipv4Addr,
+        interface: Ipv4Addr,
+    ) -> io::Result<()> {
+        shared
+            .with(|state, now| {
+                state
+                    .stack
+                    .udp_join_multicast_v4(now, handle, group, interface)
+            })?
+            .map_err(error::udp)
+    }
+
+    pub(crate) fn leave(
+        shared: &Shared,
+        handle: UdpHandle,
+        group: Ipv4Addr,
+        interface: Ipv4Addr,
+    ) -> io::Result<()> {
+        shared
+            .with(|state, now| {
+                state
+                    .stack
+                    .udp_leave_multicast_v4(now, handle, group, interface)
+            })?
+            .map_err(error::udp)
+    }
+
+    pub(crate) fn set_ttl(shared: &Shared, handle: UdpHandle, ttl: u32) -> io::Result<()> {
+        let ttl = u8::try_from(ttl)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "multicast TTL over 255"))?;
+        shared
+            .with(|state, _| state.stack.udp_set_multicast_ttl_v4(handle, ttl))?
+            .map_err(error::udp)
+    }
+
+    pub(crate) fn ttl(shared: &Shared, handle: UdpHandle) -> io::Result<u32> {
+        shared
+            .with(|state, _| state.stack.udp_multicast_ttl_v4(handle))?
+            .map(u32::from)
+            .map_err(error::udp)
+    }
 }

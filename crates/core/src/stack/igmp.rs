@@ -60,6 +60,24 @@ impl Stack {
             .ok_or(UdpError::NoRoute)
     }
 
+    /// The checks a join and a leave share: the socket exists, `group` is multicast,
+    /// and the interface `interface` names (see [`Stack::udp_join_multicast_v4`]).
+    fn membership_iface(
+        &self,
+        handle: UdpHandle,
+        group: Ipv4Addr,
+        interface: Ipv4Addr,
+    ) -> Result<IfaceId, UdpError> {
+        self.udp
+            .sockets
+            .get(handle.0)
+            .ok_or(UdpError::InvalidHandle)?;
+        if !group.is_multicast() {
+            return Err(UdpError::InvalidGroup);
+        }
+        self.multicast_iface(group, interface)
+    }
+
     /// Join `group` on the interface with address `interface` (0.0.0.0: chosen by
     /// route, see [`crate::stack`]'s multicast notes), for the socket `handle`
     /// (`IP_ADD_MEMBERSHIP`). The interface's first join of a group sends an IGMP
@@ -73,14 +91,7 @@ impl Stack {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> Result<(), UdpError> {
-        self.udp
-            .sockets
-            .get(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
-        if !group.is_multicast() {
-            return Err(UdpError::InvalidGroup);
-        }
-        let iface = self.multicast_iface(group, interface)?;
+        let iface = self.membership_iface(handle, group, interface)?;
         match self.groups_mut(iface).join(now, group, handle) {
             None => Err(UdpError::AddrInUse),
             Some(first) => {
@@ -102,14 +113,7 @@ impl Stack {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> Result<(), UdpError> {
-        self.udp
-            .sockets
-            .get(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
-        if !group.is_multicast() {
-            return Err(UdpError::InvalidGroup);
-        }
-        let iface = self.multicast_iface(group, interface)?;
+        let iface = self.membership_iface(handle, group, interface)?;
         match self.groups_mut(iface).leave(now, group, handle) {
             None => Err(UdpError::AddrNotAvailable),
             Some(last) => {
