@@ -13,6 +13,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{ChildGuard, NetNs, can_run, have, text};
@@ -160,7 +161,14 @@ fn setup(site: &[u8], proxy_args: &[&str]) -> Option<Setup> {
         }
     }
     let (client, proxy, server) = (NetNs::new(), NetNs::new(), NetNs::new());
-    let dir = std::env::temp_dir().join(format!("imp-proxy-site-{}", std::process::id()));
+    // One directory per test: the tests of this file run at once, and a shared one
+    // would let one test's curl truncate the file the other is reading.
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "imp-proxy-site-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("file.bin"), site).unwrap();
     // P <-> S over a veth.
