@@ -57,7 +57,8 @@ fn describe(name: &str, r: &BulkResult) -> String {
 /// 1% of the segments held back 5 ms on a clean 100 Mbit/s, 20 ms path: the first
 /// reorderings look like losses (RACK's window starts at min_RTT/4 = 5 ms, and is zero
 /// until reordering was seen); their D-SACKs undo the window cuts and widen the
-/// reordering window (RFC 8985 §6.2), after which no segment is retransmitted. Goodput
+/// reordering window (RFC 8985 §6.2), after which hardly a segment is retransmitted
+/// (DupThresh alone goes on retransmitting hundreds). Goodput
 /// stays within 10% of the same transfer without reordering.
 #[test]
 fn reordering_one_percent_by_5ms_costs_little_once_the_window_adapted() {
@@ -79,12 +80,15 @@ fn reordering_one_percent_by_5ms_costs_little_once_the_window_adapted() {
     std::println!("{report}");
     assert!(r.sender_stats.dsacks_received > 0, "{report}");
     assert!(r.goodput_bps >= 0.9 * clean.goodput_bps, "{report}");
-    assert_eq!(second_half(&r), (0, 0), "{report}");
+    // At most one spurious retransmission (and its D-SACK) late in the transfer: the
+    // widened window lapses after 16 recoveries (RFC 8985 §6.2) and must adapt again.
+    let (late, late_dsacks) = second_half(&r);
+    assert!(late <= 1 && late_dsacks <= 1, "{report}");
     // RFC 6675's DupThresh alone, without RACK, goes on retransmitting.
     let dupthresh = transfer(bytes, reordering, seed, false);
     let report = format!("{report}; {}", describe("dupthresh", &dupthresh));
     std::println!("{report}");
-    assert!(second_half(&dupthresh).0 > 0, "{report}");
+    assert!(second_half(&dupthresh).0 > 10 * late.max(1), "{report}");
 }
 
 /// `scenarios/paths/rack-reordering.toml`: the same comparison as a scenario file,

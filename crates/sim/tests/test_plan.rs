@@ -213,10 +213,11 @@ fn wraps(bytes: u64) -> (BulkResult, u64, u64) {
         if let Some((frame, at)) = &w.old
             && !injected
         {
-            // Once the data sent reaches 100 kB short of the old segment's number one
-            // cycle later, the old segment's sequence number is in the window again.
+            // Once the data sent reaches 200 kB short of the old segment's number one
+            // cycle later, the old segment's sequence number is in the window again
+            // (200 kB: more than the two 64 kB segments that may go between two calls).
             let again = at + (1 << 32);
-            if w.sent_end + 100_000 >= again && w.sent_end < again {
+            if w.sent_end + 200_000 >= again && w.sent_end < again {
                 injected = true;
                 let frame = frame.clone();
                 drop(w);

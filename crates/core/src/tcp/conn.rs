@@ -799,6 +799,7 @@ pub(crate) fn new_snd(
         recovery: None,
         rexmit: None,
         high_rxt: snd_una,
+        snd_sml: snd_una,
         dup_acks: 0,
         rto_recover: None,
         probe_count: 0,

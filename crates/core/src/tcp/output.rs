@@ -627,6 +627,9 @@ impl Conn {
                 on_data_sent(snd, now, (plan.seq, end), again, self.rtt.srtt());
                 snd.last_send = Some(now);
                 if plan.kind == Kind::Next {
+                    if !again && plan.len < self.opts.snd_mss() {
+                        snd.snd_sml = end;
+                    }
                     snd.snd_nxt = end;
                     snd.snd_max = snd.snd_max.max(end);
                 } else {
@@ -907,12 +910,15 @@ fn partial_goes(snd: &Snd, room: &Room, len: usize, partial: Partial, fin_due: b
     if len == room.available {
         // RFC 9293 §3.7.4 Nagle: "if there is unacknowledged data ... buffer all user
         // data ... until the outstanding data has been acknowledged or until the TCP can
-        // send a full-sized segment". A queued FIN pushes the tail out, corked or not
-        // (closing uncorks, as in Linux).
+        // send a full-sized segment", in Minshall's variant (draft-minshall-nagle, as
+        // Linux): only unacknowledged *small* segments hold a small one back, so the
+        // tail of a bulk write does not wait behind the peer's delayed ACK of a
+        // full-sized segment. A queued FIN pushes the tail out, corked or not (closing
+        // uncorks, as in Linux).
         return fin_due
             || match partial {
                 Partial::Immediately => true,
-                Partial::Nagle => snd.snd_max == snd.snd_una,
+                Partial::Nagle => !small_unacked(snd),
                 Partial::Corked => false,
                 Partial::Override => true,
             };
@@ -922,6 +928,13 @@ fn partial_goes(snd: &Snd, room: &Room, len: usize, partial: Partial, fin_due: b
     // Or the override timer (the persist timer, with a window open) expired.
     len == room.wnd
         && (partial == Partial::Override || len >= (snd.max_snd_wnd as usize / 2).max(1))
+}
+
+/// Minshall's test: a segment smaller than the MSS is sent and not acknowledged. (After
+/// a timeout SND.NXT may fall back below it; then it is being sent again and does not
+/// count, as in Linux's `tcp_minshall_check`.)
+fn small_unacked(snd: &Snd) -> bool {
+    snd.snd_sml > snd.snd_una && snd.snd_sml <= snd.snd_nxt
 }
 
 /// Nothing more to send and room in the window: the application limits the rate, and

@@ -216,6 +216,10 @@ pub(crate) struct Snd {
     pub rexmit: Option<SeqNumber>,
     /// RFC 6675: the highest sequence number retransmitted in this recovery ("HighRxt").
     pub high_rxt: SeqNumber,
+    /// End of the last segment smaller than the MSS sent with new data: Minshall's
+    /// variant of Nagle's algorithm holds another small segment only while this one is
+    /// unacknowledged (as Linux's `snd_sml`).
+    pub snd_sml: SeqNumber,
     /// Duplicate ACKs in a row (RFC 5681 §2 definition).
     pub dup_acks: u32,
     /// After a retransmission timeout, the highest sequence number sent before it: no

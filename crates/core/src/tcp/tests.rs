@@ -1189,6 +1189,33 @@ fn sack_blocks_are_generated() {
     );
 }
 
+/// Minshall's variant of Nagle (as Linux): the tail of a write goes behind full-sized
+/// segments without waiting for their ACK, which a delayed-ACK receiver would hold
+/// back (the end of every bulk transfer would stall for the delayed-ACK time).
+#[test]
+fn nagle_lets_a_tail_follow_full_segments() {
+    let (mut tcp, c, snd) = established();
+    tcp.send(ms(20), c, &[5u8; 2500]).unwrap();
+    let lens: Vec<usize> = (0..3)
+        .map(|_| parse(&recv!(tcp, 20)).payload.len())
+        .collect();
+    assert_eq!(lens, [1000, 1000, 500]);
+    recv_nothing!(tcp, 20);
+    // A second tail waits behind the first, unacknowledged one.
+    tcp.send(ms(21), c, b"xyz").unwrap();
+    recv_nothing!(tcp, 21);
+    send!(
+        tcp,
+        22,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 2500,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(parse(&recv!(tcp, 22)).payload, b"xyz");
+}
+
 #[test]
 fn nagle_holds_small_segments_until_acked() {
     let (mut tcp, c, snd) = established();

@@ -156,20 +156,25 @@ fn cork_holds_partial_segments_until_uncorked() {
     assert_eq!((full.payload.len(), full.flags.psh()), (1000, false));
     recv_nothing!(tcp, 21);
     tcp.set_cork(ms(22), c, false).unwrap();
-    // Uncorked, Nagle still holds the tail behind the unacknowledged segment.
-    recv_nothing!(tcp, 22);
+    // Uncorked, the tail goes: only a full-sized segment is unacknowledged, and
+    // Minshall's Nagle holds a small segment only behind another small one.
+    let tail_bytes = recv!(tcp, 22);
+    let tail = parse(&tail_bytes);
+    assert_eq!((tail.payload.len(), tail.flags.psh()), (8, true));
+    // The next small write waits behind that small tail until it is acknowledged.
+    tcp.send(ms(23), c, b"more").unwrap();
+    recv_nothing!(tcp, 23);
     send!(
         tcp,
         25,
         Repr {
             seq: RISS + 1,
-            ack: snd + 1000,
+            ack: snd + 1008,
             ..SEND_TEMPL
         }
     );
-    let tail_bytes = recv!(tcp, 25);
-    let tail = parse(&tail_bytes);
-    assert_eq!((tail.payload.len(), tail.flags.psh()), (8, true));
+    let more_bytes = recv!(tcp, 25);
+    assert_eq!(parse(&more_bytes).payload, b"more");
 }
 
 #[test]
