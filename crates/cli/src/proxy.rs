@@ -32,8 +32,11 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub udp_idle: u64,
     /// Connections and datagrams one client address may open per second (a burst of
-    /// a fifth of a second's worth, at least 16, is allowed on top).
-    #[arg(long, value_name = "N", default_value_t = 2000)]
+    /// a fifth of a second's worth, at least 16, is allowed on top). Behind a TUN one
+    /// address is usually the whole host, so the default is above what a busy client
+    /// opens; a SYN over the limit is dropped, and its sender retries only after a
+    /// second.
+    #[arg(long, value_name = "N", default_value_t = 20000)]
     pub rate: u32,
     /// Most connections waiting in the handshake at once.
     #[arg(long, value_name = "N", default_value_t = 512)]
