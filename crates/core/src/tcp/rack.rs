@@ -85,6 +85,13 @@ pub(crate) struct Delivered {
     pub sacked: usize,
 }
 
+/// The ACK's TSecr is older than the TSval `xmit` went out with (RFC 7323 §5.4 ticks:
+/// `output::tsval`), so it echoes an earlier transmission. Within one tick the two
+/// cannot be told apart, and the min_RTT test alone decides.
+fn echo_precedes(tsecr: Option<u32>, xmit: Instant) -> bool {
+    tsecr.is_some_and(|echo| (echo.wrapping_sub(super::output::tsval(xmit)) as i32) < 0)
+}
+
 impl SentLog {
     /// Record that `[start, end)` went out at `now` (new data, or again).
     pub fn on_send(&mut self, start: SeqNumber, end: SeqNumber, now: Instant) {
@@ -155,14 +162,15 @@ impl SentLog {
 
     /// Mark `[start, end)` delivered (cumulatively acknowledged when `cumulative`,
     /// else SACKed) at `now`, and report what RACK learns (RFC 8985 §6.2 steps 2-3).
-    /// `fack` is the highest sequence number delivered so far (updated); `min_rtt`
-    /// filters retransmissions that may be acknowledged for their original.
+    /// `fack` is the highest sequence number delivered so far (updated); `min_rtt` and
+    /// the ACK's `tsecr` filter retransmissions that may be acknowledged for an earlier
+    /// transmission.
     pub fn deliver(
         &mut self,
         (start, end): (SeqNumber, SeqNumber),
         cumulative: bool,
         now: Instant,
-        (fack, min_rtt): (&mut SeqNumber, Option<Duration>),
+        (fack, min_rtt, tsecr): (&mut SeqNumber, Option<Duration>, Option<u32>),
         out: &mut Delivered,
     ) {
         if start >= end {
@@ -191,9 +199,12 @@ impl SentLog {
                 out.sacked += run.end - run.start;
             }
             let rtt = now.saturating_duration_since(run.xmit);
-            // Step 2: "If Segment.retransmitted is TRUE ... If rtt < RACK.min_RTT:
-            // Return" (the ACK may be for the original transmission).
-            if run.retransmitted && min_rtt.is_none_or(|min| rtt < min) {
+            // Step 2: "If Segment.retransmitted is TRUE: If ACK.ts_option.echo_reply <
+            // Segment.xmit_ts: Return; If rtt < RACK.min_RTT: Return" (the ACK may be
+            // for an earlier transmission).
+            if run.retransmitted
+                && (echo_precedes(tsecr, run.xmit) || min_rtt.is_none_or(|min| rtt < min))
+            {
                 continue;
             }
             // Step 3: "If Segment.end_seq < RACK.fack ... RACK.reordering_seen = TRUE".
@@ -524,7 +535,7 @@ mod tests {
         // A thousand one-byte blocks: the log is cut until the limit, then no more.
         for i in 0..1000 {
             let at = s(1 + i * 17);
-            log.deliver((at, at + 1), false, t(2), (&mut fack, None), &mut d);
+            log.deliver((at, at + 1), false, t(2), (&mut fack, None, None), &mut d);
             assert!(log.len() <= 8, "{} runs", log.len());
         }
         let sacked = d.sacked;
@@ -534,12 +545,18 @@ mod tests {
             (s(10_000), s(20_000)),
             false,
             t(3),
-            (&mut fack, None),
+            (&mut fack, None, None),
             &mut d,
         );
         assert_eq!(d.sacked, sacked + 10_000);
         // A block over part of a run, at the limit, marks nothing of it.
-        log.deliver((s(5_000), s(6_000)), false, t(3), (&mut fack, None), &mut d);
+        log.deliver(
+            (s(5_000), s(6_000)),
+            false,
+            t(3),
+            (&mut fack, None, None),
+            &mut d,
+        );
         assert_eq!(d.sacked, sacked + 10_000);
     }
 
@@ -571,8 +588,13 @@ mod tests {
         // Segment 3 (sent at 3 ms) is SACKed at 23 ms; 0..3 are not.
         let mut d = Delivered::default();
         let (mut fack, min) = (rack.fack, rack.min_rtt);
-        rack.log
-            .deliver((s(300), s(400)), false, t(23), (&mut fack, min), &mut d);
+        rack.log.deliver(
+            (s(300), s(400)),
+            false,
+            t(23),
+            (&mut fack, min, None),
+            &mut d,
+        );
         rack.fack = fack;
         rack.on_delivered(&d);
         assert_eq!(rack.latest, Some((t(3), s(400))));
@@ -609,7 +631,7 @@ mod tests {
         let mut d = Delivered::default();
         let (mut fack, min) = (rack.fack, rack.min_rtt);
         rack.log
-            .deliver((s(30), s(40)), false, t(30), (&mut fack, min), &mut d);
+            .deliver((s(30), s(40)), false, t(30), (&mut fack, min, None), &mut d);
         rack.fack = fack;
         rack.on_delivered(&d);
         let (lost, runs, _) = rack.detect_loss(MS(0), t(30));
@@ -642,7 +664,7 @@ mod tests {
             (s(100), s(200)),
             false,
             t(41),
-            (&mut fack, rack.min_rtt),
+            (&mut fack, rack.min_rtt, None),
             &mut d,
         );
         assert!(!d.reordered);
@@ -651,7 +673,7 @@ mod tests {
             (s(0), s(200)),
             true,
             t(42),
-            (&mut fack, rack.min_rtt),
+            (&mut fack, rack.min_rtt, None),
             &mut d,
         );
         assert!(d.reordered);
@@ -685,7 +707,7 @@ mod tests {
             (s(0), s(100)),
             true,
             t(21),
-            (&mut fack, rack.min_rtt),
+            (&mut fack, rack.min_rtt, None),
             &mut d,
         );
         assert_eq!(d.latest, None);
@@ -693,10 +715,39 @@ mod tests {
             (s(0), s(100)),
             true,
             t(40),
-            (&mut fack, rack.min_rtt),
+            (&mut fack, rack.min_rtt, None),
             &mut d,
         );
         assert_eq!(d.latest, Some((t(15), s(100), MS(25))));
+    }
+
+    #[test]
+    fn a_retransmission_whose_ack_echoes_the_original_is_not_trusted() {
+        let mut rack = Rack::new(true, s(0), 0);
+        rack.log.on_send(s(0), s(100), t(100));
+        rack.on_rtt_sample(MS(5));
+        rack.log.on_send(s(0), s(100), t(115));
+        let mut d = Delivered::default();
+        let mut fack = rack.fack;
+        // 25 ms after the retransmission (above min_RTT), but TSecr is the original's
+        // TSval: the ACK is for the original, and says nothing of the retransmission.
+        rack.log.deliver(
+            (s(0), s(100)),
+            true,
+            t(140),
+            (&mut fack, rack.min_rtt, Some(100)),
+            &mut d,
+        );
+        assert_eq!(d.latest, None);
+        // TSecr of the retransmission: trusted.
+        rack.log.deliver(
+            (s(0), s(100)),
+            true,
+            t(140),
+            (&mut fack, rack.min_rtt, Some(115)),
+            &mut d,
+        );
+        assert_eq!(d.latest, Some((t(115), s(100), MS(25))));
     }
 
     #[test]
@@ -712,7 +763,7 @@ mod tests {
             (s(100), s(200)),
             false,
             t(30),
-            (&mut fack, None),
+            (&mut fack, None, None),
             &mut Delivered::default(),
         );
         assert_eq!(log.recent_end(s(0), MS(40), t(50)), None);

@@ -71,7 +71,7 @@ impl Conn {
         }
         if snd.rack.enabled {
             snd.rack.min_rtt = min_rtt;
-            rack_update(snd, seg, before.snd_una, now, dsack.is_some());
+            rack_update(snd, seg, (before.snd_una, tsecr), now, dsack.is_some());
         }
         if before.in_recovery && snd.recovery.is_none() {
             snd.rack.on_recovery_exit();
@@ -261,22 +261,40 @@ impl Conn {
     }
 }
 
-/// RFC 8985 §6.2 steps 1-3 for one ACK: what it delivered, cumulatively and by SACK
-/// (the D-SACK block excepted), updates RACK.
-fn rack_update(snd: &mut Snd, seg: &Repr<'_>, old_una: SeqNumber, now: Instant, dsack: bool) {
+/// RFC 8985 §6.2 steps 1-3 for one ACK (SND.UNA before it and its TSecr): what it
+/// delivered, cumulatively and by SACK (the D-SACK block excepted), updates RACK.
+fn rack_update(
+    snd: &mut Snd,
+    seg: &Repr<'_>,
+    (old_una, tsecr): (SeqNumber, Option<u32>),
+    now: Instant,
+    dsack: bool,
+) {
     let mut d = Delivered::default();
     let rack = &mut snd.rack;
     let (mut fack, min_rtt) = (rack.fack, rack.min_rtt);
     let ack = snd.snd_una;
-    rack.log
-        .deliver((old_una, ack), true, now, (&mut fack, min_rtt), &mut d);
+    rack.log.deliver(
+        (old_una, ack),
+        true,
+        now,
+        (&mut fack, min_rtt, tsecr),
+        &mut d,
+    );
     rack.log.on_cum_ack(ack);
     let skip = usize::from(dsack);
     for block in seg.options.sack().iter().skip(skip) {
         let (left, right) = (block.left_seq().max(ack), block.right_seq());
         if left < right && right <= snd.snd_max {
-            rack.log
-                .deliver((left, right), false, now, (&mut fack, min_rtt), &mut d);
+            // No TSecr test: a SACKed segment arrived out of order, and the ACK echoes
+            // the last in-order segment's timestamp (RFC 7323 §4.3), not its own.
+            rack.log.deliver(
+                (left, right),
+                false,
+                now,
+                (&mut fack, min_rtt, None),
+                &mut d,
+            );
         }
     }
     rack.fack = fack;
