@@ -357,6 +357,8 @@ pub struct IgmpStats {
     pub rx_not_member: u64,
     /// UDP datagrams sent to a multicast group.
     pub tx_multicast: u64,
+    /// Copies of those looped back to this host's members (`IP_MULTICAST_LOOP`).
+    pub tx_looped: u64,
 }
 
 /// IPv6 (RFC 8200), ICMPv6 (RFC 4443) and neighbour discovery (RFC 4861, 4862)

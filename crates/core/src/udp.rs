@@ -114,6 +114,24 @@ pub(crate) struct UdpSocket {
     pub(crate) dont_frag: bool,
     /// TTL of datagrams to IPv4 multicast groups (`IP_MULTICAST_TTL`, default 1).
     pub(crate) multicast_ttl: u8,
+    /// Datagrams to an IPv4 group the sending interface is in are also delivered to
+    /// this host's sockets (`IP_MULTICAST_LOOP`, default on).
+    pub(crate) multicast_loop: bool,
+}
+
+impl UdpSocket {
+    /// A socket bound to `local`, its queue holding at most `limits` (datagrams,
+    /// bytes), every option at its default.
+    pub(crate) fn new(local: SocketAddr, limits: (usize, usize)) -> UdpSocket {
+        UdpSocket {
+            local,
+            queue: RecvQueue::new(limits.0, limits.1),
+            error: None,
+            dont_frag: false,
+            multicast_ttl: 1,
+            multicast_loop: true,
+        }
+    }
 }
 
 /// Every UDP socket of a stack, and the port demultiplexing table.

@@ -127,6 +127,17 @@ impl UdpSocket {
         multicast::ttl(&self.shared, self.handle)
     }
 
+    /// Deliver datagrams this socket sends to an IPv4 group to the stack's own members
+    /// of it too (`IP_MULTICAST_LOOP`; on by default, as in Linux).
+    pub fn set_multicast_loop_v4(&self, multicast_loop_v4: bool) -> io::Result<()> {
+        multicast::set_loop(&self.shared, self.handle, multicast_loop_v4)
+    }
+
+    /// Whether datagrams to IPv4 groups loop back to the stack's own members.
+    pub fn multicast_loop_v4(&self) -> io::Result<bool> {
+        multicast::get_loop(&self.shared, self.handle)
+    }
+
     /// Send one datagram to `addr`.
     pub fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
         let dst = crate::error::resolve_any(addr)?;
@@ -281,6 +292,18 @@ pub(crate) mod multicast {
         shared
             .with(|state, _| state.stack.udp_multicast_ttl_v4(handle))?
             .map(u32::from)
+            .map_err(error::udp)
+    }
+
+    pub(crate) fn set_loop(shared: &Shared, handle: UdpHandle, on: bool) -> io::Result<()> {
+        shared
+            .with(|state, _| state.stack.udp_set_multicast_loop_v4(handle, on))?
+            .map_err(error::udp)
+    }
+
+    pub(crate) fn get_loop(shared: &Shared, handle: UdpHandle) -> io::Result<bool> {
+        shared
+            .with(|state, _| state.stack.udp_multicast_loop_v4(handle))?
             .map_err(error::udp)
     }
 }

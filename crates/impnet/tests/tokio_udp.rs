@@ -277,6 +277,20 @@ fn a_joined_group_is_received_and_a_left_one_is_not() {
                 SocketAddr::from((v4(1), sa.local_addr().unwrap().port()))
             )
         );
+        // IP_MULTICAST_LOOP, on by default: b's own datagram to the group comes back to
+        // its member socket (here the sender itself); switched off, it does not.
+        assert!(sb.multicast_loop_v4().unwrap());
+        sb.send_to(b"looped", (group, 6000)).await.unwrap();
+        let (n, from) = sb.recv_from(&mut buf).await.expect("the looped datagram");
+        assert_eq!(
+            (&buf[..n], from),
+            (&b"looped"[..], SocketAddr::from((v4(2), 6000)))
+        );
+        sb.set_multicast_loop_v4(false).unwrap();
+        assert!(!sb.multicast_loop_v4().unwrap());
+        sb.send_to(b"not looped", (group, 6000)).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_millis(300), sb.recv_from(&mut buf)).await;
+        assert!(got.is_err(), "no copy with the loop off: {got:?}");
         sb.leave_multicast_v4(&group, &v4(2)).expect("leave");
         sa.send_to(b"after leaving", (group, 6000)).await.unwrap();
         let late = tokio::time::timeout(Duration::from_millis(300), sb.recv_from(&mut buf)).await;

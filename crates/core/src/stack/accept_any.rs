@@ -5,7 +5,6 @@ use core::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use crate::accept_any::{AcceptAny, Refusal};
 use crate::iface::IfaceId;
-use crate::socket::RecvQueue;
 use crate::stack::Stack;
 use crate::tcp::{TcpError, TcpHandle};
 use crate::time::Instant;
@@ -103,13 +102,8 @@ impl Stack {
             return Err(UdpError::AddrInUse);
         }
         let limits = (self.config.udp_queue_limit, self.config.udp_queue_bytes);
-        let socket = UdpSocket {
-            local: SocketAddr::new(UDP_CATCH_ALL.1, UDP_CATCH_ALL.0),
-            queue: RecvQueue::new(limits.0, limits.1),
-            error: None,
-            dont_frag: false,
-            multicast_ttl: 1,
-        };
+        let local = SocketAddr::new(UDP_CATCH_ALL.1, UDP_CATCH_ALL.0);
+        let socket = UdpSocket::new(local, limits);
         let handle = UdpHandle(self.udp.sockets.insert(socket));
         self.udp.bound.insert(UDP_CATCH_ALL, handle);
         Ok(handle)

@@ -8,8 +8,10 @@
 //! address), whichever socket joined. A datagram sent to a group leaves by the
 //! interface of the socket's bound address, else the route to the group, else the
 //! first interface with an address, with the socket's multicast TTL (1 by default,
-//! `IP_MULTICAST_TTL`), to the group's MAC (RFC 1112 §6.4), never through ARP. It is
-//! not looped back to the host's own sockets (`IP_MULTICAST_LOOP` off).
+//! `IP_MULTICAST_TTL`), to the group's MAC (RFC 1112 §6.4), never through ARP. When
+//! that interface is in the group, a copy is also delivered to the host's own sockets,
+//! through the loopback queue (`IP_MULTICAST_LOOP`, on by default as in Linux and as
+//! RFC 1112 §6.1 recommends).
 
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
@@ -144,6 +146,36 @@ impl Stack {
             .get(handle.0)
             .map(|s| s.multicast_ttl)
             .ok_or(UdpError::InvalidHandle)
+    }
+
+    /// Deliver the socket's datagrams to IPv4 groups to this host's own members too
+    /// (`IP_MULTICAST_LOOP`; default on).
+    pub fn udp_set_multicast_loop_v4(
+        &mut self,
+        handle: UdpHandle,
+        on: bool,
+    ) -> Result<(), UdpError> {
+        let socket = self
+            .udp
+            .sockets
+            .get_mut(handle.0)
+            .ok_or(UdpError::InvalidHandle)?;
+        socket.multicast_loop = on;
+        Ok(())
+    }
+
+    /// Whether the socket's datagrams to IPv4 groups loop back to this host.
+    pub fn udp_multicast_loop_v4(&self, handle: UdpHandle) -> Result<bool, UdpError> {
+        self.udp
+            .sockets
+            .get(handle.0)
+            .map(|s| s.multicast_loop)
+            .ok_or(UdpError::InvalidHandle)
+    }
+
+    /// A member of `group` on any interface (what a looped datagram to it needs).
+    pub(crate) fn is_member_anywhere_v4(&self, group: Ipv4Addr) -> bool {
+        (0..self.ifaces.len()).any(|i| self.is_member_v4(IfaceId(i as u32), group))
     }
 
     /// The IPv4 groups `iface` is in: 224.0.0.1 (always, RFC 1112 §4) and every group

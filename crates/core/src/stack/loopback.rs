@@ -110,10 +110,13 @@ impl Stack {
         let Some(packet) = self.validate_ipv4(bytes, false) else {
             return;
         };
-        if !self.is_local_addr(packet.dst_addr()) {
+        let dst = packet.dst_addr();
+        // A multicast datagram looped for the host's members (`IP_MULTICAST_LOOP`).
+        let multicast = dst.is_multicast() && self.is_member_anywhere_v4(dst);
+        if !multicast && !self.is_local_addr(dst) {
             self.stats.ipv4.rx_not_for_us += 1;
             return;
         }
-        self.take_in(now, &packet, false, false);
+        self.take_in(now, &packet, multicast, false);
     }
 }

@@ -2,7 +2,8 @@
 //! (IGMPv3 state-change reports twice; IGMPv2 reports and leaves once an older querier
 //! was heard), queries answered within their Max Resp Time, the interface's group list,
 //! multicast UDP sent to the group's MAC with the socket's multicast TTL and received
-//! only for joined groups, and the misuse errors.
+//! only for joined groups, looped back to the host's own members (`IP_MULTICAST_LOOP`),
+//! and the misuse errors.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -336,6 +337,57 @@ fn multicast_udp_goes_to_the_group_mac_with_the_multicast_ttl_and_no_arp() {
         );
     }
     assert_eq!(p.a.stats().igmp.tx_multicast, 2);
+}
+
+/// `IP_MULTICAST_LOOP` (on by default, as in Linux): a datagram to a group the
+/// sending interface is in also reaches this host's member socket, once, from the
+/// sender's address; off, or to a group the interface is not in, only the wire has it.
+#[test]
+fn multicast_loops_back_to_the_hosts_members_unless_switched_off() {
+    let (mut p, member) = joined();
+    let a = p.a.udp_bind(SocketAddrV4::new(IP_A, 7000)).unwrap();
+    assert_eq!(p.a.udp_multicast_loop_v4(a), Ok(true));
+    let mut buf = [0u8; 16];
+    p.a.udp_send_to(p.now, a, SocketAddrV4::new(GROUP, 5000), b"looped")
+        .unwrap();
+    assert_eq!(drain(&mut p.a, p.now).len(), 1, "the wire's copy");
+    let (len, from) = p.a.udp_recv_from(member, &mut buf).unwrap();
+    assert_eq!(
+        (&buf[..len], from),
+        (
+            &b"looped"[..],
+            SocketAddr::V4(SocketAddrV4::new(IP_A, 7000))
+        )
+    );
+    assert_eq!(
+        p.a.udp_recv_from(member, &mut buf),
+        Err(UdpError::WouldBlock)
+    );
+    assert_eq!(p.a.stats().igmp.tx_looped, 1);
+    // A group the interface is not in: nothing looped.
+    p.a.udp_send_to(p.now, a, SocketAddrV4::new(OTHER, 5000), b"other")
+        .unwrap();
+    assert_eq!(drain(&mut p.a, p.now).len(), 1);
+    assert_eq!(
+        p.a.udp_recv_from(member, &mut buf),
+        Err(UdpError::WouldBlock)
+    );
+    // Switched off: the wire only.
+    p.a.udp_set_multicast_loop_v4(a, false).unwrap();
+    assert_eq!(p.a.udp_multicast_loop_v4(a), Ok(false));
+    p.a.udp_send_to(p.now, a, SocketAddrV4::new(GROUP, 5000), b"wire only")
+        .unwrap();
+    assert_eq!(drain(&mut p.a, p.now).len(), 1);
+    assert_eq!(
+        p.a.udp_recv_from(member, &mut buf),
+        Err(UdpError::WouldBlock)
+    );
+    assert_eq!(p.a.stats().igmp.tx_looped, 1);
+    p.a.udp_close(a).unwrap();
+    assert_eq!(
+        p.a.udp_set_multicast_loop_v4(a, true),
+        Err(UdpError::InvalidHandle)
+    );
 }
 
 #[test]

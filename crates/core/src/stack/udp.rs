@@ -7,7 +7,6 @@ use impnet_wire::ipv4::Protocol;
 use impnet_wire::udp;
 
 use crate::neighbor::{Origin, SocketKind};
-use crate::socket::RecvQueue;
 use crate::stack::ipv4::{IpMeta, OutputError, SendOptions};
 use crate::stack::ipv6::Meta6;
 use crate::stack::{Event, Stack};
@@ -45,13 +44,7 @@ impl Stack {
             return Err(UdpError::AddrInUse);
         }
         let limits = (self.config.udp_queue_limit, self.config.udp_queue_bytes);
-        let socket = UdpSocket {
-            local,
-            queue: RecvQueue::new(limits.0, limits.1),
-            error: None,
-            dont_frag: false,
-            multicast_ttl: 1,
-        };
+        let socket = UdpSocket::new(local, limits);
         let handle = UdpHandle(self.udp.sockets.insert(socket));
         self.udp.bound.insert((local.port(), local.ip()), handle);
         Ok(handle)
@@ -145,11 +138,15 @@ impl Stack {
             _ => return Err(UdpError::AddrNotAvailable),
         };
         let multicast = dst.ip().is_multicast();
-        let (route, ttl) = if multicast {
-            let ttl = self.udp.sockets.get(handle.0).map(|s| s.multicast_ttl);
-            (self.route_multicast(*dst.ip(), src)?, ttl)
+        let (route, ttl, looped) = if multicast {
+            let socket = self.udp.sockets.get(handle.0);
+            let ttl = socket.map(|s| s.multicast_ttl);
+            let route = self.route_multicast(*dst.ip(), src)?;
+            let looped = socket.is_some_and(|s| s.multicast_loop)
+                && self.is_member_v4(route.iface, *dst.ip());
+            (route, ttl, looped)
         } else {
-            (self.route_output(*dst.ip(), src)?, None)
+            (self.route_output(*dst.ip(), src)?, None, false)
         };
         let repr = udp::Repr {
             src_port: local.port(),
@@ -175,6 +172,9 @@ impl Stack {
             let partial = impnet_wire::checksum::pseudo_header_v4(&route.src, dst.ip(), 17, length);
             view.set_checksum(partial);
         }
+        if looped {
+            self.loop_multicast(now, (route.src, *dst.ip()), ttl, &packet);
+        }
         let options = SendOptions {
             protocol: Protocol::Udp,
             dont_frag,
@@ -188,6 +188,35 @@ impl Stack {
         self.stats.work.socket_calls += 1;
         self.stats.work.copied_from_user += data.len() as u64;
         Ok(())
+    }
+
+    /// `IP_MULTICAST_LOOP`: a copy of the UDP datagram in `packet` (behind room for
+    /// the IPv4 header) from `src` to `group`, put on the loopback queue for this
+    /// host's members. A full queue drops the copy, as a full `lo` would.
+    fn loop_multicast(
+        &mut self,
+        now: Instant,
+        (src, group): (core::net::Ipv4Addr, core::net::Ipv4Addr),
+        ttl: Option<u8>,
+        packet: &[u8],
+    ) {
+        let mut copy = self.pool.take();
+        copy.extend_from_slice(packet);
+        let header_len = impnet_wire::ipv4::HEADER_LEN;
+        let ident = self.next_ident();
+        let mut repr = self.ip_header(
+            src,
+            group,
+            Protocol::Udp,
+            copy.len() - header_len,
+            ident,
+            false,
+        );
+        repr.ttl = ttl.unwrap_or(repr.ttl);
+        repr.emit(&mut impnet_wire::ipv4::Packet::new_unchecked(&mut copy[..]));
+        if self.loop_back(now, copy).is_ok() {
+            self.stats.igmp.tx_looped += 1;
+        }
     }
 
     /// [`Stack::udp_send_to`] to an IPv6 address, from `src` (None: the route's).

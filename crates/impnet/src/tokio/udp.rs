@@ -79,6 +79,17 @@ impl UdpSocket {
         crate::udp::multicast::ttl(&self.shared, self.handle)
     }
 
+    /// Deliver datagrams this socket sends to an IPv4 group to the stack's own members
+    /// of it too (`IP_MULTICAST_LOOP`; on by default, as in Linux).
+    pub fn set_multicast_loop_v4(&self, multicast_loop_v4: bool) -> io::Result<()> {
+        crate::udp::multicast::set_loop(&self.shared, self.handle, multicast_loop_v4)
+    }
+
+    /// Whether datagrams to IPv4 groups loop back to the stack's own members.
+    pub fn multicast_loop_v4(&self) -> io::Result<bool> {
+        crate::udp::multicast::get_loop(&self.shared, self.handle)
+    }
+
     /// The address the socket is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(self.local)
