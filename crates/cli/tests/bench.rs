@@ -338,7 +338,14 @@ fn bench_w10_without_tun2socks_says_what_is_missing() {
         stderr.contains("tun2socks column skipped: TUN2SOCKS_BIN is not set"),
         "{stderr}"
     );
-    for name in ["W10-bulk", "W10-conn", "W10-bulk-tso", "W10-conn-tso"] {
+    for name in [
+        "W10-bulk",
+        "W10-conn",
+        "W10-bulk-soft",
+        "W10-conn-soft",
+        "W10-bulk-tso",
+        "W10-conn-tso",
+    ] {
         let row = rows
             .iter()
             .find(|r| r["workload"] == name)

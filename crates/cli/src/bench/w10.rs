@@ -17,7 +17,8 @@
 //! proxies see the same plain TUN: tun2socks opens it without the virtio-net header
 //! (no offloads), so imp runs with `--no-offloads` in these rows. imp's default, with
 //! the TUN's checksum and TSO offloads, is in `W10-bulk-tso` / `W10-conn-tso`, beside
-//! tun2socks' plain figures. Every other option is each proxy's default (tun2socks
+//! tun2socks' plain figures; imp on the plain TUN with its own GRO and GSO
+//! (`--no-offloads --gro --gso`) in the `-soft` rows. Every other option is each proxy's default (tun2socks
 //! `--proxy direct://`, its MTU the device's, its TCP buffers gVisor's defaults;
 //! imp's limit of new connections per client, `--rate`, at its default of 20000/s).
 
@@ -40,6 +41,8 @@ enum Proxy {
     Imp,
     /// `imp proxy` with its default offloads.
     ImpTso,
+    /// `imp proxy --no-offloads --gro --gso`: the plain TUN, imp's own GRO and GSO.
+    ImpSoft,
     Tun2socks,
 }
 
@@ -87,13 +90,13 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
         eprintln!("imp bench: W10 skipped: {reason}");
         return Vec::new();
     }
-    let mut proxies = vec![Proxy::Imp, Proxy::ImpTso];
+    let mut proxies = vec![Proxy::Imp, Proxy::ImpTso, Proxy::ImpSoft];
     match tun2socks_binary() {
         Ok(_) => proxies.push(Proxy::Tun2socks),
         Err(reason) => eprintln!("imp bench: W10's tun2socks column skipped: {reason}"),
     }
     // Per proxy: bulk Gbit/s, conn/s, errors.
-    let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); 3];
+    let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); 4];
     let started = StdInstant::now();
     for repeat in 0..repeats {
         for k in 0..proxies.len() {
@@ -118,36 +121,35 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
     rows(&mut samples)
 }
 
-/// The rows from every proxy's samples.
+/// The rows from every proxy's samples: per imp variant (plain, its own GRO/GSO
+/// `-soft`, the kernel's offloads `-tso`) bulk, the first seconds' and the later
+/// connections/s, and errors, each beside tun2socks' figure.
 fn rows(samples: &mut [[Vec<f64>; 4]]) -> Vec<Row> {
-    let mut med = |p: Proxy, i: usize| median(&mut samples[p as usize][i]);
-    let t2s = [0, 1, 2, 3].map(|i| med(Proxy::Tun2socks, i));
-    let cells = [
-        ("W10-bulk", "Gbit/s", med(Proxy::Imp, 0), t2s[0]),
-        ("W10-conn-first", "conn/s", med(Proxy::Imp, 1), t2s[1]),
-        ("W10-conn", "conn/s", med(Proxy::Imp, 2), t2s[2]),
-        ("W10-conn-err", "errors", med(Proxy::Imp, 3), t2s[3]),
-        ("W10-bulk-tso", "Gbit/s", med(Proxy::ImpTso, 0), t2s[0]),
-        (
-            "W10-conn-first-tso",
-            "conn/s",
-            med(Proxy::ImpTso, 1),
-            t2s[1],
-        ),
-        ("W10-conn-tso", "conn/s", med(Proxy::ImpTso, 2), t2s[2]),
-        ("W10-conn-tso-err", "errors", med(Proxy::ImpTso, 3), t2s[3]),
-    ];
-    cells
-        .into_iter()
-        .map(|(workload, unit, imp, tun2socks)| Row {
-            workload: workload.into(),
-            unit,
-            imp,
-            smoltcp: None,
-            linux: None,
-            tun2socks,
-        })
-        .collect()
+    let t2s = [0, 1, 2, 3].map(|i| median(&mut samples[Proxy::Tun2socks as usize][i]));
+    let mut rows = Vec::new();
+    for (proxy, suffix) in [
+        (Proxy::Imp, ""),
+        (Proxy::ImpSoft, "-soft"),
+        (Proxy::ImpTso, "-tso"),
+    ] {
+        let names = [
+            (format!("W10-bulk{suffix}"), "Gbit/s"),
+            (format!("W10-conn-first{suffix}"), "conn/s"),
+            (format!("W10-conn{suffix}"), "conn/s"),
+            (format!("W10-conn{suffix}-err"), "errors"),
+        ];
+        for (i, (workload, unit)) in names.into_iter().enumerate() {
+            rows.push(Row {
+                workload,
+                unit,
+                imp: median(&mut samples[proxy as usize][i]),
+                smoltcp: None,
+                linux: None,
+                tun2socks: t2s[i],
+            });
+        }
+    }
+    rows
 }
 
 /// The W10 table: imp, tun2socks and their ratio.
@@ -159,7 +161,8 @@ pub(crate) fn print(rows: &[Row], repeats: usize, bulk: u64, secs: u32) {
         bulk >> 20
     );
     println!(
-        "W10 rows: imp --no-offloads (as tun2socks: no TUN offloads); -tso rows: imp's default offloads"
+        "W10 rows: imp --no-offloads (as tun2socks: no TUN offloads); -soft rows: with imp's own \
+         --gro --gso; -tso rows: imp's default, the TUN's offloads"
     );
     println!(
         "{:<20} {:<8} {:>10} {:>10} {:>14}",
@@ -298,12 +301,14 @@ fn start_proxy(proxy: Proxy, ns: &Netns) -> Result<Server, String> {
         _ => String::new(),
     };
     let (program, args): (&str, Vec<&str>) = match proxy {
-        Proxy::Imp | Proxy::ImpTso => {
+        Proxy::Imp | Proxy::ImpTso | Proxy::ImpSoft => {
             // imp's defaults, as tun2socks' (its per-client limit of new connections,
             // 20000/s, is above what wrk opens here).
             let mut args = vec!["proxy", "--tun", "pt0", "--addr", "10.217.0.2/24"];
-            if proxy == Proxy::Imp {
-                args.push("--no-offloads");
+            match proxy {
+                Proxy::Imp => args.push("--no-offloads"),
+                Proxy::ImpSoft => args.extend(["--no-offloads", "--gro", "--gso"]),
+                _ => {}
             }
             (&imp, args)
         }
