@@ -90,7 +90,7 @@ impl Drop for RawSocket {
     }
 }
 
-fn raw(e: RawError) -> io::Error {
+pub(crate) fn raw(e: RawError) -> io::Error {
     let kind = match e {
         RawError::WouldBlock => io::ErrorKind::WouldBlock,
         RawError::InvalidProtocol | RawError::MessageTooLong | RawError::BadHeader(_) => {

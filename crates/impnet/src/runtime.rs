@@ -42,7 +42,8 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use impnet_core::tcp::{TcpEvent, TcpHandle};
 use impnet_core::{
-    Duration, Event, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig, UdpHandle,
+    Duration, Event, IfaceConfig, IfaceId, Instant, RawHandle, Secret, Stack, StackConfig,
+    UdpHandle,
 };
 use impnet_phy::{Device, DeviceError};
 use impnet_wire::ipv4::Cidr;
@@ -153,6 +154,8 @@ pub(crate) struct State {
     pub(crate) wakers: HashMap<TcpHandle, (Option<Waker>, Option<Waker>)>,
     /// Async tasks waiting on a UDP socket.
     pub(crate) udp_waiters: HashMap<UdpHandle, UdpWaiters>,
+    /// Async tasks waiting for a raw socket to be readable.
+    pub(crate) raw_waiters: HashMap<RawHandle, Waker>,
     /// Blocking socket calls asleep on `Shared::ready` now: the loop notifies only
     /// when there is someone to wake.
     waiting: usize,
@@ -202,6 +205,7 @@ impl Shared {
         for (_, mut waiters) in state.udp_waiters.drain() {
             waiters.wake(true, true);
         }
+        state.raw_waiters.drain().for_each(|(_, w)| w.wake());
         self.ready.notify_all();
         signal(&self.caller_waker);
     }
@@ -484,6 +488,31 @@ impl Shared {
         }
     }
 
+    /// [`Shared::poll_udp`] for a raw socket's reads: `attempt` or, when it returns
+    /// None, the task's waker registered for the socket's next datagram.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn poll_raw<T>(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        handle: RawHandle,
+        attempt: impl FnOnce(&mut State, Instant) -> Option<io::Result<T>>,
+    ) -> std::task::Poll<io::Result<T>> {
+        let mut state = self.lock();
+        if state.stopped {
+            return std::task::Poll::Ready(Err(stopped(&state)));
+        }
+        let now = self.now();
+        let result = attempt(&mut state, now);
+        if result.is_none() {
+            state.raw_waiters.insert(handle, cx.waker().clone());
+        }
+        self.settle(&mut state, now);
+        match result {
+            Some(result) => std::task::Poll::Ready(result),
+            None => std::task::Poll::Pending,
+        }
+    }
+
     /// The descriptor an async driver waits on (readable when a device has a frame),
     /// if every device has one; registers the driver, which must call
     /// [`Shared::end_drive`] when it stops.
@@ -602,7 +631,7 @@ impl State {
     /// Wake the async tasks an event concerns (all of them for events not tied to one
     /// TCP socket, which is rare and harmless: a woken task re-checks).
     fn wake_tasks(&mut self, event: Event) {
-        if self.wakers.is_empty() && self.udp_waiters.is_empty() {
+        if self.wakers.is_empty() && self.udp_waiters.is_empty() && self.raw_waiters.is_empty() {
             return;
         }
         let (handle, read, write) = match event {
@@ -615,6 +644,12 @@ impl State {
                 }
                 return;
             }
+            Event::Raw(h) => {
+                if let Some(waker) = self.raw_waiters.remove(&h) {
+                    waker.wake();
+                }
+                return;
+            }
             _ => {
                 for (r, w) in self.wakers.values_mut() {
                     r.take().into_iter().chain(w.take()).for_each(Waker::wake);
@@ -623,6 +658,7 @@ impl State {
                     waiters.send_blocked = false;
                     waiters.wake(true, true);
                 }
+                self.raw_waiters.drain().for_each(|(_, w)| w.wake());
                 return;
             }
         };
@@ -829,6 +865,7 @@ impl Runtime {
                 stats: RuntimeStats::default(),
                 wakers: HashMap::new(),
                 udp_waiters: HashMap::new(),
+                raw_waiters: HashMap::new(),
                 waiting: 0,
                 callers_poll: false,
                 running_receivers: 0,

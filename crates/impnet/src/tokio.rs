@@ -1,7 +1,8 @@
 //! The async API (feature `tokio`): [`TcpListener`] and [`TcpStream`] whose streams
 //! implement tokio's `AsyncRead` and `AsyncWrite`, so an existing tokio program (a
-//! hyper or axum server) runs over imp by swapping its listener; and [`UdpSocket`],
-//! shaped like tokio's (quinn runs on it: see `impnet::quic`, feature `quic`).
+//! hyper or axum server) runs over imp by swapping its listener; [`UdpSocket`],
+//! shaped like tokio's (quinn runs on it: see `impnet::quic`, feature `quic`); and
+//! [`RawSocket`], a raw IPv4 socket of one protocol.
 //!
 //! The imp runtime's own thread drives the stack; these types only register wakers
 //! with it, so they work on any executor that polls tokio's I/O traits (no tokio
@@ -21,8 +22,10 @@ use crate::error;
 use crate::runtime::{Runtime, Shared};
 use crate::zero_copy::{OwnedWriteError, attempt_owned};
 
+mod raw;
 mod udp;
 
+pub use raw::RawSocket;
 pub use udp::UdpSocket;
 
 /// A listening TCP socket for async tasks. Closed when dropped.

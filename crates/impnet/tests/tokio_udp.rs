@@ -1,7 +1,8 @@
 //! `impnet::tokio::UdpSocket` between two runtimes joined by an in-memory pipe: no
 //! root needed. Datagrams arrive both ways over IPv4 and IPv6, a waiting receive is
 //! woken by the datagram, and a sender the stack has no room for waits (Pending) and
-//! is woken when the room comes back.
+//! is woken when the room comes back. `impnet::tokio::RawSocket` between the same
+//! two: a waiting receive is woken by a datagram of its protocol, header included.
 #![cfg(feature = "tokio")]
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
@@ -14,7 +15,7 @@ use std::time::Duration;
 use impnet::Runtime;
 use impnet::core::{IfaceConfig, IfaceId, Secret, StackConfig};
 use impnet::phy::pipe;
-use impnet::tokio::UdpSocket;
+use impnet::tokio::{RawSocket, UdpSocket};
 use impnet::wire::{ethernet, ipv4, ipv6};
 
 fn v4(last: u8) -> Ipv4Addr {
@@ -295,5 +296,35 @@ fn a_joined_group_is_received_and_a_left_one_is_not() {
         sa.send_to(b"after leaving", (group, 6000)).await.unwrap();
         let late = tokio::time::timeout(Duration::from_millis(300), sb.recv_from(&mut buf)).await;
         assert!(late.is_err(), "nothing after the leave: {late:?}");
+    });
+}
+
+#[test]
+fn a_raw_socket_receive_is_woken_by_its_protocols_datagram() {
+    let (a, b) = pair();
+    assert_eq!(
+        RawSocket::bind(&a, 0).unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput
+    );
+    let ra = RawSocket::bind(&a, 253).expect("bind a");
+    let rb = RawSocket::bind(&b, 253).expect("bind b");
+    let mut buf = [0u8; 256];
+    assert_eq!(
+        rb.try_recv_from(&mut buf).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
+    block_on(async {
+        let (got, sent) = tokio::join!(rb.recv_from(&mut buf), async {
+            // The receive is waiting before the datagram leaves.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            ra.send_to(b"raw payload", v4(2)).await
+        });
+        assert_eq!(sent.expect("send_to"), 11);
+        let (n, from) = got.expect("recv_from");
+        assert_eq!(from, v4(1));
+        let packet = ipv4::Packet::new_checked(&buf[..n]).expect("an IPv4 header");
+        assert_eq!(u8::from(packet.protocol()), 253);
+        assert_eq!((packet.src_addr(), packet.dst_addr()), (v4(1), v4(2)));
+        assert_eq!(packet.payload(), b"raw payload");
     });
 }
