@@ -1,6 +1,6 @@
 //! IPv4 multicast group membership of one interface and its IGMP host state (RFC 3376
 //! §5 and §7, IGMPv3 with IGMPv2 compatibility): the groups sockets joined (each
-//! with the sockets that hold it), the state-change reports still to send, each sent
+//! with the sockets that hold it and their source filters, §3), the state-change reports still to send, each sent
 //! [`ROBUSTNESS`] times, the answers owed to queries, and whether an IGMPv1/v2
 //! querier was heard lately (then reports are IGMPv2 reports and leaves, RFC 3376
 //! §7.2.1). Times are drawn by the stack from its seeded generator.
@@ -19,21 +19,85 @@ pub(crate) const UNSOLICITED_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// RFC 3376 §8.12: Older Version Querier Present Timeout = Robustness Variable x
 /// Query Interval (125 s) + Query Response Interval (10 s).
 pub(crate) const OLDER_QUERIER_TIMEOUT: Duration = Duration::from_secs(2 * 125 + 10);
+/// The most sources a pending answer to Group-and-Source-Specific Queries lists (a
+/// query carries at most some 370 in a 1500-byte frame); past it, the answer is about
+/// the whole group.
+const MAX_QUERIED_SOURCES: usize = 512;
+
+/// What one socket takes of a group (RFC 3376 §3.1's socket state): every source
+/// (`IP_ADD_MEMBERSHIP`, EXCLUDE of nothing) or only these (`IP_ADD_SOURCE_MEMBERSHIP`,
+/// INCLUDE; never empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Filter {
+    Any,
+    Only(Vec<Ipv4Addr>),
+}
+
+impl Filter {
+    pub(crate) fn admits(&self, source: Ipv4Addr) -> bool {
+        match self {
+            Filter::Any => true,
+            Filter::Only(sources) => sources.contains(&source),
+        }
+    }
+}
+
+/// An interface's reception state for a group (RFC 3376 §3.2): EXCLUDE of nothing when
+/// any socket takes every source, else INCLUDE of the union of the sockets' sources
+/// (INCLUDE of nothing: not a member).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IfaceState {
+    Exclude,
+    Include(Vec<Ipv4Addr>),
+}
+
+impl IfaceState {
+    pub(crate) const NONE: IfaceState = IfaceState::Include(Vec::new());
+
+    pub(crate) fn admits(&self, source: Ipv4Addr) -> bool {
+        match self {
+            IfaceState::Exclude => true,
+            IfaceState::Include(sources) => sources.contains(&source),
+        }
+    }
+}
 
 /// A group joined on an interface and who holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Membership {
     pub(crate) group: Ipv4Addr,
-    /// The sockets that joined it; the interface leaves the group when the last one
-    /// leaves or closes. Invariant: never empty.
-    pub(crate) holders: Vec<UdpHandle>,
+    /// The sockets that joined it, each with its filter; the interface leaves the
+    /// group when the last one leaves or closes. Invariant: never empty.
+    pub(crate) holders: Vec<(UdpHandle, Filter)>,
 }
 
-/// A group joined (`join`) or left, with the reports of it still to send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl Membership {
+    /// The interface's state for the group from its holders' filters (RFC 3376 §3.2).
+    pub(crate) fn state(&self) -> IfaceState {
+        let mut sources = Vec::new();
+        for (_, filter) in &self.holders {
+            match filter {
+                Filter::Any => return IfaceState::Exclude,
+                Filter::Only(list) => {
+                    for s in list {
+                        if !sources.contains(s) {
+                            sources.push(*s);
+                        }
+                    }
+                }
+            }
+        }
+        IfaceState::Include(sources)
+    }
+}
+
+/// A group's reception state changed from `from` (what the reports had said) to `to`,
+/// with the reports of it still to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Change {
     pub(crate) group: Ipv4Addr,
-    pub(crate) join: bool,
+    pub(crate) from: IfaceState,
+    pub(crate) to: IfaceState,
     pub(crate) left: u8,
 }
 
@@ -48,8 +112,9 @@ pub(crate) struct IfaceGroups {
     pub(crate) next_change: Option<Instant>,
     /// When the answer to a General Query goes (a report of every group).
     pub(crate) general_due: Option<Instant>,
-    /// Answers owed to Group-Specific Queries: the group and when.
-    pub(crate) group_due: Vec<(Ipv4Addr, Instant)>,
+    /// Answers owed to Group-Specific (`None`) and Group-and-Source-Specific Queries:
+    /// the group, when, and the sources asked about.
+    pub(crate) group_due: Vec<(Ipv4Addr, Instant, Option<Vec<Ipv4Addr>>)>,
     /// IGMPv2 compatibility mode until then: an IGMPv1 or v2 query was heard (RFC 3376
     /// §7.2.1). None: IGMPv3.
     pub(crate) older_querier_until: Option<Instant>,
@@ -61,86 +126,140 @@ impl IfaceGroups {
         group == impnet_wire::igmp::ALL_SYSTEMS || self.groups.iter().any(|m| m.group == group)
     }
 
+    /// The interface's state for `group` (INCLUDE of nothing when not joined).
+    pub(crate) fn state(&self, group: Ipv4Addr) -> IfaceState {
+        if group == impnet_wire::igmp::ALL_SYSTEMS {
+            return IfaceState::Exclude;
+        }
+        self.groups
+            .iter()
+            .find(|m| m.group == group)
+            .map_or(IfaceState::NONE, Membership::state)
+    }
+
+    /// The filter `holder` holds `group` with here, if it holds it.
+    pub(crate) fn filter_of(&self, group: Ipv4Addr, holder: UdpHandle) -> Option<&Filter> {
+        let membership = self.groups.iter().find(|m| m.group == group)?;
+        membership
+            .holders
+            .iter()
+            .find(|(h, _)| *h == holder)
+            .map(|(_, f)| f)
+    }
+
     /// True while reports are IGMPv2 ones (an older querier heard before `now`).
     pub(crate) fn v2_mode(&self, now: Instant) -> bool {
         self.older_querier_until.is_some_and(|t| t > now)
     }
 
-    /// `holder` joins `group`; true when the interface newly joined it. False (and no
-    /// change) when `holder` already holds it.
+    /// `holder` joins `group` for every source (`source` None) or adds `source` to
+    /// its INCLUDE filter. None (and no change) when it already holds the group that
+    /// way, or holds it the other way (a filter mode is changed by leaving first);
+    /// else whether the interface's state changed (then a report is owed).
     pub(crate) fn join(
         &mut self,
         now: Instant,
         group: Ipv4Addr,
         holder: UdpHandle,
+        source: Option<Ipv4Addr>,
     ) -> Option<bool> {
+        let before = self.state(group);
         match self.groups.iter_mut().find(|m| m.group == group) {
-            Some(m) if m.holders.contains(&holder) => None,
-            Some(m) => {
-                m.holders.push(holder);
-                Some(false)
-            }
+            Some(m) => match (m.holders.iter_mut().find(|(h, _)| *h == holder), source) {
+                (None, None) => m.holders.push((holder, Filter::Any)),
+                (None, Some(s)) => m.holders.push((holder, Filter::Only(alloc::vec![s]))),
+                (Some((_, Filter::Only(list))), Some(s)) if !list.contains(&s) => list.push(s),
+                (Some(_), _) => return None,
+            },
             None => {
+                let filter = source.map_or(Filter::Any, |s| Filter::Only(alloc::vec![s]));
                 self.groups.push(Membership {
                     group,
-                    holders: alloc::vec![holder],
+                    holders: alloc::vec![(holder, filter)],
                 });
-                self.change(now, group, true);
-                Some(true)
             }
         }
+        Some(self.changed(now, group, before))
     }
 
-    /// `holder` leaves `group`: None when it did not hold it; Some(true) when the
-    /// interface left the group (the last holder went).
+    /// `holder` leaves `group` (`source` None: whatever its filter) or drops `source`
+    /// from its INCLUDE filter (the last source going ends its hold). None when it
+    /// did not hold it so; else whether the interface's state changed.
     pub(crate) fn leave(
         &mut self,
         now: Instant,
         group: Ipv4Addr,
         holder: UdpHandle,
+        source: Option<Ipv4Addr>,
     ) -> Option<bool> {
+        let before = self.state(group);
         let index = self.groups.iter().position(|m| m.group == group)?;
         let membership = &mut self.groups[index];
-        let before = membership.holders.len();
-        membership.holders.retain(|h| *h != holder);
-        if membership.holders.len() == before {
-            return None;
+        let at = membership.holders.iter().position(|(h, _)| *h == holder)?;
+        match (&mut membership.holders[at].1, source) {
+            (_, None) => {
+                membership.holders.remove(at);
+            }
+            (Filter::Only(list), Some(s)) if list.contains(&s) => {
+                list.retain(|x| *x != s);
+                if list.is_empty() {
+                    membership.holders.remove(at);
+                }
+            }
+            _ => return None,
         }
-        if !membership.holders.is_empty() {
-            return Some(false);
+        if membership.holders.is_empty() {
+            self.groups.remove(index);
         }
-        self.groups.remove(index);
-        self.change(now, group, false);
-        Some(true)
+        Some(self.changed(now, group, before))
     }
 
     /// The groups `holder` holds.
     pub(crate) fn held_by(&self, holder: UdpHandle) -> Vec<Ipv4Addr> {
         self.groups
             .iter()
-            .filter(|m| m.holders.contains(&holder))
+            .filter(|m| m.holders.iter().any(|(h, _)| *h == holder))
             .map(|m| m.group)
             .collect()
     }
 
-    /// Note that `group` was joined or left: its reports start at `now`, replacing a
-    /// change of the other kind still pending for it (RFC 3376 §5.1). Groups of the
-    /// 224.0.0.0/24 local control block are never reported (RFC 3376 §5 names
-    /// 224.0.0.1; Linux keeps quiet about all of them).
-    fn change(&mut self, now: Instant, group: Ipv4Addr, join: bool) {
-        if !join {
-            self.group_due.retain(|(g, _)| *g != group);
+    /// After a join or leave: when `group`'s state is no longer `before`, its reports
+    /// start at `now` (true). A change still pending for the group is merged: the new
+    /// one reports from what the reports had said (the pending change's start, or its
+    /// end once it was sent). Groups of the 224.0.0.0/24 local control block are never
+    /// reported (RFC 3376 §5 names 224.0.0.1; Linux keeps quiet about all of them).
+    fn changed(&mut self, now: Instant, group: Ipv4Addr, before: IfaceState) -> bool {
+        let after = self.state(group);
+        if after == before {
+            return false;
+        }
+        if after == IfaceState::NONE {
+            self.group_due.retain(|(g, _, _)| *g != group);
         }
         if is_local_control(group) {
-            return;
+            return true;
         }
-        self.changes.retain(|c| c.group != group);
-        self.changes.push(Change {
-            group,
-            join,
-            left: ROBUSTNESS,
-        });
-        self.next_change = Some(self.next_change.map_or(now, |t| t.min(now)));
+        let from = match self.changes.iter().position(|c| c.group == group) {
+            Some(i) => {
+                let pending = self.changes.remove(i);
+                if pending.left < ROBUSTNESS {
+                    pending.to
+                } else {
+                    pending.from
+                }
+            }
+            None => before,
+        };
+        if from != after {
+            self.changes.push(Change {
+                group,
+                from,
+                to: after,
+                left: ROBUSTNESS,
+            });
+            self.next_change = Some(self.next_change.map_or(now, |t| t.min(now)));
+        }
+        true
     }
 
     /// A General Query asked for an answer by `at`: the sooner of the pending one and
@@ -149,11 +268,37 @@ impl IfaceGroups {
         self.general_due = Some(self.general_due.map_or(at, |t| t.min(at)));
     }
 
-    /// A Group-Specific Query for a group we are in, answered at `at` (or sooner).
-    pub(crate) fn group_query(&mut self, group: Ipv4Addr, at: Instant) {
-        match self.group_due.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, due)) => *due = (*due).min(at),
-            None => self.group_due.push((group, at)),
+    /// A Group-Specific Query (`sources` None) or a Group-and-Source-Specific one for
+    /// a group we are in, answered at `at` (or sooner). A pending answer about the
+    /// whole group stays one; source lists pile up (RFC 3376 §5.2, rules 3-5).
+    pub(crate) fn group_query(
+        &mut self,
+        group: Ipv4Addr,
+        at: Instant,
+        sources: Option<Vec<Ipv4Addr>>,
+    ) {
+        match self.group_due.iter_mut().find(|(g, _, _)| *g == group) {
+            Some((_, due, asked)) => {
+                *due = (*due).min(at);
+                let merged = match (asked.take(), sources) {
+                    (Some(mut list), Some(more)) => {
+                        for s in more {
+                            if !list.contains(&s) {
+                                list.push(s);
+                            }
+                        }
+                        // Queries about ever more sources cannot grow the list without
+                        // bound: past the cap, the answer is about the whole group.
+                        (list.len() <= MAX_QUERIED_SOURCES).then_some(list)
+                    }
+                    _ => None,
+                };
+                *asked = merged;
+            }
+            None => {
+                let sources = sources.filter(|list| list.len() <= MAX_QUERIED_SOURCES);
+                self.group_due.push((group, at, sources));
+            }
         }
     }
 
@@ -167,7 +312,7 @@ impl IfaceGroups {
 
     /// The earliest time something is to be sent.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let groups = self.group_due.iter().map(|(_, t)| *t).min();
+        let groups = self.group_due.iter().map(|(_, t, _)| *t).min();
         [self.next_change, self.general_due, groups]
             .into_iter()
             .flatten()

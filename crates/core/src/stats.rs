@@ -355,6 +355,9 @@ pub struct IgmpStats {
     pub rx_multicast_filtered: u64,
     /// IPv4 datagrams to a group the interface is not in, dropped.
     pub rx_not_member: u64,
+    /// IPv4 datagrams to a group from a source the interface's (or the socket's)
+    /// filter does not take (source-specific joins), dropped.
+    pub rx_source_filtered: u64,
     /// UDP datagrams sent to a multicast group.
     pub tx_multicast: u64,
     /// Copies of those looped back to this host's members (`IP_MULTICAST_LOOP`).

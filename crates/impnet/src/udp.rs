@@ -116,6 +116,39 @@ impl UdpSocket {
         multicast::leave(&self.shared, self.handle, *multiaddr, *interface)
     }
 
+    /// Take datagrams to `group` only from `source` (and any other source so joined),
+    /// on the interface with address `interface` (`IP_ADD_SOURCE_MEMBERSHIP`,
+    /// source-specific multicast; socket2's `join_ssm_v4`); the stack reports the
+    /// source with IGMPv3.
+    pub fn join_ssm_v4(
+        &self,
+        source: &Ipv4Addr,
+        group: &Ipv4Addr,
+        interface: &Ipv4Addr,
+    ) -> io::Result<()> {
+        multicast::source(
+            &self.shared,
+            self.handle,
+            (*source, *group, *interface),
+            true,
+        )
+    }
+
+    /// Stop taking `group`'s datagrams from `source` (`IP_DROP_SOURCE_MEMBERSHIP`).
+    pub fn leave_ssm_v4(
+        &self,
+        source: &Ipv4Addr,
+        group: &Ipv4Addr,
+        interface: &Ipv4Addr,
+    ) -> io::Result<()> {
+        multicast::source(
+            &self.shared,
+            self.handle,
+            (*source, *group, *interface),
+            false,
+        )
+    }
+
     /// Set the TTL of datagrams sent to IPv4 multicast groups (`IP_MULTICAST_TTL`;
     /// default 1: they stay on the link).
     pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
@@ -292,6 +325,34 @@ pub(crate) mod multicast {
         shared
             .with(|state, _| state.stack.udp_multicast_ttl_v4(handle))?
             .map(u32::from)
+            .map_err(error::udp)
+    }
+
+    /// Source-specific join (`add`) or leave of `group` from `source`.
+    pub(crate) fn source(
+        shared: &Shared,
+        handle: UdpHandle,
+        (source, group, interface): (Ipv4Addr, Ipv4Addr, Ipv4Addr),
+        add: bool,
+    ) -> io::Result<()> {
+        shared
+            .with(|state, now| {
+                if add {
+                    state.stack.udp_join_source_multicast_v4(
+                        now,
+                        handle,
+                        (group, source),
+                        interface,
+                    )
+                } else {
+                    state.stack.udp_leave_source_multicast_v4(
+                        now,
+                        handle,
+                        (group, source),
+                        interface,
+                    )
+                }
+            })?
             .map_err(error::udp)
     }
 

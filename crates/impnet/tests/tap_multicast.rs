@@ -2,7 +2,8 @@
 //! harness creates (kernel 10.202.219.1, imp 10.202.219.2): a Python socket joined with
 //! `IP_ADD_MEMBERSHIP` receives imp's datagrams to the group; imp receives what Linux
 //! sends to a group it joined and not what goes to one it did not; the kernel side sees
-//! imp's IGMPv3 report and leave. Needs root and python3; skips (printing why) without,
+//! imp's IGMPv3 report and leave; a source-specific join takes only its source's
+//! datagrams and is reported as ALLOW_NEW_SOURCES. Needs root and python3; skips (printing why) without,
 //! fails instead under `IMP_REQUIRE_ROOT`. Run under `flock /tmp/imp-netns.lock` beside
 //! other namespace tests.
 
@@ -198,4 +199,83 @@ fn imp_receives_only_groups_it_joined_and_reports_them() {
         assert_eq!(&igmp[12..16], "0001", "one record: {line}");
         assert_eq!(&igmp[24..32], "ef021301", "the group: {line}");
     }
+}
+
+/// Source-specific multicast: imp takes GROUP only from the kernel's address and
+/// NOT_JOINED only from an address that sends nothing. Linux's datagrams to GROUP
+/// arrive; those to NOT_JOINED pass the link's MAC filter (the interface is in the
+/// group) and are dropped by the source filter; the kernel side sees an IGMPv3
+/// ALLOW_NEW_SOURCES record naming its own address.
+#[test]
+fn imp_takes_a_source_specific_group_only_from_its_source() {
+    let Some(link) = Link::new(SUBNET + 3, false) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let imp = link.imp_addr.to_string();
+    let mut capture = link
+        .ns
+        .spawn("python3", &["-u", "-c", IGMP_CAPTURE, &link.tap_name, &imp]);
+    assert_eq!(first_line(&mut capture).trim(), "ready");
+    let socket = UdpSocket::bind(&link.rt, (Ipv4Addr::UNSPECIFIED, 5219)).expect("bind");
+    let silent = Ipv4Addr::new(10, 202, SUBNET + 3, 99);
+    socket
+        .join_ssm_v4(&link.kernel_addr, &GROUP, &link.imp_addr)
+        .expect("join GROUP from the kernel");
+    socket
+        .join_ssm_v4(&silent, &NOT_JOINED, &link.imp_addr)
+        .expect("join NOT_JOINED from a silent source");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let (not_joined, group) = (NOT_JOINED.to_string(), GROUP.to_string());
+    let kernel = link.kernel_addr.to_string();
+    let sender = link.ns.spawn(
+        "python3",
+        &["-u", "-c", LINUX_SENDER, &not_joined, &group, &kernel],
+    );
+    let mut buf = [0u8; 64];
+    for i in 0..10 {
+        let (n, src) = socket.recv_from(&mut buf).expect("a datagram to GROUP");
+        assert_eq!(
+            std::str::from_utf8(&buf[..n]).unwrap(),
+            format!("joined {i}")
+        );
+        assert_eq!(src.ip(), std::net::IpAddr::V4(link.kernel_addr));
+    }
+    let sent = wait_limited(sender, Duration::from_secs(5));
+    assert!(
+        String::from_utf8_lossy(&sent.stdout).contains("sent"),
+        "{}",
+        text(&sent)
+    );
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(socket.recv_from(&mut buf).is_err(), "nothing else arrives");
+    let stats = link.rt.with_stack(|stack, _| stack.stats().igmp.clone());
+    assert!(stats.rx_source_filtered >= 10, "{stats:?}");
+    let out = wait_limited(capture, Duration::from_secs(10));
+    let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    // An IGMPv3 report whose first record is ALLOW_NEW_SOURCES (5) for GROUP with one
+    // source, the kernel's address.
+    let kernel_hex: String = link
+        .kernel_addr
+        .octets()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let allow = lines.iter().any(|line| {
+        let igmp = line
+            .split_once(' ')
+            .map_or("", |(_, ip)| ip.get(48..).unwrap_or(""));
+        igmp.get(..2) == Some("22")
+            && igmp.get(16..18) == Some("05")
+            && igmp.get(20..24) == Some("0001")
+            && igmp.get(24..32) == Some("ef021301")
+            && igmp.get(32..40) == Some(kernel_hex.as_str())
+    });
+    assert!(allow, "no ALLOW_NEW_SOURCES(GROUP, kernel): {lines:?}");
 }

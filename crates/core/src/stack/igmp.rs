@@ -1,4 +1,5 @@
-//! IPv4 multicast on the stack: UDP sockets join and leave groups on an interface,
+//! IPv4 multicast on the stack: UDP sockets join and leave groups on an interface (for
+//! every source, or source-specific with INCLUDE filters, RFC 3376 §3),
 //! the interface's group list filters the 01:00:5e frames it takes, and the IGMP host
 //! side (RFC 3376, IGMPv3, falling back to IGMPv2 reports and leaves while an older
 //! querier is present, RFC 3376 §7) reports joins and leaves and answers queries.
@@ -21,7 +22,9 @@ use impnet_wire::igmp::{self, GroupRecord, RecordType, Records};
 use impnet_wire::ipv4::{self, Protocol};
 
 use crate::iface::IfaceId;
-use crate::igmp::{IfaceGroups, OLDER_QUERIER_TIMEOUT, UNSOLICITED_REPORT_INTERVAL};
+use crate::igmp::{
+    Change, IfaceGroups, IfaceState, OLDER_QUERIER_TIMEOUT, UNSOLICITED_REPORT_INTERVAL,
+};
 use crate::stack::ipv4::{OutputError, OutputRoute};
 use crate::stack::{Outgoing, Stack};
 use crate::time::{Duration, Instant};
@@ -82,10 +85,11 @@ impl Stack {
 
     /// Join `group` on the interface with address `interface` (0.0.0.0: chosen by
     /// route, see [`crate::stack`]'s multicast notes), for the socket `handle`
-    /// (`IP_ADD_MEMBERSHIP`). The interface's first join of a group sends an IGMP
-    /// report at once and another within a second. `InvalidGroup` when `group` is
-    /// not multicast, `AddrInUse` when the socket already joined it there,
-    /// `AddrNotAvailable` when `interface` is not ours.
+    /// (`IP_ADD_MEMBERSHIP`): datagrams from every source. The interface's first join
+    /// of a group sends an IGMP report at once and another within a second.
+    /// `InvalidGroup` when `group` is not multicast, `AddrInUse` when the socket
+    /// already joined it there (for every source or for some), `AddrNotAvailable`
+    /// when `interface` is not ours.
     pub fn udp_join_multicast_v4(
         &mut self,
         now: Instant,
@@ -93,21 +97,13 @@ impl Stack {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> Result<(), UdpError> {
-        let iface = self.membership_iface(handle, group, interface)?;
-        match self.groups_mut(iface).join(now, group, handle) {
-            None => Err(UdpError::AddrInUse),
-            Some(first) => {
-                if first {
-                    self.run_igmp(now);
-                }
-                Ok(())
-            }
-        }
+        self.udp_join(now, handle, (group, None), interface)
     }
 
     /// Leave `group` on the interface with address `interface`, for `handle`
-    /// (`IP_DROP_MEMBERSHIP`); the last socket to leave makes the interface leave,
-    /// which reports it. `AddrNotAvailable` when the socket had not joined it.
+    /// (`IP_DROP_MEMBERSHIP`; with its sources, if it joined some); the last socket to
+    /// leave makes the interface leave, which reports it. `AddrNotAvailable` when the
+    /// socket had not joined it.
     pub fn udp_leave_multicast_v4(
         &mut self,
         now: Instant,
@@ -115,16 +111,76 @@ impl Stack {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> Result<(), UdpError> {
-        let iface = self.membership_iface(handle, group, interface)?;
-        match self.groups_mut(iface).leave(now, group, handle) {
-            None => Err(UdpError::AddrNotAvailable),
-            Some(last) => {
-                if last {
-                    self.run_igmp(now);
-                }
-                Ok(())
-            }
+        self.udp_leave(now, handle, (group, None), interface)
+    }
+
+    /// Take datagrams to `group` from `source` on the interface with address
+    /// `interface` (`IP_ADD_SOURCE_MEMBERSHIP`, source-specific multicast, RFC 4607):
+    /// the socket's filter for the group is INCLUDE of the sources so joined, and
+    /// only their datagrams reach it; the interface reports its new sources (IGMPv3
+    /// ALLOW_NEW_SOURCES, or a filter-mode change). `AddrInUse` when the socket
+    /// joined the group for every source, or this source already; `InvalidGroup` and
+    /// `AddrNotAvailable` as [`Stack::udp_join_multicast_v4`].
+    pub fn udp_join_source_multicast_v4(
+        &mut self,
+        now: Instant,
+        handle: UdpHandle,
+        (group, source): (Ipv4Addr, Ipv4Addr),
+        interface: Ipv4Addr,
+    ) -> Result<(), UdpError> {
+        if source.is_multicast() || source.is_unspecified() || source.is_broadcast() {
+            return Err(UdpError::AddrNotAvailable);
         }
+        self.udp_join(now, handle, (group, Some(source)), interface)
+    }
+
+    /// Stop taking `group`'s datagrams from `source` (`IP_DROP_SOURCE_MEMBERSHIP`);
+    /// the socket's last source going ends its membership. `AddrNotAvailable` when it
+    /// had not joined that source.
+    pub fn udp_leave_source_multicast_v4(
+        &mut self,
+        now: Instant,
+        handle: UdpHandle,
+        (group, source): (Ipv4Addr, Ipv4Addr),
+        interface: Ipv4Addr,
+    ) -> Result<(), UdpError> {
+        self.udp_leave(now, handle, (group, Some(source)), interface)
+    }
+
+    fn udp_join(
+        &mut self,
+        now: Instant,
+        handle: UdpHandle,
+        (group, source): (Ipv4Addr, Option<Ipv4Addr>),
+        interface: Ipv4Addr,
+    ) -> Result<(), UdpError> {
+        let iface = self.membership_iface(handle, group, interface)?;
+        let changed = self
+            .groups_mut(iface)
+            .join(now, group, handle, source)
+            .ok_or(UdpError::AddrInUse)?;
+        if changed {
+            self.run_igmp(now);
+        }
+        Ok(())
+    }
+
+    fn udp_leave(
+        &mut self,
+        now: Instant,
+        handle: UdpHandle,
+        (group, source): (Ipv4Addr, Option<Ipv4Addr>),
+        interface: Ipv4Addr,
+    ) -> Result<(), UdpError> {
+        let iface = self.membership_iface(handle, group, interface)?;
+        let changed = self
+            .groups_mut(iface)
+            .leave(now, group, handle, source)
+            .ok_or(UdpError::AddrNotAvailable)?;
+        if changed {
+            self.run_igmp(now);
+        }
+        Ok(())
     }
 
     /// Set the TTL of the socket's datagrams to multicast groups (`IP_MULTICAST_TTL`;
@@ -173,9 +229,10 @@ impl Stack {
             .ok_or(UdpError::InvalidHandle)
     }
 
-    /// A member of `group` on any interface (what a looped datagram to it needs).
-    pub(crate) fn is_member_anywhere_v4(&self, group: Ipv4Addr) -> bool {
-        (0..self.ifaces.len()).any(|i| self.is_member_v4(IfaceId(i as u32), group))
+    /// Some interface takes `group`'s datagrams from `source` (what a looped
+    /// datagram needs).
+    pub(crate) fn admitted_anywhere_v4(&self, group: Ipv4Addr, source: Ipv4Addr) -> bool {
+        (0..self.ifaces.len()).any(|i| self.admits_v4(IfaceId(i as u32), group, source))
     }
 
     /// The IPv4 groups `iface` is in: 224.0.0.1 (always, RFC 1112 §4) and every group
@@ -197,7 +254,7 @@ impl Stack {
         let due = Instant::from_nanos(0);
         for state in &mut self.igmp {
             for group in state.held_by(handle) {
-                state.leave(due, group, handle);
+                state.leave(due, group, handle, None);
             }
         }
     }
@@ -220,6 +277,32 @@ impl Stack {
     /// True when `iface` is in `group`.
     pub(crate) fn is_member_v4(&self, iface: IfaceId, group: Ipv4Addr) -> bool {
         group == igmp::ALL_SYSTEMS || self.groups(iface).is_some_and(|g| g.is_member(group))
+    }
+
+    /// True when `iface` takes `group`'s datagrams from `source` (its state for the
+    /// group, RFC 3376 §3.2: EXCLUDE of nothing, or INCLUDE with `source`).
+    pub(crate) fn admits_v4(&self, iface: IfaceId, group: Ipv4Addr, source: Ipv4Addr) -> bool {
+        group == igmp::ALL_SYSTEMS
+            || self
+                .groups(iface)
+                .is_some_and(|g| g.state(group).admits(source))
+    }
+
+    /// True when the socket `handle` takes `group`'s datagrams from `source`: it holds
+    /// the group with a filter admitting it on some interface, or holds it nowhere
+    /// (Linux's `IP_MULTICAST_ALL`: the datagram goes to the port's socket).
+    pub(crate) fn socket_admits_v4(
+        &self,
+        handle: UdpHandle,
+        group: Ipv4Addr,
+        source: Ipv4Addr,
+    ) -> bool {
+        let mut filters = self
+            .igmp
+            .iter()
+            .filter_map(|g| g.filter_of(group, handle))
+            .peekable();
+        filters.peek().is_none() || filters.any(|f| f.admits(source))
     }
 
     /// The route of a datagram to `group`: out of the interface of `src` when given,
@@ -266,7 +349,11 @@ impl Stack {
                     max_resp_code,
                     group,
                     v3,
-                } => Some((max_resp_code, group, v3.is_some())),
+                } => Some((
+                    max_resp_code,
+                    group,
+                    v3.map(|q| q.sources.iter().collect::<Vec<_>>()),
+                )),
                 _ => None,
             })
         });
@@ -283,8 +370,9 @@ impl Stack {
         &mut self,
         now: Instant,
         iface: IfaceId,
-        (code, group, v3): (u8, Ipv4Addr, bool),
+        (code, group, v3_sources): (u8, Ipv4Addr, Option<Vec<Ipv4Addr>>),
     ) {
+        let v3 = v3_sources.is_some();
         self.stats.igmp.queries_received += 1;
         // RFC 3376 §7.1: an 8-byte query with Max Resp Code 0 is IGMPv1, whose
         // hosts wait up to 10 seconds (RFC 2236 §4: "100 (10 seconds)").
@@ -303,7 +391,9 @@ impl Stack {
         if group.is_unspecified() {
             state.general_query(at);
         } else if state.reported().any(|g| g == group) {
-            state.group_query(group, at);
+            // A Group-and-Source-Specific Query names sources (RFC 3376 §4.1.8).
+            let sources = v3_sources.filter(|list| !list.is_empty());
+            state.group_query(group, at, sources);
         }
     }
 
@@ -336,18 +426,19 @@ impl Stack {
         let delay = u64::from(self.rng.in_range(1, gap));
         self.groups_mut(iface).next_change = more.then(|| now + Duration::from_millis(delay));
         if v2 {
+            // RFC 3376 §7.3.2: a group still received is a join, one left a leave.
             for change in changes {
-                let (dst, repr) = if change.join {
+                let (dst, repr) = if change.to == IfaceState::NONE {
                     (
-                        change.group,
-                        igmp::Repr::ReportV2 {
+                        igmp::ALL_ROUTERS,
+                        igmp::Repr::Leave {
                             group: change.group,
                         },
                     )
                 } else {
                     (
-                        igmp::ALL_ROUTERS,
-                        igmp::Repr::Leave {
+                        change.group,
+                        igmp::Repr::ReportV2 {
                             group: change.group,
                         },
                     )
@@ -356,16 +447,14 @@ impl Stack {
             }
             return;
         }
-        let records: Vec<GroupRecord<'static>> = changes
+        let lists: Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)> =
+            changes.iter().flat_map(change_records).collect();
+        let records: Vec<GroupRecord<'_>> = lists
             .iter()
-            .map(|c| GroupRecord {
-                record_type: if c.join {
-                    RecordType::ChangeToExclude
-                } else {
-                    RecordType::ChangeToInclude
-                },
-                group: c.group,
-                sources: igmp::Addresses::EMPTY,
+            .map(|(record_type, group, sources)| GroupRecord {
+                record_type: *record_type,
+                group: *group,
+                sources: igmp::Addresses::List(sources),
             })
             .collect();
         self.send_report_v3(iface, &records);
@@ -377,31 +466,52 @@ impl Stack {
     fn igmp_query_answers(&mut self, now: Instant, iface: IfaceId) {
         let state = self.groups_mut(iface);
         let groups: Vec<Ipv4Addr> = state.reported().collect();
-        let mut asked: Vec<Ipv4Addr> = Vec::new();
+        let mut asked: Vec<(Ipv4Addr, Option<Vec<Ipv4Addr>>)> = Vec::new();
         if state.general_due.is_some_and(|t| t <= now) {
             state.general_due = None;
             state.group_due.clear();
-            asked.clone_from(&groups);
+            asked.extend(groups.iter().map(|g| (*g, None)));
         }
-        state.group_due.retain(|&(group, due)| {
-            if due <= now {
-                asked.push(group);
+        state.group_due.retain(|(group, due, sources)| {
+            if *due <= now {
+                asked.push((*group, sources.clone()));
             }
-            due > now
+            *due > now
         });
-        asked.retain(|g| groups.contains(g));
+        asked.retain(|(g, _)| groups.contains(g));
         if state.v2_mode(now) {
-            for group in asked {
+            for (group, _) in asked {
                 self.send_igmp(iface, group, &igmp::Repr::ReportV2 { group });
             }
             return;
         }
-        let records: Vec<GroupRecord<'static>> = asked
+        // Current-State Records (RFC 3376 §5.2): the group's mode and sources, or
+        // for a source-specific query IS_IN of the asked sources it takes.
+        let lists: Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)> = asked
             .into_iter()
-            .map(|group| GroupRecord {
-                record_type: RecordType::ModeIsExclude,
-                group,
-                sources: igmp::Addresses::EMPTY,
+            .filter_map(|(group, sources)| {
+                let current = state.state(group);
+                match (sources, current) {
+                    (None, IfaceState::Exclude) => {
+                        Some((RecordType::ModeIsExclude, group, Vec::new()))
+                    }
+                    (None, IfaceState::Include(list)) => {
+                        Some((RecordType::ModeIsInclude, group, list))
+                    }
+                    (Some(queried), current) => {
+                        let taken: Vec<Ipv4Addr> =
+                            queried.into_iter().filter(|s| current.admits(*s)).collect();
+                        (!taken.is_empty()).then_some((RecordType::ModeIsInclude, group, taken))
+                    }
+                }
+            })
+            .collect();
+        let records: Vec<GroupRecord<'_>> = lists
+            .iter()
+            .map(|(record_type, group, sources)| GroupRecord {
+                record_type: *record_type,
+                group: *group,
+                sources: igmp::Addresses::List(sources),
             })
             .collect();
         self.send_report_v3(iface, &records);
@@ -457,5 +567,30 @@ impl Stack {
     /// The earliest IGMP message owed on any interface.
     pub(crate) fn poll_timeout_igmp(&self) -> Option<Instant> {
         self.igmp.iter().filter_map(IfaceGroups::poll_timeout).min()
+    }
+}
+
+/// The State-Change Records of one change (RFC 3376 §5.1): INCLUDE to INCLUDE
+/// reports the sources allowed and blocked; a filter-mode change is TO_EX or TO_IN
+/// with the new sources.
+fn change_records(change: &Change) -> Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)> {
+    let group = change.group;
+    match (&change.from, &change.to) {
+        (IfaceState::Include(old), IfaceState::Include(new)) => {
+            let allow: Vec<Ipv4Addr> = new.iter().filter(|s| !old.contains(s)).copied().collect();
+            let block: Vec<Ipv4Addr> = old.iter().filter(|s| !new.contains(s)).copied().collect();
+            [
+                (RecordType::AllowNewSources, allow),
+                (RecordType::BlockOldSources, block),
+            ]
+            .into_iter()
+            .filter(|(_, list)| !list.is_empty())
+            .map(|(kind, list)| (kind, group, list))
+            .collect()
+        }
+        (_, IfaceState::Exclude) => alloc::vec![(RecordType::ChangeToExclude, group, Vec::new())],
+        (IfaceState::Exclude, IfaceState::Include(new)) => {
+            alloc::vec![(RecordType::ChangeToInclude, group, new.clone())]
+        }
     }
 }

@@ -428,6 +428,13 @@ impl Stack {
             self.stats.igmp.rx_not_member += 1;
             return;
         }
+        // IGMP itself is taken from anyone (a query comes from the router).
+        if packet.protocol() != Protocol::Igmp
+            && !self.admits_v4(iface, packet.dst_addr(), packet.src_addr())
+        {
+            self.stats.igmp.rx_source_filtered += 1;
+            return;
+        }
         if is_loopback_addr(packet.src_addr()) {
             self.stats.ipv4.rx_bad_source += 1;
             return;

@@ -112,7 +112,7 @@ impl Stack {
         };
         let dst = packet.dst_addr();
         // A multicast datagram looped for the host's members (`IP_MULTICAST_LOOP`).
-        let multicast = dst.is_multicast() && self.is_member_anywhere_v4(dst);
+        let multicast = dst.is_multicast() && self.admitted_anywhere_v4(dst, packet.src_addr());
         if !multicast && !self.is_local_addr(dst) {
             self.stats.ipv4.rx_not_for_us += 1;
             return;

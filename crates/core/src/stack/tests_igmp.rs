@@ -457,3 +457,184 @@ proptest::proptest! {
         collect(&mut p, Duration::from_secs(30));
     }
 }
+
+// ---- Source-specific joins (IP_ADD_SOURCE_MEMBERSHIP, RFC 3376 §3 and §5) ----------
+
+/// A source other than B.
+const ELSEWHERE: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 99);
+
+type Record = (RecordType, Ipv4Addr, Vec<Ipv4Addr>);
+
+/// The IGMPv3 group records, sources included, in `frames`.
+fn records_in(frames: &[Vec<u8>]) -> Vec<Record> {
+    let mut out = Vec::new();
+    for frame in frames {
+        let eth = ethernet::Frame::new_checked(&frame[..]).unwrap();
+        let Ok(ip) = ipv4::Packet::new_checked(eth.payload()) else {
+            continue;
+        };
+        if ip.protocol() != Protocol::Igmp {
+            continue;
+        }
+        let packet = igmp::Packet::new_checked(ip.payload()).unwrap();
+        if let igmp::Repr::ReportV3 { records } = igmp::Repr::parse(&packet).unwrap() {
+            out.extend(
+                records
+                    .iter()
+                    .map(|r| (r.record_type, r.group, r.sources.iter().collect())),
+            );
+        }
+    }
+    out
+}
+
+/// A's IGMPv3 records over `span` of its timers (10 ms steps).
+fn records_over(p: &mut Pair, span: Duration) -> Vec<Record> {
+    let mut out = records_in(&drain(&mut p.a, p.now));
+    for _ in 0..span.as_millis() / 10 {
+        p.advance(Duration::from_millis(10));
+        out.extend(records_in(&drain(&mut p.a, p.now)));
+    }
+    out
+}
+
+/// An IGMPv3 Group-and-Source-Specific Query from B about `sources` of `group`.
+fn source_query(group: Ipv4Addr, sources: &[Ipv4Addr]) -> Vec<u8> {
+    let repr = igmp::Repr::Query {
+        max_resp_code: 10,
+        group,
+        v3: Some(QueryV3 {
+            suppress: false,
+            robustness: 2,
+            interval_code: 125,
+            sources: Addresses::List(sources),
+        }),
+    };
+    let mut bytes = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut igmp::Packet::new_unchecked(&mut bytes[..]));
+    frame_to(group, Protocol::Igmp, &bytes)
+}
+
+/// Whether A's socket gets B's datagram to GROUP (and its queue is left empty).
+fn gets_bs_datagram(p: &mut Pair, socket: crate::udp::UdpHandle) -> bool {
+    p.a.handle_frame(p.now, p.a_if, &udp_frame(GROUP, b"from B"));
+    let mut buf = [0u8; 16];
+    p.a.udp_recv_from(socket, &mut buf).is_ok()
+}
+
+#[test]
+#[allow(clippy::too_many_lines)] // one story, step by step; the lint is for library code
+fn a_source_specific_join_takes_only_its_sources_and_reports_each_change() {
+    use RecordType::*;
+    let mut p = Pair::new();
+    let any = Ipv4Addr::UNSPECIFIED;
+    let s = p.a.udp_bind(SocketAddrV4::new(any, 5000)).unwrap();
+    // INCLUDE {} -> INCLUDE {B}: ALLOW(B), sent twice.
+    p.a.udp_join_source_multicast_v4(p.now, s, (GROUP, IP_B), any)
+        .unwrap();
+    let allow_b = (AllowNewSources, GROUP, vec![IP_B]);
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [allow_b.clone(), allow_b]
+    );
+    assert!(gets_bs_datagram(&mut p, s));
+    // The wrong kind of join, or the same source again, is refused.
+    assert_eq!(
+        p.a.udp_join_multicast_v4(p.now, s, GROUP, any),
+        Err(UdpError::AddrInUse)
+    );
+    assert_eq!(
+        p.a.udp_join_source_multicast_v4(p.now, s, (GROUP, IP_B), any),
+        Err(UdpError::AddrInUse)
+    );
+    assert_eq!(
+        p.a.udp_join_source_multicast_v4(p.now, s, (GROUP, GROUP), any),
+        Err(UdpError::AddrNotAvailable)
+    );
+    // A second source, then the first dropped: ALLOW(elsewhere), BLOCK(B); B's
+    // datagrams are filtered out at the interface.
+    p.a.udp_join_source_multicast_v4(p.now, s, (GROUP, ELSEWHERE), any)
+        .unwrap();
+    let allow = (AllowNewSources, GROUP, vec![ELSEWHERE]);
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [allow.clone(), allow]
+    );
+    p.a.udp_leave_source_multicast_v4(p.now, s, (GROUP, IP_B), any)
+        .unwrap();
+    let block = (BlockOldSources, GROUP, vec![IP_B]);
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [block.clone(), block]
+    );
+    assert_eq!(
+        p.a.udp_leave_source_multicast_v4(p.now, s, (GROUP, IP_B), any),
+        Err(UdpError::AddrNotAvailable)
+    );
+    assert!(!gets_bs_datagram(&mut p, s));
+    assert_eq!(p.a.stats().igmp.rx_source_filtered, 1);
+    // Another socket joins for every source: the interface goes to EXCLUDE {} (TO_EX)
+    // and takes B's datagram, but the first socket's own filter still refuses it.
+    let t = p.a.udp_bind(SocketAddrV4::new(any, 6000)).unwrap();
+    p.a.udp_join_multicast_v4(p.now, t, GROUP, any).unwrap();
+    let to_ex = (ChangeToExclude, GROUP, vec![]);
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [to_ex.clone(), to_ex]
+    );
+    assert!(!gets_bs_datagram(&mut p, s));
+    assert_eq!(p.a.stats().igmp.rx_source_filtered, 2);
+    p.a.handle_frame(p.now, p.a_if, &query(10, Ipv4Addr::UNSPECIFIED, true));
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [(ModeIsExclude, GROUP, vec![])]
+    );
+    // It leaves: back to INCLUDE {elsewhere} (TO_IN).
+    p.a.udp_close(t).unwrap();
+    p.a.handle_timeout(p.now);
+    let to_in = (ChangeToInclude, GROUP, vec![ELSEWHERE]);
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [to_in.clone(), to_in]
+    );
+    // Current state: the whole group, then only the asked sources it takes.
+    p.a.handle_frame(p.now, p.a_if, &query(10, GROUP, true));
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [(ModeIsInclude, GROUP, vec![ELSEWHERE])]
+    );
+    p.a.handle_frame(p.now, p.a_if, &source_query(GROUP, &[IP_B, ELSEWHERE]));
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [(ModeIsInclude, GROUP, vec![ELSEWHERE])]
+    );
+    p.a.handle_frame(p.now, p.a_if, &source_query(GROUP, &[IP_B]));
+    assert!(records_over(&mut p, Duration::from_secs(2)).is_empty());
+    // Leaving the group drops every source: BLOCK(elsewhere).
+    p.a.udp_leave_multicast_v4(p.now, s, GROUP, any).unwrap();
+    let block = (BlockOldSources, GROUP, vec![ELSEWHERE]);
+    assert_eq!(
+        records_over(&mut p, Duration::from_secs(2)),
+        [block.clone(), block]
+    );
+    assert!(p.a.ipv4_multicast_groups(p.a_if).len() == 1);
+}
+
+#[test]
+fn a_source_specific_join_under_an_igmpv2_querier_is_a_plain_report() {
+    let mut p = Pair::new();
+    let any = Ipv4Addr::UNSPECIFIED;
+    p.a.handle_frame(p.now, p.a_if, &query(10, Ipv4Addr::UNSPECIFIED, false));
+    collect(&mut p, Duration::from_secs(2));
+    let s = p.a.udp_bind(SocketAddrV4::new(any, 5000)).unwrap();
+    p.a.udp_join_source_multicast_v4(p.now, s, (GROUP, IP_B), any)
+        .unwrap();
+    let mut sent = now_sent(&mut p);
+    sent.extend(collect(&mut p, Duration::from_secs(2)));
+    assert_eq!(sent, [Sent::V2Report(GROUP), Sent::V2Report(GROUP)]);
+    p.a.udp_leave_source_multicast_v4(p.now, s, (GROUP, IP_B), any)
+        .unwrap();
+    let mut sent = now_sent(&mut p);
+    sent.extend(collect(&mut p, Duration::from_secs(2)));
+    assert_eq!(sent, [Sent::Leave(GROUP), Sent::Leave(GROUP)]);
+}

@@ -143,7 +143,7 @@ impl Stack {
             let ttl = socket.map(|s| s.multicast_ttl);
             let route = self.route_multicast(*dst.ip(), src)?;
             let looped = socket.is_some_and(|s| s.multicast_loop)
-                && self.is_member_v4(route.iface, *dst.ip());
+                && self.admits_v4(route.iface, *dst.ip(), route.src);
             (route, ttl, looped)
         } else {
             (self.route_output(*dst.ip(), src)?, None, false)
@@ -331,6 +331,10 @@ impl Stack {
             }
             return;
         };
+        if meta.dst.is_multicast() && !self.socket_admits_v4(handle, meta.dst, meta.src) {
+            self.stats.igmp.rx_source_filtered += 1;
+            return;
+        }
         let src = SocketAddr::V4(SocketAddrV4::new(meta.src, repr.src_port));
         self.udp_deliver(handle, (src, dst), repr.payload);
     }

@@ -68,6 +68,30 @@ impl UdpSocket {
         crate::udp::multicast::leave(&self.shared, self.handle, *multiaddr, *interface)
     }
 
+    /// Take datagrams to `group` only from `source` (and any other source so joined),
+    /// on the interface with address `interface` (`IP_ADD_SOURCE_MEMBERSHIP`,
+    /// source-specific multicast; socket2's `join_ssm_v4`).
+    pub fn join_ssm_v4(
+        &self,
+        source: &Ipv4Addr,
+        group: &Ipv4Addr,
+        interface: &Ipv4Addr,
+    ) -> io::Result<()> {
+        let ends = (*source, *group, *interface);
+        crate::udp::multicast::source(&self.shared, self.handle, ends, true)
+    }
+
+    /// Stop taking `group`'s datagrams from `source` (`IP_DROP_SOURCE_MEMBERSHIP`).
+    pub fn leave_ssm_v4(
+        &self,
+        source: &Ipv4Addr,
+        group: &Ipv4Addr,
+        interface: &Ipv4Addr,
+    ) -> io::Result<()> {
+        let ends = (*source, *group, *interface);
+        crate::udp::multicast::source(&self.shared, self.handle, ends, false)
+    }
+
     /// Set the TTL of datagrams sent to IPv4 multicast groups (`IP_MULTICAST_TTL`;
     /// default 1: they stay on the link).
     pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
