@@ -1,5 +1,6 @@
 //! The whole receive path: arbitrary bytes arrive as a frame on an interface with an
-//! address; the stack must neither panic nor emit anything it cannot account for.
+//! address (and two multicast groups joined, one source-specific); the stack must
+//! neither panic nor emit anything it cannot account for.
 //! The input is a sequence of frames, each preceded by its length as two big-endian
 //! bytes, so state built by one frame (ARP entries, reassembly queues, connections) is
 //! exercised by the next.
@@ -19,6 +20,20 @@ fuzz_target!(|data: &[u8]| {
         .addrs
         .push("10.0.0.1/24".parse::<ipv4::Cidr>().unwrap());
     let iface = stack.add_interface(config);
+    // Multicast state for queries and group datagrams to meet: a source-specific
+    // join (239.0.0.1 from 10.0.0.2) and one for every source (239.0.0.2).
+    let any = core::net::Ipv4Addr::UNSPECIFIED;
+    let start = Instant::from_millis(0);
+    let ssm = stack.udp_bind((any, 5000)).unwrap();
+    let group = core::net::Ipv4Addr::new(239, 0, 0, 1);
+    let source = core::net::Ipv4Addr::new(10, 0, 0, 2);
+    stack
+        .udp_join_source_multicast_v4(start, ssm, (group, source), any)
+        .unwrap();
+    let asm = stack.udp_bind((any, 5001)).unwrap();
+    stack
+        .udp_join_multicast_v4(start, asm, core::net::Ipv4Addr::new(239, 0, 0, 2), any)
+        .unwrap();
 
     let mut now = Instant::from_millis(0);
     let mut buf = vec![0u8; 2048];
