@@ -143,6 +143,20 @@ pub(crate) struct UdpSockets {
 }
 
 impl UdpSockets {
+    /// The socket `handle`, or `InvalidHandle`.
+    pub(crate) fn get(&self, handle: UdpHandle) -> Result<&UdpSocket, UdpError> {
+        self.sockets.get(handle.0).ok_or(UdpError::InvalidHandle)
+    }
+
+    /// The socket `handle` to change, or `InvalidHandle`.
+    pub(crate) fn get_mut(&mut self, handle: UdpHandle) -> Result<&mut UdpSocket, UdpError> {
+        self.sockets
+            .get_mut(handle.0)
+            .ok_or(UdpError::InvalidHandle)
+    }
+}
+
+impl UdpSockets {
     /// The socket a datagram to `dst` is for: an exact binding, else the wildcard.
     pub(crate) fn lookup(&self, dst: SocketAddr) -> Option<UdpHandle> {
         let port = dst.port();

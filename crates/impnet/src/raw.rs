@@ -31,10 +31,7 @@ impl std::fmt::Debug for RawSocket {
 impl RawSocket {
     /// Open a raw socket for IPv4 protocol `protocol` (1 ICMP, 2 IGMP, ...; not 0).
     pub fn bind(rt: &Runtime, protocol: u8) -> io::Result<RawSocket> {
-        let shared = Arc::clone(rt.shared());
-        let handle = shared
-            .with(|state, _| state.stack.raw_bind(protocol))?
-            .map_err(raw)?;
+        let (shared, handle) = open(rt, protocol)?;
         Ok(RawSocket {
             shared,
             handle,
@@ -45,17 +42,12 @@ impl RawSocket {
 
     /// Send the caller's IPv4 header with each datagram (`IP_HDRINCL`), or not.
     pub fn set_header_included(&self, included: bool) -> io::Result<()> {
-        self.shared
-            .with(|state, _| state.stack.raw_set_hdrincl(self.handle, included))?
-            .map_err(raw)
+        set_header_included(&self.shared, self.handle, included)
     }
 
     /// Send one datagram to `dst` (with a header included, its own destination).
     pub fn send_to(&self, buf: &[u8], dst: Ipv4Addr) -> io::Result<usize> {
-        self.shared
-            .with(|state, now| state.stack.raw_send_to(now, self.handle, dst, buf))?
-            .map_err(raw)?;
-        Ok(buf.len())
+        send_to(&self.shared, self.handle, buf, dst)
     }
 
     /// Receive one datagram, IPv4 header included (truncated to `buf`), with its
@@ -88,6 +80,33 @@ impl Drop for RawSocket {
             .shared
             .with(|state, _| state.stack.raw_close(self.handle));
     }
+}
+
+/// A raw socket of `protocol` on `rt`'s stack (the blocking and the async socket).
+pub(crate) fn open(rt: &Runtime, protocol: u8) -> io::Result<(Arc<Shared>, RawHandle)> {
+    let shared = Arc::clone(rt.shared());
+    let handle = shared
+        .with(|state, _| state.stack.raw_bind(protocol))?
+        .map_err(raw)?;
+    Ok((shared, handle))
+}
+
+pub(crate) fn set_header_included(shared: &Shared, handle: RawHandle, on: bool) -> io::Result<()> {
+    shared
+        .with(|state, _| state.stack.raw_set_hdrincl(handle, on))?
+        .map_err(raw)
+}
+
+pub(crate) fn send_to(
+    shared: &Shared,
+    handle: RawHandle,
+    buf: &[u8],
+    dst: Ipv4Addr,
+) -> io::Result<usize> {
+    shared
+        .with(|state, now| state.stack.raw_send_to(now, handle, dst, buf))?
+        .map_err(raw)?;
+    Ok(buf.len())
 }
 
 pub(crate) fn raw(e: RawError) -> io::Error {

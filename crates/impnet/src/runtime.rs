@@ -470,32 +470,34 @@ impl Shared {
         write: bool,
         attempt: impl FnOnce(&mut State, Instant) -> Option<io::Result<T>>,
     ) -> std::task::Poll<io::Result<T>> {
-        let mut state = self.lock();
-        if state.stopped {
-            return std::task::Poll::Ready(Err(stopped(&state)));
-        }
-        let now = self.now();
-        let result = attempt(&mut state, now);
-        if result.is_none() {
-            // Before `settle` drains the events, so a datagram it takes in wakes us.
+        self.poll_socket(cx, attempt, |state, waker| {
             let waiters = state.udp_waiters.entry(handle).or_default();
-            waiters.register(write, cx.waker());
-        }
-        self.settle(&mut state, now);
-        match result {
-            Some(result) => std::task::Poll::Ready(result),
-            None => std::task::Poll::Pending,
-        }
+            waiters.register(write, waker);
+        })
     }
 
-    /// [`Shared::poll_udp`] for a raw socket's reads: `attempt` or, when it returns
-    /// None, the task's waker registered for the socket's next datagram.
+    /// [`Shared::poll_udp`] for a raw socket's reads: the waker registered for the
+    /// socket's next datagram.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn poll_raw<T>(
         &self,
         cx: &mut std::task::Context<'_>,
         handle: RawHandle,
         attempt: impl FnOnce(&mut State, Instant) -> Option<io::Result<T>>,
+    ) -> std::task::Poll<io::Result<T>> {
+        self.poll_socket(cx, attempt, |state, waker| {
+            state.raw_waiters.insert(handle, waker.clone());
+        })
+    }
+
+    /// `attempt`, and when it returns None, `register` the task's waker (before
+    /// `settle` drains the events, so what it takes in wakes the task).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    fn poll_socket<T>(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        attempt: impl FnOnce(&mut State, Instant) -> Option<io::Result<T>>,
+        register: impl FnOnce(&mut State, &Waker),
     ) -> std::task::Poll<io::Result<T>> {
         let mut state = self.lock();
         if state.stopped {
@@ -504,7 +506,7 @@ impl Shared {
         let now = self.now();
         let result = attempt(&mut state, now);
         if result.is_none() {
-            state.raw_waiters.insert(handle, cx.waker().clone());
+            register(&mut state, cx.waker());
         }
         self.settle(&mut state, now);
         match result {

@@ -50,6 +50,39 @@ data, src = s.recvfrom(2048)
 print(data.decode(), src[0], src[1], flush=True)
 ";
 
+/// Linux sends ten rounds to NOT_JOINED and GROUP (`LINUX_SENDER`): `socket` gets
+/// GROUP's ten from the kernel's address, in order, and nothing else.
+fn gets_only_groups_datagrams(link: &Link, socket: &UdpSocket) {
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let (not_joined, group) = (NOT_JOINED.to_string(), GROUP.to_string());
+    let kernel = link.kernel_addr.to_string();
+    let sender = link.ns.spawn(
+        "python3",
+        &["-u", "-c", LINUX_SENDER, &not_joined, &group, &kernel],
+    );
+    let mut buf = [0u8; 64];
+    for i in 0..10 {
+        let (n, src) = socket.recv_from(&mut buf).expect("a datagram to the group");
+        assert_eq!(
+            std::str::from_utf8(&buf[..n]).unwrap(),
+            format!("joined {i}")
+        );
+        assert_eq!(src.ip(), std::net::IpAddr::V4(link.kernel_addr));
+    }
+    let sent = wait_limited(sender, Duration::from_secs(5));
+    assert!(
+        String::from_utf8_lossy(&sent.stdout).contains("sent"),
+        "{}",
+        text(&sent)
+    );
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(socket.recv_from(&mut buf).is_err(), "nothing else arrives");
+}
+
 #[test]
 fn linux_receives_imp_multicast() {
     let Some(link) = Link::new(SUBNET, false) else {
@@ -139,34 +172,7 @@ fn imp_receives_only_groups_it_joined_and_reports_them() {
         .rt
         .with_stack(|stack, _| stack.ipv4_multicast_groups(link.iface));
     assert_eq!(groups, [Ipv4Addr::new(224, 0, 0, 1), GROUP]);
-    socket
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    let (not_joined, group) = (NOT_JOINED.to_string(), GROUP.to_string());
-    let kernel = link.kernel_addr.to_string();
-    let sender = link.ns.spawn(
-        "python3",
-        &["-u", "-c", LINUX_SENDER, &not_joined, &group, &kernel],
-    );
-    let mut buf = [0u8; 64];
-    for i in 0..10 {
-        let (n, src) = socket.recv_from(&mut buf).expect("a datagram to the group");
-        assert_eq!(
-            std::str::from_utf8(&buf[..n]).unwrap(),
-            format!("joined {i}")
-        );
-        assert_eq!(src.ip(), std::net::IpAddr::V4(link.kernel_addr));
-    }
-    let sent = wait_limited(sender, Duration::from_secs(5));
-    assert!(
-        String::from_utf8_lossy(&sent.stdout).contains("sent"),
-        "{}",
-        text(&sent)
-    );
-    socket
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    assert!(socket.recv_from(&mut buf).is_err(), "nothing else arrives");
+    gets_only_groups_datagrams(&link, &socket);
     let stats = link.rt.with_stack(|stack, _| stack.stats().igmp.clone());
     assert!(stats.rx_multicast_filtered >= 10, "{stats:?}");
     socket
@@ -227,34 +233,7 @@ fn imp_takes_a_source_specific_group_only_from_its_source() {
     socket
         .join_ssm_v4(&silent, &NOT_JOINED, &link.imp_addr)
         .expect("join NOT_JOINED from a silent source");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    let (not_joined, group) = (NOT_JOINED.to_string(), GROUP.to_string());
-    let kernel = link.kernel_addr.to_string();
-    let sender = link.ns.spawn(
-        "python3",
-        &["-u", "-c", LINUX_SENDER, &not_joined, &group, &kernel],
-    );
-    let mut buf = [0u8; 64];
-    for i in 0..10 {
-        let (n, src) = socket.recv_from(&mut buf).expect("a datagram to GROUP");
-        assert_eq!(
-            std::str::from_utf8(&buf[..n]).unwrap(),
-            format!("joined {i}")
-        );
-        assert_eq!(src.ip(), std::net::IpAddr::V4(link.kernel_addr));
-    }
-    let sent = wait_limited(sender, Duration::from_secs(5));
-    assert!(
-        String::from_utf8_lossy(&sent.stdout).contains("sent"),
-        "{}",
-        text(&sent)
-    );
-    socket
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    assert!(socket.recv_from(&mut buf).is_err(), "nothing else arrives");
+    gets_only_groups_datagrams(&link, &socket);
     let stats = link.rt.with_stack(|stack, _| stack.stats().igmp.clone());
     assert!(stats.rx_source_filtered >= 10, "{stats:?}");
     let out = wait_limited(capture, Duration::from_secs(10));

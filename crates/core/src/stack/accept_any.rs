@@ -133,11 +133,7 @@ impl Stack {
         dst: SocketAddr,
         data: &[u8],
     ) -> Result<(), UdpError> {
-        let socket = self
-            .udp
-            .sockets
-            .get(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
+        let socket = self.udp.get(handle)?;
         if src.port() == 0 || src.ip().is_unspecified() {
             return Err(UdpError::AddrNotAvailable);
         }

@@ -73,10 +73,7 @@ impl Stack {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> Result<IfaceId, UdpError> {
-        self.udp
-            .sockets
-            .get(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
+        self.udp.get(handle)?;
         if !group.is_multicast() {
             return Err(UdpError::InvalidGroup);
         }
@@ -186,22 +183,13 @@ impl Stack {
     /// Set the TTL of the socket's datagrams to multicast groups (`IP_MULTICAST_TTL`;
     /// default 1, RFC 1112 §6.1: "by default ... a time-to-live of 1").
     pub fn udp_set_multicast_ttl_v4(&mut self, handle: UdpHandle, ttl: u8) -> Result<(), UdpError> {
-        let socket = self
-            .udp
-            .sockets
-            .get_mut(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
-        socket.multicast_ttl = ttl;
+        self.udp.get_mut(handle)?.multicast_ttl = ttl;
         Ok(())
     }
 
     /// The TTL of the socket's datagrams to multicast groups.
     pub fn udp_multicast_ttl_v4(&self, handle: UdpHandle) -> Result<u8, UdpError> {
-        self.udp
-            .sockets
-            .get(handle.0)
-            .map(|s| s.multicast_ttl)
-            .ok_or(UdpError::InvalidHandle)
+        self.udp.get(handle).map(|s| s.multicast_ttl)
     }
 
     /// Deliver the socket's datagrams to IPv4 groups to this host's own members too
@@ -211,22 +199,13 @@ impl Stack {
         handle: UdpHandle,
         on: bool,
     ) -> Result<(), UdpError> {
-        let socket = self
-            .udp
-            .sockets
-            .get_mut(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
-        socket.multicast_loop = on;
+        self.udp.get_mut(handle)?.multicast_loop = on;
         Ok(())
     }
 
     /// Whether the socket's datagrams to IPv4 groups loop back to this host.
     pub fn udp_multicast_loop_v4(&self, handle: UdpHandle) -> Result<bool, UdpError> {
-        self.udp
-            .sockets
-            .get(handle.0)
-            .map(|s| s.multicast_loop)
-            .ok_or(UdpError::InvalidHandle)
+        self.udp.get(handle).map(|s| s.multicast_loop)
     }
 
     /// Some interface takes `group`'s datagrams from `source` (what a looped

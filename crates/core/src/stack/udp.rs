@@ -68,11 +68,7 @@ impl Stack {
 
     /// The address and port `handle` is bound to.
     pub fn udp_local_addr(&self, handle: UdpHandle) -> Result<SocketAddr, UdpError> {
-        self.udp
-            .sockets
-            .get(handle.0)
-            .map(|s| s.local)
-            .ok_or(UdpError::InvalidHandle)
+        self.udp.get(handle).map(|s| s.local)
     }
 
     /// Set or clear DF on the socket's datagrams (RFC 1191 path MTU discovery by hand):
@@ -82,12 +78,7 @@ impl Stack {
         handle: UdpHandle,
         dont_frag: bool,
     ) -> Result<(), UdpError> {
-        let socket = self
-            .udp
-            .sockets
-            .get_mut(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
-        socket.dont_frag = dont_frag;
+        self.udp.get_mut(handle)?.dont_frag = dont_frag;
         Ok(())
     }
 
@@ -102,11 +93,7 @@ impl Stack {
         dst: impl Into<SocketAddr>,
         data: &[u8],
     ) -> Result<(), UdpError> {
-        let socket = self
-            .udp
-            .sockets
-            .get(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
+        let socket = self.udp.get(handle)?;
         let (local, dont_frag) = (socket.local, socket.dont_frag);
         self.udp_send_inner(now, handle, (local, dont_frag), dst.into(), data)
     }
@@ -265,11 +252,7 @@ impl Stack {
         handle: UdpHandle,
         buf: &mut [u8],
     ) -> Result<(usize, SocketAddr, SocketAddr), UdpError> {
-        let socket = self
-            .udp
-            .sockets
-            .get_mut(handle.0)
-            .ok_or(UdpError::InvalidHandle)?;
+        let socket = self.udp.get_mut(handle)?;
         if let Some(error) = socket.error.take() {
             return Err(error);
         }

@@ -33,10 +33,7 @@ impl std::fmt::Debug for RawSocket {
 impl RawSocket {
     /// Open a raw socket for IPv4 protocol `protocol` (1 ICMP, 2 IGMP, ...; not 0).
     pub fn bind(rt: &Runtime, protocol: u8) -> io::Result<RawSocket> {
-        let shared = Arc::clone(rt.shared());
-        let handle = shared
-            .with(|state, _| state.stack.raw_bind(protocol))?
-            .map_err(raw)?;
+        let (shared, handle) = crate::raw::open(rt, protocol)?;
         Ok(RawSocket {
             shared,
             handle,
@@ -46,9 +43,7 @@ impl RawSocket {
 
     /// Send the caller's IPv4 header with each datagram (`IP_HDRINCL`), or not.
     pub fn set_header_included(&self, included: bool) -> io::Result<()> {
-        self.shared
-            .with(|state, _| state.stack.raw_set_hdrincl(self.handle, included))?
-            .map_err(raw)
+        crate::raw::set_header_included(&self.shared, self.handle, included)
     }
 
     /// Send one datagram to `dst` (with a header included, its own destination). It
@@ -59,10 +54,7 @@ impl RawSocket {
 
     /// [`RawSocket::send_to`] without a future.
     pub fn try_send_to(&self, buf: &[u8], dst: Ipv4Addr) -> io::Result<usize> {
-        self.shared
-            .with(|state, now| state.stack.raw_send_to(now, self.handle, dst, buf))?
-            .map_err(raw)?;
-        Ok(buf.len())
+        crate::raw::send_to(&self.shared, self.handle, buf, dst)
     }
 
     /// Receive one datagram, IPv4 header included (truncated to `buf`), with its
