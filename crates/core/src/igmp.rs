@@ -112,6 +112,9 @@ pub(crate) struct IfaceGroups {
     pub(crate) next_change: Option<Instant>,
     /// When the answer to a General Query goes (a report of every group).
     pub(crate) general_due: Option<Instant>,
+    /// Groups left out of that answer: another host reported them meanwhile (IGMPv2
+    /// report suppression, RFC 2236 §3).
+    pub(crate) suppressed: Vec<Ipv4Addr>,
     /// Answers owed to Group-Specific (`None`) and Group-and-Source-Specific Queries:
     /// the group, when, and the sources asked about.
     pub(crate) group_due: Vec<(Ipv4Addr, Instant, Option<Vec<Ipv4Addr>>)>,
@@ -265,7 +268,24 @@ impl IfaceGroups {
     /// A General Query asked for an answer by `at`: the sooner of the pending one and
     /// `at` (RFC 3376 §5.2, rule 1).
     pub(crate) fn general_query(&mut self, at: Instant) {
+        if self.general_due.is_none() {
+            // A new query starts a timer for every group, suppressed ones included.
+            self.suppressed.clear();
+        }
         self.general_due = Some(self.general_due.map_or(at, |t| t.min(at)));
+    }
+
+    /// Cancel the pending answer about `group` (another host reported it, RFC 2236
+    /// §3); true when one was pending.
+    pub(crate) fn suppress(&mut self, group: Ipv4Addr) -> bool {
+        let before = self.group_due.len();
+        self.group_due.retain(|(g, _, _)| *g != group);
+        let mut cancelled = self.group_due.len() != before;
+        if self.general_due.is_some() && !self.suppressed.contains(&group) {
+            self.suppressed.push(group);
+            cancelled = true;
+        }
+        cancelled
     }
 
     /// A Group-Specific Query (`sources` None) or a Group-and-Source-Specific one for

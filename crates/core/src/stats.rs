@@ -349,6 +349,9 @@ pub struct IgmpStats {
     pub rx_reports: u64,
     /// Membership reports sent (IGMPv3 and v2; state changes and answers).
     pub reports_sent: u64,
+    /// Answers to queries not sent because another host reported the group first
+    /// (IGMPv2 compatibility, RFC 2236 §3).
+    pub reports_suppressed: u64,
     /// IGMPv2 Leave Group messages sent.
     pub leaves_sent: u64,
     /// Frames to a 01:00:5e multicast MAC of no group we are in, dropped.

@@ -328,18 +328,39 @@ impl Stack {
                     max_resp_code,
                     group,
                     v3,
-                } => Some((
+                } => Ok((
                     max_resp_code,
                     group,
                     v3.map(|q| q.sources.iter().collect::<Vec<_>>()),
                 )),
-                _ => None,
+                igmp::Repr::ReportV1 { group } | igmp::Repr::ReportV2 { group } => Err(Some(group)),
+                _ => Err(None),
             })
         });
         match parsed {
             Err(_) => self.stats.igmp.rx_malformed += 1,
-            Ok(None) => self.stats.igmp.rx_reports += 1,
-            Ok(Some(query)) => self.igmp_query(now, iface, query),
+            Ok(Err(old_report)) => {
+                self.stats.igmp.rx_reports += 1;
+                if let Some(group) = old_report {
+                    self.igmp_heard_report(now, iface, group);
+                }
+            }
+            Ok(Ok(query)) => self.igmp_query(now, iface, query),
+        }
+    }
+
+    /// Another host's IGMPv1/v2 report of `group`: in compatibility mode, our own
+    /// pending answer for the group is cancelled (RFC 2236 §3: "If the host receives
+    /// another host's Report ... while it has a timer running, it stops its timer for
+    /// the specified group and does not send a Report"). IGMPv3 hosts do not suppress
+    /// (RFC 3376 §5.2).
+    fn igmp_heard_report(&mut self, now: Instant, iface: IfaceId, group: Ipv4Addr) {
+        let state = self.groups_mut(iface);
+        if !state.v2_mode(now) || !state.reported().any(|g| g == group) {
+            return;
+        }
+        if state.suppress(group) {
+            self.stats.igmp.reports_suppressed += 1;
         }
     }
 
@@ -449,7 +470,13 @@ impl Stack {
         if state.general_due.is_some_and(|t| t <= now) {
             state.general_due = None;
             state.group_due.clear();
-            asked.extend(groups.iter().map(|g| (*g, None)));
+            let suppressed = core::mem::take(&mut state.suppressed);
+            asked.extend(
+                groups
+                    .iter()
+                    .filter(|g| !suppressed.contains(g))
+                    .map(|g| (*g, None)),
+            );
         }
         state.group_due.retain(|(group, due, sources)| {
             if *due <= now {

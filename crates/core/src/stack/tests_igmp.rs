@@ -638,3 +638,37 @@ fn a_source_specific_join_under_an_igmpv2_querier_is_a_plain_report() {
     sent.extend(collect(&mut p, Duration::from_secs(2)));
     assert_eq!(sent, [Sent::Leave(GROUP), Sent::Leave(GROUP)]);
 }
+
+/// An IGMPv2 report of `group` from B.
+fn report_v2_from_b(group: Ipv4Addr) -> Vec<u8> {
+    let repr = igmp::Repr::ReportV2 { group };
+    let mut bytes = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut igmp::Packet::new_unchecked(&mut bytes[..]));
+    frame_to(group, Protocol::Igmp, &bytes)
+}
+
+/// RFC 2236 §3 under an IGMPv2 querier: another host's report of the group cancels
+/// our pending answer; the next query is answered again. An IGMPv3 host does not
+/// suppress (RFC 3376 §5.2).
+#[test]
+fn another_hosts_v2_report_suppresses_ours_in_v2_mode_only() {
+    let (mut p, _) = joined();
+    p.a.handle_frame(p.now, p.a_if, &query(100, Ipv4Addr::UNSPECIFIED, false));
+    p.a.handle_frame(p.now, p.a_if, &report_v2_from_b(GROUP));
+    assert!(collect(&mut p, Duration::from_secs(11)).is_empty());
+    assert_eq!(p.a.stats().igmp.reports_suppressed, 1);
+    p.a.handle_frame(p.now, p.a_if, &query(100, Ipv4Addr::UNSPECIFIED, false));
+    assert_eq!(
+        collect(&mut p, Duration::from_secs(11)),
+        [Sent::V2Report(GROUP)]
+    );
+    // IGMPv3: the same report changes nothing.
+    let (mut p, _) = joined();
+    p.a.handle_frame(p.now, p.a_if, &query(100, Ipv4Addr::UNSPECIFIED, true));
+    p.a.handle_frame(p.now, p.a_if, &report_v2_from_b(GROUP));
+    assert_eq!(
+        collect(&mut p, Duration::from_secs(11)),
+        [Sent::V3(vec![(RecordType::ModeIsExclude, GROUP)])]
+    );
+    assert_eq!(p.a.stats().igmp.reports_suppressed, 0);
+}
