@@ -1,8 +1,9 @@
 //! IPv4 multicast group membership of one interface and its IGMP host state (RFC 3376
-//! §5 and §7, IGMPv3 with IGMPv2 compatibility): the groups sockets joined (each
-//! with the sockets that hold it and their source filters, §3), the state-change reports still to send, each sent
-//! [`ROBUSTNESS`] times, the answers owed to queries, and whether an IGMPv1/v2
-//! querier was heard lately (then reports are IGMPv2 reports and leaves, RFC 3376
+//! §5 and §7, IGMPv3 with IGMPv2 and IGMPv1 compatibility): the groups sockets joined
+//! (each with the sockets that hold it and their source filters, §3), the state-change
+//! reports still to send, each sent [`ROBUSTNESS`] times, the answers owed to queries,
+//! and whether an IGMPv1/v2 querier was heard lately (then reports are IGMPv2 reports
+//! and leaves, or under an IGMPv1 querier IGMPv1 reports and no leaves, RFC 3376
 //! §7.2.1). Times are drawn by the stack from its seeded generator.
 
 use alloc::vec::Vec;
@@ -121,6 +122,9 @@ pub(crate) struct IfaceGroups {
     /// IGMPv2 compatibility mode until then: an IGMPv1 or v2 query was heard (RFC 3376
     /// §7.2.1). None: IGMPv3.
     pub(crate) older_querier_until: Option<Instant>,
+    /// IGMPv1 compatibility until then (an IGMPv1 query was heard): reports are v1
+    /// reports, and leaves are not sent (RFC 3376 §7.2.1, §7.3.2).
+    pub(crate) v1_querier_until: Option<Instant>,
 }
 
 impl IfaceGroups {
@@ -153,6 +157,24 @@ impl IfaceGroups {
     /// True while reports are IGMPv2 ones (an older querier heard before `now`).
     pub(crate) fn v2_mode(&self, now: Instant) -> bool {
         self.older_querier_until.is_some_and(|t| t > now)
+    }
+
+    /// True while reports are IGMPv1 ones (an IGMPv1 query heard before `now`).
+    pub(crate) fn v1_mode(&self, now: Instant) -> bool {
+        self.v1_querier_until.is_some_and(|t| t > now)
+    }
+
+    /// The report of `group` in compatibility mode: v1 under an IGMPv1 querier, else v2.
+    pub(crate) fn old_report(
+        &self,
+        now: Instant,
+        group: Ipv4Addr,
+    ) -> impnet_wire::igmp::Repr<'static> {
+        if self.v1_mode(now) {
+            impnet_wire::igmp::Repr::ReportV1 { group }
+        } else {
+            impnet_wire::igmp::Repr::ReportV2 { group }
+        }
     }
 
     /// `holder` joins `group` for every source (`source` None) or adds `source` to

@@ -385,8 +385,11 @@ impl Stack {
         let state = self.groups_mut(iface);
         if !v3 {
             // RFC 3376 §7.2.1: "the host MUST ... set the Older Version Querier
-            // Present timer" on hearing an older query.
+            // Present timer" on hearing an older query (an IGMPv1 one: Max Resp 0).
             state.older_querier_until = Some(now + OLDER_QUERIER_TIMEOUT);
+            if code == 0 {
+                state.v1_querier_until = Some(now + OLDER_QUERIER_TIMEOUT);
+            }
         }
         if group.is_unspecified() {
             state.general_query(at);
@@ -426,22 +429,17 @@ impl Stack {
         let delay = u64::from(self.rng.in_range(1, gap));
         self.groups_mut(iface).next_change = more.then(|| now + Duration::from_millis(delay));
         if v2 {
-            // RFC 3376 §7.3.2: a group still received is a join, one left a leave.
+            // RFC 3376 §7.3.2: a group still received is a join, one left a leave
+            // (none under an IGMPv1 querier, which has no leave message).
+            let v1 = self.groups_mut(iface).v1_mode(now);
             for change in changes {
-                let (dst, repr) = if change.to == IfaceState::NONE {
-                    (
-                        igmp::ALL_ROUTERS,
-                        igmp::Repr::Leave {
-                            group: change.group,
-                        },
-                    )
+                let group = change.group;
+                let (dst, repr) = if change.to != IfaceState::NONE {
+                    (group, self.groups_mut(iface).old_report(now, group))
+                } else if v1 {
+                    continue;
                 } else {
-                    (
-                        change.group,
-                        igmp::Repr::ReportV2 {
-                            group: change.group,
-                        },
-                    )
+                    (igmp::ALL_ROUTERS, igmp::Repr::Leave { group })
                 };
                 self.send_igmp(iface, dst, &repr);
             }
@@ -487,7 +485,8 @@ impl Stack {
         asked.retain(|(g, _)| groups.contains(g));
         if state.v2_mode(now) {
             for (group, _) in asked {
-                self.send_igmp(iface, group, &igmp::Repr::ReportV2 { group });
+                let report = self.groups_mut(iface).old_report(now, group);
+                self.send_igmp(iface, group, &report);
             }
             return;
         }

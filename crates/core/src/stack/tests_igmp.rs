@@ -26,6 +26,7 @@ const OTHER: Ipv4Addr = Ipv4Addr::new(239, 9, 9, 9);
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Sent {
     V3(Vec<(RecordType, Ipv4Addr)>),
+    V1Report(Ipv4Addr),
     V2Report(Ipv4Addr),
     Leave(Ipv4Addr),
 }
@@ -56,6 +57,10 @@ fn igmp_sent(frames: &[Vec<u8>]) -> Vec<Sent> {
             igmp::Repr::ReportV2 { group } => {
                 assert_eq!(ip.dst_addr(), group);
                 Sent::V2Report(group)
+            }
+            igmp::Repr::ReportV1 { group } => {
+                assert_eq!(ip.dst_addr(), group);
+                Sent::V1Report(group)
             }
             igmp::Repr::Leave { group } => {
                 assert_eq!(ip.dst_addr(), igmp::ALL_ROUTERS);
@@ -671,4 +676,31 @@ fn another_hosts_v2_report_suppresses_ours_in_v2_mode_only() {
         [Sent::V3(vec![(RecordType::ModeIsExclude, GROUP)])]
     );
     assert_eq!(p.a.stats().igmp.reports_suppressed, 0);
+}
+
+/// Under an IGMPv1 querier (a query with Max Resp Code 0): joins and answers are
+/// IGMPv1 reports, and a leave sends nothing (IGMPv1 has no leave, RFC 3376 §7.3.2).
+#[test]
+fn an_igmpv1_querier_gets_v1_reports_and_no_leaves() {
+    let mut p = Pair::new();
+    let any = Ipv4Addr::UNSPECIFIED;
+    p.a.handle_frame(p.now, p.a_if, &query(0, Ipv4Addr::UNSPECIFIED, false));
+    assert!(
+        collect(&mut p, Duration::from_secs(11)).is_empty(),
+        "no groups yet"
+    );
+    let s = p.a.udp_bind(SocketAddrV4::new(any, 5000)).unwrap();
+    p.a.udp_join_multicast_v4(p.now, s, GROUP, any).unwrap();
+    let mut sent = now_sent(&mut p);
+    sent.extend(collect(&mut p, Duration::from_secs(2)));
+    assert_eq!(sent, [Sent::V1Report(GROUP), Sent::V1Report(GROUP)]);
+    p.a.handle_frame(p.now, p.a_if, &query(0, Ipv4Addr::UNSPECIFIED, false));
+    assert_eq!(
+        collect(&mut p, Duration::from_secs(11)),
+        [Sent::V1Report(GROUP)]
+    );
+    p.a.udp_leave_multicast_v4(p.now, s, GROUP, any).unwrap();
+    let mut sent = now_sent(&mut p);
+    sent.extend(collect(&mut p, Duration::from_secs(2)));
+    assert!(sent.is_empty(), "{sent:?}");
 }
