@@ -278,10 +278,20 @@ pub(crate) mod multicast {
     use std::io;
     use std::net::Ipv4Addr;
 
-    use impnet_core::UdpHandle;
+    use impnet_core::{Instant, Stack, UdpError, UdpHandle};
 
     use crate::error;
     use crate::runtime::Shared;
+
+    /// One call on the stack, its error as an `io::Error`.
+    fn call<T>(
+        shared: &Shared,
+        f: impl FnOnce(&mut Stack, Instant) -> Result<T, UdpError>,
+    ) -> io::Result<T> {
+        shared
+            .with(|state, now| f(&mut state.stack, now))?
+            .map_err(error::udp)
+    }
 
     pub(crate) fn join(
         shared: &Shared,
@@ -289,13 +299,9 @@ pub(crate) mod multicast {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> io::Result<()> {
-        shared
-            .with(|state, now| {
-                state
-                    .stack
-                    .udp_join_multicast_v4(now, handle, group, interface)
-            })?
-            .map_err(error::udp)
+        call(shared, |stack, now| {
+            stack.udp_join_multicast_v4(now, handle, group, interface)
+        })
     }
 
     pub(crate) fn leave(
@@ -304,28 +310,21 @@ pub(crate) mod multicast {
         group: Ipv4Addr,
         interface: Ipv4Addr,
     ) -> io::Result<()> {
-        shared
-            .with(|state, now| {
-                state
-                    .stack
-                    .udp_leave_multicast_v4(now, handle, group, interface)
-            })?
-            .map_err(error::udp)
+        call(shared, |stack, now| {
+            stack.udp_leave_multicast_v4(now, handle, group, interface)
+        })
     }
 
     pub(crate) fn set_ttl(shared: &Shared, handle: UdpHandle, ttl: u32) -> io::Result<()> {
         let ttl = u8::try_from(ttl)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "multicast TTL over 255"))?;
-        shared
-            .with(|state, _| state.stack.udp_set_multicast_ttl_v4(handle, ttl))?
-            .map_err(error::udp)
+        call(shared, |stack, _| {
+            stack.udp_set_multicast_ttl_v4(handle, ttl)
+        })
     }
 
     pub(crate) fn ttl(shared: &Shared, handle: UdpHandle) -> io::Result<u32> {
-        shared
-            .with(|state, _| state.stack.udp_multicast_ttl_v4(handle))?
-            .map(u32::from)
-            .map_err(error::udp)
+        call(shared, |stack, _| stack.udp_multicast_ttl_v4(handle)).map(u32::from)
     }
 
     /// Source-specific join (`add`) or leave of `group` from `source`.
@@ -335,36 +334,23 @@ pub(crate) mod multicast {
         (source, group, interface): (Ipv4Addr, Ipv4Addr, Ipv4Addr),
         add: bool,
     ) -> io::Result<()> {
-        shared
-            .with(|state, now| {
-                if add {
-                    state.stack.udp_join_source_multicast_v4(
-                        now,
-                        handle,
-                        (group, source),
-                        interface,
-                    )
-                } else {
-                    state.stack.udp_leave_source_multicast_v4(
-                        now,
-                        handle,
-                        (group, source),
-                        interface,
-                    )
-                }
-            })?
-            .map_err(error::udp)
+        call(shared, |stack, now| {
+            let pair = (group, source);
+            if add {
+                stack.udp_join_source_multicast_v4(now, handle, pair, interface)
+            } else {
+                stack.udp_leave_source_multicast_v4(now, handle, pair, interface)
+            }
+        })
     }
 
     pub(crate) fn set_loop(shared: &Shared, handle: UdpHandle, on: bool) -> io::Result<()> {
-        shared
-            .with(|state, _| state.stack.udp_set_multicast_loop_v4(handle, on))?
-            .map_err(error::udp)
+        call(shared, |stack, _| {
+            stack.udp_set_multicast_loop_v4(handle, on)
+        })
     }
 
     pub(crate) fn get_loop(shared: &Shared, handle: UdpHandle) -> io::Result<bool> {
-        shared
-            .with(|state, _| state.stack.udp_multicast_loop_v4(handle))?
-            .map_err(error::udp)
+        call(shared, |stack, _| stack.udp_multicast_loop_v4(handle))
     }
 }

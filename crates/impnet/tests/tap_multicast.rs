@@ -151,6 +151,18 @@ while time.time() < end and seen < 4:
         seen += 1
 ";
 
+/// Start the kernel side's capture of imp's IGMP (`IGMP_CAPTURE`, ready) and bind
+/// imp's socket on the groups' port.
+fn capture_and_bind(link: &Link) -> (ChildGuard, UdpSocket) {
+    let imp = link.imp_addr.to_string();
+    let mut capture = link
+        .ns
+        .spawn("python3", &["-u", "-c", IGMP_CAPTURE, &link.tap_name, &imp]);
+    assert_eq!(first_line(&mut capture).trim(), "ready");
+    let socket = UdpSocket::bind(&link.rt, (Ipv4Addr::UNSPECIFIED, 5219)).expect("bind");
+    (capture, socket)
+}
+
 #[test]
 fn imp_receives_only_groups_it_joined_and_reports_them() {
     let Some(link) = Link::new(SUBNET + 1, false) else {
@@ -159,12 +171,7 @@ fn imp_receives_only_groups_it_joined_and_reports_them() {
     if !have("python3") {
         return;
     }
-    let imp = link.imp_addr.to_string();
-    let mut capture = link
-        .ns
-        .spawn("python3", &["-u", "-c", IGMP_CAPTURE, &link.tap_name, &imp]);
-    assert_eq!(first_line(&mut capture).trim(), "ready");
-    let socket = UdpSocket::bind(&link.rt, (Ipv4Addr::UNSPECIFIED, 5219)).expect("bind");
+    let (capture, socket) = capture_and_bind(&link);
     socket
         .join_multicast_v4(&GROUP, &link.imp_addr)
         .expect("join");
@@ -220,12 +227,7 @@ fn imp_takes_a_source_specific_group_only_from_its_source() {
     if !have("python3") {
         return;
     }
-    let imp = link.imp_addr.to_string();
-    let mut capture = link
-        .ns
-        .spawn("python3", &["-u", "-c", IGMP_CAPTURE, &link.tap_name, &imp]);
-    assert_eq!(first_line(&mut capture).trim(), "ready");
-    let socket = UdpSocket::bind(&link.rt, (Ipv4Addr::UNSPECIFIED, 5219)).expect("bind");
+    let (capture, socket) = capture_and_bind(&link);
     let silent = Ipv4Addr::new(10, 202, SUBNET + 3, 99);
     socket
         .join_ssm_v4(&link.kernel_addr, &GROUP, &link.imp_addr)
