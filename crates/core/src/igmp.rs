@@ -144,6 +144,16 @@ impl IfaceGroups {
             .map_or(IfaceState::NONE, Membership::state)
     }
 
+    /// True when the interface takes `group`'s datagrams from `source`: what
+    /// [`IfaceGroups::state`] admits, without building it (a test per datagram).
+    pub(crate) fn admits(&self, group: Ipv4Addr, source: Ipv4Addr) -> bool {
+        group == impnet_wire::igmp::ALL_SYSTEMS
+            || self
+                .groups
+                .iter()
+                .any(|m| m.group == group && m.holders.iter().any(|(_, f)| f.admits(source)))
+    }
+
     /// The filter `holder` holds `group` with here, if it holds it.
     pub(crate) fn filter_of(&self, group: Ipv4Addr, holder: UdpHandle) -> Option<&Filter> {
         let membership = self.groups.iter().find(|m| m.group == group)?;

@@ -261,10 +261,7 @@ impl Stack {
     /// True when `iface` takes `group`'s datagrams from `source` (its state for the
     /// group, RFC 3376 §3.2: EXCLUDE of nothing, or INCLUDE with `source`).
     pub(crate) fn admits_v4(&self, iface: IfaceId, group: Ipv4Addr, source: Ipv4Addr) -> bool {
-        group == igmp::ALL_SYSTEMS
-            || self
-                .groups(iface)
-                .is_some_and(|g| g.state(group).admits(source))
+        group == igmp::ALL_SYSTEMS || self.groups(iface).is_some_and(|g| g.admits(group, source))
     }
 
     /// True when the socket `handle` takes `group`'s datagrams from `source`: it holds
