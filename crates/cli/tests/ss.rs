@@ -63,9 +63,11 @@ fn imp_ss_lists_a_running_serves_sockets_and_counters() {
     assert_eq!(mode(&socket), 0o600);
     let (plain, json, counters) = ns.enter(|| {
         // A connection from the kernel to echo (7), with data both ways: imp times its
-        // round trip on the echoed data's ACKs. (A handshake in the first millisecond
-        // of imp's clock echoes a TSval of 0, which gives imp no RTT sample: the
-        // RTT would otherwise depend on how soon after the startup line the test is.)
+        // round trip on the echoed data's ACKs. imp's TSval is its clock in ms from
+        // the runtime's start, and an echoed TSval of 0 gives no RTT sample (as in
+        // Linux): a whole exchange inside imp's first millisecond would leave no RTT.
+        // Waiting 20 ms first puts it past that, whatever the machine's speed.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         let mut stream = std::net::TcpStream::connect("10.208.1.2:7").expect("connect");
         stream.write_all(&[7u8; 5000]).expect("write");
         let mut back = [0u8; 5000];
