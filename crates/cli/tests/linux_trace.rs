@@ -11,8 +11,9 @@
 //! Linux's segments from both ends of a lossy link: SACK, timestamps, window scaling,
 //! the MSS options of Linux's SYNs.
 //!
-//! Needs root, iperf3 and tshark/dumpcap; skips (saying why) without them, fails
-//! instead under `IMP_REQUIRE_ROOT` or `IMP_REQUIRE_TSHARK`.
+//! Needs root, iperf3 and tshark/dumpcap; skips (saying why, through the shared
+//! `require` helper) without them, fails instead under `IMP_REQUIRE_ROOT` (and without
+//! tshark under `IMP_REQUIRE_TSHARK` too).
 
 #[path = "../../impnet/tests/common/mod.rs"]
 mod common;
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::require::{skip, tshark_required};
+use common::require;
 use common::{ChildGuard, NetNs, can_run, have, text, wait_limited};
 
 const IMP: &str = env!("CARGO_BIN_EXE_imp");
@@ -208,17 +209,7 @@ fn imp_analyze_agrees_with_tshark_on_linux_tcp_through_a_lossy_imp_link() {
     if !can_run() || !have("iperf3") {
         return;
     }
-    let tools = ["tshark", "dumpcap"];
-    if let Some(missing) = tools.iter().find(|t| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-            .then_some(())
-            .is_none()
-    }) {
-        assert!(!tshark_required(), "`{missing}` is not installed");
-        skip(&format!("`{missing}` is not installed"));
+    if !require::have_tshark() || !have("dumpcap") {
         return;
     }
     let net = join();

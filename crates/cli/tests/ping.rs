@@ -133,6 +133,10 @@ fn ping_pcap_is_read_by_tshark_with_good_checksums() {
     // Nanosecond pcap magic, little-endian, Ethernet link type.
     assert_eq!(&bytes[..4], &0xa1b2_3c4du32.to_le_bytes());
     assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()), 1);
+    if !require::have_tshark() {
+        std::fs::remove_dir_all(&dir).ok();
+        return;
+    }
     let tshark = Command::new("tshark")
         .args(["-n", "-r"])
         .arg(&pcap)
@@ -150,17 +154,8 @@ fn ping_pcap_is_read_by_tshark_with_good_checksums() {
             "-e",
             "_ws.expert.message",
         ])
-        .output();
-    let tshark = match tshark {
-        Ok(out) => out,
-        Err(e) if !require::tshark_required() => {
-            eprintln!("tshark not available ({e}); skipping the tshark half of this test");
-            return;
-        }
-        Err(e) => panic!(
-            "tshark is required here (IMP_REQUIRE_TSHARK or IMP_REQUIRE_ROOT) but failed to start: {e}"
-        ),
-    };
+        .output()
+        .expect("tshark runs");
     assert!(
         tshark.status.success(),
         "{}",

@@ -436,26 +436,40 @@ fn curl_downloads_from_impaired_imp_serve() {
 
 /// Scapy's SYN flood from the kernel's side: spoofed sources off the link (imp has no
 /// route back, so its SYN-ACKs go nowhere, as to a real flood's forged addresses) at
-/// the port imp serves, for `secs` seconds.
+/// the port imp serves. It says "flooding" once its first round is out, floods until
+/// SIGTERM (or `limit` seconds, so a forgotten flood ends), then prints the SYNs sent.
 const SYN_FLOOD: &str = r#"
-import sys, time
+import signal, sys, time
 from scapy.all import Ether, IP, TCP, RandIP, RandShort, conf, sendp, get_if_hwaddr
 conf.verb = 0
-iface, dst, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+iface, dst, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
+stop = False
+def done(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, done)
 frames = [Ether(dst="ff:ff:ff:ff:ff:ff", src=get_if_hwaddr(iface)) /
           IP(src=str(RandIP("198.18.0.0/15")), dst=dst) /
           TCP(sport=int(RandShort()) | 1024, dport=80, flags="S", seq=i * 7919,
               options=[("MSS", 1460)]) for i in range(2000)]
 sock = conf.L2socket(iface=iface)
-end = time.time() + secs
+end = time.time() + limit
 sent = 0
-while time.time() < end:
+while not stop and time.time() < end:
     for f in frames:
         sock.send(f)
+    if sent == 0:
+        print("flooding", flush=True)
     sent += len(frames)
 print(sent)
 "#;
 
+/// curl downloads from imp serve while a SYN flood keeps imp's backlog (128) full. The
+/// flood's 2000 spoofed SYNs fill it within its first round, and it goes on until curl
+/// is done, so a half-open connection that times out (after about a minute of SYN-ACK
+/// retries) is replaced at once: without SYN cookies every SYN of curl's would be
+/// dropped, and curl would give up. So curl's success, however long it takes, is the
+/// cookies' doing; its time is printed, never asserted.
 #[test]
 fn curl_gets_through_a_syn_flood_thanks_to_syn_cookies() {
     let Some(net) = Net::new(7) else { return };
@@ -484,22 +498,23 @@ fn curl_gets_through_a_syn_flood_thanks_to_syn_cookies() {
     // the SYNs themselves): one ping resolves it both ways.
     let ping = net.exec("ping", &["-c", "1", "-W", "2", &net.imp]);
     assert!(ping.status.success(), "ping: {}", text(&ping));
-    let flood = net
+    let mut flood = net
         .ns
-        .spawn(python, &["-c", SYN_FLOOD, "imp0", &net.imp, "6"]);
-    // The flood fills imp's backlog (128) in milliseconds; without cookies the
-    // half-open connections would hold it for a minute and curl's SYNs would be dropped.
-    std::thread::sleep(Duration::from_secs(2));
-    // Generous for a loaded machine; without cookies the backlog stays full for about a
-    // minute, so even 10 s of SYN retries would not get through.
-    let secs = curl_file(&net, &site, 10);
-    let out = wait_limited(flood, Duration::from_secs(30));
-    let sent: u64 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0);
-    assert!(sent > 1000, "the flood sent {sent} SYNs: {}", text(&out));
-    println!("curl through a SYN flood ({sent} spoofed SYNs in 6 s): {secs:.2} s");
+        .spawn(python, &["-c", SYN_FLOOD, "imp0", &net.imp, "600"]);
+    let mut said = BufReader::new(flood.0.as_mut().unwrap().stdout.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).expect("the flood's output");
+    assert_eq!(line, "flooding\n", "the flood did not start");
+    // A hang guard, not a speed limit: with cookies curl is done in well under a
+    // second on an idle machine.
+    let secs = curl_file(&net, &site, 120);
+    signal(&flood, libc::SIGTERM);
+    let out = wait_limited(flood, Duration::from_secs(60));
+    let mut rest = String::new();
+    let _ = said.read_to_string(&mut rest);
+    let sent: u64 = rest.trim().parse().unwrap_or(0);
+    assert!(sent >= 2000, "the flood sent {sent} SYNs: {}", text(&out));
+    println!("curl through a SYN flood ({sent} spoofed SYNs): {secs:.2} s");
 }
 
 #[test]

@@ -8,8 +8,8 @@
 
 use std::future::poll_fn;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
-use std::task::Poll;
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use impnet::Runtime;
@@ -154,36 +154,72 @@ fn connected_sockets_send_and_receive_only_their_peer() {
     );
 }
 
+/// A waker that counts its wake-ups, for polling a future by hand: what the test
+/// observes is which polls return Pending and whether the stack woke the task, not how
+/// threads were scheduled.
+#[derive(Default)]
+struct CountingWaker {
+    wakes: Mutex<u32>,
+    woken: Condvar,
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        *self.wakes.lock().unwrap() += 1;
+        self.woken.notify_all();
+    }
+}
+
+impl CountingWaker {
+    fn wakes(&self) -> u32 {
+        *self.wakes.lock().unwrap()
+    }
+
+    /// Blocks until the count reaches `n`. The limit only keeps a lost wake-up from
+    /// hanging the test; it is no claim about how soon the wake-up comes.
+    fn wait_for(&self, n: u32) {
+        let wakes = self.wakes.lock().unwrap();
+        let (wakes, _) = self
+            .woken
+            .wait_timeout_while(wakes, Duration::from_secs(120), |w| *w < n)
+            .unwrap();
+        assert!(*wakes >= n, "never woken: {} wake-ups of {n}", *wakes);
+    }
+}
+
+/// The receive is polled by hand with a counting waker, so each step is the code's
+/// doing: the first poll finds nothing (Pending) and registers the waker; nothing wakes
+/// it while nothing is sent; the datagram's arrival, taken in by the runtime's own
+/// thread, wakes it exactly once; and the one poll after that wake-up returns the
+/// datagram and its source (no busy polling, no lost wake-up).
 #[test]
 fn a_waiting_receive_is_woken_by_the_datagram() {
     let (a, b) = pair();
     let sa = UdpSocket::bind(&a, (v4(1), 0)).unwrap();
-    let sb = Arc::new(UdpSocket::bind(&b, (v4(2), 9000)).unwrap());
-    block_on(async {
-        let receiver = Arc::clone(&sb);
-        let mut polls = 0u32;
-        let waiting = tokio::spawn(async move {
-            let mut buf = [0u8; 64];
-            let mut read = tokio::io::ReadBuf::new(&mut buf);
-            let src = poll_fn(|cx| {
-                polls += 1;
-                receiver.poll_recv_from(cx, &mut read)
-            })
-            .await
-            .expect("recv");
-            (read.filled().to_vec(), src, polls)
-        });
-        // Let the receiver poll first and find nothing.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(!waiting.is_finished(), "nothing was sent yet");
-        sa.send_to(b"wake up", (v4(2), 9000)).await.unwrap();
-        let (got, src, polls) = waiting.await.expect("task");
-        assert_eq!(got, b"wake up");
-        assert_eq!(src, sa.local_addr().unwrap());
-        // Polled once (Pending), then once more after the wake-up: no busy polling.
-        assert!(polls <= 3, "polled {polls} times");
-        assert!(polls >= 2, "the first poll must have found nothing");
-    });
+    let sb = UdpSocket::bind(&b, (v4(2), 9000)).unwrap();
+    let counter = Arc::new(CountingWaker::default());
+    let waker = Waker::from(Arc::clone(&counter));
+    let mut cx = Context::from_waker(&waker);
+    let mut buf = [0u8; 64];
+    let mut read = tokio::io::ReadBuf::new(&mut buf);
+    let first = sb.poll_recv_from(&mut cx, &mut read);
+    assert!(first.is_pending(), "nothing was sent yet: {first:?}");
+    assert_eq!(counter.wakes(), 0, "woken with nothing to receive");
+    // The first datagram to a neighbour being resolved is queued, not refused.
+    sa.try_send_to(b"wake up", SocketAddr::from((v4(2), 9000)))
+        .expect("send");
+    counter.wait_for(1);
+    let second = sb.poll_recv_from(&mut cx, &mut read);
+    let Poll::Ready(src) = second else {
+        panic!("woken, but the poll after the wake-up found nothing");
+    };
+    assert_eq!(src.expect("recv"), sa.local_addr().unwrap());
+    assert_eq!(read.filled(), b"wake up");
+    assert_eq!(counter.wakes(), 1, "one datagram, one wake-up");
 }
 
 #[test]

@@ -1,55 +1,106 @@
 //! `impnet_sim::analyze` against tshark: imp transfers over lossy simulated links are
-//! captured, and the analyzer's retransmission count must equal the number of frames
-//! tshark marks `tcp.analysis.retransmission`, on the pcap and on the same capture
-//! converted to pcapng by editcap.
+//! captured, and per direction of each connection the analyzer must count exactly the
+//! frames tshark marks with each of the five `tcp.analysis` kinds it reports
+//! (retransmissions, fast and spurious ones, out-of-order segments, duplicate ACKs),
+//! on the pcap and on the same capture converted to pcapng by editcap.
 //!
-//! Without tshark (or editcap) the comparison is skipped with a note, unless
-//! `IMP_REQUIRE_TSHARK` or `IMP_REQUIRE_ROOT` is set (as CI sets them): then it fails.
+//! Without tshark (or editcap) the comparison is skipped, said through the shared
+//! `require` helper, unless `IMP_REQUIRE_TSHARK` or `IMP_REQUIRE_ROOT` is set (as CI
+//! sets them): then it fails.
 
+#[path = "../../impnet/tests/common/require.rs"]
+mod require;
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use impnet_core::Duration;
 use impnet_phy::LinkConfig;
-use impnet_sim::analyze::analyze_capture;
+use impnet_sim::analyze::{Analysis, Direction, analyze_capture};
 use impnet_sim::bulk::{BulkConfig, run_bulk};
 
-fn required() -> bool {
-    std::env::var_os("IMP_REQUIRE_TSHARK").is_some()
-        || std::env::var_os("IMP_REQUIRE_ROOT").is_some()
+/// The counts compared: tshark's display filter, the analyzer's name, and its count in
+/// a direction.
+const KINDS: [(&str, &str, fn(&Direction) -> u64); 5] = [
+    ("tcp.analysis.retransmission", "retransmissions", |d| {
+        d.retransmissions
+    }),
+    (
+        "tcp.analysis.fast_retransmission",
+        "fast_retransmissions",
+        |d| d.fast_retransmissions,
+    ),
+    (
+        "tcp.analysis.spurious_retransmission",
+        "spurious_retransmissions",
+        |d| d.spurious_retransmissions,
+    ),
+    ("tcp.analysis.out_of_order", "out_of_order", |d| {
+        d.out_of_order
+    }),
+    ("tcp.analysis.duplicate_ack", "duplicate_acks", |d| {
+        d.duplicate_acks
+    }),
+];
+
+/// Per direction (`from->to`, as the analyzer writes the addresses) and kind, a count;
+/// zeros left out, as tshark lists only what it marked.
+type Counts = BTreeMap<(String, &'static str), u64>;
+
+/// One end of a segment from tshark's fields (IPv4 or IPv6 address, port), written as
+/// the analyzer writes it.
+fn endpoint(v4: &str, v6: &str, port: &str) -> String {
+    let ip: IpAddr = if v4.is_empty() { v6 } else { v4 }
+        .parse()
+        .unwrap_or_else(|e| panic!("tshark's address {v4:?}/{v6:?}: {e}"));
+    let port: u16 = port.parse().expect("tshark's port");
+    SocketAddr::new(ip, port).to_string()
 }
 
-/// Whether `tool` runs; panics when it does not but is required.
-fn have(tool: &str) -> bool {
-    if Command::new(tool).arg("--version").output().is_ok() {
-        return true;
+/// tshark's counts of every kind, per direction.
+fn tshark_counts(path: &Path) -> Counts {
+    let mut counts = Counts::new();
+    for (filter, kind, _) in KINDS {
+        let out = Command::new("tshark")
+            .args(["-n", "-r"])
+            .arg(path)
+            .args(["-Y", filter, "-T", "fields", "-E", "separator=,"])
+            .args(["-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport"])
+            .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.dstport"])
+            .output()
+            .expect("tshark runs");
+        assert!(
+            out.status.success(),
+            "tshark failed on {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let f: Vec<&str> = line.split(',').collect();
+            let [s4, s6, sport, d4, d6, dport] = f[..] else {
+                panic!("tshark's fields: {line:?}");
+            };
+            let name = format!("{}->{}", endpoint(s4, s6, sport), endpoint(d4, d6, dport));
+            *counts.entry((name, kind)).or_default() += 1;
+        }
     }
-    assert!(
-        !required(),
-        "IMP_REQUIRE_TSHARK or IMP_REQUIRE_ROOT is set but {tool} is not on PATH"
-    );
-    println!("{tool} not on PATH: skipping the comparison with Wireshark's analysis");
-    false
+    counts
 }
 
-fn tshark_count(path: &Path, filter: &str) -> u64 {
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(path)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark failed on {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .count() as u64
+/// The analyzer's counts of every kind, per direction.
+fn imp_counts(analysis: &Analysis) -> Counts {
+    let mut counts = Counts::new();
+    for dir in analysis.connections.iter().flat_map(|c| &c.directions) {
+        for (_, kind, count) in KINDS {
+            let n = count(dir);
+            if n > 0 {
+                counts.insert((format!("{}->{}", dir.from, dir.to), kind), n);
+            }
+        }
+    }
+    counts
 }
 
 fn capture(name: &str, link: LinkConfig, bytes: u64, seed: u64) -> PathBuf {
@@ -85,30 +136,30 @@ fn reordering() -> LinkConfig {
     }
 }
 
-/// Compares retransmissions, spurious retransmissions and zero-window segments.
+/// Compares the analyzer's counts of every kind with tshark's, per direction; returns
+/// the retransmissions.
 fn compare(path: &Path) -> u64 {
     let analysis = analyze_capture(path).expect("reads the capture");
     assert!(analysis.read_error.is_none(), "{:?}", analysis.read_error);
-    let ours: u64 = analysis.connections.iter().map(|c| c.retransmissions).sum();
-    let spurious: u64 = analysis
-        .connections
-        .iter()
-        .map(|c| c.spurious_retransmissions)
-        .sum();
-    let theirs = tshark_count(path, "tcp.analysis.retransmission");
-    let theirs_spurious = tshark_count(path, "tcp.analysis.spurious_retransmission");
-    println!(
-        "{}: imp {ours} retransmissions ({spurious} spurious), tshark {theirs} ({theirs_spurious})",
+    assert_eq!(analysis.malformed, 0, "{}", path.display());
+    let ours = imp_counts(&analysis);
+    let theirs = tshark_counts(path);
+    println!("{}: imp {ours:?}", path.display());
+    assert_eq!(
+        ours,
+        theirs,
+        "{}: imp (left), tshark (right)",
         path.display()
     );
-    assert_eq!(ours, theirs, "{}: retransmissions", path.display());
-    assert_eq!(spurious, theirs_spurious, "{}: spurious", path.display());
-    ours
+    ours.iter()
+        .filter(|((_, kind), _)| *kind == "retransmissions")
+        .map(|(_, n)| n)
+        .sum()
 }
 
 #[test]
 fn retransmissions_agree_with_tshark() {
-    if !have("tshark") {
+    if !require::have_tshark() {
         return;
     }
     let cases = [
@@ -128,7 +179,7 @@ fn retransmissions_agree_with_tshark() {
 
 #[test]
 fn pcapng_from_editcap_agrees_too() {
-    if !have("tshark") || !have("editcap") {
+    if !require::have_tshark() || !require::have("editcap") {
         return;
     }
     let pcap = capture("ng", lossy(0.02, 20), 1 << 20, 11);

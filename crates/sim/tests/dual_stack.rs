@@ -6,8 +6,10 @@
 //! capture); the scenario file's `family` errors (an unknown family, ping and ftp
 //! flows over IPv6).
 
-use std::path::{Path, PathBuf};
+#[path = "../../impnet/tests/common/require.rs"]
+mod require;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use impnet_sim::analyze::analyze_capture;
@@ -82,20 +84,16 @@ fn traced_and_judged((v4, v6): (&FlowReport, &FlowReport), pcap: &Path) {
             .iter()
             .any(|c| !c.client.starts_with('['))
     );
-    let tshark = Command::new("tshark")
+    if !require::have_tshark() {
+        return;
+    }
+    let out = Command::new("tshark")
         .args(["-n", "-r"])
         .arg(pcap)
         .args(["-Y", "ipv6 && tcp.analysis.retransmission", "-T", "fields"])
         .args(["-e", "frame.number"])
-        .output();
-    let Ok(out) = tshark else {
-        assert!(
-            std::env::var_os("IMP_REQUIRE_TSHARK").is_none(),
-            "IMP_REQUIRE_TSHARK is set but tshark is not on PATH"
-        );
-        println!("tshark not on PATH: not comparing with Wireshark's analysis");
-        return;
-    };
+        .output()
+        .expect("tshark runs");
     assert!(
         out.status.success(),
         "{}",
