@@ -341,7 +341,10 @@ fn pyftpdlib(net: &Net, dir: &str) -> Option<ChildGuard> {
         .args(["-c", "import pyftpdlib"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        common::require::skip("pyftpdlib is not installed (apt-get install python3-pyftpdlib)");
+        common::require::skip_for(
+            "pyftpdlib missing",
+            "pyftpdlib is not installed (apt-get install python3-pyftpdlib)",
+        );
         return None;
     }
     let mut child = net.ns.spawn(

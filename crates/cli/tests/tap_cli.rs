@@ -473,7 +473,7 @@ print(sent)
 #[test]
 fn curl_gets_through_a_syn_flood_thanks_to_syn_cookies() {
     let Some(net) = Net::new(7) else { return };
-    if !have("curl") {
+    if !have("curl") || !have("ping") {
         return;
     }
     // Debian's python3 (with python3-scapy) may be shadowed on PATH by another one.
@@ -481,7 +481,10 @@ fn curl_gets_through_a_syn_flood_thanks_to_syn_cookies() {
         .into_iter()
         .find(|p| net.exec(p, &["-c", "import scapy.all"]).status.success())
     else {
-        common::require::skip("python3's scapy is missing (Debian: python3-scapy)");
+        common::require::skip_for(
+            "scapy missing",
+            "python3's scapy is missing (Debian: python3-scapy)",
+        );
         return;
     };
     let site = Site::new("synflood", 64 << 10);

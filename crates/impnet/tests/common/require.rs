@@ -55,6 +55,9 @@ pub fn skip(why: &str) {
 pub fn report(reason: &str, why: &str) {
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("?");
+    // One line each: a reason or why of several lines (a command's output) is joined.
+    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (reason, why) = (one_line(reason), one_line(why));
     // One write each, so lines from tests running at once do not interleave.
     let line = format!("skipped: {test}: {why}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
