@@ -30,7 +30,20 @@ use core::fmt;
 use core::net::Ipv4Addr;
 
 use crate::checksum;
+use crate::group_record::{self, GroupAddress};
 use crate::{Error, Result};
+
+pub use crate::group_record::RecordType;
+
+/// A list of IPv4 addresses: 4-byte addresses in a parsed message, or a slice to send
+/// (see [`group_record::Addresses`]).
+pub type Addresses<'a> = group_record::Addresses<'a, Ipv4Addr>;
+/// One group record of an IGMPv3 report (RFC 3376 §4.2.4).
+pub type GroupRecord<'a> = group_record::GroupRecord<'a, Ipv4Addr>;
+/// The records of an IGMPv3 report.
+pub type Records<'a> = group_record::Records<'a, Ipv4Addr>;
+/// The IGMPv3 part of a query (RFC 3376 §4.1).
+pub type QueryV3<'a> = group_record::SourceQuery<'a, Ipv4Addr>;
 
 /// Length of an IGMPv1/v2 message (and of an IGMPv3 query without sources, less 4).
 pub const V2_LEN: usize = 8;
@@ -39,7 +52,7 @@ pub const V3_QUERY_LEN: usize = 12;
 /// Length of an IGMPv3 report header before its records.
 pub const V3_REPORT_HEADER_LEN: usize = 8;
 /// Length of a group record without sources or auxiliary data.
-pub const RECORD_HEADER_LEN: usize = 8;
+pub const RECORD_HEADER_LEN: usize = group_record::record_header_len::<Ipv4Addr>();
 /// The IPv4 Router Alert option (RFC 2113 §2.1: type 148, length 4, value 0 "Router
 /// shall examine packet"), the 4 option bytes every IGMP message a host sends carries
 /// (RFC 2236 §2, RFC 3376 §4).
@@ -191,227 +204,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 }
 
 fn addr_at(bytes: &[u8], at: usize) -> Ipv4Addr {
-    Ipv4Addr::new(bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3])
-}
-
-/// A list of IPv4 addresses: 4-byte addresses in a parsed message, or a slice to
-/// send. Equal when they hold the same addresses in order, whatever their form.
-#[derive(Debug, Clone, Copy)]
-pub enum Addresses<'a> {
-    /// Addresses back to back in a parsed message (a multiple of 4 bytes).
-    Bytes(&'a [u8]),
-    /// Addresses to send.
-    List(&'a [Ipv4Addr]),
-}
-
-impl<'a> Addresses<'a> {
-    /// No addresses.
-    pub const EMPTY: Addresses<'static> = Addresses::List(&[]);
-
-    /// The addresses in order.
-    pub fn iter(&self) -> impl Iterator<Item = Ipv4Addr> + 'a {
-        let (bytes, list): (&'a [u8], &'a [Ipv4Addr]) = match *self {
-            Addresses::Bytes(bytes) => (bytes, &[]),
-            Addresses::List(list) => (&[], list),
-        };
-        bytes
-            .chunks_exact(4)
-            .map(|b| addr_at(b, 0))
-            .chain(list.iter().copied())
-    }
-
-    /// How many addresses.
-    pub fn len(&self) -> usize {
-        match self {
-            Addresses::Bytes(bytes) => bytes.len() / 4,
-            Addresses::List(list) => list.len(),
-        }
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn emit(&self, out: &mut [u8]) {
-        for (chunk, addr) in out.chunks_exact_mut(4).zip(self.iter()) {
-            chunk.copy_from_slice(&addr.octets());
-        }
-    }
-}
-
-impl PartialEq for Addresses<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.iter().eq(other.iter())
-    }
-}
-
-impl Eq for Addresses<'_> {}
-
-/// Group record types (RFC 3376 §4.2.12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RecordType {
-    /// 1: MODE_IS_INCLUDE.
-    ModeIsInclude,
-    /// 2: MODE_IS_EXCLUDE (a current-state record of a joined group, no sources).
-    ModeIsExclude,
-    /// 3: CHANGE_TO_INCLUDE_MODE (leaving a group: to include of nothing).
-    ChangeToInclude,
-    /// 4: CHANGE_TO_EXCLUDE_MODE (joining a group: to exclude of nothing).
-    ChangeToExclude,
-    /// 5: ALLOW_NEW_SOURCES.
-    AllowNewSources,
-    /// 6: BLOCK_OLD_SOURCES.
-    BlockOldSources,
-    /// Any other value.
-    Unknown(u8),
-}
-
-impl From<u8> for RecordType {
-    fn from(value: u8) -> RecordType {
-        match value {
-            1 => RecordType::ModeIsInclude,
-            2 => RecordType::ModeIsExclude,
-            3 => RecordType::ChangeToInclude,
-            4 => RecordType::ChangeToExclude,
-            5 => RecordType::AllowNewSources,
-            6 => RecordType::BlockOldSources,
-            other => RecordType::Unknown(other),
-        }
-    }
-}
-
-impl From<RecordType> for u8 {
-    fn from(value: RecordType) -> u8 {
-        match value {
-            RecordType::ModeIsInclude => 1,
-            RecordType::ModeIsExclude => 2,
-            RecordType::ChangeToInclude => 3,
-            RecordType::ChangeToExclude => 4,
-            RecordType::AllowNewSources => 5,
-            RecordType::BlockOldSources => 6,
-            RecordType::Unknown(other) => other,
-        }
-    }
-}
-
-/// One group record of an IGMPv3 report. Auxiliary data is not represented (RFC 3376
-/// §4.2.10: receivers skip it; imp sends none).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupRecord<'a> {
-    /// What the record says about the group.
-    pub record_type: RecordType,
-    /// The multicast group.
-    pub group: Ipv4Addr,
-    /// The sources the record lists.
-    pub sources: Addresses<'a>,
-}
-
-impl GroupRecord<'_> {
-    /// Bytes `emit` writes.
-    pub fn buffer_len(&self) -> usize {
-        RECORD_HEADER_LEN + 4 * self.sources.len()
-    }
-
-    fn emit(&self, out: &mut [u8]) {
-        out[0] = self.record_type.into();
-        out[1] = 0;
-        out[2..4].copy_from_slice(&(self.sources.len() as u16).to_be_bytes());
-        out[4..8].copy_from_slice(&self.group.octets());
-        self.sources
-            .emit(&mut out[RECORD_HEADER_LEN..self.buffer_len()]);
-    }
-}
-
-/// Reads the record at the front of `bytes`: the record and its whole length
-/// (auxiliary data included), or why it does not fit.
-fn record_at(bytes: &[u8]) -> Result<(GroupRecord<'_>, usize)> {
-    if bytes.len() < RECORD_HEADER_LEN {
-        return Err(Error::Truncated {
-            need: RECORD_HEADER_LEN,
-            have: bytes.len(),
-        });
-    }
-    let sources = usize::from(u16::from_be_bytes([bytes[2], bytes[3]]));
-    let aux = usize::from(bytes[1]) * 4;
-    let len = RECORD_HEADER_LEN + 4 * sources + aux;
-    if bytes.len() < len {
-        return Err(Error::Truncated {
-            need: len,
-            have: bytes.len(),
-        });
-    }
-    let record = GroupRecord {
-        record_type: RecordType::from(bytes[0]),
-        group: addr_at(bytes, 4),
-        sources: Addresses::Bytes(&bytes[RECORD_HEADER_LEN..RECORD_HEADER_LEN + 4 * sources]),
-    };
-    Ok((record, len))
-}
-
-/// The records of an IGMPv3 report: the checked bytes of a parsed message or a slice
-/// to send. Equal when they hold equal records in order.
-#[derive(Debug, Clone, Copy)]
-pub enum Records<'a> {
-    /// Records back to back in a parsed message (checked to hold this many).
-    Bytes {
-        /// The bytes after the report header.
-        bytes: &'a [u8],
-        /// Number of records.
-        count: u16,
-    },
-    /// Records to send.
-    List(&'a [GroupRecord<'a>]),
-}
-
-impl<'a> Records<'a> {
-    /// No records.
-    pub const EMPTY: Records<'static> = Records::List(&[]);
-
-    /// The records in order.
-    pub fn iter(&self) -> impl Iterator<Item = GroupRecord<'a>> + 'a {
-        let (mut bytes, count, list): (&'a [u8], u16, &'a [GroupRecord<'a>]) = match *self {
-            Records::Bytes { bytes, count } => (bytes, count, &[]),
-            Records::List(list) => (&[], 0, list),
-        };
-        let parsed = (0..count).map_while(move |_| {
-            let (record, len) = record_at(bytes).ok()?;
-            bytes = &bytes[len..];
-            Some(record)
-        });
-        parsed.chain(list.iter().copied())
-    }
-
-    /// How many records.
-    pub fn len(&self) -> usize {
-        self.iter().count()
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl PartialEq for Records<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.iter().eq(other.iter())
-    }
-}
-
-impl Eq for Records<'_> {}
-
-/// The IGMPv3 part of a query (RFC 3376 §4.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueryV3<'a> {
-    /// S: routers suppress their timer updates.
-    pub suppress: bool,
-    /// Querier's Robustness Variable, 3 bits.
-    pub robustness: u8,
-    /// Querier's Query Interval Code.
-    pub interval_code: u8,
-    /// The sources of a group-and-source-specific query.
-    pub sources: Addresses<'a>,
+    Ipv4Addr::read(&bytes[at..])
 }
 
 /// An IGMP message.
@@ -484,40 +277,17 @@ impl<'a> Repr<'a> {
         if bytes.len() < V3_QUERY_LEN {
             return Err(Error::BadLength(bytes.len()));
         }
-        let sources = usize::from(u16::from_be_bytes([bytes[10], bytes[11]]));
-        let end = V3_QUERY_LEN + 4 * sources;
-        if bytes.len() < end {
-            return Err(Error::Truncated {
-                need: end,
-                have: bytes.len(),
-            });
-        }
         Ok(Repr::Query {
             max_resp_code,
             group,
-            v3: Some(QueryV3 {
-                suppress: bytes[8] & 0x08 != 0,
-                robustness: bytes[8] & 0x07,
-                interval_code: bytes[9],
-                sources: Addresses::Bytes(&bytes[V3_QUERY_LEN..end]),
-            }),
+            v3: Some(QueryV3::parse(bytes, field::GROUP.end)?),
         })
     }
 
     fn parse_report_v3(bytes: &'a [u8]) -> Result<Repr<'a>> {
         let count = u16::from_be_bytes([bytes[6], bytes[7]]);
-        let records = &bytes[V3_REPORT_HEADER_LEN..];
-        let mut rest = records;
-        for _ in 0..count {
-            let (_, len) = record_at(rest)?;
-            rest = &rest[len..];
-        }
-        Ok(Repr::ReportV3 {
-            records: Records::Bytes {
-                bytes: records,
-                count,
-            },
-        })
+        let records = Records::parse(&bytes[V3_REPORT_HEADER_LEN..], count)?;
+        Ok(Repr::ReportV3 { records })
     }
 
     /// The message type of this message.
@@ -538,10 +308,8 @@ impl<'a> Repr<'a> {
             | Repr::ReportV1 { .. }
             | Repr::ReportV2 { .. }
             | Repr::Leave { .. } => V2_LEN,
-            Repr::Query { v3: Some(v3), .. } => V3_QUERY_LEN + 4 * v3.sources.len(),
-            Repr::ReportV3 { records } => {
-                V3_REPORT_HEADER_LEN + records.iter().map(|r| r.buffer_len()).sum::<usize>()
-            }
+            Repr::Query { v3: Some(v3), .. } => field::GROUP.end + v3.buffer_len(),
+            Repr::ReportV3 { records } => V3_REPORT_HEADER_LEN + records.buffer_len(),
         }
     }
 
@@ -564,10 +332,7 @@ impl<'a> Repr<'a> {
                 bytes[field::MAX_RESP_CODE] = max_resp_code;
                 bytes[field::GROUP].copy_from_slice(&group.octets());
                 if let Some(v3) = v3 {
-                    bytes[8] = if v3.suppress { 0x08 } else { 0 } | (v3.robustness & 0x07);
-                    bytes[9] = v3.interval_code;
-                    bytes[10..12].copy_from_slice(&(v3.sources.len() as u16).to_be_bytes());
-                    v3.sources.emit(&mut bytes[V3_QUERY_LEN..]);
+                    v3.emit(&mut bytes[field::GROUP.end..]);
                 }
             }
             Repr::ReportV1 { group } | Repr::ReportV2 { group } | Repr::Leave { group } => {
@@ -576,12 +341,7 @@ impl<'a> Repr<'a> {
             Repr::ReportV3 { records } => {
                 let count = records.len() as u16;
                 bytes[field::REPORT_RECORDS].copy_from_slice(&count.to_be_bytes());
-                let mut out = &mut bytes[V3_REPORT_HEADER_LEN..];
-                for record in records.iter() {
-                    let (this, rest) = out.split_at_mut(record.buffer_len());
-                    record.emit(this);
-                    out = rest;
-                }
+                records.emit(&mut bytes[V3_REPORT_HEADER_LEN..]);
             }
         }
         Packet::new_unchecked(bytes).fill_checksum();

@@ -115,6 +115,7 @@ pub mod dhcp;
 pub mod dns;
 mod error;
 pub mod ethernet;
+pub mod group_record;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod igmp;

@@ -12,7 +12,7 @@ use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
 use super::hystart::{Growth, HyStart};
-use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window, rescale_windows, scale};
+use super::window::{INITIAL_SSTHRESH, Window, scale};
 
 /// RFC 9438 §5.1: "C SHOULD be set to 0.4", here `C_NUM / C_DEN` segments per second³.
 const C_NUM: u128 = 4;
@@ -64,14 +64,8 @@ struct Epoch {
 /// CUBIC state of one connection.
 #[derive(Debug, Clone)]
 pub struct Cubic {
-    /// SMSS in bytes (at least 1).
-    mss: usize,
-    /// Initial window in segments (at least 1), kept for idle restarts.
-    initial_window_segments: usize,
-    /// Congestion window in bytes (at least one SMSS).
-    cwnd: usize,
-    /// Slow-start threshold in bytes.
-    ssthresh: usize,
+    /// cwnd and ssthresh with NewReno's slow start, recovery window and undo.
+    window: Window,
     /// `W_max` for the next congestion-avoidance stage: cwnd before the last reduction,
     /// lowered by fast convergence. `None` before the first congestion event and after a
     /// timeout, when the next stage takes its own initial cwnd (RFC 9438 §4.8).
@@ -86,17 +80,14 @@ pub struct Cubic {
     srtt: Option<Duration>,
     /// In fast recovery (entered and neither exited nor ended by a timeout).
     in_recovery: bool,
-    /// A retransmission timeout happened and no new data was acknowledged since.
-    rto_unacked: bool,
-    /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
-    slow_start_after_rto: bool,
     /// HyStart++ in the initial slow start (RFC 9406, as RFC 9438 §4.10 allows).
     hystart: HyStart,
 }
 
 impl Cubic {
     /// A CUBIC instance for SMSS `mss` starting with an initial window of
-    /// `initial_window_segments` segments (see [`initial_window`]) and an arbitrarily high
+    /// `initial_window_segments` segments (see
+    /// [`initial_window`](super::newreno::initial_window)) and an arbitrarily high
     /// ssthresh, with HyStart++. Zero arguments are raised to 1.
     pub fn new(mss: usize, initial_window_segments: usize) -> Cubic {
         Cubic::with_hystart(mss, initial_window_segments, true)
@@ -105,21 +96,14 @@ impl Cubic {
     /// As [`Cubic::new`], with HyStart++ (RFC 9406) in the initial slow start only if
     /// `hystart`.
     pub fn with_hystart(mss: usize, initial_window_segments: usize, hystart: bool) -> Cubic {
-        let mss = mss.max(1);
-        let initial_window_segments = initial_window_segments.max(1);
-        let cwnd = initial_window(mss, initial_window_segments);
+        let window = Window::new(mss, initial_window_segments);
         Cubic {
-            mss,
-            initial_window_segments,
-            cwnd,
-            ssthresh: INITIAL_SSTHRESH,
+            cwnd_prior: window.cwnd,
+            window,
             w_max: None,
-            cwnd_prior: cwnd,
             epoch: None,
             srtt: None,
             in_recovery: false,
-            rto_unacked: false,
-            slow_start_after_rto: false,
             hystart: HyStart::new(hystart),
         }
     }
@@ -129,48 +113,36 @@ impl Cubic {
         scale(bytes, BETA_NUM, BETA_DEN)
     }
 
-    /// RFC 9438 §4.6 and §4.7, for either kind of fast recovery (cwnd is left to the
-    /// caller).
-    fn on_congestion_event(&mut self, bytes_in_flight: usize) {
+    /// RFC 9438 §4.6 and §4.7, for either kind of fast recovery: the new ssthresh (cwnd
+    /// is left to the caller).
+    fn on_congestion_event(&mut self, bytes_in_flight: usize) -> usize {
         self.hystart.finish();
+        let cwnd = self.window.cwnd;
         // §4.7: "if (cwnd < W_max and fast convergence enabled) { // should we make room
         // for others; W_max = cwnd * (1 + β_cubic) / 2 } else { // remember cwnd before
         // reduction; W_max = cwnd }".
         self.w_max = Some(match self.w_max {
-            Some(w_max) if self.cwnd < w_max => scale(self.cwnd, BETA_DEN + BETA_NUM, 2 * BETA_DEN),
-            _ => self.cwnd,
+            Some(w_max) if cwnd < w_max => scale(cwnd, BETA_DEN + BETA_NUM, 2 * BETA_DEN),
+            _ => cwnd,
         });
         // §4.6: "ssthresh = flight_size * β_cubic // new ssthresh; cwnd_prior = cwnd //
         // for Reno-friendly region", and "ssthresh = max(ssthresh, 2) // ssthresh is at
         // least 2 MSS".
-        self.cwnd_prior = self.cwnd;
-        self.ssthresh = Cubic::beta(bytes_in_flight).max(2 * self.mss);
+        self.cwnd_prior = cwnd;
         self.epoch = None;
         self.in_recovery = true;
-        self.slow_start_after_rto = false;
+        self.reduced_ssthresh(bytes_in_flight)
     }
 
-    /// RFC 3465 slow start, as [`NewReno`](super::NewReno) does it.
-    fn slow_start(&mut self, acked_bytes: usize, growth: Growth) {
-        // RFC 3465 §2.2: "cwnd += min(N, L*SMSS)" with L = 2*SMSS, and L = 1*SMSS in the
-        // slow start that follows a retransmission timeout (§2.3).
-        let limit = if self.slow_start_after_rto {
-            self.mss
-        } else {
-            2 * self.mss
-        };
-        self.cwnd = self
-            .cwnd
-            .saturating_add(growth.increment(acked_bytes.min(limit)));
-        if self.cwnd >= self.ssthresh {
-            self.slow_start_after_rto = false;
-        }
+    /// RFC 9438 §4.6: "ssthresh = flight_size * β_cubic", at least 2*SMSS.
+    fn reduced_ssthresh(&self, bytes_in_flight: usize) -> usize {
+        Cubic::beta(bytes_in_flight).max(2 * self.window.mss())
     }
 
     /// Begins a congestion-avoidance stage at `now` with the current cwnd as
     /// `cwnd_epoch`.
     fn start_epoch(&self, now: Instant) -> Epoch {
-        let cwnd_epoch = self.cwnd;
+        let cwnd_epoch = self.window.cwnd;
         // RFC 9438 §4.8: "During the first congestion avoidance stage after a timeout,
         // CUBIC increases its congestion window size using Figure 1, where t is the
         // elapsed time since the beginning of the current congestion avoidance stage, K
@@ -180,7 +152,7 @@ impl Cubic {
         Epoch {
             start: now,
             last_ack: now,
-            k_micros: cubic_k_micros(w_max, cwnd_epoch, self.mss),
+            k_micros: cubic_k_micros(w_max, cwnd_epoch, self.window.mss()),
             w_max,
             // §4.3: "W_est is set equal to cwnd_epoch at the start of the congestion
             // avoidance stage." (§4.8 says the same after a timeout.)
@@ -199,8 +171,8 @@ impl Cubic {
                 epoch
             }
         };
-        let acked = acked_bytes.min(self.cwnd) as u128;
-        let cwnd = self.cwnd as u128;
+        let acked = acked_bytes.min(self.window.cwnd) as u128;
+        let cwnd = self.window.cwnd as u128;
         // §4.3, Figure 4: "W_est = W_est + α_cubic * segments_acked / cwnd", in bytes
         // `α * acked * SMSS / cwnd`; "Once W_est has grown to reach the cwnd at the time
         // of most recently setting ssthresh -- that is, W_est >= cwnd_prior -- the sender
@@ -212,23 +184,23 @@ impl Cubic {
             (ALPHA_NUM, ALPHA_DEN)
         };
         epoch.w_est_scaled +=
-            alpha_num * acked * self.mss as u128 * W_EST_SCALE / (alpha_den * cwnd);
+            alpha_num * acked * self.window.mss() as u128 * W_EST_SCALE / (alpha_den * cwnd);
         let w_est = usize::try_from(epoch.w_est_scaled / W_EST_SCALE).unwrap_or(usize::MAX);
         let t = now.saturating_duration_since(epoch.start);
-        if w_cubic(&epoch, t, self.mss) < w_est {
+        if w_cubic(&epoch, t, self.window.mss()) < w_est {
             // §4.3: "If W_cubic(t) is less than W_est, then CUBIC is in the Reno-friendly
             // region and cwnd SHOULD be set to W_est at each reception of a new ACK."
-            self.cwnd = self.cwnd.max(w_est);
+            self.window.cwnd = self.window.cwnd.max(w_est);
             epoch.growth_remainder = 0;
         } else {
             // §4.4 and §4.5: "cwnd MUST be incremented by (target - cwnd) / cwnd for each
             // received new ACK", in bytes `(target - cwnd) * acked / cwnd`.
             let rtt = self.srtt.unwrap_or(Duration::ZERO);
-            let target = self.target(w_cubic(&epoch, t + rtt, self.mss)) as u128;
+            let target = self.target(w_cubic(&epoch, t + rtt, self.window.mss())) as u128;
             epoch.growth_remainder += (target - cwnd) * acked;
             let increment = epoch.growth_remainder / cwnd;
             epoch.growth_remainder -= increment * cwnd;
-            self.cwnd = self.cwnd.saturating_add(increment as usize);
+            self.window.cwnd = self.window.cwnd.saturating_add(increment as usize);
         }
         epoch.last_ack = now;
         self.epoch = Some(epoch);
@@ -237,7 +209,10 @@ impl Cubic {
     /// RFC 9438 §4.2, Figure 5: "target = cwnd if W_cubic(t + RTT) < cwnd; 1.5 * cwnd if
     /// W_cubic(t + RTT) > 1.5 * cwnd; W_cubic(t + RTT) otherwise".
     fn target(&self, w_cubic_next: usize) -> usize {
-        w_cubic_next.clamp(self.cwnd, self.cwnd.saturating_add(self.cwnd / 2))
+        w_cubic_next.clamp(
+            self.window.cwnd,
+            self.window.cwnd.saturating_add(self.window.cwnd / 2),
+        )
     }
 
     /// Updates the RFC 6298 §2.3 smoothed RTT: "SRTT <- (1 - alpha) * SRTT + alpha *
@@ -302,28 +277,26 @@ impl CongestionControl for Cubic {
     }
 
     fn cwnd(&self) -> usize {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> usize {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn mss(&self) -> usize {
-        self.mss
+        self.window.mss()
     }
 
     /// Keeps every window the same number of segments and starts the curve afresh.
     fn set_mss(&mut self, mss: usize) {
-        let mss = mss.max(1);
-        if mss == self.mss {
+        let Some(old) = self.window.set_mss(mss) else {
             return;
-        }
-        rescale_windows(&mut self.cwnd, &mut self.ssthresh, self.mss, mss);
-        self.w_max = self.w_max.map(|w_max| scale(w_max, mss, self.mss));
-        self.cwnd_prior = scale(self.cwnd_prior, mss, self.mss);
+        };
+        let mss = self.window.mss();
+        self.w_max = self.w_max.map(|w_max| scale(w_max, mss, old));
+        self.cwnd_prior = scale(self.cwnd_prior, mss, old);
         self.epoch = None;
-        self.mss = mss;
     }
 
     fn on_ack(
@@ -339,9 +312,9 @@ impl CongestionControl for Cubic {
         if acked_bytes == 0 {
             return;
         }
-        self.rto_unacked = false;
+        self.window.on_new_ack();
         self.in_recovery = false;
-        let slow_start = self.cwnd < self.ssthresh;
+        let slow_start = self.window.in_slow_start();
         let growth = if slow_start {
             self.hystart.on_ack(acked_bytes, rtt, bytes_in_flight)
         } else {
@@ -351,12 +324,11 @@ impl CongestionControl for Cubic {
             // RFC 9406 §4.2: "enter congestion avoidance by setting the ssthresh to the
             // current cwnd". RFC 9438 §4.10: with no loss yet, W_max is undefined, so the
             // first stage starts with W_max = cwnd_prior = cwnd (K = 0).
-            self.ssthresh = self.cwnd;
-            self.cwnd_prior = self.cwnd;
+            self.window.ssthresh = self.window.cwnd;
+            self.cwnd_prior = self.window.cwnd;
             return;
         }
-        let flight_before_ack = bytes_in_flight + acked_bytes;
-        if !cwnd_limited(self.cwnd, self.mss, flight_before_ack, slow_start) {
+        if !self.window.was_used(acked_bytes, bytes_in_flight) {
             // RFC 9438 §5.8: CUBIC does not grow cwnd while the application (or the
             // receiver) limits the flow, and such periods do not count in t.
             if let Some(epoch) = &mut self.epoch {
@@ -368,10 +340,10 @@ impl CongestionControl for Cubic {
         // RFC 9438 §4.10: "CUBIC MUST employ a slow-start algorithm when cwnd is no more
         // than ssthresh."
         if slow_start {
-            self.slow_start(acked_bytes, growth);
+            self.window.slow_start(acked_bytes, growth);
             return;
         }
-        self.slow_start_after_rto = false;
+        self.window.end_slow_start_after_rto();
         self.congestion_avoidance(now, acked_bytes);
     }
 
@@ -379,16 +351,16 @@ impl CongestionControl for Cubic {
     /// ssthresh plus 3*SMSS".
     fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.on_congestion_event(bytes_in_flight);
-        self.cwnd = self.ssthresh + 3 * self.mss;
+        let ssthresh = self.on_congestion_event(bytes_in_flight);
+        self.window.enter_recovery(ssthresh);
     }
 
     /// RFC 9438 §4.6: "cwnd = max(ssthresh, 2) // reduction on loss, cwnd is at least 2
     /// MSS" (ssthresh already is).
     fn on_enter_sack_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.on_congestion_event(bytes_in_flight);
-        self.cwnd = self.ssthresh;
+        let ssthresh = self.on_congestion_event(bytes_in_flight);
+        self.window.enter_sack_recovery(ssthresh);
     }
 
     /// An ECN-Echo is a congestion event for RFC 9438 (§4.6's multiplicative decrease
@@ -397,39 +369,25 @@ impl CongestionControl for Cubic {
     /// congestion-avoidance epoch.
     fn on_ecn(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.on_congestion_event(bytes_in_flight);
-        self.cwnd = self.ssthresh;
+        let ssthresh = self.on_congestion_event(bytes_in_flight);
+        self.window.enter_sack_recovery(ssthresh);
         self.in_recovery = false;
     }
 
-    /// RFC 5681 §3.2 step 4: "For each additional duplicate ACK received (after the
-    /// third), cwnd MUST be incremented by SMSS."
     fn on_dup_ack_in_recovery(&mut self) {
-        self.cwnd = self.cwnd.saturating_add(self.mss);
+        self.window.on_dup_ack_in_recovery();
     }
 
-    /// RFC 6582 §3.2 step 3: "Deflate the congestion window by the amount of new data
-    /// acknowledged ... If the partial ACK acknowledges at least one SMSS of new data,
-    /// then add back SMSS bytes to the congestion window."
     fn on_partial_ack(&mut self, acked_bytes: usize) {
-        if acked_bytes > 0 {
-            self.rto_unacked = false;
-        }
-        self.cwnd = self.cwnd.saturating_sub(acked_bytes);
-        if acked_bytes >= self.mss {
-            self.cwnd += self.mss;
-        }
-        self.cwnd = self.cwnd.max(self.mss);
+        self.window.on_partial_ack(acked_bytes);
     }
 
-    /// RFC 6582 §3.2 step 3 option (1), "min (ssthresh, max(FlightSize, SMSS) + SMSS)",
-    /// as [`NewReno`](super::NewReno) does; the congestion-avoidance stage begins with
+    /// As [`NewReno`](super::NewReno) does; the congestion-avoidance stage begins with
     /// the next ACK at or above ssthresh.
     fn on_exit_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.rto_unacked = false;
         self.in_recovery = false;
-        self.cwnd = self.ssthresh.min(bytes_in_flight.max(self.mss) + self.mss);
+        self.window.on_exit_recovery(bytes_in_flight);
         self.epoch = None;
     }
 
@@ -439,48 +397,36 @@ impl CongestionControl for Cubic {
     fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
         self.hystart.finish();
-        if !self.rto_unacked {
-            if !self.in_recovery {
-                self.cwnd_prior = self.cwnd;
-            }
-            self.ssthresh = Cubic::beta(bytes_in_flight).max(2 * self.mss);
+        if !self.window.rto_unacked() && !self.in_recovery {
+            self.cwnd_prior = self.window.cwnd;
         }
-        // RFC 5681 §3.1: "cwnd MUST be set to no more than the loss window, LW, which
-        // equals 1 full-sized segment".
-        self.cwnd = self.mss;
+        let ssthresh = self.reduced_ssthresh(bytes_in_flight);
+        self.window.on_rto(ssthresh);
         self.w_max = None;
         self.epoch = None;
         self.in_recovery = false;
-        self.rto_unacked = true;
-        self.slow_start_after_rto = true;
     }
 
-    /// RFC 5681 §4.1: "a TCP SHOULD set cwnd to no more than RW before beginning
-    /// transmission if the TCP has not sent data in an interval exceeding the
-    /// retransmission timeout", where "RW = min(IW,cwnd)". The cubic curve starts over
-    /// rather than jump by the idle time.
+    /// RFC 5681 §4.1's restart window; the cubic curve starts over rather than jump by
+    /// the idle time.
     fn on_idle_restart(&mut self, now: Instant) {
         let _ = now;
-        self.cwnd = self
-            .cwnd
-            .min(initial_window(self.mss, self.initial_window_segments));
+        self.window.on_idle_restart();
         self.epoch = None;
+    }
+
+    /// A new connection's ssthresh from what an earlier one learned (RFC 9040).
+    fn set_ssthresh(&mut self, ssthresh: usize) {
+        self.window.ssthresh = ssthresh;
     }
 
     /// Undo a spurious reduction (RFC 4015 §3.2): the window from before it, and a new
     /// congestion-avoidance stage starting there.
-    fn set_ssthresh(&mut self, ssthresh: usize) {
-        self.ssthresh = ssthresh;
-    }
-
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
-        self.cwnd = self.cwnd.max(cwnd);
-        self.ssthresh = self.ssthresh.max(ssthresh);
+        self.window.on_undo(cwnd, ssthresh);
         self.cwnd_prior = self.cwnd_prior.max(cwnd);
         self.epoch = None;
         self.in_recovery = false;
-        self.rto_unacked = false;
-        self.slow_start_after_rto = false;
     }
 }
 
@@ -496,7 +442,7 @@ mod tests {
     /// A CUBIC sender in congestion avoidance right after a loss at `w_max` segments.
     fn after_loss(w_max: usize) -> Cubic {
         let mut cc = Cubic::new(MSS, 10);
-        cc.cwnd = w_max * MSS;
+        cc.window.cwnd = w_max * MSS;
         cc.on_enter_sack_recovery(T, w_max * MSS);
         cc.on_exit_recovery(T, w_max * MSS);
         cc
@@ -556,13 +502,13 @@ mod tests {
     #[test]
     fn an_ecn_echo_cuts_by_beta_and_leaves_no_recovery_behind() {
         let mut cc = Cubic::new(MSS, 10);
-        cc.cwnd = 100 * MSS;
+        cc.window.cwnd = 100 * MSS;
         cc.on_ecn(T, 100 * MSS);
         assert_eq!((cc.cwnd(), cc.ssthresh()), (70 * MSS, 70 * MSS));
         assert_eq!(cc.w_max, Some(100 * MSS));
         // No recovery follows (nothing was lost): a timeout later remembers the window
         // it found, as after any congestion-avoidance period.
-        cc.cwnd = 80 * MSS;
+        cc.window.cwnd = 80 * MSS;
         cc.on_rto(T, 80 * MSS);
         assert_eq!(cc.cwnd_prior, 80 * MSS);
     }
@@ -570,14 +516,14 @@ mod tests {
     #[test]
     fn loss_reduces_window_to_beta_times_w_max() {
         let mut cc = Cubic::new(MSS, 10);
-        cc.cwnd = 100 * MSS;
+        cc.window.cwnd = 100 * MSS;
         cc.on_enter_sack_recovery(T, 100 * MSS);
         assert_eq!((cc.cwnd(), cc.ssthresh()), (70 * MSS, 70 * MSS));
         assert_eq!(cc.w_max, Some(100 * MSS));
         assert!(!cc.in_slow_start());
         // Without SACK the three duplicate ACKs inflate the window (RFC 5681 §3.2).
         let mut cc = Cubic::new(MSS, 10);
-        cc.cwnd = 100 * MSS;
+        cc.window.cwnd = 100 * MSS;
         cc.on_enter_recovery(T, 100 * MSS);
         assert_eq!((cc.cwnd(), cc.ssthresh()), (73 * MSS, 70 * MSS));
         cc.on_dup_ack_in_recovery();
@@ -652,17 +598,17 @@ mod tests {
     #[test]
     fn fast_convergence_lowers_w_max() {
         let mut cc = Cubic::new(MSS, 10);
-        cc.cwnd = 100 * MSS;
+        cc.window.cwnd = 100 * MSS;
         cc.on_enter_sack_recovery(T, 100 * MSS);
         cc.on_exit_recovery(T, 100 * MSS);
         assert_eq!(cc.w_max, Some(100 * MSS));
         // The next loss comes at 80 segments, before the window got back to W_max.
-        cc.cwnd = 80 * MSS;
+        cc.window.cwnd = 80 * MSS;
         cc.on_enter_sack_recovery(T, 80 * MSS);
         assert_eq!(cc.w_max, Some(68 * MSS));
         assert_eq!(cc.cwnd(), 56 * MSS);
         // A loss above W_max remembers cwnd as it is.
-        cc.cwnd = 90 * MSS;
+        cc.window.cwnd = 90 * MSS;
         cc.on_enter_sack_recovery(T, 90 * MSS);
         assert_eq!(cc.w_max, Some(90 * MSS));
     }
@@ -688,7 +634,7 @@ mod tests {
     #[test]
     fn rto_resets_to_one_segment_and_restarts_curve() {
         let mut cc = Cubic::new(MSS, 10);
-        cc.cwnd = 50 * MSS;
+        cc.window.cwnd = 50 * MSS;
         cc.on_rto(T, 50 * MSS);
         assert_eq!((cc.cwnd(), cc.ssthresh()), (MSS, 35 * MSS));
         cc.on_rto(T, 50 * MSS);

@@ -65,6 +65,7 @@ pub mod cubic;
 pub mod hystart;
 pub mod newreno;
 pub mod vegas;
+mod window;
 
 use alloc::boxed::Box;
 use core::fmt;

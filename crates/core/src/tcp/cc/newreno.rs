@@ -6,40 +6,15 @@ use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
 use super::hystart::{Growth, HyStart};
+use super::window::Window;
+pub use super::window::{DEFAULT_INITIAL_WINDOW_SEGMENTS, INITIAL_SSTHRESH, initial_window};
 
-/// RFC 6928: initial window of 10 segments.
-pub const DEFAULT_INITIAL_WINDOW_SEGMENTS: usize = 10;
-
-/// RFC 5681 §3.1: "The initial value of ssthresh SHOULD be set arbitrarily high (e.g.,
-/// to the size of the largest possible advertised window)". Half of `usize::MAX` leaves
-/// room for arithmetic.
-pub const INITIAL_SSTHRESH: usize = usize::MAX / 2;
-
-/// The initial window for `segments` segments of `mss` bytes, generalising RFC 6928 §2:
-/// "IW = min (10*MSS, max (2*MSS, 14600))" to `min(n*MSS, max(2*MSS, n*1460))`.
-pub fn initial_window(mss: usize, segments: usize) -> usize {
-    let n = segments.max(1);
-    n.saturating_mul(mss)
-        .min((2 * mss).max(n.saturating_mul(1460)))
-}
-
-/// NewReno state of one connection.
+/// NewReno state of one connection: the window bookkeeping CUBIC and Vegas share, and
+/// HyStart++.
 #[derive(Debug, Clone)]
 pub struct NewReno {
-    /// SMSS in bytes (at least 1).
-    mss: usize,
-    /// Initial window in segments (at least 1), kept for idle restarts and MSS changes.
-    initial_window_segments: usize,
-    /// Congestion window in bytes (at least one SMSS).
-    cwnd: usize,
-    /// Slow-start threshold in bytes.
-    ssthresh: usize,
-    /// RFC 3465 §2.1 `bytes_acked` in congestion avoidance, always `< cwnd`.
-    bytes_acked: usize,
-    /// A retransmission timeout happened and no new data was acknowledged since.
-    rto_unacked: bool,
-    /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
-    slow_start_after_rto: bool,
+    /// cwnd, ssthresh and their byte counting, reductions and undo.
+    window: Window,
     /// HyStart++ in the initial slow start (RFC 9406).
     hystart: HyStart,
 }
@@ -55,60 +30,10 @@ impl NewReno {
     /// As [`NewReno::new`], with HyStart++ (RFC 9406) in the initial slow start only if
     /// `hystart`.
     pub fn with_hystart(mss: usize, initial_window_segments: usize, hystart: bool) -> NewReno {
-        let mss = mss.max(1);
-        let initial_window_segments = initial_window_segments.max(1);
         NewReno {
-            mss,
-            initial_window_segments,
-            cwnd: initial_window(mss, initial_window_segments),
-            ssthresh: INITIAL_SSTHRESH,
-            bytes_acked: 0,
-            rto_unacked: false,
-            slow_start_after_rto: false,
+            window: Window::new(mss, initial_window_segments),
             hystart: HyStart::new(hystart),
         }
-    }
-
-    /// RFC 5681 §3.1 equation (4): "ssthresh = max (FlightSize / 2, 2*SMSS)".
-    fn reduced_ssthresh(&self, bytes_in_flight: usize) -> usize {
-        (bytes_in_flight / 2).max(2 * self.mss)
-    }
-}
-
-/// `value * new / old` without overflow, saturating.
-/// Whether the window, not the application or the receiver, limited what was in flight
-/// before this ACK. RFC 5681 §3.1 grows cwnd to probe the path; a window that was not
-/// used proves nothing, and RFC 7661 §4.3 keeps it from growing while the sender is
-/// rate-limited by anything else. As Linux does, slow start may still grow while at least
-/// half the window was in use, so that one idle gap does not stall it.
-pub(crate) fn cwnd_limited(
-    cwnd: usize,
-    mss: usize,
-    flight_before_ack: usize,
-    slow_start: bool,
-) -> bool {
-    if slow_start {
-        flight_before_ack.saturating_mul(2) >= cwnd
-    } else {
-        flight_before_ack + mss >= cwnd
-    }
-}
-
-/// `value * new / old` without overflow, saturating.
-pub(crate) fn scale(value: usize, new: usize, old: usize) -> usize {
-    let scaled = value as u128 * new as u128 / old as u128;
-    usize::try_from(scaled).unwrap_or(usize::MAX)
-}
-
-/// SMSS changed from `old` to `new` bytes: cwnd and a reduced ssthresh keep their number
-/// of segments (cwnd at least one, ssthresh at least two); an ssthresh still at its
-/// initial "arbitrarily high" value stays there.
-pub(crate) fn rescale_windows(cwnd: &mut usize, ssthresh: &mut usize, old: usize, new: usize) {
-    *cwnd = scale(*cwnd, new, old).max(new);
-    if *ssthresh < INITIAL_SSTHRESH {
-        *ssthresh = scale(*ssthresh, new, old)
-            .max(2 * new)
-            .min(INITIAL_SSTHRESH);
     }
 }
 
@@ -118,27 +43,21 @@ impl CongestionControl for NewReno {
     }
 
     fn cwnd(&self) -> usize {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> usize {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn mss(&self) -> usize {
-        self.mss
+        self.window.mss()
     }
 
     /// Keeps cwnd and a reduced ssthresh the same number of segments; ssthresh stays
     /// arbitrarily high if no loss happened yet.
     fn set_mss(&mut self, mss: usize) {
-        let mss = mss.max(1);
-        if mss == self.mss {
-            return;
-        }
-        rescale_windows(&mut self.cwnd, &mut self.ssthresh, self.mss, mss);
-        self.bytes_acked = 0;
-        self.mss = mss;
+        self.window.set_mss(mss);
     }
 
     fn on_ack(
@@ -152,8 +71,9 @@ impl CongestionControl for NewReno {
         if acked_bytes == 0 {
             return;
         }
-        self.rto_unacked = false;
-        let growth = if self.cwnd < self.ssthresh {
+        let window = &mut self.window;
+        window.on_new_ack();
+        let growth = if window.in_slow_start() {
             self.hystart.on_ack(acked_bytes, rtt, bytes_in_flight)
         } else {
             Growth::SlowStart
@@ -161,58 +81,28 @@ impl CongestionControl for NewReno {
         if growth == Growth::Exit {
             // RFC 9406 §4.2: after CSS_ROUNDS of CSS, "enter congestion avoidance by
             // setting the ssthresh to the current cwnd".
-            self.ssthresh = self.cwnd;
+            window.ssthresh = window.cwnd;
             return;
         }
-        if !cwnd_limited(
-            self.cwnd,
-            self.mss,
-            bytes_in_flight + acked_bytes,
-            self.cwnd < self.ssthresh,
-        ) {
+        if !window.was_used(acked_bytes, bytes_in_flight) {
             return;
         }
-        if self.cwnd < self.ssthresh {
-            // RFC 3465 §2.2: in slow start "cwnd += min(N, L*SMSS)" with L = 2*SMSS,
-            // and L = 1*SMSS in the slow start that follows a retransmission timeout
-            // (RFC 3465 §2.3), when one ACK may cover a burst of retransmissions.
-            let limit = if self.slow_start_after_rto {
-                self.mss
-            } else {
-                2 * self.mss
-            };
-            self.cwnd = self
-                .cwnd
-                .saturating_add(growth.increment(acked_bytes.min(limit)));
-            if self.cwnd >= self.ssthresh {
-                self.slow_start_after_rto = false;
-            }
+        if window.in_slow_start() {
+            window.slow_start(acked_bytes, growth);
             return;
         }
-        // RFC 3465 §2.1: "When bytes_acked becomes greater than or equal to the value of
-        // the congestion window, bytes_acked is reduced by the value of cwnd. Next, cwnd
-        // is incremented by a full-sized segment (SMSS)." At most one SMSS per ACK.
-        self.slow_start_after_rto = false;
-        self.bytes_acked = self.bytes_acked.saturating_add(acked_bytes);
-        if self.bytes_acked >= self.cwnd {
-            self.bytes_acked -= self.cwnd;
-            self.cwnd = self.cwnd.saturating_add(self.mss);
-            self.bytes_acked = self.bytes_acked.min(self.cwnd - 1);
-        }
+        window.end_slow_start_after_rto();
+        window.count_bytes(acked_bytes);
     }
 
     /// RFC 6582 §3.2 step 2 enters fast retransmit and fast recovery as RFC 5681 §3.2
     /// steps 2 and 3 say: "a TCP MUST set ssthresh to no more than the value given in
-    /// equation (4)" (`max(FlightSize / 2, 2*SMSS)`), and "cwnd set to ssthresh plus
-    /// 3*SMSS. This artificially "inflates" the congestion window by the number of
-    /// segments (three) that have left the network and which the receiver has buffered."
+    /// equation (4)" (`max(FlightSize / 2, 2*SMSS)`), and cwnd to ssthresh plus 3*SMSS.
     fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
         self.hystart.finish();
-        self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
-        self.cwnd = self.ssthresh + 3 * self.mss;
-        self.bytes_acked = 0;
-        self.slow_start_after_rto = false;
+        let ssthresh = self.window.reduced_ssthresh(bytes_in_flight);
+        self.window.enter_recovery(ssthresh);
     }
 
     /// RFC 6675 §5 step (4.2): "ssthresh = cwnd = (FlightSize / 2)", with RFC 5681's
@@ -220,84 +110,44 @@ impl CongestionControl for NewReno {
     fn on_enter_sack_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
         self.hystart.finish();
-        self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
-        self.cwnd = self.ssthresh;
-        self.bytes_acked = 0;
-        self.slow_start_after_rto = false;
+        let ssthresh = self.window.reduced_ssthresh(bytes_in_flight);
+        self.window.enter_sack_recovery(ssthresh);
     }
 
-    /// RFC 5681 §3.2 step 4 (which RFC 6582 keeps): "For each additional duplicate ACK
-    /// received (after the third), cwnd MUST be incremented by SMSS."
     fn on_dup_ack_in_recovery(&mut self) {
-        self.cwnd = self.cwnd.saturating_add(self.mss);
+        self.window.on_dup_ack_in_recovery();
     }
 
-    /// RFC 6582 §3.2 step 3, partial acknowledgments: "Deflate the congestion window by
-    /// the amount of new data acknowledged by the Cumulative Acknowledgment field. If
-    /// the partial ACK acknowledges at least one SMSS of new data, then add back SMSS
-    /// bytes to the congestion window." cwnd never drops below one SMSS.
     fn on_partial_ack(&mut self, acked_bytes: usize) {
-        if acked_bytes > 0 {
-            self.rto_unacked = false;
-        }
-        self.cwnd = self.cwnd.saturating_sub(acked_bytes);
-        if acked_bytes >= self.mss {
-            self.cwnd += self.mss;
-        }
-        self.cwnd = self.cwnd.max(self.mss);
+        self.window.on_partial_ack(acked_bytes);
     }
 
-    /// RFC 6582 §3.2 step 3, full acknowledgments, option (1): "Set cwnd to either (1) min (ssthresh,
-    /// max(FlightSize, SMSS) + SMSS) or (2) ssthresh ... where FlightSize in (1) is the
-    /// amount of data presently outstanding." Option (1) avoids a burst when little is
-    /// outstanding.
     fn on_exit_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.rto_unacked = false;
-        self.cwnd = self.ssthresh.min(bytes_in_flight.max(self.mss) + self.mss);
-        self.bytes_acked = 0;
+        self.window.on_exit_recovery(bytes_in_flight);
     }
 
-    /// RFC 5681 §3.1: "When a TCP sender detects segment loss using the retransmission
-    /// timer and the given segment has not yet been resent by way of the retransmission
-    /// timer, the value of ssthresh MUST be set to no more than the value given in
-    /// equation (4)" and "upon a timeout ... cwnd MUST be set to no more than the loss
-    /// window, LW, which equals 1 full-sized segment". A further timeout before any new
-    /// data is acknowledged keeps ssthresh.
+    /// RFC 5681 §3.1: ssthresh from equation (4) (kept by a further timeout before new
+    /// data is acknowledged), cwnd one segment.
     fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
         self.hystart.finish();
-        if !self.rto_unacked {
-            self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
-        }
-        self.cwnd = self.mss;
-        self.bytes_acked = 0;
-        self.rto_unacked = true;
-        self.slow_start_after_rto = true;
+        let ssthresh = self.window.reduced_ssthresh(bytes_in_flight);
+        self.window.on_rto(ssthresh);
     }
 
-    /// RFC 5681 §4.1: "a TCP SHOULD set cwnd to no more than RW before beginning
-    /// transmission if the TCP has not sent data in an interval exceeding the
-    /// retransmission timeout", where "RW = min(IW,cwnd)".
     fn on_idle_restart(&mut self, now: Instant) {
         let _ = now;
-        self.cwnd = self
-            .cwnd
-            .min(initial_window(self.mss, self.initial_window_segments));
-        self.bytes_acked = 0;
+        self.window.on_idle_restart();
     }
 
-    /// Undo a spurious reduction (RFC 4015 §3.2: restore the window from before it).
+    /// A new connection's ssthresh from what an earlier one learned (RFC 9040).
     fn set_ssthresh(&mut self, ssthresh: usize) {
-        self.ssthresh = ssthresh;
+        self.window.ssthresh = ssthresh;
     }
 
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
-        self.cwnd = self.cwnd.max(cwnd);
-        self.ssthresh = self.ssthresh.max(ssthresh);
-        self.bytes_acked = 0;
-        self.rto_unacked = false;
-        self.slow_start_after_rto = false;
+        self.window.on_undo(cwnd, ssthresh);
     }
 }
 

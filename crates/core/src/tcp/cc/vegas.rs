@@ -18,7 +18,8 @@ use core::cmp::Ordering;
 use crate::time::{Duration, Instant};
 
 use super::CongestionControl;
-use super::newreno::{INITIAL_SSTHRESH, cwnd_limited, initial_window, rescale_windows};
+use super::hystart::Growth;
+use super::window::Window;
 
 /// Grow while fewer than α segments queue in the network (Linux: `alpha = 2`).
 pub const ALPHA_SEGMENTS: usize = 2;
@@ -47,16 +48,9 @@ struct Round {
 /// Vegas state of one connection.
 #[derive(Debug, Clone)]
 pub struct Vegas {
-    /// SMSS in bytes (at least 1).
-    mss: usize,
-    /// Initial window in segments (at least 1), kept for idle restarts.
-    initial_window_segments: usize,
-    /// Congestion window in bytes (at least one SMSS; two once Vegas adjusted it).
-    cwnd: usize,
-    /// Slow-start threshold in bytes.
-    ssthresh: usize,
-    /// RFC 3465 `bytes_acked` for Reno congestion avoidance, always `< cwnd`.
-    bytes_acked: usize,
+    /// cwnd (two segments at least once Vegas adjusted it), ssthresh, and NewReno's
+    /// growth, recovery and undo.
+    window: Window,
     /// baseRTT: the smallest RTT seen since the start or the last idle restart.
     base_rtt: Option<Duration>,
     /// Bytes acknowledged through `on_ack` so far: SND.UNA as a byte count.
@@ -66,37 +60,21 @@ pub struct Vegas {
     /// The last round trip (or, at first, the lack of any) had too few samples for the
     /// Vegas estimate: grow as Reno.
     reno_fallback: bool,
-    /// A retransmission timeout happened and no new data was acknowledged since.
-    rto_unacked: bool,
-    /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
-    slow_start_after_rto: bool,
 }
 
 impl Vegas {
     /// A Vegas instance for SMSS `mss` starting with an initial window of
-    /// `initial_window_segments` segments (see [`initial_window`]) and an arbitrarily high
+    /// `initial_window_segments` segments (see
+    /// [`initial_window`](super::newreno::initial_window)) and an arbitrarily high
     /// ssthresh. Zero arguments are raised to 1.
     pub fn new(mss: usize, initial_window_segments: usize) -> Vegas {
-        let mss = mss.max(1);
-        let initial_window_segments = initial_window_segments.max(1);
         Vegas {
-            mss,
-            initial_window_segments,
-            cwnd: initial_window(mss, initial_window_segments),
-            ssthresh: INITIAL_SSTHRESH,
-            bytes_acked: 0,
+            window: Window::new(mss, initial_window_segments),
             base_rtt: None,
             acked_total: 0,
             round: Round::default(),
             reno_fallback: true,
-            rto_unacked: false,
-            slow_start_after_rto: false,
         }
-    }
-
-    /// RFC 5681 §3.1 equation (4): "ssthresh = max (FlightSize / 2, 2*SMSS)".
-    fn reduced_ssthresh(&self, bytes_in_flight: usize) -> usize {
-        (bytes_in_flight / 2).max(2 * self.mss)
     }
 
     /// Starts a round trip that ends once `bytes_in_flight` more bytes are acknowledged
@@ -109,74 +87,55 @@ impl Vegas {
         };
     }
 
-    /// RFC 3465 slow start, as [`NewReno`](super::NewReno) does it.
-    fn slow_start(&mut self, acked_bytes: usize) {
-        // RFC 3465 §2.2: "cwnd += min(N, L*SMSS)" with L = 2*SMSS, and L = 1*SMSS in the
-        // slow start that follows a retransmission timeout (§2.3).
-        let limit = if self.slow_start_after_rto {
-            self.mss
-        } else {
-            2 * self.mss
-        };
-        self.cwnd = self.cwnd.saturating_add(acked_bytes.min(limit));
-        if self.cwnd >= self.ssthresh {
-            self.slow_start_after_rto = false;
-        }
-    }
-
-    /// Reno: slow start below ssthresh, else RFC 3465 §2.1 byte counting (one SMSS per
-    /// window of acknowledged bytes).
+    /// Reno: RFC 3465 slow start below ssthresh, else RFC 3465 §2.1 byte counting (one
+    /// SMSS per window of acknowledged bytes), as [`NewReno`](super::NewReno) grows.
     fn reno(&mut self, acked_bytes: usize) {
-        if self.cwnd < self.ssthresh {
-            self.slow_start(acked_bytes);
-            return;
-        }
-        self.bytes_acked = self.bytes_acked.saturating_add(acked_bytes);
-        if self.bytes_acked >= self.cwnd {
-            self.bytes_acked -= self.cwnd;
-            self.cwnd = self.cwnd.saturating_add(self.mss);
-            self.bytes_acked = self.bytes_acked.min(self.cwnd - 1);
+        if self.window.in_slow_start() {
+            self.window.slow_start(acked_bytes, Growth::SlowStart);
+        } else {
+            self.window.count_bytes(acked_bytes);
         }
     }
 
-    /// How `diff = cwnd * (RTT - baseRTT) / baseRTT`, the segments queued in the
-    /// network, compares with `segments` (exactly, without Linux's rounding down).
+    /// How Vegas's `diff` compares with `segments` (see [`diff_ordering`]).
+    #[cfg(test)]
     fn compare_diff(&self, rtt: Duration, base_rtt: Duration, segments: usize) -> Ordering {
-        let queued = self.cwnd as u128 * u128::from((rtt - base_rtt).as_nanos());
-        queued.cmp(&((segments * self.mss) as u128 * u128::from(base_rtt.as_nanos())))
+        diff_ordering(&self.window, rtt, base_rtt, segments)
     }
 
     /// The once-per-RTT adjustment of Linux's `tcp_vegas_cong_avoid`, from the smallest
     /// RTT of the round trip that just ended; `acked_bytes` is this ACK's. cwnd grows
     /// only if `window_used` (it was what limited the data in flight).
     fn adjust(&mut self, rtt: Duration, base_rtt: Duration, acked_bytes: usize, window_used: bool) {
-        let in_slow_start = self.cwnd < self.ssthresh;
-        if in_slow_start && self.compare_diff(rtt, base_rtt, GAMMA_SEGMENTS).is_gt() {
+        let window = &mut self.window;
+        let mss = window.mss();
+        let in_slow_start = window.in_slow_start();
+        if in_slow_start && diff_ordering(window, rtt, base_rtt, GAMMA_SEGMENTS).is_gt() {
             // The paper leaves slow start once the actual rate falls below the expected
             // one by more than γ segments per RTT. Linux then sets cwnd to the window
             // of the actual rate plus one segment, `min(cwnd, target_cwnd + 1)` with
             // `target_cwnd = cwnd * baseRTT / RTT`, and ssthresh to at most cwnd.
             let target =
-                self.cwnd as u128 * u128::from(base_rtt.as_nanos()) / u128::from(rtt.as_nanos());
+                window.cwnd as u128 * u128::from(base_rtt.as_nanos()) / u128::from(rtt.as_nanos());
             let target = usize::try_from(target).unwrap_or(usize::MAX);
-            self.cwnd = self.cwnd.min(target.saturating_add(self.mss));
-            self.ssthresh = self.ssthresh.min(self.cwnd);
+            window.cwnd = window.cwnd.min(target.saturating_add(mss));
+            window.ssthresh = window.ssthresh.min(window.cwnd);
         } else if in_slow_start {
             if window_used {
-                self.slow_start(acked_bytes);
+                window.slow_start(acked_bytes, Growth::SlowStart);
             }
-        } else if self.compare_diff(rtt, base_rtt, BETA_SEGMENTS).is_gt() {
+        } else if diff_ordering(window, rtt, base_rtt, BETA_SEGMENTS).is_gt() {
             // diff > β: one segment less for the next RTT (and no slow start after).
-            self.cwnd = self.cwnd.saturating_sub(self.mss);
-            self.ssthresh = self.ssthresh.min(self.cwnd);
-        } else if window_used && self.compare_diff(rtt, base_rtt, ALPHA_SEGMENTS).is_lt() {
+            window.cwnd = window.cwnd.saturating_sub(mss);
+            window.ssthresh = window.ssthresh.min(window.cwnd);
+        } else if window_used && diff_ordering(window, rtt, base_rtt, ALPHA_SEGMENTS).is_lt() {
             // diff < α: one segment more for the next RTT. Between α and β the window
             // stays as it is.
-            self.cwnd = self.cwnd.saturating_add(self.mss);
+            window.cwnd = window.cwnd.saturating_add(mss);
         }
-        self.cwnd = self.cwnd.max(2 * self.mss);
+        window.cwnd = window.cwnd.max(2 * mss);
         // Linux's `tcp_current_ssthresh`: ssthresh follows three quarters of cwnd up.
-        self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
+        window.ssthresh = window.ssthresh.max(window.cwnd / 2 + window.cwnd / 4);
     }
 
     /// An RTT sample: Linux's `tcp_vegas_pkts_acked`, which keeps baseRTT and the round
@@ -189,32 +148,33 @@ impl Vegas {
     }
 }
 
+/// How `diff = cwnd * (RTT - baseRTT) / baseRTT`, the segments queued in the network,
+/// compares with `segments` (exactly, without Linux's rounding down).
+fn diff_ordering(window: &Window, rtt: Duration, base_rtt: Duration, segments: usize) -> Ordering {
+    let queued = window.cwnd as u128 * u128::from((rtt - base_rtt).as_nanos());
+    queued.cmp(&((segments * window.mss()) as u128 * u128::from(base_rtt.as_nanos())))
+}
+
 impl CongestionControl for Vegas {
     fn name(&self) -> &'static str {
         "vegas"
     }
 
     fn cwnd(&self) -> usize {
-        self.cwnd
+        self.window.cwnd
     }
 
     fn ssthresh(&self) -> usize {
-        self.ssthresh
+        self.window.ssthresh
     }
 
     fn mss(&self) -> usize {
-        self.mss
+        self.window.mss()
     }
 
     /// Keeps cwnd and a reduced ssthresh the same number of segments.
     fn set_mss(&mut self, mss: usize) {
-        let mss = mss.max(1);
-        if mss == self.mss {
-            return;
-        }
-        rescale_windows(&mut self.cwnd, &mut self.ssthresh, self.mss, mss);
-        self.bytes_acked = 0;
-        self.mss = mss;
+        self.window.set_mss(mss);
     }
 
     /// Linux's `tcp_vegas_cong_avoid`: the Vegas adjustment on the first ACK of each
@@ -234,16 +194,11 @@ impl CongestionControl for Vegas {
         if acked_bytes == 0 {
             return;
         }
-        self.rto_unacked = false;
+        self.window.on_new_ack();
         self.acked_total = self.acked_total.saturating_add(acked_bytes as u64);
         // As NewReno (RFC 7661): a window the sender did not use does not grow.
-        let slow_start = self.cwnd < self.ssthresh;
-        let window_used = cwnd_limited(
-            self.cwnd,
-            self.mss,
-            bytes_in_flight + acked_bytes,
-            slow_start,
-        );
+        let slow_start = self.window.in_slow_start();
+        let window_used = self.window.was_used(acked_bytes, bytes_in_flight);
         if self.acked_total <= self.round.end {
             if window_used && (self.reno_fallback || slow_start) {
                 self.reno(acked_bytes);
@@ -266,8 +221,8 @@ impl CongestionControl for Vegas {
                 }
             }
         }
-        if self.cwnd >= self.ssthresh {
-            self.slow_start_after_rto = false;
+        if !self.window.in_slow_start() {
+            self.window.end_slow_start_after_rto();
         }
     }
 
@@ -276,66 +231,42 @@ impl CongestionControl for Vegas {
     /// `ssthresh` and pauses while the connection recovers).
     fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
-        self.cwnd = self.ssthresh + 3 * self.mss;
-        self.bytes_acked = 0;
-        self.slow_start_after_rto = false;
+        let ssthresh = self.window.reduced_ssthresh(bytes_in_flight);
+        self.window.enter_recovery(ssthresh);
     }
 
     /// RFC 6675 §5 step (4.2): "ssthresh = cwnd = (FlightSize / 2)", with RFC 5681's
     /// floor of 2*SMSS.
     fn on_enter_sack_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
-        self.cwnd = self.ssthresh;
-        self.bytes_acked = 0;
-        self.slow_start_after_rto = false;
+        let ssthresh = self.window.reduced_ssthresh(bytes_in_flight);
+        self.window.enter_sack_recovery(ssthresh);
     }
 
-    /// RFC 5681 §3.2 step 4: "For each additional duplicate ACK received (after the
-    /// third), cwnd MUST be incremented by SMSS."
     fn on_dup_ack_in_recovery(&mut self) {
-        self.cwnd = self.cwnd.saturating_add(self.mss);
+        self.window.on_dup_ack_in_recovery();
     }
 
-    /// RFC 6582 §3.2 step 3: "Deflate the congestion window by the amount of new data
-    /// acknowledged ... If the partial ACK acknowledges at least one SMSS of new data,
-    /// then add back SMSS bytes to the congestion window."
+    /// NewReno's deflation; the acknowledged bytes count toward the round trip.
     fn on_partial_ack(&mut self, acked_bytes: usize) {
-        if acked_bytes > 0 {
-            self.rto_unacked = false;
-        }
         self.acked_total = self.acked_total.saturating_add(acked_bytes as u64);
-        self.cwnd = self.cwnd.saturating_sub(acked_bytes);
-        if acked_bytes >= self.mss {
-            self.cwnd += self.mss;
-        }
-        self.cwnd = self.cwnd.max(self.mss);
+        self.window.on_partial_ack(acked_bytes);
     }
 
     /// RFC 6582 §3.2 step 3 option (1), "min (ssthresh, max(FlightSize, SMSS) + SMSS)";
     /// Vegas resumes with a fresh round trip over what is in flight.
     fn on_exit_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        self.rto_unacked = false;
-        self.cwnd = self.ssthresh.min(bytes_in_flight.max(self.mss) + self.mss);
-        self.bytes_acked = 0;
+        self.window.on_exit_recovery(bytes_in_flight);
         self.restart_round(bytes_in_flight);
     }
 
-    /// RFC 5681 §3.1: ssthresh from equation (4) unless a timeout already set it and no
-    /// new data was acknowledged since, and "cwnd MUST be set to no more than the loss
-    /// window, LW, which equals 1 full-sized segment". The next round trip covers what
-    /// was in flight, as Linux's Vegas resumes once the lost window is acknowledged.
+    /// RFC 5681 §3.1, as NewReno. The next round trip covers what was in flight, as
+    /// Linux's Vegas resumes once the lost window is acknowledged.
     fn on_rto(&mut self, now: Instant, bytes_in_flight: usize) {
         let _ = now;
-        if !self.rto_unacked {
-            self.ssthresh = self.reduced_ssthresh(bytes_in_flight);
-        }
-        self.cwnd = self.mss;
-        self.bytes_acked = 0;
-        self.rto_unacked = true;
-        self.slow_start_after_rto = true;
+        let ssthresh = self.window.reduced_ssthresh(bytes_in_flight);
+        self.window.on_rto(ssthresh);
         self.restart_round(bytes_in_flight);
     }
 
@@ -343,21 +274,14 @@ impl CongestionControl for Vegas {
     /// baseRTT is measured afresh (the path may have changed while idle).
     fn on_idle_restart(&mut self, now: Instant) {
         let _ = now;
-        self.cwnd = self
-            .cwnd
-            .min(initial_window(self.mss, self.initial_window_segments));
-        self.bytes_acked = 0;
+        self.window.on_idle_restart();
         self.base_rtt = None;
         self.restart_round(0);
     }
 
     /// Undo a spurious reduction (RFC 4015 §3.2): the window from before it.
     fn on_undo(&mut self, cwnd: usize, ssthresh: usize) {
-        self.cwnd = self.cwnd.max(cwnd);
-        self.ssthresh = self.ssthresh.max(ssthresh);
-        self.bytes_acked = 0;
-        self.rto_unacked = false;
-        self.slow_start_after_rto = false;
+        self.window.on_undo(cwnd, ssthresh);
     }
 }
 
