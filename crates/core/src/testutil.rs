@@ -27,8 +27,8 @@ const MAX_ROUNDS: usize = 10_000;
 /// different for different seeds. Never for a real stack.
 pub(crate) fn secret(seed: u64) -> Secret {
     let mut state = seed;
-    let low = crate::tcp::isn::splitmix64(&mut state);
-    let high = crate::tcp::isn::splitmix64(&mut state);
+    let low = crate::rng::splitmix64(&mut state);
+    let high = crate::rng::splitmix64(&mut state);
     let mut bytes = [0u8; Secret::LEN];
     bytes[..8].copy_from_slice(&low.to_le_bytes());
     bytes[8..].copy_from_slice(&high.to_le_bytes());

@@ -103,49 +103,51 @@ pub use tcp::{DEFAULT_BACKLOG, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use zero_copy::OwnedWriteError;
 
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 /// A device's file descriptor for the runtime to wait on, if it has one. Devices
 /// without (in-memory pipes) are looked at every millisecond instead.
 pub trait PollFd {
-    /// The descriptor that becomes readable when a frame waits.
-    fn poll_fd(&self) -> Option<RawFd>;
+    /// The descriptor that becomes readable when a frame waits; the same one every
+    /// time (the runtime registers it when the device is added and takes it out of its
+    /// epoll instances when the device is gone).
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>>;
 }
 
 #[cfg(target_os = "linux")]
 impl PollFd for impnet_phy::Tap {
-    fn poll_fd(&self) -> Option<RawFd> {
-        Some(std::os::fd::AsRawFd::as_raw_fd(self))
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(std::os::fd::AsFd::as_fd(self))
     }
 }
 
 #[cfg(target_os = "linux")]
 impl PollFd for impnet_phy::Tun {
-    fn poll_fd(&self) -> Option<RawFd> {
-        Some(std::os::fd::AsRawFd::as_raw_fd(self))
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(std::os::fd::AsFd::as_fd(self))
     }
 }
 
 impl PollFd for impnet_phy::PipeEnd {
-    fn poll_fd(&self) -> Option<RawFd> {
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
         None
     }
 }
 
 impl<D: impnet_phy::Device + PollFd> PollFd for impnet_phy::Impair<D> {
-    fn poll_fd(&self) -> Option<RawFd> {
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
         self.inner().poll_fd()
     }
 }
 
 impl<D: impnet_phy::Device + PollFd> PollFd for impnet_phy::Offload<D> {
-    fn poll_fd(&self) -> Option<RawFd> {
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
         self.inner().poll_fd()
     }
 }
 
 impl<D: impnet_phy::Device + PollFd, W: std::io::Write> PollFd for impnet_phy::Pcap<D, W> {
-    fn poll_fd(&self) -> Option<RawFd> {
+    fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
         self.inner().poll_fd()
     }
 }

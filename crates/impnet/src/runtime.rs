@@ -34,7 +34,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Waker;
 use std::thread::JoinHandle;
@@ -47,6 +47,7 @@ use impnet_core::{
 };
 use impnet_phy::{Device, DeviceError};
 use impnet_wire::ipv4::Cidr;
+use rustix::event::{Timespec, epoll};
 
 use crate::PollFd;
 
@@ -115,17 +116,24 @@ pub struct RuntimeStats {
     pub device_waits: u64,
 }
 
+/// What a port keeps: a device that can still lend its descriptor, to be taken out of
+/// the epoll instances when it is gone.
+trait PortDevice: Device + PollFd + Send {}
+
+impl<D: Device + PollFd + Send> PortDevice for D {}
+
 /// One device and the interface it serves.
 struct Port {
     iface: IfaceId,
-    device: Box<dyn Device + Send>,
+    device: Box<dyn PortDevice>,
     /// The device's descriptor when the loop must `ppoll` it directly (it has one, but
     /// the loop thread's epoll would not take it); None otherwise.
     direct_fd: Option<RawFd>,
     /// The device has no descriptor: the loop looks at it every [`FDLESS_POLL`].
     fdless: bool,
-    /// Its descriptor in the two epoll instances (taken out when the device is gone).
-    fd: Option<RawFd>,
+    /// Its descriptor ([`PollFd::poll_fd`]) is in the two epoll instances (cleared
+    /// when the device is gone and taken out).
+    watched: bool,
     /// The device said it is closed for good: it is not read again (an interface
     /// deleted under a TUN keeps its descriptor readable with an error forever).
     gone: bool,
@@ -215,7 +223,9 @@ impl Shared {
     /// runtime stops and says why. Returns whether it stopped.
     fn forget_gone(&self, state: &mut State) -> bool {
         for port in state.ports.iter_mut().filter(|p| p.gone) {
-            if let Some(fd) = port.fd.take() {
+            if std::mem::take(&mut port.watched)
+                && let Some(fd) = port.device.poll_fd()
+            {
                 self.callers.remove(fd);
                 self.devices.remove(fd);
             }
@@ -853,7 +863,7 @@ impl Runtime {
         let waker = eventfd()?;
         let caller_waker = eventfd()?;
         let callers = Epoll::new()?;
-        callers.add(caller_waker.as_raw_fd(), CALLER_WAKER_TOKEN, false)?;
+        callers.add(caller_waker.as_fd(), CALLER_WAKER_TOKEN, false)?;
         let devices = Epoll::new()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -904,7 +914,6 @@ impl Runtime {
     where
         D: Device + PollFd + Send + 'static,
     {
-        let fd = device.poll_fd();
         let frame_len = device.mtu().max(iface.mtu + 18);
         let mut state = self.shared.lock();
         let id = state.stack.add_interface(iface);
@@ -916,15 +925,19 @@ impl Runtime {
         // the kernel offers a frame's wake-up (see the module documentation).
         let first = state.ports.is_empty();
         state.gather = device.gathers() && (first || state.gather);
+        let fd = device.poll_fd();
         let in_callers = fd.is_some_and(|fd| self.shared.callers.add(fd, token, true).is_ok());
         state.callers_poll = in_callers && (first || state.callers_poll);
-        let direct_fd = fd.filter(|&fd| self.shared.devices.add(fd, token, true).is_err());
+        let direct_fd = fd
+            .filter(|&fd| self.shared.devices.add(fd, token, true).is_err())
+            .map(|fd| fd.as_raw_fd());
+        let watched = fd.is_some();
         state.ports.push(Port {
             iface: id,
             device: Box::new(device),
             direct_fd,
-            fdless: fd.is_none(),
-            fd,
+            fdless: !watched,
+            watched,
             gone: false,
             rx_buf: vec![0; frame_len],
         });
@@ -1126,7 +1139,7 @@ fn run_loop(shared: &Shared) {
             let unforgotten = state
                 .ports
                 .iter()
-                .any(|p| p.gone && (p.fd.is_some() || p.direct_fd.is_some() || p.fdless));
+                .any(|p| p.gone && (p.watched || p.direct_fd.is_some() || p.fdless));
             if unforgotten && shared.forget_gone(&mut state) {
                 return;
             }
@@ -1169,27 +1182,24 @@ fn run_loop(shared: &Shared) {
 
 /// A new non-blocking eventfd.
 fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: eventfd has no memory arguments; we own the returned descriptor.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    use rustix::event::EventfdFlags;
+    Ok(rustix::event::eventfd(
+        0,
+        EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
+    )?)
 }
 
-/// Make an eventfd readable.
+/// Make an eventfd readable. A failure (the counter at its maximum, which already
+/// reads as readable) needs nothing done.
 fn signal(eventfd: &OwnedFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to an eventfd.
-    unsafe { libc::write(eventfd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    let _ = rustix::io::write(eventfd, &1u64.to_ne_bytes());
 }
 
-/// Make a non-blocking eventfd unreadable again.
+/// Make a non-blocking eventfd unreadable again. A failure (`EAGAIN`: it was not
+/// readable) needs nothing done.
 fn drain(eventfd: &OwnedFd) {
-    let mut counter = 0u64;
-    // SAFETY: reads 8 bytes into a live u64 from a non-blocking eventfd.
-    unsafe { libc::read(eventfd.as_raw_fd(), (&mut counter as *mut u64).cast(), 8) };
+    let mut counter = [0u8; 8];
+    let _ = rustix::io::read(eventfd, &mut counter);
 }
 
 /// An epoll instance watching descriptors for input.
@@ -1197,62 +1207,48 @@ struct Epoll(OwnedFd);
 
 impl Epoll {
     fn new() -> io::Result<Epoll> {
-        // SAFETY: epoll_create1 has no memory arguments; we own the returned descriptor.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and nothing else owns it.
-        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+        Ok(Epoll(epoll::create(epoll::CreateFlags::CLOEXEC)?))
     }
 
     /// Watch `fd` for input, reported as `token`; `exclusive` adds it with
     /// `EPOLLEXCLUSIVE` (a wake-up goes to one exclusive waiter, in registration order,
-    /// that has a thread asleep in `epoll_wait`).
-    fn add(&self, fd: RawFd, token: u64, exclusive: bool) -> io::Result<()> {
-        let exclusive = if exclusive { libc::EPOLLEXCLUSIVE } else { 0 };
-        let mut event = libc::epoll_event {
-            events: (libc::EPOLLIN | exclusive) as u32,
-            u64: token,
-        };
-        // SAFETY: `event` is a live epoll_event that epoll_ctl only reads.
-        let rc =
-            unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
+    /// that has a thread asleep in `epoll_wait`). Level-triggered, as without
+    /// `EPOLLET`.
+    fn add(&self, fd: BorrowedFd<'_>, token: u64, exclusive: bool) -> io::Result<()> {
+        let mut flags = epoll::EventFlags::IN;
+        if exclusive {
+            flags |= epoll::EventFlags::EXCLUSIVE;
         }
-        Ok(())
+        Ok(epoll::add(
+            &self.0,
+            fd,
+            epoll::EventData::new_u64(token),
+            flags,
+        )?)
     }
 
     /// Stop watching `fd` (a descriptor not watched is no error here).
-    fn remove(&self, fd: RawFd) {
-        // SAFETY: EPOLL_CTL_DEL reads no event (a null pointer is allowed since 2.6.9).
-        unsafe {
-            libc::epoll_ctl(
-                self.0.as_raw_fd(),
-                libc::EPOLL_CTL_DEL,
-                fd,
-                std::ptr::null_mut(),
-            );
-        }
+    fn remove(&self, fd: BorrowedFd<'_>) {
+        let _ = epoll::delete(&self.0, fd);
     }
 
-    /// Wait (at most `timeout`, rounded up to milliseconds) for input; true if `token`
-    /// was among what is ready.
+    /// Wait (at most `timeout`, rounded up to milliseconds and capped at `i32::MAX` of
+    /// them, as `epoll_wait` takes it) for input; true if `token` was among what is
+    /// ready. An interrupted wait (`EINTR`) returns false, as a timeout does.
     fn wait(&self, timeout: StdDuration, token: u64) -> bool {
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
+        let mut events = [epoll::Event {
+            flags: epoll::EventFlags::empty(),
+            data: epoll::EventData::new_u64(0),
+        }; 8];
         let millis = i32::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
-        // SAFETY: `events` is a live array of the given length that epoll_wait fills.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.0.as_raw_fd(),
-                events.as_mut_ptr(),
-                events.len() as i32,
-                millis,
-            )
+        // Whole milliseconds, so rustix passes exactly `millis` to `epoll_pwait` (a
+        // timeout beyond `i32::MAX` ms would make it try `epoll_pwait2` instead).
+        let timeout = Timespec {
+            tv_sec: (millis / 1000).into(),
+            tv_nsec: (millis % 1000 * 1_000_000).into(),
         };
-        let n = usize::try_from(n).unwrap_or(0);
-        events[..n].iter().any(|e| e.u64 == token)
+        let n = epoll::wait(&self.0, &mut events, Some(&timeout)).unwrap_or(0);
+        events[..n].iter().any(|e| e.data.u64() == token)
     }
 }
 

@@ -51,7 +51,7 @@ impl<D: Device> Device for Watch<D> {
 }
 
 impl<D> PollFd for Watch<D> {
-    fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
+    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
     }
 }

@@ -57,7 +57,7 @@ impl<D: Device> Device for Watch<D> {
 }
 
 impl<D: PollFd> PollFd for Watch<D> {
-    fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
+    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         self.inner.poll_fd()
     }
 }

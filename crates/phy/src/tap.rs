@@ -26,14 +26,16 @@
 //! IP packets and every offset below counts from the IP header instead of the
 //! Ethernet header (`Link`).
 //!
-//! All of imp's `unsafe` for the device lives in this file: one `open`, three `ioctl`s,
-//! `readv` and `writev`, each with its SAFETY argument.
+//! All of imp's `unsafe` for the device lives in this file: three `ioctl`s and an
+//! `if_nametoindex`, each with its SAFETY argument (reads and writes go through
+//! rustix's safe `read`, `readv`, `write` and `writev`).
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
 use std::fmt;
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 
 use impnet_core::{Instant, Offloads};
 use impnet_wire::checksum;
@@ -496,12 +498,9 @@ impl Tap {
     }
 
     fn recv_plain(&mut self, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
-        // SAFETY: the pointer and length describe `buf`, which we borrow mutably for
-        // the call; read(2) writes at most `buf.len()` bytes.
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        match n {
-            n if n >= 0 => Ok(Some(n as usize)),
-            _ => would_block_or(io::Error::last_os_error()),
+        match rustix::io::read(&self.fd, buf) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) => would_block_or(e.into()),
         }
     }
 
@@ -548,26 +547,17 @@ impl Tap {
         buf: &mut [u8],
     ) -> Result<Option<(Option<VnetHeader>, usize)>, DeviceError> {
         let mut header = [0u8; VNET_HDR_LEN];
-        let iov = [
-            libc::iovec {
-                iov_base: header.as_mut_ptr().cast(),
-                iov_len: header.len(),
-            },
-            libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.len(),
-            },
-        ];
-        // SAFETY: both iovecs describe live, exclusively borrowed buffers of the given
-        // lengths; readv(2) writes within them only.
-        let n = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
-        if n < 0 {
-            return match would_block_or(io::Error::last_os_error()) {
-                Ok(_) => Ok(None),
-                Err(e) => Err(e),
-            };
-        }
-        Ok(Some(match (n as usize).checked_sub(VNET_HDR_LEN) {
+        let mut iov = [IoSliceMut::new(&mut header), IoSliceMut::new(buf)];
+        let n = match rustix::io::readv(&self.fd, &mut iov) {
+            Ok(n) => n,
+            Err(e) => {
+                return match would_block_or(e.into()) {
+                    Ok(_) => Ok(None),
+                    Err(e) => Err(e),
+                };
+            }
+        };
+        Ok(Some(match n.checked_sub(VNET_HDR_LEN) {
             Some(len) => (Some(VnetHeader::parse(&header)), len),
             None => (None, 0),
         }))
@@ -575,23 +565,8 @@ impl Tap {
 
     fn send_with_header(&mut self, header: &VnetHeader, frame: &[u8]) -> io::Result<usize> {
         let bytes = header.emit();
-        let iov = [
-            libc::iovec {
-                iov_base: bytes.as_ptr() as *mut libc::c_void,
-                iov_len: bytes.len(),
-            },
-            libc::iovec {
-                iov_base: frame.as_ptr() as *mut libc::c_void,
-                iov_len: frame.len(),
-            },
-        ];
-        // SAFETY: both iovecs describe live buffers of the given lengths; writev(2)
-        // only reads them, so casting away `const` is sound.
-        let n = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
+        let iov = [IoSlice::new(&bytes), IoSlice::new(frame)];
+        Ok(rustix::io::writev(&self.fd, &iov)?)
     }
 
     /// As [`Tap::send_with_header`] for a frame in pieces (`head`, then the payload).
@@ -602,17 +577,8 @@ impl Tap {
         (a, b): (&[u8], &[u8]),
     ) -> io::Result<usize> {
         let bytes = header.emit();
-        let iov = [&bytes[..], head, a, b].map(|part| libc::iovec {
-            iov_base: part.as_ptr() as *mut libc::c_void,
-            iov_len: part.len(),
-        });
-        // SAFETY: every iovec describes a live buffer of the given length; writev(2)
-        // only reads them, so casting away `const` is sound.
-        let n = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 4) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
+        let iov = [&bytes[..], head, a, b].map(IoSlice::new);
+        Ok(rustix::io::writev(&self.fd, &iov)?)
     }
 
     /// The outcome of a write as `Device::send` reports it, counted.
@@ -631,12 +597,7 @@ impl Tap {
     }
 
     fn send_plain(&mut self, frame: &[u8]) -> io::Result<usize> {
-        // SAFETY: the pointer and length describe `frame`, which write(2) only reads.
-        let n = unsafe { libc::write(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len()) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
+        Ok(rustix::io::write(&self.fd, frame)?)
     }
 }
 
@@ -1128,24 +1089,20 @@ fn check_name(name: &str) -> Result<(), TapError> {
 }
 
 fn open_tun() -> Result<OwnedFd, TapError> {
-    let path = CString::new("/dev/net/tun").expect("no NUL in the path");
-    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
+    // O_RDWR | O_NONBLOCK, and O_CLOEXEC, which std always adds.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/net/tun");
+    match opened {
+        Ok(file) => Ok(OwnedFd::from(file)),
+        Err(e) => Err(match e.raw_os_error() {
             Some(libc::ENOENT) | Some(libc::ENXIO) | Some(libc::ENODEV) => TapError::NoTunDevice,
             Some(libc::EPERM) | Some(libc::EACCES) => TapError::NotPermitted,
             _ => TapError::Io(e),
-        });
+        }),
     }
-    // SAFETY: `fd` was just opened and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn setiff_error(e: io::Error, name: &str) -> TapError {

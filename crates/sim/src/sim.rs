@@ -6,6 +6,7 @@ use std::io::{self, BufWriter};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+use impnet_core::rng::{SPLITMIX64_GAMMA, splitmix64, splitmix64_mix};
 use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Secret, Stack, StackConfig};
 use impnet_phy::{LinkConfig, LinkConfigError, LinkModel, LinkStats, PcapWriter};
 use impnet_wire::ethernet;
@@ -271,18 +272,14 @@ pub fn secret_for_seed(seed: u64) -> Secret {
     let mut state = seed;
     let mut bytes = [0u8; Secret::LEN];
     for half in bytes.chunks_exact_mut(8) {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        half.copy_from_slice(&derive_seed(state, 0).to_le_bytes());
+        half.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
     }
     Secret::from_bytes(bytes)
 }
 
 /// A seed for a component, derived from the simulation seed and a label (SplitMix64).
 fn derive_seed(seed: u64, label: u64) -> u64 {
-    let mut z = seed ^ label.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    splitmix64_mix(seed ^ label.wrapping_mul(SPLITMIX64_GAMMA))
 }
 
 impl Sim {

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 
+use impnet_core::rng::{SPLITMIX64_GAMMA, splitmix64};
 use impnet_core::tcp::{Keepalive, TcpError, TcpEvent, TcpHandle};
 use impnet_core::{Duration, Event, Instant, StackConfig};
 use impnet_phy::LinkConfig;
@@ -43,19 +44,19 @@ const MIB: f64 = 1024.0 * 1024.0;
 // Deterministic randomness and the byte pattern
 // ---------------------------------------------------------------------------------
 
+/// The SplitMix64 output that follows state `z` (the state itself left alone).
 fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    splitmix64(&mut z)
 }
 
-/// SplitMix64, the test's own seeded generator.
+/// SplitMix64, the test's own seeded generator: each output is [`mix`] of the stepped
+/// state, one increment ahead of a plain step, as it always was (the soak's seeds keep
+/// their sequences).
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.0 = self.0.wrapping_add(SPLITMIX64_GAMMA);
         mix(self.0)
     }
     /// Uniform in `0..n` (n > 0).

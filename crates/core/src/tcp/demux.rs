@@ -59,10 +59,7 @@ impl Hasher for TupleHasher {
         self.absorb(u64::from(n));
     }
     fn finish(&self) -> u64 {
-        let mut x = self.state;
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^ (x >> 31)
+        crate::rng::splitmix64_mix(self.state)
     }
 }
 

@@ -14,16 +14,6 @@ use crate::time::Instant;
 
 use super::seq::SeqNumber;
 
-/// One SplitMix64 step (Steele, Lea and Flood, 2014): advances `state` and returns the
-/// next 64-bit output. Used to stretch a seed into keys, not for secrecy by itself.
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The SipHash round function on the state `v`.
 fn sip_round(v: &mut [u64; 4]) {
     v[0] = v[0].wrapping_add(v[1]);
@@ -147,13 +137,6 @@ mod tests {
         for (len, hash) in expected {
             assert_eq!(siphash24(K0, K1, &message[..len]), hash, "length {len}");
         }
-    }
-
-    #[test]
-    fn splitmix64_reference_output() {
-        let mut state = 0;
-        assert_eq!(splitmix64(&mut state), 0xe220_a839_7b1d_cdaf);
-        assert_eq!(splitmix64(&mut state), 0x6e78_9e6a_a1b9_65f4);
     }
 
     fn addr(a: u8, port: u16) -> SocketAddr {

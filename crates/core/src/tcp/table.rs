@@ -21,6 +21,7 @@ use super::state::{Closed, State};
 use super::{
     Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
 };
+use crate::rng::splitmix64_mix;
 use crate::secret::Secret;
 use crate::time::Instant;
 
@@ -113,13 +114,6 @@ pub struct Tcp {
 fn behind(buf: &mut [u8], headroom: usize) -> &mut [u8] {
     let at = headroom.min(buf.len());
     &mut buf[at..]
-}
-
-/// A keyed 64-bit mix (splitmix64 finaliser), for RFC 6056 port offsets.
-fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 impl Tcp {
@@ -378,7 +372,9 @@ impl Tcp {
     /// F(local IP, remote IP, remote port, secret), then scan from it.
     fn ephemeral_port(&mut self, local: IpAddr, remote: SocketAddr) -> Result<u16, TcpError> {
         let key = super::addr_bits(local) << 32 ^ super::addr_bits(remote.ip());
-        let offset = mix(self.port_key ^ mix(key ^ u64::from(remote.port()) << 17)) as u32;
+        // A keyed 64-bit mix (SplitMix64's finaliser) of the three.
+        let inner = splitmix64_mix(key ^ u64::from(remote.port()) << 17);
+        let offset = splitmix64_mix(self.port_key ^ inner) as u32;
         for _ in 0..EPHEMERAL_COUNT {
             let port =
                 EPHEMERAL_MIN + (offset.wrapping_add(self.port_counter) % EPHEMERAL_COUNT) as u16;
