@@ -21,9 +21,12 @@ use impnet_phy::LinkConfig;
 use impnet_sim::analyze::{Analysis, Direction, analyze_capture};
 use impnet_sim::bulk::{BulkConfig, run_bulk};
 
-/// The counts compared: tshark's display filter, the analyzer's name, and its count in
-/// a direction.
-const KINDS: [(&str, &str, fn(&Direction) -> u64); 5] = [
+/// One kind of count: tshark's display filter, the analyzer's name, and its count in a
+/// direction.
+type Kind = (&'static str, &'static str, fn(&Direction) -> u64);
+
+/// The counts compared.
+const KINDS: [Kind; 5] = [
     ("tcp.analysis.retransmission", "retransmissions", |d| {
         d.retransmissions
     }),
