@@ -544,12 +544,6 @@ fn bad_values_found_at_the_edges_are_refused_up_front() {
         // Silently ignored.
         ("ttcp --impair loss=1%".into(), "--impair"),
         ("ping --gateway 10.0.0.1".into(), "--gateway"),
-        ("bench --only W0".into(), "W0"),
-        ("bench --impl quic".into(), "quic"),
-        ("bench --scale nan".into(), "--scale"),
-        ("bench --repeat 0".into(), "--repeat"),
-        ("bench --breakdown-child W4".into(), "--breakdown-child"),
-        ("bench --breakdown-amount 0".into(), "--breakdown-amount"),
         // Failed only when the device opened or the socket bound.
         (
             "link --tap a --tap sixteen_chars_xx".into(),

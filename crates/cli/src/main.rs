@@ -28,13 +28,11 @@ mod ttcp_tap;
 mod units;
 
 use clap::{Parser, Subcommand};
-use impnet_cli::bench;
-
-/// Counted, for `imp bench`'s allocations per GiB and memory per connection.
-#[global_allocator]
-static GLOBAL: bench::alloc::Counting = bench::alloc::Counting;
 
 /// imp: a user-space TCP/IP stack, its network simulator and measurement tools.
+///
+/// The benchmarks against smoltcp and the Linux kernel are a program of their own,
+/// imp-bench (crates/bench in imp's repository).
 #[derive(Debug, Parser)]
 #[command(name = "imp", version, about)]
 struct Cli {
@@ -50,8 +48,6 @@ enum Command {
     Ttcp(ttcp::TtcpArgs),
     /// Run a scenario file in virtual time: tables per flow, pcaps, JSON summary, plots.
     Sim(sim::SimArgs),
-    /// Measure imp against smoltcp and the Linux kernel (bulk, ping-pong, churn, scale).
-    Bench(bench::BenchArgs),
     /// Serve echo (7), discard (9), chargen (19), HTTP (80) and FTP (21) files on imp over a TAP.
     Serve(serve::ServeArgs),
     /// Fetch (or list, or store) a file by FTP from a server over a TAP, or run an FTP
@@ -83,7 +79,6 @@ fn validate(command: &Command) -> Result<(), String> {
     match command {
         Command::Ping(args) => ping::validate(args),
         Command::Ttcp(args) => ttcp::validate(args),
-        Command::Bench(args) => bench::validate(args),
         Command::Sim(args) => sim::validate(args),
         Command::Serve(args) => serve::validate(args),
         Command::Ftp(args) => ftp::validate(args),
@@ -112,7 +107,6 @@ fn main() {
     let result = match &cli.command {
         Command::Ping(args) => ping::run(args),
         Command::Ttcp(args) => ttcp::run(args),
-        Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Ftp(args) => ftp::run(args),

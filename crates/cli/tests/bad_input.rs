@@ -73,6 +73,8 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
     // clap's own errors.
     refused("", 2, "Usage");
     refused("nosuch", 2, "nosuch");
+    // The benchmarks are their own program, imp-bench (crates/bench).
+    refused("bench --quick", 2, "bench");
     refused("ping --count -1", 2, "-1");
     refused("ping --rate fast", 2, "fast");
     refused("ping --loss 150%", 2, "probability");
@@ -125,10 +127,6 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
             "--timeout 0",
         ),
         ("sim x.toml --out /dev/null", "--out /dev/null"),
-        ("bench --only W0", "W0"),
-        ("bench --scale 0", "--scale 0"),
-        ("bench --breakdown-child W4", "--breakdown-child `W4`"),
-        ("bench --breakdown-amount 0", "--breakdown-amount 0"),
         ("serve", "--tap"),
         ("serve --tun t0", "--addr"),
         (

@@ -35,7 +35,7 @@
 //! nothing; a refused buffer comes back in [`OwnedWriteError`]);
 //! `TcpStream::recv_with(|data| used)` lends the receive ring to a closure. Both mix
 //! with `write` and `read` in one stream, in the blocking and the tokio sockets.
-//! `imp bench --only W9` measures what they buy.
+//! `imp-bench --only W9` measures what they buy.
 //!
 //! # Errors
 //!

@@ -36,7 +36,7 @@ const fn fold(mut sum: u64) -> u16 {
 /// and an add-with-carry, so the carries are counted in the high half rather than
 /// folded back word by word: 19 instructions per 64 bytes where 32-bit words in
 /// 64-bit SSE2 lanes took 28 (W1a: 0.78 instead of 1.12 checksum instructions per
-/// payload byte, `imp bench --breakdown`). The accumulators cannot overflow:
+/// payload byte, `imp-bench --breakdown`). The accumulators cannot overflow:
 /// each gains less than 2^65 per iteration.
 pub fn data(bytes: &[u8]) -> u16 {
     if let Ok(header) = <&[u8; 20]>::try_from(bytes) {

@@ -54,18 +54,9 @@ pub(super) fn installed(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The `imp` binary to run `imp serve` (and `imp route`) from: this process when it is `imp`, else
-/// `$IMP_BIN`.
+/// The `imp` binary to run `imp serve` (and `imp route`, ...) from: see `imp_bin`.
 pub(super) fn imp_binary() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("IMP_BIN") {
-        return Ok(PathBuf::from(path));
-    }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the imp binary: {e}"))?;
-    if exe.file_name().is_some_and(|n| n == "imp") {
-        Ok(exe)
-    } else {
-        Err("W6 and W7 run `imp serve` and `imp route`: run them from the imp binary or set IMP_BIN".into())
-    }
+    super::imp_bin::path()
 }
 
 /// A directory holding the served files, removed on drop.

@@ -4,7 +4,7 @@
 # 1 ms), SECONDS of virtual time, for N in FLOWS. Prints wall and CPU seconds per
 # simulated second and events per second for each, and the ratio ns-3 / imp.
 #
-#   crates/cli/src/bench/ns3/compare.sh [SECONDS] [FLOWS...]   (default: 10 1 10 100)
+#   crates/bench/src/ns3/compare.sh [SECONDS] [FLOWS...]   (default: 10 1 10 100)
 #
 # Needs a release `imp` (cargo build --release -p impnet-cli; IMP=path to override).
 # The ns-3 side (dumbbell.cc next to this script) is built with g++ against Debian's
@@ -12,7 +12,7 @@
 # the fairer number on a shared machine; wall time is what the issue quotes.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../../../.." && pwd)
+root=$(cd "$here/../../../.." && pwd)
 imp=${IMP:-${CARGO_TARGET_DIR:-$root/target}/release/imp}
 seconds=${1:-10}
 [ $# -gt 0 ] && shift

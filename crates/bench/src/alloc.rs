@@ -1,6 +1,6 @@
 //! A counting global allocator: how many allocations the bench makes and how many bytes
 //! are live, so the bench can prove "no allocation per packet" and measure memory per
-//! connection. Two relaxed atomics on top of the system allocator. The `imp` binary
+//! connection. Two relaxed atomics on top of the system allocator. `imp-bench`
 //! installs it; where it is not installed (the criterion benches) the counters stay 0.
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -163,7 +163,7 @@ pub(crate) fn run(plan: &Plan, progress: bool) -> Report {
             for &loss in &plan.losses {
                 let cell = run_cell(plan, (rtt, loss, rate), &imp_ccs, &linux_ccs, cells.len());
                 if progress {
-                    eprintln!("imp bench: W8 {}", cell_line(&cell, &mut Vec::new()));
+                    eprintln!("imp-bench: W8 {}", cell_line(&cell, &mut Vec::new()));
                 }
                 cells.push(cell);
             }

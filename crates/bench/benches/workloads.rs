@@ -1,6 +1,6 @@
-//! `imp bench`'s in-process workloads as criterion benches: imp and smoltcp side by side
+//! `imp-bench`'s in-process workloads as criterion benches: imp and smoltcp side by side
 //! in one group per workload, each stack driven by the same set-up and step that
-//! `imp bench` times (`impnet_cli::bench::workload`).
+//! `imp-bench` times (`impnet_bench::workload`).
 //!
 //! - W1a / W1b bulk (MTU 1500 with checksums / MTU 65535 with checksum offload): one
 //!   connection opened before measuring and kept streaming; an iteration carries
@@ -12,12 +12,12 @@
 //!   prebuilt 64-byte UDP frames through the router alone (`handle_frame` and
 //!   `poll_transmit` per frame).
 //!
-//! `cargo bench -p impnet-cli --bench workloads`
+//! `cargo bench -p impnet-bench --bench workloads`
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use impnet_cli::bench::workload::{Bulk, Churn, PingPong};
-use impnet_cli::bench::{imp_side, smol, w7};
+use impnet_bench::workload::{Bulk, Churn, PingPong};
+use impnet_bench::{imp_side, smol, w7};
 
 /// Stream bytes per bulk iteration: four socket buffers' worth (256 KiB each).
 const BULK_BYTES: u64 = 1 << 20;

@@ -1,5 +1,5 @@
 //! The in-process workloads W1-W3 cut into a setup and a step: each stack (`imp_side`,
-//! `smol`) sets a workload up once and then does one unit of it per call. `imp bench`
+//! `smol`) sets a workload up once and then does one unit of it per call. `imp-bench`
 //! times a loop of steps (the drivers below); the criterion benches
 //! (`benches/workloads.rs`) time the steps themselves, on the same code.
 

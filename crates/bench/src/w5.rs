@@ -589,7 +589,7 @@ mod smol_tap {
             iface.update_ip_addrs(|addrs| {
                 let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), 24));
             });
-            let buffer = crate::bench::smol::BULK_BUFFER;
+            let buffer = crate::smol::BULK_BUFFER;
             let socket = tcp::Socket::new(
                 tcp::SocketBuffer::new(vec![0; buffer]),
                 tcp::SocketBuffer::new(vec![0; buffer]),
@@ -696,7 +696,7 @@ mod smol_tap {
         // Linux -> smoltcp, on a fresh socket.
         host.tcp().abort();
         host.poll(true);
-        let buffer = crate::bench::smol::BULK_BUFFER;
+        let buffer = crate::smol::BULK_BUFFER;
         host.sockets.remove(host.socket);
         host.socket = host.sockets.add(tcp::Socket::new(
             tcp::SocketBuffer::new(vec![0; buffer]),

@@ -1,10 +1,10 @@
-//! `imp bench --breakdown`: where imp's instructions go, layer by layer, set beside seed
+//! `imp-bench --breakdown`: where imp's instructions go, layer by layer, set beside seed
 //! 000's table (Berkeley's VAX TCP/IP of 1981: Ethernet 20%, IP 10%, TCP 30%,
 //! checksum 25%, user system call handling 15% of the time in the system).
 //!
 //! The imp side of W1a (bulk, MTU 1500, software checksums) and of W2 (1-byte
-//! ping-pong) runs a fixed amount of work in a child `imp` (the hidden
-//! `bench --breakdown-child`) on a virtual clock, so the work is the same every run,
+//! ping-pong) runs a fixed amount of work in a child `imp-bench` (the hidden
+//! `--breakdown-child`) on a virtual clock, so the work is the same every run,
 //! twice under valgrind: callgrind counts the instructions of the measured loop
 //! (`--toggle-collect` on `measured_*`; set-up and warm-up are not counted) and
 //! `callgrind.rs` reads each function's own cost by source file; `layers.rs` maps them
@@ -156,7 +156,7 @@ fn amounts(sizes: &Sizes) -> (u64, u64) {
     ((sizes.bulk / 16).max(1 << 20), (sizes.rounds / 5).max(200))
 }
 
-/// `imp bench --breakdown [--json]`.
+/// `imp-bench --breakdown [--json]`.
 pub fn run(sizes: &Sizes, json: bool) -> Result<(), String> {
     check_valgrind()?;
     let rates = rates(sizes);
@@ -213,14 +213,14 @@ fn scratch_dir() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// Run `imp bench --breakdown-child` under valgrind with `tool_args`; returns the
+/// Run `imp-bench --breakdown-child` under valgrind with `tool_args`; returns the
 /// payload bytes the child reports.
 fn under_valgrind(workload: Workload, amount: u64, tool_args: &[String]) -> Result<u64, String> {
     let exe = std::env::current_exe().map_err(|e| format!("--breakdown: own executable: {e}"))?;
     let out = Command::new("valgrind")
         .args(tool_args)
         .arg(&exe)
-        .args(["bench", "--breakdown-child", workload.name()])
+        .args(["--breakdown-child", workload.name()])
         .args(["--breakdown-amount", &amount.to_string()])
         .output()
         .map_err(|e| format!("--breakdown: running valgrind: {e}"))?;
@@ -365,7 +365,7 @@ fn summarise(
     }
 }
 
-/// The hidden `imp bench --breakdown-child W --breakdown-amount N`: set up, warm up,
+/// The hidden `imp-bench --breakdown-child W --breakdown-amount N`: set up, warm up,
 /// then the measured loop; prints `payload N`, the payload bytes the loop delivered
 /// (for W3, N connections: 2 payload bytes each).
 pub fn child(workload: Workload, amount: u64) -> Result<(), String> {

@@ -285,7 +285,7 @@ mod tests {
             Layer::Ethernet
         );
         assert_eq!(
-            classify(std_file, "impnet_cli::bench::workload::Stream::write"),
+            classify(std_file, "impnet_bench::workload::Stream::write"),
             Layer::Other
         );
         assert_eq!(classify("", "malloc"), Layer::Other);

@@ -1,4 +1,4 @@
-// The ns-3 side of `imp bench`'s W8 simulator row: the transfer `imp ttcp` simulates
+// The ns-3 side of `imp-bench`'s W8 simulator row: the transfer `imp ttcp` simulates
 // by default, one TCP NewReno bulk transfer of BYTES over one point-to-point link
 // (100 Mbit/s, 10 ms each way, so a 20 ms round trip, a drop-tail queue of twice the
 // bandwidth-delay product: 500 KB), run until the receiver has every byte. Prints one

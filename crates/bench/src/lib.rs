@@ -1,4 +1,4 @@
-//! `imp bench`: the same workloads on imp, on smoltcp and on the Linux kernel, in one
+//! `imp-bench`: the same workloads on imp, on smoltcp and on the Linux kernel, in one
 //! run, interleaved and repeated, reported as medians with the ratios imp/smoltcp and
 //! imp/Linux.
 //!
@@ -49,6 +49,7 @@
 
 pub mod alloc;
 mod breakdown;
+mod imp_bin;
 pub mod imp_side;
 mod ladder;
 mod linux;
@@ -113,6 +114,10 @@ pub struct BenchArgs {
     /// The child's amount of work: W1a payload bytes, W2 round trips.
     #[arg(long, hide = true, default_value_t = 1 << 20)]
     breakdown_amount: u64,
+    /// The `imp` binary W6-W8 and W10 run (default: $IMP_BIN, else `imp` beside
+    /// imp-bench).
+    #[arg(long, value_name = "PATH")]
+    imp: Option<std::path::PathBuf>,
 }
 
 /// How much work each workload does.
@@ -413,10 +418,13 @@ pub fn validate(args: &BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `imp bench`.
+/// `imp-bench`.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     validate(args)?;
     BARE.store(args.bare, Ordering::Relaxed);
+    if let Some(path) = &args.imp {
+        imp_bin::set_flag(path.clone());
+    }
     let sizes = Sizes::for_args(args);
     if let Some(child) = &args.breakdown_child {
         return breakdown::child(breakdown::Workload::parse(child)?, args.breakdown_amount);
@@ -456,7 +464,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
     let skipped = w8::unavailable();
     if let Some(reason) = &skipped {
-        eprintln!("imp bench: W8 skipped: {reason}");
+        eprintln!("imp-bench: W8 skipped: {reason}");
     }
     let paths = skipped.is_none().then(|| w8::run(&sizes.paths, !args.json));
     if args.json {
@@ -491,7 +499,7 @@ fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
                 _ => None,
             };
             if let Some(reason) = &reason {
-                eprintln!("imp bench: {w} skipped: {reason}");
+                eprintln!("imp-bench: {w} skipped: {reason}");
             }
             reason.is_none()
         })
@@ -525,7 +533,7 @@ fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
         }
         if !args.json {
             eprintln!(
-                "imp bench: repetition {}/{} done ({:.1} s)",
+                "imp-bench: repetition {}/{} done ({:.1} s)",
                 repeat + 1,
                 sizes.repeats,
                 started.elapsed().as_secs_f64()

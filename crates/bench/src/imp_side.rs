@@ -46,7 +46,7 @@ pub enum Clock {
     /// The wall clock, read once per `pump` (the timed workloads).
     Wall,
     /// A virtual clock that moves on by this many nanoseconds per `pump`, so a run does
-    /// exactly the same work every time (`imp bench --breakdown` counts instructions).
+    /// exactly the same work every time (`imp-bench --breakdown` counts instructions).
     Virtual(u64),
 }
 

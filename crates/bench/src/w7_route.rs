@@ -1,8 +1,9 @@
 //! W7 over devices: forwarding between network namespaces the bench creates (and
 //! deletes), host A — router — host B, measured with iperf3 from A to B.
 //!
-//! - imp: `imp route` (from `IMP_BIN`, one runtime thread) between two TAPs, opened
-//!   without offloads in the router's namespace and then moved into A's and B's.
+//! - imp: `imp route` (the `imp` binary of `imp_bin.rs`, one runtime thread) between
+//!   two TAPs, opened without offloads in the router's namespace and then moved into
+//!   A's and B's.
 //! - Linux: the router namespace joined to A and B by two veth pairs, with
 //!   `net.ipv4.ip_forward=1` there.
 //!

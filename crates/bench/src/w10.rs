@@ -1,8 +1,8 @@
 //! W10: tun2socks. `imp proxy` next to xjasonlyu/tun2socks (Go, on gVisor's netstack)
 //! on the same TUN setup, one proxy after the other and interleaved over the
 //! repetitions. Three namespaces the bench creates and deletes for every run, as in
-//! `tests/proxy_tun.rs`: C, the client, whose default route is a TUN (MTU 1500); P,
-//! where the proxy runs (the TUN is created in P, the proxy attaches to it, then it
+//! `crates/cli/tests/proxy_tun.rs`: C, the client, whose default route is a TUN (MTU
+//! 1500); P, where the proxy runs (the TUN is created in P, the proxy attaches to it, then it
 //! moves to C); S, nginx (one worker, sendfile) over a veth from P. Only when named
 //! (`--only W10`), as root, with curl, wrk and nginx; tun2socks from `$TUN2SOCKS_BIN`
 //! (without it only imp's column is filled, and the bench says why). Run it under
@@ -87,13 +87,13 @@ pub(crate) fn tun2socks_binary() -> Result<PathBuf, String> {
 /// empty when W10 cannot run (the reason printed).
 pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<Row> {
     if let Some(reason) = unavailable() {
-        eprintln!("imp bench: W10 skipped: {reason}");
+        eprintln!("imp-bench: W10 skipped: {reason}");
         return Vec::new();
     }
     let mut proxies = vec![Proxy::Imp, Proxy::ImpTso, Proxy::ImpSoft];
     match tun2socks_binary() {
         Ok(_) => proxies.push(Proxy::Tun2socks),
-        Err(reason) => eprintln!("imp bench: W10's tun2socks column skipped: {reason}"),
+        Err(reason) => eprintln!("imp-bench: W10's tun2socks column skipped: {reason}"),
     }
     // Per proxy: bulk Gbit/s, conn/s, errors.
     let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); 4];
@@ -107,12 +107,12 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
                         slot.push(figure);
                     }
                 }
-                Err(e) => eprintln!("imp bench: W10 on {proxy:?}: {e}"),
+                Err(e) => eprintln!("imp-bench: W10 on {proxy:?}: {e}"),
             }
         }
         if progress {
             eprintln!(
-                "imp bench: W10 repetition {}/{repeats} done ({:.1} s)",
+                "imp-bench: W10 repetition {}/{repeats} done ({:.1} s)",
                 repeat + 1,
                 started.elapsed().as_secs_f64()
             );
