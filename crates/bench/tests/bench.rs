@@ -121,10 +121,7 @@ fn bench_quick_json_has_every_workload() {
     // IMP_REQUIRE_ROOT makes that skip a failure.
     let has_w5 = rows.iter().any(|r| r["workload"] == "W5-tx");
     if !has_w5 {
-        require::skip(&format!(
-            "W5 did not run: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        skip_workload("W5", &[], &out.stderr);
     }
     if has_w5 {
         for name in ["W5-tx", "W5-rx", "W5-tx-plain", "W5-rx-plain"] {
@@ -142,10 +139,7 @@ fn bench_quick_json_has_every_workload() {
     // on stderr); IMP_REQUIRE_ROOT makes that skip a failure.
     let has_w6 = rows.iter().any(|r| r["workload"] == "W6-1k-ka1");
     if !has_w6 {
-        require::skip(&format!(
-            "W6 did not run: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        skip_workload("W6", &["wrk", "nginx"], &out.stderr);
     }
     if has_w6 {
         for cell in [
@@ -187,10 +181,7 @@ fn bench_quick_json_has_every_workload() {
     // saying why on stderr); IMP_REQUIRE_ROOT makes that skip a failure.
     let has_w7 = rows.iter().any(|r| r["workload"] == "W7-route-udp64");
     if !has_w7 {
-        require::skip(&format!(
-            "W7-route did not run: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        skip_workload("W7-route", &["iperf3"], &out.stderr);
     }
     if has_w7 {
         for (name, unit) in [
@@ -430,4 +421,21 @@ fn bench_w10_without_tun2socks_says_what_is_missing() {
         assert!(imp > 0.0, "{name}: {row}\n{stderr}");
         assert!(row["tun2socks"].is_null(), "{name}: {row}");
     }
+}
+
+/// A workload of imp-bench's that did not run: skips (a failure under
+/// `IMP_REQUIRE_ROOT`) with the reason the run's last line counts, not root or the
+/// first of `tools` missing, and imp-bench's own words as the why.
+#[track_caller]
+fn skip_workload(workload: &str, tools: &[&str], stderr: &[u8]) {
+    // SAFETY: geteuid has no preconditions.
+    let reason = if unsafe { libc::geteuid() } != 0 {
+        "not root".to_string()
+    } else if let Some(tool) = tools.iter().find(|t| !require::found(t)) {
+        format!("{tool} missing")
+    } else {
+        format!("{workload} did not run")
+    };
+    let said = String::from_utf8_lossy(stderr);
+    require::skip_for(&reason, &format!("{workload} did not run: {said}"));
 }
