@@ -756,6 +756,13 @@ counter_group!(IgmpStats {
     tx_looped,
 });
 
+/// What a group's `for_each` calls: a field name and its counter.
+type GroupVisitor<'a> = dyn FnMut(&'static str, u64) + 'a;
+
+/// What a group's `for_each_mut` calls: a field name and its counter, writable.
+#[cfg(test)]
+type GroupVisitorMut<'a> = dyn FnMut(&'static str, &mut u64) + 'a;
+
 /// Calls `$visit` on each group of a destructured [`Stats`] with its field name as
 /// the prefix, in declaration order.
 macro_rules! visit_groups {
@@ -772,7 +779,7 @@ impl Stats {
     /// tables (`tcp.rx_kinds`, `tcp.tx_kinds`) are not visited.
     pub fn for_each(&self, f: &mut dyn FnMut(&str, u64)) {
         let mut name = String::new();
-        let mut visit = |prefix: &str, group: &mut dyn FnMut(&mut dyn FnMut(&'static str, u64))| {
+        let mut visit = |prefix: &str, group: &mut dyn FnMut(&mut GroupVisitor<'_>)| {
             group(&mut |field, value| {
                 dotted(&mut name, prefix, field);
                 f(&name, value);
@@ -787,13 +794,12 @@ impl Stats {
     #[cfg(test)]
     fn for_each_mut(&mut self, f: &mut dyn FnMut(&str, &mut u64)) {
         let mut name = String::new();
-        let mut visit =
-            |prefix: &str, group: &mut dyn FnMut(&mut dyn FnMut(&'static str, &mut u64))| {
-                group(&mut |field, value| {
-                    dotted(&mut name, prefix, field);
-                    f(&name, value);
-                });
-            };
+        let mut visit = |prefix: &str, group: &mut dyn FnMut(&mut GroupVisitorMut<'_>)| {
+            group(&mut |field, value| {
+                dotted(&mut name, prefix, field);
+                f(&name, value);
+            });
+        };
         visit_groups!(self, visit, for_each_mut;
             link, arp, ipv4, reassembly, icmp, udp, tcp, forward, forward6, work, ipv6,
             reassembly6, accept_any, igmp);
