@@ -164,7 +164,7 @@ fn sockets(stack: &mut Stack) -> Value {
 /// the kernel's.
 fn counters(stack: &mut Stack) -> Value {
     let mut out = Map::new();
-    crate::debug_fields::numbers(&format!("{:?}", stack.stats()), &mut |name, value| {
+    stack.stats().for_each(&mut |name, value| {
         if value != 0 {
             out.insert(name.to_string(), Value::from(value));
         }

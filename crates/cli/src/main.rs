@@ -9,7 +9,6 @@ mod analyze;
 #[cfg(test)]
 mod cli_fuzz;
 mod control;
-mod debug_fields;
 mod ftp;
 mod ftp_serve;
 mod http;

@@ -1,5 +1,11 @@
 //! `netstat -s` style counters: one counter per event and per drop reason, grouped by
 //! layer. Counters only ever grow (wrapping at 2^64, which never happens in practice).
+//! [`Stats::for_each`] visits every counter by a dotted name (`tcp.rx_segments`), as
+//! `imp ss --counters` lists them.
+
+use alloc::string::String;
+
+use crate::accept_any::AcceptAnyStats;
 
 /// Link layer (Ethernet) counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -541,5 +547,332 @@ impl ForwardStats {
             denied: self.denied + other.denied,
             egress_dropped: self.egress_dropped + other.egress_dropped,
         }
+    }
+}
+
+/// `for_each` (and, for tests, `for_each_mut`) on a group of counters: every field by
+/// its name, in declaration order. The struct is destructured whole, so a counter added
+/// to it and not listed here is a compile error rather than a counter never reported.
+/// Fields after `not counters:` are deliberately left out (they are not single counters).
+macro_rules! counter_group {
+    ($group:ident { $($field:ident),+ $(,)? } $(not counters: $($skip:ident),+)?) => {
+        impl $group {
+            /// Call `f` with each counter of the group and its field name, in declaration
+            /// order.
+            pub fn for_each(&self, f: &mut dyn FnMut(&'static str, u64)) {
+                let $group { $($field,)+ $($($skip: _,)+)? } = self;
+                $( f(stringify!($field), *$field); )+
+            }
+
+            /// [`Self::for_each`] with each counter writable: how tests give every
+            /// counter a distinct value.
+            #[cfg(test)]
+            fn for_each_mut(&mut self, f: &mut dyn FnMut(&'static str, &mut u64)) {
+                let $group { $($field,)+ $($($skip: _,)+)? } = self;
+                $( f(stringify!($field), $field); )+
+            }
+        }
+    };
+}
+
+counter_group!(LinkStats {
+    rx_frames,
+    tx_frames,
+    rx_truncated,
+    rx_not_for_us,
+    rx_unknown_ethertype,
+    rx_unknown_interface,
+    tx_buffer_too_small,
+    tx_queue_full,
+});
+
+counter_group!(ArpStats {
+    rx_requests,
+    rx_replies,
+    rx_malformed,
+    tx_requests,
+    tx_replies,
+    tx_gratuitous,
+    cache_updates,
+    resolution_failed,
+    dropped_unresolved,
+    dropped_queue_full,
+    dropped_table_full,
+});
+
+counter_group!(Ipv4Stats {
+    rx_packets,
+    rx_delivered,
+    rx_bad_checksum,
+    rx_truncated,
+    rx_bad_version,
+    rx_bad_ihl,
+    rx_bad_length,
+    rx_bad_header,
+    rx_bad_source,
+    rx_ttl_expired,
+    rx_not_for_us,
+    rx_unknown_protocol,
+    tx_packets,
+    tx_fragmented,
+    tx_fragments,
+    tx_no_route,
+    tx_no_source_address,
+    tx_dont_fragment,
+});
+
+counter_group!(ReassemblyStats {
+    fragments,
+    reassembled,
+    timeout,
+    overlap_conflict,
+    memory,
+    bad_fragment,
+    duplicates,
+});
+
+counter_group!(IcmpStats {
+    rx_messages,
+    rx_bad_checksum,
+    rx_malformed,
+    rx_echo_requests,
+    rx_echo_broadcast_ignored,
+    rx_echo_replies,
+    rx_dst_unreachable,
+    rx_time_exceeded,
+    rx_param_problem,
+    rx_no_socket,
+    rx_queue_full,
+    tx_messages,
+    tx_echo_replies,
+    tx_echo_requests,
+    tx_dst_unreachable,
+    tx_time_exceeded,
+    tx_param_problem,
+    rate_limited,
+});
+
+counter_group!(UdpStats {
+    rx_datagrams,
+    rx_delivered,
+    rx_bad_checksum,
+    rx_malformed,
+    rx_no_port,
+    rx_queue_full,
+    tx_datagrams,
+});
+
+// The per-kind tables are reported by kind (`SegmentKinds::segments`), not as named
+// counters: `imp ss --counters` has never listed them.
+counter_group!(TcpSegmentStats {
+    rx_segments,
+    rx_bad_checksum,
+    rx_malformed,
+    rx_broadcast,
+    tx_segments,
+} not counters: rx_kinds, tx_kinds);
+
+counter_group!(ForwardStats {
+    forwarded,
+    forwarded_bytes,
+    fragmented,
+    no_route,
+    ttl_exceeded,
+    frag_needed,
+    martian,
+    broadcast,
+    bad_option,
+    denied,
+    egress_dropped,
+});
+
+counter_group!(WorkStats {
+    checksummed_bytes,
+    socket_calls,
+    copied_from_user,
+    copied_to_user,
+});
+
+counter_group!(Ipv6Stats {
+    rx_packets,
+    rx_delivered,
+    rx_malformed,
+    rx_bad_source,
+    rx_not_for_us,
+    rx_param_problem,
+    rx_unknown_next_header,
+    rx_disabled,
+    tx_packets,
+    tx_no_route,
+    tx_fragmented,
+    tx_fragments,
+    tx_unresolved,
+    tx_too_big,
+    icmp_rx,
+    icmp_tx,
+    icmp_rx_bad,
+    echo_replies,
+    echo_requests_sent,
+    echo_replies_received,
+    errors_received,
+    errors_to_sockets,
+    mld_reports_sent,
+    mld_queries_received,
+    mld_invalid,
+    rx_multicast_filtered,
+    errors_sent,
+    errors_rate_limited,
+    pmtu_lowered,
+    ns_sent,
+    ns_received,
+    na_sent,
+    na_received,
+    rs_sent,
+    ra_received,
+    ra_sent,
+    nd_invalid,
+    dad_duplicates,
+});
+
+counter_group!(AcceptAnyStats {
+    rx_taken,
+    rate_limited,
+    sources_full,
+    udp_caught,
+});
+
+counter_group!(IgmpStats {
+    rx_messages,
+    rx_malformed,
+    queries_received,
+    rx_reports,
+    reports_sent,
+    reports_suppressed,
+    leaves_sent,
+    rx_multicast_filtered,
+    rx_not_member,
+    rx_source_filtered,
+    tx_multicast,
+    tx_looped,
+});
+
+/// What a group's `for_each` calls: a field name and its counter.
+type GroupVisitor<'a> = dyn FnMut(&'static str, u64) + 'a;
+
+/// What a group's `for_each_mut` calls: a field name and its counter, writable.
+#[cfg(test)]
+type GroupVisitorMut<'a> = dyn FnMut(&'static str, &mut u64) + 'a;
+
+/// Calls `$visit` on each group of a destructured [`Stats`] with its field name as
+/// the prefix, in declaration order.
+macro_rules! visit_groups {
+    ($stats:expr, $visit:ident, $method:ident; $($group:ident),+ $(,)?) => {{
+        let Stats { $($group),+ } = $stats;
+        $( $visit(stringify!($group), &mut |f| $group.$method(f)); )+
+    }};
+}
+
+impl Stats {
+    /// Call `f` with every counter of the stack and its dotted name, group then field
+    /// (`tcp.rx_segments`, `forward6.no_route`), in declaration order: how `imp ss
+    /// --counters` lists them, as `nstat` lists the kernel's. The per-kind segment
+    /// tables (`tcp.rx_kinds`, `tcp.tx_kinds`) are not visited.
+    pub fn for_each(&self, f: &mut dyn FnMut(&str, u64)) {
+        let mut name = String::new();
+        let mut visit = |prefix: &str, group: &mut dyn FnMut(&mut GroupVisitor<'_>)| {
+            group(&mut |field, value| {
+                dotted(&mut name, prefix, field);
+                f(&name, value);
+            });
+        };
+        visit_groups!(self, visit, for_each;
+            link, arp, ipv4, reassembly, icmp, udp, tcp, forward, forward6, work, ipv6,
+            reassembly6, accept_any, igmp);
+    }
+
+    /// [`Self::for_each`] with each counter writable.
+    #[cfg(test)]
+    fn for_each_mut(&mut self, f: &mut dyn FnMut(&str, &mut u64)) {
+        let mut name = String::new();
+        let mut visit = |prefix: &str, group: &mut dyn FnMut(&mut GroupVisitorMut<'_>)| {
+            group(&mut |field, value| {
+                dotted(&mut name, prefix, field);
+                f(&name, value);
+            });
+        };
+        visit_groups!(self, visit, for_each_mut;
+            link, arp, ipv4, reassembly, icmp, udp, tcp, forward, forward6, work, ipv6,
+            reassembly6, accept_any, igmp);
+    }
+}
+
+/// `prefix.field` into `name` (one buffer reused for every counter).
+fn dotted(name: &mut String, prefix: &str, field: &str) {
+    name.clear();
+    name.push_str(prefix);
+    name.push('.');
+    name.push_str(field);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stats;
+    use alloc::collections::BTreeSet;
+    use alloc::format;
+    use alloc::string::{String, ToString};
+    use alloc::vec::Vec;
+
+    /// Stats whose counters are 1000, 1001, ... in visiting order, and the names and
+    /// values given.
+    fn distinct() -> (Stats, Vec<(String, u64)>) {
+        let mut stats = Stats::default();
+        let mut given = Vec::new();
+        let mut next = 1000;
+        stats.for_each_mut(&mut |name, counter| {
+            *counter = next;
+            given.push((name.to_string(), next));
+            next += 1;
+        });
+        (stats, given)
+    }
+
+    #[test]
+    fn for_each_visits_every_counter_under_its_own_name() {
+        let (stats, given) = distinct();
+        let mut seen = Vec::new();
+        stats.for_each(&mut |name, value| seen.push((name.to_string(), value)));
+        assert_eq!(seen, given);
+        // Checked against the derived Debug text, which the visitor does not use: each
+        // value sits under its field name inside its group's braces.
+        let text = format!("{stats:?}");
+        for (name, value) in &seen {
+            let (group, field) = name.split_once('.').expect("group.field");
+            let start = text
+                .find(&format!(" {group}: "))
+                .unwrap_or_else(|| panic!("{group} in {text}"));
+            let end = start + text[start..].find('}').expect("the group closes");
+            assert!(
+                text[start..end].contains(&format!(" {field}: {value}")),
+                "{name} = {value} in {}",
+                &text[start..end]
+            );
+        }
+        // And every number field in that text is one of them (the per-kind tables
+        // are lists, not `name: number`).
+        let numbers = text
+            .match_indices(": ")
+            .filter(|(at, _)| text.as_bytes().get(at + 2).is_some_and(u8::is_ascii_digit))
+            .count();
+        assert_eq!(numbers, seen.len(), "{text}");
+    }
+
+    #[test]
+    fn counter_names_are_unique() {
+        let (stats, _) = distinct();
+        let mut names = Vec::new();
+        stats.for_each(&mut |name, _| names.push(name.to_string()));
+        let unique: BTreeSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert!(names.iter().any(|n| n == "tcp.rx_segments"), "{names:?}");
     }
 }

@@ -3,7 +3,10 @@
 //! - [`pipe()`]: two in-memory [`PipeEnd`]s joining two stacks, in one thread or two.
 //! - [`LinkModel`]: the link model (rate, delay, drop-tail queue, loss, reordering,
 //!   duplication, corruption) as pure code over a time parameter and a seeded [`Rng`],
-//!   shared with the simulator.
+//!   shared with the simulator. A [`LinkConfig`] parses from one line,
+//!   `delay=20ms,loss=1%,rate=100mbit` ([`link::spec`]); [`units`] parses the
+//!   quantities (`100M`, `100mbit`, `20ms`, `1%`) of that line, the command line's
+//!   other flags and scenario files.
 //! - [`Impair`]: applies link models to the frames of any device, in real time.
 //! - [`Offload`]: software GRO and GSO over any device ([`segmentation`] holds the
 //!   pure functions: [`segmentation::coalesce`], [`segmentation::segment`]).
@@ -27,6 +30,7 @@ pub mod segmentation;
 pub mod tap;
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub mod tun;
+pub mod units;
 
 #[cfg(test)]
 mod testutil;

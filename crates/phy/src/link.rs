@@ -49,6 +49,7 @@ use impnet_core::{Duration, Instant};
 use crate::rng::Rng;
 
 pub mod gcra;
+pub mod spec;
 
 pub use gcra::{Gcra, GcraConfig, GcraConfigError};
 
@@ -909,3 +910,5 @@ mod tests;
 mod tests_gcra;
 #[cfg(test)]
 mod tests_qdisc;
+#[cfg(test)]
+mod tests_spec;

@@ -10,10 +10,11 @@ use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use impnet_core::Duration;
-use impnet_core::qdisc::{Limit, QdiscConfig};
+use impnet_core::qdisc::QdiscConfig;
 use impnet_core::tcp::cc::CcAlgorithm;
 use impnet_core::tcp::{EcnMode, TcpConfig};
 use impnet_phy::LinkConfig;
+use impnet_phy::link::spec::{QdiscKeys, UnknownAction};
 use impnet_phy::link::{GcraConfig, GilbertElliott, PoliceAction, Policer};
 use impnet_wire::ipv4::Cidr;
 use serde::Deserialize;
@@ -324,8 +325,7 @@ macro_rules! quantity {
                         f.write_str($expect)
                     }
                     fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
-                        let parse: fn(&str) -> Result<$inner, String> = $parse;
-                        parse(v).map($name).map_err(E::custom)
+                        ($parse)(v).map($name).map_err(E::custom)
                     }
                     fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
                         if v < 0 {
@@ -1177,17 +1177,13 @@ fn contract(
                 "a shaper holds frames, it has no action; `action` belongs to `police`",
             ));
         }
-        Some(a) => match a.get_ref().as_str() {
-            "drop" => PoliceAction::Drop,
-            "mark" => PoliceAction::Mark,
-            other => {
-                return Err(ctx.error(
-                    a.span(),
-                    "police.action",
-                    format!("unknown action `{other}`; give \"drop\" or \"mark\""),
-                ));
-            }
-        },
+        Some(a) => a.get_ref().parse().map_err(|UnknownAction(other)| {
+            ctx.error(
+                a.span(),
+                "police.action",
+                format!("unknown action `{other}`; give \"drop\" or \"mark\""),
+            )
+        })?,
     };
     let config = GcraConfig {
         peak_bps: raw.peak.0,
@@ -1223,7 +1219,7 @@ fn qdisc(
         }
         return Ok(None);
     };
-    let mut qdisc: QdiscConfig = name.get_ref().parse().map_err(|_| {
+    let qdisc: QdiscConfig = name.get_ref().parse().map_err(|_| {
         ctx.error(
             name.span(),
             "qdisc",
@@ -1233,17 +1229,12 @@ fn qdisc(
             ),
         )
     })?;
-    qdisc = qdisc.with_mtu(config.mtu);
-    if link.queue.is_some() {
-        qdisc = qdisc.with_limit(Limit::Bytes(config.queue_limit_bytes));
-    }
-    if let Some(target) = link.target {
-        qdisc = qdisc.with_target(target.0);
-    }
-    if let Some(interval) = link.interval {
-        qdisc = qdisc.with_interval(interval.0);
-    }
-    Ok(Some(qdisc))
+    let keys = QdiscKeys {
+        queue_given: link.queue.is_some(),
+        target: link.target.map(|d| d.0),
+        interval: link.interval.map(|d| d.0),
+    };
+    Ok(Some(keys.apply(qdisc, config)))
 }
 
 fn links(
