@@ -121,7 +121,7 @@ fn bench_quick_json_has_every_workload() {
     // IMP_REQUIRE_ROOT makes that skip a failure.
     let has_w5 = rows.iter().any(|r| r["workload"] == "W5-tx");
     if !has_w5 {
-        skip_workload("W5", &[], &out.stderr);
+        skip_workload("W5", &["ip"], &out.stderr);
     }
     if has_w5 {
         for name in ["W5-tx", "W5-rx", "W5-tx-plain", "W5-rx-plain"] {
@@ -425,7 +425,8 @@ fn bench_w10_without_tun2socks_says_what_is_missing() {
 
 /// A workload of imp-bench's that did not run: skips (a failure under
 /// `IMP_REQUIRE_ROOT`) with the reason the run's last line counts, not root or the
-/// first of `tools` missing, and imp-bench's own words as the why.
+/// first of `tools` missing, and imp-bench's own words as the why; fails if it ran as
+/// root with every one of `tools`.
 #[track_caller]
 fn skip_workload(workload: &str, tools: &[&str], stderr: &[u8]) {
     // SAFETY: geteuid has no preconditions.
@@ -434,7 +435,11 @@ fn skip_workload(workload: &str, tools: &[&str], stderr: &[u8]) {
     } else if let Some(tool) = tools.iter().find(|t| !require::found(t)) {
         format!("{tool} missing")
     } else {
-        format!("{workload} did not run")
+        // Root with every tool: the workload not running is a failure, not a skip.
+        panic!(
+            "{workload} did not run as root with {tools:?} installed: {}",
+            String::from_utf8_lossy(stderr)
+        );
     };
     let said = String::from_utf8_lossy(stderr);
     require::skip_for(&reason, &format!("{workload} did not run: {said}"));

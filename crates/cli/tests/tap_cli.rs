@@ -607,14 +607,23 @@ fn imp_ping_over_tap_gets_replies_from_linux() {
 #[test]
 fn imp_ttcp_sends_to_and_receives_from_nc() {
     let Some(net) = Net::new(5) else { return };
-    if !have("nc") {
+    if !have("nc") || !have("ss") {
         return;
     }
     // imp -> Linux: nc counts what arrives.
     let sink = net
         .ns
         .spawn("sh", &["-c", "nc -l -s 0.0.0.0 -p 5001 | wc -c"]);
-    std::thread::sleep(Duration::from_millis(300));
+    // Connect only once nc listens (a fixed sleep could be too short on a busy machine).
+    let listening = (0..400).any(|_| {
+        let out = net.exec("ss", &["-Htln", "sport = :5001"]);
+        let up = !out.stdout.is_empty();
+        if !up {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        up
+    });
+    assert!(listening, "nc never listened on port 5001");
     let out = net.run_imp(
         &[
             "ttcp",
@@ -631,7 +640,8 @@ fn imp_ttcp_sends_to_and_receives_from_nc() {
     );
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("sent 20971520 bytes"));
-    let counted = wait_limited(sink, Duration::from_secs(5));
+    // A hang guard: nc ends when imp's FIN arrives.
+    let counted = wait_limited(sink, Duration::from_secs(60));
     assert_eq!(
         String::from_utf8_lossy(&counted.stdout).trim(),
         "20971520",
@@ -655,7 +665,7 @@ fn imp_ttcp_sends_to_and_receives_from_nc() {
     );
     let out = net.exec("sh", &["-c", &script]);
     assert!(out.status.success(), "{}", text(&out));
-    let out = wait_limited(receiver, Duration::from_secs(10));
+    let out = wait_limited(receiver, Duration::from_secs(60));
     assert!(out.status.success(), "{}", text(&out));
     let rest = rest.join().unwrap();
     assert!(

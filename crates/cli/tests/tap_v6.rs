@@ -31,10 +31,11 @@ struct Net {
 }
 
 impl Net {
-    /// The namespace with imp's TAP in it; `None` (the test skips) without root or
-    /// without `ping`, which every test here uses to wait for imp or to find its address.
+    /// The namespace with imp's TAP in it; `None` (the test skips) without root,
+    /// `sysctl` (IPv6 on in the namespace) or `ping`, which every test here uses to wait
+    /// for imp or to find its address.
     fn new(subnet: u8) -> Option<Net> {
-        if !can_run() || !have("ping") {
+        if !can_run() || !have("sysctl") || !have("ping") {
             return None;
         }
         let ns = NetNs::new();

@@ -1,4 +1,4 @@
-//! QUIC over imp (feature `quic`): [quinn](https://docs.rs/quinn) endpoints whose UDP
+//! QUIC over imp (feature `quic`): quinn endpoints whose UDP
 //! socket is an imp [`crate::tokio::UdpSocket`], through quinn's abstract
 //! socket interface ([`quinn::AsyncUdpSocket`] and [`quinn::UdpPoller`]). Timers and
 //! tasks are tokio's ([`quinn::TokioRuntime`]); the datagrams go through imp.

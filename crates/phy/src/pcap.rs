@@ -1,7 +1,7 @@
 //! Packet capture in the pcap format (with nanosecond timestamps), which Wireshark and
 //! tshark open: [`PcapWriter`] writes a file, [`Pcap`] tees every frame a device passes.
 //!
-//! Format: <https://www.ietf.org/archive/id/draft-ietf-opsawg-pcap-03.html>. Fields are
+//! Format: the IETF draft draft-ietf-opsawg-pcap (revision 03). Fields are
 //! written little-endian; readers detect the byte order from the magic number.
 //! [`PcapReader`] reads pcap and pcapng files (`reader.rs`).
 

@@ -1,5 +1,6 @@
 //! A small deterministic pseudo-random number generator: xoshiro256** seeded through
-//! SplitMix64 (both by Blackman and Vigna, <https://prng.di.unimi.it/>).
+//! SplitMix64 (both by Blackman and Vigna; the reference code is theirs, "xoshiro /
+//! xoroshiro generators and the PRNG shootout").
 //!
 //! Not cryptographic. What it promises is reproducibility: the same seed gives the same
 //! sequence on every platform and every run, so a simulation or an impaired link replays

@@ -7,8 +7,8 @@
 //! A skip is written straight to the process's standard error, which the test harness
 //! does not capture (it captures only `print!` and `eprint!`), so `cargo test` shows it
 //! beside the test's `ok`. With `IMP_SKIP_LOG` set to a file, each skip also appends one
-//! line to it, `reason<TAB>test<TAB>why`: `scripts/test` counts them by reason in its
-//! last line.
+//! line to it, `reason<TAB>binary<TAB>test<TAB>why`: `scripts/test` counts, by reason,
+//! the tests that skipped and passed, in its last line.
 //!
 //! Dependency-free apart from libc, so every test crate can include it with `#[path]`.
 #![allow(dead_code)]
@@ -55,6 +55,15 @@ pub fn skip(why: &str) {
 pub fn report(reason: &str, why: &str) {
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("?");
+    // The test binary, as cargo names it (`tap_v6-0123abcd`: the stem before the hash),
+    // so tests of one name in two binaries are two skips.
+    let exe = std::env::current_exe().ok();
+    let stem = exe
+        .as_deref()
+        .and_then(|p| p.file_stem())
+        .and_then(|s| s.to_str())
+        .unwrap_or("?");
+    let binary = stem.rsplit_once('-').map_or(stem, |(name, _)| name);
     // One line each: a reason or why of several lines (a command's output) is joined.
     let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
     let (reason, why) = (one_line(reason), one_line(why));
@@ -62,7 +71,7 @@ pub fn report(reason: &str, why: &str) {
     let line = format!("skipped: {test}: {why}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(path) = std::env::var_os("IMP_SKIP_LOG") {
-        let entry = format!("{reason}\t{test}\t{why}\n");
+        let entry = format!("{reason}\t{binary}\t{test}\t{why}\n");
         if let Ok(mut file) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
