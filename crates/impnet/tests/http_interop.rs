@@ -121,7 +121,7 @@ fn download(link: Link, size: usize, timeout: Duration) {
     if !have("python3") || !have("ss") {
         return;
     }
-    let (_server, _dir, sum) = python_server(&link, &link.kernel_addr.to_string(), size);
+    let (server, _dir, sum) = python_server(&link, &link.kernel_addr.to_string(), size);
     let start = Instant::now();
     let ((got, len, stream), ss) = std::thread::scope(|s| {
         let sampler = s.spawn(|| sample_ss(&link, Instant::now() + timeout));
@@ -131,7 +131,14 @@ fn download(link: Link, size: usize, timeout: Duration) {
         )
     });
     let secs = start.elapsed().as_secs_f64();
-    assert_eq!(len, size);
+    if len != size {
+        // The server ended the body early: what it said (an exception?) tells why.
+        let out = common::wait_limited(server, Duration::from_millis(200));
+        panic!(
+            "short download: {len} of {size} bytes in {secs:.2} s; http.server: {}\nss: {ss}",
+            common::text(&out)
+        );
+    }
     assert!(got == sum, "sha256 of the download differs");
     println!(
         "imp downloaded {} MiB from http.server in {secs:.2} s ({:.1} Mbit/s)",
