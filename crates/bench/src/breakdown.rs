@@ -57,6 +57,13 @@ pub enum Workload {
     W1bV6,
     W3,
     W3V6,
+    /// W4's round trips among 100 and among 100,000 idle connections (only as children:
+    /// the performance budget, `budget.rs`).
+    W4x100,
+    W4x100k,
+    /// The simulator on a 10-pair dumbbell (only as a child: the budget's instructions
+    /// per simulated segment).
+    SimDumbbell,
 }
 
 impl Workload {
@@ -70,6 +77,9 @@ impl Workload {
             Workload::W1bV6 => "W1b-v6",
             Workload::W3 => "W3",
             Workload::W3V6 => "W3-v6",
+            Workload::W4x100 => "W4-100",
+            Workload::W4x100k => "W4-100k",
+            Workload::SimDumbbell => "sim-dumbbell",
         }
     }
 
@@ -84,9 +94,12 @@ impl Workload {
             "W1b-v6" => Ok(Workload::W1bV6),
             "W3" => Ok(Workload::W3),
             "W3-v6" => Ok(Workload::W3V6),
+            "W4-100" => Ok(Workload::W4x100),
+            "W4-100k" => Ok(Workload::W4x100k),
+            "sim-dumbbell" => Ok(Workload::SimDumbbell),
             other => Err(format!(
                 "--breakdown-child `{other}`: give W1a, W1b, W2 or W3, or one of them \
-                 with -v6"
+                 with -v6, or W4-100, W4-100k or sim-dumbbell"
             )),
         }
     }
@@ -192,7 +205,7 @@ pub fn run(sizes: &Sizes, json: bool) -> Result<(), String> {
 }
 
 /// A clear error when valgrind cannot be run.
-fn check_valgrind() -> Result<(), String> {
+pub(crate) fn check_valgrind() -> Result<(), String> {
     match Command::new("valgrind").arg("--version").output() {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(format!(
@@ -207,7 +220,7 @@ fn check_valgrind() -> Result<(), String> {
     }
 }
 
-fn scratch_dir() -> Result<PathBuf, String> {
+pub(crate) fn scratch_dir() -> Result<PathBuf, String> {
     let dir = std::env::temp_dir().join(format!("imp-breakdown-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("--breakdown: {}: {e}", dir.display()))?;
     Ok(dir)
@@ -216,30 +229,66 @@ fn scratch_dir() -> Result<PathBuf, String> {
 /// Run `imp-bench --breakdown-child` under valgrind with `tool_args`; returns the
 /// payload bytes the child reports.
 fn under_valgrind(workload: Workload, amount: u64, tool_args: &[String]) -> Result<u64, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("--breakdown: own executable: {e}"))?;
+    let stdout = child_under_valgrind(workload, amount, tool_args)?;
+    child_count(&stdout, "payload")
+}
+
+/// Run `imp-bench --breakdown-child` under valgrind with `tool_args`; returns what the
+/// child printed.
+pub(crate) fn child_under_valgrind(
+    workload: Workload,
+    amount: u64,
+    tool_args: &[String],
+) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
     let out = Command::new("valgrind")
         .args(tool_args)
         .arg(&exe)
         .args(["--breakdown-child", workload.name()])
         .args(["--breakdown-amount", &amount.to_string()])
         .output()
-        .map_err(|e| format!("--breakdown: running valgrind: {e}"))?;
+        .map_err(|e| format!("running valgrind: {e}"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
         return Err(format!(
-            "--breakdown: valgrind {} on {} failed ({}): {}",
+            "valgrind {} on {} failed ({}): {}",
             tool_args[0],
             workload.name(),
             out.status,
             tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
         ));
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The `LABEL N` line of a child's output.
+pub(crate) fn child_count(stdout: &str, label: &str) -> Result<u64, String> {
     stdout
         .lines()
-        .find_map(|l| l.strip_prefix("payload ")?.trim().parse().ok())
-        .ok_or_else(|| format!("--breakdown: the child printed no payload count: {stdout}"))
+        .find_map(|l| l.strip_prefix(label)?.trim().parse().ok())
+        .ok_or_else(|| format!("the child printed no {label} count: {stdout}"))
+}
+
+/// The instructions callgrind counted in the measured loop of `workload` (`amount` of
+/// work), and what the child printed.
+pub(crate) fn measured_instructions(
+    workload: Workload,
+    amount: u64,
+    dir: &Path,
+) -> Result<(u64, String), String> {
+    let cg = dir.join(format!("callgrind.{}", workload.name()));
+    let stdout = child_under_valgrind(
+        workload,
+        amount,
+        &[
+            "--tool=callgrind".into(),
+            format!("--callgrind-out-file={}", cg.display()),
+            "--toggle-collect=*breakdown::measured_*".into(),
+        ],
+    )?;
+    let profile = callgrind::parse(&read(&cg)?)?;
+    Ok((profile.sum(), stdout))
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -249,7 +298,7 @@ fn read(path: &Path) -> Result<String, String> {
 /// Callgrind and DHAT on one workload.
 fn profile(workload: Workload, amount: u64, dir: &Path) -> Result<Breakdown, String> {
     let cg = dir.join(format!("callgrind.{}", workload.name()));
-    let payload = under_valgrind(
+    let stdout = child_under_valgrind(
         workload,
         amount,
         &[
@@ -257,7 +306,9 @@ fn profile(workload: Workload, amount: u64, dir: &Path) -> Result<Breakdown, Str
             format!("--callgrind-out-file={}", cg.display()),
             "--toggle-collect=*breakdown::measured_*".into(),
         ],
-    )?;
+    )
+    .map_err(|e| format!("--breakdown: {e}"))?;
+    let payload = child_count(&stdout, "payload").map_err(|e| format!("--breakdown: {e}"))?;
     let profile = callgrind::parse(&read(&cg)?)?;
     if let Some(total) = profile.total
         && total != profile.sum()
@@ -278,7 +329,8 @@ fn profile(workload: Workload, amount: u64, dir: &Path) -> Result<Breakdown, Str
             "--mode=copy".into(),
             format!("--dhat-out-file={}", dh.display()),
         ],
-    )?;
+    )
+    .map_err(|e| format!("--breakdown: {e}"))?;
     let copied = copied_bytes(&read(&dh)?)?;
     Ok(summarise(
         workload,
@@ -366,21 +418,79 @@ fn summarise(
 }
 
 /// The hidden `imp-bench --breakdown-child W --breakdown-amount N`: set up, warm up,
-/// then the measured loop; prints `payload N`, the payload bytes the loop delivered
-/// (for W3, N connections: 2 payload bytes each).
+/// then the measured loop. Prints `payload N`, the payload bytes the loop delivered
+/// (for W3, N connections: 2 payload bytes each), and `units N`, the work done in the
+/// unit the budget counts per: payload bytes (W1), round trips (W2), connections (W3),
+/// packets (W4: two per round trip), segments sent by the hosts (the simulator).
 pub fn child(workload: Workload, amount: u64) -> Result<(), String> {
-    let payload = match workload {
-        Workload::W1a => child_bulk::<false>(1500, false, amount),
-        Workload::W2 => child_ping_pong::<false>(amount),
-        Workload::W1aV6 => child_bulk::<true>(1500, false, amount),
-        Workload::W2V6 => child_ping_pong::<true>(amount),
-        Workload::W1b => child_bulk::<false>(65535, true, amount),
-        Workload::W1bV6 => child_bulk::<true>(65535, true, amount),
-        Workload::W3 => child_churn::<false>(amount),
-        Workload::W3V6 => child_churn::<true>(amount),
+    let (payload, units) = match workload {
+        Workload::W1a => same(child_bulk::<false>(1500, false, amount)),
+        Workload::W2 => (child_ping_pong::<false>(amount), amount),
+        Workload::W1aV6 => same(child_bulk::<true>(1500, false, amount)),
+        Workload::W2V6 => (child_ping_pong::<true>(amount), amount),
+        Workload::W1b => same(child_bulk::<false>(65535, true, amount)),
+        Workload::W1bV6 => same(child_bulk::<true>(65535, true, amount)),
+        Workload::W3 => (child_churn::<false>(amount), amount),
+        Workload::W3V6 => (child_churn::<true>(amount), amount),
+        Workload::W4x100 => (child_scale(100, amount), 2 * amount),
+        Workload::W4x100k => (child_scale(100_000, amount), 2 * amount),
+        Workload::SimDumbbell => child_sim(amount)?,
     };
     println!("payload {payload}");
+    println!("units {units}");
     Ok(())
+}
+
+fn same(bytes: u64) -> (u64, u64) {
+    (bytes, bytes)
+}
+
+/// W4's child: `amount` round trips among `connections` idle ones (two payload bytes
+/// each).
+fn child_scale(connections: usize, amount: u64) -> u64 {
+    let mut scale = imp_side::Scale::open_with(connections, Clock::Virtual(PING_TICK_NS));
+    for _ in 0..100 {
+        scale.round_trip();
+    }
+    measured_scale(&mut scale, amount);
+    2 * amount
+}
+
+/// The simulator's child: 10 bulk NewReno flows through a 100 Mbit/s, 20 ms dumbbell
+/// (`ns3/compare.sh`'s) for `millis` virtual milliseconds. Returns (payload bytes
+/// delivered, segments the hosts sent).
+fn child_sim(millis: u64) -> Result<(u64, u64), String> {
+    let text = format!(
+        "name = \"budget-dumbbell\"\nduration = \"{millis}ms\"\nseed = 1\n\
+         [dumbbell]\npairs = 10\naccess = {{ rate = \"1gbit\", delay = \"1ms\" }}\n\
+         bottleneck = {{ rate = \"100mbit\", delay = \"20ms\", queue = \"500K\" }}\n\
+         flow = {{ type = \"bulk\", bytes = \"1G\", record = \"64K\" }}\n\
+         tcp = {{ send_buffer = \"2M\", recv_buffer = \"4M\" }}\n"
+    );
+    let scenario = impnet_sim::scenario::Scenario::parse(&text, "budget-dumbbell")
+        .map_err(|e| e.to_string())?;
+    let report = measured_sim(&scenario)?;
+    let payload = report.flows.iter().map(|f| f.bytes).sum();
+    let segments = report.hosts.iter().map(|h| h.segments_out).sum();
+    Ok((payload, segments))
+}
+
+/// The simulator's measured run.
+#[inline(never)]
+fn measured_sim(
+    scenario: &impnet_sim::scenario::Scenario,
+) -> Result<impnet_sim::experiment::Report, String> {
+    impnet_sim::experiment::run(scenario, None, &mut |_| {})
+        .map(|outcome| outcome.report)
+        .map_err(|e| e.to_string())
+}
+
+/// W4's measured loop.
+#[inline(never)]
+fn measured_scale(scale: &mut imp_side::Scale, rounds: u64) {
+    for _ in 0..rounds {
+        scale.round_trip();
+    }
 }
 
 /// W1a's (or with MTU 65535 and offload, W1b's) child, over IPv6 when `V6`: payload

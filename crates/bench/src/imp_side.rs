@@ -352,58 +352,94 @@ impl<const V6: bool> workload::Churn for Churn<V6> {
     }
 }
 
-/// W4: for each n, n idle connections, then `rounds` round trips spread over all of
-/// them (a stride through the table); ns per packet. Memory per idle connection
-/// endpoint (the heap growth while opening them, halved per connection: both ends live
-/// in this process).
-pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
-    let mut samples = Vec::new();
-    for &n in counts {
-        // Up to 100k connections: beyond the default bound on connections.
+/// W4 on imp: `n` idle connections between the pair (B listening on enough ports for
+/// one client address), and a round trip on one of them at a time, a stride through
+/// the table so each lands on a different connection than the last.
+pub struct Scale {
+    pair: Pair,
+    conns: Vec<(TcpHandle, TcpHandle)>,
+    stride: usize,
+    at: usize,
+}
+
+impl Scale {
+    /// Open `n` connections on a pair whose time comes from `clock`.
+    pub fn open_with(n: usize, clock: Clock) -> Scale {
+        let (mut scale, listeners) = Scale::listening(n, clock);
+        scale.open_all(n, &listeners);
+        scale
+    }
+
+    /// The pair, B listening on enough ports for `n` connections from one client
+    /// address (16384 ephemeral ports per server port); no connection yet.
+    fn listening(n: usize, clock: Clock) -> (Scale, Vec<(TcpHandle, u16)>) {
+        // Up to millions of connections: beyond the default bound on connections.
         let tcp = TcpConfig {
             max_connections: n.max(16) * 2,
             ..small_config()
         };
-        let mut pair = Pair::new(1500, false, tcp);
-        // One client address has 16384 ephemeral ports per server port: spread over
-        // enough server ports.
-        let ports: Vec<u16> = (0..n.div_ceil(16_000).max(1) as u16)
-            .map(|i| PORT + i)
-            .collect();
-        let listeners: Vec<TcpHandle> = ports
-            .iter()
-            .map(|&p| {
-                pair.b
-                    .tcp_listen(SocketAddrV4::new(B, p), 1024)
-                    .expect("listen")
+        let mut pair = Pair::with_clock(1500, false, tcp, clock);
+        let listeners = (0..n.div_ceil(16_000).max(1) as u16)
+            .map(|i| {
+                let port = PORT + i;
+                let listener = pair.b.tcp_listen(SocketAddrV4::new(B, port), 1024);
+                (listener.expect("listen"), port)
             })
             .collect();
-        let base = live_bytes();
-        let mut conns = Vec::with_capacity(n);
-        for i in 0..n {
-            let k = i % ports.len();
-            conns.push(pair.open(listeners[k], ports[k]));
-        }
-        let grown =
-            live_bytes() - base - (conns.capacity() * size_of::<(TcpHandle, TcpHandle)>()) as isize;
+        let scale = Scale {
+            pair,
+            conns: Vec::with_capacity(n),
+            stride: 7919 % n.max(1) + 1,
+            at: 0,
+        };
+        (scale, listeners)
+    }
 
-        // Warm the path, then measure.
-        for c in conns.iter().take(10) {
-            round_trip(&mut pair, c.0, c.1);
+    /// Open `n` connections, spread over `listeners`.
+    fn open_all(&mut self, n: usize, listeners: &[(TcpHandle, u16)]) {
+        for i in 0..n {
+            let (listener, port) = listeners[i % listeners.len()];
+            self.conns.push(self.pair.open(listener, port));
         }
-        let frames = pair.frames;
-        let stride = 7919 % n.max(1) + 1;
+    }
+
+    /// One round trip on the next connection of the stride.
+    pub fn round_trip(&mut self) {
+        let (c, s) = self.conns[self.at];
+        round_trip(&mut self.pair, c, s);
+        self.at = (self.at + self.stride) % self.conns.len();
+    }
+}
+
+/// Heap bytes per idle connection end with `n` connections open (the heap growth
+/// while opening them, halved per connection: both ends live in this process).
+pub(crate) fn idle_bytes(n: usize, clock: Clock) -> (Scale, f64) {
+    let (mut scale, listeners) = Scale::listening(n, clock);
+    let base = live_bytes();
+    scale.open_all(n, &listeners);
+    // The handles' own vector was allocated before `base`, at its full size.
+    let grown = live_bytes() - base;
+    (scale, grown as f64 / (2 * n) as f64)
+}
+
+/// W4: for each n, n idle connections, then `rounds` round trips spread over all of
+/// them (a stride through the table); ns per packet. Memory per idle connection
+/// end ([`idle_bytes`]).
+pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for &n in counts {
+        let (mut scale, bytes) = idle_bytes(n, Clock::Wall);
+        // Warm the path, then measure.
+        for _ in 0..10 {
+            scale.round_trip();
+        }
         let watch = Stopwatch::start();
-        let mut at = 0usize;
         for _ in 0..rounds {
-            let (c, s) = conns[at];
-            round_trip(&mut pair, c, s);
-            at = (at + stride) % n;
+            scale.round_trip();
         }
         let (wall, _) = watch.stop();
         // Per data packet (two per round trip), as for the kernel, whose ACKs also ride
         // on the data.
-        let _ = frames;
         let packets = 2 * rounds.max(1);
         let label = match n {
             n if n >= 1000 && n % 1000 == 0 => format!("W4-{}k", n / 1000),
@@ -417,7 +453,7 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
         samples.push(Sample::new(
             format!("{label}-mem"),
             "bytes/idle conn",
-            grown as f64 / (2 * n) as f64,
+            bytes,
         ));
     }
     samples

@@ -49,6 +49,7 @@
 
 pub mod alloc;
 mod breakdown;
+mod budget;
 mod imp_bin;
 pub mod imp_side;
 mod ladder;
@@ -114,6 +115,28 @@ pub struct BenchArgs {
     /// The child's amount of work: W1a payload bytes, W2 round trips.
     #[arg(long, hide = true, default_value_t = 1 << 20)]
     breakdown_amount: u64,
+    /// Instead of the workloads: the performance budget. Instruction counts per unit of
+    /// work (W1a, W1b per payload byte, W2 per round trip, W3 per connection, W4 per
+    /// packet at 100 and 100k connections, the simulator per segment; callgrind) and
+    /// heap bytes per idle connection end, against the baselines in --budget-file; fails
+    /// when one is more than 2% off. Needs valgrind.
+    #[arg(long, conflicts_with_all = ["only", "impls", "breakdown"])]
+    budget: bool,
+    /// With --budget: write the measured figures as the new baselines instead of
+    /// checking them.
+    #[arg(long, requires = "budget")]
+    budget_write: bool,
+    /// With --budget: the baselines (default: crates/bench/budget.toml of this source
+    /// tree).
+    #[arg(long, value_name = "PATH", requires = "budget")]
+    budget_file: Option<std::path::PathBuf>,
+    /// With --budget: only these figures (keys of the baselines file), e.g. for a quick
+    /// look at one (the others are not checked).
+    #[arg(long, value_delimiter = ',', requires = "budget")]
+    budget_only: Vec<String>,
+    /// The idle-connection child of --budget.
+    #[arg(long, hide = true)]
+    budget_idle_child: Option<usize>,
     /// The `imp` binary W6-W8 and W10 run (default: $IMP_BIN, else `imp` beside
     /// imp-bench).
     #[arg(long, value_name = "PATH")]
@@ -431,6 +454,16 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
     if args.breakdown {
         return breakdown::run(&sizes, args.json);
+    }
+    if let Some(connections) = args.budget_idle_child {
+        return budget::idle_child(connections);
+    }
+    if args.budget {
+        let file = args
+            .budget_file
+            .clone()
+            .unwrap_or_else(budget::default_file);
+        return budget::run(&file, args.budget_write, &args.budget_only, args.json);
     }
     let is_w8 = |o: &String| o.eq_ignore_ascii_case("W8");
     let is_w10 = |o: &String| o.eq_ignore_ascii_case("W10");
