@@ -21,7 +21,7 @@ use core::net::SocketAddr;
 use impnet_wire::tcp::{Flags, Options, Repr};
 
 use super::isn::siphash24;
-use super::output::{Fill, write_segment};
+use super::segment::{Fill, write_segment};
 use super::seq::SeqNumber;
 use crate::secret::Secret;
 use crate::time::Instant;

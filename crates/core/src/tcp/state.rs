@@ -340,16 +340,6 @@ impl Rcv {
     }
 }
 
-impl Snd {
-    /// The sending half closed (our FIN is acknowledged), keeping the send ring's
-    /// storage for a later connection.
-    pub fn close_into(self, sh: &mut super::conn::Shared) -> SndClosed {
-        let snd_nxt = self.snd_max;
-        sh.recycle(self.buffer.into_storage());
-        SndClosed { snd_nxt }
-    }
-}
-
 /// The public name of a state, for [`super::TcpInfo`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TcpState {

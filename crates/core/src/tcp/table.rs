@@ -7,7 +7,7 @@ use core::net::{IpAddr, SocketAddr};
 
 use impnet_wire::tcp::{Flags, Options, Repr};
 
-use super::conn::{Conn, Ctx, Owner, Shared, challenge_rng};
+use super::conn::{Conn, Ctx, Owner};
 use super::conn::{DEFAULT_MSS, our_wscale};
 use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
 use super::deadlines::Deadlines;
@@ -15,8 +15,9 @@ use super::demux::{ConnMap, conn_map};
 use super::ecn;
 use super::isn::IsnGenerator;
 use super::listen::{ListenAction, Listener};
-use super::output::{Reset, tsval};
+use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
+use super::shared::{Shared, challenge_rng};
 use super::state::{Closed, State};
 use super::{
     Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,

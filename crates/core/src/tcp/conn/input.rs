@@ -3,16 +3,16 @@
 
 use impnet_wire::tcp::Repr;
 
-use super::cc::CongestionControl;
-use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
-use super::ecn::{self, Ecn};
-use super::output::{Reset, seg_len, tsval};
 use super::recovery::{AckBefore, enter_recovery};
-use super::rtt::HandshakeTimer;
-use super::seq::SeqNumber;
-use super::state::*;
-use super::timer::Timer;
-use super::{MAX_ACK_DELAY, TcpError, TcpEvent};
+use super::{Conn, Ctx, Owner, new_rcv, new_snd};
+use crate::tcp::cc::CongestionControl;
+use crate::tcp::ecn::{self, Ecn};
+use crate::tcp::rtt::HandshakeTimer;
+use crate::tcp::segment::{Reset, seg_len, tsval};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::*;
+use crate::tcp::timer::Timer;
+use crate::tcp::{MAX_ACK_DELAY, TcpError, TcpEvent};
 use crate::time::{Duration, Instant};
 
 impl Conn {
@@ -443,7 +443,7 @@ impl Conn {
             if wnd > 0 {
                 snd.probe_count = 0;
                 self.timers.stop(Timer::Persist);
-                if self.probe == Some(super::conn::Probe::Window) {
+                if self.probe == Some(super::Probe::Window) {
                     self.probe = None;
                 }
             }
@@ -622,14 +622,14 @@ impl Conn {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
             State::FinWait1(FinWait1 { snd, rcv }) => State::FinWait2(FinWait2 {
-                snd: snd.close_into(ctx.sh),
+                snd: ctx.sh.close_send(snd),
                 rcv,
             }),
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
             State::Closing(Closing { snd, rcv }) => {
                 self.state = State::TimeWait(TimeWait {
-                    snd: snd.close_into(ctx.sh),
+                    snd: ctx.sh.close_send(snd),
                     rcv,
                     ts_recent: self.opts.ts.map(|t| t.recent),
                 });
@@ -766,7 +766,7 @@ impl Conn {
     /// Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`): at the
     /// first data of a connection and after the receive side was idle longer than the
     /// RTO, the next segments are acknowledged at once (at most `window_segments`, the
-    /// receive window over 2*RMSS, at least 2, at most [`TcpConfig::quick_acks`](super::TcpConfig::quick_acks)), so a
+    /// receive window over 2*RMSS, at least 2, at most [`TcpConfig::quick_acks`](crate::tcp::TcpConfig::quick_acks)), so a
     /// sender in slow start is not clocked by our delayed-ACK timer. Returns whether
     /// this segment is one of them.
     fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window_segments: usize) -> bool {
@@ -845,7 +845,7 @@ impl Conn {
 /// cwnd grows by what was acknowledged, as Linux's `tcp_slow_start` does; not by
 /// 2*SMSS per large segment, which would make slow start linear.
 fn stretch_ack(
-    cc: &mut super::cc::Controller,
+    cc: &mut crate::tcp::cc::Controller,
     now: Instant,
     (acked, in_flight): (usize, usize),
     mut sample: Option<Duration>,
@@ -869,7 +869,7 @@ fn stretch_ack(
 /// that wants them; the bytes in flight after it are RFC 6675's pipe while SACK blocks
 /// are outstanding, else FlightSize.
 fn rate_sample(
-    snd: &mut super::state::Snd,
+    snd: &mut crate::tcp::state::Snd,
     now: Instant,
     seg: &Repr<'_>,
     (sack, mss): (bool, usize),

@@ -1,10 +1,10 @@
 //! ICMP errors about a connection's segments (RFC 1122 §4.2.3.9, RFC 1191, RFC 5927,
 //! RFC 5461): path MTU discovery, and hard and soft errors.
 
-use super::IcmpNotice;
-use super::conn::{Conn, Ctx};
-use super::seq::SeqNumber;
-use super::state::State;
+use super::{Conn, Ctx};
+use crate::tcp::IcmpNotice;
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::State;
 
 /// The smallest path MTU a fragmentation-needed message may set (Linux's
 /// `min_pmtu`): a forged message cannot shrink segments below 512 bytes of data.

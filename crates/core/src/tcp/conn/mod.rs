@@ -1,71 +1,46 @@
 //! One connection: its state machine, timers and negotiated options, the user calls
 //! (RFC 9293 §3.10.1-§3.10.6) and the timeouts (§3.10.8).
+//!
+//! Every `impl Conn` lives in this folder: `input.rs` (segment arrival, §3.10.7),
+//! `predict.rs` (header prediction), `output.rs` (what to send), `recovery.rs` (loss
+//! recovery), `ecn.rs`, `icmp.rs`, `share.rs` (RFC 9040) and `zero_copy.rs`. What they
+//! work on (states, buffers, RACK, congestion control, the segment writer) stands
+//! outside it and never imports `Conn`.
 
-use alloc::collections::VecDeque;
+mod ecn;
+mod icmp;
+mod input;
+mod output;
+mod predict;
+mod recovery;
+mod share;
+mod zero_copy;
+
+pub use zero_copy::SendOwnedError;
+
 use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
 
-use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
-use super::cc::{CongestionControl, Controller};
-use super::ecn::{self, Ecn, EcnMode, EcnState};
-use super::output::{Reset, tsval};
-use super::rack::Rack;
-use super::rtt::{HandshakeTimer, RttEstimator, RttSampler};
-use super::sack::Scoreboard;
-use super::seq::SeqNumber;
-use super::state::*;
-use super::timer::{Timer, Timers};
-use super::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats};
 use crate::rng::Rng;
-use crate::secret::Secret;
+use crate::tcp::buffer::{RecvBuffer, SackRecorder, SendBuffer};
+use crate::tcp::cc::{CongestionControl, Controller};
+use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
+use crate::tcp::rack::Rack;
+use crate::tcp::rtt::{HandshakeTimer, RttEstimator, RttSampler};
+use crate::tcp::sack::Scoreboard;
+use crate::tcp::segment::{Reset, tsval};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::shared::Shared;
+use crate::tcp::state::*;
+use crate::tcp::timer::{Timer, Timers};
+use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo};
 use crate::time::{Duration, Instant};
 
 /// RFC 9293 §3.7.1: "the default ... [MSS] is 536" when the peer sends no MSS option.
 pub(crate) const DEFAULT_MSS: u16 = 536;
 /// RFC 7323 §2.3: "the shift count must be limited to 14".
 pub(crate) const MAX_WSCALE: u8 = 14;
-
-/// What every connection shares: settings, counters, the event and RST queues.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// Settings.
-    pub config: TcpConfig,
-    /// Counters.
-    pub stats: TcpStats,
-    /// Readiness changes for the user.
-    pub events: VecDeque<TcpEvent>,
-    /// RSTs to send that belong to no connection (or to one being released).
-    pub resets: VecDeque<Reset>,
-    /// SYN-ACKs carrying SYN cookies, waiting to go (bounded as `resets` is).
-    pub syn_acks: VecDeque<super::cookie::CookieSynAck>,
-    /// Draws each connection's challenge-ACK budgets (RFC 5961 §7).
-    pub challenge_rng: Rng,
-    /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
-    /// the short settle after a call into an open connection (`table.rs`
-    /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
-    /// outside the tests that compare them with the full paths.
-    pub fast_paths: bool,
-    /// Ring storage of connections that ended, for the next ones to reuse (W3 churn:
-    /// saves an allocation, its zeroing and a free per ring). At most
-    /// `TcpConfig::spare_rings` entries of at most [`MAX_SPARE_STORAGE`] bytes each.
-    pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
-    /// Ring storage larger than [`Shared::spare`] keeps, of connections that ended: a
-    /// ring that reached its full size (a bulk response) would otherwise be grown again,
-    /// allocation, zeroing and copy at every doubling, by the next connection (W6 with
-    /// one connection per request). At most `TcpConfig::large_spare_rings` entries.
-    pub large_spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
-    /// The driver sends a segment's payload from the send buffer itself (a gather
-    /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
-    pub gather: bool,
-    /// The payload the last segment left in the send buffer: offset from SND.UNA, length.
-    pub deferred: Option<(usize, usize)>,
-    /// The IP ECN field of the last segment written (`TcpTransmit::ecn`).
-    pub ecn: Ecn,
-    /// What closed connections learned per destination (RFC 9040), with
-    /// `TcpConfig::share_control_blocks`.
-    pub blocks: super::share::BlockCache,
-}
 
 /// One connection's challenge ACKs in the current second (RFC 5961 §7). The budget is
 /// per connection: a budget shared by all connections is an off-path side channel
@@ -94,99 +69,6 @@ fn draw_budget(rng: &mut Rng, limit: u32) -> u32 {
         return 0;
     }
     rng.in_range(limit.div_ceil(2), limit)
-}
-
-/// The generator the challenge-ACK budgets are drawn from, keyed by the stack's secret.
-pub(crate) fn challenge_rng(secret: &Secret) -> Rng {
-    Rng::new(secret.derive(b"challenge acks"))
-}
-
-/// Largest ring storage kept in [`Shared::spare`] (bigger ones go to
-/// [`Shared::large_spare`]).
-const MAX_SPARE_STORAGE: usize = 16 << 10;
-
-impl Shared {
-    /// Keep `storage` (a ring's, contents irrelevant) for a later connection.
-    #[inline]
-    pub fn recycle(&mut self, storage: alloc::vec::Vec<u8>) {
-        let len = storage.len();
-        if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < self.config.spare_rings {
-            self.spare.push(storage);
-        } else if len > MAX_SPARE_STORAGE && self.large_spare.len() < self.config.large_spare_rings
-        {
-            self.large_spare.push(storage);
-        }
-    }
-    /// Recycle the ring storage a state owns (before dropping it).
-    pub fn recycle_state(&mut self, state: State) {
-        match state {
-            State::SynSent(s) => self.recycle(s.buffer.into_storage()),
-            State::SynRcvd(s) => {
-                self.recycle(s.buffer.into_storage());
-                self.recycle(s.rcv.buffer.into_storage());
-            }
-            State::Established(Established { snd, rcv })
-            | State::FinWait1(FinWait1 { snd, rcv }) => {
-                self.recycle(snd.buffer.into_storage());
-                self.recycle(rcv.buffer.into_storage());
-            }
-            State::FinWait2(s) => self.recycle(s.rcv.buffer.into_storage()),
-            State::Closing(Closing { snd, rcv })
-            | State::CloseWait(CloseWait { snd, rcv })
-            | State::LastAck(LastAck { snd, rcv }) => {
-                self.recycle(snd.buffer.into_storage());
-                self.recycle(rcv.buffer.into_storage());
-            }
-            State::TimeWait(s) => self.recycle(s.rcv.buffer.into_storage()),
-            State::Closed(_) => {}
-        }
-    }
-    /// Spare ring storage for a new ring of `capacity` bytes (empty when none fits).
-    #[inline]
-    pub fn spare_storage(&mut self, capacity: usize) -> alloc::vec::Vec<u8> {
-        if let Some(v) = self.large_spare.last()
-            && v.len() <= capacity
-        {
-            return self.large_spare.pop().unwrap_or_default();
-        }
-        match self.spare.last() {
-            Some(v) if v.len() <= capacity => self.spare.pop().unwrap_or_default(),
-            _ => alloc::vec::Vec::new(),
-        }
-    }
-    /// A send ring of the configured size, on spare storage when there is some.
-    pub fn send_buffer(&mut self) -> SendBuffer {
-        let capacity = self.config.send_buffer;
-        SendBuffer::with_storage(capacity, self.spare_storage(capacity))
-    }
-    /// Queue a RST (dropped when `TcpConfig::reset_queue` wait already).
-    pub fn reset(&mut self, reset: Reset) {
-        if self.resets.len() < self.config.reset_queue {
-            self.resets.push_back(reset);
-        }
-    }
-    /// Queue a SYN-ACK with a cookie; false when `TcpConfig::reset_queue` wait already.
-    pub fn syn_ack(&mut self, syn_ack: super::cookie::CookieSynAck) -> bool {
-        let room = self.syn_acks.len() < self.config.reset_queue;
-        if room {
-            self.syn_acks.push_back(syn_ack);
-        }
-        room
-    }
-    /// Queue an event, skipping an exact repeat of the last one; at
-    /// `TcpConfig::event_limit` the oldest goes.
-    pub fn event(&mut self, event: TcpEvent) {
-        if self.events.back() == Some(&event) {
-            return;
-        }
-        if self.events.len() >= self.config.event_limit {
-            self.stats.events_dropped += 1;
-            if self.events.pop_front().is_none() {
-                return;
-            }
-        }
-        self.events.push_back(event);
-    }
 }
 
 /// The context of one call into a connection.
@@ -275,7 +157,7 @@ impl Negotiated {
             _ => None,
         };
         self.sack &= seg.options.sack_permitted;
-        self.ecn &= ecn::peer_agrees(seg);
+        self.ecn &= peer_agrees(seg);
     }
     /// The largest segment (options included) we send: the peer's MSS, or less when
     /// the path carries less (RFC 1191).
@@ -330,7 +212,7 @@ pub(crate) enum Cork {
     Off,
     /// On: a partial segment waits for more data, the uncork, or [`Timer::Cork`].
     On,
-    /// On, but a partial segment waited [`super::CORK_CEILING`]: the data queued before
+    /// On, but a partial segment waited [`crate::tcp::CORK_CEILING`]: the data queued before
     /// this sequence number goes as if uncorked; after it the cork holds again.
     Lapsed(SeqNumber),
 }
@@ -712,7 +594,7 @@ impl Conn {
         }
     }
 
-    /// A snapshot for [`super::Tcp::info`].
+    /// A snapshot for [`crate::tcp::Tcp::info`].
     pub fn info(&self, config: &TcpConfig) -> TcpInfo {
         let snd = self.state.snd();
         let rcv_wnd = self.state.rcv().map_or(0, |r| r.advertised() as u32);
@@ -740,7 +622,7 @@ impl Conn {
             congestion: snd.map_or(config.congestion.name(), |s| s.cc.name()),
             pacing_rate: snd.and_then(|s| {
                 let window =
-                    |srtt| super::pacing::window_rate(s.cc.cwnd(), srtt, s.cc.in_slow_start());
+                    |srtt| crate::tcp::pacing::window_rate(s.cc.cwnd(), srtt, s.cc.in_slow_start());
                 s.cc.pacing_rate().or_else(|| self.rtt.srtt().map(window))
             }),
         }
@@ -808,7 +690,7 @@ pub(crate) fn new_snd(
         rack: Rack::new(
             config.rack && opts.sack,
             snd_una,
-            super::rack::split_limit(config.send_buffer),
+            crate::tcp::rack::split_limit(config.send_buffer),
         ),
         undo: None,
         rate,

@@ -12,15 +12,15 @@
 
 use impnet_wire::tcp::Repr;
 
-use super::TcpStats;
-use super::cc::CongestionControl;
-use super::conn::{Conn, Ctx};
-use super::output::tsval;
-use super::rack::{Delivered, Tlp, Undo, pto};
-use super::sack::{SackBlockExt, dsack_block};
-use super::seq::SeqNumber;
-use super::state::{Recovery, Snd};
-use super::timer::Timer;
+use super::{Conn, Ctx};
+use crate::tcp::TcpStats;
+use crate::tcp::cc::CongestionControl;
+use crate::tcp::rack::{Delivered, Tlp, Undo, pto};
+use crate::tcp::sack::{SackBlockExt, dsack_block};
+use crate::tcp::segment::tsval;
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::{Recovery, Snd};
+use crate::tcp::timer::Timer;
 use crate::time::{Duration, Instant};
 
 /// The sender before an ACK was processed: what the ACK changed is measured from it.

@@ -15,10 +15,10 @@
 
 use impnet_wire::tcp::{Flags, Repr};
 
-use super::conn::{Conn, Ctx};
 use super::recovery::AckBefore;
-use super::seq::SeqNumber;
-use super::state::{Established, State};
+use super::{Conn, Ctx};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::{Established, State};
 
 impl Conn {
     /// Handle `seg` on the predicted path when it fits the prediction (see the module
