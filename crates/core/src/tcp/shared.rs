@@ -27,8 +27,8 @@ pub(crate) struct Shared {
     /// Draws each connection's challenge-ACK budgets (RFC 5961 §7).
     pub challenge_rng: Rng,
     /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
-    /// the short settle after a call into an open connection (`table.rs`
-    /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
+    /// the short table update after a call into an open connection (`table.rs`
+    /// `sync_open_conn`), the direct writer for plain segments (`segment.rs`). Always true
     /// outside the tests that compare them with the full paths.
     pub fast_paths: bool,
     /// Ring storage of connections that ended, for the next ones to reuse (W3 churn:

@@ -29,7 +29,7 @@ impl Conn {
         // packets" (a spoofed one would halve the sender's window).
         let ce = ecn == Ecn::Ce && self.in_window(seg);
         if ce {
-            ctx.sh.stats.ecn_ce_received += 1;
+            ctx.shared.stats.ecn_ce_received += 1;
             self.ecn.echo = true;
         }
         if !seg.payload.is_empty() {
@@ -53,7 +53,7 @@ impl Conn {
         if !self.opts.ecn || !seg.flags.contains(Flags::ECE) {
             return;
         }
-        ctx.sh.stats.ecn_ece_received += 1;
+        ctx.shared.stats.ecn_ece_received += 1;
         let ecn = &mut self.ecn;
         let Some(snd) = self.state.snd_mut() else {
             return;
@@ -69,14 +69,14 @@ impl Conn {
         // "the TCP sender sets the CWR flag in the TCP header of the first new data
         // packet sent after the window reduction".
         ecn.cwr_due = true;
-        ctx.sh.stats.ecn_cuts += 1;
+        ctx.shared.stats.ecn_cuts += 1;
     }
 
     /// The ECN flags of the segment `plan` (written with the ACK bit when `ack_bit`);
-    /// the IP codepoint it goes with is left in `sh.ecn`.
-    pub(super) fn ecn_output(&mut self, sh: &mut Shared, plan: &Plan, ack_bit: bool) -> Flags {
-        let (flags, ecn) = self.ecn_codepoint(&mut sh.stats, plan, ack_bit);
-        sh.ecn = ecn;
+    /// the IP codepoint it goes with is left in `shared.ecn`.
+    pub(super) fn ecn_output(&mut self, shared: &mut Shared, plan: &Plan, ack_bit: bool) -> Flags {
+        let (flags, ecn) = self.ecn_codepoint(&mut shared.stats, plan, ack_bit);
+        shared.ecn = ecn;
         flags
     }
 

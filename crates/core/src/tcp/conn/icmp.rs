@@ -53,7 +53,7 @@ impl Conn {
             return;
         }
         self.opts.path_mss = (current / 2).max(BLACK_HOLE_FLOOR);
-        ctx.sh.stats.black_holes += 1;
+        ctx.shared.stats.black_holes += 1;
     }
 
     /// RFC 1191 §6: lower the segment size to what the path carries and resend what is
@@ -65,7 +65,7 @@ impl Conn {
             return;
         }
         self.opts.path_mss = mss;
-        ctx.sh.stats.path_mtu_drops += 1;
+        ctx.shared.stats.path_mtu_drops += 1;
         if let Some(snd) = self.state.snd_mut()
             && snd.outstanding() > 0
         {

@@ -77,8 +77,8 @@ pub(crate) struct Ctx<'a> {
     pub now: Instant,
     /// The connection's handle (for events).
     pub handle: TcpHandle,
-    /// Shared state.
-    pub sh: &'a mut Shared,
+    /// What all connections share: settings, counters, the event and RST queues.
+    pub shared: &'a mut Shared,
 }
 
 /// Who is responsible for releasing a connection.
@@ -275,7 +275,7 @@ pub(crate) struct Conn {
 impl Conn {
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
     /// connection may send one more now (and counts it).
-    pub fn challenge_allowed(&mut self, sh: &mut Shared, now: Instant) -> bool {
+    pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
         let budget = &mut self.challenge;
         if budget
             .start
@@ -283,16 +283,17 @@ impl Conn {
         {
             budget.start = Some(now);
             budget.sent = 0;
-            budget.allowed = draw_budget(&mut sh.challenge_rng, sh.config.challenge_ack_limit);
+            budget.allowed =
+                draw_budget(&mut shared.challenge_rng, shared.config.challenge_ack_limit);
         }
         let spacing = Duration::from_nanos(1_000_000_000 / u64::from(budget.allowed.max(1)));
         if budget.sent < budget.allowed && budget.last.is_none_or(|last| now - last >= spacing) {
             budget.sent += 1;
             budget.last = Some(now);
-            sh.stats.challenge_acks += 1;
+            shared.stats.challenge_acks += 1;
             true
         } else {
-            sh.stats.challenge_acks_limited += 1;
+            shared.stats.challenge_acks_limited += 1;
             false
         }
     }
@@ -335,14 +336,14 @@ impl Conn {
     /// Send a SYN segment of the form <SEQ=ISS><CTL=SYN>. Set SND.UNA to ISS, SND.NXT
     /// to ISS+1, enter SYN-SENT state".
     pub fn connect(
-        sh: &mut Shared,
+        shared: &mut Shared,
         local: SocketAddr,
         remote: SocketAddr,
         iss: SeqNumber,
         mss: u16,
     ) -> Conn {
-        let buffer = sh.send_buffer();
-        let config = &sh.config;
+        let buffer = shared.send_buffer();
+        let config = &shared.config;
         let state = State::SynSent(SynSent {
             iss,
             snd_nxt: iss,
@@ -359,18 +360,18 @@ impl Conn {
     /// SYN"): "Set RCV.NXT to SEG.SEQ+1, IRS is set to SEG.SEQ ... ISS should be selected
     /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
     pub fn accept_syn(
-        sh: &mut Shared,
+        shared: &mut Shared,
         (local, remote): (SocketAddr, SocketAddr),
         iss: SeqNumber,
         seg: &Repr<'_>,
         listener: TcpHandle,
         mss: u16,
     ) -> Conn {
-        let mut opts = Negotiated::offer(&sh.config, mss);
+        let mut opts = Negotiated::offer(&shared.config, mss);
         opts.agree(seg);
-        let rcv = new_rcv(sh, SeqNumber(seg.seq), opts.rcv_shift());
-        let buffer = sh.send_buffer();
-        let config = &sh.config;
+        let rcv = new_rcv(shared, SeqNumber(seg.seq), opts.rcv_shift());
+        let buffer = shared.send_buffer();
+        let config = &shared.config;
         let state = State::SynRcvd(SynRcvd {
             iss,
             snd_nxt: iss,
@@ -396,23 +397,23 @@ impl Conn {
     pub fn enter_closed(&mut self, ctx: &mut Ctx<'_>, error: Option<TcpError>) {
         if let Some(err) = error {
             if matches!(self.state, State::SynSent(_) | State::SynRcvd(_)) {
-                ctx.sh.stats.failed_opens += 1;
+                ctx.shared.stats.failed_opens += 1;
             }
             if err == TcpError::TimedOut {
-                ctx.sh.stats.timed_out += 1;
+                ctx.shared.stats.timed_out += 1;
             }
         }
         let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
         if error.is_none() {
             self.keep_unread(&mut old);
         }
-        ctx.sh.recycle_state(old);
+        ctx.shared.recycle_state(old);
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
         // Wake readers and writers: their calls now report the end.
-        ctx.sh.event(TcpEvent::Readable(ctx.handle));
-        ctx.sh.event(TcpEvent::Writable(ctx.handle));
+        ctx.shared.event(TcpEvent::Readable(ctx.handle));
+        ctx.shared.event(TcpEvent::Writable(ctx.handle));
     }
 
     /// A clean close must not lose what the user has not read yet (found by fuzz
@@ -527,7 +528,7 @@ impl Conn {
                 Err(TcpError::WouldBlock)
             };
         }
-        self.maybe_window_update(ctx.sh.config.recv_buffer);
+        self.maybe_window_update(ctx.shared.config.recv_buffer);
         Ok(n)
     }
 
@@ -630,10 +631,10 @@ impl Conn {
 }
 
 /// A fresh receiving half for a peer whose ISN is `irs`.
-pub(crate) fn new_rcv(sh: &mut Shared, irs: SeqNumber, shift: u8) -> Rcv {
-    let capacity = sh.config.recv_buffer;
-    let storage = sh.spare_storage(capacity);
-    let buffer = RecvBuffer::with_storage(capacity, sh.config.max_ooo_ranges, storage);
+pub(crate) fn new_rcv(shared: &mut Shared, irs: SeqNumber, shift: u8) -> Rcv {
+    let capacity = shared.config.recv_buffer;
+    let storage = shared.spare_storage(capacity);
+    let buffer = RecvBuffer::with_storage(capacity, shared.config.max_ooo_ranges, storage);
     let rcv_nxt = irs + 1;
     // The window on a SYN is never scaled (RFC 7323 §2.2), so start from what fits 16 bits.
     let window = buffer.window().min(0xffff << shift).min(0xffff);
@@ -703,9 +704,11 @@ impl Conn {
     /// Start the FIN-WAIT-2 limit of a connection the application has closed
     /// (`TcpConfig::fin_wait_2_timeout`); nothing in any other case.
     pub fn arm_fin_wait_2(&mut self, ctx: &mut Ctx<'_>) {
-        if let (State::FinWait2(_), Owner::Released, Some(limit)) =
-            (&self.state, self.owner, ctx.sh.config.fin_wait_2_timeout)
-        {
+        if let (State::FinWait2(_), Owner::Released, Some(limit)) = (
+            &self.state,
+            self.owner,
+            ctx.shared.config.fin_wait_2_timeout,
+        ) {
             self.timers.set(Timer::TimeWait, ctx.now + limit);
         }
     }
@@ -716,7 +719,7 @@ impl Conn {
             Timer::Retransmit => self.on_retransmit_timeout(ctx),
             Timer::DelayedAck => {
                 if self.ack != AckState::Idle {
-                    ctx.sh.stats.delayed_acks += 1;
+                    ctx.shared.stats.delayed_acks += 1;
                     self.ack = AckState::Now;
                 }
             }
@@ -736,7 +739,7 @@ impl Conn {
             // (`TcpConfig::fin_wait_2_timeout`).
             Timer::TimeWait => {
                 if let State::FinWait2(_) = self.state {
-                    ctx.sh.stats.fin_wait_2_timeouts += 1;
+                    ctx.shared.stats.fin_wait_2_timeouts += 1;
                 }
                 self.enter_closed(ctx, None);
             }
@@ -753,19 +756,19 @@ impl Conn {
         if self.state.synchronized()
             && let Some(reset) = self.abort_reset(ctx.now)
         {
-            ctx.sh.reset(reset);
+            ctx.shared.reset(reset);
         }
         // RFC 1122 §4.2.3.9: a soft ICMP error seen on the way is the better report.
         let error = self.soft_error.unwrap_or(TcpError::TimedOut);
         if error != TcpError::TimedOut {
-            ctx.sh.stats.timed_out += 1;
+            ctx.shared.stats.timed_out += 1;
         }
         self.enter_closed(ctx, Some(error));
     }
 
     /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.
     fn on_retransmit_timeout(&mut self, ctx: &mut Ctx<'_>) {
-        let config = &ctx.sh.config;
+        let config = &ctx.shared.config;
         let limit = if self.state.synchronized() {
             config.max_retransmits
         } else {
@@ -774,9 +777,9 @@ impl Conn {
         if self.retries >= limit {
             return self.time_out(ctx);
         }
-        ctx.sh.stats.timeouts += 1;
+        ctx.shared.stats.timeouts += 1;
         self.retries += 1;
-        if self.retries.is_multiple_of(2) && ctx.sh.config.black_hole_detection {
+        if self.retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
@@ -838,7 +841,7 @@ impl Conn {
     /// ever notice. In FIN-WAIT-1 our FIN is in flight and its retransmission timer
     /// watches the peer: the timer only waits on, so that FIN-WAIT-2 has it.
     fn on_keepalive_timeout(&mut self, ctx: &mut Ctx<'_>) {
-        let Some(ka) = ctx.sh.config.keepalive else {
+        let Some(ka) = ctx.shared.config.keepalive else {
             return;
         };
         if matches!(self.state, State::FinWait1(_)) {

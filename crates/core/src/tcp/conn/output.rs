@@ -221,7 +221,7 @@ impl Conn {
                 .rtt
                 .rto()
                 .saturating_mul(backoff)
-                .min(ctx.sh.config.max_rto);
+                .min(ctx.shared.config.max_rto);
             self.timers.set(Timer::Persist, ctx.now + delay);
         }
     }
@@ -287,12 +287,12 @@ impl Conn {
         let syn = plan.flags.syn();
         let ack_bit = !matches!(self.state, State::SynSent(_));
         let rcv_nxt = self.state.rcv_nxt().unwrap_or_default();
-        let window = self.advertise(syn, ctx.sh.config.recv_buffer);
+        let window = self.advertise(syn, ctx.shared.config.recv_buffer);
         let timestamps = self
             .opts
             .ts
             .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
-        let mut flags = plan.flags | self.ecn_output(ctx.sh, plan, ack_bit);
+        let mut flags = plan.flags | self.ecn_output(ctx.shared, plan, ack_bit);
         if ack_bit {
             flags = flags | Flags::ACK;
         }
@@ -305,16 +305,16 @@ impl Conn {
             (true, _) => Fill::Checksum,
             // Gathered from at most two slices (the driver's `writev` takes two).
             (false, Some(at))
-                if ctx.sh.gather && plan.len >= DEFER_MIN && payload.as_pair().is_some() =>
+                if ctx.shared.gather && plan.len >= DEFER_MIN && payload.as_pair().is_some() =>
             {
-                ctx.sh.deferred = Some((at, plan.len));
+                ctx.shared.deferred = Some((at, plan.len));
                 Fill::Deferred
             }
             (false, _) => Fill::Partial,
         };
         let ends = (self.local, self.remote);
         let sack_n = self.sack_blocks_to_send();
-        let len = if !syn && sack_n == 0 && ctx.sh.fast_paths {
+        let len = if !syn && sack_n == 0 && ctx.shared.fast_paths {
             let header = PlainHeader {
                 src_port: self.local.port(),
                 dst_port: self.remote.port(),
@@ -350,12 +350,12 @@ impl Conn {
             };
             write_segment(&repr, payload, ends, buf, fill)?
         };
-        ctx.sh.stats.segments_out += 1;
+        ctx.shared.stats.segments_out += 1;
         if sack_n > 0
             && let Some(rcv) = self.state.rcv_mut()
             && rcv.sack.take_dsack().is_some()
         {
-            ctx.sh.stats.dsacks_sent += 1;
+            ctx.shared.stats.dsacks_sent += 1;
         }
         if ack_bit {
             if let Some(ts) = &mut self.opts.ts {
@@ -437,7 +437,7 @@ impl Conn {
                 let end = plan.seq + plan.len + usize::from(plan.flags.fin());
                 let again = plan.seq < snd.snd_max;
                 if again {
-                    ctx.sh.stats.retransmitted += 1;
+                    ctx.shared.stats.retransmitted += 1;
                     self.retransmits += 1;
                     snd.sampler.on_retransmit();
                 } else if !timestamps {
@@ -460,10 +460,10 @@ impl Conn {
             (state, Kind::Probe) => {
                 match state.snd_mut() {
                     Some(snd) if snd.snd_wnd == 0 => {
-                        ctx.sh.stats.window_probes += 1;
+                        ctx.shared.stats.window_probes += 1;
                         snd.probe_count += 1;
                     }
-                    _ => ctx.sh.stats.keepalive_probes += 1,
+                    _ => ctx.shared.stats.keepalive_probes += 1,
                 }
                 return;
             }
@@ -473,7 +473,7 @@ impl Conn {
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
         self.timers.set_if_idle(Timer::Retransmit, now + rto);
-        if let Some(timeout) = ctx.sh.config.user_timeout {
+        if let Some(timeout) = ctx.shared.config.user_timeout {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
         }
         if let Some((range, again)) = sent {

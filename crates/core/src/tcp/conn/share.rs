@@ -11,7 +11,7 @@ impl Conn {
     /// host for the next connection to it (RFC 9040 §5 Table 4, "temporal sharing:
     /// cache update ... at connection close"), if it measured an RTT.
     pub(crate) fn store_block(&self, ctx: &mut Ctx<'_>) {
-        if !ctx.sh.config.share_control_blocks {
+        if !ctx.shared.config.share_control_blocks {
             return;
         }
         let (Some(snd), Some(srtt)) = (self.state.snd(), self.rtt.srtt()) else {
@@ -35,21 +35,21 @@ impl Conn {
             cwnd: in_pipe,
             ssthresh,
         };
-        ctx.sh.blocks.store(ctx.now, self.remote.ip(), block);
-        ctx.sh.stats.shared_blocks_stored += 1;
+        ctx.shared.blocks.store(ctx.now, self.remote.ip(), block);
+        ctx.shared.stats.shared_blocks_stored += 1;
     }
 
     /// The handshake is done and `snd` is new: start it, and the RTT estimator, from
     /// what an earlier connection to the same host left, if one did and it beats the
     /// initial window.
     pub(crate) fn start_from_block(&mut self, ctx: &mut Ctx<'_>, snd: &mut Snd) {
-        let config = &ctx.sh.config;
+        let config = &ctx.shared.config;
         if !config.share_control_blocks {
             return;
         }
         let mss = self.opts.snd_mss();
         let initial = config.initial_window as usize * mss;
-        let Some(block) = ctx.sh.blocks.lookup(ctx.now, self.remote.ip(), initial) else {
+        let Some(block) = ctx.shared.blocks.lookup(ctx.now, self.remote.ip(), initial) else {
             return;
         };
         self.rtt.seed(block.srtt, block.rttvar);
@@ -60,6 +60,6 @@ impl Conn {
         if block.ssthresh != usize::MAX {
             snd.cc.set_ssthresh(block.ssthresh);
         }
-        ctx.sh.stats.shared_blocks_used += 1;
+        ctx.shared.stats.shared_blocks_used += 1;
     }
 }
