@@ -24,6 +24,7 @@ pub mod rtt;
 pub mod sack;
 pub mod seq;
 
+mod challenge;
 mod conn;
 mod cookie;
 mod deadlines;

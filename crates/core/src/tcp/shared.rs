@@ -3,13 +3,12 @@
 
 use alloc::collections::VecDeque;
 
-use super::buffer::SendBuffer;
+use super::buffer::{RecvBuffer, SendBuffer};
 use super::ecn::Ecn;
 use super::segment::Reset;
 use super::state::*;
 use super::{TcpConfig, TcpEvent, TcpStats};
 use crate::rng::Rng;
-use crate::secret::Secret;
 
 /// What every connection shares: settings, counters, the event and RST queues.
 #[derive(Debug)]
@@ -50,11 +49,6 @@ pub(crate) struct Shared {
     /// What closed connections learned per destination (RFC 9040), with
     /// `TcpConfig::share_control_blocks`.
     pub blocks: super::share::BlockCache,
-}
-
-/// The generator the challenge-ACK budgets are drawn from, keyed by the stack's secret.
-pub(crate) fn challenge_rng(secret: &Secret) -> Rng {
-    Rng::new(secret.derive(b"challenge acks"))
 }
 
 /// Largest ring storage kept in [`Shared::spare`] (bigger ones go to
@@ -121,6 +115,12 @@ impl Shared {
     pub fn send_buffer(&mut self) -> SendBuffer {
         let capacity = self.config.send_buffer;
         SendBuffer::with_storage(capacity, self.spare_storage(capacity))
+    }
+    /// A receive ring of the configured size, on spare storage when there is some.
+    pub fn recv_buffer(&mut self) -> RecvBuffer {
+        let capacity = self.config.recv_buffer;
+        let storage = self.spare_storage(capacity);
+        RecvBuffer::with_storage(capacity, self.config.max_ooo_ranges, storage)
     }
     /// Queue a RST (dropped when `TcpConfig::reset_queue` wait already).
     pub fn reset(&mut self, reset: Reset) {

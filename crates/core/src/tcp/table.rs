@@ -7,6 +7,7 @@ use core::net::{IpAddr, SocketAddr};
 
 use impnet_wire::tcp::{Flags, Options, Repr};
 
+use super::challenge::challenge_rng;
 use super::conn::{Conn, Ctx, Owner};
 use super::conn::{DEFAULT_MSS, our_wscale};
 use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
@@ -17,7 +18,7 @@ use super::isn::IsnGenerator;
 use super::listen::{ListenAction, Listener};
 use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
-use super::shared::{Shared, challenge_rng};
+use super::shared::Shared;
 use super::state::{Closed, State};
 use super::{
     Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,

@@ -4,7 +4,7 @@
 use impnet_wire::tcp::Repr;
 
 use super::recovery::{AckBefore, enter_recovery};
-use super::{Conn, Ctx, Owner, new_rcv, new_snd};
+use super::{Conn, Ctx, Owner, new_snd};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
@@ -61,7 +61,11 @@ impl Conn {
             return;
         }
         self.opts.agree(seg);
-        let rcv = new_rcv(ctx.shared, SeqNumber(seg.seq), self.opts.rcv_shift());
+        let rcv = Rcv::new(
+            ctx.shared.recv_buffer(),
+            SeqNumber(seg.seq),
+            self.opts.rcv_shift(),
+        );
         let State::SynSent(SynSent {
             iss, buffer, timer, ..
         }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))

@@ -22,9 +22,9 @@ use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
 
-use crate::rng::Rng;
-use crate::tcp::buffer::{RecvBuffer, SackRecorder, SendBuffer};
+use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CongestionControl, Controller};
+use crate::tcp::challenge::ChallengeBudget;
 use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
 use crate::tcp::rack::Rack;
 use crate::tcp::rtt::{HandshakeTimer, RttEstimator, RttSampler};
@@ -35,41 +35,12 @@ use crate::tcp::shared::Shared;
 use crate::tcp::state::*;
 use crate::tcp::timer::{Timer, Timers};
 use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo};
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 
 /// RFC 9293 §3.7.1: "the default ... [MSS] is 536" when the peer sends no MSS option.
 pub(crate) const DEFAULT_MSS: u16 = 536;
 /// RFC 7323 §2.3: "the shift count must be limited to 14".
 pub(crate) const MAX_WSCALE: u8 = 14;
-
-/// One connection's challenge ACKs in the current second (RFC 5961 §7). The budget is
-/// per connection: a budget shared by all connections is an off-path side channel
-/// (CVE-2016-5696, Cao et al. 2016: an attacker who exhausts the shared budget with its
-/// own connection and counts the challenge ACKs it gets back learns whether a guessed
-/// segment hit another connection). Each second's budget is also drawn at random,
-/// between half of [`TcpConfig::challenge_ack_limit`] and all of it, from the stack's
-/// secret, so it is no constant an attacker could count down either.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ChallengeBudget {
-    /// Start of the current second; `None` before the first challenge ACK.
-    pub start: Option<Instant>,
-    /// Challenge ACKs sent in it (`<= allowed`).
-    pub sent: u32,
-    /// This second's budget (`<= TcpConfig::challenge_ack_limit`).
-    pub allowed: u32,
-    /// When the last one went: they are spaced at least a second divided by the budget
-    /// apart, never sent in a burst (three challenge ACKs in one round trip would be
-    /// duplicate ACKs to the peer, and a spurious fast retransmit).
-    pub last: Option<Instant>,
-}
-
-/// A budget in `ceil(limit / 2)..=limit`.
-fn draw_budget(rng: &mut Rng, limit: u32) -> u32 {
-    if limit == 0 {
-        return 0;
-    }
-    rng.in_range(limit.div_ceil(2), limit)
-}
 
 /// The context of one call into a connection.
 pub(crate) struct Ctx<'a> {
@@ -276,26 +247,14 @@ impl Conn {
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
     /// connection may send one more now (and counts it).
     pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
-        let budget = &mut self.challenge;
-        if budget
-            .start
-            .is_none_or(|start| now - start >= Duration::from_secs(1))
-        {
-            budget.start = Some(now);
-            budget.sent = 0;
-            budget.allowed =
-                draw_budget(&mut shared.challenge_rng, shared.config.challenge_ack_limit);
-        }
-        let spacing = Duration::from_nanos(1_000_000_000 / u64::from(budget.allowed.max(1)));
-        if budget.sent < budget.allowed && budget.last.is_none_or(|last| now - last >= spacing) {
-            budget.sent += 1;
-            budget.last = Some(now);
+        let limit = shared.config.challenge_ack_limit;
+        let allowed = self.challenge.allow(now, &mut shared.challenge_rng, limit);
+        if allowed {
             shared.stats.challenge_acks += 1;
-            true
         } else {
             shared.stats.challenge_acks_limited += 1;
-            false
         }
+        allowed
     }
 
     fn new(
@@ -369,7 +328,7 @@ impl Conn {
     ) -> Conn {
         let mut opts = Negotiated::offer(&shared.config, mss);
         opts.agree(seg);
-        let rcv = new_rcv(shared, SeqNumber(seg.seq), opts.rcv_shift());
+        let rcv = Rcv::new(shared.recv_buffer(), SeqNumber(seg.seq), opts.rcv_shift());
         let buffer = shared.send_buffer();
         let config = &shared.config;
         let state = State::SynRcvd(SynRcvd {
@@ -627,24 +586,6 @@ impl Conn {
                 s.cc.pacing_rate().or_else(|| self.rtt.srtt().map(window))
             }),
         }
-    }
-}
-
-/// A fresh receiving half for a peer whose ISN is `irs`.
-pub(crate) fn new_rcv(shared: &mut Shared, irs: SeqNumber, shift: u8) -> Rcv {
-    let capacity = shared.config.recv_buffer;
-    let storage = shared.spare_storage(capacity);
-    let buffer = RecvBuffer::with_storage(capacity, shared.config.max_ooo_ranges, storage);
-    let rcv_nxt = irs + 1;
-    // The window on a SYN is never scaled (RFC 7323 §2.2), so start from what fits 16 bits.
-    let window = buffer.window().min(0xffff << shift).min(0xffff);
-    Rcv {
-        irs,
-        rcv_nxt,
-        rcv_adv: rcv_nxt + window,
-        buffer,
-        sack: SackRecorder::new(),
-        fin_at: None,
     }
 }
 
