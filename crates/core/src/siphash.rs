@@ -1,6 +1,6 @@
 //! SipHash-2-4 (Aumasson and Bernstein, 2012), written out here so the core needs no
-//! dependency: the keyed hash behind [`Secret::derive`](crate::secret::Secret::derive),
-//! initial sequence numbers, SYN cookies and flow hashing.
+//! dependency: the keyed hash behind `Secret::derive`, initial sequence numbers, SYN
+//! cookies and flow hashing.
 
 /// The SipHash round function on the state `v`.
 fn sip_round(v: &mut [u64; 4]) {

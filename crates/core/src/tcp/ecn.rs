@@ -9,6 +9,10 @@
 //! header of every segment it sends. Only new data segments of a connection that
 //! negotiated ECN are ECN-capable (ECT(0)); pure ACKs, retransmissions, SYNs, RSTs and
 //! probes are not, so a router drops rather than marks them.
+//!
+//! This file holds the types and the negotiation rule (`peer_agrees`); what a
+//! connection does with them (`ecn_input`, `ecn_on_ack`, `ecn_output`) is in
+//! `conn/ecn.rs`.
 
 use impnet_wire::tcp::{Flags, Repr};
 

@@ -7,7 +7,7 @@ use crate::tcp::buffer::SendBuffer;
 use crate::tcp::state::{Closed, State};
 use alloc::vec::Vec;
 
-/// A buffer [`Tcp::send_owned`] did not take, given back with the reason.
+/// A buffer [`Tcp::send_owned`](crate::tcp::Tcp::send_owned) did not take, given back with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendOwnedError {
     /// Why: `WouldBlock` (no room for all of it yet), `BufferTooLarge` (it would
