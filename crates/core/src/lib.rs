@@ -25,6 +25,7 @@ pub mod reassembly;
 pub mod rng;
 pub mod route;
 pub mod secret;
+pub mod siphash;
 mod socket;
 pub mod stack;
 pub mod stats;

@@ -11,7 +11,7 @@
 
 use core::fmt;
 
-use crate::tcp::isn::siphash24;
+use crate::siphash::siphash24;
 
 /// The stack's 128-bit secret key. Never printed; no `Default`.
 #[derive(Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use impnet_wire::{checksum, ethernet, ipv4, ipv6, ipv6ext};
 
-use crate::tcp::isn::siphash24;
+use crate::siphash::siphash24;
 
 /// The ECN codepoints (RFC 3168 §5): Not-ECT, ECT(1), ECT(0), CE.
 const ECN_NOT_ECT: u8 = 0b00;

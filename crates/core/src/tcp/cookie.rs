@@ -20,10 +20,10 @@ use core::net::SocketAddr;
 
 use impnet_wire::tcp::{Flags, Options, Repr};
 
-use super::isn::siphash24;
-use super::output::{Fill, write_segment};
+use super::segment::{Fill, write_segment};
 use super::seq::SeqNumber;
 use crate::secret::Secret;
+use crate::siphash::siphash24;
 use crate::time::Instant;
 
 /// The MSS values a cookie can carry, smallest first: the peer's MSS is rounded down to

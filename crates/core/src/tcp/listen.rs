@@ -6,7 +6,7 @@ use core::net::SocketAddr;
 use impnet_wire::tcp::Repr;
 
 use super::TcpHandle;
-use super::output::Reset;
+use super::segment::Reset;
 use crate::time::Instant;
 
 /// A listening socket.

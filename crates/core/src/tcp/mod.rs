@@ -9,10 +9,13 @@
 //! then drain [`Tcp::poll_transmit`] until it returns `None`, drain [`Tcp::poll_event`],
 //! and call [`Tcp::handle_timeout`] no later than [`Tcp::poll_timeout`].
 //!
-//! Inside: `state.rs` holds one type per RFC 9293 state, `input.rs` the segment-arrival
-//! steps of §3.10.7, `output.rs` what to send, `timer.rs` the timer table, `listen.rs`
-//! listeners, `conn.rs` the connection and the user calls, `table.rs` the socket table,
-//! `ecn.rs` Explicit Congestion Notification (RFC 3168).
+//! Inside: `table.rs` is the socket table; `conn/` holds `Conn`, one connection, and
+//! every file of its methods (`input.rs` the segment-arrival steps of §3.10.7,
+//! `output.rs` what to send, `recovery.rs` loss recovery, ...). Below them stand files
+//! that never import `Conn`: `shared.rs` what all connections share, `state.rs` one
+//! type per RFC 9293 state, `segment.rs` the segment writer, `rack.rs`, `sack.rs`,
+//! `rtt.rs`, `cc/` the algorithms on plain data, `timer.rs` the timer table,
+//! `listen.rs` listeners, `cookie.rs` SYN cookies, `ecn.rs` ECN's types (RFC 3168).
 
 pub mod buffer;
 pub mod cc;
@@ -21,21 +24,19 @@ pub mod rtt;
 pub mod sack;
 pub mod seq;
 
+mod challenge;
 mod conn;
 mod cookie;
 mod deadlines;
 mod demux;
 mod ecn;
-mod icmp;
-mod input;
 mod listen;
-mod output;
 mod pacing;
-mod predict;
 mod rack;
 mod rate;
-mod recovery;
+mod segment;
 mod share;
+mod shared;
 mod state;
 mod table;
 mod timer;
@@ -62,10 +63,10 @@ use core::net::{IpAddr, SocketAddr};
 
 use crate::time::Duration;
 
+pub use conn::SendOwnedError;
 pub use ecn::{Ecn, EcnMode};
 pub use state::TcpState;
 pub use table::Tcp;
-pub use zero_copy::SendOwnedError;
 
 /// The longest an ACK is delayed, whatever [`TcpConfig::delayed_ack`] says: Linux's
 /// `TCP_DELACK_MAX`, well within RFC 9293 §3.8.6.3 "the delay MUST be less than 0.5

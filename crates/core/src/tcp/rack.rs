@@ -89,7 +89,7 @@ pub(crate) struct Delivered {
 /// `output::tsval`), so it echoes an earlier transmission. Within one tick the two
 /// cannot be told apart, and the min_RTT test alone decides.
 fn echo_precedes(tsecr: Option<u32>, xmit: Instant) -> bool {
-    tsecr.is_some_and(|echo| (echo.wrapping_sub(super::output::tsval(xmit)) as i32) < 0)
+    tsecr.is_some_and(|echo| (echo.wrapping_sub(super::segment::tsval(xmit)) as i32) < 0)
 }
 
 impl SentLog {

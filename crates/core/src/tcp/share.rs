@@ -39,9 +39,6 @@
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
-use super::cc::{CongestionControl, Controller};
-use super::conn::{Conn, Ctx};
-use super::state::Snd;
 use crate::time::{Duration, Instant};
 
 /// RFC 7661 §5.1's non-validated period: "NVP ... 5 minutes": how long a window that
@@ -114,64 +111,6 @@ impl BlockCache {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
-    }
-}
-
-impl Conn {
-    /// Our FIN was acknowledged: leave what this connection learned about its peer's
-    /// host for the next connection to it (RFC 9040 §5 Table 4, "temporal sharing:
-    /// cache update ... at connection close"), if it measured an RTT.
-    pub(crate) fn store_block(&self, ctx: &mut Ctx<'_>) {
-        if !ctx.sh.config.share_control_blocks {
-            return;
-        }
-        let (Some(snd), Some(srtt)) = (self.state.snd(), self.rtt.srtt()) else {
-            return;
-        };
-        let (cwnd, ssthresh) = (snd.cc.cwnd(), snd.cc.ssthresh());
-        let validated = if ssthresh == usize::MAX {
-            cwnd / 2
-        } else {
-            cwnd.min(ssthresh)
-        };
-        // Only the part of the window that was in the pipe, not in a queue: the window
-        // times min RTT over SRTT (the delivery rate times the path's base RTT).
-        let min_rtt = self.rtt.min_rtt().unwrap_or(srtt).min(srtt);
-        let in_pipe = (validated as u128 * u128::from(min_rtt.as_nanos())
-            / u128::from(srtt.as_nanos().max(1))) as usize;
-        let block = Block {
-            srtt,
-            rttvar: self.rtt.rttvar(),
-            rto: self.rtt.base_rto(),
-            cwnd: in_pipe,
-            ssthresh,
-        };
-        ctx.sh.blocks.store(ctx.now, self.remote.ip(), block);
-        ctx.sh.stats.shared_blocks_stored += 1;
-    }
-
-    /// The handshake is done and `snd` is new: start it, and the RTT estimator, from
-    /// what an earlier connection to the same host left, if one did and it beats the
-    /// initial window.
-    pub(crate) fn start_from_block(&mut self, ctx: &mut Ctx<'_>, snd: &mut Snd) {
-        let config = &ctx.sh.config;
-        if !config.share_control_blocks {
-            return;
-        }
-        let mss = self.opts.snd_mss();
-        let initial = config.initial_window as usize * mss;
-        let Some(block) = ctx.sh.blocks.lookup(ctx.now, self.remote.ip(), initial) else {
-            return;
-        };
-        self.rtt.seed(block.srtt, block.rttvar);
-        // The window in whole segments of this connection's MSS, rounded down: never
-        // more than the old cwnd.
-        let segments = (block.cwnd / mss.max(1)).max(config.initial_window as usize);
-        snd.cc = Controller::new(config.congestion, mss, segments, config.hystart);
-        if block.ssthresh != usize::MAX {
-            snd.cc.set_ssthresh(block.ssthresh);
-        }
-        ctx.sh.stats.shared_blocks_used += 1;
     }
 }
 

@@ -316,6 +316,21 @@ pub(crate) struct RcvClosed {
 }
 
 impl Rcv {
+    /// A fresh receiving half on `buffer` for a peer whose ISN is `irs`, its window
+    /// scaled by `shift` from the next segment on.
+    pub fn new(buffer: RecvBuffer, irs: SeqNumber, shift: u8) -> Rcv {
+        let rcv_nxt = irs + 1;
+        // The window on a SYN is never scaled (RFC 7323 §2.2), so start from what fits 16 bits.
+        let window = buffer.window().min(0xffff << shift).min(0xffff);
+        Rcv {
+            irs,
+            rcv_nxt,
+            rcv_adv: rcv_nxt + window,
+            buffer,
+            sack: SackRecorder::new(),
+            fin_at: None,
+        }
+    }
     /// What is left of the window last advertised: RCV.ADV - RCV.NXT, or 0 once data
     /// taken beyond the edge (room in the buffer the edge had not shown yet) moved
     /// RCV.NXT past it, until the next segment advertises again (found by fuzz target
@@ -337,16 +352,6 @@ impl Rcv {
             rcv_nxt: rcv_nxt + 1,
             buffer,
         }
-    }
-}
-
-impl Snd {
-    /// The sending half closed (our FIN is acknowledged), keeping the send ring's
-    /// storage for a later connection.
-    pub fn close_into(self, sh: &mut super::conn::Shared) -> SndClosed {
-        let snd_nxt = self.snd_max;
-        sh.recycle(self.buffer.into_storage());
-        SndClosed { snd_nxt }
     }
 }
 

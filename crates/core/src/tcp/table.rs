@@ -7,7 +7,8 @@ use core::net::{IpAddr, SocketAddr};
 
 use impnet_wire::tcp::{Flags, Options, Repr};
 
-use super::conn::{Conn, Ctx, Owner, Shared, challenge_rng};
+use super::challenge::challenge_rng;
+use super::conn::{Conn, Ctx, Owner};
 use super::conn::{DEFAULT_MSS, our_wscale};
 use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
 use super::deadlines::Deadlines;
@@ -15,8 +16,9 @@ use super::demux::{ConnMap, conn_map};
 use super::ecn;
 use super::isn::IsnGenerator;
 use super::listen::{ListenAction, Listener};
-use super::output::{Reset, tsval};
+use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
+use super::shared::Shared;
 use super::state::{Closed, State};
 use super::{
     Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
@@ -57,16 +59,16 @@ struct Slot {
     socket: Option<Socket>,
 }
 
-/// [`Tcp::settle`] for a connection that is not CLOSED and not a listener's child
+/// [`Tcp::sync_conn`] for a connection that is not CLOSED and not a listener's child
 /// (`Owner::Pending`): then no release, accept-queue or demux change can be due, and
 /// only the deadline heap and the output queue may need an update. Exactly what
-/// `settle` does in that case (`tests_predict::prediction_matches_the_full_path` compares them).
+/// `sync_conn` does in that case (`tests_predict::prediction_matches_the_full_path` compares them).
 #[inline]
-fn settle_open(
+fn sync_open_conn(
     conn: &mut Conn,
     handle: TcpHandle,
     deadlines: &mut Deadlines,
-    dirty: &mut VecDeque<TcpHandle>,
+    output_queue: &mut VecDeque<TcpHandle>,
 ) {
     let next = conn.timers.next();
     if conn.scheduled != next {
@@ -75,7 +77,7 @@ fn settle_open(
     }
     if !conn.queued && conn.may_send() {
         conn.queued = true;
-        dirty.push_back(handle);
+        output_queue.push_back(handle);
     }
 }
 
@@ -98,8 +100,9 @@ pub struct Tcp {
     listeners: BTreeMap<SocketAddr, TcpHandle>,
     /// Each connection's earliest deadline (`Conn::scheduled`).
     deadlines: Deadlines,
-    /// Connections that may have something to send.
-    dirty: VecDeque<TcpHandle>,
+    /// Connections that may have something to send (`Conn::queued` marks those in it),
+    /// in the order `poll_transmit` visits them.
+    output_queue: VecDeque<TcpHandle>,
     isn: IsnGenerator,
     /// SYN cookies, keyed by the stack's secret.
     cookies: CookieJar,
@@ -144,7 +147,7 @@ impl Tcp {
             conns: conn_map(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
             deadlines: Deadlines::new(),
-            dirty: VecDeque::new(),
+            output_queue: VecDeque::new(),
             isn: IsnGenerator::new(secret),
             cookies: CookieJar::new(secret),
             port_key: secret.derive(b"tcp ports"),
@@ -319,7 +322,7 @@ impl Tcp {
             self.free.shrink_to(len.max(MIN_SLOTS));
             self.conns.shrink_to(2 * self.conns.len());
             self.deadlines.shrink(len);
-            self.dirty.shrink_to(2 * self.dirty.len());
+            self.output_queue.shrink_to(2 * self.output_queue.len());
         }
     }
 
@@ -409,7 +412,7 @@ impl Tcp {
         let handle = self.insert(Socket::Conn(conn));
         self.conns.insert((local, remote), handle);
         self.shared.stats.active_opens += 1;
-        self.settle(handle);
+        self.sync_conn(handle);
         Ok(handle)
     }
 
@@ -428,7 +431,7 @@ impl Tcp {
         Ok(child)
     }
 
-    /// Run `f` on a connection with its context, then settle it. A stale handle is
+    /// Run `f` on a connection with its context, then bring the table in line with it (`sync_conn`). A stale handle is
     /// `InvalidHandle`, a listener's `InvalidState`.
     pub(super) fn with_conn<R>(
         &mut self,
@@ -452,19 +455,19 @@ impl Tcp {
         let mut ctx = Ctx {
             now,
             handle,
-            sh: &mut self.shared,
+            shared: &mut self.shared,
         };
         let result = f(conn, &mut ctx);
         // The common case, decided on the connection already in hand (no second
         // lookup): still open and not a listener's child, so only the deadline and the
-        // output queue can need an update; anything else takes the full `settle`.
+        // output queue can need an update; anything else takes the full `sync_conn`.
         if !self.shared.fast_paths
             || matches!(conn.state, State::Closed(_))
             || matches!(conn.owner, Owner::Pending(_))
         {
-            self.settle(handle);
+            self.sync_conn(handle);
         } else {
-            settle_open(conn, handle, &mut self.deadlines, &mut self.dirty);
+            sync_open_conn(conn, handle, &mut self.deadlines, &mut self.output_queue);
         }
         result
     }
@@ -567,12 +570,12 @@ impl Tcp {
         }
         self.with_conn(now, handle, |conn, ctx| {
             if let Some(reset) = conn.abort_reset(ctx.now) {
-                ctx.sh.stats.resets_sent += 1;
-                ctx.sh.reset(reset);
+                ctx.shared.stats.resets_sent += 1;
+                ctx.shared.reset(reset);
             }
             conn.owner = Owner::Released;
             let old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
-            ctx.sh.recycle_state(old);
+            ctx.shared.recycle_state(old);
             conn.timers.stop_all();
             Ok(())
         })
@@ -588,7 +591,7 @@ impl Tcp {
         conn.nodelay = nodelay;
         if !conn.queued {
             conn.queued = true;
-            self.dirty.push_back(handle);
+            self.output_queue.push_back(handle);
         }
         Ok(())
     }
@@ -682,10 +685,11 @@ impl Tcp {
         self.conn_ref(handle).map(|c| (c.local, c.remote))
     }
 
-    /// Bookkeeping after anything touched a connection: timer set, output queue,
-    /// accept queue, release.
+    /// Bring the table in line with a connection after anything touched it: its
+    /// deadline in the deadline set, its place in the output queue, its 4-tuple entry
+    /// and `Closed` event once it closed, its listener's accept queue, its release.
     #[inline(never)]
-    fn settle(&mut self, handle: TcpHandle) {
+    fn sync_conn(&mut self, handle: TcpHandle) {
         let Some(conn) = self.conn_mut(handle) else {
             return;
         };
@@ -706,7 +710,7 @@ impl Tcp {
             self.deadlines.set(handle, next, time_wait);
         }
         if queue {
-            self.dirty.push_back(handle);
+            self.output_queue.push_back(handle);
         }
         if report {
             if self.conns.get(&tuple) == Some(&handle) {
@@ -716,11 +720,11 @@ impl Tcp {
                 self.shared.event(TcpEvent::Closed(handle));
             }
         }
-        self.settle_owner(handle, owner, closed, synchronized);
+        self.sync_owner(handle, owner, closed, synchronized);
     }
 
     /// Listener children and released connections.
-    fn settle_owner(&mut self, handle: TcpHandle, owner: Owner, closed: bool, synchronized: bool) {
+    fn sync_owner(&mut self, handle: TcpHandle, owner: Owner, closed: bool, synchronized: bool) {
         match owner {
             Owner::Pending(l) if closed || synchronized => {
                 if let Some(Socket::Listener(listener)) = self.socket_mut(l) {
@@ -955,7 +959,7 @@ impl Tcp {
         );
         let handle = self.insert(Socket::Conn(conn));
         self.conns.insert((local, remote), handle);
-        self.settle(handle);
+        self.sync_conn(handle);
     }
 
     /// RFC 4987 §3.6: the backlog is full, so the SYN's state goes into the SYN-ACK's
@@ -1094,7 +1098,7 @@ impl Tcp {
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
         self.conns.insert(ends, handle);
-        self.settle(handle);
+        self.sync_conn(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
             conn.handle_segment(ctx, seg, Ecn::NotEct);
             Ok(())
@@ -1157,7 +1161,7 @@ impl Tcp {
         conn.keep_unread(&mut old);
         conn.timers.stop_all();
         self.shared.stats.time_wait_reuses += 1;
-        self.settle(handle);
+        self.sync_conn(handle);
         // A user still holding the handle keeps a dead one; the tuple is free either way.
         if let Some(conn) = self.conn_mut(handle) {
             let tuple = (conn.local, conn.remote);
@@ -1172,7 +1176,9 @@ impl Tcp {
     /// and no connection is in the output queue.
     #[inline]
     pub fn may_transmit(&self) -> bool {
-        !self.shared.resets.is_empty() || !self.shared.syn_acks.is_empty() || !self.dirty.is_empty()
+        !self.shared.resets.is_empty()
+            || !self.shared.syn_acks.is_empty()
+            || !self.output_queue.is_empty()
     }
 
     /// Write the next segment to send into `buf` (at most `buf.len()` bytes), its
@@ -1217,11 +1223,11 @@ impl Tcp {
                 });
             }
         }
-        while let Some(handle) = self.dirty.pop_front() {
+        while let Some(handle) = self.output_queue.pop_front() {
             let Some(conn) = self.conn_mut(handle) else {
                 continue;
             };
-            // Stays marked while it runs so `settle` does not queue it a second time.
+            // Stays marked while it runs so `sync_conn` does not queue it a second time.
             conn.queued = true;
             let (src, dst) = (conn.local.ip(), conn.remote.ip());
             let out = egress(src, dst);
@@ -1233,7 +1239,7 @@ impl Tcp {
                 // When it has more: back of the queue, behind the others.
                 if let Some(conn) = self.conn_mut(handle) {
                     if conn.may_send() {
-                        self.dirty.push_back(handle);
+                        self.output_queue.push_back(handle);
                     } else {
                         conn.queued = false;
                     }

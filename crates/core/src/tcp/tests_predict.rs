@@ -187,7 +187,7 @@ impl World {
         for (tcp, h) in [(&self.a, self.client), (&self.b, self.server)] {
             self.log
                 .push(alloc::format!("{:?}", tcp.info(h)).into_bytes());
-            // The deadline heap (kept by the short settle on the fast path).
+            // The deadline heap (kept by `sync_open_conn` on the fast path).
             self.log.push(
                 alloc::format!("{:?} {}", tcp.poll_timeout(), tcp.timer_count()).into_bytes(),
             );

@@ -12,15 +12,15 @@
 
 use impnet_wire::tcp::Repr;
 
-use super::TcpStats;
-use super::cc::CongestionControl;
-use super::conn::{Conn, Ctx};
-use super::output::tsval;
-use super::rack::{Delivered, Tlp, Undo, pto};
-use super::sack::{SackBlockExt, dsack_block};
-use super::seq::SeqNumber;
-use super::state::{Recovery, Snd};
-use super::timer::Timer;
+use super::{Conn, Ctx};
+use crate::tcp::TcpStats;
+use crate::tcp::cc::CongestionControl;
+use crate::tcp::rack::{Delivered, Tlp, Undo, pto};
+use crate::tcp::sack::{SackBlockExt, dsack_block};
+use crate::tcp::segment::tsval;
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::{Recovery, Snd};
+use crate::tcp::timer::Timer;
 use crate::time::{Duration, Instant};
 
 /// The sender before an ACK was processed: what the ACK changed is measured from it.
@@ -56,7 +56,7 @@ impl Conn {
             _ => None,
         };
         let (srtt, min_rtt) = (self.rtt.srtt(), self.rtt.min_rtt());
-        let stats = &mut ctx.sh.stats;
+        let stats = &mut ctx.shared.stats;
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -123,7 +123,7 @@ impl Conn {
         if !snd.rack.enabled {
             return;
         }
-        let reorder = detect_loss(snd, &mut ctx.sh.stats, now, srtt, mss);
+        let reorder = detect_loss(snd, &mut ctx.shared.stats, now, srtt, mss);
         prr_on_ack(snd, 0, mss);
         if let Some(wait) = reorder {
             self.timers.set(Timer::Reorder, now + wait);
@@ -218,7 +218,7 @@ impl Conn {
                 end_seq: snd.snd_max,
                 is_retrans: again,
             });
-            ctx.sh.stats.tlp_probes += 1;
+            ctx.shared.stats.tlp_probes += 1;
             // §7.3: "the sender MUST rearm the RTO timer, not the PTO timer".
             self.timers.stop(Timer::LossProbe);
             self.timers.set(Timer::Retransmit, now + rto);

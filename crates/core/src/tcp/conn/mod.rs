@@ -1,193 +1,46 @@
 //! One connection: its state machine, timers and negotiated options, the user calls
 //! (RFC 9293 §3.10.1-§3.10.6) and the timeouts (§3.10.8).
+//!
+//! Every `impl Conn` lives in this folder: `input.rs` (segment arrival, §3.10.7),
+//! `predict.rs` (header prediction), `output.rs` (what to send), `recovery.rs` (loss
+//! recovery), `ecn.rs`, `icmp.rs`, `share.rs` (RFC 9040) and `zero_copy.rs`. What they
+//! work on (states, buffers, RACK, congestion control, the segment writer) stands
+//! outside it and never imports `Conn`.
 
-use alloc::collections::VecDeque;
+mod ecn;
+mod icmp;
+mod input;
+mod output;
+mod predict;
+mod recovery;
+mod share;
+mod zero_copy;
+
+pub use zero_copy::SendOwnedError;
+
 use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
 
-use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
-use super::cc::{CongestionControl, Controller};
-use super::ecn::{self, Ecn, EcnMode, EcnState};
-use super::output::{Reset, tsval};
-use super::rack::Rack;
-use super::rtt::{HandshakeTimer, RttEstimator, RttSampler};
-use super::sack::Scoreboard;
-use super::seq::SeqNumber;
-use super::state::*;
-use super::timer::{Timer, Timers};
-use super::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats};
-use crate::rng::Rng;
-use crate::secret::Secret;
-use crate::time::{Duration, Instant};
+use crate::tcp::buffer::SendBuffer;
+use crate::tcp::cc::{CongestionControl, Controller};
+use crate::tcp::challenge::ChallengeBudget;
+use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
+use crate::tcp::rack::Rack;
+use crate::tcp::rtt::{HandshakeTimer, RttEstimator, RttSampler};
+use crate::tcp::sack::Scoreboard;
+use crate::tcp::segment::{Reset, tsval};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::shared::Shared;
+use crate::tcp::state::*;
+use crate::tcp::timer::{Timer, Timers};
+use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo};
+use crate::time::Instant;
 
 /// RFC 9293 §3.7.1: "the default ... [MSS] is 536" when the peer sends no MSS option.
 pub(crate) const DEFAULT_MSS: u16 = 536;
 /// RFC 7323 §2.3: "the shift count must be limited to 14".
 pub(crate) const MAX_WSCALE: u8 = 14;
-
-/// What every connection shares: settings, counters, the event and RST queues.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// Settings.
-    pub config: TcpConfig,
-    /// Counters.
-    pub stats: TcpStats,
-    /// Readiness changes for the user.
-    pub events: VecDeque<TcpEvent>,
-    /// RSTs to send that belong to no connection (or to one being released).
-    pub resets: VecDeque<Reset>,
-    /// SYN-ACKs carrying SYN cookies, waiting to go (bounded as `resets` is).
-    pub syn_acks: VecDeque<super::cookie::CookieSynAck>,
-    /// Draws each connection's challenge-ACK budgets (RFC 5961 §7).
-    pub challenge_rng: Rng,
-    /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
-    /// the short settle after a call into an open connection (`table.rs`
-    /// `settle_open`), the direct writer for plain segments (`output.rs`). Always true
-    /// outside the tests that compare them with the full paths.
-    pub fast_paths: bool,
-    /// Ring storage of connections that ended, for the next ones to reuse (W3 churn:
-    /// saves an allocation, its zeroing and a free per ring). At most
-    /// `TcpConfig::spare_rings` entries of at most [`MAX_SPARE_STORAGE`] bytes each.
-    pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
-    /// Ring storage larger than [`Shared::spare`] keeps, of connections that ended: a
-    /// ring that reached its full size (a bulk response) would otherwise be grown again,
-    /// allocation, zeroing and copy at every doubling, by the next connection (W6 with
-    /// one connection per request). At most `TcpConfig::large_spare_rings` entries.
-    pub large_spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
-    /// The driver sends a segment's payload from the send buffer itself (a gather
-    /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
-    pub gather: bool,
-    /// The payload the last segment left in the send buffer: offset from SND.UNA, length.
-    pub deferred: Option<(usize, usize)>,
-    /// The IP ECN field of the last segment written (`TcpTransmit::ecn`).
-    pub ecn: Ecn,
-    /// What closed connections learned per destination (RFC 9040), with
-    /// `TcpConfig::share_control_blocks`.
-    pub blocks: super::share::BlockCache,
-}
-
-/// One connection's challenge ACKs in the current second (RFC 5961 §7). The budget is
-/// per connection: a budget shared by all connections is an off-path side channel
-/// (CVE-2016-5696, Cao et al. 2016: an attacker who exhausts the shared budget with its
-/// own connection and counts the challenge ACKs it gets back learns whether a guessed
-/// segment hit another connection). Each second's budget is also drawn at random,
-/// between half of [`TcpConfig::challenge_ack_limit`] and all of it, from the stack's
-/// secret, so it is no constant an attacker could count down either.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ChallengeBudget {
-    /// Start of the current second; `None` before the first challenge ACK.
-    pub start: Option<Instant>,
-    /// Challenge ACKs sent in it (`<= allowed`).
-    pub sent: u32,
-    /// This second's budget (`<= TcpConfig::challenge_ack_limit`).
-    pub allowed: u32,
-    /// When the last one went: they are spaced at least a second divided by the budget
-    /// apart, never sent in a burst (three challenge ACKs in one round trip would be
-    /// duplicate ACKs to the peer, and a spurious fast retransmit).
-    pub last: Option<Instant>,
-}
-
-/// A budget in `ceil(limit / 2)..=limit`.
-fn draw_budget(rng: &mut Rng, limit: u32) -> u32 {
-    if limit == 0 {
-        return 0;
-    }
-    rng.in_range(limit.div_ceil(2), limit)
-}
-
-/// The generator the challenge-ACK budgets are drawn from, keyed by the stack's secret.
-pub(crate) fn challenge_rng(secret: &Secret) -> Rng {
-    Rng::new(secret.derive(b"challenge acks"))
-}
-
-/// Largest ring storage kept in [`Shared::spare`] (bigger ones go to
-/// [`Shared::large_spare`]).
-const MAX_SPARE_STORAGE: usize = 16 << 10;
-
-impl Shared {
-    /// Keep `storage` (a ring's, contents irrelevant) for a later connection.
-    #[inline]
-    pub fn recycle(&mut self, storage: alloc::vec::Vec<u8>) {
-        let len = storage.len();
-        if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < self.config.spare_rings {
-            self.spare.push(storage);
-        } else if len > MAX_SPARE_STORAGE && self.large_spare.len() < self.config.large_spare_rings
-        {
-            self.large_spare.push(storage);
-        }
-    }
-    /// Recycle the ring storage a state owns (before dropping it).
-    pub fn recycle_state(&mut self, state: State) {
-        match state {
-            State::SynSent(s) => self.recycle(s.buffer.into_storage()),
-            State::SynRcvd(s) => {
-                self.recycle(s.buffer.into_storage());
-                self.recycle(s.rcv.buffer.into_storage());
-            }
-            State::Established(Established { snd, rcv })
-            | State::FinWait1(FinWait1 { snd, rcv }) => {
-                self.recycle(snd.buffer.into_storage());
-                self.recycle(rcv.buffer.into_storage());
-            }
-            State::FinWait2(s) => self.recycle(s.rcv.buffer.into_storage()),
-            State::Closing(Closing { snd, rcv })
-            | State::CloseWait(CloseWait { snd, rcv })
-            | State::LastAck(LastAck { snd, rcv }) => {
-                self.recycle(snd.buffer.into_storage());
-                self.recycle(rcv.buffer.into_storage());
-            }
-            State::TimeWait(s) => self.recycle(s.rcv.buffer.into_storage()),
-            State::Closed(_) => {}
-        }
-    }
-    /// Spare ring storage for a new ring of `capacity` bytes (empty when none fits).
-    #[inline]
-    pub fn spare_storage(&mut self, capacity: usize) -> alloc::vec::Vec<u8> {
-        if let Some(v) = self.large_spare.last()
-            && v.len() <= capacity
-        {
-            return self.large_spare.pop().unwrap_or_default();
-        }
-        match self.spare.last() {
-            Some(v) if v.len() <= capacity => self.spare.pop().unwrap_or_default(),
-            _ => alloc::vec::Vec::new(),
-        }
-    }
-    /// A send ring of the configured size, on spare storage when there is some.
-    pub fn send_buffer(&mut self) -> SendBuffer {
-        let capacity = self.config.send_buffer;
-        SendBuffer::with_storage(capacity, self.spare_storage(capacity))
-    }
-    /// Queue a RST (dropped when `TcpConfig::reset_queue` wait already).
-    pub fn reset(&mut self, reset: Reset) {
-        if self.resets.len() < self.config.reset_queue {
-            self.resets.push_back(reset);
-        }
-    }
-    /// Queue a SYN-ACK with a cookie; false when `TcpConfig::reset_queue` wait already.
-    pub fn syn_ack(&mut self, syn_ack: super::cookie::CookieSynAck) -> bool {
-        let room = self.syn_acks.len() < self.config.reset_queue;
-        if room {
-            self.syn_acks.push_back(syn_ack);
-        }
-        room
-    }
-    /// Queue an event, skipping an exact repeat of the last one; at
-    /// `TcpConfig::event_limit` the oldest goes.
-    pub fn event(&mut self, event: TcpEvent) {
-        if self.events.back() == Some(&event) {
-            return;
-        }
-        if self.events.len() >= self.config.event_limit {
-            self.stats.events_dropped += 1;
-            if self.events.pop_front().is_none() {
-                return;
-            }
-        }
-        self.events.push_back(event);
-    }
-}
 
 /// The context of one call into a connection.
 pub(crate) struct Ctx<'a> {
@@ -195,8 +48,8 @@ pub(crate) struct Ctx<'a> {
     pub now: Instant,
     /// The connection's handle (for events).
     pub handle: TcpHandle,
-    /// Shared state.
-    pub sh: &'a mut Shared,
+    /// What all connections share: settings, counters, the event and RST queues.
+    pub shared: &'a mut Shared,
 }
 
 /// Who is responsible for releasing a connection.
@@ -275,7 +128,7 @@ impl Negotiated {
             _ => None,
         };
         self.sack &= seg.options.sack_permitted;
-        self.ecn &= ecn::peer_agrees(seg);
+        self.ecn &= peer_agrees(seg);
     }
     /// The largest segment (options included) we send: the peer's MSS, or less when
     /// the path carries less (RFC 1191).
@@ -330,7 +183,7 @@ pub(crate) enum Cork {
     Off,
     /// On: a partial segment waits for more data, the uncork, or [`Timer::Cork`].
     On,
-    /// On, but a partial segment waited [`super::CORK_CEILING`]: the data queued before
+    /// On, but a partial segment waited [`crate::tcp::CORK_CEILING`]: the data queued before
     /// this sequence number goes as if uncorked; after it the cork holds again.
     Lapsed(SeqNumber),
 }
@@ -393,26 +246,15 @@ pub(crate) struct Conn {
 impl Conn {
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
     /// connection may send one more now (and counts it).
-    pub fn challenge_allowed(&mut self, sh: &mut Shared, now: Instant) -> bool {
-        let budget = &mut self.challenge;
-        if budget
-            .start
-            .is_none_or(|start| now - start >= Duration::from_secs(1))
-        {
-            budget.start = Some(now);
-            budget.sent = 0;
-            budget.allowed = draw_budget(&mut sh.challenge_rng, sh.config.challenge_ack_limit);
-        }
-        let spacing = Duration::from_nanos(1_000_000_000 / u64::from(budget.allowed.max(1)));
-        if budget.sent < budget.allowed && budget.last.is_none_or(|last| now - last >= spacing) {
-            budget.sent += 1;
-            budget.last = Some(now);
-            sh.stats.challenge_acks += 1;
-            true
+    pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
+        let limit = shared.config.challenge_ack_limit;
+        let allowed = self.challenge.allow(now, &mut shared.challenge_rng, limit);
+        if allowed {
+            shared.stats.challenge_acks += 1;
         } else {
-            sh.stats.challenge_acks_limited += 1;
-            false
+            shared.stats.challenge_acks_limited += 1;
         }
+        allowed
     }
 
     fn new(
@@ -453,14 +295,14 @@ impl Conn {
     /// Send a SYN segment of the form <SEQ=ISS><CTL=SYN>. Set SND.UNA to ISS, SND.NXT
     /// to ISS+1, enter SYN-SENT state".
     pub fn connect(
-        sh: &mut Shared,
+        shared: &mut Shared,
         local: SocketAddr,
         remote: SocketAddr,
         iss: SeqNumber,
         mss: u16,
     ) -> Conn {
-        let buffer = sh.send_buffer();
-        let config = &sh.config;
+        let buffer = shared.send_buffer();
+        let config = &shared.config;
         let state = State::SynSent(SynSent {
             iss,
             snd_nxt: iss,
@@ -477,18 +319,18 @@ impl Conn {
     /// SYN"): "Set RCV.NXT to SEG.SEQ+1, IRS is set to SEG.SEQ ... ISS should be selected
     /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
     pub fn accept_syn(
-        sh: &mut Shared,
+        shared: &mut Shared,
         (local, remote): (SocketAddr, SocketAddr),
         iss: SeqNumber,
         seg: &Repr<'_>,
         listener: TcpHandle,
         mss: u16,
     ) -> Conn {
-        let mut opts = Negotiated::offer(&sh.config, mss);
+        let mut opts = Negotiated::offer(&shared.config, mss);
         opts.agree(seg);
-        let rcv = new_rcv(sh, SeqNumber(seg.seq), opts.rcv_shift());
-        let buffer = sh.send_buffer();
-        let config = &sh.config;
+        let rcv = Rcv::new(shared.recv_buffer(), SeqNumber(seg.seq), opts.rcv_shift());
+        let buffer = shared.send_buffer();
+        let config = &shared.config;
         let state = State::SynRcvd(SynRcvd {
             iss,
             snd_nxt: iss,
@@ -514,23 +356,23 @@ impl Conn {
     pub fn enter_closed(&mut self, ctx: &mut Ctx<'_>, error: Option<TcpError>) {
         if let Some(err) = error {
             if matches!(self.state, State::SynSent(_) | State::SynRcvd(_)) {
-                ctx.sh.stats.failed_opens += 1;
+                ctx.shared.stats.failed_opens += 1;
             }
             if err == TcpError::TimedOut {
-                ctx.sh.stats.timed_out += 1;
+                ctx.shared.stats.timed_out += 1;
             }
         }
         let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
         if error.is_none() {
             self.keep_unread(&mut old);
         }
-        ctx.sh.recycle_state(old);
+        ctx.shared.recycle_state(old);
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
         // Wake readers and writers: their calls now report the end.
-        ctx.sh.event(TcpEvent::Readable(ctx.handle));
-        ctx.sh.event(TcpEvent::Writable(ctx.handle));
+        ctx.shared.event(TcpEvent::Readable(ctx.handle));
+        ctx.shared.event(TcpEvent::Writable(ctx.handle));
     }
 
     /// A clean close must not lose what the user has not read yet (found by fuzz
@@ -645,7 +487,7 @@ impl Conn {
                 Err(TcpError::WouldBlock)
             };
         }
-        self.maybe_window_update(ctx.sh.config.recv_buffer);
+        self.maybe_window_update(ctx.shared.config.recv_buffer);
         Ok(n)
     }
 
@@ -712,7 +554,7 @@ impl Conn {
         }
     }
 
-    /// A snapshot for [`super::Tcp::info`].
+    /// A snapshot for [`crate::tcp::Tcp::info`].
     pub fn info(&self, config: &TcpConfig) -> TcpInfo {
         let snd = self.state.snd();
         let rcv_wnd = self.state.rcv().map_or(0, |r| r.advertised() as u32);
@@ -740,28 +582,10 @@ impl Conn {
             congestion: snd.map_or(config.congestion.name(), |s| s.cc.name()),
             pacing_rate: snd.and_then(|s| {
                 let window =
-                    |srtt| super::pacing::window_rate(s.cc.cwnd(), srtt, s.cc.in_slow_start());
+                    |srtt| crate::tcp::pacing::window_rate(s.cc.cwnd(), srtt, s.cc.in_slow_start());
                 s.cc.pacing_rate().or_else(|| self.rtt.srtt().map(window))
             }),
         }
-    }
-}
-
-/// A fresh receiving half for a peer whose ISN is `irs`.
-pub(crate) fn new_rcv(sh: &mut Shared, irs: SeqNumber, shift: u8) -> Rcv {
-    let capacity = sh.config.recv_buffer;
-    let storage = sh.spare_storage(capacity);
-    let buffer = RecvBuffer::with_storage(capacity, sh.config.max_ooo_ranges, storage);
-    let rcv_nxt = irs + 1;
-    // The window on a SYN is never scaled (RFC 7323 §2.2), so start from what fits 16 bits.
-    let window = buffer.window().min(0xffff << shift).min(0xffff);
-    Rcv {
-        irs,
-        rcv_nxt,
-        rcv_adv: rcv_nxt + window,
-        buffer,
-        sack: SackRecorder::new(),
-        fin_at: None,
     }
 }
 
@@ -808,7 +632,7 @@ pub(crate) fn new_snd(
         rack: Rack::new(
             config.rack && opts.sack,
             snd_una,
-            super::rack::split_limit(config.send_buffer),
+            crate::tcp::rack::split_limit(config.send_buffer),
         ),
         undo: None,
         rate,
@@ -821,9 +645,11 @@ impl Conn {
     /// Start the FIN-WAIT-2 limit of a connection the application has closed
     /// (`TcpConfig::fin_wait_2_timeout`); nothing in any other case.
     pub fn arm_fin_wait_2(&mut self, ctx: &mut Ctx<'_>) {
-        if let (State::FinWait2(_), Owner::Released, Some(limit)) =
-            (&self.state, self.owner, ctx.sh.config.fin_wait_2_timeout)
-        {
+        if let (State::FinWait2(_), Owner::Released, Some(limit)) = (
+            &self.state,
+            self.owner,
+            ctx.shared.config.fin_wait_2_timeout,
+        ) {
             self.timers.set(Timer::TimeWait, ctx.now + limit);
         }
     }
@@ -834,7 +660,7 @@ impl Conn {
             Timer::Retransmit => self.on_retransmit_timeout(ctx),
             Timer::DelayedAck => {
                 if self.ack != AckState::Idle {
-                    ctx.sh.stats.delayed_acks += 1;
+                    ctx.shared.stats.delayed_acks += 1;
                     self.ack = AckState::Now;
                 }
             }
@@ -854,7 +680,7 @@ impl Conn {
             // (`TcpConfig::fin_wait_2_timeout`).
             Timer::TimeWait => {
                 if let State::FinWait2(_) = self.state {
-                    ctx.sh.stats.fin_wait_2_timeouts += 1;
+                    ctx.shared.stats.fin_wait_2_timeouts += 1;
                 }
                 self.enter_closed(ctx, None);
             }
@@ -871,19 +697,19 @@ impl Conn {
         if self.state.synchronized()
             && let Some(reset) = self.abort_reset(ctx.now)
         {
-            ctx.sh.reset(reset);
+            ctx.shared.reset(reset);
         }
         // RFC 1122 §4.2.3.9: a soft ICMP error seen on the way is the better report.
         let error = self.soft_error.unwrap_or(TcpError::TimedOut);
         if error != TcpError::TimedOut {
-            ctx.sh.stats.timed_out += 1;
+            ctx.shared.stats.timed_out += 1;
         }
         self.enter_closed(ctx, Some(error));
     }
 
     /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.
     fn on_retransmit_timeout(&mut self, ctx: &mut Ctx<'_>) {
-        let config = &ctx.sh.config;
+        let config = &ctx.shared.config;
         let limit = if self.state.synchronized() {
             config.max_retransmits
         } else {
@@ -892,9 +718,9 @@ impl Conn {
         if self.retries >= limit {
             return self.time_out(ctx);
         }
-        ctx.sh.stats.timeouts += 1;
+        ctx.shared.stats.timeouts += 1;
         self.retries += 1;
-        if self.retries.is_multiple_of(2) && ctx.sh.config.black_hole_detection {
+        if self.retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
@@ -956,7 +782,7 @@ impl Conn {
     /// ever notice. In FIN-WAIT-1 our FIN is in flight and its retransmission timer
     /// watches the peer: the timer only waits on, so that FIN-WAIT-2 has it.
     fn on_keepalive_timeout(&mut self, ctx: &mut Ctx<'_>) {
-        let Some(ka) = ctx.sh.config.keepalive else {
+        let Some(ka) = ctx.shared.config.keepalive else {
             return;
         };
         if matches!(self.state, State::FinWait1(_)) {

@@ -1,202 +1,21 @@
 //! What a connection sends now (RFC 9293 §3.8.6, RFC 5681, RFC 6675), and writing it.
 
-use core::net::SocketAddr;
+use impnet_wire::tcp::{Flags, Options, PlainHeader, Repr};
 
-use impnet_wire::checksum::PseudoHeader;
-use impnet_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
-
-use super::buffer::{Slices, copy_bytes};
-use super::cc::CongestionControl;
-use super::conn::{Conn, Cork, Ctx, Negotiated, Probe};
 use super::recovery::{pipe, recovery_room};
-use super::seq::SeqNumber;
-use super::state::{AckState, Snd, State};
-use super::timer::Timer;
-use super::{CORK_CEILING, Egress, pacing};
+use super::{Conn, Cork, Ctx, Negotiated, Probe};
+use crate::tcp::buffer::Slices;
+use crate::tcp::cc::CongestionControl;
+use crate::tcp::segment::{Fill, tsval, write_plain_segment, write_segment};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::{AckState, Snd, State};
+use crate::tcp::timer::Timer;
+use crate::tcp::{CORK_CEILING, Egress, pacing};
 use crate::time::{Duration, Instant};
-
-/// A RST that belongs to no live connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Reset {
-    /// Our address (source of the RST).
-    pub local: SocketAddr,
-    /// The peer.
-    pub remote: SocketAddr,
-    /// Sequence number.
-    pub seq: u32,
-    /// Acknowledgment number, when the ACK bit is set.
-    pub ack: Option<u32>,
-    /// (TSval, TSecr) when the connection negotiated timestamps: RFC 7323 §3.2, "the
-    /// TSopt ... SHOULD be sent in an <RST> segment" (§5.2: so a peer's PAWS check
-    /// does not drop it).
-    pub timestamps: Option<(u32, u32)>,
-}
-
-/// SEG.LEN: payload plus one for SYN and one for FIN.
-pub(crate) fn seg_len(seg: &Repr<'_>) -> usize {
-    seg.payload.len() + usize::from(seg.flags.syn()) + usize::from(seg.flags.fin())
-}
-
-impl Reset {
-    /// RFC 9293 §3.10.7.1: "If the ACK bit is off, sequence number zero is used,
-    /// <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. If the ACK bit is on,
-    /// <SEQ=SEG.ACK><CTL=RST>".
-    pub fn for_segment(local: SocketAddr, remote: SocketAddr, seg: &Repr<'_>) -> Reset {
-        if seg.flags.ack() {
-            Reset {
-                local,
-                remote,
-                seq: seg.ack,
-                ack: None,
-                timestamps: None,
-            }
-        } else {
-            let ack = SeqNumber(seg.seq) + seg_len(seg);
-            Reset {
-                local,
-                remote,
-                seq: 0,
-                ack: Some(ack.0),
-                timestamps: None,
-            }
-        }
-    }
-
-    /// Write the RST into `buf` (the checksum computed when `checksum`).
-    pub fn write(&self, buf: &mut [u8], checksum: bool) -> Option<usize> {
-        let repr = Repr {
-            src_port: self.local.port(),
-            dst_port: self.remote.port(),
-            seq: self.seq,
-            ack: self.ack.unwrap_or(0),
-            flags: if self.ack.is_some() {
-                Flags::RST | Flags::ACK
-            } else {
-                Flags::RST
-            },
-            options: Options {
-                timestamps: self.timestamps,
-                ..Options::default()
-            },
-            ..Repr::default()
-        };
-        let fill = if checksum {
-            Fill::Checksum
-        } else {
-            Fill::Partial
-        };
-        write_segment(&repr, Slices::empty(), (self.local, self.remote), buf, fill)
-    }
-}
-
-/// Write `repr`'s header (its own payload is ignored) followed by `payload` (a range
-/// of the send buffer) into `buf`, with the checksum over the IPv4 pseudo-header or only
-/// the pseudo-header sum (for a device that completes it), as `fill` says; None when
-/// `buf` is too small (which must hold the payload even when it is not copied).
-pub(crate) fn write_segment(
-    repr: &Repr<'_>,
-    payload: Slices<'_>,
-    (src, dst): (SocketAddr, SocketAddr),
-    buf: &mut [u8],
-    fill: Fill,
-) -> Option<usize> {
-    let header = Repr {
-        payload: &[],
-        ..*repr
-    };
-    let header_len = header.header_len();
-    let total = header_len + payload.len();
-    if buf.len() < total {
-        return None;
-    }
-    let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
-    header.emit(&mut packet, &src.ip(), &dst.ip(), false);
-    Some(finish_segment(
-        &mut buf[..total],
-        header_len,
-        payload,
-        (src, dst),
-        fill,
-    ))
-}
-
-/// As [`write_segment`] for a segment [`PlainHeader`] describes (no SYN, no SACK
-/// blocks): the same bytes, without building a `Repr` (`tests_predict` compares the
-/// two paths).
-fn write_plain_segment(
-    header: &PlainHeader,
-    payload: Slices<'_>,
-    ends: (SocketAddr, SocketAddr),
-    buf: &mut [u8],
-    fill: Fill,
-) -> Option<usize> {
-    let header_len = header.header_len();
-    let total = header_len + payload.len();
-    if buf.len() < total {
-        return None;
-    }
-    header.emit(buf);
-    Some(finish_segment(
-        &mut buf[..total],
-        header_len,
-        payload,
-        ends,
-        fill,
-    ))
-}
-
-/// How a segment's payload and checksum are filled in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fill {
-    /// Payload copied, checksum computed.
-    Checksum,
-    /// Payload copied, the checksum field holding the pseudo-header sum (the device
-    /// completes it).
-    Partial,
-    /// As `Partial`, but the payload is not copied: it stays in the send buffer, where
-    /// the driver takes it from (`Tcp::deferred_payload`).
-    Deferred,
-}
 
 /// Payloads from which a driver that gathers (`Shared::gather`) leaves them in the
 /// send buffer: below, the copy costs less than the bookkeeping.
 const DEFER_MIN: usize = 2048;
-
-/// Copy the payload behind the header already in `segment` (unless deferred) and fill
-/// the checksum field (or only the pseudo-header sum when the device completes it);
-/// returns the length.
-#[inline]
-fn finish_segment(
-    segment: &mut [u8],
-    header_len: usize,
-    payload: Slices<'_>,
-    (src, dst): (SocketAddr, SocketAddr),
-    fill: Fill,
-) -> usize {
-    let total = segment.len();
-    if fill != Fill::Deferred {
-        let mut at = header_len;
-        for piece in payload {
-            copy_bytes(&mut segment[at..at + piece.len()], piece);
-            at += piece.len();
-        }
-    }
-    let mut packet = Packet::new_unchecked(segment);
-    if fill == Fill::Checksum {
-        // Copy, then sum: measured faster than the checksum folded into the copy
-        // (`checksum::copy_and_sum`) on data in cache, where memcpy is several times
-        // the speed of the sum (impnet-wire's `checksum` bench).
-        packet.fill_checksum(&src.ip(), &dst.ip());
-    } else {
-        packet.set_checksum(src.ip().pseudo_header(&dst.ip(), 6, total as u32));
-    }
-    total
-}
-
-/// TSval for `now` (RFC 7323 §5.4: a clock tick of 1 ms).
-pub(crate) fn tsval(now: Instant) -> u32 {
-    now.as_millis() as u32
-}
 
 /// What to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -402,7 +221,7 @@ impl Conn {
                 .rtt
                 .rto()
                 .saturating_mul(backoff)
-                .min(ctx.sh.config.max_rto);
+                .min(ctx.shared.config.max_rto);
             self.timers.set(Timer::Persist, ctx.now + delay);
         }
     }
@@ -468,12 +287,12 @@ impl Conn {
         let syn = plan.flags.syn();
         let ack_bit = !matches!(self.state, State::SynSent(_));
         let rcv_nxt = self.state.rcv_nxt().unwrap_or_default();
-        let window = self.advertise(syn, ctx.sh.config.recv_buffer);
+        let window = self.advertise(syn, ctx.shared.config.recv_buffer);
         let timestamps = self
             .opts
             .ts
             .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
-        let mut flags = plan.flags | self.ecn_output(ctx.sh, plan, ack_bit);
+        let mut flags = plan.flags | self.ecn_output(ctx.shared, plan, ack_bit);
         if ack_bit {
             flags = flags | Flags::ACK;
         }
@@ -486,16 +305,16 @@ impl Conn {
             (true, _) => Fill::Checksum,
             // Gathered from at most two slices (the driver's `writev` takes two).
             (false, Some(at))
-                if ctx.sh.gather && plan.len >= DEFER_MIN && payload.as_pair().is_some() =>
+                if ctx.shared.gather && plan.len >= DEFER_MIN && payload.as_pair().is_some() =>
             {
-                ctx.sh.deferred = Some((at, plan.len));
+                ctx.shared.deferred = Some((at, plan.len));
                 Fill::Deferred
             }
             (false, _) => Fill::Partial,
         };
         let ends = (self.local, self.remote);
         let sack_n = self.sack_blocks_to_send();
-        let len = if !syn && sack_n == 0 && ctx.sh.fast_paths {
+        let len = if !syn && sack_n == 0 && ctx.shared.fast_paths {
             let header = PlainHeader {
                 src_port: self.local.port(),
                 dst_port: self.remote.port(),
@@ -531,12 +350,12 @@ impl Conn {
             };
             write_segment(&repr, payload, ends, buf, fill)?
         };
-        ctx.sh.stats.segments_out += 1;
+        ctx.shared.stats.segments_out += 1;
         if sack_n > 0
             && let Some(rcv) = self.state.rcv_mut()
             && rcv.sack.take_dsack().is_some()
         {
-            ctx.sh.stats.dsacks_sent += 1;
+            ctx.shared.stats.dsacks_sent += 1;
         }
         if ack_bit {
             if let Some(ts) = &mut self.opts.ts {
@@ -618,7 +437,7 @@ impl Conn {
                 let end = plan.seq + plan.len + usize::from(plan.flags.fin());
                 let again = plan.seq < snd.snd_max;
                 if again {
-                    ctx.sh.stats.retransmitted += 1;
+                    ctx.shared.stats.retransmitted += 1;
                     self.retransmits += 1;
                     snd.sampler.on_retransmit();
                 } else if !timestamps {
@@ -641,10 +460,10 @@ impl Conn {
             (state, Kind::Probe) => {
                 match state.snd_mut() {
                     Some(snd) if snd.snd_wnd == 0 => {
-                        ctx.sh.stats.window_probes += 1;
+                        ctx.shared.stats.window_probes += 1;
                         snd.probe_count += 1;
                     }
-                    _ => ctx.sh.stats.keepalive_probes += 1,
+                    _ => ctx.shared.stats.keepalive_probes += 1,
                 }
                 return;
             }
@@ -654,7 +473,7 @@ impl Conn {
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
         self.timers.set_if_idle(Timer::Retransmit, now + rto);
-        if let Some(timeout) = ctx.sh.config.user_timeout {
+        if let Some(timeout) = ctx.shared.config.user_timeout {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
         }
         if let Some((range, again)) = sent {

@@ -3,16 +3,16 @@
 
 use impnet_wire::tcp::Repr;
 
-use super::cc::CongestionControl;
-use super::conn::{Conn, Ctx, Owner, new_rcv, new_snd};
-use super::ecn::{self, Ecn};
-use super::output::{Reset, seg_len, tsval};
 use super::recovery::{AckBefore, enter_recovery};
-use super::rtt::HandshakeTimer;
-use super::seq::SeqNumber;
-use super::state::*;
-use super::timer::Timer;
-use super::{MAX_ACK_DELAY, TcpError, TcpEvent};
+use super::{Conn, Ctx, Owner, new_snd};
+use crate::tcp::cc::CongestionControl;
+use crate::tcp::ecn::{self, Ecn};
+use crate::tcp::rtt::HandshakeTimer;
+use crate::tcp::segment::{Reset, seg_len, tsval};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::*;
+use crate::tcp::timer::Timer;
+use crate::tcp::{MAX_ACK_DELAY, TcpError, TcpEvent};
 use crate::time::{Duration, Instant};
 
 impl Conn {
@@ -20,7 +20,7 @@ impl Conn {
     /// `ecn` is the IP header's ECN field.
     pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, ecn: Ecn) {
         self.ecn_input(ctx, seg, ecn);
-        if ctx.sh.fast_paths && self.input_predicted(ctx, seg) {
+        if ctx.shared.fast_paths && self.input_predicted(ctx, seg) {
             return;
         }
         match self.state {
@@ -43,7 +43,7 @@ impl Conn {
         let ack_ok = seg.flags.ack() && ack > iss && ack <= iss + 1;
         if seg.flags.ack() && !ack_ok {
             if !seg.flags.rst() {
-                ctx.sh
+                ctx.shared
                     .reset(Reset::for_segment(self.local, self.remote, seg));
             }
             return;
@@ -52,7 +52,7 @@ impl Conn {
             // "If the ACK was acceptable, then signal to the user "error: connection
             // reset", drop the segment, enter CLOSED state ... Otherwise (no ACK), drop".
             if ack_ok {
-                ctx.sh.stats.resets_received += 1;
+                ctx.shared.stats.resets_received += 1;
                 self.enter_closed(ctx, Some(TcpError::ConnectionRefused));
             }
             return;
@@ -61,7 +61,11 @@ impl Conn {
             return;
         }
         self.opts.agree(seg);
-        let rcv = new_rcv(ctx.sh, SeqNumber(seg.seq), self.opts.rcv_shift());
+        let rcv = Rcv::new(
+            ctx.shared.recv_buffer(),
+            SeqNumber(seg.seq),
+            self.opts.rcv_shift(),
+        );
         let State::SynSent(SynSent {
             iss, buffer, timer, ..
         }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
@@ -73,7 +77,7 @@ impl Conn {
             // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
             // send it." A SYN's window is never scaled (RFC 7323 §2.2).
             let mut snd = new_snd(
-                &ctx.sh.config,
+                &ctx.shared.config,
                 &self.opts,
                 iss,
                 buffer,
@@ -123,9 +127,9 @@ impl Conn {
         self.rtt.reset_backoff();
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
-        self.restart_keepalive(&ctx.sh.config, ctx.now);
+        self.restart_keepalive(&ctx.shared.config, ctx.now);
         if matches!(self.owner, Owner::User | Owner::Released) {
-            ctx.sh.event(TcpEvent::Writable(ctx.handle));
+            ctx.shared.event(TcpEvent::Writable(ctx.handle));
         }
         if self.owner == Owner::Released {
             let _ = self.shutdown_write(ctx);
@@ -151,7 +155,7 @@ impl Conn {
             return;
         }
         self.update_ts_recent(seg);
-        self.restart_keepalive(&ctx.sh.config, ctx.now);
+        self.restart_keepalive(&ctx.shared.config, ctx.now);
         if seg.flags.rst() {
             return self.on_rst(ctx, seg);
         }
@@ -160,7 +164,7 @@ impl Conn {
         }
         // "fifth, check the ACK field: if the ACK bit is off, drop the segment and return"
         if !seg.flags.ack() {
-            ctx.sh.stats.dropped_other += 1;
+            ctx.shared.stats.dropped_other += 1;
             return;
         }
         if !self.on_ack(ctx, seg) {
@@ -183,7 +187,7 @@ impl Conn {
         if seg.flags.rst() || (seg_tsval.wrapping_sub(ts.recent) as i32) >= 0 {
             return true;
         }
-        ctx.sh.stats.paws_drops += 1;
+        ctx.shared.stats.paws_drops += 1;
         self.ack = AckState::Now;
         false
     }
@@ -238,12 +242,12 @@ impl Conn {
         {
             self.timers.set(
                 Timer::TimeWait,
-                ctx.now + ctx.sh.config.msl.saturating_mul(2),
+                ctx.now + ctx.shared.config.msl.saturating_mul(2),
             );
         }
         // "If an incoming segment is not acceptable, an acknowledgment should be sent in
         // reply (unless the RST bit is set, if so drop the segment and return)".
-        ctx.sh.stats.bad_seq += 1;
+        ctx.shared.stats.bad_seq += 1;
         if seg.flags.rst() {
             return false;
         }
@@ -254,7 +258,7 @@ impl Conn {
             .state
             .rcv()
             .map_or(0, |r| r.buffer.capacity())
-            .max(ctx.sh.config.recv_buffer);
+            .max(ctx.shared.config.recv_buffer);
         let recent = seq < rcv_nxt && rcv_nxt - seq <= capacity;
         if seg.flags.syn() || len == 0 || !recent {
             // A SYN gets a challenge ACK "irrespective of the sequence number" (RFC 5961
@@ -267,14 +271,14 @@ impl Conn {
             // an ACK for each (Linux rate-limits the first two the same way,
             // `tcp_oow_rate_limited`). Recent data below the window (a retransmission
             // whose ACK was lost) is always answered: the peer needs that ACK.
-            if self.challenge_allowed(ctx.sh, ctx.now) {
+            if self.challenge_allowed(ctx.shared, ctx.now) {
                 self.ack = AckState::Now;
             }
             return false;
         }
         self.ack = AckState::Now;
         if seq + seg.payload.len() <= rcv_nxt {
-            self.note_duplicate(&mut ctx.sh.stats, seq, seq + seg.payload.len());
+            self.note_duplicate(&mut ctx.shared.stats, seq, seq + seg.payload.len());
         }
         false
     }
@@ -286,12 +290,12 @@ impl Conn {
     /// an ACK (challenge ACK)".
     fn on_rst(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         if Some(SeqNumber(seg.seq)) != self.state.rcv_nxt() {
-            if self.challenge_allowed(ctx.sh, ctx.now) {
+            if self.challenge_allowed(ctx.shared, ctx.now) {
                 self.ack = AckState::Now;
             }
             return;
         }
-        ctx.sh.stats.resets_received += 1;
+        ctx.shared.stats.resets_received += 1;
         let error = match &self.state {
             // "If this connection was initiated with a passive OPEN (i.e., came from the
             // LISTEN state), then return this connection to LISTEN state and return."
@@ -322,7 +326,7 @@ impl Conn {
         }
         // "If the SYN bit is set, irrespective of the sequence number, TCP MUST send an
         // ACK (also referred to as challenge ACK) to the remote peer" (RFC 5961 §4.2).
-        if self.challenge_allowed(ctx.sh, ctx.now) {
+        if self.challenge_allowed(ctx.shared, ctx.now) {
             self.ack = AckState::Now;
         }
     }
@@ -336,8 +340,8 @@ impl Conn {
                 // continue processing ... If the segment acknowledgment is not
                 // acceptable, form a reset segment <SEQ=SEG.ACK><CTL=RST> and send it."
                 if !(ack > s.iss && ack <= s.iss + 1) {
-                    ctx.sh.stats.bad_ack += 1;
-                    ctx.sh
+                    ctx.shared.stats.bad_ack += 1;
+                    ctx.shared
                         .reset(Reset::for_segment(self.local, self.remote, seg));
                     return false;
                 }
@@ -357,8 +361,8 @@ impl Conn {
     /// RFC 5961 §5.2: an ACK outside [SND.UNA - MAX.SND.WND, SND.NXT] is dropped and
     /// answered with a (rate-limited) ACK.
     fn bad_ack(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        ctx.sh.stats.bad_ack += 1;
-        if self.challenge_allowed(ctx.sh, ctx.now) {
+        ctx.shared.stats.bad_ack += 1;
+        if self.challenge_allowed(ctx.shared, ctx.now) {
             self.ack = AckState::Now;
         }
         false
@@ -379,7 +383,7 @@ impl Conn {
         };
         // The SYN's window was unscaled; the window update below replaces it.
         let mut snd = new_snd(
-            &ctx.sh.config,
+            &ctx.shared.config,
             &self.opts,
             iss,
             buffer,
@@ -443,12 +447,12 @@ impl Conn {
             if wnd > 0 {
                 snd.probe_count = 0;
                 self.timers.stop(Timer::Persist);
-                if self.probe == Some(super::conn::Probe::Window) {
+                if self.probe == Some(super::Probe::Window) {
                     self.probe = None;
                 }
             }
             if opened {
-                ctx.sh.event(TcpEvent::Writable(ctx.handle));
+                ctx.shared.event(TcpEvent::Writable(ctx.handle));
             }
         }
     }
@@ -529,12 +533,12 @@ impl Conn {
             self.timers.stop(Timer::UserTimeout);
         } else {
             self.timers.set(Timer::Retransmit, now + self.rtt.rto());
-            if let Some(timeout) = ctx.sh.config.user_timeout {
+            if let Some(timeout) = ctx.shared.config.user_timeout {
                 self.timers.set(Timer::UserTimeout, now + timeout);
             }
         }
         if data > 0 && matches!(self.state, State::Established(_) | State::CloseWait(_)) {
-            ctx.sh.event(TcpEvent::Writable(ctx.handle));
+            ctx.shared.event(TcpEvent::Writable(ctx.handle));
         }
     }
 
@@ -564,7 +568,7 @@ impl Conn {
         }
         let same_window = u32::from(seg.window) << shift == snd.snd_wnd;
         if seg.payload.is_empty() && !seg.flags.syn() && !seg.flags.fin() && same_window {
-            ctx.sh.stats.redundant_acks += u64::from(newly_sacked == 0);
+            ctx.shared.stats.redundant_acks += u64::from(newly_sacked == 0);
         }
         let dup = snd.outstanding() > 0
             && seg.payload.is_empty()
@@ -601,7 +605,7 @@ impl Conn {
         if !(lost_by_sack || (lost_by_dupacks && !after_rto)) {
             return;
         }
-        ctx.sh.stats.fast_retransmits += 1;
+        ctx.shared.stats.fast_retransmits += 1;
         // RFC 6582 §3.2 (2): "record the highest sequence number transmitted in the
         // variable recover"; RFC 6675 §5 (4.1): "RecoveryPoint = HighData". After a
         // timeout, which already answered this loss episode (RFC 5681 §3.1 cut cwnd to
@@ -622,14 +626,14 @@ impl Conn {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
             State::FinWait1(FinWait1 { snd, rcv }) => State::FinWait2(FinWait2 {
-                snd: snd.close_into(ctx.sh),
+                snd: ctx.shared.close_send(snd),
                 rcv,
             }),
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
             State::Closing(Closing { snd, rcv }) => {
                 self.state = State::TimeWait(TimeWait {
-                    snd: snd.close_into(ctx.sh),
+                    snd: ctx.shared.close_send(snd),
                     rcv,
                     ts_recent: self.opts.ts.map(|t| t.recent),
                 });
@@ -656,12 +660,12 @@ impl Conn {
         // Nothing can arrive any more: once the user read everything, the receive
         // ring's storage is free for the next connection (TIME-WAIT lasts 2*MSL).
         if let State::TimeWait(tw) = &mut self.state {
-            ctx.sh.recycle(tw.rcv.buffer.take_storage_if_empty());
+            ctx.shared.recycle(tw.rcv.buffer.take_storage_if_empty());
         }
         self.timers.stop_all();
         self.timers.set(
             Timer::TimeWait,
-            ctx.now + ctx.sh.config.msl.saturating_mul(2),
+            ctx.now + ctx.shared.config.msl.saturating_mul(2),
         );
     }
 
@@ -679,7 +683,7 @@ impl Conn {
         let (offset, data, start) = if seq < rcv.rcv_nxt {
             let skip = rcv.rcv_nxt - seq;
             let old_end = seq + skip.min(seg.payload.len());
-            self.note_duplicate(&mut ctx.sh.stats, seq, old_end);
+            self.note_duplicate(&mut ctx.shared.stats, seq, old_end);
             let Some(rcv) = self.state.rcv_mut() else {
                 return;
             };
@@ -695,7 +699,7 @@ impl Conn {
                 .out_of_order_ranges()
                 .any(|(s, e)| s <= offset && offset + seg.payload.len() <= e)
             {
-                self.note_duplicate(&mut ctx.sh.stats, seq, seq + seg.payload.len());
+                self.note_duplicate(&mut ctx.shared.stats, seq, seq + seg.payload.len());
             }
             (offset, seg.payload, seq)
         };
@@ -714,7 +718,7 @@ impl Conn {
         rcv.sack.record(start, data.len());
         rcv.rcv_nxt += insert.advanced;
         if insert.advanced > 0 {
-            ctx.sh.event(TcpEvent::Readable(ctx.handle));
+            ctx.shared.event(TcpEvent::Readable(ctx.handle));
         }
         // RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
         // out-of-order segment arrives ... [and] an immediate ACK when the incoming
@@ -722,10 +726,10 @@ impl Conn {
         let immediate =
             offset > 0 || had_holes || offset + data.len() > insert.advanced || !insert.stored;
         if offset > 0 {
-            ctx.sh.stats.out_of_order += 1;
+            ctx.shared.stats.out_of_order += 1;
         }
         if !insert.stored {
-            ctx.sh.stats.out_of_order_dropped += 1;
+            ctx.shared.stats.out_of_order_dropped += 1;
         }
         let window = rcv.buffer.capacity();
         self.ack_data(ctx, immediate, data.len(), window);
@@ -735,7 +739,7 @@ impl Conn {
     /// bytes): at once when `immediate` (out of order, filling a hole), in quick-ACK
     /// mode, or for every 2*RMSS bytes; else after the delayed-ACK timer.
     fn ack_data(&mut self, ctx: &mut Ctx<'_>, immediate: bool, bytes: usize, window: usize) {
-        let delay = ctx.sh.config.delayed_ack.min(MAX_ACK_DELAY);
+        let delay = ctx.shared.config.delayed_ack.min(MAX_ACK_DELAY);
         // The largest segment the peer sends us: what we announced, bounded by what
         // its side of the path carries (the MSS it announced), less the options on
         // every segment (RFC 9293 §3.7.1 Eff.snd.MSS, seen from the peer). Both ends
@@ -766,7 +770,7 @@ impl Conn {
     /// Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`): at the
     /// first data of a connection and after the receive side was idle longer than the
     /// RTO, the next segments are acknowledged at once (at most `window_segments`, the
-    /// receive window over 2*RMSS, at least 2, at most [`TcpConfig::quick_acks`](super::TcpConfig::quick_acks)), so a
+    /// receive window over 2*RMSS, at least 2, at most [`TcpConfig::quick_acks`](crate::tcp::TcpConfig::quick_acks)), so a
     /// sender in slow start is not clocked by our delayed-ACK timer. Returns whether
     /// this segment is one of them.
     fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window_segments: usize) -> bool {
@@ -778,7 +782,7 @@ impl Conn {
         self.last_data_at = Some(now);
         if idle {
             let quota = u32::try_from(window_segments).unwrap_or(u32::MAX).max(2);
-            self.quick_acks = quota.min(ctx.sh.config.quick_acks);
+            self.quick_acks = quota.min(ctx.shared.config.quick_acks);
         }
         if self.quick_acks == 0 {
             return false;
@@ -806,7 +810,7 @@ impl Conn {
         }
         // "advance RCV.NXT over the FIN, and send an acknowledgment for the FIN".
         self.ack = AckState::Now;
-        ctx.sh.event(TcpEvent::Readable(ctx.handle));
+        ctx.shared.event(TcpEvent::Readable(ctx.handle));
         let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
         self.state = match state {
             // "SYN-RECEIVED STATE, ESTABLISHED STATE: Enter the CLOSE-WAIT state."
@@ -845,7 +849,7 @@ impl Conn {
 /// cwnd grows by what was acknowledged, as Linux's `tcp_slow_start` does; not by
 /// 2*SMSS per large segment, which would make slow start linear.
 fn stretch_ack(
-    cc: &mut super::cc::Controller,
+    cc: &mut crate::tcp::cc::Controller,
     now: Instant,
     (acked, in_flight): (usize, usize),
     mut sample: Option<Duration>,
@@ -869,7 +873,7 @@ fn stretch_ack(
 /// that wants them; the bytes in flight after it are RFC 6675's pipe while SACK blocks
 /// are outstanding, else FlightSize.
 fn rate_sample(
-    snd: &mut super::state::Snd,
+    snd: &mut crate::tcp::state::Snd,
     now: Instant,
     seg: &Repr<'_>,
     (sack, mss): (bool, usize),

@@ -15,10 +15,10 @@
 
 use impnet_wire::tcp::{Flags, Repr};
 
-use super::conn::{Conn, Ctx};
 use super::recovery::AckBefore;
-use super::seq::SeqNumber;
-use super::state::{Established, State};
+use super::{Conn, Ctx};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::{Established, State};
 
 impl Conn {
     /// Handle `seg` on the predicted path when it fits the prediction (see the module
@@ -27,10 +27,10 @@ impl Conn {
         let Some(new_ack) = self.prediction(seg) else {
             return false;
         };
-        ctx.sh.stats.predicted += 1;
+        ctx.shared.stats.predicted += 1;
         // RFC 7323 §4.3 (2), then RFC 1122 §4.2.3.6: activity restarts keep-alive.
         self.update_ts_recent(seg);
-        self.restart_keepalive(&ctx.sh.config, ctx.now);
+        self.restart_keepalive(&ctx.shared.config, ctx.now);
         // "fifth, check the ACK field": "If SND.UNA < SEG.ACK =< SND.NXT, then set
         // SND.UNA <- SEG.ACK" (an ACK equal to SND.UNA with data changes nothing: it is
         // no duplicate ACK, RFC 5681 §2 (b), and the scoreboard is empty).

@@ -1,10 +1,10 @@
 //! ICMP errors about a connection's segments (RFC 1122 §4.2.3.9, RFC 1191, RFC 5927,
 //! RFC 5461): path MTU discovery, and hard and soft errors.
 
-use super::IcmpNotice;
-use super::conn::{Conn, Ctx};
-use super::seq::SeqNumber;
-use super::state::State;
+use super::{Conn, Ctx};
+use crate::tcp::IcmpNotice;
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::State;
 
 /// The smallest path MTU a fragmentation-needed message may set (Linux's
 /// `min_pmtu`): a forged message cannot shrink segments below 512 bytes of data.
@@ -53,7 +53,7 @@ impl Conn {
             return;
         }
         self.opts.path_mss = (current / 2).max(BLACK_HOLE_FLOOR);
-        ctx.sh.stats.black_holes += 1;
+        ctx.shared.stats.black_holes += 1;
     }
 
     /// RFC 1191 §6: lower the segment size to what the path carries and resend what is
@@ -65,7 +65,7 @@ impl Conn {
             return;
         }
         self.opts.path_mss = mss;
-        ctx.sh.stats.path_mtu_drops += 1;
+        ctx.shared.stats.path_mtu_drops += 1;
         if let Some(snd) = self.state.snd_mut()
             && snd.outstanding() > 0
         {

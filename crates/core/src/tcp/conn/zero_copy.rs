@@ -1,0 +1,91 @@
+//! The zero-copy calls on one connection ([`Tcp::send_owned`](crate::tcp::Tcp::send_owned),
+//! [`Tcp::recv_with`](crate::tcp::Tcp::recv_with)).
+
+use super::{Conn, Ctx};
+use crate::tcp::TcpError;
+use crate::tcp::buffer::SendBuffer;
+use crate::tcp::state::{Closed, State};
+use alloc::vec::Vec;
+
+/// A buffer [`Tcp::send_owned`](crate::tcp::Tcp::send_owned) did not take, given back with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendOwnedError {
+    /// Why: `WouldBlock` (no room for all of it yet), `BufferTooLarge` (it would
+    /// never fit: send it in pieces), or the connection's error.
+    pub error: TcpError,
+    /// The buffer, untouched.
+    pub data: Vec<u8>,
+}
+
+impl core::fmt::Display for SendOwnedError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} ({} bytes given back)", self.error, self.data.len())
+    }
+}
+
+impl Conn {
+    /// RFC 9293 §3.10.2 SEND of a buffer the connection keeps: all of it or none.
+    pub fn send_owned(&mut self, data: Vec<u8>) -> Result<(), SendOwnedError> {
+        let refuse = |error, data| Err(SendOwnedError { error, data });
+        let buffer: &mut SendBuffer = match &mut self.state {
+            State::SynSent(s) => &mut s.buffer,
+            State::SynRcvd(s) => &mut s.buffer,
+            State::Established(s) => &mut s.snd.buffer,
+            State::CloseWait(s) => &mut s.snd.buffer,
+            State::Closed(Closed { error: Some(e) }) => return refuse(*e, data),
+            // As `send`: "error: connection closing".
+            _ => return refuse(TcpError::Closing, data),
+        };
+        if data.capacity() > buffer.capacity() {
+            return refuse(TcpError::BufferTooLarge, data);
+        }
+        buffer
+            .write_owned(data)
+            .or_else(|data| refuse(TcpError::WouldBlock, data))
+    }
+
+    /// RFC 9293 §3.10.3 RECEIVE without a copy: `f` gets the readable bytes (the part
+    /// up to the ring's end; call again for the rest) and returns how many it used.
+    /// At end of stream `f` gets an empty slice and the result is `Ok(0)`; with nothing
+    /// to read yet, `WouldBlock` and `f` is not called.
+    pub fn recv_with(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        f: impl FnOnce(&[u8]) -> usize,
+    ) -> Result<usize, TcpError> {
+        let fin_received = matches!(
+            self.state,
+            State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
+        );
+        if let State::Closed(Closed { error }) = self.state {
+            if !self.unread.is_empty() {
+                let n = f(&self.unread).min(self.unread.len());
+                self.unread.drain(..n);
+                return Ok(n);
+            }
+            return match error {
+                Some(e) => Err(e),
+                None => {
+                    f(&[]);
+                    Ok(0)
+                }
+            };
+        }
+        let Some(buffer) = self.state.recv_buffer_mut() else {
+            return Err(TcpError::WouldBlock);
+        };
+        let (first, _) = buffer.readable_slices();
+        if first.is_empty() {
+            return if fin_received {
+                f(&[]);
+                Ok(0)
+            } else {
+                Err(TcpError::WouldBlock)
+            };
+        }
+        let n = f(first).min(first.len());
+        buffer.consume(n);
+        self.maybe_window_update(ctx.shared.config.recv_buffer);
+        Ok(n)
+    }
+}

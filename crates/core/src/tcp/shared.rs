@@ -1,0 +1,153 @@
+//! What every connection of a [`Tcp`](super::Tcp) shares: the settings, the counters,
+//! the queues of events, RSTs and cookie SYN-ACKs, and spare ring storage.
+
+use alloc::collections::VecDeque;
+
+use super::buffer::{RecvBuffer, SendBuffer};
+use super::ecn::Ecn;
+use super::segment::Reset;
+use super::state::*;
+use super::{TcpConfig, TcpEvent, TcpStats};
+use crate::rng::Rng;
+
+/// What every connection shares: settings, counters, the event and RST queues.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Settings.
+    pub config: TcpConfig,
+    /// Counters.
+    pub stats: TcpStats,
+    /// Readiness changes for the user.
+    pub events: VecDeque<TcpEvent>,
+    /// RSTs to send that belong to no connection (or to one being released).
+    pub resets: VecDeque<Reset>,
+    /// SYN-ACKs carrying SYN cookies, waiting to go (bounded as `resets` is).
+    pub syn_acks: VecDeque<super::cookie::CookieSynAck>,
+    /// Draws each connection's challenge-ACK budgets (RFC 5961 §7).
+    pub challenge_rng: Rng,
+    /// Take the fast paths: header prediction (`predict.rs`) for segments that fit it,
+    /// the short table update after a call into an open connection (`table.rs`
+    /// `sync_open_conn`), the direct writer for plain segments (`segment.rs`). Always true
+    /// outside the tests that compare them with the full paths.
+    pub fast_paths: bool,
+    /// Ring storage of connections that ended, for the next ones to reuse (W3 churn:
+    /// saves an allocation, its zeroing and a free per ring). At most
+    /// `TcpConfig::spare_rings` entries of at most [`MAX_SPARE_STORAGE`] bytes each.
+    pub spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
+    /// Ring storage larger than [`Shared::spare`] keeps, of connections that ended: a
+    /// ring that reached its full size (a bulk response) would otherwise be grown again,
+    /// allocation, zeroing and copy at every doubling, by the next connection (W6 with
+    /// one connection per request). At most `TcpConfig::large_spare_rings` entries.
+    pub large_spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
+    /// The driver sends a segment's payload from the send buffer itself (a gather
+    /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
+    pub gather: bool,
+    /// The payload the last segment left in the send buffer: offset from SND.UNA, length.
+    pub deferred: Option<(usize, usize)>,
+    /// The IP ECN field of the last segment written (`TcpTransmit::ecn`).
+    pub ecn: Ecn,
+    /// What closed connections learned per destination (RFC 9040), with
+    /// `TcpConfig::share_control_blocks`.
+    pub blocks: super::share::BlockCache,
+}
+
+/// Largest ring storage kept in [`Shared::spare`] (bigger ones go to
+/// [`Shared::large_spare`]).
+const MAX_SPARE_STORAGE: usize = 16 << 10;
+
+impl Shared {
+    /// Keep `storage` (a ring's, contents irrelevant) for a later connection.
+    #[inline]
+    pub fn recycle(&mut self, storage: alloc::vec::Vec<u8>) {
+        let len = storage.len();
+        if len != 0 && len <= MAX_SPARE_STORAGE && self.spare.len() < self.config.spare_rings {
+            self.spare.push(storage);
+        } else if len > MAX_SPARE_STORAGE && self.large_spare.len() < self.config.large_spare_rings
+        {
+            self.large_spare.push(storage);
+        }
+    }
+    /// The sending half closed (our FIN is acknowledged), keeping the send ring's
+    /// storage for a later connection.
+    pub fn close_send(&mut self, snd: Snd) -> SndClosed {
+        let snd_nxt = snd.snd_max;
+        self.recycle(snd.buffer.into_storage());
+        SndClosed { snd_nxt }
+    }
+    /// Recycle the ring storage a state owns (before dropping it).
+    pub fn recycle_state(&mut self, state: State) {
+        match state {
+            State::SynSent(s) => self.recycle(s.buffer.into_storage()),
+            State::SynRcvd(s) => {
+                self.recycle(s.buffer.into_storage());
+                self.recycle(s.rcv.buffer.into_storage());
+            }
+            State::Established(Established { snd, rcv })
+            | State::FinWait1(FinWait1 { snd, rcv }) => {
+                self.recycle(snd.buffer.into_storage());
+                self.recycle(rcv.buffer.into_storage());
+            }
+            State::FinWait2(s) => self.recycle(s.rcv.buffer.into_storage()),
+            State::Closing(Closing { snd, rcv })
+            | State::CloseWait(CloseWait { snd, rcv })
+            | State::LastAck(LastAck { snd, rcv }) => {
+                self.recycle(snd.buffer.into_storage());
+                self.recycle(rcv.buffer.into_storage());
+            }
+            State::TimeWait(s) => self.recycle(s.rcv.buffer.into_storage()),
+            State::Closed(_) => {}
+        }
+    }
+    /// Spare ring storage for a new ring of `capacity` bytes (empty when none fits).
+    #[inline]
+    pub fn spare_storage(&mut self, capacity: usize) -> alloc::vec::Vec<u8> {
+        if let Some(v) = self.large_spare.last()
+            && v.len() <= capacity
+        {
+            return self.large_spare.pop().unwrap_or_default();
+        }
+        match self.spare.last() {
+            Some(v) if v.len() <= capacity => self.spare.pop().unwrap_or_default(),
+            _ => alloc::vec::Vec::new(),
+        }
+    }
+    /// A send ring of the configured size, on spare storage when there is some.
+    pub fn send_buffer(&mut self) -> SendBuffer {
+        let capacity = self.config.send_buffer;
+        SendBuffer::with_storage(capacity, self.spare_storage(capacity))
+    }
+    /// A receive ring of the configured size, on spare storage when there is some.
+    pub fn recv_buffer(&mut self) -> RecvBuffer {
+        let capacity = self.config.recv_buffer;
+        let storage = self.spare_storage(capacity);
+        RecvBuffer::with_storage(capacity, self.config.max_ooo_ranges, storage)
+    }
+    /// Queue a RST (dropped when `TcpConfig::reset_queue` wait already).
+    pub fn reset(&mut self, reset: Reset) {
+        if self.resets.len() < self.config.reset_queue {
+            self.resets.push_back(reset);
+        }
+    }
+    /// Queue a SYN-ACK with a cookie; false when `TcpConfig::reset_queue` wait already.
+    pub fn syn_ack(&mut self, syn_ack: super::cookie::CookieSynAck) -> bool {
+        let room = self.syn_acks.len() < self.config.reset_queue;
+        if room {
+            self.syn_acks.push_back(syn_ack);
+        }
+        room
+    }
+    /// Queue an event, skipping an exact repeat of the last one; at
+    /// `TcpConfig::event_limit` the oldest goes.
+    pub fn event(&mut self, event: TcpEvent) {
+        if self.events.back() == Some(&event) {
+            return;
+        }
+        if self.events.len() >= self.config.event_limit {
+            self.stats.events_dropped += 1;
+            if self.events.pop_front().is_none() {
+                return;
+            }
+        }
+        self.events.push_back(event);
+    }
+}
