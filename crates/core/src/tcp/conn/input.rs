@@ -715,8 +715,8 @@ impl Conn {
         // attacker's target is the advertised window, no wider.
         let had_holes = rcv.buffer.has_out_of_order();
         let insert = rcv.buffer.insert(offset, data);
-        rcv.sack.record(start, data.len());
         rcv.rcv_nxt += insert.advanced;
+        rcv.sack.record(start, data.len(), rcv.rcv_nxt);
         if insert.advanced > 0 {
             ctx.shared.event(TcpEvent::Readable(ctx.handle));
         }
