@@ -8,6 +8,8 @@
 //! payload bytes in the measured loop. `bisect-harness mem N`: N idle connections,
 //! prints the heap growth per connection end (both ends live in this process).
 //!
+//! `w2`, `w3` and `w1a` also print the frames the measured loop moved.
+//!
 //! API differences between commits are features: `secret` (Stack::new(config,
 //! Secret), else StackConfig::seed), `ipv6cfg` (StackConfig::ipv6 has dad_transmits
 //! and router_solicitations, set to 0 as the bench does).
@@ -84,6 +86,8 @@ struct Pair {
     frame: Vec<u8>,
     clock: Instant,
     step: u64,
+    /// Frames moved so far.
+    frames: u64,
 }
 
 impl Pair {
@@ -120,6 +124,7 @@ impl Pair {
             frame: vec![0; mtu + ethernet::HEADER_LEN],
             clock: Instant::ZERO,
             step,
+            frames: 0,
         };
         pair.pump();
         pair
@@ -143,6 +148,7 @@ impl Pair {
                 self.a.handle_frame(now, self.ia, &self.frame[..tx.len]);
                 moved += 1;
             }
+            self.frames += moved;
             if moved == 0 {
                 break;
             }
@@ -337,8 +343,9 @@ fn main() {
             for _ in 0..100 {
                 round_trip(&mut pair, c, s);
             }
+            let frames = pair.frames;
             breakdown::measured_ping_pong(&mut pair, c, s, amount);
-            println!("w2 {amount}");
+            println!("w2 {amount} frames {}", pair.frames - frames);
         }
         "w3" => {
             let mut pair = Pair::new(1500, small_config(), PING_TICK_NS);
@@ -346,8 +353,9 @@ fn main() {
             for _ in 0..100 {
                 churn_connection(&mut pair, listener);
             }
+            let frames = pair.frames;
             breakdown::measured_churn(&mut pair, listener, amount);
-            println!("w3 {amount}");
+            println!("w3 {amount} frames {}", pair.frames - frames);
         }
         "w1a" => {
             let mut flow = Bulk::open();
@@ -356,8 +364,9 @@ fn main() {
             while received < warm {
                 received = flow.step(warm);
             }
+            let frames = flow.pair.frames;
             let got = breakdown::measured_bulk(&mut flow, received + amount) - received;
-            println!("w1a {got}");
+            println!("w1a {got} frames {}", flow.pair.frames - frames);
         }
         "mem" => {
             let n = amount as usize;
