@@ -115,6 +115,11 @@ pub struct BenchArgs {
     /// The child's amount of work: W1a payload bytes, W2 round trips.
     #[arg(long, hide = true, default_value_t = 1 << 20)]
     breakdown_amount: u64,
+    /// W4's connection counts instead of the defaults (1, 100, 10k, 100k), e.g.
+    /// `1,100,10000,100000,1000000`; each end of an idle connection holds about 1.6 KB of
+    /// heap, both ends live in this process.
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    w4_connections: Vec<usize>,
     /// Instead of the workloads: the performance budget. Instruction counts per unit of
     /// work (W1a, W1b per payload byte, W2 per round trip, W3 per connection, W4 per
     /// packet at 100 and 100k connections, the simulator per segment; callgrind) and
@@ -228,6 +233,9 @@ impl Sizes {
         };
         if let Some(r) = args.repeat {
             sizes.repeats = r.max(1);
+        }
+        if !args.w4_connections.is_empty() {
+            sizes.scale = args.w4_connections.clone();
         }
         if let Some(f) = args.scale {
             let scaled = |n: u64| ((n as f64 * f) as u64).max(1);
@@ -421,6 +429,12 @@ pub fn validate(args: &BenchArgs) -> Result<(), String> {
                 "--impl `{name}`: not an implementation (imp, smoltcp or linux)"
             ));
         }
+    }
+    if args.budget_idle_child == Some(0) {
+        return Err("--budget-idle-child 0: give a number of connections".into());
+    }
+    if args.w4_connections.contains(&0) {
+        return Err("--w4-connections: each count must be at least 1".into());
     }
     if args.repeat == Some(0) {
         return Err("--repeat 0: run every workload at least once".into());

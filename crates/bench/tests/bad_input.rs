@@ -41,6 +41,8 @@ fn a_wrong_command_line_exits_2_with_a_message_naming_it() {
         (&["--scale", "nan"], "--scale"),
         (&["--repeat", "0"], "--repeat"),
         (&["--breakdown-child", "W4"], "--breakdown-child `W4`"),
+        (&["--w4-connections", "100,0"], "--w4-connections"),
+        (&["--budget-idle-child", "0"], "--budget-idle-child 0"),
         (&["--breakdown-amount", "0"], "--breakdown-amount 0"),
     ] {
         refused(args, expect, true);
