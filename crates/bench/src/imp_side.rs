@@ -442,6 +442,7 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
         // on the data.
         let packets = 2 * rounds.max(1);
         let label = match n {
+            n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("W4-{}M", n / 1_000_000),
             n if n >= 1000 && n % 1000 == 0 => format!("W4-{}k", n / 1000),
             n => format!("W4-{n}"),
         };

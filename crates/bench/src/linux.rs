@@ -171,6 +171,7 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Result<Vec<Sample>, String
         drop(conns);
         let _ = server.join();
         let label = match n {
+            n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("W4-{}M", n / 1_000_000),
             n if n >= 1000 && n % 1000 == 0 => format!("W4-{}k", n / 1000),
             n => format!("W4-{n}"),
         };
