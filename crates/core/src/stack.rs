@@ -29,6 +29,7 @@ mod forward;
 pub(crate) mod icmp;
 pub(crate) mod icmp6;
 mod igmp;
+pub(crate) mod ip;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
@@ -404,11 +405,11 @@ impl Stack {
     pub(crate) fn enqueue_frame(
         &mut self,
         frame: Outgoing,
-    ) -> Result<(), crate::stack::ipv4::OutputError> {
+    ) -> Result<(), crate::stack::ip::OutputError> {
         if self.tx_queue.len() >= self.config.tx_queue_limit {
             self.stats.link.tx_queue_full += 1;
             self.pool.give(frame.payload);
-            return Err(crate::stack::ipv4::OutputError::QueueFull);
+            return Err(crate::stack::ip::OutputError::QueueFull);
         }
         self.tx_queue.push_back(frame);
         Ok(())

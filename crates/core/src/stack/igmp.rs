@@ -25,7 +25,8 @@ use crate::iface::IfaceId;
 use crate::igmp::{
     Change, IfaceGroups, IfaceState, OLDER_QUERIER_TIMEOUT, UNSOLICITED_REPORT_INTERVAL,
 };
-use crate::stack::ipv4::{OutputError, OutputRoute};
+use crate::stack::ip::OutputError;
+use crate::stack::ipv4::OutputRoute;
 use crate::stack::{Outgoing, Stack};
 use crate::time::{Duration, Instant};
 use crate::udp::{UdpError, UdpHandle};

@@ -13,8 +13,9 @@ use impnet_wire::tcp as wire_tcp;
 use crate::iface::{IfaceId, Interface};
 use crate::neighbor::Origin;
 use crate::route::Routes;
-use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
-use crate::stack::ipv6::OutputRoute6;
+use crate::stack::ip::{IpMeta, OutputError};
+use crate::stack::ipv4::{OutputRoute, SendOptions};
+use crate::stack::ipv6::{HEADROOM6, OutputRoute6};
 use crate::stack::{Stack, Transmit};
 use crate::stats::SegmentKind;
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
@@ -22,8 +23,6 @@ use crate::time::Instant;
 
 /// Room in front of a TCP segment for the Ethernet and IPv4 headers.
 const HEADROOM: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
-/// Room in front of a TCP segment for the Ethernet and IPv6 headers.
-pub(crate) const HEADROOM6: usize = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
 /// IPv4 and TCP headers without options: MSS = MTU - 40 (RFC 9293 §3.7.1).
 const IP_TCP_HEADERS: usize = 40;
 
