@@ -125,22 +125,22 @@ pub fn answer(rt: &Runtime, request: &str) -> Value {
 
 /// Every TCP socket with what `ss -tin` shows.
 fn sockets(stack: &mut Stack) -> Value {
-    let tcp: &impnet::core::tcp::Tcp = stack.tcp();
-    let list: Vec<Value> = tcp
-        .handles()
+    let stack: &Stack = stack;
+    let list: Vec<Value> = stack
+        .tcp_handles()
         .filter_map(|(handle, listener)| {
             if listener {
-                let local = tcp.listen_addr(handle)?;
+                let local = stack.tcp_listen_addr(handle)?;
                 return Some(json!({ "state": "LISTEN", "local": local.to_string(), "peer": "*", "recv_q": 0, "send_q": 0 }));
             }
-            let info = tcp.info(handle)?;
-            let (local, peer) = tcp.addresses(handle)?;
+            let info = stack.tcp_info(handle)?;
+            let (local, peer) = stack.tcp_addresses(handle)?;
             let millis = |d: impnet::core::Duration| d.as_nanos() as f64 / 1e6;
             Some(json!({
                 "state": format!("{:?}", info.state),
                 "local": local.to_string(),
                 "peer": peer.to_string(),
-                "recv_q": tcp.readable(handle),
+                "recv_q": stack.tcp_readable(handle),
                 "send_q": info.bytes_queued,
                 "congestion": info.congestion,
                 "mss": info.snd_mss,

@@ -4,11 +4,16 @@
 //! reports still to send, each sent [`ROBUSTNESS`] times, the answers owed to queries,
 //! and whether an IGMPv1/v2 querier was heard lately (then reports are IGMPv2 reports
 //! and leaves, or under an IGMPv1 querier IGMPv1 reports and no leaves, RFC 3376
-//! §7.2.1). Times are drawn by the stack from its seeded generator.
+//! §7.2.1). The host side is here too: what a query or another host's report changes,
+//! and the messages owed at a given time ([`IfaceGroups::poll_owed`]), which the stack
+//! addresses and sends. Times are drawn from the generator the stack passes in.
 
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
+use impnet_wire::igmp::{self as wire, RecordType};
+
+use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 use crate::udp::UdpHandle;
 
@@ -175,15 +180,11 @@ impl IfaceGroups {
     }
 
     /// The report of `group` in compatibility mode: v1 under an IGMPv1 querier, else v2.
-    pub(crate) fn old_report(
-        &self,
-        now: Instant,
-        group: Ipv4Addr,
-    ) -> impnet_wire::igmp::Repr<'static> {
+    pub(crate) fn old_report(&self, now: Instant, group: Ipv4Addr) -> wire::Repr<'static> {
         if self.v1_mode(now) {
-            impnet_wire::igmp::Repr::ReportV1 { group }
+            wire::Repr::ReportV1 { group }
         } else {
-            impnet_wire::igmp::Repr::ReportV2 { group }
+            wire::Repr::ReportV2 { group }
         }
     }
 
@@ -369,6 +370,201 @@ impl IfaceGroups {
             .into_iter()
             .flatten()
             .min()
+    }
+}
+
+/// An IGMP message the host owes on an interface: what it says and, for the old
+/// versions, where it goes (the stack adds the IP header and sends it).
+#[derive(Debug)]
+pub(crate) enum Owed {
+    /// In compatibility mode: an IGMPv1 or v2 report (to its group) or a Leave Group
+    /// (to 224.0.0.2).
+    Old {
+        /// The destination address.
+        dst: Ipv4Addr,
+        /// The message.
+        repr: wire::Repr<'static>,
+    },
+    /// One IGMPv3 report of these records (never none), to 224.0.0.22: each its type,
+    /// group and sources.
+    ReportV3(Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)>),
+}
+
+/// A Membership Query as the host reads it: Max Resp Code, the group asked about
+/// (0.0.0.0 for a General Query), and for an IGMPv3 query its sources.
+pub(crate) type Query = (u8, Ipv4Addr, Option<Vec<Ipv4Addr>>);
+
+/// The IGMP host side (RFC 3376 §5, §7): what a query or another host's report
+/// changes, and the messages owed at `now`.
+impl IfaceGroups {
+    /// Another host's IGMPv1/v2 report of `group`: in compatibility mode, our own
+    /// pending answer for the group is cancelled (RFC 2236 §3: "If the host receives
+    /// another host's Report ... while it has a timer running, it stops its timer for
+    /// the specified group and does not send a Report"). IGMPv3 hosts do not suppress
+    /// (RFC 3376 §5.2). True when an answer was cancelled.
+    pub(crate) fn handle_report(&mut self, now: Instant, group: Ipv4Addr) -> bool {
+        if !self.v2_mode(now) || !self.reported().any(|g| g == group) {
+            return false;
+        }
+        self.suppress(group)
+    }
+
+    /// A Membership Query: an answer is scheduled within its Max Resp Time, at a
+    /// time drawn from `rng` (RFC 3376 §5.2); one of IGMPv1 or v2 starts the
+    /// compatibility mode (§7.2.1).
+    pub(crate) fn handle_query(&mut self, now: Instant, rng: &mut Rng, query: Query) {
+        let (code, group, v3_sources) = query;
+        let v3 = v3_sources.is_some();
+        // RFC 3376 §7.1: an 8-byte query with Max Resp Code 0 is IGMPv1, whose
+        // hosts wait up to 10 seconds (RFC 2236 §4: "100 (10 seconds)").
+        let tenths = match (v3, code) {
+            (false, 0) => 100,
+            _ => wire::max_resp_tenths(code, v3),
+        };
+        let delay = u64::from(rng.in_range(0, tenths.saturating_mul(100)));
+        let at = now + Duration::from_millis(delay);
+        if !v3 {
+            // RFC 3376 §7.2.1: "the host MUST ... set the Older Version Querier
+            // Present timer" on hearing an older query (an IGMPv1 one: Max Resp 0).
+            self.older_querier_until = Some(now + OLDER_QUERIER_TIMEOUT);
+            if code == 0 {
+                self.v1_querier_until = Some(now + OLDER_QUERIER_TIMEOUT);
+            }
+        }
+        if group.is_unspecified() {
+            self.general_query(at);
+        } else if self.reported().any(|g| g == group) {
+            // A Group-and-Source-Specific Query names sources (RFC 3376 §4.1.8).
+            let sources = v3_sources.filter(|list| !list.is_empty());
+            self.group_query(group, at, sources);
+        }
+    }
+
+    /// The messages due at `now`, in the order to send them: the state-change
+    /// report first, then the answers to queries. `rng` draws when the next
+    /// state-change report is due.
+    pub(crate) fn poll_owed(&mut self, now: Instant, rng: &mut Rng) -> Vec<Owed> {
+        let mut owed = Vec::new();
+        self.state_changes(now, rng, &mut owed);
+        self.query_answers(now, &mut owed);
+        owed
+    }
+
+    /// The state-change report, if due: each pending change once more, in one IGMPv3
+    /// report, or in compatibility mode an IGMPv2 report to each group joined and a
+    /// Leave Group to 224.0.0.2 for each left (RFC 2236 §3); another follows within
+    /// the Unsolicited Report Interval while any has reports left (RFC 3376 §5.1).
+    fn state_changes(&mut self, now: Instant, rng: &mut Rng, owed: &mut Vec<Owed>) {
+        if self.next_change.is_none_or(|t| t > now) {
+            return;
+        }
+        let changes = self.changes.clone();
+        for change in &mut self.changes {
+            change.left = change.left.saturating_sub(1);
+        }
+        self.changes.retain(|c| c.left > 0);
+        let more = !self.changes.is_empty();
+        let gap = UNSOLICITED_REPORT_INTERVAL.as_millis() as u32;
+        let delay = u64::from(rng.in_range(1, gap));
+        self.next_change = more.then(|| now + Duration::from_millis(delay));
+        if self.v2_mode(now) {
+            // RFC 3376 §7.3.2: a group still received is a join, one left a leave
+            // (none under an IGMPv1 querier, which has no leave message).
+            let v1 = self.v1_mode(now);
+            for change in changes {
+                let group = change.group;
+                if change.to != IfaceState::NONE {
+                    let repr = self.old_report(now, group);
+                    owed.push(Owed::Old { dst: group, repr });
+                } else if !v1 {
+                    let repr = wire::Repr::Leave { group };
+                    owed.push(Owed::Old {
+                        dst: wire::ALL_ROUTERS,
+                        repr,
+                    });
+                }
+            }
+            return;
+        }
+        let records: Vec<_> = changes.iter().flat_map(change_records).collect();
+        if !records.is_empty() {
+            owed.push(Owed::ReportV3(records));
+        }
+    }
+
+    /// Answers to queries due at `now`: every group for a General Query, the group
+    /// asked about for a Group-Specific one (Current State Records, MODE_IS_EXCLUDE;
+    /// in compatibility mode an IGMPv2 report per group, RFC 2236 §3).
+    fn query_answers(&mut self, now: Instant, owed: &mut Vec<Owed>) {
+        let groups: Vec<Ipv4Addr> = self.reported().collect();
+        let mut asked: Vec<(Ipv4Addr, Option<Vec<Ipv4Addr>>)> = Vec::new();
+        if self.general_due.is_some_and(|t| t <= now) {
+            self.general_due = None;
+            self.group_due.clear();
+            let suppressed = core::mem::take(&mut self.suppressed);
+            asked.extend(
+                groups
+                    .iter()
+                    .filter(|g| !suppressed.contains(g))
+                    .map(|g| (*g, None)),
+            );
+        }
+        self.group_due.retain(|(group, due, sources)| {
+            if *due <= now {
+                asked.push((*group, sources.clone()));
+            }
+            *due > now
+        });
+        asked.retain(|(g, _)| groups.contains(g));
+        if self.v2_mode(now) {
+            for (group, _) in asked {
+                let repr = self.old_report(now, group);
+                owed.push(Owed::Old { dst: group, repr });
+            }
+            return;
+        }
+        // Current-State Records (RFC 3376 §5.2): the group's mode and sources, or
+        // for a source-specific query IS_IN of the asked sources it takes.
+        let records: Vec<_> = asked
+            .into_iter()
+            .filter_map(|(group, sources)| match (sources, self.state(group)) {
+                (None, IfaceState::Exclude) => Some((RecordType::ModeIsExclude, group, Vec::new())),
+                (None, IfaceState::Include(list)) => Some((RecordType::ModeIsInclude, group, list)),
+                (Some(queried), current) => {
+                    let taken: Vec<Ipv4Addr> =
+                        queried.into_iter().filter(|s| current.admits(*s)).collect();
+                    (!taken.is_empty()).then_some((RecordType::ModeIsInclude, group, taken))
+                }
+            })
+            .collect();
+        if !records.is_empty() {
+            owed.push(Owed::ReportV3(records));
+        }
+    }
+}
+
+/// The State-Change Records of one change (RFC 3376 §5.1): INCLUDE to INCLUDE
+/// reports the sources allowed and blocked; a filter-mode change is TO_EX or TO_IN
+/// with the new sources.
+fn change_records(change: &Change) -> Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)> {
+    let group = change.group;
+    match (&change.from, &change.to) {
+        (IfaceState::Include(old), IfaceState::Include(new)) => {
+            let allow: Vec<Ipv4Addr> = new.iter().filter(|s| !old.contains(s)).copied().collect();
+            let block: Vec<Ipv4Addr> = old.iter().filter(|s| !new.contains(s)).copied().collect();
+            [
+                (RecordType::AllowNewSources, allow),
+                (RecordType::BlockOldSources, block),
+            ]
+            .into_iter()
+            .filter(|(_, list)| !list.is_empty())
+            .map(|(kind, list)| (kind, group, list))
+            .collect()
+        }
+        (_, IfaceState::Exclude) => alloc::vec![(RecordType::ChangeToExclude, group, Vec::new())],
+        (IfaceState::Exclude, IfaceState::Include(new)) => {
+            alloc::vec![(RecordType::ChangeToInclude, group, new.clone())]
+        }
     }
 }
 

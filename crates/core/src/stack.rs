@@ -29,6 +29,7 @@ mod forward;
 pub(crate) mod icmp;
 pub(crate) mod icmp6;
 mod igmp;
+pub(crate) mod ip;
 pub(crate) mod ipv4;
 pub(crate) mod ipv6;
 pub(crate) mod loopback;
@@ -143,7 +144,8 @@ pub(crate) struct Outgoing {
 }
 
 /// A user-space TCP/IP stack: a pure state machine. Bytes and time go in, bytes and
-/// deadlines come out.
+/// deadlines come out. `Stack` is the one API: every socket is a handle, and every call
+/// on it is a method here, grouped below by topic.
 ///
 /// # Call order
 /// 1. [`Stack::new`], then [`Stack::add_interface`] (and [`Stack::add_address`],
@@ -156,7 +158,88 @@ pub(crate) struct Outgoing {
 /// 5. [`Stack::poll_timeout`] says when to call [`Stack::handle_timeout`] next (if no
 ///    frame arrives first); after it, go to 3.
 ///
-/// Sockets are handles: `udp_*`, `icmp_*` and `tcp_*` methods.
+/// # Set up (before the event loop, or between its turns)
+/// - [`new`](Stack::new); [`add_interface`](Stack::add_interface),
+///   [`ifaces`](Stack::ifaces).
+/// - IPv4 addresses and routes: [`add_address`](Stack::add_address),
+///   [`remove_address`](Stack::remove_address), [`routes`](Stack::routes),
+///   [`routes_mut`](Stack::routes_mut); by DHCP instead:
+///   [`dhcp_start`](Stack::dhcp_start), [`dhcp_release`](Stack::dhcp_release),
+///   [`dhcp_lease`](Stack::dhcp_lease), [`dns_servers`](Stack::dns_servers).
+/// - IPv6: [`enable_ipv6`](Stack::enable_ipv6) first, then
+///   [`add_address6`](Stack::add_address6), [`remove_address6`](Stack::remove_address6),
+///   [`ipv6_addresses`](Stack::ipv6_addresses), [`routes6`](Stack::routes6),
+///   [`routes6_mut`](Stack::routes6_mut); as a router,
+///   [`set_router_advertisements`](Stack::set_router_advertisements).
+/// - Routing between interfaces: [`set_forwarding`](Stack::set_forwarding),
+///   [`forwarding`](Stack::forwarding), [`set_acl`](Stack::set_acl),
+///   [`acl`](Stack::acl).
+/// - Taking in traffic for any address on an interface:
+///   [`set_accept_any`](Stack::set_accept_any), [`accept_any`](Stack::accept_any), then
+///   [`tcp_listen_any`](Stack::tcp_listen_any), [`udp_bind_any`](Stack::udp_bind_any),
+///   [`udp_recv_from_to`](Stack::udp_recv_from_to),
+///   [`udp_send_from`](Stack::udp_send_from).
+///
+/// # Each turn of the event loop
+/// - Input: [`handle_frame`](Stack::handle_frame), then
+///   [`handle_timeout`](Stack::handle_timeout) when the deadline passed.
+/// - Output: [`poll_transmit`](Stack::poll_transmit) (or
+///   [`poll_transmit_gather`](Stack::poll_transmit_gather) with
+///   [`gathered_payload`](Stack::gathered_payload) to send a TCP payload without
+///   copying it) until `None`; [`poll_event`](Stack::poll_event) until `None`;
+///   [`poll_timeout`](Stack::poll_timeout) last, as a later call may move it.
+///
+/// # TCP
+/// - Open: [`tcp_listen`](Stack::tcp_listen) then [`tcp_accept`](Stack::tcp_accept)
+///   on each [`Event::Tcp`]; or [`tcp_connect`](Stack::tcp_connect)
+///   ([`tcp_connect_with_mss`](Stack::tcp_connect_with_mss) to choose the MSS).
+/// - Data: [`tcp_send`](Stack::tcp_send), [`tcp_send_vectored`](Stack::tcp_send_vectored),
+///   [`tcp_send_owned`](Stack::tcp_send_owned) (no copy); [`tcp_recv`](Stack::tcp_recv),
+///   [`tcp_recv_with`](Stack::tcp_recv_with) (no copy).
+/// - Options: [`tcp_set_nodelay`](Stack::tcp_set_nodelay),
+///   [`tcp_set_cork`](Stack::tcp_set_cork).
+/// - End: [`tcp_shutdown`](Stack::tcp_shutdown) (half-close),
+///   [`tcp_close`](Stack::tcp_close), [`tcp_abort`](Stack::tcp_abort).
+/// - Look (no side effects): [`tcp_info`](Stack::tcp_info),
+///   [`tcp_error`](Stack::tcp_error), [`tcp_readable`](Stack::tcp_readable),
+///   [`tcp_send_queued`](Stack::tcp_send_queued),
+///   [`tcp_addresses`](Stack::tcp_addresses), [`tcp_listen_addr`](Stack::tcp_listen_addr),
+///   [`tcp_handles`](Stack::tcp_handles), [`tcp_config`](Stack::tcp_config); of the
+///   whole table: [`tcp_socket_count`](Stack::tcp_socket_count),
+///   [`tcp_connection_count`](Stack::tcp_connection_count),
+///   [`tcp_timer_count`](Stack::tcp_timer_count), [`tcp_stats`](Stack::tcp_stats).
+///
+/// # UDP
+/// - [`udp_bind`](Stack::udp_bind), [`udp_local_addr`](Stack::udp_local_addr),
+///   [`udp_send_to`](Stack::udp_send_to), [`udp_recv_from`](Stack::udp_recv_from) (on
+///   each [`Event::Udp`]), [`udp_close`](Stack::udp_close);
+///   [`udp_set_dont_fragment`](Stack::udp_set_dont_fragment).
+/// - IPv4 multicast: [`udp_join_multicast_v4`](Stack::udp_join_multicast_v4),
+///   [`udp_leave_multicast_v4`](Stack::udp_leave_multicast_v4),
+///   [`udp_join_source_multicast_v4`](Stack::udp_join_source_multicast_v4),
+///   [`udp_leave_source_multicast_v4`](Stack::udp_leave_source_multicast_v4),
+///   [`udp_set_multicast_ttl_v4`](Stack::udp_set_multicast_ttl_v4),
+///   [`udp_multicast_ttl_v4`](Stack::udp_multicast_ttl_v4),
+///   [`udp_set_multicast_loop_v4`](Stack::udp_set_multicast_loop_v4),
+///   [`udp_multicast_loop_v4`](Stack::udp_multicast_loop_v4); the groups joined:
+///   [`ipv4_multicast_groups`](Stack::ipv4_multicast_groups).
+///
+/// # ICMP echo and raw sockets
+/// - [`icmp_bind`](Stack::icmp_bind), [`icmp_send_echo`](Stack::icmp_send_echo),
+///   [`icmp_send_echo_with_options`](Stack::icmp_send_echo_with_options),
+///   [`icmp_recv`](Stack::icmp_recv) (on each [`Event::Icmp`]),
+///   [`icmp_close`](Stack::icmp_close).
+/// - [`raw_bind`](Stack::raw_bind), [`raw_set_hdrincl`](Stack::raw_set_hdrincl),
+///   [`raw_send_to`](Stack::raw_send_to), [`raw_recv_from`](Stack::raw_recv_from) (on
+///   each [`Event::Raw`]), [`raw_close`](Stack::raw_close).
+///
+/// # Looking in (any time; no side effects)
+/// - Counters: [`stats`](Stack::stats), [`iface_stats`](Stack::iface_stats),
+///   [`loopback_stats`](Stack::loopback_stats).
+/// - Memory held: [`reassembly_bytes`](Stack::reassembly_bytes),
+///   [`cached_bytes`](Stack::cached_bytes).
+/// - IPv6 caches: [`ipv6_neighbor`](Stack::ipv6_neighbor),
+///   [`path_mtu6`](Stack::path_mtu6).
 #[derive(Debug)]
 pub struct Stack {
     pub(crate) config: StackConfig,
@@ -322,11 +405,11 @@ impl Stack {
     pub(crate) fn enqueue_frame(
         &mut self,
         frame: Outgoing,
-    ) -> Result<(), crate::stack::ipv4::OutputError> {
+    ) -> Result<(), crate::stack::ip::OutputError> {
         if self.tx_queue.len() >= self.config.tx_queue_limit {
             self.stats.link.tx_queue_full += 1;
             self.pool.give(frame.payload);
-            return Err(crate::stack::ipv4::OutputError::QueueFull);
+            return Err(crate::stack::ip::OutputError::QueueFull);
         }
         self.tx_queue.push_back(frame);
         Ok(())

@@ -446,9 +446,7 @@ impl Shared {
             return std::task::Poll::Ready(Err(stopped(&state)));
         }
         let now = self.now();
-        if write
-            && state.async_drivers > 0
-            && state.stack.tcp().send_queued(handle) >= INTAKE_QUEUED
+        if write && state.async_drivers > 0 && state.stack.tcp_send_queued(handle) >= INTAKE_QUEUED
         {
             // Take in the ACKs the peer has sent for what is queued before queuing more,
             // rather than when the driver task's turn comes: the send ring then empties

@@ -20,16 +20,15 @@ pub(crate) fn connect_outcome(
     stack: &mut impnet_core::Stack,
     handle: TcpHandle,
 ) -> Option<io::Result<(SocketAddr, SocketAddr)>> {
-    match stack.tcp().info(handle).map(|i| i.state) {
+    match stack.tcp_info(handle).map(|i| i.state) {
         Some(TcpState::SynSent | TcpState::SynReceived) => None,
         Some(TcpState::Closed) | None => {
-            let err = stack.tcp().error(handle).ok().flatten();
+            let err = stack.tcp_error(handle).ok().flatten();
             Some(Err(error::tcp(err.unwrap_or(TcpError::ConnectionRefused))))
         }
         Some(_) => Some(
             stack
-                .tcp()
-                .addresses(handle)
+                .tcp_addresses(handle)
                 .ok_or_else(|| error::tcp(TcpError::InvalidHandle)),
         ),
     }
@@ -124,7 +123,7 @@ impl TcpListener {
                 .block_on(None, nonblocking, Awaits::Input, |state, _| {
                     match state.stack.tcp_accept(self.handle) {
                         Ok(h) => {
-                            let (local, peer) = state.stack.tcp().addresses(h)?;
+                            let (local, peer) = state.stack.tcp_addresses(h)?;
                             Some(Ok((h, local, peer)))
                         }
                         Err(TcpError::WouldBlock) => None,
@@ -214,7 +213,7 @@ impl TcpStream {
         local: SocketAddr,
         peer: SocketAddr,
     ) -> TcpStream {
-        let nodelay = shared.lock().stack.tcp().config().nodelay;
+        let nodelay = shared.lock().stack.tcp_config().nodelay;
         TcpStream {
             inner: Arc::new(StreamInner {
                 shared,
@@ -307,7 +306,7 @@ impl TcpStream {
         let state = self
             .inner
             .shared
-            .with(|state, _| state.stack.tcp().info(handle).map(|i| i.state))?;
+            .with(|state, _| state.stack.tcp_info(handle).map(|i| i.state))?;
         error::peer(state, self.inner.peer)
     }
 
@@ -325,10 +324,10 @@ impl TcpStream {
         self.inner
             .shared
             .with(|state, now| {
-                let tcp = state.stack.tcp();
-                match tcp.info(handle).map(|i| i.state) {
+                let stack = &mut state.stack;
+                match stack.tcp_info(handle).map(|i| i.state) {
                     Some(TcpState::Closed) | None => Err(TcpError::InvalidState),
-                    Some(_) if write => tcp.shutdown_write(now, handle),
+                    Some(_) if write => stack.tcp_shutdown(now, handle),
                     Some(_) => Ok(()),
                 }
             })?
@@ -346,7 +345,7 @@ impl TcpStream {
         let error = self
             .inner
             .shared
-            .with(|state, _| state.stack.tcp().error(handle))?
+            .with(|state, _| state.stack.tcp_error(handle))?
             .map_err(error::tcp)?;
         Ok(self.inner.ended.take(error))
     }
@@ -356,7 +355,7 @@ impl TcpStream {
         let handle = self.inner.handle;
         self.inner
             .shared
-            .with(|state, _| state.stack.tcp().set_nodelay(handle, nodelay))?
+            .with(|state, _| state.stack.tcp_set_nodelay(handle, nodelay))?
             .map_err(error::tcp)?;
         self.set_options(|o| o.nodelay = nodelay);
         Ok(())
@@ -431,7 +430,7 @@ impl TcpStream {
         let handle = self.inner.handle;
         self.inner
             .shared
-            .with(|state, _| state.stack.tcp().info(handle))
+            .with(|state, _| state.stack.tcp_info(handle))
             .ok()
             .flatten()
     }

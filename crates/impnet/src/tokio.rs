@@ -75,7 +75,7 @@ impl TcpListener {
         shared
             .poll_tcp(cx, self.handle, false, |state, _| {
                 match state.stack.tcp_accept(self.handle) {
-                    Ok(h) => state.stack.tcp().addresses(h).map(|(l, p)| Ok((h, l, p))),
+                    Ok(h) => state.stack.tcp_addresses(h).map(|(l, p)| Ok((h, l, p))),
                     Err(TcpError::WouldBlock) => None,
                     Err(e) => Some(Err(error::tcp(e))),
                 }
@@ -167,7 +167,7 @@ impl TcpStream {
         let handle = self.handle;
         let state = self
             .shared
-            .with(|state, _| state.stack.tcp().info(handle).map(|i| i.state))?;
+            .with(|state, _| state.stack.tcp_info(handle).map(|i| i.state))?;
         error::peer(state, self.peer)
     }
 
@@ -182,7 +182,7 @@ impl TcpStream {
         let handle = self.handle;
         let error = self
             .shared
-            .with(|state, _| state.stack.tcp().error(handle))?
+            .with(|state, _| state.stack.tcp_error(handle))?
             .map_err(error::tcp)?;
         Ok(self.ended.take(error))
     }
@@ -191,7 +191,7 @@ impl TcpStream {
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
         let handle = self.handle;
         self.shared
-            .with(|state, _| state.stack.tcp().set_nodelay(handle, nodelay))?
+            .with(|state, _| state.stack.tcp_set_nodelay(handle, nodelay))?
             .map_err(error::tcp)
     }
 
@@ -209,7 +209,7 @@ impl TcpStream {
     pub fn info(&self) -> Option<TcpInfo> {
         let handle = self.handle;
         self.shared
-            .with(|state, _| state.stack.tcp().info(handle))
+            .with(|state, _| state.stack.tcp_info(handle))
             .ok()
             .flatten()
     }
@@ -219,7 +219,7 @@ impl TcpStream {
     pub fn shutdown_write(&self) -> io::Result<()> {
         let handle = self.handle;
         self.shared
-            .with(|state, now| state.stack.tcp().shutdown_write(now, handle))?
+            .with(|state, now| state.stack.tcp_shutdown(now, handle))?
             .map_err(error::tcp)
     }
 }
@@ -280,7 +280,7 @@ impl AsyncRead for TcpStream {
             // Only as much of the buffer as there is to read is zeroed (a reader such
             // as hyper offers several KiB of fresh memory for every read); at least
             // one byte, so an empty buffer is never mistaken for the end of the stream.
-            let ready = state.stack.tcp().readable(handle).max(1);
+            let ready = state.stack.tcp_readable(handle).max(1);
             let out = buf.initialize_unfilled_to(ready.min(buf.remaining()));
             match state.stack.tcp_recv(now, handle, out) {
                 Ok(n) => {

@@ -80,12 +80,12 @@ impl Shim {
             .stack
             .tcp_info(handle)
             .map_or(TcpState::Closed, |i| i.state);
-        let error = self.stack.tcp().error(handle).ok().flatten();
+        let error = self.stack.tcp_error(handle).ok().flatten();
         let mut bits = 0;
         if error.is_some() && !reported {
             bits |= POLLERR;
         }
-        let readable = self.stack.tcp().readable(handle);
+        let readable = self.stack.tcp_readable(handle);
         let peer_closed = matches!(
             state,
             TcpState::CloseWait
@@ -112,7 +112,7 @@ impl Shim {
             bits |= POLLHUP;
         }
         let open = matches!(state, TcpState::Established | TcpState::CloseWait);
-        let queued = self.stack.tcp().send_queued(handle);
+        let queued = self.stack.tcp_send_queued(handle);
         let room = self.send_limit(fd)?.saturating_sub(queued);
         // Linux's sk_stream_is_writeable: free space at least half what is queued.
         if (open && room > 0 && room * 2 >= queued) || state == TcpState::Closed {
@@ -127,10 +127,9 @@ impl Shim {
             Some(Fd::Tcp(socket)) => match socket.phase {
                 Phase::Conn(handle) => {
                     let limit = self.send_limit(fd).unwrap_or(0);
-                    let tcp = self.stack.tcp();
                     (
-                        tcp.readable(handle),
-                        limit.saturating_sub(tcp.send_queued(handle)),
+                        self.stack.tcp_readable(handle),
+                        limit.saturating_sub(self.stack.tcp_send_queued(handle)),
                     )
                 }
                 _ => (0, 0),

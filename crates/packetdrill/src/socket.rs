@@ -240,8 +240,7 @@ impl Shim {
         let now = self.now;
         let handle = self
             .stack
-            .tcp()
-            .connect(now, local, remote, mss)
+            .tcp_connect_with_mss(now, local, remote, mss)
             .map_err(errno_of)?;
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(handle, true);
@@ -286,7 +285,7 @@ impl Shim {
         if socket.error_reported {
             return Ok(None);
         }
-        let error = self.stack.tcp().error(handle).ok().flatten();
+        let error = self.stack.tcp_error(handle).ok().flatten();
         if error.is_some() {
             self.tcp_socket(fd)?.error_reported = true;
         }
@@ -321,7 +320,7 @@ impl Shim {
         };
         // After SHUT_RD Linux still delivers what arrives (it ACKs and queues it), and
         // a read with nothing queued sees end of stream instead of blocking.
-        if read_shut && self.stack.tcp().readable(handle) == 0 {
+        if read_shut && self.stack.tcp_readable(handle) == 0 {
             return Ok(0);
         }
         let wanted: usize = bufs.iter().map(|b| b.len()).sum();
@@ -395,8 +394,8 @@ impl Shim {
             return Ok(0);
         }
         let limit = self.send_limit(fd)?;
-        let room = limit.saturating_sub(self.stack.tcp().send_queued(handle));
-        if room == 0 && self.stack.tcp().error(handle).ok().flatten().is_none() {
+        let room = limit.saturating_sub(self.stack.tcp_send_queued(handle));
+        if room == 0 && self.stack.tcp_error(handle).ok().flatten().is_none() {
             return Err(libc::EAGAIN);
         }
         let bufs = crate::ffi::take(bufs, room.max(1));
@@ -461,7 +460,7 @@ impl Shim {
                 let _ = self.stack.tcp_close(now, handle);
             }
             Phase::Conn(handle) => {
-                let unread = self.stack.tcp().readable(handle) > 0;
+                let unread = self.stack.tcp_readable(handle) > 0;
                 let zero_linger = socket.options.linger == Some((true, 0));
                 if unread || zero_linger {
                     let _ = self.stack.tcp_abort(now, handle);
@@ -506,7 +505,7 @@ impl Shim {
     /// Bytes a read would return now (FIONREAD).
     pub fn readable(&mut self, fd: i32) -> Result<usize, Errno> {
         match self.tcp_socket(fd)?.phase {
-            Phase::Conn(handle) => Ok(self.stack.tcp().readable(handle)),
+            Phase::Conn(handle) => Ok(self.stack.tcp_readable(handle)),
             Phase::Listener(_) => Err(libc::EINVAL),
             Phase::Fresh { .. } => Ok(0),
         }
@@ -515,7 +514,7 @@ impl Shim {
     /// Bytes not yet acknowledged (SIOCOUTQ).
     pub fn unacknowledged(&mut self, fd: i32) -> Result<usize, Errno> {
         match self.tcp_socket(fd)?.phase {
-            Phase::Conn(handle) => Ok(self.stack.tcp().send_queued(handle)),
+            Phase::Conn(handle) => Ok(self.stack.tcp_send_queued(handle)),
             Phase::Listener(_) => Err(libc::EINVAL),
             Phase::Fresh { .. } => Ok(0),
         }

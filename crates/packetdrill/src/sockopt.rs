@@ -329,10 +329,7 @@ impl Shim {
     fn meminfo(&mut self, conn: Option<TcpHandle>, options: Options) -> Vec<u8> {
         let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         let (readable, queued) = conn.map_or((0, 0), |h| {
-            (
-                self.stack.tcp().readable(h),
-                self.stack.tcp().send_queued(h),
-            )
+            (self.stack.tcp_readable(h), self.stack.tcp_send_queued(h))
         });
         let rcvbuf = options
             .rcvbuf

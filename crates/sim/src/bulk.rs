@@ -353,7 +353,7 @@ fn setup(
 fn ended_with(sim: &mut Sim, conns: [(HostId, Option<TcpHandle>); 2]) -> Option<TcpError> {
     conns
         .into_iter()
-        .find_map(|(host, conn)| sim.host_mut(host).tcp().error(conn?).ok().flatten())
+        .find_map(|(host, conn)| sim.host_mut(host).tcp_error(conn?).ok().flatten())
 }
 
 fn drive_sender(

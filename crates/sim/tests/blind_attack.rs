@@ -54,7 +54,7 @@ impl Attacker {
     fn step(&mut self, sim: &mut Sim, t: &Transfer) -> Option<Instant> {
         self.sender_readable = self
             .sender_readable
-            .max(sim.host_mut(t.sender).tcp().readable(t.sender_conn));
+            .max(sim.host_mut(t.sender).tcp_readable(t.sender_conn));
         if self.left == 0 {
             return None;
         }

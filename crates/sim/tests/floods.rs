@@ -1017,7 +1017,7 @@ fn half_open_flood(scale: u32, seed: u64, cookies: bool) {
         );
     }
     assert_eq!(
-        net.sim.host_mut(net.server).tcp().connection_count(),
+        net.sim.host_mut(net.server).tcp_connection_count(),
         0,
         "every half-open connection gave up"
     );
@@ -1109,7 +1109,7 @@ impl Flood for Idle {
         while let Ok(conn) = stack.tcp_accept(net.listener) {
             self.held.push(conn);
         }
-        self.most = self.most.max(stack.tcp().connection_count());
+        self.most = self.most.max(stack.tcp_connection_count());
     }
 
     fn leave(&mut self, net: &mut Net) {
@@ -1176,7 +1176,7 @@ fn idle_flood(scale: u32, seed: u64) {
         "the clients did not fill the table"
     );
     assert!(stats.connection_limit_drops > 0, "the bound never acted");
-    assert_eq!(net.sim.host_mut(net.server).tcp().connection_count(), 0);
+    assert_eq!(net.sim.host_mut(net.server).tcp_connection_count(), 0);
 }
 
 #[test]

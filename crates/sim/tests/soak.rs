@@ -780,10 +780,10 @@ struct Residue {
 
 fn residue(sim: &mut Sim, host: HostId) -> Residue {
     let deadline = sim.host(host).poll_timeout().is_some();
-    let tcp = sim.host_mut(host).tcp();
+    let stack = sim.host(host);
     Residue {
-        sockets: tcp.socket_count(),
-        timers: tcp.timer_count(),
+        sockets: stack.tcp_socket_count(),
+        timers: stack.tcp_timer_count(),
         deadline,
     }
 }
@@ -1042,8 +1042,8 @@ fn soak(config: &SoakConfig) -> SoakReport {
             next_watch = now + Duration::from_secs(60);
         }
         if phase == Phase::Traffic && now >= next_sample {
-            let sockets = sim.host_mut(client).tcp().socket_count()
-                + sim.host_mut(server).tcp().socket_count();
+            let sockets =
+                sim.host_mut(client).tcp_socket_count() + sim.host_mut(server).tcp_socket_count();
             samples.push(Sample {
                 live: net_live(sim),
                 conns: apps.clients.len() + apps.servers.len(),
@@ -1729,8 +1729,8 @@ fn open_close(config: &CycleConfig) -> CycleReport {
                 cycler.poll(sim);
             }
             if now >= next_sample {
-                let sockets = sim.host_mut(client).tcp().socket_count()
-                    + sim.host_mut(server).tcp().socket_count();
+                let sockets = sim.host_mut(client).tcp_socket_count()
+                    + sim.host_mut(server).tcp_socket_count();
                 max_sockets = max_sockets.max(sockets);
                 next_sample = now + Duration::from_secs(1);
             }

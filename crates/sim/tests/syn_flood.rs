@@ -138,7 +138,7 @@ fn run(cookies: bool, seed: u64) -> Outcome {
         while s.tcp_accept(listener).is_ok() {
             outcome.accepted += 1;
         }
-        outcome.max_server_sockets = outcome.max_server_sockets.max(s.tcp().socket_count());
+        outcome.max_server_sockets = outcome.max_server_sockets.max(s.tcp_socket_count());
         if now >= end {
             return Flow::Done;
         }

@@ -14,7 +14,8 @@ use impnet_wire::udp;
 use crate::dhcp::{DhcpClient, DhcpError, DhcpEvent, DhcpTransmit, Lease};
 use crate::iface::IfaceId;
 use crate::neighbor::Origin;
-use crate::stack::ipv4::{OutputError, OutputRoute, SendOptions};
+use crate::stack::ip::OutputError;
+use crate::stack::ipv4::{OutputRoute, SendOptions};
 use crate::stack::{Event, Stack};
 use crate::time::Instant;
 

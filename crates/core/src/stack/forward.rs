@@ -248,7 +248,7 @@ impl Stack {
         next_hop: Ipv4Addr,
         packet: alloc::vec::Vec<u8>,
         mtu: usize,
-    ) -> Result<(), crate::stack::ipv4::OutputError> {
+    ) -> Result<(), crate::stack::ip::OutputError> {
         let view = ipv4::Packet::new_unchecked(&packet[..]);
         let header_len = view.header_len();
         let base_offset = usize::from(view.frag_offset());

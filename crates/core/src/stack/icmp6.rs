@@ -11,7 +11,7 @@ use impnet_wire::ipv6::{self, NextHeader};
 use crate::icmp::{IcmpError, IcmpHandle};
 use crate::ip_options::IpOptions;
 use crate::neighbor::{Origin, Pending, SocketKind};
-use crate::stack::ipv6::Meta6;
+use crate::stack::ip::Meta6;
 use crate::stack::{Event, Stack};
 use crate::tcp::{IcmpNotice, TcpError};
 use crate::time::Instant;

@@ -3,6 +3,8 @@
 //! the interface's group list filters the 01:00:5e frames it takes, and the IGMP host
 //! side (RFC 3376, IGMPv3, falling back to IGMPv2 reports and leaves while an older
 //! querier is present, RFC 3376 §7) reports joins and leaves and answers queries.
+//! That host logic and its state are [`IfaceGroups`]'s; here the stack parses what
+//! arrives, hands it over, and sends what it owes.
 //!
 //! Delivery follows Linux with `IP_MULTICAST_ALL` on (its default): a datagram to a
 //! group the interface joined goes to the socket bound to its port (on the wildcard
@@ -22,12 +24,11 @@ use impnet_wire::igmp::{self, GroupRecord, RecordType, Records};
 use impnet_wire::ipv4::{self, Protocol};
 
 use crate::iface::IfaceId;
-use crate::igmp::{
-    Change, IfaceGroups, IfaceState, OLDER_QUERIER_TIMEOUT, UNSOLICITED_REPORT_INTERVAL,
-};
-use crate::stack::ipv4::{OutputError, OutputRoute};
+use crate::igmp::{IfaceGroups, Owed, Query};
+use crate::stack::ip::OutputError;
+use crate::stack::ipv4::OutputRoute;
 use crate::stack::{Outgoing, Stack};
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 use crate::udp::{UdpError, UdpHandle};
 
 impl Stack {
@@ -346,186 +347,53 @@ impl Stack {
         }
     }
 
-    /// Another host's IGMPv1/v2 report of `group`: in compatibility mode, our own
-    /// pending answer for the group is cancelled (RFC 2236 §3: "If the host receives
-    /// another host's Report ... while it has a timer running, it stops its timer for
-    /// the specified group and does not send a Report"). IGMPv3 hosts do not suppress
-    /// (RFC 3376 §5.2).
+    /// Another host's IGMPv1/v2 report of `group` (see [`IfaceGroups::handle_report`]).
     fn igmp_heard_report(&mut self, now: Instant, iface: IfaceId, group: Ipv4Addr) {
-        let state = self.groups_mut(iface);
-        if !state.v2_mode(now) || !state.reported().any(|g| g == group) {
-            return;
-        }
-        if state.suppress(group) {
+        if self.groups_mut(iface).handle_report(now, group) {
             self.stats.igmp.reports_suppressed += 1;
         }
     }
 
-    /// A Membership Query: an answer is scheduled within its Max Resp Time (RFC 3376
-    /// §5.2); one of IGMPv1 or v2 starts the compatibility mode (§7.2.1).
-    fn igmp_query(
-        &mut self,
-        now: Instant,
-        iface: IfaceId,
-        (code, group, v3_sources): (u8, Ipv4Addr, Option<Vec<Ipv4Addr>>),
-    ) {
-        let v3 = v3_sources.is_some();
+    /// A Membership Query (see [`IfaceGroups::handle_query`]).
+    fn igmp_query(&mut self, now: Instant, iface: IfaceId, query: Query) {
         self.stats.igmp.queries_received += 1;
-        // RFC 3376 §7.1: an 8-byte query with Max Resp Code 0 is IGMPv1, whose
-        // hosts wait up to 10 seconds (RFC 2236 §4: "100 (10 seconds)").
-        let tenths = match (v3, code) {
-            (false, 0) => 100,
-            _ => igmp::max_resp_tenths(code, v3),
-        };
-        let delay = u64::from(self.rng.in_range(0, tenths.saturating_mul(100)));
-        let at = now + Duration::from_millis(delay);
-        let state = self.groups_mut(iface);
-        if !v3 {
-            // RFC 3376 §7.2.1: "the host MUST ... set the Older Version Querier
-            // Present timer" on hearing an older query (an IGMPv1 one: Max Resp 0).
-            state.older_querier_until = Some(now + OLDER_QUERIER_TIMEOUT);
-            if code == 0 {
-                state.v1_querier_until = Some(now + OLDER_QUERIER_TIMEOUT);
-            }
-        }
-        if group.is_unspecified() {
-            state.general_query(at);
-        } else if state.reported().any(|g| g == group) {
-            // A Group-and-Source-Specific Query names sources (RFC 3376 §4.1.8).
-            let sources = v3_sources.filter(|list| !list.is_empty());
-            state.group_query(group, at, sources);
-        }
+        self.groups_mut(iface);
+        self.igmp[iface.index()].handle_query(now, &mut self.rng, query);
     }
 
     /// Send the IGMP messages due at `now` on every interface.
     pub(crate) fn run_igmp(&mut self, now: Instant) {
         for index in 0..self.igmp.len() {
             let iface = IfaceId(index as u32);
-            self.igmp_state_changes(now, iface);
-            self.igmp_query_answers(now, iface);
-        }
-    }
-
-    /// The state-change report, if due: each pending change once more, in one IGMPv3
-    /// report, or in compatibility mode an IGMPv2 report to each group joined and a
-    /// Leave Group to 224.0.0.2 for each left (RFC 2236 §3); another follows within
-    /// the Unsolicited Report Interval while any has reports left (RFC 3376 §5.1).
-    fn igmp_state_changes(&mut self, now: Instant, iface: IfaceId) {
-        let state = self.groups_mut(iface);
-        if state.next_change.is_none_or(|t| t > now) {
-            return;
-        }
-        let changes = state.changes.clone();
-        for change in &mut state.changes {
-            change.left = change.left.saturating_sub(1);
-        }
-        state.changes.retain(|c| c.left > 0);
-        let more = !state.changes.is_empty();
-        let v2 = state.v2_mode(now);
-        let gap = UNSOLICITED_REPORT_INTERVAL.as_millis() as u32;
-        let delay = u64::from(self.rng.in_range(1, gap));
-        self.groups_mut(iface).next_change = more.then(|| now + Duration::from_millis(delay));
-        if v2 {
-            // RFC 3376 §7.3.2: a group still received is a join, one left a leave
-            // (none under an IGMPv1 querier, which has no leave message).
-            let v1 = self.groups_mut(iface).v1_mode(now);
-            for change in changes {
-                let group = change.group;
-                let (dst, repr) = if change.to != IfaceState::NONE {
-                    (group, self.groups_mut(iface).old_report(now, group))
-                } else if v1 {
-                    continue;
-                } else {
-                    (igmp::ALL_ROUTERS, igmp::Repr::Leave { group })
-                };
-                self.send_igmp(iface, dst, &repr);
-            }
-            return;
-        }
-        let lists: Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)> =
-            changes.iter().flat_map(change_records).collect();
-        let records: Vec<GroupRecord<'_>> = lists
-            .iter()
-            .map(|(record_type, group, sources)| GroupRecord {
-                record_type: *record_type,
-                group: *group,
-                sources: igmp::Addresses::List(sources),
-            })
-            .collect();
-        self.send_report_v3(iface, &records);
-    }
-
-    /// Answers to queries due at `now`: every group for a General Query, the group
-    /// asked about for a Group-Specific one (Current State Records, MODE_IS_EXCLUDE;
-    /// in compatibility mode an IGMPv2 report per group, RFC 2236 §3).
-    fn igmp_query_answers(&mut self, now: Instant, iface: IfaceId) {
-        let state = self.groups_mut(iface);
-        let groups: Vec<Ipv4Addr> = state.reported().collect();
-        let mut asked: Vec<(Ipv4Addr, Option<Vec<Ipv4Addr>>)> = Vec::new();
-        if state.general_due.is_some_and(|t| t <= now) {
-            state.general_due = None;
-            state.group_due.clear();
-            let suppressed = core::mem::take(&mut state.suppressed);
-            asked.extend(
-                groups
-                    .iter()
-                    .filter(|g| !suppressed.contains(g))
-                    .map(|g| (*g, None)),
-            );
-        }
-        state.group_due.retain(|(group, due, sources)| {
-            if *due <= now {
-                asked.push((*group, sources.clone()));
-            }
-            *due > now
-        });
-        asked.retain(|(g, _)| groups.contains(g));
-        if state.v2_mode(now) {
-            for (group, _) in asked {
-                let report = self.groups_mut(iface).old_report(now, group);
-                self.send_igmp(iface, group, &report);
-            }
-            return;
-        }
-        // Current-State Records (RFC 3376 §5.2): the group's mode and sources, or
-        // for a source-specific query IS_IN of the asked sources it takes.
-        let lists: Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)> = asked
-            .into_iter()
-            .filter_map(|(group, sources)| {
-                let current = state.state(group);
-                match (sources, current) {
-                    (None, IfaceState::Exclude) => {
-                        Some((RecordType::ModeIsExclude, group, Vec::new()))
-                    }
-                    (None, IfaceState::Include(list)) => {
-                        Some((RecordType::ModeIsInclude, group, list))
-                    }
-                    (Some(queried), current) => {
-                        let taken: Vec<Ipv4Addr> =
-                            queried.into_iter().filter(|s| current.admits(*s)).collect();
-                        (!taken.is_empty()).then_some((RecordType::ModeIsInclude, group, taken))
-                    }
+            for owed in self.igmp[index].poll_owed(now, &mut self.rng) {
+                match owed {
+                    Owed::Old { dst, repr } => self.send_igmp(iface, dst, &repr),
+                    Owed::ReportV3(records) => self.send_report_v3(iface, &records),
                 }
-            })
-            .collect();
-        let records: Vec<GroupRecord<'_>> = lists
-            .iter()
-            .map(|(record_type, group, sources)| GroupRecord {
-                record_type: *record_type,
-                group: *group,
-                sources: igmp::Addresses::List(sources),
-            })
-            .collect();
-        self.send_report_v3(iface, &records);
+            }
+        }
     }
 
-    /// An IGMPv3 report of `records` to 224.0.0.22 (nothing when there are none).
-    fn send_report_v3(&mut self, iface: IfaceId, records: &[GroupRecord<'_>]) {
+    /// An IGMPv3 report of `records` (each its type, group and sources) to
+    /// 224.0.0.22 (nothing when there are none).
+    fn send_report_v3(
+        &mut self,
+        iface: IfaceId,
+        records: &[(RecordType, Ipv4Addr, Vec<Ipv4Addr>)],
+    ) {
         if records.is_empty() {
             return;
         }
+        let records: Vec<GroupRecord<'_>> = records
+            .iter()
+            .map(|(record_type, group, sources)| GroupRecord {
+                record_type: *record_type,
+                group: *group,
+                sources: igmp::Addresses::List(sources),
+            })
+            .collect();
         let repr = igmp::Repr::ReportV3 {
-            records: Records::List(records),
+            records: Records::List(&records),
         };
         self.send_igmp(iface, igmp::ALL_V3_ROUTERS, &repr);
     }
@@ -569,30 +437,5 @@ impl Stack {
     /// The earliest IGMP message owed on any interface.
     pub(crate) fn poll_timeout_igmp(&self) -> Option<Instant> {
         self.igmp.iter().filter_map(IfaceGroups::poll_timeout).min()
-    }
-}
-
-/// The State-Change Records of one change (RFC 3376 §5.1): INCLUDE to INCLUDE
-/// reports the sources allowed and blocked; a filter-mode change is TO_EX or TO_IN
-/// with the new sources.
-fn change_records(change: &Change) -> Vec<(RecordType, Ipv4Addr, Vec<Ipv4Addr>)> {
-    let group = change.group;
-    match (&change.from, &change.to) {
-        (IfaceState::Include(old), IfaceState::Include(new)) => {
-            let allow: Vec<Ipv4Addr> = new.iter().filter(|s| !old.contains(s)).copied().collect();
-            let block: Vec<Ipv4Addr> = old.iter().filter(|s| !new.contains(s)).copied().collect();
-            [
-                (RecordType::AllowNewSources, allow),
-                (RecordType::BlockOldSources, block),
-            ]
-            .into_iter()
-            .filter(|(_, list)| !list.is_empty())
-            .map(|(kind, list)| (kind, group, list))
-            .collect()
-        }
-        (_, IfaceState::Exclude) => alloc::vec![(RecordType::ChangeToExclude, group, Vec::new())],
-        (IfaceState::Exclude, IfaceState::Include(new)) => {
-            alloc::vec![(RecordType::ChangeToInclude, group, new.clone())]
-        }
     }
 }

@@ -10,39 +10,10 @@ use impnet_wire::ipv4::{self, Protocol};
 use crate::iface::IfaceId;
 use crate::neighbor::{Enqueued, FullReason, Origin, Pending};
 use crate::reassembly::Fragment;
+use crate::stack::ip::{IpMeta, OutputError};
 use crate::stack::loopback::is_loopback_addr;
 use crate::stack::{Outgoing, Stack};
 use crate::time::Instant;
-
-/// What the upper layers see of a received datagram's IPv4 header.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct IpMeta<'a> {
-    pub(crate) src: Ipv4Addr,
-    pub(crate) dst: Ipv4Addr,
-    pub(crate) ttl: u8,
-    /// Sent to a broadcast address (no ICMP errors about it, RFC 1122 §3.2.2).
-    pub(crate) broadcast: bool,
-    /// The raw header (fragment zero's, for a reassembled datagram), for ICMP quotes.
-    pub(crate) header: &'a [u8],
-    /// Transport checksums still need verifying (false when the interface's device
-    /// verified them, [`Offloads::rx_checksum`](crate::Offloads::rx_checksum)).
-    pub(crate) verify_checksum: bool,
-}
-
-/// Why a datagram could not be sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OutputError {
-    /// No route covers the destination.
-    NoRoute,
-    /// The outgoing interface has no address.
-    NoSourceAddress,
-    /// The requested source address is not ours.
-    AddrNotAvailable,
-    /// Bigger than the MTU with DF set.
-    TooBig { mtu: usize },
-    /// The transmit queue is full.
-    QueueFull,
-}
 
 /// A route resolved for output: where the packet leaves and from which address.
 #[derive(Debug, Clone, Copy)]

@@ -17,11 +17,15 @@ use crate::ipv6::nd::Resolve;
 use crate::ipv6::{Addr6, AddrOrigin, AddrState, Route6Origin, State};
 use crate::neighbor::{Origin, Pending};
 use crate::reassembly::Fragment;
-use crate::stack::ipv4::OutputError;
+use crate::stack::ip::{Meta6, OutputError};
 use crate::stack::{Outgoing, Stack};
 use crate::stats::SegmentKind;
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle};
 use crate::time::Instant;
+
+/// Room in front of a transport segment for the Ethernet and IPv6 headers (TCP writes
+/// its segments there, and the headers in front of them in place).
+pub(crate) const HEADROOM6: usize = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
 
 /// IPv6 and TCP headers without options: MSS = MTU - 60 (RFC 8200 §8.3).
 const IP6_TCP_HEADERS: usize = 60;
@@ -44,7 +48,7 @@ pub(crate) fn egress_for(
     Egress {
         checksum: !offloads.tx_checksum,
         tso_max: offloads.tso_max,
-        headroom: super::tcp::HEADROOM6,
+        headroom: HEADROOM6,
     }
 }
 
@@ -113,24 +117,6 @@ pub(crate) struct OutputRoute6 {
     pub(crate) src: Ipv6Addr,
     /// The path MTU: the link's, lowered by what Packet Too Big taught.
     pub(crate) mtu: usize,
-}
-
-/// What delivery needs of a received packet.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Meta6<'a> {
-    pub(crate) iface: IfaceId,
-    pub(crate) src: Ipv6Addr,
-    pub(crate) dst: Ipv6Addr,
-    pub(crate) hop_limit: u8,
-    /// Sent to a multicast group (no errors about it but Packet Too Big and
-    /// option Parameter Problems, RFC 4443 §2.4 (e)).
-    pub(crate) multicast: bool,
-    /// The packet from its IPv6 header (for a reassembled one: its first fragment's
-    /// header and the start of the data), what an ICMPv6 error quotes.
-    pub(crate) invoking: &'a [u8],
-    pub(crate) verify_checksum: bool,
-    /// The link-layer source (neighbour discovery learns from it).
-    pub(crate) link_src: Option<ethernet::Address>,
 }
 
 impl Stack {

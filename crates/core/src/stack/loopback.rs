@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
 use crate::stack::Stack;
-use crate::stack::ipv4::OutputError;
+use crate::stack::ip::OutputError;
 use crate::stats::IfaceStats;
 use crate::time::Instant;
 

@@ -17,7 +17,7 @@ use impnet_wire::mld::{self, AddressRecord, Addresses, RecordType, Records};
 
 use crate::iface::IfaceId;
 use crate::ipv6::mld::{UNSOLICITED_REPORT_INTERVAL, max_response_delay};
-use crate::stack::ipv6::Meta6;
+use crate::stack::ip::Meta6;
 use crate::stack::{Outgoing, Stack};
 use crate::time::{Duration, Instant};
 

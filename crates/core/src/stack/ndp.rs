@@ -18,7 +18,7 @@ use crate::ipv6::{AddrOrigin, AddrState, Route6, Route6Origin};
 use crate::neighbor::{Origin, Pending};
 use crate::stack::Stack;
 use crate::stack::icmp6::Error6;
-use crate::stack::ipv6::Meta6;
+use crate::stack::ip::Meta6;
 use crate::tcp::TcpError;
 use crate::time::{Duration, Instant};
 

@@ -19,7 +19,8 @@ use impnet_wire::ipv4::{self, Protocol};
 use crate::neighbor::{Origin, SocketKind};
 use crate::raw::{RawError, RawHandle, RawSocket};
 use crate::socket::RecvQueue;
-use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
+use crate::stack::ip::{IpMeta, OutputError};
+use crate::stack::ipv4::{OutputRoute, SendOptions};
 use crate::stack::{Event, Stack};
 use crate::time::Instant;
 

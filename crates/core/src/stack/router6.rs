@@ -17,7 +17,7 @@ use crate::ipv6::{Advertising, AdvertisingState};
 use crate::neighbor::Origin;
 use crate::stack::Stack;
 use crate::stack::forward::Refusal;
-use crate::stack::ipv6::Meta6;
+use crate::stack::ip::Meta6;
 use crate::time::{Duration, Instant};
 
 /// RFC 4861 §10: `MAX_INITIAL_RTR_ADVERTISEMENTS`, the advertisements sent at the

@@ -13,8 +13,9 @@ use impnet_wire::tcp as wire_tcp;
 use crate::iface::{IfaceId, Interface};
 use crate::neighbor::Origin;
 use crate::route::Routes;
-use crate::stack::ipv4::{IpMeta, OutputError, OutputRoute, SendOptions};
-use crate::stack::ipv6::OutputRoute6;
+use crate::stack::ip::{IpMeta, OutputError};
+use crate::stack::ipv4::{OutputRoute, SendOptions};
+use crate::stack::ipv6::{HEADROOM6, OutputRoute6};
 use crate::stack::{Stack, Transmit};
 use crate::stats::SegmentKind;
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
@@ -22,8 +23,6 @@ use crate::time::Instant;
 
 /// Room in front of a TCP segment for the Ethernet and IPv4 headers.
 const HEADROOM: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
-/// Room in front of a TCP segment for the Ethernet and IPv6 headers.
-pub(crate) const HEADROOM6: usize = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
 /// IPv4 and TCP headers without options: MSS = MTU - 40 (RFC 9293 §3.7.1).
 const IP_TCP_HEADERS: usize = 40;
 
@@ -605,6 +604,20 @@ impl Stack {
         self.tcp.connect(now, local, remote, mss)
     }
 
+    /// Connect to `remote` from `local` as given, announcing `mss`: for a caller that
+    /// chose both itself (a socket with `TCP_MAXSEG` set, as packetdrill's are). Port 0
+    /// picks an ephemeral port; unlike [`tcp_connect`](Self::tcp_connect) there is no
+    /// route lookup and no check of either address.
+    pub fn tcp_connect_with_mss(
+        &mut self,
+        now: Instant,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
+        mss: u16,
+    ) -> Result<TcpHandle, TcpError> {
+        self.tcp.connect(now, local, remote, mss)
+    }
+
     /// Take an established connection from a listener.
     pub fn tcp_accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
         self.tcp.accept(listener)
@@ -727,9 +740,62 @@ impl Stack {
         self.tcp.info(handle)
     }
 
-    /// (local, remote) addresses of a connection, or the local one twice for a listener.
+    /// (local, remote) addresses of a connection; None for a listener (see
+    /// [`tcp_listen_addr`](Self::tcp_listen_addr)) and stale handles.
     pub fn tcp_addresses(&self, handle: TcpHandle) -> Option<(SocketAddr, SocketAddr)> {
         self.tcp.addresses(handle)
+    }
+
+    /// The address a listener listens on (None for connections and stale handles).
+    pub fn tcp_listen_addr(&self, handle: TcpHandle) -> Option<SocketAddr> {
+        self.tcp.listen_addr(handle)
+    }
+
+    /// The error a connection ended with (reset, refused, timed out, an ICMP error);
+    /// `Ok(None)` while it is open, after a clean end, and for a listener;
+    /// `InvalidHandle` for a handle closed or never issued. Looking does not clear it.
+    pub fn tcp_error(&self, handle: TcpHandle) -> Result<Option<TcpError>, TcpError> {
+        self.tcp.error(handle)
+    }
+
+    /// In-order bytes a `tcp_recv` on the connection would return now (0 for listeners
+    /// and stale handles), so a caller can size its buffer or report readiness.
+    pub fn tcp_readable(&self, handle: TcpHandle) -> usize {
+        self.tcp.readable(handle)
+    }
+
+    /// Bytes in the connection's send buffer that the peer has not yet acknowledged,
+    /// sent or not (0 for listeners, stale handles and closed sending halves).
+    pub fn tcp_send_queued(&self, handle: TcpHandle) -> usize {
+        self.tcp.send_queued(handle)
+    }
+
+    /// Every open TCP socket, listeners (`true`) and connections (`false`), in table
+    /// order (for listing them, as `ss` does).
+    pub fn tcp_handles(&self) -> impl Iterator<Item = (TcpHandle, bool)> + '_ {
+        self.tcp.handles()
+    }
+
+    /// The TCP settings the stack was built with.
+    pub fn tcp_config(&self) -> &crate::tcp::TcpConfig {
+        self.tcp.config()
+    }
+
+    /// TCP sockets in the table: listeners, connections, and handles that ended but
+    /// were not yet closed by the application.
+    pub fn tcp_socket_count(&self) -> usize {
+        self.tcp.socket_count()
+    }
+
+    /// TCP connections in the table, in any state (listeners are not counted; at most
+    /// [`TcpConfig::max_connections`](crate::tcp::TcpConfig::max_connections)).
+    pub fn tcp_connection_count(&self) -> usize {
+        self.tcp.connection_count()
+    }
+
+    /// TCP connections with a timer running.
+    pub fn tcp_timer_count(&self) -> usize {
+        self.tcp.timer_count()
     }
 
     /// Counters of the whole TCP layer.
@@ -737,8 +803,9 @@ impl Stack {
         self.tcp.stats()
     }
 
-    /// The TCP layer, for calls the stack does not wrap.
-    pub fn tcp(&mut self) -> &mut crate::tcp::Tcp {
+    /// The TCP layer, for the stack's own modules and tests.
+    #[cfg(test)]
+    pub(crate) fn tcp(&mut self) -> &mut crate::tcp::Tcp {
         &mut self.tcp
     }
 }

@@ -7,8 +7,8 @@ use impnet_wire::ipv4::Protocol;
 use impnet_wire::udp;
 
 use crate::neighbor::{Origin, SocketKind};
-use crate::stack::ipv4::{IpMeta, OutputError, SendOptions};
-use crate::stack::ipv6::Meta6;
+use crate::stack::ip::{IpMeta, Meta6, OutputError};
+use crate::stack::ipv4::SendOptions;
 use crate::stack::{Event, Stack};
 use crate::time::Instant;
 use crate::udp::UdpSocket;
