@@ -24,7 +24,8 @@ use std::time::{Duration, Instant as StdInstant};
 use serde::Serialize;
 
 use super::imp_side::{self, Clock};
-use super::workload::{Bulk as _, Churn as _, PingPong as _, bulk};
+use super::smol;
+use super::workload::{Bulk, Churn, PingPong, bulk};
 use super::{Sizes, median, pattern};
 pub use layers::Layer;
 
@@ -64,6 +65,11 @@ pub enum Workload {
     /// The simulator on a 10-pair dumbbell (only as a child: the budget's instructions
     /// per simulated segment).
     SimDumbbell,
+    /// smoltcp on W1a, W2 and W3, on the same virtual clock (only as children: the
+    /// budget's reference figures).
+    SmolW1a,
+    SmolW2,
+    SmolW3,
 }
 
 impl Workload {
@@ -80,6 +86,9 @@ impl Workload {
             Workload::W4x100 => "W4-100",
             Workload::W4x100k => "W4-100k",
             Workload::SimDumbbell => "sim-dumbbell",
+            Workload::SmolW1a => "smoltcp-W1a",
+            Workload::SmolW2 => "smoltcp-W2",
+            Workload::SmolW3 => "smoltcp-W3",
         }
     }
 
@@ -97,9 +106,13 @@ impl Workload {
             "W4-100" => Ok(Workload::W4x100),
             "W4-100k" => Ok(Workload::W4x100k),
             "sim-dumbbell" => Ok(Workload::SimDumbbell),
+            "smoltcp-W1a" => Ok(Workload::SmolW1a),
+            "smoltcp-W2" => Ok(Workload::SmolW2),
+            "smoltcp-W3" => Ok(Workload::SmolW3),
             other => Err(format!(
                 "--breakdown-child `{other}`: give W1a, W1b, W2 or W3, or one of them \
-                 with -v6, or W4-100, W4-100k or sim-dumbbell"
+                 with -v6, or W4-100, W4-100k, sim-dumbbell, smoltcp-W1a, smoltcp-W2 or \
+                 smoltcp-W3"
             )),
         }
     }
@@ -435,6 +448,31 @@ pub fn child(workload: Workload, amount: u64) -> Result<(), String> {
         Workload::W4x100 => (child_scale(100, amount), 2 * amount),
         Workload::W4x100k => (child_scale(100_000, amount), 2 * amount),
         Workload::SimDumbbell => child_sim(amount)?,
+        Workload::SmolW1a => {
+            smol::use_virtual_clock(BULK_TICK_NS as i64 / 1000);
+            same(warm_and_measure_bulk(
+                smol::Bulk::<false>::open(1500, false),
+                amount,
+            ))
+        }
+        Workload::SmolW2 => {
+            smol::use_virtual_clock(PING_TICK_NS as i64 / 1000);
+            let mut connection = smol::PingPong::<false>::open();
+            for _ in 0..100 {
+                connection.round_trip();
+            }
+            measured_ping_pong(&mut connection, amount);
+            (2 * amount, amount)
+        }
+        Workload::SmolW3 => {
+            smol::use_virtual_clock(PING_TICK_NS as i64 / 1000);
+            let mut churn = smol::Churn::<false>::open();
+            for _ in 0..100 {
+                churn.connection();
+            }
+            measured_churn(&mut churn, amount);
+            (2 * amount, amount)
+        }
     };
     println!("payload {payload}");
     println!("units {units}");
@@ -496,8 +534,13 @@ fn measured_scale(scale: &mut imp_side::Scale, rounds: u64) {
 /// W1a's (or with MTU 65535 and offload, W1b's) child, over IPv6 when `V6`: payload
 /// bytes delivered by the measured loop.
 fn child_bulk<const V6: bool>(mtu: usize, offload: bool, amount: u64) -> u64 {
-    let mut flow = imp_side::Bulk::<V6>::open_with(mtu, offload, Clock::Virtual(BULK_TICK_NS));
-    // Warm-up: the window opens and the rings grow to their size.
+    let flow = imp_side::Bulk::<V6>::open_with(mtu, offload, Clock::Virtual(BULK_TICK_NS));
+    warm_and_measure_bulk(flow, amount)
+}
+
+/// A bulk child's warm-up (the window opens and the rings grow to their size), then its
+/// measured loop: payload bytes delivered by the latter.
+fn warm_and_measure_bulk(mut flow: impl Bulk, amount: u64) -> u64 {
     let warm = (amount / 8).max(256 << 10);
     let mut received = 0;
     while received < warm {
@@ -528,7 +571,7 @@ fn child_churn<const V6: bool>(amount: u64) -> u64 {
 
 /// W3's measured loop.
 #[inline(never)]
-fn measured_churn<const V6: bool>(churn: &mut imp_side::Churn<V6>, connections: u64) {
+fn measured_churn(churn: &mut impl Churn, connections: u64) {
     for _ in 0..connections {
         churn.connection();
     }
@@ -536,7 +579,7 @@ fn measured_churn<const V6: bool>(churn: &mut imp_side::Churn<V6>, connections: 
 
 /// W1a's measured loop (callgrind collects only inside `measured_*`).
 #[inline(never)]
-fn measured_bulk<const V6: bool>(flow: &mut imp_side::Bulk<V6>, limit: u64) -> u64 {
+fn measured_bulk(flow: &mut impl Bulk, limit: u64) -> u64 {
     let mut received = 0;
     while received < limit {
         received = flow.step(limit);
@@ -546,7 +589,7 @@ fn measured_bulk<const V6: bool>(flow: &mut imp_side::Bulk<V6>, limit: u64) -> u
 
 /// W2's measured loop.
 #[inline(never)]
-fn measured_ping_pong<const V6: bool>(connection: &mut imp_side::PingPong<V6>, rounds: u64) {
+fn measured_ping_pong(connection: &mut impl PingPong, rounds: u64) {
     for _ in 0..rounds {
         connection.round_trip();
     }

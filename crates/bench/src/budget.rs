@@ -43,6 +43,9 @@ struct Metric {
     /// What it counts, for the table.
     what: &'static str,
     source: Source,
+    /// A reference figure, set beside the budget's figure of this key and not held
+    /// (smoltcp on the same work).
+    beside: Option<&'static str>,
 }
 
 const fn instructions(
@@ -55,13 +58,24 @@ const fn instructions(
         key,
         what,
         source: Source::Instructions { child, amount },
+        beside: None,
+    }
+}
+
+/// smoltcp's count on the same work as the budget's figure `of`.
+const fn on_smoltcp(of: &'static str, what: &'static str, child: Workload, amount: u64) -> Metric {
+    Metric {
+        key: of,
+        what,
+        source: Source::Instructions { child, amount },
+        beside: Some(of),
     }
 }
 
 /// The budget's figures. The amounts are large enough that set-up is not counted and
 /// the per-unit figure is stable, small enough that the whole budget runs in minutes
 /// under callgrind.
-const METRICS: [Metric; 9] = [
+const METRICS: [Metric; 12] = [
     instructions(
         "w1a_instructions_per_byte",
         "W1a bulk, MTU 1500: instructions per payload byte",
@@ -108,6 +122,7 @@ const METRICS: [Metric; 9] = [
         key: "idle_bytes_100",
         what: "heap bytes per idle connection end, 100 connections",
         source: Source::IdleBytes { connections: 100 },
+        beside: None,
     },
     Metric {
         key: "idle_bytes_100k",
@@ -115,7 +130,26 @@ const METRICS: [Metric; 9] = [
         source: Source::IdleBytes {
             connections: 100_000,
         },
+        beside: None,
     },
+    on_smoltcp(
+        "w1a_instructions_per_byte",
+        "smoltcp 0.14, W1a: instructions per payload byte",
+        Workload::SmolW1a,
+        8 << 20,
+    ),
+    on_smoltcp(
+        "w2_instructions_per_round_trip",
+        "smoltcp 0.14, W2: instructions per round trip",
+        Workload::SmolW2,
+        5000,
+    ),
+    on_smoltcp(
+        "w3_instructions_per_connection",
+        "smoltcp 0.14, W3: instructions per connection",
+        Workload::SmolW3,
+        2000,
+    ),
 ];
 
 /// `budget.toml`.
@@ -145,6 +179,9 @@ pub struct Row {
     pub baseline: Option<f64>,
     /// (value - baseline) / baseline.
     pub change: Option<f64>,
+    /// smoltcp 0.14's figure on the same work, where the budget sets one beside it
+    /// (W1a, W2, W3; not held).
+    pub smoltcp: Option<f64>,
 }
 
 impl Row {
@@ -183,20 +220,28 @@ pub fn run(file: &Path, write: bool, only: &[String], json: bool) -> Result<(), 
         breakdown::check_valgrind()?;
     }
     let values = measure_all(&metrics)?;
-    let rows: Vec<Row> = metrics
-        .iter()
-        .zip(values)
-        .map(|(m, value)| {
-            let baseline = old.as_ref().and_then(|o| o.baseline.get(m.key).copied());
-            Row {
-                key: m.key,
-                what: m.what,
-                value,
-                baseline,
-                change: baseline.map(|b| (value - b) / b),
-            }
-        })
-        .collect();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut references = Vec::new();
+    for (m, value) in metrics.iter().zip(values) {
+        if m.beside.is_some() {
+            references.push((m.key, value));
+            continue;
+        }
+        let baseline = old.as_ref().and_then(|o| o.baseline.get(m.key).copied());
+        rows.push(Row {
+            key: m.key,
+            what: m.what,
+            value,
+            baseline,
+            change: baseline.map(|b| (value - b) / b),
+            smoltcp: None,
+        });
+    }
+    for (key, value) in references {
+        if let Some(row) = rows.iter_mut().find(|r| r.key == key) {
+            row.smoltcp = Some(value);
+        }
+    }
     if json {
         let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
         println!("{text}");
@@ -373,6 +418,7 @@ fn print(rows: &[Row]) {
         "{:<58} {:>12} {:>12} {:>8}",
         "performance budget (callgrind; counting allocator)", "now", "baseline", "change"
     );
+    let beside: Vec<&Row> = rows.iter().filter(|r| r.smoltcp.is_some()).collect();
     for row in rows {
         let baseline = row.baseline.map_or("-".into(), |b| format!("{b:.4}"));
         let change = row
@@ -387,6 +433,18 @@ fn print(rows: &[Row]) {
             "{:<58} {:>12.4} {:>12} {:>8}{mark}",
             row.what, row.value, baseline, change
         );
+    }
+    if !beside.is_empty() {
+        println!("the same work on smoltcp 0.14 (not held):");
+        for row in beside {
+            let smoltcp = row.smoltcp.unwrap_or(0.0);
+            println!(
+                "  {:<56} {:>12.4} imp/smoltcp {:.2}x the instructions",
+                row.key,
+                smoltcp,
+                row.value / smoltcp
+            );
+        }
     }
 }
 

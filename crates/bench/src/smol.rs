@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::time::Instant as StdInstant;
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
@@ -110,6 +110,15 @@ impl phy::Device for Port<'_> {
 /// clock read imp does not make (imp's TSval comes from the time of the poll).
 static CLOCK_MS: AtomicU32 = AtomicU32::new(0);
 
+/// Microseconds each pump moves a virtual clock on; 0: the pairs read the wall clock.
+static VIRTUAL_STEP_US: AtomicI64 = AtomicI64::new(0);
+
+/// Pairs made from now on run on a virtual clock that moves `step_us` per pump, so that
+/// a run does the same work every time (the budget's smoltcp reference counts).
+pub(crate) fn use_virtual_clock(step_us: i64) {
+    VIRTUAL_STEP_US.store(step_us, Ordering::Relaxed);
+}
+
 fn tsval() -> u32 {
     CLOCK_MS.load(Ordering::Relaxed)
 }
@@ -133,6 +142,10 @@ struct Pair {
     timestamps: bool,
     /// Connections go over IPv6 (each interface also has an IPv6 address).
     v6: bool,
+    /// Microseconds a pump moves the clock on (0: the wall clock), and the virtual
+    /// clock's reading.
+    virtual_step: i64,
+    virtual_now: i64,
 }
 
 impl Pair {
@@ -185,15 +198,21 @@ impl Pair {
             frames: 0,
             timestamps,
             v6,
+            virtual_step: VIRTUAL_STEP_US.load(Ordering::Relaxed),
+            virtual_now: 0,
         }
     }
 
     fn now(&self) -> SmolInstant {
+        if self.virtual_step > 0 {
+            return SmolInstant::from_micros(self.virtual_now);
+        }
         SmolInstant::from_micros(self.epoch.elapsed().as_micros() as i64)
     }
 
     /// Poll both sides until no frame is in flight.
     fn pump(&mut self) {
+        self.virtual_now += self.virtual_step;
         let now = self.now();
         CLOCK_MS.store(now.total_millis() as u32, Ordering::Relaxed);
         loop {
