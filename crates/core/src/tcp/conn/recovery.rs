@@ -60,6 +60,24 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
+        if quiet_ack(snd, seg, before) {
+            // The common ACK: RACK takes in the cumulative delivery; no D-SACK, undo,
+            // probe or PRR to settle, and no loss to find (as `detect_loss` says
+            // without a scoreboard or a recovery).
+            if snd.rack.enabled {
+                snd.rack.min_rtt = min_rtt;
+                rack_update(snd, seg, (before.snd_una, tsecr), now, false);
+            }
+            let probe = snd.snd_una > before.snd_una;
+            if probe {
+                snd.rack.probe_due = false;
+            }
+            self.timers.stop(Timer::Reorder);
+            if probe {
+                self.arm_loss_probe(now);
+            }
+            return;
+        }
         let ack = SeqNumber(seg.ack);
         let mut dsack = if sack {
             dsack_block(seg.options.sack(), ack)
@@ -260,6 +278,20 @@ impl Conn {
             rto: true,
         });
     }
+}
+
+/// An ACK (already taken in by SND.UNA and the scoreboard) for which every step of
+/// `on_ack_recovery` but RACK's cumulative delivery, the probe and the timers is a
+/// no-op: no SACK blocks (so no D-SACK), no recovery before or now, no repair after a
+/// timeout, nothing SACKed, no undo pending, no loss probe out.
+fn quiet_ack(snd: &Snd, seg: &Repr<'_>, before: AckBefore) -> bool {
+    seg.options.sack_len == 0
+        && !before.in_recovery
+        && snd.recovery.is_none()
+        && snd.rto_recover.is_none()
+        && snd.undo.is_none()
+        && snd.rack.tlp.is_none()
+        && snd.scoreboard.is_empty()
 }
 
 /// RFC 8985 §6.2 steps 1-3 for one ACK (SND.UNA before it and its TSecr): what it
