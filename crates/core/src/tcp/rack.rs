@@ -152,11 +152,41 @@ impl SentLog {
     }
 
     /// Drop what lies below `snd_una` (cumulatively acknowledged).
+    #[cfg(test)]
     pub fn on_cum_ack(&mut self, snd_una: SeqNumber) {
         let gone = self.runs.iter().take_while(|r| r.end <= snd_una).count();
         self.runs.drain(..gone);
         if let Some(first) = self.runs.front_mut() {
             first.start = first.start.max(snd_una);
+        }
+    }
+
+    /// A cumulative ACK moved SND.UNA from `old_una` to `snd_una`: what
+    /// [`deliver`](Self::deliver)`((old_una, snd_una), true, ..)` followed by
+    /// `on_cum_ack(snd_una)` do, in one walk over the runs it covers (a cumulative
+    /// delivery changes no run, so each can be taken in and dropped in turn; the
+    /// in-order case drops the whole log).
+    pub fn deliver_cumulative(
+        &mut self,
+        (old_una, snd_una): (SeqNumber, SeqNumber),
+        now: Instant,
+        (fack, min_rtt, tsecr): (&mut SeqNumber, Option<Duration>, Option<u32>),
+        out: &mut Delivered,
+    ) {
+        let delivers = old_una < snd_una;
+        while let Some(run) = self.runs.front_mut() {
+            if run.start >= snd_una {
+                break;
+            }
+            if delivers && run.end > old_una && !run.sacked {
+                take_in(run, now, (fack, min_rtt, tsecr), out);
+            }
+            if run.end > snd_una {
+                // The run SND.UNA falls in: the last one covered, and it stays.
+                run.start = run.start.max(snd_una);
+                break;
+            }
+            self.runs.pop_front();
         }
     }
 
@@ -198,26 +228,7 @@ impl SentLog {
                 run.lost = false;
                 out.sacked += run.end - run.start;
             }
-            let rtt = now.saturating_duration_since(run.xmit);
-            // Step 2: "If Segment.retransmitted is TRUE: If ACK.ts_option.echo_reply <
-            // Segment.xmit_ts: Return; If rtt < RACK.min_RTT: Return" (the ACK may be
-            // for an earlier transmission).
-            if run.retransmitted
-                && (echo_precedes(tsecr, run.xmit) || min_rtt.is_none_or(|min| rtt < min))
-            {
-                continue;
-            }
-            // Step 3: "If Segment.end_seq < RACK.fack ... RACK.reordering_seen = TRUE".
-            if !run.retransmitted && run.end < *fack {
-                out.reordered = true;
-            }
-            *fack = (*fack).max(run.end);
-            if out
-                .latest
-                .is_none_or(|(x, e, _)| sent_after((run.xmit, run.end), (x, e)))
-            {
-                out.latest = Some((run.xmit, run.end, rtt));
-            }
+            take_in(run, now, (&mut *fack, min_rtt, tsecr), out);
         }
     }
 
@@ -326,6 +337,36 @@ impl SentLog {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.runs.len()
+    }
+}
+
+/// What RACK learns from the delivery of `run` at `now` (RFC 8985 §6.2 steps 2-3),
+/// added to `out`; `fack` is the highest sequence number delivered so far (updated).
+#[inline]
+fn take_in(
+    run: &Run,
+    now: Instant,
+    (fack, min_rtt, tsecr): (&mut SeqNumber, Option<Duration>, Option<u32>),
+    out: &mut Delivered,
+) {
+    let rtt = now.saturating_duration_since(run.xmit);
+    // Step 2: "If Segment.retransmitted is TRUE: If ACK.ts_option.echo_reply <
+    // Segment.xmit_ts: Return; If rtt < RACK.min_RTT: Return" (the ACK may be for an
+    // earlier transmission).
+    if run.retransmitted && (echo_precedes(tsecr, run.xmit) || min_rtt.is_none_or(|min| rtt < min))
+    {
+        return;
+    }
+    // Step 3: "If Segment.end_seq < RACK.fack ... RACK.reordering_seen = TRUE".
+    if !run.retransmitted && run.end < *fack {
+        out.reordered = true;
+    }
+    *fack = (*fack).max(run.end);
+    if out
+        .latest
+        .is_none_or(|(x, e, _)| sent_after((run.xmit, run.end), (x, e)))
+    {
+        out.latest = Some((run.xmit, run.end, rtt));
     }
 }
 
@@ -558,6 +599,72 @@ mod tests {
             &mut d,
         );
         assert_eq!(d.sacked, sacked + 10_000);
+    }
+
+    /// `deliver_cumulative` is `deliver(.., true, ..)` then `on_cum_ack`, on logs cut
+    /// by retransmissions and SACK blocks, for any cumulative ACK.
+    #[test]
+    fn deliver_cumulative_is_deliver_then_on_cum_ack() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..2_000 {
+            let mut log = SentLog {
+                runs: VecDeque::new(),
+                split_limit: if next(2) == 0 { 0 } else { 8 },
+            };
+            let mut fack = s(0);
+            let mut d = Delivered::default();
+            let mut end = 0;
+            for _ in 0..next(12) {
+                let at = t(next(50));
+                match next(3) {
+                    0 if end > 0 => {
+                        let a = next(end as u64) as usize;
+                        let b = a + 1 + next((end - a) as u64) as usize;
+                        log.on_send(s(a), s(b), at);
+                    }
+                    1 if end > 0 => {
+                        let a = next(end as u64) as usize;
+                        let b = a + 1 + next((end - a) as u64) as usize;
+                        log.deliver((s(a), s(b)), false, at, (&mut fack, None, None), &mut d);
+                    }
+                    _ => {
+                        let len = 1 + next(300) as usize;
+                        log.on_send(s(end), s(end + len), at);
+                        end += len;
+                    }
+                }
+            }
+            let old = next(end as u64 + 1) as usize;
+            let ack = old + next((end - old) as u64 + 1) as usize;
+            let now = t(50 + next(50));
+            let min_rtt = [None, Some(MS(next(40)))][next(2) as usize];
+            let tsecr = [None, Some(next(100) as u32)][next(2) as usize];
+            let (mut full, mut fast) = (log.clone(), log);
+            let (mut fack_full, mut fack_fast) = (fack, fack);
+            let (mut d_full, mut d_fast) = (d, d);
+            full.deliver(
+                (s(old), s(ack)),
+                true,
+                now,
+                (&mut fack_full, min_rtt, tsecr),
+                &mut d_full,
+            );
+            full.on_cum_ack(s(ack));
+            fast.deliver_cumulative(
+                (s(old), s(ack)),
+                now,
+                (&mut fack_fast, min_rtt, tsecr),
+                &mut d_fast,
+            );
+            assert_eq!(full.runs, fast.runs);
+            assert_eq!((fack_full, d_full), (fack_fast, d_fast));
+        }
     }
 
     #[test]

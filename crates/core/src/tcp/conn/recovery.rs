@@ -60,6 +60,24 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
+        if quiet_ack(snd, seg, before) {
+            // The common ACK: RACK takes in the cumulative delivery; no D-SACK, undo,
+            // probe or PRR to settle, and no loss to find (as `detect_loss` says
+            // without a scoreboard or a recovery).
+            if snd.rack.enabled {
+                snd.rack.min_rtt = min_rtt;
+                rack_update(snd, seg, (before.snd_una, tsecr), now, false);
+            }
+            let probe = snd.snd_una > before.snd_una;
+            if probe {
+                snd.rack.probe_due = false;
+            }
+            self.timers.stop(Timer::Reorder);
+            if probe {
+                self.arm_loss_probe(now);
+            }
+            return;
+        }
         let ack = SeqNumber(seg.ack);
         let mut dsack = if sack {
             dsack_block(seg.options.sack(), ack)
@@ -94,10 +112,12 @@ impl Conn {
         spurious_by_eifel(snd, stats, ack, tsecr);
         tlp_on_ack(snd, now, ack);
         let reorder = detect_loss(snd, stats, now, srtt, mss);
-        // RFC 6937: "DeliveredData = change_in(snd.una) + change_in(SACKd)".
-        let sacked_now = snd.scoreboard.sacked_bytes();
-        let data = (ack - before.snd_una + sacked_now).saturating_sub(before.sacked);
-        prr_on_ack(snd, data, mss);
+        if snd.recovery.is_some_and(|r| !r.after_rto) {
+            // RFC 6937: "DeliveredData = change_in(snd.una) + change_in(SACKd)".
+            let sacked_now = snd.scoreboard.sacked_bytes();
+            let data = (ack - before.snd_una + sacked_now).saturating_sub(before.sacked);
+            prr_on_ack(snd, data, mss);
+        }
         let probe = snd.snd_una > before.snd_una;
         if probe {
             // A probe the PTO asked for and that never went (no room) is moot now.
@@ -160,28 +180,27 @@ impl Conn {
     /// when SACK is on, nothing is SACKed, no recovery runs and no probe is in flight;
     /// the PTO is capped by the retransmission timer's expiry.
     pub(super) fn arm_loss_probe(&mut self, now: Instant) {
-        let mss = self.opts.snd_mss();
-        let srtt = self.rtt.srtt();
         let Some(snd) = self.state.snd() else {
             return;
         };
+        let outstanding = snd.outstanding();
         let eligible = snd.rack.enabled
             && snd.recovery.is_none()
             && snd.rto_recover.is_none()
             && snd.scoreboard.is_empty()
             && snd.rack.tlp.is_none()
-            && snd.outstanding() > 0;
+            && outstanding > 0;
+        if !eligible {
+            self.timers.stop(Timer::LossProbe);
+            return;
+        }
         // "If Now() + PTO > TCP_RTO_expire(): PTO = TCP_RTO_expire() - Now()": the probe
         // then goes in the timeout's place (it fires first, and pushes the RTO back).
-        let mut at = now + pto(srtt, snd.outstanding() <= mss);
+        let mut at = now + pto(self.rtt.srtt(), outstanding <= self.opts.snd_mss());
         if let Some(rto_at) = self.timers.get(Timer::Retransmit) {
             at = at.min(rto_at);
         }
-        if eligible {
-            self.timers.set(Timer::LossProbe, at);
-        } else {
-            self.timers.stop(Timer::LossProbe);
-        }
+        self.timers.set(Timer::LossProbe, at);
     }
 
     /// Bookkeeping after data (or a FIN) `[seq, end)` went out; `again` when it was
@@ -261,6 +280,20 @@ impl Conn {
     }
 }
 
+/// An ACK (already taken in by SND.UNA and the scoreboard) for which every step of
+/// `on_ack_recovery` but RACK's cumulative delivery, the probe and the timers is a
+/// no-op: no SACK blocks (so no D-SACK), no recovery before or now, no repair after a
+/// timeout, nothing SACKed, no undo pending, no loss probe out.
+fn quiet_ack(snd: &Snd, seg: &Repr<'_>, before: AckBefore) -> bool {
+    seg.options.sack_len == 0
+        && !before.in_recovery
+        && snd.recovery.is_none()
+        && snd.rto_recover.is_none()
+        && snd.undo.is_none()
+        && snd.rack.tlp.is_none()
+        && snd.scoreboard.is_empty()
+}
+
 /// RFC 8985 §6.2 steps 1-3 for one ACK (SND.UNA before it and its TSecr): what it
 /// delivered, cumulatively and by SACK (the D-SACK block excepted), updates RACK.
 fn rack_update(
@@ -274,14 +307,8 @@ fn rack_update(
     let rack = &mut snd.rack;
     let (mut fack, min_rtt) = (rack.fack, rack.min_rtt);
     let ack = snd.snd_una;
-    rack.log.deliver(
-        (old_una, ack),
-        true,
-        now,
-        (&mut fack, min_rtt, tsecr),
-        &mut d,
-    );
-    rack.log.on_cum_ack(ack);
+    rack.log
+        .deliver_cumulative((old_una, ack), now, (&mut fack, min_rtt, tsecr), &mut d);
     let skip = usize::from(dsack);
     for block in seg.options.sack().iter().skip(skip) {
         let (left, right) = (block.left_seq().max(ack), block.right_seq());
