@@ -615,7 +615,7 @@ impl Tcp {
         self.conn_ref(handle).map_or(0, |c| {
             c.state
                 .recv_buffer()
-                .map_or(c.unread.len(), super::buffer::RecvBuffer::readable)
+                .map_or(c.unread().len(), super::buffer::RecvBuffer::readable)
         })
     }
 
