@@ -3,24 +3,28 @@
 //! A connection is about a kilobyte and lives inline in its slot (no allocation per
 //! connection, and the slot is the cache line the 4-tuple lookup leads to). In one
 //! `Vec` the slots would cost a third more than they hold on average, the slack of
-//! doubling; in chunks of [`CHUNK`] slots the slack is under one chunk, and a chunk
+//! doubling; in chunks of [`CHUNK`] slots the slack is under two chunks, and a chunk
 //! never moves, so growing copies no connection.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-/// Slots per chunk: small, so the last chunk's slack is a few slots, and a power of
-/// two, so an index splits with a shift and a mask.
+/// Slots per chunk: small, so the slack is a few slots, and a power of two, so an
+/// index splits with a shift and a mask (and the mask needs no bounds check).
 pub(crate) const CHUNK: usize = 8;
 
-/// A growable sequence of `T` stored in chunks of [`CHUNK`].
+/// A growable sequence of `T` stored in chunks of [`CHUNK`]. Every slot of a chunk
+/// holds a `T`: those at or past `len` hold what `pop` left (`T::default()`), and
+/// [`Slab::get`] returns them too (the table finds no socket there).
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
-    /// Every chunk but the last is full; each was allocated for exactly `CHUNK`.
-    chunks: Vec<Vec<T>>,
+    /// The chunks holding `0..len`, and at most one more (kept so that a table that
+    /// grows and shrinks across a chunk boundary does not allocate every time).
+    chunks: Vec<Box<[T; CHUNK]>>,
     len: usize,
 }
 
-impl<T> Slab<T> {
+impl<T: Default> Slab<T> {
     /// An empty slab (no allocation).
     pub fn new() -> Slab<T> {
         Slab {
@@ -45,44 +49,45 @@ impl<T> Slab<T> {
         self.chunks.capacity() * CHUNK
     }
 
-    /// The element at `index`.
+    /// The element at `index` (for `len <= index` below [`Slab::capacity`], a default
+    /// one; the caller tells them apart by what they hold).
     #[inline]
     pub fn get(&self, index: usize) -> Option<&T> {
-        self.chunks.get(index / CHUNK)?.get(index % CHUNK)
+        Some(&self.chunks.get(index / CHUNK)?[index % CHUNK])
     }
 
-    /// The element at `index`.
+    /// The element at `index`, as [`Slab::get`].
     #[inline]
     pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
-        self.chunks.get_mut(index / CHUNK)?.get_mut(index % CHUNK)
+        Some(&mut self.chunks.get_mut(index / CHUNK)?[index % CHUNK])
     }
 
     /// The last element.
     pub fn last(&self) -> Option<&T> {
-        self.chunks.last()?.last()
+        self.len.checked_sub(1).and_then(|i| self.get(i))
     }
 
     /// Append `value` (a new chunk when the last is full).
     pub fn push(&mut self, value: T) {
-        match self.chunks.last_mut() {
-            Some(chunk) if chunk.len() < CHUNK => chunk.push(value),
-            _ => {
-                let mut chunk = Vec::with_capacity(CHUNK);
-                chunk.push(value);
-                self.chunks.push(chunk);
-            }
+        if self.len / CHUNK == self.chunks.len() {
+            let chunk: Box<[T]> = (0..CHUNK).map(|_| T::default()).collect();
+            let Ok(chunk) = chunk.try_into() else {
+                unreachable!("CHUNK elements were collected")
+            };
+            self.chunks.push(chunk);
         }
+        let index = self.len;
+        self.chunks[index / CHUNK][index % CHUNK] = value;
         self.len += 1;
     }
 
-    /// Remove the last element, and its chunk once empty.
+    /// Remove the last element (its slot holds `T::default()` again), and free the
+    /// chunks past the one it was in.
     pub fn pop(&mut self) -> Option<T> {
-        let chunk = self.chunks.last_mut()?;
-        let value = chunk.pop()?;
-        if chunk.is_empty() {
-            self.chunks.pop();
-        }
-        self.len -= 1;
+        let index = self.len.checked_sub(1)?;
+        let value = core::mem::take(&mut self.chunks[index / CHUNK][index % CHUNK]);
+        self.len = index;
+        self.chunks.truncate(index / CHUNK + 1);
         Some(value)
     }
 
@@ -91,9 +96,9 @@ impl<T> Slab<T> {
         self.chunks.shrink_to(2 * self.chunks.len());
     }
 
-    /// Every element, in index order.
+    /// Every element below `len`, in index order.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.chunks.iter().flatten()
+        self.chunks.iter().flat_map(|c| c.iter()).take(self.len)
     }
 }
 
@@ -117,22 +122,28 @@ mod tests {
     #[test]
     fn elements_stay_at_their_index_across_chunks_and_chunks_go_when_emptied() {
         let mut slab = Slab::new();
-        for i in 0..3 * CHUNK + 1 {
+        for i in 1..=3 * CHUNK + 1 {
             slab.push(i);
         }
         assert_eq!(slab.len(), 3 * CHUNK + 1);
         assert_eq!(slab.capacity(), 4 * CHUNK);
-        assert_eq!(slab.get(2 * CHUNK + 3), Some(&(2 * CHUNK + 3)));
-        assert_eq!(slab.get(3 * CHUNK + 1), None);
+        assert_eq!(slab.get(2 * CHUNK + 3), Some(&(2 * CHUNK + 4)));
+        assert_eq!(slab.get(3 * CHUNK + 1), Some(&0), "past len: a default");
+        assert_eq!(slab.get(4 * CHUNK), None);
         *slab.get_mut(CHUNK).unwrap() = 100;
         assert_eq!(slab[CHUNK], 100);
-        assert!(slab.iter().copied().eq((0..3 * CHUNK + 1).map(|i| {
-            if i == CHUNK { 100 } else { i }
-        })));
+        assert!(
+            slab.iter()
+                .copied()
+                .eq((1..=3 * CHUNK + 1).map(|i| { if i == CHUNK + 1 { 100 } else { i } }))
+        );
+        assert_eq!(slab.pop(), Some(3 * CHUNK + 1));
+        assert_eq!(slab.capacity(), 4 * CHUNK, "one spare chunk is kept");
         assert_eq!(slab.pop(), Some(3 * CHUNK));
-        assert_eq!(slab.capacity(), 3 * CHUNK);
+        assert_eq!(slab.capacity(), 3 * CHUNK, "but no more");
         assert_eq!(slab.last(), Some(&(3 * CHUNK - 1)));
+        assert_eq!(slab.get(3 * CHUNK - 1), Some(&0));
         while slab.pop().is_some() {}
-        assert_eq!((slab.len(), slab.capacity()), (0, 0));
+        assert_eq!((slab.len(), slab.capacity()), (0, CHUNK));
     }
 }

@@ -55,7 +55,7 @@ enum Socket {
 }
 
 /// One entry of the table; the generation changes every time the slot is reused.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Slot {
     generation: u32,
     socket: Option<Socket>,
@@ -262,9 +262,10 @@ impl Tcp {
             self.connections += 1;
         }
         while let Some(index) = self.free.pop() {
-            let Some(slot) = self.slots.get_mut(index as usize) else {
+            if index as usize >= self.slots.len() {
                 continue;
-            };
+            }
+            let slot = &mut self.slots[index as usize];
             slot.socket = Some(socket);
             return TcpHandle {
                 index,
