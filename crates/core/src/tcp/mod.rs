@@ -37,6 +37,7 @@ mod rate;
 mod segment;
 mod share;
 mod shared;
+mod slab;
 mod state;
 mod table;
 mod timer;

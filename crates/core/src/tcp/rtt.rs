@@ -9,15 +9,25 @@ use super::seq::SeqNumber;
 /// on the variance term keeps the RTO from collapsing onto SRTT on quiet links.
 pub const CLOCK_GRANULARITY: Duration = Duration::from_millis(1);
 
+/// `srtt` and `min_rtt` before the first sample. No round trip lasts 584 years, so no
+/// sample is confused with it.
+const NO_SAMPLE: Duration = Duration::MAX;
+
+/// `value`, or None when it is [`NO_SAMPLE`].
+fn sampled(value: Duration) -> Option<Duration> {
+    (value != NO_SAMPLE).then_some(value)
+}
+
 /// Smoothed RTT, RTT variance and the retransmission timeout of one connection.
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
-    /// SRTT, once a sample arrived.
-    srtt: Option<Duration>,
+    /// SRTT, once a sample arrived ([`NO_SAMPLE`] before: an `Option` would take 8
+    /// bytes more per connection).
+    srtt: Duration,
     /// RTTVAR (meaningful once `srtt` is set).
     rttvar: Duration,
-    /// The smallest sample seen.
-    min_rtt: Option<Duration>,
+    /// The smallest sample seen ([`NO_SAMPLE`] before the first).
+    min_rtt: Duration,
     /// RTO before backoff, within `[min_rto, max_rto]`.
     rto: Duration,
     /// Times the timer has been backed off since the last sample or reset (the RTO is
@@ -40,9 +50,9 @@ impl RttEstimator {
     pub fn new(min_rto: Duration, max_rto: Duration, initial_rto: Duration) -> RttEstimator {
         let max_rto = max_rto.max(min_rto);
         RttEstimator {
-            srtt: None,
+            srtt: NO_SAMPLE,
             rttvar: Duration::ZERO,
-            min_rtt: None,
+            min_rtt: NO_SAMPLE,
             rto: initial_rto.max(min_rto).min(max_rto),
             backoff: 0,
             min_rto,
@@ -54,7 +64,7 @@ impl RttEstimator {
     /// valid sample means the path answers again.
     pub fn sample(&mut self, rtt: Duration) {
         let r = u128::from(rtt.as_nanos());
-        let (srtt, rttvar) = match self.srtt {
+        let (srtt, rttvar) = match sampled(self.srtt) {
             // RFC 6298 §2.2: "When the first RTT measurement R is made, the host MUST
             // set SRTT <- R, RTTVAR <- R/2".
             None => (r, r / 2),
@@ -69,8 +79,8 @@ impl RttEstimator {
         };
         let srtt = Duration::from_nanos(saturate(srtt));
         self.rttvar = Duration::from_nanos(saturate(rttvar));
-        self.srtt = Some(srtt);
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        self.srtt = srtt;
+        self.min_rtt = self.min_rtt.min(rtt);
         // RFC 6298 §2.2/2.3: "RTO <- SRTT + max (G, K*RTTVAR) where K = 4."
         let rto = srtt + CLOCK_GRANULARITY.max(self.rttvar.saturating_mul(4));
         self.rto = rto.max(self.min_rto).min(self.max_rto);
@@ -81,7 +91,7 @@ impl RttEstimator {
     /// old_RTT, RTTVAR <- old_RTTVAR"), the RTO computed from them as after a sample
     /// (RFC 6298 §2.3); later samples refine them as usual.
     pub fn seed(&mut self, srtt: Duration, rttvar: Duration) {
-        self.srtt = Some(srtt);
+        self.srtt = srtt;
         self.rttvar = rttvar;
         let rto = srtt + CLOCK_GRANULARITY.max(rttvar.saturating_mul(4));
         self.rto = rto.max(self.min_rto).min(self.max_rto);
@@ -119,7 +129,7 @@ impl RttEstimator {
 
     /// SRTT, `None` before the first sample.
     pub fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        sampled(self.srtt)
     }
 
     /// RTTVAR (zero before the first sample).
@@ -129,7 +139,7 @@ impl RttEstimator {
 
     /// The smallest RTT sampled, `None` before the first sample.
     pub fn min_rtt(&self) -> Option<Duration> {
-        self.min_rtt
+        sampled(self.min_rtt)
     }
 }
 

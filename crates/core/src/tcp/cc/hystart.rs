@@ -55,6 +55,15 @@ impl Growth {
     }
 }
 
+/// RFC 9406's "infinity" for the minima and the CSS baseline (no RTT sample is 584
+/// years; sentinels rather than `Option`s keep the state 24 bytes smaller per connection).
+const INFINITY: Duration = Duration::MAX;
+
+/// `rtt`, or None when it is [`INFINITY`].
+fn known(rtt: Duration) -> Option<Duration> {
+    (rtt != INFINITY).then_some(rtt)
+}
+
 /// The HyStart++ state of one connection's initial slow start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HyStart {
@@ -62,14 +71,16 @@ pub struct HyStart {
     acked: u64,
     /// `acked` at which the current round ends; 0 before the first ACK.
     round_end: u64,
-    /// `lastRoundMinRTT` (`None`: infinity).
-    last_round_min: Option<Duration>,
-    /// `currentRoundMinRTT` (`None`: infinity).
-    current_round_min: Option<Duration>,
+    /// `lastRoundMinRTT` ([`INFINITY`] until a round had a sample).
+    last_round_min: Duration,
+    /// `currentRoundMinRTT` ([`INFINITY`] until a sample).
+    current_round_min: Duration,
     /// `rttSampleCount` of the current round.
     samples: u32,
-    /// In CSS: `cssBaselineMinRtt` and the rounds CSS has lasted.
-    css: Option<(Duration, u32)>,
+    /// In CSS: the rounds CSS has lasted.
+    css_rounds: u32,
+    /// `cssBaselineMinRtt`: [`INFINITY`] outside CSS.
+    css_baseline: Duration,
     /// Whether HyStart++ is on (off: standard slow start).
     enabled: bool,
     /// Whether the sender paces its segments: only then does CSS return to slow start
@@ -83,10 +94,11 @@ impl HyStart {
         HyStart {
             acked: 0,
             round_end: 0,
-            last_round_min: None,
-            current_round_min: None,
+            last_round_min: INFINITY,
+            current_round_min: INFINITY,
             samples: 0,
-            css: None,
+            css_rounds: 0,
+            css_baseline: INFINITY,
             enabled,
             paced: false,
         }
@@ -110,7 +122,7 @@ impl HyStart {
 
     /// Whether the sender is in conservative slow start.
     pub fn in_css(&self) -> bool {
-        self.css.is_some()
+        self.css_baseline != INFINITY
     }
 
     /// Whether HyStart++ is on.
@@ -136,22 +148,18 @@ impl HyStart {
             self.start_round(bytes_in_flight);
         }
         if let Some(rtt) = rtt {
-            self.current_round_min = Some(self.current_round_min.map_or(rtt, |m| m.min(rtt)));
+            self.current_round_min = self.current_round_min.min(rtt);
             self.samples = self.samples.saturating_add(1);
         }
-        match self.css {
-            None => {
-                self.check_delay_increase();
-                self.growth()
-            }
-            Some((_, rounds)) if round_ended && rounds >= CSS_ROUNDS => {
-                self.finish();
-                Growth::Exit
-            }
-            Some(_) => {
-                self.check_false_alarm();
-                self.growth()
-            }
+        if !self.in_css() {
+            self.check_delay_increase();
+            self.growth()
+        } else if round_ended && self.css_rounds >= CSS_ROUNDS {
+            self.finish();
+            Growth::Exit
+        } else {
+            self.check_false_alarm();
+            self.growth()
         }
     }
 
@@ -162,7 +170,7 @@ impl HyStart {
     }
 
     fn growth(&self) -> Growth {
-        if self.css.is_some() {
+        if self.in_css() {
             Growth::Conservative
         } else {
             Growth::SlowStart
@@ -174,10 +182,10 @@ impl HyStart {
     fn start_round(&mut self, bytes_in_flight: usize) {
         self.round_end = self.acked.saturating_add(bytes_in_flight.max(1) as u64);
         self.last_round_min = self.current_round_min;
-        self.current_round_min = None;
+        self.current_round_min = INFINITY;
         self.samples = 0;
-        if let Some((_, rounds)) = &mut self.css {
-            *rounds += 1;
+        if self.in_css() {
+            self.css_rounds += 1;
         }
     }
 
@@ -188,13 +196,15 @@ impl HyStart {
         if self.samples < N_RTT_SAMPLE {
             return;
         }
-        let (Some(current), Some(last)) = (self.current_round_min, self.last_round_min) else {
+        let (Some(current), Some(last)) =
+            (known(self.current_round_min), known(self.last_round_min))
+        else {
             return;
         };
         let threshold = Duration::from_nanos(last.as_nanos() / u64::from(MIN_RTT_DIVISOR))
             .clamp(MIN_RTT_THRESH, MAX_RTT_THRESH);
         if current >= last + threshold {
-            self.css = Some((current, 0));
+            (self.css_baseline, self.css_rounds) = (current, 0);
         }
     }
 
@@ -205,11 +215,14 @@ impl HyStart {
     /// minimum so far, and any later sample of that round lower by a timestamp tick
     /// (RTTs from timestamps have millisecond granularity) would otherwise end CSS at once.
     fn check_false_alarm(&mut self) {
-        let (Some((baseline, rounds)), Some(current)) = (self.css, self.current_round_min) else {
+        let (Some(baseline), Some(current)) =
+            (known(self.css_baseline), known(self.current_round_min))
+        else {
             return;
         };
+        let rounds = self.css_rounds;
         if self.paced && rounds >= 1 && self.samples >= N_RTT_SAMPLE && current < baseline {
-            self.css = None;
+            self.css_baseline = INFINITY;
         }
     }
 }

@@ -188,6 +188,18 @@ pub(crate) enum Cork {
     Lapsed(SeqNumber),
 }
 
+/// What few connections ever use, kept behind one pointer made on first use (an idle or
+/// simple connection holds none: 56 bytes less each).
+#[derive(Debug, Default)]
+pub(crate) struct Cold {
+    /// Data received and acknowledged but not yet read when the connection closed
+    /// cleanly (TIME-WAIT or LAST-ACK ended while the user still held it): `recv`
+    /// returns it before end of stream.
+    pub unread: alloc::vec::Vec<u8>,
+    /// This connection's challenge-ACK budget (RFC 5961 §7).
+    pub challenge: ChallengeBudget,
+}
+
 /// One TCP connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
@@ -235,12 +247,8 @@ pub(crate) struct Conn {
     pub scheduled: Option<Instant>,
     /// In the `Tcp`'s 4-tuple map (false once CLOSED was reported).
     pub in_demux: bool,
-    /// Data received and acknowledged but not yet read when the connection closed
-    /// cleanly (TIME-WAIT or LAST-ACK ended while the user still held it): `recv`
-    /// returns it before end of stream.
-    pub unread: alloc::vec::Vec<u8>,
-    /// This connection's challenge-ACK budget (RFC 5961 §7).
-    pub challenge: ChallengeBudget,
+    /// The unread data of a clean close and the challenge-ACK budget, once used.
+    pub cold: Option<alloc::boxed::Box<Cold>>,
 }
 
 impl Conn {
@@ -248,7 +256,8 @@ impl Conn {
     /// connection may send one more now (and counts it).
     pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
         let limit = shared.config.challenge_ack_limit;
-        let allowed = self.challenge.allow(now, &mut shared.challenge_rng, limit);
+        let cold = self.cold.get_or_insert_with(Default::default);
+        let allowed = cold.challenge.allow(now, &mut shared.challenge_rng, limit);
         if allowed {
             shared.stats.challenge_acks += 1;
         } else {
@@ -286,8 +295,7 @@ impl Conn {
             queued: false,
             scheduled: None,
             in_demux: true,
-            unread: alloc::vec::Vec::new(),
-            challenge: ChallengeBudget::default(),
+            cold: None,
         }
     }
 
@@ -380,9 +388,24 @@ impl Conn {
     /// dropped it): keep it from `old`, the state just left, for `recv`.
     pub fn keep_unread(&mut self, old: &mut State) {
         if let (Owner::User, Some(buffer)) = (self.owner, old.recv_buffer_mut()) {
-            self.unread = alloc::vec![0; buffer.readable()];
-            buffer.read(&mut self.unread);
+            if buffer.readable() == 0 && self.cold.is_none() {
+                return;
+            }
+            let cold = self.cold.get_or_insert_with(Default::default);
+            cold.unread = alloc::vec![0; buffer.readable()];
+            buffer.read(&mut cold.unread);
         }
+    }
+
+    /// What [`Conn::keep_unread`] kept and `recv` has not returned yet.
+    pub fn unread(&self) -> &[u8] {
+        self.cold.as_ref().map_or(&[], |cold| &cold.unread)
+    }
+
+    /// [`Conn::unread`], to drain; None when empty.
+    fn unread_mut(&mut self) -> Option<&mut alloc::vec::Vec<u8>> {
+        let cold = self.cold.as_mut()?;
+        (!cold.unread.is_empty()).then_some(&mut cold.unread)
     }
 
     /// The RST that aborts this connection (RFC 9293 §3.10.5 ABORT: "<SEQ=SND.NXT><CTL=RST>"),
@@ -465,10 +488,10 @@ impl Conn {
             State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
         );
         if let State::Closed(Closed { error }) = self.state {
-            if !self.unread.is_empty() {
-                let n = out.len().min(self.unread.len());
-                out[..n].copy_from_slice(&self.unread[..n]);
-                self.unread.drain(..n);
+            if let Some(unread) = self.unread_mut() {
+                let n = out.len().min(unread.len());
+                out[..n].copy_from_slice(&unread[..n]);
+                unread.drain(..n);
                 return Ok(n);
             }
             return match error {

@@ -58,9 +58,9 @@ impl Conn {
             State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
         );
         if let State::Closed(Closed { error }) = self.state {
-            if !self.unread.is_empty() {
-                let n = f(&self.unread).min(self.unread.len());
-                self.unread.drain(..n);
+            if let Some(unread) = self.unread_mut() {
+                let n = f(unread).min(unread.len());
+                unread.drain(..n);
                 return Ok(n);
             }
             return match error {
