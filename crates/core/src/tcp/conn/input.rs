@@ -515,7 +515,9 @@ impl Conn {
             }
             None => snd.cc.on_ack(now, acked, sample, in_flight),
         }
-        rate_sample(snd, now, seg, (sack, smss));
+        if snd.rate.is_some() {
+            rate_sample(snd, now, seg, (sack, smss));
+        }
         snd.dup_acks = 0;
         if snd.rto_recover.is_some_and(|point| ack >= point) {
             snd.rto_recover = None;

@@ -69,12 +69,13 @@ impl Conn {
                 rack_update(snd, seg, (before.snd_una, tsecr), now, false);
             }
             let probe = snd.snd_una > before.snd_una;
-            if probe {
+            let eligible = probe.then(|| {
                 snd.rack.probe_due = false;
-            }
+                probe_eligible(snd)
+            });
             self.timers.stop(Timer::Reorder);
-            if probe {
-                self.arm_loss_probe(now);
+            if let Some(eligible) = eligible {
+                self.set_loss_probe(now, eligible);
             }
             return;
         }
@@ -183,17 +184,17 @@ impl Conn {
         let Some(snd) = self.state.snd() else {
             return;
         };
-        let outstanding = snd.outstanding();
-        let eligible = snd.rack.enabled
-            && snd.recovery.is_none()
-            && snd.rto_recover.is_none()
-            && snd.scoreboard.is_empty()
-            && snd.rack.tlp.is_none()
-            && outstanding > 0;
-        if !eligible {
+        let eligible = probe_eligible(snd);
+        self.set_loss_probe(now, eligible);
+    }
+
+    /// Arm the PTO for `eligible` (the bytes outstanding, from [`probe_eligible`]),
+    /// or stop it.
+    fn set_loss_probe(&mut self, now: Instant, eligible: Option<usize>) {
+        let Some(outstanding) = eligible else {
             self.timers.stop(Timer::LossProbe);
             return;
-        }
+        };
         // "If Now() + PTO > TCP_RTO_expire(): PTO = TCP_RTO_expire() - Now()": the probe
         // then goes in the timeout's place (it fires first, and pushes the RTO back).
         let mut at = now + pto(self.rtt.srtt(), outstanding <= self.opts.snd_mss());
@@ -242,7 +243,8 @@ impl Conn {
             self.timers.stop(Timer::LossProbe);
             self.timers.set(Timer::Retransmit, now + rto);
         } else if !again {
-            self.arm_loss_probe(now);
+            let eligible = probe_eligible(snd);
+            self.set_loss_probe(now, eligible);
         }
     }
 
@@ -278,6 +280,19 @@ impl Conn {
             rto: true,
         });
     }
+}
+
+/// RFC 8985 §7.2: the PTO is armed when SACK is on, nothing is SACKed, no recovery
+/// runs and no probe is in flight, with data outstanding (returned).
+fn probe_eligible(snd: &Snd) -> Option<usize> {
+    let outstanding = snd.outstanding();
+    let eligible = outstanding > 0
+        && snd.rack.enabled
+        && snd.recovery.is_none()
+        && snd.rto_recover.is_none()
+        && snd.scoreboard.is_empty()
+        && snd.rack.tlp.is_none();
+    eligible.then_some(outstanding)
 }
 
 /// An ACK (already taken in by SND.UNA and the scoreboard) for which every step of
