@@ -261,7 +261,11 @@ fn linux_namespaces_ping_trace_and_download_over_ipv6_through_imp_route() {
     let (out, table) = net.stop();
     assert!(out.status.success(), "{}", text(&out));
     assert!(stat(&table, "iface6", "rb", "forwarded") > 5000, "{table}");
-    assert!(stat(&table, "iface6", "ra", "forwarded") > 1000, "{table}");
+    // A's ACKs came back through imp. How many depends on how Linux's receiver batches
+    // (it acknowledges a GRO aggregate of up to 64 KiB at a time: one CI run counted 877
+    // for the 8 MiB, another over 1000), so the bound is the fewest that can cover it:
+    // 8 MiB at most 64 KiB per ACK.
+    assert!(stat(&table, "iface6", "ra", "forwarded") >= 128, "{table}");
     // Only traceroute's probes run out of hops at imp.
     if traced {
         assert!(stat(&table, "iface6", "ra", "hoplimit") >= 1, "{table}");
