@@ -50,6 +50,7 @@
 pub mod alloc;
 mod breakdown;
 mod budget;
+pub use budget::cpu_model;
 mod imp_bin;
 pub mod imp_side;
 mod ladder;

@@ -34,23 +34,6 @@ fn baseline_string(key: &str) -> String {
         .unwrap_or_else(|| panic!("no {key} in budget.toml"))
 }
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines().find_map(|l| {
-                Some(
-                    l.strip_prefix("model name")?
-                        .split_once(':')?
-                        .1
-                        .trim()
-                        .to_string(),
-                )
-            })
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
 #[test]
 fn release_build_holds_the_budget() {
     if !require::have_valgrind() {
@@ -64,7 +47,7 @@ fn release_build_holds_the_budget() {
         return;
     };
     let taken_on = baseline_string("cpu");
-    let here = cpu_model();
+    let here = impnet_bench::cpu_model();
     if taken_on != here && !require::valgrind_required() {
         require::report(
             "budget: another processor",
