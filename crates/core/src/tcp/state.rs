@@ -211,8 +211,8 @@ pub(crate) struct Snd {
     pub sampler: RttSampler,
     /// RFC 6675 scoreboard (used when SACK was negotiated).
     pub scoreboard: Scoreboard,
-    /// Loss recovery, when in progress.
-    pub recovery: Option<Recovery>,
+    /// Loss recovery, when in progress (boxed: rare, and an idle connection keeps 8 bytes).
+    pub recovery: Option<alloc::boxed::Box<Recovery>>,
     /// NewReno: the next sequence number to retransmit once (fast retransmit, partial ACK).
     pub rexmit: Option<SeqNumber>,
     /// RFC 6675: the highest sequence number retransmitted in this recovery ("HighRxt").
@@ -237,8 +237,9 @@ pub(crate) struct Snd {
     pub last_send: Option<Instant>,
     /// RACK-TLP (RFC 8985): transmit times, loss marks, the probe.
     pub rack: Rack,
-    /// The window before the last cut, to restore if its retransmissions prove spurious.
-    pub undo: Option<Undo>,
+    /// The window before the last cut, to restore if its retransmissions prove spurious
+    /// (boxed, as `recovery`).
+    pub undo: Option<alloc::boxed::Box<Undo>>,
     /// Delivery-rate sampling, kept only for a controller that wants the samples.
     pub rate: Option<alloc::boxed::Box<super::rate::RateSampler>>,
     /// Data is paced (`TcpConfig::pacing`).

@@ -12,7 +12,7 @@ use super::conn::{Conn, Ctx, Owner};
 use super::conn::{DEFAULT_MSS, our_wscale};
 use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
 use super::deadlines::Deadlines;
-use super::demux::{ConnMap, conn_map};
+use super::demux::ConnMap;
 use super::ecn;
 use super::isn::IsnGenerator;
 use super::listen::{ListenAction, Listener};
@@ -83,6 +83,21 @@ fn sync_open_conn(
     }
 }
 
+/// The (local, remote) of the connection `handle` names, if it names one: what the
+/// demultiplexing table compares a segment's tuple with.
+#[inline]
+fn tuple_of(slots: &Slab<Slot>, handle: TcpHandle) -> Option<super::FourTuple> {
+    let slot = slots.get(handle.index as usize)?;
+    match slot
+        .socket
+        .as_ref()
+        .filter(|_| slot.generation == handle.generation)?
+    {
+        Socket::Conn(c) => Some((c.local, c.remote)),
+        Socket::Listener(_) => None,
+    }
+}
+
 /// All TCP state of one stack. See the module docs for the call order.
 #[derive(Debug)]
 pub struct Tcp {
@@ -146,7 +161,7 @@ impl Tcp {
             free: Vec::new(),
             fresh_generation: 0,
             connections: 0,
-            conns: conn_map(secret.derive(b"tcp demux")),
+            conns: ConnMap::new(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
             deadlines: Deadlines::new(),
             output_queue: VecDeque::new(),
@@ -367,7 +382,9 @@ impl Tcp {
     }
 
     fn port_free(&self, local: SocketAddr, remote: SocketAddr) -> bool {
-        !self.conns.contains_key(&(local, remote))
+        !self
+            .conns
+            .contains(&(local, remote), |h| tuple_of(&self.slots, h))
             && !self.listeners.contains_key(&local)
             && !super::wildcards(local)
                 .iter()
@@ -407,13 +424,19 @@ impl Tcp {
         }
         let local = match local.port() {
             0 => SocketAddr::new(local.ip(), self.ephemeral_port(local.ip(), remote)?),
-            _ if self.conns.contains_key(&(local, remote)) => return Err(TcpError::AddrInUse),
+            _ if self
+                .conns
+                .contains(&(local, remote), |h| tuple_of(&self.slots, h)) =>
+            {
+                return Err(TcpError::AddrInUse);
+            }
             _ => local,
         };
         let iss = self.isn.isn(now, local, remote);
         let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
         let handle = self.insert(Socket::Conn(conn));
-        self.conns.insert((local, remote), handle);
+        self.conns
+            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
         self.shared.stats.active_opens += 1;
         self.sync_conn(handle);
         Ok(handle)
@@ -541,8 +564,7 @@ impl Tcp {
         self.remove(handle);
         let pending: Vec<TcpHandle> = self
             .conns
-            .values()
-            .copied()
+            .handles()
             .filter(|&h| matches!(self.conn_ref(h).map(|c| c.owner), Some(Owner::Pending(l)) if l == handle))
             .collect();
         for child in queued.into_iter().chain(pending) {
@@ -716,9 +738,7 @@ impl Tcp {
             self.output_queue.push_back(handle);
         }
         if report {
-            if self.conns.get(&tuple) == Some(&handle) {
-                self.conns.remove(&tuple);
-            }
+            self.conns.remove(&tuple, handle);
             if owner == Owner::User || owner == Owner::Released {
                 self.shared.event(TcpEvent::Closed(handle));
             }
@@ -765,9 +785,7 @@ impl Tcp {
         if scheduled.is_some() {
             self.deadlines.set(handle, None, false);
         }
-        if self.conns.get(&tuple) == Some(&handle) {
-            self.conns.remove(&tuple);
-        }
+        self.conns.remove(&tuple, handle);
         self.remove(handle);
     }
 
@@ -785,8 +803,7 @@ impl Tcp {
         let (local, remote) = (local.into(), remote.into());
         let accepted = self
             .conns
-            .get(&(local, remote))
-            .copied()
+            .get(&(local, remote), |h| tuple_of(&self.slots, h))
             .is_some_and(|handle| {
                 self.with_conn(now, handle, |conn, ctx| {
                     Ok(conn.handle_icmp(ctx, crate::tcp::seq::SeqNumber(seq), notice))
@@ -813,9 +830,10 @@ impl Tcp {
     ) -> usize {
         let handles: alloc::vec::Vec<TcpHandle> = self
             .conns
-            .iter()
-            .filter(|((_, remote), _)| unreachable(remote.ip()))
-            .map(|(_, &handle)| handle)
+            .handles()
+            .filter(|&h| {
+                tuple_of(&self.slots, h).is_some_and(|(_, remote)| unreachable(remote.ip()))
+            })
             .collect();
         let mut ended = 0;
         for handle in handles {
@@ -871,7 +889,9 @@ impl Tcp {
         self.shared.stats.segments_in += 1;
         let local = SocketAddr::new(dst, segment.dst_port);
         let remote = SocketAddr::new(src, segment.src_port);
-        if let Some(&handle) = self.conns.get(&(local, remote))
+        if let Some(handle) = self
+            .conns
+            .get(&(local, remote), |h| tuple_of(&self.slots, h))
             && !self.time_wait_reuse(handle, segment)
         {
             let _ = self.with_conn(now, handle, |conn, ctx| {
@@ -961,7 +981,8 @@ impl Tcp {
             local_mss,
         );
         let handle = self.insert(Socket::Conn(conn));
-        self.conns.insert((local, remote), handle);
+        self.conns
+            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
         self.sync_conn(handle);
     }
 
@@ -1100,7 +1121,8 @@ impl Tcp {
         let mut conn = Conn::accept_syn(&mut self.shared, ends, iss, &syn, listener, local_mss);
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
-        self.conns.insert(ends, handle);
+        self.conns
+            .insert(ends, handle, |h| tuple_of(&self.slots, h));
         self.sync_conn(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
             conn.handle_segment(ctx, seg, Ecn::NotEct);
@@ -1168,9 +1190,7 @@ impl Tcp {
         // A user still holding the handle keeps a dead one; the tuple is free either way.
         if let Some(conn) = self.conn_mut(handle) {
             let tuple = (conn.local, conn.remote);
-            if self.conns.get(&tuple) == Some(&handle) {
-                self.conns.remove(&tuple);
-            }
+            self.conns.remove(&tuple, handle);
         }
         true
     }

@@ -488,7 +488,7 @@ impl Conn {
             snd.scoreboard.on_ack(ack, seg.options.sack(), snd.snd_max);
         }
         let in_flight = snd.outstanding();
-        match snd.recovery {
+        match snd.recovery.as_deref().copied() {
             // RFC 6582 §3.2 (5): "If this ACK acknowledges all of the data up to and
             // including recover, then the ACK acknowledges all the intermediate segments
             // sent between the original transmission of the lost segment and the receipt

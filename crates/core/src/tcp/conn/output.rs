@@ -509,7 +509,7 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
     {
         return Some(segment(snd, seq, mss));
     }
-    snd.recovery?;
+    snd.recovery.as_deref()?;
     if !opts.sack {
         return None;
     }

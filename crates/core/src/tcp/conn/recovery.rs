@@ -97,7 +97,11 @@ impl Conn {
             // A recovery that ended with every retransmission reported as a duplicate,
             // or none sent at all (what looked lost arrived late): the cut was for
             // nothing (RFC 3708 §3; Linux's `tcp_try_undo_recovery`).
-            if snd.undo.is_some_and(|u| u.retrans == 0 && !u.rto) {
+            if snd
+                .undo
+                .as_deref()
+                .is_some_and(|u| u.retrans == 0 && !u.rto)
+            {
                 undo_cut(snd, stats);
             }
         }
@@ -113,7 +117,7 @@ impl Conn {
         spurious_by_eifel(snd, stats, ack, tsecr);
         tlp_on_ack(snd, now, ack);
         let reorder = detect_loss(snd, stats, now, srtt, mss);
-        if snd.recovery.is_some_and(|r| !r.after_rto) {
+        if snd.recovery.as_deref().is_some_and(|r| !r.after_rto) {
             // RFC 6937: "DeliveredData = change_in(snd.una) + change_in(SACKd)".
             let sacked_now = snd.scoreboard.sacked_bytes();
             let data = (ack - before.snd_una + sacked_now).saturating_sub(before.sacked);
@@ -271,14 +275,14 @@ impl Conn {
         snd.rack.log.forget_marks(unsack);
         snd.rack.tlp = None;
         snd.rack.probe_due = false;
-        snd.undo = Some(Undo {
+        snd.undo = Some(alloc::boxed::Box::new(Undo {
             cwnd,
             ssthresh,
             marker: snd.snd_una,
             retrans: 0,
             eifel: None,
             rto: true,
-        });
+        }));
     }
 }
 
@@ -376,7 +380,11 @@ fn detect_loss(
 /// window cut (none after a timeout, which cut already), the undo record.
 pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto: bool) {
     let in_flight = snd.outstanding();
-    snd.recovery = Some(Recovery::new(snd.snd_max, after_rto, in_flight));
+    snd.recovery = Some(alloc::boxed::Box::new(Recovery::new(
+        snd.snd_max,
+        after_rto,
+        in_flight,
+    )));
     snd.high_rxt = snd.snd_una;
     snd.rack.tlp = None;
     if after_rto {
@@ -388,14 +396,14 @@ pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto:
     } else {
         snd.cc.on_enter_recovery(now, in_flight);
     }
-    snd.undo = Some(Undo {
+    snd.undo = Some(alloc::boxed::Box::new(Undo {
         cwnd,
         ssthresh,
         marker: snd.snd_una,
         retrans: 0,
         eifel: None,
         rto: false,
-    });
+    }));
 }
 
 /// RFC 6937 on an ACK in recovery, PRR-SSRB: "prr_delivered += DeliveredData; pipe =
@@ -403,7 +411,7 @@ pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto:
 /// ssthresh / RecoverFS) - prr_out } else { limit = MAX(prr_delivered - prr_out,
 /// DeliveredData) + MSS; sndcnt = MIN(ssthresh - pipe, limit) }".
 fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize) {
-    if snd.recovery.is_none_or(|r| r.after_rto) {
+    if snd.recovery.as_deref().is_none_or(|r| r.after_rto) {
         return;
     }
     let pipe = pipe(snd, mss);
@@ -436,7 +444,7 @@ pub(super) fn pipe(snd: &Snd, mss: usize) -> usize {
 /// What may be sent now in SACK recovery: PRR's `sndcnt` after a window cut, else
 /// (repairing after a timeout) `cwnd - pipe`. None outside SACK recovery.
 pub(super) fn recovery_room(snd: &Snd, sack: bool, mss: usize) -> Option<usize> {
-    let r = snd.recovery.filter(|_| sack)?;
+    let r = snd.recovery.as_deref().filter(|_| sack)?;
     let room = if r.after_rto {
         snd.cc.cwnd().saturating_sub(pipe(snd, mss))
     } else {
