@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 
 use impnet_wire::tcp::SackBlock;
 
+use super::lazy_vec::LazyVec;
 use super::seq::SeqNumber;
 
 /// `index` reduced into a ring of `capacity` bytes (`index < 2 * capacity`).
@@ -119,7 +120,7 @@ pub struct SendBuffer {
     /// The stream in order when owned buffers are held: ring spans and owned buffers,
     /// summing to `len`, no two ring spans adjacent, no piece empty. Empty while
     /// every byte is in the ring (the common case costs nothing).
-    pieces: VecDeque<Piece>,
+    pieces: Pieces,
     /// Allocated bytes of the owned buffers beyond their lengths: charged against the
     /// capacity with `len`, so what the buffer holds stays within it.
     slack: usize,
@@ -145,6 +146,37 @@ impl Piece {
     }
 }
 
+/// The send buffer's pieces: no allocation (and 8 bytes in the connection, where a
+/// `VecDeque` took 32) while every byte is in the ring, the common case.
+#[derive(Debug, Clone, Default)]
+#[expect(
+    clippy::box_collection,
+    reason = "the box is the point: 8 bytes in every connection instead of 32"
+)]
+struct Pieces(Option<alloc::boxed::Box<VecDeque<Piece>>>);
+
+/// What an empty [`Pieces`] reads as.
+static NO_PIECES: VecDeque<Piece> = VecDeque::new();
+
+impl core::ops::Deref for Pieces {
+    type Target = VecDeque<Piece>;
+    #[inline]
+    fn deref(&self) -> &VecDeque<Piece> {
+        self.0.as_deref().unwrap_or(&NO_PIECES)
+    }
+}
+
+impl Pieces {
+    /// The pieces, to change: allocated on first use.
+    fn make_mut(&mut self) -> &mut VecDeque<Piece> {
+        self.0.get_or_insert_with(Default::default)
+    }
+    /// Back to none, the allocation given back.
+    fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
 /// Owned buffers shorter than this are copied into the ring: below it the copy costs
 /// less than keeping the buffer (and a segment would span many of them).
 pub const OWNED_MIN: usize = 2048;
@@ -167,7 +199,7 @@ impl SendBuffer {
             head: 0,
             len: 0,
             ring_len: 0,
-            pieces: VecDeque::new(),
+            pieces: Pieces::default(),
             slack: 0,
             capacity,
         }
@@ -223,9 +255,10 @@ impl SendBuffer {
             self.ring_len += n;
             self.len += n;
             if !self.pieces.is_empty() {
-                match self.pieces.back_mut() {
+                let pieces = self.pieces.make_mut();
+                match pieces.back_mut() {
                     Some(Piece::Ring(k)) => *k += n,
-                    _ => self.pieces.push_back(Piece::Ring(n)),
+                    _ => pieces.push_back(Piece::Ring(n)),
                 }
             }
         }
@@ -251,11 +284,13 @@ impl SendBuffer {
             return Err(data);
         }
         if self.pieces.is_empty() && self.ring_len > 0 {
-            self.pieces.push_back(Piece::Ring(self.ring_len));
+            self.pieces.make_mut().push_back(Piece::Ring(self.ring_len));
         }
         self.len += data.len();
         self.slack += charge - data.len();
-        self.pieces.push_back(Piece::Owned { data, start: 0 });
+        self.pieces
+            .make_mut()
+            .push_back(Piece::Owned { data, start: 0 });
         Ok(())
     }
 
@@ -290,7 +325,7 @@ impl SendBuffer {
         }
         // Find the piece holding `offset`, and where its ring bytes start.
         let mut at = 0;
-        for piece in &self.pieces {
+        for piece in self.pieces.iter() {
             let n = piece.len();
             if offset < at + n {
                 break;
@@ -302,7 +337,7 @@ impl SendBuffer {
             }
         }
         slices.skip = offset - at;
-        slices.pieces = Some(&self.pieces);
+        slices.pieces = Some(&*self.pieces);
         slices
     }
 
@@ -328,7 +363,7 @@ impl SendBuffer {
         }
         let mut left = n;
         while left > 0 {
-            let Some(front) = self.pieces.front_mut() else {
+            let Some(front) = self.pieces.make_mut().front_mut() else {
                 break;
             };
             let take = left.min(front.len());
@@ -341,7 +376,7 @@ impl SendBuffer {
                 Piece::Owned { start, .. } => *start += take,
             }
             left -= take;
-            if whole && let Some(Piece::Owned { data, .. }) = self.pieces.pop_front() {
+            if whole && let Some(Piece::Owned { data, .. }) = self.pieces.make_mut().pop_front() {
                 self.slack -= data.capacity() - data.len();
             }
         }
@@ -517,7 +552,7 @@ pub struct RecvBuffer {
     /// `len() <= max_ranges` (so the Vec, which reserves that capacity when the first
     /// range arrives, never reallocates; a connection that never sees a hole never
     /// allocates it).
-    ranges: Vec<(usize, usize)>,
+    ranges: LazyVec<(usize, usize)>,
     /// Most out-of-order ranges kept at once.
     max_ranges: usize,
 }
@@ -537,7 +572,7 @@ impl RecvBuffer {
             capacity,
             head: 0,
             readable: 0,
-            ranges: Vec::new(),
+            ranges: LazyVec::default(),
             max_ranges,
         }
     }
@@ -650,14 +685,11 @@ impl RecvBuffer {
         if first < past {
             merged.0 = merged.0.min(self.ranges[first].0);
             merged.1 = merged.1.max(self.ranges[past - 1].1);
-            self.ranges.drain(first..past);
+            self.ranges.make_mut(self.max_ranges).drain(first..past);
         }
         if merged.0 > 0 {
-            if self.ranges.capacity() == 0 {
-                // Storage for the ranges comes with the first hole, all at once.
-                self.ranges.reserve_exact(self.max_ranges);
-            }
-            self.ranges.insert(first, merged);
+            // Storage for the ranges comes with the first hole, all at once.
+            self.ranges.make_mut(self.max_ranges).insert(first, merged);
             return Insert {
                 advanced: 0,
                 stored: true,
@@ -665,7 +697,7 @@ impl RecvBuffer {
         }
         let advanced = merged.1;
         self.readable += advanced;
-        for range in &mut self.ranges {
+        for range in self.ranges.as_mut_slice() {
             range.0 -= advanced;
             range.1 -= advanced;
         }

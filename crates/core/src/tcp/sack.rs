@@ -8,10 +8,10 @@
 //! caller sets it to SND.UNA on entering recovery and to `seq + len` after each
 //! retransmission), so "greater than HighRxt" in RFC 6675 reads `>= high_rxt` here.
 
-use alloc::vec::Vec;
 
 use impnet_wire::tcp::SackBlock;
 
+use super::lazy_vec::LazyVec;
 use super::seq::SeqNumber;
 
 /// How many separate SACKed ranges a [`Scoreboard`] keeps by default. Blocks that would
@@ -63,7 +63,7 @@ pub struct Scoreboard {
     /// the SND.UNA of the last `on_ack`; `len() <= max_ranges` (the Vec reserves that
     /// capacity when the first range arrives, so it never reallocates; a connection
     /// that never sees a SACK block never allocates it).
-    ranges: Vec<(SeqNumber, SeqNumber)>,
+    ranges: LazyVec<(SeqNumber, SeqNumber)>,
     /// Most ranges kept at once.
     max_ranges: usize,
 }
@@ -83,7 +83,7 @@ impl Scoreboard {
     /// An empty scoreboard keeping up to `max_ranges` ranges.
     pub fn with_max_ranges(max_ranges: usize) -> Scoreboard {
         Scoreboard {
-            ranges: Vec::new(),
+            ranges: LazyVec::default(),
             max_ranges,
         }
     }
@@ -160,8 +160,10 @@ impl Scoreboard {
             .iter()
             .take_while(|&&(_, right)| right <= snd_una)
             .count();
-        self.ranges.drain(..gone);
-        if let Some(first) = self.ranges.first_mut() {
+        if gone > 0 {
+            self.ranges.make_mut(self.max_ranges).drain(..gone);
+        }
+        if let Some(first) = self.ranges.as_mut_slice().first_mut() {
             first.0 = first.0.max(snd_una);
         }
     }
@@ -187,13 +189,12 @@ impl Scoreboard {
         if first < past {
             merged.0 = merged.0.min(self.ranges[first].0);
             merged.1 = merged.1.max(self.ranges[past - 1].1);
-            self.ranges.drain(first..past);
+            self.ranges.make_mut(self.max_ranges).drain(first..past);
         }
-        if self.ranges.capacity() == 0 {
-            // Storage for the ranges comes with the first SACK block, all at once.
-            self.ranges.reserve_exact(self.max_ranges.max(1));
-        }
-        self.ranges.insert(first, merged);
+        // Storage for the ranges comes with the first SACK block, all at once.
+        self.ranges
+            .make_mut(self.max_ranges.max(1))
+            .insert(first, merged);
         Some(right.distance_from(left) - covered)
     }
 
@@ -223,7 +224,7 @@ impl Scoreboard {
     fn sacked_above(&self, seq: SeqNumber) -> (usize, usize) {
         let mut bytes = 0;
         let mut ranges = 0;
-        for &(left, right) in &self.ranges {
+        for &(left, right) in self.ranges.iter() {
             if left > seq {
                 bytes += right.distance_from(left);
                 ranges += 1;
