@@ -132,7 +132,15 @@ impl LinuxTcpInfo {
         }
         LinuxTcpInfo {
             state: linux_state(info.state),
-            ca_state: if info.in_recovery { 3 } else { 0 },
+            // Linux's TCP_CA_Recovery (3), else TCP_CA_Disorder (1) while SACKed data
+            // sit above SND.UNA (`tcp_try_to_open`: "tcp_left_out(tp)"), else Open.
+            ca_state: if info.in_recovery {
+                3
+            } else if info.sacked > 0 {
+                1
+            } else {
+                0
+            },
             options,
             wscales,
             rto: micros(info.rto),

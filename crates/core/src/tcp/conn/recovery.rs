@@ -65,7 +65,7 @@ impl Conn {
             // probe or PRR to settle, and no loss to find (as `detect_loss` says
             // without a scoreboard or a recovery).
             if snd.rack.enabled {
-                snd.rack.min_rtt = min_rtt;
+                snd.rack.min_rtt = merge_min_rtt(snd.rack.min_rtt, min_rtt);
                 rack_update(snd, seg, (before.snd_una, tsecr), now, false);
             }
             let probe = snd.snd_una > before.snd_una;
@@ -89,7 +89,7 @@ impl Conn {
             stats.dsacks_received += 1;
         }
         if snd.rack.enabled {
-            snd.rack.min_rtt = min_rtt;
+            snd.rack.min_rtt = merge_min_rtt(snd.rack.min_rtt, min_rtt);
             rack_update(snd, seg, (before.snd_una, tsecr), now, dsack.is_some());
         }
         if before.in_recovery && snd.recovery.is_none() {
@@ -307,6 +307,16 @@ fn quiet_ack(snd: &Snd, seg: &Repr<'_>, before: AckBefore) -> bool {
         && snd.undo.is_none()
         && snd.rack.tlp.is_none()
         && snd.scoreboard.is_empty()
+}
+
+/// RACK.min_RTT (RFC 8985 §6.2 step 1): the smaller of RACK's own (from SACKed
+/// segments, `Delivered::sack_rtt`) and the RTT estimator's (both minima over the
+/// connection's life).
+fn merge_min_rtt(rack: Option<Duration>, estimator: Option<Duration>) -> Option<Duration> {
+    match (rack, estimator) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// RFC 8985 §6.2 steps 1-3 for one ACK (SND.UNA before it and its TSecr): what it
