@@ -160,7 +160,10 @@ impl LinuxTcpInfo {
             },
             snd_cwnd: info.cwnd / mss,
             advmss: mss,
-            reordering: 3,
+            // Linux's tp->reordering: the sysctl's 3 segments, raised to the extent of
+            // the reordering seen (`tcp_check_sack_reordering`).
+            reordering: 3.max(info.reordering.div_ceil(mss)),
+            lost: segments(info.lost),
             notsent_bytes: info.bytes_queued.saturating_sub(info.bytes_in_flight),
             snd_wnd: info.snd_wnd,
             rcv_wnd: info.rcv_wnd,

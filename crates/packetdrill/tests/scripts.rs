@@ -5,7 +5,9 @@
 //!
 //! packetdrill is built once into the target directory
 //! (`<target>/packetdrill/<archive hash>/packetdrill`) with Debian's bison, flex, gcc and
-//! make, and rebuilt only when the archive changes. Each script runs as
+//! make, and rebuilt only when the archive changes. One change is made to its source
+//! first: `%{ }%` blocks read TCP_INFO through the shim (`patch_tcp_info`), so scripts
+//! can assert imp's TCP_INFO (they need python3, which packetdrill runs them with). Each script runs as
 //! `packetdrill --so_filename=libimpnet_packetdrill.so --local_ip=192.168.0.2 SCRIPT`:
 //! under `--so_filename` packetdrill opens no TUN device, creates no route and runs no
 //! command of its own, and the project's scripts run no shell commands, so they need no
@@ -27,8 +29,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The tools packetdrill's build needs (Debian packages of the same names).
-const BUILD_TOOLS: [&str; 5] = ["tar", "gcc", "make", "bison", "flex"];
+/// The tools packetdrill's build needs (Debian packages of the same names), and
+/// python3, which runs the scripts' `%{ }%` blocks.
+const BUILD_TOOLS: [&str; 6] = ["tar", "gcc", "make", "bison", "flex", "python3"];
 /// The shim's address, which `--local_ip` must match (the shim's default).
 const LOCAL_IP: &str = "192.168.0.2";
 /// Real time one script may take: scripts run on the shim's virtual time, in well under
@@ -108,7 +111,9 @@ fn build_packetdrill(archive: &Path) -> PathBuf {
         .expect("the target directory")
         .to_path_buf();
     let root = target.join("packetdrill");
-    let done = root.join(format!("{:016x}", fnv1a(&bytes)));
+    let mut key = bytes;
+    key.extend_from_slice(PATCH_VERSION.as_bytes());
+    let done = root.join(format!("{:016x}", fnv1a(&key)));
     let binary = |dir: &Path| dir.join("packetdrill/gtests/net/packetdrill/packetdrill");
     if binary(&done).exists() {
         return binary(&done);
@@ -125,6 +130,7 @@ fn build_packetdrill(archive: &Path) -> PathBuf {
         "unpacking packetdrill's source",
     );
     let source = work.join("packetdrill/gtests/net/packetdrill");
+    patch_tcp_info(&source.join("code.c"));
     run(
         Command::new("sh").arg("./configure").current_dir(&source),
         "packetdrill's ./configure",
@@ -148,6 +154,37 @@ fn build_packetdrill(archive: &Path) -> PathBuf {
     }
     assert!(binary(&done).exists(), "no {}", binary(&done).display());
     binary(&done)
+}
+
+/// Names the change [`patch_tcp_info`] makes: part of the build cache's key.
+const PATCH_VERSION: &str = "tcp_info-through-so-1";
+
+/// packetdrill runs a script's `%{ }%` blocks on TCP_INFO it reads with the C library's
+/// `getsockopt`, which knows nothing of the shim's sockets: asked through the shared
+/// object's table instead when one is loaded, the blocks see imp's TCP_INFO
+/// (`tests/packetdrill/README.md` gives the same change as two `sed` lines).
+fn patch_tcp_info(code_c: &Path) {
+    let text = std::fs::read_to_string(code_c)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", code_c.display()));
+    let include = "#include \"code.h\"\n";
+    let call = "\tint result = getsockopt(fd, level, opt_name, data, &opt_len);";
+    assert!(
+        text.matches(include).count() == 1 && text.matches(call).count() == 1,
+        "{} is not the code.c the TCP_INFO change was written for: look for its \
+         getsockopt call and update patch_tcp_info",
+        code_c.display()
+    );
+    let text = text
+        .replace(include, "#include \"code.h\"\n#include \"so_testing.h\"\n")
+        .replace(
+            call,
+            "\tint result = state->so_instance ? \
+             state->so_instance->ifc.getsockopt(state->so_instance->ifc.userdata, fd, \
+             level, opt_name, data, &opt_len) : \
+             getsockopt(fd, level, opt_name, data, &opt_len);",
+        );
+    std::fs::write(code_c, text)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", code_c.display()));
 }
 
 /// Runs `command` to its end or [`SCRIPT_TIMEOUT`], whichever comes first (then kills
@@ -225,7 +262,7 @@ fn project_scripts_pass_under_packetdrill() {
         cannot_run(
             require::required() || std::env::var_os("IMP_REQUIRE_PACKETDRILL").is_some(),
             &format!("{tool} missing"),
-            &format!("`{tool}` is not installed: packetdrill cannot be built"),
+            &format!("`{tool}` is not installed: packetdrill cannot be built or run"),
         );
         return;
     }

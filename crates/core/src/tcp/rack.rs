@@ -81,6 +81,9 @@ pub(crate) struct Delivered {
     /// A newly delivered run, never retransmitted, ended below the highest sequence
     /// number delivered before it (RFC 8985 §6.2 step 3: reordering).
     pub reordered: bool,
+    /// How far below that highest sequence number such a run began, in bytes (the
+    /// largest of this ACK's): the reordering's extent.
+    pub reorder_extent: usize,
     /// Bytes newly SACKed.
     pub sacked: usize,
     /// The shortest RTT of the runs this ACK newly SACKed that were sent once: valid
@@ -311,6 +314,17 @@ impl SentLog {
             .sum()
     }
 
+    /// Bytes deemed lost and not SACKed since, resent or not (Linux's `lost_out`, for
+    /// TCP_INFO): marked lost, or resent while `repairing` (in a recovery, where only
+    /// what was marked lost is resent).
+    pub fn deemed_lost_bytes(&self, repairing: bool) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| !r.sacked && (r.lost || (repairing && r.retransmitted)))
+            .map(|r| r.end - r.start)
+            .sum()
+    }
+
     /// Take back every loss mark (a retransmission timeout resends everything anyway,
     /// or an undo found the retransmissions spurious); with `unsack`, the SACK marks
     /// too (the scoreboard was distrusted after reneging).
@@ -371,6 +385,7 @@ fn take_in(
     // Step 3: "If Segment.end_seq < RACK.fack ... RACK.reordering_seen = TRUE".
     if !run.retransmitted && run.end < *fack {
         out.reordered = true;
+        out.reorder_extent = out.reorder_extent.max(*fack - run.start);
     }
     *fack = (*fack).max(run.end);
     if out
@@ -414,6 +429,9 @@ pub(crate) struct Rack {
     pub fack: SeqNumber,
     /// "RACK.reordering_seen".
     pub reordering_seen: bool,
+    /// The largest reordering extent seen, bytes (Linux's `tp->reordering`, which it
+    /// counts in segments; reported in TCP_INFO, no rule here uses it).
+    pub reorder_extent: u32,
     /// "RACK.reo_wnd_mult".
     pub reo_wnd_mult: u32,
     /// "RACK.reo_wnd_persist".
@@ -442,6 +460,7 @@ impl Rack {
             min_rtt: None,
             fack: snd_una,
             reordering_seen: false,
+            reorder_extent: 0,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
             dsack_round: None,
@@ -457,6 +476,8 @@ impl Rack {
         }
         if d.reordered {
             self.reordering_seen = true;
+            let extent = u32::try_from(d.reorder_extent).unwrap_or(u32::MAX);
+            self.reorder_extent = self.reorder_extent.max(extent);
         }
         if let Some((xmit, end, rtt)) = d.latest {
             self.rtt = rtt;
