@@ -6,7 +6,8 @@
 # PACKETDRILL_CHECKOUT is a google/packetdrill checkout with packetdrill built in
 # gtests/net/packetdrill; SHIM.so defaults to target/release/libimpnet_packetdrill.so
 # (cargo build --release -p impnet-packetdrill). DIRs limit the run to those
-# directories of gtests/net/tcp (default: all).
+# directories of gtests/net/tcp (default: all). IP_VERSION=ipv6 in the environment
+# runs them in packetdrill's IPv6 mode (the shim's address fd3d:fa7b:d17d::2).
 #
 # Each script runs in a new network namespace (needs root, or an unprivileged user
 # namespace: unshare -rn) holding a dummy (or unattached TUN) "tun0", so the scripts' own shell commands
@@ -25,6 +26,11 @@ tcp=$checkout/gtests/net/tcp
 [ -f "$shim" ] || { echo "no shim at $shim (cargo build --release -p impnet-packetdrill)" >&2; exit 2; }
 shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
 if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
+case "${IP_VERSION:-ipv4}" in
+ipv4) address=(--local_ip=192.168.0.2) ;;
+ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2) ;;
+*) echo "IP_VERSION must be ipv4 or ipv6" >&2; exit 2 ;;
+esac
 dirs=("$@")
 [ ${#dirs[@]} -eq 0 ] && mapfile -t dirs < <(cd "$tcp" && ls -d */ | tr -d / | grep -v '^common$')
 
@@ -37,8 +43,9 @@ for dir in "${dirs[@]}"; do
         out=$(cd "$(dirname "$script")" && timeout 120 "${unshare[@]}" sh -c '
             { ip link add tun0 type dummy || ip tuntap add dev tun0 mode tun; } 2>/dev/null
             ip link set tun0 up 2>/dev/null
-            exec "$0" --so_filename="$1" --local_ip=192.168.0.2 "$2" 2>&1' \
-            "$packetdrill" "$shim" "$(basename "$script")" 2>&1)
+            script=$1; shift
+            exec "$0" "$@" "$script" 2>&1' \
+            "$packetdrill" "$(basename "$script")" --so_filename="$shim" "${address[@]}" 2>&1)
         rc=$?
         total[$dir]=$((total[$dir] + 1))
         if [ $rc -eq 0 ]; then

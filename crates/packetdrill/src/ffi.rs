@@ -12,7 +12,7 @@
 //! travels in the same register as a fixed one.
 
 use std::ffi::{CStr, c_char, c_int, c_long, c_uint, c_ulong, c_void};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use impnet_core::Duration;
@@ -213,44 +213,91 @@ fn non_negative(value: c_int) -> Result<usize, Errno> {
     usize::try_from(value).map_err(|_| libc::EINVAL)
 }
 
-/// A `sockaddr_in` from C.
-unsafe fn sockaddr_in(addr: *const sockaddr, len: socklen_t) -> Result<SocketAddrV4, Errno> {
+/// A `sockaddr_in` or `sockaddr_in6` from C (by its family field).
+unsafe fn sockaddr_in(addr: *const sockaddr, len: socklen_t) -> Result<SocketAddr, Errno> {
     if addr.is_null() {
         return Err(libc::EFAULT);
     }
-    if (len as usize) < core::mem::size_of::<libc::sockaddr_in>() {
+    if (len as usize) < core::mem::size_of::<libc::sa_family_t>() {
         return Err(libc::EINVAL);
     }
-    // SAFETY: the caller's buffer holds at least a sockaddr_in (checked above).
-    let sin = unsafe { addr.cast::<libc::sockaddr_in>().read_unaligned() };
-    if c_int::from(sin.sin_family) != libc::AF_INET {
-        return Err(libc::EAFNOSUPPORT);
+    // SAFETY: the caller's buffer holds at least the family field (checked above).
+    let family = unsafe { addr.cast::<libc::sa_family_t>().read_unaligned() };
+    match c_int::from(family) {
+        libc::AF_INET => {
+            if (len as usize) < core::mem::size_of::<libc::sockaddr_in>() {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: the caller's buffer holds a sockaddr_in (checked above).
+            let sin = unsafe { addr.cast::<libc::sockaddr_in>().read_unaligned() };
+            Ok(SocketAddr::new(
+                Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into(),
+                u16::from_be(sin.sin_port),
+            ))
+        }
+        libc::AF_INET6 => {
+            if (len as usize) < core::mem::size_of::<libc::sockaddr_in6>() {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: the caller's buffer holds a sockaddr_in6 (checked above).
+            let sin6 = unsafe { addr.cast::<libc::sockaddr_in6>().read_unaligned() };
+            Ok(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                u32::from_be(sin6.sin6_flowinfo),
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => Err(libc::EAFNOSUPPORT),
     }
-    Ok(SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
-        u16::from_be(sin.sin_port),
-    ))
 }
 
 /// Write `value` to a caller's (addr, addrlen) pair, as the kernel does: as much as
-/// fits, and the full length in addrlen. Both null: nothing.
-unsafe fn put_sockaddr(value: SocketAddrV4, addr: *mut sockaddr, len: *mut socklen_t) {
+/// fits, and the full length in addrlen; a `sockaddr_in` or a `sockaddr_in6` by the
+/// address's family. Both null: nothing.
+unsafe fn put_sockaddr(value: SocketAddr, addr: *mut sockaddr, len: *mut socklen_t) {
     if addr.is_null() || len.is_null() {
         return;
     }
-    let sin = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: value.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(*value.ip()).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let size = core::mem::size_of::<libc::sockaddr_in>();
+    match value {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*v4.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: the caller gives *len writable bytes at addr.
+            unsafe { copy_out(&sin, addr, len) };
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo().to_be(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: the caller gives *len writable bytes at addr.
+            unsafe { copy_out(&sin6, addr, len) };
+        }
+    }
+}
+
+/// Copy `value` to (addr, len): at most *len bytes, and its full size in *len.
+///
+/// # Safety
+/// `addr` must have `*len` writable bytes and `len` be valid.
+unsafe fn copy_out<T>(value: &T, addr: *mut sockaddr, len: *mut socklen_t) {
+    let size = core::mem::size_of::<T>();
     // SAFETY: the caller gives *len writable bytes at addr.
     unsafe {
         let n = (*len as usize).min(size);
-        core::ptr::copy_nonoverlapping((&raw const sin).cast::<u8>(), addr.cast::<u8>(), n);
+        core::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), addr.cast::<u8>(), n);
         *len = size as socklen_t;
     }
 }

@@ -8,6 +8,9 @@
 //! | `local_ip` | `192.168.0.2` | the interface's address (give packetdrill the same `--local_ip`) |
 //! | `prefix_len` | `16` | its prefix length (packetdrill's netmask, 255.255.0.0) |
 //! | `gateway_ip` | `192.168.0.1` | the default route's next hop |
+//! | `local_ip6` | `fd3d:fa7b:d17d::2` | the interface's IPv6 address, in packetdrill's IPv6 prefix (give packetdrill `--ip_version=ipv6 --local_ip=` the same) |
+//! | `prefix_len6` | `48` | its prefix length (packetdrill's IPv6 default) |
+//! | `gateway_ip6` | `fd3d:fa7b:d17d:8888::` | the IPv6 default route's next hop (packetdrill's) |
 //! | `mtu` | `1500` | the interface's IP MTU (packetdrill's `--mtu`) |
 //! | `cc` | `cubic` | congestion control (`reno`, `cubic`, `vegas`, `bbr`) |
 //! | `ecn` | `off` | `off`, `accept` or `request` (Linux `tcp_ecn` 0, 2, 1) |
@@ -17,7 +20,7 @@
 //! The defaults are the settings of upstream's `gtests/net/common/defaults.sh`, so
 //! upstream scripts see the stack they were written for where imp has the knob.
 
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 use impnet_core::tcp::EcnMode;
 use impnet_core::tcp::cc::CcAlgorithm;
@@ -31,6 +34,12 @@ pub struct Flags {
     pub prefix_len: u8,
     /// The default route's next hop.
     pub gateway_ip: Ipv4Addr,
+    /// The interface's IPv6 address.
+    pub local_ip6: Ipv6Addr,
+    /// Its prefix length.
+    pub prefix_len6: u8,
+    /// The IPv6 default route's next hop.
+    pub gateway_ip6: Ipv6Addr,
     /// IP MTU.
     pub mtu: usize,
     /// Congestion control.
@@ -51,6 +60,9 @@ impl Default for Flags {
             local_ip: Ipv4Addr::new(192, 168, 0, 2),
             prefix_len: 16,
             gateway_ip: Ipv4Addr::new(192, 168, 0, 1),
+            local_ip6: Ipv6Addr::new(0xfd3d, 0xfa7b, 0xd17d, 0, 0, 0, 0, 2),
+            prefix_len6: 48,
+            gateway_ip6: Ipv6Addr::new(0xfd3d, 0xfa7b, 0xd17d, 0x8888, 0, 0, 0, 0),
             mtu: 1500,
             congestion: CcAlgorithm::Cubic,
             ecn: EcnMode::Off,
@@ -93,6 +105,12 @@ impl Flags {
                 flags.prefix_len
             )));
         }
+        if flags.prefix_len6 > 128 {
+            return Err(FlagsError(format!(
+                "so_flags prefix_len6={} is above 128",
+                flags.prefix_len6
+            )));
+        }
         Ok(flags)
     }
 
@@ -104,6 +122,13 @@ impl Flags {
                 self.gateway_ip = value.parse().map_err(|_| bad("not an IPv4 address"))?;
             }
             "prefix_len" => self.prefix_len = value.parse().map_err(|_| bad("not a number"))?,
+            "local_ip6" => {
+                self.local_ip6 = value.parse().map_err(|_| bad("not an IPv6 address"))?;
+            }
+            "gateway_ip6" => {
+                self.gateway_ip6 = value.parse().map_err(|_| bad("not an IPv6 address"))?;
+            }
+            "prefix_len6" => self.prefix_len6 = value.parse().map_err(|_| bad("not a number"))?,
             "mtu" => self.mtu = value.parse().map_err(|_| bad("not a number"))?,
             "rcvbuf" => self.rcvbuf = value.parse().map_err(|_| bad("not a number"))?,
             "sndbuf" => self.sndbuf = value.parse().map_err(|_| bad("not a number"))?,
@@ -123,7 +148,7 @@ impl Flags {
             _ => {
                 return Err(FlagsError(format!(
                     "unknown so_flags key '{key}' (known: local_ip, prefix_len, gateway_ip, \
-                     mtu, cc, ecn, rcvbuf, sndbuf, seed)"
+                     local_ip6, prefix_len6, gateway_ip6, mtu, cc, ecn, rcvbuf, sndbuf, seed)"
                 )));
             }
         }
@@ -143,6 +168,9 @@ mod tests {
         assert_eq!(flags.mtu, 9000);
         assert_eq!(flags.congestion, CcAlgorithm::NewReno);
         assert_eq!(flags.ecn, EcnMode::Request);
+        let flags = Flags::parse(Some("local_ip6=2001:db8::2 prefix_len6=64")).unwrap();
+        assert_eq!(flags.local_ip6, "2001:db8::2".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(flags.prefix_len6, 64);
     }
 
     #[test]
@@ -154,6 +182,8 @@ mod tests {
             ("colour=red", "unknown so_flags key 'colour'"),
             ("cc=westwood", "cc=westwood"),
             ("local_ip=1.2.3", "local_ip=1.2.3"),
+            ("local_ip6=fd3d::1::2", "not an IPv6 address"),
+            ("prefix_len6=129", "above 128"),
         ] {
             let error = Flags::parse(Some(text)).unwrap_err();
             assert!(error.0.contains(needle), "{text}: {error}");

@@ -10,11 +10,11 @@
 //! IP-level interface (`Medium::Ip`, no Ethernet, no ARP) takes and gives.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 
 use impnet_core::tcp::TcpConfig;
 use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig};
-use impnet_wire::ipv4::Cidr;
+use impnet_wire::{ipv4, ipv6};
 
 use crate::flags::Flags;
 use crate::socket::Fd;
@@ -66,8 +66,18 @@ impl Shim {
             mss: u16::try_from(flags.mtu - 40).unwrap_or(u16::MAX),
             ..TcpConfig::default()
         };
+        // IPv6 as on packetdrill's TUN device: one static address, no router to ask
+        // (no solicitations or advertisements), no one to check for duplicates.
+        let ipv6 = impnet_core::Ipv6Config {
+            dad_transmits: 0,
+            accept_ra: false,
+            slaac: false,
+            router_solicitations: 0,
+            ..impnet_core::Ipv6Config::default()
+        };
         let config = StackConfig {
             tcp,
+            ipv6,
             ..StackConfig::default()
         };
         let mut seed = [0u8; Secret::LEN];
@@ -77,14 +87,22 @@ impl Shim {
         // one large segment per burst, and the scripts are written that way.
         let mut iface_config =
             IfaceConfig::ip(flags.mtu).with_offloads(Offloads::NONE.with_tso(TSO_MAX));
-        iface_config.addrs.push(Cidr {
+        iface_config.addrs.push(ipv4::Cidr {
             address: flags.local_ip,
             prefix_len: flags.prefix_len,
         });
         let iface = stack.add_interface(iface_config);
         stack
             .routes_mut()
-            .add(Cidr::DEFAULT_ROUTE, Some(flags.gateway_ip), iface);
+            .add(ipv4::Cidr::DEFAULT_ROUTE, Some(flags.gateway_ip), iface);
+        let cidr6 = ipv6::Cidr {
+            address: flags.local_ip6,
+            prefix_len: flags.prefix_len6,
+        };
+        stack.add_address6(Instant::from_nanos(0), iface, cidr6);
+        stack
+            .routes6_mut()
+            .add(ipv6::Cidr::DEFAULT_ROUTE, Some(flags.gateway_ip6), iface);
         let mut shim = Shim {
             stack,
             now: Instant::from_nanos(0),
@@ -205,18 +223,24 @@ impl Shim {
         while self.stack.poll_event().is_some() {}
     }
 
-    /// The route MTU towards `remote` less the IPv4 and TCP headers.
-    pub(crate) fn route_mss(&self) -> u16 {
-        u16::try_from(self.flags.mtu - 40).unwrap_or(u16::MAX)
+    /// The route MTU less the IP (IPv4 or, with `v6`, IPv6) and TCP headers.
+    pub(crate) fn route_mss(&self, v6: bool) -> u16 {
+        let headers = if v6 { 60 } else { 40 };
+        u16::try_from(self.flags.mtu.saturating_sub(headers)).unwrap_or(u16::MAX)
     }
 
-    /// Our address (the one source address of the one interface).
-    pub(crate) fn local_ip(&self) -> Ipv4Addr {
-        self.flags.local_ip
+    /// Our address of the family (`v6`): the interface's one source address of it.
+    pub(crate) fn local_ip(&self, v6: bool) -> IpAddr {
+        if v6 {
+            IpAddr::V6(self.flags.local_ip6)
+        } else {
+            IpAddr::V4(self.flags.local_ip)
+        }
     }
 
-    /// Whether `addr` may be bound: ours, or the unspecified address.
-    pub(crate) fn bindable(&self, addr: SocketAddrV4) -> bool {
-        addr.ip().is_unspecified() || *addr.ip() == self.flags.local_ip || addr.ip().is_loopback()
+    /// Whether `addr` may be bound: ours, or the unspecified or loopback address.
+    pub(crate) fn bindable(&self, addr: SocketAddr) -> bool {
+        let ip = addr.ip();
+        ip.is_unspecified() || ip.is_loopback() || ip == self.local_ip(addr.is_ipv6())
     }
 }

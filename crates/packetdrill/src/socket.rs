@@ -6,7 +6,7 @@
 //! stream and writes `EPIPE`.
 
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use impnet_core::tcp::{TcpError, TcpHandle, TcpState};
 
@@ -30,7 +30,7 @@ pub enum Phase {
     /// Made by `socket`, maybe bound.
     Fresh {
         /// The address `bind` gave.
-        bound: Option<SocketAddrV4>,
+        bound: Option<SocketAddr>,
     },
     /// Listening.
     Listener(TcpHandle),
@@ -74,15 +74,19 @@ pub struct TcpSocket {
     pub read_shut: bool,
     /// The cork is on for a write with MSG_MORE (not TCP_CORK).
     pub more_corked: bool,
+    /// Made with `AF_INET6`: its addresses are IPv6 ones (an IPv4 peer shows mapped,
+    /// `::ffff:a.b.c.d`).
+    pub v6: bool,
     /// A listener's connections taken from the stack's accept queue (to see whether one
     /// waits) and not yet handed to `accept`.
     pub ready: VecDeque<TcpHandle>,
 }
 
 impl TcpSocket {
-    fn new(phase: Phase) -> TcpSocket {
+    fn new(phase: Phase, v6: bool) -> TcpSocket {
         TcpSocket {
             phase,
+            v6,
             nonblocking: false,
             options: Options::default(),
             error_reported: false,
@@ -141,9 +145,9 @@ impl Shim {
         }
     }
 
-    /// `socket(AF_INET, SOCK_STREAM, 0 or IPPROTO_TCP)`.
+    /// `socket(AF_INET or AF_INET6, SOCK_STREAM, 0 or IPPROTO_TCP)`.
     pub fn socket(&mut self, domain: i32, kind: i32, protocol: i32) -> Result<i32, Errno> {
-        if domain != libc::AF_INET {
+        if domain != libc::AF_INET && domain != libc::AF_INET6 {
             return Err(libc::EAFNOSUPPORT);
         }
         let base = kind & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
@@ -151,14 +155,15 @@ impl Shim {
             return Err(libc::EPROTONOSUPPORT);
         }
         let fd = self.free_fd();
-        let mut socket = TcpSocket::new(Phase::Fresh { bound: None });
+        let mut socket = TcpSocket::new(Phase::Fresh { bound: None }, domain == libc::AF_INET6);
         socket.nonblocking = kind & libc::SOCK_NONBLOCK != 0;
         self.fds.insert(fd, Fd::Tcp(socket));
         Ok(fd)
     }
 
     /// `bind`.
-    pub fn bind(&mut self, fd: i32, addr: SocketAddrV4) -> Result<i32, Errno> {
+    pub fn bind(&mut self, fd: i32, addr: SocketAddr) -> Result<i32, Errno> {
+        let addr = self.stack_address(fd, addr)?;
         if !self.bindable(addr) {
             return Err(libc::EADDRNOTAVAIL);
         }
@@ -190,17 +195,17 @@ impl Shim {
     }
 
     /// `accept` without waiting: the new fd and the peer's address.
-    pub fn accept(&mut self, fd: i32) -> Result<(i32, SocketAddrV4), Errno> {
+    pub fn accept(&mut self, fd: i32) -> Result<(i32, SocketAddr), Errno> {
         self.fill_ready(fd)?;
         let socket = self.tcp_socket(fd)?;
         let child = socket.ready.pop_front().ok_or(libc::EAGAIN)?;
-        let nodelay = socket.options.nodelay;
+        let (nodelay, v6) = (socket.options.nodelay, socket.v6);
         let remote = self
             .stack
             .tcp_addresses(child)
-            .map_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), |(_, r)| v4(r));
+            .map_or(unspecified(v6), |(_, r)| user_address(r, v6));
         let new_fd = self.free_fd();
-        let mut new = TcpSocket::new(Phase::Conn(child));
+        let mut new = TcpSocket::new(Phase::Conn(child), v6);
         new.options.nodelay = nodelay;
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(child, true);
@@ -222,21 +227,26 @@ impl Shim {
     }
 
     /// `connect`: starts the handshake (the caller waits for it, or says EINPROGRESS).
-    pub fn connect(&mut self, fd: i32, remote: SocketAddrV4) -> Result<i32, Errno> {
+    pub fn connect(&mut self, fd: i32, remote: SocketAddr) -> Result<i32, Errno> {
+        let remote = self.stack_address(fd, remote)?;
         let socket = self.tcp_socket(fd)?;
         let (bound, maxseg, nodelay) = match socket.phase {
             Phase::Fresh { bound } => (bound, socket.options.maxseg, socket.options.nodelay),
             Phase::Conn(handle) => return self.connect_again(fd, handle),
             Phase::Listener(_) => return Err(libc::EISCONN),
         };
-        let local = bound.unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
-        let local = SocketAddrV4::new(
-            Some(*local.ip())
-                .filter(|ip| !ip.is_unspecified())
-                .unwrap_or(self.local_ip()),
-            local.port(),
-        );
-        let mss = maxseg.unwrap_or(self.route_mss()).min(self.route_mss());
+        let v6 = remote.is_ipv6();
+        if bound.is_some_and(|b| b.is_ipv6() != v6) {
+            return Err(libc::EINVAL);
+        }
+        let port = bound.map_or(0, |b| b.port());
+        let ip = bound
+            .map(|b| b.ip())
+            .filter(|ip| !ip.is_unspecified())
+            .unwrap_or(self.local_ip(v6));
+        let local = SocketAddr::new(ip, port);
+        let route_mss = self.route_mss(v6);
+        let mss = maxseg.unwrap_or(route_mss).min(route_mss);
         let now = self.now;
         let handle = self
             .stack
@@ -520,29 +530,56 @@ impl Shim {
         }
     }
 
-    /// The socket's local and remote addresses (getsockname / getpeername).
-    pub fn addresses(&mut self, fd: i32) -> Result<(SocketAddrV4, Option<SocketAddrV4>), Errno> {
-        match self.tcp_socket(fd)?.phase {
-            Phase::Fresh { bound } => Ok((
-                bound.unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
-                None,
-            )),
-            Phase::Listener(_) | Phase::Conn(_) => {
-                let Phase::Conn(handle) = self.tcp_socket(fd)?.phase else {
-                    return Ok((SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), None));
-                };
-                let (local, remote) = self.stack.tcp_addresses(handle).ok_or(libc::ENOTCONN)?;
-                Ok((v4(local), Some(v4(remote))))
+    /// The socket's local and remote addresses (getsockname / getpeername), in the
+    /// socket's family.
+    pub fn addresses(&mut self, fd: i32) -> Result<(SocketAddr, Option<SocketAddr>), Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let v6 = socket.v6;
+        match socket.phase {
+            Phase::Fresh { bound } => {
+                Ok((bound.map_or(unspecified(v6), |b| user_address(b, v6)), None))
             }
+            Phase::Listener(_) => Ok((unspecified(v6), None)),
+            Phase::Conn(handle) => {
+                let (local, remote) = self.stack.tcp_addresses(handle).ok_or(libc::ENOTCONN)?;
+                Ok((user_address(local, v6), Some(user_address(remote, v6))))
+            }
+        }
+    }
+
+    /// `addr` as the stack takes it, from a call on `fd`: an IPv4 address on an
+    /// `AF_INET` socket; on an `AF_INET6` one an IPv6 address, or an IPv4-mapped one
+    /// (`::ffff:a.b.c.d`, RFC 4291 2.5.5.2) as the IPv4 address it stands for. An IPv6
+    /// address on an `AF_INET` socket is EAFNOSUPPORT, an IPv4 one on an `AF_INET6`
+    /// socket EINVAL (Linux's errors).
+    fn stack_address(&mut self, fd: i32, addr: SocketAddr) -> Result<SocketAddr, Errno> {
+        let v6 = self.tcp_socket(fd)?.v6;
+        match (v6, addr) {
+            (false, SocketAddr::V4(_)) => Ok(addr),
+            (false, SocketAddr::V6(_)) => Err(libc::EAFNOSUPPORT),
+            (true, SocketAddr::V4(_)) => Err(libc::EINVAL),
+            (true, SocketAddr::V6(a)) => Ok(match a.ip().to_ipv4_mapped() {
+                Some(ip) => SocketAddr::new(IpAddr::V4(ip), a.port()),
+                None => addr,
+            }),
         }
     }
 }
 
-/// The shim's interface is IPv4: an address of the other family (none is ever made)
-/// shows as the unspecified IPv4 address.
-fn v4(addr: std::net::SocketAddr) -> SocketAddrV4 {
+/// The unspecified address of the socket's family, port 0.
+fn unspecified(v6: bool) -> SocketAddr {
+    if v6 {
+        SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0)
+    } else {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)
+    }
+}
+
+/// A stack address as a socket of the family (`v6`) shows it: IPv4 mapped on an IPv6
+/// socket.
+fn user_address(addr: SocketAddr, v6: bool) -> SocketAddr {
     match addr {
-        std::net::SocketAddr::V4(a) => a,
-        std::net::SocketAddr::V6(_) => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+        SocketAddr::V4(a) if v6 => SocketAddr::new(IpAddr::V6(a.ip().to_ipv6_mapped()), a.port()),
+        _ => addr,
     }
 }

@@ -132,7 +132,15 @@ impl LinuxTcpInfo {
         }
         LinuxTcpInfo {
             state: linux_state(info.state),
-            ca_state: if info.in_recovery { 3 } else { 0 },
+            // Linux's TCP_CA_Recovery (3), else TCP_CA_Disorder (1) while SACKed data
+            // sit above SND.UNA (`tcp_try_to_open`: "tcp_left_out(tp)"), else Open.
+            ca_state: if info.in_recovery {
+                3
+            } else if info.sacked > 0 {
+                1
+            } else {
+                0
+            },
             options,
             wscales,
             rto: micros(info.rto),
@@ -152,7 +160,10 @@ impl LinuxTcpInfo {
             },
             snd_cwnd: info.cwnd / mss,
             advmss: mss,
-            reordering: 3,
+            // Linux's tp->reordering: the sysctl's 3 segments, raised to the extent of
+            // the reordering seen (`tcp_check_sack_reordering`).
+            reordering: 3.max(info.reordering.div_ceil(mss)),
+            lost: segments(info.lost),
             notsent_bytes: info.bytes_queued.saturating_sub(info.bytes_in_flight),
             snd_wnd: info.snd_wnd,
             rcv_wnd: info.rcv_wnd,

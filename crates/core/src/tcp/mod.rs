@@ -452,6 +452,12 @@ pub struct TcpInfo {
     pub sacked: u32,
     /// True while in fast recovery.
     pub in_recovery: bool,
+    /// Bytes deemed lost (by RACK) and not SACKed since, resent or not: Linux's
+    /// `tcpi_lost` in bytes (0 without RACK).
+    pub lost: u32,
+    /// The largest extent of reordering seen, bytes: how far below the highest
+    /// sequence number delivered a segment sent once was delivered (0: none seen).
+    pub reordering: u32,
     /// Largest payload per segment we send (options already subtracted).
     pub snd_mss: u16,
     /// The window we advertise, bytes.

@@ -81,8 +81,18 @@ pub(crate) struct Delivered {
     /// A newly delivered run, never retransmitted, ended below the highest sequence
     /// number delivered before it (RFC 8985 §6.2 step 3: reordering).
     pub reordered: bool,
+    /// How far below that highest sequence number such a run began, in bytes (the
+    /// largest of this ACK's): the reordering's extent.
+    pub reorder_extent: usize,
     /// Bytes newly SACKed.
     pub sacked: usize,
+    /// The shortest RTT of the runs this ACK newly SACKed that were sent once: valid
+    /// RTT measurements (RFC 6298 §3: not of retransmitted segments) for RACK.min_RTT
+    /// (RFC 8985 §6.2 step 1), as Linux's `tcp_sacktag_one` takes them. A connection
+    /// whose first loss comes before any cumulative RTT sample (no timestamps and a
+    /// handshake that went out twice) then waits min_RTT/4 for reordering, as Linux
+    /// does, instead of deeming everything below the SACK lost at once.
+    pub sack_rtt: Option<Duration>,
 }
 
 /// The ACK's TSecr is older than the TSval `xmit` went out with (RFC 7323 §5.4 ticks:
@@ -227,6 +237,10 @@ impl SentLog {
                 run.sacked = true;
                 run.lost = false;
                 out.sacked += run.end - run.start;
+                if !run.retransmitted {
+                    let rtt = now.saturating_duration_since(run.xmit);
+                    out.sack_rtt = Some(out.sack_rtt.map_or(rtt, |r| r.min(rtt)));
+                }
             }
             take_in(run, now, (&mut *fack, min_rtt, tsecr), out);
         }
@@ -300,6 +314,17 @@ impl SentLog {
             .sum()
     }
 
+    /// Bytes deemed lost and not SACKed since, resent or not (Linux's `lost_out`, for
+    /// TCP_INFO): marked lost, or resent while `repairing` (in a recovery, where only
+    /// what was marked lost is resent).
+    pub fn deemed_lost_bytes(&self, repairing: bool) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| !r.sacked && (r.lost || (repairing && r.retransmitted)))
+            .map(|r| r.end - r.start)
+            .sum()
+    }
+
     /// Take back every loss mark (a retransmission timeout resends everything anyway,
     /// or an undo found the retransmissions spurious); with `unsack`, the SACK marks
     /// too (the scoreboard was distrusted after reneging).
@@ -360,6 +385,7 @@ fn take_in(
     // Step 3: "If Segment.end_seq < RACK.fack ... RACK.reordering_seen = TRUE".
     if !run.retransmitted && run.end < *fack {
         out.reordered = true;
+        out.reorder_extent = out.reorder_extent.max(*fack - run.start);
     }
     *fack = (*fack).max(run.end);
     if out
@@ -403,6 +429,9 @@ pub(crate) struct Rack {
     pub fack: SeqNumber,
     /// "RACK.reordering_seen".
     pub reordering_seen: bool,
+    /// The largest reordering extent seen, bytes (Linux's `tp->reordering`, which it
+    /// counts in segments; reported in TCP_INFO, no rule here uses it).
+    pub reorder_extent: u32,
     /// "RACK.reo_wnd_mult".
     pub reo_wnd_mult: u32,
     /// "RACK.reo_wnd_persist".
@@ -431,6 +460,7 @@ impl Rack {
             min_rtt: None,
             fack: snd_una,
             reordering_seen: false,
+            reorder_extent: 0,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
             dsack_round: None,
@@ -441,8 +471,13 @@ impl Rack {
 
     /// Take in what one ACK delivered (RFC 8985 §6.2 steps 1-3).
     pub fn on_delivered(&mut self, d: &Delivered) {
+        if let Some(rtt) = d.sack_rtt {
+            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        }
         if d.reordered {
             self.reordering_seen = true;
+            let extent = u32::try_from(d.reorder_extent).unwrap_or(u32::MAX);
+            self.reorder_extent = self.reorder_extent.max(extent);
         }
         if let Some((xmit, end, rtt)) = d.latest {
             self.rtt = rtt;
@@ -722,6 +757,47 @@ mod tests {
         // The two lost segments that follow are one repair.
         assert_eq!(rack.log.next_lost(1000), Some((s(100), 200)));
         assert_eq!(rack.log.pipe(), 100);
+    }
+
+    /// Before any RTT sample (no timestamps, a handshake that went out twice), the
+    /// first SACK's RTT of a segment sent once is RACK.min_RTT (RFC 8985 §6.2 step 1,
+    /// RFC 6298 §3): the reordering window is min_RTT/4, not zero, so the segments
+    /// below the SACK wait for it. A SACK of a retransmitted segment gives none.
+    #[test]
+    fn the_first_sack_gives_min_rtt_before_any_other_sample() {
+        let mut rack = Rack::new(true, s(0), 0);
+        for i in 0..4 {
+            rack.log.on_send(s(i * 100), s(i * 100 + 100), t(0));
+        }
+        assert_eq!(rack.reo_wnd(false, 1, None), Duration::ZERO);
+        let mut d = Delivered::default();
+        let mut fack = rack.fack;
+        rack.log.deliver(
+            (s(300), s(400)),
+            false,
+            t(100),
+            (&mut fack, None, None),
+            &mut d,
+        );
+        assert_eq!(d.sack_rtt, Some(MS(100)));
+        rack.fack = fack;
+        rack.on_delivered(&d);
+        assert_eq!(rack.min_rtt, Some(MS(100)));
+        assert_eq!(rack.reo_wnd(false, 1, None), MS(25));
+        // Segment 0 is lost at 0 + 100 + 25 ms, not at once.
+        let (lost, _, timer) = rack.detect_loss(MS(25), t(100));
+        assert_eq!((lost, timer), (0, Some(MS(25))));
+        // A retransmitted segment SACKed: no sample (it may be the first copy's).
+        rack.log.on_send(s(100), s(200), t(110));
+        let mut d = Delivered::default();
+        rack.log.deliver(
+            (s(100), s(200)),
+            false,
+            t(115),
+            (&mut fack, rack.min_rtt, None),
+            &mut d,
+        );
+        assert_eq!(d.sack_rtt, None);
     }
 
     #[test]

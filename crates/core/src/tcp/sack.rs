@@ -8,7 +8,6 @@
 //! caller sets it to SND.UNA on entering recovery and to `seq + len` after each
 //! retransmission), so "greater than HighRxt" in RFC 6675 reads `>= high_rxt` here.
 
-
 use impnet_wire::tcp::SackBlock;
 
 use super::lazy_vec::LazyVec;

@@ -156,11 +156,11 @@ pub(crate) struct Recovery {
     /// Started after a retransmission timeout to repair the holes SACK shows: the
     /// timeout already cut the window, so no further cut, and slow start goes on.
     pub after_rto: bool,
-    /// RFC 6937 PRR state (SACK recovery that cut the window).
+    /// RFC 9937 PRR state (SACK recovery that cut the window).
     pub prr: Prr,
 }
 
-/// RFC 6937 Proportional Rate Reduction, all in bytes.
+/// RFC 9937 Proportional Rate Reduction, all in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Prr {
     /// "prr_delivered": data delivered to the receiver since recovery began.

@@ -593,6 +593,11 @@ impl Conn {
             retransmits: self.retransmits,
             sacked: snd.map_or(0, |s| s.scoreboard.sacked_bytes() as u32),
             in_recovery: snd.is_some_and(|s| s.recovery.is_some()),
+            lost: snd.map_or(0, |s| {
+                let repairing = s.recovery.is_some() || s.rto_recover.is_some();
+                s.rack.log.deemed_lost_bytes(repairing) as u32
+            }),
+            reordering: snd.map_or(0, |s| s.rack.reorder_extent),
             snd_mss: self.opts.snd_mss() as u16,
             soft_error: self.soft_error,
             path_mtu: (self.opts.path_mss != u16::MAX).then(|| self.opts.path_mss + 40),

@@ -515,7 +515,7 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
     }
     // RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
     // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg()"; the room
-    // is PRR's after a window cut (RFC 6937), and with RACK the segment its first lost.
+    // is PRR's after a window cut (RFC 9937), and with RACK the segment its first lost.
     let room = recovery_room(snd, true, mss).unwrap_or(0);
     let (seq, len) = if snd.rack.enabled {
         snd.rack.log.next_lost(mss)?

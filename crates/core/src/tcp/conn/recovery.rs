@@ -1,5 +1,5 @@
 //! Loss recovery on top of the ACK processing in `input.rs`: RACK-TLP loss detection
-//! (RFC 8985), PRR's window during SACK recovery (RFC 6937), and the detection and
+//! (RFC 8985), PRR's window during SACK recovery (RFC 9937), and the detection and
 //! undo of spurious retransmissions (D-SACK, RFC 3708; Eifel, RFC 3522; the response
 //! after RFC 4015). The data structures are in `rack.rs`; this is the wiring to the
 //! connection: what each ACK, each send and the two timers do.
@@ -28,7 +28,7 @@ use crate::time::{Duration, Instant};
 pub(crate) struct AckBefore {
     /// SND.UNA.
     pub snd_una: SeqNumber,
-    /// Bytes SACKed (RFC 6937 counts their change as delivered).
+    /// Bytes SACKed (PRR counts their change as delivered).
     pub sacked: usize,
     /// In recovery.
     pub in_recovery: bool,
@@ -65,7 +65,7 @@ impl Conn {
             // probe or PRR to settle, and no loss to find (as `detect_loss` says
             // without a scoreboard or a recovery).
             if snd.rack.enabled {
-                snd.rack.min_rtt = min_rtt;
+                snd.rack.min_rtt = merge_min_rtt(snd.rack.min_rtt, min_rtt);
                 rack_update(snd, seg, (before.snd_una, tsecr), now, false);
             }
             let probe = snd.snd_una > before.snd_una;
@@ -89,7 +89,7 @@ impl Conn {
             stats.dsacks_received += 1;
         }
         if snd.rack.enabled {
-            snd.rack.min_rtt = min_rtt;
+            snd.rack.min_rtt = merge_min_rtt(snd.rack.min_rtt, min_rtt);
             rack_update(snd, seg, (before.snd_una, tsecr), now, dsack.is_some());
         }
         if before.in_recovery && snd.recovery.is_none() {
@@ -116,13 +116,8 @@ impl Conn {
         spurious_by_dsack(snd, stats, dsack);
         spurious_by_eifel(snd, stats, ack, tsecr);
         tlp_on_ack(snd, now, ack);
-        let reorder = detect_loss(snd, stats, now, srtt, mss);
-        if snd.recovery.as_deref().is_some_and(|r| !r.after_rto) {
-            // RFC 6937: "DeliveredData = change_in(snd.una) + change_in(SACKd)".
-            let sacked_now = snd.scoreboard.sacked_bytes();
-            let data = (ack - before.snd_una + sacked_now).saturating_sub(before.sacked);
-            prr_on_ack(snd, data, mss);
-        }
+        let (reorder, newly_lost) = detect_loss(snd, stats, now, srtt, mss);
+        prr_after_ack(snd, ack, before, newly_lost, mss);
         let probe = snd.snd_una > before.snd_una;
         if probe {
             // A probe the PTO asked for and that never went (no room) is moot now.
@@ -148,8 +143,8 @@ impl Conn {
         if !snd.rack.enabled {
             return;
         }
-        let reorder = detect_loss(snd, &mut ctx.shared.stats, now, srtt, mss);
-        prr_on_ack(snd, 0, mss);
+        let (reorder, _) = detect_loss(snd, &mut ctx.shared.stats, now, srtt, mss);
+        prr_on_ack(snd, 0, mss, false);
         if let Some(wait) = reorder {
             self.timers.set(Timer::Reorder, now + wait);
         }
@@ -313,6 +308,16 @@ fn quiet_ack(snd: &Snd, seg: &Repr<'_>, before: AckBefore) -> bool {
         && snd.scoreboard.is_empty()
 }
 
+/// RACK.min_RTT (RFC 8985 §6.2 step 1): the smaller of RACK's own (from SACKed
+/// segments, `Delivered::sack_rtt`) and the RTT estimator's (both minima over the
+/// connection's life).
+fn merge_min_rtt(rack: Option<Duration>, estimator: Option<Duration>) -> Option<Duration> {
+    match (rack, estimator) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// RFC 8985 §6.2 steps 1-3 for one ACK (SND.UNA before it and its TSecr): what it
 /// delivered, cumulatively and by SACK (the D-SACK block excepted), updates RACK.
 fn rack_update(
@@ -348,20 +353,20 @@ fn rack_update(
 }
 
 /// RACK loss marking (RFC 8985 §6.2 step 5); the first loss starts recovery. Returns
-/// the reorder timer's delay, if one is needed.
+/// the reorder timer's delay, if one is needed, and the bytes newly marked lost.
 fn detect_loss(
     snd: &mut Snd,
     stats: &mut TcpStats,
     now: Instant,
     srtt: Option<Duration>,
     mss: usize,
-) -> Option<Duration> {
+) -> (Option<Duration>, usize) {
     let in_recovery = snd.recovery.is_some() || snd.rto_recover.is_some();
     // Nothing SACKed and no recovery: every segment still out was sent after the most
     // recent one delivered (cumulative ACKs deliver in sequence order), so none can be
     // lost by RACK's rule; skip the walk on the common ACK.
     if !snd.rack.enabled || (!in_recovery && snd.scoreboard.is_empty()) {
-        return None;
+        return (None, 0);
     }
     let segs_sacked = snd.scoreboard.sacked_bytes() / mss.max(1);
     let reo_wnd = snd.rack.reo_wnd(in_recovery, segs_sacked, srtt);
@@ -373,7 +378,7 @@ fn detect_loss(
         stats.fast_retransmits += 1;
         enter_recovery(snd, now, true, after_rto);
     }
-    timeout
+    (timeout, lost)
 }
 
 /// Start loss recovery (RFC 6675 §5 / RFC 6582 §3.2 step 2): the recovery point, the
@@ -406,11 +411,36 @@ pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto:
     }));
 }
 
-/// RFC 6937 on an ACK in recovery, PRR-SSRB: "prr_delivered += DeliveredData; pipe =
-/// (RFC 6675 pipe algorithm); if (pipe > ssthresh) { sndcnt = CEIL(prr_delivered *
-/// ssthresh / RecoverFS) - prr_out } else { limit = MAX(prr_delivered - prr_out,
-/// DeliveredData) + MSS; sndcnt = MIN(ssthresh - pipe, limit) }".
-fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize) {
+/// PRR's share of an ACK in a recovery that cut the window (`ack`: SND.UNA after it;
+/// `newly_lost`: bytes RACK deemed lost on it).
+fn prr_after_ack(snd: &mut Snd, ack: SeqNumber, before: AckBefore, newly_lost: usize, mss: usize) {
+    if snd.recovery.as_deref().is_none_or(|r| r.after_rto) {
+        return;
+    }
+    // RFC 9937's DeliveredData: bytes newly acknowledged, cumulatively or by SACK.
+    let sacked_now = snd.scoreboard.sacked_bytes();
+    let data = (ack - before.snd_una + sacked_now).saturating_sub(before.sacked);
+    // RFC 9937's SafeACK: the ACK advances SND.UNA and indicates no further loss (RACK
+    // marked nothing new; without RACK, nothing newly SACKed above the holes), as
+    // Linux's `FLAG_SND_UNA_ADVANCED && !newly_lost`.
+    let further_loss = if snd.rack.enabled {
+        newly_lost > 0
+    } else {
+        sacked_now > before.sacked
+    };
+    prr_on_ack(snd, data, mss, ack > before.snd_una && !further_loss);
+}
+
+/// RFC 9937 (PRR, Standards Track, obsoleting the experimental RFC 6937) on an ACK in
+/// recovery: prr_delivered grows by DeliveredData; above ssthresh, sndcnt =
+/// CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out; at or below it, the
+/// conservative bound MAX(prr_delivered - prr_out, DeliveredData) by default (PRR-CRB),
+/// one SMSS more only on a SafeACK (SND.UNA advances and no further loss is indicated:
+/// `safe_ack`, PRR-SSRB), capped by ssthresh - pipe; and one SMSS when nothing was sent
+/// yet, which forces the fast retransmit on entering recovery. RFC 6937 added the SMSS
+/// on every ACK: two segments for each one delivered while losses go on (Linux's
+/// `tcp_cwnd_reduction` has used the conditional bound since 2015).
+fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize, safe_ack: bool) {
     if snd.recovery.as_deref().is_none_or(|r| r.after_rto) {
         return;
     }
@@ -426,9 +456,13 @@ fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize) {
             .unwrap_or(usize::MAX)
             .saturating_sub(prr.out)
     } else {
-        let limit = prr.delivered.saturating_sub(prr.out).max(delivered) + mss;
+        let bound = prr.delivered.saturating_sub(prr.out).max(delivered);
+        let limit = if safe_ack { bound + mss } else { bound };
         (ssthresh - pipe).min(limit)
     };
+    if prr.out == 0 && prr.sndcnt == 0 {
+        prr.sndcnt = mss;
+    }
 }
 
 /// RFC 6675's pipe during SACK recovery, with RACK's loss marks when RACK is on.
