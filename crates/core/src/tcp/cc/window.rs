@@ -45,10 +45,11 @@ pub(crate) fn scale(value: usize, new: usize, old: usize) -> usize {
 /// The congestion window of one connection and what its reductions and growth keep.
 #[derive(Debug, Clone)]
 pub(crate) struct Window {
-    /// SMSS in bytes (at least 1).
-    mss: usize,
+    /// SMSS in bytes (at least 1; `u32` as the other narrow fields: a connection holds
+    /// one of these, `Window::mss` widens it).
+    smss: u32,
     /// Initial window in segments (at least 1), kept for idle restarts.
-    initial_window_segments: usize,
+    iw_segments: u32,
     /// Congestion window in bytes (at least one SMSS). The algorithms set it as their
     /// rules say; the operations below keep the invariant.
     pub(crate) cwnd: usize,
@@ -63,6 +64,11 @@ pub(crate) struct Window {
     slow_start_after_rto: bool,
 }
 
+/// `n` as stored in a [`Window`] (saturating: no MSS or segment count comes near 4 GiB).
+fn narrow(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 impl Window {
     /// The window for SMSS `mss` with an initial window of `initial_window_segments`
     /// segments (see [`initial_window`]) and an arbitrarily high ssthresh. Zero
@@ -71,8 +77,8 @@ impl Window {
         let mss = mss.max(1);
         let initial_window_segments = initial_window_segments.max(1);
         Window {
-            mss,
-            initial_window_segments,
+            smss: narrow(mss),
+            iw_segments: narrow(initial_window_segments),
             cwnd: initial_window(mss, initial_window_segments),
             ssthresh: INITIAL_SSTHRESH,
             bytes_acked: 0,
@@ -82,8 +88,9 @@ impl Window {
     }
 
     /// SMSS in bytes.
+    #[inline]
     pub(crate) fn mss(&self) -> usize {
-        self.mss
+        self.smss as usize
     }
 
     /// Whether cwnd is below ssthresh.
@@ -103,7 +110,7 @@ impl Window {
     /// changed.
     pub(crate) fn set_mss(&mut self, mss: usize) -> Option<usize> {
         let mss = mss.max(1);
-        let old = self.mss;
+        let old = self.mss();
         if mss == old {
             return None;
         }
@@ -114,7 +121,7 @@ impl Window {
                 .min(INITIAL_SSTHRESH);
         }
         self.bytes_acked = 0;
-        self.mss = mss;
+        self.smss = narrow(mss);
         Some(old)
     }
 
@@ -128,7 +135,7 @@ impl Window {
     pub(crate) fn was_used(&self, acked_bytes: usize, bytes_in_flight: usize) -> bool {
         cwnd_limited(
             self.cwnd,
-            self.mss,
+            self.mss(),
             bytes_in_flight + acked_bytes,
             self.in_slow_start(),
         )
@@ -140,9 +147,9 @@ impl Window {
     /// shrink the increment.
     pub(crate) fn slow_start(&mut self, acked_bytes: usize, growth: Growth) {
         let limit = if self.slow_start_after_rto {
-            self.mss
+            self.mss()
         } else {
-            2 * self.mss
+            2 * self.mss()
         };
         self.cwnd = self
             .cwnd
@@ -164,14 +171,14 @@ impl Window {
         self.bytes_acked = self.bytes_acked.saturating_add(acked_bytes);
         if self.bytes_acked >= self.cwnd {
             self.bytes_acked -= self.cwnd;
-            self.cwnd = self.cwnd.saturating_add(self.mss);
+            self.cwnd = self.cwnd.saturating_add(self.mss());
             self.bytes_acked = self.bytes_acked.min(self.cwnd - 1);
         }
     }
 
     /// RFC 5681 §3.1 equation (4): "ssthresh = max (FlightSize / 2, 2*SMSS)".
     pub(crate) fn reduced_ssthresh(&self, bytes_in_flight: usize) -> usize {
-        (bytes_in_flight / 2).max(2 * self.mss)
+        (bytes_in_flight / 2).max(2 * self.mss())
     }
 
     /// Fast recovery without SACK with the algorithm's new `ssthresh`: RFC 5681 §3.2
@@ -180,7 +187,7 @@ impl Window {
     /// and which the receiver has buffered."
     pub(crate) fn enter_recovery(&mut self, ssthresh: usize) {
         self.ssthresh = ssthresh;
-        self.cwnd = ssthresh + 3 * self.mss;
+        self.cwnd = ssthresh + 3 * self.mss();
         self.bytes_acked = 0;
         self.slow_start_after_rto = false;
     }
@@ -197,7 +204,7 @@ impl Window {
     /// RFC 5681 §3.2 step 4 (which RFC 6582 keeps): "For each additional duplicate ACK
     /// received (after the third), cwnd MUST be incremented by SMSS."
     pub(crate) fn on_dup_ack_in_recovery(&mut self) {
-        self.cwnd = self.cwnd.saturating_add(self.mss);
+        self.cwnd = self.cwnd.saturating_add(self.mss());
     }
 
     /// RFC 6582 §3.2 step 3, partial acknowledgments: "Deflate the congestion window by
@@ -209,10 +216,10 @@ impl Window {
             self.rto_unacked = false;
         }
         self.cwnd = self.cwnd.saturating_sub(acked_bytes);
-        if acked_bytes >= self.mss {
-            self.cwnd += self.mss;
+        if acked_bytes >= self.mss() {
+            self.cwnd += self.mss();
         }
-        self.cwnd = self.cwnd.max(self.mss);
+        self.cwnd = self.cwnd.max(self.mss());
     }
 
     /// RFC 6582 §3.2 step 3, full acknowledgments, option (1): "Set cwnd to either (1)
@@ -221,7 +228,7 @@ impl Window {
     /// a burst when little is outstanding.
     pub(crate) fn on_exit_recovery(&mut self, bytes_in_flight: usize) {
         self.rto_unacked = false;
-        self.cwnd = self.ssthresh.min(bytes_in_flight.max(self.mss) + self.mss);
+        self.cwnd = self.ssthresh.min(bytes_in_flight.max(self.mss()) + self.mss());
         self.bytes_acked = 0;
     }
 
@@ -236,7 +243,7 @@ impl Window {
         if !self.rto_unacked {
             self.ssthresh = ssthresh;
         }
-        self.cwnd = self.mss;
+        self.cwnd = self.mss();
         self.bytes_acked = 0;
         self.rto_unacked = true;
         self.slow_start_after_rto = true;
@@ -248,7 +255,7 @@ impl Window {
     pub(crate) fn on_idle_restart(&mut self) {
         self.cwnd = self
             .cwnd
-            .min(initial_window(self.mss, self.initial_window_segments));
+            .min(initial_window(self.mss(), self.iw_segments as usize));
         self.bytes_acked = 0;
     }
 
