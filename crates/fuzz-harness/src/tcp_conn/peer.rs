@@ -264,6 +264,7 @@ impl Peer {
             mss: (bits & 16 != 0 && flags.syn()).then_some(1460),
             window_scale: (bits & 32 != 0 && flags.syn()).then(|| input.u8() % 16),
             sack_permitted: bits & 64 != 0 && flags.syn(),
+            fast_open: None,
         }
     }
 }
