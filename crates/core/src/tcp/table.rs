@@ -304,7 +304,11 @@ impl Tcp {
 
     fn conn(&self, handle: TcpHandle) -> Option<&Conn> {
         let slot = self.slots.get(handle.index as usize)?;
-        match slot.socket.as_ref().filter(|_| slot.generation == handle.generation)? {
+        match slot
+            .socket
+            .as_ref()
+            .filter(|_| slot.generation == handle.generation)?
+        {
             Socket::Conn(c) => Some(c),
             Socket::Listener(_) => None,
         }
@@ -999,7 +1003,11 @@ impl Tcp {
     /// than `max_pending` such connections wait for the ACK of their SYN-ACK (0 turns
     /// Fast Open off). Cookie requests are answered with a cookie keyed from the
     /// stack's secret over the client's address.
-    pub fn set_fast_open(&mut self, listener: TcpHandle, max_pending: usize) -> Result<(), TcpError> {
+    pub fn set_fast_open(
+        &mut self,
+        listener: TcpHandle,
+        max_pending: usize,
+    ) -> Result<(), TcpError> {
         match self.socket_mut(listener) {
             Some(Socket::Listener(l)) => {
                 l.fast_open = (max_pending > 0).then(|| ListenFastOpen {

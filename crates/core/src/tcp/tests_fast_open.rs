@@ -80,7 +80,11 @@ fn a_cookie_request_gets_a_cookie_and_a_plain_handshake() {
     // Without Fast Open on the listener the option is ignored: no cookie.
     let mut plain = Tcp::new(config(), &secret(21));
     plain.listen(LOCAL, 8).unwrap();
-    send!(plain, 0, syn(40000, 7000, Some(FastOpenCookie::REQUEST), &[]));
+    send!(
+        plain,
+        0,
+        syn(40000, 7000, Some(FastOpenCookie::REQUEST), &[])
+    );
     assert_eq!(parse(&recv!(plain, 0)).options.fast_open, None);
 }
 
@@ -88,7 +92,11 @@ fn a_cookie_request_gets_a_cookie_and_a_plain_handshake() {
 fn data_with_a_valid_cookie_is_readable_before_the_third_segment() {
     let (mut tcp, l) = fast_open_listener(4);
     let cookie = get_cookie(&mut tcp);
-    send!(tcp, 10, syn(41000, 90_000, Some(cookie), b"GET / HTTP/1.0\r\n\r\n"));
+    send!(
+        tcp,
+        10,
+        syn(41000, 90_000, Some(cookie), b"GET / HTTP/1.0\r\n\r\n")
+    );
     // The SYN-ACK acknowledges the SYN and its 18 bytes, and grants no new cookie.
     let bytes = recv!(tcp, 10);
     let synack = parse(&bytes);
@@ -109,16 +117,8 @@ fn data_with_a_valid_cookie_is_readable_before_the_third_segment() {
     assert_eq!((data.seq, data.ack), (iss.wrapping_add(1), 90_019));
     assert_eq!(data.payload, b"200 OK");
     // The handshake's ACK, then the ACK of the answer.
-    send!(
-        tcp,
-        20,
-        peer_ack(41000, 90_019, iss.wrapping_add(1))
-    );
-    send!(
-        tcp,
-        21,
-        peer_ack(41000, 90_019, iss.wrapping_add(7))
-    );
+    send!(tcp, 20, peer_ack(41000, 90_019, iss.wrapping_add(1)));
+    send!(tcp, 21, peer_ack(41000, 90_019, iss.wrapping_add(7)));
     recv_nothing!(tcp, 21);
     assert_eq!(tcp.send_queued(c), 0);
 }
@@ -138,7 +138,11 @@ fn a_forged_cookie_gets_a_plain_handshake_and_the_data_comes_again() {
     assert_eq!(synack.ack, 90_001);
     assert_eq!(synack.options.fast_open, Some(good));
     assert_eq!(tcp.stats().fast_open_rejected, 1);
-    assert_eq!(tcp.accept(l), Err(TcpError::WouldBlock), "nothing delivered");
+    assert_eq!(
+        tcp.accept(l),
+        Err(TcpError::WouldBlock),
+        "nothing delivered"
+    );
     // The client sends the data again after the handshake, as any data.
     send!(
         tcp,
@@ -177,7 +181,10 @@ fn a_replayed_syn_with_data_is_not_delivered_twice() {
     send!(tcp, 15, syn(41000, 90_000, Some(cookie), b"once"));
     let bytes = recv!(tcp, 15);
     let again = parse(&bytes);
-    assert_eq!((again.seq, again.ack, again.flags.syn()), (synack.seq, 90_005, true));
+    assert_eq!(
+        (again.seq, again.ack, again.flags.syn()),
+        (synack.seq, 90_005, true)
+    );
     assert_eq!(read_all(&mut tcp, 15, c), b"");
     // Once the handshake completed, a replay is only challenged (RFC 5961 §4.2).
     let iss1 = synack.seq.wrapping_add(1);
@@ -188,7 +195,11 @@ fn a_replayed_syn_with_data_is_not_delivered_twice() {
     assert_eq!(challenge.flags, Flags::ACK);
     assert_eq!((challenge.seq, challenge.ack), (iss1, 90_005));
     assert_eq!(read_all(&mut tcp, 30, c), b"");
-    assert_eq!(tcp.accept(l), Err(TcpError::WouldBlock), "no second connection");
+    assert_eq!(
+        tcp.accept(l),
+        Err(TcpError::WouldBlock),
+        "no second connection"
+    );
     assert_eq!(tcp.stats().fast_open_accepted, 1);
 }
 
@@ -208,11 +219,7 @@ fn the_cap_on_pending_fast_open_children() {
     assert_eq!(tcp.accept(l), Err(TcpError::WouldBlock));
     assert_eq!(read_all(&mut tcp, 11, c), b"a");
     // The first one's handshake completes: room again.
-    send!(
-        tcp,
-        20,
-        peer_ack(41000, 90_002, first.seq.wrapping_add(1))
-    );
+    send!(tcp, 20, peer_ack(41000, 90_002, first.seq.wrapping_add(1)));
     send!(tcp, 21, syn(41002, 60_000, Some(cookie), b"c"));
     assert_eq!(parse(&recv!(tcp, 21)).ack, 60_002);
     assert_eq!(tcp.stats().fast_open_accepted, 2);
@@ -303,7 +310,10 @@ fn the_client_asks_for_a_cookie_then_sends_data_on_the_syn() {
     let synack = e.to_client(1);
     let cookie = synack[0].options.fast_open.unwrap();
     let sent = e.to_server(2, false);
-    let data: Vec<u8> = sent.iter().flat_map(|r| r.payload.iter().copied()).collect();
+    let data: Vec<u8> = sent
+        .iter()
+        .flat_map(|r| r.payload.iter().copied())
+        .collect();
     assert_eq!(data, b"hello");
     let s1 = e.server.accept(e.listener).unwrap();
     assert_eq!(read_all(&mut e.server, 2, s1), b"hello");
@@ -353,7 +363,10 @@ fn a_syn_ack_that_acknowledges_only_the_syn_gets_the_data_again() {
     assert_eq!(synack[0].ack, syn[0].seq.wrapping_add(1), "only the SYN");
     assert!(synack[0].options.fast_open.is_some(), "the new cookie");
     let sent = e.to_server(12, false);
-    let data: Vec<u8> = sent.iter().flat_map(|r| r.payload.iter().copied()).collect();
+    let data: Vec<u8> = sent
+        .iter()
+        .flat_map(|r| r.payload.iter().copied())
+        .collect();
     assert_eq!(data, b"payload");
     assert_eq!(sent[0].seq, syn[0].seq.wrapping_add(1));
     let s = e.server.accept(e.listener).unwrap();
@@ -384,7 +397,10 @@ fn a_syn_with_data_that_is_dropped_falls_back_to_a_plain_syn() {
     assert!(again[0].payload.is_empty(), "no data");
     e.to_client(t + 1);
     let sent = e.to_server(t + 2, false);
-    let data: Vec<u8> = sent.iter().flat_map(|r| r.payload.iter().copied()).collect();
+    let data: Vec<u8> = sent
+        .iter()
+        .flat_map(|r| r.payload.iter().copied())
+        .collect();
     assert_eq!(data, b"lost?");
     let s = e.server.accept(e.listener).unwrap();
     assert_eq!(read_all(&mut e.server, t + 2, s), b"lost?");

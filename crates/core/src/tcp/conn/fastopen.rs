@@ -69,7 +69,12 @@ impl Conn {
     /// cookie it grants, and count whether it acknowledged the SYN's data (RFC 7413
     /// §4.2.2: if not, the data goes again after the handshake, as any unacknowledged
     /// data would).
-    pub(super) fn on_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, iss: SeqNumber) {
+    pub(super) fn on_fast_open_syn_ack(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        seg: &Repr<'_>,
+        iss: SeqNumber,
+    ) {
         let State::SynSent(s) = &self.state else {
             return;
         };
@@ -130,7 +135,14 @@ impl Conn {
             return;
         };
         let irs = SeqNumber(seg.seq);
-        let snd = new_snd(&ctx.shared.config, &self.opts, iss, buffer, snd_wnd, irs - 1);
+        let snd = new_snd(
+            &ctx.shared.config,
+            &self.opts,
+            iss,
+            buffer,
+            snd_wnd,
+            irs - 1,
+        );
         self.state = State::Established(Established { snd, rcv });
         self.on_text(ctx, seg);
         // The SYN-ACK acknowledges the data; no ACK of its own follows.
@@ -144,9 +156,7 @@ impl Conn {
     /// Server: a Fast Open child whose SYN-ACK the peer has not acknowledged yet.
     pub fn fast_open_awaits_ack(&self) -> bool {
         match &self.state {
-            State::Established(Established { snd, rcv }) => {
-                syn_ack_unacked(snd.snd_wl1, rcv.irs)
-            }
+            State::Established(Established { snd, rcv }) => syn_ack_unacked(snd.snd_wl1, rcv.irs),
             _ => false,
         }
     }
@@ -158,7 +168,10 @@ impl Conn {
         let resend = seg.flags.syn()
             && !seg.flags.ack()
             && self.fast_open_awaits_ack()
-            && self.state.rcv().is_some_and(|r| r.irs == SeqNumber(seg.seq));
+            && self
+                .state
+                .rcv()
+                .is_some_and(|r| r.irs == SeqNumber(seg.seq));
         if resend {
             self.queue_fast_open_syn_ack(ctx);
         }
