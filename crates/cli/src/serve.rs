@@ -67,6 +67,11 @@ pub struct ServeArgs {
     /// Write the QUIC echo server's certificate (DER) to FILE, for clients to trust.
     #[arg(long, value_name = "FILE")]
     pub quic_cert: Option<PathBuf>,
+    /// TCP Fast Open (RFC 7413) on every TCP service: a client holding a cookie (curl
+    /// --tcp-fastopen after its first connection) sends its request on the SYN; at most
+    /// QLEN (default 16) such connections per service wait for their handshake's end.
+    #[arg(long, value_name = "QLEN", num_args = 0..=1, default_missing_value = "16")]
+    pub fastopen: Option<usize>,
 }
 
 /// Connections served, over all services (for the closing line).
@@ -228,6 +233,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let local = stack.listen_addr(port);
         let listener = impnet::tokio::TcpListener::bind(&stack.rt, local)
             .map_err(|e| format!("cannot listen on {local} for http: {e}"))?;
+        if let Some(qlen) = args.fastopen {
+            listener
+                .set_fast_open(qlen)
+                .map_err(|e| format!("--fastopen on {local}: {e}"))?;
+        }
         names.push(format!("http ({port})"));
         let driver = impnet::tokio::drive(&stack.rt);
         threads.push(spawn("http", move || {
@@ -247,6 +257,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let local = stack.listen_addr(port);
         let listener = TcpListener::bind(&stack.rt, local)
             .map_err(|e| format!("cannot listen on {local} for {name}: {e}"))?;
+        if let Some(qlen) = args.fastopen {
+            listener
+                .set_fast_open(qlen)
+                .map_err(|e| format!("--fastopen on {local}: {e}"))?;
+        }
         names.push(format!("{name} ({port})"));
         threads.push(spawn(name, move || accept_loop(name, &listener, &handler)));
     }
