@@ -117,8 +117,8 @@ pub struct Peer {
     pending: Model,
     /// The TCP Fast Open cookie our listener granted, for the peer's later SYNs.
     pub cookie: Option<FastOpenCookie>,
-    /// The sequence number and data length of the peer's last SYN (without ACK): a
-    /// SYN-ACK that acknowledges its Fast Open data too answers it.
+    /// The sequence number and data length of the peer's last SYN if it carried a Fast
+    /// Open cookie and data: a SYN-ACK that acknowledges the data too answers it.
     last_syn: Option<(u32, u32)>,
 }
 
@@ -190,8 +190,11 @@ impl Peer {
 
     /// The peer sent `seg`.
     pub fn sent(&mut self, seg: &Repr<'_>) {
-        if seg.flags.syn() && !seg.flags.ack() {
-            self.last_syn = Some((seg.seq, seg.payload.len() as u32));
+        // Only a SYN that may open a Fast Open child: data and a cookie, no ACK or RST.
+        if seg.flags.syn() && !seg.flags.ack() && !seg.flags.rst() {
+            let fast_open = seg.options.fast_open.is_some_and(|c| !c.is_request());
+            self.last_syn = (fast_open && !seg.payload.is_empty())
+                .then_some((seg.seq, seg.payload.len() as u32));
         }
         let start = self.offset(seg.seq);
         let len = seg.segment_len() as i64;
