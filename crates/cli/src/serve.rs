@@ -7,7 +7,7 @@
 //! so all threads wind down) and exits 0.
 
 use std::io::{self, Write};
-use std::net::{Shutdown, SocketAddrV4};
+use std::net::{Shutdown, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -233,11 +233,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let local = stack.listen_addr(port);
         let listener = impnet::tokio::TcpListener::bind(&stack.rt, local)
             .map_err(|e| format!("cannot listen on {local} for http: {e}"))?;
-        if let Some(qlen) = args.fastopen {
-            listener
-                .set_fast_open(qlen)
-                .map_err(|e| format!("--fastopen on {local}: {e}"))?;
-        }
+        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
         names.push(format!("http ({port})"));
         let driver = impnet::tokio::drive(&stack.rt);
         threads.push(spawn("http", move || {
@@ -257,11 +253,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let local = stack.listen_addr(port);
         let listener = TcpListener::bind(&stack.rt, local)
             .map_err(|e| format!("cannot listen on {local} for {name}: {e}"))?;
-        if let Some(qlen) = args.fastopen {
-            listener
-                .set_fast_open(qlen)
-                .map_err(|e| format!("--fastopen on {local}: {e}"))?;
-        }
+        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
         names.push(format!("{name} ({port})"));
         threads.push(spawn(name, move || accept_loop(name, &listener, &handler)));
     }
@@ -289,6 +281,17 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let gone = wait_for_stop(&rt, &stop);
     shutdown(&rt, threads);
     gone.map_or(Ok(()), Err)
+}
+
+/// `--fastopen` on the listener on `local` (`set` turns it on with the queue length).
+fn fast_open(
+    args: &ServeArgs,
+    local: SocketAddr,
+    set: impl FnOnce(usize) -> io::Result<()>,
+) -> Result<(), String> {
+    args.fastopen.map_or(Ok(()), |qlen| {
+        set(qlen).map_err(|e| format!("--fastopen on {local}: {e}"))
+    })
 }
 
 /// Until Ctrl-C (or SIGTERM) or the runtime lost its devices (then why); `stop` is

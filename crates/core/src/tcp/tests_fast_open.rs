@@ -37,7 +37,7 @@ fn get_cookie(tcp: &mut Tcp) -> FastOpenCookie {
     send!(tcp, 0, syn(40000, 7000, Some(FastOpenCookie::REQUEST), &[]));
     let bytes = poll(tcp, 0).expect("a SYN-ACK");
     let synack = parse(&bytes);
-    assert_eq!(synack.flags.syn(), true);
+    assert!(synack.flags.syn());
     let cookie = synack.options.fast_open.expect("a cookie");
     assert_eq!(cookie.as_bytes().len(), 8);
     cookie
@@ -256,7 +256,7 @@ impl Ends {
     }
 
     /// Everything the client sends now, delivered to the server (unless `drop`), parsed.
-    fn to_server(&mut self, t: u64, drop: bool) -> Vec<Repr<'static>> {
+    fn deliver_to_server(&mut self, t: u64, drop: bool) -> Vec<Repr<'static>> {
         let mut seen = Vec::new();
         while let Some(bytes) = poll_any(&mut self.client, t) {
             let repr = parse_from_client(&bytes);
@@ -273,7 +273,7 @@ impl Ends {
     }
 
     /// Everything the server sends now, delivered to the client, parsed.
-    fn to_client(&mut self, t: u64) -> Vec<Repr<'static>> {
+    fn deliver_to_client(&mut self, t: u64) -> Vec<Repr<'static>> {
         let mut seen = Vec::new();
         while let Some(bytes) = poll_any(&mut self.server, t) {
             let repr = parse(&bytes);
@@ -303,13 +303,13 @@ fn the_client_asks_for_a_cookie_then_sends_data_on_the_syn() {
     let mut e = Ends::new();
     // First connection: a cookie request, the data after the handshake.
     let c1 = e.connect(0, 50000, b"hello");
-    let syn1 = e.to_server(0, false);
+    let syn1 = e.deliver_to_server(0, false);
     assert_eq!(syn1.len(), 1);
     assert_eq!(syn1[0].options.fast_open, Some(FastOpenCookie::REQUEST));
     assert!(syn1[0].payload.is_empty());
-    let synack = e.to_client(1);
+    let synack = e.deliver_to_client(1);
     let cookie = synack[0].options.fast_open.unwrap();
-    let sent = e.to_server(2, false);
+    let sent = e.deliver_to_server(2, false);
     let data: Vec<u8> = sent
         .iter()
         .flat_map(|r| r.payload.iter().copied())
@@ -318,12 +318,12 @@ fn the_client_asks_for_a_cookie_then_sends_data_on_the_syn() {
     let s1 = e.server.accept(e.listener).unwrap();
     assert_eq!(read_all(&mut e.server, 2, s1), b"hello");
     assert_eq!(e.client.stats().fast_open_active, 0);
-    e.to_client(3);
+    e.deliver_to_client(3);
     let _ = c1;
 
     // Second: the cookie and the data on the SYN.
     let c2 = e.connect(10, 50001, b"again");
-    let syn2 = e.to_server(10, false);
+    let syn2 = e.deliver_to_server(10, false);
     assert_eq!(syn2.len(), 1);
     assert!(syn2[0].flags.syn());
     assert_eq!(syn2[0].options.fast_open, Some(cookie));
@@ -332,14 +332,14 @@ fn the_client_asks_for_a_cookie_then_sends_data_on_the_syn() {
     let s2 = e.server.accept(e.listener).unwrap();
     assert_eq!(read_all(&mut e.server, 11, s2), b"again");
     e.server.send(ms(11), s2, b"reply").unwrap();
-    let back = e.to_client(11);
+    let back = e.deliver_to_client(11);
     assert_eq!(back.len(), 2, "SYN-ACK, then the reply");
     assert_eq!(back[0].ack, syn2[0].seq.wrapping_add(6));
     assert_eq!(back[1].payload, b"reply");
     assert_eq!(read_all(&mut e.client, 12, c2), b"reply");
     assert_eq!(e.client.stats().fast_open_active, 1);
     // Nothing of the SYN's data goes again.
-    let rest = e.to_server(12, false);
+    let rest = e.deliver_to_server(12, false);
     assert!(rest.iter().all(|r| r.payload.is_empty()), "{rest:?}");
     assert_eq!(e.client.send_queued(c2), 0);
 }
@@ -348,21 +348,21 @@ fn the_client_asks_for_a_cookie_then_sends_data_on_the_syn() {
 fn a_syn_ack_that_acknowledges_only_the_syn_gets_the_data_again() {
     let mut e = Ends::new();
     e.connect(0, 50000, b"");
-    e.to_server(0, false);
-    e.to_client(1);
-    e.to_server(2, false);
+    e.deliver_to_server(0, false);
+    e.deliver_to_client(1);
+    e.deliver_to_server(2, false);
     // The server forgets its key (a new secret): the cached cookie is now invalid.
     let mut server = Tcp::new(config(), &secret(99));
     e.listener = server.listen(LOCAL, 8).unwrap();
     server.set_fast_open(e.listener, 4).unwrap();
     e.server = server;
     let c = e.connect(10, 50001, b"payload");
-    let syn = e.to_server(10, false);
+    let syn = e.deliver_to_server(10, false);
     assert_eq!(syn[0].payload, b"payload");
-    let synack = e.to_client(11);
+    let synack = e.deliver_to_client(11);
     assert_eq!(synack[0].ack, syn[0].seq.wrapping_add(1), "only the SYN");
     assert!(synack[0].options.fast_open.is_some(), "the new cookie");
-    let sent = e.to_server(12, false);
+    let sent = e.deliver_to_server(12, false);
     let data: Vec<u8> = sent
         .iter()
         .flat_map(|r| r.payload.iter().copied())
@@ -379,24 +379,24 @@ fn a_syn_ack_that_acknowledges_only_the_syn_gets_the_data_again() {
 fn a_syn_with_data_that_is_dropped_falls_back_to_a_plain_syn() {
     let mut e = Ends::new();
     e.connect(0, 50000, b"");
-    e.to_server(0, false);
-    e.to_client(1);
-    e.to_server(2, false);
+    e.deliver_to_server(0, false);
+    e.deliver_to_client(1);
+    e.deliver_to_server(2, false);
     e.server.accept(e.listener).unwrap();
     // A middlebox drops SYNs with data.
     let c = e.connect(10, 50001, b"lost?");
-    let syn = e.to_server(10, true);
+    let syn = e.deliver_to_server(10, true);
     assert_eq!(syn[0].payload, b"lost?");
     let at = e.client.poll_timeout().unwrap();
     e.client.handle_timeout(at);
     let t = at.as_millis();
-    let again = e.to_server(t, false);
+    let again = e.deliver_to_server(t, false);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].seq, syn[0].seq);
     assert_eq!(again[0].options.fast_open, None, "no option");
     assert!(again[0].payload.is_empty(), "no data");
-    e.to_client(t + 1);
-    let sent = e.to_server(t + 2, false);
+    e.deliver_to_client(t + 1);
+    let sent = e.deliver_to_server(t + 2, false);
     let data: Vec<u8> = sent
         .iter()
         .flat_map(|r| r.payload.iter().copied())
@@ -406,7 +406,7 @@ fn a_syn_with_data_that_is_dropped_falls_back_to_a_plain_syn() {
     assert_eq!(read_all(&mut e.server, t + 2, s), b"lost?");
     // Towards that server the next SYN is plain (and the data waits).
     e.connect(t + 10, 50002, b"later");
-    let next = e.to_server(t + 10, false);
+    let next = e.deliver_to_server(t + 10, false);
     assert_eq!(next[0].options.fast_open, None);
     assert!(next[0].payload.is_empty());
     assert_eq!(e.client.stats().fast_open_active_fail, 1);

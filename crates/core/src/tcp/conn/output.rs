@@ -1,6 +1,6 @@
 //! What a connection sends now (RFC 9293 §3.8.6, RFC 5681, RFC 6675), and writing it.
 
-use impnet_wire::tcp::{Flags, Options, PlainHeader, Repr};
+use impnet_wire::tcp::{FastOpenCookie, Flags, Options, PlainHeader, Repr};
 
 use super::recovery::{pipe, recovery_room};
 use super::{Conn, Cork, Ctx, Negotiated, Probe};
@@ -332,8 +332,7 @@ impl Conn {
         } else {
             let mut options = Options::default();
             if syn {
-                syn_options(&self.opts, &mut options);
-                options.fast_open = self.syn_fast_open_option();
+                syn_options(&self.opts, self.syn_fast_open_option(), &mut options);
             }
             options.timestamps = timestamps;
             if sack_n > 0
@@ -496,8 +495,10 @@ impl Conn {
     }
 }
 
-/// The options of our SYN (or SYN-ACK, which only echoes what the peer offered).
-fn syn_options(opts: &Negotiated, options: &mut Options) {
+/// The options of our SYN (or SYN-ACK, which only echoes what the peer offered), with
+/// the Fast Open option `fast_open`.
+fn syn_options(opts: &Negotiated, fast_open: Option<FastOpenCookie>, options: &mut Options) {
+    options.fast_open = fast_open;
     options.mss = Some(opts.mss_ours);
     options.window_scale = opts.wscale.map(|w| w.0);
     options.sack_permitted = opts.sack;
