@@ -7,7 +7,7 @@
 //! so all threads wind down) and exits 0.
 
 use std::io::{self, Write};
-use std::net::{Shutdown, SocketAddrV4};
+use std::net::{Shutdown, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -67,6 +67,11 @@ pub struct ServeArgs {
     /// Write the QUIC echo server's certificate (DER) to FILE, for clients to trust.
     #[arg(long, value_name = "FILE")]
     pub quic_cert: Option<PathBuf>,
+    /// TCP Fast Open (RFC 7413) on every TCP service: a client holding a cookie (curl
+    /// --tcp-fastopen after its first connection) sends its request on the SYN; at most
+    /// QLEN (default 16) such connections per service wait for their handshake's end.
+    #[arg(long, value_name = "QLEN", num_args = 0..=1, default_missing_value = "16")]
+    pub fastopen: Option<usize>,
 }
 
 /// Connections served, over all services (for the closing line).
@@ -228,6 +233,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let local = stack.listen_addr(port);
         let listener = impnet::tokio::TcpListener::bind(&stack.rt, local)
             .map_err(|e| format!("cannot listen on {local} for http: {e}"))?;
+        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
         names.push(format!("http ({port})"));
         let driver = impnet::tokio::drive(&stack.rt);
         threads.push(spawn("http", move || {
@@ -247,6 +253,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         let local = stack.listen_addr(port);
         let listener = TcpListener::bind(&stack.rt, local)
             .map_err(|e| format!("cannot listen on {local} for {name}: {e}"))?;
+        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
         names.push(format!("{name} ({port})"));
         threads.push(spawn(name, move || accept_loop(name, &listener, &handler)));
     }
@@ -274,6 +281,17 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let gone = wait_for_stop(&rt, &stop);
     shutdown(&rt, threads);
     gone.map_or(Ok(()), Err)
+}
+
+/// `--fastopen` on the listener on `local` (`set` turns it on with the queue length).
+fn fast_open(
+    args: &ServeArgs,
+    local: SocketAddr,
+    set: impl FnOnce(usize) -> io::Result<()>,
+) -> Result<(), String> {
+    args.fastopen.map_or(Ok(()), |qlen| {
+        set(qlen).map_err(|e| format!("--fastopen on {local}: {e}"))
+    })
 }
 
 /// Until Ctrl-C (or SIGTERM) or the runtime lost its devices (then why); `stop` is

@@ -74,6 +74,12 @@ pub struct TtcpArgs {
     /// what arrived).
     #[arg(long, value_name = "DURATION", value_parser = units::parse_duration)]
     pub time: Option<Duration>,
+    /// With --tap: TCP Fast Open (RFC 7413). With --listen, the listener takes data on
+    /// SYNs that carry its cookie; with --connect, the first record goes with the SYN
+    /// (a new stack holds no cookie yet, so that SYN asks for one and the record
+    /// follows the handshake).
+    #[arg(long)]
+    pub fastopen: bool,
     #[command(flatten)]
     pub device: TapArgs,
 }
@@ -125,6 +131,9 @@ pub fn validate(args: &TtcpArgs) -> Result<(), String> {
         }
         if args.time.is_some() {
             given.push("--time");
+        }
+        if args.fastopen {
+            given.push("--fastopen");
         }
         given.extend(args.device.given());
         if !given.is_empty() {

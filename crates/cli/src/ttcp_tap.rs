@@ -168,21 +168,28 @@ fn send(
     peer: SocketAddr,
     timeout: StdDuration,
 ) -> Result<Report, String> {
-    let stream = TcpStream::connect_timeout(rt, &peer, timeout)
-        .map_err(|e| format!("cannot connect to {peer}: {}", describe(&e)))?;
-    let start = StdInstant::now();
-    let set = |r: io::Result<()>| r.map_err(|e| format!("socket option: {e}"));
-    set(stream.set_write_timeout(Some(timeout)))?;
-    set(stream.set_read_timeout(Some(timeout)))?;
     let record = usize::try_from(args.record.max(1))
         .unwrap_or(1 << 20)
         .min(1 << 24);
     let chunk: Vec<u8> = (0..record).map(|i| b'a' + (i % 26) as u8).collect();
+    let start = StdInstant::now();
+    let (stream, first) = if args.fastopen && args.time.is_none() {
+        let first = &chunk[..(args.bytes.min(record as u64) as usize)];
+        TcpStream::connect_with_data(rt, &peer, first)
+            .map_err(|e| format!("cannot connect to {peer}: {}", describe(&e)))?
+    } else {
+        let stream = TcpStream::connect_timeout(rt, &peer, timeout)
+            .map_err(|e| format!("cannot connect to {peer}: {}", describe(&e)))?;
+        (stream, 0)
+    };
+    let set = |r: io::Result<()>| r.map_err(|e| format!("socket option: {e}"));
+    set(stream.set_write_timeout(Some(timeout)))?;
+    set(stream.set_read_timeout(Some(timeout)))?;
     if let Some(time) = args.time {
         let time = StdDuration::from_nanos(time.as_nanos());
         return send_for(&stream, peer, &chunk, start, time);
     }
-    let mut sent = 0u64;
+    let mut sent = first as u64;
     let mut writer = &stream;
     while sent < args.bytes {
         let n = (args.bytes - sent).min(record as u64) as usize;
@@ -241,6 +248,11 @@ fn receive(
 ) -> Result<Report, String> {
     let listener = TcpListener::bind(rt, local)
         .map_err(|e| format!("cannot listen on {local}: {}", describe(&e)))?;
+    if args.fastopen {
+        listener
+            .set_fast_open(16)
+            .map_err(|e| format!("--fastopen on {local}: {e}"))?;
+    }
     if !args.json {
         println!("imp ttcp: listening on {local}");
         let _ = io::stdout().flush();

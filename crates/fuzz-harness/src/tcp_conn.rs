@@ -24,7 +24,7 @@ use impnet_core::tcp::{
     IcmpNotice, Keepalive, Tcp, TcpConfig, TcpError, TcpHandle, TcpInfo, TcpState,
 };
 use impnet_core::{Duration, Instant};
-use impnet_wire::tcp::{Flags, Options, Packet, Repr, SackBlock};
+use impnet_wire::tcp::{FastOpenCookie, Flags, Options, Packet, Repr, SackBlock};
 
 use crate::Input;
 
@@ -87,7 +87,7 @@ struct Harness {
 }
 
 /// The configuration the first bytes choose, and the peer's ISN and SYN options.
-fn decode_config(input: &mut Input<'_>) -> (bool, TcpConfig, u32, Options) {
+fn decode_config(input: &mut Input<'_>) -> (bool, TcpConfig, u32, Options, bool) {
     let (c0, c1, c2, c3, c4) = (input.u8(), input.u8(), input.u8(), input.u8(), input.u8());
     let config = TcpConfig {
         timestamps: c0 & 2 != 0,
@@ -120,12 +120,19 @@ fn decode_config(input: &mut Input<'_>) -> (bool, TcpConfig, u32, Options) {
         window_scale: (c3 & 8 != 0).then_some(c3 >> 4),
         ..Options::default()
     };
-    (c0 & 1 != 0, config, peer_isn, options)
+    // TCP Fast Open: on the listener, in the passive open's SYN (a cookie request), and
+    // in the active open (which asks for a cookie).
+    let fast_open = c4 & 1 != 0;
+    let options = Options {
+        fast_open: fast_open.then_some(FastOpenCookie::REQUEST),
+        ..options
+    };
+    (c0 & 1 != 0, config, peer_isn, options, fast_open)
 }
 
 impl Harness {
     fn new(input: &mut Input<'_>) -> Harness {
-        let (active, config, peer_isn, syn_options) = decode_config(input);
+        let (active, config, peer_isn, syn_options, fast_open) = decode_config(input);
         let tcp = Tcp::new(config.clone(), &Secret::from_bytes([7; Secret::LEN]));
         let mut h = Harness {
             tcp,
@@ -137,10 +144,22 @@ impl Harness {
             peer: Peer::new(peer_isn),
             buf: vec![0; 65536],
         };
-        h.listener = Some(h.tcp.listen(LOCAL, 4).expect("a fresh table listens"));
+        let listener = h.tcp.listen(LOCAL, 4).expect("a fresh table listens");
+        if fast_open {
+            h.tcp
+                .set_fast_open(listener, 2)
+                .expect("a listener takes Fast Open");
+        }
+        h.listener = Some(listener);
         if active {
             let mss = h.config.mss;
-            let conn = h.tcp.connect(h.now, LOCAL, REMOTE, mss);
+            let conn = if fast_open {
+                h.tcp
+                    .connect_with_data(h.now, LOCAL, REMOTE, mss, &[])
+                    .map(|(c, _)| c)
+            } else {
+                h.tcp.connect(h.now, LOCAL, REMOTE, mss)
+            };
             h.conn = Some(conn.expect("a fresh table connects"));
         } else {
             let syn = Repr {
@@ -319,6 +338,9 @@ impl Harness {
             .expect("emitted segment does not parse with a good checksum");
         assert_eq!((seg.src_port, seg.dst_port), (LOCAL.port(), REMOTE.port()));
         let state = self.state();
+        if let Some(cookie) = seg.options.fast_open.filter(|c| !c.is_request()) {
+            self.peer.cookie = Some(cookie);
+        }
         if seg.flags.syn() {
             let ours = matches!(state, Some(TcpState::SynSent | TcpState::SynReceived));
             self.peer.our_syn(&seg, ours.then_some(&mut self.model));

@@ -144,6 +144,18 @@ impl TcpListener {
         Ok(self.local)
     }
 
+    /// TCP Fast Open (RFC 7413, Linux's `TCP_FASTOPEN` option): clients that hold a
+    /// cookie from this listener send their first data on the SYN, and it is readable
+    /// (and may be answered) before the handshake completes, saving a round trip; at
+    /// most `max_pending` such connections wait for the ACK of their SYN-ACK. 0 turns
+    /// it off (the default). The data of a SYN may arrive twice if the network
+    /// duplicates the SYN (RFC 7413 §6): serve only requests that are safe to repeat.
+    pub fn set_fast_open(&self, max_pending: usize) -> io::Result<()> {
+        self.shared
+            .with(|state, _| state.stack.tcp_set_fast_open(self.handle, max_pending))?
+            .map_err(error::tcp)
+    }
+
     /// Make `accept` fail with `WouldBlock` instead of waiting.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
         *self.nonblocking.lock().unwrap_or_else(|p| p.into_inner()) = nonblocking;
@@ -237,7 +249,7 @@ impl TcpStream {
         let addrs = addr.to_imp_addrs(rt)?;
         let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address given");
         for addr in addrs {
-            match TcpStream::connect_inner(rt, addr, None) {
+            match TcpStream::connect_inner(rt, addr, None, None) {
                 Ok(stream) => return Ok(stream),
                 Err(e) => last = e,
             }
@@ -254,18 +266,45 @@ impl TcpStream {
         if timeout.is_zero() {
             return Err(zero_timeout());
         }
-        TcpStream::connect_inner(rt, *addr, Some(timeout))
+        TcpStream::connect_inner(rt, *addr, Some(timeout), None)
+    }
+
+    /// Connect to `addr` with TCP Fast Open (RFC 7413, Linux's `MSG_FASTOPEN`):
+    /// `data`, the first bytes to send, goes on the SYN when the stack holds a cookie
+    /// from that server (from an earlier Fast Open connection to it), saving a round
+    /// trip; otherwise the SYN asks for a cookie and the data follows the handshake.
+    /// Returns once connected, with the count of `data` taken (all of it unless the
+    /// send buffer is smaller). Use it for requests that are safe to repeat: a
+    /// duplicated SYN may deliver them twice (RFC 7413 §6).
+    pub fn connect_with_data(
+        rt: &Runtime,
+        addr: &SocketAddr,
+        data: &[u8],
+    ) -> io::Result<(TcpStream, usize)> {
+        let mut taken = 0;
+        let stream = TcpStream::connect_inner(rt, *addr, None, Some((data, &mut taken)))?;
+        Ok((stream, taken))
     }
 
     fn connect_inner(
         rt: &Runtime,
         remote: SocketAddr,
         timeout: Option<Duration>,
+        first: Option<(&[u8], &mut usize)>,
     ) -> io::Result<TcpStream> {
         let shared = Arc::clone(rt.shared());
         let any = crate::error::unspecified_like(remote);
         let handle = shared
-            .with(|state, now| state.stack.tcp_connect(now, any, remote))?
+            .with(|state, now| match first {
+                Some((data, taken)) => state
+                    .stack
+                    .tcp_connect_with_data(now, any, remote, data)
+                    .map(|(handle, n)| {
+                        *taken = n;
+                        handle
+                    }),
+                None => state.stack.tcp_connect(now, any, remote),
+            })?
             .map_err(|e| match e {
                 TcpError::NetUnreachable => io::Error::new(
                     io::ErrorKind::NetworkUnreachable,

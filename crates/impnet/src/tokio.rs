@@ -96,6 +96,15 @@ impl TcpListener {
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(self.local)
     }
+
+    /// TCP Fast Open on this listener, at most `max_pending` Fast Open connections
+    /// waiting for the ACK of their SYN-ACK (0: off); see
+    /// [`crate::TcpListener::set_fast_open`].
+    pub fn set_fast_open(&self, max_pending: usize) -> io::Result<()> {
+        self.shared
+            .with(|state, _| state.stack.tcp_set_fast_open(self.handle, max_pending))?
+            .map_err(error::tcp)
+    }
 }
 
 impl Drop for TcpListener {
@@ -131,11 +140,41 @@ impl std::fmt::Debug for TcpStream {
 impl TcpStream {
     /// Connect to `addr`.
     pub async fn connect(rt: &Runtime, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        TcpStream::connect_inner(rt, addr, None).await
+    }
+
+    /// Connect with TCP Fast Open, `data` the first bytes to send (on the SYN when the
+    /// stack holds the server's cookie); returns with the count of `data` taken. See
+    /// [`crate::TcpStream::connect_with_data`].
+    pub async fn connect_with_data(
+        rt: &Runtime,
+        addr: impl ToSocketAddrs,
+        data: &[u8],
+    ) -> io::Result<(TcpStream, usize)> {
+        let mut taken = 0;
+        let stream = TcpStream::connect_inner(rt, addr, Some((data, &mut taken))).await?;
+        Ok((stream, taken))
+    }
+
+    async fn connect_inner(
+        rt: &Runtime,
+        addr: impl ToSocketAddrs,
+        first: Option<(&[u8], &mut usize)>,
+    ) -> io::Result<TcpStream> {
         let remote = crate::error::resolve_any(addr)?;
         let shared = Arc::clone(rt.shared());
         let any = crate::error::unspecified_like(remote);
         let handle = shared
-            .with(|state, now| state.stack.tcp_connect(now, any, remote))?
+            .with(|state, now| match first {
+                Some((data, taken)) => state
+                    .stack
+                    .tcp_connect_with_data(now, any, remote, data)
+                    .map(|(handle, n)| {
+                        *taken = n;
+                        handle
+                    }),
+                None => state.stack.tcp_connect(now, any, remote),
+            })?
             .map_err(error::tcp)?;
         let result = poll_fn(|cx| {
             shared.poll_tcp(cx, handle, true, |state, _| {

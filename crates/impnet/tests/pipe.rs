@@ -115,3 +115,77 @@ fn gather_writes_and_the_cork_over_a_pipe() {
     assert_eq!(got, b"head body corked pieces");
     server.join().unwrap();
 }
+
+#[test]
+fn tcp_fast_open_over_a_pipe() {
+    let (a, b) = pair();
+    let listener = TcpListener::bind(&b, "192.0.2.2:80").unwrap();
+    listener.set_fast_open(16).unwrap();
+    let server = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0u8; 5];
+            stream.read_exact(&mut request).unwrap();
+            stream.write_all(&request).unwrap();
+        }
+    });
+    let server_addr = "192.0.2.2:80".parse().unwrap();
+    for (i, request) in [b"first", b"again"].into_iter().enumerate() {
+        let (mut client, taken) = TcpStream::connect_with_data(&a, &server_addr, request).unwrap();
+        assert_eq!(taken, 5);
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut echo = [0u8; 5];
+        client.read_exact(&mut echo).unwrap();
+        assert_eq!(&echo, request);
+        // The first connection asked for a cookie; the second sent its data on the SYN.
+        let active = a.with_stack(|s, _| s.tcp_stats().fast_open_active);
+        assert_eq!(active, i as u64);
+    }
+    server.join().unwrap();
+    let accepted = b.with_stack(|s, _| s.tcp_stats().fast_open_accepted);
+    assert_eq!(accepted, 1);
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn async_tcp_fast_open_over_a_pipe() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (a, b) = pair();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = impnet::tokio::TcpListener::bind(&b, "192.0.2.2:81").unwrap();
+        listener.set_fast_open(4).unwrap();
+        let server = async {
+            for _ in 0..2 {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut request = [0u8; 4];
+                stream.read_exact(&mut request).await.unwrap();
+                stream.write_all(&request).await.unwrap();
+            }
+        };
+        let client = async {
+            for request in [b"ping", b"pong"] {
+                let (mut stream, taken) =
+                    impnet::tokio::TcpStream::connect_with_data(&a, "192.0.2.2:81", request)
+                        .await
+                        .unwrap();
+                assert_eq!(taken, 4);
+                let mut echo = [0u8; 4];
+                stream.read_exact(&mut echo).await.unwrap();
+                assert_eq!(&echo, request);
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), async {
+            tokio::join!(server, client)
+        })
+        .await
+        .expect("exchange timed out");
+    });
+    assert_eq!(a.with_stack(|s, _| s.tcp_stats().fast_open_active), 1);
+    assert_eq!(b.with_stack(|s, _| s.tcp_stats().fast_open_accepted), 1);
+}

@@ -1,5 +1,6 @@
 //! TCP header (RFC 9293 §3.1) with every option: EOL, NOP, MSS, window scale (RFC 7323),
-//! SACK-permitted and SACK blocks (RFC 2018), timestamps (RFC 7323).
+//! SACK-permitted and SACK blocks (RFC 2018), timestamps (RFC 7323), TCP Fast Open
+//! (RFC 7413).
 
 use crate::checksum::PseudoHeader;
 use core::fmt;
@@ -97,6 +98,56 @@ pub struct Options {
     pub sack_len: u8,
     /// Timestamps (kind 8): (TSval, TSecr).
     pub timestamps: Option<(u32, u32)>,
+    /// TCP Fast Open (kind 34, or the experimental kind 254 with magic 0xF989; RFC 7413
+    /// §4.1.1): an empty cookie asks for one, a cookie of 4 to 16 bytes (an even count)
+    /// carries one. Only meaningful on SYN segments.
+    pub fast_open: Option<FastOpenCookie>,
+}
+
+/// A TCP Fast Open cookie (RFC 7413 §4.1.1: "The cookie ... is a 4-16 byte (even)
+/// opaque value"); empty in a cookie request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct FastOpenCookie {
+    len: u8,
+    bytes: [u8; 16],
+}
+
+impl FastOpenCookie {
+    /// The empty cookie of a cookie request (RFC 7413 §4.1.2).
+    pub const REQUEST: FastOpenCookie = FastOpenCookie {
+        len: 0,
+        bytes: [0; 16],
+    };
+
+    /// A cookie of `bytes`: None unless empty or 4 to 16 bytes, an even count.
+    pub fn new(bytes: &[u8]) -> Option<FastOpenCookie> {
+        let len = bytes.len();
+        if len != 0 && !((4..=16).contains(&len) && len.is_multiple_of(2)) {
+            return None;
+        }
+        let mut cookie = FastOpenCookie {
+            len: len as u8,
+            bytes: [0; 16],
+        };
+        cookie.bytes[..len].copy_from_slice(bytes);
+        Some(cookie)
+    }
+
+    /// The cookie's bytes (empty for a cookie request).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len.min(16))]
+    }
+
+    /// True for the empty cookie of a cookie request.
+    pub fn is_request(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes the option takes on the wire, NOP padding to 4 included.
+    const fn option_len(&self) -> usize {
+        let len = if self.len > 16 { 16 } else { self.len as usize };
+        (2 + len).div_ceil(4) * 4
+    }
 }
 
 impl Options {
@@ -147,6 +198,11 @@ mod kind {
     pub const SACK_PERMITTED: u8 = 4;
     pub const SACK: u8 = 5;
     pub const TIMESTAMPS: u8 = 8;
+    pub const FAST_OPEN: u8 = 34;
+    /// RFC 6994 shared experimental kind; with magic [`FAST_OPEN_MAGIC`] it is Fast
+    /// Open's pre-RFC form (RFC 7413 §4.1.1), still sent by some clients.
+    pub const EXPERIMENTAL: u8 = 254;
+    pub const FAST_OPEN_MAGIC: [u8; 2] = [0xf9, 0x89];
 }
 
 impl Options {
@@ -238,14 +294,30 @@ impl Options {
             (kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::TIMESTAMPS, _) => {
                 return Err(bad);
             }
+            // A malformed Fast Open option is ignored, as an unknown kind is, rather than
+            // failing the segment (before RFC 7413 support it was skipped the same way).
+            (kind::FAST_OPEN, cookie) => {
+                if let Some(cookie) = FastOpenCookie::new(cookie) {
+                    self.fast_open = Some(cookie);
+                }
+            }
+            (kind::EXPERIMENTAL, [m0, m1, cookie @ ..]) if [*m0, *m1] == kind::FAST_OPEN_MAGIC => {
+                if let Some(cookie) = FastOpenCookie::new(cookie) {
+                    self.fast_open = Some(cookie);
+                }
+            }
             _ => {} // Unknown kind: skipped by its length.
         }
         Ok(())
     }
 
-    /// Bytes before the SACK option: MSS, SACK-permitted/timestamps, and NOP+WS.
+    /// Bytes before the SACK option: MSS, SACK-permitted/timestamps, NOP+WS and Fast
+    /// Open.
     const fn fixed_len(&self) -> usize {
-        let mut len = 0;
+        let mut len = match &self.fast_open {
+            Some(cookie) => cookie.option_len(),
+            None => 0,
+        };
         if self.mss.is_some() {
             len += 4;
         }
@@ -292,8 +364,9 @@ impl Options {
     }
 
     /// Writes the options in the order MSS, SACK-permitted and timestamps (`SACKOK TS`,
-    /// `NOP NOP TS` or `NOP NOP SACKOK`), NOP WS, NOP NOP SACK, so every option that has
-    /// a 32-bit field has it 4-aligned. The SYN options come in Linux's order
+    /// `NOP NOP TS` or `NOP NOP SACKOK`), NOP WS, Fast Open (kind 34, padded with NOPs
+    /// to 4 bytes), NOP NOP SACK, so every option that has a 32-bit field has it
+    /// 4-aligned. The SYN options come in Linux's order
     /// (`tcp_options_write`), so packetdrill scripts written against Linux match them
     /// byte for byte. Returns the bytes written
     /// ([`Options::buffer_len`]).
@@ -303,12 +376,13 @@ impl Options {
     pub fn emit(&self, buffer: &mut [u8]) -> usize {
         // The option set of every segment after the handshake with timestamps on:
         // NOP NOP TS in one store.
-        if let (None, None, false, 0, Some((tsval, tsecr))) = (
+        if let (None, None, false, 0, Some((tsval, tsecr)), None) = (
             self.mss,
             self.window_scale,
             self.sack_permitted,
             self.sack_len,
             self.timestamps,
+            self.fast_open,
         ) {
             let [v0, v1, v2, v3] = tsval.to_be_bytes();
             let [e0, e1, e2, e3] = tsecr.to_be_bytes();
@@ -350,6 +424,14 @@ impl Options {
         }
         if let Some(shift) = self.window_scale {
             put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
+        }
+        if let Some(cookie) = &self.fast_open {
+            // Linux's layout (`tcp_options_write`): kind, length, cookie, then NOPs.
+            let bytes = cookie.as_bytes();
+            put(&[kind::FAST_OPEN, (2 + bytes.len()) as u8]);
+            put(bytes);
+            let pad = cookie.option_len() - 2 - bytes.len();
+            put(&[kind::NOP, kind::NOP, kind::NOP][..pad]);
         }
         let sack = self.sack_blocks_emitted();
         if sack > 0 {

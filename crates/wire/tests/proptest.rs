@@ -5,7 +5,7 @@
 
 use std::net::Ipv4Addr;
 
-use impnet_wire::tcp::{Flags, Options, SackBlock};
+use impnet_wire::tcp::{FastOpenCookie, Flags, Options, SackBlock};
 use impnet_wire::{arp, checksum, ethernet, icmpv4, ipv4, tcp, udp};
 use proptest::prelude::*;
 
@@ -398,19 +398,23 @@ fn tcp_options() -> impl Strategy<Value = Options> {
         any::<bool>(),
         prop::option::of((any::<u32>(), any::<u32>())),
         blocks,
+        prop::option::of(prop::sample::select(vec![0usize, 4, 6, 8, 10, 12, 14, 16])),
     )
-        .prop_map(|(mss, window_scale, sack_permitted, timestamps, blocks)| {
-            let mut sack_blocks = [SackBlock::default(); 4];
-            sack_blocks[..blocks.len()].copy_from_slice(&blocks);
-            Options {
-                mss,
-                window_scale,
-                sack_permitted,
-                sack_blocks,
-                sack_len: blocks.len() as u8,
-                timestamps,
-            }
-        })
+        .prop_map(
+            |(mss, window_scale, sack_permitted, timestamps, blocks, cookie)| {
+                let mut sack_blocks = [SackBlock::default(); 4];
+                sack_blocks[..blocks.len()].copy_from_slice(&blocks);
+                Options {
+                    mss,
+                    window_scale,
+                    sack_permitted,
+                    sack_blocks,
+                    sack_len: blocks.len() as u8,
+                    timestamps,
+                    fast_open: cookie.and_then(|len| FastOpenCookie::new(&[0xc5; 16][..len])),
+                }
+            },
+        )
 }
 
 proptest! {
@@ -505,7 +509,9 @@ proptest! {
         let expected = tcp::Repr { options: options.as_emitted(), ..repr };
         prop_assert_eq!(parsed, expected);
         // Only SYN-only option sets crowd out SACK blocks; with timestamps 3 always fit.
-        if options.timestamps.is_some() && options.mss.is_none() && options.window_scale.is_none() {
+        if options.timestamps.is_some() && options.mss.is_none() && options.window_scale.is_none()
+            && options.fast_open.is_none()
+        {
             prop_assert_eq!(parsed.options.sack_len, options.sack_len.min(3));
         }
         let mut again = vec![0u8; parsed.buffer_len()];

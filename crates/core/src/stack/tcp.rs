@@ -618,6 +618,37 @@ impl Stack {
         self.tcp.connect(now, local, remote, mss)
     }
 
+    /// Connect as [`tcp_connect`](Self::tcp_connect) does, with TCP Fast Open (RFC
+    /// 7413): `data` (as much as the send buffer takes; the count is returned) goes on
+    /// the SYN when the stack holds the server's cookie, saving a round trip, and after
+    /// the handshake otherwise (the SYN then asks for a cookie). The data may reach the
+    /// server twice if the network duplicates the SYN (RFC 7413 §6): use it for
+    /// requests that are safe to repeat.
+    pub fn tcp_connect_with_data(
+        &mut self,
+        now: Instant,
+        local: impl Into<SocketAddr>,
+        remote: impl Into<SocketAddr>,
+        data: &[u8],
+    ) -> Result<(TcpHandle, usize), TcpError> {
+        let handle = self.tcp_connect(now, local, remote)?;
+        let taken = self.tcp.fast_open_data(now, handle, data)?;
+        self.count_copy_in(taken);
+        Ok((handle, taken))
+    }
+
+    /// TCP Fast Open on a listener (Linux's `TCP_FASTOPEN`): a SYN with a valid cookie
+    /// and data opens a connection whose data is readable at once, while fewer than
+    /// `max_pending` such connections wait for the ACK of their SYN-ACK; cookie
+    /// requests get a cookie. 0 turns it off (the default).
+    pub fn tcp_set_fast_open(
+        &mut self,
+        listener: TcpHandle,
+        max_pending: usize,
+    ) -> Result<(), TcpError> {
+        self.tcp.set_fast_open(listener, max_pending)
+    }
+
     /// Take an established connection from a listener.
     pub fn tcp_accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
         self.tcp.accept(listener)

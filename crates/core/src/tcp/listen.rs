@@ -6,6 +6,7 @@ use core::net::SocketAddr;
 use impnet_wire::tcp::Repr;
 
 use super::TcpHandle;
+use super::fastopen::ListenFastOpen;
 use super::segment::Reset;
 use crate::time::Instant;
 
@@ -25,6 +26,8 @@ pub(crate) struct Listener {
     /// Most children in SYN-RECEIVED (the catch-all listener's cap; beyond it a SYN is
     /// dropped, with no cookie). None: only the backlog bounds them.
     pub max_half_open: Option<usize>,
+    /// TCP Fast Open on this listener (RFC 7413), with its cap; None: off.
+    pub fast_open: Option<ListenFastOpen>,
 }
 
 /// What a listener does with a segment.
@@ -52,6 +55,7 @@ impl Listener {
             queue: VecDeque::new(),
             cookie_sent_at: None,
             max_half_open: None,
+            fast_open: None,
         }
     }
 

@@ -30,6 +30,7 @@ mod cookie;
 mod deadlines;
 mod demux;
 mod ecn;
+mod fastopen;
 mod lazy_vec;
 mod listen;
 mod pacing;
@@ -541,6 +542,24 @@ pub struct TcpStats {
     pub syn_cookies_accepted: u64,
     /// ACKs to a listener that had sent cookies, with no valid cookie (answered by RST).
     pub syn_cookies_rejected: u64,
+    /// TCP Fast Open, server: SYNs whose data a valid cookie let in (Linux's
+    /// `TCPFastOpenPassive`).
+    pub fast_open_accepted: u64,
+    /// TCP Fast Open, server: SYN-ACKs granting a cookie, to a cookie request or an
+    /// invalid cookie (whose data was not acknowledged).
+    pub fast_open_cookies_granted: u64,
+    /// TCP Fast Open, server: SYNs with a cookie that failed the check
+    /// (`TCPFastOpenPassiveFail`).
+    pub fast_open_rejected: u64,
+    /// TCP Fast Open, server: SYNs with a valid cookie and data that found the
+    /// listener's cap of pending Fast Open children reached (`TCPFastOpenListenOverflow`).
+    pub fast_open_overflows: u64,
+    /// TCP Fast Open, client: SYN-ACKs that acknowledged our SYN's data
+    /// (`TCPFastOpenActive`).
+    pub fast_open_active: u64,
+    /// TCP Fast Open, client: SYNs with data whose data the SYN-ACK did not acknowledge,
+    /// and SYNs with the option that timed out (`TCPFastOpenActiveFail`).
+    pub fast_open_active_fail: u64,
     /// Opens that failed (refused, timed out, reset in SYN states).
     pub failed_opens: u64,
     /// Connections that timed out (retransmissions, user timeout, keep-alive).

@@ -49,6 +49,9 @@ pub(crate) struct Shared {
     /// What closed connections learned per destination (RFC 9040), with
     /// `TcpConfig::share_control_blocks`.
     pub blocks: super::share::BlockCache,
+    /// TCP Fast Open's client side: the cookies servers granted (RFC 7413 §4.1.2), and
+    /// the servers towards which it failed lately.
+    pub fast_open: super::fastopen::CookieCache,
 }
 
 /// Largest ring storage kept in [`Shared::spare`] (bigger ones go to

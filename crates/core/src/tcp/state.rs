@@ -10,12 +10,13 @@
 use super::TcpError;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller};
+use super::fastopen::SynFastOpen;
 use super::rack::{Rack, Undo};
 use super::rtt::{HandshakeTimer, RttSampler};
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
 use crate::time::Instant;
-use impnet_wire::tcp::SackBlock;
+use impnet_wire::tcp::{FastOpenCookie, SackBlock};
 
 /// A connection's protocol state.
 #[derive(Debug)]
@@ -53,6 +54,11 @@ pub(crate) struct SynSent {
     pub buffer: SendBuffer,
     /// When the SYN went out, for an RTT sample without timestamps.
     pub timer: HandshakeTimer,
+    /// TCP Fast Open (RFC 7413): what the SYN carries.
+    pub fast_open: SynFastOpen,
+    /// Bytes of `buffer` the last SYN carried (Fast Open): the SYN-ACK may acknowledge
+    /// up to ISS + 1 + this.
+    pub syn_data: usize,
 }
 
 /// SYN-RECEIVED: the peer's ISN is known (so the receiving half exists); ours is sent.
@@ -73,6 +79,9 @@ pub(crate) struct SynRcvd {
     pub buffer: SendBuffer,
     /// When the SYN-ACK went out, for an RTT sample without timestamps.
     pub timer: HandshakeTimer,
+    /// The Fast Open cookie our SYN-ACK grants (RFC 7413 §4.1.2), on a listener with
+    /// Fast Open that got a cookie request or an invalid cookie.
+    pub cookie: Option<FastOpenCookie>,
 }
 
 /// ESTABLISHED.

@@ -32,6 +32,7 @@ const SEND_TEMPL: Repr<'static> = Repr {
         sack_blocks: [SackBlock { left: 0, right: 0 }; 4],
         sack_len: 0,
         timestamps: None,
+        fast_open: None,
     },
     payload: &[],
 };
@@ -2588,6 +2589,10 @@ mod push;
 /// SYN cookies when the backlog is full.
 #[path = "tests_cookies.rs"]
 mod cookies;
+
+/// TCP Fast Open (RFC 7413).
+#[path = "tests_fast_open.rs"]
+mod fast_open;
 
 /// The memory bounds: connections, events, queued RSTs, spare rings.
 #[path = "tests_limits.rs"]

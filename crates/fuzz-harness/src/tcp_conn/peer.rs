@@ -3,7 +3,7 @@
 //! carries the same bytes and a misplaced byte shows).
 
 use impnet_core::Instant;
-use impnet_wire::tcp::{Flags, Options, Packet, Repr};
+use impnet_wire::tcp::{FastOpenCookie, Flags, Options, Packet, Repr};
 
 use super::{LOCAL, REMOTE, sack_blocks};
 use crate::Input;
@@ -115,6 +115,11 @@ pub struct Peer {
     ts_recent: u32,
     /// ISS and ISN of a connection opened on the listener, until accepted.
     pending: Model,
+    /// The TCP Fast Open cookie our listener granted, for the peer's later SYNs.
+    pub cookie: Option<FastOpenCookie>,
+    /// The sequence number and data length of the peer's last SYN if it carried a Fast
+    /// Open cookie and data: a SYN-ACK that acknowledges the data too answers it.
+    last_syn: Option<(u32, u32)>,
 }
 
 fn after(a: u32, b: u32) -> bool {
@@ -132,6 +137,8 @@ impl Peer {
             snd_una: None,
             ts_recent: 0,
             pending: Model::default(),
+            cookie: None,
+            last_syn: None,
         }
     }
 
@@ -157,7 +164,12 @@ impl Peer {
         let model = model.unwrap_or(&mut self.pending);
         model.iss = Some(seg.seq);
         if seg.flags.ack() {
-            model.irs = Some(seg.ack.wrapping_sub(1));
+            // The SYN-ACK acknowledges the SYN, and with Fast Open the SYN's data.
+            let irs = match self.last_syn {
+                Some((syn, len)) if len > 0 && seg.ack == syn.wrapping_add(1 + len) => syn,
+                _ => seg.ack.wrapping_sub(1),
+            };
+            model.irs = Some(irs);
         }
         self.snd_una = Some(seg.seq);
     }
@@ -178,6 +190,12 @@ impl Peer {
 
     /// The peer sent `seg`.
     pub fn sent(&mut self, seg: &Repr<'_>) {
+        // Only a SYN that may open a Fast Open child: data and a cookie, no ACK or RST.
+        if seg.flags.syn() && !seg.flags.ack() && !seg.flags.rst() {
+            let fast_open = seg.options.fast_open.is_some_and(|c| !c.is_request());
+            self.last_syn = (fast_open && !seg.payload.is_empty())
+                .then_some((seg.seq, seg.payload.len() as u32));
+        }
         let start = self.offset(seg.seq);
         let len = seg.segment_len() as i64;
         if len > 0 {
@@ -264,6 +282,19 @@ impl Peer {
             mss: (bits & 16 != 0 && flags.syn()).then_some(1460),
             window_scale: (bits & 32 != 0 && flags.syn()).then(|| input.u8() % 16),
             sack_permitted: bits & 64 != 0 && flags.syn(),
+            // TCP Fast Open on a SYN: the cookie we granted (forged when bit 2 is set
+            // too), or a cookie request before one came.
+            fast_open: (bits & 128 != 0 && flags.syn()).then(|| match self.cookie {
+                Some(cookie) if bits & 2 != 0 => {
+                    let mut bytes = [0u8; 16];
+                    let n = cookie.as_bytes().len();
+                    bytes[..n].copy_from_slice(cookie.as_bytes());
+                    bytes[0] ^= 0x5a;
+                    FastOpenCookie::new(&bytes[..n]).unwrap_or(FastOpenCookie::REQUEST)
+                }
+                Some(cookie) => cookie,
+                None => FastOpenCookie::REQUEST,
+            }),
         }
     }
 }

@@ -128,6 +128,97 @@ fn unknown_options_skipped_and_eol_ends() {
     );
 }
 
+// RFC 7413 §4.1.1 as Linux writes it (`tcp_options_write`): kind 34, length, cookie,
+// NOP padding; a cookie request is `34 2 NOP NOP`.
+#[test]
+fn fast_open_round_trip() {
+    let cookie = FastOpenCookie::new(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    let options = Options {
+        mss: Some(1460),
+        sack_permitted: true,
+        timestamps: Some((1, 0)),
+        window_scale: Some(7),
+        fast_open: Some(cookie),
+        ..Options::default()
+    };
+    let mut bytes = [0u8; 40];
+    let len = options.emit(&mut bytes);
+    assert_eq!(len, options.buffer_len());
+    assert_eq!(
+        &bytes[..len],
+        &[
+            2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7, 34, 10, 1, 2, 3, 4, 5,
+            6, 7, 8, 1, 1
+        ]
+    );
+    assert_eq!(Options::parse(&bytes[..len]), Ok(options));
+    let request = Options {
+        fast_open: Some(FastOpenCookie::REQUEST),
+        ..Options::default()
+    };
+    let len = request.emit(&mut bytes);
+    assert_eq!(&bytes[..len], &[34, 2, 1, 1]);
+    assert_eq!(Options::parse(&bytes[..len]), Ok(request));
+    assert!(
+        Options::parse(&bytes[..len])
+            .unwrap()
+            .fast_open
+            .unwrap()
+            .is_request()
+    );
+    // The largest: every SYN option and a 16-byte cookie fill the 40 bytes.
+    let big = Options {
+        fast_open: FastOpenCookie::new(&[9; 16]),
+        ..options
+    };
+    assert_eq!(big.buffer_len(), 40);
+    let len = big.emit(&mut bytes);
+    assert_eq!(Options::parse(&bytes[..len]), Ok(big));
+}
+
+#[test]
+fn fast_open_experimental_form_and_malformed_ones() {
+    // Kind 254, length 12, magic 0xF989, an 8-byte cookie (pre-RFC Linux).
+    let exp = [254, 12, 0xf9, 0x89, 1, 2, 3, 4, 5, 6, 7, 8];
+    assert_eq!(
+        Options::parse(&exp).unwrap().fast_open,
+        FastOpenCookie::new(&[1, 2, 3, 4, 5, 6, 7, 8])
+    );
+    assert_eq!(
+        Options::parse(&[254, 4, 0xf9, 0x89]).unwrap().fast_open,
+        Some(FastOpenCookie::REQUEST)
+    );
+    // Another experiment's magic is not Fast Open.
+    assert_eq!(
+        Options::parse(&[254, 4, 0x12, 0x34]).unwrap().fast_open,
+        None
+    );
+    // Odd, too short or too long cookies are ignored as an unknown option is; the
+    // options around them still count.
+    for bad in [
+        &[34, 3, 1, 1][..],
+        &[34, 4, 1, 2, 2, 4, 5, 0xdc],
+        &[34, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    ] {
+        let parsed = Options::parse(bad).unwrap();
+        assert_eq!(parsed.fast_open, None, "{bad:?}");
+    }
+    assert_eq!(
+        Options::parse(&[34, 4, 1, 2, 2, 4, 5, 0xdc]).unwrap().mss,
+        Some(1500)
+    );
+    // A length past the end is an error, as for any kind; nothing panics.
+    assert_eq!(
+        Options::parse(&[34, 10, 1, 2]),
+        Err(Error::BadOption { kind: 34, len: 10 })
+    );
+    for cut in 0..exp.len() {
+        let _ = Options::parse(&exp[..cut]);
+    }
+    assert_eq!(FastOpenCookie::new(&[1, 2, 3]), None);
+    assert_eq!(FastOpenCookie::new(&[0; 18]), None);
+}
+
 #[test]
 fn bad_options() {
     let bad = |bytes: &[u8]| Options::parse(bytes).unwrap_err();
@@ -250,15 +341,23 @@ fn any_options() -> impl proptest::strategy::Strategy<Value = Options> {
         proptest::array::uniform4(block),
         0u8..5,
         proptest::option::of((any::<u32>(), any::<u32>())),
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..9)),
     )
         .prop_map(
-            |(mss, window_scale, sack_permitted, sack_blocks, sack_len, timestamps)| Options {
-                mss,
-                window_scale,
-                sack_permitted,
-                sack_blocks,
-                sack_len,
-                timestamps,
+            |(mss, window_scale, sack_permitted, sack_blocks, sack_len, timestamps, cookie)| {
+                Options {
+                    mss,
+                    window_scale,
+                    sack_permitted,
+                    sack_blocks,
+                    sack_len,
+                    timestamps,
+                    fast_open: cookie.map(|c| {
+                        let even = c.len() & !1;
+                        let len = if even == 2 { 0 } else { even };
+                        FastOpenCookie::new(&c[..len]).unwrap()
+                    }),
+                }
             },
         )
 }

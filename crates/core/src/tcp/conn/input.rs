@@ -39,8 +39,9 @@ impl Conn {
         let iss = s.iss;
         let ack = SeqNumber(seg.ack);
         // "If SEG.ACK =< ISS or SEG.ACK > SND.NXT, send a reset (unless the RST bit is
-        // set, if so drop the segment and return) <SEQ=SEG.ACK><CTL=RST>".
-        let ack_ok = seg.flags.ack() && ack > iss && ack <= iss + 1;
+        // set, if so drop the segment and return) <SEQ=SEG.ACK><CTL=RST>". SND.NXT
+        // counts the data a Fast Open SYN carried (RFC 7413 §4.2.2).
+        let ack_ok = seg.flags.ack() && ack > iss && ack <= iss + 1 + s.syn_data;
         if seg.flags.ack() && !ack_ok {
             if !seg.flags.rst() {
                 ctx.shared
@@ -60,6 +61,9 @@ impl Conn {
         if !seg.flags.syn() {
             return;
         }
+        if ack_ok {
+            self.on_fast_open_syn_ack(ctx, seg, iss);
+        }
         self.opts.agree(seg);
         let rcv = Rcv::new(
             ctx.shared.recv_buffer(),
@@ -67,12 +71,20 @@ impl Conn {
             self.opts.rcv_shift(),
         );
         let State::SynSent(SynSent {
-            iss, buffer, timer, ..
+            iss,
+            mut buffer,
+            timer,
+            ..
         }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
         else {
             return;
         };
         if ack_ok {
+            // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
+            // the rest goes again (RFC 7413 §4.2.2).
+            let syn_data_acked = ack - (iss + 1);
+            buffer.consume(syn_data_acked);
+            let iss = iss + syn_data_acked;
             // "If SND.UNA > ISS (our SYN has been ACKed), change the connection state to
             // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
             // send it." A SYN's window is never scaled (RFC 7323 §2.2).
@@ -104,6 +116,7 @@ impl Conn {
                 rcv,
                 buffer,
                 timer: HandshakeTimer::ambiguous(),
+                cookie: None,
             });
             self.timers.stop(Timer::Retransmit);
         }
@@ -248,7 +261,7 @@ impl Conn {
         // "If an incoming segment is not acceptable, an acknowledgment should be sent in
         // reply (unless the RST bit is set, if so drop the segment and return)".
         ctx.shared.stats.bad_seq += 1;
-        if seg.flags.rst() {
+        if seg.flags.rst() || self.resend_fast_open_syn_ack(ctx, seg) {
             return false;
         }
         // Data a peer may legitimately send again lies within one receive buffer (the

@@ -8,6 +8,7 @@
 //! outside it and never imports `Conn`.
 
 mod ecn;
+mod fastopen;
 mod icmp;
 mod input;
 mod output;
@@ -316,6 +317,8 @@ impl Conn {
             snd_nxt: iss,
             buffer,
             timer: HandshakeTimer::new(),
+            fast_open: Default::default(),
+            syn_data: 0,
         });
         let mut opts = Negotiated::offer(config, mss);
         // Our own SYN asks for ECN only in `Request` mode (RFC 3168 §6.1.1).
@@ -347,6 +350,7 @@ impl Conn {
             rcv,
             buffer,
             timer: HandshakeTimer::new(),
+            cookie: None,
         });
         let mut conn = Conn::new(config, local, remote, state, opts);
         conn.owner = Owner::Pending(listener);
@@ -753,6 +757,9 @@ impl Conn {
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
         self.rtt.backoff();
+        if let State::SynSent(_) = self.state {
+            self.fast_open_timed_out(ctx);
+        }
         let cut = match &mut self.state {
             State::SynSent(s) => {
                 s.snd_nxt = s.iss;

@@ -1,6 +1,6 @@
 //! What a connection sends now (RFC 9293 §3.8.6, RFC 5681, RFC 6675), and writing it.
 
-use impnet_wire::tcp::{Flags, Options, PlainHeader, Repr};
+use impnet_wire::tcp::{FastOpenCookie, Flags, Options, PlainHeader, Repr};
 
 use super::recovery::{pipe, recovery_room};
 use super::{Conn, Cork, Ctx, Negotiated, Probe};
@@ -139,12 +139,16 @@ impl Conn {
         };
         match &mut self.state {
             State::Closed(_) => None,
-            State::SynSent(s) => (s.snd_nxt == s.iss).then_some(Plan {
-                seq: s.iss,
-                flags: Flags::SYN,
-                len: 0,
-                kind: Kind::Syn,
-            }),
+            State::SynSent(s) if s.snd_nxt == s.iss => {
+                let seq = s.iss;
+                Some(Plan {
+                    seq,
+                    flags: Flags::SYN,
+                    len: self.syn_data_len(),
+                    kind: Kind::Syn,
+                })
+            }
+            State::SynSent(_) => None,
             State::SynRcvd(s) if s.snd_nxt == s.iss => Some(Plan {
                 seq: s.iss,
                 flags: Flags::SYN,
@@ -328,7 +332,7 @@ impl Conn {
         } else {
             let mut options = Options::default();
             if syn {
-                syn_options(&self.opts, &mut options);
+                syn_options(&self.opts, self.syn_fast_open_option(), &mut options);
             }
             options.timestamps = timestamps;
             if sack_n > 0
@@ -370,8 +374,11 @@ impl Conn {
     /// The planned segment's payload (a range of the send buffer), whether it carries
     /// PSH, and its offset from SND.UNA in the send buffer (None without payload).
     fn payload(&self, plan: &Plan) -> (Slices<'_>, bool, Option<usize>) {
+        if plan.len == 0 {
+            return (Slices::empty(), false, None);
+        }
         match self.state.snd() {
-            Some(snd) if plan.len > 0 => {
+            Some(snd) => {
                 // RFC 9293 §3.9.1.2 (MUST-61, from RFC 1122 §4.2.2.2): without a PUSH
                 // flag on SEND, the sender "MUST set the PSH bit in the last buffered
                 // segment (i.e., when there is no more queued data to be sent)": as
@@ -380,13 +387,18 @@ impl Conn {
                 let at = plan.seq - snd.snd_una;
                 (snd.buffer.slices(at, plan.len), push, Some(at))
             }
-            _ => (Slices::empty(), false, None),
+            // A Fast Open SYN's data (RFC 7413 §4.1.2), from the start of the buffer; no
+            // PSH, as Linux sends it; always copied (there is no SND.UNA to defer from).
+            None => match &self.state {
+                State::SynSent(s) => (s.buffer.slices(0, plan.len), false, None),
+                _ => (Slices::empty(), false, None),
+            },
         }
     }
 
     /// The window field: RFC 9293 §3.8.6.2.2 receiver SWS avoidance, never moving the
     /// right edge left (§3.8.6.2.2 "the right edge ... should not move left"), scaled.
-    fn advertise(&mut self, syn: bool, recv_buffer: usize) -> u16 {
+    pub(super) fn advertise(&mut self, syn: bool, recv_buffer: usize) -> u16 {
         let mss = usize::from(self.opts.mss_ours);
         let shift = if syn { 0 } else { self.opts.rcv_shift() };
         if let Some(rcv) = self.state.rcv_mut() {
@@ -426,6 +438,7 @@ impl Conn {
         match (&mut self.state, plan.kind) {
             (State::SynSent(s), Kind::Syn) => {
                 s.snd_nxt = s.iss + 1;
+                s.syn_data = s.syn_data.max(plan.len);
                 s.timer.on_send(now);
             }
             (State::SynRcvd(s), Kind::Syn) => {
@@ -482,8 +495,10 @@ impl Conn {
     }
 }
 
-/// The options of our SYN (or SYN-ACK, which only echoes what the peer offered).
-fn syn_options(opts: &Negotiated, options: &mut Options) {
+/// The options of our SYN (or SYN-ACK, which only echoes what the peer offered), with
+/// the Fast Open option `fast_open`.
+fn syn_options(opts: &Negotiated, fast_open: Option<FastOpenCookie>, options: &mut Options) {
+    options.fast_open = fast_open;
     options.mss = Some(opts.mss_ours);
     options.window_scale = opts.wscale.map(|w| w.0);
     options.sack_permitted = opts.sack;

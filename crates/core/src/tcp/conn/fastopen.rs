@@ -1,0 +1,211 @@
+//! TCP Fast Open (RFC 7413) on one connection: the client's SYN with a cookie and data
+//! and its fallbacks, the server's child opened by a valid cookie. The types and the
+//! reasoning are in `tcp/fastopen.rs`.
+
+use impnet_wire::tcp::{FastOpenCookie, Options, Repr};
+
+use super::{Conn, Ctx, new_snd};
+use crate::tcp::TcpError;
+use crate::tcp::cookie::CookieSynAck;
+use crate::tcp::fastopen::{BLACKHOLE_TIMEOUT, SynFastOpen, syn_ack_unacked};
+use crate::tcp::segment::tsval;
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::*;
+use crate::tcp::timer::Timer;
+
+/// Bytes of SYN options (all of them and the largest cookie) kept out of the SYN's
+/// data, so a SYN with data never exceeds the peer's MSS.
+const SYN_OPTION_ROOM: u16 = 40;
+
+impl Conn {
+    /// Client: this SYN-SENT connection, whose SYN has not gone yet, opens with Fast
+    /// Open, `data` its first bytes. With a cookie for the server the SYN carries it
+    /// and the data (RFC 7413 §4.1.2); without one it asks for a cookie and the data
+    /// goes after the handshake; towards a server where Fast Open failed lately, a
+    /// plain SYN. Returns the bytes of `data` taken.
+    pub fn start_fast_open(&mut self, ctx: &mut Ctx<'_>, data: &[u8]) -> Result<usize, TcpError> {
+        let State::SynSent(s) = &mut self.state else {
+            return Err(TcpError::InvalidState);
+        };
+        if s.snd_nxt != s.iss || s.fast_open != SynFastOpen::Off {
+            return Err(TcpError::InvalidState);
+        }
+        let known = ctx.shared.fast_open.get(self.remote.ip());
+        s.fast_open = match known {
+            Some(e) if e.off_until.is_some_and(|t| ctx.now < t) => SynFastOpen::Off,
+            Some(e) if e.cookie.is_some() => {
+                // The MSS the server announced with its cookie bounds the SYN's data.
+                self.opts.mss_peer = e.mss.max(super::DEFAULT_MSS);
+                e.cookie.map_or(SynFastOpen::Request, SynFastOpen::Cookie)
+            }
+            _ => SynFastOpen::Request,
+        };
+        Ok(s.buffer.write(data))
+    }
+
+    /// Client: the bytes of the send buffer the SYN carries now.
+    pub(super) fn syn_data_len(&self) -> usize {
+        match &self.state {
+            State::SynSent(s) if matches!(s.fast_open, SynFastOpen::Cookie(_)) => {
+                let mss = self.opts.mss_peer.min(self.opts.mss_ours);
+                s.buffer
+                    .len()
+                    .min(usize::from(mss.saturating_sub(SYN_OPTION_ROOM)))
+            }
+            _ => 0,
+        }
+    }
+
+    /// The Fast Open option on our SYN or SYN-ACK.
+    pub(super) fn syn_fast_open_option(&self) -> Option<FastOpenCookie> {
+        match &self.state {
+            State::SynSent(s) => s.fast_open.option(),
+            State::SynRcvd(s) => s.cookie,
+            _ => None,
+        }
+    }
+
+    /// Client: the SYN-ACK `seg` answered a SYN with the Fast Open option: keep the
+    /// cookie it grants, and count whether it acknowledged the SYN's data (RFC 7413
+    /// §4.2.2: if not, the data goes again after the handshake, as any unacknowledged
+    /// data would).
+    pub(super) fn on_fast_open_syn_ack(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        seg: &Repr<'_>,
+        iss: SeqNumber,
+    ) {
+        let State::SynSent(s) = &self.state else {
+            return;
+        };
+        if s.fast_open == SynFastOpen::Off {
+            return;
+        }
+        if let Some(cookie) = seg.options.fast_open.filter(|c| !c.is_request()) {
+            let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
+            ctx.shared.fast_open.store(self.remote.ip(), cookie, mss);
+        }
+        if s.syn_data > 0 {
+            if SeqNumber(seg.ack) > iss + 1 {
+                ctx.shared.stats.fast_open_active += 1;
+            } else {
+                ctx.shared.stats.fast_open_active_fail += 1;
+            }
+        }
+    }
+
+    /// Client: the SYN with the Fast Open option timed out. RFC 7413 §4.1.3: "the
+    /// client SHOULD ... retransmit the SYN without data and cookie" (a middlebox may
+    /// drop SYNs with data or unknown options), and leave Fast Open off towards that
+    /// server for a while.
+    pub(super) fn fast_open_timed_out(&mut self, ctx: &mut Ctx<'_>) {
+        let State::SynSent(s) = &mut self.state else {
+            return;
+        };
+        if s.fast_open == SynFastOpen::Off {
+            return;
+        }
+        s.fast_open = SynFastOpen::Off;
+        ctx.shared.stats.fast_open_active_fail += 1;
+        ctx.shared
+            .fast_open
+            .turn_off(self.remote.ip(), ctx.now + BLACKHOLE_TIMEOUT);
+    }
+
+    /// Server: a SYN-RECEIVED child grants `cookie` in its SYN-ACK.
+    pub fn grant_fast_open_cookie(&mut self, cookie: FastOpenCookie) {
+        if let State::SynRcvd(s) = &mut self.state {
+            s.cookie = Some(cookie);
+        }
+    }
+
+    /// Server: the SYN `seg` brought a valid cookie and data (RFC 7413 §4.2.2): this
+    /// SYN-RECEIVED child becomes ESTABLISHED with the data readable, its SYN-ACK
+    /// (acknowledging the data) queued to go first, and may send at once. SND.WL1 =
+    /// IRS - 1 marks the SYN-ACK unacknowledged until the peer's first ACK.
+    pub fn accept_fast_open(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let State::SynRcvd(SynRcvd {
+            iss,
+            snd_wnd,
+            rcv,
+            buffer,
+            ..
+        }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+        else {
+            return;
+        };
+        let irs = SeqNumber(seg.seq);
+        let snd = new_snd(
+            &ctx.shared.config,
+            &self.opts,
+            iss,
+            buffer,
+            snd_wnd,
+            irs - 1,
+        );
+        self.state = State::Established(Established { snd, rcv });
+        self.on_text(ctx, seg);
+        // The SYN-ACK acknowledges the data; no ACK of its own follows.
+        self.ack = AckState::Idle;
+        self.timers.stop(Timer::DelayedAck);
+        self.restart_keepalive(&ctx.shared.config, ctx.now);
+        ctx.shared.stats.fast_open_accepted += 1;
+        self.queue_fast_open_syn_ack(ctx);
+    }
+
+    /// Server: a Fast Open child whose SYN-ACK the peer has not acknowledged yet.
+    pub fn fast_open_awaits_ack(&self) -> bool {
+        match &self.state {
+            State::Established(Established { snd, rcv }) => syn_ack_unacked(snd.snd_wl1, rcv.irs),
+            _ => false,
+        }
+    }
+
+    /// Server: the peer sent its SYN `seg` again while our Fast Open child's SYN-ACK is
+    /// unacknowledged (it was lost): the SYN-ACK goes again, as in SYN-RECEIVED.
+    /// Returns false, having done nothing, for any other connection or segment.
+    pub(super) fn resend_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+        let resend = seg.flags.syn()
+            && !seg.flags.ack()
+            && self.fast_open_awaits_ack()
+            && self
+                .state
+                .rcv()
+                .is_some_and(|r| r.irs == SeqNumber(seg.seq));
+        if resend {
+            self.queue_fast_open_syn_ack(ctx);
+        }
+        resend
+    }
+
+    /// Queue the Fast Open child's SYN-ACK: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK> with
+    /// the options the SYN negotiated.
+    fn queue_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>) {
+        let window = self.advertise(true, ctx.shared.config.recv_buffer);
+        let State::Established(Established { snd, rcv }) = &self.state else {
+            return;
+        };
+        let opts = &self.opts;
+        let syn_ack = CookieSynAck {
+            local: self.local,
+            remote: self.remote,
+            seq: (snd.snd_una - 1).0,
+            ack: rcv.rcv_nxt.0,
+            window,
+            options: Options {
+                mss: Some(opts.mss_ours),
+                window_scale: opts.wscale.map(|w| w.0),
+                sack_permitted: opts.sack,
+                timestamps: opts.ts.map(|ts| (tsval(ctx.now), ts.recent)),
+                ..Options::default()
+            },
+            ecn: opts.ecn,
+        };
+        let rcv_nxt = rcv.rcv_nxt;
+        if ctx.shared.syn_ack(syn_ack)
+            && let Some(ts) = &mut self.opts.ts
+        {
+            ts.last_ack_sent = rcv_nxt;
+        }
+    }
+}

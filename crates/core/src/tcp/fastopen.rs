@@ -1,0 +1,233 @@
+//! TCP Fast Open (RFC 7413): data on the SYN, accepted by a server only with a cookie
+//! it gave the client before.
+//!
+//! The state lives where the handshake lives, so an established connection carries
+//! none of it: the server's key ([`CookieKey`], in the table) and per-listener cap
+//! ([`ListenFastOpen`]); the client's cookies per server ([`CookieCache`], shared by
+//! the stack's connections) and what its SYN carries ([`SynFastOpen`], in SYN-SENT).
+//!
+//! A server child opened by a valid cookie with data is ESTABLISHED at once: the data
+//! is readable and the application may answer before the handshake's third segment,
+//! which is the round trip saved. Its SYN-ACK leaves through the table's stateless
+//! SYN-ACK queue (as SYN cookies' do) ahead of any data, and goes again for each
+//! retransmission of the SYN until the peer acknowledges it: the child starts with
+//! SND.WL1 = IRS - 1 ([`syn_ack_unacked`]), which the peer's first acceptable ACK moves.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::net::IpAddr;
+
+use impnet_wire::tcp::FastOpenCookie;
+
+use super::TcpHandle;
+use super::seq::SeqNumber;
+use crate::secret::Secret;
+use crate::siphash::siphash24;
+use crate::time::{Duration, Instant};
+
+/// Bytes of the cookies we make (Linux's size; RFC 7413 §4.1.1 allows 4 to 16).
+pub const COOKIE_LEN: usize = 8;
+/// Servers whose cookies (or trouble) a stack remembers; the oldest goes first.
+pub const CACHE_SIZE: usize = 256;
+/// How long a client leaves Fast Open off towards a server after its SYN with data (or
+/// with a cookie request) went unanswered (RFC 7413 §4.1.3: a middlebox may drop
+/// them). Linux's `tcp_fastopen_blackhole_timeout_sec` starts at an hour.
+pub const BLACKHOLE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The server's cookies: SipHash-2-4 over the client's IP address, keyed from the
+/// stack's secret (RFC 7413 §4.1.2: "the server ... generates a cookie ... by
+/// encrypting the client IP address"). A cookie from another stack, or another
+/// secret, fails the check.
+#[derive(Clone)]
+pub(crate) struct CookieKey {
+    key: (u64, u64),
+}
+
+impl core::fmt::Debug for CookieKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CookieKey").finish_non_exhaustive()
+    }
+}
+
+impl CookieKey {
+    pub fn new(secret: &Secret) -> CookieKey {
+        CookieKey {
+            key: (
+                secret.derive(b"fast open cookie k0"),
+                secret.derive(b"fast open cookie k1"),
+            ),
+        }
+    }
+
+    /// The cookie for a client at `client`.
+    pub fn make(&self, client: IpAddr) -> FastOpenCookie {
+        let mut ip = [0u8; 16];
+        let n = super::addr_octets(client, &mut ip);
+        let mac = siphash24(self.key.0, self.key.1, &ip[..n]).to_be_bytes();
+        FastOpenCookie::new(&mac[..COOKIE_LEN]).unwrap_or(FastOpenCookie::REQUEST)
+    }
+
+    /// Whether `cookie` is the one [`CookieKey::make`] gives `client`.
+    pub fn check(&self, client: IpAddr, cookie: &FastOpenCookie) -> bool {
+        !cookie.is_request() && self.make(client) == *cookie
+    }
+}
+
+/// Fast Open on a listener (Linux's `TCP_FASTOPEN` socket option).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListenFastOpen {
+    /// Most children opened by Fast Open whose SYN-ACK is not acknowledged yet (the
+    /// option's queue length, RFC 7413 §5.1's defence against SYN floods with valid
+    /// cookies); beyond it a SYN's data waits for a plain handshake.
+    pub max_pending: usize,
+    /// The children opened by Fast Open, oldest first; those acknowledged or gone are
+    /// dropped when the list is full.
+    pub children: Vec<TcpHandle>,
+}
+
+/// What a server does with a SYN's Fast Open option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServerVerdict {
+    /// Plain handshake, no cookie in the SYN-ACK (no option, no Fast Open on the
+    /// listener, or a valid cookie that cannot be used now).
+    Plain,
+    /// Plain handshake, the SYN's data unacknowledged, our cookie in the SYN-ACK: a
+    /// cookie request, or a cookie that failed the check (RFC 7413 §4.2.2: "If the
+    /// cookie is not valid, the server ... MUST ACK only the SYN ... MAY include a valid
+    /// cookie").
+    Grant(FastOpenCookie),
+    /// A valid cookie with data: open the child with the data accepted.
+    Accept,
+}
+
+/// What our SYN carries (SYN-SENT only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum SynFastOpen {
+    /// A plain SYN.
+    #[default]
+    Off,
+    /// An empty Fast Open option: a cookie request, no data.
+    Request,
+    /// The server's cookie and the first data.
+    Cookie(FastOpenCookie),
+}
+
+impl SynFastOpen {
+    /// The option on the SYN.
+    pub fn option(&self) -> Option<FastOpenCookie> {
+        match self {
+            SynFastOpen::Off => None,
+            SynFastOpen::Request => Some(FastOpenCookie::REQUEST),
+            SynFastOpen::Cookie(cookie) => Some(*cookie),
+        }
+    }
+}
+
+/// What a client knows of one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CacheEntry {
+    /// The server's cookie.
+    pub cookie: Option<FastOpenCookie>,
+    /// The MSS the server announced with it: bounds the data on the next SYN.
+    pub mss: u16,
+    /// Fast Open stays off towards this server until then (a SYN with the option went
+    /// unanswered).
+    pub off_until: Option<Instant>,
+}
+
+/// The client's cookies, per server address (RFC 7413 §4.1.2: "the client caches the
+/// cookie"), at most [`CACHE_SIZE`] servers.
+#[derive(Debug, Default)]
+pub(crate) struct CookieCache {
+    entries: VecDeque<(IpAddr, CacheEntry)>,
+}
+
+impl CookieCache {
+    /// What is known of `server`.
+    pub fn get(&self, server: IpAddr) -> Option<CacheEntry> {
+        self.entries
+            .iter()
+            .find(|(ip, _)| *ip == server)
+            .map(|(_, e)| *e)
+    }
+
+    fn entry(&mut self, server: IpAddr) -> &mut CacheEntry {
+        if let Some(at) = self.entries.iter().position(|(ip, _)| *ip == server) {
+            return &mut self.entries[at].1;
+        }
+        if self.entries.len() >= CACHE_SIZE {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((
+            server,
+            CacheEntry {
+                cookie: None,
+                mss: 0,
+                off_until: None,
+            },
+        ));
+        let last = self.entries.len() - 1;
+        &mut self.entries[last].1
+    }
+
+    /// Keep the cookie `server` granted with its MSS.
+    pub fn store(&mut self, server: IpAddr, cookie: FastOpenCookie, mss: u16) {
+        let entry = self.entry(server);
+        entry.cookie = Some(cookie);
+        entry.mss = mss;
+    }
+
+    /// Leave Fast Open off towards `server` until `until`.
+    pub fn turn_off(&mut self, server: IpAddr, until: Instant) {
+        self.entry(server).off_until = Some(until);
+    }
+
+    /// Servers known.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// True while a Fast Open child's SYN-ACK is unacknowledged: no acceptable ACK has
+/// moved SND.WL1 from where the child started it, IRS - 1 (every other connection
+/// starts it at IRS or later).
+pub(crate) fn syn_ack_unacked(snd_wl1: SeqNumber, irs: SeqNumber) -> bool {
+    snd_wl1 == irs - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::net::Ipv4Addr;
+
+    #[test]
+    fn cookies_depend_on_secret_and_address() {
+        let key = CookieKey::new(&Secret::from_bytes([1; 16]));
+        let other = CookieKey::new(&Secret::from_bytes([2; 16]));
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+        let cookie = key.make(a);
+        assert_eq!(cookie.as_bytes().len(), COOKIE_LEN);
+        assert!(key.check(a, &cookie));
+        assert!(!key.check(b, &cookie));
+        assert!(!other.check(a, &cookie));
+        assert!(!key.check(a, &FastOpenCookie::REQUEST));
+    }
+
+    #[test]
+    fn cache_is_bounded_and_forgets_the_oldest() {
+        let mut cache = CookieCache::default();
+        let cookie = FastOpenCookie::new(&[1, 2, 3, 4]).unwrap();
+        for i in 0..CACHE_SIZE as u32 + 5 {
+            cache.store(IpAddr::V4(Ipv4Addr::from(i)), cookie, 1460);
+        }
+        assert_eq!(cache.len(), CACHE_SIZE);
+        assert_eq!(cache.get(IpAddr::V4(Ipv4Addr::from(0))), None);
+        let last = IpAddr::V4(Ipv4Addr::from(CACHE_SIZE as u32 + 4));
+        assert_eq!(cache.get(last).unwrap().cookie, Some(cookie));
+        cache.turn_off(last, Instant::ZERO);
+        assert_eq!(cache.get(last).unwrap().off_until, Some(Instant::ZERO));
+        assert_eq!(cache.get(last).unwrap().cookie, Some(cookie));
+    }
+}
