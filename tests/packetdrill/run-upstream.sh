@@ -7,7 +7,8 @@
 # gtests/net/packetdrill; SHIM.so defaults to target/release/libimpnet_packetdrill.so
 # (cargo build --release -p impnet-packetdrill). DIRs limit the run to those
 # directories of gtests/net/tcp (default: all). IP_VERSION=ipv6 in the environment
-# runs them in packetdrill's IPv6 mode (the shim's address fd3d:fa7b:d17d::2).
+# runs them in packetdrill's IPv6 mode (the shim's address fd3d:fa7b:d17d::2), on a
+# link of 1520 bytes: the scripts, written for IPv4, expect an MSS of 1460.
 #
 # Each script runs in a new network namespace (needs root, or an unprivileged user
 # namespace: unshare -rn) holding a dummy (or unattached TUN) "tun0", so the scripts' own shell commands
@@ -28,7 +29,7 @@ shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
 if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
 case "${IP_VERSION:-ipv4}" in
 ipv4) address=(--local_ip=192.168.0.2) ;;
-ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2) ;;
+ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2 --so_flags=mtu=1520) ;;
 *) echo "IP_VERSION must be ipv4 or ipv6" >&2; exit 2 ;;
 esac
 dirs=("$@")

@@ -22,7 +22,7 @@ use crate::time::{Duration, Instant};
 
 /// RFC 8985 §6.2: "RACK.reo_wnd_persist ... the number of loss recoveries the
 /// reordering window stays inflated for after a D-SACK: 16".
-const REO_WND_PERSIST: u32 = 16;
+const REO_WND_PERSIST: u16 = 16;
 
 /// RFC 8985 §7.2: "WCDelAckT stands for worst case delayed ACK timer. When
 /// FlightSize is 1, PTO is inflated by WCDelAckT time to compensate for a potential
@@ -433,9 +433,9 @@ pub(crate) struct Rack {
     /// counts in segments; reported in TCP_INFO, no rule here uses it).
     pub reorder_extent: u32,
     /// "RACK.reo_wnd_mult".
-    pub reo_wnd_mult: u32,
+    pub reo_wnd_mult: u16,
     /// "RACK.reo_wnd_persist".
-    pub reo_wnd_persist: u32,
+    pub reo_wnd_persist: u16,
     /// "RACK.dsack_round": SND.NXT when a D-SACK last raised the multiplier; until
     /// SND.UNA passes it, further D-SACKs do not raise it again.
     pub dsack_round: Option<SeqNumber>,
@@ -505,7 +505,7 @@ impl Rack {
         }
         if self.dsack_round.is_none() {
             self.dsack_round = Some(snd_nxt);
-            self.reo_wnd_mult += 1;
+            self.reo_wnd_mult = self.reo_wnd_mult.saturating_add(1);
             self.reo_wnd_persist = REO_WND_PERSIST;
         }
     }

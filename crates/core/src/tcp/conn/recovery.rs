@@ -428,7 +428,12 @@ fn prr_after_ack(snd: &mut Snd, ack: SeqNumber, before: AckBefore, newly_lost: u
     } else {
         sacked_now > before.sacked
     };
-    prr_on_ack(snd, data, mss, ack > before.snd_una && !further_loss);
+    let safe_ack = ack > before.snd_una && !further_loss;
+    // A controller that sets its window from a model (BBR) keeps the extra segment on
+    // every ACK, as before RFC 9937: Linux runs no PRR for it at all (its own
+    // `cong_control`), and BBR's recovery here was tuned against this bound.
+    let model_based = snd.cc.wants_rate_samples();
+    prr_on_ack(snd, data, mss, safe_ack || model_based);
 }
 
 /// RFC 9937 (PRR, Standards Track, obsoleting the experimental RFC 6937) on an ACK in
