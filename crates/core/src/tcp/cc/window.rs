@@ -228,7 +228,9 @@ impl Window {
     /// a burst when little is outstanding.
     pub(crate) fn on_exit_recovery(&mut self, bytes_in_flight: usize) {
         self.rto_unacked = false;
-        self.cwnd = self.ssthresh.min(bytes_in_flight.max(self.mss()) + self.mss());
+        self.cwnd = self
+            .ssthresh
+            .min(bytes_in_flight.max(self.mss()) + self.mss());
         self.bytes_acked = 0;
     }
 
