@@ -34,6 +34,28 @@ pub(crate) fn connect_outcome(
     }
 }
 
+/// Open a connection from `local` to `remote`, with `first`'s bytes on the SYN (TCP
+/// Fast Open; how many went is written back) or without.
+pub(crate) fn start_connect(
+    stack: &mut impnet_core::Stack,
+    now: impnet_core::time::Instant,
+    local: SocketAddr,
+    remote: SocketAddr,
+    first: Option<(&[u8], &mut usize)>,
+) -> Result<TcpHandle, TcpError> {
+    match first {
+        Some((data, taken)) => {
+            stack
+                .tcp_connect_with_data(now, local, remote, data)
+                .map(|(handle, n)| {
+                    *taken = n;
+                    handle
+                })
+        }
+        None => stack.tcp_connect(now, local, remote),
+    }
+}
+
 /// Connections a listener queues before further SYNs are dropped.
 pub const DEFAULT_BACKLOG: usize = 128;
 
@@ -295,16 +317,7 @@ impl TcpStream {
         let shared = Arc::clone(rt.shared());
         let any = crate::error::unspecified_like(remote);
         let handle = shared
-            .with(|state, now| match first {
-                Some((data, taken)) => state
-                    .stack
-                    .tcp_connect_with_data(now, any, remote, data)
-                    .map(|(handle, n)| {
-                        *taken = n;
-                        handle
-                    }),
-                None => state.stack.tcp_connect(now, any, remote),
-            })?
+            .with(|state, now| start_connect(&mut state.stack, now, any, remote, first))?
             .map_err(|e| match e {
                 TcpError::NetUnreachable => io::Error::new(
                     io::ErrorKind::NetworkUnreachable,

@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::error;
 use crate::runtime::{Runtime, Shared};
+use crate::tcp::start_connect;
 use crate::zero_copy::{OwnedWriteError, attempt_owned};
 
 mod raw;
@@ -165,16 +166,7 @@ impl TcpStream {
         let shared = Arc::clone(rt.shared());
         let any = crate::error::unspecified_like(remote);
         let handle = shared
-            .with(|state, now| match first {
-                Some((data, taken)) => state
-                    .stack
-                    .tcp_connect_with_data(now, any, remote, data)
-                    .map(|(handle, n)| {
-                        *taken = n;
-                        handle
-                    }),
-                None => state.stack.tcp_connect(now, any, remote),
-            })?
+            .with(|state, now| start_connect(&mut state.stack, now, any, remote, first))?
             .map_err(error::tcp)?;
         let result = poll_fn(|cx| {
             shared.poll_tcp(cx, handle, true, |state, _| {

@@ -84,19 +84,26 @@ fn sync_open_conn(
     }
 }
 
-/// The (local, remote) of the connection `handle` names, if it names one: what the
-/// demultiplexing table compares a segment's tuple with.
+/// The connection `handle` names in `slots`, if it names one (not a listener, not a
+/// slot reused since).
 #[inline]
-fn tuple_of(slots: &Slab<Slot>, handle: TcpHandle) -> Option<super::FourTuple> {
+fn conn_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Conn> {
     let slot = slots.get(handle.index as usize)?;
     match slot
         .socket
         .as_ref()
         .filter(|_| slot.generation == handle.generation)?
     {
-        Socket::Conn(c) => Some((c.local, c.remote)),
+        Socket::Conn(c) => Some(c),
         Socket::Listener(_) => None,
     }
+}
+
+/// The (local, remote) of the connection `handle` names, if it names one: what the
+/// demultiplexing table compares a segment's tuple with.
+#[inline]
+fn tuple_of(slots: &Slab<Slot>, handle: TcpHandle) -> Option<super::FourTuple> {
+    conn_in(slots, handle).map(|c| (c.local, c.remote))
 }
 
 /// All TCP state of one stack. See the module docs for the call order.
@@ -312,18 +319,6 @@ impl Tcp {
 
     fn conn_mut(&mut self, handle: TcpHandle) -> Option<&mut Conn> {
         match self.socket_mut(handle)? {
-            Socket::Conn(c) => Some(c),
-            Socket::Listener(_) => None,
-        }
-    }
-
-    fn conn(&self, handle: TcpHandle) -> Option<&Conn> {
-        let slot = self.slots.get(handle.index as usize)?;
-        match slot
-            .socket
-            .as_ref()
-            .filter(|_| slot.generation == handle.generation)?
-        {
             Socket::Conn(c) => Some(c),
             Socket::Listener(_) => None,
         }
@@ -594,15 +589,7 @@ impl Tcp {
     }
 
     fn conn_ref(&self, handle: TcpHandle) -> Option<&Conn> {
-        let slot = self.slots.get(handle.index as usize)?;
-        match slot
-            .socket
-            .as_ref()
-            .filter(|_| slot.generation == handle.generation)?
-        {
-            Socket::Conn(c) => Some(c),
-            Socket::Listener(_) => None,
-        }
+        conn_in(&self.slots, handle)
     }
 
     /// Abort: send RST and release at once.
@@ -1101,7 +1088,7 @@ impl Tcp {
             ServerVerdict::Plain
         } else {
             if children.len() >= max_pending {
-                children.retain(|&h| self.conn(h).is_some_and(Conn::fast_open_awaits_ack));
+                children.retain(|&h| self.conn_ref(h).is_some_and(Conn::fast_open_awaits_ack));
             }
             if children.len() < max_pending {
                 ServerVerdict::Accept
