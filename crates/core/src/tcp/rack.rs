@@ -414,17 +414,12 @@ pub(crate) struct Tlp {
 /// RACK-TLP state of one sender (RFC 8985 §5.2's variables).
 #[derive(Debug, Clone)]
 pub(crate) struct Rack {
-    /// RACK-TLP is on for this connection (SACK negotiated, `TcpConfig::rack`).
-    pub enabled: bool,
     /// Transmit times and marks of the bytes in flight.
     pub log: SentLog,
     /// "RACK.xmit_ts", "RACK.end_seq": the most recently sent segment delivered.
     pub latest: Option<(Instant, SeqNumber)>,
     /// "RACK.rtt": the RTT of that segment.
     pub rtt: Duration,
-    /// "RACK.min_RTT": the smallest RTT seen (RFC 8985 suggests a windowed minimum;
-    /// over a connection's life here).
-    pub min_rtt: Option<Duration>,
     /// "RACK.fack": the highest sequence number delivered.
     pub fack: SeqNumber,
     /// "RACK.reordering_seen".
@@ -446,18 +441,16 @@ pub(crate) struct Rack {
 }
 
 impl Rack {
-    /// Fresh state; `enabled` when SACK was negotiated and RACK is configured.
-    /// `split_limit` bounds the runs SACK blocks may cut the sent log into (0: none).
-    pub fn new(enabled: bool, snd_una: SeqNumber, split_limit: usize) -> Rack {
+    /// Fresh state with SND.UNA at `snd_una`. `split_limit` bounds the runs SACK
+    /// blocks may cut the sent log into (0: none).
+    pub const fn new(snd_una: SeqNumber, split_limit: usize) -> Rack {
         Rack {
-            enabled,
             log: SentLog {
                 runs: VecDeque::new(),
                 split_limit,
             },
             latest: None,
             rtt: Duration::ZERO,
-            min_rtt: None,
             fack: snd_una,
             reordering_seen: false,
             reorder_extent: 0,
@@ -469,10 +462,12 @@ impl Rack {
         }
     }
 
-    /// Take in what one ACK delivered (RFC 8985 §6.2 steps 1-3).
-    pub fn on_delivered(&mut self, d: &Delivered) {
+    /// Take in what one ACK delivered (RFC 8985 §6.2 steps 1-3); RACK.min_RTT is
+    /// `min_rtt` (kept by the caller, outside this state: it changes before any data
+    /// is sent, with the handshake's sample).
+    pub fn on_delivered(&mut self, d: &Delivered, min_rtt: &mut Option<Duration>) {
         if let Some(rtt) = d.sack_rtt {
-            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+            *min_rtt = Some(min_rtt.map_or(rtt, |m| m.min(rtt)));
         }
         if d.reordered {
             self.reordering_seen = true;
@@ -488,12 +483,6 @@ impl Rack {
                 self.latest = Some((xmit, end));
             }
         }
-    }
-
-    /// An RTT sample of a segment sent once: keeps `min_RTT`.
-    #[cfg(test)]
-    pub fn on_rtt_sample(&mut self, rtt: Duration) {
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
     }
 
     /// RFC 8985 §6.2 step 4 on a D-SACK: "If RACK.dsack_round is None AND any DSACK
@@ -521,9 +510,11 @@ impl Rack {
 
     /// §6.2 step 4 `RACK_update_reo_wnd`: "If RACK.reordering_seen is FALSE: If in
     /// Fast or RTO recovery: Return 0. Else if RACK.segs_sacked >= DupThresh: Return 0.
-    /// Return min(RACK.min_RTT * RACK.reo_wnd_mult / 4, SRTT)".
+    /// Return min(RACK.min_RTT * RACK.reo_wnd_mult / 4, SRTT)", RACK.min_RTT being
+    /// `min_rtt`.
     pub fn reo_wnd(
         &self,
+        min_rtt: Option<Duration>,
         in_recovery: bool,
         segs_sacked: usize,
         srtt: Option<Duration>,
@@ -531,7 +522,7 @@ impl Rack {
         if !self.reordering_seen && (in_recovery || segs_sacked >= super::sack::DUPTHRESH) {
             return Duration::ZERO;
         }
-        let Some(min_rtt) = self.min_rtt else {
+        let Some(min_rtt) = min_rtt else {
             return Duration::ZERO;
         };
         let wnd = Duration::from_nanos(
@@ -584,6 +575,45 @@ pub(crate) struct Undo {
     pub eifel: Option<(SeqNumber, u32)>,
     /// The episode began with a retransmission timeout.
     pub rto: bool,
+}
+
+/// A connection's [`Rack`], allocated when first changed: until then (a connection that
+/// has sent no data, or one with RACK off, which never changes it) it reads as fresh
+/// state and takes 8 bytes instead of 100.
+#[derive(Debug, Default)]
+pub(crate) struct RackCell(Option<alloc::boxed::Box<Rack>>);
+
+/// What an unallocated [`RackCell`] reads as. Its `fack` and split limit are never read
+/// from here: only delivering bytes reads them, and that changes the state.
+static FRESH: Rack = Rack::new(SeqNumber(0), 0);
+
+impl RackCell {
+    /// The state (fresh until first changed).
+    pub fn get(&self) -> &Rack {
+        self.0.as_deref().unwrap_or(&FRESH)
+    }
+
+    /// Whether the state was allocated (it is once changed).
+    pub fn is_allocated(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The state to change when it was allocated; `None` when it is fresh, for changes
+    /// that leave fresh state as it is (clearing marks, the probe).
+    pub fn allocated_mut(&mut self) -> Option<&mut Rack> {
+        self.0.as_deref_mut()
+    }
+
+    /// The state to change, allocated now if it was not: fresh with `snd_una` as
+    /// RACK.fack and the split limit of a `send_buffer`-byte buffer for the sent log
+    /// ([`Rack::new`]), which is what it would hold had it been allocated at the
+    /// handshake (nothing changes it before, and SND.UNA moves only once data or a FIN
+    /// was sent).
+    pub fn get_mut(&mut self, snd_una: SeqNumber, send_buffer: usize) -> &mut Rack {
+        self.0.get_or_insert_with(|| {
+            alloc::boxed::Box::new(Rack::new(snd_una, split_limit(send_buffer)))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -722,14 +752,14 @@ mod tests {
 
     #[test]
     fn rack_marks_lost_what_was_sent_before_a_delivered_segment_after_reo_wnd() {
-        let mut rack = Rack::new(true, s(0), 0);
+        let mut rack = Rack::new(s(0), 0);
         for i in 0..4 {
             rack.log.on_send(s(i * 100), s(i * 100 + 100), t(i as u64));
         }
-        rack.on_rtt_sample(MS(20));
+        let mut min_rtt = Some(MS(20));
         // Segment 3 (sent at 3 ms) is SACKed at 23 ms; 0..3 are not.
         let mut d = Delivered::default();
-        let (mut fack, min) = (rack.fack, rack.min_rtt);
+        let (mut fack, min) = (rack.fack, min_rtt);
         rack.log.deliver(
             (s(300), s(400)),
             false,
@@ -738,7 +768,7 @@ mod tests {
             &mut d,
         );
         rack.fack = fack;
-        rack.on_delivered(&d);
+        rack.on_delivered(&d, &mut min_rtt);
         assert_eq!(rack.latest, Some((t(3), s(400))));
         assert_eq!(rack.rtt, MS(20));
         // reo_wnd 5 ms: segment 0 is lost at 0 + 20 + 5 = 25 ms, not before.
@@ -765,11 +795,12 @@ mod tests {
     /// below the SACK wait for it. A SACK of a retransmitted segment gives none.
     #[test]
     fn the_first_sack_gives_min_rtt_before_any_other_sample() {
-        let mut rack = Rack::new(true, s(0), 0);
+        let mut rack = Rack::new(s(0), 0);
+        let mut min_rtt = None;
         for i in 0..4 {
             rack.log.on_send(s(i * 100), s(i * 100 + 100), t(0));
         }
-        assert_eq!(rack.reo_wnd(false, 1, None), Duration::ZERO);
+        assert_eq!(rack.reo_wnd(min_rtt, false, 1, None), Duration::ZERO);
         let mut d = Delivered::default();
         let mut fack = rack.fack;
         rack.log.deliver(
@@ -781,9 +812,9 @@ mod tests {
         );
         assert_eq!(d.sack_rtt, Some(MS(100)));
         rack.fack = fack;
-        rack.on_delivered(&d);
-        assert_eq!(rack.min_rtt, Some(MS(100)));
-        assert_eq!(rack.reo_wnd(false, 1, None), MS(25));
+        rack.on_delivered(&d, &mut min_rtt);
+        assert_eq!(min_rtt, Some(MS(100)));
+        assert_eq!(rack.reo_wnd(min_rtt, false, 1, None), MS(25));
         // Segment 0 is lost at 0 + 100 + 25 ms, not at once.
         let (lost, _, timer) = rack.detect_loss(MS(25), t(100));
         assert_eq!((lost, timer), (0, Some(MS(25))));
@@ -794,7 +825,7 @@ mod tests {
             (s(100), s(200)),
             false,
             t(115),
-            (&mut fack, rack.min_rtt, None),
+            (&mut fack, min_rtt, None),
             &mut d,
         );
         assert_eq!(d.sack_rtt, None);
@@ -805,18 +836,18 @@ mod tests {
         // Ten 3-byte segments (small writes), each sent at its own time, all lost:
         // one repair of 30 bytes, not ten of 3 (the storm a fuzz input found: 452,662
         // retransmitted segments for 64 KiB written 3 bytes at a time).
-        let mut rack = Rack::new(true, s(0), 0);
+        let mut rack = Rack::new(s(0), 0);
         for i in 0..10 {
             rack.log.on_send(s(i * 3), s(i * 3 + 3), t(i as u64));
         }
         rack.log.on_send(s(30), s(40), t(20));
-        rack.on_rtt_sample(MS(1));
+        let mut min_rtt = Some(MS(1));
         let mut d = Delivered::default();
-        let (mut fack, min) = (rack.fack, rack.min_rtt);
+        let (mut fack, min) = (rack.fack, min_rtt);
         rack.log
             .deliver((s(30), s(40)), false, t(30), (&mut fack, min, None), &mut d);
         rack.fack = fack;
-        rack.on_delivered(&d);
+        rack.on_delivered(&d, &mut min_rtt);
         let (lost, runs, _) = rack.detect_loss(MS(0), t(30));
         assert_eq!((lost, runs), (30, 10));
         assert_eq!(rack.log.next_lost(1448), Some((s(0), 30)));
@@ -833,21 +864,24 @@ mod tests {
 
     #[test]
     fn reordering_is_seen_and_reo_wnd_follows_rfc_8985() {
-        let mut rack = Rack::new(true, s(0), 0);
+        let mut rack = Rack::new(s(0), 0);
         rack.log.on_send(s(0), s(100), t(0));
         rack.log.on_send(s(100), s(200), t(1));
-        rack.on_rtt_sample(MS(40));
+        let mut min_rtt = Some(MS(40));
         // Without reordering seen: zero in recovery or with DupThresh segments SACKed.
-        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), Duration::ZERO);
-        assert_eq!(rack.reo_wnd(false, 3, Some(MS(50))), Duration::ZERO);
-        assert_eq!(rack.reo_wnd(false, 2, Some(MS(50))), MS(10));
+        assert_eq!(rack.reo_wnd(min_rtt, true, 0, Some(MS(50))), Duration::ZERO);
+        assert_eq!(
+            rack.reo_wnd(min_rtt, false, 3, Some(MS(50))),
+            Duration::ZERO
+        );
+        assert_eq!(rack.reo_wnd(min_rtt, false, 2, Some(MS(50))), MS(10));
         let mut d = Delivered::default();
         let mut fack = rack.fack;
         rack.log.deliver(
             (s(100), s(200)),
             false,
             t(41),
-            (&mut fack, rack.min_rtt, None),
+            (&mut fack, min_rtt, None),
             &mut d,
         );
         assert!(!d.reordered);
@@ -856,33 +890,33 @@ mod tests {
             (s(0), s(200)),
             true,
             t(42),
-            (&mut fack, rack.min_rtt, None),
+            (&mut fack, min_rtt, None),
             &mut d,
         );
         assert!(d.reordered);
-        rack.on_delivered(&d);
-        assert_eq!(rack.reo_wnd(true, 9, Some(MS(50))), MS(10));
+        rack.on_delivered(&d, &mut min_rtt);
+        assert_eq!(rack.reo_wnd(min_rtt, true, 9, Some(MS(50))), MS(10));
         // D-SACK: the multiplier grows once per round, is capped by SRTT, and decays
         // after 16 recoveries.
         rack.on_dsack(s(200), s(300));
         rack.on_dsack(s(250), s(300));
-        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), MS(20));
+        assert_eq!(rack.reo_wnd(min_rtt, true, 0, Some(MS(50))), MS(20));
         rack.on_dsack(s(300), s(400));
-        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), MS(30));
-        assert_eq!(rack.reo_wnd(true, 0, Some(MS(25))), MS(25));
+        assert_eq!(rack.reo_wnd(min_rtt, true, 0, Some(MS(50))), MS(30));
+        assert_eq!(rack.reo_wnd(min_rtt, true, 0, Some(MS(25))), MS(25));
         for _ in 0..15 {
             rack.on_recovery_exit();
         }
         assert_eq!(rack.reo_wnd_mult, 3);
         rack.on_recovery_exit();
-        assert_eq!(rack.reo_wnd(true, 0, Some(MS(50))), MS(10));
+        assert_eq!(rack.reo_wnd(min_rtt, true, 0, Some(MS(50))), MS(10));
     }
 
     #[test]
     fn a_retransmission_acked_sooner_than_min_rtt_is_not_trusted() {
-        let mut rack = Rack::new(true, s(0), 0);
+        let mut rack = Rack::new(s(0), 0);
         rack.log.on_send(s(0), s(100), t(0));
-        rack.on_rtt_sample(MS(20));
+        let min_rtt = Some(MS(20));
         rack.log.on_send(s(0), s(100), t(15));
         let mut d = Delivered::default();
         let mut fack = rack.fack;
@@ -890,7 +924,7 @@ mod tests {
             (s(0), s(100)),
             true,
             t(21),
-            (&mut fack, rack.min_rtt, None),
+            (&mut fack, min_rtt, None),
             &mut d,
         );
         assert_eq!(d.latest, None);
@@ -898,7 +932,7 @@ mod tests {
             (s(0), s(100)),
             true,
             t(40),
-            (&mut fack, rack.min_rtt, None),
+            (&mut fack, min_rtt, None),
             &mut d,
         );
         assert_eq!(d.latest, Some((t(15), s(100), MS(25))));
@@ -906,9 +940,9 @@ mod tests {
 
     #[test]
     fn a_retransmission_whose_ack_echoes_the_original_is_not_trusted() {
-        let mut rack = Rack::new(true, s(0), 0);
+        let mut rack = Rack::new(s(0), 0);
         rack.log.on_send(s(0), s(100), t(100));
-        rack.on_rtt_sample(MS(5));
+        let min_rtt = Some(MS(5));
         rack.log.on_send(s(0), s(100), t(115));
         let mut d = Delivered::default();
         let mut fack = rack.fack;
@@ -918,7 +952,7 @@ mod tests {
             (s(0), s(100)),
             true,
             t(140),
-            (&mut fack, rack.min_rtt, Some(100)),
+            (&mut fack, min_rtt, Some(100)),
             &mut d,
         );
         assert_eq!(d.latest, None);
@@ -927,7 +961,7 @@ mod tests {
             (s(0), s(100)),
             true,
             t(140),
-            (&mut fack, rack.min_rtt, Some(115)),
+            (&mut fack, min_rtt, Some(115)),
             &mut d,
         );
         assert_eq!(d.latest, Some((t(115), s(100), MS(25))));

@@ -11,7 +11,7 @@ use super::TcpError;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller};
 use super::fastopen::SynFastOpen;
-use super::rack::{Rack, Undo};
+use super::rack::{Rack, RackCell, Undo};
 use super::rtt::{HandshakeTimer, RttSampler};
 use super::sack::Scoreboard;
 use super::seq::SeqNumber;
@@ -244,8 +244,16 @@ pub(crate) struct Snd {
     /// When data (or a FIN) last went out, new or again; `None` before the first and
     /// after an idle restart. Measures RFC 5681 §4.1's idle period.
     pub last_send: Option<Instant>,
-    /// RACK-TLP (RFC 8985): transmit times, loss marks, the probe.
-    pub rack: Rack,
+    /// RACK-TLP (RFC 8985): transmit times, loss marks, the probe; allocated when first
+    /// changed (read it through [`Snd::rack`], change it through [`Snd::rack_mut`]).
+    pub rack: RackCell,
+    /// RACK-TLP is on for this connection (SACK negotiated, `TcpConfig::rack`).
+    pub rack_enabled: bool,
+    /// "RACK.min_RTT" (RFC 8985 §6.2 step 1): the smallest RTT seen, the estimator's or
+    /// a SACKed segment's, over the connection's life (the RFC suggests a windowed
+    /// minimum). Outside [`RackCell`]: the handshake's sample sets it before any data
+    /// is sent.
+    pub rack_min_rtt: Option<crate::time::Duration>,
     /// The window before the last cut, to restore if its retransmissions prove spurious
     /// (boxed, as `recovery`).
     pub undo: Option<alloc::boxed::Box<Undo>>,
@@ -279,6 +287,14 @@ impl Snd {
     /// The sequence number just past the last queued byte (where a FIN would go).
     pub fn data_end(&self) -> SeqNumber {
         self.snd_una + self.buffer.len()
+    }
+    /// RACK-TLP's state (fresh until first changed).
+    pub fn rack(&self) -> &Rack {
+        self.rack.get()
+    }
+    /// RACK-TLP's state to change (allocated on first use; see [`RackCell::get_mut`]).
+    pub fn rack_mut(&mut self) -> &mut Rack {
+        self.rack.get_mut(self.snd_una, self.buffer.capacity())
     }
 }
 

@@ -592,6 +592,13 @@ impl Tcp {
         conn_in(&self.slots, handle)
     }
 
+    /// Whether `handle`'s RACK state was allocated (`None`: no sending half).
+    #[cfg(test)]
+    pub(crate) fn rack_allocated(&self, handle: TcpHandle) -> Option<bool> {
+        let snd = self.conn_ref(handle)?.state.snd()?;
+        Some(snd.rack.is_allocated())
+    }
+
     /// Abort: send RST and release at once.
     pub fn abort(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
         if let Some(Socket::Listener(_)) = self.socket_mut(handle) {

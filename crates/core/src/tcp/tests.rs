@@ -423,6 +423,57 @@ fn handshake_gives_an_rtt_sample_without_timestamps() {
     assert_eq!(tcp.info(c).unwrap().srtt, Some(Duration::from_millis(25)));
 }
 
+/// RACK-TLP's state is allocated when the connection first sends data, not before: an
+/// idle connection end (both the passive and the active one, SACK negotiated) keeps 8
+/// bytes for it.
+#[test]
+fn rack_state_is_allocated_on_the_first_data_sent() {
+    let sack = Options {
+        mss: Some(MSS),
+        sack_permitted: true,
+        ..SEND_TEMPL.options
+    };
+    let config = TcpConfig {
+        sack: true,
+        ..config()
+    };
+    let (mut tcp, c, iss) = established_with_options(config.clone(), sack);
+    assert_eq!(tcp.rack_allocated(c), Some(false));
+    // An ACK for nothing new (a window update) leaves it unallocated.
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: iss,
+            window: 65000,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.rack_allocated(c), Some(false));
+    tcp.send(ms(30), c, b"hello").unwrap();
+    let seg = parse(&recv!(tcp, 30)).payload.to_vec();
+    assert_eq!(seg, b"hello");
+    assert_eq!(tcp.rack_allocated(c), Some(true));
+    // The active side.
+    let mut tcp = Tcp::new(config, &secret(9));
+    let c = tcp.connect(ms(0), LOCAL, REMOTE, MSS).unwrap();
+    let iss = parse(&recv!(tcp, 0)).seq;
+    send!(
+        tcp,
+        25,
+        Repr {
+            seq: RISS,
+            ack: iss + 1,
+            flags: Flags::SYN | Flags::ACK,
+            options: sack,
+            ..SEND_TEMPL
+        }
+    );
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+    assert_eq!(tcp.rack_allocated(c), Some(false));
+}
+
 // ---- SYN-SENT ----------------------------------------------------------------------------
 
 fn syn_sent(config: TcpConfig) -> (Tcp, TcpHandle, u32) {

@@ -603,7 +603,7 @@ impl Conn {
             return;
         }
         // RACK-TLP (RFC 8985) decides about losses by time, in `on_ack_recovery`.
-        if snd.rack.enabled {
+        if snd.rack_enabled {
             return;
         }
         // RFC 6675 §5 "(a) ... DupAcks >= DupThresh ... (b) IsLost (HighACK + 1)".

@@ -27,7 +27,7 @@ use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CongestionControl, Controller};
 use crate::tcp::challenge::ChallengeBudget;
 use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
-use crate::tcp::rack::Rack;
+use crate::tcp::rack::RackCell;
 use crate::tcp::rtt::{HandshakeTimer, RttEstimator, RttSampler};
 use crate::tcp::sack::Scoreboard;
 use crate::tcp::segment::{Reset, tsval};
@@ -599,9 +599,9 @@ impl Conn {
             in_recovery: snd.is_some_and(|s| s.recovery.is_some()),
             lost: snd.map_or(0, |s| {
                 let repairing = s.recovery.is_some() || s.rto_recover.is_some();
-                s.rack.log.deemed_lost_bytes(repairing) as u32
+                s.rack().log.deemed_lost_bytes(repairing) as u32
             }),
-            reordering: snd.map_or(0, |s| s.rack.reorder_extent),
+            reordering: snd.map_or(0, |s| s.rack().reorder_extent),
             snd_mss: self.opts.snd_mss() as u16,
             soft_error: self.soft_error,
             path_mtu: (self.opts.path_mss != u16::MAX).then(|| self.opts.path_mss + 40),
@@ -661,11 +661,9 @@ pub(crate) fn new_snd(
         probe_count: 0,
         tso: false,
         last_send: None,
-        rack: Rack::new(
-            config.rack && opts.sack,
-            snd_una,
-            crate::tcp::rack::split_limit(config.send_buffer),
-        ),
+        rack: RackCell::default(),
+        rack_enabled: config.rack && opts.sack,
+        rack_min_rtt: None,
         undo: None,
         rate,
         pacing,

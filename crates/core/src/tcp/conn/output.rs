@@ -532,8 +532,8 @@ fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Pla
     // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg()"; the room
     // is PRR's after a window cut (RFC 9937), and with RACK the segment its first lost.
     let room = recovery_room(snd, true, mss).unwrap_or(0);
-    let (seq, len) = if snd.rack.enabled {
-        snd.rack.log.next_lost(mss)?
+    let (seq, len) = if snd.rack_enabled {
+        snd.rack().log.next_lost(mss)?
     } else {
         snd.scoreboard
             .next_seg(snd.snd_una, snd.snd_max, snd.high_rxt, mss)?
@@ -610,7 +610,7 @@ impl Room {
         };
         let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
         // The loss probe goes whatever cwnd says (RFC 8985 §7.3).
-        let probe = if snd.rack.probe_due { mss } else { 0 };
+        let probe = if snd.rack().probe_due { mss } else { 0 };
         Room {
             available,
             in_flight,
@@ -661,7 +661,7 @@ fn restart_after_idle(snd: &mut Snd, now: Instant, rto: Duration) {
 /// copies' (the RTT far above the handshake's min_RTT), marked the copies' predecessors
 /// lost again and again.
 fn skip_recent_after_rto(snd: &mut Snd, now: Instant, srtt: Option<Duration>, mss: usize) {
-    if !snd.rack.enabled
+    if !snd.rack_enabled
         || snd.rto_recover.is_none()
         || snd.snd_nxt <= snd.snd_una
         || snd.snd_nxt >= snd.snd_max
@@ -669,8 +669,11 @@ fn skip_recent_after_rto(snd: &mut Snd, now: Instant, srtt: Option<Duration>, ms
         return;
     }
     let segs_sacked = snd.scoreboard.sacked_bytes() / mss.max(1);
-    let wait = snd.rack.rtt + snd.rack.reo_wnd(true, segs_sacked, srtt);
-    if let Some(end) = snd.rack.log.recent_end(snd.snd_nxt, wait, now) {
+    let wait = snd.rack().rtt
+        + snd
+            .rack()
+            .reo_wnd(snd.rack_min_rtt, true, segs_sacked, srtt);
+    if let Some(end) = snd.rack().log.recent_end(snd.snd_nxt, wait, now) {
         snd.snd_nxt = end.min(snd.snd_max);
     }
 }

@@ -64,13 +64,17 @@ impl Conn {
             // The common ACK: RACK takes in the cumulative delivery; no D-SACK, undo,
             // probe or PRR to settle, and no loss to find (as `detect_loss` says
             // without a scoreboard or a recovery).
-            if snd.rack.enabled {
-                snd.rack.min_rtt = merge_min_rtt(snd.rack.min_rtt, min_rtt);
-                rack_update(snd, seg, (before.snd_una, tsecr), now, false);
+            // An ACK for nothing new with RACK's state still fresh (the handshake's,
+            // a window update) leaves that state as it is: it stays unallocated.
+            if snd.rack_enabled {
+                snd.rack_min_rtt = merge_min_rtt(snd.rack_min_rtt, min_rtt);
+                if snd.rack.is_allocated() || snd.snd_una != before.snd_una {
+                    rack_update(snd, seg, (before.snd_una, tsecr), now, false);
+                }
             }
             let probe = snd.snd_una > before.snd_una;
             let eligible = probe.then(|| {
-                snd.rack.probe_due = false;
+                clear_probe_due(snd);
                 probe_eligible(snd)
             });
             self.timers.stop(Timer::Reorder);
@@ -88,12 +92,12 @@ impl Conn {
         if dsack.is_some() {
             stats.dsacks_received += 1;
         }
-        if snd.rack.enabled {
-            snd.rack.min_rtt = merge_min_rtt(snd.rack.min_rtt, min_rtt);
+        if snd.rack_enabled {
+            snd.rack_min_rtt = merge_min_rtt(snd.rack_min_rtt, min_rtt);
             rack_update(snd, seg, (before.snd_una, tsecr), now, dsack.is_some());
         }
         if before.in_recovery && snd.recovery.is_none() {
-            snd.rack.on_recovery_exit();
+            snd.rack_mut().on_recovery_exit();
             // A recovery that ended with every retransmission reported as a duplicate,
             // or none sent at all (what looked lost arrived late): the cut was for
             // nothing (RFC 3708 §3; Linux's `tcp_try_undo_recovery`).
@@ -106,8 +110,9 @@ impl Conn {
             }
         }
         if let Some(block) = dsack {
-            if snd.rack.enabled {
-                snd.rack.on_dsack(snd.snd_una, snd.snd_max);
+            if snd.rack_enabled {
+                let (una, max) = (snd.snd_una, snd.snd_max);
+                snd.rack_mut().on_dsack(una, max);
             }
             if tlp_dsack(snd, block) {
                 dsack = None;
@@ -121,7 +126,7 @@ impl Conn {
         let probe = snd.snd_una > before.snd_una;
         if probe {
             // A probe the PTO asked for and that never went (no room) is moot now.
-            snd.rack.probe_due = false;
+            clear_probe_due(snd);
         }
         match reorder {
             Some(wait) => self.timers.set(Timer::Reorder, now + wait),
@@ -140,7 +145,7 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        if !snd.rack.enabled {
+        if !snd.rack_enabled {
             return;
         }
         let (reorder, _) = detect_loss(snd, &mut ctx.shared.stats, now, srtt, mss);
@@ -159,7 +164,7 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        if !snd.rack.enabled || snd.recovery.is_some() || snd.outstanding() == 0 {
+        if !snd.rack_enabled || snd.recovery.is_some() || snd.outstanding() == 0 {
             return;
         }
         let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
@@ -170,7 +175,7 @@ impl Conn {
             let back = (end - snd.snd_una).min(mss);
             snd.rexmit = Some(end - back);
         }
-        snd.rack.probe_due = true;
+        snd.rack_mut().probe_due = true;
         // The probe takes the timeout's place when both were due.
         self.timers.set(Timer::Retransmit, ctx.now + rto);
     }
@@ -217,8 +222,8 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        if snd.rack.enabled {
-            snd.rack.log.on_send(seq, end, now);
+        if snd.rack_enabled {
+            snd.rack_mut().log.on_send(seq, end, now);
         }
         if again && let Some(undo) = &mut snd.undo {
             if undo.retrans == 0 && undo.eifel.is_none() && timestamps {
@@ -231,10 +236,12 @@ impl Conn {
             r.prr.out += len;
             r.prr.sndcnt = r.prr.sndcnt.saturating_sub(len);
         }
-        if snd.rack.probe_due {
-            snd.rack.probe_due = false;
-            snd.rack.tlp = Some(Tlp {
-                end_seq: snd.snd_max,
+        if snd.rack().probe_due {
+            let end_seq = snd.snd_max;
+            let rack = snd.rack_mut();
+            rack.probe_due = false;
+            rack.tlp = Some(Tlp {
+                end_seq,
                 is_retrans: again,
             });
             ctx.shared.stats.tlp_probes += 1;
@@ -267,9 +274,11 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        snd.rack.log.forget_marks(unsack);
-        snd.rack.tlp = None;
-        snd.rack.probe_due = false;
+        if let Some(rack) = snd.rack.allocated_mut() {
+            rack.log.forget_marks(unsack);
+            rack.tlp = None;
+            rack.probe_due = false;
+        }
         snd.undo = Some(alloc::boxed::Box::new(Undo {
             cwnd,
             ssthresh,
@@ -286,11 +295,11 @@ impl Conn {
 fn probe_eligible(snd: &Snd) -> Option<usize> {
     let outstanding = snd.outstanding();
     let eligible = outstanding > 0
-        && snd.rack.enabled
+        && snd.rack_enabled
         && snd.recovery.is_none()
         && snd.rto_recover.is_none()
         && snd.scoreboard.is_empty()
-        && snd.rack.tlp.is_none();
+        && snd.rack().tlp.is_none();
     eligible.then_some(outstanding)
 }
 
@@ -304,7 +313,7 @@ fn quiet_ack(snd: &Snd, seg: &Repr<'_>, before: AckBefore) -> bool {
         && snd.recovery.is_none()
         && snd.rto_recover.is_none()
         && snd.undo.is_none()
-        && snd.rack.tlp.is_none()
+        && snd.rack().tlp.is_none()
         && snd.scoreboard.is_empty()
 }
 
@@ -328,15 +337,15 @@ fn rack_update(
     dsack: bool,
 ) {
     let mut d = Delivered::default();
-    let rack = &mut snd.rack;
-    let (mut fack, min_rtt) = (rack.fack, rack.min_rtt);
-    let ack = snd.snd_una;
+    let (ack, snd_max, mut min_rtt) = (snd.snd_una, snd.snd_max, snd.rack_min_rtt);
+    let rack = snd.rack_mut();
+    let mut fack = rack.fack;
     rack.log
         .deliver_cumulative((old_una, ack), now, (&mut fack, min_rtt, tsecr), &mut d);
     let skip = usize::from(dsack);
     for block in seg.options.sack().iter().skip(skip) {
         let (left, right) = (block.left_seq().max(ack), block.right_seq());
-        if left < right && right <= snd.snd_max {
+        if left < right && right <= snd_max {
             // No TSecr test: a SACKed segment arrived out of order, and the ACK echoes
             // the last in-order segment's timestamp (RFC 7323 §4.3), not its own.
             rack.log.deliver(
@@ -349,7 +358,8 @@ fn rack_update(
         }
     }
     rack.fack = fack;
-    rack.on_delivered(&d);
+    rack.on_delivered(&d, &mut min_rtt);
+    snd.rack_min_rtt = min_rtt;
 }
 
 /// RACK loss marking (RFC 8985 §6.2 step 5); the first loss starts recovery. Returns
@@ -365,12 +375,14 @@ fn detect_loss(
     // Nothing SACKed and no recovery: every segment still out was sent after the most
     // recent one delivered (cumulative ACKs deliver in sequence order), so none can be
     // lost by RACK's rule; skip the walk on the common ACK.
-    if !snd.rack.enabled || (!in_recovery && snd.scoreboard.is_empty()) {
+    if !snd.rack_enabled || (!in_recovery && snd.scoreboard.is_empty()) {
         return (None, 0);
     }
     let segs_sacked = snd.scoreboard.sacked_bytes() / mss.max(1);
-    let reo_wnd = snd.rack.reo_wnd(in_recovery, segs_sacked, srtt);
-    let (lost, runs, timeout) = snd.rack.detect_loss(reo_wnd, now);
+    let reo_wnd = snd
+        .rack()
+        .reo_wnd(snd.rack_min_rtt, in_recovery, segs_sacked, srtt);
+    let (lost, runs, timeout) = snd.rack_mut().detect_loss(reo_wnd, now);
     stats.rack_losses += runs;
     if lost > 0 && snd.recovery.is_none() {
         // RFC 8985 §3.4: RACK's loss marks start fast recovery as DupThresh did.
@@ -391,7 +403,9 @@ pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto:
         in_flight,
     )));
     snd.high_rxt = snd.snd_una;
-    snd.rack.tlp = None;
+    if let Some(rack) = snd.rack.allocated_mut() {
+        rack.tlp = None;
+    }
     if after_rto {
         return;
     }
@@ -423,7 +437,7 @@ fn prr_after_ack(snd: &mut Snd, ack: SeqNumber, before: AckBefore, newly_lost: u
     // RFC 9937's SafeACK: the ACK advances SND.UNA and indicates no further loss (RACK
     // marked nothing new; without RACK, nothing newly SACKed above the holes), as
     // Linux's `FLAG_SND_UNA_ADVANCED && !newly_lost`.
-    let further_loss = if snd.rack.enabled {
+    let further_loss = if snd.rack_enabled {
         newly_lost > 0
     } else {
         sacked_now > before.sacked
@@ -472,8 +486,8 @@ fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize, safe_ack: bool) {
 
 /// RFC 6675's pipe during SACK recovery, with RACK's loss marks when RACK is on.
 pub(super) fn pipe(snd: &Snd, mss: usize) -> usize {
-    if snd.rack.enabled {
-        snd.rack.log.pipe()
+    if snd.rack_enabled {
+        snd.rack().log.pipe()
     } else {
         snd.scoreboard
             .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
@@ -490,7 +504,7 @@ pub(super) fn recovery_room(snd: &Snd, sack: bool, mss: usize) -> Option<usize> 
         r.prr.sndcnt
     };
     // The loss probe goes whatever the window says (RFC 8985 §7.3).
-    Some(if snd.rack.probe_due {
+    Some(if snd.rack().probe_due {
         room.max(mss)
     } else {
         room
@@ -500,10 +514,10 @@ pub(super) fn recovery_room(snd: &Snd, sack: bool, mss: usize) -> Option<usize> 
 /// A D-SACK for the TLP retransmission: "the original segment was delivered", the
 /// episode ends without loss (RFC 8985 §7.4). Returns whether it was.
 fn tlp_dsack(snd: &mut Snd, (_, right): (SeqNumber, SeqNumber)) -> bool {
-    match snd.rack.tlp {
+    match snd.rack().tlp {
         // The block ends at the probe's end, or one short of it when a FIN rode along.
         Some(tlp) if tlp.is_retrans && right <= tlp.end_seq && right + 1 >= tlp.end_seq => {
-            snd.rack.tlp = None;
+            snd.rack_mut().tlp = None;
             true
         }
         _ => false,
@@ -514,14 +528,14 @@ fn tlp_dsack(snd: &mut Snd, (_, right): (SeqNumber, SeqNumber)) -> bool {
 /// a D-SACK for it means the probe repaired a loss: the congestion response of a fast
 /// recovery follows (a cut now, as the episode is over).
 fn tlp_on_ack(snd: &mut Snd, now: Instant, ack: SeqNumber) {
-    let Some(tlp) = snd.rack.tlp else { return };
+    let Some(tlp) = snd.rack().tlp else { return };
     if ack < tlp.end_seq {
         return;
     }
     if !tlp.is_retrans {
-        snd.rack.tlp = None;
+        snd.rack_mut().tlp = None;
     } else if ack > tlp.end_seq {
-        snd.rack.tlp = None;
+        snd.rack_mut().tlp = None;
         let flight = snd.outstanding();
         snd.cc.on_enter_sack_recovery(now, flight);
         snd.cc.on_exit_recovery(now, flight);
@@ -539,8 +553,8 @@ fn spurious_by_dsack(snd: &mut Snd, stats: &mut TcpStats, dsack: Option<(SeqNumb
     }
     undo.retrans -= 1;
     stats.spurious_retransmits += 1;
-    let lost_pending = if snd.rack.enabled {
-        snd.rack.log.lost_bytes() > 0
+    let lost_pending = if snd.rack_enabled {
+        snd.rack.get().log.lost_bytes() > 0
     } else {
         snd.rexmit.is_some()
     };
@@ -573,9 +587,18 @@ fn undo_cut(snd: &mut Snd, stats: &mut TcpStats) {
     snd.cc.on_undo(undo.cwnd, undo.ssthresh);
     snd.recovery = None;
     snd.rexmit = None;
-    snd.rack.log.forget_marks(false);
+    if let Some(rack) = snd.rack.allocated_mut() {
+        rack.log.forget_marks(false);
+    }
     if undo.rto {
         snd.rto_recover = None;
         snd.snd_nxt = snd.snd_max;
+    }
+}
+
+/// A probe the PTO asked for is moot (fresh RACK state has none, and stays unallocated).
+fn clear_probe_due(snd: &mut Snd) {
+    if let Some(rack) = snd.rack.allocated_mut() {
+        rack.probe_due = false;
     }
 }
