@@ -64,9 +64,24 @@ fn known(rtt: Duration) -> Option<Duration> {
     (rtt != INFINITY).then_some(rtt)
 }
 
-/// The HyStart++ state of one connection's initial slow start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The HyStart++ state of one connection's initial slow start: the rounds' state is
+/// allocated at the first ACK of new data and dropped when HyStart++ ends (CSS over, a
+/// loss, a timeout), so a connection that has not started or has left its initial slow
+/// start keeps 8 bytes for it, not 56.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HyStart {
+    /// The rounds, once an ACK arrived (while on).
+    rounds: Option<alloc::boxed::Box<Rounds>>,
+    /// Whether HyStart++ is on (off: standard slow start).
+    enabled: bool,
+    /// Whether the sender paces its segments: only then does CSS return to slow start
+    /// when the RTT falls back (see [`HyStart::paced`]).
+    paced: bool,
+}
+
+/// RFC 9406's variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rounds {
     /// Bytes cumulatively acknowledged so far (outside recovery).
     acked: u64,
     /// `acked` at which the current round ends; 0 before the first ACK.
@@ -81,24 +96,24 @@ pub struct HyStart {
     css_rounds: u32,
     /// `cssBaselineMinRtt`: [`INFINITY`] outside CSS.
     css_baseline: Duration,
-    /// Whether HyStart++ is on (off: standard slow start).
-    enabled: bool,
-    /// Whether the sender paces its segments: only then does CSS return to slow start
-    /// when the RTT falls back (see [`HyStart::paced`]).
-    paced: bool,
 }
+
+/// The rounds before the first ACK.
+const FIRST: Rounds = Rounds {
+    acked: 0,
+    round_end: 0,
+    last_round_min: INFINITY,
+    current_round_min: INFINITY,
+    samples: 0,
+    css_rounds: 0,
+    css_baseline: INFINITY,
+};
 
 impl HyStart {
     /// HyStart++ for a new connection (`enabled: false` keeps RFC 5681 slow start).
     pub fn new(enabled: bool) -> HyStart {
         HyStart {
-            acked: 0,
-            round_end: 0,
-            last_round_min: INFINITY,
-            current_round_min: INFINITY,
-            samples: 0,
-            css_rounds: 0,
-            css_baseline: INFINITY,
+            rounds: None,
             enabled,
             paced: false,
         }
@@ -122,7 +137,7 @@ impl HyStart {
 
     /// Whether the sender is in conservative slow start.
     pub fn in_css(&self) -> bool {
-        self.css_baseline != INFINITY
+        self.rounds.as_deref().is_some_and(Rounds::in_css)
     }
 
     /// Whether HyStart++ is on.
@@ -142,24 +157,28 @@ impl HyStart {
         if !self.enabled {
             return Growth::SlowStart;
         }
-        self.acked = self.acked.saturating_add(acked_bytes as u64);
-        let round_ended = self.acked >= self.round_end;
+        let paced = self.paced;
+        let r = self
+            .rounds
+            .get_or_insert_with(|| alloc::boxed::Box::new(FIRST));
+        r.acked = r.acked.saturating_add(acked_bytes as u64);
+        let round_ended = r.acked >= r.round_end;
         if round_ended {
-            self.start_round(bytes_in_flight);
+            r.start_round(bytes_in_flight);
         }
         if let Some(rtt) = rtt {
-            self.current_round_min = self.current_round_min.min(rtt);
-            self.samples = self.samples.saturating_add(1);
+            r.current_round_min = r.current_round_min.min(rtt);
+            r.samples = r.samples.saturating_add(1);
         }
-        if !self.in_css() {
-            self.check_delay_increase();
-            self.growth()
-        } else if round_ended && self.css_rounds >= CSS_ROUNDS {
+        if !r.in_css() {
+            r.check_delay_increase();
+            r.growth()
+        } else if round_ended && r.css_rounds >= CSS_ROUNDS {
             self.finish();
             Growth::Exit
         } else {
-            self.check_false_alarm();
-            self.growth()
+            r.check_false_alarm(paced);
+            r.growth()
         }
     }
 
@@ -167,6 +186,12 @@ impl HyStart {
     /// ssthresh that was set (RFC 9406 §4.2).
     pub fn finish(&mut self) {
         *self = HyStart::new(false).paced(self.paced);
+    }
+}
+
+impl Rounds {
+    fn in_css(&self) -> bool {
+        self.css_baseline != INFINITY
     }
 
     fn growth(&self) -> Growth {
@@ -210,18 +235,18 @@ impl HyStart {
 
     /// RFC 9406 §4.2: in CSS, "if (currentRoundMinRTT < cssBaselineMinRtt)": the rise was
     /// spurious, "cssBaselineMinRtt = infinity; resume slow start". Only for a paced
-    /// sender (see [`HyStart::paced`]), and only from the first
+    /// sender (`paced`, see [`HyStart::paced`]), and only from the first
     /// full round of CSS on: the round that entered CSS set the baseline from its own
     /// minimum so far, and any later sample of that round lower by a timestamp tick
     /// (RTTs from timestamps have millisecond granularity) would otherwise end CSS at once.
-    fn check_false_alarm(&mut self) {
+    fn check_false_alarm(&mut self, paced: bool) {
         let (Some(baseline), Some(current)) =
             (known(self.css_baseline), known(self.current_round_min))
         else {
             return;
         };
         let rounds = self.css_rounds;
-        if self.paced && rounds >= 1 && self.samples >= N_RTT_SAMPLE && current < baseline {
+        if paced && rounds >= 1 && self.samples >= N_RTT_SAMPLE && current < baseline {
             self.css_baseline = INFINITY;
         }
     }
