@@ -7,15 +7,12 @@ use impnet_wire::tcp::{FastOpenCookie, Options, Repr};
 use super::{Conn, Ctx, new_snd};
 use crate::tcp::TcpError;
 use crate::tcp::cookie::CookieSynAck;
-use crate::tcp::fastopen::{BLACKHOLE_TIMEOUT, SynFastOpen, syn_ack_unacked};
+use crate::tcp::fastopen::{BLACKHOLE_TIMEOUT, SYN_OPTION_ROOM, SynFastOpen, syn_ack_unacked};
 use crate::tcp::segment::tsval;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::*;
 use crate::tcp::timer::Timer;
 
-/// Bytes of SYN options (all of them and the largest cookie) kept out of the SYN's
-/// data, so a SYN with data never exceeds the peer's MSS.
-const SYN_OPTION_ROOM: u16 = 40;
 
 impl Conn {
     /// Client: this SYN-SENT connection, whose SYN has not gone yet, opens with Fast
@@ -87,6 +84,7 @@ impl Conn {
         }
         if s.syn_data > 0 {
             if SeqNumber(seg.ack) > iss + 1 {
+                self.opts.syn_data_acked = true;
                 ctx.shared.stats.fast_open_active += 1;
             } else {
                 ctx.shared.stats.fast_open_active_fail += 1;
@@ -144,6 +142,7 @@ impl Conn {
             irs - 1,
         );
         self.state = State::Established(Established { snd, rcv });
+        self.opts.syn_data_acked = !seg.payload.is_empty();
         self.on_text(ctx, seg);
         // The SYN-ACK acknowledges the data; no ACK of its own follows.
         self.ack = AckState::Idle;
