@@ -30,10 +30,12 @@ if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
 # sysctls=on: the shim reads the Fast Open and timestamp sysctls the scripts set in
 # their namespace. TFO_COOKIE: the cookie Linux (and imp) gives packetdrill's remote
 # address at the shim's under defaults.sh's tcp_fastopen_key (upstream's run_all.py
-# defines it for its own addresses).
+# defines it for its own addresses), and run_all.py's other definitions.
 case "${IP_VERSION:-ipv4}" in
-ipv4) address=(--local_ip=192.168.0.2 -D TFO_COOKIE=de4f234f0f433a55); so_flags="sysctls=on" ;;
-ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2 -D TFO_COOKIE=465a8e5918044636); so_flags="mtu=1520 sysctls=on" ;;
+ipv4) address=(--local_ip=192.168.0.2 -D TFO_COOKIE=de4f234f0f433a55 -D CODE=host_unreachable
+        -D CMSG_LEVEL_IP=SOL_IP -D CMSG_TYPE_RECVERR=IP_RECVERR); so_flags="sysctls=on" ;;
+ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2 -D TFO_COOKIE=465a8e5918044636
+        -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR); so_flags="mtu=1520 sysctls=on" ;;
 *) echo "IP_VERSION must be ipv4 or ipv6" >&2; exit 2 ;;
 esac
 dirs=("$@")

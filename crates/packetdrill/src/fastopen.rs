@@ -16,12 +16,12 @@
 //!
 //! The sysctls come from `--so_flags` (`fastopen`, `fastopen_key`), or with
 //! `sysctls=on` from `/proc/sys/net/ipv4/` when a call needs them: the script's own
-//! `sysctl` commands in its network namespace. `tcp_timestamps` is read the same way
-//! when a socket is made.
+//! `sysctl` commands in its network namespace. `tcp_timestamps` and `tcp_ecn` are
+//! read the same way when a socket is made.
 
 use std::net::SocketAddr;
 
-use impnet_core::tcp::TcpHandle;
+use impnet_core::tcp::{EcnMode, TcpHandle};
 
 use crate::flags::{parse_fastopen_key, parse_sysctl_int};
 use crate::shim::Shim;
@@ -69,13 +69,25 @@ impl Shim {
             .unwrap_or(self.flags.fastopen)
     }
 
-    /// Apply `net.ipv4.tcp_timestamps` to connections opened from now on (`socket`).
+    /// Apply `net.ipv4.tcp_timestamps` and `tcp_ecn` to connections opened from now
+    /// on (`socket`).
     pub(crate) fn fast_open_read_sysctls(&mut self) {
-        if let Some(on) = self
-            .sysctl("tcp_timestamps")
-            .and_then(|text| parse_sysctl_int(&text))
-        {
+        let read = |name| {
+            self.sysctl(name)
+                .and_then(|text| parse_sysctl_int(&text))
+        };
+        let (timestamps, ecn) = (read("tcp_timestamps"), read("tcp_ecn"));
+        if let Some(on) = timestamps {
             self.stack.tcp_set_timestamps(on != 0);
+        }
+        let ecn = match ecn {
+            Some(0) => Some(EcnMode::Off),
+            Some(1) => Some(EcnMode::Request),
+            Some(2) => Some(EcnMode::Accept),
+            _ => None,
+        };
+        if let Some(mode) = ecn {
+            self.stack.tcp_set_ecn(mode);
         }
     }
 
@@ -101,18 +113,25 @@ impl Shim {
             qlen => qlen,
         };
         self.fast_open_stack_key();
-        if mode & SERVER == 0 || qlen <= 0 {
-            return;
-        }
+        self.listener_fast_open(listener, qlen, settings.key, mode);
+    }
+
+    /// Fast Open on `listener` with a queue of `qlen` (0: off), its own key if set,
+    /// as `mode` (`net.ipv4.tcp_fastopen`) allows.
+    fn listener_fast_open(&mut self, listener: TcpHandle, qlen: i32, key: Option<[u8; 16]>, mode: u32) {
+        let qlen = if mode & SERVER == 0 { 0 } else { qlen.max(0) };
         let _ = self
             .stack
             .tcp_set_fast_open(listener, usize::try_from(qlen).unwrap_or(0));
-        if let Some(key) = settings.key {
+        if qlen == 0 {
+            return;
+        }
+        if let Some(key) = key {
             let _ = self.stack.tcp_set_fast_open_key(Some(listener), &key);
         }
-        if mode & SERVER_NO_COOKIE != 0 {
-            let _ = self.stack.tcp_set_fast_open_no_cookie(listener, true);
-        }
+        let _ = self
+            .stack
+            .tcp_set_fast_open_no_cookie(listener, mode & SERVER_NO_COOKIE != 0);
     }
 
     /// `setsockopt(IPPROTO_TCP, TCP_FASTOPEN*)`.
@@ -138,14 +157,11 @@ impl Shim {
                 if matches!(phase, Phase::Conn(_)) {
                     return Err(libc::EINVAL);
                 }
-                let qlen = int()?;
-                socket.fast_open.qlen = qlen.max(0);
-                if let Phase::Listener(listener) = phase
-                    && mode & SERVER != 0
-                {
-                    let _ = self
-                        .stack
-                        .tcp_set_fast_open(listener, usize::try_from(qlen).unwrap_or(0));
+                let qlen = int()?.max(0);
+                socket.fast_open.qlen = qlen;
+                let key = socket.fast_open.key;
+                if let Phase::Listener(listener) = phase {
+                    self.listener_fast_open(listener, qlen, key, mode);
                 }
             }
             libc::TCP_FASTOPEN_CONNECT => {
@@ -226,33 +242,44 @@ impl Shim {
             }
             return Some(Ok(0));
         }
-        Some(self.fast_open_start(fd, Some(remote), &[]).and(Err(libc::EINPROGRESS)))
+        Some(
+            self.fast_open_start(fd, Some(remote), &[], true)
+                .and(Err(libc::EINPROGRESS)),
+        )
     }
 
     /// A write with `MSG_FASTOPEN` to `remote` (None: a deferred connect's), or a
     /// deferred connect's first write: opens the connection with the data. Returns the
-    /// bytes taken; a non-blocking socket takes only what the SYN carries (with a
-    /// cookie) or nothing (`EINPROGRESS`).
+    /// bytes taken; without waiting (`nonblocking`) only what the SYN carries (with a
+    /// cookie) or nothing (`EINPROGRESS`). On a connecting socket `EALREADY`; on a
+    /// connected one None: Linux then ignores the flag (a plain write).
     pub fn fast_open_start(
         &mut self,
         fd: i32,
         remote: Option<SocketAddr>,
         bufs: &[&[u8]],
-    ) -> Result<usize, Errno> {
+        nonblocking: bool,
+    ) -> Result<Option<usize>, Errno> {
         if self.fast_open_mode() & CLIENT == 0 {
             return Err(libc::EOPNOTSUPP);
         }
         let socket = self.tcp_socket(fd)?;
-        let nonblocking = socket.nonblocking;
+        let maxseg = socket.options.maxseg;
         let remote = match (socket.phase, socket.fast_open.deferred, remote) {
             (Phase::Fresh { .. }, Some(deferred), _) => deferred,
             (Phase::Fresh { .. }, None, Some(remote)) => remote,
             (Phase::Fresh { .. }, None, None) => return Err(libc::EDESTADDRREQ),
-            (Phase::Conn(_), ..) => return Err(libc::EISCONN),
+            (Phase::Conn(_), ..) => {
+                return match self.connect_done(fd) {
+                    Err(libc::EAGAIN) => Err(libc::EALREADY),
+                    _ => Ok(None),
+                };
+            }
             (Phase::Listener(_), ..) => return Err(libc::ENOTCONN),
         };
         let remote = self.stack_address(fd, remote)?;
-        let mss = self.route_mss(remote.is_ipv6());
+        let route_mss = self.route_mss(remote.is_ipv6());
+        let mss = maxseg.unwrap_or(route_mss).min(route_mss);
         let room = self.stack.tcp_fast_open_syn_room(self.now, remote.ip(), mss);
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let limit = match room {
@@ -271,6 +298,6 @@ impl Shim {
             socket.fast_open.deferred = None;
         }
         self.flush();
-        taken
+        taken.map(Some)
     }
 }

@@ -450,7 +450,7 @@ fn do_read(d: &Driver, fd: c_int, mut bufs: Vec<&mut [u8]>, flags: c_int) -> Res
 /// error, or what it took before one), as Linux's `tcp_sendmsg` does.
 fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize, Errno> {
     if d.with(|s| s.fast_open_deferred(fd)) {
-        return fast_open_write(d, fd, None, bufs);
+        return fast_open_write(d, fd, None, bufs, flags);
     }
     d.with(|s| s.more_coming(fd, flags & libc::MSG_MORE != 0))?;
     let total: usize = bufs.iter().map(|b| b.len()).sum();
@@ -489,11 +489,16 @@ fn fast_open_write(
     fd: c_int,
     remote: Option<SocketAddr>,
     bufs: &[&[u8]],
+    flags: c_int,
 ) -> Result<usize, Errno> {
+    let dontwait = flags & libc::MSG_DONTWAIT != 0;
     let (taken, nonblocking) = d.with(|s| {
-        let taken = s.fast_open_start(fd, remote, bufs)?;
-        Ok::<_, Errno>((taken, s.tcp_socket(fd)?.nonblocking))
+        let nonblocking = dontwait || s.tcp_socket(fd)?.nonblocking;
+        Ok::<_, Errno>((s.fast_open_start(fd, remote, bufs, nonblocking)?, nonblocking))
     })?;
+    let Some(taken) = taken else {
+        return do_write(d, fd, bufs, flags & !MSG_FASTOPEN);
+    };
     if nonblocking {
         return if taken > 0 {
             Ok(taken)
@@ -660,7 +665,7 @@ unsafe extern "C" fn sendto(
         if flags & MSG_FASTOPEN != 0 {
             // SAFETY: the caller's sockaddr.
             let remote = unsafe { fast_open_address(addr, addrlen) }?;
-            return fast_open_write(d, fd, Some(remote), &as_const(&bufs));
+            return fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
         }
         do_write(d, fd, &as_const(&bufs), flags)
     })
@@ -682,7 +687,7 @@ unsafe extern "C" fn sendmsg(
         if flags & MSG_FASTOPEN != 0 {
             // SAFETY: the caller's msghdr names its sockaddr.
             let remote = unsafe { fast_open_address(m.msg_name.cast(), m.msg_namelen) }?;
-            return fast_open_write(d, fd, Some(remote), &as_const(&bufs));
+            return fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
         }
         do_write(d, fd, &as_const(&bufs), flags)
     })

@@ -858,6 +858,12 @@ impl Stack {
         self.tcp.set_timestamps(on);
     }
 
+    /// ECN (RFC 3168) on the connections opened from now on (as Linux's
+    /// `net.ipv4.tcp_ecn` changes at run time); open ones keep theirs.
+    pub fn tcp_set_ecn(&mut self, mode: crate::tcp::EcnMode) {
+        self.tcp.set_ecn(mode);
+    }
+
     /// What a SYN with Fast Open towards `server` would carry now: Some(bytes of data
     /// at most) when the stack holds the server's cookie (the data is bounded by the
     /// MSS the server announced with it and `mss`, ours, less 40 bytes of options),

@@ -33,10 +33,14 @@ pub const COOKIE_LEN: usize = 8;
 pub const SYN_OPTION_ROOM: u16 = 40;
 /// Servers whose cookies (or trouble) a stack remembers; the oldest goes first.
 pub const CACHE_SIZE: usize = 256;
-/// How long a client leaves Fast Open off towards a server after its SYN with data (or
-/// with a cookie request) went unanswered (RFC 7413 §4.1.3: a middlebox may drop
-/// them). Linux's `tcp_fastopen_blackhole_timeout_sec` starts at an hour.
-pub const BLACKHOLE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How long a client leaves Fast Open off towards a server after `losses` SYNs with
+/// the option in a row went unanswered or lost their data (RFC 7413 §4.1.3: a
+/// middlebox may drop them): none after one (it may be an ordinary loss), then a
+/// minute doubled per loss, as Linux's `tcp_send_syn_data` ("Recurring FO SYN losses:
+/// revert to regular handshake temporarily": `60 * HZ << syn_loss`).
+pub fn blackhole_timeout(losses: u8) -> Option<Duration> {
+    (losses > 1).then(|| Duration::from_secs(60 << losses.min(16)))
+}
 
 /// The server's cookies: SipHash-2-4 over the client's and the server's IP addresses
 /// (RFC 7413 §4.1.2: "the server ... generates a cookie ... by encrypting the client
@@ -136,6 +140,9 @@ pub(crate) enum SynFastOpen {
     /// A plain SYN.
     #[default]
     Off,
+    /// The SYN with the option timed out: its retransmissions go plain, but the
+    /// SYN-ACK may still grant a cookie (the first SYN may have arrived late).
+    Dropped,
     /// An empty Fast Open option: a cookie request, no data.
     Request,
     /// The server's cookie and the first data.
@@ -146,7 +153,7 @@ impl SynFastOpen {
     /// The option on the SYN.
     pub fn option(&self) -> Option<FastOpenCookie> {
         match self {
-            SynFastOpen::Off => None,
+            SynFastOpen::Off | SynFastOpen::Dropped => None,
             SynFastOpen::Request => Some(FastOpenCookie::REQUEST),
             SynFastOpen::Cookie(cookie) => Some(*cookie),
         }
@@ -158,10 +165,11 @@ impl SynFastOpen {
 pub(crate) struct CacheEntry {
     /// The server's cookie.
     pub cookie: Option<FastOpenCookie>,
-    /// The MSS the server announced with it: bounds the data on the next SYN.
+    /// The MSS the server announced last: bounds the data on the next SYN.
     pub mss: u16,
-    /// Fast Open stays off towards this server until then (a SYN with the option went
-    /// unanswered).
+    /// SYNs with the option lost in a row (see [`blackhole_timeout`]).
+    pub syn_losses: u8,
+    /// Fast Open stays off towards this server until then.
     pub off_until: Option<Instant>,
 }
 
@@ -205,6 +213,7 @@ impl CookieCache {
             CacheEntry {
                 cookie: None,
                 mss: 0,
+                syn_losses: 0,
                 off_until: None,
             },
         ));
@@ -212,16 +221,28 @@ impl CookieCache {
         &mut self.entries[last].1
     }
 
-    /// Keep the cookie `server` granted with its MSS.
-    pub fn store(&mut self, server: IpAddr, cookie: FastOpenCookie, mss: u16) {
+    /// What `server`'s SYN-ACK to a SYN with the option said: a cookie (kept; an
+    /// invalid one is never stored, the old one stays) and its MSS (kept in any case,
+    /// as Linux's `tcp_fastopen_cache_set`).
+    pub fn store(&mut self, server: IpAddr, cookie: Option<FastOpenCookie>, mss: u16) {
         let entry = self.entry(server);
-        entry.cookie = Some(cookie);
+        if cookie.is_some() {
+            entry.cookie = cookie;
+        }
         entry.mss = mss;
     }
 
-    /// Leave Fast Open off towards `server` until `until`.
-    pub fn turn_off(&mut self, server: IpAddr, until: Instant) {
-        self.entry(server).off_until = Some(until);
+    /// A SYN with the option towards `server` was lost (`lost`: it timed out, or the
+    /// answer to its retransmission had neither cookie nor its data), or not; two in a
+    /// row leave Fast Open off for a while from `now` ([`blackhole_timeout`]).
+    pub fn syn_lost(&mut self, server: IpAddr, lost: bool, now: Instant) {
+        let entry = self.entry(server);
+        entry.syn_losses = if lost {
+            entry.syn_losses.saturating_add(1)
+        } else {
+            0
+        };
+        entry.off_until = blackhole_timeout(entry.syn_losses).map(|d| now + d);
     }
 
     /// Servers known.
@@ -297,14 +318,24 @@ mod tests {
         let mut cache = CookieCache::default();
         let cookie = FastOpenCookie::new(&[1, 2, 3, 4]).unwrap();
         for i in 0..CACHE_SIZE as u32 + 5 {
-            cache.store(IpAddr::V4(Ipv4Addr::from(i)), cookie, 1460);
+            cache.store(IpAddr::V4(Ipv4Addr::from(i)), Some(cookie), 1460);
         }
         assert_eq!(cache.len(), CACHE_SIZE);
         assert_eq!(cache.get(IpAddr::V4(Ipv4Addr::from(0))), None);
         let last = IpAddr::V4(Ipv4Addr::from(CACHE_SIZE as u32 + 4));
         assert_eq!(cache.get(last).unwrap().cookie, Some(cookie));
-        cache.turn_off(last, Instant::ZERO);
-        assert_eq!(cache.get(last).unwrap().off_until, Some(Instant::ZERO));
+        // One loss leaves Fast Open on, the second turns it off for four minutes.
+        cache.syn_lost(last, true, Instant::ZERO);
+        assert_eq!(cache.get(last).unwrap().off_until, None);
+        cache.syn_lost(last, true, Instant::ZERO);
+        let off = Instant::ZERO + Duration::from_secs(240);
+        assert_eq!(cache.get(last).unwrap().off_until, Some(off));
         assert_eq!(cache.get(last).unwrap().cookie, Some(cookie));
+        // An answer without a cookie keeps the cookie and takes the MSS.
+        cache.store(last, None, 940);
+        assert_eq!(cache.get(last).unwrap().cookie, Some(cookie));
+        assert_eq!(cache.get(last).unwrap().mss, 940);
+        cache.syn_lost(last, false, Instant::ZERO);
+        assert_eq!(cache.get(last).unwrap().off_until, None);
     }
 }

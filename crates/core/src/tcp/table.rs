@@ -208,6 +208,11 @@ impl Tcp {
         self.shared.config.timestamps = on;
     }
 
+    /// ECN (RFC 3168) for connections opened from now on.
+    pub fn set_ecn(&mut self, mode: EcnMode) {
+        self.shared.config.ecn = mode;
+    }
+
     /// Counters.
     pub fn stats(&self) -> &TcpStats {
         &self.shared.stats
