@@ -229,7 +229,7 @@ impl Shim {
             return None;
         }
         if socket.fast_open.deferred.is_some() {
-            return Some(Ok(0));
+            return Some(Err(libc::EISCONN));
         }
         let mss = self.route_mss(remote.is_ipv6());
         if self

@@ -341,7 +341,12 @@ impl Shim {
         let socket = self.tcp_socket(fd)?;
         let read_shut = socket.read_shut;
         let Phase::Conn(handle) = socket.phase else {
-            return Err(libc::ENOTCONN);
+            // A deferred Fast Open connect reads as connecting (Linux: SYN-SENT).
+            return Err(if socket.fast_open.deferred.is_some() {
+                libc::EAGAIN
+            } else {
+                libc::ENOTCONN
+            });
         };
         // After SHUT_RD Linux still delivers what arrives (it ACKs and queues it), and
         // a read with nothing queued sees end of stream instead of blocking.
@@ -417,6 +422,11 @@ impl Shim {
         let handle = self.conn_of(fd)?;
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
+        }
+        // Linux's `tcp_sendmsg` waits for the handshake (`sk_stream_wait_connect`),
+        // though imp would queue the data (a Fast Open connect's SYN-SENT takes it).
+        if self.connecting(handle) {
+            return Err(libc::EAGAIN);
         }
         let limit = self.send_limit(fd)?;
         let room = limit.saturating_sub(self.stack.tcp_send_queued(handle));
