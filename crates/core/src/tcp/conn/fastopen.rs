@@ -66,7 +66,8 @@ impl Conn {
     /// cookie it grants and the MSS it announces (Linux's `tcp_rcv_fastopen_synack`),
     /// and count whether it acknowledged the SYN's data (RFC 7413 §4.2.2: if not, the
     /// data goes again after the handshake, as any unacknowledged data would). After
-    /// a timeout, an answer with neither cookie nor the data counts as a lost SYN.
+    /// a timeout, an answer that carries no cookie and leaves the data unacknowledged
+    /// counts as a lost SYN (Linux's `syn_drop`).
     pub(super) fn on_fast_open_syn_ack(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -84,11 +85,12 @@ impl Conn {
         let server = self.remote.ip();
         ctx.shared.fast_open.store(server, cookie, mss);
         let retried = s.fast_open == SynFastOpen::Dropped;
-        let lost = retried && cookie.is_none() && s.syn_data > 0;
+        let data_acked = s.syn_data > 0 && SeqNumber(seg.ack) > iss + 1;
+        let lost = retried && cookie.is_none() && s.syn_data > 0 && !data_acked;
         ctx.shared.fast_open.syn_lost(server, lost, ctx.now);
         // A SYN that timed out was counted as failed then.
         if s.syn_data > 0 && !retried {
-            if SeqNumber(seg.ack) > iss + 1 {
+            if data_acked {
                 self.opts.syn_data_acked = true;
                 ctx.shared.stats.fast_open_active += 1;
             } else {
