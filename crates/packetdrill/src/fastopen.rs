@@ -72,10 +72,7 @@ impl Shim {
     /// Apply `net.ipv4.tcp_timestamps` and `tcp_ecn` to connections opened from now
     /// on (`socket`).
     pub(crate) fn fast_open_read_sysctls(&mut self) {
-        let read = |name| {
-            self.sysctl(name)
-                .and_then(|text| parse_sysctl_int(&text))
-        };
+        let read = |name| self.sysctl(name).and_then(|text| parse_sysctl_int(&text));
         let (timestamps, ecn) = (read("tcp_timestamps"), read("tcp_ecn"));
         if let Some(on) = timestamps {
             self.stack.tcp_set_timestamps(on != 0);
@@ -118,7 +115,13 @@ impl Shim {
 
     /// Fast Open on `listener` with a queue of `qlen` (0: off), its own key if set,
     /// as `mode` (`net.ipv4.tcp_fastopen`) allows.
-    fn listener_fast_open(&mut self, listener: TcpHandle, qlen: i32, key: Option<[u8; 16]>, mode: u32) {
+    fn listener_fast_open(
+        &mut self,
+        listener: TcpHandle,
+        qlen: i32,
+        key: Option<[u8; 16]>,
+        mode: u32,
+    ) {
         let qlen = if mode & SERVER == 0 { 0 } else { qlen.max(0) };
         let _ = self
             .stack
@@ -280,7 +283,9 @@ impl Shim {
         let remote = self.stack_address(fd, remote)?;
         let route_mss = self.route_mss(remote.is_ipv6());
         let mss = maxseg.unwrap_or(route_mss).min(route_mss);
-        let room = self.stack.tcp_fast_open_syn_room(self.now, remote.ip(), mss);
+        let room = self
+            .stack
+            .tcp_fast_open_syn_room(self.now, remote.ip(), mss);
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let limit = match room {
             Some(room) if nonblocking => room,

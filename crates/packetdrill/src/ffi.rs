@@ -494,7 +494,10 @@ fn fast_open_write(
     let dontwait = flags & libc::MSG_DONTWAIT != 0;
     let (taken, nonblocking) = d.with(|s| {
         let nonblocking = dontwait || s.tcp_socket(fd)?.nonblocking;
-        Ok::<_, Errno>((s.fast_open_start(fd, remote, bufs, nonblocking)?, nonblocking))
+        Ok::<_, Errno>((
+            s.fast_open_start(fd, remote, bufs, nonblocking)?,
+            nonblocking,
+        ))
     })?;
     let Some(taken) = taken else {
         return do_write(d, fd, bufs, flags & !MSG_FASTOPEN);

@@ -168,7 +168,9 @@ impl Flags {
             "rcvbuf" => self.rcvbuf = value.parse().map_err(|_| bad("not a number"))?,
             "sndbuf" => self.sndbuf = value.parse().map_err(|_| bad("not a number"))?,
             "seed" => self.seed = value.parse().map_err(|_| bad("not a number"))?,
-            "fastopen" => self.fastopen = parse_sysctl_int(value).ok_or_else(|| bad("not a number"))?,
+            "fastopen" => {
+                self.fastopen = parse_sysctl_int(value).ok_or_else(|| bad("not a number"))?
+            }
             "fastopen_key" => {
                 self.fastopen_key = parse_fastopen_key(value)
                     .ok_or_else(|| bad("use four words of eight hex digits joined by '-'"))?;
@@ -219,8 +221,10 @@ mod tests {
         let flags = Flags::parse(Some("local_ip6=2001:db8::2 prefix_len6=64")).unwrap();
         assert_eq!(flags.local_ip6, "2001:db8::2".parse::<Ipv6Addr>().unwrap());
         assert_eq!(flags.prefix_len6, 64);
-        let flags = Flags::parse(Some("fastopen=0x203 fastopen_key=00000001-0-0-a0 sysctls=on"))
-            .unwrap();
+        let flags = Flags::parse(Some(
+            "fastopen=0x203 fastopen_key=00000001-0-0-a0 sysctls=on",
+        ))
+        .unwrap();
         assert_eq!(flags.fastopen, 0x203);
         let mut key = [0u8; 16];
         key[0] = 1;

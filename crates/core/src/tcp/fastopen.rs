@@ -310,7 +310,10 @@ mod tests {
         let cookie = simple.make(ip("10.248.0.2"), ip("192.168.0.2"));
         assert_eq!(hex(cookie), "00abaaabe8e954c2");
         let zero = CookieKey::from_bytes(&[0; 16]);
-        assert_eq!(hex(zero.make(ip("10.248.0.2"), ip("192.168.0.2"))), "93b7aa4f550f8a1a");
+        assert_eq!(
+            hex(zero.make(ip("10.248.0.2"), ip("192.168.0.2"))),
+            "93b7aa4f550f8a1a"
+        );
     }
 
     #[test]

@@ -1073,7 +1073,11 @@ impl Tcp {
     /// Data on a SYN is taken without a cookie (or with any) on a listener with Fast
     /// Open (Linux's `TFO_SERVER_COOKIE_NOT_REQD`). `InvalidState` on a listener
     /// without Fast Open.
-    pub fn set_fast_open_no_cookie(&mut self, listener: TcpHandle, on: bool) -> Result<(), TcpError> {
+    pub fn set_fast_open_no_cookie(
+        &mut self,
+        listener: TcpHandle,
+        on: bool,
+    ) -> Result<(), TcpError> {
         self.with_listen_fast_open(listener, |f| f.no_cookie = on)
     }
 
@@ -1151,7 +1155,9 @@ impl Tcp {
         };
         let own = f.key.clone();
         let key = own.as_ref().unwrap_or(&self.fast_open_key);
-        let granted = key.make(client, server).with_experimental(cookie.is_experimental());
+        let granted = key
+            .make(client, server)
+            .with_experimental(cookie.is_experimental());
         if cookie.is_request() {
             self.shared.stats.fast_open_cookies_granted += 1;
             ServerVerdict::Grant(granted)

@@ -448,7 +448,11 @@ fn the_experimental_form_and_a_listener_key() {
     let synack = recv!(tcp, 0);
     let cookie = parse(&synack).options.fast_open.unwrap();
     assert!(cookie.is_experimental());
-    send!(tcp, 1, syn(40001, 8000, Some(cookie.with_experimental(false)), b"x"));
+    send!(
+        tcp,
+        1,
+        syn(40001, 8000, Some(cookie.with_experimental(false)), b"x")
+    );
     assert_eq!(parse(&recv!(tcp, 1)).ack, 8002, "the data is taken");
     // Linux's cookie for 10.0.0.2 -> 10.0.0.1 under this key (its siphash of the
     // addresses), as the shim's tests check against upstream scripts.
@@ -456,8 +460,10 @@ fn the_experimental_form_and_a_listener_key() {
     tcp.set_fast_open_key(Some(l), &key).unwrap();
     send!(tcp, 2, syn(40002, 9000, Some(FastOpenCookie::REQUEST), &[]));
     let granted = parse(&recv!(tcp, 2)).options.fast_open.unwrap();
-    let expected = super::fastopen::CookieKey::from_bytes(&key)
-        .make(core::net::IpAddr::V4(*REMOTE.ip()), core::net::IpAddr::V4(*LOCAL.ip()));
+    let expected = super::fastopen::CookieKey::from_bytes(&key).make(
+        core::net::IpAddr::V4(*REMOTE.ip()),
+        core::net::IpAddr::V4(*LOCAL.ip()),
+    );
     assert_eq!(granted, expected);
     assert_ne!(granted.as_bytes(), cookie.as_bytes());
 }
@@ -475,9 +481,13 @@ fn a_cookie_granted_after_a_timeout_is_kept() {
     e.client.handle_timeout(at);
     let t = at.as_millis();
     let again = e.deliver_to_server(t, true);
-    assert_eq!(again[0].options.fast_open, None, "the retransmission is plain");
+    assert_eq!(
+        again[0].options.fast_open, None,
+        "the retransmission is plain"
+    );
     // The first SYN arrives late after all: its SYN-ACK grants a cookie.
-    e.server.handle_segment(ms(t), *REMOTE.ip(), *LOCAL.ip(), &lost[0]);
+    e.server
+        .handle_segment(ms(t), *REMOTE.ip(), *LOCAL.ip(), &lost[0]);
     let synack = e.deliver_to_client(t + 1);
     assert!(synack[0].options.fast_open.is_some());
     e.deliver_to_server(t + 2, false);

@@ -13,7 +13,6 @@ use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::*;
 use crate::tcp::timer::Timer;
 
-
 impl Conn {
     /// Client: this SYN-SENT connection, whose SYN has not gone yet, opens with Fast
     /// Open, `data` its first bytes. With a cookie for the server the SYN carries it
