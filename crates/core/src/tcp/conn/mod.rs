@@ -533,7 +533,10 @@ impl Conn {
         ) {
             return;
         }
-        let new_edge = rcv.rcv_nxt + rcv.buffer.window();
+        // The edge a segment can carry: the window field holds 16 bits, scaled (RFC
+        // 7323 §2.3); a read that frees space beyond it moves no edge the peer sees.
+        let most = 0xffff_usize << self.opts.rcv_shift();
+        let new_edge = rcv.rcv_nxt + rcv.buffer.window().min(most);
         let advertised = rcv.advertised();
         if new_edge > rcv.rcv_adv && (new_edge - rcv.rcv_adv) >= (recv_buffer / 2).min(mss) {
             // Worth telling; urgent when the peer may be stalled on a small window.
