@@ -71,7 +71,7 @@ impl Shim {
 
     /// Apply `net.ipv4.tcp_timestamps` and `tcp_ecn` to connections opened from now
     /// on (`socket`).
-    pub(crate) fn fast_open_read_sysctls(&mut self) {
+    pub(crate) fn read_sysctls(&mut self) {
         let read = |name| self.sysctl(name).and_then(|text| parse_sysctl_int(&text));
         let (timestamps, ecn) = (read("tcp_timestamps"), read("tcp_ecn"));
         if let Some(on) = timestamps {

@@ -157,7 +157,7 @@ impl Shim {
         if base != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
             return Err(libc::EPROTONOSUPPORT);
         }
-        self.fast_open_read_sysctls();
+        self.read_sysctls();
         let fd = self.free_fd();
         let mut socket = TcpSocket::new(Phase::Fresh { bound: None }, domain == libc::AF_INET6);
         socket.nonblocking = kind & libc::SOCK_NONBLOCK != 0;
