@@ -27,9 +27,15 @@ tcp=$checkout/gtests/net/tcp
 [ -f "$shim" ] || { echo "no shim at $shim (cargo build --release -p impnet-packetdrill)" >&2; exit 2; }
 shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
 if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
+# sysctls=on: the shim reads the Fast Open and timestamp sysctls the scripts set in
+# their namespace. TFO_COOKIE: the cookie Linux (and imp) gives packetdrill's remote
+# address at the shim's under defaults.sh's tcp_fastopen_key (upstream's run_all.py
+# defines it for its own addresses), and run_all.py's other definitions.
 case "${IP_VERSION:-ipv4}" in
-ipv4) address=(--local_ip=192.168.0.2) ;;
-ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2 --so_flags=mtu=1520) ;;
+ipv4) address=(--local_ip=192.168.0.2 -D TFO_COOKIE=de4f234f0f433a55 -D CODE=host_unreachable
+        -D CMSG_LEVEL_IP=SOL_IP -D CMSG_TYPE_RECVERR=IP_RECVERR); so_flags="sysctls=on" ;;
+ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2 -D TFO_COOKIE=465a8e5918044636
+        -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR); so_flags="mtu=1520 sysctls=on" ;;
 *) echo "IP_VERSION must be ipv4 or ipv6" >&2; exit 2 ;;
 esac
 dirs=("$@")
@@ -41,12 +47,24 @@ for dir in "${dirs[@]}"; do
     total[$dir]=0
     while IFS= read -r script; do
         name=${script#"$tcp/"}
+        # A script that names its own IPv4 address (--local_ip= at its top) gets the
+        # shim at that address (packetdrill's command line would override the script's).
+        flags=$so_flags
+        args=("${address[@]}")
+        local=$(sed -n 's/^--local_ip=\([0-9.]*\)$/\1/p' "$script" | head -1)
+        if [ "${IP_VERSION:-ipv4}" = ipv4 ] && [ -n "$local" ]; then
+            flags="$flags local_ip=$local"
+            args=()
+            for arg in "${address[@]}"; do
+                case $arg in --local_ip=*) ;; *) args+=("$arg") ;; esac
+            done
+        fi
         out=$(cd "$(dirname "$script")" && timeout 120 "${unshare[@]}" sh -c '
             { ip link add tun0 type dummy || ip tuntap add dev tun0 mode tun; } 2>/dev/null
             ip link set tun0 up 2>/dev/null
             script=$1; shift
             exec "$0" "$@" "$script" 2>&1' \
-            "$packetdrill" "$(basename "$script")" --so_filename="$shim" "${address[@]}" 2>&1)
+            "$packetdrill" "$(basename "$script")" --so_filename="$shim" ${args[@]+"${args[@]}"} --so_flags="$flags" 2>&1)
         rc=$?
         total[$dir]=$((total[$dir] + 1))
         if [ $rc -eq 0 ]; then

@@ -19,6 +19,7 @@ use impnet_core::Duration;
 use libc::{epoll_event, iovec, msghdr, pollfd, sockaddr, socklen_t, timeval, timezone};
 
 use crate::driver::{Driver, TIMED_OUT};
+use crate::fastopen::MSG_FASTOPEN;
 use crate::flags::Flags;
 use crate::shim::{EPOCH_SECS, Shim};
 use crate::socket::Errno;
@@ -400,7 +401,11 @@ unsafe extern "C" fn connect(
     call(ud, "connect", |d| {
         // SAFETY: the caller's sockaddr.
         let remote = unsafe { sockaddr_in(addr, len) }?;
-        match d.with(|s| s.connect(fd, remote)) {
+        let connect = |s: &mut Shim| {
+            s.fast_open_connect(fd, remote)
+                .unwrap_or_else(|| s.connect(fd, remote))
+        };
+        match d.with(connect) {
             Err(libc::EINPROGRESS) => {}
             other => return other.and_then(non_negative),
         }
@@ -411,6 +416,25 @@ unsafe extern "C" fn connect(
         d.blocking(fd, None, |s| s.connect_done(fd))
             .and_then(non_negative)
     })
+}
+
+/// The address of a `MSG_FASTOPEN` write: `AF_UNSPEC` is `EOPNOTSUPP`, as Linux's
+/// `tcp_sendmsg_fastopen` says.
+///
+/// # Safety
+/// `addr` is null or points to `len` readable bytes.
+unsafe fn fast_open_address(addr: *const sockaddr, len: socklen_t) -> Result<SocketAddr, Errno> {
+    if addr.is_null() {
+        return Err(libc::EDESTADDRREQ);
+    }
+    // SAFETY: the caller's sockaddr has at least its family when len allows.
+    if len as usize >= core::mem::size_of::<libc::sa_family_t>()
+        && i32::from(unsafe { (*addr).sa_family }) == libc::AF_UNSPEC
+    {
+        return Err(libc::EOPNOTSUPP);
+    }
+    // SAFETY: as above.
+    unsafe { sockaddr_in(addr, len) }
 }
 
 /// A read of `bufs` with recv's flags, blocking unless MSG_DONTWAIT.
@@ -425,6 +449,9 @@ fn do_read(d: &Driver, fd: c_int, mut bufs: Vec<&mut [u8]>, flags: c_int) -> Res
 /// A write of `bufs`: a blocking socket takes all of it before returning (or an
 /// error, or what it took before one), as Linux's `tcp_sendmsg` does.
 fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize, Errno> {
+    if d.with(|s| s.fast_open_deferred(fd)) {
+        return fast_open_write(d, fd, None, bufs, flags);
+    }
     d.with(|s| s.more_coming(fd, flags & libc::MSG_MORE != 0))?;
     let total: usize = bufs.iter().map(|b| b.len()).sum();
     if flags & libc::MSG_DONTWAIT != 0 {
@@ -452,6 +479,42 @@ fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize
         Err(_) if done > 0 => Ok(done),
         Err(errno) => Err(errno),
     }
+}
+
+/// A write that opens the connection with TCP Fast Open (`MSG_FASTOPEN` to `remote`,
+/// or a deferred `TCP_FASTOPEN_CONNECT`'s first write): a blocking socket returns once
+/// the handshake is done, with all it took, as Linux's `tcp_sendmsg_fastopen`.
+fn fast_open_write(
+    d: &Driver,
+    fd: c_int,
+    remote: Option<SocketAddr>,
+    bufs: &[&[u8]],
+    flags: c_int,
+) -> Result<usize, Errno> {
+    let dontwait = flags & libc::MSG_DONTWAIT != 0;
+    let (taken, nonblocking) = d.with(|s| {
+        let nonblocking = dontwait || s.tcp_socket(fd)?.nonblocking;
+        Ok::<_, Errno>((
+            s.fast_open_start(fd, remote, bufs, nonblocking)?,
+            nonblocking,
+        ))
+    })?;
+    let Some(taken) = taken else {
+        return do_write(d, fd, bufs, flags & !MSG_FASTOPEN);
+    };
+    if nonblocking {
+        return if taken > 0 {
+            Ok(taken)
+        } else {
+            Err(libc::EINPROGRESS)
+        };
+    }
+    d.blocking(fd, None, |s| s.connect_done(fd))?;
+    let total: usize = bufs.iter().map(|b| b.len()).sum();
+    if taken < total {
+        return Ok(taken + do_write(d, fd, &skip(bufs, taken), 0).unwrap_or(0));
+    }
+    Ok(taken)
 }
 
 /// The first `n` bytes of `bufs`.
@@ -595,13 +658,18 @@ unsafe extern "C" fn sendto(
     len: usize,
     flags: c_int,
     addr: *const sockaddr,
-    _addrlen: socklen_t,
+    addrlen: socklen_t,
 ) -> isize {
-    // Linux's TCP ignores the destination address (tcp_sendmsg never reads msg_name).
-    let _ = addr;
+    // Linux's TCP ignores the destination address (tcp_sendmsg never reads msg_name)
+    // but for MSG_FASTOPEN, which connects to it.
     call(ud, "sendto", |d| {
         // SAFETY: the caller's buffer (only read).
         let bufs = unsafe { one_buffer(buf.cast_mut(), len) }?;
+        if flags & MSG_FASTOPEN != 0 {
+            // SAFETY: the caller's sockaddr.
+            let remote = unsafe { fast_open_address(addr, addrlen) }?;
+            return fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
+        }
         do_write(d, fd, &as_const(&bufs), flags)
     })
 }
@@ -619,6 +687,11 @@ unsafe extern "C" fn sendmsg(
         // SAFETY: the caller's msghdr and the iovecs it names (only read).
         let m = unsafe { &*msg };
         let bufs = unsafe { iovecs(m.msg_iov, c_int::try_from(m.msg_iovlen).unwrap_or(-1)) }?;
+        if flags & MSG_FASTOPEN != 0 {
+            // SAFETY: the caller's msghdr names its sockaddr.
+            let remote = unsafe { fast_open_address(m.msg_name.cast(), m.msg_namelen) }?;
+            return fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
+        }
         do_write(d, fd, &as_const(&bufs), flags)
     })
 }

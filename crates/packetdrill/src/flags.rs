@@ -16,6 +16,9 @@
 //! | `ecn` | `off` | `off`, `accept` or `request` (Linux `tcp_ecn` 0, 2, 1) |
 //! | `rcvbuf`, `sndbuf` | `15728640`, `262144` | buffer sizes: `tcp_rmem`'s maximum (Linux derives its window scale, 8, from it) and `tcp_wmem`'s default |
 //! | `seed` | `1` | keys the stack's secret (ISNs, ports): runs repeat exactly |
+//! | `fastopen` | `0x70403` | Linux's `net.ipv4.tcp_fastopen` bits the shim knows: 0x1 client (`MSG_FASTOPEN`, `TCP_FASTOPEN_CONNECT`), 0x2 server, 0x200 server takes data without a cookie, 0x400 every listener has Fast Open (queue: its backlog) |
+//! | `fastopen_key` | `a1a1a1a1-b2b2b2b2-c3c3c3c3-d4d4d4d4` | the server's cookie key, as `net.ipv4.tcp_fastopen_key` writes it: with it imp's cookies are Linux's |
+//! | `sysctls` | `off` | `on`: read `fastopen`, `fastopen_key` and `tcp_timestamps` from `/proc/sys/net/ipv4/` when a call needs them, so a script's own `sysctl` commands set them (run each script in its own network namespace, as `run-upstream.sh` does) |
 //!
 //! The defaults are the settings of upstream's `gtests/net/common/defaults.sh`, so
 //! upstream scripts see the stack they were written for where imp has the knob.
@@ -52,6 +55,12 @@ pub struct Flags {
     pub sndbuf: usize,
     /// Keys the stack's secret.
     pub seed: u64,
+    /// Linux's `net.ipv4.tcp_fastopen`.
+    pub fastopen: u32,
+    /// Linux's `net.ipv4.tcp_fastopen_key`, as bytes.
+    pub fastopen_key: [u8; 16],
+    /// Read the sysctls from `/proc/sys` instead.
+    pub sysctls: bool,
 }
 
 impl Default for Flags {
@@ -69,7 +78,33 @@ impl Default for Flags {
             rcvbuf: 15 * 1024 * 1024,
             sndbuf: 256 * 1024,
             seed: 1,
+            fastopen: 0x70403,
+            fastopen_key: parse_fastopen_key("a1a1a1a1-b2b2b2b2-c3c3c3c3-d4d4d4d4")
+                .unwrap_or_default(),
+            sysctls: false,
         }
+    }
+}
+
+/// A key as `net.ipv4.tcp_fastopen_key` shows it: four words of eight hex digits
+/// joined by `-`, each stored little-endian (a backup key after a comma is ignored).
+pub fn parse_fastopen_key(text: &str) -> Option<[u8; 16]> {
+    let primary = text.trim().split(',').next()?;
+    let mut key = [0u8; 16];
+    let mut words = primary.split('-');
+    for chunk in key.chunks_exact_mut(4) {
+        let word = u32::from_str_radix(words.next()?, 16).ok()?;
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+    words.next().is_none().then_some(key)
+}
+
+/// A number as sysctl takes it: decimal, or hex after `0x`.
+pub fn parse_sysctl_int(text: &str) -> Option<u32> {
+    let text = text.trim();
+    match text.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
     }
 }
 
@@ -133,6 +168,20 @@ impl Flags {
             "rcvbuf" => self.rcvbuf = value.parse().map_err(|_| bad("not a number"))?,
             "sndbuf" => self.sndbuf = value.parse().map_err(|_| bad("not a number"))?,
             "seed" => self.seed = value.parse().map_err(|_| bad("not a number"))?,
+            "fastopen" => {
+                self.fastopen = parse_sysctl_int(value).ok_or_else(|| bad("not a number"))?
+            }
+            "fastopen_key" => {
+                self.fastopen_key = parse_fastopen_key(value)
+                    .ok_or_else(|| bad("use four words of eight hex digits joined by '-'"))?;
+            }
+            "sysctls" => {
+                self.sysctls = match value {
+                    "on" | "1" => true,
+                    "off" | "0" => false,
+                    _ => return Err(bad("use on or off")),
+                }
+            }
             "cc" => {
                 self.congestion = CcAlgorithm::from_name(value)
                     .ok_or_else(|| bad("imp has reno, cubic, vegas and bbr"))?;
@@ -148,7 +197,8 @@ impl Flags {
             _ => {
                 return Err(FlagsError(format!(
                     "unknown so_flags key '{key}' (known: local_ip, prefix_len, gateway_ip, \
-                     local_ip6, prefix_len6, gateway_ip6, mtu, cc, ecn, rcvbuf, sndbuf, seed)"
+                     local_ip6, prefix_len6, gateway_ip6, mtu, cc, ecn, rcvbuf, sndbuf, seed, \
+                     fastopen, fastopen_key, sysctls)"
                 )));
             }
         }
@@ -171,6 +221,16 @@ mod tests {
         let flags = Flags::parse(Some("local_ip6=2001:db8::2 prefix_len6=64")).unwrap();
         assert_eq!(flags.local_ip6, "2001:db8::2".parse::<Ipv6Addr>().unwrap());
         assert_eq!(flags.prefix_len6, 64);
+        let flags = Flags::parse(Some(
+            "fastopen=0x203 fastopen_key=00000001-0-0-a0 sysctls=on",
+        ))
+        .unwrap();
+        assert_eq!(flags.fastopen, 0x203);
+        let mut key = [0u8; 16];
+        key[0] = 1;
+        key[12] = 0xa0;
+        assert_eq!(flags.fastopen_key, key);
+        assert!(flags.sysctls);
     }
 
     #[test]
@@ -184,6 +244,8 @@ mod tests {
             ("local_ip=1.2.3", "local_ip=1.2.3"),
             ("local_ip6=fd3d::1::2", "not an IPv6 address"),
             ("prefix_len6=129", "above 128"),
+            ("fastopen_key=1-2-3", "fastopen_key=1-2-3"),
+            ("sysctls=maybe", "on or off"),
         ] {
             let error = Flags::parse(Some(text)).unwrap_err();
             assert!(error.0.contains(needle), "{text}: {error}");

@@ -49,13 +49,16 @@ impl Epoll {
 impl Shim {
     /// The poll bits of `fd` now.
     pub fn readiness(&mut self, fd: i32) -> Result<u32, Errno> {
-        let phase = match self.fds.get(&fd) {
-            Some(Fd::Tcp(socket)) => socket.phase,
+        let (phase, deferred) = match self.fds.get(&fd) {
+            Some(Fd::Tcp(socket)) => (socket.phase, socket.fast_open.deferred.is_some()),
             Some(Fd::Epoll(_)) => return Ok(0),
             None => return Err(libc::EBADF),
         };
         match phase {
-            // Linux: an unconnected socket is in TCP_CLOSE, which polls as hung up.
+            // Linux: an unconnected socket is in TCP_CLOSE, which polls as hung up; a
+            // deferred Fast Open connect is writable (`tcp_poll`: the write sends the
+            // SYN).
+            Phase::Fresh { .. } if deferred => Ok(POLLOUT),
             Phase::Fresh { .. } => Ok(POLLOUT | POLLHUP),
             Phase::Listener(_) => {
                 self.fill_ready(fd)?;

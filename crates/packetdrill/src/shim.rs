@@ -91,6 +91,7 @@ impl Shim {
             address: flags.local_ip,
             prefix_len: flags.prefix_len,
         });
+        let _ = stack.tcp_set_fast_open_key(None, &flags.fastopen_key);
         let iface = stack.add_interface(iface_config);
         stack
             .routes_mut()

@@ -80,6 +80,8 @@ pub struct TcpSocket {
     /// A listener's connections taken from the stack's accept queue (to see whether one
     /// waits) and not yet handed to `accept`.
     pub ready: VecDeque<TcpHandle>,
+    /// TCP Fast Open settings.
+    pub fast_open: crate::fastopen::SocketFastOpen,
 }
 
 impl TcpSocket {
@@ -93,6 +95,7 @@ impl TcpSocket {
             read_shut: false,
             more_corked: false,
             ready: VecDeque::new(),
+            fast_open: Default::default(),
         }
     }
 }
@@ -154,6 +157,7 @@ impl Shim {
         if base != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
             return Err(libc::EPROTONOSUPPORT);
         }
+        self.read_sysctls();
         let fd = self.free_fd();
         let mut socket = TcpSocket::new(Phase::Fresh { bound: None }, domain == libc::AF_INET6);
         socket.nonblocking = kind & libc::SOCK_NONBLOCK != 0;
@@ -180,6 +184,7 @@ impl Shim {
     /// `listen`: imp's backlog counts half-open connections too, Linux's accept queue
     /// holds one more than asked; one more is given.
     pub fn listen(&mut self, fd: i32, backlog: i32) -> Result<i32, Errno> {
+        let asked = backlog;
         let socket = self.tcp_socket(fd)?;
         let local = match socket.phase {
             Phase::Fresh { bound: Some(local) } if local.port() != 0 => local,
@@ -190,6 +195,7 @@ impl Shim {
         let backlog = usize::try_from(backlog).unwrap_or(0).clamp(1, 4096) + 1;
         let handle = self.stack.tcp_listen(local, backlog).map_err(errno_of)?;
         self.tcp_socket(fd)?.phase = Phase::Listener(handle);
+        self.listen_fast_open(fd, handle, asked);
         self.flush();
         Ok(0)
     }
@@ -229,11 +235,21 @@ impl Shim {
     /// `connect`: starts the handshake (the caller waits for it, or says EINPROGRESS).
     pub fn connect(&mut self, fd: i32, remote: SocketAddr) -> Result<i32, Errno> {
         let remote = self.stack_address(fd, remote)?;
+        if let Phase::Conn(handle) = self.tcp_socket(fd)?.phase {
+            return self.connect_again(fd, handle);
+        }
+        self.open(fd, remote)?;
+        self.flush();
+        Err(libc::EINPROGRESS)
+    }
+
+    /// The connection of a fresh socket to `remote` (the stack's form of the address),
+    /// its SYN not sent yet.
+    pub(crate) fn open(&mut self, fd: i32, remote: SocketAddr) -> Result<TcpHandle, Errno> {
         let socket = self.tcp_socket(fd)?;
         let (bound, maxseg, nodelay) = match socket.phase {
             Phase::Fresh { bound } => (bound, socket.options.maxseg, socket.options.nodelay),
-            Phase::Conn(handle) => return self.connect_again(fd, handle),
-            Phase::Listener(_) => return Err(libc::EISCONN),
+            Phase::Conn(_) | Phase::Listener(_) => return Err(libc::EISCONN),
         };
         let v6 = remote.is_ipv6();
         if bound.is_some_and(|b| b.is_ipv6() != v6) {
@@ -256,8 +272,7 @@ impl Shim {
             let _ = self.stack.tcp_set_nodelay(handle, true);
         }
         self.tcp_socket(fd)?.phase = Phase::Conn(handle);
-        self.flush();
-        Err(libc::EINPROGRESS)
+        Ok(handle)
     }
 
     /// `connect` on a socket already connecting or connected.
@@ -326,7 +341,12 @@ impl Shim {
         let socket = self.tcp_socket(fd)?;
         let read_shut = socket.read_shut;
         let Phase::Conn(handle) = socket.phase else {
-            return Err(libc::ENOTCONN);
+            // A deferred Fast Open connect reads as connecting (Linux: SYN-SENT).
+            return Err(if socket.fast_open.deferred.is_some() {
+                libc::EAGAIN
+            } else {
+                libc::ENOTCONN
+            });
         };
         // After SHUT_RD Linux still delivers what arrives (it ACKs and queues it), and
         // a read with nothing queued sees end of stream instead of blocking.
@@ -402,6 +422,11 @@ impl Shim {
         let handle = self.conn_of(fd)?;
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
+        }
+        // Linux's `tcp_sendmsg` waits for the handshake (`sk_stream_wait_connect`),
+        // though imp would queue the data (a Fast Open connect's SYN-SENT takes it).
+        if self.connecting(handle) {
+            return Err(libc::EAGAIN);
         }
         let limit = self.send_limit(fd)?;
         let room = limit.saturating_sub(self.stack.tcp_send_queued(handle));
@@ -552,7 +577,7 @@ impl Shim {
     /// (`::ffff:a.b.c.d`, RFC 4291 2.5.5.2) as the IPv4 address it stands for. An IPv6
     /// address on an `AF_INET` socket is EAFNOSUPPORT, an IPv4 one on an `AF_INET6`
     /// socket EINVAL (Linux's errors).
-    fn stack_address(&mut self, fd: i32, addr: SocketAddr) -> Result<SocketAddr, Errno> {
+    pub(crate) fn stack_address(&mut self, fd: i32, addr: SocketAddr) -> Result<SocketAddr, Errno> {
         let v6 = self.tcp_socket(fd)?.v6;
         match (v6, addr) {
             (false, SocketAddr::V4(_)) => Ok(addr),

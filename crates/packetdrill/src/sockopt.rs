@@ -130,6 +130,10 @@ impl LinuxTcpInfo {
         if info.ecn {
             options |= 8;
         }
+        // TCPI_OPT_SYN_DATA: the SYN's data (Fast Open) was acknowledged.
+        if info.syn_data_acked {
+            options |= 0x20;
+        }
         LinuxTcpInfo {
             state: linux_state(info.state),
             // Linux's TCP_CA_Recovery (3), else TCP_CA_Disorder (1) while SACKed data
@@ -212,6 +216,10 @@ impl Shim {
                 self.tcp_socket(fd)?.options.linger = Some((on, seconds));
             }
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => self.set_congestion(value)?,
+            (
+                libc::IPPROTO_TCP,
+                libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT | libc::TCP_FASTOPEN_KEY,
+            ) => self.set_fast_open_option(fd, name, value)?,
             _ => self.set_int_option(fd, level, name, int_of(value)?)?,
         }
         self.flush();
@@ -319,6 +327,10 @@ impl Shim {
                 int(i32::from(mss))
             }
             (libc::IPPROTO_TCP, libc::TCP_INFO) => Ok(self.tcp_info_bytes(phase)),
+            (
+                libc::IPPROTO_TCP,
+                libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT | libc::TCP_FASTOPEN_KEY,
+            ) => self.get_fast_open_option(fd, name),
             // Linux: an algorithm without `get_info` (reno, cubic) gives nothing.
             (libc::IPPROTO_TCP, libc::TCP_CC_INFO) => Ok(Vec::new()),
             (libc::SOL_SOCKET, libc::SO_MEMINFO) => Ok(self.meminfo(conn, options)),

@@ -278,7 +278,7 @@ fn handshake_data_with_sack_and_close_through_the_c_table() {
             ud,
             fd,
             libc::IPPROTO_TCP,
-            libc::TCP_FASTOPEN,
+            libc::TCP_REPAIR,
             (&raw const one).cast(),
             4,
         )

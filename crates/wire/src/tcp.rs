@@ -105,10 +105,12 @@ pub struct Options {
 }
 
 /// A TCP Fast Open cookie (RFC 7413 §4.1.1: "The cookie ... is a 4-16 byte (even)
-/// opaque value"); empty in a cookie request.
+/// opaque value"); empty in a cookie request. It remembers the option's form: kind 34,
+/// or the pre-RFC experimental kind 254 (Linux answers a SYN in the form it came in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct FastOpenCookie {
     len: u8,
+    experimental: bool,
     bytes: [u8; 16],
 }
 
@@ -116,6 +118,7 @@ impl FastOpenCookie {
     /// The empty cookie of a cookie request (RFC 7413 §4.1.2).
     pub const REQUEST: FastOpenCookie = FastOpenCookie {
         len: 0,
+        experimental: false,
         bytes: [0; 16],
     };
 
@@ -127,6 +130,7 @@ impl FastOpenCookie {
         }
         let mut cookie = FastOpenCookie {
             len: len as u8,
+            experimental: false,
             bytes: [0; 16],
         };
         cookie.bytes[..len].copy_from_slice(bytes);
@@ -143,10 +147,31 @@ impl FastOpenCookie {
         self.len == 0
     }
 
+    /// The same cookie in the experimental form (kind 254, magic 0xF989) or not.
+    pub const fn with_experimental(mut self, experimental: bool) -> FastOpenCookie {
+        self.experimental = experimental;
+        self
+    }
+
+    /// True when the option is (or goes) in the experimental form.
+    pub const fn is_experimental(&self) -> bool {
+        self.experimental
+    }
+
+    /// Whether the two carry the same cookie bytes, whatever their forms.
+    pub fn same_bytes(&self, other: &FastOpenCookie) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+
+    /// Bytes the option's kind, length (and magic) take.
+    const fn head_len(&self) -> usize {
+        if self.experimental { 4 } else { 2 }
+    }
+
     /// Bytes the option takes on the wire, NOP padding to 4 included.
     const fn option_len(&self) -> usize {
         let len = if self.len > 16 { 16 } else { self.len as usize };
-        (2 + len).div_ceil(4) * 4
+        (self.head_len() + len).div_ceil(4) * 4
     }
 }
 
@@ -303,7 +328,7 @@ impl Options {
             }
             (kind::EXPERIMENTAL, [m0, m1, cookie @ ..]) if [*m0, *m1] == kind::FAST_OPEN_MAGIC => {
                 if let Some(cookie) = FastOpenCookie::new(cookie) {
-                    self.fast_open = Some(cookie);
+                    self.fast_open = Some(cookie.with_experimental(true));
                 }
             }
             _ => {} // Unknown kind: skipped by its length.
@@ -426,11 +451,18 @@ impl Options {
             put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
         }
         if let Some(cookie) = &self.fast_open {
-            // Linux's layout (`tcp_options_write`): kind, length, cookie, then NOPs.
+            // Linux's layout (`tcp_options_write`): kind, length (and the experimental
+            // form's magic), cookie, then NOPs.
             let bytes = cookie.as_bytes();
-            put(&[kind::FAST_OPEN, (2 + bytes.len()) as u8]);
+            let head = cookie.head_len();
+            if cookie.is_experimental() {
+                let [m0, m1] = kind::FAST_OPEN_MAGIC;
+                put(&[kind::EXPERIMENTAL, (head + bytes.len()) as u8, m0, m1]);
+            } else {
+                put(&[kind::FAST_OPEN, (head + bytes.len()) as u8]);
+            }
             put(bytes);
-            let pad = cookie.option_len() - 2 - bytes.len();
+            let pad = cookie.option_len() - head - bytes.len();
             put(&[kind::NOP, kind::NOP, kind::NOP][..pad]);
         }
         let sack = self.sack_blocks_emitted();

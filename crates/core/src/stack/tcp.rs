@@ -637,6 +637,22 @@ impl Stack {
         Ok((handle, taken))
     }
 
+    /// Turn Fast Open on for a connection from [`tcp_connect`](Self::tcp_connect) or
+    /// [`tcp_connect_with_mss`](Self::tcp_connect_with_mss) whose SYN has not gone yet
+    /// (no `poll_transmit` since): `data` its first bytes, as
+    /// [`tcp_connect_with_data`](Self::tcp_connect_with_data) takes them (empty: the
+    /// SYN asks for a cookie). `InvalidState` once the SYN went.
+    pub fn tcp_fast_open_data(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        data: &[u8],
+    ) -> Result<usize, TcpError> {
+        let taken = self.tcp.fast_open_data(now, handle, data)?;
+        self.count_copy_in(taken);
+        Ok(taken)
+    }
+
     /// TCP Fast Open on a listener (Linux's `TCP_FASTOPEN`): a SYN with a valid cookie
     /// and data opens a connection whose data is readable at once, while fewer than
     /// `max_pending` such connections wait for the ACK of their SYN-ACK; cookie
@@ -647,6 +663,30 @@ impl Stack {
         max_pending: usize,
     ) -> Result<(), TcpError> {
         self.tcp.set_fast_open(listener, max_pending)
+    }
+
+    /// The key of Fast Open cookies, 16 bytes as Linux takes them: `Some(listener)`
+    /// for that listener's (Linux's `TCP_FASTOPEN_KEY`; it must have Fast Open on),
+    /// None for the stack's (Linux's `net.ipv4.tcp_fastopen_key`; by default a key
+    /// derived from the stack's secret). With the key a Linux server has, imp gives
+    /// the cookies it gives (SipHash-2-4 over the client's and server's addresses).
+    pub fn tcp_set_fast_open_key(
+        &mut self,
+        listener: Option<TcpHandle>,
+        key: &[u8; 16],
+    ) -> Result<(), TcpError> {
+        self.tcp.set_fast_open_key(listener, key)
+    }
+
+    /// A listener with Fast Open takes data on a SYN with no cookie, or any (Linux's
+    /// `TFO_SERVER_COOKIE_NOT_REQD`): RFC 7413 §4.2.2's check left out, for a server
+    /// whose clients are trusted. Off by default.
+    pub fn tcp_set_fast_open_no_cookie(
+        &mut self,
+        listener: TcpHandle,
+        on: bool,
+    ) -> Result<(), TcpError> {
+        self.tcp.set_fast_open_no_cookie(listener, on)
     }
 
     /// Take an established connection from a listener.
@@ -810,6 +850,28 @@ impl Stack {
     /// The TCP settings the stack was built with.
     pub fn tcp_config(&self) -> &crate::tcp::TcpConfig {
         self.tcp.config()
+    }
+
+    /// Offer timestamps (RFC 7323) on the connections opened from now on, or not (as
+    /// Linux's `net.ipv4.tcp_timestamps` changes at run time); open ones keep theirs.
+    pub fn tcp_set_timestamps(&mut self, on: bool) {
+        self.tcp.set_timestamps(on);
+    }
+
+    /// ECN (RFC 3168) on the connections opened from now on (as Linux's
+    /// `net.ipv4.tcp_ecn` changes at run time); open ones keep theirs.
+    pub fn tcp_set_ecn(&mut self, mode: crate::tcp::EcnMode) {
+        self.tcp.set_ecn(mode);
+    }
+
+    /// What a SYN with Fast Open towards `server` would carry now: Some(bytes of data
+    /// at most) when the stack holds the server's cookie (the data is bounded by the
+    /// MSS the server announced with it and `mss`, ours, less 40 bytes of options),
+    /// None when the SYN would ask for a cookie or go plain (Fast Open lately failed
+    /// towards it). For an API that, as Linux's `sendto(MSG_FASTOPEN)`, says at once
+    /// how much went on the SYN.
+    pub fn tcp_fast_open_syn_room(&self, now: Instant, server: IpAddr, mss: u16) -> Option<usize> {
+        self.tcp.fast_open_syn_room(now, server, mss)
     }
 
     /// TCP sockets in the table: listeners, connections, and handles that ended but

@@ -483,6 +483,9 @@ pub struct TcpInfo {
     /// (BBR) or Linux's `cwnd / srtt` scaled (`pacing.rs`); None without a sending
     /// half or an RTT sample.
     pub pacing_rate: Option<u64>,
+    /// TCP Fast Open: the SYN's data was acknowledged with it (a client's SYN, or on a
+    /// server the peer's; Linux's TCPI_OPT_SYN_DATA).
+    pub syn_data_acked: bool,
 }
 
 /// Counters for the whole TCP layer (`netstat -s` style).

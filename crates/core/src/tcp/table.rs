@@ -195,6 +195,24 @@ impl Tcp {
         &self.shared.config
     }
 
+    /// See [`crate::Stack::tcp_fast_open_syn_room`].
+    pub fn fast_open_syn_room(&self, now: Instant, server: IpAddr, mss: u16) -> Option<usize> {
+        self.shared
+            .fast_open
+            .get(server)
+            .and_then(|e| e.syn_room(now, mss, DEFAULT_MSS))
+    }
+
+    /// Offer timestamps (RFC 7323) on connections opened from now on, or not.
+    pub fn set_timestamps(&mut self, on: bool) {
+        self.shared.config.timestamps = on;
+    }
+
+    /// ECN (RFC 3168) for connections opened from now on.
+    pub fn set_ecn(&mut self, mode: EcnMode) {
+        self.shared.config.ecn = mode;
+    }
+
     /// Counters.
     pub fn stats(&self) -> &TcpStats {
         &self.shared.stats
@@ -979,7 +997,7 @@ impl Tcp {
             self.shared.stats.connection_limit_drops += 1;
             return;
         }
-        let fast_open = self.fast_open_verdict(listener, remote.ip(), segment);
+        let fast_open = self.fast_open_verdict(listener, (remote.ip(), local.ip()), segment);
         if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
             l.pending += 1;
         }
@@ -1025,13 +1043,65 @@ impl Tcp {
     ) -> Result<(), TcpError> {
         match self.socket_mut(listener) {
             Some(Socket::Listener(l)) => {
-                l.fast_open = (max_pending > 0).then(|| ListenFastOpen {
-                    max_pending,
-                    children: Vec::new(),
-                });
+                l.fast_open = match (max_pending, l.fast_open.take()) {
+                    (0, _) => None,
+                    (_, Some(f)) => Some(ListenFastOpen { max_pending, ..f }),
+                    (_, None) => Some(ListenFastOpen {
+                        max_pending,
+                        children: Vec::new(),
+                        key: None,
+                        no_cookie: false,
+                    }),
+                };
                 Ok(())
             }
             Some(Socket::Conn(_)) => Err(TcpError::InvalidState),
+            None => Err(TcpError::InvalidHandle),
+        }
+    }
+
+    /// The key of the cookies a listener with Fast Open gives and checks: `Some` for
+    /// this listener only (Linux's `TCP_FASTOPEN_KEY` on a listener), None for the
+    /// stack's (`net.ipv4.tcp_fastopen_key`); see [`CookieKey`]. `InvalidState` on a
+    /// listener without Fast Open.
+    pub fn set_fast_open_key(
+        &mut self,
+        listener: Option<TcpHandle>,
+        key: &[u8; 16],
+    ) -> Result<(), TcpError> {
+        let key = CookieKey::from_bytes(key);
+        let Some(listener) = listener else {
+            self.fast_open_key = key;
+            return Ok(());
+        };
+        self.with_listen_fast_open(listener, |f| f.key = Some(key))
+    }
+
+    /// Data on a SYN is taken without a cookie (or with any) on a listener with Fast
+    /// Open (Linux's `TFO_SERVER_COOKIE_NOT_REQD`). `InvalidState` on a listener
+    /// without Fast Open.
+    pub fn set_fast_open_no_cookie(
+        &mut self,
+        listener: TcpHandle,
+        on: bool,
+    ) -> Result<(), TcpError> {
+        self.with_listen_fast_open(listener, |f| f.no_cookie = on)
+    }
+
+    fn with_listen_fast_open(
+        &mut self,
+        listener: TcpHandle,
+        f: impl FnOnce(&mut ListenFastOpen),
+    ) -> Result<(), TcpError> {
+        match self.socket_mut(listener) {
+            Some(Socket::Listener(Listener {
+                fast_open: Some(fast_open),
+                ..
+            })) => {
+                f(fast_open);
+                Ok(())
+            }
+            Some(_) => Err(TcpError::InvalidState),
             None => Err(TcpError::InvalidHandle),
         }
     }
@@ -1066,16 +1136,53 @@ impl Tcp {
         self.with_conn(now, handle, |conn, ctx| conn.start_fast_open(ctx, data))
     }
 
-    /// What a listener does with a SYN's Fast Open option (RFC 7413 §4.2.2).
+    /// What a listener does with a SYN's Fast Open option (RFC 7413 §4.2.2), the SYN
+    /// from `client` to `server`.
     fn fast_open_verdict(
         &mut self,
         listener: TcpHandle,
-        client: IpAddr,
+        (client, server): (IpAddr, IpAddr),
         syn: &Repr<'_>,
     ) -> ServerVerdict {
-        let Some(cookie) = syn.options.fast_open else {
+        let Some(Socket::Listener(Listener {
+            fast_open: Some(f), ..
+        })) = self.socket_mut(listener)
+        else {
             return ServerVerdict::Plain;
         };
+        // Linux's `tcp_try_fastopen` with TFO_SERVER_COOKIE_NOT_REQD: a SYN with data
+        // or the option opens a Fast Open child, cookie or not.
+        let no_cookie = f.no_cookie && (syn.options.fast_open.is_some() || !syn.payload.is_empty());
+        let Some(cookie) = syn.options.fast_open.filter(|_| !no_cookie) else {
+            return if no_cookie {
+                self.fast_open_room(listener)
+            } else {
+                ServerVerdict::Plain
+            };
+        };
+        let own = f.key.clone();
+        let key = own.as_ref().unwrap_or(&self.fast_open_key);
+        let granted = key
+            .make(client, server)
+            .with_experimental(cookie.is_experimental());
+        if cookie.is_request() {
+            self.shared.stats.fast_open_cookies_granted += 1;
+            ServerVerdict::Grant(granted)
+        } else if !key.check(client, server, &cookie) {
+            self.shared.stats.fast_open_rejected += 1;
+            self.shared.stats.fast_open_cookies_granted += 1;
+            ServerVerdict::Grant(granted)
+        } else {
+            // A valid cookie opens the child even on a SYN without data, as Linux's
+            // `tcp_try_fastopen` ("Data-less SYN with valid cookie is allowed to send
+            // data in SYN_RECV state"): the server may write before the handshake ends.
+            self.fast_open_room(listener)
+        }
+    }
+
+    /// Accept when fewer than the listener's `max_pending` Fast Open children wait for
+    /// the ACK of their SYN-ACK (RFC 7413 §5.1), a plain handshake otherwise.
+    fn fast_open_room(&mut self, listener: TcpHandle) -> ServerVerdict {
         let Some(Socket::Listener(Listener {
             fast_open: Some(f), ..
         })) = self.socket_mut(listener)
@@ -1084,25 +1191,14 @@ impl Tcp {
         };
         let mut children = core::mem::take(&mut f.children);
         let max_pending = f.max_pending;
-        let verdict = if cookie.is_request() {
-            self.shared.stats.fast_open_cookies_granted += 1;
-            ServerVerdict::Grant(self.fast_open_key.make(client))
-        } else if !self.fast_open_key.check(client, &cookie) {
-            self.shared.stats.fast_open_rejected += 1;
-            self.shared.stats.fast_open_cookies_granted += 1;
-            ServerVerdict::Grant(self.fast_open_key.make(client))
-        } else if syn.payload.is_empty() {
-            ServerVerdict::Plain
+        if children.len() >= max_pending {
+            children.retain(|&h| self.conn_ref(h).is_some_and(Conn::fast_open_awaits_ack));
+        }
+        let verdict = if children.len() < max_pending {
+            ServerVerdict::Accept
         } else {
-            if children.len() >= max_pending {
-                children.retain(|&h| self.conn_ref(h).is_some_and(Conn::fast_open_awaits_ack));
-            }
-            if children.len() < max_pending {
-                ServerVerdict::Accept
-            } else {
-                self.shared.stats.fast_open_overflows += 1;
-                ServerVerdict::Plain
-            }
+            self.shared.stats.fast_open_overflows += 1;
+            ServerVerdict::Plain
         };
         if let Some(Socket::Listener(Listener {
             fast_open: Some(f), ..

@@ -412,3 +412,86 @@ fn a_syn_with_data_that_is_dropped_falls_back_to_a_plain_syn() {
     assert_eq!(e.client.stats().fast_open_active_fail, 1);
     let _ = c;
 }
+
+/// Linux (`tcp_try_fastopen`): a valid cookie opens the child even on a SYN without
+/// data; the server may write before the handshake's third segment. The SYN-ACK
+/// carries no cookie, and TCP_INFO's SYN-data flag stays off (no data came with it).
+#[test]
+fn a_valid_cookie_without_data_opens_the_child_at_once() {
+    let (mut tcp, l) = fast_open_listener(4);
+    let cookie = get_cookie(&mut tcp);
+    send!(tcp, 10, syn(41000, 90_000, Some(cookie), &[]));
+    let synack = recv!(tcp, 10);
+    let synack = parse(&synack);
+    assert_eq!(synack.ack, 90_001);
+    assert_eq!(synack.options.fast_open, None);
+    let c = tcp.accept(l).expect("accepted before the third segment");
+    assert!(!tcp.info(c).unwrap().syn_data_acked);
+    tcp.send(ms(11), c, b"banner").unwrap();
+    let data = recv!(tcp, 11);
+    assert_eq!(parse(&data).payload, b"banner");
+    // With data on the SYN the flag is on.
+    send!(tcp, 20, syn(41001, 5_000, Some(cookie), b"hi"));
+    let _ = recv!(tcp, 20);
+    let c2 = tcp.accept(l).unwrap();
+    assert!(tcp.info(c2).unwrap().syn_data_acked);
+}
+
+/// A SYN with the experimental option (kind 254) gets its cookie back in that form
+/// (Linux's `foc->exp`), and the cookie is good in either form; a listener's own key
+/// (`TCP_FASTOPEN_KEY`) gives the cookie Linux gives with that key.
+#[test]
+fn the_experimental_form_and_a_listener_key() {
+    let (mut tcp, l) = fast_open_listener(4);
+    let request = FastOpenCookie::REQUEST.with_experimental(true);
+    send!(tcp, 0, syn(40000, 7000, Some(request), &[]));
+    let synack = recv!(tcp, 0);
+    let cookie = parse(&synack).options.fast_open.unwrap();
+    assert!(cookie.is_experimental());
+    send!(
+        tcp,
+        1,
+        syn(40001, 8000, Some(cookie.with_experimental(false)), b"x")
+    );
+    assert_eq!(parse(&recv!(tcp, 1)).ack, 8002, "the data is taken");
+    // Linux's cookie for 10.0.0.2 -> 10.0.0.1 under this key (its siphash of the
+    // addresses), as the shim's tests check against upstream scripts.
+    let key: [u8; 16] = core::array::from_fn(|i| i as u8);
+    tcp.set_fast_open_key(Some(l), &key).unwrap();
+    send!(tcp, 2, syn(40002, 9000, Some(FastOpenCookie::REQUEST), &[]));
+    let granted = parse(&recv!(tcp, 2)).options.fast_open.unwrap();
+    let expected = super::fastopen::CookieKey::from_bytes(&key).make(
+        core::net::IpAddr::V4(*REMOTE.ip()),
+        core::net::IpAddr::V4(*LOCAL.ip()),
+    );
+    assert_eq!(granted, expected);
+    assert_ne!(granted.as_bytes(), cookie.as_bytes());
+}
+
+/// Linux's cookie cache (`tcp_rcv_fastopen_synack`): a cookie request that timed out
+/// still learns the cookie the SYN-ACK grants (one loss is no black hole), so the
+/// next connection sends data on its SYN.
+#[test]
+fn a_cookie_granted_after_a_timeout_is_kept() {
+    let mut e = Ends::new();
+    e.connect(0, 50000, b"");
+    let lost = e.deliver_to_server(0, true);
+    assert_eq!(lost[0].options.fast_open, Some(FastOpenCookie::REQUEST));
+    let at = e.client.poll_timeout().unwrap();
+    e.client.handle_timeout(at);
+    let t = at.as_millis();
+    let again = e.deliver_to_server(t, true);
+    assert_eq!(
+        again[0].options.fast_open, None,
+        "the retransmission is plain"
+    );
+    // The first SYN arrives late after all: its SYN-ACK grants a cookie.
+    e.server
+        .handle_segment(ms(t), *REMOTE.ip(), *LOCAL.ip(), &lost[0]);
+    let synack = e.deliver_to_client(t + 1);
+    assert!(synack[0].options.fast_open.is_some());
+    e.deliver_to_server(t + 2, false);
+    e.connect(t + 10, 50001, b"data");
+    let syn = e.deliver_to_server(t + 10, false);
+    assert_eq!(syn[0].payload, b"data");
+}

@@ -180,14 +180,26 @@ fn fast_open_round_trip() {
 fn fast_open_experimental_form_and_malformed_ones() {
     // Kind 254, length 12, magic 0xF989, an 8-byte cookie (pre-RFC Linux).
     let exp = [254, 12, 0xf9, 0x89, 1, 2, 3, 4, 5, 6, 7, 8];
-    assert_eq!(
-        Options::parse(&exp).unwrap().fast_open,
-        FastOpenCookie::new(&[1, 2, 3, 4, 5, 6, 7, 8])
-    );
+    let parsed = Options::parse(&exp).unwrap();
+    let cookie = FastOpenCookie::new(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    assert_eq!(parsed.fast_open, Some(cookie.with_experimental(true)));
+    assert!(parsed.fast_open.unwrap().same_bytes(&cookie));
+    // It goes back out in the form it came in, with no padding (12 bytes).
+    let mut out = [0u8; 40];
+    let n = parsed.emit(&mut out);
+    assert_eq!((n, &out[..n]), (12, &exp[..]));
+    assert_eq!(parsed.buffer_len(), 12);
+    let request = FastOpenCookie::REQUEST.with_experimental(true);
     assert_eq!(
         Options::parse(&[254, 4, 0xf9, 0x89]).unwrap().fast_open,
-        Some(FastOpenCookie::REQUEST)
+        Some(request)
     );
+    let only = Options {
+        fast_open: Some(request),
+        ..Options::default()
+    };
+    assert_eq!(only.emit(&mut out), 4);
+    assert_eq!(&out[..4], &[254, 4, 0xf9, 0x89]);
     // Another experiment's magic is not Fast Open.
     assert_eq!(
         Options::parse(&[254, 4, 0x12, 0x34]).unwrap().fast_open,
@@ -355,7 +367,9 @@ fn any_options() -> impl proptest::strategy::Strategy<Value = Options> {
                     fast_open: cookie.map(|c| {
                         let even = c.len() & !1;
                         let len = if even == 2 { 0 } else { even };
-                        FastOpenCookie::new(&c[..len]).unwrap()
+                        FastOpenCookie::new(&c[..len])
+                            .unwrap()
+                            .with_experimental(c.len() % 2 == 1)
                     }),
                 }
             },

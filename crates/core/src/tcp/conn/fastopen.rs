@@ -7,15 +7,11 @@ use impnet_wire::tcp::{FastOpenCookie, Options, Repr};
 use super::{Conn, Ctx, new_snd};
 use crate::tcp::TcpError;
 use crate::tcp::cookie::CookieSynAck;
-use crate::tcp::fastopen::{BLACKHOLE_TIMEOUT, SynFastOpen, syn_ack_unacked};
+use crate::tcp::fastopen::{SYN_OPTION_ROOM, SynFastOpen, syn_ack_unacked};
 use crate::tcp::segment::tsval;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::*;
 use crate::tcp::timer::Timer;
-
-/// Bytes of SYN options (all of them and the largest cookie) kept out of the SYN's
-/// data, so a SYN with data never exceeds the peer's MSS.
-const SYN_OPTION_ROOM: u16 = 40;
 
 impl Conn {
     /// Client: this SYN-SENT connection, whose SYN has not gone yet, opens with Fast
@@ -66,9 +62,11 @@ impl Conn {
     }
 
     /// Client: the SYN-ACK `seg` answered a SYN with the Fast Open option: keep the
-    /// cookie it grants, and count whether it acknowledged the SYN's data (RFC 7413
-    /// §4.2.2: if not, the data goes again after the handshake, as any unacknowledged
-    /// data would).
+    /// cookie it grants and the MSS it announces (Linux's `tcp_rcv_fastopen_synack`),
+    /// and count whether it acknowledged the SYN's data (RFC 7413 §4.2.2: if not, the
+    /// data goes again after the handshake, as any unacknowledged data would). After
+    /// a timeout, an answer that carries no cookie and leaves the data unacknowledged
+    /// counts as a lost SYN (Linux's `syn_drop`).
     pub(super) fn on_fast_open_syn_ack(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -81,12 +79,18 @@ impl Conn {
         if s.fast_open == SynFastOpen::Off {
             return;
         }
-        if let Some(cookie) = seg.options.fast_open.filter(|c| !c.is_request()) {
-            let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
-            ctx.shared.fast_open.store(self.remote.ip(), cookie, mss);
-        }
-        if s.syn_data > 0 {
-            if SeqNumber(seg.ack) > iss + 1 {
+        let cookie = seg.options.fast_open.filter(|c| !c.is_request());
+        let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
+        let server = self.remote.ip();
+        ctx.shared.fast_open.store(server, cookie, mss);
+        let retried = s.fast_open == SynFastOpen::Dropped;
+        let data_acked = s.syn_data > 0 && SeqNumber(seg.ack) > iss + 1;
+        let lost = retried && cookie.is_none() && s.syn_data > 0 && !data_acked;
+        ctx.shared.fast_open.syn_lost(server, lost, ctx.now);
+        // A SYN that timed out was counted as failed then.
+        if s.syn_data > 0 && !retried {
+            if data_acked {
+                self.opts.syn_data_acked = true;
                 ctx.shared.stats.fast_open_active += 1;
             } else {
                 ctx.shared.stats.fast_open_active_fail += 1;
@@ -96,20 +100,21 @@ impl Conn {
 
     /// Client: the SYN with the Fast Open option timed out. RFC 7413 §4.1.3: "the
     /// client SHOULD ... retransmit the SYN without data and cookie" (a middlebox may
-    /// drop SYNs with data or unknown options), and leave Fast Open off towards that
-    /// server for a while.
+    /// drop SYNs with data or unknown options); two such losses in a row leave Fast
+    /// Open off towards that server for a while (Linux's `tcp_write_timeout` counts
+    /// each, [`crate::tcp::fastopen::blackhole_timeout`]).
     pub(super) fn fast_open_timed_out(&mut self, ctx: &mut Ctx<'_>) {
         let State::SynSent(s) = &mut self.state else {
             return;
         };
-        if s.fast_open == SynFastOpen::Off {
+        if matches!(s.fast_open, SynFastOpen::Off | SynFastOpen::Dropped) {
             return;
         }
-        s.fast_open = SynFastOpen::Off;
+        s.fast_open = SynFastOpen::Dropped;
         ctx.shared.stats.fast_open_active_fail += 1;
         ctx.shared
             .fast_open
-            .turn_off(self.remote.ip(), ctx.now + BLACKHOLE_TIMEOUT);
+            .syn_lost(self.remote.ip(), true, ctx.now);
     }
 
     /// Server: a SYN-RECEIVED child grants `cookie` in its SYN-ACK.
@@ -144,6 +149,7 @@ impl Conn {
             irs - 1,
         );
         self.state = State::Established(Established { snd, rcv });
+        self.opts.syn_data_acked = !seg.payload.is_empty();
         self.on_text(ctx, seg);
         // The SYN-ACK acknowledges the data; no ACK of its own follows.
         self.ack = AckState::Idle;

@@ -93,6 +93,9 @@ pub(crate) struct Negotiated {
     /// The largest segment the path carries, from ICMP fragmentation-needed messages
     /// (RFC 1191): the path MTU less 40. `u16::MAX` until one arrives.
     pub path_mss: u16,
+    /// The SYN's data was acknowledged with it (TCP Fast Open, RFC 7413): ours on a
+    /// client, the peer's on a server child (Linux's `syn_data_acked`).
+    pub syn_data_acked: bool,
 }
 
 impl Negotiated {
@@ -110,6 +113,7 @@ impl Negotiated {
             sack: config.sack,
             ecn: config.ecn != EcnMode::Off,
             path_mss: u16::MAX,
+            syn_data_acked: false,
         }
     }
     /// Keep only what the peer's SYN also offered (RFC 7323 §2.2, §3.2; RFC 2018 §2).
@@ -529,7 +533,10 @@ impl Conn {
         ) {
             return;
         }
-        let new_edge = rcv.rcv_nxt + rcv.buffer.window();
+        // The edge a segment can carry: the window field holds 16 bits, scaled (RFC
+        // 7323 §2.3); a read that frees space beyond it moves no edge the peer sees.
+        let most = 0xffff_usize << self.opts.rcv_shift();
+        let new_edge = rcv.rcv_nxt + rcv.buffer.window().min(most);
         let advertised = rcv.advertised();
         if new_edge > rcv.rcv_adv && (new_edge - rcv.rcv_adv) >= (recv_buffer / 2).min(mss) {
             // Worth telling; urgent when the peer may be stalled on a small window.
@@ -610,6 +617,7 @@ impl Conn {
             wscale: self.opts.wscale,
             timestamps: self.opts.ts.is_some(),
             sack: self.opts.sack,
+            syn_data_acked: self.opts.syn_data_acked,
             ecn: self.opts.ecn,
             congestion: snd.map_or(config.congestion.name(), |s| s.cc.name()),
             pacing_rate: snd.and_then(|s| {
