@@ -308,7 +308,12 @@ impl Shim {
             _ => return Err(libc::ENOPROTOOPT),
         };
         if let (Some(handle), Some(option)) = (handle, stack_option) {
-            self.apply_options(handle, &[option]);
+            // A connection announced its MSS when it connected: TCP_MAXSEG later is
+            // only reported back, as on Linux.
+            let later_maxseg = conn.is_some() && matches!(option, SocketOption::MaxSegment(_));
+            if !later_maxseg {
+                self.apply_options(handle, &[option]);
+            }
         }
         Ok(())
     }

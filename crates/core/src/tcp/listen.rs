@@ -29,8 +29,8 @@ pub(crate) struct Listener {
     /// TCP Fast Open on this listener (RFC 7413), with its cap; None: off.
     pub fast_open: Option<ListenFastOpen>,
     /// The settings its children take (Linux's accepted sockets inherit the
-    /// listener's options).
-    pub options: super::socket_options::SocketOptions,
+    /// listener's options); None until one is set (a SYN then costs one test).
+    pub options: Option<alloc::boxed::Box<super::socket_options::SocketOptions>>,
 }
 
 /// What a listener does with a segment.
@@ -59,7 +59,7 @@ impl Listener {
             cookie_sent_at: None,
             max_half_open: None,
             fast_open: None,
-            options: Default::default(),
+            options: None,
         }
     }
 

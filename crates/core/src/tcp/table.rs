@@ -21,7 +21,7 @@ use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
 use super::shared::Shared;
 use super::slab::Slab;
-use super::socket_options::{SocketOption, SocketOptions};
+use super::socket_options::SocketOption;
 use super::state::{Closed, State};
 use super::{
     Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
@@ -646,7 +646,7 @@ impl Tcp {
         option: SocketOption,
     ) -> Result<(), TcpError> {
         if let Some(Socket::Listener(l)) = self.socket_mut(handle) {
-            l.options.set(option);
+            l.options.get_or_insert_with(Default::default).set(option);
             return Ok(());
         }
         self.with_conn(now, handle, |conn, ctx| {
@@ -667,7 +667,8 @@ impl Tcp {
             Socket::Conn(conn) => Some(conn.info(&self.shared.config).congestion),
             Socket::Listener(l) => Some(
                 l.options
-                    .congestion
+                    .as_ref()
+                    .and_then(|o| o.congestion)
                     .unwrap_or(self.shared.config.congestion)
                     .name(),
             ),
@@ -990,7 +991,10 @@ impl Tcp {
             return;
         };
         // TCP_MAXSEG on the listener: its children announce at most that.
-        let local_mss = l.options.mss.map_or(local_mss, |mss| mss.min(local_mss));
+        let local_mss = match &l.options {
+            Some(options) => options.mss.map_or(local_mss, |mss| mss.min(local_mss)),
+            None => local_mss,
+        };
         match l.on_segment(local, remote, segment) {
             ListenAction::Drop => {}
             ListenAction::Reset(reset) => {
@@ -1029,9 +1033,9 @@ impl Tcp {
         let options = match self.socket_mut(listener) {
             Some(Socket::Listener(l)) => {
                 l.pending += 1;
-                l.options
+                l.options.as_deref().copied()
             }
-            _ => SocketOptions::default(),
+            _ => None,
         };
         let iss = self.isn.isn(now, local, remote);
         let mut conn = Conn::accept_syn(
@@ -1039,7 +1043,7 @@ impl Tcp {
             (local, remote),
             iss,
             segment,
-            (listener, &options),
+            (listener, options.as_ref()),
             local_mss,
         );
         if let ServerVerdict::Grant(cookie) = fast_open {
@@ -1176,11 +1180,11 @@ impl Tcp {
         local_mss: u16,
     ) {
         let recv_buffer = match self.socket_mut(listener) {
-            Some(Socket::Listener(l)) => l.options.recv_buffer.map(|b| b as usize),
+            Some(Socket::Listener(l)) => l.options.as_ref().and_then(|o| o.recv_buffer),
             _ => None,
         };
         let config = &self.shared.config;
-        let recv_buffer = recv_buffer.unwrap_or(config.recv_buffer);
+        let recv_buffer = recv_buffer.map_or(config.recv_buffer, |b| b as usize);
         let ts = syn.options.timestamps.filter(|_| config.timestamps);
         let wscale = syn
             .options
@@ -1299,9 +1303,9 @@ impl Tcp {
         let options = match self.socket_mut(listener) {
             Some(Socket::Listener(l)) => {
                 l.pending += 1;
-                l.options
+                l.options.as_deref().copied()
             }
-            _ => SocketOptions::default(),
+            _ => None,
         };
         let iss = SeqNumber(seg.ack.wrapping_sub(1));
         let mut conn = Conn::accept_syn(
@@ -1309,7 +1313,7 @@ impl Tcp {
             ends,
             iss,
             &syn,
-            (listener, &options),
+            (listener, options.as_ref()),
             local_mss,
         );
         conn.syn_ack_sent();

@@ -339,23 +339,20 @@ impl Conn {
         (local, remote): (SocketAddr, SocketAddr),
         iss: SeqNumber,
         seg: &Repr<'_>,
-        (listener, options): (TcpHandle, &SocketOptions),
+        (listener, options): (TcpHandle, Option<&SocketOptions>),
         mss: u16,
     ) -> Conn {
         let recv_size = options
-            .recv_buffer
+            .and_then(|o| o.recv_buffer)
             .map_or(shared.config.recv_buffer, |b| b as usize);
         let send_size = options
-            .send_buffer
+            .and_then(|o| o.send_buffer)
             .map_or(shared.config.send_buffer, |b| b as usize);
+        let rcv_buffer = shared.recv_buffer_of(recv_size);
+        let buffer = shared.send_buffer_of(send_size);
         let mut opts = Negotiated::offer(&shared.config, mss, recv_size);
         opts.agree(seg);
-        let rcv = Rcv::new(
-            shared.recv_buffer_of(recv_size),
-            SeqNumber(seg.seq),
-            opts.rcv_shift(),
-        );
-        let buffer = shared.send_buffer_of(send_size);
+        let rcv = Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift());
         let config = &shared.config;
         let state = State::SynRcvd(SynRcvd {
             iss,
@@ -369,7 +366,9 @@ impl Conn {
         });
         let mut conn = Conn::new(config, local, remote, state, opts);
         conn.owner = Owner::Pending(listener);
-        conn.inherit(options);
+        if let Some(options) = options {
+            conn.inherit(options);
+        }
         conn
     }
 
