@@ -197,6 +197,52 @@ fn int_of(value: &[u8]) -> Result<i32, Errno> {
     Ok(i32::from_ne_bytes(bytes))
 }
 
+/// The TCP-level options kept as the application set them (TCP_MAXSEG,
+/// TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_INQ), recorded in `options`; returns what
+/// the stack keeps of it, if anything.
+fn record_tcp_option(
+    options: &mut Options,
+    name: i32,
+    value: i32,
+) -> Result<Option<SocketOption>, Errno> {
+    Ok(match name {
+        libc::TCP_MAXSEG => {
+            // Linux: between TCP_MIN_MSS (88) and MAX_TCP_WINDOW; 0 resets.
+            if value != 0 && !(88..=32767).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            options.maxseg = u16::try_from(value).ok().filter(|&v| v != 0);
+            // A listener announces it on its SYN-ACKs; a connection did on connect.
+            Some(SocketOption::MaxSegment(options.maxseg.unwrap_or(0)))
+        }
+        libc::TCP_USER_TIMEOUT => {
+            // Linux: "Cap the max time in ms TCP will retry or probe the window"; a
+            // negative value is EINVAL, 0 the system default.
+            let ms = u32::try_from(value).map_err(|_| libc::EINVAL)?;
+            options.user_timeout = ms;
+            let timeout = impnet_core::Duration::from_millis(u64::from(ms));
+            Some(SocketOption::UserTimeout(timeout))
+        }
+        libc::TCP_NOTSENT_LOWAT => {
+            // Linux takes the int as an unsigned limit; 0 is the sysctl's, which
+            // is none (`tcp_notsent_lowat`: "tp->notsent_lowat ?: sysctl").
+            let lowat = value as u32;
+            options.notsent_lowat = Some(lowat).filter(|&v| v != 0);
+            Some(SocketOption::NotSentLowWater(
+                options.notsent_lowat.unwrap_or(u32::MAX),
+            ))
+        }
+        libc::TCP_INQ => {
+            if !(0..=1).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            options.inq = value != 0;
+            None
+        }
+        _ => return Err(libc::ENOPROTOOPT),
+    })
+}
+
 impl Shim {
     /// `setsockopt`.
     pub fn set_option(
@@ -271,40 +317,7 @@ impl Shim {
                 }
                 None
             }
-            (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
-                // Linux: between TCP_MIN_MSS (88) and MAX_TCP_WINDOW; 0 resets.
-                if value != 0 && !(88..=32767).contains(&value) {
-                    return Err(libc::EINVAL);
-                }
-                options.maxseg = u16::try_from(value).ok().filter(|&v| v != 0);
-                // A listener announces it on its SYN-ACKs; a connection did on connect.
-                Some(SocketOption::MaxSegment(options.maxseg.unwrap_or(0)))
-            }
-            (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
-                // Linux: "Cap the max time in ms TCP will retry or probe the window"; a
-                // negative value is EINVAL, 0 the system default.
-                let ms = u32::try_from(value).map_err(|_| libc::EINVAL)?;
-                options.user_timeout = ms;
-                let timeout = impnet_core::Duration::from_millis(u64::from(ms));
-                Some(SocketOption::UserTimeout(timeout))
-            }
-            (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => {
-                // Linux takes the int as an unsigned limit; 0 is the sysctl's, which
-                // is none (`tcp_notsent_lowat`: "tp->notsent_lowat ?: sysctl").
-                let lowat = value as u32;
-                options.notsent_lowat = Some(lowat).filter(|&v| v != 0);
-                Some(SocketOption::NotSentLowWater(
-                    options.notsent_lowat.unwrap_or(u32::MAX),
-                ))
-            }
-            (libc::IPPROTO_TCP, libc::TCP_INQ) => {
-                if !(0..=1).contains(&value) {
-                    return Err(libc::EINVAL);
-                }
-                options.inq = value != 0;
-                None
-            }
-            (libc::SOL_SOCKET | libc::IPPROTO_TCP, _) => return Err(libc::ENOPROTOOPT),
+            (libc::IPPROTO_TCP, _) => record_tcp_option(options, name, value)?,
             _ => return Err(libc::ENOPROTOOPT),
         };
         if let (Some(handle), Some(option)) = (handle, stack_option) {
