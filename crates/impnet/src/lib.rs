@@ -86,6 +86,7 @@ mod error;
 mod icmp;
 mod raw;
 pub(crate) mod runtime;
+mod sockopt;
 mod tcp;
 mod udp;
 mod zero_copy;

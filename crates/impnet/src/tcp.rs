@@ -13,6 +13,8 @@ use crate::runtime::{Awaits, Runtime, Shared};
 use crate::udp::zero_timeout;
 use crate::zero_copy::{OwnedWriteError, attempt_owned};
 
+mod options;
+
 /// Where an active open stands: None while the handshake runs; then the connection's
 /// (local, peer) addresses, or why it failed (the error the connection ended with;
 /// refused when it ended without one).

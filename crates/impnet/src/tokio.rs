@@ -23,6 +23,7 @@ use crate::runtime::{Runtime, Shared};
 use crate::tcp::start_connect;
 use crate::zero_copy::{OwnedWriteError, attempt_owned};
 
+mod options;
 mod raw;
 mod udp;
 

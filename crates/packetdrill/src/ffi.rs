@@ -609,7 +609,9 @@ unsafe extern "C" fn recvmsg(ud: *mut c_void, fd: c_int, msg: *mut msghdr, flags
         let m = unsafe { &mut *msg };
         let bufs = unsafe { iovecs(m.msg_iov, c_int::try_from(m.msg_iovlen).unwrap_or(-1)) }?;
         let n = do_read(d, fd, bufs, flags)?;
-        m.msg_controllen = 0;
+        let inq = d.with(|s| s.inq_hint(fd)).ok().flatten();
+        // SAFETY: msg_control holds msg_controllen bytes.
+        m.msg_controllen = unsafe { put_inq(m, inq) };
         m.msg_flags = 0;
         if let Ok((_, Some(remote))) = d.with(|s| s.addresses(fd)) {
             let mut len = m.msg_namelen;
@@ -619,6 +621,34 @@ unsafe extern "C" fn recvmsg(ud: *mut c_void, fd: c_int, msg: *mut msghdr, flags
         }
         Ok(n)
     })
+}
+
+/// TCP_INQ's control message (`SOL_TCP`, `TCP_CM_INQ`, an int) in `m`'s control
+/// buffer, when `inq` is given and it fits; returns the control length to report.
+///
+/// # Safety
+/// `m.msg_control` must hold `m.msg_controllen` writable bytes (or be null).
+unsafe fn put_inq(m: &mut msghdr, inq: Option<i32>) -> usize {
+    let Some(inq) = inq else { return 0 };
+    let data_len = core::mem::size_of::<c_int>() as u32;
+    // SAFETY: CMSG_SPACE only computes.
+    let space = unsafe { libc::CMSG_SPACE(data_len) } as usize;
+    if m.msg_control.is_null() || m.msg_controllen < space {
+        m.msg_flags |= libc::MSG_CTRUNC;
+        return 0;
+    }
+    // SAFETY: the buffer holds at least one aligned header and its data (checked above).
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(m);
+        if cmsg.is_null() {
+            return 0;
+        }
+        (*cmsg).cmsg_level = libc::SOL_TCP;
+        (*cmsg).cmsg_type = libc::TCP_CM_INQ;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(data_len) as usize;
+        core::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<c_int>(), inq);
+    }
+    space
 }
 
 unsafe extern "C" fn write(ud: *mut c_void, fd: c_int, buf: *const c_void, count: usize) -> isize {

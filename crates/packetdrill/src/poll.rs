@@ -117,8 +117,10 @@ impl Shim {
         let open = matches!(state, TcpState::Established | TcpState::CloseWait);
         let queued = self.stack.tcp_send_queued(handle);
         let room = self.send_limit(fd)?.saturating_sub(queued);
-        // Linux's sk_stream_is_writeable: free space at least half what is queued.
-        if (open && room > 0 && room * 2 >= queued) || state == TcpState::Closed {
+        // Linux's sk_stream_is_writeable: free space at least half what is queued, and
+        // (TCP_NOTSENT_LOWAT) fewer unsent bytes than half the limit.
+        let writable = room > 0 && room * 2 >= queued && self.stack.tcp_writable(handle);
+        if (open && writable) || state == TcpState::Closed {
             bits |= POLLOUT;
         }
         Ok(bits)

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use impnet_core::tcp::{TcpError, TcpHandle, TcpState};
+use impnet_core::tcp::{SocketOption, TcpError, TcpHandle, TcpState};
 
 use crate::shim::Shim;
 
@@ -57,6 +57,71 @@ pub struct Options {
     pub linger: Option<(bool, i32)>,
     /// SO_KEEPALIVE (kept for getsockopt).
     pub keepalive: bool,
+    /// TCP_CONGESTION as set (None: the stack's).
+    pub congestion: Option<impnet_core::tcp::cc::CcAlgorithm>,
+    /// TCP_USER_TIMEOUT in milliseconds (0: the stack's).
+    pub user_timeout: u32,
+    /// TCP_NOTSENT_LOWAT (None: no limit).
+    pub notsent_lowat: Option<u32>,
+    /// TCP_INQ: each `recvmsg` reports the bytes left to read in a TCP_CM_INQ message.
+    pub inq: bool,
+}
+
+impl Options {
+    /// What an accepted socket takes from its listener (Linux's `sk_clone_lock` copies
+    /// the socket; the stack's child already holds the stack-side settings).
+    fn inherited(&self) -> Options {
+        Options {
+            nodelay: self.nodelay,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            keepalive: self.keepalive,
+            congestion: self.congestion,
+            user_timeout: self.user_timeout,
+            notsent_lowat: self.notsent_lowat,
+            inq: self.inq,
+            ..Options::default()
+        }
+    }
+
+    /// The settings the stack keeps per socket, as they stand: for a socket that
+    /// connects or listens after setting them.
+    pub(crate) fn stack_options(&self) -> Vec<SocketOption> {
+        let mut out = Vec::new();
+        if let Some(cc) = self.congestion {
+            out.push(SocketOption::Congestion(cc));
+        }
+        if let Some(bytes) = self.rcvbuf {
+            out.push(SocketOption::RecvBuffer(receive_window_space(bytes)));
+        }
+        if let Some(bytes) = self.sndbuf {
+            out.push(SocketOption::SendBuffer(linux_buffer(bytes)));
+        }
+        if self.user_timeout != 0 {
+            let ms = u64::from(self.user_timeout);
+            out.push(SocketOption::UserTimeout(
+                impnet_core::Duration::from_millis(ms),
+            ));
+        }
+        if let Some(bytes) = self.notsent_lowat {
+            out.push(SocketOption::NotSentLowWater(bytes));
+        }
+        out
+    }
+}
+
+/// The receive window SO_RCVBUF's `asked` bytes give on Linux: of the doubled
+/// buffer, the half its default `scaling_ratio` counts as payload
+/// (`tcp_win_from_space`), so what was asked; the window scale follows from it
+/// (`tcp_select_initial_window` with the window clamp a locked buffer sets).
+pub(crate) fn receive_window_space(asked: i32) -> usize {
+    linux_buffer(asked) / 2
+}
+
+/// SO_SNDBUF's and SO_RCVBUF's size as Linux keeps it: twice what was asked (for its
+/// bookkeeping overhead, socket(7)).
+pub(crate) fn linux_buffer(asked: i32) -> usize {
+    asked.unsigned_abs() as usize * 2
 }
 
 /// One TCP socket.
@@ -193,7 +258,9 @@ impl Shim {
             Phase::Conn(_) => return Err(libc::EINVAL),
         };
         let backlog = usize::try_from(backlog).unwrap_or(0).clamp(1, 4096) + 1;
+        let options = socket.options.stack_options();
         let handle = self.stack.tcp_listen(local, backlog).map_err(errno_of)?;
+        self.apply_options(handle, &options);
         self.tcp_socket(fd)?.phase = Phase::Listener(handle);
         self.listen_fast_open(fd, handle, asked);
         self.flush();
@@ -205,14 +272,15 @@ impl Shim {
         self.fill_ready(fd)?;
         let socket = self.tcp_socket(fd)?;
         let child = socket.ready.pop_front().ok_or(libc::EAGAIN)?;
-        let (nodelay, v6) = (socket.options.nodelay, socket.v6);
+        let (inherited, v6) = (socket.options.inherited(), socket.v6);
+        let nodelay = inherited.nodelay;
         let remote = self
             .stack
             .tcp_addresses(child)
             .map_or(unspecified(v6), |(_, r)| user_address(r, v6));
         let new_fd = self.free_fd();
         let mut new = TcpSocket::new(Phase::Conn(child), v6);
-        new.options.nodelay = nodelay;
+        new.options = inherited;
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(child, true);
         }
@@ -247,6 +315,7 @@ impl Shim {
     /// its SYN not sent yet.
     pub(crate) fn open(&mut self, fd: i32, remote: SocketAddr) -> Result<TcpHandle, Errno> {
         let socket = self.tcp_socket(fd)?;
+        let options = socket.options.stack_options();
         let (bound, maxseg, nodelay) = match socket.phase {
             Phase::Fresh { bound } => (bound, socket.options.maxseg, socket.options.nodelay),
             Phase::Conn(_) | Phase::Listener(_) => return Err(libc::EISCONN),
@@ -268,11 +337,50 @@ impl Shim {
             .stack
             .tcp_connect_with_mss(now, local, remote, mss)
             .map_err(errno_of)?;
+        // Before the stack is polled: the SYN goes with them (its window scale).
+        self.apply_options(handle, &options);
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(handle, true);
         }
         self.tcp_socket(fd)?.phase = Phase::Conn(handle);
         Ok(handle)
+    }
+
+    /// Hand the stack a socket's settings.
+    pub(crate) fn apply_options(&mut self, handle: TcpHandle, options: &[SocketOption]) {
+        let now = self.now;
+        for &option in options {
+            let _ = self.stack.tcp_set_option(now, handle, option);
+        }
+    }
+
+    /// TCP_INQ's hint after a read: the bytes left to read, or 1 after the peer's FIN
+    /// when none are (Linux's `tcp_inq_hint`: "tell the user-space to continue reading
+    /// by returning a non-zero inq"); None without TCP_INQ.
+    pub fn inq_hint(&mut self, fd: i32) -> Result<Option<i32>, Errno> {
+        let socket = self.tcp_socket(fd)?;
+        let Phase::Conn(handle) = socket.phase else {
+            return Ok(None);
+        };
+        if !socket.options.inq {
+            return Ok(None);
+        }
+        let readable = self.stack.tcp_readable(handle);
+        let fin = matches!(
+            self.stack.tcp_info(handle).map(|i| i.state),
+            Some(
+                TcpState::CloseWait
+                    | TcpState::LastAck
+                    | TcpState::Closing
+                    | TcpState::TimeWait
+                    | TcpState::Closed
+            )
+        );
+        let inq = match readable {
+            0 if fin => 1,
+            n => i32::try_from(n).unwrap_or(i32::MAX),
+        };
+        Ok(Some(inq))
     }
 
     /// `connect` on a socket already connecting or connected.
@@ -414,8 +522,8 @@ impl Shim {
 
     /// A write of `bufs` (gather), without waiting: what fit.
     ///
-    /// SO_SNDBUF is kept here, above the stack (whose send buffer is per stack): a
-    /// write takes no more than leaves twice the value (Linux doubles it) queued and
+    /// SO_SNDBUF sizes the connection's send buffer in the stack and is kept here too:
+    /// a write takes no more than leaves twice the value (Linux doubles it) queued and
     /// unacknowledged. Linux counts buffer overhead too, so its limit is reached a
     /// little earlier.
     pub fn write(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
@@ -467,11 +575,11 @@ impl Shim {
     }
 
     /// The most bytes `fd` may have queued: twice SO_SNDBUF, else the stack's buffer.
+    /// (The stack's buffer of the connection takes the size too, but one holding data
+    /// only grows: a smaller SO_SNDBUF is kept here.)
     pub(crate) fn send_limit(&mut self, fd: i32) -> Result<usize, Errno> {
         let sndbuf = self.tcp_socket(fd)?.options.sndbuf;
-        Ok(sndbuf.map_or(self.flags.sndbuf, |v| {
-            (v.unsigned_abs() as usize * 2).min(self.flags.sndbuf)
-        }))
+        Ok(sndbuf.map_or(self.flags.sndbuf, linux_buffer))
     }
 
     /// `close`. A connection with unread data, or with SO_LINGER on and a zero

@@ -6,7 +6,8 @@ use impnet_core::tcp::{TcpInfo, TcpState};
 use crate::shim::Shim;
 use impnet_core::tcp::TcpHandle;
 
-use crate::socket::{Errno, Options, Phase};
+use crate::socket::{Errno, Options, Phase, linux_buffer, receive_window_space};
+use impnet_core::tcp::SocketOption;
 
 /// Linux's `struct tcp_info` (`include/uapi/linux/tcp.h`, as of Linux 6.18 with the
 /// Accurate ECN counters: 280 bytes), field for field. Older readers ask for less and
@@ -200,6 +201,52 @@ fn int_of(value: &[u8]) -> Result<i32, Errno> {
     Ok(i32::from_ne_bytes(bytes))
 }
 
+/// The TCP-level options kept as the application set them (TCP_MAXSEG,
+/// TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_INQ), recorded in `options`; returns what
+/// the stack keeps of it, if anything.
+fn record_tcp_option(
+    options: &mut Options,
+    name: i32,
+    value: i32,
+) -> Result<Option<SocketOption>, Errno> {
+    Ok(match name {
+        libc::TCP_MAXSEG => {
+            // Linux: between TCP_MIN_MSS (88) and MAX_TCP_WINDOW; 0 resets.
+            if value != 0 && !(88..=32767).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            options.maxseg = u16::try_from(value).ok().filter(|&v| v != 0);
+            // A listener announces it on its SYN-ACKs; a connection did on connect.
+            Some(SocketOption::MaxSegment(options.maxseg.unwrap_or(0)))
+        }
+        libc::TCP_USER_TIMEOUT => {
+            // Linux: "Cap the max time in ms TCP will retry or probe the window"; a
+            // negative value is EINVAL, 0 the system default.
+            let ms = u32::try_from(value).map_err(|_| libc::EINVAL)?;
+            options.user_timeout = ms;
+            let timeout = impnet_core::Duration::from_millis(u64::from(ms));
+            Some(SocketOption::UserTimeout(timeout))
+        }
+        libc::TCP_NOTSENT_LOWAT => {
+            // Linux takes the int as an unsigned limit; 0 is the sysctl's, which
+            // is none (`tcp_notsent_lowat`: "tp->notsent_lowat ?: sysctl").
+            let lowat = value as u32;
+            options.notsent_lowat = Some(lowat).filter(|&v| v != 0);
+            Some(SocketOption::NotSentLowWater(
+                options.notsent_lowat.unwrap_or(u32::MAX),
+            ))
+        }
+        libc::TCP_INQ => {
+            if !(0..=1).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            options.inq = value != 0;
+            None
+        }
+        _ => return Err(libc::ENOPROTOOPT),
+    })
+}
+
 impl Shim {
     /// `setsockopt`.
     pub fn set_option(
@@ -215,7 +262,7 @@ impl Shim {
                 let seconds = int_of(value.get(4..).ok_or(libc::EINVAL)?)?;
                 self.tcp_socket(fd)?.options.linger = Some((on, seconds));
             }
-            (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => self.set_congestion(value)?,
+            (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => self.set_congestion(fd, value)?,
             (
                 libc::IPPROTO_TCP,
                 libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT | libc::TCP_FASTOPEN_KEY,
@@ -229,16 +276,33 @@ impl Shim {
     fn set_int_option(&mut self, fd: i32, level: i32, name: i32, value: i32) -> Result<(), Errno> {
         let now = self.now;
         let socket = self.tcp_socket(fd)?;
+        let handle = match socket.phase {
+            Phase::Conn(handle) | Phase::Listener(handle) => Some(handle),
+            Phase::Fresh { .. } => None,
+        };
         let conn = match socket.phase {
             Phase::Conn(handle) => Some(handle),
             _ => None,
         };
         let options = &mut socket.options;
-        match (level, name) {
-            (libc::SOL_SOCKET, libc::SO_REUSEADDR) => options.reuse_addr = value != 0,
-            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => options.keepalive = value != 0,
-            (libc::SOL_SOCKET, libc::SO_SNDBUF) => options.sndbuf = Some(value.max(0)),
-            (libc::SOL_SOCKET, libc::SO_RCVBUF) => options.rcvbuf = Some(value.max(0)),
+        // What the stack keeps per socket, to hand over once there is a handle.
+        let stack_option = match (level, name) {
+            (libc::SOL_SOCKET, libc::SO_REUSEADDR) => {
+                options.reuse_addr = value != 0;
+                None
+            }
+            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
+                options.keepalive = value != 0;
+                None
+            }
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+                options.sndbuf = Some(value.max(0));
+                Some(SocketOption::SendBuffer(linux_buffer(value.max(0))))
+            }
+            (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+                options.rcvbuf = Some(value.max(0));
+                Some(SocketOption::RecvBuffer(receive_window_space(value)))
+            }
             (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
                 options.nodelay = value != 0;
                 let corked = options.cork || socket.more_corked;
@@ -252,37 +316,42 @@ impl Shim {
                         let _ = self.stack.tcp_set_cork(now, handle, true);
                     }
                 }
+                None
             }
             (libc::IPPROTO_TCP, libc::TCP_CORK) => {
                 options.cork = value != 0;
                 if let Some(handle) = conn {
                     let _ = self.stack.tcp_set_cork(now, handle, value != 0);
                 }
+                None
             }
-            (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
-                // Linux: between TCP_MIN_MSS (88) and MAX_TCP_WINDOW; 0 resets.
-                if value != 0 && !(88..=32767).contains(&value) {
-                    return Err(libc::EINVAL);
-                }
-                options.maxseg = u16::try_from(value).ok().filter(|&v| v != 0);
-            }
-            (libc::SOL_SOCKET | libc::IPPROTO_TCP, _) => return Err(libc::ENOPROTOOPT),
+            (libc::IPPROTO_TCP, _) => record_tcp_option(options, name, value)?,
             _ => return Err(libc::ENOPROTOOPT),
+        };
+        if let (Some(handle), Some(option)) = (handle, stack_option) {
+            // A connection announced its MSS when it connected: TCP_MAXSEG later is
+            // only reported back, as on Linux.
+            let later_maxseg = conn.is_some() && matches!(option, SocketOption::MaxSegment(_));
+            if !later_maxseg {
+                self.apply_options(handle, &[option]);
+            }
         }
         Ok(())
     }
 
-    /// TCP_CONGESTION: imp picks the algorithm per stack (`so_flags cc=`), so only
-    /// that one's name is taken; another imp has is EPERM, an unknown one ENOENT
-    /// (Linux's answers for a module not allowed and one that does not exist).
-    fn set_congestion(&mut self, value: &[u8]) -> Result<(), Errno> {
+    /// TCP_CONGESTION: any algorithm imp has (`newreno` is also `reno`, Linux's name),
+    /// for the socket alone; an unknown name is ENOENT (Linux's answer for a module
+    /// that does not exist).
+    fn set_congestion(&mut self, fd: i32, value: &[u8]) -> Result<(), Errno> {
         let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
         let name = core::str::from_utf8(&value[..end]).map_err(|_| libc::ENOENT)?;
-        match impnet_core::tcp::cc::CcAlgorithm::from_name(name) {
-            Some(cc) if cc == self.flags.congestion => Ok(()),
-            Some(_) => Err(libc::EPERM),
-            None => Err(libc::ENOENT),
+        let cc = impnet_core::tcp::cc::CcAlgorithm::from_name(name).ok_or(libc::ENOENT)?;
+        let socket = self.tcp_socket(fd)?;
+        socket.options.congestion = Some(cc);
+        if let Phase::Conn(handle) | Phase::Listener(handle) = socket.phase {
+            self.apply_options(handle, &[SocketOption::Congestion(cc)]);
         }
+        Ok(())
     }
 
     /// `getsockopt`: the option's bytes (the caller copies what fits).
@@ -334,8 +403,24 @@ impl Shim {
             // Linux: an algorithm without `get_info` (reno, cubic) gives nothing.
             (libc::IPPROTO_TCP, libc::TCP_CC_INFO) => Ok(Vec::new()),
             (libc::SOL_SOCKET, libc::SO_MEMINFO) => Ok(self.meminfo(conn, options)),
+            (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
+                int(i32::try_from(options.user_timeout).unwrap_or(i32::MAX))
+            }
+            (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => {
+                // Linux reports the socket's own value, 0 when unset.
+                int(options.notsent_lowat.unwrap_or(0) as i32)
+            }
+            (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(options.inq)),
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
-                let mut name = self.flags.congestion.name().as_bytes().to_vec();
+                let name = match phase {
+                    Phase::Conn(handle) | Phase::Listener(handle) => {
+                        self.stack.tcp_congestion(handle)
+                    }
+                    Phase::Fresh { .. } => None,
+                };
+                let name =
+                    name.unwrap_or(options.congestion.unwrap_or(self.flags.congestion).name());
+                let mut name = name.as_bytes().to_vec();
                 if name == b"newreno" {
                     name = b"reno".to_vec();
                 }

@@ -806,6 +806,33 @@ impl Stack {
         self.tcp.set_cork(now, handle, on)
     }
 
+    /// Set one of a socket's own settings, as Linux's per-socket options do
+    /// (`TCP_CONGESTION`, `SO_RCVBUF`, `SO_SNDBUF`, `TCP_MAXSEG` on a listener,
+    /// `TCP_USER_TIMEOUT`, `TCP_NOTSENT_LOWAT`; see
+    /// [`SocketOption`](crate::tcp::SocketOption)). On a listener the setting is for
+    /// the connections it accepts from then on; on a connection it applies at once (set
+    /// right after `tcp_connect`, before the stack is polled, it applies to the SYN).
+    pub fn tcp_set_option(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        option: crate::tcp::SocketOption,
+    ) -> Result<(), TcpError> {
+        self.tcp.set_option(now, handle, option)
+    }
+
+    /// The name of a socket's congestion controller (`TCP_CONGESTION`): a connection's,
+    /// or the one a listener's connections start with. None for a stale handle.
+    pub fn tcp_congestion(&self, handle: TcpHandle) -> Option<&'static str> {
+        self.tcp.congestion(handle)
+    }
+
+    /// Whether a write on the connection would take data now: room in its send buffer
+    /// and, with `TCP_NOTSENT_LOWAT` set, fewer unsent bytes queued than the limit.
+    pub fn tcp_writable(&self, handle: TcpHandle) -> bool {
+        self.tcp.writable(handle)
+    }
+
     /// A snapshot of a connection's state (cwnd, RTT, retransmits, ...).
     pub fn tcp_info(&self, handle: TcpHandle) -> Option<crate::tcp::TcpInfo> {
         self.tcp.info(handle)

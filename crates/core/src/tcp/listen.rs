@@ -28,6 +28,9 @@ pub(crate) struct Listener {
     pub max_half_open: Option<usize>,
     /// TCP Fast Open on this listener (RFC 7413), with its cap; None: off.
     pub fast_open: Option<ListenFastOpen>,
+    /// The settings its children take (Linux's accepted sockets inherit the
+    /// listener's options); None until one is set (a SYN then costs one test).
+    pub options: Option<alloc::boxed::Box<super::socket_options::SocketOptions>>,
 }
 
 /// What a listener does with a segment.
@@ -56,6 +59,7 @@ impl Listener {
             cookie_sent_at: None,
             max_half_open: None,
             fast_open: None,
+            options: None,
         }
     }
 

@@ -40,6 +40,7 @@ mod segment;
 mod share;
 mod shared;
 mod slab;
+mod socket_options;
 mod state;
 mod table;
 mod timer;
@@ -68,6 +69,7 @@ use crate::time::Duration;
 
 pub use conn::SendOwnedError;
 pub use ecn::{Ecn, EcnMode};
+pub use socket_options::SocketOption;
 pub use state::TcpState;
 pub use table::Tcp;
 

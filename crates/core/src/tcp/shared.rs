@@ -116,12 +116,14 @@ impl Shared {
     }
     /// A send ring of the configured size, on spare storage when there is some.
     pub fn send_buffer(&mut self) -> SendBuffer {
-        let capacity = self.config.send_buffer;
+        self.send_buffer_of(self.config.send_buffer)
+    }
+    /// A send ring of `capacity` bytes, on spare storage when there is some.
+    pub fn send_buffer_of(&mut self, capacity: usize) -> SendBuffer {
         SendBuffer::with_storage(capacity, self.spare_storage(capacity))
     }
-    /// A receive ring of the configured size, on spare storage when there is some.
-    pub fn recv_buffer(&mut self) -> RecvBuffer {
-        let capacity = self.config.recv_buffer;
+    /// A receive ring of `capacity` bytes, on spare storage when there is some.
+    pub fn recv_buffer_of(&mut self, capacity: usize) -> RecvBuffer {
         let storage = self.spare_storage(capacity);
         RecvBuffer::with_storage(capacity, self.config.max_ooo_ranges, storage)
     }

@@ -21,6 +21,7 @@ use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
 use super::shared::Shared;
 use super::slab::Slab;
+use super::socket_options::SocketOption;
 use super::state::{Closed, State};
 use super::{
     Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
@@ -661,6 +662,57 @@ impl Tcp {
         })
     }
 
+    /// Set one of a socket's own settings (see [`SocketOption`]): on a listener, for
+    /// the children it opens from then on; on a connection, at once.
+    pub fn set_option(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        option: SocketOption,
+    ) -> Result<(), TcpError> {
+        if let Some(Socket::Listener(l)) = self.socket_mut(handle) {
+            l.options.get_or_insert_with(Default::default).set(option);
+            return Ok(());
+        }
+        self.with_conn(now, handle, |conn, ctx| {
+            conn.set_option(ctx.shared, option);
+            Ok(())
+        })
+    }
+
+    /// A socket's congestion controller: a connection's own (its controller's once
+    /// established), or the one a listener's children start with.
+    pub fn congestion(&self, handle: TcpHandle) -> Option<&'static str> {
+        let slot = self.slots.get(handle.index as usize)?;
+        match slot
+            .socket
+            .as_ref()
+            .filter(|_| slot.generation == handle.generation)?
+        {
+            Socket::Conn(conn) => Some(conn.info(&self.shared.config).congestion),
+            Socket::Listener(l) => Some(
+                l.options
+                    .as_ref()
+                    .and_then(|o| o.congestion)
+                    .unwrap_or(self.shared.config.congestion)
+                    .name(),
+            ),
+        }
+    }
+
+    /// Whether a write on the connection may be reported as possible: room in the
+    /// send buffer and, with `TCP_NOTSENT_LOWAT`, fewer unsent bytes than the limit.
+    pub fn writable(&self, handle: TcpHandle) -> bool {
+        self.conn_ref(handle).is_some_and(|c| {
+            c.below_notsent_lowat()
+                && match &c.state {
+                    State::SynSent(s) => s.buffer.free() > 0,
+                    State::SynRcvd(s) => s.buffer.free() > 0,
+                    state => state.snd().is_some_and(|s| s.buffer.free() > 0),
+                }
+        })
+    }
+
     /// In-order bytes a `recv` on the connection would return now (0 for listeners and
     /// stale handles), so a caller can size (and zero) its buffer to fit.
     pub fn readable(&self, handle: TcpHandle) -> usize {
@@ -963,6 +1015,11 @@ impl Tcp {
         let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
             return;
         };
+        // TCP_MAXSEG on the listener: its children announce at most that.
+        let local_mss = match &l.options {
+            Some(options) => options.mss.map_or(local_mss, |mss| mss.min(local_mss)),
+            None => local_mss,
+        };
         match l.on_segment(local, remote, segment) {
             ListenAction::Drop => {}
             ListenAction::Reset(reset) => {
@@ -998,16 +1055,20 @@ impl Tcp {
             return;
         }
         let fast_open = self.fast_open_verdict(listener, (remote.ip(), local.ip()), segment);
-        if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
-            l.pending += 1;
-        }
+        let options = match self.socket_mut(listener) {
+            Some(Socket::Listener(l)) => {
+                l.pending += 1;
+                l.options.as_deref().copied()
+            }
+            _ => None,
+        };
         let iss = self.isn.isn(now, local, remote);
         let mut conn = Conn::accept_syn(
             &mut self.shared,
             (local, remote),
             iss,
             segment,
-            listener,
+            (listener, options.as_ref()),
             local_mss,
         );
         if let ServerVerdict::Grant(cookie) = fast_open {
@@ -1221,7 +1282,12 @@ impl Tcp {
         syn: &Repr<'_>,
         local_mss: u16,
     ) {
+        let recv_buffer = match self.socket_mut(listener) {
+            Some(Socket::Listener(l)) => l.options.as_ref().and_then(|o| o.recv_buffer),
+            _ => None,
+        };
         let config = &self.shared.config;
+        let recv_buffer = recv_buffer.map_or(config.recv_buffer, |b| b as usize);
         let ts = syn.options.timestamps.filter(|_| config.timestamps);
         let wscale = syn
             .options
@@ -1238,10 +1304,10 @@ impl Tcp {
             remote: ends.1,
             seq: iss.0,
             ack: syn.seq.wrapping_add(1),
-            window: u16::try_from(config.recv_buffer).unwrap_or(u16::MAX),
+            window: u16::try_from(recv_buffer).unwrap_or(u16::MAX),
             options: Options {
                 mss: Some(local_mss),
-                window_scale: wscale.map(|_| our_wscale(config.recv_buffer)),
+                window_scale: wscale.map(|_| our_wscale(recv_buffer)),
                 sack_permitted: sack,
                 timestamps: ts.map(|(peer, _)| (encode_ts(tsval(now), wscale, sack, ecn), peer)),
                 ..Options::default()
@@ -1337,11 +1403,22 @@ impl Tcp {
             payload: &[],
             ..*seg
         };
-        if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
-            l.pending += 1;
-        }
+        let options = match self.socket_mut(listener) {
+            Some(Socket::Listener(l)) => {
+                l.pending += 1;
+                l.options.as_deref().copied()
+            }
+            _ => None,
+        };
         let iss = SeqNumber(seg.ack.wrapping_sub(1));
-        let mut conn = Conn::accept_syn(&mut self.shared, ends, iss, &syn, listener, local_mss);
+        let mut conn = Conn::accept_syn(
+            &mut self.shared,
+            ends,
+            iss,
+            &syn,
+            (listener, options.as_ref()),
+            local_mss,
+        );
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
         self.conns

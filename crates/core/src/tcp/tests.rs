@@ -2648,3 +2648,7 @@ mod fast_open;
 /// The memory bounds: connections, events, queued RSTs, spare rings.
 #[path = "tests_limits.rs"]
 mod limits;
+
+/// Per-socket settings: TCP_CONGESTION, SO_RCVBUF, SO_SNDBUF, TCP_MAXSEG, ...
+#[path = "tests_socket_options.rs"]
+mod socket_options;

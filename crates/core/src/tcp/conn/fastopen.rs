@@ -141,7 +141,7 @@ impl Conn {
         };
         let irs = SeqNumber(seg.seq);
         let snd = new_snd(
-            &ctx.shared.config,
+            (&ctx.shared.config, self.congestion(&ctx.shared.config)),
             &self.opts,
             iss,
             buffer,

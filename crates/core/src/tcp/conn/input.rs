@@ -65,8 +65,9 @@ impl Conn {
             self.on_fast_open_syn_ack(ctx, seg, iss);
         }
         self.opts.agree(seg);
+        let recv_size = self.recv_buffer_size(&ctx.shared.config);
         let rcv = Rcv::new(
-            ctx.shared.recv_buffer(),
+            ctx.shared.recv_buffer_of(recv_size),
             SeqNumber(seg.seq),
             self.opts.rcv_shift(),
         );
@@ -89,7 +90,7 @@ impl Conn {
             // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
             // send it." A SYN's window is never scaled (RFC 7323 §2.2).
             let mut snd = new_snd(
-                &ctx.shared.config,
+                (&ctx.shared.config, self.congestion(&ctx.shared.config)),
                 &self.opts,
                 iss,
                 buffer,
@@ -396,7 +397,7 @@ impl Conn {
         };
         // The SYN's window was unscaled; the window update below replaces it.
         let mut snd = new_snd(
-            &ctx.shared.config,
+            (&ctx.shared.config, self.congestion(&ctx.shared.config)),
             &self.opts,
             iss,
             buffer,
@@ -548,7 +549,7 @@ impl Conn {
             self.timers.stop(Timer::UserTimeout);
         } else {
             self.timers.set(Timer::Retransmit, now + self.rtt.rto());
-            if let Some(timeout) = ctx.shared.config.user_timeout {
+            if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
                 self.timers.set(Timer::UserTimeout, now + timeout);
             }
         }

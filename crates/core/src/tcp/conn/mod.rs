@@ -11,6 +11,7 @@ mod ecn;
 mod fastopen;
 mod icmp;
 mod input;
+mod options;
 mod output;
 mod predict;
 mod recovery;
@@ -24,7 +25,7 @@ use core::net::SocketAddr;
 use impnet_wire::tcp::Repr;
 
 use crate::tcp::buffer::SendBuffer;
-use crate::tcp::cc::{CongestionControl, Controller};
+use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller};
 use crate::tcp::challenge::ChallengeBudget;
 use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
 use crate::tcp::rack::RackCell;
@@ -33,6 +34,7 @@ use crate::tcp::sack::Scoreboard;
 use crate::tcp::segment::{Reset, tsval};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::shared::Shared;
+use crate::tcp::socket_options::SocketOptions;
 use crate::tcp::state::*;
 use crate::tcp::timer::{Timer, Timers};
 use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo};
@@ -100,8 +102,8 @@ pub(crate) struct Negotiated {
 
 impl Negotiated {
     /// What we offer, before the peer's SYN.
-    pub fn offer(config: &TcpConfig, mss: u16) -> Negotiated {
-        let shift = our_wscale(config.recv_buffer);
+    pub fn offer(config: &TcpConfig, mss: u16, recv_buffer: usize) -> Negotiated {
+        let shift = our_wscale(recv_buffer);
         Negotiated {
             mss_ours: mss,
             mss_peer: DEFAULT_MSS,
@@ -203,6 +205,9 @@ pub(crate) struct Cold {
     pub unread: alloc::vec::Vec<u8>,
     /// This connection's challenge-ACK budget (RFC 5961 §7).
     pub challenge: ChallengeBudget,
+    /// The settings the application gave this connection (or its listener) apart from
+    /// the stack's: `options.rs`.
+    pub options: crate::tcp::socket_options::SocketOptions,
 }
 
 /// One TCP connection.
@@ -324,7 +329,7 @@ impl Conn {
             fast_open: Default::default(),
             syn_data: 0,
         });
-        let mut opts = Negotiated::offer(config, mss);
+        let mut opts = Negotiated::offer(config, mss, config.recv_buffer);
         // Our own SYN asks for ECN only in `Request` mode (RFC 3168 §6.1.1).
         opts.ecn = config.ecn == EcnMode::Request;
         Conn::new(config, local, remote, state, opts)
@@ -338,13 +343,20 @@ impl Conn {
         (local, remote): (SocketAddr, SocketAddr),
         iss: SeqNumber,
         seg: &Repr<'_>,
-        listener: TcpHandle,
+        (listener, options): (TcpHandle, Option<&SocketOptions>),
         mss: u16,
     ) -> Conn {
-        let mut opts = Negotiated::offer(&shared.config, mss);
+        let recv_size = options
+            .and_then(|o| o.recv_buffer)
+            .map_or(shared.config.recv_buffer, |b| b as usize);
+        let send_size = options
+            .and_then(|o| o.send_buffer)
+            .map_or(shared.config.send_buffer, |b| b as usize);
+        let rcv_buffer = shared.recv_buffer_of(recv_size);
+        let buffer = shared.send_buffer_of(send_size);
+        let mut opts = Negotiated::offer(&shared.config, mss, recv_size);
         opts.agree(seg);
-        let rcv = Rcv::new(shared.recv_buffer(), SeqNumber(seg.seq), opts.rcv_shift());
-        let buffer = shared.send_buffer();
+        let rcv = Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift());
         let config = &shared.config;
         let state = State::SynRcvd(SynRcvd {
             iss,
@@ -358,6 +370,9 @@ impl Conn {
         });
         let mut conn = Conn::new(config, local, remote, state, opts);
         conn.owner = Owner::Pending(listener);
+        if let Some(options) = options {
+            conn.inherit(options);
+        }
         conn
     }
 
@@ -619,7 +634,7 @@ impl Conn {
             sack: self.opts.sack,
             syn_data_acked: self.opts.syn_data_acked,
             ecn: self.opts.ecn,
-            congestion: snd.map_or(config.congestion.name(), |s| s.cc.name()),
+            congestion: snd.map_or(self.congestion(config).name(), |s| s.cc.name()),
             pacing_rate: snd.and_then(|s| {
                 let window =
                     |srtt| crate::tcp::pacing::window_rate(s.cc.cwnd(), srtt, s.cc.in_slow_start());
@@ -631,7 +646,7 @@ impl Conn {
 
 /// A fresh sending half once the handshake is done: SND.UNA = ISS+1.
 pub(crate) fn new_snd(
-    config: &TcpConfig,
+    (config, congestion): (&TcpConfig, CcAlgorithm),
     opts: &Negotiated,
     iss: SeqNumber,
     buffer: SendBuffer,
@@ -640,7 +655,7 @@ pub(crate) fn new_snd(
 ) -> Snd {
     let mss = opts.snd_mss();
     let cc = Controller::new(
-        config.congestion,
+        congestion,
         mss,
         config.initial_window as usize,
         config.hystart,

@@ -422,10 +422,13 @@ impl Conn {
             return field as u16;
         }
         // SYN-SENT has no receive buffer yet: offer what it will have.
-        let window = self
-            .state
-            .recv_buffer_mut()
-            .map_or(recv_buffer, |b| b.window());
+        let window = match self.state.recv_buffer_mut() {
+            Some(buffer) => buffer.window(),
+            None => self
+                .options()
+                .and_then(|o| o.recv_buffer)
+                .map_or(recv_buffer, |b| b as usize),
+        };
         (window >> shift).min(0xffff) as u16
     }
 
@@ -486,7 +489,7 @@ impl Conn {
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
         self.timers.set_if_idle(Timer::Retransmit, now + rto);
-        if let Some(timeout) = ctx.shared.config.user_timeout {
+        if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
         }
         if let Some((range, again)) = sent {
