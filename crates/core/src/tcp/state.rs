@@ -311,7 +311,7 @@ pub(crate) enum AckState {
     /// Everything received is acknowledged.
     Idle,
     /// This many bytes received and not yet acknowledged (the delayed-ACK timer runs).
-    Delayed(usize),
+    Delayed(u32),
     /// Send an ACK at the next chance.
     Now,
 }

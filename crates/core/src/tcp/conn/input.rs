@@ -768,17 +768,19 @@ impl Conn {
         // acknowledged ...)" (SHLD-19), "the delay MUST be less than 0.5 seconds"
         // (MUST-40).
         let unacked = match self.ack {
-            AckState::Delayed(n) => n + bytes,
+            AckState::Delayed(n) => n as usize + bytes,
             _ => bytes,
         };
+        // Below 2*RMSS while delayed, so a u32 holds it.
+        let delayed = AckState::Delayed(u32::try_from(unacked).unwrap_or(u32::MAX));
         self.ack = match self.ack {
             _ if immediate || quick || delay == Duration::ZERO => AckState::Now,
             AckState::Now => AckState::Now,
             _ if unacked >= 2 * rcv_mss => AckState::Now,
-            AckState::Delayed(_) => AckState::Delayed(unacked),
+            AckState::Delayed(_) => delayed,
             AckState::Idle => {
                 self.timers.set(Timer::DelayedAck, ctx.now + delay);
-                AckState::Delayed(unacked)
+                delayed
             }
         };
     }
