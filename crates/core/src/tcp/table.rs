@@ -1123,7 +1123,8 @@ impl Tcp {
 
     /// The key of the cookies a listener with Fast Open gives and checks: `Some` for
     /// this listener only (Linux's `TCP_FASTOPEN_KEY` on a listener), None for the
-    /// stack's (`net.ipv4.tcp_fastopen_key`); see [`CookieKey`]. `InvalidState` on a
+    /// stack's (`net.ipv4.tcp_fastopen_key`). Under the same key the cookies are the
+    /// ones Linux gives (SipHash-2-4 of the SYN's addresses). `InvalidState` on a
     /// listener without Fast Open.
     pub fn set_fast_open_key(
         &mut self,
