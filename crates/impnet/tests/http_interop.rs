@@ -39,7 +39,11 @@ impl Drop for Dir {
 /// Start `python3 -m http.server` on the kernel side (bound to `bind`) serving `size`
 /// bytes as /file.bin; returns its guard, the directory and the file's sha256.
 fn python_server(link: &Link, bind: &str, size: usize) -> (ChildGuard, Dir, [u8; 32]) {
-    let dir = std::env::temp_dir().join(format!("imp-pyhttp-{}-{}", std::process::id(), size));
+    // One directory per server: tests run in parallel, and two serving the same size
+    // must not rewrite (truncate) each other's file while the other serves it.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("imp-pyhttp-{}-{n}-{size}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let data = pattern(size);
     std::fs::write(dir.join("file.bin"), &data).unwrap();
@@ -135,7 +139,9 @@ fn download(link: Link, size: usize, timeout: Duration) {
         // The server ended the body early: what it said (an exception?) tells why.
         let out = common::wait_limited(server, Duration::from_millis(200));
         panic!(
-            "short download: {len} of {size} bytes in {secs:.2} s; http.server: {}\nss: {ss}",
+            "short download: {len} of {size} bytes in {secs:.2} s; imp's side: {:?}\n\
+             http.server: {}\nss: {ss}",
+            stream.info(),
             common::text(&out)
         );
     }
