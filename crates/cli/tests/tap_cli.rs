@@ -1,6 +1,6 @@
 //! The `imp` binary's device commands against the Linux kernel, in network namespaces
 //! the tests create (the interop harness of `crates/impnet/tests/common`): `curl` from
-//! `imp serve --http` (plain and impaired), `ping` both ways, `imp ttcp` with `nc`,
+//! `imp serve --http` (plain and impaired, and with TCP Fast Open), `ping` both ways, `imp ttcp` with `nc`,
 //! `imp link` between two namespaces, and each error path of the CLI. Needs root;
 //! each test skips, saying why, without it or without a tool it uses.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
@@ -518,6 +518,88 @@ fn curl_gets_through_a_syn_flood_thanks_to_syn_cookies() {
     let sent: u64 = rest.trim().parse().unwrap_or(0);
     assert!(sent >= 2000, "the flood sent {sent} SYNs: {}", text(&out));
     println!("curl through a SYN flood ({sent} spoofed SYNs): {secs:.2} s");
+}
+
+/// An absolute kernel counter in `net`'s namespace (`nstat -asz NAME`).
+fn kernel_counter(net: &Net, name: &str) -> u64 {
+    let out = net.exec("nstat", &["-asz", name]);
+    assert!(out.status.success(), "nstat: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    stdout
+        .lines()
+        .find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some(name)).then(|| words.next()?.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("nstat has no {name}: {stdout}"))
+}
+
+/// TCP Fast Open (RFC 7413) with Linux the client: `curl --tcp-fastopen` twice against
+/// `imp serve --http --fastopen`. The first connection gets imp's cookie; the second
+/// sends its request on the SYN, which imp acknowledges and answers (the kernel's
+/// `TcpExtTCPFastOpenActive` counts it; a refused cookie or dropped data would count in
+/// `TcpExtTCPFastOpenActiveFail`). Both downloads byte for byte.
+#[test]
+fn curl_sends_its_request_on_the_syn_to_imp_serve() {
+    let Some(net) = Net::new(8) else { return };
+    for tool in ["curl", "nstat", "sysctl"] {
+        if !have(tool) {
+            return;
+        }
+    }
+    let out = net.exec("sysctl", &["-qw", "net.ipv4.tcp_fastopen=1"]);
+    assert!(out.status.success(), "sysctl: {}", text(&out));
+    let site = Site::new("fastopen", 100_000);
+    let (server, line) = net.start_imp(&[
+        "serve",
+        "--tap",
+        "imp0",
+        "--addr",
+        &net.addr_arg(),
+        "--http",
+        site.dir.to_str().unwrap(),
+        "--fastopen",
+    ]);
+    assert!(line.contains("http (80)"), "{line}");
+    let active = || kernel_counter(&net, "TcpExtTCPFastOpenActive");
+    let failed = || kernel_counter(&net, "TcpExtTCPFastOpenActiveFail");
+    let (active_before, failed_before) = (active(), failed());
+    let download = || {
+        let out_path = site.dir.with_extension("download");
+        let url = format!("http://{}/file.bin", net.imp);
+        let out = net.exec(
+            "curl",
+            &[
+                "-sS",
+                "--tcp-fastopen",
+                "--max-time",
+                "30",
+                "-o",
+                out_path.to_str().unwrap(),
+                &url,
+            ],
+        );
+        assert!(out.status.success(), "curl: {}", text(&out));
+        let got = sha256_file(&out_path);
+        let _ = std::fs::remove_file(&out_path);
+        assert_eq!(got, site.sha256, "sha256 of the download differs");
+    };
+    download();
+    assert_eq!(
+        active(),
+        active_before,
+        "no cookie yet: no data on the first SYN"
+    );
+    download();
+    assert_eq!(
+        active(),
+        active_before + 1,
+        "the second request went on the SYN and imp acknowledged it"
+    );
+    assert_eq!(failed(), failed_before, "no Fast Open attempt failed");
+    signal(&server, libc::SIGINT);
+    let out = wait_limited(server, Duration::from_secs(5));
+    assert!(out.status.success(), "{}", text(&out));
 }
 
 #[test]
