@@ -112,20 +112,22 @@ pub struct SendBuffer {
     /// Storage, grown on demand: `ring_len <= ring.len() <= capacity`.
     ring: Vec<u8>,
     /// Index of the oldest byte in the ring (`< ring.len()`, or 0 when it holds none).
-    head: usize,
+    /// The counts are `u32`s (a buffer holds less than 4 GiB: [`MAX_CAPACITY`]), 16
+    /// bytes less in every connection than `usize`s.
+    head: u32,
     /// Bytes held, in the ring and in owned buffers.
-    len: usize,
+    len: u32,
     /// Bytes held in the ring, starting at `head` (all `len` when `pieces` is empty).
-    ring_len: usize,
+    ring_len: u32,
     /// The stream in order when owned buffers are held: ring spans and owned buffers,
     /// summing to `len`, no two ring spans adjacent, no piece empty. Empty while
     /// every byte is in the ring (the common case costs nothing).
     pieces: Pieces,
     /// Allocated bytes of the owned buffers beyond their lengths: charged against the
     /// capacity with `len`, so what the buffer holds stays within it.
-    slack: usize,
+    slack: u32,
     /// Most bytes held.
-    capacity: usize,
+    capacity: u32,
 }
 
 /// A run of the send buffer's stream.
@@ -187,11 +189,13 @@ impl SendBuffer {
         SendBuffer::with_storage(capacity, Vec::new())
     }
 
-    /// An empty buffer of `capacity` bytes on `storage` (from [`SendBuffer::into_storage`]
-    /// of another; its contents are never read). Storage bigger than `capacity` is dropped.
+    /// An empty buffer of `capacity` bytes (at most [`MAX_CAPACITY`]) on `storage` (from
+    /// [`SendBuffer::into_storage`] of another; its contents are never read). Storage
+    /// bigger than `capacity` is dropped.
     pub fn with_storage(capacity: usize, storage: Vec<u8>) -> SendBuffer {
+        let capacity = count(capacity);
         SendBuffer {
-            ring: if storage.len() <= capacity {
+            ring: if storage.len() <= capacity as usize {
                 storage
             } else {
                 Vec::new()
@@ -212,7 +216,7 @@ impl SendBuffer {
 
     /// How many bytes it can hold.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity as usize
     }
 
     /// Bytes of ring storage allocated now (grows on demand up to the capacity).
@@ -222,7 +226,7 @@ impl SendBuffer {
 
     /// Bytes not yet acknowledged (sent or not).
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     /// Whether every written byte has been acknowledged.
@@ -233,27 +237,30 @@ impl SendBuffer {
     /// Room left for [`SendBuffer::write`] (owned buffers also charge their unused
     /// allocation).
     pub fn free(&self) -> usize {
-        self.capacity().saturating_sub(self.len + self.slack)
+        self.capacity.saturating_sub(self.len + self.slack) as usize
     }
 
     /// Bytes held in buffers the application handed over (not in the ring).
     pub fn owned(&self) -> usize {
-        self.len - self.ring_len
+        (self.len - self.ring_len) as usize
     }
 
     /// Append as much of `data` as fits; returns how many bytes were taken.
     pub fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
-        if self.ring_len + n > self.ring.len() {
-            let size = storage_for(self.ring_len + n, self.capacity);
-            self.ring = relinearise(&self.ring, self.head, size);
+        let ring_len = self.ring_len as usize;
+        if ring_len + n > self.ring.len() {
+            let size = storage_for(ring_len + n, self.capacity());
+            self.ring = relinearise(&self.ring, self.head as usize, size);
             self.head = 0;
         }
         if n > 0 {
-            let tail = wrap(self.head + self.ring_len, self.ring.len());
+            let tail = wrap(self.head as usize + ring_len, self.ring.len());
             ring_write(&mut self.ring, tail, &data[..n]);
-            self.ring_len += n;
-            self.len += n;
+            // `n <= free() < 2^32`.
+            let n32 = n as u32;
+            self.ring_len += n32;
+            self.len += n32;
             if !self.pieces.is_empty() {
                 let pieces = self.pieces.make_mut();
                 match pieces.back_mut() {
@@ -284,10 +291,12 @@ impl SendBuffer {
             return Err(data);
         }
         if self.pieces.is_empty() && self.ring_len > 0 {
-            self.pieces.make_mut().push_back(Piece::Ring(self.ring_len));
+            let ring_len = self.ring_len as usize;
+            self.pieces.make_mut().push_back(Piece::Ring(ring_len));
         }
-        self.len += data.len();
-        self.slack += charge - data.len();
+        // `data.len() <= charge <= free() < 2^32`.
+        self.len += data.len() as u32;
+        self.slack += (charge - data.len()) as u32;
         self.pieces
             .make_mut()
             .push_back(Piece::Owned { data, start: 0 });
@@ -298,14 +307,16 @@ impl SendBuffer {
     /// the slices that hold them in order (two parts of the ring, or more pieces when
     /// owned buffers are held). Empty when `offset >= self.len()`.
     pub fn slices(&self, offset: usize, len: usize) -> Slices<'_> {
-        let len = if offset >= self.len {
+        let held = self.len();
+        let len = if offset >= held {
             0
         } else {
-            len.min(self.len - offset)
+            len.min(held - offset)
         };
+        let head = self.head as usize;
         let mut slices = Slices {
             ring: &self.ring,
-            head: self.head,
+            head,
             pieces: None,
             piece: 0,
             skip: 0,
@@ -318,7 +329,7 @@ impl SendBuffer {
             return slices;
         }
         if self.pieces.is_empty() {
-            let (a, b) = ring_slices(&self.ring, wrap(self.head + offset, self.ring.len()), len);
+            let (a, b) = ring_slices(&self.ring, wrap(head + offset, self.ring.len()), len);
             slices.ready = [a, b];
             slices.remaining = 0;
             return slices;
@@ -355,8 +366,9 @@ impl SendBuffer {
     /// Drop `n` acknowledged bytes from the front (more than `len()` drops everything);
     /// owned buffers wholly acknowledged are freed.
     pub fn consume(&mut self, n: usize) {
-        let n = n.min(self.len);
-        self.len -= n;
+        let n = n.min(self.len());
+        // `n <= len < 2^32`.
+        self.len -= n as u32;
         if self.pieces.is_empty() {
             self.consume_ring(n);
             return;
@@ -377,7 +389,7 @@ impl SendBuffer {
             }
             left -= take;
             if whole && let Some(Piece::Owned { data, .. }) = self.pieces.make_mut().pop_front() {
-                self.slack -= data.capacity() - data.len();
+                self.slack -= (data.capacity() - data.len()) as u32;
             }
         }
         // Only ring bytes left (adjacent spans never stay apart): back to the plain ring.
@@ -386,21 +398,32 @@ impl SendBuffer {
         }
     }
 
-    /// Drop `n` bytes from the front of the ring.
+    /// Drop `n` bytes from the front of the ring (`n <= ring_len`).
     fn consume_ring(&mut self, n: usize) {
-        self.ring_len -= n;
+        self.ring_len -= n as u32;
         self.head = if self.ring_len == 0 {
             0
         } else {
-            wrap(self.head + n, self.ring.len())
+            // An index into the ring, which is at most the capacity long.
+            wrap(self.head as usize + n, self.ring.len()) as u32
         };
     }
 
-    /// Raise the capacity to `new_capacity`, keeping the bytes held (storage follows on
-    /// demand); a smaller or equal `new_capacity` does nothing (it never shrinks).
+    /// Raise the capacity to `new_capacity` (at most [`MAX_CAPACITY`]), keeping the bytes
+    /// held (storage follows on demand); a smaller or equal `new_capacity` does nothing
+    /// (it never shrinks).
     pub fn grow(&mut self, new_capacity: usize) {
-        self.capacity = self.capacity.max(new_capacity);
+        self.capacity = self.capacity.max(count(new_capacity));
     }
+}
+
+/// The largest buffer, either way: counts are kept as `u32`s. (The largest window TCP
+/// can announce is 1 GiB, RFC 7323 §2.3.)
+pub const MAX_CAPACITY: usize = u32::MAX as usize;
+
+/// A capacity as the buffers keep it, at most [`MAX_CAPACITY`].
+fn count(capacity: usize) -> u32 {
+    u32::try_from(capacity).unwrap_or(u32::MAX)
 }
 
 /// A range of the send buffer as the slices holding it, in order (from
@@ -541,12 +564,13 @@ pub struct RecvBuffer {
     /// Storage, grown on demand: every held byte (in order or not) lies within
     /// `ring.len() <= capacity` bytes of `head`.
     ring: Vec<u8>,
-    /// Most bytes held; sets the window.
-    capacity: usize,
+    /// Most bytes held; sets the window. The counts are `u32`s (at most
+    /// [`MAX_CAPACITY`]), 16 bytes less in every connection than `usize`s.
+    capacity: u32,
     /// Index of the oldest unread in-order byte (`< ring.len()`, or 0 when it is empty).
-    head: usize,
+    head: u32,
     /// In-order bytes waiting to be read, starting at `head`.
-    readable: usize,
+    readable: u32,
     /// Out-of-order data held, as `(start, end)` offsets from RCV.NXT: ascending, disjoint
     /// and not adjacent, every start `> 0`, every end `<= window()`,
     /// `len() <= max_ranges` (so the Vec, which reserves that capacity when the first
@@ -554,7 +578,7 @@ pub struct RecvBuffer {
     /// allocates it).
     ranges: LazyVec<(usize, usize)>,
     /// Most out-of-order ranges kept at once.
-    max_ranges: usize,
+    max_ranges: u32,
 }
 
 impl RecvBuffer {
@@ -564,16 +588,16 @@ impl RecvBuffer {
         RecvBuffer::with_max_ranges(capacity, DEFAULT_MAX_RANGES)
     }
 
-    /// An empty buffer of `capacity` bytes keeping up to `max_ranges` out-of-order ranges
-    /// (0 keeps in-order data only).
+    /// An empty buffer of `capacity` bytes (at most [`MAX_CAPACITY`]) keeping up to
+    /// `max_ranges` out-of-order ranges (0 keeps in-order data only).
     pub fn with_max_ranges(capacity: usize, max_ranges: usize) -> RecvBuffer {
         RecvBuffer {
             ring: Vec::new(),
-            capacity,
+            capacity: count(capacity),
             head: 0,
             readable: 0,
             ranges: LazyVec::default(),
-            max_ranges,
+            max_ranges: count(max_ranges),
         }
     }
 
@@ -582,7 +606,7 @@ impl RecvBuffer {
     /// bigger than `capacity` is dropped.
     pub fn with_storage(capacity: usize, max_ranges: usize, storage: Vec<u8>) -> RecvBuffer {
         let mut buffer = RecvBuffer::with_max_ranges(capacity, max_ranges);
-        if storage.len() <= capacity {
+        if storage.len() <= buffer.capacity() {
             buffer.ring = storage;
         }
         buffer
@@ -606,7 +630,7 @@ impl RecvBuffer {
 
     /// Total size in bytes.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity as usize
     }
 
     /// Bytes of storage allocated now (grows on demand up to the capacity).
@@ -616,17 +640,17 @@ impl RecvBuffer {
 
     /// In-order bytes waiting to be read.
     pub fn readable(&self) -> usize {
-        self.readable
+        self.readable as usize
     }
 
     /// The receive window: room after the in-order bytes. Out-of-order bytes are inside it.
     pub fn window(&self) -> usize {
-        self.capacity() - self.readable
+        (self.capacity - self.readable) as usize
     }
 
     /// Most out-of-order ranges kept at once.
     pub fn max_ranges(&self) -> usize {
-        self.max_ranges
+        self.max_ranges as usize
     }
 
     /// Whether any out-of-order data is held.
@@ -655,17 +679,19 @@ impl RecvBuffer {
             };
         }
         let end = offset + data.len().min(window - offset);
-        if self.readable + end > self.ring.len() {
-            let size = storage_for(self.readable + end, self.capacity);
-            self.ring = relinearise(&self.ring, self.head, size);
+        let readable = self.readable();
+        if readable + end > self.ring.len() {
+            let size = storage_for(readable + end, self.capacity());
+            self.ring = relinearise(&self.ring, self.head as usize, size);
             self.head = 0;
         }
         if offset == 0 && self.ranges.is_empty() {
             // In order with nothing held out of order, the common case: the general
             // path below would merge nothing and advance by all of it.
-            let at = wrap(self.head + self.readable, self.ring.len());
+            let at = wrap(self.head as usize + readable, self.ring.len());
             ring_write(&mut self.ring, at, &data[..end]);
-            self.readable += end;
+            // `end <= window() < 2^32`.
+            self.readable += end as u32;
             return Insert {
                 advanced: end,
                 stored: true,
@@ -674,7 +700,7 @@ impl RecvBuffer {
         // Ranges that overlap or touch [offset, end) merge with it.
         let first = self.ranges.partition_point(|&(_, e)| e < offset);
         let past = self.ranges.partition_point(|&(s, _)| s <= end);
-        if offset > 0 && first == past && self.ranges.len() >= self.max_ranges {
+        if offset > 0 && first == past && self.ranges.len() >= self.max_ranges() {
             return Insert {
                 advanced: 0,
                 stored: false,
@@ -685,18 +711,21 @@ impl RecvBuffer {
         if first < past {
             merged.0 = merged.0.min(self.ranges[first].0);
             merged.1 = merged.1.max(self.ranges[past - 1].1);
-            self.ranges.make_mut(self.max_ranges).drain(first..past);
+            self.ranges.make_mut(self.max_ranges()).drain(first..past);
         }
         if merged.0 > 0 {
             // Storage for the ranges comes with the first hole, all at once.
-            self.ranges.make_mut(self.max_ranges).insert(first, merged);
+            self.ranges
+                .make_mut(self.max_ranges())
+                .insert(first, merged);
             return Insert {
                 advanced: 0,
                 stored: true,
             };
         }
         let advanced = merged.1;
-        self.readable += advanced;
+        // `advanced <= window() < 2^32`.
+        self.readable += advanced as u32;
         for range in self.ranges.as_mut_slice() {
             range.0 -= advanced;
             range.1 -= advanced;
@@ -710,7 +739,7 @@ impl RecvBuffer {
     /// Copy the parts of `data` (which starts at `offset`) not covered by the held ranges
     /// `self.ranges[overlapping]`, so the first copy of every byte wins.
     fn copy_into_gaps(&mut self, offset: usize, data: &[u8], overlapping: core::ops::Range<usize>) {
-        let base = self.head + self.readable;
+        let base = self.head as usize + self.readable();
         let capacity = self.ring.len();
         let end = offset + data.len();
         let mut pos = offset;
@@ -731,32 +760,38 @@ impl RecvBuffer {
     /// The readable bytes as two slices (the second non-empty when they wrap), for reading
     /// without a copy; follow with [`RecvBuffer::consume`].
     pub fn readable_slices(&self) -> (&[u8], &[u8]) {
-        ring_slices(&self.ring, self.head, self.readable)
+        ring_slices(&self.ring, self.head as usize, self.readable())
     }
 
     /// Drop `n` readable bytes (more than `readable()` drops them all).
     pub fn consume(&mut self, n: usize) {
-        let n = n.min(self.readable);
-        self.readable -= n;
+        let n = n.min(self.readable());
+        // `n <= readable < 2^32`; the head is an index into the ring, at most the
+        // capacity long.
+        self.readable -= n as u32;
         self.head = if self.readable == 0 && self.ranges.is_empty() {
             0
         } else {
-            wrap(self.head + n, self.ring.len())
+            wrap(self.head as usize + n, self.ring.len()) as u32
         };
     }
 
     /// Copy in-order bytes into `out`; returns how many (0 when nothing is readable).
     pub fn read(&mut self, out: &mut [u8]) -> usize {
-        let n = out.len().min(self.readable);
-        copy_pair(&mut out[..n], ring_slices(&self.ring, self.head, n));
+        let n = out.len().min(self.readable());
+        copy_pair(
+            &mut out[..n],
+            ring_slices(&self.ring, self.head as usize, n),
+        );
         self.consume(n);
         n
     }
 
-    /// Raise the capacity to `new_capacity` (the window grows by the difference), keeping
-    /// all data (storage follows on demand); a smaller or equal capacity does nothing.
+    /// Raise the capacity to `new_capacity` (at most [`MAX_CAPACITY`]; the window grows
+    /// by the difference), keeping all data (storage follows on demand); a smaller or
+    /// equal capacity does nothing.
     pub fn grow(&mut self, new_capacity: usize) {
-        self.capacity = self.capacity.max(new_capacity);
+        self.capacity = self.capacity.max(count(new_capacity));
     }
 }
 

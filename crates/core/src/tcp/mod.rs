@@ -221,6 +221,14 @@ pub struct Keepalive {
     pub count: u32,
 }
 
+impl TcpConfig {
+    /// The RTO's floor and ceiling, `min_rto` and `max_rto`.
+    #[inline]
+    pub(crate) fn rto_bounds(&self) -> rtt::RtoBounds {
+        rtt::RtoBounds::new(self.min_rto, self.max_rto)
+    }
+}
+
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {

@@ -18,6 +18,31 @@ fn sampled(value: Duration) -> Option<Duration> {
     (value != NO_SAMPLE).then_some(value)
 }
 
+/// The RTO's floor and ceiling (`TcpConfig::min_rto`, `max_rto`), `max >= min`: an
+/// argument of each call that computes or backs off the RTO rather than a copy in every
+/// connection (16 bytes each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtoBounds {
+    /// Lower bound on the RTO.
+    pub min: Duration,
+    /// Upper bound on the RTO, backed off or not (raised to `min` if below it).
+    pub max: Duration,
+}
+
+impl RtoBounds {
+    /// Bounds from a floor and a ceiling (a ceiling below the floor is the floor).
+    pub fn new(min: Duration, max: Duration) -> RtoBounds {
+        RtoBounds {
+            min,
+            max: max.max(min),
+        }
+    }
+
+    fn clamp(self, rto: Duration) -> Duration {
+        rto.max(self.min).min(self.max)
+    }
+}
+
 /// Smoothed RTT, RTT variance and the retransmission timeout of one connection.
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
@@ -28,15 +53,11 @@ pub struct RttEstimator {
     rttvar: Duration,
     /// The smallest sample seen ([`NO_SAMPLE`] before the first).
     min_rtt: Duration,
-    /// RTO before backoff, within `[min_rto, max_rto]`.
+    /// RTO before backoff, within the [`RtoBounds`].
     rto: Duration,
     /// Times the timer has been backed off since the last sample or reset (the RTO is
-    /// `rto * 2^backoff`, capped at `max_rto`).
+    /// `rto * 2^backoff`, capped at the bounds' `max`).
     backoff: u32,
-    /// Lower bound on the RTO.
-    min_rto: Duration,
-    /// Upper bound on the RTO, backed off or not.
-    max_rto: Duration,
 }
 
 impl RttEstimator {
@@ -47,22 +68,19 @@ impl RttEstimator {
     /// second". §2.4 rounds the RTO up to 1 s; Linux uses 200 ms, so the floor is a
     /// parameter. §2.5: "A maximum value MAY be placed on RTO provided it is at least 60
     /// seconds."
-    pub fn new(min_rto: Duration, max_rto: Duration, initial_rto: Duration) -> RttEstimator {
-        let max_rto = max_rto.max(min_rto);
+    pub fn new(initial_rto: Duration, bounds: RtoBounds) -> RttEstimator {
         RttEstimator {
             srtt: NO_SAMPLE,
             rttvar: Duration::ZERO,
             min_rtt: NO_SAMPLE,
-            rto: initial_rto.max(min_rto).min(max_rto),
+            rto: bounds.clamp(initial_rto),
             backoff: 0,
-            min_rto,
-            max_rto,
         }
     }
 
     /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). Also clears the backoff: a
     /// valid sample means the path answers again.
-    pub fn sample(&mut self, rtt: Duration) {
+    pub fn sample(&mut self, rtt: Duration, bounds: RtoBounds) {
         let r = u128::from(rtt.as_nanos());
         let (srtt, rttvar) = match sampled(self.srtt) {
             // RFC 6298 §2.2: "When the first RTT measurement R is made, the host MUST
@@ -83,18 +101,18 @@ impl RttEstimator {
         self.min_rtt = self.min_rtt.min(rtt);
         // RFC 6298 §2.2/2.3: "RTO <- SRTT + max (G, K*RTTVAR) where K = 4."
         let rto = srtt + CLOCK_GRANULARITY.max(self.rttvar.saturating_mul(4));
-        self.rto = rto.max(self.min_rto).min(self.max_rto);
+        self.rto = bounds.clamp(rto);
         self.backoff = 0;
     }
 
     /// Starts from another connection's estimates (RFC 9040 §4.2 Table 3: "RTT <-
     /// old_RTT, RTTVAR <- old_RTTVAR"), the RTO computed from them as after a sample
     /// (RFC 6298 §2.3); later samples refine them as usual.
-    pub fn seed(&mut self, srtt: Duration, rttvar: Duration) {
+    pub fn seed(&mut self, srtt: Duration, rttvar: Duration, bounds: RtoBounds) {
         self.srtt = srtt;
         self.rttvar = rttvar;
         let rto = srtt + CLOCK_GRANULARITY.max(rttvar.saturating_mul(4));
-        self.rto = rto.max(self.min_rto).min(self.max_rto);
+        self.rto = bounds.clamp(rto);
         self.backoff = 0;
     }
 
@@ -103,16 +121,17 @@ impl RttEstimator {
         self.rto
     }
 
-    /// The retransmission timeout to arm now, backoff included, at most `max_rto`.
-    pub fn rto(&self) -> Duration {
+    /// The retransmission timeout to arm now, backoff included, at most `max_rto` (the
+    /// bounds' `max`).
+    pub fn rto(&self, max_rto: Duration) -> Duration {
         let factor = 1u64.checked_shl(self.backoff).unwrap_or(u64::MAX);
-        self.rto.saturating_mul(factor).min(self.max_rto)
+        self.rto.saturating_mul(factor).min(max_rto)
     }
 
     /// The timer expired: RFC 6298 §5.5 "The host MUST set RTO <- RTO * 2 ("back off
-    /// the timer")." The result is capped at `max_rto`.
-    pub fn backoff(&mut self) {
-        if self.rto() < self.max_rto {
+    /// the timer")." The result is capped at `max_rto` (the bounds' `max`).
+    pub fn backoff(&mut self, max_rto: Duration) {
+        if self.rto(max_rto) < max_rto {
             self.backoff += 1;
         }
     }
@@ -247,14 +266,28 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    const BOUNDS: RtoBounds = RtoBounds {
+        min: Duration::from_millis(200),
+        max: Duration::from_secs(60),
+    };
+    const MAX: Duration = BOUNDS.max;
+
     fn estimator() -> RttEstimator {
-        RttEstimator::new(ms(200), Duration::from_secs(60), Duration::from_secs(1))
+        RttEstimator::new(Duration::from_secs(1), BOUNDS)
+    }
+
+    #[test]
+    fn bounds_keep_the_ceiling_at_or_above_the_floor() {
+        let b = RtoBounds::new(ms(300), ms(100));
+        assert_eq!((b.min, b.max), (ms(300), ms(300)));
+        let e = RttEstimator::new(ms(50), b);
+        assert_eq!(e.rto(b.max), ms(300));
     }
 
     #[test]
     fn initial_rto_before_samples() {
         let e = estimator();
-        assert_eq!(e.rto(), Duration::from_secs(1));
+        assert_eq!(e.rto(MAX), Duration::from_secs(1));
         assert_eq!(e.srtt(), None);
         assert_eq!(e.rttvar(), Duration::ZERO);
         assert_eq!(e.min_rtt(), None);
@@ -263,67 +296,65 @@ mod tests {
     #[test]
     fn first_and_later_samples_follow_rfc_6298() {
         let mut e = estimator();
-        e.sample(ms(100));
+        e.sample(ms(100), BOUNDS);
         assert_eq!(e.srtt(), Some(ms(100)));
         assert_eq!(e.rttvar(), ms(50));
-        assert_eq!(e.rto(), ms(300)); // 100 + 4 * 50
-        e.sample(ms(200));
+        assert_eq!(e.rto(MAX), ms(300)); // 100 + 4 * 50
+        e.sample(ms(200), BOUNDS);
         // RTTVAR = 3/4 * 50 + 1/4 * |100 - 200| = 62.5; SRTT = 7/8 * 100 + 1/8 * 200 = 112.5
         assert_eq!(e.rttvar(), Duration::from_micros(62_500));
         assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
-        assert_eq!(e.rto(), Duration::from_micros(362_500));
+        assert_eq!(e.rto(MAX), Duration::from_micros(362_500));
         assert_eq!(e.min_rtt(), Some(ms(100)));
-        e.sample(ms(40));
+        e.sample(ms(40), BOUNDS);
         assert_eq!(e.min_rtt(), Some(ms(40)));
     }
 
     #[test]
     fn rto_is_clamped_and_uses_granularity() {
-        let mut e = RttEstimator::new(
-            Duration::ZERO,
-            Duration::from_secs(60),
-            Duration::from_secs(1),
-        );
+        let no_floor = RtoBounds::new(Duration::ZERO, MAX);
+        let mut e = RttEstimator::new(Duration::from_secs(1), no_floor);
         for _ in 0..100 {
-            e.sample(Duration::from_micros(10));
+            e.sample(Duration::from_micros(10), no_floor);
         }
         // RTTVAR decays towards 0; G = 1 ms keeps the RTO above SRTT.
-        assert!(e.rto() >= CLOCK_GRANULARITY);
+        assert!(e.rto(MAX) >= CLOCK_GRANULARITY);
         let mut e = estimator();
-        e.sample(ms(1));
-        assert_eq!(e.rto(), ms(200));
-        e.sample(Duration::from_secs(100));
-        assert_eq!(e.rto(), Duration::from_secs(60));
+        e.sample(ms(1), BOUNDS);
+        assert_eq!(e.rto(MAX), ms(200));
+        e.sample(Duration::from_secs(100), BOUNDS);
+        assert_eq!(e.rto(MAX), Duration::from_secs(60));
     }
 
     #[test]
     fn backoff_doubles_up_to_max_and_resets() {
         let mut e = estimator();
-        e.sample(ms(100));
-        e.backoff();
-        assert_eq!(e.rto(), ms(600));
-        e.backoff();
-        assert_eq!(e.rto(), ms(1200));
+        e.sample(ms(100), BOUNDS);
+        e.backoff(MAX);
+        assert_eq!(e.rto(MAX), ms(600));
+        e.backoff(MAX);
+        assert_eq!(e.rto(MAX), ms(1200));
         for _ in 0..200 {
-            e.backoff();
+            e.backoff(MAX);
         }
-        assert_eq!(e.rto(), Duration::from_secs(60));
+        assert_eq!(e.rto(MAX), Duration::from_secs(60));
         assert!(e.backoff_count() < 10);
         e.reset_backoff();
-        assert_eq!(e.rto(), ms(300));
-        e.backoff();
-        e.sample(ms(100));
+        assert_eq!(e.rto(MAX), ms(300));
+        e.backoff(MAX);
+        e.sample(ms(100), BOUNDS);
         assert_eq!(e.backoff_count(), 0);
     }
 
     #[test]
     fn huge_samples_saturate_instead_of_overflowing() {
-        let mut e = RttEstimator::new(ms(200), Duration::MAX, Duration::from_secs(1));
-        e.sample(Duration::MAX);
-        e.sample(Duration::MAX);
-        assert_eq!(e.rto(), Duration::MAX);
-        e.backoff();
-        assert_eq!(e.rto(), Duration::MAX);
+        let bounds = RtoBounds::new(ms(200), Duration::MAX);
+        let mut e = RttEstimator::new(Duration::from_secs(1), bounds);
+        e.sample(Duration::MAX, bounds);
+        e.sample(Duration::MAX, bounds);
+        assert_eq!(e.rto(bounds.max), Duration::MAX);
+        e.backoff(bounds.max);
+        assert_eq!(e.rto(bounds.max), Duration::MAX);
     }
 
     #[test]

@@ -131,11 +131,14 @@ impl Conn {
             && tsecr != 0
         {
             let ms = tsval(ctx.now).wrapping_sub(tsecr);
-            self.rtt.sample(Duration::from_millis(u64::from(ms)));
+            self.rtt.sample(
+                Duration::from_millis(u64::from(ms)),
+                ctx.shared.config.rto_bounds(),
+            );
         } else if self.opts.ts.is_none()
             && let Some(rtt) = timer.sample(ctx.now)
         {
-            self.rtt.sample(rtt);
+            self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
         self.retries = 0;
         self.rtt.reset_backoff();
@@ -538,7 +541,7 @@ impl Conn {
         }
         let outstanding = snd.outstanding();
         if let Some(rtt) = sample {
-            self.rtt.sample(rtt);
+            self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
         self.retries = 0;
         // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
@@ -548,7 +551,10 @@ impl Conn {
             self.timers.stop(Timer::Retransmit);
             self.timers.stop(Timer::UserTimeout);
         } else {
-            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+            self.timers.set(
+                Timer::Retransmit,
+                now + self.rtt.rto(ctx.shared.config.rto_bounds().max),
+            );
             if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
                 self.timers.set(Timer::UserTimeout, now + timeout);
             }
@@ -793,7 +799,7 @@ impl Conn {
     /// this segment is one of them.
     fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window_segments: usize) -> bool {
         let now = ctx.now;
-        let rto = self.rtt.rto();
+        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
         let idle = self
             .last_data_at
             .is_none_or(|at| now.saturating_duration_since(at) > rto);

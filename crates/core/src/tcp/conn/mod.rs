@@ -288,7 +288,7 @@ impl Conn {
             remote,
             state,
             timers: Timers::default(),
-            rtt: RttEstimator::new(config.min_rto, config.max_rto, config.initial_rto),
+            rtt: RttEstimator::new(config.initial_rto, config.rto_bounds()),
             opts,
             owner: Owner::User,
             ack: AckState::Idle,
@@ -613,7 +613,7 @@ impl Conn {
             ssthresh: snd.map_or(0, |s| s.cc.ssthresh().min(u32::MAX as usize) as u32),
             srtt: self.rtt.srtt(),
             rttvar: self.rtt.rttvar(),
-            rto: self.rtt.rto(),
+            rto: self.rtt.rto(config.rto_bounds().max),
             bytes_in_flight: snd.map_or(0, |s| s.outstanding() as u32),
             bytes_queued: snd.map_or(0, |s| s.buffer.len() as u32),
             retransmits: self.retransmits,
@@ -777,7 +777,7 @@ impl Conn {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
-        self.rtt.backoff();
+        self.rtt.backoff(ctx.shared.config.rto_bounds().max);
         if let State::SynSent(_) = self.state {
             self.fast_open_timed_out(ctx);
         }

@@ -187,7 +187,11 @@ impl Conn {
         if let Some(plan) = plan_repair(snd, &opts, fin_queued) {
             return Some(plan);
         }
-        restart_after_idle(snd, ctx.now, self.rtt.rto());
+        restart_after_idle(
+            snd,
+            ctx.now,
+            self.rtt.rto(ctx.shared.config.rto_bounds().max),
+        );
         skip_recent_after_rto(snd, ctx.now, self.rtt.srtt(), opts.snd_mss());
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
@@ -223,7 +227,7 @@ impl Conn {
             let backoff = 1u64 << snd.probe_count.min(16);
             let delay = self
                 .rtt
-                .rto()
+                .rto(ctx.shared.config.rto_bounds().max)
                 .saturating_mul(backoff)
                 .min(ctx.shared.config.max_rto);
             self.timers.set(Timer::Persist, ctx.now + delay);
@@ -435,7 +439,7 @@ impl Conn {
     /// Bookkeeping after a segment went out.
     fn after_send(&mut self, ctx: &mut Ctx<'_>, plan: &Plan) {
         let now = ctx.now;
-        let rto = self.rtt.rto();
+        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
         let timestamps = self.opts.ts.is_some();
         let mut sent = None;
         match (&mut self.state, plan.kind) {

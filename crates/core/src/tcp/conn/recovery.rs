@@ -160,7 +160,7 @@ impl Conn {
     /// Retransmit the last segment". The probe goes even if cwnd is full.
     pub(super) fn on_probe_timeout(&mut self, ctx: &mut Ctx<'_>) {
         let mss = self.opts.snd_mss();
-        let rto = self.rtt.rto();
+        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -218,7 +218,7 @@ impl Conn {
     ) {
         let now = ctx.now;
         let timestamps = self.opts.ts.is_some();
-        let rto = self.rtt.rto();
+        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
         let Some(snd) = self.state.snd_mut() else {
             return;
         };

@@ -52,7 +52,8 @@ impl Conn {
         let Some(block) = ctx.shared.blocks.lookup(ctx.now, self.remote.ip(), initial) else {
             return;
         };
-        self.rtt.seed(block.srtt, block.rttvar);
+        self.rtt
+            .seed(block.srtt, block.rttvar, ctx.shared.config.rto_bounds());
         // The window in whole segments of this connection's MSS, rounded down: never
         // more than the old cwnd.
         let segments = (block.cwnd / mss.max(1)).max(config.initial_window as usize);
