@@ -244,8 +244,9 @@ pub(crate) struct Conn {
     pub probe: Option<Probe>,
     /// Keep-alive probes sent without an answer.
     pub keepalive_sent: u32,
-    /// Segments retransmitted (for `TcpInfo`).
-    pub retransmits: u64,
+    /// Segments retransmitted (for `TcpInfo`; a `u32`, as Linux's `tcpi_total_retrans`,
+    /// saturating: 8 bytes less per connection with the padding).
+    pub retransmits: u32,
     /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
     pub retries: u32,
     /// The last soft ICMP error about this connection (RFC 1122 §4.2.3.9): shown in
@@ -616,7 +617,7 @@ impl Conn {
             rto: self.rtt.rto(config.rto_bounds().max),
             bytes_in_flight: snd.map_or(0, |s| s.outstanding() as u32),
             bytes_queued: snd.map_or(0, |s| s.buffer.len() as u32),
-            retransmits: self.retransmits,
+            retransmits: u64::from(self.retransmits),
             sacked: snd.map_or(0, |s| s.scoreboard.sacked_bytes() as u32),
             in_recovery: snd.is_some_and(|s| s.recovery.is_some()),
             lost: snd.map_or(0, |s| {

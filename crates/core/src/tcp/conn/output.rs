@@ -458,7 +458,7 @@ impl Conn {
                 let again = plan.seq < snd.snd_max;
                 if again {
                     ctx.shared.stats.retransmitted += 1;
-                    self.retransmits += 1;
+                    self.retransmits = self.retransmits.saturating_add(1);
                     snd.sampler.on_retransmit();
                 } else if !timestamps {
                     snd.sampler.start(end, now);
