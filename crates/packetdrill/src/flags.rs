@@ -18,6 +18,7 @@
 //! | `seed` | `1` | keys the stack's secret (ISNs, ports): runs repeat exactly |
 //! | `fastopen` | `0x70403` | Linux's `net.ipv4.tcp_fastopen` bits the shim knows: 0x1 client (`MSG_FASTOPEN`, `TCP_FASTOPEN_CONNECT`), 0x2 server, 0x200 server takes data without a cookie, 0x400 every listener has Fast Open (queue: its backlog) |
 //! | `fastopen_key` | `a1a1a1a1-b2b2b2b2-c3c3c3c3-d4d4d4d4` | the server's cookie key, as `net.ipv4.tcp_fastopen_key` writes it: with it imp's cookies are Linux's |
+//! | `rto_floor` | `variance` | what the 200 ms RTO floor bounds: `variance` as Linux (`RTO = SRTT + max(200 ms, 4*RTTVAR)`), `rto` as RFC 6298 §2.4 (imp's default; `TcpConfig::rto_floor`) |
 //! | `sysctls` | `off` | `on`: read `fastopen`, `fastopen_key` and `tcp_timestamps` from `/proc/sys/net/ipv4/` when a call needs them, so a script's own `sysctl` commands set them (run each script in its own network namespace, as `run-upstream.sh` does) |
 //!
 //! The defaults are the settings of upstream's `gtests/net/common/defaults.sh`, so
@@ -25,8 +26,8 @@
 
 use core::net::{Ipv4Addr, Ipv6Addr};
 
-use impnet_core::tcp::EcnMode;
 use impnet_core::tcp::cc::CcAlgorithm;
+use impnet_core::tcp::{EcnMode, RtoFloor};
 
 /// The parsed flags.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +62,8 @@ pub struct Flags {
     pub fastopen_key: [u8; 16],
     /// Read the sysctls from `/proc/sys` instead.
     pub sysctls: bool,
+    /// What the RTO's floor bounds.
+    pub rto_floor: RtoFloor,
 }
 
 impl Default for Flags {
@@ -82,6 +85,7 @@ impl Default for Flags {
             fastopen_key: parse_fastopen_key("a1a1a1a1-b2b2b2b2-c3c3c3c3-d4d4d4d4")
                 .unwrap_or_default(),
             sysctls: false,
+            rto_floor: RtoFloor::Variance,
         }
     }
 }
@@ -182,6 +186,13 @@ impl Flags {
                     _ => return Err(bad("use on or off")),
                 }
             }
+            "rto_floor" => {
+                self.rto_floor = match value {
+                    "variance" | "linux" => RtoFloor::Variance,
+                    "rto" | "rfc6298" => RtoFloor::Rto,
+                    _ => return Err(bad("use variance (Linux) or rto (RFC 6298)")),
+                }
+            }
             "cc" => {
                 self.congestion = CcAlgorithm::from_name(value)
                     .ok_or_else(|| bad("imp has reno, cubic, vegas and bbr"))?;
@@ -198,7 +209,7 @@ impl Flags {
                 return Err(FlagsError(format!(
                     "unknown so_flags key '{key}' (known: local_ip, prefix_len, gateway_ip, \
                      local_ip6, prefix_len6, gateway_ip6, mtu, cc, ecn, rcvbuf, sndbuf, seed, \
-                     fastopen, fastopen_key, sysctls)"
+                     fastopen, fastopen_key, sysctls, rto_floor)"
                 )));
             }
         }
@@ -231,6 +242,9 @@ mod tests {
         key[12] = 0xa0;
         assert_eq!(flags.fastopen_key, key);
         assert!(flags.sysctls);
+        assert_eq!(Flags::default().rto_floor, RtoFloor::Variance);
+        let flags = Flags::parse(Some("rto_floor=rto")).unwrap();
+        assert_eq!(flags.rto_floor, RtoFloor::Rto);
     }
 
     #[test]
@@ -246,6 +260,7 @@ mod tests {
             ("prefix_len6=129", "above 128"),
             ("fastopen_key=1-2-3", "fastopen_key=1-2-3"),
             ("sysctls=maybe", "on or off"),
+            ("rto_floor=never", "variance (Linux) or rto"),
         ] {
             let error = Flags::parse(Some(text)).unwrap_err();
             assert!(error.0.contains(needle), "{text}: {error}");

@@ -64,6 +64,7 @@ impl Shim {
             congestion: flags.congestion,
             ecn: flags.ecn,
             mss: u16::try_from(flags.mtu - 40).unwrap_or(u16::MAX),
+            rto_floor: flags.rto_floor,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

@@ -69,6 +69,7 @@ use crate::time::Duration;
 
 pub use conn::SendOwnedError;
 pub use ecn::{Ecn, EcnMode};
+pub use rtt::RtoFloor;
 pub use socket_options::SocketOption;
 pub use state::TcpState;
 pub use table::Tcp;
@@ -120,6 +121,9 @@ pub struct TcpConfig {
     pub min_rto: Duration,
     /// Upper bound of the RTO (RFC 6298 §2.5: at least 60 s).
     pub max_rto: Duration,
+    /// What `min_rto` bounds: the RTO (RFC 6298 §2.4, the default) or, as Linux's
+    /// `__tcp_set_rto`, the variance term (`RTO = SRTT + max(min_rto, 4*RTTVAR)`).
+    pub rto_floor: RtoFloor,
     /// Retransmissions of one segment before the connection times out.
     pub max_retransmits: u32,
     /// Retransmissions of a SYN before the open fails.
@@ -225,7 +229,7 @@ impl TcpConfig {
     /// The RTO's floor and ceiling, `min_rto` and `max_rto`.
     #[inline]
     pub(crate) fn rto_bounds(&self) -> rtt::RtoBounds {
-        rtt::RtoBounds::new(self.min_rto, self.max_rto)
+        rtt::RtoBounds::new(self.min_rto, self.max_rto, self.rto_floor)
     }
 }
 
@@ -244,6 +248,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),
+            rto_floor: RtoFloor::Rto,
             max_retransmits: 15,
             syn_retransmits: 6,
             user_timeout: None,

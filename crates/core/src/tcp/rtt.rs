@@ -18,24 +18,51 @@ fn sampled(value: Duration) -> Option<Duration> {
     (value != NO_SAMPLE).then_some(value)
 }
 
-/// The RTO's floor and ceiling (`TcpConfig::min_rto`, `max_rto`), `max >= min`: an
-/// argument of each call that computes or backs off the RTO rather than a copy in every
-/// connection (16 bytes each).
+/// What the RTO's floor (`TcpConfig::min_rto`) bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RtoFloor {
+    /// The RTO itself: RFC 6298 §2.4, "Whenever RTO is computed, if it is less than 1
+    /// second, then the RTO SHOULD be rounded up to 1 second" (the floor a parameter).
+    #[default]
+    Rto,
+    /// The variance term, as Linux's `__tcp_set_rto` (`rttvar_us` is at least
+    /// `tcp_rto_min`): `RTO = SRTT + max(min_rto, 4*RTTVAR)`, so the RTO stays a
+    /// floor's worth above SRTT (100 ms SRTT: 300 ms, where RFC 6298 gives 200-300).
+    Variance,
+}
+
+/// The RTO's floor and ceiling (`TcpConfig::min_rto`, `max_rto`, `rto_floor`), `max >=
+/// min`: an argument of each call that computes or backs off the RTO rather than a copy
+/// in every connection (16 bytes each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RtoBounds {
-    /// Lower bound on the RTO.
+    /// Lower bound on the RTO (or on its variance term: `floor`).
     pub min: Duration,
     /// Upper bound on the RTO, backed off or not (raised to `min` if below it).
     pub max: Duration,
+    /// What `min` bounds.
+    pub floor: RtoFloor,
 }
 
 impl RtoBounds {
     /// Bounds from a floor and a ceiling (a ceiling below the floor is the floor).
-    pub fn new(min: Duration, max: Duration) -> RtoBounds {
+    pub fn new(min: Duration, max: Duration, floor: RtoFloor) -> RtoBounds {
         RtoBounds {
             min,
             max: max.max(min),
+            floor,
         }
+    }
+
+    /// RFC 6298 §2.2/2.3's "RTO <- SRTT + max (G, K*RTTVAR) where K = 4", within the
+    /// bounds.
+    fn rto(self, srtt: Duration, rttvar: Duration) -> Duration {
+        let variance = CLOCK_GRANULARITY.max(rttvar.saturating_mul(4));
+        let rto = match self.floor {
+            RtoFloor::Rto => srtt + variance,
+            RtoFloor::Variance => srtt + variance.max(self.min),
+        };
+        self.clamp(rto)
     }
 
     fn clamp(self, rto: Duration) -> Duration {
@@ -99,9 +126,7 @@ impl RttEstimator {
         self.rttvar = Duration::from_nanos(saturate(rttvar));
         self.srtt = srtt;
         self.min_rtt = self.min_rtt.min(rtt);
-        // RFC 6298 §2.2/2.3: "RTO <- SRTT + max (G, K*RTTVAR) where K = 4."
-        let rto = srtt + CLOCK_GRANULARITY.max(self.rttvar.saturating_mul(4));
-        self.rto = bounds.clamp(rto);
+        self.rto = bounds.rto(srtt, self.rttvar);
         self.backoff = 0;
     }
 
@@ -111,8 +136,7 @@ impl RttEstimator {
     pub fn seed(&mut self, srtt: Duration, rttvar: Duration, bounds: RtoBounds) {
         self.srtt = srtt;
         self.rttvar = rttvar;
-        let rto = srtt + CLOCK_GRANULARITY.max(rttvar.saturating_mul(4));
-        self.rto = bounds.clamp(rto);
+        self.rto = bounds.rto(srtt, rttvar);
         self.backoff = 0;
     }
 
@@ -269,6 +293,7 @@ mod tests {
     const BOUNDS: RtoBounds = RtoBounds {
         min: Duration::from_millis(200),
         max: Duration::from_secs(60),
+        floor: RtoFloor::Rto,
     };
     const MAX: Duration = BOUNDS.max;
 
@@ -278,10 +303,40 @@ mod tests {
 
     #[test]
     fn bounds_keep_the_ceiling_at_or_above_the_floor() {
-        let b = RtoBounds::new(ms(300), ms(100));
+        let b = RtoBounds::new(ms(300), ms(100), RtoFloor::Rto);
         assert_eq!((b.min, b.max), (ms(300), ms(300)));
         let e = RttEstimator::new(ms(50), b);
         assert_eq!(e.rto(b.max), ms(300));
+    }
+
+    #[test]
+    fn linux_floors_the_variance_term_not_the_rto() {
+        // Two 100 ms samples: RTTVAR 37.5 ms. RFC 6298: 100 + 4 * 37.5 = 250 ms (above
+        // the 200 ms floor); Linux: 100 + max(200, 150) = 300 ms ("rto = 3*rtt").
+        let linux = RtoBounds {
+            floor: RtoFloor::Variance,
+            ..BOUNDS
+        };
+        let (mut rfc, mut lx) = (
+            estimator(),
+            RttEstimator::new(Duration::from_secs(1), linux),
+        );
+        for _ in 0..2 {
+            rfc.sample(ms(100), BOUNDS);
+            lx.sample(ms(100), linux);
+        }
+        assert_eq!(rfc.rttvar(), Duration::from_micros(37_500));
+        assert_eq!(rfc.rto(MAX), ms(250));
+        assert_eq!(lx.rto(MAX), ms(300));
+        // A large variance is the same either way.
+        rfc.sample(ms(900), BOUNDS);
+        lx.sample(ms(900), linux);
+        assert_eq!(rfc.rto(MAX), lx.rto(MAX));
+        // Seeded from a shared block (RFC 9040) the same rule holds.
+        lx.seed(ms(10), ms(1), linux);
+        assert_eq!(lx.rto(MAX), ms(210));
+        rfc.seed(ms(10), ms(1), BOUNDS);
+        assert_eq!(rfc.rto(MAX), ms(200));
     }
 
     #[test]
@@ -312,7 +367,7 @@ mod tests {
 
     #[test]
     fn rto_is_clamped_and_uses_granularity() {
-        let no_floor = RtoBounds::new(Duration::ZERO, MAX);
+        let no_floor = RtoBounds::new(Duration::ZERO, MAX, RtoFloor::Rto);
         let mut e = RttEstimator::new(Duration::from_secs(1), no_floor);
         for _ in 0..100 {
             e.sample(Duration::from_micros(10), no_floor);
@@ -348,7 +403,7 @@ mod tests {
 
     #[test]
     fn huge_samples_saturate_instead_of_overflowing() {
-        let bounds = RtoBounds::new(ms(200), Duration::MAX);
+        let bounds = RtoBounds::new(ms(200), Duration::MAX, RtoFloor::Rto);
         let mut e = RttEstimator::new(Duration::from_secs(1), bounds);
         e.sample(Duration::MAX, bounds);
         e.sample(Duration::MAX, bounds);
