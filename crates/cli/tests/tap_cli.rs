@@ -520,20 +520,6 @@ fn curl_gets_through_a_syn_flood_thanks_to_syn_cookies() {
     println!("curl through a SYN flood ({sent} spoofed SYNs): {secs:.2} s");
 }
 
-/// An absolute kernel counter in `net`'s namespace (`nstat -asz NAME`).
-fn kernel_counter(net: &Net, name: &str) -> u64 {
-    let out = net.exec("nstat", &["-asz", name]);
-    assert!(out.status.success(), "nstat: {}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    stdout
-        .lines()
-        .find_map(|line| {
-            let mut words = line.split_whitespace();
-            (words.next() == Some(name)).then(|| words.next()?.parse().ok())?
-        })
-        .unwrap_or_else(|| panic!("nstat has no {name}: {stdout}"))
-}
-
 /// TCP Fast Open (RFC 7413) with Linux the client: `curl --tcp-fastopen` twice against
 /// `imp serve --http --fastopen`. The first connection gets imp's cookie; the second
 /// sends its request on the SYN, which imp acknowledges and answers (the kernel's
@@ -561,8 +547,8 @@ fn curl_sends_its_request_on_the_syn_to_imp_serve() {
         "--fastopen",
     ]);
     assert!(line.contains("http (80)"), "{line}");
-    let active = || kernel_counter(&net, "TcpExtTCPFastOpenActive");
-    let failed = || kernel_counter(&net, "TcpExtTCPFastOpenActiveFail");
+    let active = || net.ns.counter("TcpExtTCPFastOpenActive");
+    let failed = || net.ns.counter("TcpExtTCPFastOpenActiveFail");
     let (active_before, failed_before) = (active(), failed());
     let download = || {
         let out_path = site.dir.with_extension("download");

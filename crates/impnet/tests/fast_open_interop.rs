@@ -38,19 +38,6 @@ while True:
     c.close()
 "#;
 
-/// An absolute kernel counter in the namespace (`nstat -asz NAME`).
-fn counter(link: &Link, name: &str) -> u64 {
-    let out = link.ns.exec("nstat", &["-asz", name]);
-    assert!(out.status.success(), "nstat: {}", common::text(&out));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    text.lines()
-        .find_map(|line| {
-            let mut words = line.split_whitespace();
-            (words.next() == Some(name)).then(|| words.next()?.parse().ok())?
-        })
-        .unwrap_or_else(|| panic!("nstat has no {name}: {text}"))
-}
-
 /// One connection with `request` as the connect's data; returns whether the SYN's data
 /// was acknowledged (imp's view) and the server's answer.
 fn exchange(link: &Link, server: SocketAddr, request: &[u8]) -> (bool, String) {
@@ -104,7 +91,7 @@ fn imp_sends_its_request_on_the_syn_to_a_linux_server() {
     BufReader::new(stdout).read_line(&mut line).unwrap();
     assert_eq!(line, "listening\n", "the server did not start");
     let addr = SocketAddr::new(link.kernel_addr.into(), port);
-    let passive_before = counter(&link, "TcpExtTCPFastOpenPassive");
+    let passive_before = link.ns.counter("TcpExtTCPFastOpenPassive");
 
     // First: no cookie yet; the SYN asks for one, the request follows the handshake.
     let first = b"GET /first HTTP/1.0\r\n\r\n".to_vec();
@@ -112,7 +99,7 @@ fn imp_sends_its_request_on_the_syn_to_a_linux_server() {
     assert!(!acked, "no cookie yet, so no data on the first SYN");
     assert_eq!(answer, format!("{} {}\n", first.len(), digest(&first)));
     assert_eq!(
-        counter(&link, "TcpExtTCPFastOpenPassive"),
+        link.ns.counter("TcpExtTCPFastOpenPassive"),
         passive_before,
         "the kernel took no SYN data yet"
     );
@@ -124,7 +111,7 @@ fn imp_sends_its_request_on_the_syn_to_a_linux_server() {
     assert!(acked, "the kernel acknowledged the SYN's data");
     assert_eq!(answer, format!("{} {}\n", second.len(), digest(&second)));
     assert_eq!(
-        counter(&link, "TcpExtTCPFastOpenPassive"),
+        link.ns.counter("TcpExtTCPFastOpenPassive"),
         passive_before + 1,
         "the kernel counts one connection opened with data on its SYN"
     );

@@ -65,6 +65,21 @@ impl NetNs {
             .expect("spawn ip netns exec")
     }
 
+    /// A kernel counter of the namespace, absolute (`nstat -asz NAME`, e.g.
+    /// `TcpExtTCPFastOpenPassive`); panics when nstat fails or does not know it.
+    pub fn counter(&self, name: &str) -> u64 {
+        let out = self.exec("nstat", &["-asz", name]);
+        assert!(out.status.success(), "nstat: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        stdout
+            .lines()
+            .find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some(name)).then(|| words.next()?.parse().ok())?
+            })
+            .unwrap_or_else(|| panic!("nstat has no {name}: {stdout}"))
+    }
+
     /// Start a command inside the namespace; it is killed when the guard drops.
     pub fn spawn(&self, program: &str, args: &[&str]) -> ChildGuard {
         let child = self
