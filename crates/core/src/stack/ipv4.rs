@@ -16,7 +16,7 @@ use crate::stack::{Outgoing, Stack};
 use crate::time::Instant;
 
 /// A route resolved for output: where the packet leaves and from which address.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OutputRoute {
     pub(crate) iface: IfaceId,
     pub(crate) next_hop: Ipv4Addr,

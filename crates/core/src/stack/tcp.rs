@@ -177,7 +177,7 @@ impl Stack {
                 let mss = if let Some(mss) = forced {
                     mss
                 } else if repr.flags.syn() {
-                    self.route_output(meta.src, Some(meta.dst))
+                    self.route_output_tcp(now, meta.src, meta.dst)
                         .ok()
                         .and_then(|r| u16::try_from(r.mtu.saturating_sub(IP_TCP_HEADERS)).ok())
                         .unwrap_or(self.tcp.config().mss)
@@ -300,6 +300,29 @@ impl Stack {
             .map_or(0, |(first, second)| first.len() + second.len());
         buf.copy_within(ethernet::HEADER_LEN..frame_len - gathered, 0);
         frame_len - ethernet::HEADER_LEN
+    }
+
+    /// `route_output(dst, Some(src))`, from the egress cache when it holds that flow
+    /// (the entry was made by this very call, and holds while the configuration
+    /// generation is unchanged): a SYN from, or a connect to, the peer of the last flow
+    /// (one client opening connection after connection) costs no route lookup.
+    fn route_output_tcp(
+        &self,
+        now: Instant,
+        dst: Ipv4Addr,
+        src: Ipv4Addr,
+    ) -> Result<OutputRoute, OutputError> {
+        if let Some(cache) = &self.tcp_egress
+            && cache.config_generation == self.config_generation
+            && cache.expires.is_none_or(|t| now < t)
+            && cache.src == IpAddr::V4(src)
+            && cache.dst == IpAddr::V4(dst)
+            && let FlowRoute::V4(route) = cache.route
+        {
+            debug_assert_eq!(Ok(route), self.route_output(dst, Some(src)));
+            return Ok(route);
+        }
+        self.route_output(dst, Some(src))
     }
 
     /// One segment from TCP, written behind the headroom of its family in `buf`, with
@@ -594,7 +617,11 @@ impl Stack {
             return Err(TcpError::NetUnreachable);
         }
         let src = Some(*local.ip()).filter(|a| !a.is_unspecified());
-        let route = self.route_output(dst, src).map_err(|error| match error {
+        let route = match src {
+            Some(src) => self.route_output_tcp(now, dst, src),
+            None => self.route_output(dst, None),
+        };
+        let route = route.map_err(|error| match error {
             OutputError::NoRoute => TcpError::NetUnreachable,
             _ => TcpError::AddrNotAvailable,
         })?;
