@@ -341,19 +341,31 @@ impl Stack {
             _ => None,
         };
         let (routes, ifaces, v6) = (&self.routes, &self.ifaces, &self.v6);
+        // Whether the cache served the last call: the segment returned is for the
+        // addresses of that call, so this says whether the entry fits it.
+        let mut hit = false;
         // The checksum is ours to compute unless the outgoing interface's device does
         // it; segments are one MSS unless it does TSO.
-        let egress = |src: IpAddr, dst: IpAddr| match (cached, src, dst) {
-            (Some((s, d, egress)), _, _) if s == src && d == dst => egress,
-            (_, _, IpAddr::V4(dst)) => egress_for(routes, ifaces, dst),
-            (_, IpAddr::V6(src), IpAddr::V6(dst)) => {
-                super::ipv6::egress_for((v6, ifaces), now, src, dst)
+        let mut egress = |src: IpAddr, dst: IpAddr| {
+            if let Some((s, d, egress)) = cached
+                && s == src
+                && d == dst
+            {
+                hit = true;
+                return egress;
             }
-            // A mix of families has no route: the segment is dropped.
-            (_, IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
+            hit = false;
+            match (src, dst) {
+                (_, IpAddr::V4(dst)) => egress_for(routes, ifaces, dst),
+                (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                    super::ipv6::egress_for((v6, ifaces), now, src, dst)
+                }
+                // A mix of families has no route: the segment is dropped.
+                (IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
+            }
         };
-        let segment = self.tcp.poll_transmit_with(now, &mut buf[..end], egress)?;
-        if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
+        let segment = (self.tcp).poll_transmit_with(now, &mut buf[..end], &mut egress)?;
+        if !hit {
             self.tcp_egress = self.egress_cache_entry(now, segment.src, segment.dst);
         }
         Some(segment)

@@ -67,7 +67,7 @@ struct Slot {
 /// (`Owner::Pending`): then no release, accept-queue or demux change can be due, and
 /// only the deadline heap and the output queue may need an update. Exactly what
 /// `sync_conn` does in that case (`tests_predict::prediction_matches_the_full_path` compares them).
-#[inline]
+#[inline(always)]
 fn sync_open_conn(
     conn: &mut Conn,
     handle: TcpHandle,
@@ -318,10 +318,9 @@ impl Tcp {
                 generation: slot.generation,
             };
         }
-        self.slots.push(Slot {
-            generation: self.fresh_generation,
-            socket: Some(socket),
-        });
+        let slot = self.slots.push_default();
+        slot.generation = self.fresh_generation;
+        slot.socket = Some(socket);
         TcpHandle {
             index: (self.slots.len() - 1) as u32,
             generation: self.fresh_generation,
