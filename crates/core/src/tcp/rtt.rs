@@ -104,7 +104,12 @@ impl RttEstimator {
     }
 
     /// The retransmission timeout to arm now, backoff included, at most `max_rto`.
+    #[inline]
     pub fn rto(&self) -> Duration {
+        if self.backoff == 0 {
+            // The common case, without the shift and the saturating multiply.
+            return self.rto.min(self.max_rto);
+        }
         let factor = 1u64.checked_shl(self.backoff).unwrap_or(u64::MAX);
         self.rto.saturating_mul(factor).min(self.max_rto)
     }

@@ -435,7 +435,6 @@ impl Conn {
     /// Bookkeeping after a segment went out.
     fn after_send(&mut self, ctx: &mut Ctx<'_>, plan: &Plan) {
         let now = ctx.now;
-        let rto = self.rtt.rto();
         let timestamps = self.opts.ts.is_some();
         let mut sent = None;
         match (&mut self.state, plan.kind) {
@@ -488,7 +487,9 @@ impl Conn {
         // RFC 6298 §5.1: "Every time a packet containing data is sent (including a
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
-        self.timers.set_if_idle(Timer::Retransmit, now + rto);
+        if !self.timers.is_set(Timer::Retransmit) {
+            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        }
         if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
         }
