@@ -10,6 +10,7 @@
 //! (`tuple_of`). A map holding the tuples (64 bytes of two `SocketAddr`s) cost 95 bytes
 //! per connection at 100k; this costs 22.
 
+use core::cell::Cell;
 use core::net::SocketAddr;
 
 use hashbrown::HashTable;
@@ -29,6 +30,11 @@ struct Slot {
 pub(crate) struct ConnMap {
     table: HashTable<Slot>,
     build: TupleHash,
+    /// The entry `get` found last, tried first (a segment's connection is most often
+    /// the one of the segment before; 4.3BSD's one-behind PCB cache). Cleared by every
+    /// insert and remove, so it is always an entry of `table`; a tuple has at most one
+    /// entry, so a match here is what the table's search would find.
+    last: Cell<Option<Slot>>,
 }
 
 impl ConnMap {
@@ -37,6 +43,7 @@ impl ConnMap {
         ConnMap {
             table: HashTable::new(),
             build: TupleHash { key },
+            last: Cell::new(None),
         }
     }
 
@@ -70,11 +77,17 @@ impl ConnMap {
         tuple_of: impl Fn(TcpHandle) -> Option<FourTuple>,
     ) -> Option<TcpHandle> {
         let hash = self.hash(tuple);
-        self.table
-            .find(hash, |s| {
-                s.hash == hash && tuple_of(s.handle).is_some_and(|t| t == *tuple)
-            })
-            .map(|s| s.handle)
+        let matches = |s: &Slot| s.hash == hash && tuple_of(s.handle).is_some_and(|t| t == *tuple);
+        if let Some(last) = self.last.get()
+            && matches(&last)
+        {
+            return Some(last.handle);
+        }
+        let found = self.table.find(hash, matches).copied();
+        if found.is_some() {
+            self.last.set(found);
+        }
+        found.map(|s| s.handle)
     }
 
     /// Whether some connection has `tuple`.
@@ -94,6 +107,7 @@ impl ConnMap {
         handle: TcpHandle,
         tuple_of: impl Fn(TcpHandle) -> Option<FourTuple>,
     ) {
+        self.last.set(None);
         let hash = self.hash(&tuple);
         match self.table.entry(
             hash,
@@ -109,6 +123,7 @@ impl ConnMap {
 
     /// Forget `tuple` if `handle` is its connection; whether it was.
     pub(crate) fn remove(&mut self, tuple: &FourTuple, handle: TcpHandle) -> bool {
+        self.last.set(None);
         let hash = self.hash(tuple);
         match self
             .table
