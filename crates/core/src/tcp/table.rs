@@ -100,6 +100,13 @@ fn conn_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Conn> {
     }
 }
 
+/// Whether `handle` names a connection whose (local, remote) is `tuple`: what the
+/// demultiplexing table asks of each candidate (compared in place, not copied out).
+#[inline]
+fn has_tuple(slots: &Slab<Slot>, handle: TcpHandle, (local, remote): &super::FourTuple) -> bool {
+    conn_in(slots, handle).is_some_and(|c| c.local == *local && c.remote == *remote)
+}
+
 /// The (local, remote) of the connection `handle` names, if it names one: what the
 /// demultiplexing table compares a segment's tuple with.
 #[inline]
@@ -414,7 +421,7 @@ impl Tcp {
     fn port_free(&self, local: SocketAddr, remote: SocketAddr) -> bool {
         !self
             .conns
-            .contains(&(local, remote), |h| tuple_of(&self.slots, h))
+            .contains(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
             && !self.listeners.contains_key(&local)
             && !super::wildcards(local)
                 .iter()
@@ -456,7 +463,7 @@ impl Tcp {
             0 => SocketAddr::new(local.ip(), self.ephemeral_port(local.ip(), remote)?),
             _ if self
                 .conns
-                .contains(&(local, remote), |h| tuple_of(&self.slots, h)) =>
+                .contains(&(local, remote), |h, t| has_tuple(&self.slots, h, t)) =>
             {
                 return Err(TcpError::AddrInUse);
             }
@@ -466,7 +473,7 @@ impl Tcp {
         let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
+            .insert((local, remote), handle, |h, t| has_tuple(&self.slots, h, t));
         self.shared.stats.active_opens += 1;
         self.sync_conn(handle);
         Ok(handle)
@@ -883,7 +890,7 @@ impl Tcp {
         let (local, remote) = (local.into(), remote.into());
         let accepted = self
             .conns
-            .get(&(local, remote), |h| tuple_of(&self.slots, h))
+            .get(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
             .is_some_and(|handle| {
                 self.with_conn(now, handle, |conn, ctx| {
                     Ok(conn.handle_icmp(ctx, crate::tcp::seq::SeqNumber(seq), notice))
@@ -971,7 +978,7 @@ impl Tcp {
         let remote = SocketAddr::new(src, segment.src_port);
         if let Some(handle) = self
             .conns
-            .get(&(local, remote), |h| tuple_of(&self.slots, h))
+            .get(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
             && !self.time_wait_reuse(handle, segment)
         {
             let _ = self.with_conn(now, handle, |conn, ctx| {
@@ -1075,7 +1082,7 @@ impl Tcp {
         }
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
+            .insert((local, remote), handle, |h, t| has_tuple(&self.slots, h, t));
         if fast_open == ServerVerdict::Accept {
             if let Some(Socket::Listener(Listener {
                 fast_open: Some(f), ..
@@ -1422,7 +1429,7 @@ impl Tcp {
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert(ends, handle, |h| tuple_of(&self.slots, h));
+            .insert(ends, handle, |h, t| has_tuple(&self.slots, h, t));
         self.sync_conn(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
             conn.handle_segment(ctx, seg, Ecn::NotEct);
