@@ -351,9 +351,11 @@ impl Tcp {
 
     fn remove(&mut self, handle: TcpHandle) {
         let slot = &mut self.slots[handle.index as usize];
-        if let Some(Socket::Conn(_)) = slot.socket.take() {
+        if matches!(slot.socket, Some(Socket::Conn(_))) {
             self.connections -= 1;
         }
+        // Dropped where it lies (`take` would move the kilobyte out first).
+        slot.socket = None;
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(handle.index);
         if handle.index as usize + 1 == self.slots.len() {
