@@ -8,6 +8,7 @@ use super::{Conn, Ctx, Owner, new_snd};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
+use crate::tcp::buffer::{RecvBuffer, SendBuffer};
 use crate::tcp::segment::{Reset, seg_len, tsval};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::*;
@@ -71,15 +72,16 @@ impl Conn {
             SeqNumber(seg.seq),
             self.opts.rcv_shift(),
         );
+        // Only the buffer is taken out (the rest is small and copied): moving the whole
+        // state out would copy all of it. Both branches below replace the state.
         let State::SynSent(SynSent {
-            iss,
-            mut buffer,
-            timer,
-            ..
-        }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+            iss, buffer, timer, ..
+        }) = &mut self.state
         else {
             return;
         };
+        let (iss, timer) = (*iss, *timer);
+        let mut buffer = core::mem::replace(buffer, SendBuffer::new(0));
         if ack_ok {
             // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
             // the rest goes again (RFC 7413 §4.2.2).
@@ -384,6 +386,8 @@ impl Conn {
 
     /// SYN-RECEIVED -> ESTABLISHED.
     fn establish_from_syn_rcvd(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        // The halves are taken out and the rest copied, not the whole state moved out
+        // (all of it copied); the state is replaced below.
         let State::SynRcvd(SynRcvd {
             iss,
             snd_wnd,
@@ -391,10 +395,13 @@ impl Conn {
             buffer,
             timer,
             ..
-        }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+        }) = &mut self.state
         else {
             return;
         };
+        let (iss, snd_wnd, timer) = (*iss, *snd_wnd, *timer);
+        let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), iss, 0));
+        let buffer = core::mem::replace(buffer, SendBuffer::new(0));
         // The SYN's window was unscaled; the window update below replaces it.
         let mut snd = new_snd(
             (&ctx.shared.config, self.congestion(&ctx.shared.config)),
