@@ -210,6 +210,17 @@ impl Interface {
         addr == Ipv4Addr::BROADCAST || self.addrs.iter().any(|c| cidr_broadcast(c) == Some(addr))
     }
 
+    /// [`Interface::is_broadcast`] of `a` and of `b`, in one pass over the prefixes
+    /// (an arriving packet's source and destination).
+    pub(crate) fn are_broadcast(&self, a: Ipv4Addr, b: Ipv4Addr) -> (bool, bool) {
+        let (mut a_is, mut b_is) = (a == Ipv4Addr::BROADCAST, b == Ipv4Addr::BROADCAST);
+        for broadcast in self.addrs.iter().filter_map(cidr_broadcast) {
+            a_is |= broadcast == a;
+            b_is |= broadcast == b;
+        }
+        (a_is, b_is)
+    }
+
     /// The source address for a packet to `next_hop`: the address whose prefix holds
     /// the next hop, else the first address.
     pub(crate) fn source_for(&self, next_hop: Ipv4Addr) -> Option<Ipv4Addr> {

@@ -365,11 +365,10 @@ impl IfaceGroups {
 
     /// The earliest time something is to be sent.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let groups = self.group_due.iter().map(|(_, t, _)| *t).min();
-        [self.next_change, self.general_due, groups]
-            .into_iter()
-            .flatten()
-            .min()
+        let groups =
+            (self.group_due.iter()).fold(None, |next, (_, t, _)| Instant::earliest(next, Some(*t)));
+        let next = Instant::earliest(self.next_change, self.general_due);
+        Instant::earliest(next, groups)
     }
 }
 

@@ -598,10 +598,7 @@ impl Stack {
     /// were looped). `None` when nothing is pending.
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let earliest = Instant::earliest;
         let next = earliest(self.tcp.poll_timeout(), self.neighbors.poll_timeout());
         let next = earliest(next, self.loopback.poll_timeout());
         let next = earliest(next, self.poll_timeout_v6());

@@ -163,6 +163,15 @@ impl Instant {
     pub const fn as_millis(self) -> u64 {
         self.as_nanos() / 1_000_000
     }
+    /// The earlier of two optional deadlines (`None` is no deadline, later than any).
+    /// Branch-free: with the inverted storage the earlier instant is the larger stored
+    /// value and `None` is stored as 0, so this is a plain maximum of the raw words
+    /// (drivers ask `poll_timeout` after every batch, which folds half a dozen).
+    #[inline(always)]
+    pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+        let raw = |t: Option<Instant>| t.map_or(0, |t| t.0.get());
+        NonZeroU64::new(raw(a).max(raw(b))).map(Instant)
+    }
     /// Time elapsed since `earlier`, zero if `earlier` is later.
     #[inline]
     pub const fn saturating_duration_since(self, earlier: Instant) -> Duration {
@@ -242,6 +251,19 @@ impl fmt::Display for Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn earliest_takes_the_earlier_deadline_and_none_as_never() {
+        let (early, late) = (Instant::ZERO, Instant::from_millis(7));
+        assert_eq!(Instant::earliest(Some(early), Some(late)), Some(early));
+        assert_eq!(Instant::earliest(Some(late), Some(early)), Some(early));
+        assert_eq!(Instant::earliest(None, Some(late)), Some(late));
+        assert_eq!(Instant::earliest(Some(late), None), Some(late));
+        assert_eq!(Instant::earliest(None, None), None);
+        let end = Instant::from_nanos(u64::MAX);
+        assert_eq!(Instant::earliest(Some(end), None), Some(end));
+        assert_eq!(Instant::earliest(Some(end), Some(late)), Some(late));
+    }
 
     #[test]
     fn arithmetic_saturates_instead_of_wrapping() {

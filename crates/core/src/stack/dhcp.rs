@@ -83,10 +83,9 @@ impl Stack {
 
     /// The earliest deadline of the DHCP clients.
     pub(crate) fn dhcp_poll_timeout(&self) -> Option<Instant> {
-        self.dhcp
-            .iter()
-            .filter_map(|s| s.client.poll_timeout())
-            .min()
+        (self.dhcp.iter()).fold(None, |next, slot| {
+            Instant::earliest(next, slot.client.poll_timeout())
+        })
     }
 
     /// Fire the clients' timers.

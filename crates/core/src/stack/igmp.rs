@@ -436,6 +436,8 @@ impl Stack {
 
     /// The earliest IGMP message owed on any interface.
     pub(crate) fn poll_timeout_igmp(&self) -> Option<Instant> {
-        self.igmp.iter().filter_map(IfaceGroups::poll_timeout).min()
+        (self.igmp.iter()).fold(None, |next, groups| {
+            Instant::earliest(next, groups.poll_timeout())
+        })
     }
 }

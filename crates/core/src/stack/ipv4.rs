@@ -16,7 +16,7 @@ use crate::stack::{Outgoing, Stack};
 use crate::time::Instant;
 
 /// A route resolved for output: where the packet leaves and from which address.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OutputRoute {
     pub(crate) iface: IfaceId,
     pub(crate) next_hop: Ipv4Addr,
@@ -347,7 +347,8 @@ impl Stack {
         // RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram
         // containing an IP source address that is invalid" (broadcast or multicast).
         let interface = &self.ifaces[iface.index()];
-        if src.is_broadcast() || src.is_multicast() || interface.is_broadcast(src) {
+        let (src_broadcast, broadcast) = interface.are_broadcast(src, dst);
+        if src_broadcast || src.is_multicast() {
             self.stats.ipv4.rx_bad_source += 1;
             return;
         }
@@ -357,7 +358,6 @@ impl Stack {
         if dst.is_multicast() {
             return self.handle_multicast_v4(now, iface, &packet, verify_checksum);
         }
-        let broadcast = interface.is_broadcast(dst);
         // RFC 1122 §3.2.1.3 (g): 127/8 "MUST NOT appear outside a host": from the wire,
         // it is not ours (a router counts it as a martian).
         let ours = !is_loopback_addr(dst) && self.is_local_addr(dst);

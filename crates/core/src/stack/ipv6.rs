@@ -708,10 +708,7 @@ impl Stack {
                 next
             }
         };
-        match (next, self.v6.reassembly.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        Instant::earliest(next, self.v6.reassembly.poll_timeout())
     }
 
     /// The earliest timer of the neighbour cache, the routes and the addresses.

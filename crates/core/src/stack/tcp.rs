@@ -177,7 +177,7 @@ impl Stack {
                 let mss = if let Some(mss) = forced {
                     mss
                 } else if repr.flags.syn() {
-                    self.route_output(meta.src, Some(meta.dst))
+                    self.route_output_tcp(now, meta.src, meta.dst)
                         .ok()
                         .and_then(|r| u16::try_from(r.mtu.saturating_sub(IP_TCP_HEADERS)).ok())
                         .unwrap_or(self.tcp.config().mss)
@@ -302,6 +302,29 @@ impl Stack {
         frame_len - ethernet::HEADER_LEN
     }
 
+    /// `route_output(dst, Some(src))`, from the egress cache when it holds that flow
+    /// (the entry was made by this very call, and holds while the configuration
+    /// generation is unchanged): a SYN from, or a connect to, the peer of the last flow
+    /// (one client opening connection after connection) costs no route lookup.
+    fn route_output_tcp(
+        &self,
+        now: Instant,
+        dst: Ipv4Addr,
+        src: Ipv4Addr,
+    ) -> Result<OutputRoute, OutputError> {
+        if let Some(cache) = &self.tcp_egress
+            && cache.config_generation == self.config_generation
+            && cache.expires.is_none_or(|t| now < t)
+            && cache.src == IpAddr::V4(src)
+            && cache.dst == IpAddr::V4(dst)
+            && let FlowRoute::V4(route) = cache.route
+        {
+            debug_assert_eq!(Ok(route), self.route_output(dst, Some(src)));
+            return Ok(route);
+        }
+        self.route_output(dst, Some(src))
+    }
+
     /// One segment from TCP, written behind the headroom of its family in `buf`, with
     /// the egress cache entry made for its addresses when the one there is for other
     /// addresses (or out of date).
@@ -318,19 +341,31 @@ impl Stack {
             _ => None,
         };
         let (routes, ifaces, v6) = (&self.routes, &self.ifaces, &self.v6);
+        // Whether the cache served the last call: the segment returned is for the
+        // addresses of that call, so this says whether the entry fits it.
+        let mut hit = false;
         // The checksum is ours to compute unless the outgoing interface's device does
         // it; segments are one MSS unless it does TSO.
-        let egress = |src: IpAddr, dst: IpAddr| match (cached, src, dst) {
-            (Some((s, d, egress)), _, _) if s == src && d == dst => egress,
-            (_, _, IpAddr::V4(dst)) => egress_for(routes, ifaces, dst),
-            (_, IpAddr::V6(src), IpAddr::V6(dst)) => {
-                super::ipv6::egress_for((v6, ifaces), now, src, dst)
+        let mut egress = |src: IpAddr, dst: IpAddr| {
+            if let Some((s, d, egress)) = cached
+                && s == src
+                && d == dst
+            {
+                hit = true;
+                return egress;
             }
-            // A mix of families has no route: the segment is dropped.
-            (_, IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
+            hit = false;
+            match (src, dst) {
+                (_, IpAddr::V4(dst)) => egress_for(routes, ifaces, dst),
+                (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                    super::ipv6::egress_for((v6, ifaces), now, src, dst)
+                }
+                // A mix of families has no route: the segment is dropped.
+                (IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
+            }
         };
-        let segment = self.tcp.poll_transmit_with(now, &mut buf[..end], egress)?;
-        if cached.is_none_or(|(s, d, _)| s != segment.src || d != segment.dst) {
+        let segment = (self.tcp).poll_transmit_with(now, &mut buf[..end], &mut egress)?;
+        if !hit {
             self.tcp_egress = self.egress_cache_entry(now, segment.src, segment.dst);
         }
         Some(segment)
@@ -594,7 +629,11 @@ impl Stack {
             return Err(TcpError::NetUnreachable);
         }
         let src = Some(*local.ip()).filter(|a| !a.is_unspecified());
-        let route = self.route_output(dst, src).map_err(|error| match error {
+        let route = match src {
+            Some(src) => self.route_output_tcp(now, dst, src),
+            None => self.route_output(dst, None),
+        };
+        let route = route.map_err(|error| match error {
             OutputError::NoRoute => TcpError::NetUnreachable,
             _ => TcpError::AddrNotAvailable,
         })?;

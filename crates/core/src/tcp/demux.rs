@@ -7,9 +7,10 @@
 //!
 //! An entry is 16 bytes, the handle and the tuple's hash; the tuple itself is the
 //! connection's own `(local, remote)`, which the caller looks up through its handle
-//! (`tuple_of`). A map holding the tuples (64 bytes of two `SocketAddr`s) cost 95 bytes
+//! (`has_tuple`). A map holding the tuples (64 bytes of two `SocketAddr`s) cost 95 bytes
 //! per connection at 100k; this costs 22.
 
+use core::cell::Cell;
 use core::net::SocketAddr;
 
 use hashbrown::HashTable;
@@ -29,6 +30,11 @@ struct Slot {
 pub(crate) struct ConnMap {
     table: HashTable<Slot>,
     build: TupleHash,
+    /// The entry `get` found last, tried first (a segment's connection is most often
+    /// the one of the segment before; 4.3BSD's one-behind PCB cache). Cleared by every
+    /// insert and remove, so it is always an entry of `table`; a tuple has at most one
+    /// entry, so a match here is what the table's search would find.
+    last: Cell<Option<Slot>>,
 }
 
 impl ConnMap {
@@ -37,6 +43,7 @@ impl ConnMap {
         ConnMap {
             table: HashTable::new(),
             build: TupleHash { key },
+            last: Cell::new(None),
         }
     }
 
@@ -61,43 +68,50 @@ impl ConnMap {
         h.finish()
     }
 
-    /// The connection of `tuple`. `tuple_of` gives a handle's connection's tuple (`None`
-    /// for a handle that names no connection).
+    /// The connection of `tuple`. `has_tuple(handle, tuple)` says whether `handle` names
+    /// a connection whose tuple is `tuple`.
     #[inline]
     pub(crate) fn get(
         &self,
         tuple: &FourTuple,
-        tuple_of: impl Fn(TcpHandle) -> Option<FourTuple>,
+        has_tuple: impl Fn(TcpHandle, &FourTuple) -> bool,
     ) -> Option<TcpHandle> {
         let hash = self.hash(tuple);
-        self.table
-            .find(hash, |s| {
-                s.hash == hash && tuple_of(s.handle).is_some_and(|t| t == *tuple)
-            })
-            .map(|s| s.handle)
+        let matches = |s: &Slot| s.hash == hash && has_tuple(s.handle, tuple);
+        if let Some(last) = self.last.get()
+            && matches(&last)
+        {
+            return Some(last.handle);
+        }
+        let found = self.table.find(hash, matches).copied();
+        if found.is_some() {
+            self.last.set(found);
+        }
+        found.map(|s| s.handle)
     }
 
     /// Whether some connection has `tuple`.
     pub(crate) fn contains(
         &self,
         tuple: &FourTuple,
-        tuple_of: impl Fn(TcpHandle) -> Option<FourTuple>,
+        has_tuple: impl Fn(TcpHandle, &FourTuple) -> bool,
     ) -> bool {
-        self.get(tuple, tuple_of).is_some()
+        self.get(tuple, has_tuple).is_some()
     }
 
-    /// `handle` is the connection of `tuple` (replacing any other; `tuple_of` must
-    /// already give `tuple` for `handle`).
+    /// `handle` is the connection of `tuple` (replacing any other; `has_tuple` must
+    /// already be true of `handle` and `tuple`).
     pub(crate) fn insert(
         &mut self,
         tuple: FourTuple,
         handle: TcpHandle,
-        tuple_of: impl Fn(TcpHandle) -> Option<FourTuple>,
+        has_tuple: impl Fn(TcpHandle, &FourTuple) -> bool,
     ) {
+        self.last.set(None);
         let hash = self.hash(&tuple);
         match self.table.entry(
             hash,
-            |s| s.hash == hash && tuple_of(s.handle).is_some_and(|t| t == tuple),
+            |s| s.hash == hash && has_tuple(s.handle, &tuple),
             |s| s.hash,
         ) {
             Entry::Occupied(mut entry) => entry.get_mut().handle = handle,
@@ -109,6 +123,7 @@ impl ConnMap {
 
     /// Forget `tuple` if `handle` is its connection; whether it was.
     pub(crate) fn remove(&mut self, tuple: &FourTuple, handle: TcpHandle) -> bool {
+        self.last.set(None);
         let hash = self.hash(tuple);
         match self
             .table
@@ -218,18 +233,24 @@ mod tests {
         let mut live = [true; 300];
         let mut map = ConnMap::new(99);
         for i in 0..300u32 {
-            let of = |h: TcpHandle| live[h.index as usize].then(|| tuple(1000 + h.index as u16));
+            let of = |h: TcpHandle, t: &FourTuple| {
+                live[h.index as usize] && tuple(1000 + h.index as u16) == *t
+            };
             map.insert(tuple(1000 + i as u16), handle(i), of);
         }
         assert_eq!(map.len(), 300);
-        let of = |h: TcpHandle| live[h.index as usize].then(|| tuple(1000 + h.index as u16));
+        let of = |h: TcpHandle, t: &FourTuple| {
+            live[h.index as usize] && tuple(1000 + h.index as u16) == *t
+        };
         for i in 0..300u32 {
             assert_eq!(map.get(&tuple(1000 + i as u16), of), Some(handle(i)));
         }
         assert_eq!(map.get(&tuple(999), of), None);
         // A handle that names no connection any more matches nothing.
         live[7] = false;
-        let of = |h: TcpHandle| live[h.index as usize].then(|| tuple(1000 + h.index as u16));
+        let of = |h: TcpHandle, t: &FourTuple| {
+            live[h.index as usize] && tuple(1000 + h.index as u16) == *t
+        };
         assert_eq!(map.get(&tuple(1007), of), None);
         // Removal is by tuple and handle: another handle does not remove the entry.
         assert!(!map.remove(&tuple(1008), handle(9)));

@@ -108,22 +108,29 @@ impl RttEstimator {
     /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). Also clears the backoff: a
     /// valid sample means the path answers again.
     pub fn sample(&mut self, rtt: Duration, bounds: RtoBounds) {
-        let r = u128::from(rtt.as_nanos());
         let (srtt, rttvar) = match sampled(self.srtt) {
             // RFC 6298 §2.2: "When the first RTT measurement R is made, the host MUST
             // set SRTT <- R, RTTVAR <- R/2".
-            None => (r, r / 2),
+            None => (rtt.as_nanos(), rtt.as_nanos() / 2),
             // RFC 6298 §2.3: "RTTVAR <- (1 - beta) * RTTVAR + beta * |SRTT - R'|
             // SRTT <- (1 - alpha) * SRTT + alpha * R' ... using alpha=1/8 and beta=1/4".
             // RTTVAR is updated first, with the old SRTT, as the RFC orders it.
             Some(old) => {
-                let old = u128::from(old.as_nanos());
-                let rttvar = (3 * u128::from(self.rttvar.as_nanos()) + old.abs_diff(r)) / 4;
-                ((7 * old + r) / 8, rttvar)
+                let (old, var, r) = (old.as_nanos(), self.rttvar.as_nanos(), rtt.as_nanos());
+                // Below 2^61 ns (73 years) the sums fit 64 bits: the same values as in
+                // 128, for fewer instructions on every ACK.
+                const EXACT: u64 = 1 << 61;
+                if old < EXACT && var < EXACT && r < EXACT {
+                    ((7 * old + r) / 8, (3 * var + old.abs_diff(r)) / 4)
+                } else {
+                    let (old, var, r) = (u128::from(old), u128::from(var), u128::from(r));
+                    let rttvar = (3 * var + old.abs_diff(r)) / 4;
+                    (saturate((7 * old + r) / 8), saturate(rttvar))
+                }
             }
         };
-        let srtt = Duration::from_nanos(saturate(srtt));
-        self.rttvar = Duration::from_nanos(saturate(rttvar));
+        let srtt = Duration::from_nanos(srtt);
+        self.rttvar = Duration::from_nanos(rttvar);
         self.srtt = srtt;
         self.min_rtt = self.min_rtt.min(rtt);
         self.rto = bounds.rto(srtt, self.rttvar);
@@ -147,7 +154,12 @@ impl RttEstimator {
 
     /// The retransmission timeout to arm now, backoff included, at most `max_rto` (the
     /// bounds' `max`).
+    #[inline]
     pub fn rto(&self, max_rto: Duration) -> Duration {
+        if self.backoff == 0 {
+            // The common case, without the shift and the saturating multiply.
+            return self.rto.min(max_rto);
+        }
         let factor = 1u64.checked_shl(self.backoff).unwrap_or(u64::MAX);
         self.rto.saturating_mul(factor).min(max_rto)
     }

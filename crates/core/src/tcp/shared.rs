@@ -71,10 +71,12 @@ impl Shared {
         }
     }
     /// The sending half closed (our FIN is acknowledged), keeping the send ring's
-    /// storage for a later connection.
-    pub fn close_send(&mut self, snd: Snd) -> SndClosed {
+    /// storage for a later connection. `snd` is left in place without it, to be
+    /// dropped (the caller replaces the state; moving the half out would copy it).
+    pub fn close_send(&mut self, snd: &mut Snd) -> SndClosed {
         let snd_nxt = snd.snd_max;
-        self.recycle(snd.buffer.into_storage());
+        let buffer = core::mem::replace(&mut snd.buffer, SendBuffer::new(0));
+        self.recycle(buffer.into_storage());
         SndClosed { snd_nxt }
     }
     /// Recycle the ring storage a state owns (before dropping it).

@@ -68,7 +68,15 @@ impl<T: Default> Slab<T> {
     }
 
     /// Append `value` (a new chunk when the last is full).
+    #[cfg(test)]
     pub fn push(&mut self, value: T) {
+        *self.push_default() = value;
+    }
+
+    /// Append `T::default()` (a new chunk when the last is full) and return it, to be
+    /// filled in place: a large element written there is moved once, where building
+    /// it and then pushing it moves it twice.
+    pub fn push_default(&mut self) -> &mut T {
         if self.len / CHUNK == self.chunks.len() {
             let chunk: Box<[T]> = (0..CHUNK).map(|_| T::default()).collect();
             let Ok(chunk) = chunk.try_into() else {
@@ -77,18 +85,23 @@ impl<T: Default> Slab<T> {
             self.chunks.push(chunk);
         }
         let index = self.len;
-        self.chunks[index / CHUNK][index % CHUNK] = value;
         self.len += 1;
+        let slot = &mut self.chunks[index / CHUNK][index % CHUNK];
+        *slot = T::default();
+        slot
     }
 
-    /// Remove the last element (its slot holds `T::default()` again), and free the
-    /// chunks past the one it was in.
-    pub fn pop(&mut self) -> Option<T> {
-        let index = self.len.checked_sub(1)?;
-        let value = core::mem::take(&mut self.chunks[index / CHUNK][index % CHUNK]);
+    /// Remove the last element, dropped where it is (its slot holds `T::default()`
+    /// again; nothing is moved out, a connection's slot being most of a kilobyte), and
+    /// free the chunks past the one it was in. False when there is none.
+    pub fn pop(&mut self) -> bool {
+        let Some(index) = self.len.checked_sub(1) else {
+            return false;
+        };
+        self.chunks[index / CHUNK][index % CHUNK] = T::default();
         self.len = index;
         self.chunks.truncate(index / CHUNK + 1);
-        Some(value)
+        true
     }
 
     /// Give back the chunk table's unused capacity beyond twice its length.
@@ -137,13 +150,19 @@ mod tests {
                 .copied()
                 .eq((1..=3 * CHUNK + 1).map(|i| { if i == CHUNK + 1 { 100 } else { i } }))
         );
-        assert_eq!(slab.pop(), Some(3 * CHUNK + 1));
+        assert!(slab.pop());
+        assert_eq!(slab.get(3 * CHUNK), Some(&0), "popped: a default again");
         assert_eq!(slab.capacity(), 4 * CHUNK, "one spare chunk is kept");
-        assert_eq!(slab.pop(), Some(3 * CHUNK));
+        assert_eq!(slab.last(), Some(&(3 * CHUNK)));
+        assert!(slab.pop());
         assert_eq!(slab.capacity(), 3 * CHUNK, "but no more");
         assert_eq!(slab.last(), Some(&(3 * CHUNK - 1)));
         assert_eq!(slab.get(3 * CHUNK - 1), Some(&0));
-        while slab.pop().is_some() {}
+        *slab.push_default() = 7;
+        assert_eq!(slab.last(), Some(&7));
+        assert!(slab.pop());
+        while slab.pop() {}
+        assert!(!slab.pop());
         assert_eq!((slab.len(), slab.capacity()), (0, CHUNK));
     }
 }

@@ -67,7 +67,7 @@ struct Slot {
 /// (`Owner::Pending`): then no release, accept-queue or demux change can be due, and
 /// only the deadline heap and the output queue may need an update. Exactly what
 /// `sync_conn` does in that case (`tests_predict::prediction_matches_the_full_path` compares them).
-#[inline]
+#[inline(always)]
 fn sync_open_conn(
     conn: &mut Conn,
     handle: TcpHandle,
@@ -98,6 +98,13 @@ fn conn_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Conn> {
         Socket::Conn(c) => Some(c),
         Socket::Listener(_) => None,
     }
+}
+
+/// Whether `handle` names a connection whose (local, remote) is `tuple`: what the
+/// demultiplexing table asks of each candidate (compared in place, not copied out).
+#[inline]
+fn has_tuple(slots: &Slab<Slot>, handle: TcpHandle, (local, remote): &super::FourTuple) -> bool {
+    conn_in(slots, handle).is_some_and(|c| c.local == *local && c.remote == *remote)
 }
 
 /// The (local, remote) of the connection `handle` names, if it names one: what the
@@ -318,10 +325,9 @@ impl Tcp {
                 generation: slot.generation,
             };
         }
-        self.slots.push(Slot {
-            generation: self.fresh_generation,
-            socket: Some(socket),
-        });
+        let slot = self.slots.push_default();
+        slot.generation = self.fresh_generation;
+        slot.socket = Some(socket);
         TcpHandle {
             index: (self.slots.len() - 1) as u32,
             generation: self.fresh_generation,
@@ -345,9 +351,11 @@ impl Tcp {
 
     fn remove(&mut self, handle: TcpHandle) {
         let slot = &mut self.slots[handle.index as usize];
-        if let Some(Socket::Conn(_)) = slot.socket.take() {
+        if matches!(slot.socket, Some(Socket::Conn(_))) {
             self.connections -= 1;
         }
+        // Dropped where it lies (`take` would move the kilobyte out first).
+        slot.socket = None;
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(handle.index);
         if handle.index as usize + 1 == self.slots.len() {
@@ -415,7 +423,7 @@ impl Tcp {
     fn port_free(&self, local: SocketAddr, remote: SocketAddr) -> bool {
         !self
             .conns
-            .contains(&(local, remote), |h| tuple_of(&self.slots, h))
+            .contains(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
             && !self.listeners.contains_key(&local)
             && !super::wildcards(local)
                 .iter()
@@ -457,7 +465,7 @@ impl Tcp {
             0 => SocketAddr::new(local.ip(), self.ephemeral_port(local.ip(), remote)?),
             _ if self
                 .conns
-                .contains(&(local, remote), |h| tuple_of(&self.slots, h)) =>
+                .contains(&(local, remote), |h, t| has_tuple(&self.slots, h, t)) =>
             {
                 return Err(TcpError::AddrInUse);
             }
@@ -467,7 +475,7 @@ impl Tcp {
         let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
+            .insert((local, remote), handle, |h, t| has_tuple(&self.slots, h, t));
         self.shared.stats.active_opens += 1;
         self.sync_conn(handle);
         Ok(handle)
@@ -898,7 +906,7 @@ impl Tcp {
         let (local, remote) = (local.into(), remote.into());
         let accepted = self
             .conns
-            .get(&(local, remote), |h| tuple_of(&self.slots, h))
+            .get(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
             .is_some_and(|handle| {
                 self.with_conn(now, handle, |conn, ctx| {
                     Ok(conn.handle_icmp(ctx, crate::tcp::seq::SeqNumber(seq), notice))
@@ -986,7 +994,7 @@ impl Tcp {
         let remote = SocketAddr::new(src, segment.src_port);
         if let Some(handle) = self
             .conns
-            .get(&(local, remote), |h| tuple_of(&self.slots, h))
+            .get(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
             && !self.time_wait_reuse(handle, segment)
         {
             let _ = self.with_conn(now, handle, |conn, ctx| {
@@ -1090,7 +1098,7 @@ impl Tcp {
         }
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
+            .insert((local, remote), handle, |h, t| has_tuple(&self.slots, h, t));
         if fast_open == ServerVerdict::Accept {
             if let Some(Socket::Listener(Listener {
                 fast_open: Some(f), ..
@@ -1437,7 +1445,7 @@ impl Tcp {
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert(ends, handle, |h| tuple_of(&self.slots, h));
+            .insert(ends, handle, |h, t| has_tuple(&self.slots, h, t));
         self.sync_conn(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
             conn.handle_segment(ctx, seg, Ecn::NotEct);

@@ -31,7 +31,7 @@ impl Conn {
             Some(e) if e.off_until.is_some_and(|t| ctx.now < t) => SynFastOpen::Off,
             Some(e) if e.cookie.is_some() => {
                 // The MSS the server announced with its cookie bounds the SYN's data.
-                self.opts.mss_peer = e.mss.max(super::DEFAULT_MSS);
+                self.opts.set_mss_peer(e.mss.max(super::DEFAULT_MSS));
                 e.cookie.map_or(SynFastOpen::Request, SynFastOpen::Cookie)
             }
             _ => SynFastOpen::Request,

@@ -52,7 +52,7 @@ impl Conn {
         if !self.state.synchronized() || current <= BLACK_HOLE_FLOOR {
             return;
         }
-        self.opts.path_mss = (current / 2).max(BLACK_HOLE_FLOOR);
+        self.opts.set_path_mss((current / 2).max(BLACK_HOLE_FLOOR));
         ctx.shared.stats.black_holes += 1;
     }
 
@@ -64,7 +64,7 @@ impl Conn {
         if mss >= self.opts.seg_mss() {
             return;
         }
-        self.opts.path_mss = mss;
+        self.opts.set_path_mss(mss);
         ctx.shared.stats.path_mtu_drops += 1;
         if let Some(snd) = self.state.snd_mut()
             && snd.outstanding() > 0

@@ -5,6 +5,7 @@ use impnet_wire::tcp::Repr;
 
 use super::recovery::{AckBefore, enter_recovery};
 use super::{Conn, Ctx, Owner, new_snd};
+use crate::tcp::buffer::{RecvBuffer, SendBuffer};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
@@ -71,15 +72,16 @@ impl Conn {
             SeqNumber(seg.seq),
             self.opts.rcv_shift(),
         );
+        // Only the buffer is taken out (the rest is small and copied): moving the whole
+        // state out would copy all of it. Both branches below replace the state.
         let State::SynSent(SynSent {
-            iss,
-            mut buffer,
-            timer,
-            ..
-        }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+            iss, buffer, timer, ..
+        }) = &mut self.state
         else {
             return;
         };
+        let (iss, timer) = (*iss, *timer);
+        let mut buffer = core::mem::replace(buffer, SendBuffer::new(0));
         if ack_ok {
             // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
             // the rest goes again (RFC 7413 §4.2.2).
@@ -415,6 +417,8 @@ impl Conn {
 
     /// SYN-RECEIVED -> ESTABLISHED.
     fn establish_from_syn_rcvd(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        // The halves are taken out and the rest copied, not the whole state moved out
+        // (all of it copied); the state is replaced below.
         let State::SynRcvd(SynRcvd {
             iss,
             snd_wnd,
@@ -422,10 +426,13 @@ impl Conn {
             buffer,
             timer,
             ..
-        }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
+        }) = &mut self.state
         else {
             return;
         };
+        let (iss, snd_wnd, timer) = (*iss, *snd_wnd, *timer);
+        let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), iss, 0));
+        let buffer = core::mem::replace(buffer, SendBuffer::new(0));
         // The SYN's window was unscaled; the window update below replaces it.
         let mut snd = new_snd(
             (&ctx.shared.config, self.congestion(&ctx.shared.config)),
@@ -669,21 +676,28 @@ impl Conn {
     /// Our FIN was acknowledged. Returns whether to go on with the text and FIN.
     fn on_fin_acked(&mut self, ctx: &mut Ctx<'_>) -> bool {
         self.store_block(ctx);
-        let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
-        self.state = match state {
+        // What survives is taken out of the state in place (the closed sending half is
+        // a sequence number): moving the whole state out and back would copy it twice.
+        match &mut self.state {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
-            State::FinWait1(FinWait1 { snd, rcv }) => State::FinWait2(FinWait2 {
-                snd: ctx.shared.close_send(snd),
-                rcv,
-            }),
+            State::FinWait1(FinWait1 { snd, rcv }) => {
+                let snd = ctx.shared.close_send(snd);
+                let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), rcv.irs, 0));
+                self.state = State::FinWait2(FinWait2 { snd, rcv });
+            }
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
             State::Closing(Closing { snd, rcv }) => {
+                let snd = ctx.shared.close_send(snd);
+                let rcv = RcvClosed {
+                    rcv_nxt: rcv.rcv_nxt,
+                    buffer: core::mem::replace(&mut rcv.buffer, RecvBuffer::new(0)),
+                };
                 self.state = State::TimeWait(TimeWait {
-                    snd: ctx.shared.close_send(snd),
+                    snd,
                     rcv,
                     ts_recent: self.opts.ts.map(|t| t.recent),
                 });
@@ -692,15 +706,14 @@ impl Conn {
             }
             // "LAST-ACK STATE: The only thing that can arrive in this state is an
             // acknowledgment of our FIN. If our FIN is now acknowledged, delete the TCB,
-            // enter the CLOSED state, and return."
-            last_ack @ State::LastAck(_) => {
-                // Back in place, so `enter_closed` keeps what the user has not read.
-                self.state = last_ack;
+            // enter the CLOSED state, and return." (`enter_closed` keeps what the user
+            // has not read.)
+            State::LastAck(_) => {
                 self.enter_closed(ctx, None);
                 return false;
             }
-            other => other,
-        };
+            _ => {}
+        }
         self.arm_fin_wait_2(ctx);
         true
     }

@@ -98,6 +98,10 @@ pub(crate) struct Negotiated {
     /// The SYN's data was acknowledged with it (TCP Fast Open, RFC 7413): ours on a
     /// client, the peer's on a server child (Linux's `syn_data_acked`).
     pub syn_data_acked: bool,
+    /// [`Negotiated::snd_mss`], worked out again by every change of what it depends
+    /// on (`agree`, `set_mss_peer`, `set_path_mss`; `mss_ours` never changes): a
+    /// segment asks for it a dozen times.
+    eff_snd_mss: u16,
 }
 
 impl Negotiated {
@@ -116,7 +120,30 @@ impl Negotiated {
             ecn: config.ecn != EcnMode::Off,
             path_mss: u16::MAX,
             syn_data_acked: false,
+            eff_snd_mss: 0,
         }
+        .with_snd_mss()
+    }
+    /// `self` with `eff_snd_mss` worked out.
+    fn with_snd_mss(mut self) -> Negotiated {
+        self.refresh_snd_mss();
+        self
+    }
+    /// Work out `eff_snd_mss` again (RFC 9293 §3.7.1, see [`Negotiated::snd_mss`]).
+    fn refresh_snd_mss(&mut self) {
+        let mss = self.mss_peer.min(self.mss_ours).min(self.path_mss);
+        // At most 65535 - 0: fits, as does the floor of 1.
+        self.eff_snd_mss = mss.saturating_sub(self.fixed_option_len() as u16).max(1);
+    }
+    /// Take the peer's MSS (from its SYN, or remembered with a Fast Open cookie).
+    pub fn set_mss_peer(&mut self, mss: u16) {
+        self.mss_peer = mss;
+        self.refresh_snd_mss();
+    }
+    /// Take the largest segment the path carries (RFC 1191, RFC 4821).
+    pub fn set_path_mss(&mut self, mss: u16) {
+        self.path_mss = mss;
+        self.refresh_snd_mss();
     }
     /// Keep only what the peer's SYN also offered (RFC 7323 §2.2, §3.2; RFC 2018 §2).
     pub fn agree(&mut self, seg: &Repr<'_>) {
@@ -136,6 +163,7 @@ impl Negotiated {
         };
         self.sack &= seg.options.sack_permitted;
         self.ecn &= peer_agrees(seg);
+        self.refresh_snd_mss();
     }
     /// The largest segment (options included) we send: the peer's MSS, or less when
     /// the path carries less (RFC 1191).
@@ -158,10 +186,16 @@ impl Negotiated {
     /// "Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize": bounded by the
     /// peer's MSS and by what our own route carries (`mss_ours`); the MSS counts data
     /// only, so option bytes come out of it.
+    #[inline]
     pub fn snd_mss(&self) -> usize {
-        usize::from(self.mss_peer.min(self.mss_ours).min(self.path_mss))
-            .saturating_sub(self.fixed_option_len())
-            .max(1)
+        debug_assert_eq!(
+            usize::from(self.eff_snd_mss),
+            usize::from(self.mss_peer.min(self.mss_ours).min(self.path_mss))
+                .saturating_sub(self.fixed_option_len())
+                .max(1),
+            "a change of what the MSS depends on missed refresh_snd_mss"
+        );
+        usize::from(self.eff_snd_mss)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::tcp::buffer::Slices;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::segment::{Fill, tsval, write_plain_segment, write_segment};
 use crate::tcp::seq::SeqNumber;
-use crate::tcp::state::{AckState, Snd, State};
+use crate::tcp::state::{AckState, CloseWait, Closing, Established, FinWait1, LastAck, Snd, State};
 use crate::tcp::timer::Timer;
 use crate::tcp::{CORK_CEILING, Egress, pacing};
 use crate::time::{Duration, Instant};
@@ -106,15 +106,13 @@ impl Conn {
             State::Closed(_) | State::FinWait2(_) | State::TimeWait(_) => false,
             State::SynSent(s) => s.snd_nxt == s.iss,
             State::SynRcvd(s) => s.snd_nxt == s.iss,
-            state => {
-                let Some(snd) = state.snd() else { return false };
-                let data_end = snd.data_end();
-                snd.rexmit.is_some()
-                    || snd.recovery.is_some()
-                    || snd.snd_nxt < data_end
-                    // The FIN not sent yet: it goes at `data_end`, SND.NXT passes it.
-                    || (state.fin_queued() && snd.snd_nxt <= data_end)
-            }
+            // One match for the sending half and whether the FIN is queued
+            // (`State::snd`, `State::fin_queued`).
+            State::Established(Established { snd, .. })
+            | State::CloseWait(CloseWait { snd, .. }) => snd_may_send(snd, false),
+            State::FinWait1(FinWait1 { snd, .. })
+            | State::Closing(Closing { snd, .. })
+            | State::LastAck(LastAck { snd, .. }) => snd_may_send(snd, true),
         }
     }
 
@@ -476,7 +474,6 @@ impl Conn {
     /// Bookkeeping after a segment went out.
     fn after_send(&mut self, ctx: &mut Ctx<'_>, plan: &Plan) {
         let now = ctx.now;
-        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
         let timestamps = self.opts.ts.is_some();
         let mut sent = None;
         match (&mut self.state, plan.kind) {
@@ -532,7 +529,12 @@ impl Conn {
         // RFC 6298 §5.1: "Every time a packet containing data is sent (including a
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
-        self.timers.set_if_idle(Timer::Retransmit, now + rto);
+        if !self.timers.is_set(Timer::Retransmit) {
+            self.timers.set(
+                Timer::Retransmit,
+                now + self.rtt.rto(ctx.shared.config.rto_bounds().max),
+            );
+        }
         if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
         }
@@ -540,6 +542,18 @@ impl Conn {
             self.on_sent(ctx, range, again);
         }
     }
+}
+
+/// [`Conn::may_send`] in a state with a sending half, `fin_queued` when our FIN
+/// follows the buffered data.
+#[inline]
+fn snd_may_send(snd: &Snd, fin_queued: bool) -> bool {
+    let data_end = snd.data_end();
+    snd.rexmit.is_some()
+        || snd.recovery.is_some()
+        || snd.snd_nxt < data_end
+        // The FIN not sent yet: it goes at `data_end`, SND.NXT passes it.
+        || (fin_queued && snd.snd_nxt <= data_end)
 }
 
 /// The options of our SYN (or SYN-ACK, which only echoes what the peer offered), with
