@@ -5,10 +5,10 @@ use impnet_wire::tcp::Repr;
 
 use super::recovery::{AckBefore, enter_recovery};
 use super::{Conn, Ctx, Owner, new_snd};
+use crate::tcp::buffer::{RecvBuffer, SendBuffer};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
-use crate::tcp::buffer::{RecvBuffer, SendBuffer};
 use crate::tcp::segment::{Reset, seg_len, tsval};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::*;
