@@ -561,10 +561,12 @@ impl Shim {
     /// (more data follows: only full segments go); a write without it takes that cork
     /// off again unless TCP_CORK holds it.
     pub fn more_coming(&mut self, fd: i32, more: bool) -> Result<(), Errno> {
-        let socket = self.tcp_socket(fd)?;
-        let Phase::Conn(handle) = socket.phase else {
+        let Phase::Conn(handle) = self.tcp_socket(fd)?.phase else {
             return Ok(());
         };
+        // Without MSG_MORE the write ends with a push (PSH), TCP_CORK or not.
+        let _ = self.stack.tcp_set_more(handle, more);
+        let socket = self.tcp_socket(fd)?;
         if socket.options.cork || (!more && !socket.more_corked) {
             return Ok(());
         }

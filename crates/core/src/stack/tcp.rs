@@ -806,6 +806,12 @@ impl Stack {
         self.tcp.set_cork(now, handle, on)
     }
 
+    /// Say whether more data follows what is written on one connection from now on
+    /// (Linux's MSG_MORE): those writes end without a push, so no PSH marks their end.
+    pub fn tcp_set_more(&mut self, handle: TcpHandle, more: bool) -> Result<(), TcpError> {
+        self.tcp.set_more(handle, more)
+    }
+
     /// Set one of a socket's own settings, as Linux's per-socket options do
     /// (`TCP_CONGESTION`, `SO_RCVBUF`, `SO_SNDBUF`, `TCP_MAXSEG` on a listener,
     /// `TCP_USER_TIMEOUT`, `TCP_NOTSENT_LOWAT`; see

@@ -261,6 +261,10 @@ pub(crate) struct Snd {
     pub rate: Option<alloc::boxed::Box<super::rate::RateSampler>>,
     /// Data is paced (`TcpConfig::pacing`).
     pub pacing: bool,
+    /// The last new-data segment sent at `last_send` went without PSH: the next one
+    /// then closes a pair, as the two segments of one of Linux's TSO packets
+    /// (`conn/output.rs`, `push_due`).
+    pub pair_open: bool,
     /// When the next data segment may leave, when pacing.
     pub pacer: super::pacing::Pacer,
 }

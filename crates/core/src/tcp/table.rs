@@ -662,6 +662,20 @@ impl Tcp {
         })
     }
 
+    /// Say whether more data follows what the application writes from now on (Linux's
+    /// MSG_MORE, per write): such writes do not end with a push (RFC 9293 §3.9.1.2), so
+    /// the segment carrying their end goes without PSH. Writes push by default.
+    pub fn set_more(&mut self, handle: TcpHandle, more: bool) -> Result<(), TcpError> {
+        match self.socket_mut(handle) {
+            Some(Socket::Conn(conn)) => {
+                conn.more = more;
+                Ok(())
+            }
+            Some(Socket::Listener(_)) => Err(TcpError::InvalidState),
+            None => Err(TcpError::InvalidHandle),
+        }
+    }
+
     /// Set one of a socket's own settings (see [`SocketOption`]): on a listener, for
     /// the children it opens from then on; on a connection, at once.
     pub fn set_option(

@@ -84,19 +84,125 @@ fn quick_acks_at_the_start_and_after_idle() {
     assert_eq!(parse(&recv!(tcp, 2000)).ack, RISS + 3 + quota);
 }
 
-#[test]
-fn psh_marks_the_end_of_the_queued_data() {
-    let (mut tcp, c, _snd) = established();
-    // No-delay, so Nagle does not hold the tail.
-    tcp.set_nodelay(c, true).unwrap();
-    tcp.send(ms(20), c, &[5u8; 2500]).unwrap();
-    let flags: Vec<(usize, bool)> = core::iter::from_fn(|| poll(&mut tcp, 20))
+/// Payload length and PSH of every segment `tcp` sends at `t`.
+fn sent_at(tcp: &mut Tcp, t: u64) -> Vec<(usize, bool)> {
+    core::iter::from_fn(|| poll(tcp, t))
         .map(|b| {
             let seg = parse(&b);
             (seg.payload.len(), seg.flags.psh())
         })
-        .collect();
-    assert_eq!(flags, [(1000, false), (1000, false), (500, true)]);
+        .collect()
+}
+
+/// An ACK from the peer of our first `acked` bytes, offering `window`.
+fn peer_ack(snd: u32, acked: u32, window: u16) -> Repr<'static> {
+    Repr {
+        seq: RISS + 1,
+        ack: snd + acked,
+        window,
+        ..SEND_TEMPL
+    }
+}
+
+#[test]
+fn psh_marks_the_end_of_a_write_and_each_pair_sent_together() {
+    let (mut tcp, c, snd) = established();
+    // No-delay, so Nagle does not hold the tail.
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.send(ms(20), c, &[5u8; 2500]).unwrap();
+    // The write's end carries PSH (RFC 9293 §3.9.1.2 MUST-61); so does the second of
+    // two segments sent back to back, as Linux's two-segment TSO packet does.
+    assert_eq!(
+        sent_at(&mut tcp, 20),
+        [(1000, false), (1000, true), (500, true)]
+    );
+    // The initial window (10 segments) leaves room for 7 more: three pairs and a lone
+    // segment, which carries none.
+    tcp.send(ms(30), c, &[6u8; 20000]).unwrap();
+    assert_eq!(
+        sent_at(&mut tcp, 30),
+        [
+            (1000, false),
+            (1000, true),
+            (1000, false),
+            (1000, true),
+            (1000, false),
+            (1000, true),
+            (1000, false)
+        ]
+    );
+    // In slow start an ACK of 1000 bytes lets two more go: a pair.
+    send!(tcp, 40, peer_ack(snd, 1000, 64000));
+    assert_eq!(sent_at(&mut tcp, 40), [(1000, false), (1000, true)]);
+}
+
+#[test]
+fn a_write_with_more_to_follow_ends_without_psh() {
+    let (mut tcp, c, _snd) = established();
+    tcp.set_nodelay(c, true).unwrap();
+    // Linux's MSG_MORE: the write does not end with a push.
+    tcp.set_more(c, true).unwrap();
+    tcp.send(ms(20), c, &[1u8; 500]).unwrap();
+    assert_eq!(sent_at(&mut tcp, 20), [(500, false)]);
+    // The next write without it pushes.
+    tcp.set_more(c, false).unwrap();
+    tcp.send(ms(30), c, &[2u8; 100]).unwrap();
+    assert_eq!(sent_at(&mut tcp, 30), [(100, true)]);
+}
+
+#[test]
+fn new_data_is_pushed_at_least_every_half_window() {
+    // A peer offering 3000 bytes: as Linux's `forced_push`, new data goes with PSH at
+    // least every max_window / 2 = 1500 bytes, here in one segment of each 1500 bytes
+    // of sequence space.
+    let mut tcp = Tcp::new(config(), &secret(7));
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    let syn = Repr {
+        seq: RISS,
+        flags: Flags::SYN,
+        window: 3000,
+        options: Options {
+            mss: Some(MSS),
+            ..SEND_TEMPL.options
+        },
+        ..SEND_TEMPL
+    };
+    send!(tcp, 0, syn);
+    let synack_bytes = recv!(tcp, 0);
+    let snd = parse(&synack_bytes).seq + 1;
+    send!(tcp, 10, peer_ack(snd, 0, 3000));
+    let c = tcp.accept(listener).unwrap();
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.send(ms(20), c, &[3u8; 15000]).unwrap();
+    assert_eq!(sent_at(&mut tcp, 20).len(), 3);
+    // One segment at a time from here, none of them a write's end or a pair's second.
+    let mut pushes = Vec::new();
+    for (t, acked) in (30..).step_by(10).zip((1000..=9000).step_by(1000)) {
+        send!(tcp, t, peer_ack(snd, acked, 3000));
+        let sent = sent_at(&mut tcp, t);
+        assert_eq!(sent.len(), 1, "at {t} ms");
+        pushes.push(sent[0].1);
+    }
+    // 9000 bytes hold six multiples of 1500: six of the nine segments carry PSH, and no
+    // two in a row go without.
+    assert_eq!(pushes.iter().filter(|&&p| p).count(), 6, "{pushes:?}");
+    assert!(pushes.windows(2).all(|w| w[0] || w[1]), "{pushes:?}");
+}
+
+#[test]
+fn a_retransmission_carries_psh_only_where_a_write_ended() {
+    let (mut tcp, c, snd) = established();
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.send(ms(20), c, &[4u8; 3000]).unwrap();
+    assert_eq!(
+        sent_at(&mut tcp, 20),
+        [(1000, false), (1000, true), (1000, true)]
+    );
+    // The retransmission timeout (1 s before any RTT sample) resends the first
+    // segment, without the pair's PSH.
+    send!(tcp, 30, peer_ack(snd, 0, 64000));
+    tcp.handle_timeout(ms(1020));
+    assert_eq!(sent_at(&mut tcp, 1020), [(1000, false)]);
 }
 
 #[test]

@@ -208,6 +208,10 @@ pub(crate) struct Cold {
     /// The settings the application gave this connection (or its listener) apart from
     /// the stack's: `options.rs`.
     pub options: crate::tcp::socket_options::SocketOptions,
+    /// The push point (RFC 9293 §3.9.1.2 SEND with PUSH), where writes with MSG_MORE
+    /// (`Conn::more`) left data after the end of the last write that pushed; None: the
+    /// end of the queued data (every write pushes but one with MSG_MORE).
+    pub push_at: Option<SeqNumber>,
 }
 
 /// One TCP connection.
@@ -235,6 +239,9 @@ pub(crate) struct Conn {
     pub nodelay: bool,
     /// The cork (TCP_CORK), which holds partial segments whatever `nodelay` says.
     pub cork: Cork,
+    /// More data follows what is written now (Linux's MSG_MORE): a write does not move
+    /// the push point (`Snd::push_at`).
+    pub more: bool,
     /// Segments still to acknowledge at once (quick-ACK mode, [`TcpConfig::quick_acks`]).
     pub quick_acks: u32,
     /// When in-order data last arrived (None before the first): a longer gap than
@@ -295,6 +302,7 @@ impl Conn {
             ecn: EcnState::default(),
             nodelay: config.nodelay,
             cork: Cork::Off,
+            more: false,
             quick_acks: 0,
             last_data_at: None,
             probe: None,
@@ -462,6 +470,7 @@ impl Conn {
         &mut self,
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
+        let data_end = self.state.snd().map(Snd::data_end);
         let buffer = match &mut self.state {
             State::SynSent(s) => &mut s.buffer,
             State::SynRcvd(s) => &mut s.buffer,
@@ -484,9 +493,29 @@ impl Conn {
                 break;
             }
         }
+        if taken > 0 {
+            self.move_push_point(data_end);
+        }
         match taken {
             0 if offered => Err(TcpError::WouldBlock),
             n => Ok(n),
+        }
+    }
+
+    /// After a write: RFC 9293 §3.9.1.2, a SEND with PUSH "causes the data to be
+    /// transmitted promptly" and the receiver to deliver it; as Linux (`tcp_push`),
+    /// every write but one with MSG_MORE ends with a push. A write with it keeps the
+    /// push point where it was (`data_end`: the end of the queued data before it).
+    fn move_push_point(&mut self, data_end: Option<SeqNumber>) {
+        if !self.more {
+            if let Some(cold) = self.cold.as_mut() {
+                cold.push_at = None;
+            }
+            return;
+        }
+        if let Some(end) = data_end {
+            let cold = self.cold.get_or_insert_with(Default::default);
+            cold.push_at.get_or_insert(end);
         }
     }
 
@@ -691,6 +720,7 @@ pub(crate) fn new_snd(
         rate,
         pacing,
         pacer: Default::default(),
+        pair_open: false,
     }
 }
 

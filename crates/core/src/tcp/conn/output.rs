@@ -77,6 +77,9 @@ impl Conn {
             plan.len = room;
             plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
         }
+        if self.push_due(&plan, ctx.now) {
+            plan.flags = plan.flags | Flags::PSH;
+        }
         let len = self.write(ctx, &plan, buf, egress.checksum)?;
         if plan.len > usize::from(self.opts.seg_mss())
             && let Some(snd) = self.state.snd_mut()
@@ -301,10 +304,7 @@ impl Conn {
             flags = flags | Flags::ACK;
         }
         let ack = if ack_bit { rcv_nxt.0 } else { 0 };
-        let (payload, push, offset) = self.payload(plan);
-        if push {
-            flags = flags | Flags::PSH;
-        }
+        let (payload, offset) = self.payload(plan);
         let fill = match (checksum, offset) {
             (true, _) => Fill::Checksum,
             // Gathered from at most two slices (the driver's `writev` takes two).
@@ -371,27 +371,64 @@ impl Conn {
         Some(len)
     }
 
-    /// The planned segment's payload (a range of the send buffer), whether it carries
-    /// PSH, and its offset from SND.UNA in the send buffer (None without payload).
-    fn payload(&self, plan: &Plan) -> (Slices<'_>, bool, Option<usize>) {
+    /// Whether the planned segment carries PSH. RFC 9293 §3.9.1.2 leaves it to the
+    /// sender beyond MUST-61 ("set the PSH bit in the last buffered segment"); imp sets
+    /// it where Linux does, as packetdrill's scripts see it (and Linux 6.18 run under
+    /// them shows):
+    /// - the segment that ends a write (not one with MSG_MORE: `Cold::push_at`), new or
+    ///   sent again (`tcp_push` marks the skb, which keeps the flag);
+    /// - within a write longer than half the largest window the peer offered, new
+    ///   data at least every half window: Linux pushes once the data written runs more
+    ///   than that past the last push (`forced_push`: `write_seq > pushed_seq +
+    ///   max_window / 2`); imp, keeping no state for it, counts the half windows back
+    ///   from the push point (`forced_push` below), as often;
+    /// - every TSO packet of new data of more than one segment: Linux sends PSH on each
+    ///   (a GSO packet's last segment carries it), not on a lone segment. Where imp does
+    ///   not use TSO (the peer's MSS below ours) it sends segments one by one, and the
+    ///   second of two sent back to back at the same instant carries PSH, as the pair
+    ///   Linux sends as one packet at the TSO size it starts with (2 segments);
+    /// - data that goes because the cork's ceiling passed (Linux sends it from the
+    ///   probe timer, `tcp_write_wakeup`, which sets PSH).
+    ///
+    /// A Fast Open SYN's data goes without PSH, as Linux sends it.
+    fn push_due(&self, plan: &Plan, now: Instant) -> bool {
         if plan.len == 0 {
-            return (Slices::empty(), false, None);
+            return false;
+        }
+        let Some(snd) = self.state.snd() else {
+            return false;
+        };
+        let end = plan.seq + plan.len;
+        let push_at = self.cold.as_ref().and_then(|cold| cold.push_at);
+        let push_at = push_at.unwrap_or_else(|| snd.data_end());
+        if end == push_at {
+            return true;
+        }
+        if plan.seq < snd.snd_max {
+            return false;
+        }
+        plan.len > self.opts.snd_mss()
+            || (snd.pair_open && snd.last_send == Some(now))
+            || matches!(self.cork, Cork::Lapsed(at) if plan.seq < at)
+            || forced_push(plan.seq, end, push_at, snd.max_snd_wnd)
+    }
+
+    /// The planned segment's payload (a range of the send buffer) and its offset from
+    /// SND.UNA in the send buffer (None without payload).
+    fn payload(&self, plan: &Plan) -> (Slices<'_>, Option<usize>) {
+        if plan.len == 0 {
+            return (Slices::empty(), None);
         }
         match self.state.snd() {
             Some(snd) => {
-                // RFC 9293 §3.9.1.2 (MUST-61, from RFC 1122 §4.2.2.2): without a PUSH
-                // flag on SEND, the sender "MUST set the PSH bit in the last buffered
-                // segment (i.e., when there is no more queued data to be sent)": as
-                // Linux, the segment that ends what the application wrote so far.
-                let push = plan.seq + plan.len == snd.data_end();
                 let at = plan.seq - snd.snd_una;
-                (snd.buffer.slices(at, plan.len), push, Some(at))
+                (snd.buffer.slices(at, plan.len), Some(at))
             }
-            // A Fast Open SYN's data (RFC 7413 §4.1.2), from the start of the buffer; no
-            // PSH, as Linux sends it; always copied (there is no SND.UNA to defer from).
+            // A Fast Open SYN's data (RFC 7413 §4.1.2), from the start of the buffer;
+            // always copied (there is no SND.UNA to defer from).
             None => match &self.state {
-                State::SynSent(s) => (s.buffer.slices(0, plan.len), false, None),
-                _ => (Slices::empty(), false, None),
+                State::SynSent(s) => (s.buffer.slices(0, plan.len), None),
+                _ => (Slices::empty(), None),
             },
         }
     }
@@ -452,6 +489,9 @@ impl Conn {
                 let Some(snd) = state.snd_mut() else { return };
                 let end = plan.seq + plan.len + usize::from(plan.flags.fin());
                 let again = plan.seq < snd.snd_max;
+                if plan.len > 0 {
+                    snd.pair_open = !plan.flags.psh() && !again;
+                }
                 if again {
                     ctx.shared.stats.retransmitted += 1;
                     self.retransmits += 1;
@@ -505,6 +545,20 @@ fn syn_options(opts: &Negotiated, fast_open: Option<FastOpenCookie>, options: &m
     options.mss = Some(opts.mss_ours);
     options.window_scale = opts.wscale.map(|w| w.0);
     options.sack_permitted = opts.sack;
+}
+
+/// Whether the segment `[seq, end)` holds a point a whole number of half windows
+/// (`max_window / 2`, at least one) before the push point `push_at`: so a write longer
+/// than half a window goes with PSH at least every half window, as Linux's
+/// `forced_push` pushes it.
+fn forced_push(seq: SeqNumber, end: SeqNumber, push_at: SeqNumber, max_window: u32) -> bool {
+    if end > push_at {
+        return false;
+    }
+    let half = (max_window as usize / 2).max(1);
+    // Distances back from the push point: the segment covers [to_end, to_seq).
+    let (to_end, to_seq) = (push_at - end, push_at - seq);
+    to_end.div_ceil(half).max(1) * half < to_seq
 }
 
 /// A retransmission out of order: NewReno's one segment, or RFC 6675 NextSeg().
