@@ -2364,14 +2364,15 @@ fn time_wait_reuse_by_newer_syn() {
 #[test]
 fn abort_sends_rst_and_releases() {
     let (mut tcp, c, snd) = established();
+    // As Linux's `tcp_send_active_reset`: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=RST,ACK>.
     tcp.abort(ms(20), c).unwrap();
     recv!(
         tcp,
         20,
         Repr {
             seq: snd,
-            ack: 0,
-            flags: Flags::RST,
+            ack: RISS + 1,
+            flags: Flags::RST | Flags::ACK,
             window: 0,
             ..RECV_TEMPL
         }
@@ -2447,7 +2448,7 @@ fn abort_rst_carries_timestamps() {
     tcp.abort(ms(20), c).unwrap();
     let bytes = recv!(tcp, 20);
     let rst = parse(&bytes);
-    assert_eq!((rst.flags, rst.seq), (Flags::RST, snd));
+    assert_eq!((rst.flags, rst.seq), (Flags::RST | Flags::ACK, snd));
     assert_eq!(rst.options.timestamps, Some((20, 510)));
 }
 

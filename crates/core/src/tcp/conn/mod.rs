@@ -439,8 +439,11 @@ impl Conn {
         (!cold.unread.is_empty()).then_some(&mut cold.unread)
     }
 
-    /// The RST that aborts this connection (RFC 9293 §3.10.5 ABORT: "<SEQ=SND.NXT><CTL=RST>"),
-    /// None in states where no RST is sent.
+    /// The RST that aborts this connection, None in states where no RST is sent.
+    /// RFC 9293 §3.10.5 ABORT gives "<SEQ=SND.NXT><CTL=RST>"; the ACK bit is the
+    /// sender's choice there (the peer checks only the sequence number, §3.10.7.4), and
+    /// imp sends <SEQ=SND.NXT><ACK=RCV.NXT><CTL=RST,ACK> as Linux does
+    /// (`tcp_send_active_reset`).
     pub fn abort_reset(&self, now: Instant) -> Option<Reset> {
         match &self.state {
             State::SynSent(_) | State::Closed(_) | State::TimeWait(_) => None,
@@ -450,7 +453,7 @@ impl Conn {
                     local: self.local,
                     remote: self.remote,
                     seq: seq.0,
-                    ack: None,
+                    ack: state.rcv_nxt().map(|rcv_nxt| rcv_nxt.0),
                     timestamps: self.opts.ts.map(|ts| (tsval(now), ts.recent)),
                 })
             }
