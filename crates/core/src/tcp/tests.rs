@@ -2181,6 +2181,46 @@ fn an_orphaned_fin_wait_2_is_released_after_its_limit_a_half_closed_one_waits() 
     }
 }
 
+#[test]
+fn data_after_close_is_answered_with_rst_data_after_shutdown_write_is_taken() {
+    // RFC 1122 §4.2.2.13: "if new data is received after CLOSE is called, its TCP
+    // SHOULD send a RST to show that data was lost" (as Linux, in FIN-WAIT-1 and
+    // FIN-WAIT-2). After `shutdown_write` the application still reads.
+    for closed in [true, false] {
+        let (mut tcp, c, snd) = established();
+        if closed {
+            tcp.close(ms(20), c).unwrap();
+        } else {
+            tcp.shutdown_write(ms(20), c).unwrap();
+        }
+        assert!(parse(&recv!(tcp, 20)).flags.fin());
+        // Data that does not acknowledge our FIN (FIN-WAIT-1).
+        send!(
+            tcp,
+            30,
+            Repr {
+                seq: RISS + 1,
+                ack: snd,
+                payload: b"late",
+                ..SEND_TEMPL
+            }
+        );
+        let reply_bytes = recv!(tcp, 30);
+        let reply = parse(&reply_bytes);
+        if closed {
+            // RFC 9293 §3.10.7.1's reply to a segment with ACK: <SEQ=SEG.ACK><CTL=RST>.
+            assert_eq!((reply.flags, reply.seq), (Flags::RST, snd));
+            assert_eq!(tcp.socket_count(), 0);
+            assert_eq!(tcp.stats().resets_sent, 1);
+        } else {
+            assert_eq!((reply.flags, reply.ack), (Flags::ACK, RISS + 5));
+            assert_eq!(tcp.info(c).unwrap().state, TcpState::FinWait1);
+            let mut buf = [0u8; 8];
+            assert_eq!(tcp.recv(ms(30), c, &mut buf), Ok(4));
+        }
+    }
+}
+
 /// The connection of [`established`] closed by us first, the peer's FIN acknowledged:
 /// TIME-WAIT, with no listener left.
 fn time_wait() -> (Tcp, TcpHandle, u32) {

@@ -184,10 +184,38 @@ impl Conn {
         if !self.on_ack(ctx, seg) {
             return;
         }
+        if self.data_after_close(seg) {
+            return self.reset_data_after_close(ctx, seg);
+        }
         // "sixth, check the URG bit": urgent data is not supported (RFC 6093 deprecates
         // it for new applications); the data is delivered inline.
         self.on_text(ctx, seg);
         self.on_fin(ctx, seg);
+    }
+
+    /// Whether `seg` brings new data after the application closed the connection (it
+    /// has no reader any more): FIN-WAIT-1 or FIN-WAIT-2 and released, text past
+    /// RCV.NXT. (After `shutdown_write` the application still reads: not this case.)
+    fn data_after_close(&self, seg: &Repr<'_>) -> bool {
+        self.owner == Owner::Released
+            && matches!(self.state, State::FinWait1(_) | State::FinWait2(_))
+            && !seg.payload.is_empty()
+            && self
+                .state
+                .rcv_nxt()
+                .is_some_and(|rcv_nxt| SeqNumber(seg.seq) + seg.payload.len() > rcv_nxt)
+    }
+
+    /// RFC 1122 §4.2.2.13: "if new data is received after CLOSE is called, its TCP
+    /// SHOULD send a RST to show that data was lost." As Linux (`tcp_rcv_state_process`
+    /// in FIN-WAIT-1/2 once closed, then `tcp_v4_send_reset`): the RST answers the
+    /// segment (RFC 9293 §3.10.7.1's form, <SEQ=SEG.ACK><CTL=RST>) and the connection
+    /// ends.
+    fn reset_data_after_close(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        ctx.shared.stats.resets_sent += 1;
+        ctx.shared
+            .reset(Reset::for_segment(self.local, self.remote, seg));
+        self.enter_closed(ctx, Some(TcpError::ConnectionReset));
     }
 
     /// RFC 7323 §5.3 R1: "If there is a Timestamps option in the arriving segment,
