@@ -57,7 +57,20 @@ fn every_letter_comes_back_and_the_line_bounds_the_routed_runs() {
         assert_eq!(c.storage_failures, 0, "{name}");
         // Every connection opened (a self-connection sends SYN and SYN-ACK to itself).
         assert!(c.sent.segments(SegmentKind::Syn) >= 2 * run.test.connections() as u64);
-        assert_eq!(c.sent.segments(SegmentKind::Rst), 0, "{name}: no reset");
+        // Looped runs end with every letter read, so their close is clean. Routed runs
+        // stop at 60 s with letters in flight both ways: the exerciser, closed, answers
+        // the echoes still arriving with a RST (RFC 1122 §4.2.2.13, "if new data is
+        // received after CLOSE is called, its TCP SHOULD send a RST"), at most a few
+        // per connection.
+        let resets = c.sent.segments(SegmentKind::Rst);
+        if run.test.routed() {
+            assert!(
+                resets <= 6 * run.test.connections() as u64,
+                "{name}: {resets} resets"
+            );
+        } else {
+            assert_eq!(resets, 0, "{name}: no reset");
+        }
         if run.test.routed() {
             let rate = run.letters_per_s().expect("routed runs take time");
             let bound = run.bound_per_s().expect("a line");
