@@ -478,7 +478,6 @@ impl Conn {
         &mut self,
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
-        let data_end = self.state.snd().map(Snd::data_end);
         let buffer = match &mut self.state {
             State::SynSent(s) => &mut s.buffer,
             State::SynRcvd(s) => &mut s.buffer,
@@ -502,7 +501,7 @@ impl Conn {
             }
         }
         if taken > 0 {
-            self.move_push_point(data_end);
+            self.move_push_point(taken);
         }
         match taken {
             0 if offered => Err(TcpError::WouldBlock),
@@ -512,9 +511,9 @@ impl Conn {
 
     /// After a write: RFC 9293 §3.9.1.2, a SEND with PUSH "causes the data to be
     /// transmitted promptly" and the receiver to deliver it; as Linux (`tcp_push`),
-    /// every write but one with MSG_MORE ends with a push. A write with it keeps the
-    /// push point where it was (`data_end`: the end of the queued data before it).
-    fn move_push_point(&mut self, data_end: Option<SeqNumber>) {
+    /// every write but one with MSG_MORE ends with a push. A write with it (of `taken`
+    /// bytes) keeps the push point where it was: the end of the data queued before it.
+    fn move_push_point(&mut self, taken: usize) {
         self.more_held = self.more;
         if !self.more {
             if let Some(cold) = self.cold.as_mut() {
@@ -522,7 +521,7 @@ impl Conn {
             }
             return;
         }
-        if let Some(end) = data_end {
+        if let Some(end) = self.state.snd().map(|snd| snd.data_end() - taken) {
             let cold = self.cold.get_or_insert_with(Default::default);
             cold.push_at.get_or_insert(end);
         }
