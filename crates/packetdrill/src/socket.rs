@@ -137,7 +137,7 @@ pub struct TcpSocket {
     pub error_reported: bool,
     /// `shutdown(SHUT_RD)`: reads with nothing queued see end of stream.
     pub read_shut: bool,
-    /// The cork is on for a write with MSG_MORE (not TCP_CORK).
+    /// The last write had MSG_MORE (its tail may wait for the peer's next segment).
     pub more_corked: bool,
     /// Made with `AF_INET6`: its addresses are IPv6 ones (an IPv4 peer shows mapped,
     /// `::ffff:a.b.c.d`).
@@ -557,22 +557,17 @@ impl Shim {
         }
     }
 
-    /// MSG_MORE on a write: corked for this write, as Linux's `tcp_sendmsg` treats it
-    /// (more data follows: only full segments go); a write without it takes that cork
-    /// off again unless TCP_CORK holds it.
+    /// MSG_MORE on a write, as Linux's `tcp_sendmsg` treats it: the write does not end
+    /// with a push (no PSH at its end) and is corked while it is made; its partial tail
+    /// goes on the peer's next segment, as Nagle or no-delay allow (the stack's
+    /// `tcp_set_more`).
     pub fn more_coming(&mut self, fd: i32, more: bool) -> Result<(), Errno> {
-        let Phase::Conn(handle) = self.tcp_socket(fd)?.phase else {
+        let socket = self.tcp_socket(fd)?;
+        let Phase::Conn(handle) = socket.phase else {
             return Ok(());
         };
-        // Without MSG_MORE the write ends with a push (PSH), TCP_CORK or not.
-        let _ = self.stack.tcp_set_more(handle, more);
-        let socket = self.tcp_socket(fd)?;
-        if socket.options.cork || (!more && !socket.more_corked) {
-            return Ok(());
-        }
         socket.more_corked = more;
-        let now = self.now;
-        let _ = self.stack.tcp_set_cork(now, handle, more);
+        let _ = self.stack.tcp_set_more(handle, more);
         Ok(())
     }
 

@@ -305,11 +305,15 @@ impl Shim {
             }
             (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
                 options.nodelay = value != 0;
-                let corked = options.cork || socket.more_corked;
+                let (corked, more) = (options.cork, socket.more_corked);
                 if let Some(handle) = conn {
                     let _ = self.stack.tcp_set_nodelay(handle, value != 0);
                     // tcp(7): "setting this option forces an explicit flush of pending
                     // output, even if TCP_CORK is currently set".
+                    if value != 0 && more {
+                        let _ = self.stack.tcp_set_more(handle, false);
+                        self.flush();
+                    }
                     if value != 0 && corked {
                         let _ = self.stack.tcp_set_cork(now, handle, false);
                         self.flush();

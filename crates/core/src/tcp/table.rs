@@ -672,11 +672,20 @@ impl Tcp {
 
     /// Say whether more data follows what the application writes from now on (Linux's
     /// MSG_MORE, per write): such writes do not end with a push (RFC 9293 §3.9.1.2), so
-    /// the segment carrying their end goes without PSH. Writes push by default.
+    /// the segment carrying their end goes without PSH, and a partial segment at their
+    /// end waits for the peer's next segment (or the cork's ceiling), as Linux corks
+    /// the write only. Writes push by default; `false` also lets what waits go.
     pub fn set_more(&mut self, handle: TcpHandle, more: bool) -> Result<(), TcpError> {
         match self.socket_mut(handle) {
             Some(Socket::Conn(conn)) => {
                 conn.more = more;
+                if !more && conn.more_held {
+                    conn.release_more();
+                    if !conn.queued {
+                        conn.queued = true;
+                        self.output_queue.push_back(handle);
+                    }
+                }
                 Ok(())
             }
             Some(Socket::Listener(_)) => Err(TcpError::InvalidState),

@@ -138,16 +138,45 @@ fn psh_marks_the_end_of_a_write_and_each_pair_sent_together() {
 
 #[test]
 fn a_write_with_more_to_follow_ends_without_psh() {
-    let (mut tcp, c, _snd) = established();
+    let (mut tcp, c, snd) = established();
     tcp.set_nodelay(c, true).unwrap();
-    // Linux's MSG_MORE: the write does not end with a push.
+    // Linux's MSG_MORE: the write does not end with a push; its tail waits for the
+    // peer's next segment.
     tcp.set_more(c, true).unwrap();
     tcp.send(ms(20), c, &[1u8; 500]).unwrap();
-    assert_eq!(sent_at(&mut tcp, 20), [(500, false)]);
+    recv_nothing!(tcp, 20);
+    send!(tcp, 25, peer_ack(snd, 0, 64000));
+    assert_eq!(sent_at(&mut tcp, 25), [(500, false)]);
     // The next write without it pushes.
     tcp.set_more(c, false).unwrap();
     tcp.send(ms(30), c, &[2u8; 100]).unwrap();
     assert_eq!(sent_at(&mut tcp, 30), [(100, true)]);
+}
+
+#[test]
+fn a_write_with_more_to_follow_holds_its_tail_until_the_peers_next_segment() {
+    // Linux corks a write with MSG_MORE only while it is made: its partial tail goes
+    // on the next ACK (no-delay here), without PSH, not after the cork's ceiling.
+    let (mut tcp, c, snd) = established();
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.set_more(c, true).unwrap();
+    tcp.send(ms(20), c, &[1u8; 2100]).unwrap();
+    assert_eq!(sent_at(&mut tcp, 20), [(1000, false), (1000, true)]);
+    send!(tcp, 30, peer_ack(snd, 1000, 64000));
+    assert_eq!(sent_at(&mut tcp, 30), [(100, false)]);
+    // Nothing in flight to bring an ACK: the ceiling sends the tail, with PSH (Linux's
+    // probe timer, `tcp_write_wakeup`).
+    send!(tcp, 40, peer_ack(snd, 2100, 64000));
+    tcp.send(ms(50), c, &[2u8; 10]).unwrap();
+    recv_nothing!(tcp, 50);
+    assert_eq!(tcp.poll_timeout(), Some(ms(50) + CORK_CEILING));
+    tcp.handle_timeout(ms(250));
+    assert_eq!(sent_at(&mut tcp, 250), [(10, true)]);
+    // Taking MSG_MORE off lets what waits go at once.
+    tcp.send(ms(260), c, &[3u8; 10]).unwrap();
+    recv_nothing!(tcp, 260);
+    tcp.set_more(c, false).unwrap();
+    assert_eq!(sent_at(&mut tcp, 260), [(10, false)]);
 }
 
 #[test]

@@ -20,6 +20,11 @@ impl Conn {
     /// A segment for this connection arrived.
     /// `ecn` is the IP header's ECN field.
     pub fn handle_segment(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, ecn: Ecn) {
+        // What a write with MSG_MORE held goes now (as Linux's `tcp_data_snd_check`
+        // after the segment's ACK), as Nagle or no-delay allow.
+        if self.more_held {
+            self.release_more();
+        }
         self.ecn_input(ctx, seg, ecn);
         if ctx.shared.fast_paths && self.input_predicted(ctx, seg) {
             return;

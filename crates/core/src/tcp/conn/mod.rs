@@ -274,8 +274,12 @@ pub(crate) struct Conn {
     /// The cork (TCP_CORK), which holds partial segments whatever `nodelay` says.
     pub cork: Cork,
     /// More data follows what is written now (Linux's MSG_MORE): a write does not move
-    /// the push point (`Snd::push_at`).
+    /// the push point (`Cold::push_at`).
     pub more: bool,
+    /// The last write said more follows: a partial segment waits, as corked, until a
+    /// segment arrives from the peer, a write without it, or the cork's ceiling (Linux
+    /// corks only during the write; its tail goes on the next ACK, `tcp_data_snd_check`).
+    pub more_held: bool,
     /// Segments still to acknowledge at once (quick-ACK mode, [`TcpConfig::quick_acks`]).
     pub quick_acks: u32,
     /// When in-order data last arrived (None before the first): a longer gap than
@@ -338,6 +342,7 @@ impl Conn {
             nodelay: config.nodelay,
             cork: Cork::Off,
             more: false,
+            more_held: false,
             quick_acks: 0,
             last_data_at: None,
             probe: None,
@@ -508,7 +513,6 @@ impl Conn {
         &mut self,
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
-        let data_end = self.state.snd().map(Snd::data_end);
         let buffer = match &mut self.state {
             State::SynSent(s) => &mut s.buffer,
             State::SynRcvd(s) => &mut s.buffer,
@@ -532,7 +536,7 @@ impl Conn {
             }
         }
         if taken > 0 {
-            self.move_push_point(data_end);
+            self.move_push_point(taken);
         }
         match taken {
             0 if offered => Err(TcpError::WouldBlock),
@@ -542,18 +546,28 @@ impl Conn {
 
     /// After a write: RFC 9293 §3.9.1.2, a SEND with PUSH "causes the data to be
     /// transmitted promptly" and the receiver to deliver it; as Linux (`tcp_push`),
-    /// every write but one with MSG_MORE ends with a push. A write with it keeps the
-    /// push point where it was (`data_end`: the end of the queued data before it).
-    fn move_push_point(&mut self, data_end: Option<SeqNumber>) {
+    /// every write but one with MSG_MORE ends with a push. A write with it (of `taken`
+    /// bytes) keeps the push point where it was: the end of the data queued before it.
+    fn move_push_point(&mut self, taken: usize) {
+        self.more_held = self.more;
         if !self.more {
             if let Some(cold) = self.cold.as_mut() {
                 cold.push_at = None;
             }
             return;
         }
-        if let Some(end) = data_end {
+        if let Some(end) = self.state.snd().map(|snd| snd.data_end() - taken) {
             let cold = self.cold.get_or_insert_with(Default::default);
             cold.push_at.get_or_insert(end);
+        }
+    }
+
+    /// Let what a write with more to follow held go (`more_held`), and its ceiling
+    /// with it unless the cork holds data too.
+    pub fn release_more(&mut self) {
+        self.more_held = false;
+        if self.cork == Cork::Off {
+            self.timers.stop(Timer::Cork);
         }
     }
 
@@ -791,6 +805,13 @@ impl Conn {
             Timer::Cork => {
                 if let (Cork::On, Some(snd)) = (self.cork, self.state.snd()) {
                     self.cork = Cork::Lapsed(snd.data_end());
+                } else if self.more_held {
+                    // Linux sends MSG_MORE's tail from its probe timer, with PSH
+                    // (`tcp_write_wakeup`): the push point moves to it.
+                    self.more_held = false;
+                    if let Some(cold) = self.cold.as_mut() {
+                        cold.push_at = None;
+                    }
                 }
             }
             Timer::Keepalive => self.on_keepalive_timeout(ctx),

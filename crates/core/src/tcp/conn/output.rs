@@ -197,7 +197,7 @@ impl Conn {
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
         } else {
-            Partial::of(self.nodelay, self.cork, snd.snd_nxt)
+            Partial::of(self.nodelay, self.cork, self.more_held, snd.snd_nxt)
         };
         if let Some(plan) = plan_next(snd, &opts, fin_queued, partial, tso_room) {
             if partial == Partial::Override {
@@ -281,7 +281,9 @@ impl Conn {
             self.timers.set_if_idle(Timer::Cork, now + CORK_CEILING);
         } else {
             self.timers.stop(Timer::Cork);
-            self.cork = Cork::On;
+            if let Cork::Lapsed(_) = self.cork {
+                self.cork = Cork::On;
+            }
         }
     }
 
@@ -637,11 +639,13 @@ pub(crate) enum Partial {
 
 impl Partial {
     /// The policy for the segment at `snd_nxt`: the cork wins over no-delay, as in
-    /// Linux; a lapsed cork releases what was queued when it lapsed.
-    fn of(nodelay: bool, cork: Cork, snd_nxt: SeqNumber) -> Partial {
+    /// Linux; a lapsed cork releases what was queued when it lapsed; a write with more
+    /// to follow (`more_held`) holds it as the cork does, until the peer's next segment.
+    fn of(nodelay: bool, cork: Cork, more_held: bool, snd_nxt: SeqNumber) -> Partial {
         match cork {
             Cork::On => Partial::Corked,
             Cork::Lapsed(end) if snd_nxt >= end => Partial::Corked,
+            _ if more_held => Partial::Corked,
             _ if nodelay => Partial::Immediately,
             _ => Partial::Nagle,
         }
