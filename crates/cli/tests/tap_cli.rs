@@ -165,20 +165,25 @@ fn sha256_file(path: &Path) -> String {
 /// curl FILE from imp serve; returns seconds taken (printed, never asserted). Checks
 /// size and sha256; `max_secs` only keeps a hung transfer from hanging the test.
 fn curl_file(net: &Net, site: &Site, max_secs: u32) -> f64 {
+    curl_file_with(net, site, max_secs, &[])
+}
+
+/// [`curl_file`] with more curl options (`extra`, before the URL).
+fn curl_file_with(net: &Net, site: &Site, max_secs: u32, extra: &[&str]) -> f64 {
     let out_path = site.dir.with_extension("download");
     let url = format!("http://{}/file.bin", net.imp);
+    let max_time = max_secs.to_string();
+    let mut args = vec![
+        "-sS",
+        "--max-time",
+        &max_time,
+        "-o",
+        out_path.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.push(&url);
     let start = Instant::now();
-    let out = net.exec(
-        "curl",
-        &[
-            "-sS",
-            "--max-time",
-            &max_secs.to_string(),
-            "-o",
-            out_path.to_str().unwrap(),
-            &url,
-        ],
-    );
+    let out = net.exec("curl", &args);
     let secs = start.elapsed().as_secs_f64();
     assert!(out.status.success(), "curl: {}", text(&out));
     let got = sha256_file(&out_path);
@@ -550,26 +555,7 @@ fn curl_sends_its_request_on_the_syn_to_imp_serve() {
     let active = || net.ns.counter("TcpExtTCPFastOpenActive");
     let failed = || net.ns.counter("TcpExtTCPFastOpenActiveFail");
     let (active_before, failed_before) = (active(), failed());
-    let download = || {
-        let out_path = site.dir.with_extension("download");
-        let url = format!("http://{}/file.bin", net.imp);
-        let out = net.exec(
-            "curl",
-            &[
-                "-sS",
-                "--tcp-fastopen",
-                "--max-time",
-                "30",
-                "-o",
-                out_path.to_str().unwrap(),
-                &url,
-            ],
-        );
-        assert!(out.status.success(), "curl: {}", text(&out));
-        let got = sha256_file(&out_path);
-        let _ = std::fs::remove_file(&out_path);
-        assert_eq!(got, site.sha256, "sha256 of the download differs");
-    };
+    let download = || curl_file_with(&net, &site, 30, &["--tcp-fastopen"]);
     download();
     assert_eq!(
         active(),
