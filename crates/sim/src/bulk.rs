@@ -183,13 +183,29 @@ impl Pattern {
         }
     }
     /// Fill `out` with the next bytes of the stream.
+    /// A short last chunk takes the first bytes of a whole step (the rest of that
+    /// step is not carried over to the next call).
     pub fn fill(&mut self, out: &mut [u8]) {
-        for chunk in out.chunks_mut(8) {
-            self.state ^= self.state << 13;
-            self.state ^= self.state >> 7;
-            self.state ^= self.state << 17;
-            chunk.copy_from_slice(&self.state.to_le_bytes()[..chunk.len()]);
+        // Whole words first: a fixed-size copy is one store, where a chunk of
+        // variable length would be a `memcpy` call per 8 bytes.
+        let mut words = out.chunks_exact_mut(8);
+        for word in &mut words {
+            word.copy_from_slice(&self.step().to_le_bytes());
         }
+        let rest = words.into_remainder();
+        if !rest.is_empty() {
+            let len = rest.len();
+            rest.copy_from_slice(&self.step().to_le_bytes()[..len]);
+        }
+    }
+
+    /// The next xorshift64 state.
+    #[inline]
+    fn step(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
     }
 }
 
@@ -510,7 +526,36 @@ impl std::error::Error for BulkError {}
 
 #[cfg(test)]
 mod tests {
-    use super::StreamHash;
+    use super::{Pattern, StreamHash};
+
+    #[test]
+    fn the_pattern_is_one_xorshift_step_per_eight_bytes_and_a_cut_word_is_not_carried() {
+        // Written out independently of `Pattern::fill`: xorshift64 (13, 7, 17), each
+        // state's little-endian bytes, a short tail taking the first bytes of a step.
+        let seed = 0x1234_5678_9abc_def0u64;
+        let mut state = seed ^ 0x5851_f42d_4c95_7f2d | 1;
+        let mut expected = Vec::new();
+        for len in [0usize, 1, 8, 13, 1448, 7, 64, 3] {
+            let mut left = len;
+            while left > 0 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let take = left.min(8);
+                expected.extend_from_slice(&state.to_le_bytes()[..take]);
+                left -= take;
+            }
+        }
+        let mut pattern = Pattern::new(seed);
+        let mut got = Vec::new();
+        for len in [0usize, 1, 8, 13, 1448, 7, 64, 3] {
+            let mut out = vec![0u8; len];
+            pattern.fill(&mut out);
+            got.extend_from_slice(&out);
+        }
+        assert_eq!(got, expected);
+        assert!(got.iter().any(|&b| b != 0));
+    }
 
     #[test]
     fn the_stream_hash_does_not_depend_on_the_cuts_but_on_every_byte() {

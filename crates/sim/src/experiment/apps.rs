@@ -253,24 +253,31 @@ fn bulk_send(
             break;
         }
         let n = (file.bytes - s.written).min(file.record as u64) as usize;
-        let mut raw = std::mem::take(&mut s.buf);
-        raw.resize(raw.len().max(n), 0);
-        s.text.fill(&mut raw[..n]);
-        s.sent_hash.update(&raw[..n]);
         s.written += n as u64;
-        s.out.clear();
         if file.text_mode {
+            let mut raw = std::mem::take(&mut s.buf);
+            raw.resize(raw.len().max(n), 0);
+            s.text.fill(&mut raw[..n]);
+            s.sent_hash.update(&raw[..n]);
             // FTP ASCII mode: the network form of a newline is CRLF (RFC 959).
+            s.out.clear();
             for &b in &raw[..n] {
                 if b == b'\n' {
                     s.out.push(b'\r');
                 }
                 s.out.push(b);
             }
+            s.buf = raw;
         } else {
-            s.out.extend_from_slice(&raw[..n]);
+            // The record is written where TCP takes it from (no copy between). The
+            // receiver reads into `buf`, which grows to the largest record as before.
+            if s.buf.len() < n {
+                s.buf.resize(n, 0);
+            }
+            s.out.resize(n, 0);
+            s.text.fill(&mut s.out);
+            s.sent_hash.update(&s.out);
         }
-        s.buf = raw;
         s.offset = 0;
         s.sender_busy_until = now.max(s.sender_busy_until) + file.per_byte.saturating_mul(n as u64);
     }
