@@ -65,6 +65,9 @@ impl Shim {
             ecn: flags.ecn,
             mss: u16::try_from(flags.mtu - 40).unwrap_or(u16::MAX),
             rto_floor: flags.rto_floor,
+            // Linux's `tcp_reset`: data that came before a RST stays readable, and a
+            // reset child stays in the accept queue.
+            reset_keeps_data: true,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

@@ -124,6 +124,12 @@ pub struct TcpConfig {
     /// What `min_rto` bounds: the RTO (RFC 6298 §2.4, the default) or, as Linux's
     /// `__tcp_set_rto`, the variance term (`RTO = SRTT + max(min_rto, 4*RTTVAR)`).
     pub rto_floor: RtoFloor,
+    /// What a reset leaves (default false: RFC 9293 §3.10.7.4, "All segment queues
+    /// should be flushed"). True as Linux's `tcp_reset`: the data that arrived before
+    /// the RST stays readable and the reset is reported after it, and a child the
+    /// reset reached in its listener's accept queue stays there, so `accept` returns
+    /// it (its data, then the error).
+    pub reset_keeps_data: bool,
     /// Retransmissions of one segment before the connection times out.
     pub max_retransmits: u32,
     /// Retransmissions of a SYN before the open fails.
@@ -249,6 +255,7 @@ impl Default for TcpConfig {
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),
             rto_floor: RtoFloor::Rto,
+            reset_keeps_data: false,
             max_retransmits: 15,
             syn_retransmits: 6,
             user_timeout: None,

@@ -877,6 +877,20 @@ impl Tcp {
                 }
             }
             Owner::Queued(l) if closed => {
+                // Under `reset_keeps_data` (Linux) a reset child stays queued: `accept`
+                // returns it, its data and then the reset.
+                if self.shared.config.reset_keeps_data
+                    && self.conn_mut(handle).is_some_and(|c| {
+                        matches!(
+                            c.state,
+                            State::Closed(Closed {
+                                error: Some(TcpError::ConnectionReset)
+                            })
+                        )
+                    })
+                {
+                    return;
+                }
                 if let Some(Socket::Listener(listener)) = self.socket_mut(l) {
                     listener.queue.retain(|&h| h != handle);
                 }
@@ -1515,7 +1529,7 @@ impl Tcp {
             return false;
         };
         let mut old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
-        conn.keep_unread(&mut old);
+        conn.keep_unread(&mut old, false);
         conn.timers.stop_all();
         self.shared.stats.time_wait_reuses += 1;
         self.sync_conn(handle);

@@ -769,6 +769,93 @@ fn rst_exact_resets_in_window_challenges_outside_drops() {
     assert_eq!(tcp.socket_count(), 0);
 }
 
+/// A child that got data and then a RST before `accept`, with or without
+/// `reset_keeps_data`: returns what `accept` and two reads give.
+fn reset_before_accept(
+    keep: bool,
+) -> (
+    Result<usize, TcpError>,
+    Result<usize, TcpError>,
+    Vec<u8>,
+    usize,
+) {
+    let mut tcp = Tcp::new(
+        TcpConfig {
+            reset_keeps_data: keep,
+            ..config()
+        },
+        &secret(7),
+    );
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    send!(
+        tcp,
+        0,
+        Repr {
+            seq: RISS,
+            flags: Flags::SYN,
+            options: Options {
+                mss: Some(MSS),
+                ..SEND_TEMPL.options
+            },
+            ..SEND_TEMPL
+        }
+    );
+    let iss = parse(&recv!(tcp, 0)).seq;
+    let ack = Repr {
+        seq: RISS + 1,
+        ack: iss + 1,
+        ..SEND_TEMPL
+    };
+    send!(tcp, 10, ack);
+    send!(
+        tcp,
+        20,
+        Repr {
+            payload: b"0123456789",
+            ..ack
+        }
+    );
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 11,
+            flags: Flags::RST | Flags::ACK,
+            ..ack
+        }
+    );
+    let Ok(child) = tcp.accept(listener) else {
+        return (
+            Err(TcpError::WouldBlock),
+            Ok(0),
+            Vec::new(),
+            tcp.socket_count(),
+        );
+    };
+    let mut buf = [0u8; 64];
+    let first = tcp.recv(ms(40), child, &mut buf);
+    let data = buf[..*first.as_ref().unwrap_or(&0)].to_vec();
+    let second = tcp.recv(ms(40), child, &mut buf);
+    tcp.close(ms(40), child).unwrap();
+    tcp.close(ms(40), listener).unwrap();
+    (first, second, data, tcp.socket_count())
+}
+
+#[test]
+fn a_reset_flushes_an_unaccepted_child_unless_reset_keeps_data() {
+    // RFC 9293 3.10.7.4 (the default): "All segment queues should be flushed": the
+    // reset child is gone before anyone accepts it.
+    let (first, _, _, left) = reset_before_accept(false);
+    assert_eq!(first, Err(TcpError::WouldBlock));
+    assert_eq!(left, 1, "only the listener is left");
+    // Linux's `tcp_reset`: the child stays queued, its data is read, then the reset.
+    let (first, second, data, left) = reset_before_accept(true);
+    assert_eq!(first, Ok(10));
+    assert_eq!(data, b"0123456789");
+    assert_eq!(second, Err(TcpError::ConnectionReset));
+    assert_eq!(left, 0, "closing both releases them");
+}
+
 #[test]
 fn out_of_window_segment_is_acked_and_dropped() {
     let (mut tcp, c, snd) = established();

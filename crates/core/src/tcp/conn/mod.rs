@@ -442,8 +442,11 @@ impl Conn {
             }
         }
         let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
-        if error.is_none() {
-            self.keep_unread(&mut old);
+        let reset_keeps = error == Some(TcpError::ConnectionReset)
+            && ctx.shared.config.reset_keeps_data
+            && matches!(self.owner, Owner::User | Owner::Queued(_));
+        if error.is_none() || reset_keeps {
+            self.keep_unread(&mut old, reset_keeps);
         }
         ctx.shared.recycle_state(old);
         self.timers.stop_all();
@@ -457,8 +460,15 @@ impl Conn {
     /// A clean close must not lose what the user has not read yet (found by fuzz
     /// target tcp_conn: after shutdown_write, TIME-WAIT's end or its reuse by a new SYN
     /// dropped it): keep it from `old`, the state just left, for `recv`.
-    pub fn keep_unread(&mut self, old: &mut State) {
-        if let (Owner::User, Some(buffer)) = (self.owner, old.recv_buffer_mut()) {
+    /// With `queued_too` (a reset under `TcpConfig::reset_keeps_data`), also for a
+    /// child still in its listener's accept queue.
+    pub fn keep_unread(&mut self, old: &mut State, queued_too: bool) {
+        let owned = match self.owner {
+            Owner::User => true,
+            Owner::Queued(_) => queued_too,
+            _ => false,
+        };
+        if let (true, Some(buffer)) = (owned, old.recv_buffer_mut()) {
             if buffer.readable() == 0 && self.cold.is_none() {
                 return;
             }
