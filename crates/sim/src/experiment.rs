@@ -546,6 +546,89 @@ struct Driven<'a> {
     queues: &'a mut [QueueTrace],
 }
 
+/// Which applications `drive_apps` asks at a call, so that a call costs what the
+/// applications with news cost, not one check per flow.
+struct Visits {
+    /// The applications at each host (by `HostId`), in order.
+    by_host: Vec<Vec<usize>>,
+    /// Every application's wake-up, as (when, application).
+    wakes: std::collections::BTreeSet<(Instant, usize)>,
+    /// Applications not idle after their last run (their hosts moved meanwhile, or
+    /// they keep no record of what they saw): asked again at the next call. Only an
+    /// application that was asked can become one.
+    stale: Vec<usize>,
+    /// Applications that finished.
+    finished: usize,
+    /// Scratch: the hosts touched, the candidates.
+    touched: Vec<HostId>,
+    list: Vec<usize>,
+}
+
+impl Visits {
+    fn new(apps: &[App], hosts: &[HostId]) -> Visits {
+        let hosts_len = hosts.iter().map(|h| h.0 + 1).max().unwrap_or(0);
+        let mut by_host = vec![Vec::new(); hosts_len];
+        let mut wakes = std::collections::BTreeSet::new();
+        for (i, app) in apps.iter().enumerate() {
+            let (from, to) = (hosts[app.spec.from].0, hosts[app.spec.to].0);
+            by_host[from].push(i);
+            if to != from {
+                by_host[to].push(i);
+            }
+            if let Some(t) = app.wake {
+                wakes.insert((t, i));
+            }
+        }
+        Visits {
+            by_host,
+            wakes,
+            // Nothing seen yet: every application runs at the first call.
+            stale: (0..apps.len()).collect(),
+            finished: apps.iter().filter(|a| a.finished()).count(),
+            touched: Vec::new(),
+            list: Vec::new(),
+        }
+    }
+
+    /// The applications to ask now, in index order (taken from `self.list`).
+    fn candidates(&mut self, sim: &mut Sim, now: Instant) -> Vec<usize> {
+        let mut list = std::mem::take(&mut self.list);
+        list.clear();
+        sim.take_touched(&mut self.touched);
+        for host in self.touched.drain(..) {
+            if let Some(apps) = self.by_host.get(host.0) {
+                list.extend_from_slice(apps);
+            }
+        }
+        for &(t, i) in &self.wakes {
+            if t > now {
+                break;
+            }
+            list.push(i);
+        }
+        list.append(&mut self.stale);
+        list.sort_unstable();
+        list.dedup();
+        list
+    }
+
+    /// Application `i`'s wake-up moved from `old` to `new`.
+    fn rewake(&mut self, i: usize, old: Option<Instant>, new: Option<Instant>) {
+        if old != new {
+            if let Some(t) = old {
+                self.wakes.remove(&(t, i));
+            }
+            if let Some(t) = new {
+                self.wakes.insert((t, i));
+            }
+        }
+    }
+
+    fn earliest_wake(&self) -> Option<Instant> {
+        self.wakes.first().map(|&(t, _)| t)
+    }
+}
+
 /// Run the simulator until every flow has finished or the scenario's time is up.
 fn drive_apps(
     scenario: &Scenario,
@@ -558,28 +641,39 @@ fn drive_apps(
     let mut calls = 0u64;
     let mut failure = None;
     let mut next_queue_sample = Instant::ZERO;
+    let mut visits = Visits::new(driven.apps, driven.hosts);
     let run = sim.run(u64::MAX / 4, end + Duration::from_secs(1), |sim| {
         calls += 1;
         let now = sim.now();
-        let mut wake = end;
-        for app in driven.apps.iter_mut() {
+        // The applications that may have something to do, in order: those at a host
+        // that handled a frame or a timer since the last call, those whose wake-up
+        // came, and those that were not idle after the last call. Every other one is
+        // idle (`App::idle`) and is not asked.
+        let list = visits.candidates(sim, now);
+        for &i in &list {
+            let app = &mut driven.apps[i];
             if app.idle(sim, driven.hosts) {
-                if let Some(t) = app.wake {
-                    wake = wake.min(t);
-                }
                 continue;
             }
+            let was_done = app.done_at.is_some();
+            let old_wake = app.wake;
             if let Err(e) = app.drive(sim, driven.hosts, driven.tracer, scenario.sample_interval) {
                 failure = Some(format!("flow `{}`: {e}", app.spec.name));
                 return Flow::Done;
             }
             if app.done_at.is_some() {
                 app.note_cpu(sim, driven.hosts);
+                if !was_done {
+                    visits.finished += 1;
+                }
             }
-            if let Some(t) = app.wake {
-                wake = wake.min(t);
+            visits.rewake(i, old_wake, app.wake);
+            if app.stale(sim, driven.hosts) {
+                visits.stale.push(i);
             }
         }
+        visits.list = list;
+        let mut wake = visits.earliest_wake().map_or(end, |t| t.min(end));
         if !driven.queues.is_empty() {
             if now >= next_queue_sample {
                 routers::sample_queues(sim, driven.links, driven.queues, Instant::ZERO);
@@ -601,7 +695,7 @@ fn drive_apps(
                 fraction: by_time.max(by_bytes).min(1.0),
             });
         }
-        if driven.apps.iter().all(App::finished) || now >= end {
+        if visits.finished == driven.apps.len() || now >= end {
             Flow::Done
         } else {
             Flow::WakeAt(wake.max(now))
@@ -922,6 +1016,15 @@ impl App {
 
     fn finished(&self) -> bool {
         self.done_at.is_some()
+    }
+
+    /// What the flow saw of its hosts when it last ran is not what they show now (it
+    /// ran before they moved, or it keeps no record).
+    fn stale(&self, sim: &Sim, hosts: &[HostId]) -> bool {
+        (
+            sim.activity(hosts[self.spec.from]),
+            sim.activity(hosts[self.spec.to]),
+        ) != self.seen
     }
 
     /// Nothing has happened at the flow's hosts since it last ran and it asked for no

@@ -205,6 +205,10 @@ pub struct Sim {
     arrivals: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Per host: frames and timers it has handled (see [`Sim::activity`]).
     activity: Vec<u64>,
+    /// Hosts whose `activity` moved since [`Sim::take_touched`] last ran, once each
+    /// (`touched_mark` says which are listed).
+    touched: Vec<usize>,
+    touched_mark: Vec<bool>,
     /// Scratch list of the models or hosts due in a step.
     due: Vec<usize>,
 }
@@ -218,6 +222,15 @@ const STALE_MIN: usize = 64;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// One more frame or timer round at `host` (see `Sim::take_touched`).
+fn bump(activity: &mut [u64], touched: &mut Vec<usize>, mark: &mut [bool], host: usize) {
+    activity[host] += 1;
+    if !mark[host] {
+        mark[host] = true;
+        touched.push(host);
+    }
+}
 
 /// FNV-1a over 8-byte words (then the tail bytes, then the length): a fingerprint, not
 /// a cryptographic hash, and eight times fewer multiplications than byte-wise FNV-1a
@@ -301,6 +314,8 @@ impl Sim {
             timers: BinaryHeap::new(),
             arrivals: BinaryHeap::new(),
             activity: Vec::new(),
+            touched: Vec::new(),
+            touched_mark: Vec::new(),
             due: Vec::new(),
         }
     }
@@ -351,6 +366,7 @@ impl Sim {
         self.is_dirty.push(false);
         self.timer_at.push(None);
         self.activity.push(0);
+        self.touched_mark.push(false);
         self.mark_dirty(id.0);
         id
     }
@@ -367,6 +383,26 @@ impl Sim {
     /// arrived, and no timer has fired).
     pub fn activity(&self, host: HostId) -> u64 {
         self.activity[host.0]
+    }
+
+    /// Move the hosts whose [`Sim::activity`] moved since the last call (each once, in
+    /// the order they first moved) into `out`: a driver of many applications visits
+    /// only theirs instead of asking every one.
+    pub fn take_touched(&mut self, out: &mut Vec<HostId>) {
+        for host in self.touched.drain(..) {
+            self.touched_mark[host] = false;
+            out.push(HostId(host));
+        }
+    }
+
+    /// A host handled a frame or fired its timers.
+    fn bump_activity(&mut self, host: usize) {
+        bump(
+            &mut self.activity,
+            &mut self.touched,
+            &mut self.touched_mark,
+            host,
+        );
     }
 
     /// The host is a router (added with [`Sim::add_router`]).
@@ -726,7 +762,7 @@ impl Sim {
             if let Some(cpu) = host.cpu.as_mut() {
                 cpu.spare.push(frame);
             }
-            self.activity[index] += 1;
+            self.bump_activity(index);
             self.drain_cpu_host(index).ok();
         }
     }
@@ -925,7 +961,7 @@ impl Sim {
             let stack = &mut self.hosts[host].stack;
             if stack.poll_timeout().is_some_and(|t| t <= now) {
                 stack.handle_timeout(now);
-                self.activity[host] += 1;
+                self.bump_activity(host);
                 self.timer_at[host] = None;
                 self.mark_dirty(host);
             }
@@ -984,7 +1020,12 @@ impl Sim {
                 cpu.receive(dst_iface, &frame);
             } else {
                 host.stack.handle_frame(now, dst_iface, &frame);
-                self.activity[dst_host.0] += 1;
+                bump(
+                    &mut self.activity,
+                    &mut self.touched,
+                    &mut self.touched_mark,
+                    dst_host.0,
+                );
             }
             crate::alloc_count::uncounted(|| link.models[side].recycle(frame));
         }
