@@ -301,6 +301,9 @@ impl Shim {
             .map_err(errno_of);
         if let Ok(socket) = self.tcp_socket(fd) {
             socket.fast_open.deferred = None;
+            if let Ok(n) = taken {
+                socket.errq.written += n as u64;
+            }
         }
         self.flush();
         taken.map(Some)

@@ -65,6 +65,11 @@ pub struct Options {
     pub notsent_lowat: Option<u32>,
     /// TCP_INQ: each `recvmsg` reports the bytes left to read in a TCP_CM_INQ message.
     pub inq: bool,
+    /// SO_ZEROCOPY: MSG_ZEROCOPY sends are numbered and reported complete on the error
+    /// queue ([`crate::errqueue`]).
+    pub zerocopy: bool,
+    /// SO_MARK (kept for getsockopt; imp routes without marks).
+    pub mark: i32,
 }
 
 impl Options {
@@ -80,6 +85,8 @@ impl Options {
             user_timeout: self.user_timeout,
             notsent_lowat: self.notsent_lowat,
             inq: self.inq,
+            zerocopy: self.zerocopy,
+            mark: self.mark,
             ..Options::default()
         }
     }
@@ -147,6 +154,8 @@ pub struct TcpSocket {
     pub ready: VecDeque<TcpHandle>,
     /// TCP Fast Open settings.
     pub fast_open: crate::fastopen::SocketFastOpen,
+    /// The error queue: zero-copy completions and transmit timestamps.
+    pub errq: crate::errqueue::ErrQueue,
 }
 
 impl TcpSocket {
@@ -161,6 +170,7 @@ impl TcpSocket {
             more_corked: false,
             ready: VecDeque::new(),
             fast_open: Default::default(),
+            errq: Default::default(),
         }
     }
 }
@@ -273,6 +283,8 @@ impl Shim {
         let socket = self.tcp_socket(fd)?;
         let child = socket.ready.pop_front().ok_or(libc::EAGAIN)?;
         let (inherited, v6) = (socket.options.inherited(), socket.v6);
+        // Linux's sk_clone_lock copies SO_TIMESTAMPING's flags too.
+        let ts_flags = socket.errq.ts_flags;
         let nodelay = inherited.nodelay;
         let remote = self
             .stack
@@ -281,6 +293,7 @@ impl Shim {
         let new_fd = self.free_fd();
         let mut new = TcpSocket::new(Phase::Conn(child), v6);
         new.options = inherited;
+        new.errq.ts_flags = ts_flags;
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(child, true);
         }
@@ -527,7 +540,12 @@ impl Shim {
     /// unacknowledged. Linux counts buffer overhead too, so its limit is reached a
     /// little earlier.
     pub fn write(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
-        let handle = self.conn_of(fd)?;
+        // Linux's `sk_stream_wait_connect`: a socket neither connecting nor connected
+        // (TCP_CLOSE, TCP_LISTEN) is EPIPE.
+        let handle = self.conn_of(fd).map_err(|e| match e {
+            libc::ENOTCONN => libc::EPIPE,
+            e => e,
+        })?;
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
@@ -546,6 +564,9 @@ impl Shim {
         let result = self
             .stack
             .tcp_send_vectored(now, handle, bufs.iter().copied());
+        if let Ok(n) = result {
+            self.tcp_socket(fd)?.errq.written += n as u64;
+        }
         self.flush();
         match result {
             Ok(0) => Err(libc::EAGAIN),

@@ -3,6 +3,7 @@
 
 use impnet_core::tcp::{TcpInfo, TcpState};
 
+use crate::errqueue::{SO_TIMESTAMPING, SO_ZEROCOPY};
 use crate::shim::Shim;
 use impnet_core::tcp::TcpHandle;
 
@@ -263,6 +264,12 @@ impl Shim {
                 self.tcp_socket(fd)?.options.linger = Some((on, seconds));
             }
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => self.set_congestion(fd, value)?,
+            (libc::SOL_SOCKET, SO_TIMESTAMPING) => {
+                // An int, or Linux's `struct so_timestamping` (flags, bind_phc).
+                let flags = int_of(value)? as u32;
+                let acked = self.acked_bytes(fd)?;
+                self.tcp_socket(fd)?.errq.set_timestamping(flags, acked)?;
+            }
             (
                 libc::IPPROTO_TCP,
                 libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT | libc::TCP_FASTOPEN_KEY,
@@ -293,6 +300,18 @@ impl Shim {
             }
             (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
                 options.keepalive = value != 0;
+                None
+            }
+            (libc::SOL_SOCKET, SO_ZEROCOPY) => {
+                // Linux's sock_setsockopt: a boolean, 0 or 1.
+                if !(0..=1).contains(&value) {
+                    return Err(libc::EINVAL);
+                }
+                options.zerocopy = value != 0;
+                None
+            }
+            (libc::SOL_SOCKET, libc::SO_MARK) => {
+                options.mark = value;
                 None
             }
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
@@ -373,6 +392,9 @@ impl Shim {
             (libc::SOL_SOCKET, libc::SO_TYPE) => int(libc::SOCK_STREAM),
             (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(i32::from(options.reuse_addr)),
             (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(i32::from(options.keepalive)),
+            (libc::SOL_SOCKET, SO_ZEROCOPY) => int(i32::from(options.zerocopy)),
+            (libc::SOL_SOCKET, libc::SO_MARK) => int(options.mark),
+            (libc::SOL_SOCKET, SO_TIMESTAMPING) => int(self.tcp_socket(fd)?.errq.ts_flags as i32),
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options
                 .sndbuf
                 .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| {
