@@ -70,6 +70,13 @@ pub struct Options {
     pub zerocopy: bool,
     /// SO_MARK (kept for getsockopt; imp routes without marks).
     pub mark: i32,
+    /// TCP_SYNCNT (None: the stack's SYN retransmissions).
+    pub syncnt: Option<u8>,
+    /// TCP_KEEPIDLE, TCP_KEEPINTVL (seconds) and TCP_KEEPCNT as set (kept for
+    /// getsockopt, as SO_KEEPALIVE: the stack's keep-alive is its configuration's).
+    pub keepidle: Option<i32>,
+    pub keepintvl: Option<i32>,
+    pub keepcnt: Option<i32>,
 }
 
 impl Options {
@@ -87,6 +94,10 @@ impl Options {
             inq: self.inq,
             zerocopy: self.zerocopy,
             mark: self.mark,
+            syncnt: self.syncnt,
+            keepidle: self.keepidle,
+            keepintvl: self.keepintvl,
+            keepcnt: self.keepcnt,
             ..Options::default()
         }
     }
@@ -112,6 +123,9 @@ impl Options {
         }
         if let Some(bytes) = self.notsent_lowat {
             out.push(SocketOption::NotSentLowWater(bytes));
+        }
+        if let Some(count) = self.syncnt {
+            out.push(SocketOption::SynRetries(count));
         }
         out
     }

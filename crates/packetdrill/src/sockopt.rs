@@ -203,7 +203,8 @@ fn int_of(value: &[u8]) -> Result<i32, Errno> {
 }
 
 /// The TCP-level options kept as the application set them (TCP_MAXSEG,
-/// TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_INQ), recorded in `options`; returns what
+/// TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_INQ, TCP_SYNCNT, TCP_KEEPIDLE,
+/// TCP_KEEPINTVL, TCP_KEEPCNT), recorded in `options`; returns what
 /// the stack keeps of it, if anything.
 fn record_tcp_option(
     options: &mut Options,
@@ -242,6 +243,35 @@ fn record_tcp_option(
                 return Err(libc::EINVAL);
             }
             options.inq = value != 0;
+            None
+        }
+        libc::TCP_SYNCNT => {
+            // Linux: 1 to MAX_TCP_SYNCNT (127).
+            let count = u8::try_from(value)
+                .ok()
+                .filter(|c| (1..=127).contains(c))
+                .ok_or(libc::EINVAL)?;
+            options.syncnt = Some(count);
+            Some(SocketOption::SynRetries(count))
+        }
+        libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL => {
+            // Linux: 1 to MAX_TCP_KEEPIDLE (MAX_TCP_KEEPINTVL), 32767 seconds.
+            if !(1..=32767).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            if name == libc::TCP_KEEPIDLE {
+                options.keepidle = Some(value);
+            } else {
+                options.keepintvl = Some(value);
+            }
+            None
+        }
+        libc::TCP_KEEPCNT => {
+            // Linux: 1 to MAX_TCP_KEEPCNT (127).
+            if !(1..=127).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            options.keepcnt = Some(value);
             None
         }
         _ => return Err(libc::ENOPROTOOPT),
@@ -437,6 +467,16 @@ impl Shim {
                 int(options.notsent_lowat.unwrap_or(0) as i32)
             }
             (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(options.inq)),
+            (libc::IPPROTO_TCP, libc::TCP_SYNCNT) => {
+                let stack = self.stack.tcp_config().syn_retransmits;
+                int(options
+                    .syncnt
+                    .map_or(i32::try_from(stack).unwrap_or(i32::MAX), i32::from))
+            }
+            // Linux's defaults: tcp_keepalive_time 7200 s, _intvl 75 s, _probes 9.
+            (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int(options.keepidle.unwrap_or(7200)),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => int(options.keepintvl.unwrap_or(75)),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => int(options.keepcnt.unwrap_or(9)),
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
                 let name = match phase {
                     Phase::Conn(handle) | Phase::Listener(handle) => {
