@@ -368,8 +368,10 @@ mod tests {
 
     #[test]
     fn zerocopy_completes_on_ack_and_merges_consecutive_numbers() {
-        let mut q = ErrQueue::default();
-        q.written = 4000;
+        let mut q = ErrQueue {
+            written: 4000,
+            ..ErrQueue::default()
+        };
         q.sent_call(true);
         q.update(
             Progress::At {
@@ -412,8 +414,10 @@ mod tests {
 
     #[test]
     fn zerocopy_of_a_purged_stream_completes() {
-        let mut q = ErrQueue::default();
-        q.written = 10;
+        let mut q = ErrQueue {
+            written: 10,
+            ..ErrQueue::default()
+        };
         q.sent_call(true);
         q.update(Progress::Purged, at(0));
         assert_eq!(q.pop(), Some(Record::ZeroCopy { lo: 0, hi: 0 }));
@@ -421,8 +425,10 @@ mod tests {
 
     #[test]
     fn a_plain_send_takes_no_number() {
-        let mut q = ErrQueue::default();
-        q.written = 10;
+        let mut q = ErrQueue {
+            written: 10,
+            ..ErrQueue::default()
+        };
         q.sent_call(false);
         q.written = 20;
         q.sent_call(true);
@@ -483,8 +489,10 @@ mod tests {
 
     #[test]
     fn opt_id_counts_from_snd_una_when_set() {
-        let mut q = ErrQueue::default();
-        q.written = 100;
+        let mut q = ErrQueue {
+            written: 100,
+            ..ErrQueue::default()
+        };
         q.set_timestamping(TX_ACK | OPT_ID, Some(60)).unwrap();
         q.written = 150;
         q.sent_call(false);

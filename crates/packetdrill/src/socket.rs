@@ -168,8 +168,9 @@ pub struct TcpSocket {
     pub ready: VecDeque<TcpHandle>,
     /// TCP Fast Open settings.
     pub fast_open: crate::fastopen::SocketFastOpen,
-    /// The error queue: zero-copy completions and transmit timestamps.
-    pub errq: crate::errqueue::ErrQueue,
+    /// The error queue: zero-copy completions and transmit timestamps (boxed: most
+    /// sockets never use it).
+    pub errq: Box<crate::errqueue::ErrQueue>,
 }
 
 impl TcpSocket {

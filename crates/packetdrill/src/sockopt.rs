@@ -202,6 +202,36 @@ fn int_of(value: &[u8]) -> Result<i32, Errno> {
     Ok(i32::from_ne_bytes(bytes))
 }
 
+/// The SOL_SOCKET options kept as set (SO_TYPE, SO_REUSEADDR, SO_KEEPALIVE,
+/// SO_ZEROCOPY, SO_MARK, SO_TIMESTAMPING's `ts_flags`) as getsockopt reports them;
+/// None for the others.
+fn socket_flag(options: &Options, ts_flags: u32, name: i32) -> Option<i32> {
+    Some(match name {
+        libc::SO_TYPE => libc::SOCK_STREAM,
+        libc::SO_REUSEADDR => i32::from(options.reuse_addr),
+        libc::SO_KEEPALIVE => i32::from(options.keepalive),
+        SO_ZEROCOPY => i32::from(options.zerocopy),
+        libc::SO_MARK => options.mark,
+        SO_TIMESTAMPING => ts_flags as i32,
+        _ => return None,
+    })
+}
+
+/// TCP_SYNCNT (the stack's SYN retransmissions unless set), TCP_KEEPIDLE,
+/// TCP_KEEPINTVL or TCP_KEEPCNT (Linux's defaults, `tcp_keepalive_time` 7200 s,
+/// `_intvl` 75 s, `_probes` 9, unless set) as getsockopt reports it.
+fn retry_option(options: &Options, name: i32, syn_retransmits: u32) -> i32 {
+    match name {
+        libc::TCP_SYNCNT => options.syncnt.map_or(
+            i32::try_from(syn_retransmits).unwrap_or(i32::MAX),
+            i32::from,
+        ),
+        libc::TCP_KEEPIDLE => options.keepidle.unwrap_or(7200),
+        libc::TCP_KEEPINTVL => options.keepintvl.unwrap_or(75),
+        _ => options.keepcnt.unwrap_or(9),
+    }
+}
+
 /// The TCP-level options kept as the application set them (TCP_MAXSEG,
 /// TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_INQ, TCP_SYNCNT, TCP_KEEPIDLE,
 /// TCP_KEEPINTVL, TCP_KEEPCNT), recorded in `options`; returns what
@@ -417,14 +447,13 @@ impl Shim {
             Phase::Conn(handle) => Some(handle),
             _ => None,
         };
+        if level == libc::SOL_SOCKET
+            && let Some(value) = socket_flag(&options, socket.errq.ts_flags, name)
+        {
+            return int(value);
+        }
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_ERROR) => int(self.take_error(fd)?.unwrap_or(0)),
-            (libc::SOL_SOCKET, libc::SO_TYPE) => int(libc::SOCK_STREAM),
-            (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(i32::from(options.reuse_addr)),
-            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(i32::from(options.keepalive)),
-            (libc::SOL_SOCKET, SO_ZEROCOPY) => int(i32::from(options.zerocopy)),
-            (libc::SOL_SOCKET, libc::SO_MARK) => int(options.mark),
-            (libc::SOL_SOCKET, SO_TIMESTAMPING) => int(self.tcp_socket(fd)?.errq.ts_flags as i32),
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options
                 .sndbuf
                 .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| {
@@ -467,16 +496,13 @@ impl Shim {
                 int(options.notsent_lowat.unwrap_or(0) as i32)
             }
             (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(options.inq)),
-            (libc::IPPROTO_TCP, libc::TCP_SYNCNT) => {
-                let stack = self.stack.tcp_config().syn_retransmits;
-                int(options
-                    .syncnt
-                    .map_or(i32::try_from(stack).unwrap_or(i32::MAX), i32::from))
+            (
+                libc::IPPROTO_TCP,
+                libc::TCP_SYNCNT | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT,
+            ) => {
+                let syn_retransmits = self.stack.tcp_config().syn_retransmits;
+                int(retry_option(&options, name, syn_retransmits))
             }
-            // Linux's defaults: tcp_keepalive_time 7200 s, _intvl 75 s, _probes 9.
-            (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int(options.keepidle.unwrap_or(7200)),
-            (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => int(options.keepintvl.unwrap_or(75)),
-            (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => int(options.keepcnt.unwrap_or(9)),
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
                 let name = match phase {
                     Phase::Conn(handle) | Phase::Listener(handle) => {
