@@ -728,6 +728,13 @@ impl Stack {
         self.tcp.set_fast_open_no_cookie(listener, on)
     }
 
+    /// Fast Open clients send their first data on the SYN without a cookie (Linux's
+    /// `TFO_CLIENT_NO_COOKIE`, `net.ipv4.tcp_fastopen` 0x4), for servers known to take
+    /// data on any SYN; a cookie their SYN-ACKs carry is not kept. Off by default.
+    pub fn tcp_set_fast_open_client_no_cookie(&mut self, on: bool) {
+        self.tcp.set_fast_open_client_no_cookie(on);
+    }
+
     /// Take an established connection from a listener.
     pub fn tcp_accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
         self.tcp.accept(listener)
