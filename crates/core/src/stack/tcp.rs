@@ -944,7 +944,9 @@ impl Stack {
     }
 
     /// What a SYN with Fast Open towards `server` would carry now: Some(bytes of data
-    /// at most) when the stack holds the server's cookie (the data is bounded by the
+    /// at most) when the stack holds the server's cookie, or needs none
+    /// ([`tcp_set_fast_open_client_no_cookie`](Self::tcp_set_fast_open_client_no_cookie))
+    /// (the data is bounded by the
     /// MSS the server announced with it and `mss`, ours, less 40 bytes of options),
     /// None when the SYN would ask for a cookie or go plain (Fast Open lately failed
     /// towards it). For an API that, as Linux's `sendto(MSG_FASTOPEN)`, says at once

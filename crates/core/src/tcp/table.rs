@@ -207,7 +207,7 @@ impl Tcp {
     pub fn fast_open_syn_room(&self, now: Instant, server: IpAddr, mss: u16) -> Option<usize> {
         let known = self.shared.fast_open.get(server);
         if self.shared.fast_open.no_cookie
-            && !known.is_some_and(|e| e.off_until.is_some_and(|t| now < t))
+            && known.is_none_or(|e| e.off_until.is_none_or(|t| now >= t))
         {
             // No cookie needed: the MSS the server announced last, else ours, bounds it.
             let peer = known.map_or(0, |e| e.mss);
