@@ -33,6 +33,8 @@ const CLIENT: u32 = 0x1;
 const SERVER: u32 = 0x2;
 /// The server takes data on a SYN without a cookie (`TFO_SERVER_COOKIE_NOT_REQD`).
 const SERVER_NO_COOKIE: u32 = 0x200;
+/// `TFO_CLIENT_NO_COOKIE`: a client's SYN carries data without a cookie.
+const CLIENT_NO_COOKIE: u32 = 0x4;
 /// Every listener has Fast Open, without the socket option (`TFO_SERVER_WO_SOCKOPT1`).
 const SERVER_ALWAYS: u32 = 0x400;
 
@@ -263,9 +265,12 @@ impl Shim {
         bufs: &[&[u8]],
         nonblocking: bool,
     ) -> Result<Option<usize>, Errno> {
-        if self.fast_open_mode() & CLIENT == 0 {
+        let mode = self.fast_open_mode();
+        if mode & CLIENT == 0 {
             return Err(libc::EOPNOTSUPP);
         }
+        self.stack
+            .tcp_set_fast_open_client_no_cookie(mode & CLIENT_NO_COOKIE != 0);
         let socket = self.tcp_socket(fd)?;
         let maxseg = socket.options.maxseg;
         let remote = match (socket.phase, socket.fast_open.deferred, remote) {
@@ -301,6 +306,9 @@ impl Shim {
             .map_err(errno_of);
         if let Ok(socket) = self.tcp_socket(fd) {
             socket.fast_open.deferred = None;
+            if let Ok(n) = taken {
+                socket.errq.written += n as u64;
+            }
         }
         self.flush();
         taken.map(Some)

@@ -481,6 +481,15 @@ fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize
     }
 }
 
+/// A send call's result, after its zero-copy number and timestamp mark are taken
+/// ([`crate::errqueue`]): one per call, however many rounds a blocking one took.
+fn sent(d: &Driver, fd: c_int, flags: c_int, result: Result<usize, Errno>) -> Result<usize, Errno> {
+    if let Ok(n) = result {
+        let _ = d.with(|s| s.after_send(fd, n, flags));
+    }
+    result
+}
+
 /// A write that opens the connection with TCP Fast Open (`MSG_FASTOPEN` to `remote`,
 /// or a deferred `TCP_FASTOPEN_CONNECT`'s first write): a blocking socket returns once
 /// the handshake is done, with all it took, as Linux's `tcp_sendmsg_fastopen`.
@@ -607,6 +616,12 @@ unsafe extern "C" fn recvmsg(ud: *mut c_void, fd: c_int, msg: *mut msghdr, flags
         }
         // SAFETY: the caller's msghdr and the iovecs it names.
         let m = unsafe { &mut *msg };
+        if flags & libc::MSG_ERRQUEUE != 0 {
+            let (record, software, v6) = d.with(|s| s.recv_error(fd))?;
+            // SAFETY: msg_control holds msg_controllen bytes.
+            unsafe { put_error(m, record, software, v6) };
+            return Ok(0);
+        }
         let bufs = unsafe { iovecs(m.msg_iov, c_int::try_from(m.msg_iovlen).unwrap_or(-1)) }?;
         let n = do_read(d, fd, bufs, flags)?;
         let inq = d.with(|s| s.inq_hint(fd)).ok().flatten();
@@ -621,6 +636,120 @@ unsafe extern "C" fn recvmsg(ud: *mut c_void, fd: c_int, msg: *mut msghdr, flags
         }
         Ok(n)
     })
+}
+
+/// An error-queue record as Linux's `ip_recv_error` (`ipv6_recv_error`) hands it over:
+/// for a timestamp an `SCM_TIMESTAMPING` message (when SOF_TIMESTAMPING_SOFTWARE is on)
+/// then the `IP_RECVERR` (`IPV6_RECVERR`) one, a `struct sock_extended_err` and the
+/// offender's address (zeros here); `MSG_ERRQUEUE` in `msg_flags`, with `MSG_TRUNC` for
+/// a timestamp that carries its packet (no OPT_TSONLY; the shim copies none of it).
+///
+/// # Safety
+/// `m.msg_control` must hold `m.msg_controllen` writable bytes (or be null).
+unsafe fn put_error(m: &mut msghdr, record: crate::errqueue::Record, software: bool, v6: bool) {
+    use crate::errqueue::{Record, SCM_TIMESTAMPING, SO_EE_CODE_ZEROCOPY_COPIED};
+    let mut ee = libc::sock_extended_err {
+        ee_errno: 0,
+        ee_origin: 0,
+        ee_type: 0,
+        ee_code: 0,
+        ee_pad: 0,
+        ee_info: 0,
+        ee_data: 0,
+    };
+    let mut messages: Vec<(c_int, c_int, Vec<u8>)> = Vec::new();
+    m.msg_flags = libc::MSG_ERRQUEUE;
+    match record {
+        Record::ZeroCopy { lo, hi } => {
+            ee.ee_origin = crate::errqueue::SO_EE_ORIGIN_ZEROCOPY;
+            ee.ee_code = SO_EE_CODE_ZEROCOPY_COPIED;
+            ee.ee_info = lo;
+            ee.ee_data = hi;
+        }
+        Record::Timestamp {
+            kind,
+            key,
+            at,
+            tsonly,
+        } => {
+            ee.ee_errno = libc::ENOMSG as u32;
+            ee.ee_origin = libc::SO_EE_ORIGIN_TIMESTAMPING;
+            ee.ee_info = kind;
+            ee.ee_data = key;
+            if !tsonly {
+                m.msg_flags |= libc::MSG_TRUNC;
+            }
+            if software {
+                // struct scm_timestamping: ts[0] software, ts[1] legacy, ts[2] hardware.
+                let nanos = EPOCH_SECS * 1_000_000_000 + at.as_nanos();
+                let mut data = vec![0u8; 3 * core::mem::size_of::<libc::timespec>()];
+                let sec = i64::try_from(nanos / 1_000_000_000).unwrap_or(i64::MAX);
+                let nsec = (nanos % 1_000_000_000) as i64;
+                data[..8].copy_from_slice(&sec.to_ne_bytes());
+                data[8..16].copy_from_slice(&nsec.to_ne_bytes());
+                messages.push((libc::SOL_SOCKET, SCM_TIMESTAMPING, data));
+            }
+        }
+    }
+    // SAFETY: sock_extended_err is plain old data.
+    let mut data = unsafe {
+        core::slice::from_raw_parts(
+            (&raw const ee).cast::<u8>(),
+            core::mem::size_of::<libc::sock_extended_err>(),
+        )
+    }
+    .to_vec();
+    let (level, kind, offender) = if v6 {
+        (
+            libc::SOL_IPV6,
+            libc::IPV6_RECVERR,
+            core::mem::size_of::<libc::sockaddr_in6>(),
+        )
+    } else {
+        (
+            libc::SOL_IP,
+            libc::IP_RECVERR,
+            core::mem::size_of::<libc::sockaddr_in>(),
+        )
+    };
+    data.resize(data.len() + offender, 0);
+    messages.push((level, kind, data));
+    // SAFETY: as the caller promises.
+    m.msg_controllen = unsafe { put_cmsgs(m, &messages) };
+}
+
+/// Control messages `(level, type, data)` in `m`'s control buffer, as many as fit
+/// (MSG_CTRUNC for the rest); returns the control length to report.
+///
+/// # Safety
+/// `m.msg_control` must hold `m.msg_controllen` writable bytes (or be null).
+unsafe fn put_cmsgs(m: &mut msghdr, messages: &[(c_int, c_int, Vec<u8>)]) -> usize {
+    let capacity = if m.msg_control.is_null() {
+        0
+    } else {
+        m.msg_controllen
+    };
+    let mut used = 0usize;
+    for (level, kind, data) in messages {
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        // SAFETY: CMSG_SPACE and CMSG_LEN only compute.
+        let (space, cmsg_len) = unsafe { (libc::CMSG_SPACE(len) as usize, libc::CMSG_LEN(len)) };
+        if used + space > capacity {
+            m.msg_flags |= libc::MSG_CTRUNC;
+            break;
+        }
+        // SAFETY: `used + space` bytes fit in the buffer (checked above); the header
+        // goes at an aligned offset (CMSG_SPACE keeps alignment) and its data after it.
+        unsafe {
+            let cmsg = m.msg_control.cast::<u8>().add(used).cast::<libc::cmsghdr>();
+            (*cmsg).cmsg_level = *level;
+            (*cmsg).cmsg_type = *kind;
+            (*cmsg).cmsg_len = cmsg_len as usize;
+            core::ptr::copy_nonoverlapping(data.as_ptr(), libc::CMSG_DATA(cmsg), data.len());
+        }
+        used += space;
+    }
+    used
 }
 
 /// TCP_INQ's control message (`SOL_TCP`, `TCP_CM_INQ`, an int) in `m`'s control
@@ -655,7 +784,7 @@ unsafe extern "C" fn write(ud: *mut c_void, fd: c_int, buf: *const c_void, count
     call(ud, "write", |d| {
         // SAFETY: the caller's buffer (only read).
         let bufs = unsafe { one_buffer(buf.cast_mut(), count) }?;
-        do_write(d, fd, &as_const(&bufs), 0)
+        sent(d, fd, 0, do_write(d, fd, &as_const(&bufs), 0))
     })
 }
 
@@ -663,7 +792,7 @@ unsafe extern "C" fn writev(ud: *mut c_void, fd: c_int, iov: *const iovec, count
     call(ud, "writev", |d| {
         // SAFETY: the caller's iovecs (only read).
         let bufs = unsafe { iovecs(iov, count) }?;
-        do_write(d, fd, &as_const(&bufs), 0)
+        sent(d, fd, 0, do_write(d, fd, &as_const(&bufs), 0))
     })
 }
 
@@ -677,7 +806,7 @@ unsafe extern "C" fn send(
     call(ud, "send", |d| {
         // SAFETY: the caller's buffer (only read).
         let bufs = unsafe { one_buffer(buf.cast_mut(), len) }?;
-        do_write(d, fd, &as_const(&bufs), flags)
+        sent(d, fd, flags, do_write(d, fd, &as_const(&bufs), flags))
     })
 }
 
@@ -698,9 +827,10 @@ unsafe extern "C" fn sendto(
         if flags & MSG_FASTOPEN != 0 {
             // SAFETY: the caller's sockaddr.
             let remote = unsafe { fast_open_address(addr, addrlen) }?;
-            return fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
+            let result = fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
+            return sent(d, fd, flags, result);
         }
-        do_write(d, fd, &as_const(&bufs), flags)
+        sent(d, fd, flags, do_write(d, fd, &as_const(&bufs), flags))
     })
 }
 
@@ -720,9 +850,10 @@ unsafe extern "C" fn sendmsg(
         if flags & MSG_FASTOPEN != 0 {
             // SAFETY: the caller's msghdr names its sockaddr.
             let remote = unsafe { fast_open_address(m.msg_name.cast(), m.msg_namelen) }?;
-            return fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
+            let result = fast_open_write(d, fd, Some(remote), &as_const(&bufs), flags);
+            return sent(d, fd, flags, result);
         }
-        do_write(d, fd, &as_const(&bufs), flags)
+        sent(d, fd, flags, do_write(d, fd, &as_const(&bufs), flags))
     })
 }
 

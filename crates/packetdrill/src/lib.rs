@@ -10,6 +10,7 @@
 //! - [`flags`]: the `--so_flags` words (address, gateway, MTU, congestion control, ...).
 //! - [`shim`]: the stack on virtual time and its interface.
 //! - [`socket`], [`sockopt`], [`poll`]: the socket calls with Linux's errno values.
+//! - [`errqueue`]: the error queue: MSG_ZEROCOPY completions, SO_TIMESTAMPING records.
 //! - [`fastopen`]: TCP Fast Open's options, `MSG_FASTOPEN` and the sysctls.
 //! - [`driver`]: blocking calls on virtual time across packetdrill's two threads.
 //! - [`ffi`]: the C table and its functions.
@@ -17,6 +18,7 @@
 //! Only IPv4 and TCP sockets exist; `pipe` and `splice` fail with `ENOSYS`.
 
 pub mod driver;
+pub mod errqueue;
 pub mod fastopen;
 pub mod ffi;
 pub mod flags;

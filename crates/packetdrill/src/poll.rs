@@ -31,10 +31,11 @@ pub struct Epoll {
 struct Interest {
     events: u32,
     data: u64,
-    /// For EPOLLET: the bits, readable bytes and send room seen last. An edge is a
-    /// new bit, more bytes to read (new data) or more room (an ACK freed some), as
-    /// Linux's wake-ups on data arrival and on freed send space.
-    last: (u32, usize, usize),
+    /// For EPOLLET: the bits, readable bytes, send room and error-queue wake-ups seen
+    /// last. An edge is a new bit, more bytes to read (new data), more room (an ACK
+    /// freed some) or a record queued on the error queue, as Linux's wake-ups on data
+    /// arrival, on freed send space and `sk_error_report`.
+    last: (u32, usize, usize, u64),
     /// EPOLLONESHOT fired: nothing more until EPOLL_CTL_MOD.
     disarmed: bool,
 }
@@ -79,13 +80,15 @@ impl Shim {
     ) -> Result<u32, Errno> {
         let socket = self.tcp_socket(fd)?;
         let (reported, read_shut) = (socket.error_reported, socket.read_shut);
+        // Linux's tcp_poll: EPOLLERR also while the error queue holds a record.
+        let errqueue = !socket.errq.is_empty();
         let state = self
             .stack
             .tcp_info(handle)
             .map_or(TcpState::Closed, |i| i.state);
         let error = self.stack.tcp_error(handle).ok().flatten();
         let mut bits = 0;
-        if error.is_some() && !reported {
+        if (error.is_some() && !reported) || errqueue {
             bits |= POLLERR;
         }
         let readable = self.stack.tcp_readable(handle);
@@ -126,20 +129,23 @@ impl Shim {
         Ok(bits)
     }
 
-    /// A connection's readable bytes and free send room (zeros for anything else).
-    fn levels(&mut self, fd: i32) -> (usize, usize) {
+    /// A connection's readable bytes, free send room and error-queue wake-ups (zeros
+    /// for anything else).
+    fn levels(&mut self, fd: i32) -> (usize, usize, u64) {
         match self.fds.get(&fd) {
             Some(Fd::Tcp(socket)) => match socket.phase {
                 Phase::Conn(handle) => {
+                    let wakeups = socket.errq.wakeups;
                     let limit = self.send_limit(fd).unwrap_or(0);
                     (
                         self.stack.tcp_readable(handle),
                         limit.saturating_sub(self.stack.tcp_send_queued(handle)),
+                        wakeups,
                     )
                 }
-                _ => (0, 0),
+                _ => (0, 0, 0),
             },
-            _ => (0, 0),
+            _ => (0, 0, 0),
         }
     }
 
@@ -197,7 +203,7 @@ impl Shim {
         let interest = Interest {
             events,
             data,
-            last: (0, 0, 0),
+            last: (0, 0, 0, 0),
             disarmed: false,
         };
         match op {
@@ -233,13 +239,14 @@ impl Shim {
             let levels = self.levels(fd);
             let edge = interest.events & libc::EPOLLET as u32 != 0;
             let oneshot = interest.events & libc::EPOLLONESHOT as u32 != 0;
-            let (last_bits, last_readable, last_room) = interest.last;
+            let (last_bits, last_readable, last_room, last_wakeups) = interest.last;
             let rising = bits & !last_bits != 0
                 || (bits & POLLIN != 0 && levels.0 > last_readable)
-                || (bits & POLLOUT != 0 && levels.1 > last_room);
+                || (bits & POLLOUT != 0 && levels.1 > last_room)
+                || (bits & POLLERR != 0 && levels.2 > last_wakeups);
             let report = bits != 0 && (!edge || rising);
             if let Some(kept) = self.epoll(epfd)?.interests.get_mut(&fd) {
-                kept.last = (bits, levels.0, levels.1);
+                kept.last = (bits, levels.0, levels.1, levels.2);
                 kept.disarmed |= report && oneshot;
             }
             if report {

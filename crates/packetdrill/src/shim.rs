@@ -226,6 +226,7 @@ impl Shim {
             });
         }
         while self.stack.poll_event().is_some() {}
+        self.update_error_queues();
     }
 
     /// The route MTU less the IP (IPv4 or, with `v6`, IPv6) and TCP headers.

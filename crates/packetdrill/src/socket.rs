@@ -65,6 +65,18 @@ pub struct Options {
     pub notsent_lowat: Option<u32>,
     /// TCP_INQ: each `recvmsg` reports the bytes left to read in a TCP_CM_INQ message.
     pub inq: bool,
+    /// SO_ZEROCOPY: MSG_ZEROCOPY sends are numbered and reported complete on the error
+    /// queue ([`crate::errqueue`]).
+    pub zerocopy: bool,
+    /// SO_MARK (kept for getsockopt; imp routes without marks).
+    pub mark: i32,
+    /// TCP_SYNCNT (None: the stack's SYN retransmissions).
+    pub syncnt: Option<u8>,
+    /// TCP_KEEPIDLE, TCP_KEEPINTVL (seconds) and TCP_KEEPCNT as set (kept for
+    /// getsockopt, as SO_KEEPALIVE: the stack's keep-alive is its configuration's).
+    pub keepidle: Option<i32>,
+    pub keepintvl: Option<i32>,
+    pub keepcnt: Option<i32>,
 }
 
 impl Options {
@@ -80,6 +92,12 @@ impl Options {
             user_timeout: self.user_timeout,
             notsent_lowat: self.notsent_lowat,
             inq: self.inq,
+            zerocopy: self.zerocopy,
+            mark: self.mark,
+            syncnt: self.syncnt,
+            keepidle: self.keepidle,
+            keepintvl: self.keepintvl,
+            keepcnt: self.keepcnt,
             ..Options::default()
         }
     }
@@ -105,6 +123,9 @@ impl Options {
         }
         if let Some(bytes) = self.notsent_lowat {
             out.push(SocketOption::NotSentLowWater(bytes));
+        }
+        if let Some(count) = self.syncnt {
+            out.push(SocketOption::SynRetries(count));
         }
         out
     }
@@ -147,6 +168,9 @@ pub struct TcpSocket {
     pub ready: VecDeque<TcpHandle>,
     /// TCP Fast Open settings.
     pub fast_open: crate::fastopen::SocketFastOpen,
+    /// The error queue: zero-copy completions and transmit timestamps (boxed: most
+    /// sockets never use it).
+    pub errq: Box<crate::errqueue::ErrQueue>,
 }
 
 impl TcpSocket {
@@ -161,6 +185,7 @@ impl TcpSocket {
             more_corked: false,
             ready: VecDeque::new(),
             fast_open: Default::default(),
+            errq: Default::default(),
         }
     }
 }
@@ -273,6 +298,8 @@ impl Shim {
         let socket = self.tcp_socket(fd)?;
         let child = socket.ready.pop_front().ok_or(libc::EAGAIN)?;
         let (inherited, v6) = (socket.options.inherited(), socket.v6);
+        // Linux's sk_clone_lock copies SO_TIMESTAMPING's flags too.
+        let ts_flags = socket.errq.ts_flags;
         let nodelay = inherited.nodelay;
         let remote = self
             .stack
@@ -281,6 +308,7 @@ impl Shim {
         let new_fd = self.free_fd();
         let mut new = TcpSocket::new(Phase::Conn(child), v6);
         new.options = inherited;
+        new.errq.ts_flags = ts_flags;
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(child, true);
         }
@@ -527,7 +555,12 @@ impl Shim {
     /// unacknowledged. Linux counts buffer overhead too, so its limit is reached a
     /// little earlier.
     pub fn write(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
-        let handle = self.conn_of(fd)?;
+        // Linux's `sk_stream_wait_connect`: a socket neither connecting nor connected
+        // (TCP_CLOSE, TCP_LISTEN) is EPIPE.
+        let handle = self.conn_of(fd).map_err(|e| match e {
+            libc::ENOTCONN => libc::EPIPE,
+            e => e,
+        })?;
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
@@ -546,6 +579,9 @@ impl Shim {
         let result = self
             .stack
             .tcp_send_vectored(now, handle, bufs.iter().copied());
+        if let Ok(n) = result {
+            self.tcp_socket(fd)?.errq.written += n as u64;
+        }
         self.flush();
         match result {
             Ok(0) => Err(libc::EAGAIN),

@@ -3,6 +3,7 @@
 
 use impnet_core::tcp::{TcpInfo, TcpState};
 
+use crate::errqueue::{SO_TIMESTAMPING, SO_ZEROCOPY};
 use crate::shim::Shim;
 use impnet_core::tcp::TcpHandle;
 
@@ -201,8 +202,39 @@ fn int_of(value: &[u8]) -> Result<i32, Errno> {
     Ok(i32::from_ne_bytes(bytes))
 }
 
+/// The SOL_SOCKET options kept as set (SO_TYPE, SO_REUSEADDR, SO_KEEPALIVE,
+/// SO_ZEROCOPY, SO_MARK, SO_TIMESTAMPING's `ts_flags`) as getsockopt reports them;
+/// None for the others.
+fn socket_flag(options: &Options, ts_flags: u32, name: i32) -> Option<i32> {
+    Some(match name {
+        libc::SO_TYPE => libc::SOCK_STREAM,
+        libc::SO_REUSEADDR => i32::from(options.reuse_addr),
+        libc::SO_KEEPALIVE => i32::from(options.keepalive),
+        SO_ZEROCOPY => i32::from(options.zerocopy),
+        libc::SO_MARK => options.mark,
+        SO_TIMESTAMPING => ts_flags as i32,
+        _ => return None,
+    })
+}
+
+/// TCP_SYNCNT (the stack's SYN retransmissions unless set), TCP_KEEPIDLE,
+/// TCP_KEEPINTVL or TCP_KEEPCNT (Linux's defaults, `tcp_keepalive_time` 7200 s,
+/// `_intvl` 75 s, `_probes` 9, unless set) as getsockopt reports it.
+fn retry_option(options: &Options, name: i32, syn_retransmits: u32) -> i32 {
+    match name {
+        libc::TCP_SYNCNT => options.syncnt.map_or(
+            i32::try_from(syn_retransmits).unwrap_or(i32::MAX),
+            i32::from,
+        ),
+        libc::TCP_KEEPIDLE => options.keepidle.unwrap_or(7200),
+        libc::TCP_KEEPINTVL => options.keepintvl.unwrap_or(75),
+        _ => options.keepcnt.unwrap_or(9),
+    }
+}
+
 /// The TCP-level options kept as the application set them (TCP_MAXSEG,
-/// TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_INQ), recorded in `options`; returns what
+/// TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_INQ, TCP_SYNCNT, TCP_KEEPIDLE,
+/// TCP_KEEPINTVL, TCP_KEEPCNT), recorded in `options`; returns what
 /// the stack keeps of it, if anything.
 fn record_tcp_option(
     options: &mut Options,
@@ -243,6 +275,35 @@ fn record_tcp_option(
             options.inq = value != 0;
             None
         }
+        libc::TCP_SYNCNT => {
+            // Linux: 1 to MAX_TCP_SYNCNT (127).
+            let count = u8::try_from(value)
+                .ok()
+                .filter(|c| (1..=127).contains(c))
+                .ok_or(libc::EINVAL)?;
+            options.syncnt = Some(count);
+            Some(SocketOption::SynRetries(count))
+        }
+        libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL => {
+            // Linux: 1 to MAX_TCP_KEEPIDLE (MAX_TCP_KEEPINTVL), 32767 seconds.
+            if !(1..=32767).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            if name == libc::TCP_KEEPIDLE {
+                options.keepidle = Some(value);
+            } else {
+                options.keepintvl = Some(value);
+            }
+            None
+        }
+        libc::TCP_KEEPCNT => {
+            // Linux: 1 to MAX_TCP_KEEPCNT (127).
+            if !(1..=127).contains(&value) {
+                return Err(libc::EINVAL);
+            }
+            options.keepcnt = Some(value);
+            None
+        }
         _ => return Err(libc::ENOPROTOOPT),
     })
 }
@@ -263,6 +324,12 @@ impl Shim {
                 self.tcp_socket(fd)?.options.linger = Some((on, seconds));
             }
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => self.set_congestion(fd, value)?,
+            (libc::SOL_SOCKET, SO_TIMESTAMPING) => {
+                // An int, or Linux's `struct so_timestamping` (flags, bind_phc).
+                let flags = int_of(value)? as u32;
+                let acked = self.acked_bytes(fd)?;
+                self.tcp_socket(fd)?.errq.set_timestamping(flags, acked)?;
+            }
             (
                 libc::IPPROTO_TCP,
                 libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT | libc::TCP_FASTOPEN_KEY,
@@ -293,6 +360,18 @@ impl Shim {
             }
             (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
                 options.keepalive = value != 0;
+                None
+            }
+            (libc::SOL_SOCKET, SO_ZEROCOPY) => {
+                // Linux's sock_setsockopt: a boolean, 0 or 1.
+                if !(0..=1).contains(&value) {
+                    return Err(libc::EINVAL);
+                }
+                options.zerocopy = value != 0;
+                None
+            }
+            (libc::SOL_SOCKET, libc::SO_MARK) => {
+                options.mark = value;
                 None
             }
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
@@ -368,11 +447,13 @@ impl Shim {
             Phase::Conn(handle) => Some(handle),
             _ => None,
         };
+        if level == libc::SOL_SOCKET
+            && let Some(value) = socket_flag(&options, socket.errq.ts_flags, name)
+        {
+            return int(value);
+        }
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_ERROR) => int(self.take_error(fd)?.unwrap_or(0)),
-            (libc::SOL_SOCKET, libc::SO_TYPE) => int(libc::SOCK_STREAM),
-            (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(i32::from(options.reuse_addr)),
-            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(i32::from(options.keepalive)),
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options
                 .sndbuf
                 .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| {
@@ -415,6 +496,13 @@ impl Shim {
                 int(options.notsent_lowat.unwrap_or(0) as i32)
             }
             (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(options.inq)),
+            (
+                libc::IPPROTO_TCP,
+                libc::TCP_SYNCNT | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT,
+            ) => {
+                let syn_retransmits = self.stack.tcp_config().syn_retransmits;
+                int(retry_option(&options, name, syn_retransmits))
+            }
             (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
                 let name = match phase {
                     Phase::Conn(handle) | Phase::Listener(handle) => {

@@ -728,6 +728,13 @@ impl Stack {
         self.tcp.set_fast_open_no_cookie(listener, on)
     }
 
+    /// Fast Open clients send their first data on the SYN without a cookie (Linux's
+    /// `TFO_CLIENT_NO_COOKIE`, `net.ipv4.tcp_fastopen` 0x4), for servers known to take
+    /// data on any SYN; a cookie their SYN-ACKs carry is not kept. Off by default.
+    pub fn tcp_set_fast_open_client_no_cookie(&mut self, on: bool) {
+        self.tcp.set_fast_open_client_no_cookie(on);
+    }
+
     /// Take an established connection from a listener.
     pub fn tcp_accept(&mut self, listener: TcpHandle) -> Result<TcpHandle, TcpError> {
         self.tcp.accept(listener)
@@ -937,7 +944,9 @@ impl Stack {
     }
 
     /// What a SYN with Fast Open towards `server` would carry now: Some(bytes of data
-    /// at most) when the stack holds the server's cookie (the data is bounded by the
+    /// at most) when the stack holds the server's cookie, or needs none
+    /// ([`tcp_set_fast_open_client_no_cookie`](Self::tcp_set_fast_open_client_no_cookie))
+    /// (the data is bounded by the
     /// MSS the server announced with it and `mss`, ours, less 40 bytes of options),
     /// None when the SYN would ask for a cookie or go plain (Fast Open lately failed
     /// towards it). For an API that, as Linux's `sendto(MSG_FASTOPEN)`, says at once

@@ -147,13 +147,16 @@ pub(crate) enum SynFastOpen {
     Request,
     /// The server's cookie and the first data.
     Cookie(FastOpenCookie),
+    /// The first data without a cookie or the option (Linux's
+    /// `TFO_CLIENT_NO_COOKIE`, for servers that take data on any SYN).
+    NoCookie,
 }
 
 impl SynFastOpen {
     /// The option on the SYN.
     pub fn option(&self) -> Option<FastOpenCookie> {
         match self {
-            SynFastOpen::Off | SynFastOpen::Dropped => None,
+            SynFastOpen::Off | SynFastOpen::Dropped | SynFastOpen::NoCookie => None,
             SynFastOpen::Request => Some(FastOpenCookie::REQUEST),
             SynFastOpen::Cookie(cookie) => Some(*cookie),
         }
@@ -190,6 +193,8 @@ impl CacheEntry {
 #[derive(Debug, Default)]
 pub(crate) struct CookieCache {
     entries: VecDeque<(IpAddr, CacheEntry)>,
+    /// SYNs carry data without a cookie ([`SynFastOpen::NoCookie`]).
+    pub no_cookie: bool,
 }
 
 impl CookieCache {

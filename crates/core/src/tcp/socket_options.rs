@@ -1,6 +1,6 @@
 //! Settings one socket may hold apart from the stack's [`TcpConfig`](super::TcpConfig),
 //! as Linux's per-socket options (`TCP_CONGESTION`, `SO_RCVBUF`, `SO_SNDBUF`,
-//! `TCP_MAXSEG`, `TCP_USER_TIMEOUT`, `TCP_NOTSENT_LOWAT`).
+//! `TCP_MAXSEG`, `TCP_USER_TIMEOUT`, `TCP_NOTSENT_LOWAT`, `TCP_SYNCNT`).
 //!
 //! Few sockets set any: a connection keeps them in its out-of-line cold part (made on
 //! first use), a listener inline; a listener's are copied to each child, as Linux's
@@ -29,6 +29,9 @@ pub(crate) struct SocketOptions {
     /// The connection is writable only while fewer unsent bytes than this are queued
     /// (Linux's `TCP_NOTSENT_LOWAT`).
     pub notsent_lowat: Option<u32>,
+    /// Retransmissions of the SYN (SYN-ACK) before the handshake times out (Linux's
+    /// `TCP_SYNCNT`).
+    pub syn_retries: Option<u8>,
 }
 
 impl SocketOptions {
@@ -51,6 +54,7 @@ impl SocketOptions {
             SocketOption::NotSentLowWater(bytes) => {
                 self.notsent_lowat = (bytes != u32::MAX).then_some(bytes);
             }
+            SocketOption::SynRetries(count) => self.syn_retries = (count != 0).then_some(count),
         }
     }
 }
@@ -84,4 +88,9 @@ pub enum SocketOption {
     /// `TCP_NOTSENT_LOWAT`: [`Stack::tcp_writable`](crate::Stack::tcp_writable) is
     /// true only while fewer unsent bytes than this are queued. `u32::MAX`: no limit.
     NotSentLowWater(u32),
+    /// `TCP_SYNCNT`: how many times the connection's SYN (a listener's children: their
+    /// SYN-ACK) is retransmitted before the handshake ends with `TimedOut`, in place
+    /// of [`TcpConfig::syn_retransmits`](super::TcpConfig::syn_retransmits). 0: the
+    /// stack's.
+    SynRetries(u8),
 }

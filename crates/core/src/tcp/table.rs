@@ -205,10 +205,27 @@ impl Tcp {
 
     /// See [`crate::Stack::tcp_fast_open_syn_room`].
     pub fn fast_open_syn_room(&self, now: Instant, server: IpAddr, mss: u16) -> Option<usize> {
-        self.shared
-            .fast_open
-            .get(server)
-            .and_then(|e| e.syn_room(now, mss, DEFAULT_MSS))
+        let known = self.shared.fast_open.get(server);
+        if self.shared.fast_open.no_cookie
+            && known.is_none_or(|e| e.off_until.is_none_or(|t| now >= t))
+        {
+            // No cookie needed: the MSS the server announced last, else ours, bounds it.
+            let peer = known.map_or(0, |e| e.mss);
+            let mss = if peer == 0 {
+                mss
+            } else {
+                peer.max(DEFAULT_MSS).min(mss)
+            };
+            return Some(usize::from(
+                mss.saturating_sub(super::fastopen::SYN_OPTION_ROOM),
+            ));
+        }
+        known.and_then(|e| e.syn_room(now, mss, DEFAULT_MSS))
+    }
+
+    /// See [`crate::Stack::tcp_set_fast_open_client_no_cookie`].
+    pub fn set_fast_open_client_no_cookie(&mut self, on: bool) {
+        self.shared.fast_open.no_cookie = on;
     }
 
     /// Offer timestamps (RFC 7323) on connections opened from now on, or not.

@@ -495,3 +495,39 @@ fn a_cookie_granted_after_a_timeout_is_kept() {
     let syn = e.deliver_to_server(t + 10, false);
     assert_eq!(syn[0].payload, b"data");
 }
+
+#[test]
+fn a_no_cookie_client_sends_data_on_a_syn_without_the_option() {
+    let mut e = Ends::new();
+    e.server.set_fast_open_no_cookie(e.listener, true).unwrap();
+    e.client.set_fast_open_client_no_cookie(true);
+    assert_eq!(
+        e.client
+            .fast_open_syn_room(ms(0), (*LOCAL.ip()).into(), MSS)
+            .map(|room| room > 0),
+        Some(true),
+        "room on the SYN without a cookie"
+    );
+    let c = e.connect(0, 50000, b"hello");
+    let syn = e.deliver_to_server(0, false);
+    assert_eq!(syn.len(), 1);
+    assert_eq!(syn[0].options.fast_open, None, "no option at all");
+    assert_eq!(syn[0].payload, b"hello");
+    let s = e.server.accept(e.listener).unwrap();
+    assert_eq!(read_all(&mut e.server, 1, s), b"hello");
+    let synack = e.deliver_to_client(1);
+    assert_eq!(synack[0].ack, syn[0].seq.wrapping_add(6));
+    assert!(e.client.info(c).unwrap().syn_data_acked);
+    e.deliver_to_server(2, false);
+    // Back in cookie mode nothing was cached: the next SYN asks for a cookie.
+    e.client.set_fast_open_client_no_cookie(false);
+    assert_eq!(
+        e.client
+            .fast_open_syn_room(ms(10), (*LOCAL.ip()).into(), MSS),
+        None
+    );
+    e.connect(10, 50001, b"again");
+    let syn2 = e.deliver_to_server(10, false);
+    assert_eq!(syn2[0].options.fast_open, Some(FastOpenCookie::REQUEST));
+    assert!(syn2[0].payload.is_empty());
+}

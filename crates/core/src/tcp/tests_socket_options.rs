@@ -1,5 +1,5 @@
 //! Per-socket settings (Linux's TCP_CONGESTION, SO_RCVBUF, SO_SNDBUF, TCP_MAXSEG on a
-//! listener, TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT): what each changes, and that a
+//! listener, TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT, TCP_SYNCNT): what each changes, and that a
 //! listener's children inherit them. A child of `tests`, whose helpers it uses.
 
 use super::*;
@@ -234,4 +234,27 @@ fn ack_of(ack: u32) -> Repr<'static> {
         ack,
         ..SEND_TEMPL
     }
+}
+
+#[test]
+fn a_connections_syn_retries_end_its_handshake_sooner() {
+    let (mut tcp, c, iss) = syn_sent(config());
+    tcp.set_option(ms(0), c, SocketOption::SynRetries(1))
+        .unwrap();
+    // One retransmission at the initial RTO (1 s), then the handshake times out when
+    // the backed-off RTO (2 s more) runs out: Linux's TCP_SYNCNT 1.
+    tcp.handle_timeout(ms(1000));
+    assert_eq!(parse(&recv!(tcp, 1000)).seq, iss);
+    assert_eq!(tcp.poll_timeout(), Some(ms(3000)));
+    tcp.handle_timeout(ms(3000));
+    recv_nothing!(tcp, 3000);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Closed);
+    assert_eq!(tcp.send(ms(3000), c, b"x"), Err(TcpError::TimedOut));
+    // Without it the stack's six retransmissions hold: still trying at 3 s.
+    let (mut tcp, c, _) = syn_sent(config());
+    tcp.handle_timeout(ms(1000));
+    recv!(tcp, 1000);
+    tcp.handle_timeout(ms(3000));
+    recv!(tcp, 3000);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::SynSent);
 }

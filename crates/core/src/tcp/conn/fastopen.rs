@@ -29,6 +29,16 @@ impl Conn {
         let known = ctx.shared.fast_open.get(self.remote.ip());
         s.fast_open = match known {
             Some(e) if e.off_until.is_some_and(|t| ctx.now < t) => SynFastOpen::Off,
+            // Linux's TFO_CLIENT_NO_COOKIE: the data goes on the SYN, bounded by the
+            // MSS the server announced last if it is known.
+            _ if ctx.shared.fast_open.no_cookie => {
+                if let Some(e) = known.filter(|e| e.mss != 0) {
+                    self.opts.set_mss_peer(e.mss.max(super::DEFAULT_MSS));
+                } else {
+                    self.opts.set_mss_peer(self.opts.mss_ours);
+                }
+                SynFastOpen::NoCookie
+            }
             Some(e) if e.cookie.is_some() => {
                 // The MSS the server announced with its cookie bounds the SYN's data.
                 self.opts.set_mss_peer(e.mss.max(super::DEFAULT_MSS));
@@ -42,7 +52,9 @@ impl Conn {
     /// Client: the bytes of the send buffer the SYN carries now.
     pub(super) fn syn_data_len(&self) -> usize {
         match &self.state {
-            State::SynSent(s) if matches!(s.fast_open, SynFastOpen::Cookie(_)) => {
+            State::SynSent(s)
+                if matches!(s.fast_open, SynFastOpen::Cookie(_) | SynFastOpen::NoCookie) =>
+            {
                 let mss = self.opts.mss_peer.min(self.opts.mss_ours);
                 s.buffer
                     .len()
@@ -79,7 +91,13 @@ impl Conn {
         if s.fast_open == SynFastOpen::Off {
             return;
         }
-        let cookie = seg.options.fast_open.filter(|c| !c.is_request());
+        // A SYN without the option (no-cookie mode) asked for no cookie: one in the
+        // answer is ignored, as Linux ignores "an unsolicited cookie"; the MSS is kept.
+        let solicited = s.fast_open != SynFastOpen::NoCookie;
+        let cookie = seg
+            .options
+            .fast_open
+            .filter(|c| !c.is_request() && solicited);
         let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
         let server = self.remote.ip();
         ctx.shared.fast_open.store(server, cookie, mss);
@@ -108,6 +126,13 @@ impl Conn {
             return;
         };
         if matches!(s.fast_open, SynFastOpen::Off | SynFastOpen::Dropped) {
+            return;
+        }
+        if s.fast_open == SynFastOpen::NoCookie {
+            // Linux's no-cookie SYN is no Fast Open attempt of its cache's: it goes
+            // again plain and counts no loss.
+            s.fast_open = SynFastOpen::Off;
+            ctx.shared.stats.fast_open_active_fail += 1;
             return;
         }
         s.fast_open = SynFastOpen::Dropped;

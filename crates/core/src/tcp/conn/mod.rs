@@ -865,7 +865,9 @@ impl Conn {
         let limit = if self.state.synchronized() {
             config.max_retransmits
         } else {
-            config.syn_retransmits
+            self.options()
+                .and_then(|o| o.syn_retries)
+                .map_or(config.syn_retransmits, u32::from)
         };
         if self.retries >= limit {
             return self.time_out(ctx);
