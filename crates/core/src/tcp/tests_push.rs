@@ -438,3 +438,14 @@ fn a_record_end_on_a_listener_is_an_error() {
     let listener = tcp.listen(LOCAL, 4).unwrap();
     assert_eq!(tcp.end_record(listener), Err(TcpError::InvalidState));
 }
+
+#[test]
+fn info_says_when_in_order_data_last_arrived() {
+    // Linux's `tcpi_last_data_recv` is the time since.
+    let (mut tcp, c, snd) = established();
+    assert_eq!(tcp.info(c).unwrap().last_data_at, None);
+    send!(tcp, 20, data(snd, 0, b"ab"));
+    assert_eq!(tcp.info(c).unwrap().last_data_at, Some(ms(20)));
+    send!(tcp, 30, data(snd, 2, b"cd"));
+    assert_eq!(tcp.info(c).unwrap().last_data_at, Some(ms(30)));
+}

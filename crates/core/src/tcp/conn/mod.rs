@@ -758,6 +758,7 @@ impl Conn {
             timestamps: self.opts.ts.is_some(),
             sack: self.opts.sack,
             syn_data_acked: self.opts.syn_data_acked,
+            last_data_at: self.last_data_at,
             ecn: self.opts.ecn,
             congestion: snd.map_or(self.congestion(config).name(), |s| s.cc.name()),
             pacing_rate: snd.and_then(|s| {
