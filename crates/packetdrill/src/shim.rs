@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
 use impnet_core::tcp::{TcpConfig, TcpEvent, TcpHandle};
-use impnet_core::{Duration, Event, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig};
+use impnet_core::{
+    Duration, Event, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig,
+};
 use impnet_wire::{ipv4, ipv6};
 
 use crate::flags::Flags;

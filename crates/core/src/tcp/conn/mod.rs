@@ -592,8 +592,7 @@ impl Conn {
     /// carries PSH (the write ended with a push). Nothing queued since the last
     /// boundary (or nothing unacknowledged): nothing to mark.
     pub fn end_record(&mut self) {
-        let Some((snd_una, end)) = self.state.snd().map(|snd| (snd.snd_una, snd.data_end()))
-        else {
+        let Some((snd_una, end)) = self.state.snd().map(|snd| (snd.snd_una, snd.data_end())) else {
             return;
         };
         if end <= snd_una {
