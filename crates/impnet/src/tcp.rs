@@ -439,6 +439,17 @@ impl TcpStream {
         Ok(self.options().cork)
     }
 
+    /// End a record at the end of what was written so far (Linux's `MSG_EOR` on the
+    /// last write): no segment carries data from both sides of that point, so the
+    /// next write starts a segment of its own, and the record's end goes at once.
+    pub fn end_record(&self) -> io::Result<()> {
+        let handle = self.inner.handle;
+        self.inner
+            .shared
+            .with(|state, _| state.stack.tcp_end_record(handle))?
+            .map_err(error::tcp)
+    }
+
     /// Bound the time a read waits (None: forever); a read that runs out fails with
     /// `TimedOut`.
     pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {

@@ -264,6 +264,7 @@ fn every_call_after_the_runtime_stopped_is_not_connected() {
     assert_eq!(kind(client.take_error()), ErrorKind::NotConnected);
     assert_eq!(kind(client.set_nodelay(true)), ErrorKind::NotConnected);
     assert_eq!(kind(client.set_cork(true)), ErrorKind::NotConnected);
+    assert_eq!(kind(client.end_record()), ErrorKind::NotConnected);
     assert_eq!(
         kind(client.shutdown(Shutdown::Both)),
         ErrorKind::NotConnected

@@ -105,6 +105,10 @@ fn gather_writes_and_the_cork_over_a_pipe() {
         stream.write_all(b"pieces").unwrap();
         stream.set_cork(false).unwrap();
         assert!(!stream.cork().unwrap());
+        // A record's end (MSG_EOR) splits segments, never the byte stream.
+        stream.write_all(b" record").unwrap();
+        stream.end_record().unwrap();
+        stream.write_all(b" next").unwrap();
     });
     let mut client = TcpStream::connect(&a, "192.0.2.2:81").unwrap();
     client
@@ -112,7 +116,7 @@ fn gather_writes_and_the_cork_over_a_pipe() {
         .unwrap();
     let mut got = Vec::new();
     client.read_to_end(&mut got).unwrap();
-    assert_eq!(got, b"head body corked pieces");
+    assert_eq!(got, b"head body corked pieces record next");
     server.join().unwrap();
 }
 

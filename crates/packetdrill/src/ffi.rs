@@ -447,13 +447,29 @@ fn do_read(d: &Driver, fd: c_int, mut bufs: Vec<&mut [u8]>, flags: c_int) -> Res
 }
 
 /// A write of `bufs`: a blocking socket takes all of it before returning (or an
-/// error, or what it took before one), as Linux's `tcp_sendmsg` does.
+/// error, or what it took before one), as Linux's `tcp_sendmsg` does. With MSG_EOR,
+/// a write taken whole ends a record (Linux marks the skb only then).
 fn do_write(d: &Driver, fd: c_int, bufs: &[&[u8]], flags: c_int) -> Result<usize, Errno> {
     if d.with(|s| s.fast_open_deferred(fd)) {
         return fast_open_write(d, fd, None, bufs, flags);
     }
     d.with(|s| s.more_coming(fd, flags & libc::MSG_MORE != 0))?;
     let total: usize = bufs.iter().map(|b| b.len()).sum();
+    let written = write_all(d, fd, bufs, flags, total)?;
+    if flags & libc::MSG_EOR != 0 && written == total {
+        d.with(|s| s.end_record(fd))?;
+    }
+    Ok(written)
+}
+
+/// The write of [`do_write`], `total` bytes in `bufs`.
+fn write_all(
+    d: &Driver,
+    fd: c_int,
+    bufs: &[&[u8]],
+    flags: c_int,
+    total: usize,
+) -> Result<usize, Errno> {
     if flags & libc::MSG_DONTWAIT != 0 {
         return d.with(|s| s.write(fd, bufs));
     }

@@ -12,8 +12,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
-use impnet_core::tcp::TcpConfig;
-use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig};
+use impnet_core::tcp::{TcpConfig, TcpEvent, TcpHandle};
+use impnet_core::{
+    Duration, Event, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig,
+};
 use impnet_wire::{ipv4, ipv6};
 
 use crate::flags::Flags;
@@ -53,6 +55,10 @@ pub struct Shim {
     /// look again when it does.
     pub(crate) generation: u64,
     frame: Vec<u8>,
+    /// When each connection first became writable or readable (its handshake done, as
+    /// far as the shim sees it): Linux starts the clock of `tcpi_last_data_recv` at
+    /// the handshake, before any data arrives.
+    pub(crate) opened_at: BTreeMap<TcpHandle, Instant>,
 }
 
 impl Shim {
@@ -117,6 +123,7 @@ impl Shim {
             outbound: VecDeque::new(),
             fds: BTreeMap::new(),
             generation: 0,
+            opened_at: BTreeMap::new(),
         };
         shim.flush();
         shim
@@ -225,7 +232,17 @@ impl Shim {
                 packet: self.frame[..transmit.len].to_vec(),
             });
         }
-        while self.stack.poll_event().is_some() {}
+        while let Some(event) = self.stack.poll_event() {
+            match event {
+                Event::Tcp(TcpEvent::Writable(handle) | TcpEvent::Readable(handle)) => {
+                    self.opened_at.entry(handle).or_insert(self.now);
+                }
+                Event::Tcp(TcpEvent::Closed(handle)) => {
+                    self.opened_at.remove(&handle);
+                }
+                _ => {}
+            }
+        }
         self.update_error_queues();
     }
 

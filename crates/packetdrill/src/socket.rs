@@ -607,6 +607,16 @@ impl Shim {
         Ok(())
     }
 
+    /// MSG_EOR on a write taken whole: the record ends with it, so no segment carries
+    /// its end and later data together (the stack's `tcp_end_record`).
+    pub fn end_record(&mut self, fd: i32) -> Result<(), Errno> {
+        let socket = self.tcp_socket(fd)?;
+        if let Phase::Conn(handle) = socket.phase {
+            let _ = self.stack.tcp_end_record(handle);
+        }
+        Ok(())
+    }
+
     /// The most bytes `fd` may have queued: twice SO_SNDBUF, else the stack's buffer.
     /// (The stack's buffer of the connection takes the size too, but one holding data
     /// only grows: a smaller SO_SNDBUF is kept here.)

@@ -554,10 +554,19 @@ impl Shim {
     fn tcp_info_bytes(&mut self, phase: Phase) -> Vec<u8> {
         let mtu = u32::try_from(self.flags.mtu).unwrap_or(u32::MAX);
         let info = match phase {
-            Phase::Conn(handle) => self
-                .stack
-                .tcp_info(handle)
-                .map(|info| LinuxTcpInfo::from_info(&info, mtu)),
+            Phase::Conn(handle) => self.stack.tcp_info(handle).map(|info| {
+                let mut linux = LinuxTcpInfo::from_info(&info, mtu);
+                // Linux's `tcpi_last_data_recv`: milliseconds since in-order data
+                // last arrived, or since the handshake before any did.
+                let since = info
+                    .last_data_at
+                    .or_else(|| self.opened_at.get(&handle).copied());
+                if let Some(at) = since {
+                    let ms = self.now.saturating_duration_since(at).as_millis();
+                    linux.last_data_recv = u32::try_from(ms).unwrap_or(u32::MAX);
+                }
+                linux
+            }),
             _ => None,
         };
         let info = info.unwrap_or(LinuxTcpInfo {

@@ -858,6 +858,13 @@ impl Stack {
         self.tcp.set_more(handle, more)
     }
 
+    /// End a record at the end of what is written so far on one connection (Linux's
+    /// MSG_EOR on that write): no segment spans the boundary, so later writes start a
+    /// segment of their own.
+    pub fn tcp_end_record(&mut self, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.end_record(handle)
+    }
+
     /// Set one of a socket's own settings, as Linux's per-socket options do
     /// (`TCP_CONGESTION`, `SO_RCVBUF`, `SO_SNDBUF`, `TCP_MAXSEG` on a listener,
     /// `TCP_USER_TIMEOUT`, `TCP_NOTSENT_LOWAT`; see

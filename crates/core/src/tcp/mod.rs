@@ -65,7 +65,7 @@ mod tests_tso;
 
 use core::net::{IpAddr, SocketAddr};
 
-use crate::time::Duration;
+use crate::time::{Duration, Instant};
 
 pub use conn::SendOwnedError;
 pub use ecn::{Ecn, EcnMode};
@@ -508,6 +508,9 @@ pub struct TcpInfo {
     /// TCP Fast Open: the SYN's data was acknowledged with it (a client's SYN, or on a
     /// server the peer's; Linux's TCPI_OPT_SYN_DATA).
     pub syn_data_acked: bool,
+    /// When in-order data last arrived (None before the first): Linux's
+    /// `tcpi_last_data_recv` is the time since.
+    pub last_data_at: Option<Instant>,
 }
 
 /// Counters for the whole TCP layer (`netstat -s` style).

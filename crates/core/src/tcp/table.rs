@@ -710,6 +710,21 @@ impl Tcp {
         }
     }
 
+    /// End a record at the end of what the application has written so far (Linux's
+    /// MSG_EOR, on the write that queued it): no segment carries data from both sides
+    /// of that point, new or sent again, so a later write starts a segment of its own.
+    /// The boundaries are kept apart from the data, only on connections that use them.
+    pub fn end_record(&mut self, handle: TcpHandle) -> Result<(), TcpError> {
+        match self.socket_mut(handle) {
+            Some(Socket::Conn(conn)) => {
+                conn.end_record();
+                Ok(())
+            }
+            Some(Socket::Listener(_)) => Err(TcpError::InvalidState),
+            None => Err(TcpError::InvalidHandle),
+        }
+    }
+
     /// Set one of a socket's own settings (see [`SocketOption`]): on a listener, for
     /// the children it opens from then on; on a connection, at once.
     pub fn set_option(

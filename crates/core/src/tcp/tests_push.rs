@@ -385,3 +385,67 @@ fn a_fin_pushes_out_what_the_cork_holds() {
         }
     );
 }
+
+#[test]
+fn no_segment_spans_the_end_of_a_record() {
+    // Linux's MSG_EOR: data written after a record's end never shares a segment with
+    // it, and the record's last segment carries PSH (its write pushed). Without the
+    // boundaries the same writes go as [1000, 1000 P, 1000, 1000 P, 300 P].
+    let (mut tcp, c, _snd) = established();
+    tcp.send(ms(20), c, &[1u8; 1500]).unwrap();
+    tcp.end_record(c).unwrap();
+    tcp.send(ms(20), c, &[2u8; 400]).unwrap();
+    tcp.end_record(c).unwrap();
+    tcp.send(ms(20), c, &[3u8; 400]).unwrap();
+    tcp.end_record(c).unwrap();
+    // Marking again with nothing written since adds nothing.
+    tcp.end_record(c).unwrap();
+    tcp.send(ms(20), c, &[4u8; 2000]).unwrap();
+    assert_eq!(
+        sent_at(&mut tcp, 20),
+        [
+            (1000, false),
+            (500, true),
+            (400, true),
+            (400, true),
+            (1000, false),
+            (1000, true)
+        ]
+    );
+}
+
+#[test]
+fn a_retransmission_stops_at_the_end_of_a_record() {
+    let (mut tcp, c, snd) = established();
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.send(ms(20), c, &[1u8; 300]).unwrap();
+    tcp.end_record(c).unwrap();
+    tcp.send(ms(20), c, &[2u8; 300]).unwrap();
+    assert_eq!(sent_at(&mut tcp, 20), [(300, true), (300, true)]);
+    // Nothing acknowledged: the timeout resends both (the window after it, one MSS,
+    // holds 600 bytes), each record in a segment of its own, not one of 600 bytes.
+    let at = tcp.poll_timeout().unwrap();
+    tcp.handle_timeout(at);
+    let t = at.as_millis();
+    assert_eq!(sent_at(&mut tcp, t), [(300, true), (300, true)]);
+    send!(tcp, t + 10, peer_ack(snd, 600, 64000));
+    assert_eq!(tcp.info(c).unwrap().bytes_in_flight, 0);
+}
+
+#[test]
+fn a_record_end_on_a_listener_is_an_error() {
+    let mut tcp = Tcp::new(config(), &secret(7));
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    assert_eq!(tcp.end_record(listener), Err(TcpError::InvalidState));
+}
+
+#[test]
+fn info_says_when_in_order_data_last_arrived() {
+    // Linux's `tcpi_last_data_recv` is the time since.
+    let (mut tcp, c, snd) = established();
+    assert_eq!(tcp.info(c).unwrap().last_data_at, None);
+    send!(tcp, 20, data(snd, 0, b"ab"));
+    assert_eq!(tcp.info(c).unwrap().last_data_at, Some(ms(20)));
+    send!(tcp, 30, data(snd, 2, b"cd"));
+    assert_eq!(tcp.info(c).unwrap().last_data_at, Some(ms(30)));
+}

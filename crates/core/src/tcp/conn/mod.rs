@@ -246,6 +246,30 @@ pub(crate) struct Cold {
     /// (`Conn::more`) left data after the end of the last write that pushed; None: the
     /// end of the queued data (every write pushes but one with MSG_MORE).
     pub push_at: Option<SeqNumber>,
+    /// Record boundaries in the send buffer (Linux's MSG_EOR, `Conn::end_record`): the
+    /// sequence numbers where a record ends, ascending, none at or below SND.UNA once a
+    /// new one is added. No segment spans one: data after a boundary starts a segment
+    /// of its own, new or sent again.
+    pub records: alloc::vec::Vec<SeqNumber>,
+}
+
+impl Cold {
+    /// The first record boundary after `seq` (see `records`).
+    pub fn record_end_after(&self, seq: SeqNumber) -> Option<SeqNumber> {
+        self.records.iter().copied().find(|&end| end > seq)
+    }
+}
+
+/// The first record boundary after `seq` of a connection's `cold` state, if any.
+#[inline]
+pub(crate) fn record_end_after(
+    cold: Option<&alloc::boxed::Box<Cold>>,
+    seq: SeqNumber,
+) -> Option<SeqNumber> {
+    match cold {
+        Some(cold) if !cold.records.is_empty() => cold.record_end_after(seq),
+        _ => None,
+    }
 }
 
 /// One TCP connection.
@@ -572,6 +596,25 @@ impl Conn {
         }
     }
 
+    /// End a record at the end of the data queued so far (Linux's MSG_EOR on the write
+    /// that queued it): no segment carries data from both sides of this point, so a
+    /// later write starts a segment of its own, and the segment that ends the record
+    /// carries PSH (the write ended with a push). Nothing queued since the last
+    /// boundary (or nothing unacknowledged): nothing to mark.
+    pub fn end_record(&mut self) {
+        let Some((snd_una, end)) = self.state.snd().map(|snd| (snd.snd_una, snd.data_end())) else {
+            return;
+        };
+        if end <= snd_una {
+            return;
+        }
+        let cold = self.cold.get_or_insert_with(Default::default);
+        cold.records.retain(|&at| at > snd_una);
+        if cold.records.last().is_none_or(|&last| last < end) {
+            cold.records.push(end);
+        }
+    }
+
     /// Let what a write with more to follow held go (`more_held`), and its ceiling
     /// with it unless the cork holds data too.
     pub fn release_more(&mut self) {
@@ -724,6 +767,7 @@ impl Conn {
             timestamps: self.opts.ts.is_some(),
             sack: self.opts.sack,
             syn_data_acked: self.opts.syn_data_acked,
+            last_data_at: self.last_data_at,
             ecn: self.opts.ecn,
             congestion: snd.map_or(self.congestion(config).name(), |s| s.cc.name()),
             pacing_rate: snd.and_then(|s| {

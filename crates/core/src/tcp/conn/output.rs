@@ -3,7 +3,7 @@
 use impnet_wire::tcp::{FastOpenCookie, Flags, Options, PlainHeader, Repr};
 
 use super::recovery::{pipe, recovery_room};
-use super::{Conn, Cork, Ctx, Negotiated, Probe};
+use super::{Cold, Conn, Cork, Ctx, Negotiated, Probe, record_end_after};
 use crate::tcp::buffer::Slices;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::segment::{Fill, tsval, write_plain_segment, write_segment};
@@ -185,7 +185,8 @@ impl Conn {
             self.timers.set(Timer::Pace, at);
             return self.plan_control();
         }
-        if let Some(plan) = plan_repair(snd, &opts, fin_queued) {
+        let cold = self.cold.as_ref();
+        if let Some(plan) = plan_repair(snd, &opts, fin_queued, cold) {
             return Some(plan);
         }
         restart_after_idle(
@@ -199,7 +200,7 @@ impl Conn {
         } else {
             Partial::of(self.nodelay, self.cork, self.more_held, snd.snd_nxt)
         };
-        if let Some(plan) = plan_next(snd, &opts, fin_queued, partial, tso_room) {
+        if let Some(plan) = plan_next(snd, &opts, fin_queued, partial, tso_room, cold) {
             if partial == Partial::Override {
                 self.probe = None;
             }
@@ -405,7 +406,7 @@ impl Conn {
         let end = plan.seq + plan.len;
         let push_at = self.cold.as_ref().and_then(|cold| cold.push_at);
         let push_at = push_at.unwrap_or_else(|| snd.data_end());
-        if end == push_at {
+        if end == push_at || record_end_after(self.cold.as_ref(), plan.seq) == Some(end) {
             return true;
         }
         if plan.seq < snd.snd_max {
@@ -581,12 +582,19 @@ fn forced_push(seq: SeqNumber, end: SeqNumber, push_at: SeqNumber, max_window: u
     to_end.div_ceil(half).max(1) * half < to_seq
 }
 
-/// A retransmission out of order: NewReno's one segment, or RFC 6675 NextSeg().
-fn plan_repair(snd: &mut Snd, opts: &Negotiated, fin_queued: bool) -> Option<Plan> {
+/// A retransmission out of order: NewReno's one segment, or RFC 6675 NextSeg(); never
+/// past a record boundary (`Cold::records`).
+fn plan_repair(
+    snd: &mut Snd,
+    opts: &Negotiated,
+    fin_queued: bool,
+    cold: Option<&alloc::boxed::Box<Cold>>,
+) -> Option<Plan> {
     let mss = opts.snd_mss();
     let fin_at = fin_queued.then(|| snd.data_end());
     let segment = |snd: &Snd, seq: SeqNumber, max: usize| {
-        let len = (snd.data_end() - seq).min(max);
+        let end = record_end_after(cold, seq).unwrap_or_else(|| snd.data_end());
+        let len = (end - seq).min(max);
         let fin = fin_at == Some(seq + len) && seq + len < snd.snd_max;
         Plan {
             seq,
@@ -772,27 +780,39 @@ fn skip_sacked(snd: &mut Snd, sack: bool) {
 }
 
 /// New data (or data again after a timeout) at SND.NXT, and the FIN; with `tso_room`,
-/// up to that much in one segment (whole MSS multiples while more data waits).
+/// up to that much in one segment (whole MSS multiples while more data waits), never
+/// past a record boundary (`Cold::records`).
 fn plan_next(
     snd: &mut Snd,
     opts: &Negotiated,
     fin_queued: bool,
     partial: Partial,
     tso_room: Option<usize>,
+    cold: Option<&alloc::boxed::Box<Cold>>,
 ) -> Option<Plan> {
     let mss = opts.snd_mss();
     skip_sacked(snd, opts.sack);
     let room = Room::at_snd_nxt(snd, opts.sack, mss);
     let largest = tso_room.map_or(mss, |room| room.max(mss));
-    let len = room.segment_len(largest, mss);
+    let mut len = room.segment_len(largest, mss);
     let data_end = snd.data_end();
+    // A record that ends before the queued data does: its last segment goes alone
+    // (Linux's EOR skb, which `tcp_skb_can_collapse` never merges), and whatever its
+    // size, as Linux sends an skb that is not the last in its queue (no Nagle test).
+    let record_ends = match record_end_after(cold, snd.snd_nxt) {
+        Some(end) if end < data_end && len >= end - snd.snd_nxt => {
+            len = end - snd.snd_nxt;
+            true
+        }
+        _ => false,
+    };
     let fin_due = fin_queued && snd.snd_nxt <= data_end;
     let again = snd.snd_nxt < snd.snd_max;
     let go = if len == 0 {
         // The FIN alone, once all data is out (it needs no window room here: a peer
         // that cannot take it will drop it and we retransmit).
         room.available == 0 && fin_due && (room.cwnd > 0 || again)
-    } else if again {
+    } else if again || record_ends {
         true
     } else if len >= mss {
         !tso_defers(&room, len, largest, tso_room.is_some() && !fin_due)
