@@ -65,6 +65,11 @@ impl Shim {
             ecn: flags.ecn,
             mss: u16::try_from(flags.mtu - 40).unwrap_or(u16::MAX),
             rto_floor: flags.rto_floor,
+            // Linux's window rules where they differ from the RFCs' (the scripts are
+            // Linux's): slow start grows by all a stretch ACK acknowledged
+            // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd.
+            abc_limit: None,
+            cubic_ssthresh_from_cwnd: true,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

@@ -6,6 +6,7 @@
 //! A leaf: it knows nothing of the connection, only bytes and segments.
 
 use super::hystart::Growth;
+use super::usage::CwndUsage;
 
 /// RFC 6928: initial window of 10 segments.
 pub const DEFAULT_INITIAL_WINDOW_SEGMENTS: usize = 10;
@@ -21,19 +22,6 @@ pub fn initial_window(mss: usize, segments: usize) -> usize {
     let n = segments.max(1);
     n.saturating_mul(mss)
         .min((2 * mss).max(n.saturating_mul(1460)))
-}
-
-/// Whether the window, not the application or the receiver, limited what was in flight
-/// before this ACK. RFC 5681 §3.1 grows cwnd to probe the path; a window that was not
-/// used proves nothing, and RFC 7661 §4.3 keeps it from growing while the sender is
-/// rate-limited by anything else. As Linux does, slow start may still grow while at least
-/// half the window was in use, so that one idle gap does not stall it.
-fn cwnd_limited(cwnd: usize, mss: usize, flight_before_ack: usize, slow_start: bool) -> bool {
-    if slow_start {
-        flight_before_ack.saturating_mul(2) >= cwnd
-    } else {
-        flight_before_ack + mss >= cwnd
-    }
 }
 
 /// `value * new / old` without overflow, saturating.
@@ -62,6 +50,8 @@ pub(crate) struct Window {
     rto_unacked: bool,
     /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
     slow_start_after_rto: bool,
+    /// RFC 3465's L in segments, 0 for none ([`WindowRules::abc_limit`](super::WindowRules)).
+    abc_limit: u32,
 }
 
 /// `n` as stored in a [`Window`] (saturating: no MSS or segment count comes near 4 GiB).
@@ -84,7 +74,13 @@ impl Window {
             bytes_acked: 0,
             rto_unacked: false,
             slow_start_after_rto: false,
+            abc_limit: 2,
         }
+    }
+
+    /// RFC 3465's L in segments (`None`: no limit, as Linux).
+    pub(crate) fn set_abc_limit(&mut self, limit: Option<u32>) {
+        self.abc_limit = limit.map_or(0, |l| l.max(1));
     }
 
     /// SMSS in bytes.
@@ -130,15 +126,10 @@ impl Window {
         self.rto_unacked = false;
     }
 
-    /// Whether the window limited the flight before an ACK of `acked_bytes` that left
-    /// `bytes_in_flight` (see [`cwnd_limited`]).
-    pub(crate) fn was_used(&self, acked_bytes: usize, bytes_in_flight: usize) -> bool {
-        cwnd_limited(
-            self.cwnd,
-            self.mss(),
-            bytes_in_flight + acked_bytes,
-            self.in_slow_start(),
-        )
+    /// Whether an ACK may grow cwnd, given how the sender used the window (see
+    /// [`CwndUsage::allows_growth`]).
+    pub(crate) fn was_used(&self, usage: CwndUsage) -> bool {
+        usage.allows_growth(self.cwnd, self.in_slow_start())
     }
 
     /// RFC 3465 §2.2: in slow start "cwnd += min(N, L*SMSS)" with L = 2*SMSS, and L =
@@ -146,10 +137,10 @@ impl Window {
     /// when one ACK may cover a burst of retransmissions; HyStart++'s `growth` may
     /// shrink the increment.
     pub(crate) fn slow_start(&mut self, acked_bytes: usize, growth: Growth) {
-        let limit = if self.slow_start_after_rto {
-            self.mss()
-        } else {
-            2 * self.mss()
+        let limit = match self.abc_limit {
+            0 => usize::MAX,
+            _ if self.slow_start_after_rto => self.mss(),
+            l => l as usize * self.mss(),
         };
         self.cwnd = self
             .cwnd

@@ -6,7 +6,7 @@ use impnet_wire::tcp::Repr;
 use super::recovery::{AckBefore, enter_recovery};
 use super::{Conn, Ctx, Owner, new_snd};
 use crate::tcp::buffer::{RecvBuffer, SendBuffer};
-use crate::tcp::cc::CongestionControl;
+use crate::tcp::cc::{CongestionControl, CwndUsage};
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
 use crate::tcp::segment::{Reset, seg_len, tsval};
@@ -545,6 +545,7 @@ impl Conn {
             snd.scoreboard.on_ack(ack, seg.options.sack(), snd.snd_max);
         }
         let in_flight = snd.outstanding();
+        let usage = snd.cwnd_usage.usage();
         match snd.recovery.as_deref().copied() {
             // RFC 6582 §3.2 (5): "If this ACK acknowledges all of the data up to and
             // including recover, then the ACK acknowledges all the intermediate segments
@@ -553,13 +554,13 @@ impl Conn {
             Some(r) if ack >= r.recover => {
                 snd.recovery = None;
                 if r.after_rto {
-                    snd.cc.on_ack(now, acked, sample, in_flight);
+                    snd.cc.on_ack(now, acked, sample, in_flight, usage);
                 } else {
                     snd.cc.on_exit_recovery(now, in_flight);
                 }
             }
             // Repairing after a timeout: the window keeps growing as in slow start.
-            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, sample, in_flight),
+            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, sample, in_flight, usage),
             // "(Partial ACKs) ... retransmit the first unacknowledged segment ... deflate
             // the congestion window by the amount of new data acknowledged".
             Some(_) if !sack => {
@@ -568,9 +569,15 @@ impl Conn {
             }
             Some(_) => {}
             None if snd.tso && snd.cc.in_slow_start() => {
-                stretch_ack(&mut snd.cc, now, (acked, in_flight), sample, 2 * smss);
+                stretch_ack(
+                    &mut snd.cc,
+                    now,
+                    (acked, in_flight),
+                    (sample, usage),
+                    2 * smss,
+                );
             }
-            None => snd.cc.on_ack(now, acked, sample, in_flight),
+            None => snd.cc.on_ack(now, acked, sample, in_flight, usage),
         }
         if snd.rate.is_some() {
             rate_sample(snd, now, seg, (sack, smss));
@@ -922,17 +929,17 @@ fn stretch_ack(
     cc: &mut crate::tcp::cc::Controller,
     now: Instant,
     (acked, in_flight): (usize, usize),
-    mut sample: Option<Duration>,
+    (mut sample, usage): (Option<Duration>, CwndUsage),
     step: usize,
 ) {
     let mut rest = acked;
     while rest > 0 {
         let n = rest.min(step.max(1));
         rest -= n;
-        cc.on_ack(now, n, sample.take(), in_flight + rest);
+        cc.on_ack(now, n, sample.take(), in_flight + rest, usage);
         if !cc.in_slow_start() {
             if rest > 0 {
-                cc.on_ack(now, rest, None, in_flight);
+                cc.on_ack(now, rest, None, in_flight, usage);
             }
             return;
         }
