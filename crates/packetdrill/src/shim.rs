@@ -67,9 +67,11 @@ impl Shim {
             rto_floor: flags.rto_floor,
             // Linux's window rules where they differ from the RFCs' (the scripts are
             // Linux's): slow start grows by all a stretch ACK acknowledged
-            // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd.
+            // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd, recovery ends with
+            // cwnd = ssthresh (`tcp_end_cwnd_reduction`).
             abc_limit: None,
             cubic_ssthresh_from_cwnd: true,
+            cwnd_ssthresh_after_recovery: true,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

@@ -171,6 +171,11 @@ pub struct TcpConfig {
     /// by default; §4.6 allows either for a sender that keeps an unused cwnd from
     /// growing, as imp's controllers do; the packetdrill shim's setting).
     pub cubic_ssthresh_from_cwnd: bool,
+    /// When loss recovery ends, set cwnd to ssthresh (RFC 6582 §3.2 step 3 option (2),
+    /// Linux's `tcp_end_cwnd_reduction`; the packetdrill shim's setting) rather than
+    /// option (1)'s `min(ssthresh, max(FlightSize, SMSS) + SMSS)` (the default), which
+    /// avoids a burst when little is outstanding. NewReno and CUBIC.
+    pub cwnd_ssthresh_after_recovery: bool,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
     /// How long a connection the application has closed may wait in FIN-WAIT-2 for
@@ -243,12 +248,13 @@ impl TcpConfig {
     }
 
     /// What the window-based controllers follow: `hystart`, `abc_limit`,
-    /// `cubic_ssthresh_from_cwnd`.
+    /// `cubic_ssthresh_from_cwnd`, `cwnd_ssthresh_after_recovery`.
     pub(crate) fn window_rules(&self) -> cc::WindowRules {
         cc::WindowRules {
             hystart: self.hystart,
             abc_limit: self.abc_limit,
             cubic_ssthresh_from_cwnd: self.cubic_ssthresh_from_cwnd,
+            cwnd_ssthresh_after_recovery: self.cwnd_ssthresh_after_recovery,
         }
     }
 }
@@ -283,6 +289,7 @@ impl Default for TcpConfig {
             hystart: true,
             abc_limit: Some(2),
             cubic_ssthresh_from_cwnd: false,
+            cwnd_ssthresh_after_recovery: false,
             syn_cookies: true,
             keepalive: None,
             fin_wait_2_timeout: Some(Duration::from_secs(60)),

@@ -110,7 +110,7 @@ impl Cubic {
     /// ssthresh from cwnd or FlightSize).
     pub fn with_rules(mss: usize, initial_window_segments: usize, rules: WindowRules) -> Cubic {
         let mut window = Window::new(mss, initial_window_segments);
-        window.set_abc_limit(rules.abc_limit);
+        window.set_rules(&rules);
         Cubic {
             cwnd_prior: window.cwnd,
             window,

@@ -224,6 +224,11 @@ pub struct WindowRules {
     /// an implementation that keeps cwnd from growing while it is not used, as imp
     /// does ([`CwndUsage`]).
     pub cubic_ssthresh_from_cwnd: bool,
+    /// When loss recovery ends, cwnd = ssthresh, RFC 6582 §3.2 step 3 option (2), as
+    /// Linux's `tcp_end_cwnd_reduction`, rather than option (1), `min(ssthresh,
+    /// max(FlightSize, SMSS) + SMSS)`, which keeps a sender with little outstanding from
+    /// sending a burst of ssthresh at once.
+    pub cwnd_ssthresh_after_recovery: bool,
 }
 
 impl Default for WindowRules {
@@ -232,6 +237,7 @@ impl Default for WindowRules {
             hystart: true,
             abc_limit: Some(2),
             cubic_ssthresh_from_cwnd: false,
+            cwnd_ssthresh_after_recovery: false,
         }
     }
 }

@@ -40,7 +40,7 @@ impl NewReno {
     /// As [`NewReno::new`], under `rules` (HyStart++ and RFC 3465's limit).
     pub fn with_rules(mss: usize, initial_window_segments: usize, rules: WindowRules) -> NewReno {
         let mut window = Window::new(mss, initial_window_segments);
-        window.set_abc_limit(rules.abc_limit);
+        window.set_rules(&rules);
         NewReno {
             window,
             hystart: HyStart::new(rules.hystart),
@@ -203,6 +203,24 @@ mod tests {
             cc.on_ack(T, MSS, None, 11 * MSS, CwndUsage::LIMITED);
         }
         assert_eq!(cc.cwnd(), 13 * MSS);
+    }
+
+    #[test]
+    fn recovery_ends_at_rfc_6582_option_1_or_at_ssthresh() {
+        // Nothing outstanding when recovery ends: option (1) of RFC 6582 §3.2 step 3
+        // gives min(ssthresh, max(FlightSize, SMSS) + SMSS), two segments; option (2),
+        // Linux's, ssthresh.
+        for (at_ssthresh, cwnd) in [(false, 2 * MSS), (true, 10 * MSS)] {
+            let rules = WindowRules {
+                cwnd_ssthresh_after_recovery: at_ssthresh,
+                ..WindowRules::default()
+            };
+            let mut cc = NewReno::with_rules(MSS, DEFAULT_INITIAL_WINDOW_SEGMENTS, rules);
+            cc.on_enter_sack_recovery(T, 20 * MSS);
+            assert_eq!(cc.ssthresh(), 10 * MSS);
+            cc.on_exit_recovery(T, 0);
+            assert_eq!(cc.cwnd(), cwnd, "at ssthresh: {at_ssthresh}");
+        }
     }
 
     #[test]

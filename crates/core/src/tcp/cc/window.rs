@@ -5,6 +5,7 @@
 //!
 //! A leaf: it knows nothing of the connection, only bytes and segments.
 
+use super::WindowRules;
 use super::hystart::Growth;
 use super::usage::CwndUsage;
 
@@ -50,8 +51,11 @@ pub(crate) struct Window {
     rto_unacked: bool,
     /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
     slow_start_after_rto: bool,
-    /// RFC 3465's L in segments, 0 for none ([`WindowRules::abc_limit`](super::WindowRules)).
+    /// RFC 3465's L in segments, 0 for none ([`WindowRules::abc_limit`]).
     abc_limit: u32,
+    /// Recovery ends with cwnd = ssthresh, RFC 6582 §3.2 step 3 option (2)
+    /// ([`WindowRules::cwnd_ssthresh_after_recovery`]).
+    exit_at_ssthresh: bool,
 }
 
 /// `n` as stored in a [`Window`] (saturating: no MSS or segment count comes near 4 GiB).
@@ -75,12 +79,15 @@ impl Window {
             rto_unacked: false,
             slow_start_after_rto: false,
             abc_limit: 2,
+            exit_at_ssthresh: false,
         }
     }
 
-    /// RFC 3465's L in segments (`None`: no limit, as Linux).
-    pub(crate) fn set_abc_limit(&mut self, limit: Option<u32>) {
-        self.abc_limit = limit.map_or(0, |l| l.max(1));
+    /// Follow `rules`: RFC 3465's L in slow start (`None`: no limit, as Linux) and the
+    /// window at the end of recovery.
+    pub(crate) fn set_rules(&mut self, rules: &WindowRules) {
+        self.abc_limit = rules.abc_limit.map_or(0, |l| l.max(1));
+        self.exit_at_ssthresh = rules.cwnd_ssthresh_after_recovery;
     }
 
     /// SMSS in bytes.
@@ -213,15 +220,19 @@ impl Window {
         self.cwnd = self.cwnd.max(self.mss());
     }
 
-    /// RFC 6582 §3.2 step 3, full acknowledgments, option (1): "Set cwnd to either (1)
-    /// min (ssthresh, max(FlightSize, SMSS) + SMSS) or (2) ssthresh ... where
-    /// FlightSize in (1) is the amount of data presently outstanding." Option (1) avoids
-    /// a burst when little is outstanding.
+    /// RFC 6582 §3.2 step 3, full acknowledgments: "Set cwnd to either (1) min
+    /// (ssthresh, max(FlightSize, SMSS) + SMSS) or (2) ssthresh ... where FlightSize in
+    /// (1) is the amount of data presently outstanding." Option (1) by default: it
+    /// avoids a burst when little is outstanding; option (2) under
+    /// [`WindowRules::cwnd_ssthresh_after_recovery`] (Linux's `tcp_end_cwnd_reduction`).
     pub(crate) fn on_exit_recovery(&mut self, bytes_in_flight: usize) {
         self.rto_unacked = false;
-        self.cwnd = self
-            .ssthresh
-            .min(bytes_in_flight.max(self.mss()) + self.mss());
+        self.cwnd = if self.exit_at_ssthresh {
+            self.ssthresh
+        } else {
+            self.ssthresh
+                .min(bytes_in_flight.max(self.mss()) + self.mss())
+        };
         self.bytes_acked = 0;
     }
 

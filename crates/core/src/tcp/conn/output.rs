@@ -878,6 +878,10 @@ fn mark_app_limited(snd: &mut Snd, sack: bool, mss: usize) {
 /// the most outstanding in this window of data. In loss recovery the recovery's own
 /// window (PRR) paces every send, which counts as limited.
 fn note_cwnd_usage(snd: &mut Snd, sack: bool, mss: usize, sent: bool) {
+    if !sent && snd.snd_nxt >= snd.data_end() {
+        // Nothing waits: the window held nothing back.
+        return;
+    }
     let limited = if snd.recovery.is_some() {
         sent
     } else {
