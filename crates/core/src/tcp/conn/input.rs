@@ -6,7 +6,7 @@ use impnet_wire::tcp::Repr;
 use super::recovery::{AckBefore, enter_recovery};
 use super::{Conn, Ctx, Owner, new_snd};
 use crate::tcp::buffer::{RecvBuffer, SendBuffer};
-use crate::tcp::cc::{CongestionControl, CwndUsage};
+use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
 use crate::tcp::segment::{Reset, seg_len, tsval};
@@ -568,15 +568,7 @@ impl Conn {
                 snd.rexmit = Some(ack);
             }
             Some(_) => {}
-            None if snd.tso && snd.cc.in_slow_start() => {
-                stretch_ack(
-                    &mut snd.cc,
-                    now,
-                    (acked, in_flight),
-                    (sample, usage),
-                    2 * smss,
-                );
-            }
+            None if snd.tso && snd.cc.in_slow_start() => stretch_ack(snd, now, acked, sample, smss),
             None => snd.cc.on_ack(now, acked, sample, in_flight, usage),
         }
         if snd.rate.is_some() {
@@ -922,16 +914,18 @@ impl Conn {
 /// Slow start on an ACK after TSO segments: the peer acknowledges a segment the device
 /// cut into many (Linux's receiver: one ACK per large segment it takes in), so one ACK
 /// may cover 45 segments where RFC 3465 expects one ACK per two. Counted as the ACKs
-/// of every `step` (2*SMSS) bytes it covers, each growing cwnd by L = 2*SMSS at most,
+/// of every 2*SMSS bytes it covers, each growing cwnd by L = 2*SMSS at most,
 /// cwnd grows by what was acknowledged, as Linux's `tcp_slow_start` does; not by
 /// 2*SMSS per large segment, which would make slow start linear.
 fn stretch_ack(
-    cc: &mut crate::tcp::cc::Controller,
+    snd: &mut Snd,
     now: Instant,
-    (acked, in_flight): (usize, usize),
-    (mut sample, usage): (Option<Duration>, CwndUsage),
-    step: usize,
+    acked: usize,
+    mut sample: Option<Duration>,
+    smss: usize,
 ) {
+    let (in_flight, usage, step) = (snd.outstanding(), snd.cwnd_usage.usage(), 2 * smss);
+    let cc = &mut snd.cc;
     let mut rest = acked;
     while rest > 0 {
         let n = rest.min(step.max(1));
