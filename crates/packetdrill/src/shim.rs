@@ -74,6 +74,13 @@ impl Shim {
             // Linux's `tcp_reset`: data that came before a RST stays readable, and a
             // reset child stays in the accept queue.
             reset_keeps_data: true,
+            // Linux's window rules where they differ from the RFCs' (the scripts are
+            // Linux's): slow start grows by all a stretch ACK acknowledged
+            // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd, recovery ends with
+            // cwnd = ssthresh (`tcp_end_cwnd_reduction`).
+            abc_limit: None,
+            cubic_ssthresh_from_cwnd: true,
+            cwnd_ssthresh_after_recovery: true,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

@@ -167,6 +167,21 @@ pub struct TcpConfig {
     /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC: leave slow
     /// start when the RTT rises, before the bottleneck queue overflows (on by default).
     pub hystart: bool,
+    /// RFC 3465's L in segments: the most one ACK grows cwnd by in slow start (default
+    /// `Some(2)`, §2.2's largest; 1 after a timeout, §2.3). `None` grows it by
+    /// everything the ACK acknowledged, as Linux's `tcp_slow_start` does (a stretch
+    /// ACK of ten segments adds ten; the packetdrill shim's setting).
+    pub abc_limit: Option<u32>,
+    /// CUBIC's ssthresh after a loss or timeout from cwnd (`max(cwnd * β, 2*SMSS)`, as
+    /// Linux's `cubictcp_recalc_ssthresh`) instead of RFC 9438 §4.6's FlightSize (off
+    /// by default; §4.6 allows either for a sender that keeps an unused cwnd from
+    /// growing, as imp's controllers do; the packetdrill shim's setting).
+    pub cubic_ssthresh_from_cwnd: bool,
+    /// When loss recovery ends, set cwnd to ssthresh (RFC 6582 §3.2 step 3 option (2),
+    /// Linux's `tcp_end_cwnd_reduction`; the packetdrill shim's setting) rather than
+    /// option (1)'s `min(ssthresh, max(FlightSize, SMSS) + SMSS)` (the default), which
+    /// avoids a burst when little is outstanding. NewReno and CUBIC.
+    pub cwnd_ssthresh_after_recovery: bool,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
     /// How long a connection the application has closed may wait in FIN-WAIT-2 for
@@ -237,6 +252,17 @@ impl TcpConfig {
     pub(crate) fn rto_bounds(&self) -> rtt::RtoBounds {
         rtt::RtoBounds::new(self.min_rto, self.max_rto, self.rto_floor)
     }
+
+    /// What the window-based controllers follow: `hystart`, `abc_limit`,
+    /// `cubic_ssthresh_from_cwnd`, `cwnd_ssthresh_after_recovery`.
+    pub(crate) fn window_rules(&self) -> cc::WindowRules {
+        cc::WindowRules {
+            hystart: self.hystart,
+            abc_limit: self.abc_limit,
+            cubic_ssthresh_from_cwnd: self.cubic_ssthresh_from_cwnd,
+            cwnd_ssthresh_after_recovery: self.cwnd_ssthresh_after_recovery,
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -268,6 +294,9 @@ impl Default for TcpConfig {
             congestion: cc::CcAlgorithm::NewReno,
             pacing: None,
             hystart: true,
+            abc_limit: Some(2),
+            cubic_ssthresh_from_cwnd: false,
+            cwnd_ssthresh_after_recovery: false,
             syn_cookies: true,
             keepalive: None,
             fin_wait_2_timeout: Some(Duration::from_secs(60)),

@@ -9,7 +9,7 @@
 
 use super::TcpError;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
-use super::cc::{CongestionControl, Controller};
+use super::cc::{CongestionControl, Controller, UsageTracker};
 use super::fastopen::SynFastOpen;
 use super::rack::{Rack, RackCell, Undo};
 use super::rtt::{HandshakeTimer, RttSampler};
@@ -216,6 +216,9 @@ pub(crate) struct Snd {
     pub buffer: SendBuffer,
     /// Congestion controller.
     pub cc: Controller,
+    /// How the sender used cwnd over the current window of data, for the controller
+    /// (a window the sender did not fill does not grow).
+    pub cwnd_usage: UsageTracker,
     /// RTT sample in flight (Karn's rule), when timestamps are not used.
     pub sampler: RttSampler,
     /// RFC 6675 scoreboard (used when SACK was negotiated).

@@ -2765,6 +2765,10 @@ fn stale_handles_are_rejected() {
 #[path = "tests_push.rs"]
 mod push;
 
+/// cwnd growth: not while unused, slow start on stretch ACKs, CUBIC's ssthresh.
+#[path = "tests_cwnd.rs"]
+mod cwnd;
+
 /// SYN cookies when the backlog is full.
 #[path = "tests_cookies.rs"]
 mod cookies;

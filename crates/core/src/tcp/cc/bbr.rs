@@ -15,7 +15,7 @@
 //! no randomness of its own: the draft's random waits come from a fixed-seed
 //! xorshift, so a run is repeatable.
 
-use super::{CongestionControl, RateSample};
+use super::{CongestionControl, CwndUsage, RateSample};
 use crate::time::{Duration, Instant};
 
 /// Startup pacing gain, 4 ln 2 = 2.77 (draft §2.7.1 "BBR.StartupPacingGain").
@@ -842,7 +842,7 @@ impl CongestionControl for Bbr {
         self.mss = mss;
         self.cwnd = self.cwnd.max(self.min_pipe_cwnd() as usize);
     }
-    fn on_ack(&mut self, _: Instant, _: usize, _: Option<Duration>, _: usize) {
+    fn on_ack(&mut self, _: Instant, _: usize, _: Option<Duration>, _: usize, _: CwndUsage) {
         // Everything happens in `on_rate_sample`.
     }
     fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {

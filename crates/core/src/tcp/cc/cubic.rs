@@ -10,9 +10,9 @@
 
 use crate::time::{Duration, Instant};
 
-use super::CongestionControl;
 use super::hystart::{Growth, HyStart};
 use super::window::{INITIAL_SSTHRESH, Window, scale};
+use super::{CongestionControl, CwndUsage, WindowRules};
 
 /// RFC 9438 §5.1: "C SHOULD be set to 0.4", here `C_NUM / C_DEN` segments per second³.
 const C_NUM: u128 = 4;
@@ -80,6 +80,9 @@ pub struct Cubic {
     srtt: Option<Duration>,
     /// In fast recovery (entered and neither exited nor ended by a timeout).
     in_recovery: bool,
+    /// ssthresh after a congestion event is cwnd * β_cubic, as Linux, not FlightSize
+    /// * β_cubic ([`WindowRules::cubic_ssthresh_from_cwnd`]).
+    ssthresh_from_cwnd: bool,
     /// HyStart++ in the initial slow start (RFC 9406, as RFC 9438 §4.10 allows).
     hystart: HyStart,
 }
@@ -96,7 +99,18 @@ impl Cubic {
     /// As [`Cubic::new`], with HyStart++ (RFC 9406) in the initial slow start only if
     /// `hystart`.
     pub fn with_hystart(mss: usize, initial_window_segments: usize, hystart: bool) -> Cubic {
-        let window = Window::new(mss, initial_window_segments);
+        let rules = WindowRules {
+            hystart,
+            ..WindowRules::default()
+        };
+        Cubic::with_rules(mss, initial_window_segments, rules)
+    }
+
+    /// As [`Cubic::new`], under `rules` (HyStart++, RFC 3465's limit in slow start,
+    /// ssthresh from cwnd or FlightSize).
+    pub fn with_rules(mss: usize, initial_window_segments: usize, rules: WindowRules) -> Cubic {
+        let mut window = Window::new(mss, initial_window_segments);
+        window.set_rules(&rules);
         Cubic {
             cwnd_prior: window.cwnd,
             window,
@@ -104,7 +118,8 @@ impl Cubic {
             epoch: None,
             srtt: None,
             in_recovery: false,
-            hystart: HyStart::new(hystart),
+            ssthresh_from_cwnd: rules.cubic_ssthresh_from_cwnd,
+            hystart: HyStart::new(rules.hystart),
         }
     }
 
@@ -134,9 +149,18 @@ impl Cubic {
         self.reduced_ssthresh(bytes_in_flight)
     }
 
-    /// RFC 9438 §4.6: "ssthresh = flight_size * β_cubic", at least 2*SMSS.
+    /// RFC 9438 §4.6: "ssthresh = flight_size * β_cubic", at least 2*SMSS; or, as
+    /// Linux and as §4.6 allows ("Some implementations of CUBIC currently use cwnd
+    /// instead of flight_size when calculating a new ssthresh. Implementations that use
+    /// cwnd MUST use other measures to prevent cwnd from growing when the volume of
+    /// bytes in flight is smaller than cwnd", which [`CwndUsage`] does), cwnd * β_cubic.
     fn reduced_ssthresh(&self, bytes_in_flight: usize) -> usize {
-        Cubic::beta(bytes_in_flight).max(2 * self.window.mss())
+        let base = if self.ssthresh_from_cwnd {
+            self.window.cwnd
+        } else {
+            bytes_in_flight
+        };
+        Cubic::beta(base).max(2 * self.window.mss())
     }
 
     /// Begins a congestion-avoidance stage at `now` with the current cwnd as
@@ -305,6 +329,7 @@ impl CongestionControl for Cubic {
         acked_bytes: usize,
         rtt: Option<Duration>,
         bytes_in_flight: usize,
+        usage: CwndUsage,
     ) {
         if let Some(rtt) = rtt {
             self.on_rtt_sample(rtt);
@@ -328,7 +353,7 @@ impl CongestionControl for Cubic {
             self.cwnd_prior = self.window.cwnd;
             return;
         }
-        if !self.window.was_used(acked_bytes, bytes_in_flight) {
+        if !self.window.was_used(usage) {
             // RFC 9438 §5.8: CUBIC does not grow cwnd while the application (or the
             // receiver) limits the flow, and such periods do not count in t.
             if let Some(epoch) = &mut self.epoch {
@@ -451,7 +476,7 @@ mod tests {
     /// An ACK for `acked` bytes at `T` to a sender that had its whole window in flight.
     fn ack_full(cc: &mut Cubic, acked: usize) {
         let flight = cc.cwnd().saturating_sub(acked);
-        cc.on_ack(T, acked, None, flight);
+        cc.on_ack(T, acked, None, flight, CwndUsage::LIMITED);
     }
 
     /// An ACK-clocked bulk sender: every segment is acknowledged on its own, one RTT
@@ -484,7 +509,13 @@ mod tests {
                     break;
                 }
                 self.in_flight.pop_front();
-                cc.on_ack(at, MSS, Some(rtt), self.in_flight.len() * MSS);
+                cc.on_ack(
+                    at,
+                    MSS,
+                    Some(rtt),
+                    self.in_flight.len() * MSS,
+                    CwndUsage::LIMITED,
+                );
                 self.fill(cc, at);
             }
         }
@@ -657,19 +688,21 @@ mod tests {
     fn application_limited_acks_neither_grow_cwnd_nor_count_in_t() {
         let mut cc = after_loss(100);
         let second = Duration::from_secs(1);
-        cc.on_ack(T, MSS, None, 69 * MSS);
+        cc.on_ack(T, MSS, None, 69 * MSS, CwndUsage::LIMITED);
         let epoch = cc.epoch.unwrap();
         let cwnd = cc.cwnd();
         // Ten seconds with half the window in flight.
         for i in 1..=10 {
-            cc.on_ack(T + second.saturating_mul(i), MSS, None, 30 * MSS);
+            let usage = CwndUsage::app_limited(31 * MSS);
+            cc.on_ack(T + second.saturating_mul(i), MSS, None, 30 * MSS, usage);
         }
         assert_eq!(cc.cwnd(), cwnd);
         let shifted = cc.epoch.unwrap();
         assert_eq!(shifted.start, epoch.start + second.saturating_mul(10));
         assert_eq!(shifted.w_est_scaled, epoch.w_est_scaled);
         // A full window again grows from where the curve was.
-        cc.on_ack(T + second.saturating_mul(10), MSS, None, cwnd - MSS);
+        let usage = CwndUsage::LIMITED;
+        cc.on_ack(T + second.saturating_mul(10), MSS, None, cwnd - MSS, usage);
         assert!(cc.cwnd() > cwnd && cc.cwnd() < cwnd + MSS);
     }
 

@@ -13,7 +13,9 @@
 //!
 //! Outside loss recovery:
 //! - every ACK that advances SND.UNA: [`on_ack`](CongestionControl::on_ack) with the
-//!   number of newly acknowledged bytes and FlightSize *after* the ACK;
+//!   number of newly acknowledged bytes, FlightSize *after* the ACK, and the
+//!   [`CwndUsage`] of the window of data it belongs to (whether cwnd limited a send,
+//!   the largest flight), from the connection's record of its sends;
 //! - after an idle period longer than the RTO, before sending:
 //!   [`on_idle_restart`](CongestionControl::on_idle_restart) (RFC 5681 §4.1).
 //!
@@ -64,6 +66,7 @@ pub mod bbr;
 pub mod cubic;
 pub mod hystart;
 pub mod newreno;
+mod usage;
 pub mod vegas;
 mod window;
 
@@ -76,6 +79,8 @@ pub use super::rate::RateSample;
 pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
+pub use usage::CwndUsage;
+pub(crate) use usage::UsageTracker;
 pub use vegas::Vegas;
 
 /// A congestion-control algorithm: owns cwnd and ssthresh of one connection. Every input
@@ -102,13 +107,16 @@ pub trait CongestionControl: fmt::Debug + Send {
     fn set_mss(&mut self, mss: usize);
 
     /// An ACK outside recovery acknowledged `acked_bytes` new bytes at `now`; `rtt` is the
-    /// RTT sample it produced, if any; `bytes_in_flight` is FlightSize after it.
+    /// RTT sample it produced, if any; `bytes_in_flight` is FlightSize after it; `usage`
+    /// says how the sender used the window over the window of data it belongs to (a
+    /// window the sender did not fill does not grow).
     fn on_ack(
         &mut self,
         now: Instant,
         acked_bytes: usize,
         rtt: Option<Duration>,
         bytes_in_flight: usize,
+        usage: CwndUsage,
     );
 
     /// Fast retransmit without SACK (RFC 6582 / RFC 5681 §3.2): `ssthresh = max(FlightSize
@@ -198,6 +206,42 @@ pub trait CongestionControl: fmt::Debug + Send {
     }
 }
 
+/// Where the window-based controllers may follow the RFCs or Linux, and HyStart++.
+/// The default is the RFCs'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowRules {
+    /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC.
+    pub hystart: bool,
+    /// RFC 3465's L in segments: the most one ACK grows cwnd by in slow start (§2.2:
+    /// "TCP implementations MAY use L=2*SMSS bytes and MUST NOT use L > 2*SMSS
+    /// bytes"; 1 in the slow start after a timeout, §2.3, when it is above 1). `None`:
+    /// by everything the ACK acknowledged, as Linux's `tcp_slow_start` (a stretch ACK
+    /// of ten segments adds ten).
+    pub abc_limit: Option<u32>,
+    /// CUBIC's ssthresh after a congestion event from cwnd, as Linux's
+    /// `cubictcp_recalc_ssthresh` (`max(cwnd * β, 2)`), rather than from FlightSize as
+    /// RFC 9438 §4.6 writes it ("ssthresh = flight_size * β_cubic"). §4.6 allows it for
+    /// an implementation that keeps cwnd from growing while it is not used, as imp
+    /// does ([`CwndUsage`]).
+    pub cubic_ssthresh_from_cwnd: bool,
+    /// When loss recovery ends, cwnd = ssthresh, RFC 6582 §3.2 step 3 option (2), as
+    /// Linux's `tcp_end_cwnd_reduction`, rather than option (1), `min(ssthresh,
+    /// max(FlightSize, SMSS) + SMSS)`, which keeps a sender with little outstanding from
+    /// sending a burst of ssthresh at once.
+    pub cwnd_ssthresh_after_recovery: bool,
+}
+
+impl Default for WindowRules {
+    fn default() -> Self {
+        WindowRules {
+            hystart: true,
+            abc_limit: Some(2),
+            cubic_ssthresh_from_cwnd: false,
+            cwnd_ssthresh_after_recovery: false,
+        }
+    }
+}
+
 /// The congestion-control algorithms imp provides, for configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -239,13 +283,25 @@ impl CcAlgorithm {
         initial_window_segments: usize,
         hystart: bool,
     ) -> Box<dyn CongestionControl> {
+        let rules = WindowRules {
+            hystart,
+            ..WindowRules::default()
+        };
+        self.build_with_rules(mss, initial_window_segments, rules)
+    }
+
+    /// As [`CcAlgorithm::build_with_initial_window`], under `rules`.
+    pub fn build_with_rules(
+        self,
+        mss: usize,
+        initial_window_segments: usize,
+        rules: WindowRules,
+    ) -> Box<dyn CongestionControl> {
         match self {
             CcAlgorithm::NewReno => {
-                Box::new(NewReno::with_hystart(mss, initial_window_segments, hystart))
+                Box::new(NewReno::with_rules(mss, initial_window_segments, rules))
             }
-            CcAlgorithm::Cubic => {
-                Box::new(Cubic::with_hystart(mss, initial_window_segments, hystart))
-            }
+            CcAlgorithm::Cubic => Box::new(Cubic::with_rules(mss, initial_window_segments, rules)),
             CcAlgorithm::Vegas => Box::new(Vegas::new(mss, initial_window_segments)),
             CcAlgorithm::Bbr => Box::new(Bbr::new(mss, initial_window_segments)),
         }
@@ -288,21 +344,18 @@ pub(crate) enum Controller {
 
 impl Controller {
     /// `algorithm` for segments of `mss` bytes, with an initial window of
-    /// `initial_window_segments` and HyStart++ if `hystart` (as
-    /// [`CcAlgorithm::build_configured`]).
+    /// `initial_window_segments`, under `rules` (as [`CcAlgorithm::build_with_rules`]).
     pub(crate) fn new(
         algorithm: CcAlgorithm,
         mss: usize,
         initial_window_segments: usize,
-        hystart: bool,
+        rules: WindowRules,
     ) -> Controller {
         match algorithm {
             CcAlgorithm::NewReno => {
-                Controller::NewReno(NewReno::with_hystart(mss, initial_window_segments, hystart))
+                Controller::NewReno(NewReno::with_rules(mss, initial_window_segments, rules))
             }
-            other => {
-                Controller::Boxed(other.build_configured(mss, initial_window_segments, hystart))
-            }
+            other => Controller::Boxed(other.build_with_rules(mss, initial_window_segments, rules)),
         }
     }
 }
@@ -342,8 +395,9 @@ impl CongestionControl for Controller {
         acked_bytes: usize,
         rtt: Option<Duration>,
         bytes_in_flight: usize,
+        usage: CwndUsage,
     ) {
-        dispatch!(self, cc => cc.on_ack(now, acked_bytes, rtt, bytes_in_flight))
+        dispatch!(self, cc => cc.on_ack(now, acked_bytes, rtt, bytes_in_flight, usage))
     }
     fn on_enter_recovery(&mut self, now: Instant, bytes_in_flight: usize) {
         dispatch!(self, cc => cc.on_enter_recovery(now, bytes_in_flight))
@@ -429,7 +483,7 @@ mod tests {
             CcAlgorithm::Bbr,
         ] {
             let mut boxed = algorithm.build_with_initial_window(1000, 4);
-            let mut inline = Controller::new(algorithm, 1000, 4, true);
+            let mut inline = Controller::new(algorithm, 1000, 4, WindowRules::default());
             let mut now = Instant::ZERO;
             let mut state = 0x9e37_79b9_7f4a_7c15u64;
             for step in 0..2000u64 {
@@ -466,7 +520,14 @@ mod tests {
                         }
                         13 => cc.on_loss(now, 1000, flight),
                         14 => cc.on_ecn_ce(now, 1000, 2000),
-                        _ => cc.on_ack(now, 1 + (state >> 30) as usize % 4000, rtt, flight),
+                        _ => {
+                            let usage = CwndUsage {
+                                limited: state & 1 == 1,
+                                max_flight: flight,
+                            };
+                            let acked = 1 + (state >> 30) as usize % 4000;
+                            cc.on_ack(now, acked, rtt, flight, usage);
+                        }
                     }
                 }
                 let view = |cc: &dyn CongestionControl| {

@@ -4,10 +4,10 @@
 
 use crate::time::{Duration, Instant};
 
-use super::CongestionControl;
 use super::hystart::{Growth, HyStart};
 use super::window::Window;
 pub use super::window::{DEFAULT_INITIAL_WINDOW_SEGMENTS, INITIAL_SSTHRESH, initial_window};
+use super::{CongestionControl, CwndUsage, WindowRules};
 
 /// NewReno state of one connection: the window bookkeeping CUBIC and Vegas share, and
 /// HyStart++.
@@ -30,9 +30,20 @@ impl NewReno {
     /// As [`NewReno::new`], with HyStart++ (RFC 9406) in the initial slow start only if
     /// `hystart`.
     pub fn with_hystart(mss: usize, initial_window_segments: usize, hystart: bool) -> NewReno {
+        let rules = WindowRules {
+            hystart,
+            ..WindowRules::default()
+        };
+        NewReno::with_rules(mss, initial_window_segments, rules)
+    }
+
+    /// As [`NewReno::new`], under `rules` (HyStart++ and RFC 3465's limit).
+    pub fn with_rules(mss: usize, initial_window_segments: usize, rules: WindowRules) -> NewReno {
+        let mut window = Window::new(mss, initial_window_segments);
+        window.set_rules(&rules);
         NewReno {
-            window: Window::new(mss, initial_window_segments),
-            hystart: HyStart::new(hystart),
+            window,
+            hystart: HyStart::new(rules.hystart),
         }
     }
 }
@@ -66,6 +77,7 @@ impl CongestionControl for NewReno {
         acked_bytes: usize,
         rtt: Option<Duration>,
         bytes_in_flight: usize,
+        usage: CwndUsage,
     ) {
         let _ = now;
         if acked_bytes == 0 {
@@ -84,7 +96,7 @@ impl CongestionControl for NewReno {
             window.ssthresh = window.cwnd;
             return;
         }
-        if !window.was_used(acked_bytes, bytes_in_flight) {
+        if !window.was_used(usage) {
             return;
         }
         if window.in_slow_start() {
@@ -165,24 +177,50 @@ mod tests {
     /// An ACK for `acked` bytes to a sender that had its whole window in flight.
     fn ack_full(cc: &mut NewReno, acked: usize) {
         let flight = cc.cwnd().saturating_sub(acked);
-        cc.on_ack(T, acked, None, flight);
+        cc.on_ack(T, acked, None, flight, CwndUsage::LIMITED);
     }
 
     #[test]
     fn a_window_the_sender_did_not_use_does_not_grow() {
         // RFC 7661: an application- or receiver-limited sender learns nothing about the
-        // path, so cwnd stays; it grows again once the window is (half) used.
+        // path, so cwnd stays; slow start grows it to twice the largest flight, as
+        // Linux's `tcp_is_cwnd_limited`.
         let mut cc = reno();
-        cc.on_ack(T, 2 * MSS, None, MSS);
+        cc.on_ack(T, 2 * MSS, None, MSS, CwndUsage::app_limited(5 * MSS));
         assert_eq!(cc.cwnd(), 10 * MSS);
-        cc.on_ack(T, 2 * MSS, None, 3 * MSS);
+        cc.on_ack(T, 2 * MSS, None, 3 * MSS, CwndUsage::app_limited(6 * MSS));
+        assert_eq!(cc.cwnd(), 12 * MSS);
+        cc.on_ack(T, 2 * MSS, None, MSS, CwndUsage::app_limited(6 * MSS));
         assert_eq!(cc.cwnd(), 12 * MSS);
         cc.on_enter_sack_recovery(T, 24 * MSS);
         cc.on_exit_recovery(T, 24 * MSS);
         for _ in 0..30 {
-            cc.on_ack(T, MSS, None, 5 * MSS);
+            cc.on_ack(T, MSS, None, 5 * MSS, CwndUsage::app_limited(11 * MSS));
         }
         assert_eq!(cc.cwnd(), 12 * MSS);
+        // A window the sender fills grows again: one SMSS per cwnd acknowledged.
+        for _ in 0..12 {
+            cc.on_ack(T, MSS, None, 11 * MSS, CwndUsage::LIMITED);
+        }
+        assert_eq!(cc.cwnd(), 13 * MSS);
+    }
+
+    #[test]
+    fn recovery_ends_at_rfc_6582_option_1_or_at_ssthresh() {
+        // Nothing outstanding when recovery ends: option (1) of RFC 6582 §3.2 step 3
+        // gives min(ssthresh, max(FlightSize, SMSS) + SMSS), two segments; option (2),
+        // Linux's, ssthresh.
+        for (at_ssthresh, cwnd) in [(false, 2 * MSS), (true, 10 * MSS)] {
+            let rules = WindowRules {
+                cwnd_ssthresh_after_recovery: at_ssthresh,
+                ..WindowRules::default()
+            };
+            let mut cc = NewReno::with_rules(MSS, DEFAULT_INITIAL_WINDOW_SEGMENTS, rules);
+            cc.on_enter_sack_recovery(T, 20 * MSS);
+            assert_eq!(cc.ssthresh(), 10 * MSS);
+            cc.on_exit_recovery(T, 0);
+            assert_eq!(cc.cwnd(), cwnd, "at ssthresh: {at_ssthresh}");
+        }
     }
 
     #[test]

@@ -17,9 +17,9 @@ use core::cmp::Ordering;
 
 use crate::time::{Duration, Instant};
 
-use super::CongestionControl;
 use super::hystart::Growth;
 use super::window::Window;
+use super::{CongestionControl, CwndUsage};
 
 /// Grow while fewer than α segments queue in the network (Linux: `alpha = 2`).
 pub const ALPHA_SEGMENTS: usize = 2;
@@ -186,6 +186,7 @@ impl CongestionControl for Vegas {
         acked_bytes: usize,
         rtt: Option<Duration>,
         bytes_in_flight: usize,
+        usage: CwndUsage,
     ) {
         let _ = now;
         if let Some(rtt) = rtt {
@@ -198,7 +199,7 @@ impl CongestionControl for Vegas {
         self.acked_total = self.acked_total.saturating_add(acked_bytes as u64);
         // As NewReno (RFC 7661): a window the sender did not use does not grow.
         let slow_start = self.window.in_slow_start();
-        let window_used = self.window.was_used(acked_bytes, bytes_in_flight);
+        let window_used = self.window.was_used(usage);
         if self.acked_total <= self.round.end {
             if window_used && (self.reno_fallback || slow_start) {
                 self.reno(acked_bytes);
@@ -343,7 +344,8 @@ mod tests {
                     }
                     self.in_flight.pop_front();
                     self.now = at;
-                    cc.on_ack(at, MSS, Some(rtt), self.in_flight.len() * MSS);
+                    let flight = self.in_flight.len() * MSS;
+                    cc.on_ack(at, MSS, Some(rtt), flight, CwndUsage::LIMITED);
                     self.fill(cc);
                 }
                 self.now = until;
@@ -462,7 +464,7 @@ mod tests {
         // No RTT samples at all (no timestamps, Karn sampler idle): Reno's one segment
         // per window of ACKed bytes.
         for _ in 0..10 {
-            cc.on_ack(T, MSS, None, 9 * MSS);
+            cc.on_ack(T, MSS, None, 9 * MSS, CwndUsage::LIMITED);
         }
         assert_eq!(cc.cwnd(), 11 * MSS);
     }
@@ -478,7 +480,13 @@ mod tests {
         let mut now = flow.now;
         for _ in 0..100 {
             now += Duration::from_millis(20);
-            cc.on_ack(now, MSS, Some(BASE_RTT), 4 * MSS);
+            cc.on_ack(
+                now,
+                MSS,
+                Some(BASE_RTT),
+                4 * MSS,
+                CwndUsage::app_limited(5 * MSS),
+            );
         }
         assert_eq!(cc.cwnd(), cwnd);
     }

@@ -5,7 +5,9 @@
 //!
 //! A leaf: it knows nothing of the connection, only bytes and segments.
 
+use super::WindowRules;
 use super::hystart::Growth;
+use super::usage::CwndUsage;
 
 /// RFC 6928: initial window of 10 segments.
 pub const DEFAULT_INITIAL_WINDOW_SEGMENTS: usize = 10;
@@ -21,19 +23,6 @@ pub fn initial_window(mss: usize, segments: usize) -> usize {
     let n = segments.max(1);
     n.saturating_mul(mss)
         .min((2 * mss).max(n.saturating_mul(1460)))
-}
-
-/// Whether the window, not the application or the receiver, limited what was in flight
-/// before this ACK. RFC 5681 §3.1 grows cwnd to probe the path; a window that was not
-/// used proves nothing, and RFC 7661 §4.3 keeps it from growing while the sender is
-/// rate-limited by anything else. As Linux does, slow start may still grow while at least
-/// half the window was in use, so that one idle gap does not stall it.
-fn cwnd_limited(cwnd: usize, mss: usize, flight_before_ack: usize, slow_start: bool) -> bool {
-    if slow_start {
-        flight_before_ack.saturating_mul(2) >= cwnd
-    } else {
-        flight_before_ack + mss >= cwnd
-    }
 }
 
 /// `value * new / old` without overflow, saturating.
@@ -62,6 +51,11 @@ pub(crate) struct Window {
     rto_unacked: bool,
     /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
     slow_start_after_rto: bool,
+    /// RFC 3465's L in segments, 0 for none ([`WindowRules::abc_limit`]).
+    abc_limit: u32,
+    /// Recovery ends with cwnd = ssthresh, RFC 6582 §3.2 step 3 option (2)
+    /// ([`WindowRules::cwnd_ssthresh_after_recovery`]).
+    exit_at_ssthresh: bool,
 }
 
 /// `n` as stored in a [`Window`] (saturating: no MSS or segment count comes near 4 GiB).
@@ -84,7 +78,16 @@ impl Window {
             bytes_acked: 0,
             rto_unacked: false,
             slow_start_after_rto: false,
+            abc_limit: 2,
+            exit_at_ssthresh: false,
         }
+    }
+
+    /// Follow `rules`: RFC 3465's L in slow start (`None`: no limit, as Linux) and the
+    /// window at the end of recovery.
+    pub(crate) fn set_rules(&mut self, rules: &WindowRules) {
+        self.abc_limit = rules.abc_limit.map_or(0, |l| l.max(1));
+        self.exit_at_ssthresh = rules.cwnd_ssthresh_after_recovery;
     }
 
     /// SMSS in bytes.
@@ -130,15 +133,10 @@ impl Window {
         self.rto_unacked = false;
     }
 
-    /// Whether the window limited the flight before an ACK of `acked_bytes` that left
-    /// `bytes_in_flight` (see [`cwnd_limited`]).
-    pub(crate) fn was_used(&self, acked_bytes: usize, bytes_in_flight: usize) -> bool {
-        cwnd_limited(
-            self.cwnd,
-            self.mss(),
-            bytes_in_flight + acked_bytes,
-            self.in_slow_start(),
-        )
+    /// Whether an ACK may grow cwnd, given how the sender used the window (see
+    /// [`CwndUsage::allows_growth`]).
+    pub(crate) fn was_used(&self, usage: CwndUsage) -> bool {
+        usage.allows_growth(self.cwnd, self.in_slow_start())
     }
 
     /// RFC 3465 §2.2: in slow start "cwnd += min(N, L*SMSS)" with L = 2*SMSS, and L =
@@ -146,10 +144,10 @@ impl Window {
     /// when one ACK may cover a burst of retransmissions; HyStart++'s `growth` may
     /// shrink the increment.
     pub(crate) fn slow_start(&mut self, acked_bytes: usize, growth: Growth) {
-        let limit = if self.slow_start_after_rto {
-            self.mss()
-        } else {
-            2 * self.mss()
+        let limit = match self.abc_limit {
+            0 => usize::MAX,
+            _ if self.slow_start_after_rto => self.mss(),
+            l => l as usize * self.mss(),
         };
         self.cwnd = self
             .cwnd
@@ -222,15 +220,19 @@ impl Window {
         self.cwnd = self.cwnd.max(self.mss());
     }
 
-    /// RFC 6582 §3.2 step 3, full acknowledgments, option (1): "Set cwnd to either (1)
-    /// min (ssthresh, max(FlightSize, SMSS) + SMSS) or (2) ssthresh ... where
-    /// FlightSize in (1) is the amount of data presently outstanding." Option (1) avoids
-    /// a burst when little is outstanding.
+    /// RFC 6582 §3.2 step 3, full acknowledgments: "Set cwnd to either (1) min
+    /// (ssthresh, max(FlightSize, SMSS) + SMSS) or (2) ssthresh ... where FlightSize in
+    /// (1) is the amount of data presently outstanding." Option (1) by default: it
+    /// avoids a burst when little is outstanding; option (2) under
+    /// [`WindowRules::cwnd_ssthresh_after_recovery`] (Linux's `tcp_end_cwnd_reduction`).
     pub(crate) fn on_exit_recovery(&mut self, bytes_in_flight: usize) {
         self.rto_unacked = false;
-        self.cwnd = self
-            .ssthresh
-            .min(bytes_in_flight.max(self.mss()) + self.mss());
+        self.cwnd = if self.exit_at_ssthresh {
+            self.ssthresh
+        } else {
+            self.ssthresh
+                .min(bytes_in_flight.max(self.mss()) + self.mss())
+        };
         self.bytes_acked = 0;
     }
 

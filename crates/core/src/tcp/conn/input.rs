@@ -545,6 +545,7 @@ impl Conn {
             snd.scoreboard.on_ack(ack, seg.options.sack(), snd.snd_max);
         }
         let in_flight = snd.outstanding();
+        let usage = snd.cwnd_usage.usage();
         match snd.recovery.as_deref().copied() {
             // RFC 6582 §3.2 (5): "If this ACK acknowledges all of the data up to and
             // including recover, then the ACK acknowledges all the intermediate segments
@@ -553,13 +554,13 @@ impl Conn {
             Some(r) if ack >= r.recover => {
                 snd.recovery = None;
                 if r.after_rto {
-                    snd.cc.on_ack(now, acked, sample, in_flight);
+                    snd.cc.on_ack(now, acked, sample, in_flight, usage);
                 } else {
                     snd.cc.on_exit_recovery(now, in_flight);
                 }
             }
             // Repairing after a timeout: the window keeps growing as in slow start.
-            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, sample, in_flight),
+            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, sample, in_flight, usage),
             // "(Partial ACKs) ... retransmit the first unacknowledged segment ... deflate
             // the congestion window by the amount of new data acknowledged".
             Some(_) if !sack => {
@@ -567,10 +568,8 @@ impl Conn {
                 snd.rexmit = Some(ack);
             }
             Some(_) => {}
-            None if snd.tso && snd.cc.in_slow_start() => {
-                stretch_ack(&mut snd.cc, now, (acked, in_flight), sample, 2 * smss);
-            }
-            None => snd.cc.on_ack(now, acked, sample, in_flight),
+            None if snd.tso && snd.cc.in_slow_start() => stretch_ack(snd, now, acked, sample, smss),
+            None => snd.cc.on_ack(now, acked, sample, in_flight, usage),
         }
         if snd.rate.is_some() {
             rate_sample(snd, now, seg, (sack, smss));
@@ -915,24 +914,26 @@ impl Conn {
 /// Slow start on an ACK after TSO segments: the peer acknowledges a segment the device
 /// cut into many (Linux's receiver: one ACK per large segment it takes in), so one ACK
 /// may cover 45 segments where RFC 3465 expects one ACK per two. Counted as the ACKs
-/// of every `step` (2*SMSS) bytes it covers, each growing cwnd by L = 2*SMSS at most,
+/// of every 2*SMSS bytes it covers, each growing cwnd by L = 2*SMSS at most,
 /// cwnd grows by what was acknowledged, as Linux's `tcp_slow_start` does; not by
 /// 2*SMSS per large segment, which would make slow start linear.
 fn stretch_ack(
-    cc: &mut crate::tcp::cc::Controller,
+    snd: &mut Snd,
     now: Instant,
-    (acked, in_flight): (usize, usize),
+    acked: usize,
     mut sample: Option<Duration>,
-    step: usize,
+    smss: usize,
 ) {
+    let (in_flight, usage, step) = (snd.outstanding(), snd.cwnd_usage.usage(), 2 * smss);
+    let cc = &mut snd.cc;
     let mut rest = acked;
     while rest > 0 {
         let n = rest.min(step.max(1));
         rest -= n;
-        cc.on_ack(now, n, sample.take(), in_flight + rest);
+        cc.on_ack(now, n, sample.take(), in_flight + rest, usage);
         if !cc.in_slow_start() {
             if rest > 0 {
-                cc.on_ack(now, rest, None, in_flight);
+                cc.on_ack(now, rest, None, in_flight, usage);
             }
             return;
         }

@@ -25,7 +25,7 @@ use core::net::SocketAddr;
 use impnet_wire::tcp::Repr;
 
 use crate::tcp::buffer::SendBuffer;
-use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller};
+use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller, UsageTracker};
 use crate::tcp::challenge::ChallengeBudget;
 use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
 use crate::tcp::rack::RackCell;
@@ -793,7 +793,7 @@ pub(crate) fn new_snd(
         congestion,
         mss,
         config.initial_window as usize,
-        config.hystart,
+        config.window_rules(),
     );
     let snd_una = iss + 1;
     let rate = cc.wants_rate_samples().then(Default::default);
@@ -808,6 +808,7 @@ pub(crate) fn new_snd(
         max_snd_wnd: wnd,
         buffer,
         cc,
+        cwnd_usage: UsageTracker::new(snd_una),
         sampler: RttSampler::new(),
         scoreboard: Scoreboard::new(),
         recovery: None,

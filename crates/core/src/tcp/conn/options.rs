@@ -98,7 +98,7 @@ impl Conn {
             return;
         }
         let segments = (snd.cc.cwnd() / mss.max(1)).max(1);
-        snd.cc = Controller::new(algorithm, mss, segments, config.hystart);
+        snd.cc = Controller::new(algorithm, mss, segments, config.window_rules());
         if snd.cc.wants_rate_samples() && snd.rate.is_none() {
             snd.rate = Some(Default::default());
         }

@@ -207,6 +207,7 @@ impl Conn {
             return Some(plan);
         }
         mark_app_limited(snd, opts.sack, opts.snd_mss());
+        note_cwnd_usage(snd, opts.sack, opts.snd_mss(), false);
         if partial == Partial::Corked && snd.snd_wnd > 0 {
             self.hold_cork(ctx.now);
         } else {
@@ -514,6 +515,7 @@ impl Conn {
                 } else {
                     snd.high_rxt = snd.high_rxt.max(end);
                 }
+                note_cwnd_usage(snd, self.opts.sack, self.opts.snd_mss(), true);
                 sent = Some(((plan.seq, end), again));
                 self.timers.stop(Timer::Persist);
             }
@@ -887,6 +889,35 @@ fn mark_app_limited(snd: &mut Snd, sack: bool, mss: usize) {
     {
         rate.on_app_limited(room.in_flight);
     }
+}
+
+/// How the send just made (`sent`), or the send held back, used cwnd, for the
+/// controller's growth (Linux's `tcp_cwnd_validate`): limited when less than a segment
+/// of the window is left after a send (Linux counts packets, so a full window of any
+/// size of segment is limited), or when the window holds back data waiting; either way
+/// the most outstanding in this window of data. In loss recovery the recovery's own
+/// window (PRR) paces every send, which counts as limited.
+fn note_cwnd_usage(snd: &mut Snd, sack: bool, mss: usize, sent: bool) {
+    if !sent && snd.snd_nxt >= snd.data_end() {
+        // Nothing waits: the window held nothing back.
+        return;
+    }
+    let limited = if snd.recovery.is_some() {
+        sent
+    } else {
+        let room = Room::at_snd_nxt(snd, sack, mss);
+        if sent {
+            room.cwnd < mss
+        } else {
+            room.available > 0 && room.cwnd < room.available.min(mss)
+        }
+    };
+    if !sent && !limited {
+        return;
+    }
+    let flight = snd.outstanding();
+    let (snd_nxt, snd_una) = (snd.snd_nxt, snd.snd_una);
+    snd.cwnd_usage.on_send(limited, flight, snd_nxt, snd_una);
 }
 
 /// Delivery-rate stamps, loss accounting and the pacing deadline for data `[seq, end)`

@@ -57,7 +57,12 @@ impl Conn {
         // The window in whole segments of this connection's MSS, rounded down: never
         // more than the old cwnd.
         let segments = (block.cwnd / mss.max(1)).max(config.initial_window as usize);
-        snd.cc = Controller::new(self.congestion(config), mss, segments, config.hystart);
+        snd.cc = Controller::new(
+            self.congestion(config),
+            mss,
+            segments,
+            config.window_rules(),
+        );
         if block.ssthresh != usize::MAX {
             snd.cc.set_ssthresh(block.ssthresh);
         }
