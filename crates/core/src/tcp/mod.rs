@@ -29,6 +29,7 @@ mod conn;
 mod cookie;
 mod deadlines;
 mod demux;
+mod ends;
 mod ecn;
 mod fastopen;
 mod lazy_vec;

@@ -26,7 +26,7 @@ impl Conn {
         if s.snd_nxt != s.iss || s.fast_open != SynFastOpen::Off {
             return Err(TcpError::InvalidState);
         }
-        let known = ctx.shared.fast_open.get(self.remote.ip());
+        let known = ctx.shared.fast_open.get(self.ends.remote().ip());
         s.fast_open = match known {
             Some(e) if e.off_until.is_some_and(|t| ctx.now < t) => SynFastOpen::Off,
             Some(e) if e.cookie.is_some() => {
@@ -81,7 +81,7 @@ impl Conn {
         }
         let cookie = seg.options.fast_open.filter(|c| !c.is_request());
         let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
-        let server = self.remote.ip();
+        let server = self.remote().ip();
         ctx.shared.fast_open.store(server, cookie, mss);
         let retried = s.fast_open == SynFastOpen::Dropped;
         let data_acked = s.syn_data > 0 && SeqNumber(seg.ack) > iss + 1;
@@ -114,7 +114,7 @@ impl Conn {
         ctx.shared.stats.fast_open_active_fail += 1;
         ctx.shared
             .fast_open
-            .syn_lost(self.remote.ip(), true, ctx.now);
+            .syn_lost(self.remote().ip(), true, ctx.now);
     }
 
     /// Server: a SYN-RECEIVED child grants `cookie` in its SYN-ACK.
@@ -193,8 +193,8 @@ impl Conn {
         };
         let opts = &self.opts;
         let syn_ack = CookieSynAck {
-            local: self.local,
-            remote: self.remote,
+            local: self.local(),
+            remote: self.remote(),
             seq: (snd.snd_una - 1).0,
             ack: rcv.rcv_nxt.0,
             window,

@@ -51,7 +51,7 @@ impl Conn {
         if seg.flags.ack() && !ack_ok {
             if !seg.flags.rst() {
                 ctx.shared
-                    .reset(Reset::for_segment(self.local, self.remote, seg));
+                    .reset(Reset::for_segment(self.local(), self.remote(), seg));
             }
             return;
         }
@@ -224,7 +224,7 @@ impl Conn {
     fn reset_data_after_close(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         ctx.shared.stats.resets_sent += 1;
         ctx.shared
-            .reset(Reset::for_segment(self.local, self.remote, seg));
+            .reset(Reset::for_segment(self.local(), self.remote(), seg));
         self.enter_closed(ctx, Some(TcpError::ConnectionReset));
     }
 
@@ -394,7 +394,7 @@ impl Conn {
                 if !(ack > s.iss && ack <= s.iss + 1) {
                     ctx.shared.stats.bad_ack += 1;
                     ctx.shared
-                        .reset(Reset::for_segment(self.local, self.remote, seg));
+                        .reset(Reset::for_segment(self.local(), self.remote(), seg));
                     return false;
                 }
                 self.establish_from_syn_rcvd(ctx, seg);

@@ -27,6 +27,7 @@ use impnet_wire::tcp::Repr;
 use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller};
 use crate::tcp::challenge::ChallengeBudget;
+use crate::tcp::ends::Ends;
 use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
 use crate::tcp::rack::RackCell;
 use crate::tcp::rtt::{HandshakeTimer, RttEstimator, RttSampler};
@@ -251,10 +252,8 @@ pub(crate) struct Cold {
 /// One TCP connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
-    /// Our address.
-    pub local: SocketAddr,
-    /// The peer's address.
-    pub remote: SocketAddr,
+    /// Our address and the peer's (read them through [`Conn::local`], [`Conn::remote`]).
+    pub ends: Ends,
     /// Protocol state.
     pub state: State,
     /// Timer deadlines.
@@ -308,6 +307,16 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// Our address.
+    #[inline]
+    pub fn local(&self) -> SocketAddr {
+        self.ends.local()
+    }
+    /// The peer's address.
+    #[inline]
+    pub fn remote(&self) -> SocketAddr {
+        self.ends.remote()
+    }
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
     /// connection may send one more now (and counts it).
     pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
@@ -330,8 +339,7 @@ impl Conn {
         opts: Negotiated,
     ) -> Conn {
         Conn {
-            local,
-            remote,
+            ends: Ends::new(local, remote),
             state,
             timers: Timers::default(),
             rtt: RttEstimator::new(config.initial_rto, config.rto_bounds()),
@@ -490,8 +498,8 @@ impl Conn {
             state => {
                 let seq = state.snd_seq_for_ack()?;
                 Some(Reset {
-                    local: self.local,
-                    remote: self.remote,
+                    local: self.local(),
+                    remote: self.remote(),
                     seq: seq.0,
                     ack: state.rcv_nxt().map(|rcv_nxt| rcv_nxt.0),
                     timestamps: self.opts.ts.map(|ts| (tsval(now), ts.recent)),
