@@ -147,7 +147,7 @@ impl Conn {
         {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
-        self.retries = 0;
+        self.clear_retries();
         self.rtt.reset_backoff();
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
@@ -583,7 +583,7 @@ impl Conn {
         if let Some(rtt) = sample {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
-        self.retries = 0;
+        self.clear_retries();
         // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
         // retransmission timer." §5.3: "When an ACK is received that acknowledges new
         // data, restart the retransmission timer so that it will expire after RTO".

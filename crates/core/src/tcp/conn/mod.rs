@@ -247,6 +247,13 @@ pub(crate) struct Cold {
     /// (`Conn::more`) left data after the end of the last write that pushed; None: the
     /// end of the queued data (every write pushes but one with MSG_MORE).
     pub push_at: Option<SeqNumber>,
+    /// Keep-alive probes sent without an answer (here: only a connection whose peer
+    /// went quiet with keep-alive on sends any).
+    pub keepalive_sent: u32,
+    /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2; read
+    /// through [`Conn::retries`], cleared by [`Conn::clear_retries`]): here, as only a
+    /// connection that met a timeout counts any.
+    pub retries: u32,
 }
 
 /// One TCP connection.
@@ -286,13 +293,9 @@ pub(crate) struct Conn {
     pub last_data_at: Option<Instant>,
     /// A probe to send at the next chance.
     pub probe: Option<Probe>,
-    /// Keep-alive probes sent without an answer.
-    pub keepalive_sent: u32,
     /// Segments retransmitted (for `TcpInfo`; a `u32`, as Linux's `tcpi_total_retrans`,
     /// saturating: 8 bytes less per connection with the padding).
     pub retransmits: u32,
-    /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
-    pub retries: u32,
     /// The last soft ICMP error about this connection (RFC 1122 §4.2.3.9): shown in
     /// `TcpInfo`, and the error a timeout reports.
     pub soft_error: Option<TcpError>,
@@ -307,6 +310,18 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
+    #[inline]
+    pub fn retries(&self) -> u32 {
+        self.cold.as_ref().map_or(0, |cold| cold.retries)
+    }
+    /// Progress: the count of timeouts in a row starts again.
+    #[inline]
+    pub fn clear_retries(&mut self) {
+        if let Some(cold) = &mut self.cold {
+            cold.retries = 0;
+        }
+    }
     /// Our address.
     #[inline]
     pub fn local(&self) -> SocketAddr {
@@ -354,9 +369,7 @@ impl Conn {
             quick_acks: 0,
             last_data_at: None,
             probe: None,
-            keepalive_sent: 0,
             retransmits: 0,
-            retries: 0,
             soft_error: None,
             queued: false,
             scheduled: None,
@@ -865,12 +878,13 @@ impl Conn {
         } else {
             config.syn_retransmits
         };
-        if self.retries >= limit {
+        let cold = self.cold.get_or_insert_with(Default::default);
+        if cold.retries >= limit {
             return self.time_out(ctx);
         }
         ctx.shared.stats.timeouts += 1;
-        self.retries += 1;
-        if self.retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
+        cold.retries += 1;
+        if cold.retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
@@ -948,10 +962,11 @@ impl Conn {
         ) {
             return;
         }
-        if self.keepalive_sent >= ka.count {
+        let cold = self.cold.get_or_insert_with(Default::default);
+        if cold.keepalive_sent >= ka.count {
             return self.time_out(ctx);
         }
-        self.keepalive_sent += 1;
+        cold.keepalive_sent += 1;
         self.probe = Some(Probe::Keepalive);
         self.timers.set(Timer::Keepalive, ctx.now + ka.interval);
     }
@@ -959,7 +974,9 @@ impl Conn {
     /// Re-arm keep-alive after activity (in the states where it runs or, in FIN-WAIT-1,
     /// waits to run: see `on_keepalive_timeout`).
     pub fn restart_keepalive(&mut self, config: &TcpConfig, now: Instant) {
-        self.keepalive_sent = 0;
+        if let Some(cold) = &mut self.cold {
+            cold.keepalive_sent = 0;
+        }
         if let Some(ka) = config.keepalive
             && matches!(
                 self.state,
