@@ -230,7 +230,11 @@ mod tests {
             let rare_armed = Timer::ALL[..]
                 .iter()
                 .any(|&t| t as usize >= COMMON && timers.is_set(t));
-            assert_eq!(timers.rare.is_some(), rare_armed, "the rare table is kept while needed");
+            assert_eq!(
+                timers.rare.is_some(),
+                rare_armed,
+                "the rare table is kept while needed"
+            );
         }
     }
 }

@@ -49,7 +49,11 @@ impl Conn {
         }
         let mss = self.opts.snd_mss();
         let initial = config.initial_window as usize * mss;
-        let Some(block) = ctx.shared.blocks.lookup(ctx.now, self.remote().ip(), initial) else {
+        let Some(block) = ctx
+            .shared
+            .blocks
+            .lookup(ctx.now, self.remote().ip(), initial)
+        else {
             return;
         };
         self.rtt
