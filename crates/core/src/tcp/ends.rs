@@ -1,7 +1,7 @@
 //! A connection's two addresses, packed: what every connection keeps of its 4-tuple.
 
 use alloc::boxed::Box;
-use core::net::{SocketAddr, SocketAddrV4};
+use core::net::{IpAddr, SocketAddr, SocketAddrV4};
 
 use super::FourTuple;
 
@@ -46,6 +46,14 @@ impl Ends {
         match self {
             Ends::V4(local, remote) => (SocketAddr::V4(*local), SocketAddr::V4(*remote)),
             Ends::Other(ends) => **ends,
+        }
+    }
+    /// (our IP address, the peer's): what a segment's checksum covers.
+    #[inline]
+    pub fn ips(&self) -> (IpAddr, IpAddr) {
+        match self {
+            Ends::V4(local, remote) => (IpAddr::V4(*local.ip()), IpAddr::V4(*remote.ip())),
+            Ends::Other(ends) => (ends.0.ip(), ends.1.ip()),
         }
     }
     /// Whether these are `local` and `remote` (compared in place, as the demultiplexing
@@ -98,6 +106,7 @@ mod tests {
                 assert_eq!(packed, local.is_ipv4() && remote.is_ipv4());
                 assert_eq!((ends.local(), ends.remote()), (local, remote));
                 assert_eq!(ends.tuple(), (local, remote));
+                assert_eq!(ends.ips(), (local.ip(), remote.ip()));
                 assert_eq!(ends.local_port(), local.port());
                 assert_eq!(ends.remote_port(), remote.port());
                 for a in all {

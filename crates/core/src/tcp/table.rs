@@ -841,7 +841,8 @@ impl Tcp {
         if closed {
             conn.in_demux = false;
         }
-        let tuple = conn.ends.tuple();
+        // Only a connection that just closed leaves the 4-tuple table.
+        let tuple = report.then(|| conn.ends.tuple());
         let time_wait = matches!(conn.state, State::TimeWait(_));
         if old != next {
             self.deadlines.set(handle, next, time_wait);
@@ -849,7 +850,7 @@ impl Tcp {
         if queue {
             self.output_queue.push_back(handle);
         }
-        if report {
+        if let Some(tuple) = tuple {
             self.conns.remove(&tuple, handle);
             if owner == Owner::User || owner == Owner::Released {
                 self.shared.event(TcpEvent::Closed(handle));

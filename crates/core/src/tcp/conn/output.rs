@@ -320,7 +320,7 @@ impl Conn {
             }
             (false, _) => Fill::Partial,
         };
-        let ends = self.ends.tuple();
+        let ends = self.ends.ips();
         let sack_n = self.sack_blocks_to_send();
         let len = if !syn && sack_n == 0 && ctx.shared.fast_paths {
             let header = PlainHeader {
