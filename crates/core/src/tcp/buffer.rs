@@ -7,6 +7,7 @@
 //! holds little memory (an idle one none), and one that fills its window ends with
 //! storage of the full capacity and stops allocating. Storage never shrinks.
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -81,8 +82,8 @@ fn storage_for(needed: usize, capacity: usize) -> usize {
 }
 
 /// A copy of `ring` linearised from `head` into storage of `size` bytes (`size >= ring.len()`).
-fn relinearise(ring: &[u8], head: usize, size: usize) -> Vec<u8> {
-    let mut storage = vec![0; size];
+fn relinearise(ring: &[u8], head: usize, size: usize) -> Box<[u8]> {
+    let mut storage = vec![0; size].into_boxed_slice();
     copy_pair(
         &mut storage[..ring.len()],
         ring_slices(ring, head, ring.len()),
@@ -109,8 +110,9 @@ fn copy_pair(out: &mut [u8], (a, b): (&[u8], &[u8])) -> usize {
 /// `pieces` records the order of ring bytes and owned buffers.
 #[derive(Debug, Clone)]
 pub struct SendBuffer {
-    /// Storage, grown on demand: `ring_len <= ring.len() <= capacity`.
-    ring: Vec<u8>,
+    /// Storage, grown on demand: `ring_len <= ring.len() <= capacity` (a boxed slice,
+    /// not a `Vec`: its size never changes but by replacing it, and 8 bytes less).
+    ring: Box<[u8]>,
     /// Index of the oldest byte in the ring (`< ring.len()`, or 0 when it holds none).
     /// The counts are `u32`s (a buffer holds less than 4 GiB: [`MAX_CAPACITY`]), 16
     /// bytes less in every connection than `usize`s.
@@ -195,10 +197,11 @@ impl SendBuffer {
     pub fn with_storage(capacity: usize, storage: Vec<u8>) -> SendBuffer {
         let capacity = count(capacity);
         SendBuffer {
+            // Spare storage is as long as it is allocated (`relinearise`): no copy.
             ring: if storage.len() <= capacity as usize {
-                storage
+                storage.into_boxed_slice()
             } else {
-                Vec::new()
+                Box::default()
             },
             head: 0,
             len: 0,
@@ -211,7 +214,7 @@ impl SendBuffer {
 
     /// The ring's storage, for another buffer to reuse (owned buffers are dropped).
     pub fn into_storage(self) -> Vec<u8> {
-        self.ring
+        self.ring.into_vec()
     }
 
     /// How many bytes it can hold.
@@ -562,8 +565,8 @@ pub struct Insert {
 #[derive(Debug, Clone)]
 pub struct RecvBuffer {
     /// Storage, grown on demand: every held byte (in order or not) lies within
-    /// `ring.len() <= capacity` bytes of `head`.
-    ring: Vec<u8>,
+    /// `ring.len() <= capacity` bytes of `head` (boxed, as the send ring's).
+    ring: Box<[u8]>,
     /// Most bytes held; sets the window. The counts are `u32`s (at most
     /// [`MAX_CAPACITY`]), 16 bytes less in every connection than `usize`s.
     capacity: u32,
@@ -592,7 +595,7 @@ impl RecvBuffer {
     /// `max_ranges` out-of-order ranges (0 keeps in-order data only).
     pub fn with_max_ranges(capacity: usize, max_ranges: usize) -> RecvBuffer {
         RecvBuffer {
-            ring: Vec::new(),
+            ring: Box::default(),
             capacity: count(capacity),
             head: 0,
             readable: 0,
@@ -607,14 +610,14 @@ impl RecvBuffer {
     pub fn with_storage(capacity: usize, max_ranges: usize, storage: Vec<u8>) -> RecvBuffer {
         let mut buffer = RecvBuffer::with_max_ranges(capacity, max_ranges);
         if storage.len() <= buffer.capacity() {
-            buffer.ring = storage;
+            buffer.ring = storage.into_boxed_slice();
         }
         buffer
     }
 
     /// The storage, for another buffer to reuse.
     pub fn into_storage(self) -> Vec<u8> {
-        self.ring
+        self.ring.into_vec()
     }
 
     /// The storage, for another buffer to reuse, when nothing is held (empty
@@ -622,7 +625,7 @@ impl RecvBuffer {
     pub fn take_storage_if_empty(&mut self) -> Vec<u8> {
         if self.readable == 0 && self.ranges.is_empty() {
             self.head = 0;
-            core::mem::take(&mut self.ring)
+            core::mem::take(&mut self.ring).into_vec()
         } else {
             Vec::new()
         }

@@ -179,7 +179,7 @@ impl CookieSynAck {
         write_segment(
             &repr,
             super::buffer::Slices::empty(),
-            (self.local, self.remote),
+            (self.local.ip(), self.remote.ip()),
             buf,
             fill,
         )

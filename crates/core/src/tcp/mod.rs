@@ -30,6 +30,7 @@ mod cookie;
 mod deadlines;
 mod demux;
 mod ecn;
+mod ends;
 mod fastopen;
 mod lazy_vec;
 mod listen;

@@ -1,7 +1,7 @@
 //! Writing one TCP segment into a buffer: a connection's (`Conn::poll_transmit`), a
 //! SYN cookie's SYN-ACK, or a RST for no live connection; and the timestamp clock.
 
-use core::net::SocketAddr;
+use core::net::{IpAddr, SocketAddr};
 
 use impnet_wire::checksum::PseudoHeader;
 use impnet_wire::tcp::{Flags, Options, Packet, PlainHeader, Repr};
@@ -80,7 +80,13 @@ impl Reset {
         } else {
             Fill::Partial
         };
-        write_segment(&repr, Slices::empty(), (self.local, self.remote), buf, fill)
+        write_segment(
+            &repr,
+            Slices::empty(),
+            (self.local.ip(), self.remote.ip()),
+            buf,
+            fill,
+        )
     }
 }
 
@@ -91,7 +97,7 @@ impl Reset {
 pub(crate) fn write_segment(
     repr: &Repr<'_>,
     payload: Slices<'_>,
-    (src, dst): (SocketAddr, SocketAddr),
+    (src, dst): (IpAddr, IpAddr),
     buf: &mut [u8],
     fill: Fill,
 ) -> Option<usize> {
@@ -105,7 +111,7 @@ pub(crate) fn write_segment(
         return None;
     }
     let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
-    header.emit(&mut packet, &src.ip(), &dst.ip(), false);
+    header.emit(&mut packet, &src, &dst, false);
     Some(finish_segment(
         &mut buf[..total],
         header_len,
@@ -121,7 +127,7 @@ pub(crate) fn write_segment(
 pub(crate) fn write_plain_segment(
     header: &PlainHeader,
     payload: Slices<'_>,
-    ends: (SocketAddr, SocketAddr),
+    ends: (IpAddr, IpAddr),
     buf: &mut [u8],
     fill: Fill,
 ) -> Option<usize> {
@@ -161,7 +167,7 @@ fn finish_segment(
     segment: &mut [u8],
     header_len: usize,
     payload: Slices<'_>,
-    (src, dst): (SocketAddr, SocketAddr),
+    (src, dst): (IpAddr, IpAddr),
     fill: Fill,
 ) -> usize {
     let total = segment.len();
@@ -177,9 +183,9 @@ fn finish_segment(
         // Copy, then sum: measured faster than the checksum folded into the copy
         // (`checksum::copy_and_sum`) on data in cache, where memcpy is several times
         // the speed of the sum (impnet-wire's `checksum` bench).
-        packet.fill_checksum(&src.ip(), &dst.ip());
+        packet.fill_checksum(&src, &dst);
     } else {
-        packet.set_checksum(src.ip().pseudo_header(&dst.ip(), 6, total as u32));
+        packet.set_checksum(src.pseudo_header(&dst, 6, total as u32));
     }
     total
 }

@@ -104,14 +104,14 @@ fn conn_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Conn> {
 /// demultiplexing table asks of each candidate (compared in place, not copied out).
 #[inline]
 fn has_tuple(slots: &Slab<Slot>, handle: TcpHandle, (local, remote): &super::FourTuple) -> bool {
-    conn_in(slots, handle).is_some_and(|c| c.local == *local && c.remote == *remote)
+    conn_in(slots, handle).is_some_and(|c| c.ends.is(local, remote))
 }
 
 /// The (local, remote) of the connection `handle` names, if it names one: what the
 /// demultiplexing table compares a segment's tuple with.
 #[inline]
 fn tuple_of(slots: &Slab<Slot>, handle: TcpHandle) -> Option<super::FourTuple> {
-    conn_in(slots, handle).map(|c| (c.local, c.remote))
+    conn_in(slots, handle).map(|c| c.ends.tuple())
 }
 
 /// All TCP state of one stack. See the module docs for the call order.
@@ -851,7 +851,7 @@ impl Tcp {
 
     /// Local and remote address of a connection.
     pub fn addresses(&self, handle: TcpHandle) -> Option<(SocketAddr, SocketAddr)> {
-        self.conn_ref(handle).map(|c| (c.local, c.remote))
+        self.conn_ref(handle).map(|c| c.ends.tuple())
     }
 
     /// Bring the table in line with a connection after anything touched it: its
@@ -873,7 +873,8 @@ impl Tcp {
         if closed {
             conn.in_demux = false;
         }
-        let tuple = (conn.local, conn.remote);
+        // Only a connection that just closed leaves the 4-tuple table.
+        let tuple = report.then(|| conn.ends.tuple());
         let time_wait = matches!(conn.state, State::TimeWait(_));
         if old != next {
             self.deadlines.set(handle, next, time_wait);
@@ -881,7 +882,7 @@ impl Tcp {
         if queue {
             self.output_queue.push_back(handle);
         }
-        if report {
+        if let Some(tuple) = tuple {
             self.conns.remove(&tuple, handle);
             if owner == Owner::User || owner == Owner::Released {
                 self.shared.event(TcpEvent::Closed(handle));
@@ -939,7 +940,7 @@ impl Tcp {
             return;
         };
         let scheduled = conn.scheduled.take();
-        let tuple = (conn.local, conn.remote);
+        let tuple = conn.ends.tuple();
         if scheduled.is_some() {
             self.deadlines.set(handle, None, false);
         }
@@ -1553,7 +1554,7 @@ impl Tcp {
             (Some(_), None) => false,
             (None, _) => SeqNumber(seg.seq) > tw.rcv.rcv_nxt,
         };
-        let local = conn.local;
+        let local = conn.local();
         if !newer || !self.has_listener(local) {
             return false;
         }
@@ -1567,7 +1568,7 @@ impl Tcp {
         self.sync_conn(handle);
         // A user still holding the handle keeps a dead one; the tuple is free either way.
         if let Some(conn) = self.conn_mut(handle) {
-            let tuple = (conn.local, conn.remote);
+            let tuple = conn.ends.tuple();
             self.conns.remove(&tuple, handle);
         }
         true
@@ -1630,7 +1631,7 @@ impl Tcp {
             };
             // Stays marked while it runs so `sync_conn` does not queue it a second time.
             conn.queued = true;
-            let (src, dst) = (conn.local.ip(), conn.remote.ip());
+            let (src, dst) = (conn.local().ip(), conn.remote().ip());
             let out = egress(src, dst);
             let sent = self.with_conn(now, handle, |conn, ctx| {
                 Ok(conn.poll_transmit(ctx, behind(buf, out.headroom), out))

@@ -1,37 +1,46 @@
 //! A connection's timers, as data: one deadline per kind, the next is the minimum.
 
+use alloc::boxed::Box;
+
 use crate::time::Instant;
 
-/// The kinds of timers a connection runs.
+/// The kinds of timers a connection runs. The first [`COMMON`] (by discriminant) are
+/// the ones a busy or closing connection runs, kept in place; the others are rare and
+/// live in a table allocated while one of them runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Timer {
     /// RFC 6298 retransmission timer (also SYN and FIN retransmission).
     Retransmit = 0,
     /// RFC 9293 §3.8.6.3 delayed ACK.
     DelayedAck = 1,
-    /// RFC 9293 §3.8.6.1 zero-window probe (persist).
-    Persist = 2,
-    /// RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6 keep-alive.
-    Keepalive = 3,
-    /// 2*MSL in TIME-WAIT (RFC 9293 §3.6).
+    /// RFC 8985 §7.2 Tail Loss Probe timeout (PTO).
+    LossProbe = 2,
+    /// Pacing: the next data segment may leave at this time (`pacing.rs`).
+    Pace = 3,
+    /// 2*MSL in TIME-WAIT (RFC 9293 §3.6): common, as every connection closed first by
+    /// its own end runs it (and TIME-WAIT connections are many).
     TimeWait = 4,
+    /// RFC 9293 §3.8.6.1 zero-window probe (persist).
+    Persist = 5,
+    /// RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6 keep-alive.
+    Keepalive = 6,
     /// RFC 9293 §3.10.8 user timeout: data outstanding this long aborts the connection.
-    UserTimeout = 5,
+    UserTimeout = 7,
     /// The ceiling on how long a cork holds a partial segment (200 ms, as Linux's
     /// TCP_CORK: "there is a 200 millisecond ceiling on the time for which output is
     /// corked", tcp(7)).
-    Cork = 6,
+    Cork = 8,
     /// RFC 8985 §6.3 RACK reorder timer: a segment not yet deemed lost may be when it
     /// fires.
-    Reorder = 7,
-    /// RFC 8985 §7.2 Tail Loss Probe timeout (PTO).
-    LossProbe = 8,
-    /// Pacing: the next data segment may leave at this time (`pacing.rs`).
-    Pace = 9,
+    Reorder = 9,
 }
 
 /// How many kinds of timers there are.
 const KINDS: usize = 10;
+/// How many are kept in place (discriminants `0..COMMON`).
+const COMMON: usize = 5;
+/// How many are kept in the rare table.
+const RARE: usize = KINDS - COMMON;
 
 impl Timer {
     /// Every kind, in the order they fire when due together.
@@ -55,19 +64,31 @@ const IDLE: u64 = u64::MAX;
 
 /// The deadline table, with its minimum kept up to date (the table asks for it after
 /// every call into the connection, so it must cost a load, not a scan). Deadlines are
-/// kept as nanoseconds with [`IDLE`] for a timer not armed: 88 bytes instead of the
-/// 176 that `Option<Instant>`s take, and a scan that is a plain minimum.
-#[derive(Debug, Clone, Copy)]
+/// kept as nanoseconds with [`IDLE`] for a timer not armed, and a scan that is a plain
+/// minimum. The rare kinds (keep-alive, persist, user timeout, cork, RACK reorder) are
+/// kept in a table allocated when one is armed and freed when the last stops: 56
+/// bytes in place instead of the 88 that ten deadlines and the minimum take.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Timers {
-    deadlines: [u64; KINDS],
-    /// The earliest of `deadlines` ([`IDLE`] when none is armed).
+    /// The deadlines of the common kinds.
+    common: Common,
+    /// The deadlines of the rare kinds, while one of them is armed (never all
+    /// [`IDLE`]).
+    rare: Option<Box<[u64; RARE]>>,
+}
+
+/// The common deadlines and the minimum of all.
+#[derive(Debug, Clone, Copy)]
+struct Common {
+    deadlines: [u64; COMMON],
+    /// The earliest of all deadlines, rare ones included ([`IDLE`] when none is armed).
     next: u64,
 }
 
-impl Default for Timers {
-    fn default() -> Timers {
-        Timers {
-            deadlines: [IDLE; KINDS],
+impl Default for Common {
+    fn default() -> Common {
+        Common {
+            deadlines: [IDLE; COMMON],
             next: IDLE,
         }
     }
@@ -86,60 +107,94 @@ impl Timers {
     /// Arm `timer` for `at` (replacing any earlier setting).
     pub fn set(&mut self, timer: Timer, at: Instant) {
         let at = deadline(at);
-        let old = core::mem::replace(&mut self.deadlines[timer as usize], at);
-        if at <= self.next {
-            self.next = at;
-        } else if old == self.next {
-            self.next = self.scan();
+        let index = timer as usize;
+        let old = if index < COMMON {
+            core::mem::replace(&mut self.common.deadlines[index], at)
+        } else {
+            let rare = self.rare.get_or_insert_with(|| Box::new([IDLE; RARE]));
+            core::mem::replace(&mut rare[index - COMMON], at)
+        };
+        if at <= self.common.next {
+            self.common.next = at;
+        } else if old == self.common.next {
+            self.common.next = self.scan();
         }
     }
     /// Arm `timer` for `at` unless it already runs.
     pub fn set_if_idle(&mut self, timer: Timer, at: Instant) {
-        if self.deadlines[timer as usize] == IDLE {
+        if !self.is_set(timer) {
             self.set(timer, at);
         }
     }
     /// Stop `timer`.
     pub fn stop(&mut self, timer: Timer) {
-        let old = core::mem::replace(&mut self.deadlines[timer as usize], IDLE);
-        if old != IDLE && old == self.next {
-            self.next = self.scan();
+        let index = timer as usize;
+        let old = if index < COMMON {
+            core::mem::replace(&mut self.common.deadlines[index], IDLE)
+        } else {
+            let Some(rare) = &mut self.rare else {
+                return;
+            };
+            let old = core::mem::replace(&mut rare[index - COMMON], IDLE);
+            if rare.iter().all(|&at| at == IDLE) {
+                self.rare = None;
+            }
+            old
+        };
+        if old != IDLE && old == self.common.next {
+            self.common.next = self.scan();
         }
     }
     /// Stop every timer.
     pub fn stop_all(&mut self) {
         *self = Timers::default();
     }
+    /// The deadline of `timer` ([`IDLE`] when not armed).
+    #[inline]
+    fn deadline_of(&self, timer: Timer) -> u64 {
+        let index = timer as usize;
+        if index < COMMON {
+            self.common.deadlines[index]
+        } else {
+            self.rare.as_ref().map_or(IDLE, |rare| rare[index - COMMON])
+        }
+    }
     /// When `timer` fires, if armed.
     pub fn get(&self, timer: Timer) -> Option<Instant> {
-        instant(self.deadlines[timer as usize])
+        instant(self.deadline_of(timer))
     }
     /// Whether `timer` is armed.
     pub fn is_set(&self, timer: Timer) -> bool {
-        self.deadlines[timer as usize] != IDLE
+        self.deadline_of(timer) != IDLE
     }
     /// The earliest deadline.
     pub fn next(&self) -> Option<Instant> {
-        instant(self.next)
+        instant(self.common.next)
     }
     fn scan(&self) -> u64 {
         // A plain minimum over the slots: runs on most segments (stopping the
         // earliest timer: the ACK that stops the retransmission timer, the segment
         // that carries a delayed ACK).
-        self.deadlines
+        let common = self
+            .common
+            .deadlines
             .iter()
-            .fold(IDLE, |earliest, &at| earliest.min(at))
+            .fold(IDLE, |earliest, &at| earliest.min(at));
+        match &self.rare {
+            Some(rare) => rare.iter().fold(common, |earliest, &at| earliest.min(at)),
+            None => common,
+        }
     }
     /// The first timer due at `now`, disarmed, or None.
     pub fn pop_due(&mut self, now: Instant) -> Option<Timer> {
         // As a deadline, so that the end of time never finds an idle slot due.
         let now = deadline(now);
-        if self.next > now {
+        if self.common.next > now {
             return None;
         }
         let timer = Timer::ALL
             .into_iter()
-            .find(|&t| self.deadlines[t as usize] <= now)?;
+            .find(|&t| self.deadline_of(t) <= now)?;
         self.stop(timer);
         Some(timer)
     }
@@ -172,6 +227,14 @@ mod tests {
             assert_eq!(timers.next(), instant(timers.scan()));
             let armed = Timer::ALL.iter().filter_map(|&t| timers.get(t)).min();
             assert_eq!(timers.next(), armed);
+            let rare_armed = Timer::ALL[..]
+                .iter()
+                .any(|&t| t as usize >= COMMON && timers.is_set(t));
+            assert_eq!(
+                timers.rare.is_some(),
+                rare_armed,
+                "the rare table is kept while needed"
+            );
         }
     }
 }

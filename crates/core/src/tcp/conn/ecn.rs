@@ -58,14 +58,15 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        if ecn.reduced_at.is_some_and(|at| snd.snd_una <= at) {
+        if ecn.reduced && snd.snd_una <= ecn.reduced_at {
             return;
         }
         if snd.recovery.is_some() || snd.rto_recover.is_some() {
             return;
         }
         snd.cc.on_ecn(ctx.now, snd.outstanding());
-        ecn.reduced_at = Some(snd.snd_max);
+        ecn.reduced = true;
+        ecn.reduced_at = snd.snd_max;
         // "the TCP sender sets the CWR flag in the TCP header of the first new data
         // packet sent after the window reduction".
         ecn.cwr_due = true;
@@ -119,7 +120,7 @@ impl Conn {
     /// CWR and ECE cleared": ours do, and the connection gives ECN up.
     fn ecn_syn_flags(&mut self) -> Flags {
         match self.state {
-            State::SynSent(_) if self.retries > 0 => {
+            State::SynSent(_) if self.retries() > 0 => {
                 self.opts.ecn = false;
                 Flags::NONE
             }

@@ -26,7 +26,7 @@ impl Conn {
         if s.snd_nxt != s.iss || s.fast_open != SynFastOpen::Off {
             return Err(TcpError::InvalidState);
         }
-        let known = ctx.shared.fast_open.get(self.remote.ip());
+        let known = ctx.shared.fast_open.get(self.ends.remote().ip());
         s.fast_open = match known {
             Some(e) if e.off_until.is_some_and(|t| ctx.now < t) => SynFastOpen::Off,
             // Linux's TFO_CLIENT_NO_COOKIE: the data goes on the SYN, bounded by the
@@ -99,7 +99,7 @@ impl Conn {
             .fast_open
             .filter(|c| !c.is_request() && solicited);
         let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
-        let server = self.remote.ip();
+        let server = self.remote().ip();
         ctx.shared.fast_open.store(server, cookie, mss);
         let retried = s.fast_open == SynFastOpen::Dropped;
         let data_acked = s.syn_data > 0 && SeqNumber(seg.ack) > iss + 1;
@@ -139,7 +139,7 @@ impl Conn {
         ctx.shared.stats.fast_open_active_fail += 1;
         ctx.shared
             .fast_open
-            .syn_lost(self.remote.ip(), true, ctx.now);
+            .syn_lost(self.remote().ip(), true, ctx.now);
     }
 
     /// Server: a SYN-RECEIVED child grants `cookie` in its SYN-ACK.
@@ -218,8 +218,8 @@ impl Conn {
         };
         let opts = &self.opts;
         let syn_ack = CookieSynAck {
-            local: self.local,
-            remote: self.remote,
+            local: self.local(),
+            remote: self.remote(),
             seq: (snd.snd_una - 1).0,
             ack: rcv.rcv_nxt.0,
             window,

@@ -51,7 +51,7 @@ impl Conn {
         if seg.flags.ack() && !ack_ok {
             if !seg.flags.rst() {
                 ctx.shared
-                    .reset(Reset::for_segment(self.local, self.remote, seg));
+                    .reset(Reset::for_segment(self.local(), self.remote(), seg));
             }
             return;
         }
@@ -147,7 +147,7 @@ impl Conn {
         {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
-        self.retries = 0;
+        self.clear_retries();
         self.rtt.reset_backoff();
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
@@ -224,7 +224,7 @@ impl Conn {
     fn reset_data_after_close(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         ctx.shared.stats.resets_sent += 1;
         ctx.shared
-            .reset(Reset::for_segment(self.local, self.remote, seg));
+            .reset(Reset::for_segment(self.local(), self.remote(), seg));
         self.enter_closed(ctx, Some(TcpError::ConnectionReset));
     }
 
@@ -394,7 +394,7 @@ impl Conn {
                 if !(ack > s.iss && ack <= s.iss + 1) {
                     ctx.shared.stats.bad_ack += 1;
                     ctx.shared
-                        .reset(Reset::for_segment(self.local, self.remote, seg));
+                        .reset(Reset::for_segment(self.local(), self.remote(), seg));
                     return false;
                 }
                 self.establish_from_syn_rcvd(ctx, seg);
@@ -582,7 +582,7 @@ impl Conn {
         if let Some(rtt) = sample {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
-        self.retries = 0;
+        self.clear_retries();
         // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
         // retransmission timer." §5.3: "When an ACK is received that acknowledges new
         // data, restart the retransmission timer so that it will expire after RTO".

@@ -28,6 +28,7 @@ use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller, UsageTracker};
 use crate::tcp::challenge::ChallengeBudget;
 use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
+use crate::tcp::ends::Ends;
 use crate::tcp::rack::RackCell;
 use crate::tcp::rtt::{HandshakeTimer, RttEstimator, RttSampler};
 use crate::tcp::sack::Scoreboard;
@@ -251,6 +252,13 @@ pub(crate) struct Cold {
     /// new one is added. No segment spans one: data after a boundary starts a segment
     /// of its own, new or sent again.
     pub records: alloc::vec::Vec<SeqNumber>,
+    /// Keep-alive probes sent without an answer (here: only a connection whose peer
+    /// went quiet with keep-alive on sends any).
+    pub keepalive_sent: u32,
+    /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2; read
+    /// through [`Conn::retries`], cleared by [`Conn::clear_retries`]): here, as only a
+    /// connection that met a timeout counts any.
+    pub retries: u32,
 }
 
 impl Cold {
@@ -275,10 +283,8 @@ pub(crate) fn record_end_after(
 /// One TCP connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
-    /// Our address.
-    pub local: SocketAddr,
-    /// The peer's address.
-    pub remote: SocketAddr,
+    /// Our address and the peer's (read them through [`Conn::local`], [`Conn::remote`]).
+    pub ends: Ends,
     /// Protocol state.
     pub state: State,
     /// Timer deadlines.
@@ -311,13 +317,9 @@ pub(crate) struct Conn {
     pub last_data_at: Option<Instant>,
     /// A probe to send at the next chance.
     pub probe: Option<Probe>,
-    /// Keep-alive probes sent without an answer.
-    pub keepalive_sent: u32,
     /// Segments retransmitted (for `TcpInfo`; a `u32`, as Linux's `tcpi_total_retrans`,
     /// saturating: 8 bytes less per connection with the padding).
     pub retransmits: u32,
-    /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
-    pub retries: u32,
     /// The last soft ICMP error about this connection (RFC 1122 §4.2.3.9): shown in
     /// `TcpInfo`, and the error a timeout reports.
     pub soft_error: Option<TcpError>,
@@ -332,6 +334,28 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
+    #[inline]
+    pub fn retries(&self) -> u32 {
+        self.cold.as_ref().map_or(0, |cold| cold.retries)
+    }
+    /// Progress: the count of timeouts in a row starts again.
+    #[inline]
+    pub fn clear_retries(&mut self) {
+        if let Some(cold) = &mut self.cold {
+            cold.retries = 0;
+        }
+    }
+    /// Our address.
+    #[inline]
+    pub fn local(&self) -> SocketAddr {
+        self.ends.local()
+    }
+    /// The peer's address.
+    #[inline]
+    pub fn remote(&self) -> SocketAddr {
+        self.ends.remote()
+    }
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
     /// connection may send one more now (and counts it).
     pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
@@ -354,8 +378,7 @@ impl Conn {
         opts: Negotiated,
     ) -> Conn {
         Conn {
-            local,
-            remote,
+            ends: Ends::new(local, remote),
             state,
             timers: Timers::default(),
             rtt: RttEstimator::new(config.initial_rto, config.rto_bounds()),
@@ -370,9 +393,7 @@ impl Conn {
             quick_acks: 0,
             last_data_at: None,
             probe: None,
-            keepalive_sent: 0,
             retransmits: 0,
-            retries: 0,
             soft_error: None,
             queued: false,
             scheduled: None,
@@ -524,8 +545,8 @@ impl Conn {
             state => {
                 let seq = state.snd_seq_for_ack()?;
                 Some(Reset {
-                    local: self.local,
-                    remote: self.remote,
+                    local: self.local(),
+                    remote: self.remote(),
                     seq: seq.0,
                     ack: state.rcv_nxt().map(|rcv_nxt| rcv_nxt.0),
                     timestamps: self.opts.ts.map(|ts| (tsval(now), ts.recent)),
@@ -914,12 +935,13 @@ impl Conn {
                 .and_then(|o| o.syn_retries)
                 .map_or(config.syn_retransmits, u32::from)
         };
-        if self.retries >= limit {
+        let cold = self.cold.get_or_insert_with(Default::default);
+        if cold.retries >= limit {
             return self.time_out(ctx);
         }
         ctx.shared.stats.timeouts += 1;
-        self.retries += 1;
-        if self.retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
+        cold.retries += 1;
+        if cold.retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
@@ -997,10 +1019,11 @@ impl Conn {
         ) {
             return;
         }
-        if self.keepalive_sent >= ka.count {
+        let cold = self.cold.get_or_insert_with(Default::default);
+        if cold.keepalive_sent >= ka.count {
             return self.time_out(ctx);
         }
-        self.keepalive_sent += 1;
+        cold.keepalive_sent += 1;
         self.probe = Some(Probe::Keepalive);
         self.timers.set(Timer::Keepalive, ctx.now + ka.interval);
     }
@@ -1008,7 +1031,9 @@ impl Conn {
     /// Re-arm keep-alive after activity (in the states where it runs or, in FIN-WAIT-1,
     /// waits to run: see `on_keepalive_timeout`).
     pub fn restart_keepalive(&mut self, config: &TcpConfig, now: Instant) {
-        self.keepalive_sent = 0;
+        if let Some(cold) = &mut self.cold {
+            cold.keepalive_sent = 0;
+        }
         if let Some(ka) = config.keepalive
             && matches!(
                 self.state,

@@ -58,7 +58,7 @@ impl Conn {
         let opt = self.opts.fixed_option_len() + if sack_n > 0 { 4 + 8 * sack_n } else { 0 };
         // TSO: the device cuts at its MTU, which is our MSS; so only where the peer
         // takes segments of our MSS. IP and TCP headers come out of the packet size.
-        let headers = if self.remote.is_ipv6() { 60 } else { 40 };
+        let headers = if self.remote().is_ipv6() { 60 } else { 40 };
         let tso_room = egress
             .tso_max
             .filter(|_| self.opts.seg_mss() >= self.opts.mss_ours)
@@ -322,12 +322,12 @@ impl Conn {
             }
             (false, _) => Fill::Partial,
         };
-        let ends = (self.local, self.remote);
+        let ends = self.ends.ips();
         let sack_n = self.sack_blocks_to_send();
         let len = if !syn && sack_n == 0 && ctx.shared.fast_paths {
             let header = PlainHeader {
-                src_port: self.local.port(),
-                dst_port: self.remote.port(),
+                src_port: self.ends.local_port(),
+                dst_port: self.ends.remote_port(),
                 seq: plan.seq.0,
                 ack,
                 flags,
@@ -349,8 +349,8 @@ impl Conn {
                 options.sack_len = count as u8;
             }
             let repr = Repr {
-                src_port: self.local.port(),
-                dst_port: self.remote.port(),
+                src_port: self.ends.local_port(),
+                dst_port: self.ends.remote_port(),
                 seq: plan.seq.0,
                 ack,
                 flags,

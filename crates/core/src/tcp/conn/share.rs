@@ -35,7 +35,7 @@ impl Conn {
             cwnd: in_pipe,
             ssthresh,
         };
-        ctx.shared.blocks.store(ctx.now, self.remote.ip(), block);
+        ctx.shared.blocks.store(ctx.now, self.remote().ip(), block);
         ctx.shared.stats.shared_blocks_stored += 1;
     }
 
@@ -49,7 +49,11 @@ impl Conn {
         }
         let mss = self.opts.snd_mss();
         let initial = config.initial_window as usize * mss;
-        let Some(block) = ctx.shared.blocks.lookup(ctx.now, self.remote.ip(), initial) else {
+        let Some(block) = ctx
+            .shared
+            .blocks
+            .lookup(ctx.now, self.remote().ip(), initial)
+        else {
             return;
         };
         self.rtt
