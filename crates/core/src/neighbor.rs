@@ -141,6 +141,34 @@ pub(crate) struct NeighborCache {
     /// of [`NeighborCache::lookup_until`] stays right, until its expiry, for as long as
     /// this is unchanged.
     generation: u64,
+    /// Entries [`NeighborCache::confirm`] refreshed lately, direct-mapped by address
+    /// ([`confirmed_slot`]), whose lifetimes are kept here rather than in `entries`:
+    /// every frame from a busy neighbour refreshes its entry, and this spares those
+    /// refreshes the map lookup. Invariant: for each one set, `entries` holds a
+    /// reachable entry for its `key` with its `mac`, whose expiry is the one here
+    /// (written back by [`NeighborCache::flush_confirmed`] before anything else changes
+    /// the map).
+    confirmed: [Option<Confirmed>; CONFIRMED_SLOTS],
+}
+
+/// Slots of `NeighborCache::confirmed`.
+const CONFIRMED_SLOTS: usize = 8;
+
+/// The slot of `NeighborCache::confirmed` that may hold `key`.
+#[inline]
+fn confirmed_slot((iface, addr): (IfaceId, Ipv4Addr)) -> usize {
+    (addr.to_bits() ^ iface.0) as usize % CONFIRMED_SLOTS
+}
+
+/// A reachable entry's refreshed expiry, held out of the map (see
+/// `NeighborCache::confirmed`).
+#[derive(Debug, Clone, Copy)]
+struct Confirmed {
+    key: (IfaceId, Ipv4Addr),
+    mac: ethernet::Address,
+    expires_at: Instant,
+    /// `expires_at` differs from the map's copy.
+    dirty: bool,
 }
 
 impl NeighborCache {
@@ -150,6 +178,7 @@ impl NeighborCache {
             entries: BTreeMap::new(),
             queued_total: 0,
             generation: 0,
+            confirmed: [None; CONFIRMED_SLOTS],
         }
     }
 
@@ -178,9 +207,33 @@ impl NeighborCache {
         iface: IfaceId,
         addr: Ipv4Addr,
     ) -> Option<(ethernet::Address, Instant)> {
-        match self.entries.get(&(iface, addr))? {
-            Entry::Reachable { mac, expires_at } if now < *expires_at => Some((*mac, *expires_at)),
-            _ => None,
+        let key = (iface, addr);
+        let Entry::Reachable { mac, expires_at } = self.entries.get(&key)? else {
+            return None;
+        };
+        let expires_at = match &self.confirmed[confirmed_slot(key)] {
+            Some(confirmed) if confirmed.key == key => confirmed.expires_at,
+            _ => *expires_at,
+        };
+        (now < expires_at).then_some((*mac, expires_at))
+    }
+
+    /// Write the expiries held in `confirmed` back into their entries and forget them:
+    /// before anything that may replace, remove or compare entries.
+    fn flush_confirmed(&mut self) {
+        for slot in 0..CONFIRMED_SLOTS {
+            self.flush_slot(slot);
+        }
+    }
+
+    /// [`NeighborCache::flush_confirmed`] for one slot.
+    fn flush_slot(&mut self, slot: usize) {
+        if let Some(Some(confirmed)) = self.confirmed.get_mut(slot).map(Option::take)
+            && confirmed.dirty
+            && let Some(Entry::Reachable { mac, expires_at }) = self.entries.get_mut(&confirmed.key)
+            && *mac == confirmed.mac
+        {
+            *expires_at = confirmed.expires_at;
         }
     }
 
@@ -198,6 +251,7 @@ impl NeighborCache {
         addr: Ipv4Addr,
         pending: Pending,
     ) -> Enqueued {
+        self.flush_confirmed();
         let key = (iface, addr);
         if self.queued_total >= self.config.queue_total {
             return Enqueued::Full(pending, FullReason::Queue);
@@ -236,6 +290,7 @@ impl NeighborCache {
     /// closest to expiry. Incomplete entries are never evicted (their packets would be
     /// lost silently). False when no room could be made.
     fn make_room(&mut self) -> bool {
+        self.flush_confirmed();
         if self.entries.len() < self.config.max_entries {
             return true;
         }
@@ -268,6 +323,7 @@ impl NeighborCache {
         mac: ethernet::Address,
         create: bool,
     ) -> Option<VecDeque<Pending>> {
+        self.flush_confirmed();
         let key = (iface, addr);
         let expires_at = now + self.config.entry_lifetime;
         let reachable = Entry::Reachable { mac, expires_at };
@@ -312,13 +368,47 @@ impl NeighborCache {
         addr: Ipv4Addr,
         mac: ethernet::Address,
     ) {
+        let key = (iface, addr);
+        let slot = confirmed_slot(key);
+        if let Some(confirmed) = &mut self.confirmed[slot]
+            && confirmed.key == key
+        {
+            // The entry holds `confirmed.mac` (the invariant): another MAC changes nothing.
+            if confirmed.mac == mac {
+                confirmed.expires_at = now + self.config.entry_lifetime;
+                confirmed.dirty = true;
+            }
+            return;
+        }
+        self.confirm_slow(now, (slot, key), mac);
+    }
+
+    /// [`NeighborCache::confirm`] of an entry not in its slot of `confirmed`: it takes
+    /// the slot.
+    #[inline(never)]
+    fn confirm_slow(
+        &mut self,
+        now: Instant,
+        (slot, key): (usize, (IfaceId, Ipv4Addr)),
+        mac: ethernet::Address,
+    ) {
+        self.flush_slot(slot);
         if let Some(Entry::Reachable {
             mac: known,
             expires_at,
-        }) = self.entries.get_mut(&(iface, addr))
+        }) = self.entries.get_mut(&key)
             && *known == mac
         {
             *expires_at = now + self.config.entry_lifetime;
+            let confirmed = Confirmed {
+                key,
+                mac,
+                expires_at: *expires_at,
+                dirty: false,
+            };
+            if let Some(held) = self.confirmed.get_mut(slot) {
+                *held = Some(confirmed);
+            }
         }
     }
 
@@ -489,5 +579,76 @@ mod tests {
         cache.handle_mapping(t, i, a, mac, true);
         assert_eq!(cache.lookup(t, i, a), Some(mac));
         assert_eq!(cache.lookup(t + config.entry_lifetime, i, a), None);
+    }
+
+    /// Frames from a neighbour restart its entry's lifetime, whether they come back to
+    /// back (the expiry held out of the map) or alternate with those of another
+    /// neighbour in the same slot (each written back); a frame from another MAC does
+    /// not; making room evicts by the refreshed expiry.
+    #[test]
+    fn confirm_restarts_the_lifetime() {
+        let config = ArpConfig {
+            max_entries: 2,
+            ..ArpConfig::default()
+        };
+        let life = config.entry_lifetime;
+        let mut cache = NeighborCache::new(config);
+        let t = Instant::from_nanos(0);
+        let i = IfaceId(0);
+        let (a, b, c) = (
+            Ipv4Addr::new(10, 0, 0, 2),
+            Ipv4Addr::new(10, 0, 0, 10),
+            Ipv4Addr::new(10, 0, 0, 4),
+        );
+        assert_eq!(confirmed_slot((i, a)), confirmed_slot((i, b)));
+        let (mac_a, mac_b) = (
+            ethernet::Address([2, 0, 0, 0, 0, 2]),
+            ethernet::Address([2, 0, 0, 0, 0, 3]),
+        );
+        cache.handle_mapping(t, i, a, mac_a, true);
+        cache.handle_mapping(t, i, b, mac_b, true);
+        let t1 = t + Duration::from_secs(10);
+        cache.confirm(t1, i, a, mac_a);
+        cache.confirm(t1 + Duration::from_secs(5), i, a, mac_a);
+        assert_eq!(
+            cache.lookup_until(t1, i, a),
+            Some((mac_a, t1 + Duration::from_secs(5) + life))
+        );
+        // Another MAC for `a` confirms nothing.
+        cache.confirm(t1 + Duration::from_secs(20), i, a, mac_b);
+        assert_eq!(
+            cache.lookup_until(t1, i, a),
+            Some((mac_a, t1 + Duration::from_secs(5) + life))
+        );
+        // Alternating: both keep their refreshed expiries.
+        let t2 = t + Duration::from_secs(30);
+        cache.confirm(t2, i, b, mac_b);
+        cache.confirm(t2 + Duration::from_secs(1), i, a, mac_a);
+        cache.confirm(t2 + Duration::from_secs(2), i, b, mac_b);
+        assert_eq!(
+            cache.lookup_until(t2, i, a),
+            Some((mac_a, t2 + Duration::from_secs(1) + life))
+        );
+        assert_eq!(
+            cache.lookup_until(t2, i, b),
+            Some((mac_b, t2 + Duration::from_secs(2) + life))
+        );
+        // The table is full: `c` takes the place of the entry closest to expiry, `a`.
+        cache.handle_mapping(t2, i, c, mac_a, true);
+        assert_eq!(cache.lookup(t2, i, a), None);
+        assert_eq!(cache.lookup(t2, i, b), Some(mac_b));
+        assert_eq!(cache.lookup(t2, i, c), Some(mac_a));
+        // A new mapping replaces a confirmed entry, and its lifetime.
+        cache.confirm(t2 + Duration::from_secs(3), i, b, mac_b);
+        cache.handle_mapping(t2 + Duration::from_secs(4), i, b, mac_a, false);
+        assert_eq!(
+            cache.lookup_until(t2, i, b),
+            Some((mac_a, t2 + Duration::from_secs(4) + life))
+        );
+        cache.confirm(t2 + Duration::from_secs(5), i, b, mac_b);
+        assert_eq!(
+            cache.lookup_until(t2, i, b),
+            Some((mac_a, t2 + Duration::from_secs(4) + life))
+        );
     }
 }

@@ -528,7 +528,10 @@ impl Stack {
     fn poll_transmit_tcp_frames(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let mut rounds = 0;
         let transmit = loop {
-            if let Some(transmit) = self.pop_frame(buf) {
+            // Most calls find no frame queued: no call to see that.
+            if !self.tx_queue.is_empty()
+                && let Some(transmit) = self.pop_frame(buf)
+            {
                 break transmit;
             }
             match self.poll_transmit_tcp(now, buf) {

@@ -104,6 +104,24 @@ pub(crate) struct EgressCache {
     header_sum: u16,
 }
 
+/// What the interface from `src` to `dst` offloads, looked up (the egress cache did
+/// not hold the flow).
+#[cold]
+#[inline(never)]
+fn egress_uncached(
+    (routes, ifaces, v6): (&Routes, &[Interface], &crate::ipv6::State),
+    now: Instant,
+    src: IpAddr,
+    dst: IpAddr,
+) -> Egress {
+    match (src, dst) {
+        (_, IpAddr::V4(dst)) => egress_for(routes, ifaces, dst),
+        (IpAddr::V6(src), IpAddr::V6(dst)) => super::ipv6::egress_for((v6, ifaces), now, src, dst),
+        // A mix of families has no route: the segment is dropped.
+        (IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
+    }
+}
+
 /// What the interface that `dst` routes through offloads (none without a route, or
 /// to one of our own addresses: the loopback interface offloads nothing).
 fn egress_for(routes: &Routes, ifaces: &[Interface], dst: Ipv4Addr) -> Egress {
@@ -243,26 +261,28 @@ impl Stack {
             FlowRoute::V4(_) => self.next_ident(),
             FlowRoute::V6(_) => 0,
         };
-        let template = if iface == IfaceId::LOOPBACK {
+        let sum = if iface == IfaceId::LOOPBACK {
             // No MAC and no device: the packet goes to the loopback queue whole.
             None
         } else {
             self.tcp_frame_template(now)
         };
-        let Some((template, sum)) = template else {
+        // The template is copied from the cache entry straight into `buf`.
+        let (Some(sum), Some(path)) = (sum, &self.tcp_egress) else {
             self.tcp.fill_deferred(&mut buf[whole]);
             return self.tcp_unresolved(now, &route, (&segment, ident), buf);
         };
+        let template = &path.headers;
         let ip_total = ip_len + segment.len;
         match route {
             FlowRoute::V4(_) => {
                 let fields = (ip_total as u16, ident, segment.ecn);
-                write_frame_headers(&mut buf[..HEADROOM], &template, sum, fields);
+                write_frame_headers(&mut buf[..HEADROOM], template, sum, fields);
                 self.stats.ipv4.tx_packets += 1;
             }
             FlowRoute::V6(_) => {
                 let len = segment.len as u16;
-                write_frame_headers6(&mut buf[..HEADROOM6], &template, len, segment.ecn);
+                write_frame_headers6(&mut buf[..HEADROOM6], template, len, segment.ecn);
                 self.stats.ipv6.tx_packets += 1;
             }
         }
@@ -333,53 +353,45 @@ impl Stack {
             .len()
             .min(HEADROOM + usize::from(u16::MAX) - ipv4::HEADER_LEN);
         let generation = self.config_generation;
-        // Only what the egress callback needs is copied out of the cache entry.
-        let cached = match &self.tcp_egress {
-            Some(c) if c.config_generation == generation && c.expires.is_none_or(|t| now < t) => {
-                Some((c.src, c.dst, c.egress))
-            }
-            _ => None,
-        };
+        // The cache entry is read in place (not copied out) by the egress callback.
+        let cached = self
+            .tcp_egress
+            .as_ref()
+            .filter(|c| c.config_generation == generation && c.expires.is_none_or(|t| now < t));
         let (routes, ifaces, v6) = (&self.routes, &self.ifaces, &self.v6);
         // Whether the cache served the last call: the segment returned is for the
         // addresses of that call, so this says whether the entry fits it.
         let mut hit = false;
         // The checksum is ours to compute unless the outgoing interface's device does
         // it; segments are one MSS unless it does TSO.
-        let mut egress = |src: IpAddr, dst: IpAddr| {
-            if let Some((s, d, egress)) = cached
-                && s == src
-                && d == dst
+        let egress = |src: IpAddr, dst: IpAddr| {
+            if let Some(c) = cached
+                && c.src == src
+                && c.dst == dst
             {
                 hit = true;
-                return egress;
+                return c.egress;
             }
             hit = false;
-            match (src, dst) {
-                (_, IpAddr::V4(dst)) => egress_for(routes, ifaces, dst),
-                (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                    super::ipv6::egress_for((v6, ifaces), now, src, dst)
-                }
-                // A mix of families has no route: the segment is dropped.
-                (IpAddr::V4(_), IpAddr::V6(_)) => Egress::PLAIN,
-            }
+            egress_uncached((routes, ifaces, v6), now, src, dst)
         };
-        let segment = (self.tcp).poll_transmit_with(now, &mut buf[..end], &mut egress)?;
+        let segment = (self.tcp).poll_transmit_with(now, &mut buf[..end], egress)?;
         if !hit {
             self.tcp_egress = self.egress_cache_entry(now, segment.src, segment.dst);
         }
         Some(segment)
     }
 
-    /// The cached Ethernet and IP headers of the current flow, with the next hop's
-    /// MAC, and the IPv4 header's partial sum; None while the MAC is unknown. The copy
+    /// Completes the cached Ethernet and IP headers of the current flow with the next
+    /// hop's MAC, and returns the IPv4 header's partial sum; None while the MAC is
+    /// unknown. The copy
     /// of the MAC in the cache serves while the neighbour cache (ARP's or IPv6's) has
     /// not changed and the mapping has not expired, else a lookup refreshes it.
-    fn tcp_frame_template(&mut self, now: Instant) -> Option<([u8; HEADROOM6], u16)> {
+    fn tcp_frame_template(&mut self, now: Instant) -> Option<u16> {
         let path = self.tcp_egress.as_mut()?;
         if path.ip_level {
             // No link layer: the Ethernet part of the template is cut off later.
-            return Some((path.headers, path.header_sum));
+            return Some(path.header_sum);
         }
         let generation = match path.route {
             FlowRoute::V4(_) => self.neighbors.generation(),
@@ -409,7 +421,7 @@ impl Stack {
         };
         path.src_mac?;
         path.headers[..6].copy_from_slice(&dst_mac.0);
-        Some((path.headers, path.header_sum))
+        Some(path.header_sum)
     }
 
     /// A segment whose next hop's MAC is not known yet, or for the loopback interface:

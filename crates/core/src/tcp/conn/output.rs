@@ -80,7 +80,7 @@ impl Conn {
         if self.push_due(&plan, ctx.now) {
             plan.flags = plan.flags | Flags::PSH;
         }
-        let len = self.write(ctx, &plan, buf, egress.checksum)?;
+        let len = self.write(ctx, &plan, buf, (egress.checksum, sack_n))?;
         if plan.len > usize::from(self.opts.seg_mss())
             && let Some(snd) = self.state.snd_mut()
         {
@@ -189,11 +189,8 @@ impl Conn {
         if let Some(plan) = plan_repair(snd, &opts, fin_queued, cold) {
             return Some(plan);
         }
-        restart_after_idle(
-            snd,
-            ctx.now,
-            self.rtt.rto(ctx.shared.config.rto_bounds().max),
-        );
+        let (rtt, config) = (&self.rtt, &ctx.shared.config);
+        restart_after_idle(snd, ctx.now, || rtt.rto(config.rto_bounds().max));
         skip_recent_after_rto(snd, ctx.now, self.rtt.srtt(), opts.snd_mss());
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
@@ -289,13 +286,14 @@ impl Conn {
         }
     }
 
-    /// Write the planned segment.
+    /// Write the planned segment, with `sack_n` SACK blocks
+    /// ([`Conn::sack_blocks_to_send`], which planning does not change).
     fn write(
         &mut self,
         ctx: &mut Ctx<'_>,
         plan: &Plan,
         buf: &mut [u8],
-        checksum: bool,
+        (checksum, sack_n): (bool, usize),
     ) -> Option<usize> {
         let syn = plan.flags.syn();
         let ack_bit = !matches!(self.state, State::SynSent(_));
@@ -323,7 +321,6 @@ impl Conn {
             (false, _) => Fill::Partial,
         };
         let ends = self.ends.ips();
-        let sack_n = self.sack_blocks_to_send();
         let len = if !syn && sack_n == 0 && ctx.shared.fast_paths {
             let header = PlainHeader {
                 src_port: self.ends.local_port(),
@@ -732,10 +729,10 @@ impl Room {
 /// min(IW, cwnd). Idle means nothing in flight and data waiting, the last send more than
 /// one RTO ago; a window the sender did not fill meanwhile did not grow either
 /// (RFC 7661 §4.3's rule, in the controllers).
-fn restart_after_idle(snd: &mut Snd, now: Instant, rto: Duration) {
+fn restart_after_idle(snd: &mut Snd, now: Instant, rto: impl FnOnce() -> Duration) {
     if snd.snd_una == snd.snd_max
         && snd.snd_nxt < snd.data_end()
-        && snd.last_send.is_some_and(|last| now - last > rto)
+        && snd.last_send.is_some_and(|last| now - last > rto())
     {
         snd.cc.on_idle_restart(now);
         snd.last_send = None;

@@ -218,7 +218,6 @@ impl Conn {
     ) {
         let now = ctx.now;
         let timestamps = self.opts.ts.is_some();
-        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -247,6 +246,7 @@ impl Conn {
             ctx.shared.stats.tlp_probes += 1;
             // §7.3: "the sender MUST rearm the RTO timer, not the PTO timer".
             self.timers.stop(Timer::LossProbe);
+            let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
             self.timers.set(Timer::Retransmit, now + rto);
         } else if !again {
             let eligible = probe_eligible(snd);
