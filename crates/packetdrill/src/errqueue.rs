@@ -5,7 +5,7 @@
 //! handed the stack ([`ErrQueue::written`]); the stack's TCP_INFO says how many of them
 //! are still queued (so how many were acknowledged) and how many of those are in flight
 //! (so how far the highest byte sent reaches). After every turn of the stack
-//! ([`Shim::flush`]) each socket with something pending compares those with its marks:
+//! (`Shim::flush`) each socket with something pending compares those with its marks:
 //!
 //! - MSG_ZEROCOPY (with SO_ZEROCOPY on): each `send` that took bytes gets the next
 //!   notification number; once all its bytes are acknowledged (Linux frees the last
