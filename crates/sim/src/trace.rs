@@ -84,6 +84,9 @@ pub(crate) struct Followed {
 #[derive(Debug, Default)]
 pub(crate) struct Tracer {
     pub(crate) flows: Vec<Followed>,
+    /// The flows followed on each link (by `LinkId`), in order: a frame is matched
+    /// against those of its link only.
+    by_link: Vec<Vec<usize>>,
     start: Instant,
 }
 
@@ -91,6 +94,7 @@ impl Tracer {
     pub(crate) fn new(start: Instant) -> Tracer {
         Tracer {
             flows: Vec::new(),
+            by_link: Vec::new(),
             start,
         }
     }
@@ -117,7 +121,12 @@ impl Tracer {
             trace: FlowTrace::default(),
             judge: Analyzer::new(),
         });
-        self.flows.len() - 1
+        let index = self.flows.len() - 1;
+        if self.by_link.len() <= link.0 {
+            self.by_link.resize_with(link.0 + 1, Vec::new);
+        }
+        self.by_link[link.0].push(index);
+        index
     }
 
     pub(crate) fn seconds(&self, t: Instant) -> f64 {
@@ -138,7 +147,12 @@ impl Tracer {
         if let Some((ident, offset, more)) = ip.fragment.filter(|f| f.1 != 0) {
             if event.kind == FrameKind::Sent {
                 let total = usize::from(offset) + ip.payload.len();
-                for f in &mut self.flows {
+                let on_link = self
+                    .by_link
+                    .get(event.link.0)
+                    .map_or(&[][..], Vec::as_slice);
+                for &i in on_link {
+                    let f = &mut self.flows[i];
                     if f.link == event.link && f.sender.0 == src && f.receiver.0 == dst {
                         f.on_fragment(ident, more, total, wire);
                     }
@@ -150,7 +164,12 @@ impl Tracer {
             return;
         };
         let ports = (seg.src_port(), seg.dst_port());
-        for f in &mut self.flows {
+        let on_link = self
+            .by_link
+            .get(event.link.0)
+            .map_or(&[][..], Vec::as_slice);
+        for &i in on_link {
+            let f = &mut self.flows[i];
             if f.link != event.link {
                 continue;
             }
