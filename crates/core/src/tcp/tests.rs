@@ -125,6 +125,17 @@ fn established_keyed(
 ) -> (Tcp, TcpHandle, u32) {
     let mut tcp = Tcp::new(config, key);
     let listener = tcp.listen(LOCAL, 4).unwrap();
+    let iss = handshake(&mut tcp, options);
+    let handle = tcp.accept(listener).unwrap();
+    tcp.close(ms(10), listener).unwrap();
+    while tcp.poll_event().is_some() {}
+    recv_nothing!(tcp, 10);
+    (tcp, handle, iss + 1)
+}
+
+/// The peer's SYN (with `options`) at 0 ms, our SYN-ACK, the peer's ACK at 10 ms, to
+/// a listener on `LOCAL`: returns our ISS.
+fn handshake(tcp: &mut Tcp, options: Options) -> u32 {
     send!(
         tcp,
         0,
@@ -135,7 +146,7 @@ fn established_keyed(
             ..SEND_TEMPL
         }
     );
-    let bytes = recv!(tcp, 0);
+    let bytes = recv!(*tcp, 0);
     let synack = parse(&bytes);
     assert_eq!(synack.flags, Flags::SYN | Flags::ACK);
     assert_eq!(synack.ack, RISS + 1);
@@ -149,11 +160,7 @@ fn established_keyed(
             ..SEND_TEMPL
         }
     );
-    let handle = tcp.accept(listener).unwrap();
-    tcp.close(ms(10), listener).unwrap();
-    while tcp.poll_event().is_some() {}
-    recv_nothing!(tcp, 10);
-    (tcp, handle, iss + 1)
+    iss
 }
 
 fn established() -> (Tcp, TcpHandle, u32) {
@@ -787,26 +794,16 @@ fn reset_before_accept(
         &secret(7),
     );
     let listener = tcp.listen(LOCAL, 4).unwrap();
-    send!(
-        tcp,
-        0,
-        Repr {
-            seq: RISS,
-            flags: Flags::SYN,
-            options: Options {
-                mss: Some(MSS),
-                ..SEND_TEMPL.options
-            },
-            ..SEND_TEMPL
-        }
-    );
-    let iss = parse(&recv!(tcp, 0)).seq;
+    let options = Options {
+        mss: Some(MSS),
+        ..SEND_TEMPL.options
+    };
+    let iss = handshake(&mut tcp, options);
     let ack = Repr {
         seq: RISS + 1,
         ack: iss + 1,
         ..SEND_TEMPL
     };
-    send!(tcp, 10, ack);
     send!(
         tcp,
         20,
