@@ -441,6 +441,11 @@ pub(crate) struct Rack {
 }
 
 impl Rack {
+    /// Heap bytes of this state in its box: the box and the sent log's storage.
+    pub fn heap_bytes(&self) -> usize {
+        core::mem::size_of::<Rack>() + self.log.runs.capacity() * core::mem::size_of::<Run>()
+    }
+
     /// Fresh state with SND.UNA at `snd_una`. `split_limit` bounds the runs SACK
     /// blocks may cut the sent log into (0: none).
     pub const fn new(snd_una: SeqNumber, split_limit: usize) -> Rack {
@@ -614,6 +619,33 @@ impl RackCell {
             alloc::boxed::Box::new(Rack::new(snd_una, split_limit(send_buffer)))
         })
     }
+
+    /// [`RackCell::get_mut`] on `spare`'s allocation (a connection's that ended, see
+    /// [`RackCell::take`]) when the state was not allocated yet: the box and its sent
+    /// log's storage are reused, the state in them made fresh.
+    pub fn get_mut_reusing(
+        &mut self,
+        spare: Option<alloc::boxed::Box<Rack>>,
+        snd_una: SeqNumber,
+        send_buffer: usize,
+    ) -> &mut Rack {
+        if self.0.is_none()
+            && let Some(mut rack) = spare
+        {
+            let mut runs = core::mem::take(&mut rack.log.runs);
+            runs.clear();
+            *rack = Rack::new(snd_una, split_limit(send_buffer));
+            rack.log.runs = runs;
+            self.0 = Some(rack);
+        }
+        self.get_mut(snd_una, send_buffer)
+    }
+
+    /// The allocation, taken out (for a later connection to reuse); the cell reads as
+    /// fresh after.
+    pub fn take(&mut self) -> Option<alloc::boxed::Box<Rack>> {
+        self.0.take()
+    }
 }
 
 #[cfg(test)]
@@ -627,6 +659,40 @@ mod tests {
         Instant::ZERO + Duration::from_millis(ms)
     }
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn a_reused_allocation_reads_as_fresh_state_and_keeps_its_log_storage() {
+        let mut used = RackCell::default();
+        let rack = used.get_mut(s(0), 64 * 1024);
+        for i in 0..20 {
+            rack.log.on_send(s(i * 1000), s(i * 1000 + 1000), t(i as u64));
+        }
+        rack.reordering_seen = true;
+        rack.reo_wnd_mult = 4;
+        rack.probe_due = true;
+        rack.latest = Some((t(5), s(5000)));
+        let capacity = rack.log.runs.capacity();
+        let spare = used.take();
+        assert!(!used.is_allocated(), "taken: the cell reads as fresh");
+        let mut cell = RackCell::default();
+        let rack = cell.get_mut_reusing(spare, s(7), 1024);
+        let fresh = Rack::new(s(7), split_limit(1024));
+        assert_eq!(rack.log.len(), 0);
+        assert_eq!(rack.log.runs.capacity(), capacity);
+        assert_eq!(rack.log.split_limit, fresh.log.split_limit);
+        assert_eq!(
+            (rack.latest, rack.fack, rack.reordering_seen, rack.probe_due),
+            (fresh.latest, fresh.fack, fresh.reordering_seen, fresh.probe_due)
+        );
+        assert_eq!(
+            (rack.reo_wnd_mult, rack.reo_wnd_persist, rack.reorder_extent),
+            (1, 0, 0)
+        );
+        // An allocated cell keeps its own state: a spare offered then is not taken.
+        let before = cell.get().log.runs.capacity();
+        let rack = cell.get_mut_reusing(Some(alloc::boxed::Box::new(fresh)), s(9), 1024);
+        assert_eq!((rack.fack, rack.log.runs.capacity()), (s(7), before));
+    }
 
     #[test]
     fn sack_blocks_cut_the_log_into_at_most_the_split_limit() {

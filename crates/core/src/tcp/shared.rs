@@ -39,6 +39,12 @@ pub(crate) struct Shared {
     /// allocation, zeroing and copy at every doubling, by the next connection (W6 with
     /// one connection per request). At most `TcpConfig::large_spare_rings` entries.
     pub large_spare: alloc::vec::Vec<alloc::vec::Vec<u8>>,
+    /// RACK's state boxes (with their sent logs' storage) of connections that ended,
+    /// for the next ones to reuse (W3 churn: saves two allocations and two frees per
+    /// connection end). At most `TcpConfig::spare_rings` entries. Boxed: the boxes
+    /// themselves are what a connection's `RackCell` takes back.
+    #[allow(clippy::vec_box)]
+    pub spare_racks: alloc::vec::Vec<alloc::boxed::Box<super::rack::Rack>>,
     /// The driver sends a segment's payload from the send buffer itself (a gather
     /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
     pub gather: bool,
@@ -77,7 +83,29 @@ impl Shared {
         let snd_nxt = snd.snd_max;
         let buffer = core::mem::replace(&mut snd.buffer, SendBuffer::new(0));
         self.recycle(buffer.into_storage());
+        self.recycle_rack(snd);
         SndClosed { snd_nxt }
+    }
+    /// Keep a sending half's RACK allocation (if it has one) for a later connection.
+    #[inline]
+    pub fn recycle_rack(&mut self, snd: &mut Snd) {
+        if self.spare_racks.len() < self.config.spare_rings
+            && let Some(rack) = snd.rack.take()
+        {
+            self.spare_racks.push(rack);
+        }
+    }
+    /// RACK's state of `snd` to change, allocated now on a connection's that ended
+    /// when there is one ([`super::rack::RackCell::get_mut_reusing`]).
+    #[inline]
+    pub fn rack_mut<'a>(&mut self, snd: &'a mut Snd) -> &'a mut super::rack::Rack {
+        let spare = if snd.rack.is_allocated() {
+            None
+        } else {
+            self.spare_racks.pop()
+        };
+        let (snd_una, capacity) = (snd.snd_una, snd.buffer.capacity());
+        snd.rack.get_mut_reusing(spare, snd_una, capacity)
     }
     /// Recycle the ring storage a state owns (before dropping it).
     pub fn recycle_state(&mut self, state: State) {
@@ -87,15 +115,17 @@ impl Shared {
                 self.recycle(s.buffer.into_storage());
                 self.recycle(s.rcv.buffer.into_storage());
             }
-            State::Established(Established { snd, rcv })
-            | State::FinWait1(FinWait1 { snd, rcv }) => {
+            State::Established(Established { mut snd, rcv })
+            | State::FinWait1(FinWait1 { mut snd, rcv }) => {
+                self.recycle_rack(&mut snd);
                 self.recycle(snd.buffer.into_storage());
                 self.recycle(rcv.buffer.into_storage());
             }
             State::FinWait2(s) => self.recycle(s.rcv.buffer.into_storage()),
-            State::Closing(Closing { snd, rcv })
-            | State::CloseWait(CloseWait { snd, rcv })
-            | State::LastAck(LastAck { snd, rcv }) => {
+            State::Closing(Closing { mut snd, rcv })
+            | State::CloseWait(CloseWait { mut snd, rcv })
+            | State::LastAck(LastAck { mut snd, rcv }) => {
+                self.recycle_rack(&mut snd);
                 self.recycle(snd.buffer.into_storage());
                 self.recycle(rcv.buffer.into_storage());
             }

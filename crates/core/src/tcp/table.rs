@@ -169,6 +169,7 @@ impl Tcp {
                 fast_paths: true,
                 spare: Vec::new(),
                 large_spare: Vec::new(),
+                spare_racks: Vec::new(),
                 gather: false,
                 deferred: None,
                 ecn: Ecn::NotEct,
@@ -314,8 +315,8 @@ impl Tcp {
         true
     }
 
-    /// Bytes of ring storage kept from connections that ended, for the next ones to
-    /// reuse (bounded by `TcpConfig::spare_rings` and `large_spare_rings`). A leak check
+    /// Bytes of ring storage (and RACK state) kept from connections that ended, for the
+    /// next ones to reuse (bounded by `TcpConfig::spare_rings` and `large_spare_rings`). A leak check
     /// subtracts it: the cache fills and drains with the traffic, and is no leak.
     pub fn cached_bytes(&self) -> usize {
         let shared = &self.shared;
@@ -324,7 +325,12 @@ impl Tcp {
             .iter()
             .chain(&shared.large_spare)
             .map(alloc::vec::Vec::capacity)
-            .sum()
+            .sum::<usize>()
+            + shared
+                .spare_racks
+                .iter()
+                .map(|rack| rack.heap_bytes())
+                .sum::<usize>()
     }
 
     fn insert(&mut self, socket: Socket) -> TcpHandle {

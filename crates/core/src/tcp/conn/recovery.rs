@@ -222,7 +222,7 @@ impl Conn {
             return;
         };
         if snd.rack_enabled {
-            snd.rack_mut().log.on_send(seq, end, now);
+            ctx.shared.rack_mut(snd).log.on_send(seq, end, now);
         }
         if again && let Some(undo) = &mut snd.undo {
             if undo.retrans == 0 && undo.eifel.is_none() && timestamps {
