@@ -99,6 +99,15 @@ pub struct TcpConfig {
     /// to its `TCP_MAX_QUICKACKS` of 16): the sender's slow start is clocked by our
     /// ACKs and should not wait for the timer. Zero turns it off.
     pub quick_acks: u32,
+    /// Linux's interactive ("pingpong") delayed ACK (`tcp_event_data_sent`): a
+    /// connection that sends data within [`TcpConfig::delayed_ack`] of the data it last
+    /// received is taken for a request-response exchange, and the peer's next data is
+    /// acknowledged after the delay, not at once in quick-ACK mode, so the ACK can ride
+    /// on the reply; the delayed-ACK timer firing ends the mode. RFC 9293 §3.8.6.3
+    /// allows either (the delay stays under [`MAX_ACK_DELAY`], and every second full
+    /// segment is acknowledged at once). Off by default (quick-ACK mode as above); the
+    /// packetdrill shim's setting.
+    pub interactive_delayed_ack: bool,
     /// Packetization-layer path MTU discovery's black-hole detection (RFC 4821 §4,
     /// RFC 8899 §4.2): when every second retransmission timeout in a row finds
     /// segments larger than 536 bytes unacknowledged, the segment size is halved
@@ -273,6 +282,7 @@ impl Default for TcpConfig {
             recv_buffer: 256 * 1024,
             delayed_ack: Duration::from_millis(40),
             quick_acks: 16,
+            interactive_delayed_ack: false,
             black_hole_detection: true,
             nodelay: false,
             msl: Duration::from_secs(30),

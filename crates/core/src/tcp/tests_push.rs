@@ -449,3 +449,42 @@ fn info_says_when_in_order_data_last_arrived() {
     send!(tcp, 30, data(snd, 2, b"cd"));
     assert_eq!(tcp.info(c).unwrap().last_data_at, Some(ms(30)));
 }
+
+/// The peer's request at 20 ms, our reply at 25 ms, its next data at 50 ms: what
+/// `tcp` sends at 50 ms, and our SND.NXT.
+fn request_reply_request(config: TcpConfig) -> (Tcp, Vec<Vec<u8>>, u32) {
+    let (mut tcp, c, snd) = established_with(config);
+    send!(tcp, 20, data(snd, 0, b"request"));
+    assert_eq!(parse(&recv!(tcp, 20)).ack, RISS + 8);
+    tcp.send(ms(25), c, b"reply").unwrap();
+    let reply = parse(&recv!(tcp, 25)).payload.len();
+    assert_eq!(reply, 5);
+    send!(tcp, 50, data(snd + 5, 7, b"next"));
+    let sent = core::iter::from_fn(|| poll(&mut tcp, 50)).collect();
+    (tcp, sent, snd + 5)
+}
+
+#[test]
+fn a_reply_within_the_delayed_ack_time_makes_the_connection_interactive() {
+    // Linux's pingpong mode (`tcp_event_data_sent`): the reply went 5 ms after the
+    // request, so the peer's next data waits for the timer (or our next reply)
+    // although quick-ACK mode has ACKs to spare.
+    let (mut tcp, sent, snd) = request_reply_request(TcpConfig {
+        interactive_delayed_ack: true,
+        ..config()
+    });
+    assert!(sent.is_empty());
+    assert_eq!(tcp.poll_timeout(), Some(ms(90)));
+    tcp.handle_timeout(ms(90));
+    assert_eq!(parse(&recv!(tcp, 90)).ack, RISS + 12);
+    // The timer firing ends interactive mode: quick ACKs again.
+    send!(tcp, 100, data(snd, 11, b"more"));
+    assert_eq!(parse(&recv!(tcp, 100)).ack, RISS + 16);
+}
+
+#[test]
+fn without_the_switch_quick_ack_mode_acknowledges_at_once() {
+    let (_tcp, sent, _) = request_reply_request(config());
+    assert_eq!(sent.len(), 1);
+    assert_eq!(parse(&sent[0]).ack, RISS + 12);
+}

@@ -315,6 +315,12 @@ pub(crate) struct Conn {
     /// When in-order data last arrived (None before the first): a longer gap than
     /// the RTO restarts quick-ACK mode.
     pub last_data_at: Option<Instant>,
+    /// Interactive mode
+    /// ([`TcpConfig::interactive_delayed_ack`](crate::tcp::TcpConfig::interactive_delayed_ack), Linux's
+    /// `icsk_ack.pingpong`): we sent data within the delayed-ACK time of the data last
+    /// received, so the peer's data is acknowledged after the delay, quick-ACK mode
+    /// notwithstanding. Only set with that switch on; the delayed-ACK timer clears it.
+    pub interactive: bool,
     /// A probe to send at the next chance.
     pub probe: Option<Probe>,
     /// Segments retransmitted (for `TcpInfo`; a `u32`, as Linux's `tcpi_total_retrans`,
@@ -392,6 +398,7 @@ impl Conn {
             more_held: false,
             quick_acks: 0,
             last_data_at: None,
+            interactive: false,
             probe: None,
             retransmits: 0,
             soft_error: None,
@@ -873,6 +880,9 @@ impl Conn {
                 if self.ack != AckState::Idle {
                     ctx.shared.stats.delayed_acks += 1;
                     self.ack = AckState::Now;
+                    // Linux's `tcp_delack_timer_handler`: "Delayed ACK missed: leave
+                    // pingpong mode".
+                    self.interactive = false;
                 }
             }
             Timer::Persist => self.probe = Some(Probe::Window),
