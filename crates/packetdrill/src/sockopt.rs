@@ -173,6 +173,7 @@ impl LinuxTcpInfo {
             notsent_bytes: info.bytes_queued.saturating_sub(info.bytes_in_flight),
             snd_wnd: info.snd_wnd,
             rcv_wnd: info.rcv_wnd,
+            delivered: info.delivered,
             ..LinuxTcpInfo::default()
         }
     }

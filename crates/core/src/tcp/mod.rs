@@ -521,6 +521,11 @@ pub struct TcpInfo {
     /// The largest extent of reordering seen, bytes: how far below the highest
     /// sequence number delivered a segment sent once was delivered (0: none seen).
     pub reordering: u32,
+    /// Segments delivered (Linux's `tcpi_delivered`): the SYN or SYN-ACK once
+    /// acknowledged (with any data it carried), then the data acknowledged or SACKed,
+    /// counted in pieces of `snd_mss` (a run of small segments acknowledged together
+    /// counts as one); 0 without a sending half (SYN-SENT, FIN-WAIT-2, TIME-WAIT).
+    pub delivered: u32,
     /// Largest payload per segment we send (options already subtracted).
     pub snd_mss: u16,
     /// The window we advertise, bytes.

@@ -488,3 +488,19 @@ fn without_the_switch_quick_ack_mode_acknowledges_at_once() {
     assert_eq!(sent.len(), 1);
     assert_eq!(parse(&sent[0]).ack, RISS + 12);
 }
+
+#[test]
+fn info_counts_the_segments_delivered() {
+    // Linux's `tcpi_delivered`: the handshake's, then one per MSS of data acknowledged
+    // or SACKed.
+    let (mut tcp, c, snd) = established();
+    assert_eq!(tcp.info(c).unwrap().delivered, 1);
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.send(ms(20), c, &[5u8; 2500]).unwrap();
+    while poll(&mut tcp, 20).is_some() {}
+    assert_eq!(tcp.info(c).unwrap().delivered, 1);
+    send!(tcp, 30, peer_ack(snd, 1000, 64000));
+    assert_eq!(tcp.info(c).unwrap().delivered, 2);
+    send!(tcp, 31, peer_ack(snd, 2500, 64000));
+    assert_eq!(tcp.info(c).unwrap().delivered, 4);
+}

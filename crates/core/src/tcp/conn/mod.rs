@@ -786,6 +786,12 @@ impl Conn {
                 s.rack().log.deemed_lost_bytes(repairing) as u32
             }),
             reordering: snd.map_or(0, |s| s.rack().reorder_extent),
+            // Linux's `tcpi_delivered`: the SYN (or SYN-ACK) once acknowledged, then
+            // the data; none known once the sending half is gone.
+            delivered: snd.map_or(0, |s| {
+                let handshake = u32::from(!self.fast_open_awaits_ack());
+                handshake.saturating_add(s.delivered_segments(self.opts.snd_mss()))
+            }),
             snd_mss: self.opts.snd_mss() as u16,
             soft_error: self.soft_error,
             path_mtu: (self.opts.path_mss != u16::MAX).then(|| self.opts.path_mss + 40),
@@ -856,6 +862,7 @@ pub(crate) fn new_snd(
         pacing,
         pacer: Default::default(),
         pair_open: false,
+        data_start: snd_una,
     }
 }
 
