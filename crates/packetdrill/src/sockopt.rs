@@ -566,6 +566,12 @@ impl Shim {
                     let ms = self.now.saturating_duration_since(at).as_millis();
                     linux.last_data_recv = u32::try_from(ms).unwrap_or(u32::MAX);
                 }
+                // Linux's chronographs, in microseconds up to now.
+                let (busy, rwnd) = info.chronograph.totals(self.now);
+                let micros =
+                    |d: impnet_core::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+                linux.busy_time = micros(busy);
+                linux.rwnd_limited = micros(rwnd);
                 linux
             }),
             _ => None,

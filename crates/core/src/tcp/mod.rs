@@ -19,6 +19,7 @@
 
 pub mod buffer;
 pub mod cc;
+pub mod chrono;
 pub mod isn;
 pub mod rtt;
 pub mod sack;
@@ -108,6 +109,11 @@ pub struct TcpConfig {
     /// segment is acknowledged at once). Off by default (quick-ACK mode as above); the
     /// packetdrill shim's setting.
     pub interactive_delayed_ack: bool,
+    /// Keep Linux's send chronographs (`chrono.rs`; [`TcpInfo::chronograph`]): the
+    /// time each connection had data to send and the part of it the peer's window held
+    /// it back. Off by default (no RFC asks for them; each connection that sends then
+    /// holds its rare part); the packetdrill shim's setting.
+    pub send_chronographs: bool,
     /// Packetization-layer path MTU discovery's black-hole detection (RFC 4821 §4,
     /// RFC 8899 §4.2): when every second retransmission timeout in a row finds
     /// segments larger than 536 bytes unacknowledged, the segment size is halved
@@ -283,6 +289,7 @@ impl Default for TcpConfig {
             delayed_ack: Duration::from_millis(40),
             quick_acks: 16,
             interactive_delayed_ack: false,
+            send_chronographs: false,
             black_hole_detection: true,
             nodelay: false,
             msl: Duration::from_secs(30),
@@ -526,6 +533,10 @@ pub struct TcpInfo {
     /// counted in pieces of `snd_mss` (a run of small segments acknowledged together
     /// counts as one); 0 without a sending half (SYN-SENT, FIN-WAIT-2, TIME-WAIT).
     pub delivered: u32,
+    /// Linux's send chronographs, kept with [`TcpConfig::send_chronographs`] (else
+    /// idle and zero): `tcpi_busy_time` and `tcpi_rwnd_limited` are its
+    /// [`chrono::SendChronograph::totals`].
+    pub chronograph: chrono::SendChronograph,
     /// Largest payload per segment we send (options already subtracted).
     pub snd_mss: u16,
     /// The window we advertise, bytes.

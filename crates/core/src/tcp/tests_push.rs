@@ -504,3 +504,30 @@ fn info_counts_the_segments_delivered() {
     send!(tcp, 31, peer_ack(snd, 2500, 64000));
     assert_eq!(tcp.info(c).unwrap().delivered, 4);
 }
+
+#[test]
+fn chronographs_time_busy_and_window_limited_sending() {
+    // Linux's `tcpi_busy_time` and `tcpi_rwnd_limited`.
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        send_chronographs: true,
+        ..config()
+    });
+    let totals = |tcp: &Tcp, t| tcp.info(c).unwrap().chronograph.totals(ms(t));
+    assert_eq!(totals(&tcp, 20), (Duration::ZERO, Duration::ZERO));
+    // Busy from the write at 20 ms to the ACK of all of it at 30 ms, which closes the
+    // window.
+    tcp.send(ms(20), c, &[1u8; 1000]).unwrap();
+    while poll(&mut tcp, 20).is_some() {}
+    send!(tcp, 30, peer_ack(snd, 1000, 0));
+    assert_eq!(
+        totals(&tcp, 35),
+        (Duration::from_millis(10), Duration::ZERO)
+    );
+    // Held by the window from the write at 40 ms until it opens at 70 ms; busy on.
+    tcp.send(ms(40), c, &[2u8; 500]).unwrap();
+    recv_nothing!(tcp, 40);
+    send!(tcp, 70, peer_ack(snd, 1000, 64000));
+    assert_eq!(parse(&recv!(tcp, 70)).payload.len(), 500);
+    let rwnd = Duration::from_millis(30);
+    assert_eq!(totals(&tcp, 80), (Duration::from_millis(50), rwnd));
+}

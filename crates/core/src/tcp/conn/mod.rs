@@ -259,6 +259,9 @@ pub(crate) struct Cold {
     /// through [`Conn::retries`], cleared by [`Conn::clear_retries`]): here, as only a
     /// connection that met a timeout counts any.
     pub retries: u32,
+    /// Linux's send chronographs, with `TcpConfig::send_chronographs`
+    /// ([`Conn::update_chronograph`]).
+    pub chronograph: crate::tcp::chrono::SendChronograph,
 }
 
 impl Cold {
@@ -278,6 +281,23 @@ pub(crate) fn record_end_after(
         Some(cold) if !cold.records.is_empty() => cold.record_end_after(seq),
         _ => None,
     }
+}
+
+/// Data waits and its next segment (up to `mss` bytes) does not fit in the peer's
+/// window (Linux's `tcp_snd_wnd_test` failing in `tcp_write_xmit`).
+fn window_limited(snd: &Snd, mss: usize) -> bool {
+    let data_end = snd.data_end();
+    if snd.snd_nxt >= data_end {
+        return false;
+    }
+    let unsent = data_end - snd.snd_nxt;
+    let window_end = snd.snd_una + snd.snd_wnd as usize;
+    let room = if window_end > snd.snd_nxt {
+        window_end - snd.snd_nxt
+    } else {
+        0
+    };
+    room < unsent.min(mss)
 }
 
 /// One TCP connection.
@@ -350,6 +370,30 @@ impl Conn {
     pub fn clear_retries(&mut self) {
         if let Some(cold) = &mut self.cold {
             cold.retries = 0;
+        }
+    }
+    /// With `TcpConfig::send_chronographs`, after every call into the connection:
+    /// what limits sending now starts its chronograph at `now` if it changed (Linux
+    /// starts and stops them in `tcp_skb_entail`, `tcp_write_xmit`, `tcp_ack`).
+    pub fn update_chronograph(&mut self, now: Instant) {
+        use crate::tcp::chrono::SendLimit;
+        let limit = match self.state.snd() {
+            Some(snd) if !snd.buffer.is_empty() => {
+                if window_limited(snd, self.opts.snd_mss()) {
+                    SendLimit::ReceiveWindow
+                } else {
+                    SendLimit::Busy
+                }
+            }
+            _ => SendLimit::Idle,
+        };
+        let current = self
+            .cold
+            .as_ref()
+            .map_or(SendLimit::Idle, |cold| cold.chronograph.current);
+        if limit != current {
+            let cold = self.cold.get_or_insert_with(Default::default);
+            cold.chronograph.set(limit, now);
         }
     }
     /// Our address.
@@ -792,6 +836,10 @@ impl Conn {
                 let handshake = u32::from(!self.fast_open_awaits_ack());
                 handshake.saturating_add(s.delivered_segments(self.opts.snd_mss()))
             }),
+            chronograph: self
+                .cold
+                .as_ref()
+                .map_or_else(Default::default, |cold| cold.chronograph),
             snd_mss: self.opts.snd_mss() as u16,
             soft_error: self.soft_error,
             path_mtu: (self.opts.path_mss != u16::MAX).then(|| self.opts.path_mss + 40),
