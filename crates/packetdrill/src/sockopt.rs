@@ -568,10 +568,8 @@ impl Shim {
                 }
                 // Linux's chronographs, in microseconds up to now.
                 let (busy, rwnd) = info.chronograph.totals(self.now);
-                let micros =
-                    |d: impnet_core::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-                linux.busy_time = micros(busy);
-                linux.rwnd_limited = micros(rwnd);
+                linux.busy_time = busy.as_micros();
+                linux.rwnd_limited = rwnd.as_micros();
                 linux
             }),
             _ => None,
