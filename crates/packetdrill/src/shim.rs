@@ -81,6 +81,10 @@ impl Shim {
             abc_limit: None,
             cubic_ssthresh_from_cwnd: true,
             cwnd_ssthresh_after_recovery: true,
+            // Linux delays the ACK of a reply to data just sent (`icsk_ack.pingpong`).
+            interactive_delayed_ack: true,
+            // TCP_INFO's `tcpi_busy_time` and `tcpi_rwnd_limited`.
+            send_chronographs: true,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

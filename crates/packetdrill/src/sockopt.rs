@@ -173,6 +173,7 @@ impl LinuxTcpInfo {
             notsent_bytes: info.bytes_queued.saturating_sub(info.bytes_in_flight),
             snd_wnd: info.snd_wnd,
             rcv_wnd: info.rcv_wnd,
+            delivered: info.delivered,
             ..LinuxTcpInfo::default()
         }
     }
@@ -565,6 +566,10 @@ impl Shim {
                     let ms = self.now.saturating_duration_since(at).as_millis();
                     linux.last_data_recv = u32::try_from(ms).unwrap_or(u32::MAX);
                 }
+                // Linux's chronographs, in microseconds up to now.
+                let (busy, rwnd) = info.chronograph.totals(self.now);
+                linux.busy_time = busy.as_micros();
+                linux.rwnd_limited = rwnd.as_micros();
                 linux
             }),
             _ => None,

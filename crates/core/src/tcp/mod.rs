@@ -19,6 +19,7 @@
 
 pub mod buffer;
 pub mod cc;
+pub mod chrono;
 pub mod isn;
 pub mod rtt;
 pub mod sack;
@@ -99,6 +100,20 @@ pub struct TcpConfig {
     /// to its `TCP_MAX_QUICKACKS` of 16): the sender's slow start is clocked by our
     /// ACKs and should not wait for the timer. Zero turns it off.
     pub quick_acks: u32,
+    /// Linux's interactive ("pingpong") delayed ACK (`tcp_event_data_sent`): a
+    /// connection that sends data within [`TcpConfig::delayed_ack`] of the data it last
+    /// received is taken for a request-response exchange, and the peer's next data is
+    /// acknowledged after the delay, not at once in quick-ACK mode, so the ACK can ride
+    /// on the reply; the delayed-ACK timer firing ends the mode. RFC 9293 §3.8.6.3
+    /// allows either (the delay stays under [`MAX_ACK_DELAY`], and every second full
+    /// segment is acknowledged at once). Off by default (quick-ACK mode as above); the
+    /// packetdrill shim's setting.
+    pub interactive_delayed_ack: bool,
+    /// Keep Linux's send chronographs (`chrono.rs`; [`TcpInfo::chronograph`]): the
+    /// time each connection had data to send and the part of it the peer's window held
+    /// it back. Off by default (no RFC asks for them; each connection that sends then
+    /// holds its rare part); the packetdrill shim's setting.
+    pub send_chronographs: bool,
     /// Packetization-layer path MTU discovery's black-hole detection (RFC 4821 §4,
     /// RFC 8899 §4.2): when every second retransmission timeout in a row finds
     /// segments larger than 536 bytes unacknowledged, the segment size is halved
@@ -273,6 +288,8 @@ impl Default for TcpConfig {
             recv_buffer: 256 * 1024,
             delayed_ack: Duration::from_millis(40),
             quick_acks: 16,
+            interactive_delayed_ack: false,
+            send_chronographs: false,
             black_hole_detection: true,
             nodelay: false,
             msl: Duration::from_secs(30),
@@ -511,6 +528,15 @@ pub struct TcpInfo {
     /// The largest extent of reordering seen, bytes: how far below the highest
     /// sequence number delivered a segment sent once was delivered (0: none seen).
     pub reordering: u32,
+    /// Segments delivered (Linux's `tcpi_delivered`): the SYN or SYN-ACK once
+    /// acknowledged (with any data it carried), then the data acknowledged or SACKed,
+    /// counted in pieces of `snd_mss` (a run of small segments acknowledged together
+    /// counts as one); 0 without a sending half (SYN-SENT, FIN-WAIT-2, TIME-WAIT).
+    pub delivered: u32,
+    /// Linux's send chronographs, kept with [`TcpConfig::send_chronographs`] (else
+    /// idle and zero): `tcpi_busy_time` and `tcpi_rwnd_limited` are its
+    /// [`chrono::SendChronograph::totals`].
+    pub chronograph: chrono::SendChronograph,
     /// Largest payload per segment we send (options already subtracted).
     pub snd_mss: u16,
     /// The window we advertise, bytes.

@@ -270,6 +270,10 @@ pub(crate) struct Snd {
     pub pair_open: bool,
     /// When the next data segment may leave, when pacing.
     pub pacer: super::pacing::Pacer,
+    /// SND.UNA when the connection was established: the first byte after the SYN and
+    /// the data the SYN-ACK acknowledged with it (Fast Open). What lies between it and
+    /// SND.UNA is delivered ([`Snd::delivered_segments`]).
+    pub data_start: SeqNumber,
 }
 
 impl core::fmt::Debug for Snd {
@@ -287,6 +291,15 @@ impl core::fmt::Debug for Snd {
 }
 
 impl Snd {
+    /// Segments delivered after the SYN, in `mss`-sized pieces: the bytes acknowledged
+    /// since `data_start` and those SACKed above SND.UNA (Linux's `tcpi_delivered`
+    /// counts the segments it sent, each TSO packet's pieces of the MSS; computed here
+    /// when asked, so nothing is counted per ACK, it counts a run of small segments
+    /// acknowledged together as one).
+    pub fn delivered_segments(&self, mss: usize) -> u32 {
+        let bytes = (self.snd_una - self.data_start) + self.scoreboard.sacked_bytes();
+        u32::try_from(bytes.div_ceil(mss.max(1))).unwrap_or(u32::MAX)
+    }
     /// Bytes sent and not acknowledged (`snd_una..snd_max`, counting SYN/FIN).
     pub fn outstanding(&self) -> usize {
         self.snd_max - self.snd_una

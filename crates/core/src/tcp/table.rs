@@ -546,6 +546,9 @@ impl Tcp {
             shared: &mut self.shared,
         };
         let result = f(conn, &mut ctx);
+        if self.shared.config.send_chronographs {
+            conn.update_chronograph(now);
+        }
         // The common case, decided on the connection already in hand (no second
         // lookup): still open and not a listener's child, so only the deadline and the
         // output queue can need an update; anything else takes the full `sync_conn`.

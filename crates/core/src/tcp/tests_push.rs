@@ -449,3 +449,85 @@ fn info_says_when_in_order_data_last_arrived() {
     send!(tcp, 30, data(snd, 2, b"cd"));
     assert_eq!(tcp.info(c).unwrap().last_data_at, Some(ms(30)));
 }
+
+/// The peer's request at 20 ms, our reply at 25 ms, its next data at 50 ms: what
+/// `tcp` sends at 50 ms, and our SND.NXT.
+fn request_reply_request(config: TcpConfig) -> (Tcp, Vec<Vec<u8>>, u32) {
+    let (mut tcp, c, snd) = established_with(config);
+    send!(tcp, 20, data(snd, 0, b"request"));
+    assert_eq!(parse(&recv!(tcp, 20)).ack, RISS + 8);
+    tcp.send(ms(25), c, b"reply").unwrap();
+    let reply = parse(&recv!(tcp, 25)).payload.len();
+    assert_eq!(reply, 5);
+    send!(tcp, 50, data(snd + 5, 7, b"next"));
+    let sent = core::iter::from_fn(|| poll(&mut tcp, 50)).collect();
+    (tcp, sent, snd + 5)
+}
+
+#[test]
+fn a_reply_within_the_delayed_ack_time_makes_the_connection_interactive() {
+    // Linux's pingpong mode (`tcp_event_data_sent`): the reply went 5 ms after the
+    // request, so the peer's next data waits for the timer (or our next reply)
+    // although quick-ACK mode has ACKs to spare.
+    let (mut tcp, sent, snd) = request_reply_request(TcpConfig {
+        interactive_delayed_ack: true,
+        ..config()
+    });
+    assert!(sent.is_empty());
+    assert_eq!(tcp.poll_timeout(), Some(ms(90)));
+    tcp.handle_timeout(ms(90));
+    assert_eq!(parse(&recv!(tcp, 90)).ack, RISS + 12);
+    // The timer firing ends interactive mode: quick ACKs again.
+    send!(tcp, 100, data(snd, 11, b"more"));
+    assert_eq!(parse(&recv!(tcp, 100)).ack, RISS + 16);
+}
+
+#[test]
+fn without_the_switch_quick_ack_mode_acknowledges_at_once() {
+    let (_tcp, sent, _) = request_reply_request(config());
+    assert_eq!(sent.len(), 1);
+    assert_eq!(parse(&sent[0]).ack, RISS + 12);
+}
+
+#[test]
+fn info_counts_the_segments_delivered() {
+    // Linux's `tcpi_delivered`: the handshake's, then one per MSS of data acknowledged
+    // or SACKed.
+    let (mut tcp, c, snd) = established();
+    assert_eq!(tcp.info(c).unwrap().delivered, 1);
+    tcp.set_nodelay(c, true).unwrap();
+    tcp.send(ms(20), c, &[5u8; 2500]).unwrap();
+    while poll(&mut tcp, 20).is_some() {}
+    assert_eq!(tcp.info(c).unwrap().delivered, 1);
+    send!(tcp, 30, peer_ack(snd, 1000, 64000));
+    assert_eq!(tcp.info(c).unwrap().delivered, 2);
+    send!(tcp, 31, peer_ack(snd, 2500, 64000));
+    assert_eq!(tcp.info(c).unwrap().delivered, 4);
+}
+
+#[test]
+fn chronographs_time_busy_and_window_limited_sending() {
+    // Linux's `tcpi_busy_time` and `tcpi_rwnd_limited`.
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        send_chronographs: true,
+        ..config()
+    });
+    let totals = |tcp: &Tcp, t| tcp.info(c).unwrap().chronograph.totals(ms(t));
+    assert_eq!(totals(&tcp, 20), (Duration::ZERO, Duration::ZERO));
+    // Busy from the write at 20 ms to the ACK of all of it at 30 ms, which closes the
+    // window.
+    tcp.send(ms(20), c, &[1u8; 1000]).unwrap();
+    while poll(&mut tcp, 20).is_some() {}
+    send!(tcp, 30, peer_ack(snd, 1000, 0));
+    assert_eq!(
+        totals(&tcp, 35),
+        (Duration::from_millis(10), Duration::ZERO)
+    );
+    // Held by the window from the write at 40 ms until it opens at 70 ms; busy on.
+    tcp.send(ms(40), c, &[2u8; 500]).unwrap();
+    recv_nothing!(tcp, 40);
+    send!(tcp, 70, peer_ack(snd, 1000, 64000));
+    assert_eq!(parse(&recv!(tcp, 70)).payload.len(), 500);
+    let rwnd = Duration::from_millis(30);
+    assert_eq!(totals(&tcp, 80), (Duration::from_millis(50), rwnd));
+}

@@ -42,7 +42,7 @@ impl Conn {
         let State::SynSent(s) = &self.state else {
             return;
         };
-        let iss = s.iss;
+        let (iss, syn_data) = (s.iss, s.syn_data);
         let ack = SeqNumber(seg.ack);
         // "If SEG.ACK =< ISS or SEG.ACK > SND.NXT, send a reset (unless the RST bit is
         // set, if so drop the segment and return) <SEQ=SEG.ACK><CTL=RST>". SND.NXT
@@ -92,6 +92,9 @@ impl Conn {
             // the rest goes again (RFC 7413 §4.2.2).
             let syn_data_acked = ack - (iss + 1);
             buffer.consume(syn_data_acked);
+            // Linux delays nothing after a SYN whose data was not all acknowledged
+            // (`tcp_rcv_fastopen_synack` fails first).
+            let write_pending = syn_data_acked == syn_data && !buffer.is_empty();
             let iss = iss + syn_data_acked;
             // "If SND.UNA > ISS (our SYN has been ACKed), change the connection state to
             // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
@@ -108,6 +111,9 @@ impl Conn {
             self.state = State::Established(Established { snd, rcv });
             self.on_established(ctx, seg, timer);
             self.ack = AckState::Now;
+            if write_pending && ctx.shared.config.interactive_delayed_ack {
+                self.await_reply(ctx);
+            }
             // "If there are other controls or text in the segment, then continue
             // processing at the sixth step below where the URG bit is checked".
             self.on_text(ctx, seg);
@@ -812,7 +818,8 @@ impl Conn {
         // every segment (RFC 9293 §3.7.1 Eff.snd.MSS, seen from the peer). Both ends
         // see the same value, so it is our `snd_mss`.
         let rcv_mss = self.opts.snd_mss();
-        let quick = self.quick_ack(ctx, window / (2 * rcv_mss));
+        // Linux's `tcp_in_quickack_mode`: no quick ACK in interactive mode.
+        let quick = self.quick_ack(ctx, window / (2 * rcv_mss)) && !self.interactive;
         // RFC 9293 §3.8.6.3 (RFC 1122 §4.2.3.2): "An ACK SHOULD be generated for at
         // least every second full-sized segment or 2*RMSS bytes of new data (where
         // RMSS is the MSS specified by the TCP endpoint receiving the segments to be
@@ -850,14 +857,30 @@ impl Conn {
             .is_none_or(|at| now.saturating_duration_since(at) > rto);
         self.last_data_at = Some(now);
         if idle {
-            let quota = u32::try_from(window_segments).unwrap_or(u32::MAX).max(2);
-            self.quick_acks = quota.min(ctx.shared.config.quick_acks);
+            self.quick_acks = quick_ack_quota(window_segments, ctx.shared.config.quick_acks);
         }
         if self.quick_acks == 0 {
             return false;
         }
         self.quick_acks -= 1;
         true
+    }
+
+    /// [`TcpConfig::interactive_delayed_ack`](crate::tcp::TcpConfig::interactive_delayed_ack):
+    /// the SYN-ACK found data queued that the SYN did not carry (a write waiting for
+    /// the connection, Linux's `sk_write_pending`): as Linux's
+    /// `tcp_rcv_synsent_state_process`, the SYN-ACK counts as data received now
+    /// (`tcp_finish_connect` sets `lrcvtime`, `tcp_enter_quickack_mode` starts the
+    /// delayed-ACK engine), so the data that goes with our ACK is a reply and the
+    /// connection turns interactive ([`Conn::note_data_sent`]).
+    fn await_reply(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(rcv) = self.state.rcv() else {
+            return;
+        };
+        let window_segments = rcv.buffer.capacity() / (2 * self.opts.snd_mss());
+        self.last_data_at = Some(ctx.now);
+        self.quick_acks = quick_ack_quota(window_segments, ctx.shared.config.quick_acks);
+        self.interactive = false;
     }
 
     /// "eighth, check the FIN bit" (also a FIN that arrived ahead of a hole, now reached).
@@ -962,4 +985,12 @@ fn rate_sample(
         snd.outstanding()
     };
     snd.cc.on_rate_sample(now, &sample, in_flight);
+}
+
+/// Linux's `tcp_incr_quickack`: segments to acknowledge at once, the receive window
+/// over 2*RMSS (`window_segments`), at least 2, at most `limit`
+/// ([`TcpConfig::quick_acks`](crate::tcp::TcpConfig::quick_acks)).
+fn quick_ack_quota(window_segments: usize, limit: u32) -> u32 {
+    let quota = u32::try_from(window_segments).unwrap_or(u32::MAX).max(2);
+    quota.min(limit)
 }

@@ -259,6 +259,9 @@ pub(crate) struct Cold {
     /// through [`Conn::retries`], cleared by [`Conn::clear_retries`]): here, as only a
     /// connection that met a timeout counts any.
     pub retries: u32,
+    /// Linux's send chronographs, with `TcpConfig::send_chronographs`
+    /// ([`Conn::update_chronograph`]).
+    pub chronograph: crate::tcp::chrono::SendChronograph,
 }
 
 impl Cold {
@@ -278,6 +281,23 @@ pub(crate) fn record_end_after(
         Some(cold) if !cold.records.is_empty() => cold.record_end_after(seq),
         _ => None,
     }
+}
+
+/// Data waits and its next segment (up to `mss` bytes) does not fit in the peer's
+/// window (Linux's `tcp_snd_wnd_test` failing in `tcp_write_xmit`).
+fn window_limited(snd: &Snd, mss: usize) -> bool {
+    let data_end = snd.data_end();
+    if snd.snd_nxt >= data_end {
+        return false;
+    }
+    let unsent = data_end - snd.snd_nxt;
+    let window_end = snd.snd_una + snd.snd_wnd as usize;
+    let room = if window_end > snd.snd_nxt {
+        window_end - snd.snd_nxt
+    } else {
+        0
+    };
+    room < unsent.min(mss)
 }
 
 /// One TCP connection.
@@ -315,6 +335,12 @@ pub(crate) struct Conn {
     /// When in-order data last arrived (None before the first): a longer gap than
     /// the RTO restarts quick-ACK mode.
     pub last_data_at: Option<Instant>,
+    /// Interactive mode
+    /// ([`TcpConfig::interactive_delayed_ack`](crate::tcp::TcpConfig::interactive_delayed_ack), Linux's
+    /// `icsk_ack.pingpong`): we sent data within the delayed-ACK time of the data last
+    /// received, so the peer's data is acknowledged after the delay, quick-ACK mode
+    /// notwithstanding. Only set with that switch on; the delayed-ACK timer clears it.
+    pub interactive: bool,
     /// A probe to send at the next chance.
     pub probe: Option<Probe>,
     /// Segments retransmitted (for `TcpInfo`; a `u32`, as Linux's `tcpi_total_retrans`,
@@ -344,6 +370,30 @@ impl Conn {
     pub fn clear_retries(&mut self) {
         if let Some(cold) = &mut self.cold {
             cold.retries = 0;
+        }
+    }
+    /// With `TcpConfig::send_chronographs`, after every call into the connection:
+    /// what limits sending now starts its chronograph at `now` if it changed (Linux
+    /// starts and stops them in `tcp_skb_entail`, `tcp_write_xmit`, `tcp_ack`).
+    pub fn update_chronograph(&mut self, now: Instant) {
+        use crate::tcp::chrono::SendLimit;
+        let limit = match self.state.snd() {
+            Some(snd) if !snd.buffer.is_empty() => {
+                if window_limited(snd, self.opts.snd_mss()) {
+                    SendLimit::ReceiveWindow
+                } else {
+                    SendLimit::Busy
+                }
+            }
+            _ => SendLimit::Idle,
+        };
+        let current = self
+            .cold
+            .as_ref()
+            .map_or(SendLimit::Idle, |cold| cold.chronograph.current);
+        if limit != current {
+            let cold = self.cold.get_or_insert_with(Default::default);
+            cold.chronograph.set(limit, now);
         }
     }
     /// Our address.
@@ -392,6 +442,7 @@ impl Conn {
             more_held: false,
             quick_acks: 0,
             last_data_at: None,
+            interactive: false,
             probe: None,
             retransmits: 0,
             soft_error: None,
@@ -779,6 +830,16 @@ impl Conn {
                 s.rack().log.deemed_lost_bytes(repairing) as u32
             }),
             reordering: snd.map_or(0, |s| s.rack().reorder_extent),
+            // Linux's `tcpi_delivered`: the SYN (or SYN-ACK) once acknowledged, then
+            // the data; none known once the sending half is gone.
+            delivered: snd.map_or(0, |s| {
+                let handshake = u32::from(!self.fast_open_awaits_ack());
+                handshake.saturating_add(s.delivered_segments(self.opts.snd_mss()))
+            }),
+            chronograph: self
+                .cold
+                .as_ref()
+                .map_or_else(Default::default, |cold| cold.chronograph),
             snd_mss: self.opts.snd_mss() as u16,
             soft_error: self.soft_error,
             path_mtu: (self.opts.path_mss != u16::MAX).then(|| self.opts.path_mss + 40),
@@ -849,6 +910,7 @@ pub(crate) fn new_snd(
         pacing,
         pacer: Default::default(),
         pair_open: false,
+        data_start: snd_una,
     }
 }
 
@@ -873,6 +935,9 @@ impl Conn {
                 if self.ack != AckState::Idle {
                     ctx.shared.stats.delayed_acks += 1;
                     self.ack = AckState::Now;
+                    // Linux's `tcp_delack_timer_handler`: "Delayed ACK missed: leave
+                    // pingpong mode".
+                    self.interactive = false;
                 }
             }
             Timer::Persist => self.probe = Some(Probe::Window),

@@ -10,7 +10,7 @@ use crate::tcp::segment::{Fill, tsval, write_plain_segment, write_segment};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::{AckState, CloseWait, Closing, Established, FinWait1, LastAck, Snd, State};
 use crate::tcp::timer::Timer;
-use crate::tcp::{CORK_CEILING, Egress, pacing};
+use crate::tcp::{CORK_CEILING, Egress, MAX_ACK_DELAY, pacing};
 use crate::time::{Duration, Instant};
 
 /// Payloads from which a driver that gathers (`Shared::gather`) leaves them in the
@@ -358,6 +358,9 @@ impl Conn {
             write_segment(&repr, payload, ends, buf, fill)?
         };
         ctx.shared.stats.segments_out += 1;
+        if plan.len > 0 && ctx.shared.config.interactive_delayed_ack {
+            self.note_data_sent(ctx.now, ctx.shared.config.delayed_ack);
+        }
         if sack_n > 0
             && let Some(rcv) = self.state.rcv_mut()
             && rcv.sack.take_dsack().is_some()
@@ -372,6 +375,21 @@ impl Conn {
             self.timers.stop(Timer::DelayedAck);
         }
         Some(len)
+    }
+
+    /// Data went out at `now` ([`TcpConfig::interactive_delayed_ack`](crate::tcp::TcpConfig::interactive_delayed_ack)
+    /// on): Linux's `tcp_event_data_sent`, "If it is a reply for ato after last
+    /// received packet, enter pingpong mode", the ato here the delayed-ACK time
+    /// `delay` (Linux's `TCP_ATO_MIN`, 40 ms, its value while the data comes back to
+    /// back). Before any data arrived there is nothing to reply to (Linux's ato is 0).
+    fn note_data_sent(&mut self, now: Instant, delay: Duration) {
+        let ato = delay.min(MAX_ACK_DELAY);
+        if self
+            .last_data_at
+            .is_some_and(|at| now.saturating_duration_since(at) < ato)
+        {
+            self.interactive = true;
+        }
     }
 
     /// Whether the planned segment carries PSH. RFC 9293 §3.9.1.2 leaves it to the
