@@ -74,6 +74,13 @@ impl Shim {
             // Linux's `tcp_reset`: data that came before a RST stays readable, and a
             // reset child stays in the accept queue.
             reset_keeps_data: true,
+            // Linux's `tcp_ack`: an ACK of data not yet sent is dropped without an ACK.
+            unsent_ack_silent: true,
+            // Linux's `tcp_rcv_synsent_state_process`: a SYN-ACK echoing a timestamp
+            // we never sent is refused with a RST.
+            syn_sent_tsecr_check: true,
+            // Linux's `tcp_cwnd_test`: a FIN alone goes whatever cwnd says.
+            lone_fin_ignores_cwnd: true,
             // Linux's window rules where they differ from the RFCs' (the scripts are
             // Linux's): slow start grows by all a stretch ACK acknowledged
             // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd, recovery ends with
@@ -81,6 +88,8 @@ impl Shim {
             abc_limit: None,
             cubic_ssthresh_from_cwnd: true,
             cwnd_ssthresh_after_recovery: true,
+            // Linux grows cwnd by what an ACK newly delivered (`tcp_cong_control`).
+            cwnd_growth_newly_delivered: true,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

@@ -172,7 +172,15 @@ impl Conn {
             snd.snd_nxt == snd.snd_max && snd.snd_nxt < snd.data_end() && snd.snd_nxt < wnd_edge;
         if !new_data {
             let end = snd.data_end();
-            let back = (end - snd.snd_una).min(mss);
+            // "Retransmit the last segment": a FIN sent after the data, alone (its own
+            // run in the log), goes alone, as Linux's probe resends its FIN skb.
+            let fin_alone =
+                snd.snd_max > end && snd.rack().log.last_start().is_some_and(|s| s >= end);
+            let back = if fin_alone {
+                0
+            } else {
+                (end - snd.snd_una).min(mss)
+            };
             snd.rexmit = Some(end - back);
         }
         snd.rack_mut().probe_due = true;
