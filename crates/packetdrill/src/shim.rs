@@ -79,8 +79,9 @@ impl Shim {
             // Linux's `tcp_rcv_synsent_state_process`: a SYN-ACK echoing a timestamp
             // we never sent is refused with a RST.
             syn_sent_tsecr_check: true,
-            // Linux's `tcp_cwnd_test`: a FIN alone goes whatever cwnd says.
-            lone_fin_ignores_cwnd: true,
+            // Linux's lone FIN: it goes whatever cwnd says (`tcp_cwnd_test`), and the
+            // loss probe after it resends it alone.
+            lone_fin_as_linux: true,
             // Linux's window rules where they differ from the RFCs' (the scripts are
             // Linux's): slow start grows by all a stretch ACK acknowledged
             // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd, recovery ends with

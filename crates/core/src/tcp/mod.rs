@@ -142,12 +142,14 @@ pub struct TcpConfig {
     /// does (`PAWSACTIVEREJECTED`; the packetdrill shim's setting). Off by default:
     /// RFC 7323 checks no echo in SYN-SENT.
     pub syn_sent_tsecr_check: bool,
-    /// Send a FIN that goes alone (all data sent) even when cwnd is full, as Linux's
-    /// `tcp_cwnd_test` does ("Don't be strict about the congestion window for the
-    /// final FIN"; the packetdrill shim's setting). Off by default: the FIN waits for
-    /// room in cwnd like a segment of data (RFC 5681 §3.1 limits data; a FIN takes a
-    /// sequence number and is retransmitted as data is).
-    pub lone_fin_ignores_cwnd: bool,
+    /// A FIN that goes alone (all data sent), as Linux's: sent even when cwnd is full
+    /// (`tcp_cwnd_test`: "Don't be strict about the congestion window for the final
+    /// FIN"), and the loss probe after it resends it alone, the last segment sent
+    /// (RFC 8985 §7.3; Linux's probe resends its FIN skb). The packetdrill shim's
+    /// setting. Off by default: the FIN waits for room in cwnd like a segment of data
+    /// (RFC 5681 §3.1 limits data; a FIN takes a sequence number and is retransmitted
+    /// as data is), and the probe resends the last data segment with it.
+    pub lone_fin_as_linux: bool,
     /// Retransmissions of one segment before the connection times out.
     pub max_retransmits: u32,
     /// Retransmissions of a SYN before the open fails.
@@ -309,7 +311,7 @@ impl Default for TcpConfig {
             reset_keeps_data: false,
             unsent_ack_silent: false,
             syn_sent_tsecr_check: false,
-            lone_fin_ignores_cwnd: false,
+            lone_fin_as_linux: false,
             max_retransmits: 15,
             syn_retransmits: 6,
             user_timeout: None,

@@ -1055,36 +1055,47 @@ fn ack_beyond_snd_nxt_dropped_silently_when_configured() {
 }
 
 /// RFC 8985 §7.3 "Retransmit the last segment": data sent, then the FIN alone later;
-/// the loss probe resends the FIN alone, as Linux's probe resends its FIN skb.
+/// under `lone_fin_as_linux` the loss probe resends the FIN alone, as Linux's probe
+/// resends its FIN skb; by default the last data segment with the FIN.
 #[test]
 fn a_loss_probe_after_a_lone_fin_resends_the_fin_alone() {
-    let (mut tcp, c, snd) = established_with_options(
-        TcpConfig {
-            sack: true,
-            ..config()
-        },
-        Options {
-            mss: Some(MSS),
-            sack_permitted: true,
-            ..SEND_TEMPL.options
-        },
-    );
-    tcp.send(ms(20), c, &[7u8; 3000]).unwrap();
-    for _ in 0..3 {
-        assert_eq!(parse(&recv!(tcp, 20)).payload.len(), 1000);
+    for linux in [true, false] {
+        let (mut tcp, c, snd) = established_with_options(
+            TcpConfig {
+                sack: true,
+                lone_fin_as_linux: linux,
+                ..config()
+            },
+            Options {
+                mss: Some(MSS),
+                sack_permitted: true,
+                ..SEND_TEMPL.options
+            },
+        );
+        tcp.send(ms(20), c, &[7u8; 3000]).unwrap();
+        for _ in 0..3 {
+            assert_eq!(parse(&recv!(tcp, 20)).payload.len(), 1000);
+        }
+        tcp.shutdown_write(ms(30), c).unwrap();
+        let fin = Repr {
+            flags: Flags::FIN | Flags::ACK,
+            ..ack_templ(snd + 3000, RISS + 1)
+        };
+        recv!(tcp, 30, fin);
+        // The first timer is the probe's (2*SRTT after the FIN), before the RTO.
+        let at = tcp.poll_timeout().expect("a timer");
+        tcp.handle_timeout(at);
+        let bytes = recv!(tcp, at.as_millis());
+        let probe = parse(&bytes);
+        assert_eq!(tcp.stats().tlp_probes, 1);
+        if linux {
+            assert_eq!(probe, fin);
+        } else {
+            // By default the last data segment goes with the FIN.
+            assert_eq!((probe.seq, probe.payload.len()), (snd + 2000, 1000));
+            assert_eq!(probe.flags, Flags::FIN | Flags::ACK);
+        }
     }
-    tcp.shutdown_write(ms(30), c).unwrap();
-    let fin = Repr {
-        flags: Flags::FIN | Flags::ACK,
-        ..ack_templ(snd + 3000, RISS + 1)
-    };
-    recv!(tcp, 30, fin);
-    // The first timer is the probe's (2*SRTT after the FIN), before the RTO.
-    let at = tcp.poll_timeout().expect("a timer");
-    tcp.handle_timeout(at);
-    let t = at.as_millis();
-    recv!(tcp, t, fin);
-    assert_eq!(tcp.stats().tlp_probes, 1);
 }
 
 /// Limited transmit, then an ACK of three segments, two of which the duplicate ACKs

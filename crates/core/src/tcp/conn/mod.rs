@@ -695,7 +695,8 @@ impl Conn {
     /// After the user read `freed` bytes: RFC 9293 §3.8.6.2.2, send a window update
     /// only when the right edge can move by min(RCV.BUFF/2, Eff.snd.MSS) (receiver SWS
     /// avoidance), and at once only when the peer may be stalled on a small window or
-    /// this read opened half the buffer. Space free before the read but not announced
+    /// this read took the opening past half the buffer. Space free before the read but
+    /// not announced
     /// (a SYN-ACK's unscaled window holds at most 65535 bytes) is no reason for an ACK
     /// of its own: the next segment carries it, as Linux's window grows from the
     /// SYN's with the data that arrives, not on a read.
@@ -715,14 +716,11 @@ impl Conn {
         let advertised = rcv.advertised();
         if new_edge > rcv.rcv_adv && (new_edge - rcv.rcv_adv) >= (recv_buffer / 2).min(mss) {
             // Worth telling; urgent when the peer may be stalled on a small window.
+            // Half the buffer opened by this read: the edge before it was short of that.
             let old_edge = rcv.rcv_nxt + rcv.buffer.window().saturating_sub(freed).min(most);
-            let from = if old_edge > rcv.rcv_adv {
-                old_edge
-            } else {
-                rcv.rcv_adv
-            };
-            let opened = new_edge - from;
-            if advertised < mss || opened >= recv_buffer / 2 {
+            let crossed = new_edge - rcv.rcv_adv >= recv_buffer / 2
+                && (old_edge <= rcv.rcv_adv || old_edge - rcv.rcv_adv < recv_buffer / 2);
+            if advertised < mss || crossed {
                 self.ack = AckState::Now;
             }
         }

@@ -197,7 +197,7 @@ impl Conn {
         } else {
             Partial::of(self.nodelay, self.cork, self.more_held, snd.snd_nxt)
         };
-        let fin = (fin_queued, config.lone_fin_ignores_cwnd);
+        let fin = (fin_queued, config.lone_fin_as_linux);
         if let Some(plan) = plan_next(snd, &opts, fin, partial, tso_room, cold) {
             if partial == Partial::Override {
                 self.probe = None;
@@ -784,11 +784,11 @@ fn skip_sacked(snd: &mut Snd, sack: bool) {
 /// past a record boundary (`Cold::records`).
 ///
 /// `fin`: whether our FIN follows the buffered data, and whether a FIN alone may go
-/// with cwnd full (`TcpConfig::lone_fin_ignores_cwnd`).
+/// with cwnd full (`TcpConfig::lone_fin_as_linux`).
 fn plan_next(
     snd: &mut Snd,
     opts: &Negotiated,
-    (fin_queued, lone_fin_ignores_cwnd): (bool, bool),
+    (fin_queued, lone_fin_as_linux): (bool, bool),
     partial: Partial,
     tso_room: Option<usize>,
     cold: Option<&alloc::boxed::Box<Cold>>,
@@ -814,7 +814,7 @@ fn plan_next(
     let go = if len == 0 {
         // The FIN alone, once all data is out (it needs no window room here: a peer
         // that cannot take it will drop it and we retransmit).
-        room.available == 0 && fin_due && (room.cwnd > 0 || again || lone_fin_ignores_cwnd)
+        room.available == 0 && fin_due && (room.cwnd > 0 || again || lone_fin_as_linux)
     } else if again || record_ends {
         true
     } else if len >= mss {
