@@ -74,6 +74,14 @@ impl Shim {
             // Linux's `tcp_reset`: data that came before a RST stays readable, and a
             // reset child stays in the accept queue.
             reset_keeps_data: true,
+            // Linux's `tcp_ack`: an ACK of data not yet sent is dropped without an ACK.
+            unsent_ack_silent: true,
+            // Linux's `tcp_rcv_synsent_state_process`: a SYN-ACK echoing a timestamp
+            // we never sent is refused with a RST.
+            syn_sent_tsecr_check: true,
+            // Linux's lone FIN: it goes whatever cwnd says (`tcp_cwnd_test`), and the
+            // loss probe after it resends it alone.
+            lone_fin_as_linux: true,
             // Linux's window rules where they differ from the RFCs' (the scripts are
             // Linux's): slow start grows by all a stretch ACK acknowledged
             // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd, recovery ends with
@@ -85,6 +93,8 @@ impl Shim {
             interactive_delayed_ack: true,
             // TCP_INFO's `tcpi_busy_time` and `tcpi_rwnd_limited`.
             send_chronographs: true,
+            // Linux grows cwnd by what an ACK newly delivered (`tcp_cong_control`).
+            cwnd_growth_newly_delivered: true,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

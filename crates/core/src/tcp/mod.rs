@@ -146,6 +146,25 @@ pub struct TcpConfig {
     /// reset reached in its listener's accept queue stays there, so `accept` returns
     /// it (its data, then the error).
     pub reset_keeps_data: bool,
+    /// An ACK of data not yet sent (SEG.ACK > SND.NXT) in a synchronized state: false
+    /// (the default) drops the segment and answers with an ACK (RFC 9293 §3.10.7.4,
+    /// RFC 5961 §5.2); true drops it without a word, as Linux's `tcp_ack` does
+    /// (`TCP_ACK_UNSENT_DATA`; the packetdrill shim's setting).
+    pub unsent_ack_silent: bool,
+    /// In SYN-SENT, refuse (with a RST, as a bad ACK) a segment whose acceptable ACK
+    /// comes with a timestamp echo we never sent: a TSecr, not zero, outside the TSvals
+    /// of our SYNs (from the first to now), as Linux's `tcp_rcv_synsent_state_process`
+    /// does (`PAWSACTIVEREJECTED`; the packetdrill shim's setting). Off by default:
+    /// RFC 7323 checks no echo in SYN-SENT.
+    pub syn_sent_tsecr_check: bool,
+    /// A FIN that goes alone (all data sent), as Linux's: sent even when cwnd is full
+    /// (`tcp_cwnd_test`: "Don't be strict about the congestion window for the final
+    /// FIN"), and the loss probe after it resends it alone, the last segment sent
+    /// (RFC 8985 §7.3; Linux's probe resends its FIN skb). The packetdrill shim's
+    /// setting. Off by default: the FIN waits for room in cwnd like a segment of data
+    /// (RFC 5681 §3.1 limits data; a FIN takes a sequence number and is retransmitted
+    /// as data is), and the probe resends the last data segment with it.
+    pub lone_fin_as_linux: bool,
     /// Retransmissions of one segment before the connection times out.
     pub max_retransmits: u32,
     /// Retransmissions of a SYN before the open fails.
@@ -198,6 +217,13 @@ pub struct TcpConfig {
     /// option (1)'s `min(ssthresh, max(FlightSize, SMSS) + SMSS)` (the default), which
     /// avoids a burst when little is outstanding. NewReno and CUBIC.
     pub cwnd_ssthresh_after_recovery: bool,
+    /// Grow cwnd (outside recovery) by the bytes an ACK newly delivered: what it
+    /// acknowledges less what was SACKed before (without SACK, a segment for each
+    /// duplicate ACK before it), as Linux grows it by its `delivered` count, the
+    /// duplicate ACKs having grown nothing (`tcp_may_raise_cwnd`). Off by default:
+    /// RFC 5681 §3.1 counts every byte the cumulative ACK acknowledges. The
+    /// packetdrill shim's setting (limited transmit's scripts).
+    pub cwnd_growth_newly_delivered: bool,
     /// Keep-alive (RFC 1122 §4.2.3.6; off by default).
     pub keepalive: Option<Keepalive>,
     /// How long a connection the application has closed may wait in FIN-WAIT-2 for
@@ -300,6 +326,9 @@ impl Default for TcpConfig {
             max_rto: Duration::from_secs(60),
             rto_floor: RtoFloor::Rto,
             reset_keeps_data: false,
+            unsent_ack_silent: false,
+            syn_sent_tsecr_check: false,
+            lone_fin_as_linux: false,
             max_retransmits: 15,
             syn_retransmits: 6,
             user_timeout: None,
@@ -315,6 +344,7 @@ impl Default for TcpConfig {
             abc_limit: Some(2),
             cubic_ssthresh_from_cwnd: false,
             cwnd_ssthresh_after_recovery: false,
+            cwnd_growth_newly_delivered: false,
             syn_cookies: true,
             keepalive: None,
             fin_wait_2_timeout: Some(Duration::from_secs(60)),

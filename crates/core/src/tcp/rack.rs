@@ -295,6 +295,11 @@ impl SentLog {
         Some((start, (end - start).min(mss)))
     }
 
+    /// Where the last run sent begins: a segment sent alone (a lone FIN) starts one.
+    pub fn last_start(&self) -> Option<SeqNumber> {
+        self.runs.back().map(|r| r.start)
+    }
+
     /// Bytes in the network: sent, neither SACKed nor marked lost (a lost run
     /// retransmitted counts again). RFC 6675's pipe, with RACK deciding what is lost.
     pub fn pipe(&self) -> usize {

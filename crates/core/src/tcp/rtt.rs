@@ -283,8 +283,14 @@ impl HandshakeTimer {
     pub fn on_send(&mut self, now: Instant) {
         if self.first.is_some() {
             self.ambiguous = true;
+        } else {
+            self.first = Some(now);
         }
-        self.first = Some(now);
+    }
+
+    /// When the SYN first went out (`None` before it did, or for a simultaneous open).
+    pub fn first_sent(&self) -> Option<Instant> {
+        self.first
     }
 
     /// The handshake completed at `now`: the RTT, if the SYN was sent once.

@@ -649,6 +649,52 @@ fn syn_sent_bad_ack_gets_rst_and_rst_refuses() {
     assert_eq!(tcp.socket_count(), 0);
 }
 
+/// `syn_sent_tsecr_check` (Linux's `tcp_rcv_synsent_state_process`): a SYN-ACK that
+/// echoes a timestamp none of our SYNs carried is answered with a RST as a bad ACK
+/// would be, and the connection stays in SYN-SENT; a good one then completes it.
+/// Without the switch the same SYN-ACK completes the handshake.
+#[test]
+fn syn_sent_refuses_a_foreign_timestamp_echo_when_configured() {
+    for check in [true, false] {
+        let mut tcp = Tcp::new(
+            TcpConfig {
+                timestamps: true,
+                syn_sent_tsecr_check: check,
+                ..config()
+            },
+            &secret(9),
+        );
+        let c = tcp.connect(ms(100), LOCAL, REMOTE, MSS).unwrap();
+        let syn_bytes = recv!(tcp, 100);
+        let syn = parse(&syn_bytes);
+        assert_eq!(syn.options.timestamps, Some((100, 0)));
+        let synack = |ecr: u32| Repr {
+            seq: RISS,
+            ack: syn.seq + 1,
+            flags: Flags::SYN | Flags::ACK,
+            options: Options {
+                mss: Some(MSS),
+                timestamps: Some((7, ecr)),
+                ..SEND_TEMPL.options
+            },
+            ..SEND_TEMPL
+        };
+        send!(tcp, 110, synack(5));
+        let answer_bytes = recv!(tcp, 110);
+        let answer = parse(&answer_bytes);
+        if !check {
+            assert_eq!(answer.flags, Flags::ACK);
+            assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+            continue;
+        }
+        assert_eq!((answer.flags, answer.seq), (Flags::RST, syn.seq + 1));
+        assert_eq!(tcp.info(c).unwrap().state, TcpState::SynSent);
+        send!(tcp, 120, synack(100));
+        assert_eq!(parse(&recv!(tcp, 120)).flags, Flags::ACK);
+        assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+    }
+}
+
 #[test]
 fn close_in_syn_sent_deletes_the_tcb() {
     let (mut tcp, c, _) = syn_sent(config());
@@ -964,6 +1010,119 @@ fn ack_beyond_snd_nxt_is_challenged() {
     );
     recv!(tcp, 20, ack_templ(snd, RISS + 1));
     assert_eq!(tcp.stats().bad_ack, 1);
+}
+
+/// Under `unsent_ack_silent` (Linux's `tcp_ack`) an ACK of unsent data is dropped
+/// without an answer, its FIN and data with it; the next segment is taken as usual.
+#[test]
+fn ack_beyond_snd_nxt_dropped_silently_when_configured() {
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        unsent_ack_silent: true,
+        ..config()
+    });
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: snd + 5000,
+            flags: Flags::FIN | Flags::ACK,
+            payload: b"data",
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 20);
+    assert_eq!(tcp.stats().bad_ack, 1);
+    assert_eq!(tcp.info(c).unwrap().state, TcpState::Established);
+    send!(
+        tcp,
+        30,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            payload: b"data",
+            ..SEND_TEMPL
+        }
+    );
+    recv!(
+        tcp,
+        30,
+        Repr {
+            window: 64000 - 4,
+            ..ack_templ(snd, RISS + 5)
+        }
+    );
+}
+
+/// RFC 8985 §7.3 "Retransmit the last segment": data sent, then the FIN alone later;
+/// under `lone_fin_as_linux` the loss probe resends the FIN alone, as Linux's probe
+/// resends its FIN skb; by default the last data segment with the FIN.
+#[test]
+fn a_loss_probe_after_a_lone_fin_resends_the_fin_alone() {
+    for linux in [true, false] {
+        let (mut tcp, c, snd) = established_with_options(
+            TcpConfig {
+                sack: true,
+                lone_fin_as_linux: linux,
+                ..config()
+            },
+            Options {
+                mss: Some(MSS),
+                sack_permitted: true,
+                ..SEND_TEMPL.options
+            },
+        );
+        tcp.send(ms(20), c, &[7u8; 3000]).unwrap();
+        for _ in 0..3 {
+            assert_eq!(parse(&recv!(tcp, 20)).payload.len(), 1000);
+        }
+        tcp.shutdown_write(ms(30), c).unwrap();
+        let fin = Repr {
+            flags: Flags::FIN | Flags::ACK,
+            ..ack_templ(snd + 3000, RISS + 1)
+        };
+        recv!(tcp, 30, fin);
+        // The first timer is the probe's (2*SRTT after the FIN), before the RTO.
+        let at = tcp.poll_timeout().expect("a timer");
+        tcp.handle_timeout(at);
+        let bytes = recv!(tcp, at.as_millis());
+        let probe = parse(&bytes);
+        assert_eq!(tcp.stats().tlp_probes, 1);
+        if linux {
+            assert_eq!(probe, fin);
+        } else {
+            // By default the last data segment goes with the FIN.
+            assert_eq!((probe.seq, probe.payload.len()), (snd + 2000, 1000));
+            assert!(probe.flags.fin(), "{probe:?}");
+        }
+    }
+}
+
+/// Limited transmit, then an ACK of three segments, two of which the duplicate ACKs
+/// before it reported: under `cwnd_growth_newly_delivered` (Linux's count) cwnd grows
+/// by one segment and two go; by RFC 5681 §3.1 (the default) by the two RFC 3465
+/// allows, and three go.
+#[test]
+fn cwnd_grows_by_what_was_newly_delivered_when_configured() {
+    for (newly, expected) in [(true, 2), (false, 3)] {
+        let (mut tcp, c, snd) = established_with(TcpConfig {
+            cwnd_growth_newly_delivered: newly,
+            ..config()
+        });
+        tcp.send(ms(20), c, &[1u8; 15000]).unwrap();
+        let sent = |tcp: &mut Tcp, t: u64| core::iter::from_fn(|| poll(tcp, t)).count();
+        assert_eq!(sent(&mut tcp, 20), 10);
+        for t in [30, 31] {
+            send!(tcp, t, ack_templ_from_peer(snd));
+            assert_eq!(sent(&mut tcp, t), 1, "limited transmit");
+        }
+        send!(tcp, 32, ack_templ_from_peer(snd + 3000));
+        assert_eq!(
+            sent(&mut tcp, 32),
+            expected,
+            "newly delivered only: {newly}"
+        );
+    }
 }
 
 #[test]

@@ -47,7 +47,10 @@ impl Conn {
         // "If SEG.ACK =< ISS or SEG.ACK > SND.NXT, send a reset (unless the RST bit is
         // set, if so drop the segment and return) <SEQ=SEG.ACK><CTL=RST>". SND.NXT
         // counts the data a Fast Open SYN carried (RFC 7413 §4.2.2).
-        let ack_ok = seg.flags.ack() && ack > iss && ack <= iss + 1 + s.syn_data;
+        let ack_ok = seg.flags.ack()
+            && ack > iss
+            && ack <= iss + 1 + s.syn_data
+            && !(ctx.shared.config.syn_sent_tsecr_check && self.foreign_echo(s, seg, ctx.now));
         if seg.flags.ack() && !ack_ok {
             if !seg.flags.rst() {
                 ctx.shared
@@ -136,6 +139,18 @@ impl Conn {
         }
     }
 
+    /// `TcpConfig::syn_sent_tsecr_check`: `seg` echoes a timestamp (not zero) none of
+    /// our SYNs carried, one before the first or after `now` (Linux's check).
+    fn foreign_echo(&self, s: &SynSent, seg: &Repr<'_>, now: Instant) -> bool {
+        let (Some(_), Some((_, ecr)), Some(first)) =
+            (self.opts.ts, seg.options.timestamps, s.timer.first_sent())
+        else {
+            return false;
+        };
+        let (from, to) = (tsval(first), tsval(now));
+        ecr != 0 && ecr.wrapping_sub(from) > to.wrapping_sub(from)
+    }
+
     /// The handshake completed: reset the retransmission state, take an RTT sample
     /// (from the timestamps, or from `timer` when the SYN went out once: RFC 6298
     /// §2.1), wake the user, and apply a close requested before.
@@ -184,6 +199,13 @@ impl Conn {
         if !self.paws_ok(ctx, seg) || !self.sequence_ok(ctx, seg) {
             return;
         }
+        if ctx.shared.config.unsent_ack_silent && self.acks_unsent(seg) {
+            // Linux's `tcp_ack` (`TcpConfig::unsent_ack_silent`): dropped without an
+            // answer, before its timestamp is taken (`tcp_replace_ts_recent` follows
+            // the ACK's checks).
+            ctx.shared.stats.bad_ack += 1;
+            return;
+        }
         self.update_ts_recent(seg);
         self.restart_keepalive(&ctx.shared.config, ctx.now);
         if seg.flags.rst() {
@@ -207,6 +229,18 @@ impl Conn {
         // it for new applications); the data is delivered inline.
         self.on_text(ctx, seg);
         self.on_fin(ctx, seg);
+    }
+
+    /// Whether `seg` is an ACK (no RST or SYN) of data not yet sent (SEG.ACK > SND.NXT,
+    /// SND.NXT being the highest sent) in a state with a sending half.
+    fn acks_unsent(&self, seg: &Repr<'_>) -> bool {
+        seg.flags.ack()
+            && !seg.flags.rst()
+            && !seg.flags.syn()
+            && self
+                .state
+                .snd()
+                .is_some_and(|snd| SeqNumber(seg.ack) > snd.snd_max)
     }
 
     /// Whether `seg` brings new data after the application closed the connection (it
@@ -547,6 +581,13 @@ impl Conn {
             ))),
             _ => snd.sampler.on_ack(ack, now),
         };
+        // `TcpConfig::cwnd_growth_newly_delivered`: what the ACK delivered that no SACK
+        // or duplicate ACK reported before.
+        let grow = if ctx.shared.config.cwnd_growth_newly_delivered {
+            acked.saturating_sub(reported_before(snd, sack, ack, smss))
+        } else {
+            acked
+        };
         if sack {
             snd.scoreboard.on_ack(ack, seg.options.sack(), snd.snd_max);
         }
@@ -574,8 +615,8 @@ impl Conn {
                 snd.rexmit = Some(ack);
             }
             Some(_) => {}
-            None if snd.tso && snd.cc.in_slow_start() => stretch_ack(snd, now, acked, sample, smss),
-            None => snd.cc.on_ack(now, acked, sample, in_flight, usage),
+            None if snd.tso && snd.cc.in_slow_start() => stretch_ack(snd, now, grow, sample, smss),
+            None => snd.cc.on_ack(now, grow, sample, in_flight, usage),
         }
         if snd.rate.is_some() {
             rate_sample(snd, now, seg, (sack, smss));
@@ -993,4 +1034,23 @@ fn rate_sample(
 fn quick_ack_quota(window_segments: usize, limit: u32) -> u32 {
     let quota = u32::try_from(window_segments).unwrap_or(u32::MAX).max(2);
     quota.min(limit)
+}
+
+/// Bytes below `ack` the peer reported before this ACK acknowledged them: SACKed (the
+/// scoreboard before this ACK) or, without SACK, a segment for each duplicate ACK.
+fn reported_before(snd: &Snd, sack: bool, ack: SeqNumber, smss: usize) -> usize {
+    if !sack {
+        return snd.dup_acks as usize * smss;
+    }
+    snd.scoreboard
+        .ranges()
+        .filter(|&(left, _)| left < ack)
+        .map(|(left, right)| {
+            if right < ack {
+                right - left
+            } else {
+                ack - left
+            }
+        })
+        .sum()
 }

@@ -739,13 +739,19 @@ impl Conn {
                 Err(TcpError::WouldBlock)
             };
         }
-        self.maybe_window_update(ctx.shared.config.recv_buffer);
+        self.maybe_window_update(ctx.shared.config.recv_buffer, n);
         Ok(n)
     }
 
-    /// After the user read: RFC 9293 §3.8.6.2.2, send a window update only when the
-    /// right edge can move by min(RCV.BUFF/2, Eff.snd.MSS) (receiver SWS avoidance).
-    pub(super) fn maybe_window_update(&mut self, recv_buffer: usize) {
+    /// After the user read `freed` bytes: RFC 9293 §3.8.6.2.2, send a window update
+    /// only when the right edge can move by min(RCV.BUFF/2, Eff.snd.MSS) (receiver SWS
+    /// avoidance), and at once only when the peer may be stalled on a small window or
+    /// this read took the opening past half the buffer. Space free before the read but
+    /// not announced
+    /// (a SYN-ACK's unscaled window holds at most 65535 bytes) is no reason for an ACK
+    /// of its own: the next segment carries it, as Linux's window grows from the
+    /// SYN's with the data that arrives, not on a read.
+    pub(super) fn maybe_window_update(&mut self, recv_buffer: usize, freed: usize) {
         let mss = usize::from(self.opts.mss_ours);
         let Some(rcv) = self.state.rcv() else { return };
         if !matches!(
@@ -761,7 +767,11 @@ impl Conn {
         let advertised = rcv.advertised();
         if new_edge > rcv.rcv_adv && (new_edge - rcv.rcv_adv) >= (recv_buffer / 2).min(mss) {
             // Worth telling; urgent when the peer may be stalled on a small window.
-            if advertised < mss || (new_edge - rcv.rcv_adv) >= recv_buffer / 2 {
+            // Half the buffer opened by this read: the edge before it was short of that.
+            let old_edge = rcv.rcv_nxt + rcv.buffer.window().saturating_sub(freed).min(most);
+            let crossed = new_edge - rcv.rcv_adv >= recv_buffer / 2
+                && (old_edge <= rcv.rcv_adv || old_edge - rcv.rcv_adv < recv_buffer / 2);
+            if advertised < mss || crossed {
                 self.ack = AckState::Now;
             }
         }

@@ -197,7 +197,8 @@ impl Conn {
         } else {
             Partial::of(self.nodelay, self.cork, self.more_held, snd.snd_nxt)
         };
-        if let Some(plan) = plan_next(snd, &opts, fin_queued, partial, tso_room, cold) {
+        let fin = (fin_queued, config.lone_fin_as_linux);
+        if let Some(plan) = plan_next(snd, &opts, fin, partial, tso_room, cold) {
             if partial == Partial::Override {
                 self.probe = None;
             }
@@ -799,10 +800,13 @@ fn skip_sacked(snd: &mut Snd, sack: bool) {
 /// New data (or data again after a timeout) at SND.NXT, and the FIN; with `tso_room`,
 /// up to that much in one segment (whole MSS multiples while more data waits), never
 /// past a record boundary (`Cold::records`).
+///
+/// `fin`: whether our FIN follows the buffered data, and whether a FIN alone may go
+/// with cwnd full (`TcpConfig::lone_fin_as_linux`).
 fn plan_next(
     snd: &mut Snd,
     opts: &Negotiated,
-    fin_queued: bool,
+    (fin_queued, lone_fin_as_linux): (bool, bool),
     partial: Partial,
     tso_room: Option<usize>,
     cold: Option<&alloc::boxed::Box<Cold>>,
@@ -828,7 +832,7 @@ fn plan_next(
     let go = if len == 0 {
         // The FIN alone, once all data is out (it needs no window room here: a peer
         // that cannot take it will drop it and we retransmit).
-        room.available == 0 && fin_due && (room.cwnd > 0 || again)
+        room.available == 0 && fin_due && (room.cwnd > 0 || again || lone_fin_as_linux)
     } else if again || record_ends {
         true
     } else if len >= mss {

@@ -161,6 +161,7 @@ impl Conn {
     pub(super) fn on_probe_timeout(&mut self, ctx: &mut Ctx<'_>) {
         let mss = self.opts.snd_mss();
         let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
+        let lone_fin_as_linux = ctx.shared.config.lone_fin_as_linux;
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -172,7 +173,18 @@ impl Conn {
             snd.snd_nxt == snd.snd_max && snd.snd_nxt < snd.data_end() && snd.snd_nxt < wnd_edge;
         if !new_data {
             let end = snd.data_end();
-            let back = (end - snd.snd_una).min(mss);
+            // "Retransmit the last segment": under `TcpConfig::lone_fin_as_linux` a FIN
+            // sent after the data, alone (its own run in the log), goes alone, as
+            // Linux's probe resends its FIN skb; by default the last data segment goes
+            // with it, which repairs a lost tail at once.
+            let fin_alone = lone_fin_as_linux
+                && snd.snd_max > end
+                && snd.rack().log.last_start().is_some_and(|s| s >= end);
+            let back = if fin_alone {
+                0
+            } else {
+                (end - snd.snd_una).min(mss)
+            };
             snd.rexmit = Some(end - back);
         }
         snd.rack_mut().probe_due = true;

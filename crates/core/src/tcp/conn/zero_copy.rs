@@ -85,7 +85,7 @@ impl Conn {
         }
         let n = f(first).min(first.len());
         buffer.consume(n);
-        self.maybe_window_update(ctx.shared.config.recv_buffer);
+        self.maybe_window_update(ctx.shared.config.recv_buffer, n);
         Ok(n)
     }
 }
