@@ -7,7 +7,7 @@ use crate::errqueue::{SO_TIMESTAMPING, SO_ZEROCOPY};
 use crate::shim::Shim;
 use impnet_core::tcp::TcpHandle;
 
-use crate::socket::{Errno, Options, Phase, linux_buffer, receive_window_space};
+use crate::socket::{Errno, Options, Phase, receive_window_space};
 use impnet_core::tcp::SocketOption;
 
 /// Linux's `struct tcp_info` (`include/uapi/linux/tcp.h`, as of Linux 6.18 with the
@@ -376,7 +376,9 @@ impl Shim {
             }
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
                 options.sndbuf = Some(value.max(0));
-                Some(SocketOption::SendBuffer(linux_buffer(value.max(0))))
+                Some(SocketOption::SendBuffer(crate::socket::stack_send_buffer(
+                    value.max(0),
+                )))
             }
             (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
                 options.rcvbuf = Some(value.max(0));
@@ -454,11 +456,13 @@ impl Shim {
         }
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_ERROR) => int(self.take_error(fd)?.unwrap_or(0)),
-            (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options
-                .sndbuf
-                .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| {
-                    v.saturating_mul(2)
-                })),
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options.sndbuf.map_or(
+                i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX),
+                |v| {
+                    // Linux: doubled, at least SOCK_MIN_SNDBUF.
+                    i32::try_from(crate::sndbuf::locked_sndbuf(v)).unwrap_or(i32::MAX)
+                },
+            )),
             (libc::SOL_SOCKET, libc::SO_RCVBUF) => int(options
                 .rcvbuf
                 .map_or(i32::try_from(self.flags.rcvbuf).unwrap_or(i32::MAX), |v| {
@@ -536,7 +540,7 @@ impl Shim {
             .map_or(self.flags.rcvbuf, |v| v.unsigned_abs() as usize * 2);
         let sndbuf = options
             .sndbuf
-            .map_or(self.flags.sndbuf, |v| v.unsigned_abs() as usize * 2);
+            .map_or(self.flags.sndbuf, crate::sndbuf::locked_sndbuf);
         let values = [
             clamp(readable),
             clamp(rcvbuf),
