@@ -121,9 +121,6 @@ impl Options {
                 impnet_core::Duration::from_millis(ms),
             ));
         }
-        if let Some(bytes) = self.notsent_lowat {
-            out.push(SocketOption::NotSentLowWater(bytes));
-        }
         if let Some(count) = self.syncnt {
             out.push(SocketOption::SynRetries(count));
         }

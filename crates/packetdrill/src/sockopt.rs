@@ -262,11 +262,11 @@ fn record_tcp_option(
         libc::TCP_NOTSENT_LOWAT => {
             // Linux takes the int as an unsigned limit; 0 is the sysctl's, which
             // is none (`tcp_notsent_lowat`: "tp->notsent_lowat ?: sysctl").
+            // The shim applies it ([`crate::sndbuf`]: Linux's write may pass it by
+            // up to one skb, the stack's would stop at it).
             let lowat = value as u32;
             options.notsent_lowat = Some(lowat).filter(|&v| v != 0);
-            Some(SocketOption::NotSentLowWater(
-                options.notsent_lowat.unwrap_or(u32::MAX),
-            ))
+            None
         }
         libc::TCP_INQ => {
             if !(0..=1).contains(&value) {
