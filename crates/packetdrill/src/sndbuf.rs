@@ -19,6 +19,12 @@
 
 use std::collections::VecDeque;
 
+use impnet_core::tcp::TcpHandle;
+
+use crate::errqueue::Progress;
+use crate::shim::Shim;
+use crate::socket::{Errno, Fd, Phase, TcpSocket};
+
 /// An skb's own truesize before data: `SKB_TRUESIZE` of the 704 head bytes a
 /// `MAX_TCP_HEADER` allocation gets (1024-byte slab less the shared info), plus
 /// `struct sk_buff` (256 aligned) and `struct skb_shared_info` (320).
@@ -100,6 +106,8 @@ pub struct SendModel {
     pub wmem: (usize, usize),
     /// `tcp_min_tso_segs`.
     pub min_tso_segs: usize,
+    /// `tcp_notsent_lowat` when the socket was made (u32::MAX: none).
+    pub sysctl_lowat: u32,
     /// `SOCK_NOSPACE`: a writer or poll found no room since the last wake-up.
     pub nospace: bool,
     /// Write-space wake-ups so far (an EPOLLET edge, a blocked writer's cue).
@@ -392,87 +400,12 @@ impl SendModel {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn view(acked: u64, sent: u64, cwnd: usize, wnd: usize, mss: usize) -> View {
-        View {
-            acked,
-            sent,
-            mss,
-            cwnd,
-            flight: (sent - acked) as usize,
-            wnd,
-            tso: 10 * mss,
-            now_us: 0,
-            srtt_us: 0,
-        }
-    }
-
-    #[test]
-    fn a_write_stops_at_a_new_skb_once_the_buffer_is_full() {
-        // upstream's timestamping/partial: SO_SNDBUF 1000 (4608 after the floor), MSS
-        // 988, a 2000-byte window: three 988-byte skbs.
-        let mut m = SendModel {
-            sndbuf: locked_sndbuf(1000),
-            locked: true,
-            ..SendModel::default()
-        };
-        let v = view(0, 0, 9880, 2000, 988);
-        assert_eq!(m.write(10000, &v, u32::MAX), 2964);
-        assert!(m.nospace);
-    }
-
-    #[test]
-    fn notsent_lowat_stops_a_write_at_the_limit() {
-        // notsent-lowat-setsockopt: the first 16000-byte skb pushes 10000 bytes, the
-        // rest fills one more skb; 16000 unsent reach the 4000-byte limit.
-        let mut m = SendModel {
-            wmem: (262144, 4194304),
-            ..SendModel::default()
-        };
-        let v = view(0, 0, 10000, 32896, 1000);
-        assert_eq!(m.write(59000, &v, 4000), 26000);
-        // Without a limit, the 50000-byte buffer stops it after four skbs.
-        let mut m = SendModel {
-            wmem: (50000, 4194304),
-            ..SendModel::default()
-        };
-        assert_eq!(m.write(59000, &v, u32::MAX), 58000);
-        assert!(!m.writable(u32::MAX));
-    }
-
-    #[test]
-    fn a_writer_wakes_once_a_third_of_the_buffer_is_free() {
-        // blocking-write: SO_SNDBUF 21000, 25000-byte skbs, split where 10-segment
-        // packets end.
-        let mut m = SendModel {
-            sndbuf: locked_sndbuf(21000),
-            locked: true,
-            ..SendModel::default()
-        };
-        let v = view(0, 0, 10000, 50000, 1000);
-        assert_eq!(m.write(61000, &v, u32::MAX), 60000);
-        // Bursts of 20 and 30 segments, in TSO packets of 10.
-        m.sync(&view(10000, 30000, 20000, 50000, 1000));
-        m.sync(&view(30000, 60000, 40000, 50000, 1000));
-        assert!(!m.after_ack(&view(35000, 60000, 40000, 50000, 1000), u32::MAX));
-        assert!(m.after_ack(&view(36000, 60000, 40000, 50000, 1000), u32::MAX));
-        assert_eq!(m.wakeups, 1);
-    }
-}
-
 // The shim's side: the model kept per socket, fed from the stack's TCP_INFO.
-use crate::errqueue::Progress;
-use crate::shim::Shim;
-use crate::socket::{Errno, Fd, Phase, TcpSocket};
-use impnet_core::tcp::TcpHandle;
 
 impl TcpSocket {
     /// TCP_NOTSENT_LOWAT in force: the socket's, else `tcp_notsent_lowat`.
     pub(crate) fn notsent_lowat(&self) -> u32 {
-        self.options.notsent_lowat.unwrap_or(self.sysctl_lowat)
+        self.options.notsent_lowat.unwrap_or(self.send.sysctl_lowat)
     }
 }
 
@@ -648,5 +581,76 @@ impl Shim {
                 socket.send.after_ack(&view, lowat);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(acked: u64, sent: u64, cwnd: usize, wnd: usize, mss: usize) -> View {
+        View {
+            acked,
+            sent,
+            mss,
+            cwnd,
+            flight: (sent - acked) as usize,
+            wnd,
+            tso: 10 * mss,
+            now_us: 0,
+            srtt_us: 0,
+        }
+    }
+
+    #[test]
+    fn a_write_stops_at_a_new_skb_once_the_buffer_is_full() {
+        // upstream's timestamping/partial: SO_SNDBUF 1000 (4608 after the floor), MSS
+        // 988, a 2000-byte window: three 988-byte skbs.
+        let mut m = SendModel {
+            sndbuf: locked_sndbuf(1000),
+            locked: true,
+            ..SendModel::default()
+        };
+        let v = view(0, 0, 9880, 2000, 988);
+        assert_eq!(m.write(10000, &v, u32::MAX), 2964);
+        assert!(m.nospace);
+    }
+
+    #[test]
+    fn notsent_lowat_stops_a_write_at_the_limit() {
+        // notsent-lowat-setsockopt: the first 16000-byte skb pushes 10000 bytes, the
+        // rest fills one more skb; 16000 unsent reach the 4000-byte limit.
+        let mut m = SendModel {
+            wmem: (262144, 4194304),
+            ..SendModel::default()
+        };
+        let v = view(0, 0, 10000, 32896, 1000);
+        assert_eq!(m.write(59000, &v, 4000), 26000);
+        // Without a limit, the 50000-byte buffer stops it after four skbs.
+        let mut m = SendModel {
+            wmem: (50000, 4194304),
+            ..SendModel::default()
+        };
+        assert_eq!(m.write(59000, &v, u32::MAX), 58000);
+        assert!(!m.writable(u32::MAX));
+    }
+
+    #[test]
+    fn a_writer_wakes_once_a_third_of_the_buffer_is_free() {
+        // blocking-write: SO_SNDBUF 21000, 25000-byte skbs, split where 10-segment
+        // packets end.
+        let mut m = SendModel {
+            sndbuf: locked_sndbuf(21000),
+            locked: true,
+            ..SendModel::default()
+        };
+        let v = view(0, 0, 10000, 50000, 1000);
+        assert_eq!(m.write(61000, &v, u32::MAX), 60000);
+        // Bursts of 20 and 30 segments, in TSO packets of 10.
+        m.sync(&view(10000, 30000, 20000, 50000, 1000));
+        m.sync(&view(30000, 60000, 40000, 50000, 1000));
+        assert!(!m.after_ack(&view(35000, 60000, 40000, 50000, 1000), u32::MAX));
+        assert!(m.after_ack(&view(36000, 60000, 40000, 50000, 1000), u32::MAX));
+        assert_eq!(m.wakeups, 1);
     }
 }

@@ -176,9 +176,7 @@ pub struct TcpSocket {
     /// sockets never use it).
     pub errq: Box<crate::errqueue::ErrQueue>,
     /// The send buffer as Linux accounts for it ([`crate::sndbuf`]).
-    pub send: crate::sndbuf::SendModel,
-    /// `tcp_notsent_lowat` when the socket was made (u32::MAX: none).
-    pub sysctl_lowat: u32,
+    pub send: Box<crate::sndbuf::SendModel>,
 }
 
 impl TcpSocket {
@@ -194,8 +192,11 @@ impl TcpSocket {
             ready: VecDeque::new(),
             fast_open: Default::default(),
             errq: Default::default(),
-            send: Default::default(),
-            sysctl_lowat: u32::MAX,
+            send: {
+                let mut model = Box::<crate::sndbuf::SendModel>::default();
+                model.sysctl_lowat = u32::MAX;
+                model
+            },
         }
     }
 }
@@ -263,7 +264,7 @@ impl Shim {
         socket.nonblocking = kind & libc::SOCK_NONBLOCK != 0;
         socket.send.wmem = self.wmem();
         socket.send.min_tso_segs = self.min_tso_segs();
-        socket.sysctl_lowat = self.sysctl_lowat();
+        socket.send.sysctl_lowat = self.sysctl_lowat();
         self.fds.insert(fd, Fd::Tcp(socket));
         Ok(fd)
     }
@@ -313,7 +314,7 @@ impl Shim {
         let (inherited, v6) = (socket.options.inherited(), socket.v6);
         // Linux's sk_clone_lock copies SO_TIMESTAMPING's flags too.
         let ts_flags = socket.errq.ts_flags;
-        let (wmem, sysctl_lowat) = (socket.send.wmem, socket.sysctl_lowat);
+        let (wmem, sysctl_lowat) = (socket.send.wmem, socket.send.sysctl_lowat);
         let min_tso_segs = socket.send.min_tso_segs;
         let nodelay = inherited.nodelay;
         let remote = self
@@ -326,7 +327,7 @@ impl Shim {
         new.errq.ts_flags = ts_flags;
         new.send.wmem = wmem;
         new.send.min_tso_segs = min_tso_segs;
-        new.sysctl_lowat = sysctl_lowat;
+        new.send.sysctl_lowat = sysctl_lowat;
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(child, true);
         }

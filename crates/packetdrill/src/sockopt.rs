@@ -194,6 +194,11 @@ impl LinuxTcpInfo {
     }
 }
 
+/// A size as a C int, saturated.
+fn clamp_int(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
 fn int_of(value: &[u8]) -> Result<i32, Errno> {
     let bytes: [u8; 4] = value
         .get(..4)
@@ -456,12 +461,11 @@ impl Shim {
         }
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_ERROR) => int(self.take_error(fd)?.unwrap_or(0)),
-            (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options.sndbuf.map_or(
-                i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX),
-                |v| {
-                    // Linux: doubled, at least SOCK_MIN_SNDBUF.
-                    i32::try_from(crate::sndbuf::locked_sndbuf(v)).unwrap_or(i32::MAX)
-                },
+            // Linux: doubled, at least SOCK_MIN_SNDBUF.
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(clamp_int(
+                options
+                    .sndbuf
+                    .map_or(self.flags.sndbuf, crate::sndbuf::locked_sndbuf),
             )),
             (libc::SOL_SOCKET, libc::SO_RCVBUF) => int(options
                 .rcvbuf
