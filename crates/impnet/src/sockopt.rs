@@ -1,6 +1,6 @@
 //! Per-socket settings shared by the std-like and tokio sockets: Linux's
 //! `TCP_CONGESTION`, `SO_RCVBUF`, `SO_SNDBUF`, `TCP_MAXSEG` (listeners),
-//! `TCP_USER_TIMEOUT` as [`SocketOption`]s handed to the stack.
+//! `TCP_USER_TIMEOUT`, `TCP_NOTSENT_LOWAT` as [`SocketOption`]s handed to the stack.
 
 use std::io;
 use std::time::Duration;

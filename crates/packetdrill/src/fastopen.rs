@@ -57,7 +57,7 @@ pub struct SocketFastOpen {
 
 impl Shim {
     /// `/proc/sys/net/ipv4/<name>` when the flags say to read sysctls.
-    fn sysctl(&self, name: &str) -> Option<String> {
+    pub(crate) fn sysctl(&self, name: &str) -> Option<String> {
         if !self.flags.sysctls {
             return None;
         }
@@ -308,6 +308,7 @@ impl Shim {
             socket.fast_open.deferred = None;
             if let Ok(n) = taken {
                 socket.errq.written += n as u64;
+                socket.send.took(n);
             }
         }
         self.flush();

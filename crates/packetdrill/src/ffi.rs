@@ -474,7 +474,13 @@ fn write_all(
         return d.with(|s| s.write(fd, bufs));
     }
     let mut done = 0;
+    // A writer out of room sleeps until a write-space wake-up (Linux's
+    // `sk_stream_wait_memory`), not merely until something changed.
+    let mut asleep: Option<u64> = None;
     let result = d.blocking(fd, None, |s| {
+        if asleep.is_some_and(|since| s.write_still_asleep(fd, since)) {
+            return Err(libc::EAGAIN);
+        }
         let rest = skip(bufs, done);
         match s.write(fd, &rest) {
             Ok(n) => {
@@ -482,10 +488,14 @@ fn write_all(
                 if done == total {
                     Ok(())
                 } else {
+                    asleep = Some(s.write_wakeups(fd));
                     Err(libc::EAGAIN)
                 }
             }
-            Err(libc::EAGAIN) => Err(libc::EAGAIN),
+            Err(libc::EAGAIN) => {
+                asleep = Some(s.write_wakeups(fd));
+                Err(libc::EAGAIN)
+            }
             Err(_) if done > 0 => Ok(()),
             Err(errno) => Err(errno),
         }

@@ -10,6 +10,7 @@
 //! - [`flags`]: the `--so_flags` words (address, gateway, MTU, congestion control, ...).
 //! - [`shim`]: the stack on virtual time and its interface.
 //! - [`socket`], [`sockopt`], [`poll`]: the socket calls with Linux's errno values.
+//! - [`sndbuf`]: how much a write takes and when a writer wakes, as Linux accounts.
 //! - [`errqueue`]: the error queue: MSG_ZEROCOPY completions, SO_TIMESTAMPING records.
 //! - [`fastopen`]: TCP Fast Open's options, `MSG_FASTOPEN` and the sysctls.
 //! - [`driver`]: blocking calls on virtual time across packetdrill's two threads.
@@ -24,6 +25,7 @@ pub mod ffi;
 pub mod flags;
 pub mod poll;
 pub mod shim;
+pub mod sndbuf;
 pub mod socket;
 pub mod sockopt;
 

@@ -31,11 +31,12 @@ pub struct Epoll {
 struct Interest {
     events: u32,
     data: u64,
-    /// For EPOLLET: the bits, readable bytes, send room and error-queue wake-ups seen
-    /// last. An edge is a new bit, more bytes to read (new data), more room (an ACK
-    /// freed some) or a record queued on the error queue, as Linux's wake-ups on data
-    /// arrival, on freed send space and `sk_error_report`.
-    last: (u32, usize, usize, u64),
+    /// For EPOLLET: the bits, readable bytes, write-space and error-queue wake-ups
+    /// seen last. An edge is a new bit, more bytes to read (new data), a write-space
+    /// wake-up (`sk_stream_write_space`: an ACK made a writer out of room writable) or
+    /// a record queued on the error queue, as Linux's wake-ups on data arrival, on
+    /// freed send space and `sk_error_report`.
+    last: (u32, usize, u64, u64),
     /// EPOLLONESHOT fired: nothing more until EPOLL_CTL_MOD.
     disarmed: bool,
 }
@@ -48,8 +49,10 @@ impl Epoll {
 }
 
 impl Shim {
-    /// The poll bits of `fd` now.
-    pub fn readiness(&mut self, fd: i32) -> Result<u32, Errno> {
+    /// The poll bits of `fd` now; with `mark`, a connection found not writable waits
+    /// for a write-space wake-up (Linux's `tcp_poll` sets `SOCK_NOSPACE`: `poll`, and
+    /// `epoll` level-triggered, which polls each time).
+    pub fn readiness(&mut self, fd: i32, mark: bool) -> Result<u32, Errno> {
         let (phase, deferred) = match self.fds.get(&fd) {
             Some(Fd::Tcp(socket)) => (socket.phase, socket.fast_open.deferred.is_some()),
             Some(Fd::Epoll(_)) => return Ok(0),
@@ -69,7 +72,7 @@ impl Shim {
                     POLLIN
                 })
             }
-            Phase::Conn(handle) => Ok(self.conn_readiness(fd, handle)?),
+            Phase::Conn(handle) => Ok(self.conn_readiness(fd, handle, mark)?),
         }
     }
 
@@ -77,6 +80,7 @@ impl Shim {
         &mut self,
         fd: i32,
         handle: impnet_core::tcp::TcpHandle,
+        mark: bool,
     ) -> Result<u32, Errno> {
         let socket = self.tcp_socket(fd)?;
         let (reported, read_shut) = (socket.error_reported, socket.read_shut);
@@ -118,31 +122,23 @@ impl Shim {
             bits |= POLLHUP;
         }
         let open = matches!(state, TcpState::Established | TcpState::CloseWait);
-        let queued = self.stack.tcp_send_queued(handle);
-        let room = self.send_limit(fd)?.saturating_sub(queued);
-        // Linux's sk_stream_is_writeable: free space at least half what is queued, and
-        // (TCP_NOTSENT_LOWAT) fewer unsent bytes than half the limit.
-        let writable = room > 0 && room * 2 >= queued && self.stack.tcp_writable(handle);
-        if (open && writable) || state == TcpState::Closed {
+        // Linux's tcp_poll: `__sk_stream_is_writeable(sk, 1)` ([`crate::sndbuf`]).
+        if (open && self.pollout(fd, mark)?) || state == TcpState::Closed {
             bits |= POLLOUT;
         }
         Ok(bits)
     }
 
-    /// A connection's readable bytes, free send room and error-queue wake-ups (zeros
-    /// for anything else).
-    fn levels(&mut self, fd: i32) -> (usize, usize, u64) {
+    /// A connection's readable bytes, write-space wake-ups and error-queue wake-ups
+    /// (zeros for anything else).
+    fn levels(&mut self, fd: i32) -> (usize, u64, u64) {
         match self.fds.get(&fd) {
             Some(Fd::Tcp(socket)) => match socket.phase {
-                Phase::Conn(handle) => {
-                    let wakeups = socket.errq.wakeups;
-                    let limit = self.send_limit(fd).unwrap_or(0);
-                    (
-                        self.stack.tcp_readable(handle),
-                        limit.saturating_sub(self.stack.tcp_send_queued(handle)),
-                        wakeups,
-                    )
-                }
+                Phase::Conn(handle) => (
+                    self.stack.tcp_readable(handle),
+                    socket.send.wakeups,
+                    socket.errq.wakeups,
+                ),
                 _ => (0, 0, 0),
             },
             _ => (0, 0, 0),
@@ -157,7 +153,7 @@ impl Shim {
             *revents = if *fd < 0 {
                 0
             } else {
-                match self.readiness(*fd) {
+                match self.readiness(*fd, true) {
                     Ok(bits) => bits & (*events | ALWAYS),
                     Err(_) => libc::POLLNVAL as u32,
                 }
@@ -235,14 +231,14 @@ impl Shim {
             if out.len() >= max || interest.disarmed {
                 continue;
             }
-            let bits = self.readiness(fd).unwrap_or(0) & (interest.events | ALWAYS);
-            let levels = self.levels(fd);
             let edge = interest.events & libc::EPOLLET as u32 != 0;
+            let bits = self.readiness(fd, !edge).unwrap_or(0) & (interest.events | ALWAYS);
+            let levels = self.levels(fd);
             let oneshot = interest.events & libc::EPOLLONESHOT as u32 != 0;
-            let (last_bits, last_readable, last_room, last_wakeups) = interest.last;
+            let (last_bits, last_readable, last_space, last_wakeups) = interest.last;
             let rising = bits & !last_bits != 0
                 || (bits & POLLIN != 0 && levels.0 > last_readable)
-                || (bits & POLLOUT != 0 && levels.1 > last_room)
+                || (bits & POLLOUT != 0 && levels.1 > last_space)
                 || (bits & POLLERR != 0 && levels.2 > last_wakeups);
             let report = bits != 0 && (!edge || rising);
             if let Some(kept) = self.epoll(epfd)?.interests.get_mut(&fd) {

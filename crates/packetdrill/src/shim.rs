@@ -181,8 +181,10 @@ impl Shim {
 
     /// A packet from the script (an IP packet) goes into the stack now.
     pub fn packet_in(&mut self, packet: &[u8]) {
+        let writers = self.before_packet();
         self.stack.handle_frame(self.now, self.iface, packet);
         self.flush();
+        self.after_packet(&writers);
     }
 
     /// The oldest packet the stack sent that nobody took yet.
@@ -253,6 +255,8 @@ impl Shim {
                 packet: self.frame[..transmit.len].to_vec(),
             });
         }
+        // Linux splits an skb where a packet of it ends (`tso_fragment`).
+        self.track_sent();
         while let Some(event) = self.stack.poll_event() {
             match event {
                 Event::Tcp(TcpEvent::Writable(handle) | TcpEvent::Readable(handle)) => {

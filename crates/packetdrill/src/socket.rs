@@ -113,16 +113,13 @@ impl Options {
             out.push(SocketOption::RecvBuffer(receive_window_space(bytes)));
         }
         if let Some(bytes) = self.sndbuf {
-            out.push(SocketOption::SendBuffer(linux_buffer(bytes)));
+            out.push(SocketOption::SendBuffer(stack_send_buffer(bytes)));
         }
         if self.user_timeout != 0 {
             let ms = u64::from(self.user_timeout);
             out.push(SocketOption::UserTimeout(
                 impnet_core::Duration::from_millis(ms),
             ));
-        }
-        if let Some(bytes) = self.notsent_lowat {
-            out.push(SocketOption::NotSentLowWater(bytes));
         }
         if let Some(count) = self.syncnt {
             out.push(SocketOption::SynRetries(count));
@@ -143,6 +140,13 @@ pub(crate) fn receive_window_space(asked: i32) -> usize {
 /// bookkeeping overhead, socket(7)).
 pub(crate) fn linux_buffer(asked: i32) -> usize {
     asked.unsigned_abs() as usize * 2
+}
+
+/// The stack's send buffer for SO_SNDBUF's `asked` bytes: room for all Linux's
+/// accounting lets a write take (its `sk_sndbuf`, passed by up to one 64 KiB skb);
+/// [`crate::sndbuf`] decides how much that is.
+pub(crate) fn stack_send_buffer(asked: i32) -> usize {
+    crate::sndbuf::locked_sndbuf(asked) + 64 * 1024
 }
 
 /// One TCP socket.
@@ -171,6 +175,8 @@ pub struct TcpSocket {
     /// The error queue: zero-copy completions and transmit timestamps (boxed: most
     /// sockets never use it).
     pub errq: Box<crate::errqueue::ErrQueue>,
+    /// The send buffer as Linux accounts for it ([`crate::sndbuf`]).
+    pub send: Box<crate::sndbuf::SendModel>,
 }
 
 impl TcpSocket {
@@ -186,6 +192,11 @@ impl TcpSocket {
             ready: VecDeque::new(),
             fast_open: Default::default(),
             errq: Default::default(),
+            send: {
+                let mut model = Box::<crate::sndbuf::SendModel>::default();
+                model.sysctl_lowat = u32::MAX;
+                model
+            },
         }
     }
 }
@@ -251,6 +262,9 @@ impl Shim {
         let fd = self.free_fd();
         let mut socket = TcpSocket::new(Phase::Fresh { bound: None }, domain == libc::AF_INET6);
         socket.nonblocking = kind & libc::SOCK_NONBLOCK != 0;
+        socket.send.wmem = self.wmem();
+        socket.send.min_tso_segs = self.min_tso_segs();
+        socket.send.sysctl_lowat = self.sysctl_lowat();
         self.fds.insert(fd, Fd::Tcp(socket));
         Ok(fd)
     }
@@ -300,6 +314,8 @@ impl Shim {
         let (inherited, v6) = (socket.options.inherited(), socket.v6);
         // Linux's sk_clone_lock copies SO_TIMESTAMPING's flags too.
         let ts_flags = socket.errq.ts_flags;
+        let (wmem, sysctl_lowat) = (socket.send.wmem, socket.send.sysctl_lowat);
+        let min_tso_segs = socket.send.min_tso_segs;
         let nodelay = inherited.nodelay;
         let remote = self
             .stack
@@ -309,6 +325,9 @@ impl Shim {
         let mut new = TcpSocket::new(Phase::Conn(child), v6);
         new.options = inherited;
         new.errq.ts_flags = ts_flags;
+        new.send.wmem = wmem;
+        new.send.min_tso_segs = min_tso_segs;
+        new.send.sysctl_lowat = sysctl_lowat;
         if nodelay {
             let _ = self.stack.tcp_set_nodelay(child, true);
         }
@@ -550,10 +569,10 @@ impl Shim {
 
     /// A write of `bufs` (gather), without waiting: what fit.
     ///
-    /// SO_SNDBUF sizes the connection's send buffer in the stack and is kept here too:
-    /// a write takes no more than leaves twice the value (Linux doubles it) queued and
-    /// unacknowledged. Linux counts buffer overhead too, so its limit is reached a
-    /// little earlier.
+    /// What fits is what Linux's send buffer would take ([`crate::sndbuf`]): skbs of
+    /// the size goal while their truesize stays below SO_SNDBUF (doubled, at least
+    /// 4608) or the buffer `tcp_wmem` starts and the congestion window grows, and, with
+    /// TCP_NOTSENT_LOWAT, while fewer unsent bytes than the limit are queued.
     pub fn write(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
         // Linux's `sk_stream_wait_connect`: a socket neither connecting nor connected
         // (TCP_CLOSE, TCP_LISTEN) is EPIPE.
@@ -569,8 +588,8 @@ impl Shim {
         if self.connecting(handle) {
             return Err(libc::EAGAIN);
         }
-        let limit = self.send_limit(fd)?;
-        let room = limit.saturating_sub(self.stack.tcp_send_queued(handle));
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let room = self.write_room(fd, want)?;
         if room == 0 && self.stack.tcp_error(handle).ok().flatten().is_none() {
             return Err(libc::EAGAIN);
         }
@@ -579,6 +598,7 @@ impl Shim {
         let result = self
             .stack
             .tcp_send_vectored(now, handle, bufs.iter().copied());
+        self.wrote(fd, room, *result.as_ref().unwrap_or(&0))?;
         if let Ok(n) = result {
             self.tcp_socket(fd)?.errq.written += n as u64;
         }
@@ -617,12 +637,11 @@ impl Shim {
         Ok(())
     }
 
-    /// The most bytes `fd` may have queued: twice SO_SNDBUF, else the stack's buffer.
-    /// (The stack's buffer of the connection takes the size too, but one holding data
-    /// only grows: a smaller SO_SNDBUF is kept here.)
+    /// The most bytes a blocking Fast Open write hands the stack before the
+    /// handshake: SO_SNDBUF as Linux keeps it, else the stack's buffer.
     pub(crate) fn send_limit(&mut self, fd: i32) -> Result<usize, Errno> {
         let sndbuf = self.tcp_socket(fd)?.options.sndbuf;
-        Ok(sndbuf.map_or(self.flags.sndbuf, linux_buffer))
+        Ok(sndbuf.map_or(self.flags.sndbuf, crate::sndbuf::locked_sndbuf))
     }
 
     /// `close`. A connection with unread data, or with SO_LINGER on and a zero

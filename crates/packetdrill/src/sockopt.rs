@@ -7,7 +7,7 @@ use crate::errqueue::{SO_TIMESTAMPING, SO_ZEROCOPY};
 use crate::shim::Shim;
 use impnet_core::tcp::TcpHandle;
 
-use crate::socket::{Errno, Options, Phase, linux_buffer, receive_window_space};
+use crate::socket::{Errno, Options, Phase, receive_window_space};
 use impnet_core::tcp::SocketOption;
 
 /// Linux's `struct tcp_info` (`include/uapi/linux/tcp.h`, as of Linux 6.18 with the
@@ -195,6 +195,11 @@ impl LinuxTcpInfo {
     }
 }
 
+/// A size as a C int, saturated.
+fn clamp_int(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
 fn int_of(value: &[u8]) -> Result<i32, Errno> {
     let bytes: [u8; 4] = value
         .get(..4)
@@ -263,11 +268,11 @@ fn record_tcp_option(
         libc::TCP_NOTSENT_LOWAT => {
             // Linux takes the int as an unsigned limit; 0 is the sysctl's, which
             // is none (`tcp_notsent_lowat`: "tp->notsent_lowat ?: sysctl").
+            // The shim applies it ([`crate::sndbuf`]: Linux's write may pass it by
+            // up to one skb, the stack's would stop at it).
             let lowat = value as u32;
             options.notsent_lowat = Some(lowat).filter(|&v| v != 0);
-            Some(SocketOption::NotSentLowWater(
-                options.notsent_lowat.unwrap_or(u32::MAX),
-            ))
+            None
         }
         libc::TCP_INQ => {
             if !(0..=1).contains(&value) {
@@ -377,7 +382,9 @@ impl Shim {
             }
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
                 options.sndbuf = Some(value.max(0));
-                Some(SocketOption::SendBuffer(linux_buffer(value.max(0))))
+                Some(SocketOption::SendBuffer(crate::socket::stack_send_buffer(
+                    value.max(0),
+                )))
             }
             (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
                 options.rcvbuf = Some(value.max(0));
@@ -455,11 +462,12 @@ impl Shim {
         }
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_ERROR) => int(self.take_error(fd)?.unwrap_or(0)),
-            (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(options
-                .sndbuf
-                .map_or(i32::try_from(self.flags.sndbuf).unwrap_or(i32::MAX), |v| {
-                    v.saturating_mul(2)
-                })),
+            // Linux: doubled, at least SOCK_MIN_SNDBUF.
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => int(clamp_int(
+                options
+                    .sndbuf
+                    .map_or(self.flags.sndbuf, crate::sndbuf::locked_sndbuf),
+            )),
             (libc::SOL_SOCKET, libc::SO_RCVBUF) => int(options
                 .rcvbuf
                 .map_or(i32::try_from(self.flags.rcvbuf).unwrap_or(i32::MAX), |v| {
@@ -537,7 +545,7 @@ impl Shim {
             .map_or(self.flags.rcvbuf, |v| v.unsigned_abs() as usize * 2);
         let sndbuf = options
             .sndbuf
-            .map_or(self.flags.sndbuf, |v| v.unsigned_abs() as usize * 2);
+            .map_or(self.flags.sndbuf, crate::sndbuf::locked_sndbuf);
         let values = [
             clamp(readable),
             clamp(rcvbuf),

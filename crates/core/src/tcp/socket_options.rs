@@ -26,8 +26,8 @@ pub(crate) struct SocketOptions {
     /// Unacknowledged data older than this ends the connection (Linux's
     /// `TCP_USER_TIMEOUT`; RFC 9293 §3.8.3's USER TIMEOUT).
     pub user_timeout: Option<Duration>,
-    /// The connection is writable only while fewer unsent bytes than this are queued
-    /// (Linux's `TCP_NOTSENT_LOWAT`).
+    /// A write stops, and the connection is not writable, once this many bytes wait
+    /// unsent (Linux's `TCP_NOTSENT_LOWAT`).
     pub notsent_lowat: Option<u32>,
     /// Retransmissions of the SYN (SYN-ACK) before the handshake times out (Linux's
     /// `TCP_SYNCNT`).
@@ -85,8 +85,10 @@ pub enum SocketOption {
     /// connection with `TimedOut`. Zero: the stack's
     /// [`TcpConfig::user_timeout`](super::TcpConfig::user_timeout).
     UserTimeout(Duration),
-    /// `TCP_NOTSENT_LOWAT`: [`Stack::tcp_writable`](crate::Stack::tcp_writable) is
-    /// true only while fewer unsent bytes than this are queued. `u32::MAX`: no limit.
+    /// `TCP_NOTSENT_LOWAT`: a write queues no more than brings the unsent bytes to
+    /// this (Linux's `tcp_sendmsg` stops there), and
+    /// [`Stack::tcp_writable`](crate::Stack::tcp_writable) is true only while fewer
+    /// than half of it wait unsent. `u32::MAX`: no limit.
     NotSentLowWater(u32),
     /// `TCP_SYNCNT`: how many times the connection's SYN (a listener's children: their
     /// SYN-ACK) is retransmitted before the handshake ends with `TimedOut`, in place

@@ -206,13 +206,13 @@ fn a_connections_user_timeout_ends_it_when_the_stacks_has_none() {
 #[test]
 fn notsent_lowat_makes_a_connection_writable_only_below_it() {
     let (mut tcp, c, snd) = established();
-    tcp.set_option(ms(20), c, SocketOption::NotSentLowWater(3000))
-        .unwrap();
-    assert!(tcp.writable(c));
     // The peer's window (64000) takes all; the 10-segment initial window does not:
     // 10000 bytes go, 5000 wait unsent.
     assert_eq!(tcp.send(ms(20), c, &[1u8; 15000]), Ok(15000));
     while poll(&mut tcp, 20).is_some() {}
+    assert!(tcp.writable(c));
+    tcp.set_option(ms(20), c, SocketOption::NotSentLowWater(3000))
+        .unwrap();
     assert!(!tcp.writable(c));
     // The peer acknowledges 2000: cwnd grows by 2000, 4000 more go, 1000 remain
     // unsent, fewer than half the limit.
@@ -226,6 +226,34 @@ fn notsent_lowat_makes_a_connection_writable_only_below_it() {
     tcp.set_option(ms(30), c, SocketOption::NotSentLowWater(u32::MAX))
         .unwrap();
     assert!(tcp.writable(c));
+}
+
+#[test]
+fn notsent_lowat_stops_a_write_once_the_unsent_bytes_reach_it() {
+    let (mut tcp, c, snd) = established();
+    // Without the option the buffer alone limits a write.
+    assert_eq!(tcp.send(ms(20), c, &[1u8; 15000]), Ok(15000));
+    while poll(&mut tcp, 20).is_some() {}
+    // 10000 bytes went (the initial window), 5000 wait unsent; a limit of 8000 lets a
+    // write queue 3000 more (Linux's `tcp_sendmsg` stops at the limit), then none.
+    tcp.set_option(ms(20), c, SocketOption::NotSentLowWater(8000))
+        .unwrap();
+    assert_eq!(
+        tcp.send_vectored(ms(20), c, [&[2u8; 2000][..], &[3u8; 2000][..]]),
+        Ok(3000)
+    );
+    assert_eq!(tcp.send(ms(20), c, &[4u8; 100]), Err(TcpError::WouldBlock));
+    // An ACK opens the window: more goes, and the write takes what the limit allows.
+    send!(tcp, 30, ack_of(snd + 10000));
+    while poll(&mut tcp, 30).is_some() {}
+    let info = tcp.info(c).unwrap();
+    let unsent = (info.bytes_queued - info.bytes_in_flight) as usize;
+    assert!(unsent < 8000);
+    assert_eq!(tcp.send(ms(30), c, &[5u8; 20000]), Ok(8000 - unsent));
+    // Cleared, the buffer alone limits it again.
+    tcp.set_option(ms(30), c, SocketOption::NotSentLowWater(u32::MAX))
+        .unwrap();
+    assert_eq!(tcp.send(ms(30), c, &[6u8; 100]), Ok(100));
 }
 
 fn ack_of(ack: u32) -> Repr<'static> {

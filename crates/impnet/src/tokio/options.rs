@@ -32,6 +32,13 @@ impl TcpStream {
     pub fn set_user_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         self.set_option(sockopt::user_timeout(timeout))
     }
+
+    /// Keep at most `bytes` queued unsent (Linux's `TCP_NOTSENT_LOWAT`): a write
+    /// takes no more than brings the unsent bytes to the limit, and the stream reports
+    /// itself writable only while fewer than half of it wait. None: no limit.
+    pub fn set_notsent_lowat(&self, bytes: Option<u32>) -> io::Result<()> {
+        self.set_option(SocketOption::NotSentLowWater(bytes.unwrap_or(u32::MAX)))
+    }
 }
 
 impl TcpListener {

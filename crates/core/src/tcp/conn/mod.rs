@@ -619,6 +619,11 @@ impl Conn {
         &mut self,
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
+        // Computed only when the socket set TCP_NOTSENT_LOWAT.
+        let mut room = self
+            .cold
+            .as_ref()
+            .map_or(usize::MAX, |_| self.notsent_room().unwrap_or(usize::MAX));
         let buffer = match &mut self.state {
             State::SynSent(s) => &mut s.buffer,
             State::SynRcvd(s) => &mut s.buffer,
@@ -635,8 +640,9 @@ impl Conn {
                 continue;
             }
             offered = true;
-            let n = buffer.write(data);
+            let n = buffer.write(&data[..data.len().min(room)]);
             taken += n;
+            room -= n;
             if n < data.len() {
                 break;
             }

@@ -60,14 +60,26 @@ impl Conn {
         let Some(lowat) = self.options().and_then(|o| o.notsent_lowat) else {
             return true;
         };
-        let unsent = match &self.state {
+        self.unsent() * 2 < lowat as usize
+    }
+
+    /// TCP_NOTSENT_LOWAT: how many more bytes a write may queue, as Linux's
+    /// `tcp_sendmsg` stops once the unsent bytes reach the limit (None without one:
+    /// only the buffer limits a write).
+    pub fn notsent_room(&self) -> Option<usize> {
+        let lowat = self.options().and_then(|o| o.notsent_lowat)?;
+        Some((lowat as usize).saturating_sub(self.unsent()))
+    }
+
+    /// Bytes queued and never sent.
+    fn unsent(&self) -> usize {
+        match &self.state {
             State::SynSent(s) => s.buffer.len(),
             State::SynRcvd(s) => s.buffer.len(),
             state => state
                 .snd()
                 .map_or(0, |s| s.buffer.len().saturating_sub(s.outstanding())),
-        };
-        unsent * 2 < lowat as usize
+        }
     }
 
     /// Set one of the connection's own settings (see [`SocketOption`]).

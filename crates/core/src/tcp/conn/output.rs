@@ -30,6 +30,15 @@ pub(crate) struct Plan {
     pub kind: Kind,
 }
 
+/// Whether a segment carries PSH, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Push {
+    No,
+    Yes,
+    /// Only for Linux's `forced_push` within a long write.
+    Forced,
+}
+
 /// Why a segment goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -77,7 +86,8 @@ impl Conn {
             plan.len = room;
             plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
         }
-        if self.push_due(&plan, ctx.now) {
+        let push = self.push_due(&plan, ctx.now);
+        if push != Push::No {
             plan.flags = plan.flags | Flags::PSH;
         }
         let len = self.write(ctx, &plan, buf, (egress.checksum, sack_n))?;
@@ -87,6 +97,14 @@ impl Conn {
             snd.tso = true;
         }
         self.after_send(ctx, &plan);
+        // A push forced within a long write opens a pair as a segment without PSH
+        // would: the burst's segments still pair up as Linux's TSO packets, so the
+        // burst ends with PSH whatever the write's length.
+        if push == Push::Forced
+            && let Some(snd) = self.state.snd_mut()
+        {
+            snd.pair_open = true;
+        }
         Some(len)
     }
 
@@ -413,26 +431,32 @@ impl Conn {
     ///   probe timer, `tcp_write_wakeup`, which sets PSH).
     ///
     /// A Fast Open SYN's data goes without PSH, as Linux sends it.
-    fn push_due(&self, plan: &Plan, now: Instant) -> bool {
+    fn push_due(&self, plan: &Plan, now: Instant) -> Push {
         if plan.len == 0 {
-            return false;
+            return Push::No;
         }
         let Some(snd) = self.state.snd() else {
-            return false;
+            return Push::No;
         };
         let end = plan.seq + plan.len;
         let push_at = self.cold.as_ref().and_then(|cold| cold.push_at);
         let push_at = push_at.unwrap_or_else(|| snd.data_end());
         if end == push_at || record_end_after(self.cold.as_ref(), plan.seq) == Some(end) {
-            return true;
+            return Push::Yes;
         }
         if plan.seq < snd.snd_max {
-            return false;
+            return Push::No;
         }
-        plan.len > self.opts.snd_mss()
+        if plan.len > self.opts.snd_mss()
             || (snd.pair_open && snd.last_send == Some(now))
             || matches!(self.cork, Cork::Lapsed(at) if plan.seq < at)
-            || forced_push(plan.seq, end, push_at, snd.max_snd_wnd)
+        {
+            Push::Yes
+        } else if forced_push(plan.seq, end, push_at, snd.max_snd_wnd) {
+            Push::Forced
+        } else {
+            Push::No
+        }
     }
 
     /// The planned segment's payload (a range of the send buffer) and its offset from
