@@ -125,9 +125,6 @@ pub struct SendBuffer {
     /// summing to `len`, no two ring spans adjacent, no piece empty. Empty while
     /// every byte is in the ring (the common case costs nothing).
     pieces: Pieces,
-    /// Allocated bytes of the owned buffers beyond their lengths: charged against the
-    /// capacity with `len`, so what the buffer holds stays within it.
-    slack: u32,
     /// Most bytes held.
     capacity: u32,
 }
@@ -151,13 +148,21 @@ impl Piece {
 }
 
 /// The send buffer's pieces: no allocation (and 8 bytes in the connection, where a
-/// `VecDeque` took 32) while every byte is in the ring, the common case.
+/// `VecDeque` took 32) while every byte is in the ring, the common case; the owned
+/// buffers' `slack` lives in the box too (0 without them).
 #[derive(Debug, Clone, Default)]
-#[expect(
-    clippy::box_collection,
-    reason = "the box is the point: 8 bytes in every connection instead of 32"
-)]
-struct Pieces(Option<alloc::boxed::Box<VecDeque<Piece>>>);
+struct Pieces(Option<alloc::boxed::Box<OwnedPieces>>);
+
+/// What [`Pieces`] holds once a buffer was handed over.
+#[derive(Debug, Clone, Default)]
+struct OwnedPieces {
+    /// The pieces, in order.
+    queue: VecDeque<Piece>,
+    /// Allocated bytes of the owned buffers beyond their lengths: charged against the
+    /// capacity with `len`, so what the buffer holds stays within it (0 without
+    /// owned buffers, hence kept here).
+    slack: u32,
+}
 
 /// What an empty [`Pieces`] reads as.
 static NO_PIECES: VecDeque<Piece> = VecDeque::new();
@@ -166,14 +171,23 @@ impl core::ops::Deref for Pieces {
     type Target = VecDeque<Piece>;
     #[inline]
     fn deref(&self) -> &VecDeque<Piece> {
-        self.0.as_deref().unwrap_or(&NO_PIECES)
+        self.0.as_deref().map_or(&NO_PIECES, |p| &p.queue)
     }
 }
 
 impl Pieces {
     /// The pieces, to change: allocated on first use.
     fn make_mut(&mut self) -> &mut VecDeque<Piece> {
-        self.0.get_or_insert_with(Default::default)
+        &mut self.0.get_or_insert_with(Default::default).queue
+    }
+    /// The owned buffers' unused allocation ([`OwnedPieces::slack`]).
+    #[inline]
+    fn slack(&self) -> u32 {
+        self.0.as_ref().map_or(0, |p| p.slack)
+    }
+    /// The owned buffers' unused allocation, to change (allocated on first use).
+    fn slack_mut(&mut self) -> &mut u32 {
+        &mut self.0.get_or_insert_with(Default::default).slack
     }
     /// Back to none, the allocation given back.
     fn clear(&mut self) {
@@ -207,7 +221,6 @@ impl SendBuffer {
             len: 0,
             ring_len: 0,
             pieces: Pieces::default(),
-            slack: 0,
             capacity,
         }
     }
@@ -240,7 +253,7 @@ impl SendBuffer {
     /// Room left for [`SendBuffer::write`] (owned buffers also charge their unused
     /// allocation).
     pub fn free(&self) -> usize {
-        self.capacity.saturating_sub(self.len + self.slack) as usize
+        self.capacity.saturating_sub(self.len + self.pieces.slack()) as usize
     }
 
     /// Bytes held in buffers the application handed over (not in the ring).
@@ -299,7 +312,7 @@ impl SendBuffer {
         }
         // `data.len() <= charge <= free() < 2^32`.
         self.len += data.len() as u32;
-        self.slack += (charge - data.len()) as u32;
+        *self.pieces.slack_mut() += (charge - data.len()) as u32;
         self.pieces
             .make_mut()
             .push_back(Piece::Owned { data, start: 0 });
@@ -392,7 +405,7 @@ impl SendBuffer {
             }
             left -= take;
             if whole && let Some(Piece::Owned { data, .. }) = self.pieces.make_mut().pop_front() {
-                self.slack -= (data.capacity() - data.len()) as u32;
+                *self.pieces.slack_mut() -= (data.capacity() - data.len()) as u32;
             }
         }
         // Only ring bytes left (adjacent spans never stay apart): back to the plain ring.

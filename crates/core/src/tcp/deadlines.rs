@@ -24,9 +24,13 @@ use super::TcpHandle;
 use crate::time::Instant;
 
 /// No entry for this slot.
-const ABSENT: u64 = u64::MAX;
+const ABSENT: u32 = u32::MAX;
 /// In `position`: the entry is in the queue, at this absolute index (the rest).
-const QUEUED: u64 = 1 << 63;
+const QUEUED: u32 = 1 << 31;
+/// Absolute queue indices are kept modulo 2^30 (a queue never holds that many: each
+/// entry is a connection), so that a position fits 32 bits (4 bytes less per slot) and
+/// no queued one reads as [`ABSENT`].
+const QUEUE_INDEX: u32 = (1 << 30) - 1;
 /// A removed queue entry (no real entry packs to it: see `set`).
 const TOMBSTONE: Key = Key::MAX;
 
@@ -61,16 +65,16 @@ pub(crate) struct Deadlines {
     heap: Vec<Key>,
     /// Queued entries, ascending, with tombstones; the front is never a tombstone.
     queue: VecDeque<Key>,
-    /// Absolute index of `queue[0]` (positions of queued entries stay valid as the
-    /// front is popped).
-    queue_base: u64,
+    /// Absolute index of `queue[0]`, modulo 2^30 (positions of queued entries stay
+    /// valid as the front is popped).
+    queue_base: u32,
     /// The last entry pushed to the queue (live or not): a new one must sort after it.
     queue_last: Option<Key>,
     /// Live entries in the queue.
     queued: usize,
     /// For each slot index, where its entry is: a heap index, `QUEUED | absolute queue
     /// index`, or ABSENT.
-    position: Vec<u64>,
+    position: Vec<u32>,
 }
 
 impl Deadlines {
@@ -126,7 +130,8 @@ impl Deadlines {
         match at {
             ABSENT => None,
             at if at & QUEUED != 0 => {
-                Some(unpack(self.queue[((at & !QUEUED) - self.queue_base) as usize]).0)
+                let i = (at & !QUEUED).wrapping_sub(self.queue_base) & QUEUE_INDEX;
+                Some(unpack(self.queue[i as usize]).0)
             }
             at => Some(unpack(self.heap[at as usize]).0),
         }
@@ -153,7 +158,7 @@ impl Deadlines {
 
     /// [`Deadlines::set`] when the queue is involved: the entry is queued, or may be.
     #[inline(never)]
-    fn set_slow(&mut self, pos: u64, entry: Option<Key>, queue: bool) {
+    fn set_slow(&mut self, pos: u32, entry: Option<Key>, queue: bool) {
         let Some(entry) = entry else {
             self.remove(pos);
             return;
@@ -173,7 +178,7 @@ impl Deadlines {
     }
 
     /// Remove the entry at `pos` (a `position` value; ABSENT does nothing).
-    fn remove(&mut self, pos: u64) {
+    fn remove(&mut self, pos: u32) {
         match pos {
             ABSENT => {}
             pos if pos & QUEUED != 0 => self.remove_queued(pos & !QUEUED),
@@ -183,8 +188,8 @@ impl Deadlines {
 
     /// Remove the queue entry at absolute index `at`.
     #[inline(never)]
-    fn remove_queued(&mut self, at: u64) {
-        let i = (at - self.queue_base) as usize;
+    fn remove_queued(&mut self, at: u32) {
+        let i = (at.wrapping_sub(self.queue_base) & QUEUE_INDEX) as usize;
         self.position[slot_of(self.queue[i])] = ABSENT;
         self.queue[i] = TOMBSTONE;
         self.queued -= 1;
@@ -195,7 +200,7 @@ impl Deadlines {
     fn drop_tombstones(&mut self) {
         while self.queue.front() == Some(&TOMBSTONE) {
             self.queue.pop_front();
-            self.queue_base += 1;
+            self.queue_base = (self.queue_base + 1) & QUEUE_INDEX;
         }
         if self.queue.is_empty() {
             // Nothing queued: any entry may start the queue again.
@@ -210,7 +215,8 @@ impl Deadlines {
         if slot >= self.position.len() {
             self.position.resize(slot + 1, ABSENT);
         }
-        self.position[slot] = QUEUED | (self.queue_base + self.queue.len() as u64);
+        let at = self.queue_base.wrapping_add(self.queue.len() as u32) & QUEUE_INDEX;
+        self.position[slot] = QUEUED | at;
         self.queue.push_back(entry);
         self.queue_last = Some(entry);
         self.queued += 1;
@@ -224,7 +230,7 @@ impl Deadlines {
         }
         let i = self.heap.len();
         self.heap.push(entry);
-        self.position[slot] = i as u64;
+        self.position[slot] = i as u32;
         self.sift_up(i);
     }
 
@@ -265,7 +271,7 @@ impl Deadlines {
         if i < self.heap.len() {
             let old = self.heap[i];
             self.heap[i] = last;
-            self.position[slot_of(last)] = i as u64;
+            self.position[slot_of(last)] = i as u32;
             if last < old {
                 self.sift_up(i);
             } else {
@@ -283,11 +289,11 @@ impl Deadlines {
                 break;
             }
             self.heap[i] = above;
-            self.position[slot_of(above)] = i as u64;
+            self.position[slot_of(above)] = i as u32;
             i = parent;
         }
         self.heap[i] = entry;
-        self.position[slot_of(entry)] = i as u64;
+        self.position[slot_of(entry)] = i as u32;
     }
 
     fn sift_down(&mut self, mut i: usize) {
@@ -309,11 +315,11 @@ impl Deadlines {
                 break;
             }
             self.heap[i] = below;
-            self.position[slot_of(below)] = i as u64;
+            self.position[slot_of(below)] = i as u32;
             i = child;
         }
         self.heap[i] = entry;
-        self.position[slot_of(entry)] = i as u64;
+        self.position[slot_of(entry)] = i as u32;
     }
 }
 

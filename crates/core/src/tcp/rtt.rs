@@ -85,6 +85,10 @@ pub struct RttEstimator {
     /// Times the timer has been backed off since the last sample or reset (the RTO is
     /// `rto * 2^backoff`, capped at the bounds' `max`).
     backoff: u32,
+    /// Segments the connection retransmitted, saturating (for `TcpInfo`, as Linux's
+    /// `tcpi_total_retrans`): here, beside `backoff`, it fills what would be padding
+    /// (8 bytes less per connection than a field of its own).
+    retransmits: u32,
 }
 
 impl RttEstimator {
@@ -102,7 +106,20 @@ impl RttEstimator {
             min_rtt: NO_SAMPLE,
             rto: bounds.clamp(initial_rto),
             backoff: 0,
+            retransmits: 0,
         }
+    }
+
+    /// One more segment retransmitted.
+    #[inline]
+    pub fn count_retransmit(&mut self) {
+        self.retransmits = self.retransmits.saturating_add(1);
+    }
+
+    /// Segments retransmitted so far (saturating).
+    #[inline]
+    pub fn retransmits(&self) -> u32 {
+        self.retransmits
     }
 
     /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). Also clears the backoff: a
@@ -218,8 +235,8 @@ pub struct RttSampler {
 
 impl RttSampler {
     /// A sampler timing nothing.
-    pub fn new() -> RttSampler {
-        RttSampler::default()
+    pub const fn new() -> RttSampler {
+        RttSampler { timing: None }
     }
 
     /// A new segment ending just before `seq_end` was sent at `now` (not a

@@ -55,38 +55,34 @@ pub struct SackUpdate {
     pub ignored: usize,
 }
 
-/// The SACK scoreboard of one connection's sender (RFC 6675 §2 "scoreboard").
+/// The SACK scoreboard of one connection's sender (RFC 6675 §2 "scoreboard"), keeping
+/// up to `MAX_RANGES` ranges at once (a parameter of the type, not a field: 8 bytes
+/// less in every connection; only tests choose another than the default).
 #[derive(Debug, Clone)]
-pub struct Scoreboard {
+pub struct Scoreboard<const MAX_RANGES: usize = DEFAULT_MAX_SACK_RANGES> {
     /// SACKed ranges `[left, right)`: ascending, disjoint, not adjacent, all at or above
-    /// the SND.UNA of the last `on_ack`; `len() <= max_ranges` (the Vec reserves that
+    /// the SND.UNA of the last `on_ack`; `len() <= MAX_RANGES` (the Vec reserves that
     /// capacity when the first range arrives, so it never reallocates; a connection
     /// that never sees a SACK block never allocates it).
     ranges: LazyVec<(SeqNumber, SeqNumber)>,
-    /// Most ranges kept at once.
-    max_ranges: usize,
 }
 
-impl Default for Scoreboard {
-    fn default() -> Scoreboard {
-        Scoreboard::new()
+impl<const MAX_RANGES: usize> Default for Scoreboard<MAX_RANGES> {
+    fn default() -> Scoreboard<MAX_RANGES> {
+        Scoreboard {
+            ranges: LazyVec::default(),
+        }
     }
 }
 
 impl Scoreboard {
     /// An empty scoreboard keeping up to [`DEFAULT_MAX_SACK_RANGES`] ranges.
     pub fn new() -> Scoreboard {
-        Scoreboard::with_max_ranges(DEFAULT_MAX_SACK_RANGES)
+        Scoreboard::default()
     }
+}
 
-    /// An empty scoreboard keeping up to `max_ranges` ranges.
-    pub fn with_max_ranges(max_ranges: usize) -> Scoreboard {
-        Scoreboard {
-            ranges: LazyVec::default(),
-            max_ranges,
-        }
-    }
-
+impl<const MAX_RANGES: usize> Scoreboard<MAX_RANGES> {
     /// Forget all SACK information (RFC 6675 §5.1 allows keeping it after a timeout;
     /// this is for when the caller chooses not to, or the connection restarts).
     pub fn clear(&mut self) {
@@ -160,7 +156,7 @@ impl Scoreboard {
             .take_while(|&&(_, right)| right <= snd_una)
             .count();
         if gone > 0 {
-            self.ranges.make_mut(self.max_ranges).drain(..gone);
+            self.ranges.make_mut(MAX_RANGES).drain(..gone);
         }
         if let Some(first) = self.ranges.as_mut_slice().first_mut() {
             first.0 = first.0.max(snd_una);
@@ -176,7 +172,7 @@ impl Scoreboard {
                 .iter()
                 .take_while(|&&(l, _)| l <= right)
                 .count();
-        if first == past && self.ranges.len() >= self.max_ranges {
+        if first == past && self.ranges.len() >= MAX_RANGES {
             return None;
         }
         let covered: usize = self.ranges[first..past]
@@ -188,11 +184,11 @@ impl Scoreboard {
         if first < past {
             merged.0 = merged.0.min(self.ranges[first].0);
             merged.1 = merged.1.max(self.ranges[past - 1].1);
-            self.ranges.make_mut(self.max_ranges).drain(first..past);
+            self.ranges.make_mut(MAX_RANGES).drain(first..past);
         }
         // Storage for the ranges comes with the first SACK block, all at once.
         self.ranges
-            .make_mut(self.max_ranges.max(1))
+            .make_mut(MAX_RANGES.max(1))
             .insert(first, merged);
         Some(right.distance_from(left) - covered)
     }
@@ -492,7 +488,7 @@ mod tests {
 
     #[test]
     fn range_limit_ignores_new_ranges() {
-        let mut sb = Scoreboard::with_max_ranges(2);
+        let mut sb = Scoreboard::<2>::default();
         let u = sb.on_ack(
             s(0),
             &[blk(100, 200), blk(300, 400), blk(500, 600)],

@@ -196,6 +196,83 @@ impl Recovery {
     }
 }
 
+/// What a sender uses only once it met loss (or times RTT without timestamps): kept
+/// behind one pointer in [`LossCell`].
+#[derive(Debug, Default)]
+pub(crate) struct Loss {
+    /// Loss recovery, when in progress.
+    pub recovery: Option<Recovery>,
+    /// NewReno: the next sequence number to retransmit once (fast retransmit, partial ACK).
+    pub rexmit: Option<SeqNumber>,
+    /// After a retransmission timeout, the highest sequence number sent before it: no
+    /// fast recovery starts until the ACK passes it (RFC 6675 §5.1, RFC 6582 §4.1), so
+    /// duplicate ACKs for go-back-N retransmissions do not halve cwnd again.
+    pub rto_recover: Option<SeqNumber>,
+    /// The window before the last cut, to restore if its retransmissions prove spurious.
+    pub undo: Option<Undo>,
+    /// RTT sample in flight (Karn's rule), when timestamps are not used.
+    pub sampler: RttSampler,
+}
+
+/// A sender's [`Loss`], made the first time it is changed and then kept until the
+/// sending half ends (freeing it after each episode would allocate on the data path
+/// of a lossy bulk transfer again and again): 8 bytes in every connection instead of
+/// the 48 of its fields (an idle connection, and one whose data never met loss and
+/// uses timestamps, has none).
+#[derive(Debug, Default)]
+pub(crate) struct LossCell(Option<alloc::boxed::Box<Loss>>);
+
+/// Reading it: each of these costs a test of the pointer when it was never made (as
+/// the `Option` fields in place did), where a shared empty `Loss` to read from would
+/// cost a select and a load more on every segment.
+impl LossCell {
+    /// [`Loss::recovery`].
+    #[inline]
+    pub fn recovery(&self) -> Option<&Recovery> {
+        self.0.as_deref().and_then(|l| l.recovery.as_ref())
+    }
+    /// Whether loss recovery is in progress.
+    #[inline]
+    pub fn in_recovery(&self) -> bool {
+        self.0.as_deref().is_some_and(|l| l.recovery.is_some())
+    }
+    /// [`Loss::rto_recover`].
+    #[inline]
+    pub fn rto_recover(&self) -> Option<SeqNumber> {
+        self.0.as_deref().and_then(|l| l.rto_recover)
+    }
+    /// Recovering from a loss: in fast recovery, or repairing after a timeout.
+    #[inline]
+    pub fn in_repair(&self) -> bool {
+        self.0
+            .as_deref()
+            .is_some_and(|l| l.recovery.is_some() || l.rto_recover.is_some())
+    }
+    /// [`Loss::undo`].
+    #[inline]
+    pub fn undo(&self) -> Option<&Undo> {
+        self.0.as_deref().and_then(|l| l.undo.as_ref())
+    }
+    /// The state to change, made now if it was not.
+    #[inline]
+    pub fn get_mut(&mut self) -> &mut Loss {
+        self.0.get_or_insert_with(Default::default)
+    }
+    /// The state to change when it was made; `None` when it was not, for changes that
+    /// leave fresh state as it is (clearing, a sampler's retransmission).
+    #[inline]
+    pub fn allocated_mut(&mut self) -> Option<&mut Loss> {
+        self.0.as_deref_mut()
+    }
+    /// A repair is due: a retransmission queued, or recovery in progress.
+    #[inline]
+    pub fn repairing(&self) -> bool {
+        self.0
+            .as_deref()
+            .is_some_and(|l| l.rexmit.is_some() || l.recovery.is_some())
+    }
+}
+
 /// The sending half of a synchronized connection.
 pub(crate) struct Snd {
     /// Oldest unacknowledged sequence number; `buffer` offset 0.
@@ -219,28 +296,23 @@ pub(crate) struct Snd {
     /// How the sender used cwnd over the current window of data, for the controller
     /// (a window the sender did not fill does not grow).
     pub cwnd_usage: UsageTracker,
-    /// RTT sample in flight (Karn's rule), when timestamps are not used.
-    pub sampler: RttSampler,
     /// RFC 6675 scoreboard (used when SACK was negotiated).
     pub scoreboard: Scoreboard,
-    /// Loss recovery, when in progress (boxed: rare, and an idle connection keeps 8 bytes).
-    pub recovery: Option<alloc::boxed::Box<Recovery>>,
-    /// NewReno: the next sequence number to retransmit once (fast retransmit, partial ACK).
-    pub rexmit: Option<SeqNumber>,
+    /// Loss recovery and its repairs, and the RTT sampler: made the first time one is
+    /// needed, then kept ([`LossCell`]).
+    pub loss: LossCell,
     /// RFC 6675: the highest sequence number retransmitted in this recovery ("HighRxt").
     pub high_rxt: SeqNumber,
     /// End of the last segment smaller than the MSS sent with new data: Minshall's
     /// variant of Nagle's algorithm holds another small segment only while this one is
     /// unacknowledged (as Linux's `snd_sml`).
     pub snd_sml: SeqNumber,
-    /// Duplicate ACKs in a row (RFC 5681 §2 definition).
-    pub dup_acks: u32,
-    /// After a retransmission timeout, the highest sequence number sent before it: no
-    /// fast recovery starts until the ACK passes it (RFC 6675 §5.1, RFC 6582 §4.1), so
-    /// duplicate ACKs for go-back-N retransmissions do not halve cwnd again.
-    pub rto_recover: Option<SeqNumber>,
-    /// Zero-window probes sent in a row (persist backoff exponent).
-    pub probe_count: u32,
+    /// Duplicate ACKs in a row (RFC 5681 §2 definition; saturating: only counts up to
+    /// 3 matter, and a `u16` with `probe_count` keeps `Snd` 8 bytes smaller).
+    pub dup_acks: u16,
+    /// Zero-window probes sent in a row (persist backoff exponent, capped at 16 where
+    /// used; saturating).
+    pub probe_count: u16,
     /// Segments of more than one MSS (TSO) have been sent: an ACK may then cover many
     /// segments the device cut, and slow start counts it as several (`stretch_ack`).
     pub tso: bool,
@@ -257,9 +329,6 @@ pub(crate) struct Snd {
     /// minimum). Outside [`RackCell`]: the handshake's sample sets it before any data
     /// is sent.
     pub rack_min_rtt: Option<crate::time::Duration>,
-    /// The window before the last cut, to restore if its retransmissions prove spurious
-    /// (boxed, as `recovery`).
-    pub undo: Option<alloc::boxed::Box<Undo>>,
     /// Delivery-rate sampling, kept only for a controller that wants the samples.
     pub rate: Option<alloc::boxed::Box<super::rate::RateSampler>>,
     /// Data is paced (`TcpConfig::pacing`).
@@ -285,7 +354,7 @@ impl core::fmt::Debug for Snd {
             .field("snd_wnd", &self.snd_wnd)
             .field("buffered", &self.buffer.len())
             .field("cwnd", &self.cc.cwnd())
-            .field("recovery", &self.recovery)
+            .field("recovery", &self.loss.recovery())
             .finish_non_exhaustive()
     }
 }

@@ -400,7 +400,9 @@ impl Tcp {
             self.slots.shrink();
             self.free.retain(|&i| (i as usize) < len);
             self.free.shrink_to(len.max(MIN_SLOTS));
-            self.conns.shrink_to(2 * self.conns.len());
+            let slots = &self.slots;
+            self.conns
+                .shrink_to(2 * self.conns.len(), |h| tuple_of(slots, h));
             self.deadlines.shrink(len);
             self.output_queue.shrink_to(2 * self.output_queue.len());
         }
@@ -498,7 +500,7 @@ impl Tcp {
         let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h, t| has_tuple(&self.slots, h, t));
+            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
         self.shared.stats.active_opens += 1;
         self.sync_conn(handle);
         Ok(handle)
@@ -1163,7 +1165,7 @@ impl Tcp {
         }
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h, t| has_tuple(&self.slots, h, t));
+            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
         if fast_open == ServerVerdict::Accept {
             if let Some(Socket::Listener(Listener {
                 fast_open: Some(f), ..
@@ -1510,7 +1512,7 @@ impl Tcp {
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert(ends, handle, |h, t| has_tuple(&self.slots, h, t));
+            .insert(ends, handle, |h| tuple_of(&self.slots, h));
         self.sync_conn(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
             conn.handle_segment(ctx, seg, Ecn::NotEct);

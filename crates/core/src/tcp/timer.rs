@@ -15,32 +15,35 @@ pub(crate) enum Timer {
     DelayedAck = 1,
     /// RFC 8985 §7.2 Tail Loss Probe timeout (PTO).
     LossProbe = 2,
-    /// Pacing: the next data segment may leave at this time (`pacing.rs`).
-    Pace = 3,
     /// 2*MSL in TIME-WAIT (RFC 9293 §3.6): common, as every connection closed first by
     /// its own end runs it (and TIME-WAIT connections are many).
-    TimeWait = 4,
+    TimeWait = 3,
     /// RFC 9293 §3.8.6.1 zero-window probe (persist): common, as a bulk transfer into
     /// a slower reader meets zero windows again and again (in the rare table its
     /// first episode would allocate on the data path).
-    Persist = 5,
+    Persist = 4,
     /// RFC 9293 §3.8.4 / RFC 1122 §4.2.3.6 keep-alive.
-    Keepalive = 6,
+    Keepalive = 5,
     /// RFC 9293 §3.10.8 user timeout: data outstanding this long aborts the connection.
-    UserTimeout = 7,
+    UserTimeout = 6,
     /// The ceiling on how long a cork holds a partial segment (200 ms, as Linux's
     /// TCP_CORK: "there is a 200 millisecond ceiling on the time for which output is
     /// corked", tcp(7)).
-    Cork = 8,
+    Cork = 7,
     /// RFC 8985 §6.3 RACK reorder timer: a segment not yet deemed lost may be when it
     /// fires.
-    Reorder = 9,
+    Reorder = 8,
+    /// Pacing: the next data segment may leave at this time (`pacing.rs`). Rare: only
+    /// a paced connection (BBR, or `TcpConfig::pacing`) runs it, and its table, made on
+    /// the first, stays until the connection stops its timers (8 bytes less in every
+    /// connection).
+    Pace = 9,
 }
 
 /// How many kinds of timers there are.
 const KINDS: usize = 10;
 /// How many are kept in place (discriminants `0..COMMON`).
-const COMMON: usize = 6;
+const COMMON: usize = 5;
 /// How many are kept in the rare table.
 const RARE: usize = KINDS - COMMON;
 
@@ -67,10 +70,10 @@ const IDLE: u64 = u64::MAX;
 /// The deadline table, with its minimum kept up to date (the table asks for it after
 /// every call into the connection, so it must cost a load, not a scan). Deadlines are
 /// kept as nanoseconds with [`IDLE`] for a timer not armed, and a scan that is a plain
-/// minimum. The rare kinds (keep-alive, user timeout, cork, RACK reorder) are
+/// minimum. The rare kinds (keep-alive, user timeout, cork, RACK reorder, pacing) are
 /// kept in a table allocated when one is first armed and kept until the connection
 /// stops all its timers (freeing it when the last stops would allocate and free on
-/// every reorder or cork episode of a bulk transfer): 64 bytes in place instead of
+/// every reorder or cork episode of a bulk transfer): 56 bytes in place instead of
 /// the 88 that ten deadlines and the minimum take; a connection that never armed one
 /// (an idle one, most short ones) has no table.
 #[derive(Debug, Clone, Default)]

@@ -37,22 +37,24 @@ pub(crate) struct Window {
     /// SMSS in bytes (at least 1; `u32` as the other narrow fields: a connection holds
     /// one of these, `Window::mss` widens it).
     smss: u32,
-    /// Initial window in segments (at least 1), kept for idle restarts.
-    iw_segments: u32,
+    /// Initial window in segments (at least 1), kept for idle restarts (`u16`, as
+    /// `abc_limit`: with `bytes_acked` a `u32`, the window takes 32 bytes, not 40).
+    iw_segments: u16,
     /// Congestion window in bytes (at least one SMSS). The algorithms set it as their
     /// rules say; the operations below keep the invariant.
     pub(crate) cwnd: usize,
     /// Slow-start threshold in bytes.
     pub(crate) ssthresh: usize,
     /// RFC 3465 §2.1 `bytes_acked` in congestion avoidance, always `< cwnd` (0 for an
-    /// algorithm that never calls [`Window::count_bytes`]).
-    bytes_acked: usize,
+    /// algorithm that never calls [`Window::count_bytes`]; saturating at 4 GiB).
+    bytes_acked: u32,
     /// A retransmission timeout happened and no new data was acknowledged since.
     rto_unacked: bool,
     /// In slow start since a retransmission timeout (limits ABC to L = 1*SMSS).
     slow_start_after_rto: bool,
-    /// RFC 3465's L in segments, 0 for none ([`WindowRules::abc_limit`]).
-    abc_limit: u32,
+    /// RFC 3465's L in segments, 0 for none ([`WindowRules::abc_limit`]; saturating
+    /// at 65535, far above the RFC's "MUST NOT use L > 2*SMSS").
+    abc_limit: u16,
     /// Recovery ends with cwnd = ssthresh, RFC 6582 §3.2 step 3 option (2)
     /// ([`WindowRules::cwnd_ssthresh_after_recovery`]).
     exit_at_ssthresh: bool,
@@ -61,6 +63,11 @@ pub(crate) struct Window {
 /// `n` as stored in a [`Window`] (saturating: no MSS or segment count comes near 4 GiB).
 fn narrow(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// `n` as a count of segments stored in a [`Window`] (saturating).
+fn narrow16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
 }
 
 impl Window {
@@ -72,7 +79,7 @@ impl Window {
         let initial_window_segments = initial_window_segments.max(1);
         Window {
             smss: narrow(mss),
-            iw_segments: narrow(initial_window_segments),
+            iw_segments: narrow16(initial_window_segments),
             cwnd: initial_window(mss, initial_window_segments),
             ssthresh: INITIAL_SSTHRESH,
             bytes_acked: 0,
@@ -86,7 +93,7 @@ impl Window {
     /// Follow `rules`: RFC 3465's L in slow start (`None`: no limit, as Linux) and the
     /// window at the end of recovery.
     pub(crate) fn set_rules(&mut self, rules: &WindowRules) {
-        self.abc_limit = rules.abc_limit.map_or(0, |l| l.max(1));
+        self.abc_limit = rules.abc_limit.map_or(0, |l| narrow16(l.max(1) as usize));
         self.exit_at_ssthresh = rules.cwnd_ssthresh_after_recovery;
     }
 
@@ -166,12 +173,13 @@ impl Window {
     /// the congestion window, bytes_acked is reduced by the value of cwnd. Next, cwnd
     /// is incremented by a full-sized segment (SMSS)." At most one SMSS per ACK.
     pub(crate) fn count_bytes(&mut self, acked_bytes: usize) {
-        self.bytes_acked = self.bytes_acked.saturating_add(acked_bytes);
-        if self.bytes_acked >= self.cwnd {
-            self.bytes_acked -= self.cwnd;
+        let mut bytes_acked = (self.bytes_acked as usize).saturating_add(acked_bytes);
+        if bytes_acked >= self.cwnd {
+            bytes_acked -= self.cwnd;
             self.cwnd = self.cwnd.saturating_add(self.mss());
-            self.bytes_acked = self.bytes_acked.min(self.cwnd - 1);
+            bytes_acked = bytes_acked.min(self.cwnd - 1);
         }
+        self.bytes_acked = narrow(bytes_acked);
     }
 
     /// RFC 5681 §3.1 equation (4): "ssthresh = max (FlightSize / 2, 2*SMSS)".

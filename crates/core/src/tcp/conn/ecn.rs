@@ -61,7 +61,7 @@ impl Conn {
         if ecn.reduced && snd.snd_una <= ecn.reduced_at {
             return;
         }
-        if snd.recovery.is_some() || snd.rto_recover.is_some() {
+        if snd.loss.in_repair() {
             return;
         }
         snd.cc.on_ecn(ctx.now, snd.outstanding());

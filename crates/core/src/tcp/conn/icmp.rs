@@ -70,11 +70,13 @@ impl Conn {
             && snd.outstanding() > 0
         {
             snd.snd_nxt = snd.snd_una;
-            snd.recovery = None;
-            snd.rexmit = None;
+            if let Some(loss) = snd.loss.allocated_mut() {
+                loss.recovery = None;
+                loss.rexmit = None;
+                loss.sampler.on_retransmit();
+            }
             snd.dup_acks = 0;
             snd.high_rxt = snd.snd_una;
-            snd.sampler.on_retransmit();
         }
     }
 }

@@ -579,7 +579,10 @@ impl Conn {
             Some((_, tsecr)) if timestamps && tsecr != 0 => Some(Duration::from_millis(u64::from(
                 tsval(now).wrapping_sub(tsecr),
             ))),
-            _ => snd.sampler.on_ack(ack, now),
+            _ => snd
+                .loss
+                .allocated_mut()
+                .and_then(|l| l.sampler.on_ack(ack, now)),
         };
         // `TcpConfig::cwnd_growth_newly_delivered`: what the ACK delivered that no SACK
         // or duplicate ACK reported before.
@@ -593,13 +596,13 @@ impl Conn {
         }
         let in_flight = snd.outstanding();
         let usage = snd.cwnd_usage.usage();
-        match snd.recovery.as_deref().copied() {
+        match snd.loss.recovery().copied() {
             // RFC 6582 §3.2 (5): "If this ACK acknowledges all of the data up to and
             // including recover, then the ACK acknowledges all the intermediate segments
             // sent between the original transmission of the lost segment and the receipt
             // of the third duplicate ACK. ... exit the fast recovery procedure."
             Some(r) if ack >= r.recover => {
-                snd.recovery = None;
+                snd.loss.get_mut().recovery = None;
                 if r.after_rto {
                     snd.cc.on_ack(now, acked, sample, in_flight, usage);
                 } else {
@@ -612,7 +615,7 @@ impl Conn {
             // the congestion window by the amount of new data acknowledged".
             Some(_) if !sack => {
                 snd.cc.on_partial_ack(acked);
-                snd.rexmit = Some(ack);
+                snd.loss.get_mut().rexmit = Some(ack);
             }
             Some(_) => {}
             None if snd.tso && snd.cc.in_slow_start() => stretch_ack(snd, now, grow, sample, smss),
@@ -622,8 +625,10 @@ impl Conn {
             rate_sample(snd, now, seg, (sack, smss));
         }
         snd.dup_acks = 0;
-        if snd.rto_recover.is_some_and(|point| ack >= point) {
-            snd.rto_recover = None;
+        if let Some(loss) = snd.loss.allocated_mut()
+            && loss.rto_recover.is_some_and(|point| ack >= point)
+        {
+            loss.rto_recover = None;
         }
         let outstanding = snd.outstanding();
         if let Some(rtt) = sample {
@@ -686,8 +691,8 @@ impl Conn {
         if !dup {
             return;
         }
-        snd.dup_acks += 1;
-        if snd.recovery.is_some() {
+        snd.dup_acks = snd.dup_acks.saturating_add(1);
+        if snd.loss.in_recovery() {
             // RFC 5681 §3.2 (4): "For each additional duplicate ACK received (after the
             // third), cwnd MUST be incremented by SMSS."
             if !sack {
@@ -709,7 +714,10 @@ impl Conn {
         // be a D-SACK). We repair those holes at once (as RFC 6582 §4.2's ACK heuristic
         // does for the plain case) without a second window cut; waiting for a second
         // timeout per lost resend made transfers at 10% loss three times slower.
-        let after_rto = snd.rto_recover.is_some_and(|point| snd.snd_una < point);
+        let after_rto = snd
+            .loss
+            .rto_recover()
+            .is_some_and(|point| snd.snd_una < point);
         if !(lost_by_sack || (lost_by_dupacks && !after_rto)) {
             return;
         }
@@ -721,7 +729,7 @@ impl Conn {
         // reduction, which RFC 6675 §5.1's rule exists to prevent.
         enter_recovery(snd, ctx.now, sack, after_rto);
         // RFC 5681 §3.2 (3): "The lost segment starting at SND.UNA MUST be retransmitted".
-        snd.rexmit = Some(snd.snd_una);
+        snd.loss.get_mut().rexmit = Some(snd.snd_una);
     }
 
     /// Our FIN was acknowledged. Returns whether to go on with the text and FIN.
@@ -1031,9 +1039,10 @@ fn rate_sample(
 /// Linux's `tcp_incr_quickack`: segments to acknowledge at once, the receive window
 /// over 2*RMSS (`window_segments`), at least 2, at most `limit`
 /// ([`TcpConfig::quick_acks`](crate::tcp::TcpConfig::quick_acks)).
-fn quick_ack_quota(window_segments: usize, limit: u32) -> u32 {
+fn quick_ack_quota(window_segments: usize, limit: u32) -> u8 {
     let quota = u32::try_from(window_segments).unwrap_or(u32::MAX).max(2);
-    quota.min(limit)
+    // A byte in `Conn` (255 at most; Linux's limit is 16).
+    u8::try_from(quota.min(limit)).unwrap_or(u8::MAX)
 }
 
 /// Bytes below `ack` the peer reported before this ACK acknowledged them: SACKed (the

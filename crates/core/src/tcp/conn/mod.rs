@@ -30,7 +30,7 @@ use crate::tcp::challenge::ChallengeBudget;
 use crate::tcp::ecn::{EcnMode, EcnState, peer_agrees};
 use crate::tcp::ends::Ends;
 use crate::tcp::rack::RackCell;
-use crate::tcp::rtt::{HandshakeTimer, RttEstimator, RttSampler};
+use crate::tcp::rtt::{HandshakeTimer, RttEstimator};
 use crate::tcp::sack::Scoreboard;
 use crate::tcp::segment::{Reset, tsval};
 use crate::tcp::seq::SeqNumber;
@@ -219,9 +219,10 @@ pub(crate) enum Probe {
 }
 
 /// Linux's TCP_CORK on one connection: while on, only full-sized segments go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Cork {
     /// Off: Nagle's algorithm (or no-delay) alone decides about a partial segment.
+    #[default]
     Off,
     /// On: a partial segment waits for more data, the uncork, or [`Timer::Cork`].
     On,
@@ -231,7 +232,7 @@ pub(crate) enum Cork {
 }
 
 /// What few connections ever use, kept behind one pointer made on first use (an idle or
-/// simple connection holds none: 56 bytes less each).
+/// simple connection holds none: 64 bytes less each).
 #[derive(Debug, Default)]
 pub(crate) struct Cold {
     /// Data received and acknowledged but not yet read when the connection closed
@@ -262,6 +263,10 @@ pub(crate) struct Cold {
     /// Linux's send chronographs, with `TcpConfig::send_chronographs`
     /// ([`Conn::update_chronograph`]).
     pub chronograph: crate::tcp::chrono::SendChronograph,
+    /// The cork (TCP_CORK), which holds partial segments whatever `nodelay` says (read
+    /// through [`Conn::cork`]): here, as only a connection the application corks has
+    /// one on.
+    pub cork: Cork,
 }
 
 impl Cold {
@@ -300,6 +305,13 @@ fn window_limited(snd: &Snd, mss: usize) -> bool {
     room < unsent.min(mss)
 }
 
+/// The cork of a connection's `cold` state ([`Conn::cork`], where the connection is
+/// borrowed in part).
+#[inline]
+pub(crate) fn cork_of(cold: Option<&alloc::boxed::Box<Cold>>) -> Cork {
+    cold.map_or(Cork::Off, |cold| cold.cork)
+}
+
 /// One TCP connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
@@ -321,8 +333,6 @@ pub(crate) struct Conn {
     pub ecn: EcnState,
     /// Nagle off.
     pub nodelay: bool,
-    /// The cork (TCP_CORK), which holds partial segments whatever `nodelay` says.
-    pub cork: Cork,
     /// More data follows what is written now (Linux's MSG_MORE): a write does not move
     /// the push point (`Cold::push_at`).
     pub more: bool,
@@ -330,8 +340,9 @@ pub(crate) struct Conn {
     /// segment arrives from the peer, a write without it, or the cork's ceiling (Linux
     /// corks only during the write; its tail goes on the next ACK, `tcp_data_snd_check`).
     pub more_held: bool,
-    /// Segments still to acknowledge at once (quick-ACK mode, [`TcpConfig::quick_acks`]).
-    pub quick_acks: u32,
+    /// Segments still to acknowledge at once (quick-ACK mode, [`TcpConfig::quick_acks`],
+    /// saturating at 255, far above Linux's 16: a `u8` keeps `Conn` 8 bytes smaller).
+    pub quick_acks: u8,
     /// When in-order data last arrived (None before the first): a longer gap than
     /// the RTO restarts quick-ACK mode.
     pub last_data_at: Option<Instant>,
@@ -343,9 +354,6 @@ pub(crate) struct Conn {
     pub interactive: bool,
     /// A probe to send at the next chance.
     pub probe: Option<Probe>,
-    /// Segments retransmitted (for `TcpInfo`; a `u32`, as Linux's `tcpi_total_retrans`,
-    /// saturating: 8 bytes less per connection with the padding).
-    pub retransmits: u32,
     /// The last soft ICMP error about this connection (RFC 1122 §4.2.3.9): shown in
     /// `TcpInfo`, and the error a timeout reports.
     pub soft_error: Option<TcpError>,
@@ -396,6 +404,15 @@ impl Conn {
             cold.chronograph.set(limit, now);
         }
     }
+    /// The cork (TCP_CORK, [`Cold::cork`]).
+    #[inline]
+    pub fn cork(&self) -> Cork {
+        cork_of(self.cold.as_ref())
+    }
+    /// The cork, to change.
+    fn cork_mut(&mut self) -> &mut Cork {
+        &mut self.cold.get_or_insert_with(Default::default).cork
+    }
     /// Our address.
     #[inline]
     pub fn local(&self) -> SocketAddr {
@@ -437,14 +454,12 @@ impl Conn {
             ack: AckState::Idle,
             ecn: EcnState::default(),
             nodelay: config.nodelay,
-            cork: Cork::Off,
             more: false,
             more_held: false,
             quick_acks: 0,
             last_data_at: None,
             interactive: false,
             probe: None,
-            retransmits: 0,
             soft_error: None,
             queued: false,
             scheduled: None,
@@ -697,7 +712,7 @@ impl Conn {
     /// with it unless the cork holds data too.
     pub fn release_more(&mut self) {
         self.more_held = false;
-        if self.cork == Cork::Off {
+        if self.cork() == Cork::Off {
             self.timers.stop(Timer::Cork);
         }
     }
@@ -706,11 +721,13 @@ impl Conn {
     /// Nagle's algorithm (or no-delay) allows; the table queues the connection for
     /// output.
     pub fn set_cork(&mut self, on: bool) {
-        match (on, self.cork) {
-            (true, Cork::Off) => self.cork = Cork::On,
+        match (on, self.cork()) {
+            (true, Cork::Off) => *self.cork_mut() = Cork::On,
             (true, _) => {}
-            (false, _) => {
-                self.cork = Cork::Off;
+            (false, cork) => {
+                if cork != Cork::Off {
+                    *self.cork_mut() = Cork::Off;
+                }
                 self.timers.stop(Timer::Cork);
             }
         }
@@ -838,11 +855,11 @@ impl Conn {
             rto: self.rtt.rto(config.rto_bounds().max),
             bytes_in_flight: snd.map_or(0, |s| s.outstanding() as u32),
             bytes_queued: snd.map_or(0, |s| s.buffer.len() as u32),
-            retransmits: u64::from(self.retransmits),
+            retransmits: u64::from(self.rtt.retransmits()),
             sacked: snd.map_or(0, |s| s.scoreboard.sacked_bytes() as u32),
-            in_recovery: snd.is_some_and(|s| s.recovery.is_some()),
+            in_recovery: snd.is_some_and(|s| s.loss.in_recovery()),
             lost: snd.map_or(0, |s| {
-                let repairing = s.recovery.is_some() || s.rto_recover.is_some();
+                let repairing = s.loss.in_repair();
                 s.rack().log.deemed_lost_bytes(repairing) as u32
             }),
             reordering: snd.map_or(0, |s| s.rack().reorder_extent),
@@ -907,21 +924,17 @@ pub(crate) fn new_snd(
         buffer,
         cc,
         cwnd_usage: UsageTracker::new(snd_una),
-        sampler: RttSampler::new(),
         scoreboard: Scoreboard::new(),
-        recovery: None,
-        rexmit: None,
+        loss: LossCell::default(),
         high_rxt: snd_una,
         snd_sml: snd_una,
         dup_acks: 0,
-        rto_recover: None,
         probe_count: 0,
         tso: false,
         last_send: None,
         rack: RackCell::default(),
         rack_enabled: config.rack && opts.sack,
         rack_min_rtt: None,
-        undo: None,
         rate,
         pacing,
         pacer: Default::default(),
@@ -960,8 +973,9 @@ impl Conn {
             // tcp(7) TCP_CORK: "If this ceiling is reached, then queued data is
             // automatically transmitted."
             Timer::Cork => {
-                if let (Cork::On, Some(snd)) = (self.cork, self.state.snd()) {
-                    self.cork = Cork::Lapsed(snd.data_end());
+                if let (Cork::On, Some(snd)) = (self.cork(), self.state.snd()) {
+                    let end = snd.data_end();
+                    *self.cork_mut() = Cork::Lapsed(end);
                 } else if self.more_held {
                     // Linux sends MSG_MORE's tail from its probe timer, with PSH
                     // (`tcp_write_wakeup`): the push point moves to it.
@@ -1050,15 +1064,16 @@ impl Conn {
                 // MUST be set to HighData ... a new recovery phase ... MUST NOT be
                 // initiated until HighACK is greater than or equal to the new value of
                 // RecoveryPoint."
-                snd.rto_recover = Some(snd.snd_max);
+                let loss = snd.loss.get_mut();
+                loss.rto_recover = Some(snd.snd_max);
                 // "(5.4) Retransmit the earliest segment that has not been acknowledged".
                 // Go back N: everything from SND.UNA is sent again as the window allows.
                 snd.snd_nxt = snd.snd_una;
-                snd.recovery = None;
-                snd.rexmit = None;
+                loss.recovery = None;
+                loss.rexmit = None;
                 snd.dup_acks = 0;
                 snd.high_rxt = snd.snd_una;
-                snd.sampler.on_retransmit();
+                loss.sampler.on_retransmit();
                 // RFC 2018 §8: "the data sender MUST retransmit the segment at the left
                 // edge of the window after a retransmit timeout, whether or not the
                 // SACKed bit is on for that segment", since the receiver may have

@@ -3,7 +3,7 @@
 use impnet_wire::tcp::{FastOpenCookie, Flags, Options, PlainHeader, Repr};
 
 use super::recovery::{pipe, recovery_room};
-use super::{Cold, Conn, Cork, Ctx, Negotiated, Probe, record_end_after};
+use super::{Cold, Conn, Cork, Ctx, Negotiated, Probe, cork_of, record_end_after};
 use crate::tcp::buffer::Slices;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::segment::{Fill, tsval, write_plain_segment, write_segment};
@@ -213,7 +213,12 @@ impl Conn {
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
         } else {
-            Partial::of(self.nodelay, self.cork, self.more_held, snd.snd_nxt)
+            Partial::of(
+                self.nodelay,
+                cork_of(self.cold.as_ref()),
+                self.more_held,
+                snd.snd_nxt,
+            )
         };
         let fin = (fin_queued, config.lone_fin_as_linux);
         if let Some(plan) = plan_next(snd, &opts, fin, partial, tso_room, cold) {
@@ -299,8 +304,8 @@ impl Conn {
             self.timers.set_if_idle(Timer::Cork, now + CORK_CEILING);
         } else {
             self.timers.stop(Timer::Cork);
-            if let Cork::Lapsed(_) = self.cork {
-                self.cork = Cork::On;
+            if let Cork::Lapsed(_) = self.cork() {
+                *self.cork_mut() = Cork::On;
             }
         }
     }
@@ -449,7 +454,7 @@ impl Conn {
         }
         if plan.len > self.opts.snd_mss()
             || (snd.pair_open && snd.last_send == Some(now))
-            || matches!(self.cork, Cork::Lapsed(at) if plan.seq < at)
+            || matches!(self.cork(), Cork::Lapsed(at) if plan.seq < at)
         {
             Push::Yes
         } else if forced_push(plan.seq, end, push_at, snd.max_snd_wnd) {
@@ -539,10 +544,12 @@ impl Conn {
                 }
                 if again {
                     ctx.shared.stats.retransmitted += 1;
-                    self.retransmits = self.retransmits.saturating_add(1);
-                    snd.sampler.on_retransmit();
+                    self.rtt.count_retransmit();
+                    if let Some(loss) = snd.loss.allocated_mut() {
+                        loss.sampler.on_retransmit();
+                    }
                 } else if !timestamps {
-                    snd.sampler.start(end, now);
+                    snd.loss.get_mut().sampler.start(end, now);
                 }
                 on_data_sent(snd, now, (plan.seq, end), again, self.rtt.srtt());
                 snd.last_send = Some(now);
@@ -563,7 +570,7 @@ impl Conn {
                 match state.snd_mut() {
                     Some(snd) if snd.snd_wnd == 0 => {
                         ctx.shared.stats.window_probes += 1;
-                        snd.probe_count += 1;
+                        snd.probe_count = snd.probe_count.saturating_add(1);
                     }
                     _ => ctx.shared.stats.keepalive_probes += 1,
                 }
@@ -594,8 +601,7 @@ impl Conn {
 #[inline]
 fn snd_may_send(snd: &Snd, fin_queued: bool) -> bool {
     let data_end = snd.data_end();
-    snd.rexmit.is_some()
-        || snd.recovery.is_some()
+    snd.loss.repairing()
         || snd.snd_nxt < data_end
         // The FIN not sent yet: it goes at `data_end`, SND.NXT passes it.
         || (fin_queued && snd.snd_nxt <= data_end)
@@ -645,13 +651,13 @@ fn plan_repair(
             kind: Kind::Repair,
         }
     };
-    if let Some(seq) = snd.rexmit.take()
+    if let Some(seq) = snd.loss.allocated_mut().and_then(|l| l.rexmit.take())
         && seq >= snd.snd_una
         && seq < snd.snd_max
     {
         return Some(segment(snd, seq, mss));
     }
-    snd.recovery.as_deref()?;
+    snd.loss.recovery()?;
     if !opts.sack {
         return None;
     }
@@ -732,7 +738,7 @@ impl Room {
         };
         // RFC 3042 limited transmit: "a TCP sender SHOULD send a segment of previously
         // unsent data in response to each of the first two duplicate ACKs", cwnd + 2*SMSS.
-        let limited = if snd.recovery.is_none() {
+        let limited = if !snd.loss.in_recovery() {
             snd.dup_acks.min(2) as usize * mss
         } else {
             0
@@ -791,7 +797,7 @@ fn restart_after_idle(snd: &mut Snd, now: Instant, rto: impl FnOnce() -> Duratio
 /// lost again and again.
 fn skip_recent_after_rto(snd: &mut Snd, now: Instant, srtt: Option<Duration>, mss: usize) {
     if !snd.rack_enabled
-        || snd.rto_recover.is_none()
+        || snd.loss.rto_recover().is_none()
         || snd.snd_nxt <= snd.snd_una
         || snd.snd_nxt >= snd.snd_max
     {
@@ -945,7 +951,7 @@ fn note_cwnd_usage(snd: &mut Snd, sack: bool, mss: usize, sent: bool) {
         // Nothing waits: the window held nothing back.
         return;
     }
-    let limited = if snd.recovery.is_some() {
+    let limited = if snd.loss.in_recovery() {
         sent
     } else {
         let room = Room::at_snd_nxt(snd, sack, mss);

@@ -40,7 +40,7 @@ impl AckBefore {
         AckBefore {
             snd_una: snd.snd_una,
             sacked: snd.scoreboard.sacked_bytes(),
-            in_recovery: snd.recovery.is_some(),
+            in_recovery: snd.loss.in_recovery(),
         }
     }
 }
@@ -96,16 +96,12 @@ impl Conn {
             snd.rack_min_rtt = merge_min_rtt(snd.rack_min_rtt, min_rtt);
             rack_update(snd, seg, (before.snd_una, tsecr), now, dsack.is_some());
         }
-        if before.in_recovery && snd.recovery.is_none() {
+        if before.in_recovery && !snd.loss.in_recovery() {
             snd.rack_mut().on_recovery_exit();
             // A recovery that ended with every retransmission reported as a duplicate,
             // or none sent at all (what looked lost arrived late): the cut was for
             // nothing (RFC 3708 §3; Linux's `tcp_try_undo_recovery`).
-            if snd
-                .undo
-                .as_deref()
-                .is_some_and(|u| u.retrans == 0 && !u.rto)
-            {
+            if snd.loss.undo().is_some_and(|u| u.retrans == 0 && !u.rto) {
                 undo_cut(snd, stats);
             }
         }
@@ -165,7 +161,7 @@ impl Conn {
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        if !snd.rack_enabled || snd.recovery.is_some() || snd.outstanding() == 0 {
+        if !snd.rack_enabled || snd.loss.in_recovery() || snd.outstanding() == 0 {
             return;
         }
         let wnd_edge = snd.snd_una + snd.snd_wnd as usize;
@@ -185,7 +181,7 @@ impl Conn {
             } else {
                 (end - snd.snd_una).min(mss)
             };
-            snd.rexmit = Some(end - back);
+            snd.loss.get_mut().rexmit = Some(end - back);
         }
         snd.rack_mut().probe_due = true;
         // The probe takes the timeout's place when both were due.
@@ -236,13 +232,13 @@ impl Conn {
         if snd.rack_enabled {
             ctx.shared.rack_mut(snd).log.on_send(seq, end, now);
         }
-        if again && let Some(undo) = &mut snd.undo {
+        if again && let Some(undo) = snd.loss.allocated_mut().and_then(|l| l.undo.as_mut()) {
             if undo.retrans == 0 && undo.eifel.is_none() && timestamps {
                 undo.eifel = Some((seq, tsval(now)));
             }
             undo.retrans += 1;
         }
-        if let Some(r) = &mut snd.recovery {
+        if let Some(r) = snd.loss.allocated_mut().and_then(|l| l.recovery.as_mut()) {
             let len = end - seq;
             r.prr.out += len;
             r.prr.sndcnt = r.prr.sndcnt.saturating_sub(len);
@@ -291,14 +287,14 @@ impl Conn {
             rack.tlp = None;
             rack.probe_due = false;
         }
-        snd.undo = Some(alloc::boxed::Box::new(Undo {
+        snd.loss.get_mut().undo = Some(Undo {
             cwnd,
             ssthresh,
             marker: snd.snd_una,
             retrans: 0,
             eifel: None,
             rto: true,
-        }));
+        });
     }
 }
 
@@ -308,8 +304,7 @@ fn probe_eligible(snd: &Snd) -> Option<usize> {
     let outstanding = snd.outstanding();
     let eligible = outstanding > 0
         && snd.rack_enabled
-        && snd.recovery.is_none()
-        && snd.rto_recover.is_none()
+        && !snd.loss.in_repair()
         && snd.scoreboard.is_empty()
         && snd.rack().tlp.is_none();
     eligible.then_some(outstanding)
@@ -322,9 +317,8 @@ fn probe_eligible(snd: &Snd) -> Option<usize> {
 fn quiet_ack(snd: &Snd, seg: &Repr<'_>, before: AckBefore) -> bool {
     seg.options.sack_len == 0
         && !before.in_recovery
-        && snd.recovery.is_none()
-        && snd.rto_recover.is_none()
-        && snd.undo.is_none()
+        && !snd.loss.in_repair()
+        && snd.loss.undo().is_none()
         && snd.rack().tlp.is_none()
         && snd.scoreboard.is_empty()
 }
@@ -383,7 +377,7 @@ fn detect_loss(
     srtt: Option<Duration>,
     mss: usize,
 ) -> (Option<Duration>, usize) {
-    let in_recovery = snd.recovery.is_some() || snd.rto_recover.is_some();
+    let in_recovery = snd.loss.in_repair();
     // Nothing SACKed and no recovery: every segment still out was sent after the most
     // recent one delivered (cumulative ACKs deliver in sequence order), so none can be
     // lost by RACK's rule; skip the walk on the common ACK.
@@ -396,9 +390,12 @@ fn detect_loss(
         .reo_wnd(snd.rack_min_rtt, in_recovery, segs_sacked, srtt);
     let (lost, runs, timeout) = snd.rack_mut().detect_loss(reo_wnd, now);
     stats.rack_losses += runs;
-    if lost > 0 && snd.recovery.is_none() {
+    if lost > 0 && !snd.loss.in_recovery() {
         // RFC 8985 §3.4: RACK's loss marks start fast recovery as DupThresh did.
-        let after_rto = snd.rto_recover.is_some_and(|point| snd.snd_una < point);
+        let after_rto = snd
+            .loss
+            .rto_recover()
+            .is_some_and(|point| snd.snd_una < point);
         stats.fast_retransmits += 1;
         enter_recovery(snd, now, true, after_rto);
     }
@@ -409,11 +406,8 @@ fn detect_loss(
 /// window cut (none after a timeout, which cut already), the undo record.
 pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto: bool) {
     let in_flight = snd.outstanding();
-    snd.recovery = Some(alloc::boxed::Box::new(Recovery::new(
-        snd.snd_max,
-        after_rto,
-        in_flight,
-    )));
+    let snd_max = snd.snd_max;
+    snd.loss.get_mut().recovery = Some(Recovery::new(snd_max, after_rto, in_flight));
     snd.high_rxt = snd.snd_una;
     if let Some(rack) = snd.rack.allocated_mut() {
         rack.tlp = None;
@@ -427,20 +421,20 @@ pub(super) fn enter_recovery(snd: &mut Snd, now: Instant, sack: bool, after_rto:
     } else {
         snd.cc.on_enter_recovery(now, in_flight);
     }
-    snd.undo = Some(alloc::boxed::Box::new(Undo {
+    snd.loss.get_mut().undo = Some(Undo {
         cwnd,
         ssthresh,
         marker: snd.snd_una,
         retrans: 0,
         eifel: None,
         rto: false,
-    }));
+    });
 }
 
 /// PRR's share of an ACK in a recovery that cut the window (`ack`: SND.UNA after it;
 /// `newly_lost`: bytes RACK deemed lost on it).
 fn prr_after_ack(snd: &mut Snd, ack: SeqNumber, before: AckBefore, newly_lost: usize, mss: usize) {
-    if snd.recovery.as_deref().is_none_or(|r| r.after_rto) {
+    if snd.loss.recovery().is_none_or(|r| r.after_rto) {
         return;
     }
     // RFC 9937's DeliveredData: bytes newly acknowledged, cumulatively or by SACK.
@@ -472,12 +466,14 @@ fn prr_after_ack(snd: &mut Snd, ack: SeqNumber, before: AckBefore, newly_lost: u
 /// on every ACK: two segments for each one delivered while losses go on (Linux's
 /// `tcp_cwnd_reduction` has used the conditional bound since 2015).
 fn prr_on_ack(snd: &mut Snd, delivered: usize, mss: usize, safe_ack: bool) {
-    if snd.recovery.as_deref().is_none_or(|r| r.after_rto) {
+    if snd.loss.recovery().is_none_or(|r| r.after_rto) {
         return;
     }
     let pipe = pipe(snd, mss);
     let ssthresh = snd.cc.ssthresh();
-    let Some(r) = &mut snd.recovery else { return };
+    let Some(r) = snd.loss.allocated_mut().and_then(|l| l.recovery.as_mut()) else {
+        return;
+    };
     let prr = &mut r.prr;
     prr.delivered += delivered;
     prr.sndcnt = if pipe > ssthresh {
@@ -509,7 +505,7 @@ pub(super) fn pipe(snd: &Snd, mss: usize) -> usize {
 /// What may be sent now in SACK recovery: PRR's `sndcnt` after a window cut, else
 /// (repairing after a timeout) `cwnd - pipe`. None outside SACK recovery.
 pub(super) fn recovery_room(snd: &Snd, sack: bool, mss: usize) -> Option<usize> {
-    let r = snd.recovery.as_deref().filter(|_| sack)?;
+    let r = snd.loss.recovery().filter(|_| sack)?;
     let room = if r.after_rto {
         snd.cc.cwnd().saturating_sub(pipe(snd, mss))
     } else {
@@ -557,9 +553,10 @@ fn tlp_on_ack(snd: &mut Snd, now: Instant, ack: SeqNumber) {
 /// RFC 3708: every retransmission of the episode reported back as a duplicate by a
 /// D-SACK means none was needed; then the cut is undone.
 fn spurious_by_dsack(snd: &mut Snd, stats: &mut TcpStats, dsack: Option<(SeqNumber, SeqNumber)>) {
-    let (Some((left, _)), Some(undo)) = (dsack, &mut snd.undo) else {
+    let (Some((left, _)), Some(loss)) = (dsack, snd.loss.allocated_mut()) else {
         return;
     };
+    let Some(undo) = &mut loss.undo else { return };
     if left < undo.marker || undo.retrans == 0 {
         return;
     }
@@ -568,7 +565,7 @@ fn spurious_by_dsack(snd: &mut Snd, stats: &mut TcpStats, dsack: Option<(SeqNumb
     let lost_pending = if snd.rack_enabled {
         snd.rack.get().log.lost_bytes() > 0
     } else {
-        snd.rexmit.is_some()
+        loss.rexmit.is_some()
     };
     if undo.retrans == 0 && !lost_pending {
         undo_cut(snd, stats);
@@ -579,7 +576,9 @@ fn spurious_by_dsack(snd: &mut Snd, stats: &mut TcpStats, dsack: Option<(SeqNumb
 /// retransmission echoes a TSval older than that retransmission's: the original
 /// arrived, the retransmission was spurious.
 fn spurious_by_eifel(snd: &mut Snd, stats: &mut TcpStats, ack: SeqNumber, tsecr: Option<u32>) {
-    let Some(undo) = &mut snd.undo else { return };
+    let Some(undo) = snd.loss.allocated_mut().and_then(|l| l.undo.as_mut()) else {
+        return;
+    };
     let Some((seq, ts)) = undo.eifel else { return };
     if ack <= seq {
         return;
@@ -594,16 +593,19 @@ fn spurious_by_eifel(snd: &mut Snd, stats: &mut TcpStats, ack: SeqNumber, tsecr:
 /// Undo the last cut (RFC 4015 §3.2 for a spurious timeout: restore the window and
 /// "resume transmission with previously unsent data", not go-back-N).
 fn undo_cut(snd: &mut Snd, stats: &mut TcpStats) {
-    let Some(undo) = snd.undo.take() else { return };
+    let Some(undo) = snd.loss.allocated_mut().and_then(|l| l.undo.take()) else {
+        return;
+    };
     stats.undos += 1;
     snd.cc.on_undo(undo.cwnd, undo.ssthresh);
-    snd.recovery = None;
-    snd.rexmit = None;
+    let loss = snd.loss.get_mut();
+    loss.recovery = None;
+    loss.rexmit = None;
     if let Some(rack) = snd.rack.allocated_mut() {
         rack.log.forget_marks(false);
     }
     if undo.rto {
-        snd.rto_recover = None;
+        snd.loss.get_mut().rto_recover = None;
         snd.snd_nxt = snd.snd_max;
     }
 }
