@@ -483,4 +483,80 @@ impl State {
     pub(crate) fn is_local(&self, addr: Ipv6Addr) -> bool {
         addr == Ipv6Addr::LOCALHOST || self.owner(addr).is_some_and(|(_, a)| a.usable())
     }
+
+    /// Duplicate address detection due at `now` (RFC 4862 §5.4): a tentative address
+    /// with probes left owes a Neighbor Solicitation, the next `RETRANS_TIMER` later;
+    /// one with none left passed and is preferred from now. Returns the solicitations
+    /// to send (interface, target) and how many addresses passed (each a change of the
+    /// addresses that routes and sources come from).
+    pub(crate) fn dad_due(&mut self, now: Instant) -> (Vec<(IfaceId, Ipv6Addr)>, u64) {
+        let mut probes = Vec::new();
+        let mut passed = 0;
+        for (index, state) in self.ifaces.iter_mut().enumerate() {
+            for addr in &mut state.addrs {
+                if let AddrState::Tentative { probes: left, next } = addr.state
+                    && next <= now
+                {
+                    if left == 0 {
+                        addr.state = AddrState::Preferred;
+                        passed += 1;
+                    } else {
+                        addr.state = AddrState::Tentative {
+                            probes: left - 1,
+                            next: now + RETRANS_TIMER,
+                        };
+                        probes.push((IfaceId(index as u32), addr.cidr.address));
+                    }
+                }
+            }
+        }
+        (probes, passed)
+    }
+
+    /// Router solicitations due at `now` (RFC 4861 §6.3.7): the interfaces that owe
+    /// one; the next goes `RTR_SOLICITATION_INTERVAL` later while any are left.
+    pub(crate) fn solicitations_due(&mut self, now: Instant) -> Vec<IfaceId> {
+        let mut due = Vec::new();
+        for (index, state) in self.ifaces.iter_mut().enumerate() {
+            if let Some(next) = state.next_solicitation
+                && next <= now
+            {
+                state.solicitations = state.solicitations.saturating_sub(1);
+                state.next_solicitation =
+                    (state.solicitations > 0).then(|| now + RTR_SOLICITATION_INTERVAL);
+                due.push(IfaceId(index as u32));
+            }
+        }
+        due
+    }
+
+    /// Address lifetimes at `now` (RFC 4862 §5.5.4): a preferred address past its
+    /// preferred lifetime is deprecated from now. Returns the addresses past their
+    /// valid lifetime (interface, address), for the stack to remove, and how many were
+    /// deprecated.
+    pub(crate) fn age_addresses(&mut self, now: Instant) -> (Vec<(IfaceId, Ipv6Addr)>, u64) {
+        let mut gone = Vec::new();
+        let mut deprecated = 0;
+        for (index, state) in self.ifaces.iter_mut().enumerate() {
+            for addr in &mut state.addrs {
+                if addr.state == AddrState::Preferred
+                    && addr.preferred_until.is_some_and(|t| t <= now)
+                {
+                    addr.state = AddrState::Deprecated;
+                    deprecated += 1;
+                }
+                if addr.valid_until.is_some_and(|t| t <= now) {
+                    gone.push((IfaceId(index as u32), addr.cidr.address));
+                }
+            }
+        }
+        (gone, deprecated)
+    }
+
+    /// Drop the learnt routes whose lifetime ran out by `now`; true when any went.
+    pub(crate) fn expire_routes(&mut self, now: Instant) -> bool {
+        let before = self.routes.iter().count();
+        self.routes.retain(|r| r.until.is_none_or(|t| t > now));
+        self.routes.iter().count() != before
+    }
 }

@@ -193,16 +193,33 @@ pub(crate) struct Outgoing {
 /// - Open: [`tcp_listen`](Stack::tcp_listen) then [`tcp_accept`](Stack::tcp_accept)
 ///   on each [`Event::Tcp`]; or [`tcp_connect`](Stack::tcp_connect)
 ///   ([`tcp_connect_with_mss`](Stack::tcp_connect_with_mss) to choose the MSS).
+/// - Fast Open (RFC 7413): a client opens with
+///   [`tcp_connect_with_data`](Stack::tcp_connect_with_data), or
+///   [`tcp_fast_open_data`](Stack::tcp_fast_open_data) after `tcp_connect` and before
+///   the next `poll_transmit`; [`tcp_fast_open_syn_room`](Stack::tcp_fast_open_syn_room)
+///   says beforehand what the SYN would carry. A server turns it on per listener with
+///   [`tcp_set_fast_open`](Stack::tcp_set_fast_open), after `tcp_listen`;
+///   [`tcp_set_fast_open_key`](Stack::tcp_set_fast_open_key),
+///   [`tcp_set_fast_open_no_cookie`](Stack::tcp_set_fast_open_no_cookie),
+///   [`tcp_set_fast_open_client_no_cookie`](Stack::tcp_set_fast_open_client_no_cookie).
 /// - Data: [`tcp_send`](Stack::tcp_send), [`tcp_send_vectored`](Stack::tcp_send_vectored),
 ///   [`tcp_send_owned`](Stack::tcp_send_owned) (no copy); [`tcp_recv`](Stack::tcp_recv),
-///   [`tcp_recv_with`](Stack::tcp_recv_with) (no copy).
-/// - Options: [`tcp_set_nodelay`](Stack::tcp_set_nodelay),
-///   [`tcp_set_cork`](Stack::tcp_set_cork).
+///   [`tcp_recv_with`](Stack::tcp_recv_with) (no copy); before a write,
+///   [`tcp_writable`](Stack::tcp_writable); around it,
+///   [`tcp_set_more`](Stack::tcp_set_more) and [`tcp_end_record`](Stack::tcp_end_record).
+/// - Options of one socket (on a listener, for the connections it accepts; on a
+///   connection, at once; right after `tcp_connect`, for its SYN too):
+///   [`tcp_set_option`](Stack::tcp_set_option),
+///   [`tcp_set_nodelay`](Stack::tcp_set_nodelay),
+///   [`tcp_set_cork`](Stack::tcp_set_cork); of the connections opened from then on:
+///   [`tcp_set_timestamps`](Stack::tcp_set_timestamps),
+///   [`tcp_set_ecn`](Stack::tcp_set_ecn).
 /// - End: [`tcp_shutdown`](Stack::tcp_shutdown) (half-close),
 ///   [`tcp_close`](Stack::tcp_close), [`tcp_abort`](Stack::tcp_abort).
 /// - Look (no side effects): [`tcp_info`](Stack::tcp_info),
 ///   [`tcp_error`](Stack::tcp_error), [`tcp_readable`](Stack::tcp_readable),
 ///   [`tcp_send_queued`](Stack::tcp_send_queued),
+///   [`tcp_congestion`](Stack::tcp_congestion),
 ///   [`tcp_addresses`](Stack::tcp_addresses), [`tcp_listen_addr`](Stack::tcp_listen_addr),
 ///   [`tcp_handles`](Stack::tcp_handles), [`tcp_config`](Stack::tcp_config); of the
 ///   whole table: [`tcp_socket_count`](Stack::tcp_socket_count),

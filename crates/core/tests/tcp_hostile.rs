@@ -53,7 +53,7 @@ impl Pair {
         moved
     }
 
-    fn settle(&mut self) {
+    fn run_until_quiet(&mut self) {
         for _ in 0..10_000 {
             if !self.exchange() {
                 match [self.a.poll_timeout(), self.b.poll_timeout()]
@@ -97,7 +97,7 @@ fn connected() -> (Pair, TcpHandle, TcpHandle) {
             1460,
         )
         .unwrap();
-    pair.settle();
+    pair.run_until_quiet();
     let server = pair.b.accept(listener).unwrap();
     (pair, client, server)
 }
@@ -211,7 +211,7 @@ proptest! {
             pair.exchange();
             let _ = drain(&mut pair.b, pair.now, server, &mut received);
         }
-        pair.settle();
+        pair.run_until_quiet();
         let _ = drain(&mut pair.b, pair.now, server, &mut received);
         // Blind injection can put foreign bytes into a stream (TCP cannot tell), but it
         // can never make the stack hand out more than it accepted or panic; and when no

@@ -39,7 +39,7 @@ pub fn run(data: &[u8]) {
             break;
         }
         h.step(&mut input);
-        h.settle();
+        h.drain_and_check();
     }
 }
 
@@ -128,7 +128,7 @@ impl Harness {
         });
     }
 
-    fn settle(&mut self) {
+    fn drain_and_check(&mut self) {
         let mut buf = vec![0u8; 2048];
         while let Some(tx) = self.stack.poll_transmit(self.now, &mut buf) {
             ethernet::Frame::new_checked(&buf[..tx.len]).expect("the stack emitted a bad frame");

@@ -70,7 +70,7 @@ fn drive(data: &[u8], mut after: impl FnMut(&Harness)) {
             break;
         }
         h.step(&mut input);
-        h.settle();
+        h.drain_and_check();
         after(&h);
     }
 }
@@ -170,7 +170,7 @@ impl Harness {
             };
             h.deliver(syn);
         }
-        h.settle();
+        h.drain_and_check();
         h
     }
 
@@ -299,7 +299,7 @@ impl Harness {
                 Some(at) if at <= until => {
                     self.now = self.now.max(at);
                     self.tcp.handle_timeout(self.now);
-                    self.settle();
+                    self.drain_and_check();
                 }
                 _ => break,
             }
@@ -310,7 +310,7 @@ impl Harness {
 
     /// Drain output (checking each segment), events and the accept queue, then check
     /// the connection's info.
-    fn settle(&mut self) {
+    fn drain_and_check(&mut self) {
         while let Some(tx) = self.tcp.poll_transmit(self.now, &mut self.buf) {
             assert!(tx.len <= self.buf.len());
             assert_eq!(

@@ -266,7 +266,7 @@ impl Shared {
     /// After a socket call changed the stack: send what it has to send, wake waiters,
     /// and wake the loop if its sleep would overrun the new deadline of the stack or
     /// of a device (an `Impair` holding a frame just sent).
-    pub(crate) fn settle(&self, state: &mut State, now: Instant) {
+    pub(crate) fn flush_and_wake(&self, state: &mut State, now: Instant) {
         if state.flush(now) {
             self.notify(state);
         }
@@ -308,7 +308,7 @@ impl Shared {
             if !received.more {
                 return frames;
             }
-            self.settle(state, now);
+            self.flush_and_wake(state, now);
         }
         state.stats.wakeups += 1;
         self.wake_loop();
@@ -385,10 +385,10 @@ impl Shared {
                 self.receive_as_caller(&mut state, now);
             }
             let mut result = attempt(&mut state, now);
-            self.settle(&mut state, now);
+            self.flush_and_wake(&mut state, now);
             if result.is_none() && !nonblocking && self.receive_as_caller(&mut state, now) > 0 {
                 result = attempt(&mut state, now);
-                self.settle(&mut state, now);
+                self.flush_and_wake(&mut state, now);
             }
             if let Some(result) = result {
                 return (state, result);
@@ -456,10 +456,11 @@ impl Shared {
         }
         let result = attempt(&mut state, now);
         if result.is_none() {
-            // Before `settle` drains the events, so a readiness change it finds wakes us.
+            // Before `flush_and_wake` drains the events, so a readiness change it finds
+            // wakes us.
             state.register(handle, write, cx.waker());
         }
-        self.settle(&mut state, now);
+        self.flush_and_wake(&mut state, now);
         match result {
             Some(result) => std::task::Poll::Ready(result),
             None => std::task::Poll::Pending,
@@ -499,7 +500,7 @@ impl Shared {
     }
 
     /// `attempt`, and when it returns None, `register` the task's waker (before
-    /// `settle` drains the events, so what it takes in wakes the task).
+    /// `flush_and_wake` drains the events, so what it takes in wakes the task).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     fn poll_socket<T>(
         &self,
@@ -516,7 +517,7 @@ impl Shared {
         if result.is_none() {
             register(&mut state, cx.waker());
         }
-        self.settle(&mut state, now);
+        self.flush_and_wake(&mut state, now);
         match result {
             Some(result) => std::task::Poll::Ready(result),
             None => std::task::Poll::Pending,
@@ -559,11 +560,11 @@ impl Shared {
         if !received.gone.is_empty() && self.forget_gone(&mut state) {
             return Err(stopped(&state));
         }
-        self.settle(&mut state, now);
+        self.flush_and_wake(&mut state, now);
         Ok(received.more)
     }
 
-    /// Run `f` on the stack once, then settle.
+    /// Run `f` on the stack once, then flush and wake.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> io::Result<T> {
         let mut state = self.lock();
         if state.stopped {
@@ -571,7 +572,7 @@ impl Shared {
         }
         let now = self.now();
         let out = f(&mut state, now);
-        self.settle(&mut state, now);
+        self.flush_and_wake(&mut state, now);
         Ok(out)
     }
 }
@@ -940,7 +941,7 @@ impl Runtime {
             rx_buf: vec![0; frame_len],
         });
         let now = self.shared.now();
-        self.shared.settle(&mut state, now);
+        self.shared.flush_and_wake(&mut state, now);
         drop(state);
         self.shared.wake_loop();
         id
@@ -1017,7 +1018,7 @@ impl Runtime {
         let mut state = self.shared.lock();
         let now = self.shared.now();
         let out = f(&mut state.stack, now);
-        self.shared.settle(&mut state, now);
+        self.shared.flush_and_wake(&mut state, now);
         out
     }
 

@@ -106,8 +106,8 @@ fn exchange(net: &mut Net, port: u16, fast_open: bool) -> Duration {
     assert_eq!(got_request, request, "the request, byte for byte");
     assert_eq!(got_response, response, "the response, byte for byte");
     // Let the connections finish their handshakes' last segments before the next.
-    let settle = net.sim.now() + Duration::from_secs(1);
-    let _ = net.sim.run_until(settle, 1_000_000);
+    let later = net.sim.now() + Duration::from_secs(1);
+    let _ = net.sim.run_until(later, 1_000_000);
     done_at.unwrap() - start
 }
 

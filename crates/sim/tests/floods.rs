@@ -464,14 +464,14 @@ struct Measured {
 }
 
 /// Run `flood` for `ticks` ticks (from `WARMUP` on) beside a transfer of `bytes` on
-/// the server's main listener, then `leave`, then let `settle` pass; the transfer must
+/// the server's main listener, then `leave`, then let `quiet` pass; the transfer must
 /// complete byte for byte. `live0` is the live count before the network was built.
 fn run(
     live0: isize,
     net: &mut Net,
     flood: &mut dyn Flood,
     (ticks, bytes, client_sends): (u32, u64, bool),
-    settle: Duration,
+    quiet: Duration,
 ) -> Measured {
     let main = (PORT, net.listener);
     let mut transfer = Transfer::start(net, main, bytes, client_sends, net.sim.seed());
@@ -533,7 +533,7 @@ fn run(
         "the transfer moved nothing during the flood"
     );
     flood.leave(net);
-    let end = net.sim.now() + settle;
+    let end = net.sim.now() + quiet;
     net.sim.run_until(end, 100_000_000).unwrap();
     flood.app(net, false);
     for host in [net.server, net.client] {
@@ -611,8 +611,8 @@ fn fragment_flood(scale: u32, seed: u64) {
     };
     let ticks = FLOOD_TICKS * scale;
     let bytes = LEGIT_BYTES * u64::from(scale);
-    let settle = config.reassembly.timeout + config.tcp.msl.saturating_mul(2);
-    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), settle);
+    let quiet = config.reassembly.timeout + config.tcp.msl.saturating_mul(2);
+    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), quiet);
     let stats = net.sim.host(net.server).stats().reassembly.clone();
     println!(
         "fragment flood x{scale}: {} fragments, {} datagrams dropped for memory, {} timed out",
@@ -761,8 +761,8 @@ fn out_of_order_flood(scale: u32, seed: u64) {
     let mut flood = OutOfOrder::new(&mut net, Rng(seed | 1), 40);
     let ticks = FLOOD_TICKS * scale;
     let bytes = LEGIT_BYTES * u64::from(scale);
-    let settle = config.tcp.msl.saturating_mul(2) + Duration::from_secs(1);
-    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), settle);
+    let quiet = config.tcp.msl.saturating_mul(2) + Duration::from_secs(1);
+    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), quiet);
     let stats = net.sim.host(net.server).tcp_stats().clone();
     println!(
         "out-of-order flood x{scale}: {} segments out of order, {} dropped at max_ooo_ranges",
@@ -873,9 +873,9 @@ fn ack_flood(scale: u32, seed: u64) {
     };
     let ticks = FLOOD_TICKS * scale;
     let bytes = LEGIT_BYTES * u64::from(scale);
-    let settle = config.tcp.msl.saturating_mul(2) + Duration::from_secs(1);
+    let quiet = config.tcp.msl.saturating_mul(2) + Duration::from_secs(1);
     // The server sends: the flood's ACKs are for its data.
-    let m = run(live0, &mut net, &mut flood, (ticks, bytes, false), settle);
+    let m = run(live0, &mut net, &mut flood, (ticks, bytes, false), quiet);
     let stats = net.sim.host(net.server).tcp_stats().clone();
     println!(
         "ACK flood x{scale}: {} segments in, {} challenge ACKs ({} limited), {} bad ACKs, \
@@ -983,8 +983,8 @@ fn half_open_flood(scale: u32, seed: u64, cookies: bool) {
     };
     let bytes = LEGIT_BYTES * u64::from(scale);
     // The half-open children give up after their SYN-ACK's retries (1 + 2 + ... + 64 s).
-    let settle = Duration::from_secs(200);
-    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), settle);
+    let quiet = Duration::from_secs(200);
+    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), quiet);
     let stats = net.sim.host(net.server).tcp_stats().clone();
     let what = format!(
         "half-open flood x{scale} with{} cookies",
@@ -1157,8 +1157,8 @@ fn idle_flood(scale: u32, seed: u64) {
         most: 0,
     };
     let bytes = LEGIT_BYTES * u64::from(scale);
-    let settle = config.tcp.msl.saturating_mul(2) + Duration::from_secs(1);
-    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), settle);
+    let quiet = config.tcp.msl.saturating_mul(2) + Duration::from_secs(1);
+    let m = run(live0, &mut net, &mut flood, (ticks, bytes, true), quiet);
     let stats = net.sim.host(net.server).tcp_stats().clone();
     let what = format!("idle-connection flood x{scale}");
     println!(

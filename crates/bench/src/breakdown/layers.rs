@@ -112,7 +112,6 @@ const FUNCTIONS: &[(&str, Layer)] = &[
     ("handle_timeout", Layer::Timers),
     ("poll_timeout", Layer::Timers),
     ("Deadlines", Layer::Timers),
-    ("settle", Layer::Timers),
     ("handle_frame", Layer::TcpInput),
     ("handle_ipv4", Layer::TcpInput),
     ("deliver", Layer::TcpInput),

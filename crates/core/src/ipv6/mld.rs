@@ -6,6 +6,9 @@
 use alloc::vec::Vec;
 use core::net::Ipv6Addr;
 
+use impnet_wire::mld::{AddressRecord, Addresses, RecordType};
+
+use crate::rng::Rng;
 use crate::time::{Duration, Instant};
 
 /// RFC 3810 §9.1: the Robustness Variable, 2: a state change is reported twice.
@@ -13,6 +16,10 @@ pub(crate) const ROBUSTNESS: u8 = 2;
 /// RFC 3810 §9.11: Unsolicited Report Interval, 1 second: the most a retransmitted
 /// state-change report waits.
 pub(crate) const UNSOLICITED_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The records of one MLDv2 report owed (RFC 3810 §5.2), for the stack to address
+/// and send.
+pub(crate) type Report = Vec<AddressRecord<'static>>;
 
 /// A group joined (`join`) or left, with the reports of it still to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +70,84 @@ impl Mld {
             Some((_, due)) => *due = (*due).min(at),
             None => self.group_due.push((group, at)),
         }
+    }
+
+    /// The reports owed at `now` by an interface in `groups`, in the order to send
+    /// them: the state-change report, then the answers to queries (each left out
+    /// when it has no record).
+    pub(crate) fn poll_owed(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+        groups: &[Ipv6Addr],
+    ) -> Vec<Report> {
+        let mut owed = Vec::new();
+        if let Some(report) = self.state_changes(now, rng) {
+            owed.push(report);
+        }
+        let answers = self.query_answers(now, groups);
+        if !answers.is_empty() {
+            owed.push(answers);
+        }
+        owed
+    }
+
+    /// The state-change report, if due: each pending change once more; another
+    /// report follows within the Unsolicited Report Interval (drawn from `rng`) while
+    /// any has reports left (RFC 3810 §6.1).
+    fn state_changes(&mut self, now: Instant, rng: &mut Rng) -> Option<Report> {
+        if self.next_change.is_none_or(|t| t > now) {
+            return None;
+        }
+        let records: Report = self
+            .changes
+            .iter()
+            .map(|c| AddressRecord {
+                record_type: if c.join {
+                    RecordType::ChangeToExclude
+                } else {
+                    RecordType::ChangeToInclude
+                },
+                group: c.group,
+                sources: Addresses::EMPTY,
+            })
+            .collect();
+        for change in &mut self.changes {
+            change.left = change.left.saturating_sub(1);
+        }
+        self.changes.retain(|c| c.left > 0);
+        let more = !self.changes.is_empty();
+        let gap = UNSOLICITED_REPORT_INTERVAL.as_millis() as u32;
+        let delay = u64::from(rng.in_range(1, gap));
+        self.next_change = more.then(|| now + Duration::from_millis(delay));
+        (!records.is_empty()).then_some(records)
+    }
+
+    /// Answers to queries due at `now` from an interface in `groups`: every group for
+    /// a General Query, the group asked about for a Group-Specific one (Current State
+    /// Records, MODE_IS_EXCLUDE, RFC 3810 §6.2).
+    fn query_answers(&mut self, now: Instant, groups: &[Ipv6Addr]) -> Report {
+        let mut asked: Vec<Ipv6Addr> = Vec::new();
+        if self.general_due.is_some_and(|t| t <= now) {
+            self.general_due = None;
+            self.group_due.clear();
+            asked.extend_from_slice(groups);
+        }
+        self.group_due.retain(|&(group, due)| {
+            if due <= now {
+                asked.push(group);
+            }
+            due > now
+        });
+        asked
+            .into_iter()
+            .filter(|g| groups.contains(g))
+            .map(|group| AddressRecord {
+                record_type: RecordType::ModeIsExclude,
+                group,
+                sources: Addresses::EMPTY,
+            })
+            .collect()
     }
 
     /// The earliest time something is to be sent.

@@ -13,10 +13,10 @@ use impnet_wire::ethernet;
 use impnet_wire::icmpv6;
 use impnet_wire::ipv6::{self, NextHeader};
 use impnet_wire::ipv6ext::{ExtHeader, OptionsRepr};
-use impnet_wire::mld::{self, AddressRecord, Addresses, RecordType, Records};
+use impnet_wire::mld::{self, AddressRecord, Records};
 
 use crate::iface::IfaceId;
-use crate::ipv6::mld::{UNSOLICITED_REPORT_INTERVAL, max_response_delay};
+use crate::ipv6::mld::max_response_delay;
 use crate::stack::ip::Meta6;
 use crate::stack::{Outgoing, Stack};
 use crate::time::{Duration, Instant};
@@ -92,79 +92,23 @@ impl Stack {
         }
     }
 
-    /// Send the MLD reports due at `now` on every interface.
+    /// Send the MLD reports due at `now` on every interface (see
+    /// [`Mld::poll_owed`](crate::ipv6::mld::Mld::poll_owed)).
     pub(crate) fn run_mld(&mut self, now: Instant) {
         for index in 0..self.v6.ifaces.len() {
             let iface = IfaceId(index as u32);
             if self.v6.iface(iface).is_none() || self.is_ip_medium(iface) {
                 continue;
             }
-            self.mld_state_changes(now, iface);
-            self.mld_query_answers(now, iface);
-        }
-    }
-
-    /// The state-change report, if due: each pending change once more; another
-    /// report follows within the Unsolicited Report Interval while any has reports
-    /// left (RFC 3810 §6.1).
-    fn mld_state_changes(&mut self, now: Instant, iface: IfaceId) {
-        let state = &mut self.v6.iface_mut(iface).mld;
-        if state.next_change.is_none_or(|t| t > now) {
-            return;
-        }
-        let records: Vec<AddressRecord<'static>> = state
-            .changes
-            .iter()
-            .map(|c| AddressRecord {
-                record_type: if c.join {
-                    RecordType::ChangeToExclude
-                } else {
-                    RecordType::ChangeToInclude
-                },
-                group: c.group,
-                sources: Addresses::EMPTY,
-            })
-            .collect();
-        for change in &mut state.changes {
-            change.left = change.left.saturating_sub(1);
-        }
-        state.changes.retain(|c| c.left > 0);
-        let more = !state.changes.is_empty();
-        let gap = UNSOLICITED_REPORT_INTERVAL.as_millis() as u32;
-        let delay = u64::from(self.rng.in_range(1, gap));
-        let state = &mut self.v6.iface_mut(iface).mld;
-        state.next_change = more.then(|| now + Duration::from_millis(delay));
-        self.send_mld_report(iface, &records);
-    }
-
-    /// Answers to queries due at `now`: every group for a General Query, the group
-    /// asked about for a Group-Specific one (Current State Records, MODE_IS_EXCLUDE).
-    fn mld_query_answers(&mut self, now: Instant, iface: IfaceId) {
-        let groups = self.mld_groups(iface);
-        let state = &mut self.v6.iface_mut(iface).mld;
-        let mut asked: Vec<Ipv6Addr> = Vec::new();
-        if state.general_due.is_some_and(|t| t <= now) {
-            state.general_due = None;
-            state.group_due.clear();
-            asked.clone_from(&groups);
-        }
-        state.group_due.retain(|&(group, due)| {
-            if due <= now {
-                asked.push(group);
+            let groups = self.mld_groups(iface);
+            let owed = self
+                .v6
+                .iface_mut(iface)
+                .mld
+                .poll_owed(now, &mut self.rng, &groups);
+            for records in owed {
+                self.send_mld_report(iface, &records);
             }
-            due > now
-        });
-        let records: Vec<AddressRecord<'static>> = asked
-            .into_iter()
-            .filter(|g| groups.contains(g))
-            .map(|group| AddressRecord {
-                record_type: RecordType::ModeIsExclude,
-                group,
-                sources: Addresses::EMPTY,
-            })
-            .collect();
-        if !records.is_empty() {
-            self.send_mld_report(iface, &records);
         }
     }
 

@@ -14,7 +14,7 @@ use impnet_wire::ndp::{self, PrefixInfo};
 
 use crate::iface::IfaceId;
 use crate::ipv6::nd::NdAction;
-use crate::ipv6::{AddrOrigin, AddrState, Route6, Route6Origin};
+use crate::ipv6::{AddrOrigin, Route6, Route6Origin};
 use crate::neighbor::{Origin, Pending};
 use crate::stack::Stack;
 use crate::stack::icmp6::Error6;
@@ -678,29 +678,12 @@ impl Stack {
         }
     }
 
-    /// Duplicate address detection: a solicitation per probe, a `RETRANS_TIMER`
-    /// apart; no answer after the last makes the address ours.
+    /// Duplicate address detection: the solicitations due (see
+    /// [`State::dad_due`](crate::ipv6::State::dad_due)).
     fn run_dad(&mut self, now: Instant) {
-        let mut probes = Vec::new();
-        for (index, state) in self.v6.ifaces.iter_mut().enumerate() {
-            for addr in &mut state.addrs {
-                if let AddrState::Tentative { probes: left, next } = addr.state
-                    && next <= now
-                {
-                    if left == 0 {
-                        addr.state = AddrState::Preferred;
-                        // A new usable address: routes and sources may change.
-                        self.config_generation += 1;
-                    } else {
-                        addr.state = AddrState::Tentative {
-                            probes: left - 1,
-                            next: now + crate::ipv6::RETRANS_TIMER,
-                        };
-                        probes.push((IfaceId(index as u32), addr.cidr.address));
-                    }
-                }
-            }
-        }
+        let (probes, passed) = self.v6.dad_due(now);
+        // A new usable address: routes and sources may change.
+        self.config_generation += passed;
         for (iface, target) in probes {
             self.send_ns(now, iface, target, None);
         }
@@ -708,44 +691,19 @@ impl Stack {
 
     /// Router solicitations at start-up, `RTR_SOLICITATION_INTERVAL` apart.
     fn run_solicitations(&mut self, now: Instant) {
-        let mut due = Vec::new();
-        for (index, state) in self.v6.ifaces.iter_mut().enumerate() {
-            if let Some(next) = state.next_solicitation
-                && next <= now
-            {
-                state.solicitations = state.solicitations.saturating_sub(1);
-                state.next_solicitation =
-                    (state.solicitations > 0).then(|| now + crate::ipv6::RTR_SOLICITATION_INTERVAL);
-                due.push(IfaceId(index as u32));
-            }
-        }
-        for iface in due {
+        for iface in self.v6.solicitations_due(now) {
             self.send_rs(iface);
         }
     }
 
     /// Addresses and learnt routes whose lifetimes ran out.
     fn expire_v6(&mut self, now: Instant) {
-        let mut gone = Vec::new();
-        for (index, state) in self.v6.ifaces.iter_mut().enumerate() {
-            for addr in &mut state.addrs {
-                if addr.state == AddrState::Preferred
-                    && addr.preferred_until.is_some_and(|t| t <= now)
-                {
-                    addr.state = AddrState::Deprecated;
-                    self.config_generation += 1;
-                }
-                if addr.valid_until.is_some_and(|t| t <= now) {
-                    gone.push((IfaceId(index as u32), addr.cidr.address));
-                }
-            }
-        }
+        let (gone, deprecated) = self.v6.age_addresses(now);
+        self.config_generation += deprecated;
         for (iface, addr) in gone {
             self.remove_address6(iface, addr);
         }
-        let before = self.v6.routes.iter().count();
-        self.v6.routes.retain(|r| r.until.is_none_or(|t| t > now));
-        if self.v6.routes.iter().count() != before {
+        if self.v6.expire_routes(now) {
             self.config_generation += 1;
         }
     }

@@ -23,7 +23,7 @@ fn sock(text: &str, port: u16) -> SocketAddr {
 }
 
 /// Fire timers and move frames for `span`, in 100 ms steps.
-fn settle(net: &mut Net, span: Duration) {
+fn run_for(net: &mut Net, span: Duration) {
     for _ in 0..span.as_millis() / 100 {
         net.exchange();
         net.advance(Duration::from_millis(100));
@@ -45,7 +45,7 @@ fn chain6(mtus: [usize; 2]) -> Net {
             .routes6_mut()
             .add(Cidr::DEFAULT_ROUTE, Some(addr(gateway)), IfaceId(0));
     }
-    settle(&mut net, Duration::from_secs(2));
+    run_for(&mut net, Duration::from_secs(2));
     net.seen.clear();
     net
 }
@@ -164,7 +164,7 @@ fn a_router_advertises_only_where_asked_and_hosts_configure_from_it() {
     net.nodes[ROUTER].add_address6(now, IfaceId(1), prefix);
     // B starts IPv6 and solicits; R forwards but was not asked to advertise.
     net.nodes[2].enable_ipv6(now, IfaceId(0));
-    settle(&mut net, Duration::from_secs(15));
+    run_for(&mut net, Duration::from_secs(15));
     assert!(net.nodes[2].stats().ipv6.rs_sent >= 1);
     assert_eq!(net.nodes[ROUTER].stats().ipv6.ra_sent, 0);
     // Asked: advertisements come unsolicited (three at the start, at most 16 s
@@ -172,7 +172,7 @@ fn a_router_advertises_only_where_asked_and_hosts_configure_from_it() {
     // its default router.
     let start = net.now;
     net.nodes[ROUTER].set_router_advertisements(start, IfaceId(1), Some(Duration::from_secs(30)));
-    settle(&mut net, Duration::from_secs(1));
+    run_for(&mut net, Duration::from_secs(1));
     assert_eq!(net.nodes[ROUTER].stats().ipv6.ra_sent, 1);
     let slaac =
         ipv6::address_from_prefix(&prefix.network(), ipv6::interface_id(mac(2, 0))).unwrap();
@@ -185,7 +185,7 @@ fn a_router_advertises_only_where_asked_and_hosts_configure_from_it() {
     );
     let route = net.nodes[2].routes6().lookup(addr("2001:db8::1")).unwrap();
     assert_eq!(route.gateway, Some(ipv6::link_local_from_mac(mac(1, 1))));
-    settle(&mut net, Duration::from_secs(120));
+    run_for(&mut net, Duration::from_secs(120));
     // 12 to 16 s apart after each of the first three, then 22.5 to 30 s: 6 or 7 in
     // 121 s.
     let sent = net.nodes[ROUTER].stats().ipv6.ra_sent;
@@ -199,6 +199,6 @@ fn a_router_advertises_only_where_asked_and_hosts_configure_from_it() {
         .count();
     assert_eq!(on_r0, 0);
     net.nodes[ROUTER].set_router_advertisements(net.now, IfaceId(1), None);
-    settle(&mut net, Duration::from_secs(60));
+    run_for(&mut net, Duration::from_secs(60));
     assert_eq!(net.nodes[ROUTER].stats().ipv6.ra_sent, sent);
 }

@@ -49,12 +49,12 @@ fn pair6(b_routes: bool) -> Pair {
         let default = Cidr::new(Ipv6Addr::UNSPECIFIED, 0).unwrap();
         p.a.routes6_mut().add(default, Some(b6()), a_if);
     }
-    settle(&mut p, Duration::from_secs(2));
+    run_for(&mut p, Duration::from_secs(2));
     p
 }
 
 /// Exchange and fire timers for `span` in 100 ms steps.
-fn settle(p: &mut Pair, span: Duration) {
+fn run_for(p: &mut Pair, span: Duration) {
     for _ in 0..span.as_millis() / 100 {
         p.exchange();
         p.advance(Duration::from_millis(100));
@@ -284,7 +284,7 @@ fn a_neighbour_that_never_answers_fails_the_sockets_waiting_on_it() {
         .unwrap();
     p.a.icmp_send_echo(p.now, ping, nobody, 0, b"hello?")
         .unwrap();
-    settle(&mut p, Duration::from_secs(5));
+    run_for(&mut p, Duration::from_secs(5));
     let mut buf = [0u8; 16];
     assert_eq!(
         p.a.udp_recv_from(udp, &mut buf),

@@ -30,12 +30,12 @@ pub(super) fn pair6() -> Pair {
     let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
     p.b.add_address6(now, b_if, Cidr::new(b6(), 64).unwrap());
-    settle(&mut p, Duration::from_secs(2));
+    run_for(&mut p, Duration::from_secs(2));
     p
 }
 
 /// Exchange and fire timers for `span` in 100 ms steps.
-pub(super) fn settle(p: &mut Pair, span: Duration) {
+pub(super) fn run_for(p: &mut Pair, span: Duration) {
     let steps = span.as_millis() / 100;
     for _ in 0..steps {
         p.exchange();
@@ -67,10 +67,10 @@ fn a_duplicate_address_is_given_up() {
     let mut p = Pair::new();
     let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
-    settle(&mut p, Duration::from_secs(2));
+    run_for(&mut p, Duration::from_secs(2));
     // B now claims A's address: its probe draws A's defence, and B gives it up.
     p.b.add_address6(p.now, b_if, Cidr::new(a6(), 64).unwrap());
-    settle(&mut p, Duration::from_secs(2));
+    run_for(&mut p, Duration::from_secs(2));
     assert_eq!(p.b.stats().ipv6.dad_duplicates, 1);
     assert!(
         p.b.ipv6_addresses(b_if)
@@ -95,7 +95,7 @@ pub(super) fn connect6(p: &mut Pair) -> (crate::tcp::TcpHandle, crate::tcp::TcpH
             SocketAddrV6::new(b6(), 80, 0, 0),
         )
         .unwrap();
-    settle(p, Duration::from_millis(300));
+    run_for(p, Duration::from_millis(300));
     let server = p.b.tcp_accept(listener).expect("accepted");
     (client, server)
 }
@@ -141,7 +141,7 @@ fn tcp_over_ipv6_carries_bytes_exactly_after_neighbour_discovery() {
     assert!(p.a.stats().ipv6.ns_sent >= 2 && p.b.stats().ipv6.na_sent >= 1);
     p.a.tcp_close(p.now, client).unwrap();
     p.b.tcp_close(p.now, server).unwrap();
-    settle(&mut p, Duration::from_millis(500));
+    run_for(&mut p, Duration::from_millis(500));
     assert_ne!(
         p.b.tcp_info(server).map(|i| i.state),
         Some(TcpState::Established)
@@ -238,10 +238,10 @@ fn a_router_answers_a_solicitation_and_the_host_configures_itself_by_slaac() {
     p.a.set_forwarding(a_if, true);
     p.a.set_router_advertisements(now, a_if, Some(Duration::from_secs(600)));
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
-    settle(&mut p, Duration::from_secs(2));
+    run_for(&mut p, Duration::from_secs(2));
     // B starts IPv6: link-local, DAD, then a router solicitation A answers.
     p.b.enable_ipv6(p.now, b_if);
-    settle(&mut p, Duration::from_secs(4));
+    run_for(&mut p, Duration::from_secs(4));
     assert!(p.a.stats().ipv6.ra_sent >= 1, "{:?}", p.a.stats().ipv6);
     assert!(p.b.stats().ipv6.ra_received >= 1);
     let mac = crate::testutil::MAC_B;
@@ -273,7 +273,7 @@ fn a_router_forwards_with_the_hop_limit_lowered_and_answers_for_no_route() {
     p.a.set_forwarding(a_if, true);
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
     p.b.add_address6(now, b_if, Cidr::new(b6(), 64).unwrap());
-    settle(&mut p, Duration::from_secs(2));
+    run_for(&mut p, Duration::from_secs(2));
     // B sends to an address off-link with A as its gateway; A has no route for it.
     p.b.routes6_mut().add(
         Cidr::new(Ipv6Addr::UNSPECIFIED, 0).unwrap(),

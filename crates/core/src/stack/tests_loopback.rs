@@ -39,7 +39,7 @@ fn run(stack: &mut Stack, now: &mut Instant, until: Instant) -> Vec<Transmit> {
             _ => return out,
         }
     }
-    panic!("loopback did not settle");
+    panic!("loopback did not go quiet");
 }
 
 fn state(stack: &Stack, handle: TcpHandle) -> TcpState {

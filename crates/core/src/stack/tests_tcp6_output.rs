@@ -14,7 +14,7 @@ use impnet_wire::ipv6::{self, Cidr, NextHeader};
 use impnet_wire::ndp;
 use impnet_wire::tcp as wire_tcp;
 
-use super::tests_ipv6::{a6, b6, connect6, pair6, settle};
+use super::tests_ipv6::{a6, b6, connect6, pair6, run_for};
 use crate::iface::{IfaceConfig, Offloads};
 use crate::neighbor::Origin;
 use crate::stack::Stack;
@@ -129,7 +129,7 @@ fn ip_level_packets_are_those_of_the_general_ipv6_output() {
     let (now, a_if, b_if) = (p.now, p.a_if, p.b_if);
     p.a.add_address6(now, a_if, Cidr::new(a6(), 64).unwrap());
     p.b.add_address6(now, b_if, Cidr::new(b6(), 64).unwrap());
-    settle(&mut p, Duration::from_millis(100));
+    run_for(&mut p, Duration::from_millis(100));
     let conn = connect6(&mut p);
     compare_with_slow_path(&mut p, conn, true);
 }
