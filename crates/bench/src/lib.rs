@@ -117,7 +117,7 @@ pub struct BenchArgs {
     #[arg(long, hide = true, default_value_t = 1 << 20)]
     breakdown_amount: u64,
     /// W4's connection counts instead of the defaults (1, 100, 10k, 100k), e.g.
-    /// `1,100,10000,100000,1000000`; each end of an idle connection holds about 0.9 KB of
+    /// `1,100,10000,100000,1000000`; each end of an idle connection holds about 0.5 KB of
     /// heap (`--budget` measures it), both ends live in this process.
     #[arg(long, value_delimiter = ',', value_name = "N,..")]
     w4_connections: Vec<usize>,
