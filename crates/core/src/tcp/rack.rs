@@ -670,7 +670,8 @@ mod tests {
         let mut used = RackCell::default();
         let rack = used.get_mut(s(0), 64 * 1024);
         for i in 0..20 {
-            rack.log.on_send(s(i * 1000), s(i * 1000 + 1000), t(i as u64));
+            rack.log
+                .on_send(s(i * 1000), s(i * 1000 + 1000), t(i as u64));
         }
         rack.reordering_seen = true;
         rack.reo_wnd_mult = 4;
@@ -687,7 +688,12 @@ mod tests {
         assert_eq!(rack.log.split_limit, fresh.log.split_limit);
         assert_eq!(
             (rack.latest, rack.fack, rack.reordering_seen, rack.probe_due),
-            (fresh.latest, fresh.fack, fresh.reordering_seen, fresh.probe_due)
+            (
+                fresh.latest,
+                fresh.fack,
+                fresh.reordering_seen,
+                fresh.probe_due
+            )
         );
         assert_eq!(
             (rack.reo_wnd_mult, rack.reo_wnd_persist, rack.reorder_extent),
