@@ -574,16 +574,7 @@ impl Conn {
         if snd.high_rxt < ack {
             snd.high_rxt = ack;
         }
-        // RTT: RFC 7323 §4.1 RTTM from TSecr, else the Karn-filtered sampler.
-        let sample = match seg.options.timestamps {
-            Some((_, tsecr)) if timestamps && tsecr != 0 => Some(Duration::from_millis(u64::from(
-                tsval(now).wrapping_sub(tsecr),
-            ))),
-            _ => snd
-                .loss
-                .allocated_mut()
-                .and_then(|l| l.sampler.on_ack(ack, now)),
-        };
+        let sample = ack_rtt_sample(snd, seg, timestamps, now);
         // `TcpConfig::cwnd_growth_newly_delivered`: what the ACK delivered that no SACK
         // or duplicate ACK reported before.
         let grow = if ctx.shared.config.cwnd_growth_newly_delivered {
@@ -1034,6 +1025,25 @@ fn rate_sample(
         snd.outstanding()
     };
     snd.cc.on_rate_sample(now, &sample, in_flight);
+}
+
+/// The RTT sample of an ACK that advanced SND.UNA: RFC 7323 §4.1 RTTM from its TSecr,
+/// else the Karn-filtered sampler's.
+fn ack_rtt_sample(
+    snd: &mut Snd,
+    seg: &Repr<'_>,
+    timestamps: bool,
+    now: Instant,
+) -> Option<Duration> {
+    match seg.options.timestamps {
+        Some((_, tsecr)) if timestamps && tsecr != 0 => Some(Duration::from_millis(u64::from(
+            tsval(now).wrapping_sub(tsecr),
+        ))),
+        _ => snd
+            .loss
+            .allocated_mut()
+            .and_then(|l| l.sampler.on_ack(SeqNumber(seg.ack), now)),
+    }
 }
 
 /// Linux's `tcp_incr_quickack`: segments to acknowledge at once, the receive window
