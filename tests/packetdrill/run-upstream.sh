@@ -24,8 +24,13 @@ shim=${1:-$repo/target/release/libimpnet_packetdrill.so}
 packetdrill=$checkout/gtests/net/packetdrill/packetdrill
 tcp=$checkout/gtests/net/tcp
 [ -x "$packetdrill" ] || { echo "no packetdrill binary at $packetdrill (build it: ./configure && make)" >&2; exit 2; }
-[ -f "$shim" ] || { echo "no shim at $shim (cargo build --release -p impnet-packetdrill)" >&2; exit 2; }
-shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
+if [ "$shim" = linux ]; then
+    shim_args=()
+else
+    [ -f "$shim" ] || { echo "no shim at $shim (cargo build --release -p impnet-packetdrill)" >&2; exit 2; }
+    shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
+    shim_args=(--so_filename="$shim")
+fi
 if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
 # sysctls=on: the shim reads the Fast Open and timestamp sysctls the scripts set in
 # their namespace. TFO_COOKIE: the cookie Linux (and imp) gives packetdrill's remote
@@ -38,6 +43,9 @@ ipv6) address=(--ip_version=ipv6 --local_ip=fd3d:fa7b:d17d::2 -D TFO_COOKIE=465a
         -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR); so_flags="mtu=1520 sysctls=on" ;;
 *) echo "IP_VERSION must be ipv4 or ipv6" >&2; exit 2 ;;
 esac
+# The kernel's own run on the same 1520-byte link in IPv6 mode (packetdrill's --mtu).
+linux_mtu=
+[ "${IP_VERSION:-ipv4}" = ipv6 ] && linux_mtu=--mtu=1520
 dirs=("$@")
 [ ${#dirs[@]} -eq 0 ] && mapfile -t dirs < <(cd "$tcp" && ls -d */ | tr -d / | grep -v '^common$')
 
@@ -59,12 +67,22 @@ for dir in "${dirs[@]}"; do
                 case $arg in --local_ip=*) ;; *) args+=("$arg") ;; esac
             done
         fi
-        out=$(cd "$(dirname "$script")" && timeout 120 "${unshare[@]}" sh -c '
-            { ip link add tun0 type dummy || ip tuntap add dev tun0 mode tun; } 2>/dev/null
-            ip link set tun0 up 2>/dev/null
-            script=$1; shift
-            exec "$0" "$@" "$script" 2>&1' \
-            "$packetdrill" "$(basename "$script")" --so_filename="$shim" ${args[@]+"${args[@]}"} --so_flags="$flags" 2>&1)
+        if [ "$shim" = linux ]; then
+            # The kernel under test: packetdrill makes its own tun0; the namespace's
+            # loopback up, as on a booted machine.
+            out=$(cd "$(dirname "$script")" && timeout 120 "${unshare[@]}" sh -c '
+                ip link set lo up
+                script=$1; shift
+                exec "$0" "$@" "$script" 2>&1' \
+                "$packetdrill" "$(basename "$script")" ${args[@]+"${args[@]}"} $linux_mtu 2>&1)
+        else
+            out=$(cd "$(dirname "$script")" && timeout 120 "${unshare[@]}" sh -c '
+                { ip link add tun0 type dummy || ip tuntap add dev tun0 mode tun; } 2>/dev/null
+                ip link set tun0 up 2>/dev/null
+                script=$1; shift
+                exec "$0" "$@" "$script" 2>&1' \
+                "$packetdrill" "$(basename "$script")" "${shim_args[@]}" ${args[@]+"${args[@]}"} --so_flags="$flags" 2>&1)
+        fi
         rc=$?
         total[$dir]=$((total[$dir] + 1))
         if [ $rc -eq 0 ]; then
