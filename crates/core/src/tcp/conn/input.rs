@@ -859,7 +859,7 @@ impl Conn {
         // see the same value, so it is our `snd_mss`.
         let rcv_mss = self.opts.snd_mss();
         // Linux's `tcp_in_quickack_mode`: no quick ACK in interactive mode.
-        let quick = self.quick_ack(ctx, window / (2 * rcv_mss)) && !self.interactive;
+        let quick = self.quick_ack(ctx, window, rcv_mss) && !self.interactive;
         // RFC 9293 §3.8.6.3 (RFC 1122 §4.2.3.2): "An ACK SHOULD be generated for at
         // least every second full-sized segment or 2*RMSS bytes of new data (where
         // RMSS is the MSS specified by the TCP endpoint receiving the segments to be
@@ -885,11 +885,11 @@ impl Conn {
 
     /// Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`): at the
     /// first data of a connection and after the receive side was idle longer than the
-    /// RTO, the next segments are acknowledged at once (at most `window_segments`, the
-    /// receive window over 2*RMSS, at least 2, at most [`TcpConfig::quick_acks`](crate::tcp::TcpConfig::quick_acks)), so a
+    /// RTO, the next segments are acknowledged at once (at most the receive `window`
+    /// over 2*RMSS (`rcv_mss`), worked out only then, at least 2, at most [`TcpConfig::quick_acks`](crate::tcp::TcpConfig::quick_acks)), so a
     /// sender in slow start is not clocked by our delayed-ACK timer. Returns whether
     /// this segment is one of them.
-    fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window_segments: usize) -> bool {
+    fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window: usize, rcv_mss: usize) -> bool {
         let now = ctx.now;
         let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
         let idle = self
@@ -897,7 +897,7 @@ impl Conn {
             .is_none_or(|at| now.saturating_duration_since(at) > rto);
         self.last_data_at = Some(now);
         if idle {
-            self.quick_acks = quick_ack_quota(window_segments, ctx.shared.config.quick_acks);
+            self.quick_acks = quick_ack_quota(window / (2 * rcv_mss), ctx.shared.config.quick_acks);
         }
         if self.quick_acks == 0 {
             return false;
