@@ -21,7 +21,14 @@ use super::w8_path::CellPath;
 use super::w8_sim::{self, SimReport};
 
 /// The congestion controls compared: imp's name, the kernel's.
-const PAIRS: [(&str, &str); 3] = [("newreno", "reno"), ("cubic", "cubic"), ("bbr", "bbr")];
+/// imp has two BBRs: `bbr` (the v3 draft) and `bbr1` (Linux's mainline `bbr`, BBRv1), both set
+/// beside the kernel's `bbr`, so the like-for-like pair is `bbr1`.
+const PAIRS: [(&str, &str); 4] = [
+    ("newreno", "reno"),
+    ("cubic", "cubic"),
+    ("bbr", "bbr"),
+    ("bbr1", "bbr"),
+];
 
 /// Which cells to run and for how long.
 #[derive(Debug, Clone)]

@@ -191,6 +191,7 @@ const VALUES: &[&str] = &[
     "off",
     "newreno",
     "bbr",
+    "bbr1",
     "reno",
     // Impairments.
     "loss=0.1",

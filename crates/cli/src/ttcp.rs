@@ -186,7 +186,7 @@ pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
     bulk.receiver_tcp.recv_buffer = to_usize(args.rcvbuf, "rcvbuf")?;
     bulk.sender_tcp.congestion = CcAlgorithm::from_name(&args.cc).ok_or_else(|| {
         format!(
-            "--cc {}: unknown congestion control (imp has: newreno, cubic, vegas, bbr)",
+            "--cc {}: unknown congestion control (imp has: newreno, cubic, vegas, bbr, bbr1)",
             args.cc
         )
     })?;

@@ -63,6 +63,7 @@
 //! no recovery follows (nothing was lost), so the next ACKs call `on_ack`.
 
 pub mod bbr;
+pub mod bbr1;
 pub mod cubic;
 pub mod hystart;
 pub mod newreno;
@@ -77,6 +78,7 @@ use crate::time::{Duration, Instant};
 
 pub use super::rate::RateSample;
 pub use bbr::Bbr;
+pub use bbr1::Bbr1;
 pub use cubic::Cubic;
 pub use newreno::NewReno;
 pub use usage::CwndUsage;
@@ -256,6 +258,9 @@ pub enum CcAlgorithm {
     Vegas,
     /// BBR (draft-ietf-ccwg-bbr, BBRv3): a model of the path's bandwidth and RTT, paced.
     Bbr,
+    /// BBRv1, as Linux's mainline `bbr` (`tcp_bbr.c`): the same model without v3's loss
+    /// and ECN bounds, for comparing with Linux like for like.
+    Bbr1,
 }
 
 impl CcAlgorithm {
@@ -304,6 +309,7 @@ impl CcAlgorithm {
             CcAlgorithm::Cubic => Box::new(Cubic::with_rules(mss, initial_window_segments, rules)),
             CcAlgorithm::Vegas => Box::new(Vegas::new(mss, initial_window_segments)),
             CcAlgorithm::Bbr => Box::new(Bbr::new(mss, initial_window_segments)),
+            CcAlgorithm::Bbr1 => Box::new(Bbr1::new(mss, initial_window_segments)),
         }
     }
 
@@ -314,6 +320,7 @@ impl CcAlgorithm {
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Vegas => "vegas",
             CcAlgorithm::Bbr => "bbr",
+            CcAlgorithm::Bbr1 => "bbr1",
         }
     }
 
@@ -324,6 +331,7 @@ impl CcAlgorithm {
             "cubic" => Some(CcAlgorithm::Cubic),
             "vegas" => Some(CcAlgorithm::Vegas),
             "bbr" => Some(CcAlgorithm::Bbr),
+            "bbr1" => Some(CcAlgorithm::Bbr1),
             _ => None,
         }
     }
@@ -464,7 +472,12 @@ mod tests {
         assert_eq!(cc.mss(), 1460);
         assert!(cc.in_slow_start());
         assert_eq!(CcAlgorithm::from_name("bbr9"), None);
-        for algorithm in [CcAlgorithm::Cubic, CcAlgorithm::Vegas, CcAlgorithm::Bbr] {
+        for algorithm in [
+            CcAlgorithm::Cubic,
+            CcAlgorithm::Vegas,
+            CcAlgorithm::Bbr,
+            CcAlgorithm::Bbr1,
+        ] {
             assert_eq!(CcAlgorithm::from_name(algorithm.name()), Some(algorithm));
             let cc = algorithm.build_with_initial_window(1000, 4);
             assert_eq!((cc.name(), cc.cwnd()), (algorithm.name(), 4000));
@@ -481,6 +494,7 @@ mod tests {
             CcAlgorithm::Cubic,
             CcAlgorithm::Vegas,
             CcAlgorithm::Bbr,
+            CcAlgorithm::Bbr1,
         ] {
             let mut boxed = algorithm.build_with_initial_window(1000, 4);
             let mut inline = Controller::new(algorithm, 1000, 4, WindowRules::default());
