@@ -80,15 +80,11 @@ pub struct RttEstimator {
     rttvar: Duration,
     /// The smallest sample seen ([`NO_SAMPLE`] before the first).
     min_rtt: Duration,
-    /// RTO before backoff, within the [`RtoBounds`].
+    /// RTO before backoff, within the [`RtoBounds`]. The backoff (the times the timer
+    /// was backed off since the last sample or reset: the RTO is `rto * 2^backoff`,
+    /// capped at the bounds' `max`) is the caller's: only a connection that met a
+    /// timeout has one, and it keeps it out of line (8 bytes less per connection).
     rto: Duration,
-    /// Times the timer has been backed off since the last sample or reset (the RTO is
-    /// `rto * 2^backoff`, capped at the bounds' `max`).
-    backoff: u32,
-    /// Segments the connection retransmitted, saturating (for `TcpInfo`, as Linux's
-    /// `tcpi_total_retrans`): here, beside `backoff`, it fills what would be padding
-    /// (8 bytes less per connection than a field of its own).
-    retransmits: u32,
 }
 
 impl RttEstimator {
@@ -105,24 +101,10 @@ impl RttEstimator {
             rttvar: Duration::ZERO,
             min_rtt: NO_SAMPLE,
             rto: bounds.clamp(initial_rto),
-            backoff: 0,
-            retransmits: 0,
         }
     }
 
-    /// One more segment retransmitted.
-    #[inline]
-    pub fn count_retransmit(&mut self) {
-        self.retransmits = self.retransmits.saturating_add(1);
-    }
-
-    /// Segments retransmitted so far (saturating).
-    #[inline]
-    pub fn retransmits(&self) -> u32 {
-        self.retransmits
-    }
-
-    /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). Also clears the backoff: a
+    /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). The caller clears the backoff: a
     /// valid sample means the path answers again.
     pub fn sample(&mut self, rtt: Duration, bounds: RtoBounds) {
         let (srtt, rttvar) = match sampled(self.srtt) {
@@ -151,7 +133,6 @@ impl RttEstimator {
         self.srtt = srtt;
         self.min_rtt = self.min_rtt.min(rtt);
         self.rto = bounds.rto(srtt, self.rttvar);
-        self.backoff = 0;
     }
 
     /// Starts from another connection's estimates (RFC 9040 §4.2 Table 3: "RTT <-
@@ -161,7 +142,6 @@ impl RttEstimator {
         self.srtt = srtt;
         self.rttvar = rttvar;
         self.rto = bounds.rto(srtt, rttvar);
-        self.backoff = 0;
     }
 
     /// The retransmission timeout before backoff.
@@ -169,34 +149,28 @@ impl RttEstimator {
         self.rto
     }
 
-    /// The retransmission timeout to arm now, backoff included, at most `max_rto` (the
-    /// bounds' `max`).
+    /// The retransmission timeout to arm now after `backoff` backoffs, at most
+    /// `max_rto` (the bounds' `max`).
     #[inline]
-    pub fn rto(&self, max_rto: Duration) -> Duration {
-        if self.backoff == 0 {
+    pub fn rto(&self, backoff: u32, max_rto: Duration) -> Duration {
+        if backoff == 0 {
             // The common case, without the shift and the saturating multiply.
             return self.rto.min(max_rto);
         }
-        let factor = 1u64.checked_shl(self.backoff).unwrap_or(u64::MAX);
+        let factor = 1u64.checked_shl(backoff).unwrap_or(u64::MAX);
         self.rto.saturating_mul(factor).min(max_rto)
     }
 
     /// The timer expired: RFC 6298 §5.5 "The host MUST set RTO <- RTO * 2 ("back off
-    /// the timer")." The result is capped at `max_rto` (the bounds' `max`).
-    pub fn backoff(&mut self, max_rto: Duration) {
-        if self.rto(max_rto) < max_rto {
-            self.backoff += 1;
+    /// the timer")." The backoff after `backoff` (one more, unless the RTO already
+    /// reached `max_rto`, the bounds' `max`). A sample, a seed or progress sets it back
+    /// to 0 (the caller's part).
+    pub fn backed_off(&self, backoff: u32, max_rto: Duration) -> u32 {
+        if self.rto(backoff, max_rto) < max_rto {
+            backoff + 1
+        } else {
+            backoff
         }
-    }
-
-    /// Forget the backoff (the RTO returns to the estimate).
-    pub fn reset_backoff(&mut self) {
-        self.backoff = 0;
-    }
-
-    /// How many times the timer has been backed off since the last sample or reset.
-    pub fn backoff_count(&self) -> u32 {
-        self.backoff
     }
 
     /// SRTT, `None` before the first sample.
@@ -341,7 +315,7 @@ mod tests {
         let b = RtoBounds::new(ms(300), ms(100), RtoFloor::Rto);
         assert_eq!((b.min, b.max), (ms(300), ms(300)));
         let e = RttEstimator::new(ms(50), b);
-        assert_eq!(e.rto(b.max), ms(300));
+        assert_eq!(e.rto(0, b.max), ms(300));
     }
 
     #[test]
@@ -361,23 +335,23 @@ mod tests {
             lx.sample(ms(100), linux);
         }
         assert_eq!(rfc.rttvar(), Duration::from_micros(37_500));
-        assert_eq!(rfc.rto(MAX), ms(250));
-        assert_eq!(lx.rto(MAX), ms(300));
+        assert_eq!(rfc.rto(0, MAX), ms(250));
+        assert_eq!(lx.rto(0, MAX), ms(300));
         // A large variance is the same either way.
         rfc.sample(ms(900), BOUNDS);
         lx.sample(ms(900), linux);
-        assert_eq!(rfc.rto(MAX), lx.rto(MAX));
+        assert_eq!(rfc.rto(0, MAX), lx.rto(0, MAX));
         // Seeded from a shared block (RFC 9040) the same rule holds.
         lx.seed(ms(10), ms(1), linux);
-        assert_eq!(lx.rto(MAX), ms(210));
+        assert_eq!(lx.rto(0, MAX), ms(210));
         rfc.seed(ms(10), ms(1), BOUNDS);
-        assert_eq!(rfc.rto(MAX), ms(200));
+        assert_eq!(rfc.rto(0, MAX), ms(200));
     }
 
     #[test]
     fn initial_rto_before_samples() {
         let e = estimator();
-        assert_eq!(e.rto(MAX), Duration::from_secs(1));
+        assert_eq!(e.rto(0, MAX), Duration::from_secs(1));
         assert_eq!(e.srtt(), None);
         assert_eq!(e.rttvar(), Duration::ZERO);
         assert_eq!(e.min_rtt(), None);
@@ -389,12 +363,12 @@ mod tests {
         e.sample(ms(100), BOUNDS);
         assert_eq!(e.srtt(), Some(ms(100)));
         assert_eq!(e.rttvar(), ms(50));
-        assert_eq!(e.rto(MAX), ms(300)); // 100 + 4 * 50
+        assert_eq!(e.rto(0, MAX), ms(300)); // 100 + 4 * 50
         e.sample(ms(200), BOUNDS);
         // RTTVAR = 3/4 * 50 + 1/4 * |100 - 200| = 62.5; SRTT = 7/8 * 100 + 1/8 * 200 = 112.5
         assert_eq!(e.rttvar(), Duration::from_micros(62_500));
         assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
-        assert_eq!(e.rto(MAX), Duration::from_micros(362_500));
+        assert_eq!(e.rto(0, MAX), Duration::from_micros(362_500));
         assert_eq!(e.min_rtt(), Some(ms(100)));
         e.sample(ms(40), BOUNDS);
         assert_eq!(e.min_rtt(), Some(ms(40)));
@@ -408,32 +382,28 @@ mod tests {
             e.sample(Duration::from_micros(10), no_floor);
         }
         // RTTVAR decays towards 0; G = 1 ms keeps the RTO above SRTT.
-        assert!(e.rto(MAX) >= CLOCK_GRANULARITY);
+        assert!(e.rto(0, MAX) >= CLOCK_GRANULARITY);
         let mut e = estimator();
         e.sample(ms(1), BOUNDS);
-        assert_eq!(e.rto(MAX), ms(200));
+        assert_eq!(e.rto(0, MAX), ms(200));
         e.sample(Duration::from_secs(100), BOUNDS);
-        assert_eq!(e.rto(MAX), Duration::from_secs(60));
+        assert_eq!(e.rto(0, MAX), Duration::from_secs(60));
     }
 
     #[test]
-    fn backoff_doubles_up_to_max_and_resets() {
+    fn backoff_doubles_up_to_max() {
         let mut e = estimator();
         e.sample(ms(100), BOUNDS);
-        e.backoff(MAX);
-        assert_eq!(e.rto(MAX), ms(600));
-        e.backoff(MAX);
-        assert_eq!(e.rto(MAX), ms(1200));
+        let mut backoff = e.backed_off(0, MAX);
+        assert_eq!(e.rto(backoff, MAX), ms(600));
+        backoff = e.backed_off(backoff, MAX);
+        assert_eq!(e.rto(backoff, MAX), ms(1200));
         for _ in 0..200 {
-            e.backoff(MAX);
+            backoff = e.backed_off(backoff, MAX);
         }
-        assert_eq!(e.rto(MAX), Duration::from_secs(60));
-        assert!(e.backoff_count() < 10);
-        e.reset_backoff();
-        assert_eq!(e.rto(MAX), ms(300));
-        e.backoff(MAX);
-        e.sample(ms(100), BOUNDS);
-        assert_eq!(e.backoff_count(), 0);
+        assert_eq!(e.rto(backoff, MAX), Duration::from_secs(60));
+        assert!(backoff < 10);
+        assert_eq!(e.rto(0, MAX), ms(300));
     }
 
     #[test]
@@ -442,9 +412,9 @@ mod tests {
         let mut e = RttEstimator::new(Duration::from_secs(1), bounds);
         e.sample(Duration::MAX, bounds);
         e.sample(Duration::MAX, bounds);
-        assert_eq!(e.rto(bounds.max), Duration::MAX);
-        e.backoff(bounds.max);
-        assert_eq!(e.rto(bounds.max), Duration::MAX);
+        assert_eq!(e.rto(0, bounds.max), Duration::MAX);
+        let backoff = e.backed_off(0, bounds.max);
+        assert_eq!(e.rto(backoff, bounds.max), Duration::MAX);
     }
 
     #[test]

@@ -22,21 +22,22 @@ impl Conn {
         if !self.opts.ecn || matches!(self.state, State::SynSent(_)) || seg.flags.syn() {
             return;
         }
-        if seg.flags.contains(Flags::CWR) {
-            self.ecn.echo = false;
+        // The state changes only from its default on: a connection that never saw a CE
+        // mark keeps no cold part for it.
+        let state = self.ecn();
+        if seg.flags.contains(Flags::CWR) && state.echo {
+            self.ecn_mut().echo = false;
         }
         // §6.1.5: "the TCP data receiver SHOULD ignore the CE codepoint on out-of-window
         // packets" (a spoofed one would halve the sender's window).
         let ce = ecn == Ecn::Ce && self.in_window(seg);
         if ce {
             ctx.shared.stats.ecn_ce_received += 1;
-            self.ecn.echo = true;
+            self.ecn_mut().echo = true;
         }
-        if !seg.payload.is_empty() {
-            if ce != self.ecn.last_ce {
-                self.ack = AckState::Now;
-            }
-            self.ecn.last_ce = ce;
+        if !seg.payload.is_empty() && ce != state.last_ce {
+            self.ack = AckState::Now;
+            self.ecn_mut().last_ce = ce;
         }
     }
 
@@ -54,17 +55,18 @@ impl Conn {
             return;
         }
         ctx.shared.stats.ecn_ece_received += 1;
-        let ecn = &mut self.ecn;
+        let state = self.ecn();
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
-        if ecn.reduced && snd.snd_una <= ecn.reduced_at {
+        if state.reduced && snd.snd_una <= state.reduced_at {
             return;
         }
         if snd.loss.in_repair() {
             return;
         }
         snd.cc.on_ecn(ctx.now, snd.outstanding());
+        let ecn = &mut self.cold.get_or_insert_with(Default::default).ecn;
         ecn.reduced = true;
         ecn.reduced_at = snd.snd_max;
         // "the TCP sender sets the CWR flag in the TCP header of the first new data
@@ -90,7 +92,8 @@ impl Conn {
             return (Flags::NONE, Ecn::NotEct);
         }
         let mut flags = Flags::NONE;
-        if ack_bit && self.ecn.echo {
+        let state = self.ecn();
+        if ack_bit && state.echo {
             flags = flags | Flags::ECE;
             stats.ecn_ece_sent += 1;
         }
@@ -104,8 +107,8 @@ impl Conn {
         if !new_data {
             return (flags, Ecn::NotEct);
         }
-        if self.ecn.cwr_due {
-            self.ecn.cwr_due = false;
+        if state.cwr_due {
+            self.ecn_mut().cwr_due = false;
             flags = flags | Flags::CWR;
             stats.ecn_cwr_sent += 1;
         }

@@ -28,7 +28,9 @@ impl Conn {
                 self.enter_closed(ctx, Some(error));
             }
             // RFC 5461: an open connection does not die of an ICMP error.
-            IcmpNotice::Hard(error) | IcmpNotice::Soft(error) => self.soft_error = Some(error),
+            IcmpNotice::Hard(error) | IcmpNotice::Soft(error) => {
+                self.cold.get_or_insert_with(Default::default).soft_error = Some(error)
+            }
         }
         true
     }

@@ -4,7 +4,7 @@
 use impnet_wire::tcp::Repr;
 
 use super::recovery::{AckBefore, enter_recovery};
-use super::{Conn, Ctx, Owner, new_snd};
+use super::{Conn, Ctx, Owner, clear_backoff, new_snd};
 use crate::tcp::buffer::{RecvBuffer, SendBuffer};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
@@ -169,7 +169,7 @@ impl Conn {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
         self.clear_retries();
-        self.rtt.reset_backoff();
+        self.reset_backoff();
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
         self.restart_keepalive(&ctx.shared.config, ctx.now);
@@ -624,6 +624,7 @@ impl Conn {
         let outstanding = snd.outstanding();
         if let Some(rtt) = sample {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
+            clear_backoff(&mut self.cold);
         }
         self.clear_retries();
         // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
@@ -635,7 +636,7 @@ impl Conn {
         } else {
             self.timers.set(
                 Timer::Retransmit,
-                now + self.rtt.rto(ctx.shared.config.rto_bounds().max),
+                now + self.rto(ctx.shared.config.rto_bounds().max),
             );
             if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
                 self.timers.set(Timer::UserTimeout, now + timeout);
@@ -891,7 +892,7 @@ impl Conn {
     /// this segment is one of them.
     fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window: usize, rcv_mss: usize) -> bool {
         let now = ctx.now;
-        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
+        let rto = self.rto(ctx.shared.config.rto_bounds().max);
         let idle = self
             .last_data_at
             .is_none_or(|at| now.saturating_duration_since(at) > rto);

@@ -232,7 +232,7 @@ pub(crate) enum Cork {
 }
 
 /// What few connections ever use, kept behind one pointer made on first use (an idle or
-/// simple connection holds none: 64 bytes less each).
+/// simple connection holds none: 73 bytes less each).
 #[derive(Debug, Default)]
 pub(crate) struct Cold {
     /// Data received and acknowledged but not yet read when the connection closed
@@ -267,6 +267,19 @@ pub(crate) struct Cold {
     /// through [`Conn::cork`]): here, as only a connection the application corks has
     /// one on.
     pub cork: Cork,
+    /// ECN echo and reduction state (used when `opts.ecn`, `ecn.rs`): here, as it only
+    /// leaves its default once a CE mark arrives or an ECE cuts the window.
+    pub ecn: EcnState,
+    /// The last soft ICMP error about this connection (RFC 1122 §4.2.3.9): shown in
+    /// `TcpInfo`, and the error a timeout reports (read through [`Conn::soft_error`]).
+    pub soft_error: Option<TcpError>,
+    /// Times the retransmission timer was backed off (RFC 6298 §5.5) since the last
+    /// RTT sample, seed or handshake ([`RttEstimator::rto`]; read through
+    /// [`Conn::rto`]): here, as only a connection that met a timeout has any.
+    pub backoff: u32,
+    /// Segments the connection retransmitted, saturating (for `TcpInfo`, as Linux's
+    /// `tcpi_total_retrans`): here, as only a connection that lost or probed has any.
+    pub retransmits: u32,
 }
 
 impl Cold {
@@ -305,6 +318,22 @@ fn window_limited(snd: &Snd, mss: usize) -> bool {
     room < unsent.min(mss)
 }
 
+/// The RTO backoff of a connection's `cold` state ([`Cold::backoff`], where the
+/// connection is borrowed in part).
+#[inline]
+pub(crate) fn backoff_of(cold: Option<&alloc::boxed::Box<Cold>>) -> u32 {
+    cold.map_or(0, |cold| cold.backoff)
+}
+
+/// Set the RTO backoff of a connection's `cold` state back to 0 (nothing to do while
+/// there is none).
+#[inline]
+pub(crate) fn clear_backoff(cold: &mut Option<alloc::boxed::Box<Cold>>) {
+    if let Some(cold) = cold {
+        cold.backoff = 0;
+    }
+}
+
 /// The cork of a connection's `cold` state ([`Conn::cork`], where the connection is
 /// borrowed in part).
 #[inline]
@@ -329,8 +358,6 @@ pub(crate) struct Conn {
     pub owner: Owner,
     /// What we owe in ACKs.
     pub ack: AckState,
-    /// ECN echo and reduction state (used when `opts.ecn`).
-    pub ecn: EcnState,
     /// Nagle off.
     pub nodelay: bool,
     /// More data follows what is written now (Linux's MSG_MORE): a write does not move
@@ -354,9 +381,6 @@ pub(crate) struct Conn {
     pub interactive: bool,
     /// A probe to send at the next chance.
     pub probe: Option<Probe>,
-    /// The last soft ICMP error about this connection (RFC 1122 §4.2.3.9): shown in
-    /// `TcpInfo`, and the error a timeout reports.
-    pub soft_error: Option<TcpError>,
     /// In the `Tcp`'s output queue.
     pub queued: bool,
     /// The deadline registered in the `Tcp`'s timer set.
@@ -409,6 +433,38 @@ impl Conn {
     pub fn cork(&self) -> Cork {
         cork_of(self.cold.as_ref())
     }
+    /// The retransmission timeout to arm now, backoff included, at most `max_rto`.
+    #[inline]
+    pub fn rto(&self, max_rto: crate::time::Duration) -> crate::time::Duration {
+        self.rtt.rto(backoff_of(self.cold.as_ref()), max_rto)
+    }
+    /// A valid RTT sample, a seed or the handshake: the path answers, the backoff
+    /// starts again (RFC 6298 §5.7 resets it on a new sample).
+    #[inline]
+    pub fn reset_backoff(&mut self) {
+        clear_backoff(&mut self.cold);
+    }
+    /// One more segment retransmitted ([`Cold::retransmits`]).
+    fn count_retransmit(cold: &mut Option<alloc::boxed::Box<Cold>>) {
+        let cold = cold.get_or_insert_with(Default::default);
+        cold.retransmits = cold.retransmits.saturating_add(1);
+    }
+    /// The last soft ICMP error (RFC 1122 §4.2.3.9, [`Cold::soft_error`]).
+    #[inline]
+    pub fn soft_error(&self) -> Option<TcpError> {
+        self.cold.as_ref().and_then(|cold| cold.soft_error)
+    }
+    /// The ECN state ([`Cold::ecn`]; the default while there is no cold part).
+    #[inline]
+    pub fn ecn(&self) -> EcnState {
+        self.cold
+            .as_ref()
+            .map_or_else(EcnState::default, |cold| cold.ecn)
+    }
+    /// The ECN state, to change (the cold part is made if needed).
+    pub fn ecn_mut(&mut self) -> &mut EcnState {
+        &mut self.cold.get_or_insert_with(Default::default).ecn
+    }
     /// The cork, to change.
     fn cork_mut(&mut self) -> &mut Cork {
         &mut self.cold.get_or_insert_with(Default::default).cork
@@ -452,7 +508,6 @@ impl Conn {
             opts,
             owner: Owner::User,
             ack: AckState::Idle,
-            ecn: EcnState::default(),
             nodelay: config.nodelay,
             more: false,
             more_held: false,
@@ -460,7 +515,6 @@ impl Conn {
             last_data_at: None,
             interactive: false,
             probe: None,
-            soft_error: None,
             queued: false,
             scheduled: None,
             in_demux: true,
@@ -852,10 +906,10 @@ impl Conn {
             ssthresh: snd.map_or(0, |s| s.cc.ssthresh().min(u32::MAX as usize) as u32),
             srtt: self.rtt.srtt(),
             rttvar: self.rtt.rttvar(),
-            rto: self.rtt.rto(config.rto_bounds().max),
+            rto: self.rto(config.rto_bounds().max),
             bytes_in_flight: snd.map_or(0, |s| s.outstanding() as u32),
             bytes_queued: snd.map_or(0, |s| s.buffer.len() as u32),
-            retransmits: u64::from(self.rtt.retransmits()),
+            retransmits: u64::from(self.cold.as_ref().map_or(0, |cold| cold.retransmits)),
             sacked: snd.map_or(0, |s| s.scoreboard.sacked_bytes() as u32),
             in_recovery: snd.is_some_and(|s| s.loss.in_recovery()),
             lost: snd.map_or(0, |s| {
@@ -874,7 +928,7 @@ impl Conn {
                 .as_ref()
                 .map_or_else(Default::default, |cold| cold.chronograph),
             snd_mss: self.opts.snd_mss() as u16,
-            soft_error: self.soft_error,
+            soft_error: self.soft_error(),
             path_mtu: (self.opts.path_mss != u16::MAX).then(|| self.opts.path_mss + 40),
             rcv_wnd,
             snd_wnd: snd.map_or(0, |s| s.snd_wnd),
@@ -1013,7 +1067,7 @@ impl Conn {
             ctx.shared.reset(reset);
         }
         // RFC 1122 §4.2.3.9: a soft ICMP error seen on the way is the better report.
-        let error = self.soft_error.unwrap_or(TcpError::TimedOut);
+        let error = self.soft_error().unwrap_or(TcpError::TimedOut);
         if error != TcpError::TimedOut {
             ctx.shared.stats.timed_out += 1;
         }
@@ -1040,7 +1094,10 @@ impl Conn {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
-        self.rtt.backoff(ctx.shared.config.rto_bounds().max);
+        let cold = self.cold.get_or_insert_with(Default::default);
+        cold.backoff = self
+            .rtt
+            .backed_off(cold.backoff, ctx.shared.config.rto_bounds().max);
         if let State::SynSent(_) = self.state {
             self.fast_open_timed_out(ctx);
         }

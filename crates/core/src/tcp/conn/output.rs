@@ -3,7 +3,7 @@
 use impnet_wire::tcp::{FastOpenCookie, Flags, Options, PlainHeader, Repr};
 
 use super::recovery::{pipe, recovery_room};
-use super::{Cold, Conn, Cork, Ctx, Negotiated, Probe, cork_of, record_end_after};
+use super::{Cold, Conn, Cork, Ctx, Negotiated, Probe, backoff_of, cork_of, record_end_after};
 use crate::tcp::buffer::Slices;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::segment::{Fill, tsval, write_plain_segment, write_segment};
@@ -208,7 +208,9 @@ impl Conn {
             return Some(plan);
         }
         let (rtt, config) = (&self.rtt, &ctx.shared.config);
-        restart_after_idle(snd, ctx.now, || rtt.rto(config.rto_bounds().max));
+        restart_after_idle(snd, ctx.now, || {
+            rtt.rto(backoff_of(cold), config.rto_bounds().max)
+        });
         skip_recent_after_rto(snd, ctx.now, self.rtt.srtt(), opts.snd_mss());
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
@@ -251,7 +253,10 @@ impl Conn {
             let backoff = 1u64 << snd.probe_count.min(16);
             let delay = self
                 .rtt
-                .rto(ctx.shared.config.rto_bounds().max)
+                .rto(
+                    backoff_of(self.cold.as_ref()),
+                    ctx.shared.config.rto_bounds().max,
+                )
                 .saturating_mul(backoff)
                 .min(ctx.shared.config.max_rto);
             self.timers.set(Timer::Persist, ctx.now + delay);
@@ -544,7 +549,7 @@ impl Conn {
                 }
                 if again {
                     ctx.shared.stats.retransmitted += 1;
-                    self.rtt.count_retransmit();
+                    Conn::count_retransmit(&mut self.cold);
                     if let Some(loss) = snd.loss.allocated_mut() {
                         loss.sampler.on_retransmit();
                     }
@@ -584,7 +589,7 @@ impl Conn {
         if !self.timers.is_set(Timer::Retransmit) {
             self.timers.set(
                 Timer::Retransmit,
-                now + self.rtt.rto(ctx.shared.config.rto_bounds().max),
+                now + self.rto(ctx.shared.config.rto_bounds().max),
             );
         }
         if let Some(timeout) = self.user_timeout(&ctx.shared.config) {

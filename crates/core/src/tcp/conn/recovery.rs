@@ -156,7 +156,7 @@ impl Conn {
     /// Retransmit the last segment". The probe goes even if cwnd is full.
     pub(super) fn on_probe_timeout(&mut self, ctx: &mut Ctx<'_>) {
         let mss = self.opts.snd_mss();
-        let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
+        let rto = self.rto(ctx.shared.config.rto_bounds().max);
         let lone_fin_as_linux = ctx.shared.config.lone_fin_as_linux;
         let Some(snd) = self.state.snd_mut() else {
             return;
@@ -254,7 +254,7 @@ impl Conn {
             ctx.shared.stats.tlp_probes += 1;
             // §7.3: "the sender MUST rearm the RTO timer, not the PTO timer".
             self.timers.stop(Timer::LossProbe);
-            let rto = self.rtt.rto(ctx.shared.config.rto_bounds().max);
+            let rto = self.rto(ctx.shared.config.rto_bounds().max);
             self.timers.set(Timer::Retransmit, now + rto);
         } else if !again {
             let eligible = probe_eligible(snd);

@@ -1,7 +1,7 @@
 //! Temporal sharing on one connection (RFC 9040): what it leaves in the
 //! [`BlockCache`](crate::tcp::share::BlockCache) when it closes, and how a new one starts from it.
 
-use super::{Conn, Ctx};
+use super::{Conn, Ctx, clear_backoff};
 use crate::tcp::cc::{CongestionControl, Controller};
 use crate::tcp::share::Block;
 use crate::tcp::state::Snd;
@@ -58,6 +58,7 @@ impl Conn {
         };
         self.rtt
             .seed(block.srtt, block.rttvar, ctx.shared.config.rto_bounds());
+        clear_backoff(&mut self.cold);
         // The window in whole segments of this connection's MSS, rounded down: never
         // more than the old cwnd.
         let segments = (block.cwnd / mss.max(1)).max(config.initial_window as usize);
