@@ -60,7 +60,7 @@ fn tcp(b: u8) -> TcpConfig {
             CcAlgorithm::NewReno,
             CcAlgorithm::Cubic,
             CcAlgorithm::Vegas,
-            CcAlgorithm::NewReno,
+            CcAlgorithm::Bbr1,
         ][usize::from(b >> 4 & 3)],
         ..TcpConfig::default()
     }
