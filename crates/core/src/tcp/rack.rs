@@ -161,6 +161,14 @@ impl SentLog {
         }
     }
 
+    /// The RTT at `now` of the byte just below `ack` if it was sent once (RFC 6298 §3,
+    /// Karn): what a cumulative ACK to `ack` measures of the most recently sent data it
+    /// covers, as Linux's `ca_rtt_us` (read before the ACK is delivered to the log).
+    pub fn rtt_to(&self, ack: SeqNumber, now: Instant) -> Option<Duration> {
+        let run = self.runs.iter().find(|r| r.start < ack && ack <= r.end)?;
+        (!run.retransmitted).then(|| now.saturating_duration_since(run.xmit))
+    }
+
     /// Drop what lies below `snd_una` (cumulatively acknowledged).
     #[cfg(test)]
     pub fn on_cum_ack(&mut self, snd_una: SeqNumber) {
