@@ -567,6 +567,8 @@ pub struct TcpInfo {
     /// The largest extent of reordering seen, bytes: how far below the highest
     /// sequence number delivered a segment sent once was delivered (0: none seen).
     pub reordering: u32,
+    /// ACKs that showed reordering (Linux's `tcpi_reord_seen`; 0 without RACK).
+    pub reord_seen: u32,
     /// Segments delivered (Linux's `tcpi_delivered`): the SYN or SYN-ACK once
     /// acknowledged (with any data it carried), then the data acknowledged or SACKed,
     /// counted in pieces of `snd_mss` (a run of small segments acknowledged together

@@ -554,7 +554,10 @@ fn a_syn_with_data_too_big_for_the_path_goes_again_at_once_without_it() {
     let syn = e.deliver_to_server(10, true);
     assert_eq!(syn[0].payload.len(), 900);
     let too_big = IcmpNotice::PacketTooBig { mtu: 640 };
-    assert!(e.client.handle_icmp(ms(20), from, LOCAL, syn[0].seq, too_big));
+    assert!(
+        e.client
+            .handle_icmp(ms(20), from, LOCAL, syn[0].seq, too_big)
+    );
     let again = e.deliver_to_server(20, false);
     assert_eq!(again.len(), 1, "at once: {again:?}");
     assert_eq!(again[0].seq, syn[0].seq);

@@ -883,6 +883,7 @@ impl Conn {
                 s.rack().log.deemed_lost_bytes(repairing) as u32
             }),
             reordering: snd.map_or(0, |s| s.rack().reorder_extent),
+            reord_seen: snd.map_or(0, |s| s.rack().reord_seen),
             // Linux's `tcpi_delivered`: the SYN (or SYN-ACK) once acknowledged, then
             // the data; none known once the sending half is gone.
             delivered: snd.map_or(0, |s| {
