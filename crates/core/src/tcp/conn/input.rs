@@ -575,12 +575,7 @@ impl Conn {
             snd.high_rxt = ack;
         }
         let sample = ack_rtt_sample(snd, seg, timestamps, now);
-        // `TcpConfig::hystart_exit_at_once`: the controller (Linux's HyStart) takes a
-        // sample from every ACK, not only from the segment the estimator times.
-        let cc_sample = match sample {
-            None if ctx.shared.config.hystart_exit_at_once => snd.rack().log.rtt_to(ack, now),
-            sample => sample,
-        };
+        let cc_sample = cc_rtt_sample(snd, sample, ack, now, &ctx.shared.config);
         // `TcpConfig::cwnd_growth_newly_delivered`: what the ACK delivered that no SACK
         // or duplicate ACK reported before.
         let grow = if ctx.shared.config.cwnd_growth_newly_delivered {
@@ -1051,6 +1046,22 @@ fn ack_rtt_sample(
             .loss
             .allocated_mut()
             .and_then(|l| l.sampler.on_ack(SeqNumber(seg.ack), now)),
+    }
+}
+
+/// The RTT sample the congestion controller gets from an ACK to `ack`: the estimator's
+/// `sample`, or with `TcpConfig::hystart_exit_at_once` (Linux's HyStart) one from every
+/// ACK, from the sent log, not only from the segment the estimator times.
+fn cc_rtt_sample(
+    snd: &Snd,
+    sample: Option<Duration>,
+    ack: SeqNumber,
+    now: Instant,
+    config: &crate::tcp::TcpConfig,
+) -> Option<Duration> {
+    match sample {
+        None if config.hystart_exit_at_once => snd.rack().log.rtt_to(ack, now),
+        sample => sample,
     }
 }
 
