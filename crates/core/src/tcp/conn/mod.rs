@@ -689,13 +689,10 @@ impl Conn {
     /// bytes) keeps the push point where it was: the end of the data queued before it.
     fn move_push_point(&mut self, taken: usize) {
         self.more_held = self.more;
-        if let Some(snd) = self.state.snd() {
-            let start = snd.data_end() - taken;
-            if taken > snd.max_snd_wnd as usize / 2 {
-                self.cold.get_or_insert_with(Default::default).forced_from = Some(start);
-            } else if let Some(cold) = self.cold.as_mut() {
-                cold.forced_from = None;
-            }
+        // A write of a segment or less (the common small one) with no `Cold` has
+        // nothing to note: forced pushes within it count back from its end.
+        if self.cold.is_some() || taken > self.opts.snd_mss() {
+            self.note_forced_from(taken);
         }
         if !self.more {
             if let Some(cold) = self.cold.as_mut() {
@@ -706,6 +703,19 @@ impl Conn {
         if let Some(end) = self.state.snd().map(|snd| snd.data_end() - taken) {
             let cold = self.cold.get_or_insert_with(Default::default);
             cold.push_at.get_or_insert(end);
+        }
+    }
+
+    /// `Cold::forced_from` after a write of `taken` bytes: its start when it is longer
+    /// than half the largest window the peer offered, else none.
+    fn note_forced_from(&mut self, taken: usize) {
+        if let Some(snd) = self.state.snd() {
+            let start = snd.data_end() - taken;
+            if taken > snd.max_snd_wnd as usize / 2 {
+                self.cold.get_or_insert_with(Default::default).forced_from = Some(start);
+            } else if let Some(cold) = self.cold.as_mut() {
+                cold.forced_from = None;
+            }
         }
     }
 
