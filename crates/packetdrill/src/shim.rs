@@ -87,6 +87,9 @@ impl Shim {
             // (`tcp_slow_start`), CUBIC's ssthresh comes from cwnd, recovery ends with
             // cwnd = ssthresh (`tcp_end_cwnd_reduction`).
             abc_limit: None,
+            // Linux's HyStart leaves slow start at once on the delay signal, with an
+            // RTT sample from every ACK.
+            hystart_exit_at_once: true,
             cubic_ssthresh_from_cwnd: true,
             cwnd_ssthresh_after_recovery: true,
             // Linux delays the ACK of a reply to data just sent (`icsk_ack.pingpong`).

@@ -170,6 +170,7 @@ impl LinuxTcpInfo {
             // the reordering seen (`tcp_check_sack_reordering`).
             reordering: 3.max(info.reordering.div_ceil(mss)),
             lost: segments(info.lost),
+            reord_seen: info.reord_seen,
             notsent_bytes: info.bytes_queued.saturating_sub(info.bytes_in_flight),
             snd_wnd: info.snd_wnd,
             rcv_wnd: info.rcv_wnd,

@@ -202,6 +202,13 @@ pub struct TcpConfig {
     /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC: leave slow
     /// start when the RTT rises, before the bottleneck queue overflows (on by default).
     pub hystart: bool,
+    /// With `hystart`: leave slow start at once when the RTT rises (ssthresh = cwnd), as
+    /// Linux's CUBIC HyStart does (`hystart_update`), instead of RFC 9406's Conservative
+    /// Slow Start; the controller then also takes an RTT sample from every ACK that
+    /// acknowledges data sent once (Linux's `ca_rtt_us`, from the sent log's send
+    /// times) where imp's RTO estimator, without timestamps, times one segment per
+    /// round trip (RFC 6298 §3). Off by default; the packetdrill shim's setting.
+    pub hystart_exit_at_once: bool,
     /// RFC 3465's L in segments: the most one ACK grows cwnd by in slow start (default
     /// `Some(2)`, §2.2's largest; 1 after a timeout, §2.3). `None` grows it by
     /// everything the ACK acknowledged, as Linux's `tcp_slow_start` does (a stretch
@@ -300,6 +307,7 @@ impl TcpConfig {
     pub(crate) fn window_rules(&self) -> cc::WindowRules {
         cc::WindowRules {
             hystart: self.hystart,
+            hystart_exit_at_once: self.hystart_exit_at_once,
             abc_limit: self.abc_limit,
             cubic_ssthresh_from_cwnd: self.cubic_ssthresh_from_cwnd,
             cwnd_ssthresh_after_recovery: self.cwnd_ssthresh_after_recovery,
@@ -341,6 +349,7 @@ impl Default for TcpConfig {
             congestion: cc::CcAlgorithm::NewReno,
             pacing: None,
             hystart: true,
+            hystart_exit_at_once: false,
             abc_limit: Some(2),
             cubic_ssthresh_from_cwnd: false,
             cwnd_ssthresh_after_recovery: false,
@@ -558,6 +567,8 @@ pub struct TcpInfo {
     /// The largest extent of reordering seen, bytes: how far below the highest
     /// sequence number delivered a segment sent once was delivered (0: none seen).
     pub reordering: u32,
+    /// ACKs that showed reordering (Linux's `tcpi_reord_seen`; 0 without RACK).
+    pub reord_seen: u32,
     /// Segments delivered (Linux's `tcpi_delivered`): the SYN or SYN-ACK once
     /// acknowledged (with any data it carried), then the data acknowledged or SACKed,
     /// counted in pieces of `snd_mss` (a run of small segments acknowledged together

@@ -161,6 +161,14 @@ impl SentLog {
         }
     }
 
+    /// The RTT at `now` of the byte just below `ack` if it was sent once (RFC 6298 §3,
+    /// Karn): what a cumulative ACK to `ack` measures of the most recently sent data it
+    /// covers, as Linux's `ca_rtt_us` (read before the ACK is delivered to the log).
+    pub fn rtt_to(&self, ack: SeqNumber, now: Instant) -> Option<Duration> {
+        let run = self.runs.iter().find(|r| r.start < ack && ack <= r.end)?;
+        (!run.retransmitted).then(|| now.saturating_duration_since(run.xmit))
+    }
+
     /// Drop what lies below `snd_una` (cumulatively acknowledged).
     #[cfg(test)]
     pub fn on_cum_ack(&mut self, snd_una: SeqNumber) {
@@ -427,8 +435,9 @@ pub(crate) struct Rack {
     pub rtt: Duration,
     /// "RACK.fack": the highest sequence number delivered.
     pub fack: SeqNumber,
-    /// "RACK.reordering_seen".
-    pub reordering_seen: bool,
+    /// ACKs that showed reordering (Linux's `tp->reord_seen`, in TCP_INFO): RFC 8985's
+    /// "RACK.reordering_seen" is this above zero.
+    pub reord_seen: u32,
     /// The largest reordering extent seen, bytes (Linux's `tp->reordering`, which it
     /// counts in segments; reported in TCP_INFO, no rule here uses it).
     pub reorder_extent: u32,
@@ -462,7 +471,7 @@ impl Rack {
             latest: None,
             rtt: Duration::ZERO,
             fack: snd_una,
-            reordering_seen: false,
+            reord_seen: 0,
             reorder_extent: 0,
             reo_wnd_mult: 1,
             reo_wnd_persist: 0,
@@ -480,7 +489,7 @@ impl Rack {
             *min_rtt = Some(min_rtt.map_or(rtt, |m| m.min(rtt)));
         }
         if d.reordered {
-            self.reordering_seen = true;
+            self.reord_seen = self.reord_seen.saturating_add(1);
             let extent = u32::try_from(d.reorder_extent).unwrap_or(u32::MAX);
             self.reorder_extent = self.reorder_extent.max(extent);
         }
@@ -529,7 +538,7 @@ impl Rack {
         segs_sacked: usize,
         srtt: Option<Duration>,
     ) -> Duration {
-        if !self.reordering_seen && (in_recovery || segs_sacked >= super::sack::DUPTHRESH) {
+        if self.reord_seen == 0 && (in_recovery || segs_sacked >= super::sack::DUPTHRESH) {
             return Duration::ZERO;
         }
         let Some(min_rtt) = min_rtt else {
@@ -673,7 +682,7 @@ mod tests {
             rack.log
                 .on_send(s(i * 1000), s(i * 1000 + 1000), t(i as u64));
         }
-        rack.reordering_seen = true;
+        rack.reord_seen = 1;
         rack.reo_wnd_mult = 4;
         rack.probe_due = true;
         rack.latest = Some((t(5), s(5000)));
@@ -687,13 +696,8 @@ mod tests {
         assert_eq!(rack.log.runs.capacity(), capacity);
         assert_eq!(rack.log.split_limit, fresh.log.split_limit);
         assert_eq!(
-            (rack.latest, rack.fack, rack.reordering_seen, rack.probe_due),
-            (
-                fresh.latest,
-                fresh.fack,
-                fresh.reordering_seen,
-                fresh.probe_due
-            )
+            (rack.latest, rack.fack, rack.reord_seen, rack.probe_due),
+            (fresh.latest, fresh.fack, fresh.reord_seen, fresh.probe_due)
         );
         assert_eq!(
             (rack.reo_wnd_mult, rack.reo_wnd_persist, rack.reorder_extent),
@@ -987,6 +991,30 @@ mod tests {
         assert_eq!(rack.reo_wnd_mult, 3);
         rack.on_recovery_exit();
         assert_eq!(rack.reo_wnd(min_rtt, true, 0, Some(MS(50))), MS(10));
+    }
+
+    #[test]
+    fn each_ack_that_shows_reordering_counts_once() {
+        // cubic-rack-reo-timeout-retrans-failed-incoming-data: ten segments, the last
+        // SACKed, then the fourth (reordering seen once), then the cumulative ACK of
+        // all, which delivers the others below RACK.fack (twice; Linux's
+        // `tcpi_reord_seen` 2, `tcpi_reordering` 10 segments).
+        let mut rack = Rack::new(s(0), 0);
+        rack.log.on_send(s(0), s(1000), t(0));
+        let mut min_rtt = Some(MS(20));
+        let mut fack = rack.fack;
+        for (block, cumulative) in [((900, 1000), false), ((300, 400), false), ((0, 1000), true)] {
+            let mut d = Delivered::default();
+            rack.log.deliver(
+                (s(block.0), s(block.1)),
+                cumulative,
+                t(20),
+                (&mut fack, min_rtt, None),
+                &mut d,
+            );
+            rack.on_delivered(&d, &mut min_rtt);
+        }
+        assert_eq!((rack.reord_seen, rack.reorder_extent), (2, 1000));
     }
 
     #[test]

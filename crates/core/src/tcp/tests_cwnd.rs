@@ -124,3 +124,46 @@ fn cubic_sets_ssthresh_on_a_timeout_from_flight_size_or_from_cwnd() {
         );
     }
 }
+
+#[test]
+fn linux_hystart_leaves_slow_start_at_the_ninth_sample_of_a_slower_round() {
+    // cubic-hystart-delay-rtt-jumps-upward: a round at 200 ms, then one whose ACKs
+    // (two segments each) come at 240 ms and later. With `hystart_exit_at_once` every
+    // ACK gives the controller a sample from the sent log (no timestamps here), and the
+    // ninth of the round, 40 ms above the minimum (more than 200/8 = 25 ms), sets
+    // ssthresh = cwnd = 36 as Linux's HyStart; the eighth does not yet. Without it
+    // imp's estimator times one segment per round, HyStart++ sees too few samples, and
+    // slow start goes on.
+    let m = u32::from(MSS);
+    for exit_at_once in [true, false] {
+        let (mut tcp, c, snd) = established_with_options(
+            TcpConfig {
+                congestion: cc::CcAlgorithm::Cubic,
+                sack: true,
+                abc_limit: None,
+                hystart_exit_at_once: exit_at_once,
+                ..config()
+            },
+            Options {
+                mss: Some(MSS),
+                sack_permitted: true,
+                ..SEND_TEMPL.options
+            },
+        );
+        assert_eq!(write_and_send(&mut tcp, c, 20, 30), 10);
+        send!(tcp, 220, peer_ack(snd + 10 * m));
+        while poll(&mut tcp, 220).is_some() {}
+        assert_eq!(cwnd(&tcp, c), 20);
+        for i in 1..=9u32 {
+            send!(tcp, 460 + u64::from(i), peer_ack(snd + (10 + 2 * i) * m));
+            let info = tcp.info(c).unwrap();
+            let (cwnd, ssthresh) = (info.cwnd / m, info.ssthresh / m);
+            if exit_at_once && i == 9 {
+                assert_eq!((cwnd, ssthresh), (36, 36), "the ninth sample");
+            } else {
+                assert_eq!(cwnd, 20 + 2 * i, "ACK {i}, exit at once: {exit_at_once}");
+                assert!(ssthresh > 1000, "ACK {i}, exit at once: {exit_at_once}");
+            }
+        }
+    }
+}

@@ -531,3 +531,45 @@ fn a_no_cookie_client_sends_data_on_a_syn_without_the_option() {
     assert_eq!(syn2[0].options.fast_open, Some(FastOpenCookie::REQUEST));
     assert!(syn2[0].payload.is_empty());
 }
+
+/// Linux's `tcp_simple_retransmit` on a SYN with data: a fragmentation-needed message
+/// quoting it sends the SYN again at once, without the data or the option, announcing
+/// the MSS the path carries; the data follows the handshake in segments that fit
+/// (syn-data-icmp-unreach-frag-needed).
+#[test]
+fn a_syn_with_data_too_big_for_the_path_goes_again_at_once_without_it() {
+    let mut e = Ends::new();
+    e.connect(0, 50000, b"");
+    e.deliver_to_server(0, false);
+    e.deliver_to_client(1);
+    e.deliver_to_server(2, false);
+    e.server.accept(e.listener).unwrap();
+    let data = [7u8; 900];
+    let from = SocketAddrV4::new(*REMOTE.ip(), 50001);
+    let (c, n) = e
+        .client
+        .connect_with_data(ms(10), from, LOCAL, MSS, &data)
+        .unwrap();
+    assert_eq!(n, 900);
+    let syn = e.deliver_to_server(10, true);
+    assert_eq!(syn[0].payload.len(), 900);
+    let too_big = IcmpNotice::PacketTooBig { mtu: 640 };
+    assert!(
+        e.client
+            .handle_icmp(ms(20), from, LOCAL, syn[0].seq, too_big)
+    );
+    let again = e.deliver_to_server(20, false);
+    assert_eq!(again.len(), 1, "at once: {again:?}");
+    assert_eq!(again[0].seq, syn[0].seq);
+    assert!(again[0].flags.syn());
+    assert_eq!(again[0].options.fast_open, None, "no option");
+    assert_eq!(again[0].options.mss, Some(600), "the path's MSS");
+    assert!(again[0].payload.is_empty(), "no data");
+    e.deliver_to_client(21);
+    let sent = e.deliver_to_server(22, false);
+    let sizes: Vec<usize> = sent.iter().map(|r| r.payload.len()).collect();
+    assert_eq!(sizes, [600, 300]);
+    let s = e.server.accept(e.listener).unwrap();
+    assert_eq!(read_all(&mut e.server, 22, s), data);
+    let _ = c;
+}

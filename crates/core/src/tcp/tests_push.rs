@@ -181,9 +181,10 @@ fn a_write_with_more_to_follow_holds_its_tail_until_the_peers_next_segment() {
 
 #[test]
 fn new_data_is_pushed_at_least_every_half_window() {
-    // A peer offering 3000 bytes: as Linux's `forced_push`, new data goes with PSH at
-    // least every max_window / 2 = 1500 bytes, here in one segment of each 1500 bytes
-    // of sequence space.
+    // A peer offering 3000 bytes: as Linux's `forced_push`, new data goes with PSH
+    // once it runs more than max_window / 2 = 1500 bytes past the last push, counted
+    // from the write's start in skbs of Linux's size goal (1500 bytes in whole
+    // segments: 1000): every second segment.
     let mut tcp = Tcp::new(config(), &secret(7));
     let listener = tcp.listen(LOCAL, 4).unwrap();
     let syn = Repr {
@@ -212,10 +213,40 @@ fn new_data_is_pushed_at_least_every_half_window() {
         assert_eq!(sent.len(), 1, "at {t} ms");
         pushes.push(sent[0].1);
     }
-    // 9000 bytes hold six multiples of 1500: six of the nine segments carry PSH, and no
-    // two in a row go without.
-    assert_eq!(pushes.iter().filter(|&&p| p).count(), 6, "{pushes:?}");
-    assert!(pushes.windows(2).all(|w| w[0] || w[1]), "{pushes:?}");
+    // The segments ending 4000, 6000, 8000, 10000 and 12000 bytes into the write.
+    assert_eq!(
+        pushes,
+        [true, false, true, false, true, false, true, false, true]
+    );
+}
+
+#[test]
+fn forced_pushes_count_forward_from_the_start_of_the_write() {
+    // timestamping/partial: a peer offering 2000 bytes and a 3000-byte write. Linux
+    // pushes the second segment (2000 bytes past the start, more than half the
+    // window), not the first, though the first lies a whole half window before the
+    // write's end.
+    let mut tcp = Tcp::new(config(), &secret(7));
+    let listener = tcp.listen(LOCAL, 4).unwrap();
+    let syn = Repr {
+        seq: RISS,
+        flags: Flags::SYN,
+        window: 2000,
+        options: Options {
+            mss: Some(MSS),
+            ..SEND_TEMPL.options
+        },
+        ..SEND_TEMPL
+    };
+    send!(tcp, 0, syn);
+    let synack_bytes = recv!(tcp, 0);
+    let snd = parse(&synack_bytes).seq + 1;
+    send!(tcp, 10, peer_ack(snd, 0, 2000));
+    let c = tcp.accept(listener).unwrap();
+    tcp.send(ms(20), c, &[3u8; 3000]).unwrap();
+    assert_eq!(sent_at(&mut tcp, 20), [(1000, false), (1000, true)]);
+    send!(tcp, 30, peer_ack(snd, 2000, 2000));
+    assert_eq!(sent_at(&mut tcp, 30), [(1000, true)]);
 }
 
 #[test]

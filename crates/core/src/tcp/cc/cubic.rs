@@ -119,7 +119,7 @@ impl Cubic {
             srtt: None,
             in_recovery: false,
             ssthresh_from_cwnd: rules.cubic_ssthresh_from_cwnd,
-            hystart: HyStart::new(rules.hystart),
+            hystart: HyStart::new(rules.hystart).exit_at_once(rules.hystart_exit_at_once),
         }
     }
 

@@ -77,6 +77,8 @@ pub struct HyStart {
     /// Whether the sender paces its segments: only then does CSS return to slow start
     /// when the RTT falls back (see [`HyStart::paced`]).
     paced: bool,
+    /// Linux's HyStart rather than HyStart++ (see [`HyStart::exit_at_once`]).
+    exit_at_once: bool,
 }
 
 /// RFC 9406's variables.
@@ -116,7 +118,20 @@ impl HyStart {
             rounds: None,
             enabled,
             paced: false,
+            exit_at_once: false,
         }
+    }
+
+    /// Leave slow start at once on the delay signal, as Linux's CUBIC HyStart
+    /// (`hystart_update`, HYSTART_DELAY) does, rather than entering RFC 9406's
+    /// Conservative Slow Start: ssthresh = cwnd at the first ACK whose round's minimum
+    /// RTT is `RttThresh` above the lowest RTT of the rounds before it. As Linux, the
+    /// test is made from the round's ninth sample on (`sample_cnt` reached
+    /// HYSTART_MIN_SAMPLES before it), and against the connection's minimum
+    /// (`delay_min`) rather than the last round's.
+    pub fn exit_at_once(mut self, exit_at_once: bool) -> HyStart {
+        self.exit_at_once = exit_at_once;
+        self
     }
 
     /// Whether the sender paces (RFC 9406 §4.3 "L = infinity if paced"). Without pacing,
@@ -157,21 +172,25 @@ impl HyStart {
         if !self.enabled {
             return Growth::SlowStart;
         }
-        let paced = self.paced;
+        let (paced, exit_at_once) = (self.paced, self.exit_at_once);
         let r = self
             .rounds
             .get_or_insert_with(|| alloc::boxed::Box::new(FIRST));
         r.acked = r.acked.saturating_add(acked_bytes as u64);
         let round_ended = r.acked >= r.round_end;
         if round_ended {
-            r.start_round(bytes_in_flight);
+            r.start_round(bytes_in_flight, exit_at_once);
         }
         if let Some(rtt) = rtt {
             r.current_round_min = r.current_round_min.min(rtt);
             r.samples = r.samples.saturating_add(1);
         }
         if !r.in_css() {
-            r.check_delay_increase();
+            let found = r.check_delay_increase(exit_at_once);
+            if found && exit_at_once {
+                self.finish();
+                return Growth::Exit;
+            }
             r.growth()
         } else if round_ended && r.css_rounds >= CSS_ROUNDS {
             self.finish();
@@ -185,7 +204,9 @@ impl HyStart {
     /// Off for good: after a loss (or the end of CSS) later slow starts stop at the
     /// ssthresh that was set (RFC 9406 §4.2).
     pub fn finish(&mut self) {
-        *self = HyStart::new(false).paced(self.paced);
+        *self = HyStart::new(false)
+            .paced(self.paced)
+            .exit_at_once(self.exit_at_once);
     }
 }
 
@@ -203,10 +224,15 @@ impl Rounds {
     }
 
     /// RFC 9406 §4.2: "lastRoundMinRTT = currentRoundMinRTT; currentRoundMinRTT =
-    /// infinity; rttSampleCount = 0", and a round of CSS counted.
-    fn start_round(&mut self, bytes_in_flight: usize) {
+    /// infinity; rttSampleCount = 0", and a round of CSS counted. `lowest`: keep the
+    /// lowest minimum of all rounds so far instead (Linux's `delay_min`).
+    fn start_round(&mut self, bytes_in_flight: usize, lowest: bool) {
         self.round_end = self.acked.saturating_add(bytes_in_flight.max(1) as u64);
-        self.last_round_min = self.current_round_min;
+        self.last_round_min = if lowest {
+            self.last_round_min.min(self.current_round_min)
+        } else {
+            self.current_round_min
+        };
         self.current_round_min = INFINITY;
         self.samples = 0;
         if self.in_css() {
@@ -216,21 +242,30 @@ impl Rounds {
 
     /// RFC 9406 §4.2: with N_RTT_SAMPLE samples this round and both minima known, "if
     /// (currentRoundMinRTT >= (lastRoundMinRTT + RttThresh))": enter CSS with
-    /// "cssBaselineMinRtt = currentRoundMinRTT".
-    fn check_delay_increase(&mut self) {
-        if self.samples < N_RTT_SAMPLE {
-            return;
+    /// "cssBaselineMinRtt = currentRoundMinRTT". Returns whether it found the increase.
+    /// `as_linux`: from the sample after the N_RTT_SAMPLE-th on, as Linux's
+    /// `hystart_update` ([`HyStart::exit_at_once`]).
+    fn check_delay_increase(&mut self, as_linux: bool) -> bool {
+        if self.samples < N_RTT_SAMPLE + u32::from(as_linux) {
+            return false;
         }
         let (Some(current), Some(last)) =
             (known(self.current_round_min), known(self.last_round_min))
         else {
-            return;
+            return false;
         };
         let threshold = Duration::from_nanos(last.as_nanos() / u64::from(MIN_RTT_DIVISOR))
             .clamp(MIN_RTT_THRESH, MAX_RTT_THRESH);
-        if current >= last + threshold {
+        // Linux: "curr_rtt > delay_min + HYSTART_DELAY_THRESH(delay_min >> 3)".
+        let found = if as_linux {
+            current > last + threshold
+        } else {
+            current >= last + threshold
+        };
+        if found {
             (self.css_baseline, self.css_rounds) = (current, 0);
         }
+        found
     }
 
     /// RFC 9406 §4.2: in CSS, "if (currentRoundMinRTT < cssBaselineMinRtt)": the rise was
@@ -362,5 +397,21 @@ mod tests {
         round(&mut hs, 10, 200);
         assert_eq!(round(&mut hs, 10, 215), Growth::SlowStart);
         assert_eq!(round(&mut hs, 10, 232), Growth::Conservative);
+    }
+
+    #[test]
+    fn exit_at_once_leaves_slow_start_on_the_ninth_sample_of_a_slower_round() {
+        // Linux's HyStart: no Conservative Slow Start, and the test waits for a ninth
+        // sample in the round.
+        let mut hs = HyStart::new(true).exit_at_once(true);
+        assert_eq!(round(&mut hs, 10, 200), Growth::SlowStart);
+        let flight = 20 * MSS;
+        for i in 0..8 {
+            let growth = hs.on_ack(MSS, Some(Duration::from_millis(240)), flight - i * MSS);
+            assert_eq!(growth, Growth::SlowStart, "sample {}", i + 1);
+        }
+        let growth = hs.on_ack(MSS, Some(Duration::from_millis(240)), 12 * MSS);
+        assert_eq!(growth, Growth::Exit);
+        assert!(!hs.enabled(), "over for good");
     }
 }

@@ -214,6 +214,10 @@ pub trait CongestionControl: fmt::Debug + Send {
 pub struct WindowRules {
     /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC.
     pub hystart: bool,
+    /// With `hystart`: leave slow start at once on the delay signal (ssthresh = cwnd),
+    /// as Linux's HyStart, rather than entering RFC 9406's Conservative Slow Start
+    /// ([`HyStart::exit_at_once`](hystart::HyStart::exit_at_once)).
+    pub hystart_exit_at_once: bool,
     /// RFC 3465's L in segments: the most one ACK grows cwnd by in slow start (§2.2:
     /// "TCP implementations MAY use L=2*SMSS bytes and MUST NOT use L > 2*SMSS
     /// bytes"; 1 in the slow start after a timeout, §2.3, when it is above 1). `None`:
@@ -237,6 +241,7 @@ impl Default for WindowRules {
     fn default() -> Self {
         WindowRules {
             hystart: true,
+            hystart_exit_at_once: false,
             abc_limit: Some(2),
             cubic_ssthresh_from_cwnd: false,
             cwnd_ssthresh_after_recovery: false,

@@ -43,7 +43,7 @@ impl NewReno {
         window.set_rules(&rules);
         NewReno {
             window,
-            hystart: HyStart::new(rules.hystart),
+            hystart: HyStart::new(rules.hystart).exit_at_once(rules.hystart_exit_at_once),
         }
     }
 }

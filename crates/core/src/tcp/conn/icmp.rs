@@ -3,6 +3,7 @@
 
 use super::{Conn, Ctx};
 use crate::tcp::IcmpNotice;
+use crate::tcp::fastopen::SynFastOpen;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
 
@@ -61,6 +62,11 @@ impl Conn {
     /// RFC 1191 §6: lower the segment size to what the path carries and resend what is
     /// in flight at once in smaller segments (the big ones were dropped). It is not
     /// congestion: cwnd and ssthresh stay (as Linux's `tcp_simple_retransmit`).
+    ///
+    /// A Fast Open SYN with data that was too big goes again at once, without the data
+    /// (which follows the handshake, as after a SYN that timed out: RFC 7413 §4.1.3) and
+    /// announcing the MSS the path carries, as Linux's `tcp_simple_retransmit` resends
+    /// its SYN.
     fn on_packet_too_big(&mut self, ctx: &mut Ctx<'_>, mtu: u16) {
         let mss = mtu.max(MIN_PATH_MTU) - 40;
         if mss >= self.opts.seg_mss() {
@@ -68,6 +74,17 @@ impl Conn {
         }
         self.opts.set_path_mss(mss);
         ctx.shared.stats.path_mtu_drops += 1;
+        if let State::SynSent(s) = &mut self.state
+            && s.snd_nxt != s.iss
+            && s.syn_data > 0
+            && matches!(s.fast_open, SynFastOpen::Cookie(_) | SynFastOpen::NoCookie)
+        {
+            s.snd_nxt = s.iss;
+            s.fast_open = SynFastOpen::Dropped;
+            self.opts.lower_mss_ours(mss);
+            ctx.shared.stats.fast_open_active_fail += 1;
+            return;
+        }
         if let Some(snd) = self.state.snd_mut()
             && snd.outstanding() > 0
         {

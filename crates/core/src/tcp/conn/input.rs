@@ -575,6 +575,7 @@ impl Conn {
             snd.high_rxt = ack;
         }
         let sample = ack_rtt_sample(snd, seg, timestamps, now);
+        let cc_sample = cc_rtt_sample(snd, sample, ack, now, &ctx.shared.config);
         // `TcpConfig::cwnd_growth_newly_delivered`: what the ACK delivered that no SACK
         // or duplicate ACK reported before.
         let grow = if ctx.shared.config.cwnd_growth_newly_delivered {
@@ -595,13 +596,13 @@ impl Conn {
             Some(r) if ack >= r.recover => {
                 snd.loss.get_mut().recovery = None;
                 if r.after_rto {
-                    snd.cc.on_ack(now, acked, sample, in_flight, usage);
+                    snd.cc.on_ack(now, acked, cc_sample, in_flight, usage);
                 } else {
                     snd.cc.on_exit_recovery(now, in_flight);
                 }
             }
             // Repairing after a timeout: the window keeps growing as in slow start.
-            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, sample, in_flight, usage),
+            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, cc_sample, in_flight, usage),
             // "(Partial ACKs) ... retransmit the first unacknowledged segment ... deflate
             // the congestion window by the amount of new data acknowledged".
             Some(_) if !sack => {
@@ -609,8 +610,10 @@ impl Conn {
                 snd.loss.get_mut().rexmit = Some(ack);
             }
             Some(_) => {}
-            None if snd.tso && snd.cc.in_slow_start() => stretch_ack(snd, now, grow, sample, smss),
-            None => snd.cc.on_ack(now, grow, sample, in_flight, usage),
+            None if snd.tso && snd.cc.in_slow_start() => {
+                stretch_ack(snd, now, grow, cc_sample, smss)
+            }
+            None => snd.cc.on_ack(now, grow, cc_sample, in_flight, usage),
         }
         if snd.rate.is_some() {
             rate_sample(snd, now, seg, (sack, smss));
@@ -1044,6 +1047,22 @@ fn ack_rtt_sample(
             .loss
             .allocated_mut()
             .and_then(|l| l.sampler.on_ack(SeqNumber(seg.ack), now)),
+    }
+}
+
+/// The RTT sample the congestion controller gets from an ACK to `ack`: the estimator's
+/// `sample`, or with `TcpConfig::hystart_exit_at_once` (Linux's HyStart) one from every
+/// ACK, from the sent log, not only from the segment the estimator times.
+fn cc_rtt_sample(
+    snd: &Snd,
+    sample: Option<Duration>,
+    ack: SeqNumber,
+    now: Instant,
+    config: &crate::tcp::TcpConfig,
+) -> Option<Duration> {
+    match sample {
+        None if config.hystart_exit_at_once => snd.rack().log.rtt_to(ack, now),
+        sample => sample,
     }
 }
 

@@ -100,7 +100,8 @@ pub(crate) struct Negotiated {
     /// client, the peer's on a server child (Linux's `syn_data_acked`).
     pub syn_data_acked: bool,
     /// [`Negotiated::snd_mss`], worked out again by every change of what it depends
-    /// on (`agree`, `set_mss_peer`, `set_path_mss`; `mss_ours` never changes): a
+    /// on (`agree`, `set_mss_peer`, `set_path_mss`; `mss_ours` changes only in SYN-SENT,
+    /// `lower_mss_ours`): a
     /// segment asks for it a dozen times.
     eff_snd_mss: u16,
 }
@@ -144,6 +145,12 @@ impl Negotiated {
     /// Take the largest segment the path carries (RFC 1191, RFC 4821).
     pub fn set_path_mss(&mut self, mss: u16) {
         self.path_mss = mss;
+        self.refresh_snd_mss();
+    }
+    /// Announce at most `mss` on the SYNs still to go (the path carries no more; only
+    /// before the peer has seen a SYN of ours acknowledged).
+    pub fn lower_mss_ours(&mut self, mss: u16) {
+        self.mss_ours = self.mss_ours.min(mss);
         self.refresh_snd_mss();
     }
     /// Keep only what the peer's SYN also offered (RFC 7323 §2.2, §3.2; RFC 2018 §2).
@@ -248,6 +255,11 @@ pub(crate) struct Cold {
     /// (`Conn::more`) left data after the end of the last write that pushed; None: the
     /// end of the queued data (every write pushes but one with MSG_MORE).
     pub push_at: Option<SeqNumber>,
+    /// Where forced pushes within the last write count from: its start, when it was
+    /// longer than half the largest window the peer offered (Linux's `pushed_seq` as
+    /// the write began; `output::forced_push`). None: no such write, and forced pushes
+    /// count back from the push point.
+    pub forced_from: Option<SeqNumber>,
     /// Record boundaries in the send buffer (Linux's MSG_EOR, `Conn::end_record`): the
     /// sequence numbers where a record ends, ascending, none at or below SND.UNA once a
     /// new one is added. No segment spans one: data after a boundary starts a segment
@@ -731,6 +743,11 @@ impl Conn {
     /// bytes) keeps the push point where it was: the end of the data queued before it.
     fn move_push_point(&mut self, taken: usize) {
         self.more_held = self.more;
+        // A write of a segment or less (the common small one) with no `Cold` has
+        // nothing to note: forced pushes within it count back from its end.
+        if self.cold.is_some() || taken > self.opts.snd_mss() {
+            self.note_forced_from(taken);
+        }
         if !self.more {
             if let Some(cold) = self.cold.as_mut() {
                 cold.push_at = None;
@@ -740,6 +757,19 @@ impl Conn {
         if let Some(end) = self.state.snd().map(|snd| snd.data_end() - taken) {
             let cold = self.cold.get_or_insert_with(Default::default);
             cold.push_at.get_or_insert(end);
+        }
+    }
+
+    /// `Cold::forced_from` after a write of `taken` bytes: its start when it is longer
+    /// than half the largest window the peer offered, else none.
+    fn note_forced_from(&mut self, taken: usize) {
+        if let Some(snd) = self.state.snd() {
+            let start = snd.data_end() - taken;
+            if taken > snd.max_snd_wnd as usize / 2 {
+                self.cold.get_or_insert_with(Default::default).forced_from = Some(start);
+            } else if let Some(cold) = self.cold.as_mut() {
+                cold.forced_from = None;
+            }
         }
     }
 
@@ -917,6 +947,7 @@ impl Conn {
                 s.rack().log.deemed_lost_bytes(repairing) as u32
             }),
             reordering: snd.map_or(0, |s| s.rack().reorder_extent),
+            reord_seen: snd.map_or(0, |s| s.rack().reord_seen),
             // Linux's `tcpi_delivered`: the SYN (or SYN-ACK) once acknowledged, then
             // the data; none known once the sending half is gone.
             delivered: snd.map_or(0, |s| {

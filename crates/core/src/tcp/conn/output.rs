@@ -430,8 +430,10 @@ impl Conn {
     /// - within a write longer than half the largest window the peer offered, new
     ///   data at least every half window: Linux pushes once the data written runs more
     ///   than that past the last push (`forced_push`: `write_seq > pushed_seq +
-    ///   max_window / 2`); imp, keeping no state for it, counts the half windows back
-    ///   from the push point (`forced_push` below), as often;
+    ///   max_window / 2`, at the end of a skb of Linux's size goal). imp counts
+    ///   forward from the start of a write longer than half a window
+    ///   (`Cold::forced_from`, `forced_push` below), and otherwise back from the push
+    ///   point in half windows (`forced_push_back`), as often;
     /// - every TSO packet of new data of more than one segment: Linux sends PSH on each
     ///   (a GSO packet's last segment carries it), not on a lone segment. Where imp does
     ///   not use TSO (the peer's MSS below ours) it sends segments one by one, and the
@@ -462,7 +464,10 @@ impl Conn {
             || matches!(self.cork(), Cork::Lapsed(at) if plan.seq < at)
         {
             Push::Yes
-        } else if forced_push(plan.seq, end, push_at, snd.max_snd_wnd) {
+        } else if match self.cold.as_ref().and_then(|cold| cold.forced_from) {
+            Some(from) => forced_push(plan.seq, end, from, snd.max_snd_wnd, self.opts.snd_mss()),
+            None => forced_push_back(plan.seq, end, push_at, snd.max_snd_wnd),
+        } {
             Push::Forced
         } else {
             Push::No
@@ -621,11 +626,45 @@ fn syn_options(opts: &Negotiated, fast_open: Option<FastOpenCookie>, options: &m
     options.sack_permitted = opts.sack;
 }
 
+/// Linux's most bytes in one GSO packet, less its largest headers
+/// (`sk_gso_max_size - 1 - MAX_TCP_HEADER`): `tcp_xmit_size_goal`'s ceiling.
+const GSO_SIZE_GOAL: usize = 65536 - 1 - 320;
+
+/// Whether the segment `[seq, end)` of a write that began at `from` ends where Linux
+/// sets PSH within it. Linux's skbs hold its size goal (`tcp_xmit_size_goal`: half the
+/// largest window, at most a GSO packet, in whole segments of `mss`, at least one).
+/// Skbs of one segment: it forces a push (`forced_push`: `write_seq > pushed_seq +
+/// max_window / 2`, tested as each skb is filled, `pushed_seq` then moving to its
+/// end), every `n` skbs from `from`, `n` the fewest whose bytes exceed half the window.
+/// Skbs of several: each goes as a TSO packet with PSH (Linux 6.18), so each skb's end,
+/// where imp sends segment by segment (the peer's MSS below ours), carries it.
+fn forced_push(
+    seq: SeqNumber,
+    end: SeqNumber,
+    from: SeqNumber,
+    max_window: u32,
+    mss: usize,
+) -> bool {
+    if seq < from {
+        return false;
+    }
+    let mss = mss.max(1);
+    let half = max_window as usize / 2;
+    let goal = (half.min(GSO_SIZE_GOAL) / mss).max(1) * mss;
+    let step = if goal > mss {
+        goal
+    } else {
+        (half / goal + 1) * goal
+    };
+    // A push point in (seq, end].
+    (end - from) / step > (seq - from) / step
+}
+
 /// Whether the segment `[seq, end)` holds a point a whole number of half windows
-/// (`max_window / 2`, at least one) before the push point `push_at`: so a write longer
-/// than half a window goes with PSH at least every half window, as Linux's
-/// `forced_push` pushes it.
-fn forced_push(seq: SeqNumber, end: SeqNumber, push_at: SeqNumber, max_window: u32) -> bool {
+/// (`max_window / 2`, at least one) before the push point `push_at`: data queued by
+/// writes each shorter than half a window, which Linux pushes at their ends, goes
+/// with PSH at least every half window.
+fn forced_push_back(seq: SeqNumber, end: SeqNumber, push_at: SeqNumber, max_window: u32) -> bool {
     if end > push_at {
         return false;
     }
