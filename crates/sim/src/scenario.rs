@@ -12,7 +12,7 @@ use std::ops::Range;
 use impnet_core::Duration;
 use impnet_core::qdisc::QdiscConfig;
 use impnet_core::tcp::cc::CcAlgorithm;
-use impnet_core::tcp::{EcnMode, TcpConfig};
+use impnet_core::tcp::{EcnMode, MtuProbing, TcpConfig};
 use impnet_phy::LinkConfig;
 use impnet_phy::link::spec::{QdiscKeys, UnknownAction};
 use impnet_phy::link::{GcraConfig, GilbertElliott, PoliceAction, Policer};
@@ -525,6 +525,8 @@ struct RawTcp {
     min_rto: Option<Dur>,
     max_rto: Option<Dur>,
     share_control_blocks: Option<bool>,
+    black_hole_detection: Option<bool>,
+    mtu_probing: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1005,6 +1007,23 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     if let Some(v) = raw.share_control_blocks {
         tcp.share_control_blocks = v;
+    }
+    if let Some(v) = raw.black_hole_detection {
+        tcp.black_hole_detection = v;
+    }
+    if let Some(mode) = &raw.mtu_probing {
+        tcp.mtu_probing = match mode.get_ref().as_str() {
+            "off" | "0" => MtuProbing::Off,
+            "on_black_hole" | "1" => MtuProbing::OnBlackHole,
+            "always" | "2" => MtuProbing::Always,
+            other => {
+                return Err(ctx.error(
+                    mode.span(),
+                    "mtu_probing",
+                    format!("unknown mode `{other}`; use \"off\", \"on_black_hole\" or \"always\""),
+                ));
+            }
+        };
     }
     Ok(tcp)
 }

@@ -449,6 +449,33 @@ fn pmtud_works_with_icmp_and_black_hole_detection_without() {
 }
 
 #[test]
+fn plpmtud_passes_a_black_hole_that_stalls_a_sender_without_it() {
+    let out = run(&routed("pmtu-probe.toml"));
+    let r = &out.report;
+    // No detection, no probing: full-sized segments vanish, nothing is delivered.
+    let stuck = flow(r, "stuck");
+    assert!(!stuck.completed && stuck.bytes == 0, "{stuck:?}");
+    assert!(iface(r, "stuck-r1", "stuck-lan").drops.icmp_filtered > 0);
+    // Detection alone (halving) and detection with the search both deliver every byte.
+    for name in ["halved", "probing"] {
+        let f = flow(r, name);
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        assert_eq!(f.bytes, 2 << 20, "{f:?}");
+    }
+    // The search finds larger segments than halving keeps (about 950 bytes of data
+    // against 718): the same bytes in at least a fifth fewer data segments.
+    let data_segments = |name: &str| {
+        let conn = flow(r, name).analysis.as_ref().expect("a capture analysis");
+        conn.directions[0].data_segments
+    };
+    let (halved, probing) = (data_segments("halved"), data_segments("probing"));
+    assert!(
+        probing * 5 < halved * 4,
+        "probing {probing}, halved {halved} data segments"
+    );
+}
+
+#[test]
 fn newreno_cubic_and_vegas_all_get_a_share() {
     let out = run(&routed("cc-share.toml"));
     let r = &out.report;
