@@ -89,7 +89,13 @@ impl Conn {
             plan.len = room;
             plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
         }
-        let push = self.push_due(&plan, ctx.now);
+        // A probe never ends the queued data (more follows it), and goes without PSH
+        // as Linux's does.
+        let push = if mtu_probe {
+            Push::No
+        } else {
+            self.push_due(&plan, ctx.now)
+        };
         if push != Push::No {
             plan.flags = plan.flags | Flags::PSH;
         }
