@@ -996,6 +996,16 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
         }
         tcp.initial_window = *iw.get_ref();
     }
+    rto_settings(raw, &mut tcp);
+    if let Some(v) = raw.share_control_blocks {
+        tcp.share_control_blocks = v;
+    }
+    path_mtu_settings(ctx, raw, &mut tcp)?;
+    Ok(tcp)
+}
+
+/// `initial_rto`, `min_rto` and `max_rto`.
+fn rto_settings(raw: &RawTcp, tcp: &mut TcpConfig) {
     if let Some(v) = raw.initial_rto {
         tcp.initial_rto = v.0;
     }
@@ -1005,9 +1015,14 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     if let Some(v) = raw.max_rto {
         tcp.max_rto = v.0;
     }
-    if let Some(v) = raw.share_control_blocks {
-        tcp.share_control_blocks = v;
-    }
+}
+
+/// `black_hole_detection` and `mtu_probing` (`TcpConfig`'s RFC 4821 settings).
+fn path_mtu_settings(
+    ctx: &Ctx<'_>,
+    raw: &RawTcp,
+    tcp: &mut TcpConfig,
+) -> Result<(), ScenarioError> {
     if let Some(v) = raw.black_hole_detection {
         tcp.black_hole_detection = v;
     }
@@ -1025,7 +1040,7 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
             }
         };
     }
-    Ok(tcp)
+    Ok(())
 }
 
 fn node_ref(
