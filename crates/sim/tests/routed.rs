@@ -436,8 +436,9 @@ fn pmtud_works_with_icmp_and_black_hole_detection_without() {
     );
     assert!(iface(r, "passed-r1", "passed-lan").drops.frag_needed > 0);
     // ICMP filtered: the fragmentation-needed messages never arrive; black-hole
-    // detection (RFC 4821) halves the segment size after repeated timeouts and the
-    // transfer completes, byte for byte, later than with ICMP.
+    // detection (RFC 4821) lowers the segment size after repeated timeouts (and the
+    // search climbs back) and the transfer completes, byte for byte, later than with
+    // ICMP.
     let filtered = flow(r, "filtered");
     assert!(
         filtered.completed && filtered.data_ok == Some(true),
