@@ -21,7 +21,8 @@
 
 use std::net::SocketAddr;
 
-use impnet_core::tcp::{EcnMode, TcpHandle};
+use impnet_core::Duration;
+use impnet_core::tcp::{EcnMode, MtuProbing, TcpHandle};
 
 use crate::flags::{parse_fastopen_key, parse_sysctl_int};
 use crate::shim::Shim;
@@ -76,6 +77,11 @@ impl Shim {
     pub(crate) fn read_sysctls(&mut self) {
         let read = |name| self.sysctl(name).and_then(|text| parse_sysctl_int(&text));
         let (timestamps, ecn) = (read("tcp_timestamps"), read("tcp_ecn"));
+        // Linux's path MTU probing sysctls (`tcp_probe_interval` in seconds).
+        let probing = read("tcp_mtu_probing").and_then(MtuProbing::from_sysctl);
+        let base_mss = read("tcp_base_mss").and_then(|v| u16::try_from(v).ok());
+        let interval = read("tcp_probe_interval").map(|s| Duration::from_secs(u64::from(s)));
+        let threshold = read("tcp_probe_threshold").and_then(|v| u16::try_from(v).ok());
         if let Some(on) = timestamps {
             self.stack.tcp_set_timestamps(on != 0);
         }
@@ -87,6 +93,10 @@ impl Shim {
         };
         if let Some(mode) = ecn {
             self.stack.tcp_set_ecn(mode);
+        }
+        if probing.is_some() || base_mss.is_some() || interval.is_some() || threshold.is_some() {
+            self.stack
+                .tcp_set_mtu_probing(probing, base_mss, interval, threshold);
         }
     }
 

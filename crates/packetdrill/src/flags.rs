@@ -19,7 +19,9 @@
 //! | `fastopen` | `0x70403` | Linux's `net.ipv4.tcp_fastopen` bits the shim knows: 0x1 client (`MSG_FASTOPEN`, `TCP_FASTOPEN_CONNECT`), 0x2 server, 0x200 server takes data without a cookie, 0x400 every listener has Fast Open (queue: its backlog) |
 //! | `fastopen_key` | `a1a1a1a1-b2b2b2b2-c3c3c3c3-d4d4d4d4` | the server's cookie key, as `net.ipv4.tcp_fastopen_key` writes it: with it imp's cookies are Linux's |
 //! | `rto_floor` | `variance` | what the 200 ms RTO floor bounds: `variance` as Linux (`RTO = SRTT + max(200 ms, 4*RTTVAR)`), `rto` as RFC 6298 §2.4 (imp's default; `TcpConfig::rto_floor`) |
-//! | `sysctls` | `off` | `on`: read `fastopen`, `fastopen_key` and `tcp_timestamps` from `/proc/sys/net/ipv4/` when a call needs them, so a script's own `sysctl` commands set them (run each script in its own network namespace, as `run-upstream.sh` does) |
+//! | `mtu_probing` | `0` | Linux's `net.ipv4.tcp_mtu_probing` (`TcpConfig::mtu_probing`): 0 no black-hole detection and no probing, 1 both once a black hole is found, 2 probing from the start |
+//! | `base_mss` | `1024` | Linux's `tcp_base_mss` (`TcpConfig::base_mss`) |
+//! | `sysctls` | `off` | `on`: read `fastopen`, `fastopen_key`, `tcp_timestamps`, `tcp_ecn`, `tcp_mtu_probing`, `tcp_base_mss`, `tcp_probe_interval` and `tcp_probe_threshold` from `/proc/sys/net/ipv4/` when a call needs them, so a script's own `sysctl` commands set them (run each script in its own network namespace, as `run-upstream.sh` does) |
 //!
 //! The defaults are the settings of upstream's `gtests/net/common/defaults.sh`, so
 //! upstream scripts see the stack they were written for where imp has the knob.
@@ -27,7 +29,7 @@
 use core::net::{Ipv4Addr, Ipv6Addr};
 
 use impnet_core::tcp::cc::CcAlgorithm;
-use impnet_core::tcp::{EcnMode, RtoFloor};
+use impnet_core::tcp::{EcnMode, MtuProbing, RtoFloor};
 
 /// The parsed flags.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +66,10 @@ pub struct Flags {
     pub sysctls: bool,
     /// What the RTO's floor bounds.
     pub rto_floor: RtoFloor,
+    /// Linux's `net.ipv4.tcp_mtu_probing`.
+    pub mtu_probing: MtuProbing,
+    /// Linux's `net.ipv4.tcp_base_mss`.
+    pub base_mss: u16,
 }
 
 impl Default for Flags {
@@ -86,6 +92,8 @@ impl Default for Flags {
                 .unwrap_or_default(),
             sysctls: false,
             rto_floor: RtoFloor::Variance,
+            mtu_probing: MtuProbing::Off,
+            base_mss: 1024,
         }
     }
 }
@@ -193,6 +201,18 @@ impl Flags {
                     _ => return Err(bad("use variance (Linux) or rto (RFC 6298)")),
                 }
             }
+            "mtu_probing" => {
+                self.mtu_probing = parse_sysctl_int(value)
+                    .and_then(MtuProbing::from_sysctl)
+                    .ok_or_else(|| bad("use 0, 1 or 2"))?;
+            }
+            "base_mss" => {
+                self.base_mss = value
+                    .parse()
+                    .ok()
+                    .filter(|&mss| mss >= 48)
+                    .ok_or_else(|| bad("a number of 48 or more"))?;
+            }
             "cc" => {
                 self.congestion = CcAlgorithm::from_name(value)
                     .ok_or_else(|| bad("imp has reno, cubic, vegas and bbr"))?;
@@ -209,7 +229,7 @@ impl Flags {
                 return Err(FlagsError(format!(
                     "unknown so_flags key '{key}' (known: local_ip, prefix_len, gateway_ip, \
                      local_ip6, prefix_len6, gateway_ip6, mtu, cc, ecn, rcvbuf, sndbuf, seed, \
-                     fastopen, fastopen_key, sysctls, rto_floor)"
+                     fastopen, fastopen_key, sysctls, rto_floor, mtu_probing, base_mss)"
                 )));
             }
         }
@@ -242,6 +262,12 @@ mod tests {
         key[12] = 0xa0;
         assert_eq!(flags.fastopen_key, key);
         assert!(flags.sysctls);
+        assert_eq!(Flags::default().mtu_probing, MtuProbing::Off);
+        let flags = Flags::parse(Some("mtu_probing=2 base_mss=512")).unwrap();
+        assert_eq!(
+            (flags.mtu_probing, flags.base_mss),
+            (MtuProbing::Always, 512)
+        );
         assert_eq!(Flags::default().rto_floor, RtoFloor::Variance);
         let flags = Flags::parse(Some("rto_floor=rto")).unwrap();
         assert_eq!(flags.rto_floor, RtoFloor::Rto);
@@ -261,6 +287,8 @@ mod tests {
             ("fastopen_key=1-2-3", "fastopen_key=1-2-3"),
             ("sysctls=maybe", "on or off"),
             ("rto_floor=never", "variance (Linux) or rto"),
+            ("mtu_probing=3", "0, 1 or 2"),
+            ("base_mss=10", "48 or more"),
         ] {
             let error = Flags::parse(Some(text)).unwrap_err();
             assert!(error.0.contains(needle), "{text}: {error}");

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
-use impnet_core::tcp::{TcpConfig, TcpEvent, TcpHandle};
+use impnet_core::tcp::{MtuProbing, TcpConfig, TcpEvent, TcpHandle};
 use impnet_core::{
     Duration, Event, IfaceConfig, IfaceId, Instant, Offloads, Secret, Stack, StackConfig,
 };
@@ -98,6 +98,11 @@ impl Shim {
             send_chronographs: true,
             // Linux grows cwnd by what an ACK newly delivered (`tcp_cong_control`).
             cwnd_growth_newly_delivered: true,
+            // Linux's `tcp_mtu_probing` (0 by default: neither black-hole detection
+            // nor probing) and `tcp_base_mss`.
+            black_hole_detection: flags.mtu_probing != MtuProbing::Off,
+            mtu_probing: flags.mtu_probing,
+            base_mss: flags.base_mss,
             ..TcpConfig::default()
         };
         // IPv6 as on packetdrill's TUN device: one static address, no router to ask

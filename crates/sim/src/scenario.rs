@@ -12,7 +12,7 @@ use std::ops::Range;
 use impnet_core::Duration;
 use impnet_core::qdisc::QdiscConfig;
 use impnet_core::tcp::cc::CcAlgorithm;
-use impnet_core::tcp::{EcnMode, TcpConfig};
+use impnet_core::tcp::{EcnMode, MtuProbing, TcpConfig};
 use impnet_phy::LinkConfig;
 use impnet_phy::link::spec::{QdiscKeys, UnknownAction};
 use impnet_phy::link::{GcraConfig, GilbertElliott, PoliceAction, Policer};
@@ -525,6 +525,8 @@ struct RawTcp {
     min_rto: Option<Dur>,
     max_rto: Option<Dur>,
     share_control_blocks: Option<bool>,
+    black_hole_detection: Option<bool>,
+    mtu_probing: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -994,6 +996,16 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
         }
         tcp.initial_window = *iw.get_ref();
     }
+    rto_settings(raw, &mut tcp);
+    if let Some(v) = raw.share_control_blocks {
+        tcp.share_control_blocks = v;
+    }
+    path_mtu_settings(ctx, raw, &mut tcp)?;
+    Ok(tcp)
+}
+
+/// `initial_rto`, `min_rto` and `max_rto`.
+fn rto_settings(raw: &RawTcp, tcp: &mut TcpConfig) {
     if let Some(v) = raw.initial_rto {
         tcp.initial_rto = v.0;
     }
@@ -1003,10 +1015,32 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     if let Some(v) = raw.max_rto {
         tcp.max_rto = v.0;
     }
-    if let Some(v) = raw.share_control_blocks {
-        tcp.share_control_blocks = v;
+}
+
+/// `black_hole_detection` and `mtu_probing` (`TcpConfig`'s RFC 4821 settings).
+fn path_mtu_settings(
+    ctx: &Ctx<'_>,
+    raw: &RawTcp,
+    tcp: &mut TcpConfig,
+) -> Result<(), ScenarioError> {
+    if let Some(v) = raw.black_hole_detection {
+        tcp.black_hole_detection = v;
     }
-    Ok(tcp)
+    if let Some(mode) = &raw.mtu_probing {
+        tcp.mtu_probing = match mode.get_ref().as_str() {
+            "off" | "0" => MtuProbing::Off,
+            "on_black_hole" | "1" => MtuProbing::OnBlackHole,
+            "always" | "2" => MtuProbing::Always,
+            other => {
+                return Err(ctx.error(
+                    mode.span(),
+                    "mtu_probing",
+                    format!("unknown mode `{other}`; use \"off\", \"on_black_hole\" or \"always\""),
+                ));
+            }
+        };
+    }
+    Ok(())
 }
 
 fn node_ref(

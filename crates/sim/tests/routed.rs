@@ -436,8 +436,9 @@ fn pmtud_works_with_icmp_and_black_hole_detection_without() {
     );
     assert!(iface(r, "passed-r1", "passed-lan").drops.frag_needed > 0);
     // ICMP filtered: the fragmentation-needed messages never arrive; black-hole
-    // detection (RFC 4821) halves the segment size after repeated timeouts and the
-    // transfer completes, byte for byte, later than with ICMP.
+    // detection (RFC 4821) lowers the segment size after repeated timeouts (and the
+    // search climbs back) and the transfer completes, byte for byte, later than with
+    // ICMP.
     let filtered = flow(r, "filtered");
     assert!(
         filtered.completed && filtered.data_ok == Some(true),
@@ -446,6 +447,33 @@ fn pmtud_works_with_icmp_and_black_hole_detection_without() {
     assert!(filtered.seconds > passed.seconds, "{filtered:?} {passed:?}");
     assert!(iface(r, "filtered-r1", "filtered-lan").drops.icmp_filtered > 0);
     assert!(iface(r, "filtered-r1", "filtered-lan").drops.frag_needed > 0);
+}
+
+#[test]
+fn plpmtud_passes_a_black_hole_that_stalls_a_sender_without_it() {
+    let out = run(&routed("pmtu-probe.toml"));
+    let r = &out.report;
+    // No detection, no probing: full-sized segments vanish, nothing is delivered.
+    let stuck = flow(r, "stuck");
+    assert!(!stuck.completed && stuck.bytes == 0, "{stuck:?}");
+    assert!(iface(r, "stuck-r1", "stuck-lan").drops.icmp_filtered > 0);
+    // Detection alone (halving) and detection with the search both deliver every byte.
+    for name in ["halved", "probing"] {
+        let f = flow(r, name);
+        assert!(f.completed && f.data_ok == Some(true), "{f:?}");
+        assert_eq!(f.bytes, 2 << 20, "{f:?}");
+    }
+    // The search finds larger segments than halving keeps (about 950 bytes of data
+    // against 718): the same bytes in at least a fifth fewer data segments.
+    let data_segments = |name: &str| {
+        let conn = flow(r, name).analysis.as_ref().expect("a capture analysis");
+        conn.directions[0].data_segments
+    };
+    let (halved, probing) = (data_segments("halved"), data_segments("probing"));
+    assert!(
+        probing * 5 < halved * 4,
+        "probing {probing}, halved {halved} data segments"
+    );
 }
 
 #[test]

@@ -962,6 +962,22 @@ impl Stack {
         self.tcp.set_ecn(mode);
     }
 
+    /// Path MTU probing (RFC 4821, RFC 8899) on the connections opened from now on, as
+    /// Linux's `net.ipv4.tcp_mtu_probing`, `tcp_base_mss`, `tcp_probe_interval` and
+    /// `tcp_probe_threshold` change at run time; None leaves a setting as it is.
+    /// `MtuProbing::Off` also turns black-hole detection off (Linux's 0), any other
+    /// mode on.
+    pub fn tcp_set_mtu_probing(
+        &mut self,
+        mode: Option<crate::tcp::MtuProbing>,
+        base_mss: Option<u16>,
+        probe_interval: Option<crate::time::Duration>,
+        probe_threshold: Option<u16>,
+    ) {
+        self.tcp
+            .set_mtu_probing(mode, base_mss, probe_interval, probe_threshold);
+    }
+
     /// What a SYN with Fast Open towards `server` would carry now: Some(bytes of data
     /// at most) when the stack holds the server's cookie, or needs none
     /// ([`tcp_set_fast_open_client_no_cookie`](Self::tcp_set_fast_open_client_no_cookie))

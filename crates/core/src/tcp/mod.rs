@@ -59,6 +59,8 @@ mod tests_fuzz;
 #[cfg(test)]
 mod tests_loop;
 #[cfg(test)]
+mod tests_mtu_probe;
+#[cfg(test)]
 mod tests_predict;
 #[cfg(test)]
 mod tests_recovery;
@@ -69,7 +71,7 @@ use core::net::{IpAddr, SocketAddr};
 
 use crate::time::{Duration, Instant};
 
-pub use conn::SendOwnedError;
+pub use conn::{MtuProbing, SendOwnedError};
 pub use ecn::{Ecn, EcnMode};
 pub use rtt::RtoFloor;
 pub use socket_options::SocketOption;
@@ -118,8 +120,25 @@ pub struct TcpConfig {
     /// RFC 8899 §4.2): when every second retransmission timeout in a row finds
     /// segments larger than 536 bytes unacknowledged, the segment size is halved
     /// (down to 536), as a path that drops big packets without ICMP (filtered
-    /// fragmentation-needed) would make them vanish. On by default.
+    /// fragmentation-needed) would make them vanish. On by default. With
+    /// [`TcpConfig::mtu_probing`] on, detection drops to [`TcpConfig::base_mss`] instead
+    /// (then halves), and the search climbs back.
     pub black_hole_detection: bool,
+    /// Packetization-layer path MTU discovery (RFC 4821, with RFC 8899 §5.3's search;
+    /// Linux's `tcp_mtu_probing` 0/1/2): when to search upwards for the largest segment
+    /// the path carries, with probes of one segment of the candidate size.
+    pub mtu_probing: MtuProbing,
+    /// The segment size (MSS, options included) black-hole detection falls back to
+    /// and [`MtuProbing::Always`] starts from (RFC 4821 §7.2's `BASE_PLPMTU`, less 40;
+    /// Linux's `tcp_base_mss`, 1024).
+    pub base_mss: u16,
+    /// How long after a search ended (or a black hole dropped the size) it starts
+    /// again from the top (RFC 8899 §5.1.1 `PMTU_RAISE_TIMER`; Linux's
+    /// `tcp_probe_interval`, 600 s).
+    pub probe_interval: Duration,
+    /// The search ends when the sizes known to pass and known to fail are closer than
+    /// this many bytes (RFC 4821 §7.3's accuracy; Linux's `tcp_probe_threshold`, 8).
+    pub probe_threshold: u16,
     /// Disable Nagle's algorithm on new connections.
     pub nodelay: bool,
     /// Maximum segment lifetime; TIME-WAIT lasts 2*MSL (RFC 9293 §3.4.2; default 30 s).
@@ -325,6 +344,10 @@ impl Default for TcpConfig {
             interactive_delayed_ack: false,
             send_chronographs: false,
             black_hole_detection: true,
+            mtu_probing: MtuProbing::OnBlackHole,
+            base_mss: 1024,
+            probe_interval: Duration::from_secs(600),
+            probe_threshold: 8,
             nodelay: false,
             msl: Duration::from_secs(30),
             mss: 1460,
@@ -624,6 +647,10 @@ pub struct TcpStats {
     pub path_mtu_drops: u64,
     /// Segment-size reductions by black-hole detection (RFC 4821).
     pub black_holes: u64,
+    /// Path MTU probes sent (RFC 4821 / RFC 8899 §5.3 search, `TcpConfig::mtu_probing`).
+    pub mtu_probes: u64,
+    /// Path MTU probes found lost by loss recovery (their loss cut no window).
+    pub mtu_probes_lost: u64,
     /// Segments handled by header prediction (Linux's `TCPHPHits`), a subset of
     /// `segments_in`.
     pub predicted: u64,

@@ -24,11 +24,12 @@ use super::slab::Slab;
 use super::socket_options::SocketOption;
 use super::state::{Closed, State};
 use super::{
-    Ecn, EcnMode, Egress, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats, TcpTransmit,
+    Ecn, EcnMode, Egress, MtuProbing, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats,
+    TcpTransmit,
 };
 use crate::rng::splitmix64_mix;
 use crate::secret::Secret;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// RFC 6056 §2.1: the IANA ephemeral range, 49152-65535.
 /// The key of the catch-all listener: port 0 of `[::]`, which no `listen` can take.
@@ -237,6 +238,31 @@ impl Tcp {
     /// ECN (RFC 3168) for connections opened from now on.
     pub fn set_ecn(&mut self, mode: EcnMode) {
         self.shared.config.ecn = mode;
+    }
+
+    /// Path MTU probing for connections opened from now on (see
+    /// `Stack::tcp_set_mtu_probing`); None leaves a setting as it is.
+    pub fn set_mtu_probing(
+        &mut self,
+        mode: Option<MtuProbing>,
+        base_mss: Option<u16>,
+        probe_interval: Option<Duration>,
+        probe_threshold: Option<u16>,
+    ) {
+        let config = &mut self.shared.config;
+        if let Some(mode) = mode {
+            config.mtu_probing = mode;
+            config.black_hole_detection = mode != MtuProbing::Off;
+        }
+        if let Some(mss) = base_mss {
+            config.base_mss = mss.max(48);
+        }
+        if let Some(interval) = probe_interval {
+            config.probe_interval = interval;
+        }
+        if let Some(threshold) = probe_threshold {
+            config.probe_threshold = threshold;
+        }
     }
 
     /// Counters.

@@ -1,6 +1,7 @@
 //! ICMP errors about a connection's segments (RFC 1122 §4.2.3.9, RFC 1191, RFC 5927,
 //! RFC 5461): path MTU discovery, and hard and soft errors.
 
+use super::mtu::resend_in_flight;
 use super::{Conn, Ctx};
 use crate::tcp::IcmpNotice;
 use crate::tcp::fastopen::SynFastOpen;
@@ -10,10 +11,6 @@ use crate::tcp::state::State;
 /// The smallest path MTU a fragmentation-needed message may set (Linux's
 /// `min_pmtu`): a forged message cannot shrink segments below 512 bytes of data.
 pub(crate) const MIN_PATH_MTU: u16 = 552;
-
-/// The segment size black-hole detection stops at: RFC 879's default MSS, which every
-/// IPv4 path carries (576-byte datagrams).
-const BLACK_HOLE_FLOOR: u16 = 536;
 
 impl Conn {
     /// An ICMP error quoting sequence number `seq`: taken only when `seq` is in flight
@@ -46,19 +43,6 @@ impl Conn {
         }
     }
 
-    /// RFC 4821 §4 black-hole detection: repeated timeouts with segments bigger than
-    /// the smallest a path must carry (536 bytes of data, RFC 879) may be a path that
-    /// drops big packets silently; halve the segment size (at least 536) and let the
-    /// go-back that follows the timeout resend in the smaller size.
-    pub(super) fn suspect_black_hole(&mut self, ctx: &mut Ctx<'_>) {
-        let current = self.opts.seg_mss();
-        if !self.state.synchronized() || current <= BLACK_HOLE_FLOOR {
-            return;
-        }
-        self.opts.set_path_mss((current / 2).max(BLACK_HOLE_FLOOR));
-        ctx.shared.stats.black_holes += 1;
-    }
-
     /// RFC 1191 §6: lower the segment size to what the path carries and resend what is
     /// in flight at once in smaller segments (the big ones were dropped). It is not
     /// congestion: cwnd and ssthresh stay (as Linux's `tcp_simple_retransmit`).
@@ -69,7 +53,13 @@ impl Conn {
     /// its SYN.
     fn on_packet_too_big(&mut self, ctx: &mut Ctx<'_>, mtu: u16) {
         let mss = mtu.max(MIN_PATH_MTU) - 40;
+        // A probe bigger than the path (RFC 8899 §4.6.2: a PTB "MAY" end the probe) is
+        // lost: resend what is in flight in the size in use.
+        let probe_lost = self.mtu_search_on_packet_too_big(ctx, mss);
         if mss >= self.opts.seg_mss() {
+            if probe_lost && let Some(snd) = self.state.snd_mut() {
+                resend_in_flight(snd);
+            }
             return;
         }
         self.opts.set_path_mss(mss);
@@ -85,17 +75,8 @@ impl Conn {
             ctx.shared.stats.fast_open_active_fail += 1;
             return;
         }
-        if let Some(snd) = self.state.snd_mut()
-            && snd.outstanding() > 0
-        {
-            snd.snd_nxt = snd.snd_una;
-            if let Some(loss) = snd.loss.allocated_mut() {
-                loss.recovery = None;
-                loss.rexmit = None;
-                loss.sampler.on_retransmit();
-            }
-            snd.dup_acks = 0;
-            snd.high_rxt = snd.snd_una;
+        if let Some(snd) = self.state.snd_mut() {
+            resend_in_flight(snd);
         }
     }
 }

@@ -169,6 +169,9 @@ impl Conn {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
         }
         self.clear_retries();
+        if ctx.shared.config.mtu_probing == super::MtuProbing::Always {
+            self.start_mtu_search(ctx);
+        }
         self.reset_backoff();
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
@@ -515,6 +518,9 @@ impl Conn {
         if ack >= before.snd_una {
             self.on_ack_recovery(ctx, seg, before);
         }
+        if self.cold.is_some() {
+            self.mtu_probe_on_recovery(ctx, before.in_recovery);
+        }
         self.update_window(ctx, seg);
         self.ecn_on_ack(ctx, seg);
         // Our FIN is acknowledged when SND.UNA passed it.
@@ -629,7 +635,7 @@ impl Conn {
             self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
             clear_backoff(&mut self.cold);
         }
-        self.clear_retries();
+        self.on_progress(ack, now, ctx.shared.config.probe_threshold);
         // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
         // retransmission timer." §5.3: "When an ACK is received that acknowledges new
         // data, restart the retransmission timer so that it will expire after RTO".

@@ -11,6 +11,7 @@ mod ecn;
 mod fastopen;
 mod icmp;
 mod input;
+mod mtu;
 mod options;
 mod output;
 mod predict;
@@ -18,6 +19,7 @@ mod recovery;
 mod share;
 mod zero_copy;
 
+pub use mtu::MtuProbing;
 pub use zero_copy::SendOwnedError;
 
 use core::net::SocketAddr;
@@ -292,6 +294,9 @@ pub(crate) struct Cold {
     /// Segments the connection retransmitted, saturating (for `TcpInfo`, as Linux's
     /// `tcpi_total_retrans`): here, as only a connection that lost or probed has any.
     pub retransmits: u32,
+    /// Packetization-layer path MTU discovery's search (`mtu.rs`): here, boxed again,
+    /// as only a connection that met a black hole (or probes from the start) has one.
+    pub mtu: Option<alloc::boxed::Box<mtu::MtuSearch>>,
 }
 
 impl Cold {
@@ -414,6 +419,16 @@ impl Conn {
     pub fn clear_retries(&mut self) {
         if let Some(cold) = &mut self.cold {
             cold.retries = 0;
+        }
+    }
+    /// New data acknowledged up to `ack`: the timeouts in a row end
+    /// ([`Conn::clear_retries`]), and a path MTU probe it covers passed (`mtu.rs`).
+    fn on_progress(&mut self, ack: SeqNumber, now: Instant, probe_threshold: u16) {
+        if let Some(cold) = &mut self.cold {
+            cold.retries = 0;
+            if cold.mtu.is_some() {
+                Conn::mtu_probe_on_ack(cold, &mut self.opts, ack, now, probe_threshold);
+            }
         }
     }
     /// With `TcpConfig::send_chronographs`, after every call into the connection:
@@ -1121,7 +1136,15 @@ impl Conn {
         }
         ctx.shared.stats.timeouts += 1;
         cold.retries += 1;
-        if cold.retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
+        if cold
+            .mtu
+            .as_ref()
+            .is_some_and(|search| search.probe.is_some())
+        {
+            self.mtu_probe_timed_out(ctx);
+        }
+        let retries = self.cold.as_ref().map_or(0, |cold| cold.retries);
+        if retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."

@@ -81,17 +81,28 @@ impl Conn {
             Some(room) if plan.kind == Kind::Next => room,
             _ => usize::from(self.opts.seg_mss()).saturating_sub(opt),
         };
-        let room = segment_room.min(buf.len().saturating_sub(20 + opt + syn_opt));
-        if plan.len > room {
+        let buf_room = buf.len().saturating_sub(20 + opt + syn_opt);
+        let room = segment_room.min(buf_room);
+        // Larger than the segment size in use: TSO's, or a path MTU probe (`mtu.rs`).
+        let mtu_probe = plan.len > room && self.mtu_probe_goes(plan.seq, plan.len, opt, buf_room);
+        if plan.len > room && !mtu_probe {
             plan.len = room;
             plan.flags = Flags(plan.flags.0 & !Flags::FIN.0);
         }
-        let push = self.push_due(&plan, ctx.now);
+        // A probe never ends the queued data (more follows it), and goes without PSH
+        // as Linux's does.
+        let push = if mtu_probe {
+            Push::No
+        } else {
+            self.push_due(&plan, ctx.now)
+        };
         if push != Push::No {
             plan.flags = plan.flags | Flags::PSH;
         }
         let len = self.write(ctx, &plan, buf, (egress.checksum, sack_n))?;
-        if plan.len > usize::from(self.opts.seg_mss())
+        if mtu_probe {
+            ctx.shared.stats.mtu_probes += 1;
+        } else if plan.len > usize::from(self.opts.seg_mss())
             && let Some(snd) = self.state.snd_mut()
         {
             snd.tso = true;
@@ -222,6 +233,15 @@ impl Conn {
                 snd.snd_nxt,
             )
         };
+        let search = (self.cold.as_deref_mut())
+            .filter(|cold| cold.records.is_empty())
+            .and_then(|cold| cold.mtu.as_deref_mut());
+        if let Some(search) = search
+            && let Some(plan) = plan_mtu_probe(search, snd, &opts, config, ctx.now)
+        {
+            return Some(plan);
+        }
+        let cold = self.cold.as_ref();
         let fin = (fin_queued, config.lone_fin_as_linux);
         if let Some(plan) = plan_next(snd, &opts, fin, partial, tso_room, cold) {
             if partial == Partial::Override {
@@ -918,6 +938,33 @@ fn plan_next(
     go.then_some(Plan {
         seq: snd.snd_nxt,
         flags: if fin { Flags::FIN } else { Flags::NONE },
+        len,
+        kind: Kind::Next,
+    })
+}
+
+/// A path MTU probe at SND.NXT, when one is due (`mtu::plan_probe`): one segment of new
+/// data larger than the size in use, never past a record boundary or with the FIN.
+fn plan_mtu_probe(
+    search: &mut super::mtu::MtuSearch,
+    snd: &Snd,
+    opts: &Negotiated,
+    config: &crate::tcp::TcpConfig,
+    now: Instant,
+) -> Option<Plan> {
+    let mss = opts.snd_mss();
+    let room = Room::at_snd_nxt(snd, opts.sack, mss);
+    let len = super::mtu::plan_probe(
+        search,
+        snd,
+        opts,
+        config,
+        now,
+        (room.available, room.wnd, room.cwnd),
+    )?;
+    Some(Plan {
+        seq: snd.snd_nxt,
+        flags: Flags::NONE,
         len,
         kind: Kind::Next,
     })

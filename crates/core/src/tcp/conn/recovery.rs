@@ -144,10 +144,14 @@ impl Conn {
         if !snd.rack_enabled {
             return;
         }
+        let was_in_recovery = snd.loss.in_recovery();
         let (reorder, _) = detect_loss(snd, &mut ctx.shared.stats, now, srtt, mss);
         prr_on_ack(snd, 0, mss, false);
         if let Some(wait) = reorder {
             self.timers.set(Timer::Reorder, now + wait);
+        }
+        if self.cold.is_some() {
+            self.mtu_probe_on_recovery(ctx, was_in_recovery);
         }
     }
 
