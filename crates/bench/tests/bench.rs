@@ -265,7 +265,8 @@ fn bench_table_sets_each_stacks_ipv6_row_beside_its_ipv4_row() {
 }
 
 /// `imp-bench --only W8` at tiny sizes, as root with iperf3: the table has a row per
-/// cell with imp's and Linux's entry for each of the three congestion-control pairs,
+/// cell with imp's and Linux's entry for each of the four congestion-control pairs (imp's
+/// BBR v3 and BBRv1 both beside Linux's `bbr`),
 /// every entry a goodput or `n/a [k]` with note k saying why; a geometric mean per
 /// pair; the simulator rows for imp and ns-3; and the namespaces it made are gone.
 #[test]
@@ -299,6 +300,7 @@ fn bench_w8_paths_table_has_every_cell() {
         "linux cubic",
         "imp bbr",
         "linux bbr",
+        "imp bbr1",
     ] {
         assert!(header.contains(column), "{column} missing: {header}");
     }
@@ -339,7 +341,7 @@ fn bench_w8_paths_table_has_every_cell() {
     assert!(!rows.is_empty(), "no cells in\n{stdout}");
     for row in &rows {
         let groups: Vec<&str> = row.split('|').skip(1).collect();
-        assert_eq!(groups.len(), 3, "three pairs per cell: {row}");
+        assert_eq!(groups.len(), 4, "four pairs per cell: {row}");
         for group in groups {
             // " " and two right-aligned entries of 13 characters, one space between.
             assert!(group.len() >= 28, "{row}");
@@ -352,6 +354,7 @@ fn bench_w8_paths_table_has_every_cell() {
         "imp newreno / linux reno",
         "imp cubic / linux cubic",
         "imp bbr / linux bbr",
+        "imp bbr1 / linux bbr",
     ] {
         assert!(
             lines
