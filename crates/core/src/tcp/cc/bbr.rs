@@ -835,12 +835,13 @@ impl CongestionControl for Bbr {
     }
     fn set_mss(&mut self, mss: usize) {
         let mss = mss.max(1);
-        if mss < self.mss {
-            self.cwnd = self.cwnd / self.mss * mss;
-        }
-        self.initial_cwnd = self.initial_cwnd / self.mss * mss;
+        (self.cwnd, self.initial_cwnd) = super::rescale_for_mss(
+            (self.cwnd, self.initial_cwnd),
+            self.mss,
+            mss,
+            MIN_PIPE_SEGMENTS,
+        );
         self.mss = mss;
-        self.cwnd = self.cwnd.max(self.min_pipe_cwnd() as usize);
     }
     fn on_ack(&mut self, _: Instant, _: usize, _: Option<Duration>, _: usize, _: CwndUsage) {
         // Everything happens in `on_rate_sample`.

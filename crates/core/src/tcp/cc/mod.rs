@@ -208,6 +208,20 @@ pub trait CongestionControl: fmt::Debug + Send {
     }
 }
 
+/// The model-based controllers' windows (both BBRs) after SMSS changed from `old` to
+/// `new` bytes: cwnd keeps its segments when SMSS shrinks (its bytes when SMSS grows),
+/// the initial window its segments, and cwnd stays at least `min_segments` of the new
+/// SMSS. Returns (cwnd, initial window).
+pub(crate) fn rescale_for_mss(
+    (cwnd, initial): (usize, usize),
+    old: usize,
+    new: usize,
+    min_segments: usize,
+) -> (usize, usize) {
+    let cwnd = if new < old { cwnd / old * new } else { cwnd };
+    (cwnd.max(min_segments * new), initial / old * new)
+}
+
 /// Where the window-based controllers may follow the RFCs or Linux, and HyStart++.
 /// The default is the RFCs'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
