@@ -7,14 +7,15 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use impnet::core::AcceptAny;
-use impnet::{TcpListener, TcpStream, UdpSocket};
+use impnet::UdpSocket;
+use tokio::io::AsyncWriteExt;
 
 use crate::tapargs::TapArgs;
 
@@ -100,7 +101,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
         ..AcceptAny::default()
     };
     stack.rt.set_accept_any(stack.iface, Some(mode));
-    let listener = TcpListener::bind_any(&stack.rt, 1024, args.max_half_open)
+    let listener = impnet::tokio::TcpListener::bind_any(&stack.rt, 1024, args.max_half_open)
         .map_err(|e| format!("cannot listen for any destination: {e}"))?;
     let udp = UdpSocket::bind_any(&stack.rt)
         .map_err(|e| format!("cannot bind the catch-all UDP socket: {e}"))?;
@@ -116,25 +117,36 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
     );
     let idle = Duration::from_secs(args.udp_idle);
     thread::spawn(move || relay_udp(udp, upstream, idle));
-    loop {
-        let (client, _) = listener
-            .accept()
-            .map_err(|e| format!("accept failed: {e}"))?;
-        thread::spawn(move || {
-            if let Err(e) = relay_tcp(client, upstream) {
-                eprintln!("imp proxy: {e}");
-            }
-        });
-    }
+    // Every TCP relay is a task on this one thread: a connection costs its task and
+    // the buffer of what one side has not taken yet, not two threads and their stacks.
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .map_err(|e| format!("cannot start the relay runtime: {e}"))?;
+    let _guard = tokio.enter();
+    tokio.spawn(impnet::tokio::drive(&stack.rt));
+    tokio.block_on(async move {
+        loop {
+            let (client, _) = listener
+                .accept()
+                .await
+                .map_err(|e| format!("accept failed: {e}"))?;
+            tokio::spawn(async move {
+                if let Err(e) = relay_tcp(client, upstream).await {
+                    eprintln!("imp proxy: {e}");
+                }
+            });
+        }
+    })
 }
 
 /// One TCP connection: connect upstream to the client's destination, then copy both
 /// ways, each direction's end passed on as a half-close.
-fn relay_tcp(client: TcpStream, upstream: Upstream) -> Result<(), String> {
+async fn relay_tcp(client: ClientStream, upstream: Upstream) -> Result<(), String> {
     let dst = client.local_addr().map_err(|e| e.to_string())?;
     let host = match upstream {
-        Upstream::Direct => std::net::TcpStream::connect(dst),
-        Upstream::Socks5(server) => socks5_connect(server, dst),
+        Upstream::Direct => HostStream::connect(dst).await,
+        Upstream::Socks5(server) => socks5_connect(server, dst).await,
     };
     let host = match host {
         Ok(host) => host,
@@ -144,66 +156,146 @@ fn relay_tcp(client: TcpStream, upstream: Upstream) -> Result<(), String> {
         }
     };
     let _ = host.set_nodelay(true);
-    let (client_up, host_up) = (
-        client.try_clone().map_err(|e| e.to_string())?,
-        host.try_clone().map_err(|e| e.to_string())?,
+    let (host_read, host_write) = host.into_split();
+    let (up, down) = tokio::join!(
+        client_to_host(&client, host_write),
+        host_to_client(host_read, &client)
     );
-    let up =
-        thread::spawn(move || copy_then_close(client_up, host_up, |s| s.shutdown(Shutdown::Write)));
-    copy_then_close(host, client, |s| s.shutdown(Shutdown::Write));
-    let _ = up.join();
+    if up.is_err() || down.is_err() {
+        // One side failed (reset, unreachable): the other learns it by a reset too.
+        let _ = client.abort();
+    }
     Ok(())
 }
 
-/// Copy `from` to `to` until `from` ends, then half-close `to` with `close`.
-fn copy_then_close<R: Read, W: Write>(
-    mut from: R,
-    mut to: W,
-    close: impl FnOnce(&W) -> io::Result<()>,
-) {
-    let mut buf = vec![0u8; 64 * 1024];
+/// The imp-side stream of a relay.
+type ClientStream = impnet::tokio::TcpStream;
+/// The host-side stream of a relay.
+type HostStream = tokio::net::TcpStream;
+
+/// Copy what the client sends to the host, straight from imp's receive buffer (no
+/// buffer of the relay's own), then half-close the host side.
+async fn client_to_host(
+    client: &ClientStream,
+    mut host: tokio::net::tcp::OwnedWriteHalf,
+) -> io::Result<()> {
     loop {
-        match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
-                    break;
+        host.writable().await?;
+        let (mut seen, mut failed) = (false, None);
+        client
+            .recv_with(|data| {
+                seen |= !data.is_empty();
+                match host.try_write(data) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                    Err(e) => {
+                        failed = Some(e);
+                        0
+                    }
                 }
-            }
+            })
+            .await?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if !seen {
+            break;
         }
     }
-    let _ = close(&to);
+    host.shutdown().await
 }
 
-/// RFC 1928 §6: a reply's bound address, read and dropped.
-fn socks5_read_reply(stream: &mut std::net::TcpStream) -> io::Result<SocketAddr> {
-    let mut head = [0u8; 4];
-    stream.read_exact(&mut head)?;
+/// Bytes a relay reads from a host socket at once (into a buffer the thread's relays
+/// share; only what imp's send buffer does not take is kept per connection).
+const HOST_READ: usize = 64 * 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Copy what the host sends to the client, then half-close the client side. The
+/// host is read only when imp's send buffer has taken all that came before.
+async fn host_to_client(
+    host: tokio::net::tcp::OwnedReadHalf,
+    client: &ClientStream,
+) -> io::Result<()> {
+    let mut pending = Vec::new();
+    loop {
+        if let Some(rest) = (!pending.is_empty()).then_some(&pending) {
+            let n = client.send(rest).await?;
+            pending.drain(..n);
+            if pending.is_empty() {
+                pending = Vec::new();
+            }
+            continue;
+        }
+        host.readable().await?;
+        let read = SCRATCH.with_borrow_mut(|scratch| {
+            scratch.resize(HOST_READ, 0);
+            let n = match host.try_read(scratch) {
+                Ok(0) => return Ok(None),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Some(())),
+                Err(e) => return Err(e),
+            };
+            let taken = match client.try_send(&scratch[..n]) {
+                Ok(taken) => taken,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                Err(e) => return Err(e),
+            };
+            pending.extend_from_slice(&scratch[taken..n]);
+            Ok(Some(()))
+        })?;
+        if read.is_none() {
+            break;
+        }
+    }
+    client.shutdown_write()
+}
+
+/// RFC 1928 §3: the server's choice of method, which must be "no authentication".
+fn socks5_check_choice(choice: [u8; 2]) -> io::Result<()> {
+    if choice == [5, 0] {
+        return Ok(());
+    }
+    Err(io::Error::other(
+        "SOCKS5 server wants authentication (only 'no authentication' is supported)",
+    ))
+}
+
+/// RFC 1928 §4: the request `command` for `addr`.
+fn socks5_request_bytes(command: u8, addr: SocketAddr) -> Vec<u8> {
+    let mut request = vec![5, command, 0];
+    socks5_addr(addr, &mut request);
+    request
+}
+
+/// RFC 1928 §6: the bytes of a reply after its first four (the bound address and
+/// port), or the server's refusal.
+fn socks5_reply_rest(head: [u8; 4]) -> io::Result<usize> {
     if head[0] != 5 || head[1] != 0 {
         return Err(io::Error::other(format!(
             "SOCKS5 server refused: reply code {}",
             head[1]
         )));
     }
-    let addr = match head[3] {
-        1 => {
-            let mut b = [0u8; 6];
-            stream.read_exact(&mut b)?;
-            SocketAddr::from(([b[0], b[1], b[2], b[3]], u16::from_be_bytes([b[4], b[5]])))
-        }
-        4 => {
-            let mut b = [0u8; 18];
-            stream.read_exact(&mut b)?;
-            let ip: [u8; 16] = b[..16].try_into().unwrap_or([0; 16]);
-            SocketAddr::from((ip, u16::from_be_bytes([b[16], b[17]])))
-        }
-        kind => {
-            return Err(io::Error::other(format!(
-                "SOCKS5 reply with address type {kind}"
-            )));
-        }
-    };
-    Ok(addr)
+    match head[3] {
+        1 => Ok(6),
+        4 => Ok(18),
+        kind => Err(io::Error::other(format!(
+            "SOCKS5 reply with address type {kind}"
+        ))),
+    }
+}
+
+/// The bound address of a reply from its last bytes (6 for IPv4, 18 for IPv6).
+fn socks5_bound(rest: &[u8]) -> SocketAddr {
+    let (ip, port) = rest.split_at(rest.len() - 2);
+    let port = u16::from_be_bytes([port[0], port[1]]);
+    match <[u8; 4]>::try_from(ip) {
+        Ok(v4) => SocketAddr::from((v4, port)),
+        Err(_) => SocketAddr::from((<[u8; 16]>::try_from(ip).unwrap_or([0; 16]), port)),
+    }
 }
 
 /// RFC 1928 §4-5: the address of a request or a UDP header (ATYP, address, port).
@@ -232,21 +324,31 @@ fn socks5_request(
     stream.write_all(&[5, 1, 0])?;
     let mut choice = [0u8; 2];
     stream.read_exact(&mut choice)?;
-    if choice != [5, 0] {
-        return Err(io::Error::other(
-            "SOCKS5 server wants authentication (only 'no authentication' is supported)",
-        ));
-    }
-    let mut request = vec![5, command, 0];
-    socks5_addr(addr, &mut request);
-    stream.write_all(&request)?;
-    let bound = socks5_read_reply(&mut stream)?;
-    Ok((stream, bound))
+    socks5_check_choice(choice)?;
+    stream.write_all(&socks5_request_bytes(command, addr))?;
+    let mut head = [0u8; 4];
+    stream.read_exact(&mut head)?;
+    let mut rest = vec![0u8; socks5_reply_rest(head)?];
+    stream.read_exact(&mut rest)?;
+    Ok((stream, socks5_bound(&rest)))
 }
 
-/// SOCKS5 CONNECT to `dst`: the stream, ready for data.
-fn socks5_connect(server: SocketAddr, dst: SocketAddr) -> io::Result<std::net::TcpStream> {
-    socks5_request(server, 1, dst).map(|(stream, _)| stream)
+/// SOCKS5 CONNECT to `dst` (as [`socks5_request`], on the relays' runtime): the
+/// stream, ready for data.
+async fn socks5_connect(server: SocketAddr, dst: SocketAddr) -> io::Result<HostStream> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = HostStream::connect(server).await?;
+    stream.write_all(&[5, 1, 0]).await?;
+    let mut choice = [0u8; 2];
+    stream.read_exact(&mut choice).await?;
+    socks5_check_choice(choice)?;
+    stream.write_all(&socks5_request_bytes(1, dst)).await?;
+    let mut head = [0u8; 4];
+    stream.read_exact(&mut head).await?;
+    let mut rest = [0u8; 18];
+    let rest = &mut rest[..socks5_reply_rest(head)?];
+    stream.read_exact(rest).await?;
+    Ok(stream)
 }
 
 /// One UDP flow's way out: a host socket (connected to the destination, or to the

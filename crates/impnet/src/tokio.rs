@@ -66,6 +66,20 @@ impl TcpListener {
         })
     }
 
+    /// The catch-all listener of a transparent proxy, for async tasks; see the
+    /// blocking [`crate::TcpListener::bind_any`].
+    pub fn bind_any(rt: &Runtime, backlog: usize, max_half_open: usize) -> io::Result<TcpListener> {
+        let shared = Arc::clone(rt.shared());
+        let handle = shared
+            .with(|state, _| state.stack.tcp_listen_any(backlog, max_half_open))?
+            .map_err(error::tcp)?;
+        Ok(TcpListener {
+            shared,
+            handle,
+            local: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)),
+        })
+    }
+
     /// Wait for a connection and take it.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         poll_fn(|cx| self.poll_accept(cx)).await
@@ -246,6 +260,48 @@ impl TcpStream {
             .flatten()
     }
 
+    /// Send some of `data` through a shared reference: waits until the send buffer
+    /// takes at least one byte, and returns how many it took (as tokio's
+    /// `TcpStream::write` through `&TcpStream`).
+    pub async fn send(&self, data: &[u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_send(cx, data)).await
+    }
+
+    /// Send what the send buffer takes of `data` now, without waiting: `WouldBlock`
+    /// when it takes nothing.
+    pub fn try_send(&self, data: &[u8]) -> io::Result<usize> {
+        let handle = self.handle;
+        self.shared
+            .with(|state, now| state.stack.tcp_send(now, handle, data))?
+            .or_else(|e| match e {
+                TcpError::WouldBlock => Err(io::ErrorKind::WouldBlock.into()),
+                e => Err(self.ended.write(e)),
+            })
+    }
+
+    /// [`TcpStream::send`] as a poll.
+    pub fn poll_send(&self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let handle = self.handle;
+        self.shared.poll_tcp(cx, handle, true, |state, now| {
+            match state.stack.tcp_send(now, handle, data) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(self.ended.write(e))),
+            }
+        })
+    }
+
+    /// End the connection at once with a reset (RST), dropping what is queued.
+    pub fn abort(self) -> io::Result<()> {
+        let handle = self.handle;
+        self.shared
+            .with(|state, now| {
+                state.wakers.remove(&handle);
+                state.stack.tcp_abort(now, handle)
+            })?
+            .map_err(error::tcp)
+    }
+
     /// Shut down writing (our FIN after the queued data); reading is unaffected.
     /// Again is no error; on a connection that has ended it is `NotConnected`.
     pub fn shutdown_write(&self) -> io::Result<()> {
@@ -333,14 +389,7 @@ impl AsyncWrite for TcpStream {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let handle = self.handle;
-        self.shared.poll_tcp(cx, handle, true, |state, now| {
-            match state.stack.tcp_send(now, handle, data) {
-                Ok(n) => Some(Ok(n)),
-                Err(TcpError::WouldBlock) => None,
-                Err(e) => Some(Err(self.ended.write(e))),
-            }
-        })
+        self.poll_send(cx, data)
     }
 
     /// Every slice in one call into the stack, so a head and a body leave in one
