@@ -13,8 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use impnet::core::AcceptAny;
 use impnet::UdpSocket;
+use impnet::core::{AcceptAny, StackConfig};
 use tokio::io::AsyncWriteExt;
 
 use crate::tapargs::TapArgs;
@@ -42,6 +42,51 @@ pub struct ProxyArgs {
     /// Most connections waiting in the handshake at once.
     #[arg(long, value_name = "N", default_value_t = 512)]
     pub max_half_open: usize,
+    /// Each TCP connection's send and receive buffers in imp, each at most this large
+    /// (as hev-socks5-tunnel's `tcp-buffer-size`); they grow from nothing as data
+    /// waits, so an idle connection holds none of it. Default: imp's (256 KiB).
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes)]
+    pub buffer_size: Option<u64>,
+    /// The most memory the proxy may come to hold: the TCP connections and UDP flows
+    /// it takes are capped so that, each at its largest, they fit beside the proxy's
+    /// own base. Past the cap a new connection's SYN is dropped unanswered (the client
+    /// tries again, as at a full backlog) and a new UDP flow's datagrams are dropped.
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes)]
+    pub max_memory: Option<u64>,
+}
+
+/// What the proxy holds before any connection: its code and tables, imp's runtime
+/// and spare buffers (measured at about 6.3 MB resident when idle, with the spares
+/// kept for reuse on top).
+const BASE_MEMORY: u64 = 8 << 20;
+/// A TCP relay at its largest, beyond imp's two buffers: the bytes read from the host
+/// that imp's send buffer has not taken yet, the connection's state in imp, its task,
+/// and the host socket's registration.
+const TCP_RELAY_MEMORY: u64 = HOST_READ as u64 + (8 << 10);
+/// A UDP flow at its largest: its reader thread's buffer and stack.
+const UDP_FLOW_MEMORY: u64 = UDP_BUFFER as u64 + UDP_STACK as u64;
+
+/// The caps `--max-memory` puts on the proxy: (TCP connections, UDP flows). A
+/// seventh of what is above the base goes to UDP flows, the rest to TCP.
+fn memory_caps(max_memory: u64, buffer_size: u64) -> Result<(usize, usize), String> {
+    let per_connection = 2 * buffer_size + TCP_RELAY_MEMORY;
+    let room = max_memory.saturating_sub(BASE_MEMORY);
+    let udp = room / 7 / UDP_FLOW_MEMORY;
+    let tcp = (room - udp * UDP_FLOW_MEMORY) / per_connection;
+    if tcp == 0 || udp == 0 {
+        let least = BASE_MEMORY + per_connection + UDP_FLOW_MEMORY;
+        return Err(format!(
+            "--max-memory {max_memory}: the proxy needs {} MiB for itself and {} KiB for \
+             each connection at its largest (buffers of {buffer_size} bytes); give at \
+             least {least}",
+            BASE_MEMORY >> 20,
+            per_connection >> 10,
+        ));
+    }
+    Ok((
+        usize::try_from(tcp).unwrap_or(usize::MAX),
+        usize::try_from(udp).unwrap_or(usize::MAX),
+    ))
 }
 
 /// Where the relays go: straight out, or through a SOCKS5 server.
@@ -71,6 +116,16 @@ pub fn validate(args: &ProxyArgs) -> Result<(), String> {
     if args.max_half_open == 0 {
         return Err("--max-half-open 0: give at least 1".into());
     }
+    if let Some(size) = args.buffer_size
+        && !(1024..=1 << 30).contains(&size)
+    {
+        return Err(format!(
+            "--buffer-size {size}: give between 1K and 1G bytes"
+        ));
+    }
+    if let Some(max) = args.max_memory {
+        memory_caps(max, buffer_size(args))?;
+    }
     upstream(args)?;
     Ok(())
 }
@@ -94,7 +149,22 @@ fn upstream(args: &ProxyArgs) -> Result<Upstream, String> {
 pub fn run(args: &ProxyArgs) -> Result<(), String> {
     validate(args)?;
     let upstream = upstream(args)?;
-    let stack = args.device.start("proxy")?;
+    let mut config = StackConfig::default();
+    if let Some(size) = args.buffer_size {
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        (config.tcp.send_buffer, config.tcp.recv_buffer) = (size, size);
+    }
+    let mut max_flows = usize::MAX;
+    let mut caps = String::new();
+    if let Some(max) = args.max_memory {
+        let (connections, flows) = memory_caps(max, buffer_size(args))?;
+        config.tcp.max_connections = connections;
+        max_flows = flows;
+        caps = format!(
+            "; --max-memory {max}: at most {connections} TCP connections and {flows} UDP flows"
+        );
+    }
+    let stack = args.device.start_with("proxy", config)?;
     let mode = AcceptAny {
         per_source_rate: args.rate,
         per_source_burst: (args.rate / 5).max(16),
@@ -106,7 +176,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
     let udp = UdpSocket::bind_any(&stack.rt)
         .map_err(|e| format!("cannot bind the catch-all UDP socket: {e}"))?;
     println!(
-        "imp proxy: on {} {} ({}), relaying {}",
+        "imp proxy: on {} {} ({}), relaying {}{caps}",
         stack.kind,
         stack.name,
         stack.describe(None),
@@ -116,7 +186,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
         }
     );
     let idle = Duration::from_secs(args.udp_idle);
-    thread::spawn(move || relay_udp(udp, upstream, idle));
+    thread::spawn(move || relay_udp(udp, upstream, idle, max_flows));
     // Every TCP relay is a task on this one thread: a connection costs its task and
     // the buffer of what one side has not taken yet, not two threads and their stacks.
     let tokio = tokio::runtime::Builder::new_current_thread()
@@ -138,6 +208,13 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
             });
         }
     })
+}
+
+/// The size of each of a connection's buffers in imp.
+fn buffer_size(args: &ProxyArgs) -> u64 {
+    let tcp = StackConfig::default().tcp;
+    args.buffer_size
+        .unwrap_or(tcp.send_buffer.max(tcp.recv_buffer) as u64)
 }
 
 /// One TCP connection: connect upstream to the client's destination, then copy both
@@ -361,11 +438,17 @@ struct Flow {
 
 type Flows = Arc<Mutex<HashMap<(SocketAddr, SocketAddr), Arc<Flow>>>>;
 
-/// Relay every UDP flow of the catch-all socket; flows idle for `idle` are closed.
-fn relay_udp(udp: UdpSocket, upstream: Upstream, idle: Duration) {
+/// The buffer a UDP flow's reader receives into (the largest datagram).
+const UDP_BUFFER: usize = 65536;
+/// The stack of a UDP flow's reader thread.
+const UDP_STACK: usize = 128 * 1024;
+
+/// Relay every UDP flow of the catch-all socket; flows idle for `idle` are closed, and
+/// no more than `max_flows` are open at once.
+fn relay_udp(udp: UdpSocket, upstream: Upstream, idle: Duration, max_flows: usize) {
     let udp = Arc::new(udp);
     let flows: Flows = Arc::default();
-    let mut buf = vec![0u8; 65536];
+    let mut buf = vec![0u8; UDP_BUFFER];
     let _ = udp.set_read_timeout(Some(Duration::from_secs(1)));
     loop {
         let (n, src, dst) = match udp.recv_from_to(&mut buf) {
@@ -379,7 +462,7 @@ fn relay_udp(udp: UdpSocket, upstream: Upstream, idle: Duration) {
             }
             Err(_) => continue,
         };
-        let flow = flow_for(&flows, &udp, (src, dst), upstream, idle);
+        let flow = flow_for(&flows, &udp, (src, dst), (upstream, max_flows), idle);
         let Some(flow) = flow else { continue };
         *flow.last.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         let _ = match upstream {
@@ -407,12 +490,15 @@ fn flow_for(
     flows: &Flows,
     udp: &Arc<UdpSocket>,
     (src, dst): (SocketAddr, SocketAddr),
-    upstream: Upstream,
+    (upstream, max_flows): (Upstream, usize),
     idle: Duration,
 ) -> Option<Arc<Flow>> {
     let mut table = flows.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(flow) = table.get(&(src, dst)) {
         return Some(Arc::clone(flow));
+    }
+    if table.len() >= max_flows {
+        return None;
     }
     let bind = if dst.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
     let socket = std::net::UdpSocket::bind(bind).ok()?;
@@ -443,8 +529,10 @@ fn flow_for(
     table.insert((src, dst), Arc::clone(&flow));
     let (flows, udp, reader) = (Arc::clone(flows), Arc::clone(udp), Arc::clone(&flow));
     let socks = matches!(upstream, Upstream::Socks5(_));
-    thread::spawn(move || answer_flow(&reader, &udp, (src, dst), socks, idle, &flows));
-    Some(flow)
+    let spawned = thread::Builder::new()
+        .stack_size(UDP_STACK)
+        .spawn(move || answer_flow(&reader, &udp, (src, dst), socks, idle, &flows));
+    spawned.ok().map(|_| flow)
 }
 
 /// Send the answers of one flow back to its client, from its destination, until it
@@ -457,7 +545,7 @@ fn answer_flow(
     idle: Duration,
     flows: &Flows,
 ) {
-    let mut buf = vec![0u8; 65536];
+    let mut buf = vec![0u8; UDP_BUFFER];
     while !expired(flow, idle) {
         let Ok(n) = flow.socket.recv(&mut buf) else {
             continue;

@@ -119,6 +119,8 @@ struct Setup {
     server: NetNs,
     _children: Vec<ChildGuard>,
     site: std::path::PathBuf,
+    /// The proxy's first line of output.
+    first_line: String,
 }
 
 impl Drop for Setup {
@@ -129,6 +131,11 @@ impl Drop for Setup {
 
 /// Start `program args` in `ns` and wait for the first line of its output.
 fn start_ready(ns: &NetNs, program: &str, args: &[&str]) -> ChildGuard {
+    start_with_line(ns, program, args).0
+}
+
+/// [`start_ready`], and the line.
+fn start_with_line(ns: &NetNs, program: &str, args: &[&str]) -> (ChildGuard, String) {
     let mut child = ns.spawn(program, args);
     let stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
     let mut line = String::new();
@@ -136,7 +143,7 @@ fn start_ready(ns: &NetNs, program: &str, args: &[&str]) -> ChildGuard {
     if line.is_empty() {
         panic!("{program} {args:?} exited: {}", text(&child.wait()));
     }
-    child
+    (child, line)
 }
 
 /// Wait until something listens on TCP `port` in `ns`.
@@ -208,7 +215,8 @@ fn setup(site: &[u8], proxy_args: &[&str]) -> Option<Setup> {
     proxy.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun"]);
     let mut args = vec!["proxy", "--tun", "pt0", "--addr", "10.207.0.2/24"];
     args.extend_from_slice(proxy_args);
-    children.push(start_ready(&proxy, IMP, &args));
+    let (imp, first_line) = start_with_line(&proxy, IMP, &args);
+    children.push(imp);
     proxy.ip(&["link", "set", "pt0", "netns", &client.name]);
     client.ip(&["addr", "add", "10.207.0.1/24", "dev", "pt0"]);
     client.ip(&["link", "set", "pt0", "up"]);
@@ -219,6 +227,7 @@ fn setup(site: &[u8], proxy_args: &[&str]) -> Option<Setup> {
         server,
         _children: children,
         site: dir,
+        first_line,
     })
 }
 
@@ -268,9 +277,73 @@ fn curl_and_dns_through_imp_proxy_and_socks5() {
     download_and_resolve(&["--socks5", &socks]);
 }
 
+/// Python in S: an echo server on port 9000 that keeps every connection open.
+const HOLD_SERVER: &str = r#"
+import asyncio, sys
+async def main():
+    async def echo(r, w):
+        while data := await r.read(100):
+            w.write(data)
+            await w.drain()
+    server = await asyncio.start_server(echo, sys.argv[1], 9000, backlog=512)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"#;
+
+/// Python in C: open argv[2] connections to argv[1]:9000 at once, each given 3 s to
+/// connect and echo its own line; print how many did, with every one still open.
+const OPEN_MANY: &str = r#"
+import asyncio, sys
+async def one(i):
+    try:
+        r, w = await asyncio.wait_for(asyncio.open_connection(sys.argv[1], 9000), 3)
+        line = f"connection {i}\n".encode()
+        w.write(line)
+        await w.drain()
+        got = await asyncio.wait_for(r.readexactly(len(line)), 3)
+        assert got == line, (got, line)
+        return w
+    except (asyncio.TimeoutError, OSError):
+        return None
+async def main():
+    held = await asyncio.gather(*(one(i) for i in range(int(sys.argv[2]))))
+    print(sum(w is not None for w in held))
+asyncio.run(main())
+"#;
+
+/// `--max-memory` holds: the proxy takes exactly as many connections as the cap it
+/// announces, relays each of them, and leaves the others' SYNs unanswered.
+#[test]
+fn max_memory_caps_connections() {
+    let Some(setup) = setup(b"", &["--buffer-size", "16K", "--max-memory", "10M"]) else {
+        return;
+    };
+    let announced = setup.first_line.clone();
+    let cap: usize = announced
+        .split("at most ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no cap in the proxy's first line: {announced}"));
+    assert!(cap > 0, "{announced}");
+    let _hold = start_ready(&setup.server, "python3", &["-c", HOLD_SERVER, SERVER]);
+    let tries = (cap + 8).to_string();
+    let out = setup
+        .client
+        .exec("python3", &["-c", OPEN_MANY, SERVER, &tries]);
+    assert!(out.status.success(), "{}", text(&out));
+    let opened: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert_eq!(
+        opened, cap,
+        "connections through a proxy announcing: {announced}"
+    );
+}
+
 #[test]
 fn bad_options_are_named() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["proxy", "--addr", "10.0.0.2/24"], "--tun"),
         (&["proxy", "--tap", "t0", "--addr", "10.0.0.2/24"], "--tun"),
         (
@@ -296,6 +369,30 @@ fn bad_options_are_named() {
                 "0",
             ],
             "--udp-idle",
+        ),
+        (
+            &[
+                "proxy",
+                "--tun",
+                "t0",
+                "--addr",
+                "10.0.0.2/24",
+                "--max-memory",
+                "8M",
+            ],
+            "--max-memory",
+        ),
+        (
+            &[
+                "proxy",
+                "--tun",
+                "t0",
+                "--addr",
+                "10.0.0.2/24",
+                "--buffer-size",
+                "10",
+            ],
+            "--buffer-size",
         ),
     ];
     for (args, named) in cases {
