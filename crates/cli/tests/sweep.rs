@@ -77,7 +77,10 @@ fn shards(file: &Path, range: &str, count: u64, out: &Path, extra: &[&str]) {
             .args(extra)
             .output()
             .unwrap());
-        assert!(text.contains(&format!("shard {index}/{count} of seeds {range}")), "{text}");
+        assert!(
+            text.contains(&format!("shard {index}/{count} of seeds {range}")),
+            "{text}"
+        );
     }
 }
 
@@ -105,7 +108,10 @@ fn four_shards_merge_to_the_table_of_one_run() {
     let out = dir.join("out");
     shards(&file, "1..20", 4, &out, &[]);
     let merged = ok(merge(&[&out], false));
-    assert_eq!(merged, local, "the merge prints the single run's table, byte for byte");
+    assert_eq!(
+        merged, local,
+        "the merge prints the single run's table, byte for byte"
+    );
 
     // The JSON too: the single run's, less each run's report (the shard files keep
     // only the figures).
@@ -117,8 +123,7 @@ fn four_shards_merge_to_the_table_of_one_run() {
         .unwrap()))
     .unwrap();
     local_json.as_object_mut().unwrap().remove("runs");
-    let merged_json: serde_json::Value =
-        serde_json::from_str(&ok(merge(&[&out], true))).unwrap();
+    let merged_json: serde_json::Value = serde_json::from_str(&ok(merge(&[&out], true))).unwrap();
     assert_eq!(merged_json, local_json);
 
     // Files named one by one, in any order, and a split into more shards than seeds
@@ -179,7 +184,10 @@ fn a_merge_that_is_not_one_whole_sweep_says_why() {
     std::fs::create_dir_all(&cut_dir).unwrap();
     std::fs::write(cut_dir.join("shard-2-of-4.json"), cut.to_string()).unwrap();
     let e = fails(merge(&[&cut_dir], false));
-    assert!(e.contains("holds seeds 2 but shard 2/4 of 1..8 runs 2, 6"), "{e}");
+    assert!(
+        e.contains("holds seeds 2 but shard 2/4 of 1..8 runs 2, 6"),
+        "{e}"
+    );
 
     // A figure that is not a number, a file that is not a shard's, a directory
     // without shard files, a path that does not exist.

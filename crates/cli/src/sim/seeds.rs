@@ -132,9 +132,9 @@ impl Serialize for ExactF64 {
 impl<'de> Deserialize<'de> for ExactF64 {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        text.parse::<f64>().map(ExactF64).map_err(|e| {
-            serde::de::Error::custom(format!("{text:?} is not a figure ({e})"))
-        })
+        text.parse::<f64>()
+            .map(ExactF64)
+            .map_err(|e| serde::de::Error::custom(format!("{text:?} is not a figure ({e})")))
     }
 }
 
@@ -199,11 +199,7 @@ impl RunFigures {
 
 /// Runs `scenario` once per seed of `seeds` on `threads` threads; the reports come
 /// back in the order of `seeds`, whatever order they finished in (none for none).
-pub fn run_all(
-    scenario: &Scenario,
-    seeds: &[u64],
-    threads: usize,
-) -> Result<Vec<Report>, String> {
+pub fn run_all(scenario: &Scenario, seeds: &[u64], threads: usize) -> Result<Vec<Report>, String> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Report, String>>>> =
         Mutex::new(seeds.iter().map(|_| None).collect());

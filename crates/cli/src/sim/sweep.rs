@@ -45,7 +45,9 @@ pub struct Shard {
 /// Parses `I/N` (1 <= I <= N).
 pub fn parse_shard(text: &str) -> Result<Shard, String> {
     let Some((i, n)) = text.split_once('/') else {
-        return Err(format!("{text:?}: give I/N, e.g. 2/4 (the 2nd of 4 shards)"));
+        return Err(format!(
+            "{text:?}: give I/N, e.g. 2/4 (the 2nd of 4 shards)"
+        ));
     };
     let number = |s: &str| {
         s.trim()
@@ -121,8 +123,7 @@ impl ShardFile {
 /// The scenario's identity: SHA-256 over the file's bytes, then for each `--set` in
 /// order a NUL, its key, `=` and its value (as `Scenario::load_with` reads them).
 pub fn scenario_sha256(file: &Path, overrides: &[Override]) -> Result<String, String> {
-    let bytes =
-        std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let mut hash = Sha256::new();
     hash.update(&bytes);
     for o in overrides {
@@ -131,11 +132,7 @@ pub fn scenario_sha256(file: &Path, overrides: &[Override]) -> Result<String, St
         hash.update(b"=");
         hash.update(o.value.as_bytes());
     }
-    Ok(hash
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The shard file of `reports` (the runs of `shard`'s seeds, in order).
@@ -346,7 +343,11 @@ fn merged_runs(shards: &[(PathBuf, ShardFile)]) -> Result<Vec<RunFigures>, Strin
 /// A scenario's name and the start of its hash, for a message.
 fn identity(shard: &ShardFile) -> String {
     let hash = &shard.scenario_sha256;
-    format!("{} (sha256 {})", shard.scenario, hash.get(..12).unwrap_or(hash))
+    format!(
+        "{} (sha256 {})",
+        shard.scenario,
+        hash.get(..12).unwrap_or(hash)
+    )
 }
 
 /// Which seeds no file holds and, when every file is of one N, which shards are absent.
@@ -410,7 +411,10 @@ mod tests {
         let mut all: Vec<u64> = (1..=4).flat_map(|i| shard(i).seeds(range)).collect();
         all.sort_unstable();
         assert_eq!(all, (3..=22).collect::<Vec<u64>>());
-        let many = Shard { index: 7, count: 30 };
+        let many = Shard {
+            index: 7,
+            count: 30,
+        };
         assert!(many.seeds(range).is_empty(), "more shards than seeds");
     }
 
