@@ -72,6 +72,7 @@ fn locate(program: &str) -> Option<PathBuf> {
 
 /// True if the cluster can be brought up here; else skips (or fails when required).
 fn can_run() -> bool {
+    // SAFETY: geteuid has no preconditions.
     let why = if unsafe { libc::geteuid() } != 0 {
         Some((
             "not root",

@@ -412,7 +412,7 @@ mod tests {
         all.sort_unstable();
         assert_eq!(all, (3..=22).collect::<Vec<u64>>());
         let many = Shard {
-            index: 7,
+            index: 25,
             count: 30,
         };
         assert!(many.seeds(range).is_empty(), "more shards than seeds");
