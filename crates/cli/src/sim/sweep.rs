@@ -245,10 +245,15 @@ fn read_shard(path: &Path) -> Result<ShardFile, String> {
     if text.len() as u64 > MAX_SHARD_BYTES {
         return Err(format!("{name}: larger than 1 GiB: not a shard file"));
     }
-    let format = serde_json::from_str::<serde_json::Value>(&text)
+    /// Only the format, read first, so a file of another format or version is named
+    /// as such rather than by its first field this imp does not know.
+    #[derive(Deserialize)]
+    struct Head {
+        format: Option<String>,
+    }
+    let format = serde_json::from_str::<Head>(&text)
         .map_err(|e| format!("{name}: not JSON ({e})"))?
-        .get("format")
-        .and_then(|f| f.as_str().map(str::to_string));
+        .format;
     if format.as_deref() != Some(FORMAT) {
         return Err(format!(
             "{name}: not a shard file of this imp (format {}, this imp reads {FORMAT})",
