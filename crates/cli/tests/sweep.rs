@@ -204,6 +204,8 @@ fn a_merge_that_is_not_one_whole_sweep_says_why() {
     std::fs::create_dir_all(&empty).unwrap();
     let e = fails(merge(&[&empty], false));
     assert!(e.contains("holds no shard-*.json file"), "{e}");
+    let e = fails(merge(&[Path::new("/dev/null")], false));
+    assert!(e.contains("neither a directory nor a regular file"), "{e}");
     let e = fails(merge(&[&dir.join("absent")], false));
     assert!(e.contains("cannot read"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -204,9 +204,15 @@ fn shard_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for path in paths {
         let meta =
             std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if !meta.is_dir() {
+        if meta.is_file() {
             files.push(path.clone());
             continue;
+        }
+        if !meta.is_dir() {
+            return Err(format!(
+                "{}: neither a directory nor a regular file: give shard directories or files",
+                path.display()
+            ));
         }
         let entries =
             std::fs::read_dir(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
