@@ -2,15 +2,18 @@
 //! flow, and write pcaps, a JSON summary and plots. `--markdown` prints a seed
 //! scenario's tables for `scenarios/seeds/README.md` instead. `--set KEY=VALUE`
 //! changes a key of the file; `--seeds A..B` runs it once per seed, in parallel, and
-//! reports the spread of each flow's figures (`seeds.rs`).
+//! reports the spread of each flow's figures (`seeds.rs`); with `--shard I/N` it runs
+//! one slice of those seeds for a sweep over many machines, and `imp sim merge DIR...`
+//! joins the slices (`sweep.rs`).
 
 mod seeds;
+mod sweep;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration as WallDuration, Instant as WallInstant};
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use impnet_sim::experiment::{self, FlowReport, Progress, Report};
 use impnet_sim::plot;
 use impnet_sim::scenario::{Override, Scenario};
@@ -18,9 +21,14 @@ use impnet_sim::seed_tables;
 
 /// Options of `imp sim`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SimArgs {
+    /// `imp sim merge DIR...` instead of running a scenario.
+    #[command(subcommand)]
+    pub command: Option<SimCommand>,
     /// The scenario file (TOML; see scenarios/README.md).
-    pub file: PathBuf,
+    #[arg(required = true)]
+    pub file: Option<PathBuf>,
     /// Write pcaps, summary.json and plots (SVG and PNG) into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -33,6 +41,12 @@ pub struct SimArgs {
     #[arg(long, value_name = "A..B", value_parser = seeds::parse_seeds,
           conflicts_with_all = ["seed", "markdown"])]
     pub seeds: Option<seeds::SeedRange>,
+    /// Run only shard I of N of --seeds (1 <= I <= N): the seeds whose index in A..B
+    /// is I-1 modulo N, and write their figures to `--out DIR/shard-I-of-N.json` for
+    /// `imp sim merge` (e.g. one Slurm array task per shard).
+    #[arg(long, value_name = "I/N", value_parser = sweep::parse_shard,
+          requires_all = ["seeds", "out"])]
+    pub shard: Option<sweep::Shard>,
     /// Threads for --seeds (default: one per core).
     #[arg(long, value_name = "N", requires = "seeds")]
     pub jobs: Option<usize>,
@@ -54,10 +68,21 @@ pub struct SimArgs {
     pub markdown: bool,
 }
 
+/// What `imp sim` does besides running a scenario.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Merge the shard files of a sweep (`--seeds A..B --shard I/N --out DIR`) and
+    /// print the table one `--seeds A..B` run prints.
+    Merge(sweep::MergeArgs),
+}
+
 /// Check the arguments before anything runs (no file is read or written): every
 /// error names the option.
 pub fn validate(args: &SimArgs) -> Result<(), String> {
-    if args.file.as_os_str().is_empty() {
+    if let Some(SimCommand::Merge(merge)) = &args.command {
+        return sweep::validate(merge);
+    }
+    if file(args).as_os_str().is_empty() {
         return Err("FILE is empty: give the scenario file to run".into());
     }
     if args.jobs == Some(0) {
@@ -77,13 +102,18 @@ pub fn validate(args: &SimArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The scenario file (clap requires it unless a subcommand is given).
+fn file(args: &SimArgs) -> &std::path::Path {
+    args.file.as_deref().unwrap_or(std::path::Path::new(""))
+}
+
 /// The scenario to run: the file, read and checked (errors name the file, the line
 /// and the field), with `--seed` applied. Nothing runs yet.
 pub fn plan(args: &SimArgs) -> Result<Scenario, String> {
-    let mut scenario = Scenario::load_with(&args.file, &args.set).map_err(|mut e| {
+    let mut scenario = Scenario::load_with(file(args), &args.set).map_err(|mut e| {
         // A name that is blank at an end or holds control characters is quoted, so
         // the message still shows which file.
-        let name = args.file.display().to_string();
+        let name = file(args).display().to_string();
         if name.trim() != name || name.chars().any(char::is_control) {
             e.origin = format!("FILE {name:?}");
         }
@@ -98,6 +128,9 @@ pub fn plan(args: &SimArgs) -> Result<Scenario, String> {
 /// Run `imp sim`.
 pub fn run(args: &SimArgs) -> Result<(), String> {
     validate(args)?;
+    if let Some(SimCommand::Merge(merge)) = &args.command {
+        return sweep::merge(merge);
+    }
     let scenario = plan(args)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
@@ -176,12 +209,17 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     }
 }
 
-/// `--seeds`: every run, then the spread of the figures (a table, or JSON).
+/// `--seeds`: every run, then the spread of the figures (a table, or JSON); with
+/// `--shard`, the shard's runs and its file.
 fn run_seeds(args: &SimArgs, scenario: &Scenario, range: seeds::SeedRange) -> Result<(), String> {
     let threads = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
-    let summary = seeds::summarise(seeds::run_all(scenario, range, threads)?);
+    if let Some(shard) = args.shard {
+        return run_shard(args, scenario, range, shard, threads);
+    }
+    let all: Vec<u64> = (range.first..=range.last).collect();
+    let summary = seeds::summarise(seeds::run_all(scenario, &all, threads)?)?;
     let json = serde_json::to_string_pretty(&summary).expect("the summary serialises");
     if let Some(dir) = &args.out {
         let path = dir.join("summary.json");
@@ -193,16 +231,54 @@ fn run_seeds(args: &SimArgs, scenario: &Scenario, range: seeds::SeedRange) -> Re
     } else {
         seeds::print(&summary);
     }
-    let broken: Vec<String> = summary
-        .runs
-        .iter()
-        .flat_map(|r| {
-            r.flows
-                .iter()
-                .filter(|f| f.data_ok == Some(false) && f.completed)
-                .map(move |f| format!("{} (seed {})", f.name, r.seed))
-        })
-        .collect();
+    let figures: Vec<seeds::RunFigures> = summary.runs.iter().map(seeds::RunFigures::of).collect();
+    data_check(&figures)
+}
+
+/// `--seeds A..B --shard I/N --out DIR`: the shard's seeds, their figures written to
+/// `DIR/shard-I-of-N.json` (printed with `--json`), and their table.
+fn run_shard(
+    args: &SimArgs,
+    scenario: &Scenario,
+    range: seeds::SeedRange,
+    shard: sweep::Shard,
+    threads: usize,
+) -> Result<(), String> {
+    let Some(dir) = &args.out else {
+        return Err("--shard needs --out DIR for its file".into());
+    };
+    // The identity is taken before the runs, so a file edited meanwhile is not named.
+    let identity = sweep::scenario_sha256(file(args), &args.set)?;
+    let reports = seeds::run_all(scenario, &shard.seeds(range), threads)?;
+    let written = sweep::shard_file(identity, &scenario.name, range, shard, &reports);
+    let json = serde_json::to_string_pretty(&written).expect("the shard file serialises");
+    let path = dir.join(shard.file_name());
+    // Written whole under another name first, so a merge never reads half a file.
+    let partial = dir.join(format!(".{}.partial", shard.file_name()));
+    std::fs::write(&partial, format!("{json}\n"))
+        .and_then(|()| std::fs::rename(&partial, &path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if args.json {
+        println!("{json}");
+    } else {
+        if !reports.is_empty() {
+            seeds::print(&seeds::summarise(reports)?);
+            println!();
+        }
+        println!(
+            "shard {shard} of seeds {}..{}: {} runs, wrote {}",
+            range.first,
+            range.last,
+            written.runs.len(),
+            path.display()
+        );
+    }
+    data_check(&written.runs)
+}
+
+/// An error naming every flow (and seed) whose data differed from what was sent.
+fn data_check(runs: &[seeds::RunFigures]) -> Result<(), String> {
+    let broken: Vec<String> = runs.iter().flat_map(seeds::RunFigures::broken).collect();
     if broken.is_empty() {
         Ok(())
     } else {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use impnet_sim::experiment::{self, FlowReport, Report};
 use impnet_sim::scenario::Scenario;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The seeds of `--seeds`: `A..B`, both included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,22 +111,99 @@ pub struct SeedsSummary {
     pub seeds: Vec<u64>,
     /// Per flow, the spread of each figure.
     pub flows: Vec<FlowSpread>,
-    /// Each run's own report, in the order of `seeds`.
+    /// Each run's own report, in the order of `seeds` (absent from a merge of shards,
+    /// whose files hold only each run's figures).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<Report>,
 }
 
-/// Runs `scenario` once per seed of `range` on `threads` threads; the reports come
-/// back in seed order, whatever order they finished in.
-pub fn run_all(
-    scenario: &Scenario,
-    range: SeedRange,
-    threads: usize,
-) -> Result<Vec<Report>, String> {
-    let seeds: Vec<u64> = (range.first..=range.last).collect();
+/// A figure's value, kept exactly: written as the shortest decimal that reads back as
+/// the same `f64` (Rust's `{:?}`, so `NaN` and `inf` too), in a string, so a merge of
+/// shard files computes the very spreads a single run does, bit for bit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExactF64(pub f64);
+
+impl Serialize for ExactF64 {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&format_args!("{:?}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for ExactF64 {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse::<f64>()
+            .map(ExactF64)
+            .map_err(|e| serde::de::Error::custom(format!("{text:?} is not a figure ({e})")))
+    }
+}
+
+/// One flow's figures in one run: what the spreads and the data check need.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowFigures {
+    /// Flow name.
+    pub name: String,
+    /// `bulk`, `rr`, `ping`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Whether the flow finished.
+    pub completed: bool,
+    /// Whether the data received was the data sent (`None`: not checked).
+    pub data_ok: Option<bool>,
+    /// Each of `FIGURES` by its JSON name.
+    pub figures: BTreeMap<String, ExactF64>,
+}
+
+/// One run's figures, per flow in the scenario's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFigures {
+    /// The run's seed.
+    pub seed: u64,
+    /// The run's trace hash (two runs of one seed on one version have the same).
+    pub trace_hash: String,
+    /// Per flow.
+    pub flows: Vec<FlowFigures>,
+}
+
+impl RunFigures {
+    /// The figures of `report`.
+    pub fn of(report: &Report) -> RunFigures {
+        RunFigures {
+            seed: report.seed,
+            trace_hash: report.trace_hash.clone(),
+            flows: report
+                .flows
+                .iter()
+                .map(|f| FlowFigures {
+                    name: f.name.clone(),
+                    kind: f.kind.clone(),
+                    completed: f.completed,
+                    data_ok: f.data_ok,
+                    figures: FIGURES
+                        .iter()
+                        .map(|&(name, _, value)| (name.to_string(), ExactF64(value(f))))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The flows whose data differed from what was sent, as `NAME (seed N)`.
+    pub fn broken(&self) -> impl Iterator<Item = String> + '_ {
+        self.flows
+            .iter()
+            .filter(|f| f.data_ok == Some(false) && f.completed)
+            .map(|f| format!("{} (seed {})", f.name, self.seed))
+    }
+}
+
+/// Runs `scenario` once per seed of `seeds` on `threads` threads; the reports come
+/// back in the order of `seeds`, whatever order they finished in (none for none).
+pub fn run_all(scenario: &Scenario, seeds: &[u64], threads: usize) -> Result<Vec<Report>, String> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Report, String>>>> =
         Mutex::new(seeds.iter().map(|_| None).collect());
-    let threads = threads.clamp(1, seeds.len());
+    let threads = threads.clamp(1, seeds.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
@@ -149,36 +226,75 @@ pub fn run_all(
         .into_inner()
         .map_err(|_| "a run panicked".to_string())?;
     all.into_iter()
-        .zip(&seeds)
+        .zip(seeds)
         .map(|(r, seed)| r.unwrap_or_else(|| Err(format!("seed {seed}: did not run"))))
         .collect()
 }
 
-/// The spread of every flow's figures over `runs` (all of one scenario).
-pub fn summarise(runs: Vec<Report>) -> SeedsSummary {
-    let first = &runs[0];
-    let flows = first
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(i, flow)| FlowSpread {
+/// The spread of every flow's figures over `runs` (at least one, all of one scenario,
+/// in the order they are to be listed), with the reports themselves.
+pub fn summarise(runs: Vec<Report>) -> Result<SeedsSummary, String> {
+    let scenario = runs.first().map(|r| r.scenario.clone()).unwrap_or_default();
+    let figures: Vec<RunFigures> = runs.iter().map(RunFigures::of).collect();
+    let mut summary = spread(&scenario, &figures)?;
+    summary.runs = runs;
+    Ok(summary)
+}
+
+/// The spread of every flow's figures over `runs`, which must have the same flows
+/// (names and types, in one order) and every figure of `FIGURES`.
+pub fn spread(scenario: &str, runs: &[RunFigures]) -> Result<SeedsSummary, String> {
+    let Some(first) = runs.first() else {
+        return Err("no runs to summarise".into());
+    };
+    for run in runs {
+        let same = run.flows.len() == first.flows.len()
+            && run
+                .flows
+                .iter()
+                .zip(&first.flows)
+                .all(|(a, b)| a.name == b.name && a.kind == b.kind);
+        if !same {
+            return Err(format!(
+                "seed {} has other flows than seed {}: not one scenario",
+                run.seed, first.seed
+            ));
+        }
+    }
+    let value = |run: &RunFigures, flow: usize, name: &str| -> Result<f64, String> {
+        run.flows[flow]
+            .figures
+            .get(name)
+            .map(|v| v.0)
+            .ok_or_else(|| {
+                format!(
+                    "seed {}, flow {}: figure {name} is missing",
+                    run.seed, run.flows[flow].name
+                )
+            })
+    };
+    let mut flows = Vec::with_capacity(first.flows.len());
+    for (i, flow) in first.flows.iter().enumerate() {
+        let mut figures = BTreeMap::new();
+        for &(name, _, _) in &FIGURES {
+            let values = runs
+                .iter()
+                .map(|r| value(r, i, name))
+                .collect::<Result<Vec<f64>, String>>()?;
+            figures.insert(name, Spread::of(&values));
+        }
+        flows.push(FlowSpread {
             name: flow.name.clone(),
             kind: flow.kind.clone(),
-            figures: FIGURES
-                .iter()
-                .map(|&(name, _, value)| {
-                    let values: Vec<f64> = runs.iter().map(|r| value(&r.flows[i])).collect();
-                    (name, Spread::of(&values))
-                })
-                .collect(),
-        })
-        .collect();
-    SeedsSummary {
-        scenario: first.scenario.clone(),
+            figures,
+        });
+    }
+    Ok(SeedsSummary {
+        scenario: scenario.to_string(),
         seeds: runs.iter().map(|r| r.seed).collect(),
         flows,
-        runs,
-    }
+        runs: Vec::new(),
+    })
 }
 
 /// The table: per flow and figure, min / max / mean / std.
