@@ -21,6 +21,14 @@
 //! (`--no-offloads --gro --gso`) in the `-soft` rows. Every other option is each proxy's default (tun2socks
 //! `--proxy direct://`, its MTU the device's, its TCP buffers gVisor's defaults;
 //! imp's limit of new connections per client, `--rate`, at its default of 20000/s).
+//!
+//! The `-socks` rows put `imp proxy --no-offloads --socks5` beside hev-socks5-tunnel
+//! (C, on lwIP; from `$HEV_BIN`), both through the same SOCKS5 server (microsocks in
+//! P, on 127.0.0.1:1080), the plain TUN, hev's defaults but the MTU (1500). Every
+//! variant also reports its CPU seconds per GiB of the download (`-cpu`), its
+//! resident memory once ready (`-rss-idle`), with 1,000 connections held open through
+//! it to a server in S that keeps them (`-rss-1000`; python3), and its peak over the
+//! whole run (`-rss-peak`), in MB.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -44,6 +52,43 @@ enum Proxy {
     /// `imp proxy --no-offloads --gro --gso`: the plain TUN, imp's own GRO and GSO.
     ImpSoft,
     Tun2socks,
+    /// `imp proxy --no-offloads --socks5`: through microsocks, as hev.
+    ImpSocks,
+    /// hev-socks5-tunnel through microsocks.
+    Hev,
+}
+
+/// The figures of one run: bulk Gbit/s, connections/s in the first seconds and after,
+/// wrk's errors, CPU s/GiB of the download, and resident MB idle, with 1,000
+/// connections open and at peak (NaN where it could not be measured).
+const FIGURES: usize = 8;
+
+/// Rows of each imp variant: (name, figure index, unit).
+const ROWS: [(&str, usize, &str); FIGURES] = [
+    ("bulk", 0, "Gbit/s"),
+    ("conn-first", 1, "conn/s"),
+    ("conn", 2, "conn/s"),
+    ("conn-err", 3, "errors"),
+    ("cpu", 4, "s/GiB"),
+    ("rss-idle", 5, "MB"),
+    ("rss-1000", 6, "MB"),
+    ("rss-peak", 7, "MB"),
+];
+
+/// hev-socks5-tunnel: `$HEV_BIN`, which must exist.
+fn hev_binary() -> Result<PathBuf, String> {
+    let Some(path) = std::env::var_os("HEV_BIN") else {
+        return Err(
+            "HEV_BIN is not set (build heiher/hev-socks5-tunnel with `make` and set \
+             HEV_BIN to bin/hev-socks5-tunnel)"
+                .into(),
+        );
+    };
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(format!("HEV_BIN={}: no such file", path.to_string_lossy()));
+    }
+    Ok(path)
 }
 
 /// Why W10 cannot run here at all, if it cannot.
@@ -95,8 +140,18 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
         Ok(_) => proxies.push(Proxy::Tun2socks),
         Err(reason) => eprintln!("imp-bench: W10's tun2socks column skipped: {reason}"),
     }
-    // Per proxy: bulk Gbit/s, conn/s, errors.
-    let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(); 4];
+    if installed("microsocks") {
+        proxies.push(Proxy::ImpSocks);
+        match hev_binary() {
+            Ok(_) => proxies.push(Proxy::Hev),
+            Err(reason) => eprintln!("imp-bench: W10's hev-socks5-tunnel column skipped: {reason}"),
+        }
+    } else {
+        eprintln!(
+            "imp-bench: W10's -socks rows skipped: microsocks not installed (apt-get install -y microsocks)"
+        );
+    }
+    let mut samples: Vec<[Vec<f64>; FIGURES]> = vec![Default::default(); 6];
     let started = StdInstant::now();
     for repeat in 0..repeats {
         for k in 0..proxies.len() {
@@ -104,7 +159,9 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
             match once(proxy, bulk, secs) {
                 Ok(figures) => {
                     for (slot, figure) in samples[proxy as usize].iter_mut().zip(figures) {
-                        slot.push(figure);
+                        if !figure.is_nan() {
+                            slot.push(figure);
+                        }
                     }
                 }
                 Err(e) => eprintln!("imp-bench: W10 on {proxy:?}: {e}"),
@@ -122,30 +179,32 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
 }
 
 /// The rows from every proxy's samples: per imp variant (plain, its own GRO/GSO
-/// `-soft`, the kernel's offloads `-tso`) bulk, the first seconds' and the later
-/// connections/s, and errors, each beside tun2socks' figure.
-fn rows(samples: &mut [[Vec<f64>; 4]]) -> Vec<Row> {
-    let t2s = [0, 1, 2, 3].map(|i| median(&mut samples[Proxy::Tun2socks as usize][i]));
+/// `-soft`, the kernel's offloads `-tso`, through SOCKS5 `-socks`) every figure of
+/// [`ROWS`], each beside the other proxy's (tun2socks; hev for `-socks`).
+fn rows(samples: &mut [[Vec<f64>; FIGURES]]) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (proxy, suffix) in [
-        (Proxy::Imp, ""),
-        (Proxy::ImpSoft, "-soft"),
-        (Proxy::ImpTso, "-tso"),
+    for (proxy, other, suffix) in [
+        (Proxy::Imp, Proxy::Tun2socks, ""),
+        (Proxy::ImpSoft, Proxy::Tun2socks, "-soft"),
+        (Proxy::ImpTso, Proxy::Tun2socks, "-tso"),
+        (Proxy::ImpSocks, Proxy::Hev, "-socks"),
     ] {
-        let names = [
-            (format!("W10-bulk{suffix}"), "Gbit/s"),
-            (format!("W10-conn-first{suffix}"), "conn/s"),
-            (format!("W10-conn{suffix}"), "conn/s"),
-            (format!("W10-conn{suffix}-err"), "errors"),
-        ];
-        for (i, (workload, unit)) in names.into_iter().enumerate() {
+        if samples[proxy as usize][0].is_empty() {
+            continue;
+        }
+        for (name, i, unit) in ROWS {
+            // As before: W10-bulk-soft, W10-conn-soft-err.
+            let workload = match name.strip_suffix("-err") {
+                Some(stem) => format!("W10-{stem}{suffix}-err"),
+                None => format!("W10-{name}{suffix}"),
+            };
             rows.push(Row {
                 workload,
                 unit,
                 imp: median(&mut samples[proxy as usize][i]),
                 smoltcp: None,
                 linux: None,
-                tun2socks: t2s[i],
+                tun2socks: median(&mut samples[other as usize][i]),
             });
         }
     }
@@ -162,11 +221,12 @@ pub(crate) fn print(rows: &[Row], repeats: usize, bulk: u64, secs: u32) {
     );
     println!(
         "W10 rows: imp --no-offloads (as tun2socks: no TUN offloads); -soft rows: with imp's own \
-         --gro --gso; -tso rows: imp's default, the TUN's offloads"
+         --gro --gso; -tso rows: imp's default, the TUN's offloads; -socks rows: imp and \
+         hev-socks5-tunnel (in the 'other' column) through microsocks"
     );
     println!(
         "{:<20} {:<8} {:>10} {:>10} {:>14}",
-        "workload", "unit", "imp", "tun2socks", "imp/tun2socks"
+        "workload", "unit", "imp", "other", "imp/other"
     );
     let cell = |v: Option<f64>| match v {
         None => "-".to_string(),
@@ -218,7 +278,7 @@ impl Drop for Site {
 
 /// One run of one proxy in fresh namespaces: bulk Gbit/s, connections/s in the first
 /// [`FIRST_SECS`] and in the `secs` after, wrk's errors.
-fn once(proxy: Proxy, bulk: u64, secs: u32) -> Result<[f64; 4], String> {
+fn once(proxy: Proxy, bulk: u64, secs: u32) -> Result<[f64; FIGURES], String> {
     let site = Site::new(bulk)?;
     let (client, middle, server) = (Netns::new()?, Netns::new()?, Netns::new()?);
     middle.ip(&[
@@ -238,21 +298,163 @@ fn once(proxy: Proxy, bulk: u64, secs: u32) -> Result<[f64; 4], String> {
     server.ip(&["addr", "add", &format!("{SERVER}/24"), "dev", "vs"])?;
     server.ip(&["link", "set", "vs", "up"])?;
     let _nginx = start_nginx(&server, &site.0)?;
+    let _hold = start_hold_server(&server)?;
+    let _socks = match proxy {
+        Proxy::ImpSocks | Proxy::Hev => Some(start_microsocks(&middle)?),
+        _ => None,
+    };
     middle.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun"])?;
     // Up in P too, so that its carrier shows when the proxy attaches.
     middle.ip(&["link", "set", "pt0", "up"])?;
-    let _proxy = start_proxy(proxy, &middle)?;
+    let running = start_proxy(proxy, &middle, &site.0)?;
+    let pid = running.0.id();
     middle.ip(&["link", "set", "pt0", "netns", &client.name])?;
     client.ip(&["addr", "add", "10.217.0.1/24", "dev", "pt0"])?;
     client.ip(&["link", "set", "pt0", "up"])?;
     client.ip(&["route", "add", "default", "dev", "pt0"])?;
     wait_through(&client)?;
+    let idle = resident_mb(pid, "VmRSS");
+    let cpu = cpu_seconds(pid);
     let gbits = download(&client, bulk)?;
+    let cpu_per_gib = (cpu_seconds(pid) - cpu) * (1u64 << 30) as f64 / bulk as f64;
     // The first seconds on a fresh proxy, then a longer stretch: tun2socks slows down
     // sharply after some 3300 connections (see the README), which the second shows.
     let (first, first_errors) = connections(&client, FIRST_SECS.min(secs))?;
     let (rate, errors) = connections(&client, secs)?;
-    Ok([gbits, first, rate, first_errors + errors])
+    let held = hold_open(&client, pid)?;
+    let peak = resident_mb(pid, "VmHWM");
+    Ok([
+        gbits,
+        first,
+        rate,
+        first_errors + errors,
+        cpu_per_gib,
+        idle,
+        held,
+        peak,
+    ])
+}
+
+/// A field of `/proc/PID/status` (`VmRSS`, `VmHWM`) in MB; NaN if unreadable.
+fn resident_mb(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(f64::NAN, |kib| kib * 1024.0 / 1e6)
+}
+
+/// User and system CPU seconds of process `pid` (all its threads) so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<f64>().ok());
+    // SAFETY: sysconf has no memory arguments.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    match (ticks(14), ticks(15)) {
+        (Some(user), Some(system)) if hz > 0.0 => (user + system) / hz,
+        _ => f64::NAN,
+    }
+}
+
+/// The port of S's server that keeps every connection open.
+const HOLD_PORT: u16 = 9000;
+
+/// Python in S: echo a connection's first bytes, then keep it until the client closes.
+const HOLD_SERVER: &str = r#"
+import asyncio, sys
+async def main():
+    async def hold(r, w):
+        w.write(await r.read(100))
+        await w.drain()
+        await r.read(100)
+        w.close()
+    server = await asyncio.start_server(hold, sys.argv[1], int(sys.argv[2]), backlog=4096)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"#;
+
+/// Python in C: open argv[3] connections to argv[1]:argv[2], one after the other, each
+/// echoed once; print "open", then keep them until stdin closes.
+const HOLD_CLIENT: &str = r#"
+import asyncio, sys
+async def main():
+    held = []
+    for _ in range(int(sys.argv[3])):
+        r, w = await asyncio.wait_for(asyncio.open_connection(sys.argv[1], int(sys.argv[2])), 10)
+        w.write(b"hi")
+        await w.drain()
+        await asyncio.wait_for(r.readexactly(2), 10)
+        held.append(w)
+    print("open", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+asyncio.run(main())
+"#;
+
+/// The hold server in `ns` (none without python3: the `-rss-1000` figure is then NaN).
+fn start_hold_server(ns: &Netns) -> Result<Option<Server>, String> {
+    if !installed("python3") {
+        return Ok(None);
+    }
+    let port = HOLD_PORT.to_string();
+    let child = ns_command(ns, "python3", &["-c", HOLD_SERVER, SERVER, &port])
+        .spawn()
+        .map_err(|e| format!("cannot start python3: {e}"))?;
+    Ok(Some(Server(child)))
+}
+
+/// 1,000 connections from `client` held open through the proxy `pid`: its resident
+/// MB with all of them open (NaN without python3).
+fn hold_open(client: &Netns, pid: u32) -> Result<f64, String> {
+    if !installed("python3") {
+        return Ok(f64::NAN);
+    }
+    let port = HOLD_PORT.to_string();
+    let mut child = ns_command(
+        client,
+        "python3",
+        &["-c", HOLD_CLIENT, SERVER, &port, "1000"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .spawn()
+    .map_err(|e| format!("cannot start python3: {e}"))?;
+    let stdout = child.stdout.take().ok_or("the hold client has no stdout")?;
+    let mut line = String::new();
+    let _ = BufReader::new(stdout).read_line(&mut line);
+    let rss = resident_mb(pid, "VmRSS");
+    // Closing its stdin lets the client go, closing the connections.
+    drop(child.stdin.take());
+    let _ = child.wait();
+    if line.trim() != "open" {
+        return Err("1,000 connections did not all open through the proxy".into());
+    }
+    Ok(rss)
+}
+
+/// microsocks on 127.0.0.1:1080 in `ns`, once it listens.
+fn start_microsocks(ns: &Netns) -> Result<Server, String> {
+    let child = ns_command(ns, "microsocks", &["-i", "127.0.0.1", "-p", "1080"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start microsocks: {e}"))?;
+    let server = Server(child);
+    let deadline = StdInstant::now() + Duration::from_secs(10);
+    while StdInstant::now() < deadline {
+        let out = ns_command(ns, "ss", &["-Htln", "sport = :1080"])
+            .output()
+            .map_err(|e| format!("ss: {e}"))?;
+        if !out.stdout.is_empty() {
+            return Ok(server);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err("microsocks did not listen within 10 s".into())
 }
 
 /// The length of `W10-conn-first`'s window, in seconds.
@@ -293,25 +495,36 @@ fn start_nginx(ns: &Netns, dir: &Path) -> Result<Server, String> {
 }
 
 /// Start `proxy` on the TUN pt0 in `ns`; returns once it holds the device.
-fn start_proxy(proxy: Proxy, ns: &Netns) -> Result<Server, String> {
+fn start_proxy(proxy: Proxy, ns: &Netns, dir: &Path) -> Result<Server, String> {
     let imp = super::w6::imp_binary()?;
     let imp = imp.to_string_lossy();
     let t2s = match proxy {
         Proxy::Tun2socks => tun2socks_binary()?.to_string_lossy().into_owned(),
+        Proxy::Hev => hev_binary()?.to_string_lossy().into_owned(),
         _ => String::new(),
     };
+    let hev_conf = dir.join("hev.yml");
+    if proxy == Proxy::Hev {
+        let conf = "tunnel:\n  name: pt0\n  mtu: 1500\n  ipv4: 198.18.0.1\n\
+                    socks5:\n  port: 1080\n  address: 127.0.0.1\n  udp: 'udp'\n\
+                    misc:\n  log-level: error\n";
+        std::fs::write(&hev_conf, conf).map_err(|e| format!("{}: {e}", hev_conf.display()))?;
+    }
+    let hev_conf = hev_conf.to_string_lossy();
     let (program, args): (&str, Vec<&str>) = match proxy {
-        Proxy::Imp | Proxy::ImpTso | Proxy::ImpSoft => {
+        Proxy::Imp | Proxy::ImpTso | Proxy::ImpSoft | Proxy::ImpSocks => {
             // imp's defaults, as tun2socks' (its per-client limit of new connections,
             // 20000/s, is above what wrk opens here).
             let mut args = vec!["proxy", "--tun", "pt0", "--addr", "10.217.0.2/24"];
             match proxy {
                 Proxy::Imp => args.push("--no-offloads"),
                 Proxy::ImpSoft => args.extend(["--no-offloads", "--gro", "--gso"]),
+                Proxy::ImpSocks => args.extend(["--no-offloads", "--socks5", "127.0.0.1:1080"]),
                 _ => {}
             }
             (&imp, args)
         }
+        Proxy::Hev => (&t2s, vec![&*hev_conf]),
         Proxy::Tun2socks => (
             &t2s,
             vec![
