@@ -273,9 +273,9 @@ impl TcpStream {
         let handle = self.handle;
         self.shared
             .with(|state, now| state.stack.tcp_send(now, handle, data))?
-            .or_else(|e| match e {
-                TcpError::WouldBlock => Err(io::ErrorKind::WouldBlock.into()),
-                e => Err(self.ended.write(e)),
+            .map_err(|e| match e {
+                TcpError::WouldBlock => io::ErrorKind::WouldBlock.into(),
+                e => self.ended.write(e),
             })
     }
 
