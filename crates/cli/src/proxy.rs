@@ -235,12 +235,14 @@ async fn relay_tcp(client: ClientStream, upstream: Upstream) -> Result<(), Strin
     };
     let _ = host.set_nodelay(true);
     let (host_read, host_write) = host.into_split();
-    let (up, down) = tokio::join!(
+    // The first error (a reset, an unreachable host) ends both directions at once,
+    // so a relay never waits on a side whose peer is gone.
+    let relayed = tokio::try_join!(
         client_to_host(&client, host_write),
         host_to_client(host_read, &client)
     );
-    if up.is_err() || down.is_err() {
-        // One side failed (reset, unreachable): the other learns it by a reset too.
+    if relayed.is_err() {
+        // The client learns of it by a reset too.
         let _ = client.abort();
     }
     Ok(())
