@@ -1124,6 +1124,7 @@ impl Drop for Runtime {
 
 /// The loop thread: receive, fire timers, transmit, sleep until the next event.
 fn run_loop(shared: &Shared) {
+    no_timer_slack();
     let mut fds: Vec<libc::pollfd> = Vec::new();
     loop {
         let timeout = {
@@ -1176,6 +1177,22 @@ fn run_loop(shared: &Shared) {
         if fds[0].revents & libc::POLLIN != 0 {
             drain(&shared.waker);
         }
+    }
+}
+
+/// Ask the kernel to wake this thread at its deadlines without the timer slack it
+/// adds by default (50 µs, to batch wake-ups). The loop's deadlines include pacing
+/// releases about a millisecond apart (`impnet_core`'s `tcp::pacing`), and every
+/// microsecond a release starts late must be made good within it: with the default
+/// slack, BBRv1 over a TAP at 100 Mbit/s and 20 ms (W8 quick, 0% loss, pacing already
+/// in releases) reached 86.8 Mbit/s, with none 87.4 (and 77.8 against 81.3 at 1% loss)
+/// on a loaded 2-core machine. A failure (not Linux's `prctl`) leaves the default.
+fn no_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument (the slack in
+    // nanoseconds, 1 the least) and changes only the calling thread's timer slack.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
     }
 }
 

@@ -208,8 +208,10 @@ impl Conn {
         let opts = self.opts;
         let snd = self.state.snd_mut()?;
         if snd.pacing
-            && !snd.pacer.may_send(ctx.now)
             && let Some(at) = snd.pacer.next_send
+            && !snd
+                .pacer
+                .may_send(ctx.now, release(snd, opts.snd_mss(), self.rtt.srtt()).ahead)
         {
             self.timers.set(Timer::Pace, at);
             return self.plan_control();
@@ -553,6 +555,7 @@ impl Conn {
     /// Bookkeeping after a segment went out.
     fn after_send(&mut self, ctx: &mut Ctx<'_>, plan: &Plan) {
         let now = ctx.now;
+        let mss = self.opts.snd_mss();
         let timestamps = self.opts.ts.is_some();
         let mut sent = None;
         match (&mut self.state, plan.kind) {
@@ -581,7 +584,7 @@ impl Conn {
                 } else if !timestamps {
                     snd.loss.get_mut().sampler.start(end, now);
                 }
-                on_data_sent(snd, now, (plan.seq, end), again, self.rtt.srtt());
+                on_data_sent(snd, now, (plan.seq, end), again, (self.rtt.srtt(), mss));
                 snd.last_send = Some(now);
                 if plan.kind == Kind::Next {
                     if !again && plan.len < self.opts.snd_mss() {
@@ -1061,13 +1064,14 @@ fn note_cwnd_usage(snd: &mut Snd, sack: bool, mss: usize, sent: bool) {
 }
 
 /// Delivery-rate stamps, loss accounting and the pacing deadline for data `[seq, end)`
-/// sent at `now` (`again`: a retransmission, which counts its bytes as lost).
+/// sent at `now` (`again`: a retransmission, which counts its bytes as lost), the
+/// connection's SRTT and MSS given.
 fn on_data_sent(
     snd: &mut Snd,
     now: Instant,
     (seq, end): (SeqNumber, SeqNumber),
     again: bool,
-    srtt: Option<Duration>,
+    (srtt, mss): (Option<Duration>, usize),
 ) {
     let before = snd.outstanding();
     let after = before.max(end - snd.snd_una);
@@ -1081,26 +1085,41 @@ fn on_data_sent(
         rate.on_send(now, (seq, end), before, after);
     }
     if snd.pacing {
-        let rate = snd.cc.pacing_rate().or_else(|| {
-            srtt.map(|srtt| pacing::window_rate(snd.cc.cwnd(), srtt, snd.cc.in_slow_start()))
-        });
-        snd.pacer.on_send(now, end - seq, rate.unwrap_or(0));
+        let credit = release(snd, mss, srtt).credit;
+        snd.pacer
+            .on_send(now, end - seq, pacing_rate(snd, srtt), credit);
     }
+}
+
+/// The rate `snd` is paced at, bytes per second: the controller's own, or Linux's
+/// `cwnd / srtt` scaled for the window-based ones (0: none yet, no pacing).
+fn pacing_rate(snd: &Snd, srtt: Option<Duration>) -> u64 {
+    snd.cc.pacing_rate().unwrap_or_else(|| {
+        srtt.map_or(0, |srtt| {
+            pacing::window_rate(snd.cc.cwnd(), srtt, snd.cc.in_slow_start())
+        })
+    })
+}
+
+/// The payload of one pacing release of `snd`: the controller's send quantum, or
+/// about 1 ms at the pacing rate ([`pacing::burst_size`]).
+fn send_quantum(snd: &Snd, mss: usize, srtt: Option<Duration>) -> usize {
+    (snd.cc.send_quantum()).unwrap_or_else(|| pacing::burst_size(pacing_rate(snd, srtt), mss))
+}
+
+/// One pacing release of `snd` in segments of `mss` ([`pacing::Release`]).
+fn release(snd: &Snd, mss: usize, srtt: Option<Duration>) -> pacing::Release {
+    let quantum = send_quantum(snd, mss, srtt);
+    pacing::Release::new(pacing_rate(snd, srtt), quantum, mss)
 }
 
 impl Conn {
     /// The most payload one segment carries when pacing: the controller's send
     /// quantum, or about 1 ms at the pacing rate (no limit when not pacing).
     fn burst_limit(&self) -> usize {
-        let Some(snd) = self.state.snd().filter(|s| s.pacing) else {
-            return usize::MAX;
-        };
-        let mss = self.opts.snd_mss();
-        snd.cc.send_quantum().unwrap_or_else(|| {
-            let rate = self.rtt.srtt().map_or(0, |srtt| {
-                pacing::window_rate(snd.cc.cwnd(), srtt, snd.cc.in_slow_start())
-            });
-            pacing::burst_size(rate, mss)
-        })
+        match self.state.snd().filter(|s| s.pacing) {
+            Some(snd) => send_quantum(snd, self.opts.snd_mss(), self.rtt.srtt()),
+            None => usize::MAX,
+        }
     }
 }
