@@ -111,6 +111,7 @@ impl Conn {
                 SeqNumber(seg.seq),
             );
             self.start_from_block(ctx, &mut snd);
+            snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
             self.state = State::Established(Established { snd, rcv });
             self.on_established(ctx, seg, timer);
             self.ack = AckState::Now;
@@ -492,6 +493,7 @@ impl Conn {
         );
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
         self.start_from_block(ctx, &mut snd);
+        snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
         self.state = State::Established(Established { snd, rcv });
         self.on_established(ctx, seg, timer);
     }
