@@ -210,6 +210,7 @@ impl HyStart {
     /// as no box at all, so lending before the first ACK changes nothing but where the
     /// box comes from (and that a connection holds it from the start).
     #[inline]
+    #[allow(clippy::vec_box)] // The boxes are what the connections take and give back.
     pub(crate) fn lend_rounds(&mut self, spare: &mut alloc::vec::Vec<alloc::boxed::Box<Rounds>>) {
         if self.enabled
             && self.rounds.is_none()

@@ -395,6 +395,7 @@ impl Controller {
     /// HyStart++ runs. A connection that ends before its first ACK of new data gives the
     /// box back unused.
     #[inline]
+    #[allow(clippy::vec_box)] // The boxes are what the connections take and give back.
     pub(crate) fn lend_hystart_rounds(
         &mut self,
         spare: &mut alloc::vec::Vec<Box<hystart::Rounds>>,
