@@ -45,6 +45,12 @@ pub(crate) struct Shared {
     /// themselves are what a connection's `RackCell` takes back.
     #[allow(clippy::vec_box)]
     pub spare_racks: alloc::vec::Vec<alloc::boxed::Box<super::rack::Rack>>,
+    /// HyStart++'s boxes of rounds of connections that ended, for the next ones to reuse
+    /// (W3 churn: saves an allocation and a free per connection end; the only ones left
+    /// there). At most `TcpConfig::spare_rings` entries. Boxed for the reason
+    /// `spare_racks` is.
+    #[allow(clippy::vec_box)]
+    pub spare_rounds: alloc::vec::Vec<alloc::boxed::Box<super::cc::hystart::Rounds>>,
     /// The driver sends a segment's payload from the send buffer itself (a gather
     /// write): plain segments with a partial checksum leave it there (`Fill::Deferred`).
     pub gather: bool,
@@ -83,16 +89,22 @@ impl Shared {
         let snd_nxt = snd.snd_max;
         let buffer = core::mem::replace(&mut snd.buffer, SendBuffer::new(0));
         self.recycle(buffer.into_storage());
-        self.recycle_rack(snd);
+        self.recycle_boxes(snd);
         SndClosed { snd_nxt }
     }
-    /// Keep a sending half's RACK allocation (if it has one) for a later connection.
+    /// Keep a sending half's RACK allocation and HyStart++'s (if it has them) for a
+    /// later connection.
     #[inline]
-    pub fn recycle_rack(&mut self, snd: &mut Snd) {
+    pub fn recycle_boxes(&mut self, snd: &mut Snd) {
         if self.spare_racks.len() < self.config.spare_rings
             && let Some(rack) = snd.rack.take()
         {
             self.spare_racks.push(rack);
+        }
+        if self.spare_rounds.len() < self.config.spare_rings
+            && let Some(rounds) = snd.cc.take_hystart_rounds()
+        {
+            self.spare_rounds.push(rounds);
         }
     }
     /// RACK's state of `snd` to change, allocated now on a connection's that ended
@@ -117,7 +129,7 @@ impl Shared {
             }
             State::Established(Established { mut snd, rcv })
             | State::FinWait1(FinWait1 { mut snd, rcv }) => {
-                self.recycle_rack(&mut snd);
+                self.recycle_boxes(&mut snd);
                 self.recycle(snd.buffer.into_storage());
                 self.recycle(rcv.buffer.into_storage());
             }
@@ -125,7 +137,7 @@ impl Shared {
             State::Closing(Closing { mut snd, rcv })
             | State::CloseWait(CloseWait { mut snd, rcv })
             | State::LastAck(LastAck { mut snd, rcv }) => {
-                self.recycle_rack(&mut snd);
+                self.recycle_boxes(&mut snd);
                 self.recycle(snd.buffer.into_storage());
                 self.recycle(rcv.buffer.into_storage());
             }

@@ -171,6 +171,7 @@ impl Tcp {
                 spare: Vec::new(),
                 large_spare: Vec::new(),
                 spare_racks: Vec::new(),
+                spare_rounds: Vec::new(),
                 gather: false,
                 deferred: None,
                 ecn: Ecn::NotEct,
@@ -315,6 +316,12 @@ impl Tcp {
         (self.shared.spare.len(), self.shared.large_spare.len())
     }
 
+    /// HyStart++ boxes kept for reuse.
+    #[cfg(test)]
+    pub(crate) fn spare_rounds_count(&self) -> usize {
+        self.shared.spare_rounds.len()
+    }
+
     /// Connections with a timer running.
     pub fn timer_count(&self) -> usize {
         self.deadlines.len()
@@ -341,8 +348,8 @@ impl Tcp {
         true
     }
 
-    /// Bytes of ring storage (and RACK state) kept from connections that ended, for the
-    /// next ones to reuse (bounded by `TcpConfig::spare_rings` and `large_spare_rings`). A leak check
+    /// Bytes of ring storage (and RACK's and HyStart++'s state) kept from connections
+    /// that ended, for the next ones to reuse (bounded by `TcpConfig::spare_rings` and `large_spare_rings`). A leak check
     /// subtracts it: the cache fills and drains with the traffic, and is no leak.
     pub fn cached_bytes(&self) -> usize {
         let shared = &self.shared;
@@ -357,6 +364,7 @@ impl Tcp {
                 .iter()
                 .map(|rack| rack.heap_bytes())
                 .sum::<usize>()
+            + shared.spare_rounds.len() * core::mem::size_of::<super::cc::hystart::Rounds>()
     }
 
     fn insert(&mut self, socket: Socket) -> TcpHandle {

@@ -254,6 +254,58 @@ fn spare_rings_are_kept_up_to_their_limits() {
     assert_eq!(tcp.spare_ring_counts(), (2, 1));
 }
 
+/// One connection from port `port` (SYN sequence number 100): established, then its
+/// first bytes sent and acknowledged (HyStart++ sees its first ACK of new data), at
+/// `t`..`t + 3` ms. Returns its handle.
+fn open_and_ack_data(tcp: &mut Tcp, l: TcpHandle, t: u64, port: u16) -> TcpHandle {
+    send!(tcp, t, syn(port, 100));
+    let iss = synack_to(tcp, t, port);
+    complete(tcp, t + 1, port, 100, iss);
+    let c = tcp.accept(l).unwrap();
+    tcp.send(ms(t + 2), c, b"hi").unwrap();
+    assert_eq!(parse(&recv!(*tcp, t + 2)).payload, b"hi");
+    send!(
+        tcp,
+        t + 3,
+        Repr {
+            src_port: port,
+            seq: 101,
+            ack: iss + 3,
+            ..SEND_TEMPL
+        }
+    );
+    c
+}
+
+#[test]
+fn hystart_boxes_of_ended_connections_are_reused_up_to_the_limit() {
+    let mut tcp = Tcp::new(
+        TcpConfig {
+            spare_rings: 1,
+            ..config()
+        },
+        &secret(10),
+    );
+    let l = tcp.listen(LOCAL, 16).unwrap();
+    let a = open_and_ack_data(&mut tcp, l, 0, 40_000);
+    let b = open_and_ack_data(&mut tcp, l, 10, 40_001);
+    assert_eq!(tcp.spare_rounds_count(), 0, "none ended yet");
+    // Both ended: the first box is kept, the second freed (the limit is one).
+    tcp.abort(ms(20), a).unwrap();
+    tcp.abort(ms(20), b).unwrap();
+    while poll(&mut tcp, 20).is_some() {}
+    assert_eq!(tcp.spare_rounds_count(), 1);
+    // The next connection takes it as its sending half is made, and the box goes
+    // back when that one ends.
+    send!(tcp, 30, syn(40_002, 100));
+    let iss = synack_to(&mut tcp, 30, 40_002);
+    complete(&mut tcp, 31, 40_002, 100, iss);
+    assert_eq!(tcp.spare_rounds_count(), 0);
+    let c = tcp.accept(l).unwrap();
+    tcp.abort(ms(32), c).unwrap();
+    assert_eq!(tcp.spare_rounds_count(), 1);
+}
+
 #[test]
 fn at_max_connections_a_new_connection_takes_a_closed_time_wait_place() {
     let mut tcp = Tcp::new(

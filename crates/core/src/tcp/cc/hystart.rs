@@ -81,9 +81,10 @@ pub struct HyStart {
     exit_at_once: bool,
 }
 
-/// RFC 9406's variables.
+/// RFC 9406's variables (boxed in [`HyStart`]; the boxes of connections that ended are
+/// kept for new ones, see [`HyStart::lend_rounds`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rounds {
+pub(crate) struct Rounds {
     /// Bytes cumulatively acknowledged so far (outside recovery).
     acked: u64,
     /// `acked` at which the current round ends; 0 before the first ACK.
@@ -199,6 +200,31 @@ impl HyStart {
             r.check_false_alarm(paced);
             r.growth()
         }
+    }
+
+    /// Give this connection a box for its rounds from `spare` (boxes of connections
+    /// that ended), reset to the state before the first ACK, when it has none yet and
+    /// HyStart++ is on: [`HyStart::on_ack`] then allocates none (W3 churn: one
+    /// allocation and one free less per connection end). The state is the one `on_ack`
+    /// would start from, and nothing but `on_ack` and `in_css` reads it, which treat it
+    /// as no box at all, so lending before the first ACK changes nothing but where the
+    /// box comes from (and that a connection holds it from the start).
+    #[inline]
+    #[allow(clippy::vec_box)] // The boxes are what the connections take and give back.
+    pub(crate) fn lend_rounds(&mut self, spare: &mut alloc::vec::Vec<alloc::boxed::Box<Rounds>>) {
+        if self.enabled
+            && self.rounds.is_none()
+            && let Some(mut rounds) = spare.pop()
+        {
+            *rounds = FIRST;
+            self.rounds = Some(rounds);
+        }
+    }
+
+    /// The rounds' box, if this connection has one, to keep for a later connection
+    /// (see [`HyStart::lend_rounds`]); the connection is ending.
+    pub(crate) fn take_rounds(&mut self) -> Option<alloc::boxed::Box<Rounds>> {
+        self.rounds.take()
     }
 
     /// Off for good: after a loss (or the end of CSS) later slow starts stop at the

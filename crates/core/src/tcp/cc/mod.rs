@@ -387,6 +387,37 @@ impl Controller {
     }
 }
 
+impl Controller {
+    /// Lend HyStart++ a box for its rounds from `spare` (see
+    /// [`HyStart::lend_rounds`](hystart::HyStart::lend_rounds)), as the sending half is
+    /// made (once, not on every ACK: nothing to check per ACK): the inline NewReno only
+    /// (the boxed controllers allocate their own), and only in slow start, where
+    /// HyStart++ runs. A connection that ends before its first ACK of new data gives the
+    /// box back unused.
+    #[inline]
+    #[allow(clippy::vec_box)] // The boxes are what the connections take and give back.
+    pub(crate) fn lend_hystart_rounds(
+        &mut self,
+        spare: &mut alloc::vec::Vec<Box<hystart::Rounds>>,
+    ) {
+        if !spare.is_empty()
+            && let Controller::NewReno(cc) = self
+            && cc.in_slow_start()
+        {
+            cc.hystart_mut().lend_rounds(spare);
+        }
+    }
+
+    /// HyStart++'s box for its rounds, if the inline NewReno has one, to keep for a later
+    /// connection (this one's sending half is closing).
+    pub(crate) fn take_hystart_rounds(&mut self) -> Option<Box<hystart::Rounds>> {
+        match self {
+            Controller::NewReno(cc) => cc.hystart_mut().take_rounds(),
+            Controller::Boxed(_) => None,
+        }
+    }
+}
+
 /// Forward a call to whichever controller is held.
 macro_rules! dispatch {
     ($self:ident, $cc:ident => $call:expr) => {

@@ -48,6 +48,14 @@ impl NewReno {
     }
 }
 
+impl NewReno {
+    /// HyStart++'s state, to lend it a spare box or take its box back (the connection
+    /// keeps the boxes of connections that ended for new ones).
+    pub(crate) fn hystart_mut(&mut self) -> &mut HyStart {
+        &mut self.hystart
+    }
+}
+
 impl CongestionControl for NewReno {
     fn name(&self) -> &'static str {
         "newreno"

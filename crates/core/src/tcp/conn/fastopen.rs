@@ -165,7 +165,7 @@ impl Conn {
             return;
         };
         let irs = SeqNumber(seg.seq);
-        let snd = new_snd(
+        let mut snd = new_snd(
             (&ctx.shared.config, self.congestion(&ctx.shared.config)),
             &self.opts,
             iss,
@@ -173,6 +173,7 @@ impl Conn {
             snd_wnd,
             irs - 1,
         );
+        snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
         self.state = State::Established(Established { snd, rcv });
         self.opts.syn_data_acked = !seg.payload.is_empty();
         self.on_text(ctx, seg);

@@ -110,7 +110,7 @@ impl Conn {
                 u32::from(seg.window),
                 SeqNumber(seg.seq),
             );
-            self.start_from_block(ctx, &mut snd);
+            self.start_snd(ctx, &mut snd);
             self.state = State::Established(Established { snd, rcv });
             self.on_established(ctx, seg, timer);
             self.ack = AckState::Now;
@@ -491,7 +491,7 @@ impl Conn {
             SeqNumber(seg.seq),
         );
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
-        self.start_from_block(ctx, &mut snd);
+        self.start_snd(ctx, &mut snd);
         self.state = State::Established(Established { snd, rcv });
         self.on_established(ctx, seg, timer);
     }

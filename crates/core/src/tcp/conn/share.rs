@@ -39,6 +39,14 @@ impl Conn {
         ctx.shared.stats.shared_blocks_stored += 1;
     }
 
+    /// The handshake is done and `snd` is new: start it from what an earlier connection
+    /// to the same host left ([`Conn::start_from_block`]), and lend HyStart++ the box of
+    /// one that ended (`Shared::spare_rounds`).
+    pub(crate) fn start_snd(&mut self, ctx: &mut Ctx<'_>, snd: &mut Snd) {
+        self.start_from_block(ctx, snd);
+        snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
+    }
+
     /// The handshake is done and `snd` is new: start it, and the RTT estimator, from
     /// what an earlier connection to the same host left, if one did and it beats the
     /// initial window.
