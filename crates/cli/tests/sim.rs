@@ -5,32 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SCENARIO: &str = r#"
-name = "cli-small"
-duration = "10s"
-seed = 11
+#[path = "common/lossy_pair.rs"]
+mod lossy_pair;
 
-[[host]]
-name = "a"
-[[host]]
-name = "b"
-
-[[link]]
-name = "ab"
-a = "a"
-b = "b"
-rate = "20mbit"
-delay = "2ms"
-loss = "0.5%"
-
-[[flow]]
-name = "bulk"
-type = "bulk"
-from = "a"
-to = "b"
-bytes = "512K"
-record = "4K"
-"#;
+/// The shared lossy two-host scenario (different seeds, different figures).
+fn scenario() -> String {
+    lossy_pair::lossy_pair("cli-small", "512K", "seed = 11")
+}
 
 fn imp() -> Command {
     Command::new(env!("CARGO_BIN_EXE_imp"))
@@ -62,7 +43,7 @@ fn run_into(file: &Path, out: &Path) -> String {
 fn sim_writes_tables_pcaps_summary_and_plots_deterministically() {
     let dir = scratch("ok");
     let file = dir.join("small.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(&file, scenario()).unwrap();
     let (one, two) = (dir.join("one"), dir.join("two"));
     let text = run_into(&file, &one);
     assert!(text.contains("bulk flow"), "{text}");
@@ -103,13 +84,13 @@ fn sim_writes_tables_pcaps_summary_and_plots_deterministically() {
 fn a_bad_scenario_is_one_line_naming_the_field() {
     let dir = scratch("bad");
     for (bad, field) in [
-        (SCENARIO.replace("rate = \"20mbit\"", "rate = -1"), "rate"),
+        (scenario().replace("rate = \"20mbit\"", "rate = -1"), "rate"),
         (
-            SCENARIO.replace("loss = \"0.5%\"", "loss = \"150%\""),
+            scenario().replace("loss = \"0.5%\"", "loss = \"150%\""),
             "loss",
         ),
-        (SCENARIO.replace("record = \"4K\"", "recrd = 4"), "recrd"),
-        (SCENARIO.replace("seed = 11", "seed = 1.5"), "seed"),
+        (scenario().replace("record = \"4K\"", "recrd = 4"), "recrd"),
+        (scenario().replace("seed = 11", "seed = 1.5"), "seed"),
     ] {
         let file = dir.join("bad.toml");
         std::fs::write(&file, &bad).unwrap();
@@ -152,7 +133,7 @@ fn sim_markdown_prints_the_seed_readme_tables() {
     // Not a seed file: a clear error, no panic.
     let dir = scratch("markdown");
     let small = dir.join("small.toml");
-    std::fs::write(&small, SCENARIO).unwrap();
+    std::fs::write(&small, scenario()).unwrap();
     let result = imp()
         .arg("sim")
         .arg(&small)
@@ -186,7 +167,7 @@ fn sim_json(file: &Path, args: &[&str]) -> serde_json::Value {
 fn seeds_run_in_parallel_give_what_separate_runs_give() {
     let dir = scratch("seeds");
     let file = dir.join("small.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(&file, scenario()).unwrap();
     let all = sim_json(&file, &["--seeds", "3..6", "--jobs", "3"]);
     assert_eq!(all["seeds"], serde_json::json!([3, 4, 5, 6]));
     let runs = all["runs"].as_array().unwrap();
@@ -228,7 +209,7 @@ fn seeds_run_in_parallel_give_what_separate_runs_give() {
 fn set_changes_the_run_and_bad_keys_are_named() {
     let dir = scratch("set");
     let file = dir.join("small.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(&file, scenario()).unwrap();
     let base = sim_json(&file, &[]);
     assert_eq!(base["links"][0]["delay_ms"].as_f64(), Some(2.0));
     // By index and by name; a bare `10%` is a string.

@@ -16,32 +16,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A lossy path, so the 20 seeds give 20 different runs.
-const SCENARIO: &str = r#"
-name = "slurm-sweep"
-duration = "10s"
+#[path = "common/lossy_pair.rs"]
+mod lossy_pair;
 
-[[host]]
-name = "a"
-[[host]]
-name = "b"
-
-[[link]]
-name = "ab"
-a = "a"
-b = "b"
-rate = "20mbit"
-delay = "2ms"
-loss = "0.5%"
-
-[[flow]]
-name = "bulk"
-type = "bulk"
-from = "a"
-to = "b"
-bytes = "1M"
-record = "4K"
-"#;
+/// The shared lossy two-host scenario (different seeds, different figures).
+fn sweep_scenario() -> String {
+    lossy_pair::lossy_pair("slurm-sweep", "1M", "")
+}
 
 /// The programs the cluster needs.
 const PROGRAMS: [&str; 8] = [
@@ -346,7 +327,7 @@ fn a_slurm_job_array_sweep_merges_to_the_local_table() {
     let mut cluster = Cluster::start(&dir);
     let up = started.elapsed();
     let scenario = dir.join("sweep.toml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
+    std::fs::write(&scenario, sweep_scenario()).unwrap();
     let out = dir.join("out");
     let imp = env!("CARGO_BIN_EXE_imp");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm/sweep.sbatch");

@@ -5,33 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A lossy two-host path (different seeds, different figures), 20 runs in well under
-/// a second.
-const SCENARIO: &str = r#"
-name = "sweep-small"
-duration = "10s"
+#[path = "common/lossy_pair.rs"]
+mod lossy_pair;
 
-[[host]]
-name = "a"
-[[host]]
-name = "b"
-
-[[link]]
-name = "ab"
-a = "a"
-b = "b"
-rate = "20mbit"
-delay = "2ms"
-loss = "0.5%"
-
-[[flow]]
-name = "bulk"
-type = "bulk"
-from = "a"
-to = "b"
-bytes = "256K"
-record = "4K"
-"#;
+/// The shared lossy two-host scenario (different seeds, different figures).
+fn scenario() -> String {
+    lossy_pair::lossy_pair("sweep-small", "256K", "")
+}
 
 fn imp() -> Command {
     Command::new(env!("CARGO_BIN_EXE_imp"))
@@ -97,7 +77,7 @@ fn merge(paths: &[&Path], json: bool) -> Output {
 fn four_shards_merge_to_the_table_of_one_run() {
     let dir = scratch("equal");
     let file = dir.join("small.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(&file, scenario()).unwrap();
     let local = ok(imp()
         .arg("sim")
         .arg(&file)
@@ -144,7 +124,7 @@ fn four_shards_merge_to_the_table_of_one_run() {
 fn a_merge_that_is_not_one_whole_sweep_says_why() {
     let dir = scratch("bad");
     let file = dir.join("small.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(&file, scenario()).unwrap();
     let out = dir.join("out");
     shards(&file, "1..8", 4, &out, &[]);
 
@@ -215,7 +195,7 @@ fn a_merge_that_is_not_one_whole_sweep_says_why() {
 fn shard_options_are_checked_before_anything_runs() {
     let dir = scratch("args");
     let file = dir.join("small.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(&file, scenario()).unwrap();
     let out = dir.join("out");
     for (args, needle) in [
         (&["--seeds", "1..4", "--shard", "5/4"][..], "from 1 to 4"),
