@@ -79,7 +79,7 @@ fn print_connection(c: &Connection) {
         "{:<26} {:>16} {:>16}",
         "", "client->server", "server->client"
     );
-    let rows: [Row; 17] = [
+    let rows: [Row; 19] = [
         ("segments", |d| d.segments.to_string()),
         ("data segments", |d| d.data_segments.to_string()),
         ("bytes (new)", |d| {
@@ -95,8 +95,14 @@ fn print_connection(c: &Connection) {
         ("longest stall (ms)", |d| {
             format!("{:.3}", d.longest_stall_ms)
         }),
+        ("longest timeout (ms)", |d| {
+            format!("{:.3}", d.longest_timeout_ms)
+        }),
         ("pure acks", |d| d.pure_acks.to_string()),
         ("acks on data", |d| d.piggybacked_acks.to_string()),
+        ("acks uncombined/combined", |d| {
+            format!("{} / {}", d.uncombined_acks, d.combined_acks)
+        }),
         ("duplicate acks", |d| d.duplicate_acks.to_string()),
         ("zero-window events", |d| {
             format!("{} ({} seg)", d.zero_window_events, d.zero_window_segments)
@@ -111,6 +117,12 @@ fn print_connection(c: &Connection) {
             cell(&c.directions[0]),
             cell(&c.directions[1])
         );
+    }
+    for d in &c.directions {
+        let failings = d.verdict.failings();
+        if !failings.is_empty() {
+            println!("verdict {} -> {}: {}", d.from, d.to, failings.join("; "));
+        }
     }
 }
 

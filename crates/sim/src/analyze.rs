@@ -13,8 +13,9 @@
 //! - **MSS**: what the peer announced in its SYN (536 without one), lowered to the
 //!   sender's own announcement, minus 12 bytes when both SYNs carried timestamps.
 //!   **Segments below the MSS** are new-data segments (retransmissions not counted)
-//!   shorter than that, except the last data segment before the sender's FIN or the
-//!   end of the capture.
+//!   shorter than that, except the last data segment before the sender's FIN, the
+//!   end of the capture or data from the peer (a reply: the short segment ended a
+//!   message, as an FTP command or reply does).
 //! - **Retransmissions**: Wireshark's three kinds (see `analyze/wireshark.rs`); out of
 //!   order segments, keep-alives and zero-window probes are not retransmissions.
 //!   **Spurious**: a retransmission of data the peer had already acknowledged.
@@ -25,6 +26,15 @@
 //!   200 ms (the smallest RTO of Linux and imp); a fast retransmission does not wait
 //!   that long.
 //! - **Pure ACK**: ACK set, no data, no SYN/FIN/RST; **piggy-backed**: ACK on data.
+//! - **Uncombined ACK**: a pure ACK followed within 200 ms (the longest delayed ACK of
+//!   Linux and imp) by data from the same side carrying the same acknowledgment, the
+//!   peer having sent nothing between: the ACK could have ridden on that data.
+//!   **Combined**: data whose acknowledgment is new (the first this side sends for the
+//!   peer's latest segments).
+//! - **Timeout**: the longest silence before a retransmission (`longest_timeout_ms`).
+//! - **Verdict** ([`Verdict`]): seed 003's four failings ("less than MSS sized
+//!   packets, too many retransmissions, timeouts of 20 seconds or more, and failure to
+//!   combine ACKs with bidirectional data"), each judged from the counts above.
 //! - **Zero-window events**: the sender starts advertising a zero window (segments
 //!   repeating it are counted in `zero_window_segments`).
 //! - **RTT**: from a segment with new data (or SYN/FIN) to the first ACK covering it,
@@ -48,6 +58,10 @@ use wireshark::{Flow, Seg};
 
 /// A silence this long before a retransmission makes it an RTO.
 pub const RTO_GAP_NS: u64 = 200_000_000;
+/// Data this soon after a pure ACK with the same acknowledgment could have carried it.
+pub const COMBINE_WINDOW_NS: u64 = 200_000_000;
+/// Seed 003's "timeouts of 20 seconds or more".
+pub const LONG_TIMEOUT_MS: f64 = 20_000.0;
 /// The MSS assumed when the peer's SYN was not captured (RFC 9293 §3.7.1).
 pub const DEFAULT_MSS: u16 = 536;
 
@@ -135,6 +149,14 @@ pub struct Direction {
     pub pure_acks: u64,
     /// ACKs on data.
     pub piggybacked_acks: u64,
+    /// Pure ACKs whose acknowledgment the same side's data carried again soon after.
+    pub uncombined_acks: u64,
+    /// Data segments carrying a new acknowledgment (see the module docs).
+    pub combined_acks: u64,
+    /// Longest silence before a retransmission, milliseconds.
+    pub longest_timeout_ms: f64,
+    /// Seed 003's failings, judged for this direction.
+    pub verdict: Verdict,
     /// Times the sender started advertising a zero window.
     pub zero_window_events: u64,
     /// Segments advertising a zero window.
@@ -143,6 +165,55 @@ pub struct Direction {
     pub rtt_ms: Rtt,
     /// New-data bits per second between the first and the last data segment.
     pub goodput_bps: f64,
+}
+
+/// Seed 003's four failings of a TCP, judged per direction from a trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// "less than MSS sized packets": more than a quarter of the new-data segments
+    /// (at least 4) below the MSS.
+    pub small_segments: bool,
+    /// "too many retransmissions": at least 2, and a tenth or more of the
+    /// retransmissions, of data the peer had already acknowledged (spurious: sent
+    /// again for nothing).
+    pub too_many_retransmissions: bool,
+    /// "timeouts of 20 seconds or more": a retransmission after 20 s of silence.
+    pub long_timeouts: bool,
+    /// "failure to combine ACKs with bidirectional data": more ACKs sent alone just
+    /// before data that could have carried them than ACKs carried on data (at least
+    /// 2).
+    pub uncombined_acks: bool,
+}
+
+impl Verdict {
+    fn judge(d: &Direction) -> Verdict {
+        let new_segments = d.data_segments.saturating_sub(d.retransmissions);
+        Verdict {
+            small_segments: d.segments_below_mss >= 4 && d.segments_below_mss * 4 > new_segments,
+            too_many_retransmissions: d.spurious_retransmissions >= 2
+                && d.spurious_retransmissions * 10 >= d.retransmissions,
+            long_timeouts: d.longest_timeout_ms >= LONG_TIMEOUT_MS,
+            uncombined_acks: d.uncombined_acks >= 2 && d.uncombined_acks > d.combined_acks,
+        }
+    }
+
+    /// The failings found, in the seed's words; empty when none.
+    pub fn failings(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.small_segments {
+            out.push("less than MSS sized packets");
+        }
+        if self.too_many_retransmissions {
+            out.push("too many retransmissions");
+        }
+        if self.long_timeouts {
+            out.push("timeouts of 20 seconds or more");
+        }
+        if self.uncombined_acks {
+            out.push("failure to combine ACKs with bidirectional data");
+        }
+        out
+    }
 }
 
 /// One connection: totals over both directions, and each direction.
@@ -286,6 +357,11 @@ struct Side {
     data_max: Option<u32>,
     pending_small: bool,
     zero_window: bool,
+    /// The acknowledgment of this side's last pure ACK and when it went, while the
+    /// peer has sent nothing since.
+    lone_ack: Option<(u32, u64)>,
+    /// The last acknowledgment this side sent.
+    last_ack: Option<u32>,
     /// Segments waiting for an ACK: (end, sent at, sent again).
     rtt_queue: VecDeque<(u32, u64, bool)>,
 }
@@ -522,6 +598,13 @@ impl Conn {
             rev.on_ack(ts, seg.ack);
         }
         fwd.on_header(seg);
+        fwd.note_combining(ts, seg);
+        rev.lone_ack = None;
+        if seg.len > 0 {
+            // A reply ends the peer's message: its last short segment was not a
+            // segment cut short.
+            rev.pending_small = false;
+        }
         if seg.flags.syn() && !seg.flags.ack() {
             self.mru_syn = ts;
         }
@@ -622,8 +705,12 @@ impl Side {
             if outstanding {
                 self.stats.longest_stall_ms = self.stats.longest_stall_ms.max(gap as f64 / 1e6);
             }
-            if class & wireshark::ANY_RETRANSMISSION != 0 && gap >= RTO_GAP_NS {
-                self.stats.rtos += 1;
+            if class & wireshark::ANY_RETRANSMISSION != 0 {
+                let gap_ms = gap as f64 / 1e6;
+                self.stats.longest_timeout_ms = self.stats.longest_timeout_ms.max(gap_ms);
+                if gap >= RTO_GAP_NS {
+                    self.stats.rtos += 1;
+                }
             }
         }
         self.last_send = Some(s.ts);
@@ -718,6 +805,28 @@ impl Side {
         }
     }
 
+    /// Whether `seg`, sent at `ts`, is data that carries the acknowledgment of this
+    /// side's pure ACK just before (uncombined) or a new one (combined).
+    fn note_combining(&mut self, ts: u64, seg: &Segment) {
+        if !seg.flags.ack() || seg.flags.rst() {
+            return;
+        }
+        let pure = seg.len == 0 && seg.flags.0 & 0x07 == 0;
+        if seg.len > 0 {
+            match self.lone_ack {
+                Some((ack, at)) if ack == seg.ack && ts.saturating_sub(at) <= COMBINE_WINDOW_NS => {
+                    self.stats.uncombined_acks += 1;
+                }
+                _ if self.last_ack.is_none_or(|last| seq_lt(last, seg.ack)) => {
+                    self.stats.combined_acks += 1;
+                }
+                _ => {}
+            }
+        }
+        self.lone_ack = pure.then_some((seg.ack, ts));
+        self.last_ack = Some(seg.ack);
+    }
+
     fn report(&self, peer: &Side) -> Direction {
         let addr = |s: &Side| s.addr.map(|a| a.to_string()).unwrap_or_default();
         let mut stats = self.stats.clone();
@@ -731,6 +840,7 @@ impl Side {
         if stats.mss == 0 {
             stats.mss = effective_mss(self, peer);
         }
+        stats.verdict = Verdict::judge(&stats);
         stats
     }
 }

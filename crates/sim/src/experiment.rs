@@ -245,6 +245,11 @@ pub struct FlowReport {
     /// goodput. `directions[0]` is the opener's. Absent for ping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub analysis: Option<Connection>,
+    /// FTP: the session's control connection as `imp analyze` judges it (from the
+    /// frames sent on the link once the data connection opened), where commands and
+    /// replies show whether ACKs ride on data. `directions[0]` is the client's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_analysis: Option<Connection>,
     /// The CPUs of the two ends, when the hosts have a cost model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<FlowCpu>,
@@ -359,6 +364,10 @@ pub fn run(
         .collect();
     for (flow, app) in flows.iter_mut().zip(&apps) {
         flow.analysis = app.traced.and_then(|i| judged(&mut tracer.flows[i].judge));
+        flow.control_analysis = app.judged_hosts.and_then(|i| {
+            let hosts = std::mem::take(&mut tracer.hosts_judges[i].judge);
+            other_connection(hosts, flow.analysis.as_ref())
+        });
     }
     let ladder = rungs(scenario, &flows);
     let traces = apps
@@ -401,6 +410,19 @@ fn judged(judge: &mut Analyzer) -> Option<Connection> {
         .finish()
         .connections
         .into_iter()
+        .max_by_key(|c| c.segments)
+}
+
+/// The connection `hosts` saw, other than `data`, with the most segments (an FTP
+/// session's control connection).
+fn other_connection(hosts: Analyzer, data: Option<&Connection>) -> Option<Connection> {
+    let same =
+        |c: &Connection| data.is_some_and(|d| (&d.client, &d.server) == (&c.client, &c.server));
+    hosts
+        .finish()
+        .connections
+        .into_iter()
+        .filter(|c| !same(c))
         .max_by_key(|c| c.segments)
 }
 
@@ -789,6 +811,9 @@ struct App {
     /// and no wake-up is due, running it again could change nothing.
     seen: (u64, u64),
     traced: Option<usize>,
+    /// FTP: the tracer's judge of every connection between the two hosts
+    /// (`Tracer::judge_hosts`), for the control connection.
+    judged_hosts: Option<usize>,
     next_sample: Instant,
     /// The two hosts' CPU reports when the flow finished (or the run ended).
     cpu_at_end: Option<(Option<CpuReport>, Option<CpuReport>)>,
@@ -990,6 +1015,7 @@ impl App {
             wake: None,
             seen: (u64::MAX, u64::MAX),
             traced: None,
+            judged_hosts: None,
             next_sample: Instant::ZERO,
             cpu_at_end: None,
         })
@@ -1102,7 +1128,15 @@ impl App {
                 return Ok(());
             }
             // ftp flows are IPv4 only (the scenario refuses `family = "ipv6"`).
-            AppState::Ftp(f) => return f.open(sim, (from, to), self.addrs, port),
+            AppState::Ftp(f) => {
+                let (a, b) = self.addrs;
+                self.judged_hosts = Some(
+                    tracer
+                        .borrow_mut()
+                        .judge_hosts(self.link, (IpAddr::V4(a), IpAddr::V4(b))),
+                );
+                return f.open(sim, (from, to), self.addrs, port);
+            }
             AppState::Bulk(s) => (&mut s.listener, &mut s.client),
             AppState::Rr(s) => (&mut s.listener, &mut s.client),
         };
@@ -1209,6 +1243,7 @@ impl App {
             data_ok: None,
             cpu: None,
             analysis: None,
+            control_analysis: None,
         };
         self.fill_by_kind(&mut r, trace, seconds, rate);
         fill_rates(&mut r, rate, seconds);

@@ -12,7 +12,7 @@ use std::ops::Range;
 use impnet_core::Duration;
 use impnet_core::qdisc::QdiscConfig;
 use impnet_core::tcp::cc::CcAlgorithm;
-use impnet_core::tcp::{EcnMode, MtuProbing, TcpConfig};
+use impnet_core::tcp::{EcnMode, LegacyProfile, MtuProbing, RtoRule, TcpConfig};
 use impnet_phy::LinkConfig;
 use impnet_phy::link::spec::{QdiscKeys, UnknownAction};
 use impnet_phy::link::{GcraConfig, GilbertElliott, PoliceAction, Policer};
@@ -527,6 +527,11 @@ struct RawTcp {
     share_control_blocks: Option<bool>,
     black_hole_detection: Option<bool>,
     mtu_probing: Option<Spanned<String>>,
+    profile: Option<Spanned<String>>,
+    retransmit_timer: Option<Dur>,
+    karn: Option<bool>,
+    segment_per_write: Option<bool>,
+    quick_acks: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -930,6 +935,7 @@ fn push_node(
 
 fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     let mut tcp = TcpConfig::default();
+    legacy_settings(ctx, raw, &mut tcp)?;
     let size = |b: Option<Bytes>, default: usize| -> usize {
         b.map_or(default, |b| usize::try_from(b.0).unwrap_or(usize::MAX))
     };
@@ -941,7 +947,7 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
                 cc.span(),
                 "cc",
                 format!(
-                    "unknown congestion control `{}`; imp has \"newreno\" (\"reno\"), \"cubic\", \"vegas\" and \"bbr\"",
+                    "unknown congestion control `{}`; imp has \"newreno\" (\"reno\"), \"cubic\", \"vegas\", \"bbr\", \"bbr1\" and \"none\"",
                     cc.get_ref()
                 ),
             )
@@ -1002,6 +1008,48 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     }
     path_mtu_settings(ctx, raw, &mut tcp)?;
     Ok(tcp)
+}
+
+/// `profile` (an old TCP's algorithms, `LegacyProfile`), applied before every other
+/// key so they can change it, and the switches old TCPs differ by: `retransmit_timer`
+/// (a fixed RTO, never backed off), `karn`, `segment_per_write`.
+fn legacy_settings(ctx: &Ctx<'_>, raw: &RawTcp, tcp: &mut TcpConfig) -> Result<(), ScenarioError> {
+    if let Some(name) = &raw.profile {
+        let profile = LegacyProfile::from_name(name.get_ref()).ok_or_else(|| {
+            ctx.error(
+                name.span(),
+                "profile",
+                format!(
+                    "unknown TCP profile `{}`; imp has {}",
+                    name.get_ref(),
+                    LegacyProfile::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+                ),
+            )
+        })?;
+        let profile = match (profile, raw.retransmit_timer) {
+            (LegacyProfile::Exerciser1975 { .. }, Some(timer)) => {
+                LegacyProfile::Exerciser1975 { timeout: timer.0 }
+            }
+            (profile, _) => profile,
+        };
+        profile.apply(tcp);
+    }
+    if let Some(timer) = raw.retransmit_timer {
+        tcp.rto_rule = RtoRule::Fixed(timer.0);
+        tcp.initial_rto = timer.0;
+        tcp.min_rto = timer.0;
+        tcp.max_rto = timer.0;
+    }
+    if let Some(v) = raw.karn {
+        tcp.karn = v;
+    }
+    if let Some(v) = raw.segment_per_write {
+        tcp.segment_per_write = v;
+    }
+    if let Some(v) = raw.quick_acks {
+        tcp.quick_acks = v;
+    }
+    Ok(())
 }
 
 /// `initial_rto`, `min_rto` and `max_rto`.

@@ -343,7 +343,7 @@ fn seed003(r: &Report) -> Result<String, String> {
         ("good-1200", "good TCP, 1200", "73-92 B/s", 96.0, false),
         (
             "vm-like-9600",
-            "IBM VM, 9600 (imp: VM-like settings)",
+            "IBM VM, 9600 (imp: the vm-1990 model)",
             "299-382 B/s (about 45%)",
             768.0,
             false,
@@ -377,7 +377,7 @@ fn seed003(r: &Report) -> Result<String, String> {
 /// receiver's ACKs.
 fn seed003_judgement(r: &Report, rows: &[(&str, &str)]) -> Result<String, String> {
     let mut out = String::from(
-        "| run | segments below MSS | retransmissions (spurious) | RTOs | longest stall | receiver's ACKs pure / on data | RTT min/avg/max | goodput |\n|---|---|---|---|---|---|---|---|\n",
+        "| run | segments below MSS | retransmissions (spurious) | RTOs | longest stall | receiver's ACKs pure / on data | sender's control ACKs alone / on data | RTT min/avg/max | goodput | verdict |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (name, run) in rows {
         let f = flow(r, name)?;
@@ -387,6 +387,9 @@ fn seed003_judgement(r: &Report, rows: &[(&str, &str)]) -> Result<String, String
             .ok_or_else(|| format!("flow `{name}` has no analysis"))?;
         let [data, acks] = &a.directions;
         let rtt = &data.rtt_ms;
+        // The sender is the FTP server: the second direction of the control connection.
+        let control = f.control_analysis.as_ref().map(|c| &c.directions[1]);
+        let verdict = seed003_verdict(data, control);
         push_row(
             &mut out,
             &[
@@ -399,12 +402,41 @@ fn seed003_judgement(r: &Report, rows: &[(&str, &str)]) -> Result<String, String
                 &data.rtos.to_string(),
                 &format!("{:.1} s", data.longest_stall_ms / 1e3),
                 &format!("{} / {}", acks.pure_acks, acks.piggybacked_acks),
+                &control.map_or("-".to_string(), |c| {
+                    format!("{} / {}", c.uncombined_acks, c.combined_acks)
+                }),
                 &format!("{:.0}/{:.0}/{:.0} ms", rtt.min, rtt.avg, rtt.max),
                 &format!("{} B/s", significant(data.goodput_bps / 8.0, 3)),
+                &verdict,
             ],
         );
     }
     Ok(out)
+}
+
+/// The sender's failings by seed 003's criteria: from its data connection, and the
+/// ACKs of its FTP control connection.
+fn seed003_verdict(
+    data: &crate::analyze::Direction,
+    control: Option<&crate::analyze::Direction>,
+) -> String {
+    let v = data.verdict;
+    let uncombined = v.uncombined_acks || control.is_some_and(|c| c.verdict.uncombined_acks);
+    let failings: Vec<&str> = [
+        (v.small_segments, "small segments"),
+        (v.too_many_retransmissions, "needless retransmissions"),
+        (v.long_timeouts, "20 s timeouts"),
+        (uncombined, "ACKs not combined"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| *name)
+    .collect();
+    if failings.is_empty() {
+        "none".to_string()
+    } else {
+        failings.join(", ")
+    }
 }
 
 fn seed004(r: &Report) -> Result<String, String> {

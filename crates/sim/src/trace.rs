@@ -80,6 +80,15 @@ pub(crate) struct Followed {
     pub(crate) judge: Analyzer,
 }
 
+/// `imp analyze`'s view of every TCP connection between two hosts on a link, from
+/// its frames as sent (an FTP session's control connection beside its data one).
+#[derive(Debug)]
+pub(crate) struct HostsJudge {
+    link: LinkId,
+    hosts: (IpAddr, IpAddr),
+    pub(crate) judge: Analyzer,
+}
+
 /// Every followed flow.
 #[derive(Debug, Default)]
 pub(crate) struct Tracer {
@@ -87,6 +96,8 @@ pub(crate) struct Tracer {
     /// The flows followed on each link (by `LinkId`), in order: a frame is matched
     /// against those of its link only.
     by_link: Vec<Vec<usize>>,
+    /// Host pairs judged whole ([`Tracer::judge_hosts`]).
+    pub(crate) hosts_judges: Vec<HostsJudge>,
     start: Instant,
 }
 
@@ -95,6 +106,7 @@ impl Tracer {
         Tracer {
             flows: Vec::new(),
             by_link: Vec::new(),
+            hosts_judges: Vec::new(),
             start,
         }
     }
@@ -127,6 +139,17 @@ impl Tracer {
         }
         self.by_link[link.0].push(index);
         index
+    }
+
+    /// Judge every TCP connection between `hosts` on `link` from now on; returns its
+    /// index in `hosts_judges`.
+    pub(crate) fn judge_hosts(&mut self, link: LinkId, hosts: (IpAddr, IpAddr)) -> usize {
+        self.hosts_judges.push(HostsJudge {
+            link,
+            hosts,
+            judge: Analyzer::new(),
+        });
+        self.hosts_judges.len() - 1
     }
 
     pub(crate) fn seconds(&self, t: Instant) -> f64 {
@@ -164,6 +187,14 @@ impl Tracer {
             return;
         };
         let ports = (seg.src_port(), seg.dst_port());
+        if event.kind == FrameKind::Sent {
+            for h in &mut self.hosts_judges {
+                if h.link == event.link && (h.hosts == (src, dst) || h.hosts == (dst, src)) {
+                    h.judge
+                        .frame(event.time.as_nanos(), LINKTYPE_ETHERNET, event.frame);
+                }
+            }
+        }
         let on_link = self
             .by_link
             .get(event.link.0)

@@ -34,6 +34,7 @@ mod ecn;
 mod ends;
 mod fastopen;
 mod lazy_vec;
+mod legacy;
 mod listen;
 mod pacing;
 mod rack;
@@ -73,7 +74,8 @@ use crate::time::{Duration, Instant};
 
 pub use conn::{MtuProbing, SendOwnedError};
 pub use ecn::{Ecn, EcnMode};
-pub use rtt::RtoFloor;
+pub use legacy::LegacyProfile;
+pub use rtt::{RtoFloor, RtoRule};
 pub use socket_options::SocketOption;
 pub use state::TcpState;
 pub use table::Tcp;
@@ -159,6 +161,21 @@ pub struct TcpConfig {
     /// What `min_rto` bounds: the RTO (RFC 6298 §2.4, the default) or, as Linux's
     /// `__tcp_set_rto`, the variance term (`RTO = SRTT + max(min_rto, 4*RTTVAR)`).
     pub rto_floor: RtoFloor,
+    /// How the RTO follows the RTT samples: RFC 6298 (the default), RFC 793's
+    /// smoothed-RTT-times-BETA, or a fixed timer ([`RtoRule`]); the old rules are for
+    /// modelling old TCPs ([`LegacyProfile`]).
+    pub rto_rule: RtoRule,
+    /// Karn's rule (RFC 6298 §3; on by default): no RTT sample from a segment that was
+    /// sent again. Off, the segment timed keeps its first send time through
+    /// retransmissions, so the ACK of a retransmission gives a sample from the first
+    /// send, as TCPs before Karn and Partridge (1987) measured: after a timeout the
+    /// estimate grows by the time lost.
+    pub karn: bool,
+    /// End a record at every write ([`Stack::tcp_end_record`](crate::Stack::tcp_end_record),
+    /// Linux's MSG_EOR on each `send`): no segment carries the data of two writes, so a
+    /// program that writes 100 bytes at a time sends segments of 100 bytes whatever the
+    /// window holds, as TCPs that built a segment per write did. Off by default.
+    pub segment_per_write: bool,
     /// What a reset leaves (default false: RFC 9293 §3.10.7.4, "All segment queues
     /// should be flushed"). True as Linux's `tcp_reset`: the data that arrived before
     /// the RST stays readable and the reset is reported after it, and a child the
@@ -318,7 +335,7 @@ impl TcpConfig {
     /// The RTO's floor and ceiling, `min_rto` and `max_rto`.
     #[inline]
     pub(crate) fn rto_bounds(&self) -> rtt::RtoBounds {
-        rtt::RtoBounds::new(self.min_rto, self.max_rto, self.rto_floor)
+        rtt::RtoBounds::new(self.min_rto, self.max_rto, self.rto_floor).with_rule(self.rto_rule)
     }
 
     /// What the window-based controllers follow: `hystart`, `abc_limit`,
@@ -356,6 +373,9 @@ impl Default for TcpConfig {
             min_rto: Duration::from_millis(200),
             max_rto: Duration::from_secs(60),
             rto_floor: RtoFloor::Rto,
+            rto_rule: RtoRule::Rfc6298,
+            karn: true,
+            segment_per_write: false,
             reset_keeps_data: false,
             unsent_ack_silent: false,
             syn_sent_tsecr_check: false,

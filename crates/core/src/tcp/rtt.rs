@@ -31,6 +31,30 @@ pub enum RtoFloor {
     Variance,
 }
 
+/// How the RTO follows the RTT samples (`TcpConfig::rto_rule`): RFC 6298's estimator
+/// (the default), or the rules of older TCPs, for modelling them (`legacy.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RtoRule {
+    /// RFC 6298: SRTT and RTTVAR, `RTO = SRTT + max(G, 4*RTTVAR)`.
+    #[default]
+    Rfc6298,
+    /// RFC 793 §3.7 ("An Example Retransmission Timeout Procedure"): `SRTT = ALPHA*SRTT +
+    /// (1-ALPHA)*RTT`, `RTO = min(UBOUND, max(LBOUND, BETA*SRTT))` ("ALPHA is a smoothing
+    /// factor (e.g., .8 to .9) ... BETA is a delay variance factor (e.g., 1.3 to 2.0)"),
+    /// both in thousandths; the first sample is taken as SRTT. No variance term, so a
+    /// path whose delay varies more than BETA allows times out spuriously.
+    Rfc793 {
+        /// ALPHA, in thousandths (at most 1000).
+        alpha_milli: u16,
+        /// BETA, in thousandths.
+        beta_milli: u16,
+    },
+    /// A fixed retransmission timer, whatever the samples say (the 1975 TCPs of seed
+    /// 004 took it as a parameter: 0.5 s or 4 s). Backoff, if the connection meets
+    /// timeouts, still doubles it up to `max_rto`.
+    Fixed(Duration),
+}
+
 /// The RTO's floor and ceiling (`TcpConfig::min_rto`, `max_rto`, `rto_floor`), `max >=
 /// min`: an argument of each call that computes or backs off the RTO rather than a copy
 /// in every connection (16 bytes each).
@@ -42,6 +66,8 @@ pub struct RtoBounds {
     pub max: Duration,
     /// What `min` bounds.
     pub floor: RtoFloor,
+    /// How the RTO follows the samples.
+    pub rule: RtoRule,
 }
 
 impl RtoBounds {
@@ -51,12 +77,27 @@ impl RtoBounds {
             min,
             max: max.max(min),
             floor,
+            rule: RtoRule::Rfc6298,
         }
+    }
+
+    /// The same bounds, the RTO following `rule`.
+    #[must_use]
+    pub fn with_rule(self, rule: RtoRule) -> RtoBounds {
+        RtoBounds { rule, ..self }
     }
 
     /// RFC 6298 §2.2/2.3's "RTO <- SRTT + max (G, K*RTTVAR) where K = 4", within the
     /// bounds.
     fn rto(self, srtt: Duration, rttvar: Duration) -> Duration {
+        match self.rule {
+            RtoRule::Rfc6298 => {}
+            RtoRule::Rfc793 { beta_milli, .. } => {
+                let rto = u128::from(srtt.as_nanos()) * u128::from(beta_milli) / 1000;
+                return self.clamp(Duration::from_nanos(saturate(rto)));
+            }
+            RtoRule::Fixed(rto) => return rto,
+        }
         let variance = CLOCK_GRANULARITY.max(rttvar.saturating_mul(4));
         let rto = match self.floor {
             RtoFloor::Rto => srtt + variance,
@@ -100,13 +141,19 @@ impl RttEstimator {
             srtt: NO_SAMPLE,
             rttvar: Duration::ZERO,
             min_rtt: NO_SAMPLE,
-            rto: bounds.clamp(initial_rto),
+            rto: match bounds.rule {
+                RtoRule::Fixed(rto) => rto,
+                _ => bounds.clamp(initial_rto),
+            },
         }
     }
 
     /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). The caller clears the backoff: a
     /// valid sample means the path answers again.
     pub fn sample(&mut self, rtt: Duration, bounds: RtoBounds) {
+        if let RtoRule::Rfc793 { alpha_milli, .. } = bounds.rule {
+            return self.sample_rfc793(rtt, alpha_milli, bounds);
+        }
         let (srtt, rttvar) = match sampled(self.srtt) {
             // RFC 6298 §2.2: "When the first RTT measurement R is made, the host MUST
             // set SRTT <- R, RTTVAR <- R/2".
@@ -133,6 +180,24 @@ impl RttEstimator {
         self.srtt = srtt;
         self.min_rtt = self.min_rtt.min(rtt);
         self.rto = bounds.rto(srtt, self.rttvar);
+    }
+
+    /// RFC 793's smoothing: `SRTT = ALPHA*SRTT + (1-ALPHA)*RTT` (the first sample taken
+    /// whole), no variance.
+    #[cold]
+    fn sample_rfc793(&mut self, rtt: Duration, alpha_milli: u16, bounds: RtoBounds) {
+        let alpha = u128::from(alpha_milli.min(1000));
+        let srtt = match sampled(self.srtt) {
+            None => rtt,
+            Some(old) => {
+                let mixed = alpha * u128::from(old.as_nanos())
+                    + (1000 - alpha) * u128::from(rtt.as_nanos());
+                Duration::from_nanos(saturate(mixed / 1000))
+            }
+        };
+        self.srtt = srtt;
+        self.min_rtt = self.min_rtt.min(rtt);
+        self.rto = bounds.rto(srtt, Duration::ZERO);
     }
 
     /// Starts from another connection's estimates (RFC 9040 §4.2 Table 3: "RTT <-
@@ -303,6 +368,7 @@ mod tests {
         min: Duration::from_millis(200),
         max: Duration::from_secs(60),
         floor: RtoFloor::Rto,
+        rule: RtoRule::Rfc6298,
     };
     const MAX: Duration = BOUNDS.max;
 
@@ -404,6 +470,39 @@ mod tests {
         assert_eq!(e.rto(backoff, MAX), Duration::from_secs(60));
         assert!(backoff < 10);
         assert_eq!(e.rto(0, MAX), ms(300));
+    }
+
+    #[test]
+    fn rfc_793_smooths_without_variance_and_scales_by_beta() {
+        let bounds =
+            RtoBounds::new(ms(100), ms(60_000), RtoFloor::Rto).with_rule(RtoRule::Rfc793 {
+                alpha_milli: 900,
+                beta_milli: 2000,
+            });
+        let mut e = RttEstimator::new(ms(3000), bounds);
+        assert_eq!(e.base_rto(), ms(3000));
+        e.sample(ms(400), bounds);
+        assert_eq!(e.srtt(), Some(ms(400)));
+        assert_eq!(e.base_rto(), ms(800));
+        // SRTT = 0.9 * 400 + 0.1 * 1400 = 500; RTO = 2 * 500.
+        e.sample(ms(1400), bounds);
+        assert_eq!(e.srtt(), Some(ms(500)));
+        assert_eq!(e.base_rto(), ms(1000));
+        // The floor still holds.
+        e.sample(ms(1), bounds);
+        e.sample(ms(1), bounds);
+        assert!(e.base_rto() >= ms(100));
+    }
+
+    #[test]
+    fn a_fixed_rto_ignores_samples_and_bounds_but_backs_off() {
+        let bounds =
+            RtoBounds::new(ms(1000), ms(60_000), RtoFloor::Rto).with_rule(RtoRule::Fixed(ms(500)));
+        let mut e = RttEstimator::new(ms(3000), bounds);
+        assert_eq!(e.base_rto(), ms(500));
+        e.sample(ms(4000), bounds);
+        assert_eq!(e.base_rto(), ms(500));
+        assert_eq!(e.rto(2, bounds.max), ms(2000));
     }
 
     #[test]

@@ -606,7 +606,13 @@ impl Tcp {
         handle: TcpHandle,
         data: &[u8],
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, _| conn.send(data))
+        self.with_conn(now, handle, |conn, ctx| {
+            let sent = conn.send(data);
+            if ctx.shared.config.segment_per_write {
+                conn.end_record();
+            }
+            sent
+        })
     }
 
     /// Copy several slices into the send buffer in one call (a gather write, as
@@ -618,7 +624,13 @@ impl Tcp {
         handle: TcpHandle,
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, _| conn.send_vectored(slices))
+        self.with_conn(now, handle, |conn, ctx| {
+            let sent = conn.send_vectored(slices);
+            if ctx.shared.config.segment_per_write {
+                conn.end_record();
+            }
+            sent
+        })
     }
 
     /// Copy received data out; `Ok(0)` means the peer closed (EOF).

@@ -323,3 +323,58 @@ fn ipv6_connections_are_judged_through_extension_headers() {
     assert_eq!(conn.retransmissions, 1);
     assert_eq!(conn.directions[0].unique_bytes, 600);
 }
+
+/// The server sends `len` bytes at its byte offset `off`, acknowledging the client's
+/// byte offset `ack`, at `at` ms.
+fn server_data(t: &mut Trace, at: u64, off: u32, ack: u32, len: u32) {
+    let s = seg(SISN + 1 + off, CISN + 1 + ack, Flags::ACK, len, 65535);
+    t.a.segment(at * MS, S, C, &s);
+}
+
+#[test]
+fn an_ack_sent_alone_before_a_reply_is_uncombined_and_judged() {
+    // Three request/reply exchanges: the server acknowledges each request alone and
+    // replies 5 ms later with the same acknowledgment (the VM's way), twice; the
+    // third reply carries its ACK (a delayed-ACK TCP's way).
+    let mut t = Trace::new();
+    for (i, lone) in [(0u32, true), (1, true), (2, false)] {
+        let at = 20 + 100 * u64::from(i);
+        t.data(at, 10 * i, 10);
+        if lone {
+            t.ack(at + 10, 10 * (i + 1), 65535);
+        }
+        server_data(&mut t, at + 15, 20 * i, 10 * (i + 1), 20);
+    }
+    let c = t.report();
+    let server = &c.directions[1];
+    assert_eq!((server.uncombined_acks, server.combined_acks), (2, 1));
+    assert!(server.verdict.uncombined_acks, "{server:?}");
+    assert_eq!(
+        server.verdict.failings(),
+        ["failure to combine ACKs with bidirectional data"]
+    );
+    // Short messages answered by the peer are not segments cut short.
+    let client = &c.directions[0];
+    assert_eq!(client.segments_below_mss, 0, "{client:?}");
+    assert!(client.verdict.failings().is_empty(), "{client:?}");
+}
+
+#[test]
+fn a_bulk_sender_of_small_segments_and_long_timeouts_is_judged() {
+    let mut t = Trace::new();
+    for i in 0..8 {
+        t.data(20 + i, 100 * i as u32, 100);
+    }
+    t.ack(40, 800, 65535);
+    t.data(50, 800, 100);
+    // 25 s of silence, then the same segment again.
+    t.data(25_050, 800, 100);
+    t.ack(25_060, 900, 65535);
+    t.data(25_070, 900, 100);
+    t.ack(25_080, 1000, 65535);
+    let c = t.report();
+    let d = &c.directions[0];
+    assert!(d.longest_timeout_ms >= 25_000.0, "{d:?}");
+    assert!(d.verdict.small_segments && d.verdict.long_timeouts, "{d:?}");
+    assert!(!d.verdict.too_many_retransmissions, "{d:?}");
+}

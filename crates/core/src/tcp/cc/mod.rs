@@ -67,6 +67,7 @@ pub mod bbr1;
 pub mod cubic;
 pub mod hystart;
 pub mod newreno;
+pub mod none;
 mod usage;
 pub mod vegas;
 mod window;
@@ -280,6 +281,10 @@ pub enum CcAlgorithm {
     /// BBRv1, as Linux's mainline `bbr` (`tcp_bbr.c`): the same model without v3's loss
     /// and ECN bounds, for comparing with Linux like for like.
     Bbr1,
+    /// None at all, as every TCP before Jacobson's 1988 algorithms: the sender fills
+    /// the peer's window, and after a timeout sends the whole window again at once (go
+    /// back N without slow start). For modelling old TCPs ([`none::Unlimited`]).
+    None,
 }
 
 impl CcAlgorithm {
@@ -329,6 +334,7 @@ impl CcAlgorithm {
             CcAlgorithm::Vegas => Box::new(Vegas::new(mss, initial_window_segments)),
             CcAlgorithm::Bbr => Box::new(Bbr::new(mss, initial_window_segments)),
             CcAlgorithm::Bbr1 => Box::new(Bbr1::new(mss, initial_window_segments)),
+            CcAlgorithm::None => Box::new(none::Unlimited::new(mss)),
         }
     }
 
@@ -340,6 +346,7 @@ impl CcAlgorithm {
             CcAlgorithm::Vegas => "vegas",
             CcAlgorithm::Bbr => "bbr",
             CcAlgorithm::Bbr1 => "bbr1",
+            CcAlgorithm::None => "none",
         }
     }
 
@@ -351,6 +358,7 @@ impl CcAlgorithm {
             "vegas" => Some(CcAlgorithm::Vegas),
             "bbr" => Some(CcAlgorithm::Bbr),
             "bbr1" => Some(CcAlgorithm::Bbr1),
+            "none" => Some(CcAlgorithm::None),
             _ => None,
         }
     }

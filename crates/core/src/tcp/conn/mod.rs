@@ -1184,7 +1184,9 @@ impl Conn {
                 loss.rexmit = None;
                 snd.dup_acks = 0;
                 snd.high_rxt = snd.snd_una;
-                loss.sampler.on_retransmit();
+                if ctx.shared.config.karn {
+                    loss.sampler.on_retransmit();
+                }
                 // RFC 2018 §8: "the data sender MUST retransmit the segment at the left
                 // edge of the window after a retransmit timeout, whether or not the
                 // SACKed bit is on for that segment", since the receiver may have

@@ -578,7 +578,9 @@ impl Conn {
                 if again {
                     ctx.shared.stats.retransmitted += 1;
                     Conn::count_retransmit(&mut self.cold);
-                    if let Some(loss) = snd.loss.allocated_mut() {
+                    if let Some(loss) = snd.loss.allocated_mut()
+                        && ctx.shared.config.karn
+                    {
                         loss.sampler.on_retransmit();
                     }
                 } else if !timestamps {
