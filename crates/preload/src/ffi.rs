@@ -758,6 +758,12 @@ pub unsafe extern "C" fn sendfile64(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     match table::remove(fd) {
+        // In a child of fork the runtime is the parent's (its lock may be held by a
+        // thread the child does not have): the descriptor goes, the socket is left.
+        Some(socket) if crate::forked() => {
+            std::mem::forget(socket);
+            unsafe { real!(close: fn(c_int) -> c_int)(fd) }
+        }
         // The stream closes gracefully (FIN after what is queued) and the eventfd
         // with the last reference.
         Some(socket) => guard_int("close", move || {

@@ -34,7 +34,7 @@ mod table;
 
 use std::io::{self, Write};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use impnet::Runtime;
 use impnet::core::StackConfig;
@@ -49,6 +49,20 @@ pub(crate) fn say(text: &str) {
 /// The process the runtime was started in: after `fork` the child's imp sockets are
 /// refused (the runtime's thread is not in the child).
 static OWNER: AtomicU32 = AtomicU32::new(0);
+
+/// Set in a child of `fork` (by a `pthread_atfork` handler), so the check on every
+/// call costs a load, not a `getpid`.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this is a child of `fork` of the process that started imp.
+pub(crate) fn forked() -> bool {
+    FORKED.load(Ordering::Relaxed)
+}
+
+/// The `pthread_atfork` child handler.
+extern "C" fn in_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
 
 /// The runtime, started at the first socket: `None` when no device is configured (the
 /// library passes everything through), an error text when it could not start.
@@ -90,8 +104,11 @@ fn start() -> Result<Option<Runtime>, String> {
     if let Some(gateway) = config.gateway {
         rt.add_default_route(gateway, iface);
     }
-    // SAFETY: `linger_at_exit` is an `extern "C" fn()` that never unwinds.
-    unsafe { libc::atexit(linger_at_exit) };
+    // SAFETY: `linger_at_exit` and `in_child` are `extern "C" fn()`s that never unwind.
+    unsafe {
+        libc::atexit(linger_at_exit);
+        libc::pthread_atfork(None, None, Some(in_child));
+    }
     Ok(Some(rt))
 }
 
@@ -111,8 +128,8 @@ pub(crate) fn imp() -> io::Result<Option<&'static Runtime>> {
 /// `EOPNOTSUPP` (and a line on stderr) in a child of `fork`: imp's runtime thread
 /// stayed in the parent.
 pub(crate) fn check_not_forked(call: &str) -> io::Result<()> {
-    let owner = OWNER.load(Ordering::Relaxed);
-    if owner != 0 && owner != std::process::id() {
+    if FORKED.load(Ordering::Relaxed) {
+        let owner = OWNER.load(Ordering::Relaxed);
         say(&format!(
             "{call}: imp sockets do not survive fork (this is a child of {owner})"
         ));
@@ -129,7 +146,7 @@ extern "C" fn linger_at_exit() {
         let Ok(Some(rt)) = runtime() else {
             return;
         };
-        if OWNER.load(Ordering::Relaxed) != std::process::id() {
+        if FORKED.load(Ordering::Relaxed) {
             return;
         }
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(2);

@@ -315,3 +315,43 @@ fn connect_to_a_closed_port_is_refused_through_poll_and_so_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Connection refused"), "{stderr}");
 }
+
+#[test]
+fn a_child_of_fork_is_refused_its_imp_sockets_and_told_why() {
+    let Some(ns) = Namespace::new(5, &["python3"]) else {
+        return;
+    };
+    // The runtime's thread stays in the parent: the child's calls on the listener fail
+    // with EOPNOTSUPP and say so; closing it in the child is allowed; the parent's
+    // socket still works afterwards.
+    let script = format!(
+        "import socket, os, errno\n\
+         s = socket.socket()\n\
+         s.bind(('{}', 9000))\n\
+         s.listen()\n\
+         pid = os.fork()\n\
+         if pid == 0:\n\
+         \x20   try:\n\
+         \x20       s.getsockname()\n\
+         \x20       os._exit(1)\n\
+         \x20   except OSError as e:\n\
+         \x20       s.close()\n\
+         \x20       os._exit(0 if e.errno == errno.EOPNOTSUPP else 2)\n\
+         _, status = os.waitpid(pid, 0)\n\
+         print('child', os.waitstatus_to_exitcode(status), 'parent', s.getsockname()[1])\n",
+        ns.imp_addr()
+    );
+    let out = ns
+        .on_imp("python3", &["-c", &script])
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "python3: {}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "child 0 parent 9000",
+        "{}",
+        text(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("do not survive fork"), "{stderr}");
+}
