@@ -761,16 +761,21 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         // In a child of fork the runtime is the parent's (its lock may be held by a
         // thread the child does not have): the descriptor goes, the socket is left.
         Some(socket) if crate::forked() => {
+            crate::epoll::forget(fd);
             std::mem::forget(socket);
             unsafe { real!(close: fn(c_int) -> c_int)(fd) }
         }
         // The stream closes gracefully (FIN after what is queued) and the eventfd
         // with the last reference.
         Some(socket) => guard_int("close", move || {
+            crate::epoll::forget(fd);
             drop(socket);
             Ok(0)
         }),
-        None => unsafe { real!(close: fn(c_int) -> c_int)(fd) },
+        None => {
+            crate::epoll::forget(fd);
+            unsafe { real!(close: fn(c_int) -> c_int)(fd) }
+        }
     }
 }
 
@@ -1004,25 +1009,6 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
         drop(table::remove(new));
     }
     unsafe { real!(dup3: fn(c_int, c_int, c_int) -> c_int)(old, new, flags) }
-}
-
-/// # Safety
-/// A C `epoll_ctl(2)` call: an imp socket is refused (epoll is not covered yet).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn epoll_ctl(
-    epfd: c_int,
-    op: c_int,
-    fd: c_int,
-    event: *mut libc::epoll_event,
-) -> c_int {
-    if let Some(v) = on_imp(fd, "epoll_ctl", |_| Err(unsupported("epoll_ctl"))) {
-        return v as c_int;
-    }
-    unsafe {
-        real!(epoll_ctl: fn(c_int, c_int, c_int, *mut libc::epoll_event) -> c_int)(
-            epfd, op, fd, event,
-        )
-    }
 }
 
 /// # Safety

@@ -25,6 +25,7 @@
 #![allow(unsafe_code)]
 
 mod config;
+mod epoll;
 mod ffi;
 mod poll;
 mod real;

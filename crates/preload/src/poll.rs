@@ -30,7 +30,7 @@ fn poll_mixed(
         for ((entry, k), sock) in fds.iter_mut().zip(kernel.iter_mut()).zip(socks) {
             match sock {
                 Some(s) => {
-                    s.drain();
+                    let _ = s.drain();
                     entry.revents = s.revents(entry.events);
                     ready += c_int::from(entry.revents != 0);
                     *k = pollfd {
@@ -101,7 +101,7 @@ unsafe fn entries<'a>(fds: *mut pollfd, nfds: nfds_t) -> &'a mut [pollfd] {
 }
 
 /// Run `f`, setting errno and returning -1 on error or panic.
-fn guarded(call: &str, f: impl FnOnce() -> io::Result<c_int>) -> c_int {
+pub(crate) fn guarded(call: &str, f: impl FnOnce() -> io::Result<c_int>) -> c_int {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(n)) => n,
         Ok(Err(e)) => {

@@ -8,7 +8,7 @@ use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -103,6 +103,9 @@ pub(crate) struct Socket {
     /// `AF_INET` or `AF_INET6`: how addresses are written back.
     pub domain: c_int,
     nonblocking: AtomicBool,
+    /// Reads, writes and accepts the program made: edge-triggered epoll reports a
+    /// socket again after any (see `epoll.rs`).
+    ops: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -145,6 +148,7 @@ impl Socket {
             rt,
             domain,
             nonblocking: AtomicBool::new(nonblocking),
+            ops: AtomicU64::new(0),
             state: Mutex::new(State {
                 conn,
                 bound: None,
@@ -171,23 +175,29 @@ impl Socket {
         self.nonblocking.load(Ordering::Relaxed)
     }
 
+    /// How many reads, writes and accepts the program has made on the socket.
+    pub fn ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+
     pub fn set_nonblocking(&self, on: bool) {
         self.nonblocking.store(on, Ordering::Relaxed);
     }
 
     /// Empty the eventfd's counter (before looking at the socket, so a wake-up that
-    /// comes after the look is kept).
-    pub fn drain(&self) {
+    /// comes after the look is kept); whether there was a wake-up in it.
+    pub fn drain(&self) -> bool {
         let mut count: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 from a non-blocking eventfd we own.
-        unsafe {
+        let read = unsafe {
             libc::syscall(
                 libc::SYS_read,
                 self.fd(),
                 std::ptr::from_mut(&mut count),
                 8usize,
-            );
-        }
+            )
+        };
+        read == 8 && count > 0
     }
 
     /// Sleep until the eventfd is signalled or `limit` passes.
@@ -213,8 +223,9 @@ impl Socket {
         mut attempt: impl FnMut(&mut State, &mut Context<'_>) -> Poll<io::Result<T>>,
     ) -> io::Result<T> {
         let mut cx = Context::from_waker(&self.waker);
+        self.ops.fetch_add(1, Ordering::Relaxed);
         loop {
-            self.drain();
+            let _ = self.drain();
             let result = {
                 let mut state = self.lock();
                 state.advance(&mut cx);

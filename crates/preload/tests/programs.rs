@@ -355,3 +355,72 @@ fn a_child_of_fork_is_refused_its_imp_sockets_and_told_why() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("do not survive fork"), "{stderr}");
 }
+
+#[test]
+fn nginx_on_imp_serves_keep_alive_requests_through_epoll() {
+    let Some(ns) = Namespace::new(6, &["curl", "nginx"]) else {
+        return;
+    };
+    let (files, data) = Files::new("nginx", 1 << 20);
+    let dir = files.path().to_str().expect("utf-8 path").to_string();
+    std::fs::write(files.path().join("small"), b"hello from nginx on imp\n").expect("write small");
+    // One process, in the foreground, everything it writes under the test's directory.
+    let conf = format!(
+        "daemon off; master_process off; worker_processes 1;\n\
+         error_log stderr notice; pid {dir}/nginx.pid;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{ access_log off;\n\
+           client_body_temp_path {dir}/b; proxy_temp_path {dir}/p; fastcgi_temp_path {dir}/f;\n\
+           uwsgi_temp_path {dir}/u; scgi_temp_path {dir}/s;\n\
+           server {{ listen {}:8080; root {dir}; }} }}\n",
+        ns.imp_addr()
+    );
+    let conf_path = files.path().join("nginx.conf");
+    std::fs::write(&conf_path, conf).expect("write nginx.conf");
+    let conf_path = conf_path.to_str().expect("utf-8 path").to_string();
+    let mut cmd = ns.on_imp("nginx", &["-c", &conf_path, "-p", &dir]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut server = Guard(cmd.spawn().expect("spawn nginx"));
+    // nginx says nothing when it listens: wait until a request is answered.
+    let small = format!("http://{}:8080/small", ns.imp_addr());
+    let started = Instant::now();
+    while !ns
+        .command("curl", &["-sf", "--max-time", "2", &small])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            let mut stderr = String::new();
+            let _ = std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut stderr);
+            panic!("nginx on imp exited ({status}): {stderr}");
+        }
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "nginx on imp never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Several requests on one connection (keep-alive): each must be answered, the
+    // later ones arriving while nginx waits in epoll_wait on an edge-triggered socket.
+    let blob = format!("http://{}:8080/blob", ns.imp_addr());
+    let mut args = vec!["-sS", "--max-time", "30"];
+    for _ in 0..4 {
+        args.extend_from_slice(&[&small, &blob]);
+    }
+    let out = ns.command("curl", &args).output().expect("run curl");
+    assert!(
+        out.status.success(),
+        "curl against nginx on imp: {}",
+        text(&out)
+    );
+    let mut expected = Vec::new();
+    for _ in 0..4 {
+        expected.extend_from_slice(b"hello from nginx on imp\n");
+        expected.extend_from_slice(&data);
+    }
+    assert_eq!(out.stdout.len(), expected.len());
+    assert!(
+        out.stdout == expected,
+        "the downloads differ from the files"
+    );
+}
