@@ -15,10 +15,13 @@
 //!
 //! A call the library does not cover on an imp socket fails with `EOPNOTSUPP` and one
 //! line on stderr naming it; it never reaches the kernel with an imp descriptor.
-//! Not covered yet: epoll, `dup`, UDP (refused, or the kernel's with
-//! `IMP_KERNEL_UDP=1`), imp's DNS resolver (`getaddrinfo` stays the C library's,
-//! which resolves over UDP: use addresses or `/etc/hosts`), and `fork`: a child's
-//! imp sockets fail (the runtime's thread is not copied into it), said on stderr.
+//! `poll`, `select` and epoll (level- and edge-triggered) wait on imp sockets and
+//! kernel descriptors together. Not covered yet: `dup`, UDP (refused, or the
+//! kernel's with `IMP_KERNEL_UDP=1`), imp's DNS resolver (`getaddrinfo` stays the C
+//! library's, which resolves over UDP: use addresses or `/etc/hosts`), and `fork`: a
+//! child's imp sockets fail (the runtime's thread is not copied into it), said on
+//! stderr. If imp cannot start (no such TAP, no permission, the TAP busy) the first
+//! socket says why on stderr and fails with `ENETDOWN`.
 //!
 //! No panic crosses into C: every entry point runs under `catch_unwind` and turns a
 //! panic into `EIO` and a line on stderr.
@@ -122,7 +125,8 @@ pub(crate) fn imp() -> io::Result<Option<&'static Runtime>> {
             Ok(Some(rt))
         }
         Ok(None) => Ok(None),
-        Err(e) => Err(io::Error::other(e.clone())),
+        // Said on stderr when it happened; the program sees the network as down.
+        Err(_) => Err(io::Error::from_raw_os_error(libc::ENETDOWN)),
     }
 }
 
