@@ -837,10 +837,25 @@ pub unsafe extern "C" fn getsockopt(
     len: *mut socklen_t,
 ) -> c_int {
     let r = on_imp(fd, "getsockopt", |s| {
-        let v = crate::sockopt::get(s, level, name)?;
         if value.is_null() || len.is_null() {
             return Err(errno(libc::EFAULT));
         }
+        let bytes = match (level, name) {
+            (libc::IPPROTO_TCP, libc::TCP_INFO) => Some(s.tcp_info()),
+            (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => Some(s.congestion()?),
+            _ => None,
+        };
+        if let Some(bytes) = bytes {
+            // SAFETY: the caller's buffer of `*len` bytes; as Linux, the prefix that
+            // fits, and the length written.
+            unsafe {
+                let n = (*len as usize).min(bytes.len());
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), value.cast::<u8>(), n);
+                *len = n as socklen_t;
+            }
+            return Ok(0);
+        }
+        let v = crate::sockopt::get(s, level, name)?;
         // SAFETY: the caller's pointers; an int needs 4 bytes of room.
         unsafe {
             if (*len as usize) < size_of::<c_int>() {

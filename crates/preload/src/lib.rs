@@ -35,6 +35,7 @@ mod real;
 mod socket;
 mod sockopt;
 mod table;
+mod tcpinfo;
 
 use std::io::{self, Write};
 use std::sync::OnceLock;

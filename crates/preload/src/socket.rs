@@ -466,6 +466,42 @@ impl Socket {
         self.lock().options.clone()
     }
 
+    /// `TCP_INFO`'s bytes; `TCP_CONGESTION`'s name (NUL-padded to 16 bytes).
+    pub fn tcp_info(&self) -> Vec<u8> {
+        use impnet::core::tcp::TcpState;
+        let state = self.lock();
+        match &state.conn {
+            Conn::Connected(stream) => {
+                let info = stream.info();
+                let tcp_state = info.as_ref().map_or(TcpState::Closed, |i| i.state);
+                crate::tcpinfo::bytes(info.as_ref(), tcp_state, 1500)
+            }
+            Conn::Listening(_) => crate::tcpinfo::bytes(None, TcpState::Listen, 1500),
+            Conn::Connecting(_) => crate::tcpinfo::bytes(None, TcpState::SynSent, 1500),
+            _ => crate::tcpinfo::bytes(None, TcpState::Closed, 1500),
+        }
+    }
+
+    /// The congestion controller's name (`TCP_CONGESTION`), as Linux gives it.
+    pub fn congestion(&self) -> io::Result<Vec<u8>> {
+        let state = self.lock();
+        let name = match &state.conn {
+            Conn::Connected(stream) => stream.congestion()?,
+            _ => return Err(unsupported("getsockopt TCP_CONGESTION before a connection")),
+        };
+        let mut bytes = name.as_bytes().to_vec();
+        bytes.resize(16, 0);
+        Ok(bytes)
+    }
+
+    /// The connection's MSS, if it has one.
+    pub fn mss(&self) -> Option<u16> {
+        match &self.lock().conn {
+            Conn::Connected(stream) => stream.info().map(|i| i.snd_mss),
+            _ => None,
+        }
+    }
+
     /// Whether this socket listens.
     pub fn listening(&self) -> bool {
         matches!(self.lock().conn, Conn::Listening(_))

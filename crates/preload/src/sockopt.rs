@@ -1,7 +1,8 @@
 //! `getsockopt` and `setsockopt` on imp sockets, for options whose value is an int.
 //!
 //! Acted on: `SO_ERROR` (read), `SO_TYPE`, `SO_DOMAIN`, `SO_PROTOCOL`,
-//! `SO_ACCEPTCONN` (read), `SO_RCVBUF`, `SO_SNDBUF`, `TCP_NODELAY`. Accepted and
+//! `SO_ACCEPTCONN` (read), `SO_RCVBUF`, `SO_SNDBUF`, `TCP_NODELAY`, `TCP_MAXSEG`
+//! (read); `TCP_INFO` and `TCP_CONGESTION` (read) in `ffi.rs`. Accepted and
 //! remembered (read back as set) but not acted on: `SO_REUSEADDR`, `SO_REUSEPORT`,
 //! `SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`, `IPV6_V6ONLY`,
 //! `IP_TOS`, `IPV6_TCLASS`. Anything else: `EOPNOTSUPP` and a line on stderr.
@@ -48,6 +49,8 @@ pub(crate) fn get(s: &Socket, level: c_int, name: c_int) -> io::Result<c_int> {
         (libc::SOL_SOCKET, libc::SO_RCVBUF) => size(options.recv_buffer),
         (libc::SOL_SOCKET, libc::SO_SNDBUF) => size(options.send_buffer),
         (libc::IPPROTO_TCP, libc::TCP_NODELAY) => c_int::from(options.nodelay),
+        // The connection's MSS, Linux's 536 before there is one.
+        (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => s.mss().map_or(536, c_int::from),
         key if REMEMBERED.contains(&key) => options
             .remembered
             .iter()

@@ -424,3 +424,48 @@ fn nginx_on_imp_serves_keep_alive_requests_through_epoll() {
         "the downloads differ from the files"
     );
 }
+
+#[test]
+fn iperf3_on_imp_sends_and_receives_against_the_kernel() {
+    let Some(ns) = Namespace::new(7, &["iperf3"]) else {
+        return;
+    };
+    let mut server = ns.command("iperf3", &["-s", "-B", &ns.kernel_addr(), "-p", "5201"]);
+    server.stdout(Stdio::null()).stderr(Stdio::null());
+    let _server = Guard(server.spawn().expect("spawn iperf3 -s"));
+    let kernel = ns.kernel_addr();
+    for reverse in [false, true] {
+        let mut args = vec!["-c", kernel.as_str(), "-p", "5201", "-t", "1"];
+        if reverse {
+            args.push("-R");
+        }
+        // The server may not listen yet on the first try.
+        let started = Instant::now();
+        let out = loop {
+            let out = ns.on_imp("iperf3", &args).output().expect("run iperf3");
+            let refused = String::from_utf8_lossy(&out.stdout).contains("Connection refused");
+            if !refused || started.elapsed().as_secs() > 10 {
+                break out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        assert!(
+            out.status.success(),
+            "iperf3 on imp (reverse {reverse}): {}",
+            text(&out)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("receiver"), "{stdout}");
+        // Every call iperf3 makes (TCP_INFO and TCP_CONGESTION among them) is covered.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("not supported"), "{stderr}");
+        eprintln!(
+            "iperf3 on imp, reverse {reverse}: {}",
+            stdout
+                .lines()
+                .rev()
+                .find(|l| l.contains("receiver"))
+                .unwrap_or("")
+        );
+    }
+}
