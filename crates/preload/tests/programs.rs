@@ -19,18 +19,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Instant;
 
-/// The library under test, beside the test binary's directory (`target/<profile>/`).
+/// The library under test: the one `cargo test` just built beside the test binary
+/// (`target/<profile>/deps/`; the copy in `target/<profile>/` is refreshed only by
+/// `cargo build`), else that copy.
 fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let deps = exe.parent().expect("deps directory");
-    let beside = deps
-        .parent()
-        .expect("profile directory")
-        .join("libimpnet_preload.so");
-    if beside.exists() {
-        return beside;
+    let built = deps.join("libimpnet_preload.so");
+    if built.exists() {
+        return built;
     }
-    deps.join("libimpnet_preload.so")
+    deps.parent()
+        .expect("profile directory")
+        .join("libimpnet_preload.so")
 }
 
 /// A namespace with a persistent TAP `imp0` whose kernel side is 10.204.`subnet`.1/24;
