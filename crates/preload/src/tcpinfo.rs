@@ -1,10 +1,10 @@
 //! `TCP_INFO`: the prefix of Linux's `struct tcp_info` (`include/uapi/linux/tcp.h`) up
-//! to `tcpi_notsent_bytes`, filled from imp's [`TcpInfo`]. A reader asking for more gets
+//! to `tcpi_min_rtt`, filled from imp's [`TcpInfo`]. A reader asking for more gets
 //! this much, and the length says so, as from an older kernel.
 
 use impnet::core::tcp::{TcpInfo, TcpState};
 
-/// Linux's `struct tcp_info`, its first 35 fields. The bit fields are whole bytes:
+/// Linux's `struct tcp_info`, its first 40 fields. The bit fields are whole bytes:
 /// `wscales` holds `tcpi_snd_wscale:4` low and `tcpi_rcv_wscale:4` high.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,6 +48,9 @@ struct LinuxTcpInfo {
     segs_out: u32,
     segs_in: u32,
     notsent_bytes: u32,
+    /// `tcpi_min_rtt`, left 0; here so that the struct has no tail padding (whose
+    /// bytes would be copied out uninitialised).
+    min_rtt: u32,
 }
 
 /// Linux's `TCP_INFINITE_SSTHRESH`.
@@ -82,8 +85,8 @@ pub(crate) fn bytes(info: Option<&TcpInfo>, state: TcpState, mtu: u32) -> Vec<u8
     );
     let size = size_of::<LinuxTcpInfo>();
     let mut out = vec![0u8; size];
-    // SAFETY: LinuxTcpInfo is repr(C), Copy and made of integers; `out` holds `size`
-    // bytes. Padding bytes (none in this layout) would read as whatever was there.
+    // SAFETY: LinuxTcpInfo is repr(C), Copy, made of integers and without padding
+    // (the test checks its size); `out` holds `size` bytes.
     unsafe {
         std::ptr::copy_nonoverlapping(
             std::ptr::from_ref(&linux).cast::<u8>(),
@@ -147,6 +150,7 @@ mod tests {
         assert_eq!(std::mem::offset_of!(LinuxTcpInfo, total_retrans), 100);
         assert_eq!(std::mem::offset_of!(LinuxTcpInfo, pacing_rate), 104);
         assert_eq!(std::mem::offset_of!(LinuxTcpInfo, notsent_bytes), 144);
+        assert_eq!(size_of::<LinuxTcpInfo>(), 152, "no padding");
         let bytes = bytes(None, TcpState::Listen, 1500);
         assert_eq!(bytes[0], 10, "TCP_LISTEN");
         assert!(bytes[1..].iter().all(|b| *b == 0));
