@@ -6,8 +6,9 @@
 //!     curl http://10.0.0.1:8000/file
 //! ```
 //!
-//! The settings are environment variables (see [`config`]); imp's runtime starts when
-//! the program makes its first inet socket. An imp socket is a real descriptor: an
+//! The settings are environment variables (`IMP_TAP` or `IMP_TUN`, `IMP_ADDR`,
+//! `IMP_GW`, `IMP_MTU`, `IMP_MAC`, `IMP_KERNEL_UDP`: see `config.rs`); imp's runtime
+//! starts when the program makes its first inet socket. An imp socket is a real descriptor: an
 //! `eventfd` of its own, which the runtime signals when the socket may have become
 //! readable or writable, so `poll` and `select` wait on imp's sockets and the
 //! kernel's in one system call. The calls that take a descriptor look it up in a
