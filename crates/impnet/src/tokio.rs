@@ -291,6 +291,20 @@ impl TcpStream {
         })
     }
 
+    /// Ready when a write would not wait: the send buffer has room (below
+    /// `TCP_NOTSENT_LOWAT`, if set), or the sending half has ended, so a write reports
+    /// its error at once (what `POLLOUT` means to a `poll` caller). `Pending`, with the
+    /// task's waker registered, while the buffer is full.
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let handle = self.handle;
+        self.shared.poll_tcp(cx, handle, true, |state, _| {
+            let stack = &state.stack;
+            let ended =
+                stack.tcp_send_queued(handle) == 0 || !matches!(stack.tcp_error(handle), Ok(None));
+            (stack.tcp_writable(handle) || ended).then_some(Ok(()))
+        })
+    }
+
     /// End the connection at once with a reset (RST), dropping what is queued.
     pub fn abort(self) -> io::Result<()> {
         let handle = self.handle;

@@ -1,0 +1,472 @@
+//! Unmodified programs on imp through `libimpnet_preload.so`: curl downloads from a
+//! Linux HTTP server byte for byte, Python's `http.server` serves curl on the kernel's
+//! side, and a call the library does not cover fails with `EOPNOTSUPP` and a line on
+//! stderr instead of reaching the kernel.
+//!
+//! Each test makes a network namespace with a persistent TAP (`imp0`, the kernel's side
+//! 10.204.S.1/24) and runs the preloaded program inside it, where it opens the TAP as
+//! imp's device (10.204.S.2/24); the namespace goes with the test, also when it fails.
+//! Needs root, `ip`, `curl` and `python3`: skips (saying why) without them, fails
+//! instead under `IMP_REQUIRE_ROOT`. Run under `flock /tmp/imp-netns.lock` beside other
+//! namespace tests.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
+
+#[path = "../../impnet/tests/common/require.rs"]
+mod require;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Instant;
+
+/// The library under test: the one `cargo test` just built beside the test binary
+/// (`target/<profile>/deps/`; the copy in `target/<profile>/` is refreshed only by
+/// `cargo build`), else that copy.
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("deps directory");
+    let built = deps.join("libimpnet_preload.so");
+    if built.exists() {
+        return built;
+    }
+    deps.parent()
+        .expect("profile directory")
+        .join("libimpnet_preload.so")
+}
+
+/// A namespace with a persistent TAP `imp0` whose kernel side is 10.204.`subnet`.1/24;
+/// deleted (with the TAP) on drop.
+struct Namespace {
+    name: String,
+    subnet: u8,
+}
+
+impl Namespace {
+    /// None (after a skip) when the test cannot run here.
+    fn new(subnet: u8, tools: &[&str]) -> Option<Namespace> {
+        if !require::can_run() || !require::have_all(tools) {
+            return None;
+        }
+        let name = format!("imp-preload-{}-{subnet}", std::process::id());
+        run("ip", &["netns", "add", &name]);
+        let ns = Namespace { name, subnet };
+        ns.ip(&["link", "set", "lo", "up"]);
+        ns.ip(&["tuntap", "add", "dev", "imp0", "mode", "tap"]);
+        ns.ip(&[
+            "addr",
+            "add",
+            &format!("{}/24", ns.kernel_addr()),
+            "dev",
+            "imp0",
+        ]);
+        ns.ip(&["link", "set", "imp0", "up"]);
+        Some(ns)
+    }
+
+    fn kernel_addr(&self) -> String {
+        format!("10.204.{}.1", self.subnet)
+    }
+
+    fn imp_addr(&self) -> String {
+        format!("10.204.{}.2", self.subnet)
+    }
+
+    fn ip(&self, args: &[&str]) {
+        let mut all = vec!["-n", self.name.as_str()];
+        all.extend_from_slice(args);
+        run("ip", &all);
+    }
+
+    /// `program args` inside the namespace, as the kernel's.
+    fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.name, program]).args(args);
+        cmd.stdin(Stdio::null());
+        cmd
+    }
+
+    /// `program args` inside the namespace, on imp through the preload library.
+    fn on_imp(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = self.command(program, args);
+        cmd.env("LD_PRELOAD", library())
+            .env("IMP_TAP", "imp0")
+            .env("IMP_ADDR", format!("{}/24", self.imp_addr()));
+        cmd
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+fn run(program: &str, args: &[&str]) {
+    let out = Command::new(program).args(args).output().expect("spawn");
+    assert!(out.status.success(), "{program} {args:?}: {}", text(&out));
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A child killed and reaped on drop.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `cmd` (a Python HTTP server) and wait until its first line says it serves.
+fn start_server(mut cmd: Command) -> Guard {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = Guard(cmd.spawn().expect("spawn server"));
+    let stdout = child.0.stdout.take().expect("server stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("server's first line");
+    assert!(line.contains("Serving HTTP"), "server said: {line:?}");
+    child
+}
+
+/// Pseudo-random bytes from a seed (an xorshift), for a file nothing compresses.
+fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A directory with `blob` (`len` bytes) in it, removed on drop.
+struct Files(PathBuf);
+
+impl Files {
+    fn new(tag: &str, len: usize) -> (Files, Vec<u8>) {
+        let dir = std::env::temp_dir().join(format!("imp-preload-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let data = content(len, 0x1234_5678 + len as u64);
+        std::fs::write(dir.join("blob"), &data).expect("write blob");
+        (Files(dir), data)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn curl_on_imp_downloads_byte_exact_from_a_linux_server() {
+    let Some(ns) = Namespace::new(1, &["curl", "python3"]) else {
+        return;
+    };
+    let (files, data) = Files::new("client", 4 << 20);
+    let dir = files.path().to_str().expect("utf-8 path").to_string();
+    let _server = start_server(ns.command(
+        "python3",
+        &[
+            "-u",
+            "-m",
+            "http.server",
+            "8000",
+            "--bind",
+            &ns.kernel_addr(),
+            "--directory",
+            &dir,
+        ],
+    ));
+    let url = format!("http://{}:8000/blob", ns.kernel_addr());
+    let started = Instant::now();
+    let out = ns
+        .on_imp(
+            "curl",
+            &["-sS", "--max-time", "30", "-w", "\n%{local_ip}", &url],
+        )
+        .output()
+        .expect("run curl");
+    let elapsed = started.elapsed();
+    assert!(out.status.success(), "curl on imp: {}", text(&out));
+    // The body, then the local address curl saw: imp's, not the kernel's.
+    let (body, local) = out
+        .stdout
+        .split_at(out.stdout.len() - ns.imp_addr().len() - 1);
+    assert_eq!(
+        String::from_utf8_lossy(local),
+        format!("\n{}", ns.imp_addr())
+    );
+    assert_eq!(
+        body.len(),
+        data.len(),
+        "curl got {} of {} bytes",
+        body.len(),
+        data.len()
+    );
+    assert!(
+        body == data.as_slice(),
+        "the download differs from the file"
+    );
+    eprintln!("curl on imp: {} MiB in {elapsed:?}", data.len() >> 20);
+}
+
+#[test]
+fn python_http_server_on_imp_serves_curl_byte_exact() {
+    let Some(ns) = Namespace::new(2, &["curl", "python3"]) else {
+        return;
+    };
+    let (files, data) = Files::new("server", 4 << 20);
+    let dir = files.path().to_str().expect("utf-8 path").to_string();
+    let _server = start_server(ns.on_imp(
+        "python3",
+        &[
+            "-u",
+            "-m",
+            "http.server",
+            "8000",
+            "--bind",
+            &ns.imp_addr(),
+            "--directory",
+            &dir,
+        ],
+    ));
+    let url = format!("http://{}:8000/blob", ns.imp_addr());
+    for _ in 0..3 {
+        let out = ns
+            .command("curl", &["-sS", "--max-time", "30", &url])
+            .output()
+            .expect("run curl");
+        assert!(out.status.success(), "curl against imp: {}", text(&out));
+        assert_eq!(out.stdout.len(), data.len());
+        assert!(out.stdout == data, "the download differs from the file");
+    }
+}
+
+#[test]
+fn an_uncovered_call_on_an_imp_socket_fails_with_eopnotsupp_and_says_so() {
+    let Some(ns) = Namespace::new(3, &["python3"]) else {
+        return;
+    };
+    // A listening socket on imp, then a call the library does not cover on it (os.dup:
+    // fcntl F_DUPFD_CLOEXEC); the kernel must never see the imp descriptor.
+    let script = format!(
+        "import socket, os, errno\n\
+         s = socket.socket()\n\
+         s.bind(('{}', 9000))\n\
+         s.listen()\n\
+         try:\n    os.dup(s.fileno())\n    print('dup worked')\n\
+         except OSError as e:\n    print('EOPNOTSUPP' if e.errno == errno.EOPNOTSUPP else e)\n",
+        ns.imp_addr()
+    );
+    let out = ns
+        .on_imp("python3", &["-c", &script])
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "python3: {}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "EOPNOTSUPP",
+        "{}",
+        text(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<_> = stderr
+        .lines()
+        .filter(|l| l.contains("not supported on an imp socket"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line naming the call: {stderr}");
+    assert!(
+        lines[0].contains("fcntl") || lines[0].contains("dup"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn connect_to_a_closed_port_is_refused_through_poll_and_so_error() {
+    let Some(ns) = Namespace::new(4, &["curl"]) else {
+        return;
+    };
+    // Nothing listens on port 1: the kernel answers the SYN with a reset, which curl
+    // (non-blocking connect, poll, SO_ERROR) reports as refused (exit 7).
+    let url = format!("http://{}:1/", ns.kernel_addr());
+    let out = ns
+        .on_imp("curl", &["-sSv", "--max-time", "10", &url])
+        .output()
+        .expect("run curl");
+    assert_eq!(out.status.code(), Some(7), "curl: {}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+}
+
+#[test]
+fn a_child_of_fork_is_refused_its_imp_sockets_and_told_why() {
+    let Some(ns) = Namespace::new(5, &["python3"]) else {
+        return;
+    };
+    // The runtime's thread stays in the parent: the child's calls on the listener fail
+    // with EOPNOTSUPP and say so; closing it in the child is allowed; the parent's
+    // socket still works afterwards.
+    let script = format!(
+        "import socket, os, errno\n\
+         s = socket.socket()\n\
+         s.bind(('{}', 9000))\n\
+         s.listen()\n\
+         pid = os.fork()\n\
+         if pid == 0:\n\
+         \x20   try:\n\
+         \x20       s.getsockname()\n\
+         \x20       os._exit(1)\n\
+         \x20   except OSError as e:\n\
+         \x20       s.close()\n\
+         \x20       os._exit(0 if e.errno == errno.EOPNOTSUPP else 2)\n\
+         _, status = os.waitpid(pid, 0)\n\
+         print('child', os.waitstatus_to_exitcode(status), 'parent', s.getsockname()[1])\n",
+        ns.imp_addr()
+    );
+    let out = ns
+        .on_imp("python3", &["-c", &script])
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "python3: {}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "child 0 parent 9000",
+        "{}",
+        text(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("do not survive fork"), "{stderr}");
+}
+
+#[test]
+fn nginx_on_imp_serves_keep_alive_requests_through_epoll() {
+    let Some(ns) = Namespace::new(6, &["curl", "nginx"]) else {
+        return;
+    };
+    let (files, data) = Files::new("nginx", 1 << 20);
+    let dir = files.path().to_str().expect("utf-8 path").to_string();
+    std::fs::write(files.path().join("small"), b"hello from nginx on imp\n").expect("write small");
+    // One process, in the foreground, everything it writes under the test's directory.
+    let conf = format!(
+        "daemon off; master_process off; worker_processes 1;\n\
+         error_log stderr notice; pid {dir}/nginx.pid;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{ access_log off;\n\
+           client_body_temp_path {dir}/b; proxy_temp_path {dir}/p; fastcgi_temp_path {dir}/f;\n\
+           uwsgi_temp_path {dir}/u; scgi_temp_path {dir}/s;\n\
+           server {{ listen {}:8080; root {dir}; }} }}\n",
+        ns.imp_addr()
+    );
+    let conf_path = files.path().join("nginx.conf");
+    std::fs::write(&conf_path, conf).expect("write nginx.conf");
+    let conf_path = conf_path.to_str().expect("utf-8 path").to_string();
+    let mut cmd = ns.on_imp("nginx", &["-c", &conf_path, "-p", &dir]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut server = Guard(cmd.spawn().expect("spawn nginx"));
+    // nginx says nothing when it listens: wait until a request is answered.
+    let small = format!("http://{}:8080/small", ns.imp_addr());
+    let started = Instant::now();
+    while !ns
+        .command("curl", &["-sf", "--max-time", "2", &small])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            let mut stderr = String::new();
+            let _ = std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut stderr);
+            panic!("nginx on imp exited ({status}): {stderr}");
+        }
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "nginx on imp never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Several requests on one connection (keep-alive): each must be answered, the
+    // later ones arriving while nginx waits in epoll_wait on an edge-triggered socket.
+    let blob = format!("http://{}:8080/blob", ns.imp_addr());
+    let mut args = vec!["-sS", "--max-time", "30"];
+    for _ in 0..4 {
+        args.extend_from_slice(&[&small, &blob]);
+    }
+    let out = ns.command("curl", &args).output().expect("run curl");
+    assert!(
+        out.status.success(),
+        "curl against nginx on imp: {}",
+        text(&out)
+    );
+    let mut expected = Vec::new();
+    for _ in 0..4 {
+        expected.extend_from_slice(b"hello from nginx on imp\n");
+        expected.extend_from_slice(&data);
+    }
+    assert_eq!(out.stdout.len(), expected.len());
+    assert!(
+        out.stdout == expected,
+        "the downloads differ from the files"
+    );
+}
+
+#[test]
+fn iperf3_on_imp_sends_and_receives_against_the_kernel() {
+    let Some(ns) = Namespace::new(7, &["iperf3"]) else {
+        return;
+    };
+    let mut server = ns.command("iperf3", &["-s", "-B", &ns.kernel_addr(), "-p", "5201"]);
+    server.stdout(Stdio::null()).stderr(Stdio::null());
+    let _server = Guard(server.spawn().expect("spawn iperf3 -s"));
+    let kernel = ns.kernel_addr();
+    for reverse in [false, true] {
+        let mut args = vec!["-c", kernel.as_str(), "-p", "5201", "-t", "1"];
+        if reverse {
+            args.push("-R");
+        }
+        // The server may not listen yet on the first try.
+        let started = Instant::now();
+        let out = loop {
+            let out = ns.on_imp("iperf3", &args).output().expect("run iperf3");
+            let refused = String::from_utf8_lossy(&out.stdout).contains("Connection refused");
+            if !refused || started.elapsed().as_secs() > 10 {
+                break out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        assert!(
+            out.status.success(),
+            "iperf3 on imp (reverse {reverse}): {}",
+            text(&out)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("receiver"), "{stdout}");
+        // Every call iperf3 makes (TCP_INFO and TCP_CONGESTION among them) is covered.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("not supported"), "{stderr}");
+        eprintln!(
+            "iperf3 on imp, reverse {reverse}: {}",
+            stdout
+                .lines()
+                .rev()
+                .find(|l| l.contains("receiver"))
+                .unwrap_or("")
+        );
+    }
+}
