@@ -91,13 +91,18 @@ impl RtoBounds {
     /// bounds.
     fn rto(self, srtt: Duration, rttvar: Duration) -> Duration {
         match self.rule {
-            RtoRule::Rfc6298 => {}
+            RtoRule::Rfc6298 => self.rto_rfc6298(srtt, rttvar),
             RtoRule::Rfc793 { beta_milli, .. } => {
                 let rto = u128::from(srtt.as_nanos()) * u128::from(beta_milli) / 1000;
-                return self.clamp(Duration::from_nanos(saturate(rto)));
+                self.clamp(Duration::from_nanos(saturate(rto)))
             }
-            RtoRule::Fixed(rto) => return rto,
+            RtoRule::Fixed(rto) => rto,
         }
+    }
+
+    /// [`RtoBounds::rto`] under [`RtoRule::Rfc6298`].
+    #[inline]
+    fn rto_rfc6298(self, srtt: Duration, rttvar: Duration) -> Duration {
         let variance = CLOCK_GRANULARITY.max(rttvar.saturating_mul(4));
         let rto = match self.floor {
             RtoFloor::Rto => srtt + variance,
@@ -151,8 +156,8 @@ impl RttEstimator {
     /// Take an RTT measurement `rtt` (RFC 6298 §2.2, §2.3). The caller clears the backoff: a
     /// valid sample means the path answers again.
     pub fn sample(&mut self, rtt: Duration, bounds: RtoBounds) {
-        if let RtoRule::Rfc793 { alpha_milli, .. } = bounds.rule {
-            return self.sample_rfc793(rtt, alpha_milli, bounds);
+        if bounds.rule != RtoRule::Rfc6298 {
+            return self.sample_legacy(rtt, bounds);
         }
         let (srtt, rttvar) = match sampled(self.srtt) {
             // RFC 6298 §2.2: "When the first RTT measurement R is made, the host MUST
@@ -179,12 +184,25 @@ impl RttEstimator {
         self.rttvar = Duration::from_nanos(rttvar);
         self.srtt = srtt;
         self.min_rtt = self.min_rtt.min(rtt);
-        self.rto = bounds.rto(srtt, self.rttvar);
+        self.rto = bounds.rto_rfc6298(srtt, self.rttvar);
+    }
+
+    /// A sample under an old TCP's rule: RFC 6298's estimator for a fixed timer (whose
+    /// RTO ignores it), RFC 793's smoothing for its rule.
+    #[cold]
+    #[inline(never)]
+    fn sample_legacy(&mut self, rtt: Duration, bounds: RtoBounds) {
+        match bounds.rule {
+            RtoRule::Rfc793 { alpha_milli, .. } => self.sample_rfc793(rtt, alpha_milli, bounds),
+            _ => {
+                self.sample(rtt, bounds.with_rule(RtoRule::Rfc6298));
+                self.rto = bounds.rto(self.srtt, self.rttvar);
+            }
+        }
     }
 
     /// RFC 793's smoothing: `SRTT = ALPHA*SRTT + (1-ALPHA)*RTT` (the first sample taken
     /// whole), no variance.
-    #[cold]
     fn sample_rfc793(&mut self, rtt: Duration, alpha_milli: u16, bounds: RtoBounds) {
         let alpha = u128::from(alpha_milli.min(1000));
         let srtt = match sampled(self.srtt) {
