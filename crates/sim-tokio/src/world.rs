@@ -160,7 +160,11 @@ pub(crate) fn with_stack<R>(
 
 /// [`with_stack`] for a socket's `Drop`: does nothing outside a running simulation, for
 /// a crashed host, or while the world is borrowed.
-pub(crate) fn on_drop(host: HostId, incarnation: u64, f: impl FnOnce(&mut Stack, Instant, &mut HostState)) {
+pub(crate) fn on_drop(
+    host: HostId,
+    incarnation: u64,
+    f: impl FnOnce(&mut Stack, Instant, &mut HostState),
+) {
     let Some(world) = CURRENT.with(|c| c.borrow().as_ref().map(|(w, _)| Rc::clone(w))) else {
         return;
     };

@@ -17,7 +17,9 @@ fn a_timer_fires_at_its_virtual_instant() {
         tokio::time::sleep(Duration::from_secs(60)).await;
         (slept, start.elapsed())
     });
-    let (slept, total) = sim.run_until_complete(task, Duration::from_secs(120)).unwrap();
+    let (slept, total) = sim
+        .run_until_complete(task, Duration::from_secs(120))
+        .unwrap();
     assert_eq!(slept, Duration::from_millis(1500));
     assert_eq!(total, Duration::from_millis(61_500));
     assert_eq!(sim.now().as_millis(), 61_500);
@@ -30,12 +32,21 @@ fn hosts_added_later_keep_their_own_clock_grid() {
     sim.run_for(Duration::from_micros(2_500)).unwrap();
     let late = sim.host("late");
     let other = sim.host("other");
-    sim.link(late, "10.0.0.1/24".parse().unwrap(), other, "10.0.0.2/24".parse().unwrap(), LinkConfig::default())
-        .unwrap();
+    sim.link(
+        late,
+        "10.0.0.1/24".parse().unwrap(),
+        other,
+        "10.0.0.2/24".parse().unwrap(),
+        LinkConfig::default(),
+    )
+    .unwrap();
     let started = sim.now();
-    let task = sim.spawn(late, async { tokio::time::sleep(Duration::from_millis(10)).await });
+    let task = sim.spawn(late, async {
+        tokio::time::sleep(Duration::from_millis(10)).await
+    });
     let _ = early;
-    sim.run_until_complete(task, Duration::from_secs(1)).unwrap();
+    sim.run_until_complete(task, Duration::from_secs(1))
+        .unwrap();
     assert_eq!((sim.now() - started).as_millis(), 10);
     assert_eq!((sim.now() - started).as_nanos() % 1_000_000, 0);
 }

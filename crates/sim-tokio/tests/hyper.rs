@@ -100,7 +100,10 @@ fn hyper_body_arrives_byte_exact() {
         .unwrap();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body.len(), 300_000);
-    assert!(body == pattern(300_000), "the body differs from what the server sent");
+    assert!(
+        body == pattern(300_000),
+        "the body differs from what the server sent"
+    );
     // 300 kB at 10 Mbit/s take at least 240 ms of virtual time.
     assert!(sim.now().as_millis() >= 240, "virtual time {}", sim.now());
 }
@@ -117,9 +120,14 @@ fn lossy_run(seed: u64) -> (u64, u64) {
         }
         bodies
     });
-    let bodies = sim.run_until_complete(task, Duration::from_secs(120)).unwrap();
+    let bodies = sim
+        .run_until_complete(task, Duration::from_secs(120))
+        .unwrap();
     for (body, len) in bodies.iter().zip([1_000, 50_000, 200_000]) {
-        assert!(*body == pattern(len), "seed {seed}: a {len}-byte body differs");
+        assert!(
+            *body == pattern(len),
+            "seed {seed}: a {len}-byte body differs"
+        );
     }
     (sim.trace_hash(), sim.now().as_nanos())
 }
@@ -128,7 +136,11 @@ fn lossy_run(seed: u64) -> (u64, u64) {
 fn same_seed_same_trace_other_seed_differs() {
     let first = lossy_run(11);
     assert_eq!(first, lossy_run(11), "seed 11 did not replay");
-    assert_ne!(first.0, lossy_run(12).0, "seeds 11 and 12 lost the same frames");
+    assert_ne!(
+        first.0,
+        lossy_run(12).0,
+        "seeds 11 and 12 lost the same frames"
+    );
 }
 
 #[test]
@@ -148,11 +160,16 @@ fn partition_times_out_and_heal_lets_through() {
     let cut = sim.spawn(client, async {
         tokio::time::timeout(Duration::from_secs(5), get("/1000")).await
     });
-    let outcome = sim.run_until_complete(cut, Duration::from_secs(60)).unwrap();
+    let outcome = sim
+        .run_until_complete(cut, Duration::from_secs(60))
+        .unwrap();
     assert!(outcome.is_err(), "a request crossed the partition");
     let waited = sim.now() - start;
     assert!(waited.as_millis() >= 5_000, "timed out after {waited}");
-    assert!(sim.net().lost_down(link, 1) > 0, "the client sent nothing into the cut");
+    assert!(
+        sim.net().lost_down(link, 1) > 0,
+        "the client sent nothing into the cut"
+    );
 
     sim.heal(link);
     let after = sim.spawn(client, async {

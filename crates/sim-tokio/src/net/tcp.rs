@@ -51,7 +51,8 @@ impl Socket {
 
     /// One call into the stack, its `TcpError` mapped.
     fn call<T>(&self, f: impl FnOnce(&mut Stack, Instant) -> Result<T, TcpError>) -> io::Result<T> {
-        let handle_result = world::with_stack(self.host, self.incarnation, |stack, now, _| f(stack, now))?;
+        let handle_result =
+            world::with_stack(self.host, self.incarnation, |stack, now, _| f(stack, now))?;
         handle_result.map_err(tcp_error)
     }
 
@@ -122,14 +123,23 @@ impl TcpListener {
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
         let listener = self.socket;
         self.socket
-            .poll(cx, false, |stack, _| match stack.tcp_accept(listener.handle) {
-                Ok(h) => stack.tcp_addresses(h).map(|(l, p)| Ok((h, l, p))),
-                Err(TcpError::WouldBlock) => None,
-                Err(e) => Some(Err(tcp_error(e))),
+            .poll(cx, false, |stack, _| {
+                match stack.tcp_accept(listener.handle) {
+                    Ok(h) => stack.tcp_addresses(h).map(|(l, p)| Ok((h, l, p))),
+                    Err(TcpError::WouldBlock) => None,
+                    Err(e) => Some(Err(tcp_error(e))),
+                }
             })
             .map_ok(|(handle, local, peer)| {
                 let socket = Socket { handle, ..listener };
-                (TcpStream { socket, local, peer }, peer)
+                (
+                    TcpStream {
+                        socket,
+                        local,
+                        peer,
+                    },
+                    peer,
+                )
             })
     }
 
@@ -175,7 +185,8 @@ impl TcpStream {
             incarnation,
             handle,
         };
-        let outcome = poll_fn(|cx| socket.poll(cx, true, |stack, _| connect_outcome(stack, handle))).await;
+        let outcome =
+            poll_fn(|cx| socket.poll(cx, true, |stack, _| connect_outcome(stack, handle))).await;
         match outcome {
             Ok((local, peer)) => Ok(TcpStream {
                 socket,
@@ -202,7 +213,8 @@ impl TcpStream {
     /// Turn Nagle's algorithm off (true) or on.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
         let handle = self.socket.handle;
-        self.socket.call(|stack, _| stack.tcp_set_nodelay(handle, nodelay))
+        self.socket
+            .call(|stack, _| stack.tcp_set_nodelay(handle, nodelay))
     }
 
     /// A snapshot of the connection (state, cwnd, RTT, retransmissions).
@@ -223,7 +235,10 @@ impl TcpStream {
 }
 
 /// Where a connection attempt stands: None while the handshake runs.
-fn connect_outcome(stack: &mut Stack, handle: TcpHandle) -> Option<io::Result<(SocketAddr, SocketAddr)>> {
+fn connect_outcome(
+    stack: &mut Stack,
+    handle: TcpHandle,
+) -> Option<io::Result<(SocketAddr, SocketAddr)>> {
     match stack.tcp_info(handle).map(|i| i.state) {
         Some(TcpState::SynSent | TcpState::SynReceived) => None,
         Some(TcpState::Closed) | None => {
@@ -263,12 +278,18 @@ impl AsyncRead for TcpStream {
 }
 
 impl AsyncWrite for TcpStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let handle = self.socket.handle;
-        self.socket.poll(cx, true, |stack, now| match stack.tcp_send(now, handle, data) {
-            Ok(n) => Some(Ok(n)),
-            Err(TcpError::WouldBlock) => None,
-            Err(e) => Some(Err(tcp_error(e))),
+        self.socket.poll(cx, true, |stack, now| {
+            match stack.tcp_send(now, handle, data) {
+                Ok(n) => Some(Ok(n)),
+                Err(TcpError::WouldBlock) => None,
+                Err(e) => Some(Err(tcp_error(e))),
+            }
         })
     }
 
@@ -298,11 +319,16 @@ impl AsyncWrite for TcpStream {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let handle = self.socket.handle;
-        Poll::Ready(match self.socket.call(|stack, now| stack.tcp_shutdown(now, handle)) {
-            // A connection that has already ended has nothing left to shut down.
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
-            other => other,
-        })
+        Poll::Ready(
+            match self
+                .socket
+                .call(|stack, now| stack.tcp_shutdown(now, handle))
+            {
+                // A connection that has already ended has nothing left to shut down.
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+                other => other,
+            },
+        )
     }
 }
 
