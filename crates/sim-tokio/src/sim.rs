@@ -217,6 +217,11 @@ impl Sim {
 
     /// Start `task` on `host` once (not again after a restart).
     ///
+    /// The future is polled only on the host's runtime, but it is made by the caller:
+    /// one that touches tokio's timer when made (`tokio::time::timeout(..)`,
+    /// `tokio::time::sleep(..)`) must be wrapped in an `async` block, or tokio panics
+    /// with "there is no reactor running".
+    ///
     /// # Panics
     /// If `host` is a router or is down.
     pub fn spawn<F>(&mut self, host: HostId, task: F) -> Task<F::Output>

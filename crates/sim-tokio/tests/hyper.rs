@@ -225,3 +225,24 @@ fn a_task_that_cannot_finish_names_the_seed() {
     assert!(matches!(error, SimError::TimeLimit { seed: 9, .. }));
     assert!(error.to_string().contains("seed 9"));
 }
+
+#[test]
+fn a_loss_episode_mid_transfer_costs_frames_not_bytes() {
+    let clean = path(2_000_000, 10, 0.0);
+    let (mut sim, server, client, link) = pair(13, clean);
+    sim.software(server, serve);
+    let task = sim.spawn(client, get("/400000"));
+    // 400 kB at 2 Mbit/s take 1.6 s: a quarter of the frames are lost in the middle.
+    sim.run_for(Duration::from_millis(500)).unwrap();
+    sim.set_link(link, path(2_000_000, 10, 0.25)).unwrap();
+    sim.run_for(Duration::from_millis(500)).unwrap();
+    sim.set_link(link, clean).unwrap();
+    let (status, body) = sim
+        .run_until_complete(task, Duration::from_secs(120))
+        .unwrap()
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert!(body == pattern(400_000), "the body differs after the loss episode");
+    let lost = sim.net().link_stats(link, 0).dropped_loss;
+    assert!(lost > 10, "the episode lost {lost} of the server's frames");
+}
