@@ -365,7 +365,7 @@ impl Sim {
             }
             for host in 0..world.hosts.len() {
                 let mut wakers = Vec::new();
-                world.collect_wakers(HostId(host), &mut wakers);
+                world.collect_wakers(HostId(host), true, &mut wakers);
                 wakers.into_iter().for_each(std::task::Waker::wake);
             }
             drop(world);

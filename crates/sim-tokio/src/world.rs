@@ -15,7 +15,7 @@ use std::rc::Rc;
 use std::task::Waker;
 
 use impnet_core::tcp::{TcpError, TcpEvent, TcpHandle};
-use impnet_core::{Event, Instant, Stack, UdpHandle};
+use impnet_core::{Event, Instant, Stack, UdpError, UdpHandle};
 use impnet_sim::HostId;
 
 /// The simulator and what the sockets of each host wait for.
@@ -80,15 +80,19 @@ impl HostState {
 }
 
 impl World {
-    /// Drain `host`'s stack events into the wakers they concern.
-    pub(crate) fn collect_wakers(&mut self, host: HostId, out: &mut Vec<Waker>) {
+    /// Drain `host`'s stack events into the wakers they concern; after the network
+    /// moved (`stepped`), also the tasks waiting for room to send UDP (not after a
+    /// socket call, where a refused sender would wake itself forever).
+    pub(crate) fn collect_wakers(&mut self, host: HostId, stepped: bool, out: &mut Vec<Waker>) {
         let before = out.len();
         let stack = self.net.host_mut(host);
         let state = &mut self.hosts[host.0];
         while let Some(event) = stack.poll_event() {
             state.wake_for(event, out);
         }
-        state.wake_udp_senders(out);
+        if stepped {
+            state.wake_udp_senders(out);
+        }
         if out.len() > before {
             state.woken = true;
         }
@@ -151,7 +155,7 @@ pub(crate) fn with_stack<R>(
         }
         let now = world.net.now();
         let result = f(world.net.host_mut(host), now, &mut world.hosts[host.0]);
-        world.collect_wakers(host, &mut wake);
+        world.collect_wakers(host, false, &mut wake);
         result
     };
     wake.into_iter().for_each(Waker::wake);
@@ -179,9 +183,26 @@ pub(crate) fn on_drop(
         }
         let now = world.net.now();
         f(world.net.host_mut(host), now, &mut world.hosts[host.0]);
-        world.collect_wakers(host, &mut wake);
+        world.collect_wakers(host, false, &mut wake);
     }
     wake.into_iter().for_each(Waker::wake);
+}
+
+/// The core's UDP error as the `io::Error` a tokio user expects.
+pub(crate) fn udp_error(e: UdpError) -> io::Error {
+    use io::ErrorKind as K;
+    let kind = match e {
+        UdpError::WouldBlock | UdpError::NoBufferSpace => K::WouldBlock,
+        UdpError::AddrInUse => K::AddrInUse,
+        UdpError::AddrNotAvailable | UdpError::NoPortsAvailable => K::AddrNotAvailable,
+        UdpError::InvalidHandle => K::NotConnected,
+        UdpError::MessageTooLong | UdpError::FragmentationNeeded { .. } => K::InvalidInput,
+        UdpError::NoRoute | UdpError::NetUnreachable => K::NetworkUnreachable,
+        UdpError::HostUnreachable => K::HostUnreachable,
+        UdpError::PortUnreachable => K::ConnectionRefused,
+        _ => K::Other,
+    };
+    io::Error::new(kind, e)
 }
 
 /// The core's TCP error as the `io::Error` a tokio user expects (the kinds of

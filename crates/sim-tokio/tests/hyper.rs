@@ -242,7 +242,10 @@ fn a_loss_episode_mid_transfer_costs_frames_not_bytes() {
         .unwrap()
         .unwrap();
     assert_eq!(status, StatusCode::OK);
-    assert!(body == pattern(400_000), "the body differs after the loss episode");
+    assert!(
+        body == pattern(400_000),
+        "the body differs after the loss episode"
+    );
     let lost = sim.net().link_stats(link, 0).dropped_loss;
     assert!(lost > 10, "the episode lost {lost} of the server's frames");
 }

@@ -3,5 +3,7 @@
 //! the host's imp stack in the simulator.
 
 mod tcp;
+mod udp;
 
 pub use tcp::{TcpListener, TcpStream};
+pub use udp::UdpSocket;
