@@ -43,7 +43,7 @@
 //! assert_eq!(&reply, b"hello");
 //! ```
 //!
-//! Not yet: UDP sockets, name resolution, IPv6 addresses on links, a test attribute.
+//! Not yet: name resolution, IPv6 addresses on links, a test attribute.
 #![warn(missing_docs)]
 
 mod host;
