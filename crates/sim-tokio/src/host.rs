@@ -16,7 +16,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
@@ -39,25 +39,54 @@ pub(crate) struct HostRuntime {
     parks: Arc<ParkHook>,
     /// Simulated time of the runtime's start: its timers fire on `origin + k ms`.
     origin: Instant,
-    /// Simulated time the runtime's clock shows.
+    /// Simulated time the runtime's clock shows (ahead of the simulator's after a
+    /// probe, never behind it once the host has run at a stop).
     clock: Instant,
+    /// Where a probe left the clock ([`HostRuntime::probe`]): the host must run there
+    /// (the tasks of the timer that fired wait), and has nothing to do before.
+    pending: Option<Instant>,
 }
 
-/// What the runtime's park hook shares with the future that waits for idleness.
+/// What the runtime's park hooks share with the driver's future.
 #[derive(Default)]
 struct ParkHook {
     /// Times the runtime was about to park (it had nothing to run).
     parks: AtomicU64,
-    /// The driver's future, to wake before the runtime parks.
+    /// Times it came back from a park.
+    unparks: AtomicU64,
+    /// A probe runs: let the clock auto-advance, and wake the driver after the park.
+    probing: AtomicBool,
+    /// The driver's future.
     waiter: Mutex<Option<Waker>>,
 }
 
 impl ParkHook {
+    /// Before a park: outside a probe, wake the driver's future so that the runtime
+    /// does not park (and its clock does not move).
     fn parking(&self) {
         self.parks.fetch_add(1, Ordering::Relaxed);
+        if !self.probing.load(Ordering::Relaxed) {
+            self.wake();
+        }
+    }
+
+    /// After a park: in a probe, the clock has jumped to the next timer; wake the
+    /// driver's future, which runs before the tasks that timer woke.
+    fn unparked(&self) {
+        self.unparks.fetch_add(1, Ordering::Relaxed);
+        if self.probing.load(Ordering::Relaxed) {
+            self.wake();
+        }
+    }
+
+    fn wake(&self) {
         if let Some(waker) = self.waiter.lock().unwrap_or_else(|e| e.into_inner()).take() {
             waker.wake();
         }
+    }
+
+    fn wait(&self, waker: &Waker) {
+        *self.waiter.lock().unwrap_or_else(|e| e.into_inner()) = Some(waker.clone());
     }
 }
 
@@ -65,11 +94,12 @@ impl HostRuntime {
     /// A runtime whose clock starts at simulated time `now`.
     pub(crate) fn new(now: Instant) -> io::Result<HostRuntime> {
         let parks = Arc::new(ParkHook::default());
-        let hook = Arc::clone(&parks);
+        let (hook, unhook) = (Arc::clone(&parks), Arc::clone(&parks));
         let runtime = Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
             .on_thread_park(move || hook.parking())
+            .on_thread_unpark(move || unhook.unparked())
             .build()?;
         Ok(HostRuntime {
             runtime,
@@ -77,6 +107,7 @@ impl HostRuntime {
             parks,
             origin: now,
             clock: now,
+            pending: None,
         })
     }
 
@@ -96,9 +127,53 @@ impl HostRuntime {
         self.origin + Duration::from_nanos(ticks * TICK.as_nanos())
     }
 
-    /// Whether moving the clock to `t` reaches a timer-grid boundary it has not seen.
-    pub(crate) fn crosses_tick(&self, t: Instant) -> bool {
-        t >= self.next_tick_after(self.clock)
+    /// Simulated time the runtime's clock shows.
+    pub(crate) fn clock(&self) -> Instant {
+        self.clock
+    }
+
+    /// Whether the host must run at `t`: a timer-grid boundary it has not seen, or
+    /// where a probe left it.
+    pub(crate) fn due(&self, t: Instant) -> bool {
+        t >= self.next_tick_after(self.clock) || self.pending.is_some_and(|p| p <= t)
+    }
+
+    /// The next instant the host must run at, counted from `now`.
+    pub(crate) fn next_stop(&self, now: Instant) -> Instant {
+        self.pending.unwrap_or_else(|| self.next_tick_after(now))
+    }
+
+    /// The last boundary of the timer grid at or before `t`.
+    fn grid_floor(&self, t: Instant) -> Instant {
+        let since = t.saturating_duration_since(self.origin).as_nanos();
+        self.origin + Duration::from_nanos(since - since % TICK.as_nanos())
+    }
+
+    /// Let the clock jump, from the grid boundary it is on, to the runtime's next timer
+    /// or to `bound`, whichever is first, without running the tasks that timer wakes:
+    /// the host then has nothing to do before the clock ([`HostRuntime::next_stop`]).
+    /// The caller promises that nothing reaches the host before `bound` (no frame can
+    /// arrive, no stack timer fires). Does nothing off the grid, or when `bound` is not
+    /// two boundaries ahead (the next boundary is a stop anyway).
+    pub(crate) fn probe(&mut self, bound: Instant) {
+        let bound = self.grid_floor(bound);
+        if self.pending.is_some()
+            || self.grid_floor(self.clock) != self.clock
+            || bound <= self.next_tick_after(self.clock)
+        {
+            return;
+        }
+        let hook = Arc::clone(&self.parks);
+        let span = std::time::Duration::from_nanos((bound - self.clock).as_nanos());
+        hook.probing.store(true, Ordering::Relaxed);
+        let moved = self.runtime.block_on(self.local.run_until(async move {
+            let start = tokio::time::Instant::now();
+            Probe::new(hook, tokio::time::sleep_until(start + span)).await;
+            start.elapsed()
+        }));
+        self.parks.probing.store(false, Ordering::Relaxed);
+        self.clock += Duration::from_nanos(u64::try_from(moved.as_nanos()).unwrap_or(u64::MAX));
+        self.pending = Some(self.clock);
     }
 
     /// Move the clock to `t` (firing the timers due) and run the tasks until none can
@@ -106,6 +181,7 @@ impl HostRuntime {
     pub(crate) fn run_at(&mut self, t: Instant) {
         let delta = t.saturating_duration_since(self.clock);
         self.clock = self.clock.max(t);
+        self.pending = None;
         let parks = Arc::clone(&self.parks);
         self.runtime.block_on(self.local.run_until(async move {
             if delta > Duration::ZERO {
@@ -155,7 +231,40 @@ impl Future for Settle {
                 return Poll::Ready(());
             }
         }
-        *self.hook.waiter.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        self.hook.wait(cx.waker());
+        Poll::Pending
+    }
+}
+
+/// Ready after the runtime's first park: its clock has jumped to its next timer, or to
+/// the bound `sleep` sets.
+struct Probe {
+    hook: Arc<ParkHook>,
+    seen: u64,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Probe {
+    fn new(hook: Arc<ParkHook>, sleep: tokio::time::Sleep) -> Probe {
+        let seen = hook.unparks.load(Ordering::Relaxed);
+        Probe {
+            hook,
+            seen,
+            sleep: Box::pin(sleep),
+        }
+    }
+}
+
+impl Future for Probe {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // Polled for its registration: the bound is a timer like the tasks'.
+        let _ = self.sleep.as_mut().poll(cx);
+        if self.hook.unparks.load(Ordering::Relaxed) != self.seen {
+            return Poll::Ready(());
+        }
+        self.hook.wait(cx.waker());
         Poll::Pending
     }
 }

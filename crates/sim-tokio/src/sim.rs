@@ -215,7 +215,10 @@ impl Sim {
         self.world.borrow_mut().hosts[host.0].woken = true;
     }
 
-    /// Start `task` on `host` once (not again after a restart).
+    /// Start `task` on `host` once (not again after a restart). It first runs at the
+    /// host's next stop: now, or, when the host's clock ran ahead to its next timer
+    /// (it had nothing to do until then; at most the shortest link delay into it),
+    /// there.
     ///
     /// The future is polled only on the host's runtime, but it is made by the caller:
     /// one that touches tokio's timer when made (`tokio::time::timeout(..)`,
@@ -348,7 +351,7 @@ impl Sim {
         let start_steps = self.world.borrow().net.steps();
         loop {
             let now = self.now();
-            self.run_hosts(now);
+            self.run_hosts(now, end);
             if done(self) {
                 return Ok(true);
             }
@@ -370,7 +373,7 @@ impl Sim {
             }
             drop(world);
             if next.is_none_or(|n| n > end) {
-                self.run_hosts(end);
+                self.run_hosts(end, end);
                 return Ok(done(self));
             }
         }
@@ -382,26 +385,70 @@ impl Sim {
         let net = self.world.borrow().net.next_event();
         let ticks = (self.hosts.iter())
             .filter_map(|h| h.runtime.as_ref())
-            .map(|r| r.next_tick_after(now))
+            .map(|r| r.next_stop(now))
             .min();
         Instant::earliest(net, ticks)
     }
 
     /// Run, at `t`, the tasks of every host that may have something to do: one woken
     /// since it last ran, or whose timer grid `t` reaches.
-    fn run_hosts(&mut self, t: Instant) {
+    fn run_hosts(&mut self, t: Instant, end: Instant) {
         for (index, host) in self.hosts.iter_mut().enumerate() {
             let Some(runtime) = host.runtime.as_mut() else {
                 continue;
             };
+            if runtime.clock() > t {
+                // A probe moved its clock ahead: nothing reaches it before then, and what
+                // was started on it meanwhile (a task spawned between runs) starts then.
+                continue;
+            }
             let woken = std::mem::take(&mut self.world.borrow_mut().hosts[index].woken);
-            if woken || runtime.crosses_tick(t) {
+            if woken || runtime.due(t) {
                 world::enter(&self.world, HostId(index), || runtime.run_at(t));
             }
         }
         // What the tasks sent leaves now, not at the next event.
         self.world.borrow_mut().net.transmit_now().ok();
+        self.probe_hosts(t, end);
     }
+
+    /// Let each idle host's clock skip the timer-grid boundaries where it has nothing to
+    /// do, up to the first instant anything could reach it: the next network event (a
+    /// frame's arrival, a stack timer), or a frame sent from now on, which arrives one
+    /// link delay later at the earliest (the shortest link into the host).
+    fn probe_hosts(&mut self, t: Instant, end: Instant) {
+        let (next_event, reach) = {
+            let world = self.world.borrow();
+            let reach: Vec<impnet_core::Duration> = (0..self.hosts.len())
+                .map(|host| shortest_link_into(&world.net, HostId(host)))
+                .collect();
+            (world.net.next_event(), reach)
+        };
+        for (index, host) in self.hosts.iter_mut().enumerate() {
+            let Some(runtime) = host.runtime.as_mut() else {
+                continue;
+            };
+            let reach = reach[index];
+            let bound = Instant::earliest(next_event, Some(t + reach)).map_or(end, |b| b.min(end));
+            world::enter(&self.world, HostId(index), || runtime.probe(bound));
+        }
+    }
+}
+
+/// The shortest propagation delay of the links into `host`: no frame sent from now on
+/// reaches it sooner. `Duration::MAX` for a host with no link.
+fn shortest_link_into(net: &impnet_sim::Sim, host: HostId) -> impnet_core::Duration {
+    (0..net.link_count())
+        .map(LinkId)
+        .flat_map(|link| {
+            let ends = net.link_ends(link);
+            (0..2)
+                .filter(move |&side| ends[1 - side].0 == host)
+                .map(move |side| (link, side))
+        })
+        .map(|(link, side)| net.link_model(link, side).config().delay)
+        .min()
+        .unwrap_or(impnet_core::Duration::MAX)
 }
 
 /// A std duration as the core's (saturating at its range).
