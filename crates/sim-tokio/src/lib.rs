@@ -7,7 +7,7 @@
 //! and the test changes the network between runs: partitions and heals, new loss or
 //! delay, host crashes and restarts. The same seed replays the same run, frame for
 //! frame ([`Sim::trace_hash`]), and no wall-clock time is spent waiting: a minute of
-//! virtual time passes in a fraction of a second.
+//! idle virtual time passes in a fraction of a second.
 //!
 //! ```no_run
 //! use impnet_sim_tokio::{Sim, net::{TcpListener, TcpStream}};

@@ -201,7 +201,8 @@ impl Sim {
     }
 
     /// Run `software()` on `host` now and again after every [`Sim::restart`]: a server's
-    /// main loop. Its errors are its own to report (it returns nothing).
+    /// main loop. Its errors are its own to report (it returns nothing); a panic in it
+    /// is printed by tokio and ends that software until the next restart.
     pub fn software<F, Fut>(&mut self, host: HostId, software: F)
     where
         F: Fn() -> Fut + 'static,
