@@ -142,6 +142,10 @@ struct Link {
     block_icmp: bool,
     /// ICMP frames dropped by that firewall, per sending end.
     filtered: [u64; 2],
+    /// The link is cut ([`Sim::set_link_up`]): frames sent on it are lost.
+    down: bool,
+    /// Frames lost because the link was down, per sending end.
+    lost_down: [u64; 2],
 }
 
 /// Whether an Ethernet frame carries an IPv4 ICMP datagram.
@@ -437,6 +441,24 @@ impl Sim {
         self.links[link.0].filtered[side]
     }
 
+    /// Cut `link` (false) or mend it (true), both directions, from now on: while it is
+    /// down every frame sent on it is lost (counted by [`Sim::lost_down`]); frames
+    /// already on the wire still arrive. A partition is the links between two groups of
+    /// hosts cut; the heal is the same links mended.
+    pub fn set_link_up(&mut self, link: LinkId, up: bool) {
+        self.links[link.0].down = !up;
+    }
+
+    /// Whether `link` is up (see [`Sim::set_link_up`]).
+    pub fn is_link_up(&self, link: LinkId) -> bool {
+        !self.links[link.0].down
+    }
+
+    /// Frames sent by end `side` of `link` that were lost because the link was down.
+    pub fn lost_down(&self, link: LinkId, side: usize) -> u64 {
+        self.links[link.0].lost_down[side]
+    }
+
     /// Number of links.
     pub fn link_count(&self) -> usize {
         self.links.len()
@@ -510,6 +532,33 @@ impl Sim {
     pub fn host_mut(&mut self, host: HostId) -> &mut Stack {
         self.mark_dirty(host.0);
         &mut self.hosts[host.0].stack
+    }
+
+    /// Replace `host`'s stack by a fresh one built from `config`, as after a crash and
+    /// reboot: every connection, socket, route and cache is gone; the interfaces that
+    /// [`Sim::connect`] made are made again, in the same order (so their ids and MAC
+    /// addresses are the same), with their addresses. Frames still on the wire reach
+    /// the new stack, which answers them as a host that never heard of them (TCP
+    /// resets). `incarnation` is mixed into the new stack's secret, so each restart
+    /// draws new ISNs and ports, the same ones in every replay.
+    pub fn reset_host(&mut self, host: HostId, config: StackConfig, incarnation: u64) {
+        let label = 0x1000 + host.0 as u64 + (incarnation << 32);
+        let secret = secret_for_seed(derive_seed(self.seed, label));
+        let now = self.now;
+        let mut stack = Stack::new(config, secret);
+        let h = &self.hosts[host.0];
+        for &(iface, link, side, addr) in &h.ports {
+            let mtu = self.links[link.0].models[side].config().mtu;
+            let ip_mtu = mtu.saturating_sub(ethernet::HEADER_LEN);
+            let made = stack.add_interface(IfaceConfig::new(iface_mac(host, link), ip_mtu));
+            debug_assert_eq!(made, iface, "interfaces are made again in order");
+            stack.add_address(now, made, addr);
+            if h.router {
+                stack.set_forwarding(made, true);
+            }
+        }
+        self.hosts[host.0].stack = stack;
+        self.mark_dirty(host.0);
     }
 
     /// Give `host` a CPU with this cost model (None: the host costs no time, the
@@ -601,6 +650,8 @@ impl Sim {
             snaplen: usize::MAX,
             block_icmp: false,
             filtered: [0; 2],
+            down: false,
+            lost_down: [0; 2],
         });
         Ok(link)
     }
@@ -784,6 +835,10 @@ impl Sim {
             });
         }
         let l = &mut self.links[link.0];
+        if l.down {
+            l.lost_down[side] += 1;
+            return Ok(());
+        }
         if l.block_icmp && is_icmp(frame) {
             l.filtered[side] += 1;
             return Ok(());

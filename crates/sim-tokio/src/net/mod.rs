@@ -1,0 +1,9 @@
+//! Sockets for the tasks of a simulated host, shaped like `tokio::net`'s: swap the
+//! import (`use impnet_sim_tokio::net::{TcpListener, TcpStream};`) and the code runs on
+//! the host's imp stack in the simulator.
+
+mod tcp;
+mod udp;
+
+pub use tcp::{TcpListener, TcpStream};
+pub use udp::UdpSocket;

@@ -1,0 +1,127 @@
+//! UDP for a simulated host's tasks: [`UdpSocket`], shaped like tokio's.
+
+use std::future::poll_fn;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::task::{Context, Poll};
+
+use impnet_core::{Instant, Stack, UdpError, UdpHandle};
+use impnet_sim::HostId;
+
+use crate::world::{self, udp_error};
+
+/// A UDP socket of the current simulated host. Closed when dropped.
+#[derive(Debug)]
+pub struct UdpSocket {
+    host: HostId,
+    incarnation: u64,
+    handle: UdpHandle,
+    local: SocketAddr,
+}
+
+impl UdpSocket {
+    /// Bind to `addr` (an address of this host or 0.0.0.0; port 0 takes an ephemeral one).
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        let local = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))?;
+        let (host, incarnation) = world::current_host()?;
+        let (handle, local) = world::with_stack(host, incarnation, |stack, _, _| {
+            let handle = stack.udp_bind(local)?;
+            Ok::<_, UdpError>((handle, stack.udp_local_addr(handle)?))
+        })?
+        .map_err(udp_error)?;
+        Ok(UdpSocket {
+            host,
+            incarnation,
+            handle,
+            local,
+        })
+    }
+
+    /// The address bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+
+    /// Send `data` as one datagram to `target`; waits while the stack has no room.
+    pub async fn send_to(&self, data: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
+        let target = target
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))?;
+        poll_fn(|cx| self.poll_send_to(cx, data, target)).await
+    }
+
+    /// [`UdpSocket::send_to`] as a poll.
+    pub fn poll_send_to(
+        &self,
+        cx: &mut Context<'_>,
+        data: &[u8],
+        target: SocketAddr,
+    ) -> Poll<io::Result<usize>> {
+        let handle = self.handle;
+        self.poll(cx, true, |stack, now| {
+            match stack.udp_send_to(now, handle, target, data) {
+                Ok(()) => Some(Ok(data.len())),
+                Err(UdpError::NoBufferSpace) => None,
+                Err(e) => Some(Err(udp_error(e))),
+            }
+        })
+    }
+
+    /// Wait for a datagram; copy it into `buf` (truncated if longer) and return its
+    /// length and source.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        poll_fn(|cx| self.poll_recv_from(cx, buf)).await
+    }
+
+    /// [`UdpSocket::recv_from`] as a poll.
+    pub fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<(usize, SocketAddr)>> {
+        let handle = self.handle;
+        self.poll(cx, false, |stack, _| {
+            match stack.udp_recv_from(handle, buf) {
+                Ok(got) => Some(Ok(got)),
+                Err(UdpError::WouldBlock) => None,
+                Err(e) => Some(Err(udp_error(e))),
+            }
+        })
+    }
+
+    fn poll<T>(
+        &self,
+        cx: &mut Context<'_>,
+        send: bool,
+        attempt: impl FnOnce(&mut Stack, Instant) -> Option<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        let handle = self.handle;
+        let result = world::with_stack(self.host, self.incarnation, |stack, now, state| {
+            let result = attempt(stack, now);
+            if result.is_none() {
+                let (r, w) = state.udp.entry(handle).or_default();
+                *(if send { w } else { r }) = Some(cx.waker().clone());
+            }
+            result
+        });
+        match result {
+            Ok(Some(r)) => Poll::Ready(r),
+            Ok(None) => Poll::Pending,
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+}
+
+impl Drop for UdpSocket {
+    fn drop(&mut self) {
+        let handle = self.handle;
+        world::on_drop(self.host, self.incarnation, |stack, _, state| {
+            state.udp.remove(&handle);
+            let _ = stack.udp_close(handle);
+        });
+    }
+}
