@@ -10,10 +10,10 @@ use core::net::Ipv4Addr;
 use impnet_wire::icmpv4::{self, DstUnreachable, TimeExceeded};
 use impnet_wire::ipv4;
 
-use crate::iface::IfaceId;
+use crate::iface::{IfaceId, RxOffload};
 use crate::ip_options;
 use crate::neighbor::Origin;
-use crate::stack::Stack;
+use crate::stack::{Stack, forward_offload};
 use crate::stats::ForwardStats;
 use crate::time::Instant;
 
@@ -127,8 +127,9 @@ impl Stack {
         iface: IfaceId,
         packet: &ipv4::Packet<&[u8]>,
         link_broadcast: bool,
+        rx: RxOffload,
     ) {
-        if let Err((refusal, reply)) = self.try_forward(now, iface, packet, link_broadcast) {
+        if let Err((refusal, reply)) = self.try_forward(now, iface, packet, link_broadcast, rx) {
             self.refuse(now, iface, packet, refusal, reply);
         }
     }
@@ -139,6 +140,7 @@ impl Stack {
         iface: IfaceId,
         packet: &ipv4::Packet<&[u8]>,
         link_broadcast: bool,
+        rx: RxOffload,
     ) -> Result<(), (Refusal, Option<ErrorReply>)> {
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
         if is_martian(src) || is_martian(dst) {
@@ -178,7 +180,13 @@ impl Stack {
         let mtu = route
             .mtu
             .map_or(out.mtu, |m| m.clamp(crate::iface::MIN_MTU, out.mtu));
-        if total > mtu && packet.dont_frag() {
+        // A large TCP segment a device made (GRO) or was to cut (GSO) is too big only
+        // when the segments it stands for are (Linux `skb_gso_validate_network_len`).
+        let gso = rx
+            .gso_size
+            .filter(|_| total > mtu)
+            .and_then(|size| forward_offload::gso_fits(bytes, size, mtu));
+        if total > mtu && gso.is_none() && packet.dont_frag() {
             let reply = ErrorReply::Unreachable(DstUnreachable::FragRequired, mtu as u16);
             return Err((Refusal::FragNeeded, Some(reply)));
         }
@@ -211,11 +219,25 @@ impl Stack {
         self.stats.forward.forwarded += 1;
         self.stats.forward.forwarded_bytes += total as u64;
         self.routes.count(route_index, total as u64);
-        let sent = if total > mtu {
+        let egress = self.ifaces[route.iface.index()].offloads;
+        let sent = if let Some(gso_size) = gso {
+            // Whole where the next device cuts it (it takes TSO and partial checksums,
+            // which every such segment has), else cut here.
+            if egress.tx_checksum && egress.tso_max.is_some_and(|max| total <= max) {
+                self.dispatch_gso(now, route.iface, next_hop, out_packet, gso_size)
+            } else {
+                let completes = egress.tx_checksum;
+                self.forward_segments(now, route.iface, next_hop, out_packet, gso_size, completes)
+            }
+        } else if total > mtu {
+            // Fragments carry whole checksums: no device sums a datagram in pieces.
+            forward_offload::egress_checksum(&mut out_packet, rx.partial_checksum, false);
             self.ifaces[iface.index()].stats.forward.fragmented += 1;
             self.stats.forward.fragmented += 1;
             self.forward_fragments(now, route.iface, next_hop, out_packet, mtu)
         } else {
+            let completes = egress.tx_checksum;
+            forward_offload::egress_checksum(&mut out_packet, rx.partial_checksum, completes);
             self.dispatch(now, route.iface, next_hop, out_packet, Origin::Forwarded)
         };
         if sent.is_err() {

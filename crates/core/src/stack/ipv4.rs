@@ -55,7 +55,7 @@ pub(crate) struct NextHopCache {
 impl Stack {
     /// The next hop's MAC from [`Stack::next_hop_cache`], if it still holds.
     #[inline]
-    fn cached_next_hop(
+    pub(crate) fn cached_next_hop(
         &self,
         now: Instant,
         iface: IfaceId,
@@ -254,6 +254,7 @@ impl Stack {
                 dst_mac: ethernet::Address::BROADCAST,
                 ethertype: EtherType::Ipv4,
                 payload: packet,
+                gso_size: 0,
             });
         }
         if next_hop.is_multicast() {
@@ -263,6 +264,7 @@ impl Stack {
                 dst_mac: ethernet::Address(impnet_wire::igmp::multicast_mac(next_hop)),
                 ethertype: EtherType::Ipv4,
                 payload: packet,
+                gso_size: 0,
             });
         }
         if let Some(dst_mac) = self.cached_next_hop(now, iface, next_hop) {
@@ -271,6 +273,7 @@ impl Stack {
                 dst_mac,
                 ethertype: EtherType::Ipv4,
                 payload: packet,
+                gso_size: 0,
             });
         }
         let broadcast = self
@@ -299,6 +302,7 @@ impl Stack {
                 dst_mac,
                 ethertype: EtherType::Ipv4,
                 payload: packet,
+                gso_size: 0,
             });
         }
         match self
@@ -331,6 +335,7 @@ impl Stack {
         bytes: &[u8],
         link_src: Option<ethernet::Address>,
         link_broadcast: bool,
+        rx: crate::iface::RxOffload,
     ) {
         self.stats.ipv4.rx_packets += 1;
         let verify_checksum = self
@@ -364,7 +369,7 @@ impl Stack {
         let taken = !broadcast && !ours && interface.accept_any.is_some();
         if !broadcast && !ours && !taken {
             if interface.forwarding {
-                return self.forward(now, iface, &packet, link_broadcast);
+                return self.forward(now, iface, &packet, link_broadcast, rx);
             }
             // RFC 1122 §3.3.4.2: a host drops what it is not the destination of.
             self.stats.ipv4.rx_not_for_us += 1;
