@@ -710,7 +710,8 @@ impl State {
                 match port.device.recv_offloaded(now, &mut port.rx_buf) {
                     Ok(Some((len, rx))) => {
                         let frame = &port.rx_buf[..len];
-                        self.stack.handle_frame_offloaded(now, port.iface, frame, rx);
+                        self.stack
+                            .handle_frame_offloaded(now, port.iface, frame, rx);
                         self.stats.rx_frames += 1;
                         n += 1;
                         bytes += len;

@@ -537,7 +537,10 @@ impl Tap {
             if len > self.mtu + self.link.header_len() {
                 self.stats.rx_large += 1;
             }
-            return Ok(Some((len, rx_offload(&header, self.offloads, self.complete))));
+            return Ok(Some((
+                len,
+                rx_offload(&header, self.offloads, self.complete),
+            )));
         }
     }
 

@@ -192,7 +192,8 @@ impl Stack {
         let count = payload.len().div_ceil(size).max(1);
         let mut result = Ok(());
         for index in 0..count {
-            let chunk = &payload[(index * size).min(payload.len())..((index + 1) * size).min(payload.len())];
+            let chunk = &payload
+                [(index * size).min(payload.len())..((index + 1) * size).min(payload.len())];
             let mut segment = self.pool.take();
             segment.extend_from_slice(&packet[..headers]);
             segment.extend_from_slice(chunk);

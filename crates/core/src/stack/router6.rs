@@ -15,9 +15,9 @@ use impnet_wire::ipv6;
 use crate::iface::{IfaceId, RxOffload};
 use crate::ipv6::{Advertising, AdvertisingState};
 use crate::neighbor::Origin;
-use crate::stack::{Stack, forward_offload};
 use crate::stack::forward::Refusal;
 use crate::stack::ip::Meta6;
+use crate::stack::{Stack, forward_offload};
 use crate::time::{Duration, Instant};
 
 /// RFC 4861 §10: `MAX_INITIAL_RTR_ADVERTISEMENTS`, the advertisements sent at the
@@ -94,7 +94,8 @@ impl Stack {
         copy.extend_from_slice(bytes);
         let hop_limit = packet.hop_limit() - 1;
         ipv6::Packet::new_unchecked(&mut copy[..]).set_hop_limit(hop_limit);
-        let completes = (self.ifaces.get(route.iface.index())).is_some_and(|i| i.offloads.tx_checksum);
+        let completes =
+            (self.ifaces.get(route.iface.index())).is_some_and(|i| i.offloads.tx_checksum);
         forward_offload::egress_checksum(&mut copy, rx.partial_checksum, completes);
         let total = bytes.len() as u64;
         for stats in [

@@ -34,7 +34,11 @@ const CWR: u8 = 0x80;
 fn router(egress: Offloads, mtu: usize) -> Stack {
     let mut stack = Stack::new(StackConfig::default(), secret(2));
     for (address, offloads, mtu) in [
-        (Ipv4Addr::new(10, 0, 1, 1), Offloads::CHECKSUM.with_tso(65535), 1500),
+        (
+            Ipv4Addr::new(10, 0, 1, 1),
+            Offloads::CHECKSUM.with_tso(65535),
+            1500,
+        ),
         (Ipv4Addr::new(10, 0, 2, 1), egress, mtu),
     ] {
         let mut config = IfaceConfig::ip(mtu).with_offloads(offloads);
@@ -142,9 +146,7 @@ fn a_tso_segment_is_cut_byte_exact_where_the_next_link_takes_no_tso() {
     assert_eq!(out.len(), SEGMENTS);
     for (index, (iface, bytes, gso)) in out.iter().enumerate() {
         let last = index + 1 == SEGMENTS;
-        let flags = ACK
-            | if last { PSH } else { 0 }
-            | if index == 0 { CWR } else { 0 };
+        let flags = ACK | if last { PSH } else { 0 } | if index == 0 { CWR } else { 0 };
         let ident = 100 + index as u16;
         let expected = segment(63, ident, index * MSS, MSS, flags, false);
         assert_eq!((*iface, *gso), (OUT, None));
@@ -160,7 +162,11 @@ fn a_cut_tso_segment_keeps_fin_on_its_last_piece_and_partial_sums_where_the_devi
     let out = sent(&mut stack);
     assert_eq!(out.len(), SEGMENTS);
     for (index, (_, bytes, _)) in out.iter().enumerate() {
-        let flags = if index + 1 == SEGMENTS { ACK | FIN } else { ACK };
+        let flags = if index + 1 == SEGMENTS {
+            ACK | FIN
+        } else {
+            ACK
+        };
         let expected = segment(63, 100 + index as u16, index * MSS, MSS, flags, true);
         assert!(*bytes == expected, "segment {index} differs");
     }
@@ -177,7 +183,11 @@ fn a_tso_segment_whose_segments_do_not_fit_draws_fragmentation_needed() {
     let icmp = &bytes[packet.header_len()..];
     assert_eq!(*iface, IN);
     assert_eq!((packet.dst_addr(), icmp[0], icmp[1]), (A, 3, 4));
-    assert_eq!(u16::from_be_bytes([icmp[6], icmp[7]]), 1400, "the next-hop MTU");
+    assert_eq!(
+        u16::from_be_bytes([icmp[6], icmp[7]]),
+        1400,
+        "the next-hop MTU"
+    );
     assert_eq!(stack.stats().forward.frag_needed, 1);
 }
 
