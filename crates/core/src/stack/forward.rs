@@ -182,10 +182,7 @@ impl Stack {
             .map_or(out.mtu, |m| m.clamp(crate::iface::MIN_MTU, out.mtu));
         // A large TCP segment a device made (GRO) or was to cut (GSO) is too big only
         // when the segments it stands for are (Linux `skb_gso_validate_network_len`).
-        let gso = rx
-            .gso_size
-            .filter(|_| total > mtu)
-            .and_then(|size| forward_offload::gso_fits(bytes, size, mtu));
+        let gso = forward_offload::gso_fits(bytes, rx.gso_size, mtu);
         if total > mtu && gso.is_none() && packet.dont_frag() {
             let reply = ErrorReply::Unreachable(DstUnreachable::FragRequired, mtu as u16);
             return Err((Refusal::FragNeeded, Some(reply)));
@@ -219,27 +216,12 @@ impl Stack {
         self.stats.forward.forwarded += 1;
         self.stats.forward.forwarded_bytes += total as u64;
         self.routes.count(route_index, total as u64);
-        let egress = self.ifaces[route.iface.index()].offloads;
-        let sent = if let Some(gso_size) = gso {
-            // Whole where the next device cuts it (it takes TSO and partial checksums,
-            // which every such segment has), else cut here.
-            if egress.tx_checksum && egress.tso_max.is_some_and(|max| total <= max) {
-                self.dispatch_gso(now, route.iface, next_hop, out_packet, gso_size)
-            } else {
-                let completes = egress.tx_checksum;
-                self.forward_segments(now, route.iface, next_hop, out_packet, gso_size, completes)
-            }
-        } else if total > mtu {
-            // Fragments carry whole checksums: no device sums a datagram in pieces.
-            forward_offload::egress_checksum(&mut out_packet, rx.partial_checksum, false);
+        if gso.is_none() && total > mtu {
             self.ifaces[iface.index()].stats.forward.fragmented += 1;
             self.stats.forward.fragmented += 1;
-            self.forward_fragments(now, route.iface, next_hop, out_packet, mtu)
-        } else {
-            let completes = egress.tx_checksum;
-            forward_offload::egress_checksum(&mut out_packet, rx.partial_checksum, completes);
-            self.dispatch(now, route.iface, next_hop, out_packet, Origin::Forwarded)
-        };
+        }
+        let out = (route.iface, next_hop);
+        let sent = self.forward_out(now, out, out_packet, mtu, gso, rx.partial_checksum);
         if sent.is_err() {
             Refusal::EgressDropped.count(&mut self.ifaces[iface.index()].stats.forward);
             Refusal::EgressDropped.count(&mut self.stats.forward);
@@ -263,7 +245,7 @@ impl Stack {
     /// continue the datagram's own (it may be a fragment already), MF is set on all but
     /// the last (which keeps the original's), and fragments after the first carry only
     /// the options with the copied flag.
-    fn forward_fragments(
+    pub(crate) fn forward_fragments(
         &mut self,
         now: Instant,
         out: IfaceId,

@@ -25,12 +25,17 @@ const FIN: u8 = 0x01;
 const PSH: u8 = 0x08;
 const CWR: u8 = 0x80;
 
-/// The segment size a forwarded IPv4 datagram may leave with whole: `packet` (the
-/// datagram, `total` bytes) is an unfragmented TCP segment and each of the segments of
-/// `gso_size` payload bytes it stands for, with its headers, fits `mtu`. None otherwise
-/// (RFC 1191: it is then too big for the next hop as any other datagram is).
-pub(crate) fn gso_fits(packet: &[u8], gso_size: u16, mtu: usize) -> Option<u16> {
+/// The segment size a forwarded IPv4 datagram larger than `mtu` may leave with whole:
+/// `packet` (the datagram) is an unfragmented TCP segment that came with a segment size
+/// (`gso_size`), and each of the segments it stands for, with its headers, fits `mtu`.
+/// None otherwise (RFC 1191: it is then too big for the next hop as any other datagram
+/// is).
+pub(crate) fn gso_fits(packet: &[u8], gso_size: Option<u16>, mtu: usize) -> Option<u16> {
+    let gso_size = gso_size?;
     let view = ipv4::Packet::new_checked(packet).ok()?;
+    if usize::from(view.total_len()) <= mtu {
+        return None;
+    }
     if view.protocol() != ipv4::Protocol::Tcp || view.more_frags() || view.frag_offset() != 0 {
         return None;
     }
@@ -118,6 +123,39 @@ pub(crate) fn egress_checksum(packet: &mut [u8], partial: bool, egress_completes
 }
 
 impl Stack {
+    /// Send a forwarded IPv4 datagram (TTL and options done) out of `out` (an
+    /// interface and next hop) with route MTU `mtu`: a large TCP segment of segment
+    /// size `gso` whole where the next device cuts it (it takes TSO and partial
+    /// checksums, which every such segment has) or cut here; else as it is, or in
+    /// fragments when larger than `mtu` (DF clear: step 4 turned the others away).
+    /// `partial`: its checksum arrived partial.
+    pub(crate) fn forward_out(
+        &mut self,
+        now: Instant,
+        (out, next_hop): (IfaceId, Ipv4Addr),
+        mut packet: Vec<u8>,
+        mtu: usize,
+        gso: Option<u16>,
+        partial: bool,
+    ) -> Result<(), OutputError> {
+        let egress = self.ifaces[out.index()].offloads;
+        let total = packet.len();
+        if let Some(gso_size) = gso {
+            if egress.tx_checksum && egress.tso_max.is_some_and(|max| total <= max) {
+                return self.dispatch_gso(now, out, next_hop, packet, gso_size);
+            }
+            let completes = egress.tx_checksum;
+            return self.forward_segments(now, out, next_hop, packet, gso_size, completes);
+        }
+        if total > mtu {
+            // Fragments carry whole checksums: no device sums a datagram in pieces.
+            egress_checksum(&mut packet, partial, false);
+            return self.forward_fragments(now, out, next_hop, packet, mtu);
+        }
+        egress_checksum(&mut packet, partial, egress.tx_checksum);
+        self.dispatch(now, out, next_hop, packet, Origin::Forwarded)
+    }
+
     /// Hand a forwarded IPv4 TCP segment larger than the MTU to `iface` whole, to be
     /// cut into segments of `gso_size` payload bytes by its device
     /// ([`Stack::transmit_gso_size`]), when the next hop's MAC is known now; else cut

@@ -249,32 +249,18 @@ impl Stack {
             .is_some_and(|i| i.is_ip_level())
         {
             // No link layer: nothing to resolve, the packet goes straight out.
-            return self.enqueue_frame(Outgoing {
-                iface,
-                dst_mac: ethernet::Address::BROADCAST,
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-                gso_size: 0,
-            });
+            return self.enqueue_ipv4(iface, ethernet::Address::BROADCAST, packet);
         }
         if next_hop.is_multicast() {
             // RFC 1112 §6.4: a group's datagrams go to its MAC; nothing to resolve.
-            return self.enqueue_frame(Outgoing {
+            return self.enqueue_ipv4(
                 iface,
-                dst_mac: ethernet::Address(impnet_wire::igmp::multicast_mac(next_hop)),
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-                gso_size: 0,
-            });
+                ethernet::Address(impnet_wire::igmp::multicast_mac(next_hop)),
+                packet,
+            );
         }
         if let Some(dst_mac) = self.cached_next_hop(now, iface, next_hop) {
-            return self.enqueue_frame(Outgoing {
-                iface,
-                dst_mac,
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-                gso_size: 0,
-            });
+            return self.enqueue_ipv4(iface, dst_mac, packet);
         }
         let broadcast = self
             .ifaces
@@ -297,13 +283,7 @@ impl Stack {
             found.map(|(mac, _)| mac)
         };
         if let Some(dst_mac) = known {
-            return self.enqueue_frame(Outgoing {
-                iface,
-                dst_mac,
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-                gso_size: 0,
-            });
+            return self.enqueue_ipv4(iface, dst_mac, packet);
         }
         match self
             .neighbors
@@ -324,6 +304,22 @@ impl Stack {
                 Err(OutputError::QueueFull)
             }
         }
+    }
+
+    /// Queue an IPv4 packet for `iface` to the link address `dst_mac`.
+    fn enqueue_ipv4(
+        &mut self,
+        iface: IfaceId,
+        dst_mac: ethernet::Address,
+        packet: Vec<u8>,
+    ) -> Result<(), OutputError> {
+        self.enqueue_frame(Outgoing {
+            iface,
+            dst_mac,
+            ethertype: EtherType::Ipv4,
+            payload: packet,
+            gso_size: 0,
+        })
     }
 
     /// An IPv4 packet arrived on `iface` from `link_src` (None on an IP-level
