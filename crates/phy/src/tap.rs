@@ -1612,4 +1612,44 @@ mod tests {
         let e: io::Error = TapError::Busy { name: "x".into() }.into();
         assert_eq!(e.kind(), io::ErrorKind::ResourceBusy);
     }
+
+    #[test]
+    fn the_virtio_net_header_tells_the_stack_segment_size_and_partial_checksum() {
+        let header = |flags, gso_type, gso_size| VnetHeader {
+            flags,
+            gso_type,
+            gso_size,
+            ..VnetHeader::default()
+        };
+        let tso = header(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 1448);
+        let both = RxOffload {
+            gso_size: Some(1448),
+            partial_checksum: true,
+        };
+        assert_eq!(rx_offload(&tso, true, false), both);
+        let ecn = header(
+            VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            0x80 | VIRTIO_NET_HDR_GSO_TCPV6,
+            1428,
+        );
+        assert_eq!(rx_offload(&ecn, true, false).gso_size, Some(1428));
+        // Completed here: no longer partial. Without offloads: nothing to say.
+        assert!(!rx_offload(&tso, true, true).partial_checksum);
+        assert_eq!(rx_offload(&tso, false, false), RxOffload::NONE);
+        // A small frame the kernel made; one it verified; UDP fragmentation (not TCP).
+        let small = header(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_NONE, 0);
+        assert_eq!(
+            rx_offload(&small, true, false),
+            RxOffload {
+                gso_size: None,
+                partial_checksum: true
+            }
+        );
+        let valid = header(VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_GSO_NONE, 0);
+        assert_eq!(rx_offload(&valid, true, false), RxOffload::NONE);
+        assert_eq!(
+            rx_offload(&header(0, 3, 1400), true, false),
+            RxOffload::NONE
+        );
+    }
 }
