@@ -2,8 +2,8 @@
 //! deletes), host A — router — host B, measured with iperf3 from A to B.
 //!
 //! - imp: `imp route` (the `imp` binary of `imp_bin.rs`, one runtime thread) between
-//!   two TAPs, opened without offloads in the router's namespace and then moved into
-//!   A's and B's.
+//!   two TAPs, opened in the router's namespace (with the kernel's offloads: TCP
+//!   segments cross whole, as over veth) and then moved into A's and B's.
 //! - Linux: the router namespace joined to A and B by two veth pairs, with
 //!   `net.ipv4.ip_forward=1` there.
 //!

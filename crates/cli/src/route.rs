@@ -81,6 +81,13 @@ pub struct RouteArgs {
     /// Write a pcap per interface into DIR (DIR/NAME.pcap), for debugging.
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
+    /// Open the TAPs and TUNs without the kernel's offloads: every frame crosses at
+    /// the MTU, one system call each. By default an interface with no `--impair` and
+    /// no `--pcap` takes the virtio-net header, so a TCP segment the kernel hands over
+    /// whole (TSO/GSO, up to 64 KiB) is forwarded whole with its segment size, and a
+    /// partial checksum stays partial, as over a Linux bridge or veth.
+    #[arg(long)]
+    pub no_offloads: bool,
 }
 
 impl RouteArgs {
@@ -446,18 +453,25 @@ fn ut_offset_ms() -> Option<u64> {
     Some((since_epoch.as_millis() % 86_400_000) as u64)
 }
 
-/// Open every TAP and TUN (without offloads: a gateway forwards wire-sized packets)
-/// and add it to the runtime, with its link model and pcap when asked.
+/// Open every TAP and TUN and add it to the runtime, with its link model and pcap
+/// when asked. With neither (and without `--no-offloads`) it takes the kernel's
+/// offloads with partial checksums: large TCP segments cross whole (see
+/// `RxOffload`); a link model or a capture sees wire-sized frames instead.
 fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String> {
     let mut ifaces = Vec::new();
     let mut macs = Vec::new();
     for (index, spec) in args.interfaces().iter().enumerate() {
-        let config = TapConfig::new(&spec.name).mtu(spec.mtu).offloads(false);
+        let impaired = args.impair.iter().any(|(name, _)| name == &spec.name);
+        let offloads = !args.no_offloads && !impaired && args.pcap.is_none();
+        let config = TapConfig::new(&spec.name)
+            .mtu(spec.mtu)
+            .offloads(offloads)
+            .partial_checksums(offloads);
         let seed = 0x5eed_0000 + index as u64;
         let id = if spec.tun {
             let tun = Tun::open_with(&config)
                 .map_err(|e| format!("cannot open TUN {}: {e}", spec.name))?;
-            let iface_config = IfaceConfig::ip(spec.mtu);
+            let iface_config = IfaceConfig::ip(spec.mtu).with_offloads(tun.stack_offloads());
             add_interface(args, rt, spec, seed, tun, iface_config)?
         } else {
             let tap = Tap::open_with(&config)
@@ -470,7 +484,7 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
                 mac.0[2] = 0x80 | index as u8;
             }
             macs.push(mac);
-            let iface_config = IfaceConfig::new(mac, spec.mtu);
+            let iface_config = IfaceConfig::new(mac, spec.mtu).with_offloads(tap.stack_offloads());
             add_interface(args, rt, spec, seed, tap, iface_config)?
         };
         // Forwarding first: a router sends no router solicitations.
@@ -1014,6 +1028,7 @@ mod tests {
             stats: None,
             json: false,
             pcap: None,
+            no_offloads: false,
         }
     }
 

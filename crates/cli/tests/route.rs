@@ -336,6 +336,53 @@ fn imp_tcp_behind_the_small_link_learns_the_path_mtu() {
     assert!(stat(&table, "rb", "forwarded") > 5000, "{table}");
 }
 
+/// B downloads a file from A through imp route with `extra` arguments; it arrives byte
+/// for byte. Returns imp's closing statistics table.
+fn download_through(s: u8, extra: &[&str]) -> String {
+    let mut net = Routed::new(s, ["", ""], extra);
+    let site = Site::new(&format!("gso{s}"), 32 << 20);
+    let _server = serve_from_a(&net, &site, 8080);
+    let url = format!("http://{}:8080/file", net.a_addr());
+    let got = site.dir.join("got");
+    let out = curl_from_b(&net, &url, &got.to_string_lossy(), "60");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        std::fs::read(&got).unwrap() == site.file(),
+        "download differs"
+    );
+    let (out, table) = net.stop();
+    assert!(out.status.success(), "{}", text(&out));
+    table
+}
+
+#[test]
+fn tso_segments_cross_imp_route_whole_or_cut_and_the_download_arrives_byte_for_byte() {
+    if !can_run() || !have("curl") || !have("python3") {
+        return;
+    }
+    // With the TAPs' offloads A's kernel hands imp 64 KiB segments, which leave towards
+    // B whole with their segment size (as over veth): B's side sends far fewer frames
+    // than 1514-byte ones would need.
+    let table = download_through(20, &[]);
+    let (frames, bytes) = (
+        stat(&table, "rb", "tx frames"),
+        stat(&table, "rb", "tx bytes"),
+    );
+    assert!(frames > 0 && bytes / frames > 4 * 1514, "{table}");
+    assert_eq!(stat(&table, "ra", "toobig"), 0, "{table}");
+    // With a link model on B's side, that TAP is opened without offloads: imp cuts
+    // each segment itself at its segment size, with whole checksums, which B's kernel
+    // verifies.
+    let table = download_through(22, &["--impair", "rb:delay=0ms"]);
+    let (frames, bytes) = (
+        stat(&table, "rb", "tx frames"),
+        stat(&table, "rb", "tx bytes"),
+    );
+    assert!(frames > 20_000 && bytes / frames <= 1514, "{table}");
+    assert_eq!(stat(&table, "ra", "toobig"), 0, "{table}");
+    assert!(bytes > 32 << 20, "{table}");
+}
+
 /// Serve `site` from A on port `port` (python3's http.server).
 fn serve_from_a(net: &Routed, site: &Site, port: u16) -> ChildGuard {
     let dir = site.dir.to_string_lossy().to_string();

@@ -80,6 +80,31 @@ pub struct Offloads {
     pub tso_max: Option<usize>,
 }
 
+/// What the device knows of one received frame beyond its bytes (a TAP's virtio-net
+/// header), for [`Stack::handle_frame_offloaded`](crate::Stack::handle_frame_offloaded).
+/// A forwarded frame keeps it: a large TCP segment leaves whole, to be cut at the same
+/// size, where the outgoing interface takes TSO (as a Linux bridge or router keeps
+/// `gso_size`), and a partial checksum stays partial where the outgoing device
+/// completes checksums ([`Offloads::tx_checksum`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RxOffload {
+    /// The frame is one TCP segment larger than the wire carries, to be cut into
+    /// segments of this many payload bytes (virtio-net `gso_size`, Linux GSO/GRO).
+    pub gso_size: Option<u16>,
+    /// Its TCP or UDP checksum field holds only the pseudo-header sum (virtio-net
+    /// `VIRTIO_NET_HDR_F_NEEDS_CSUM`, Linux `CHECKSUM_PARTIAL`): the frame was made on
+    /// this host and whoever puts it on a wire completes the checksum.
+    pub partial_checksum: bool,
+}
+
+impl RxOffload {
+    /// A plain frame: no segmentation, checksums complete.
+    pub const NONE: RxOffload = RxOffload {
+        gso_size: None,
+        partial_checksum: false,
+    };
+}
+
 impl Offloads {
     /// Nothing offloaded: the stack computes and verifies every checksum.
     pub const NONE: Offloads = Offloads {

@@ -39,7 +39,7 @@ pub(crate) mod testutil;
 pub use accept_any::{AcceptAny, AcceptAnyStats};
 pub use dhcp::{DhcpClient, DhcpError, DhcpEvent, Lease};
 pub use icmp::{EchoReply, IcmpError, IcmpHandle, IcmpRateLimit};
-pub use iface::{IfaceConfig, IfaceId, Medium, Offloads};
+pub use iface::{IfaceConfig, IfaceId, Medium, Offloads, RxOffload};
 pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config, Route6, Route6Origin, Routes6};
 pub use neighbor::ArpConfig;
 pub use raw::{RawError, RawHandle};

@@ -10,7 +10,7 @@ use impnet_wire::ipv4::Cidr;
 
 use self::tcp::TcpOutput;
 use crate::icmp::{IcmpHandle, IcmpRateLimit, IcmpSockets, TokenBucket};
-use crate::iface::{IfaceConfig, IfaceId, Interface};
+use crate::iface::{IfaceConfig, IfaceId, Interface, RxOffload};
 use crate::neighbor::{ArpConfig, NeighborAction, NeighborCache};
 use crate::reassembly::{Reassembler, ReassemblyConfig};
 use crate::rng::Rng;
@@ -26,6 +26,7 @@ mod accept_any;
 pub(crate) mod arp;
 mod dhcp;
 mod forward;
+mod forward_offload;
 pub(crate) mod icmp;
 pub(crate) mod icmp6;
 mod igmp;
@@ -141,6 +142,9 @@ pub(crate) struct Outgoing {
     pub(crate) dst_mac: ethernet::Address,
     pub(crate) ethertype: EtherType,
     pub(crate) payload: Vec<u8>,
+    /// A forwarded TCP segment larger than the MTU, whole: the payload bytes of each
+    /// segment the device is to cut it into (0: a frame that goes as it is).
+    pub(crate) gso_size: u16,
 }
 
 /// A user-space TCP/IP stack: a pure state machine. Bytes and time go in, bytes and
@@ -289,6 +293,9 @@ pub struct Stack {
     /// The last next hop [`Stack::dispatch`] found in the neighbour cache, reused while
     /// nothing it was derived from changed (a router sends flow after flow to it).
     pub(crate) next_hop_cache: Option<self::ipv4::NextHopCache>,
+    /// The `gso_size` of the last frame `pop_frame` returned (0: none); see
+    /// [`Stack::transmit_gso_size`].
+    tx_gso_size: u16,
     /// Packets to our own addresses and 127.0.0.0/8, waiting to be taken in.
     pub(crate) loopback: self::loopback::Loopback,
     /// IPv6 addresses, routes, neighbours and caches.
@@ -332,6 +339,7 @@ impl Stack {
             tcp_egress: None,
             acl: None,
             next_hop_cache: None,
+            tx_gso_size: 0,
             loopback: self::loopback::Loopback::default(),
             v6: crate::ipv6::State::new(config.ipv6.clone(), config.reassembly.clone(), {
                 let mut rng6 = Rng::new(secret.derive(b"ipv6 fragment ident"));
@@ -435,6 +443,18 @@ impl Stack {
     /// A frame arrived on `iface`. Any bytes at all are safe: what is malformed is
     /// counted and dropped.
     pub fn handle_frame(&mut self, now: Instant, iface: IfaceId, frame: &[u8]) {
+        self.handle_frame_offloaded(now, iface, frame, RxOffload::NONE);
+    }
+
+    /// As [`Stack::handle_frame`], for a frame its device says more about (`rx`: a
+    /// large TCP segment's segment size, a partial checksum), which forwarding keeps.
+    pub fn handle_frame_offloaded(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        frame: &[u8],
+        rx: RxOffload,
+    ) {
         self.stats.link.rx_frames += 1;
         let Some(interface) = self.ifaces.get_mut(iface.index()) else {
             self.stats.link.rx_unknown_interface += 1;
@@ -443,7 +463,7 @@ impl Stack {
         interface.stats.rx_frames += 1;
         interface.stats.rx_bytes += frame.len() as u64;
         if interface.is_ip_level() {
-            return self.handle_ip_packet(now, iface, frame);
+            return self.handle_ip_packet(now, iface, frame, rx);
         }
         let Ok(view) = ethernet::Frame::new_checked(frame) else {
             self.stats.link.rx_truncated += 1;
@@ -471,10 +491,11 @@ impl Stack {
                     view.payload(),
                     Some(view.src_addr()),
                     dst.is_broadcast(),
+                    rx,
                 );
             }
             EtherType::Ipv6 if !view.is_tagged() => {
-                self.handle_ipv6(now, iface, view.payload(), Some(view.src_addr()));
+                self.handle_ipv6(now, iface, view.payload(), Some(view.src_addr()), rx);
             }
             _ => self.stats.link.rx_unknown_ethertype += 1,
         }
@@ -483,11 +504,11 @@ impl Stack {
     /// An IP packet arrived on an IP-level interface ([`Medium::Ip`](crate::Medium)):
     /// the version nibble picks the protocol. No link layer: no MAC to check, no
     /// neighbour to learn, never a link-layer broadcast.
-    fn handle_ip_packet(&mut self, now: Instant, iface: IfaceId, packet: &[u8]) {
+    fn handle_ip_packet(&mut self, now: Instant, iface: IfaceId, packet: &[u8], rx: RxOffload) {
         match packet.first().map(|b| b >> 4) {
             None => self.stats.link.rx_truncated += 1,
-            Some(4) => self.handle_ipv4(now, iface, packet, None, false),
-            Some(6) => self.handle_ipv6(now, iface, packet, None),
+            Some(4) => self.handle_ipv4(now, iface, packet, None, false, rx),
+            Some(6) => self.handle_ipv6(now, iface, packet, None, rx),
             Some(_) => self.stats.link.rx_unknown_ethertype += 1,
         }
     }
@@ -520,6 +541,16 @@ impl Stack {
         transmit
     }
 
+    /// When the frame [`Stack::poll_transmit`] last returned is a forwarded TCP
+    /// segment larger than the MTU (it arrived so, with [`RxOffload::gso_size`], and
+    /// its interface takes TSO): the payload bytes of each segment the device is to
+    /// cut it into, which are those the sender chose. None for every other frame (the
+    /// stack's own TSO segments are cut at the device's MTU). Valid until the next
+    /// `poll_transmit`.
+    pub fn transmit_gso_size(&self) -> Option<u16> {
+        (self.tx_gso_size != 0).then_some(self.tx_gso_size)
+    }
+
     /// The payload the frame [`Stack::poll_transmit_gather`] last returned left out
     /// (the two parts of a send ring); None when the frame is whole in its buffer.
     /// Valid until the next call that takes `&mut self`.
@@ -532,6 +563,7 @@ impl Stack {
     /// frame would otherwise pay), then TCP.
     #[inline(never)]
     fn poll_transmit_queued(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.tx_gso_size = 0;
         if let Some(transmit) = self.pop_frame(buf) {
             return Some(self.count_transmit(transmit));
         }
@@ -605,6 +637,7 @@ impl Stack {
             buf[link_header..len].copy_from_slice(&frame.payload);
             self.pool.give(frame.payload);
             self.stats.link.tx_frames += 1;
+            self.tx_gso_size = frame.gso_size;
             return Some(Transmit {
                 iface: frame.iface,
                 len,
@@ -689,6 +722,8 @@ mod tests_dhcp;
 mod tests_forward;
 #[cfg(test)]
 mod tests_forward6;
+#[cfg(test)]
+mod tests_forward_offload;
 #[cfg(test)]
 mod tests_icmp6;
 #[cfg(test)]

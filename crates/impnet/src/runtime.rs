@@ -609,7 +609,13 @@ impl State {
                     let head = &self.tx_buf[..tx.len - a.len() - b.len()];
                     port.device.send_gather(now, head, (a, b))
                 }
-                None => port.device.send(now, &self.tx_buf[..tx.len]),
+                None => match self.stack.transmit_gso_size() {
+                    Some(gso_size) => {
+                        port.device
+                            .send_segmented(now, &self.tx_buf[..tx.len], gso_size)
+                    }
+                    None => port.device.send(now, &self.tx_buf[..tx.len]),
+                },
             };
             match sent {
                 Ok(true) => self.stats.tx_frames += 1,
@@ -701,10 +707,11 @@ impl State {
             let mut n = 0;
             let mut bytes = 0;
             while !port.gone && n < RX_BATCH && bytes < RX_BATCH_BYTES {
-                match port.device.recv(now, &mut port.rx_buf) {
-                    Ok(Some(len)) => {
+                match port.device.recv_offloaded(now, &mut port.rx_buf) {
+                    Ok(Some((len, rx))) => {
+                        let frame = &port.rx_buf[..len];
                         self.stack
-                            .handle_frame(now, port.iface, &port.rx_buf[..len]);
+                            .handle_frame_offloaded(now, port.iface, frame, rx);
                         self.stats.rx_frames += 1;
                         n += 1;
                         bytes += len;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use impnet_core::Instant;
+use impnet_core::{Instant, RxOffload};
 
 /// A network device that carries whole Ethernet frames as bytes.
 ///
@@ -17,6 +17,31 @@ pub trait Device {
     /// Send one frame. `Ok(false)` if the device cannot take it now (full): the caller
     /// keeps it and tries again later.
     fn send(&mut self, now: Instant, frame: &[u8]) -> Result<bool, DeviceError>;
+
+    /// As [`Device::recv`], with what the device knows of the frame beyond its bytes
+    /// (a TAP's virtio-net header: a large TCP segment's segment size, a partial
+    /// checksum), for `Stack::handle_frame_offloaded`. The default knows nothing.
+    fn recv_offloaded(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Result<Option<(usize, RxOffload)>, DeviceError> {
+        Ok(self.recv(now, buf)?.map(|len| (len, RxOffload::NONE)))
+    }
+
+    /// Send one TCP segment larger than the MTU, to be cut into segments of
+    /// `gso_size` payload bytes (`Stack::transmit_gso_size`: a forwarded segment keeps
+    /// the size its sender chose). The default sends it as [`Device::send`] does
+    /// (a device with TSO cuts it at its own MTU).
+    fn send_segmented(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        gso_size: u16,
+    ) -> Result<bool, DeviceError> {
+        let _ = gso_size;
+        self.send(now, frame)
+    }
 
     /// Send one frame given in pieces: `head`, then the two parts of `payload`. The
     /// default joins them and calls [`Device::send`]; a device that says so in

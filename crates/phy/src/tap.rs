@@ -37,7 +37,7 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
-use impnet_core::{Instant, Offloads};
+use impnet_core::{Instant, Offloads, RxOffload};
 use impnet_wire::checksum;
 
 use crate::device::{Device, DeviceError};
@@ -66,6 +66,8 @@ const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
 const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
 const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+/// The segment's sender set CWR on it (ECN); the bit is or-ed into `gso_type`.
+const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
 
 const ETH_HEADER_LEN: usize = 14;
 /// An Ethernet header with one 802.1Q tag.
@@ -505,7 +507,7 @@ impl Tap {
     }
 
     /// Read frames until one passes [`check_received`] (or none is left).
-    fn recv_vnet(&mut self, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
+    fn recv_vnet(&mut self, buf: &mut [u8]) -> Result<Option<(usize, RxOffload)>, DeviceError> {
         loop {
             let Some((header, len)) = self.read_vnet(buf)? else {
                 return Ok(None);
@@ -535,7 +537,10 @@ impl Tap {
             if len > self.mtu + self.link.header_len() {
                 self.stats.rx_large += 1;
             }
-            return Ok(Some(len));
+            return Ok(Some((
+                len,
+                rx_offload(&header, self.offloads, self.complete),
+            )));
         }
     }
 
@@ -602,16 +607,47 @@ impl Tap {
 }
 
 impl Device for Tap {
-    fn recv(&mut self, _now: Instant, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
+    fn recv(&mut self, now: Instant, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
+        Ok(self.recv_offloaded(now, buf)?.map(|(len, _)| len))
+    }
+
+    /// With offloads, the frame's segment size (`GSO_TCPV4`, `GSO_TCPV6`) and whether
+    /// its checksum is partial (`NEEDS_CSUM`, not completed here).
+    fn recv_offloaded(
+        &mut self,
+        _now: Instant,
+        buf: &mut [u8],
+    ) -> Result<Option<(usize, RxOffload)>, DeviceError> {
         let received = if self.vnet_hdr {
             self.recv_vnet(buf)?
         } else {
-            self.recv_plain(buf)?
+            self.recv_plain(buf)?.map(|len| (len, RxOffload::NONE))
         };
         if received.is_some() {
             self.stats.rx_frames += 1;
         }
         Ok(received)
+    }
+
+    /// With offloads and partial checksums, one write with a `GSO_TCPV4`/`GSO_TCPV6`
+    /// header asking the kernel to cut at `gso_size` (at most what the MTU holds);
+    /// otherwise as [`Device::send`].
+    fn send_segmented(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        gso_size: u16,
+    ) -> Result<bool, DeviceError> {
+        let header = (self.offloads && self.partial && frame.len() > self.plain_frame_limit())
+            .then(|| tso_header(self.link, frame, self.mtu))
+            .flatten();
+        let Some(mut header) = header else {
+            return self.send(now, frame);
+        };
+        header.gso_size = header.gso_size.min(gso_size.max(1));
+        self.stats.tx_tso += 1;
+        let result = self.send_with_header(&header, frame);
+        self.sent(result)
     }
 
     /// Frames longer than the MTU are taken only with offloads, and only TCP over IPv4:
@@ -719,6 +755,20 @@ impl AsRawFd for Tap {
 impl AsFd for Tap {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+/// What a received frame's virtio-net `header` tells the stack (with `offloads`; a
+/// checksum completed here, `complete`, is no longer partial).
+fn rx_offload(header: &VnetHeader, offloads: bool, complete: bool) -> RxOffload {
+    if !offloads {
+        return RxOffload::NONE;
+    }
+    let gso = header.gso_type & !VIRTIO_NET_HDR_GSO_ECN;
+    let tcp = gso == VIRTIO_NET_HDR_GSO_TCPV4 || gso == VIRTIO_NET_HDR_GSO_TCPV6;
+    RxOffload {
+        gso_size: (tcp && header.gso_size != 0).then_some(header.gso_size),
+        partial_checksum: !complete && header.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0,
     }
 }
 
@@ -1561,5 +1611,45 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         let e: io::Error = TapError::Busy { name: "x".into() }.into();
         assert_eq!(e.kind(), io::ErrorKind::ResourceBusy);
+    }
+
+    #[test]
+    fn the_virtio_net_header_tells_the_stack_segment_size_and_partial_checksum() {
+        let header = |flags, gso_type, gso_size| VnetHeader {
+            flags,
+            gso_type,
+            gso_size,
+            ..VnetHeader::default()
+        };
+        let tso = header(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 1448);
+        let both = RxOffload {
+            gso_size: Some(1448),
+            partial_checksum: true,
+        };
+        assert_eq!(rx_offload(&tso, true, false), both);
+        let ecn = header(
+            VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            0x80 | VIRTIO_NET_HDR_GSO_TCPV6,
+            1428,
+        );
+        assert_eq!(rx_offload(&ecn, true, false).gso_size, Some(1428));
+        // Completed here: no longer partial. Without offloads: nothing to say.
+        assert!(!rx_offload(&tso, true, true).partial_checksum);
+        assert_eq!(rx_offload(&tso, false, false), RxOffload::NONE);
+        // A small frame the kernel made; one it verified; UDP fragmentation (not TCP).
+        let small = header(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_NONE, 0);
+        assert_eq!(
+            rx_offload(&small, true, false),
+            RxOffload {
+                gso_size: None,
+                partial_checksum: true
+            }
+        );
+        let valid = header(VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_GSO_NONE, 0);
+        assert_eq!(rx_offload(&valid, true, false), RxOffload::NONE);
+        assert_eq!(
+            rx_offload(&header(0, 3, 1400), true, false),
+            RxOffload::NONE
+        );
     }
 }

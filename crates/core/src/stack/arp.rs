@@ -83,6 +83,7 @@ impl Stack {
                 dst_mac: mac,
                 ethertype: EtherType::Ipv4,
                 payload: pending.packet,
+                gso_size: 0,
             };
             let _ = self.enqueue_frame(frame);
         }
@@ -141,6 +142,7 @@ impl Stack {
             dst_mac,
             ethertype: EtherType::Arp,
             payload,
+            gso_size: 0,
         })
         .is_ok()
     }

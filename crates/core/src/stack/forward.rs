@@ -10,10 +10,10 @@ use core::net::Ipv4Addr;
 use impnet_wire::icmpv4::{self, DstUnreachable, TimeExceeded};
 use impnet_wire::ipv4;
 
-use crate::iface::IfaceId;
+use crate::iface::{IfaceId, RxOffload};
 use crate::ip_options;
 use crate::neighbor::Origin;
-use crate::stack::Stack;
+use crate::stack::{Stack, forward_offload};
 use crate::stats::ForwardStats;
 use crate::time::Instant;
 
@@ -127,8 +127,9 @@ impl Stack {
         iface: IfaceId,
         packet: &ipv4::Packet<&[u8]>,
         link_broadcast: bool,
+        rx: RxOffload,
     ) {
-        if let Err((refusal, reply)) = self.try_forward(now, iface, packet, link_broadcast) {
+        if let Err((refusal, reply)) = self.try_forward(now, iface, packet, link_broadcast, rx) {
             self.refuse(now, iface, packet, refusal, reply);
         }
     }
@@ -139,6 +140,7 @@ impl Stack {
         iface: IfaceId,
         packet: &ipv4::Packet<&[u8]>,
         link_broadcast: bool,
+        rx: RxOffload,
     ) -> Result<(), (Refusal, Option<ErrorReply>)> {
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
         if is_martian(src) || is_martian(dst) {
@@ -178,7 +180,10 @@ impl Stack {
         let mtu = route
             .mtu
             .map_or(out.mtu, |m| m.clamp(crate::iface::MIN_MTU, out.mtu));
-        if total > mtu && packet.dont_frag() {
+        // A large TCP segment a device made (GRO) or was to cut (GSO) is too big only
+        // when the segments it stands for are (Linux `skb_gso_validate_network_len`).
+        let gso = forward_offload::gso_fits(bytes, rx.gso_size, mtu);
+        if total > mtu && gso.is_none() && packet.dont_frag() {
             let reply = ErrorReply::Unreachable(DstUnreachable::FragRequired, mtu as u16);
             return Err((Refusal::FragNeeded, Some(reply)));
         }
@@ -211,13 +216,12 @@ impl Stack {
         self.stats.forward.forwarded += 1;
         self.stats.forward.forwarded_bytes += total as u64;
         self.routes.count(route_index, total as u64);
-        let sent = if total > mtu {
+        if gso.is_none() && total > mtu {
             self.ifaces[iface.index()].stats.forward.fragmented += 1;
             self.stats.forward.fragmented += 1;
-            self.forward_fragments(now, route.iface, next_hop, out_packet, mtu)
-        } else {
-            self.dispatch(now, route.iface, next_hop, out_packet, Origin::Forwarded)
-        };
+        }
+        let out = (route.iface, next_hop);
+        let sent = self.forward_out(now, out, out_packet, mtu, gso, rx.partial_checksum);
         if sent.is_err() {
             Refusal::EgressDropped.count(&mut self.ifaces[iface.index()].stats.forward);
             Refusal::EgressDropped.count(&mut self.stats.forward);
@@ -241,7 +245,7 @@ impl Stack {
     /// continue the datagram's own (it may be a fragment already), MF is set on all but
     /// the last (which keeps the original's), and fragments after the first carry only
     /// the options with the copied flag.
-    fn forward_fragments(
+    pub(crate) fn forward_fragments(
         &mut self,
         now: Instant,
         out: IfaceId,

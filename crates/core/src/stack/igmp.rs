@@ -425,6 +425,7 @@ impl Stack {
             dst_mac: ethernet::Address(igmp::multicast_mac(dst)),
             ethertype: EtherType::Ipv4,
             payload: packet,
+            gso_size: 0,
         });
         if sent.is_ok() {
             match repr {

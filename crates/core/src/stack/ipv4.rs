@@ -55,7 +55,7 @@ pub(crate) struct NextHopCache {
 impl Stack {
     /// The next hop's MAC from [`Stack::next_hop_cache`], if it still holds.
     #[inline]
-    fn cached_next_hop(
+    pub(crate) fn cached_next_hop(
         &self,
         now: Instant,
         iface: IfaceId,
@@ -249,29 +249,18 @@ impl Stack {
             .is_some_and(|i| i.is_ip_level())
         {
             // No link layer: nothing to resolve, the packet goes straight out.
-            return self.enqueue_frame(Outgoing {
-                iface,
-                dst_mac: ethernet::Address::BROADCAST,
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-            });
+            return self.enqueue_ipv4(iface, ethernet::Address::BROADCAST, packet);
         }
         if next_hop.is_multicast() {
             // RFC 1112 §6.4: a group's datagrams go to its MAC; nothing to resolve.
-            return self.enqueue_frame(Outgoing {
+            return self.enqueue_ipv4(
                 iface,
-                dst_mac: ethernet::Address(impnet_wire::igmp::multicast_mac(next_hop)),
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-            });
+                ethernet::Address(impnet_wire::igmp::multicast_mac(next_hop)),
+                packet,
+            );
         }
         if let Some(dst_mac) = self.cached_next_hop(now, iface, next_hop) {
-            return self.enqueue_frame(Outgoing {
-                iface,
-                dst_mac,
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-            });
+            return self.enqueue_ipv4(iface, dst_mac, packet);
         }
         let broadcast = self
             .ifaces
@@ -294,12 +283,7 @@ impl Stack {
             found.map(|(mac, _)| mac)
         };
         if let Some(dst_mac) = known {
-            return self.enqueue_frame(Outgoing {
-                iface,
-                dst_mac,
-                ethertype: EtherType::Ipv4,
-                payload: packet,
-            });
+            return self.enqueue_ipv4(iface, dst_mac, packet);
         }
         match self
             .neighbors
@@ -322,6 +306,22 @@ impl Stack {
         }
     }
 
+    /// Queue an IPv4 packet for `iface` to the link address `dst_mac`.
+    fn enqueue_ipv4(
+        &mut self,
+        iface: IfaceId,
+        dst_mac: ethernet::Address,
+        packet: Vec<u8>,
+    ) -> Result<(), OutputError> {
+        self.enqueue_frame(Outgoing {
+            iface,
+            dst_mac,
+            ethertype: EtherType::Ipv4,
+            payload: packet,
+            gso_size: 0,
+        })
+    }
+
     /// An IPv4 packet arrived on `iface` from `link_src` (None on an IP-level
     /// interface; `link_broadcast`: sent to the Ethernet broadcast address).
     pub(crate) fn handle_ipv4(
@@ -331,6 +331,7 @@ impl Stack {
         bytes: &[u8],
         link_src: Option<ethernet::Address>,
         link_broadcast: bool,
+        rx: crate::iface::RxOffload,
     ) {
         self.stats.ipv4.rx_packets += 1;
         let verify_checksum = self
@@ -364,7 +365,7 @@ impl Stack {
         let taken = !broadcast && !ours && interface.accept_any.is_some();
         if !broadcast && !ours && !taken {
             if interface.forwarding {
-                return self.forward(now, iface, &packet, link_broadcast);
+                return self.forward(now, iface, &packet, link_broadcast, rx);
             }
             // RFC 1122 §3.3.4.2: a host drops what it is not the destination of.
             self.stats.ipv4.rx_not_for_us += 1;

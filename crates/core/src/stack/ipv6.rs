@@ -407,6 +407,7 @@ impl Stack {
                         dst_mac: mac,
                         ethertype: EtherType::Ipv6,
                         payload: pending.packet,
+                        gso_size: 0,
                     });
                 }
                 Resolve::Queued { solicit } => {
@@ -427,6 +428,7 @@ impl Stack {
             dst_mac,
             ethertype: EtherType::Ipv6,
             payload: packet,
+            gso_size: 0,
         })
     }
 
@@ -437,6 +439,7 @@ impl Stack {
         iface: IfaceId,
         bytes: &[u8],
         link_src: Option<ethernet::Address>,
+        rx: crate::iface::RxOffload,
     ) {
         self.stats.ipv6.rx_packets += 1;
         if self.v6.iface(iface).is_none() {
@@ -476,7 +479,7 @@ impl Stack {
             }
         } else if !ours {
             if forwarding && !multicast {
-                return self.forward6(now, iface, bytes);
+                return self.forward6(now, iface, bytes, rx);
             }
             self.stats.ipv6.rx_not_for_us += 1;
             return;

@@ -160,6 +160,7 @@ impl Stack {
             dst_mac: ipv6::multicast_mac(dst),
             ethertype: ethernet::EtherType::Ipv6,
             payload: packet,
+            gso_size: 0,
         });
         if sent.is_ok() {
             self.stats.ipv6.mld_reports_sent += 1;

@@ -295,6 +295,7 @@ impl Stack {
                 dst_mac: mac,
                 ethertype: ethernet::EtherType::Ipv6,
                 payload: pending.packet,
+                gso_size: 0,
             });
         }
     }
@@ -481,6 +482,7 @@ impl Stack {
             dst_mac,
             ethertype: ethernet::EtherType::Ipv6,
             payload: packet,
+            gso_size: 0,
         })
         .is_ok()
     }

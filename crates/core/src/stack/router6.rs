@@ -12,12 +12,12 @@ use alloc::vec::Vec;
 use impnet_wire::icmpv6::{self, DstUnreachable};
 use impnet_wire::ipv6;
 
-use crate::iface::IfaceId;
+use crate::iface::{IfaceId, RxOffload};
 use crate::ipv6::{Advertising, AdvertisingState};
 use crate::neighbor::Origin;
-use crate::stack::Stack;
 use crate::stack::forward::Refusal;
 use crate::stack::ip::Meta6;
+use crate::stack::{Stack, forward_offload};
 use crate::time::{Duration, Instant};
 
 /// RFC 4861 §10: `MAX_INITIAL_RTR_ADVERTISEMENTS`, the advertisements sent at the
@@ -29,8 +29,8 @@ const MAX_INITIAL_RTR_ADVERT_INTERVAL: Duration = Duration::from_secs(16);
 impl Stack {
     /// Forward a packet for another host (RFC 8200; RFC 4443 errors). `bytes` is the
     /// whole packet (its header checked, link padding cut).
-    pub(crate) fn forward6(&mut self, now: Instant, iface: IfaceId, bytes: &[u8]) {
-        match self.try_forward6(now, iface, bytes) {
+    pub(crate) fn forward6(&mut self, now: Instant, iface: IfaceId, bytes: &[u8], rx: RxOffload) {
+        match self.try_forward6(now, iface, bytes, rx) {
             Ok(()) => {}
             Err((refusal, reply)) => {
                 refusal.count(&mut self.ifaces[iface.index()].stats.forward6);
@@ -48,6 +48,7 @@ impl Stack {
         now: Instant,
         iface: IfaceId,
         bytes: &[u8],
+        rx: RxOffload,
     ) -> Result<(), (Refusal, Option<Reply6>)> {
         let packet = ipv6::Packet::new_unchecked(bytes);
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
@@ -93,6 +94,9 @@ impl Stack {
         copy.extend_from_slice(bytes);
         let hop_limit = packet.hop_limit() - 1;
         ipv6::Packet::new_unchecked(&mut copy[..]).set_hop_limit(hop_limit);
+        let completes =
+            (self.ifaces.get(route.iface.index())).is_some_and(|i| i.offloads.tx_checksum);
+        forward_offload::egress_checksum(&mut copy, rx.partial_checksum, completes);
         let total = bytes.len() as u64;
         for stats in [
             &mut self.ifaces[iface.index()].stats.forward6,
