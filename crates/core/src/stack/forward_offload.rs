@@ -101,10 +101,17 @@ fn transport_checksum(packet: &[u8]) -> Option<(usize, usize, u16, bool)> {
 /// `partial`: the field holds the pseudo-header sum now (it arrived so). Only a
 /// partial checksum made whole costs a pass over the data; the other way is the
 /// pseudo-header's few words.
+#[inline]
 pub(crate) fn egress_checksum(packet: &mut [u8], partial: bool, egress_completes: bool) {
-    if partial == egress_completes {
-        return;
+    // The common case (a whole checksum to a device that completes none) costs a test.
+    if partial != egress_completes {
+        convert_checksum(packet, egress_completes);
     }
+}
+
+/// [`egress_checksum`]'s work: partial to whole, or whole to the pseudo-header sum.
+#[inline(never)]
+fn convert_checksum(packet: &mut [u8], egress_completes: bool) {
     let Some((start, field, pseudo, udp)) = transport_checksum(packet) else {
         return;
     };
@@ -129,6 +136,7 @@ impl Stack {
     /// checksums, which every such segment has) or cut here; else as it is, or in
     /// fragments when larger than `mtu` (DF clear: step 4 turned the others away).
     /// `partial`: its checksum arrived partial.
+    #[inline]
     pub(crate) fn forward_out(
         &mut self,
         now: Instant,
