@@ -3,7 +3,7 @@
 
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -12,6 +12,7 @@ use impnet_core::{Instant, Stack};
 use impnet_sim::HostId;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::ToSocketAddrs;
 use crate::world::{self, HostState, tcp_error};
 
 /// Connections a listener queues before further SYNs are dropped.
@@ -79,9 +80,7 @@ fn register(state: &mut HostState, handle: TcpHandle, write: bool, waker: &Waker
 }
 
 fn resolve(addr: impl ToSocketAddrs) -> io::Result<SocketAddr> {
-    addr.to_socket_addrs()?
-        .next()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))
+    addr.to_socket_addr()
 }
 
 /// A listening TCP socket of the current simulated host. Closed when dropped.

@@ -2,12 +2,13 @@
 
 use std::future::poll_fn;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::task::{Context, Poll};
 
 use impnet_core::{Instant, Stack, UdpError, UdpHandle};
 use impnet_sim::HostId;
 
+use super::ToSocketAddrs;
 use crate::world::{self, udp_error};
 
 /// A UDP socket of the current simulated host. Closed when dropped.
@@ -22,10 +23,7 @@ pub struct UdpSocket {
 impl UdpSocket {
     /// Bind to `addr` (an address of this host or 0.0.0.0; port 0 takes an ephemeral one).
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        let local = addr
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))?;
+        let local = addr.to_socket_addr()?;
         let (host, incarnation) = world::current_host()?;
         let (handle, local) = world::with_stack(host, incarnation, |stack, _, _| {
             let handle = stack.udp_bind(local)?;
@@ -47,10 +45,7 @@ impl UdpSocket {
 
     /// Send `data` as one datagram to `target`; waits while the stack has no room.
     pub async fn send_to(&self, data: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = target
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))?;
+        let target = target.to_socket_addr()?;
         poll_fn(|cx| self.poll_send_to(cx, data, target)).await
     }
 
