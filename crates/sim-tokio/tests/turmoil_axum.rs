@@ -172,6 +172,10 @@ fn example(seed: u64) -> (hyper::StatusCode, bytes::Bytes, u64) {
     let (status, body) = sim
         .run_until_complete(task, Duration::from_secs(10))
         .unwrap();
+    eprintln!(
+        "turmoil axum example on imp: {:?} virtual",
+        Duration::from_nanos(sim.now().as_nanos())
+    );
     (status, body, sim.trace_hash())
 }
 
