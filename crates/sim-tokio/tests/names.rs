@@ -68,8 +68,9 @@ fn names_resolve_to_the_hosts_first_address() {
         let no_port = UdpSocket::bind("client").await.unwrap_err().kind();
         (server, by_name, by_pair.unwrap(), unknown, no_port)
     });
-    let (server, by_name, by_pair, unknown, no_port) =
-        sim.run_until_complete(task, Duration::from_secs(10)).unwrap();
+    let (server, by_name, by_pair, unknown, no_port) = sim
+        .run_until_complete(task, Duration::from_secs(10))
+        .unwrap();
     assert_eq!(server, "10.0.1.2".parse::<IpAddr>().unwrap());
     assert_eq!(by_name, b"by name");
     assert_eq!(by_pair, "10.0.1.2:7".parse().unwrap());
@@ -87,7 +88,9 @@ fn elapsed_is_virtual_time_since_the_start() {
         tokio::time::sleep(Duration::from_secs(2)).await;
         (before, impnet_sim_tokio::elapsed().unwrap())
     });
-    let (before, after) = sim.run_until_complete(task, Duration::from_secs(10)).unwrap();
+    let (before, after) = sim
+        .run_until_complete(task, Duration::from_secs(10))
+        .unwrap();
     assert_eq!(before, Duration::from_secs(3));
     assert_eq!(after, Duration::from_secs(5));
 }
@@ -99,12 +102,16 @@ fn default_routes_survive_a_crash() {
     sim.run_for(Duration::from_millis(100)).unwrap();
     sim.restart(server);
     let task = sim.spawn(client, echo("server:7"));
-    let reply = sim.run_until_complete(task, Duration::from_secs(10)).unwrap();
+    let reply = sim
+        .run_until_complete(task, Duration::from_secs(10))
+        .unwrap();
     assert_eq!(reply.unwrap(), b"by name");
     // And the client's route after its own crash.
     sim.crash(client);
     sim.restart(client);
     let task = sim.spawn(client, echo("server:7"));
-    let reply = sim.run_until_complete(task, Duration::from_secs(20)).unwrap();
+    let reply = sim
+        .run_until_complete(task, Duration::from_secs(20))
+        .unwrap();
     assert_eq!(reply.unwrap(), b"by name");
 }

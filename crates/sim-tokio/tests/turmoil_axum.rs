@@ -73,6 +73,7 @@ impl Listener for SimListener {
 
     type Addr = SocketAddr;
 
+    #[expect(clippy::manual_async_fn, reason = "turmoil's example as written")]
     fn accept(&mut self) -> impl std::future::Future<Output = (Self::Io, Self::Addr)> + Send {
         async move { self.0.accept().await.unwrap() }
     }
@@ -195,12 +196,18 @@ fn axum_after_a_crash_and_a_partition() {
     let (mut sim, server, client, link) = setup(2);
     // A crashed server's stack refuses the connection; after its restart it answers.
     sim.crash(server);
-    let task = sim.spawn(client, async { greet("down").await.map_err(|e| e.to_string()) });
-    let refused = sim.run_until_complete(task, Duration::from_secs(10)).unwrap();
+    let task = sim.spawn(client, async {
+        greet("down").await.map_err(|e| e.to_string())
+    });
+    let refused = sim
+        .run_until_complete(task, Duration::from_secs(10))
+        .unwrap();
     assert!(refused.is_err(), "{refused:?}");
     sim.restart(server);
     let task = sim.spawn(client, async { greet("again").await.unwrap() });
-    let (_, body) = sim.run_until_complete(task, Duration::from_secs(20)).unwrap();
+    let (_, body) = sim
+        .run_until_complete(task, Duration::from_secs(20))
+        .unwrap();
     assert_eq!(&body[..], b"Hello again!");
     // A partition: the request times out (the client's own timeout, in virtual time);
     // after the heal the next one is answered.
@@ -210,9 +217,14 @@ fn axum_after_a_crash_and_a_partition() {
             .await
             .is_err()
     });
-    assert!(sim.run_until_complete(task, Duration::from_secs(60)).unwrap());
+    assert!(
+        sim.run_until_complete(task, Duration::from_secs(60))
+            .unwrap()
+    );
     sim.heal(link);
     let task = sim.spawn(client, async { greet("healed").await.unwrap() });
-    let (_, body) = sim.run_until_complete(task, Duration::from_secs(120)).unwrap();
+    let (_, body) = sim
+        .run_until_complete(task, Duration::from_secs(120))
+        .unwrap();
     assert_eq!(&body[..], b"Hello healed!");
 }

@@ -157,6 +157,7 @@ impl Cluster {
     }
 }
 
+#[expect(clippy::manual_async_fn, reason = "turmoil's example as written")]
 pub fn echo_client_cycle(
     cluster: Cluster,
     clients: usize,
@@ -193,6 +194,7 @@ fn elapsed() -> Duration {
     impnet_sim_tokio::elapsed().expect("inside a simulated host")
 }
 
+#[expect(clippy::manual_async_fn, reason = "turmoil's example as written")]
 pub fn machine_attrition(
     cluster: Cluster,
     duration: Duration,
