@@ -2,7 +2,7 @@
 
 use std::future::poll_fn;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::task::{Context, Poll};
 
 use impnet_core::{Instant, Stack, UdpError, UdpHandle};
@@ -41,6 +41,28 @@ impl UdpSocket {
     /// The address bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(self.local)
+    }
+
+    /// Take datagrams sent to the IPv4 multicast group `multiaddr` on the interface with
+    /// address `interface` (0.0.0.0: the one the route to the group leaves by); the
+    /// stack reports the membership with IGMP. Links are point to point: a datagram to
+    /// a group reaches the other end of the link it is sent on, and routers do not
+    /// forward it.
+    pub fn join_multicast_v4(&self, multiaddr: Ipv4Addr, interface: Ipv4Addr) -> io::Result<()> {
+        let handle = self.handle;
+        world::with_stack(self.host, self.incarnation, |stack, now, _| {
+            stack.udp_join_multicast_v4(now, handle, multiaddr, interface)
+        })?
+        .map_err(udp_error)
+    }
+
+    /// Leave a group joined with [`UdpSocket::join_multicast_v4`].
+    pub fn leave_multicast_v4(&self, multiaddr: Ipv4Addr, interface: Ipv4Addr) -> io::Result<()> {
+        let handle = self.handle;
+        world::with_stack(self.host, self.incarnation, |stack, now, _| {
+            stack.udp_leave_multicast_v4(now, handle, multiaddr, interface)
+        })?
+        .map_err(udp_error)
     }
 
     /// Send `data` as one datagram to `target`; waits while the stack has no room.
