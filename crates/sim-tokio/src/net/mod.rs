@@ -8,5 +8,5 @@ mod tcp;
 mod udp;
 
 pub use addr::{ToSocketAddrs, lookup};
-pub use tcp::{TcpListener, TcpStream};
+pub use tcp::{OwnedReadHalf, OwnedWriteHalf, ReuniteError, TcpListener, TcpStream};
 pub use udp::UdpSocket;
