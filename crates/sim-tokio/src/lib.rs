@@ -44,8 +44,8 @@
 //! ```
 //!
 //! A string address may name a simulated host (`TcpStream::connect("server:80")`,
-//! [`net::lookup`]). Not yet: IPv6 addresses on links, broadcast, multicast beyond one
-//! link (links are point to point, routers forward no multicast), a test attribute.
+//! [`net::lookup`]). Not yet: IPv6 addresses on links, broadcast and multicast beyond
+//! one link (links are point to point, routers forward neither), a test attribute.
 #![warn(missing_docs)]
 
 mod host;

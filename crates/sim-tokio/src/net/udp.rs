@@ -3,6 +3,7 @@
 use std::future::poll_fn;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use impnet_core::{Instant, Stack, UdpError, UdpHandle};
@@ -18,6 +19,8 @@ pub struct UdpSocket {
     incarnation: u64,
     handle: UdpHandle,
     local: SocketAddr,
+    /// `SO_BROADCAST`: may send to 255.255.255.255.
+    broadcast: AtomicBool,
 }
 
 impl UdpSocket {
@@ -35,12 +38,27 @@ impl UdpSocket {
             incarnation,
             handle,
             local,
+            broadcast: AtomicBool::new(false),
         })
     }
 
     /// The address bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(self.local)
+    }
+
+    /// Allow (true) sending to the limited broadcast address 255.255.255.255
+    /// (`SO_BROADCAST`); without it such a send fails with `PermissionDenied`, as on
+    /// Linux. The datagram reaches the other end of the link it leaves by (links are
+    /// point to point; routers do not forward it).
+    pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
+        self.broadcast.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether [`UdpSocket::set_broadcast`] allowed broadcasts.
+    pub fn broadcast(&self) -> io::Result<bool> {
+        Ok(self.broadcast.load(Ordering::Relaxed))
     }
 
     /// Take datagrams sent to the IPv4 multicast group `multiaddr` on the interface with
@@ -78,6 +96,12 @@ impl UdpSocket {
         data: &[u8],
         target: SocketAddr,
     ) -> Poll<io::Result<usize>> {
+        if target.ip() == Ipv4Addr::BROADCAST && !self.broadcast.load(Ordering::Relaxed) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "sending to 255.255.255.255 needs set_broadcast(true)",
+            )));
+        }
         let handle = self.handle;
         self.poll(cx, true, |stack, now| {
             match stack.udp_send_to(now, handle, target, data) {
