@@ -43,7 +43,9 @@
 //! assert_eq!(&reply, b"hello");
 //! ```
 //!
-//! Not yet: name resolution, IPv6 addresses on links, a test attribute.
+//! A string address may name a simulated host (`TcpStream::connect("server:80")`,
+//! [`net::lookup`]). Not yet: IPv6 addresses on links, broadcast and multicast beyond
+//! one link (links are point to point, routers forward neither), a test attribute.
 #![warn(missing_docs)]
 
 mod host;
@@ -53,3 +55,9 @@ mod world;
 
 pub use impnet_sim::{HostId, LinkId};
 pub use sim::{Sim, SimError, Task};
+
+/// Virtual time since the simulation began, as the current simulated host's task sees
+/// it (turmoil's `elapsed`); None outside a simulated host's tasks.
+pub fn elapsed() -> Option<std::time::Duration> {
+    world::elapsed()
+}

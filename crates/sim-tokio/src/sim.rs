@@ -82,6 +82,12 @@ impl<T> Task<T> {
     pub fn host(&self) -> HostId {
         self.host
     }
+
+    /// The task has finished (or was dropped with its crashed host): for a driver that
+    /// runs the simulation in steps and stops when its clients are done.
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
 }
 
 /// A host as the driver keeps it.
@@ -148,6 +154,40 @@ impl Sim {
     /// captures, the frame observer. Do not hold it across a run.
     pub fn net(&self) -> RefMut<'_, impnet_sim::Sim> {
         RefMut::map(self.world.borrow_mut(), |w| &mut w.net)
+    }
+
+    /// The host named `name` ([`Sim::host`], [`Sim::router`]).
+    pub fn host_named(&self, name: &str) -> Option<HostId> {
+        let world = self.world.borrow();
+        (0..world.net.host_count())
+            .map(HostId)
+            .find(|&h| world.net.host_name(h) == name)
+    }
+
+    /// The address [`crate::net::lookup`] gives for `name` in the host's tasks: the
+    /// address of the host's first link.
+    pub fn lookup(&self, name: &str) -> Option<std::net::IpAddr> {
+        self.world.borrow().address_of(name)
+    }
+
+    /// Give `host` a default route through the other end of `link` (a host joined to
+    /// a router by `link` reaches every other host behind that router). Kept across
+    /// the host's crashes.
+    ///
+    /// # Panics
+    /// If `host` is not an end of `link`.
+    pub fn default_route(&mut self, host: HostId, link: LinkId) {
+        let mut world = self.world.borrow_mut();
+        let net = &mut world.net;
+        let ends = net.link_ends(link);
+        let (peer, _) = if ends[0].0 == host { ends[1] } else { ends[0] };
+        let iface = net
+            .iface_on(host, link)
+            .expect("Sim::default_route: the host is not an end of the link");
+        let gateway = net
+            .address_on(peer, link)
+            .expect("every end of a link has an address");
+        net.host_mut(host).routes_mut().add_default(gateway, iface);
     }
 
     /// Add a host with a default stack; it runs tasks.
@@ -280,7 +320,10 @@ impl Sim {
         state.tcp.clear();
         state.udp.clear();
         let incarnation = state.incarnation;
+        // The fresh stack keeps the routes the test gave the host (a default route).
+        let routes = world.net.host(host).routes().clone();
         world.net.reset_host(host, config, incarnation);
+        *world.net.host_mut(host).routes_mut() = routes;
     }
 
     /// Start a crashed host again: a new runtime (its clock at the current time) runs

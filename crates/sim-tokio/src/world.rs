@@ -80,6 +80,17 @@ impl HostState {
 }
 
 impl World {
+    /// The address of the host named `name`: that of its first link (None for an
+    /// unknown name or a host without links).
+    pub(crate) fn address_of(&self, name: &str) -> Option<std::net::IpAddr> {
+        let host = (0..self.net.host_count())
+            .map(HostId)
+            .find(|&h| self.net.host_name(h) == name)?;
+        (0..self.net.link_count())
+            .find_map(|link| self.net.address_on(host, impnet_sim::LinkId(link)))
+            .map(Into::into)
+    }
+
     /// Drain `host`'s stack events into the wakers they concern; after the network
     /// moved (`stepped`), also the tasks waiting for room to send UDP (not after a
     /// socket call, where a refused sender would wake itself forever).
@@ -130,6 +141,20 @@ fn outside() -> io::Error {
         "impnet-sim-tokio sockets work only inside a simulated host's tasks \
          (Sim::spawn or Sim::software)",
     )
+}
+
+/// [`World::address_of`] in the running simulation (fails outside one).
+pub(crate) fn lookup(name: &str) -> io::Result<Option<std::net::IpAddr>> {
+    let (world, _) = CURRENT.with(|c| c.borrow().clone()).ok_or_else(outside)?;
+    let address = world.borrow().address_of(name);
+    Ok(address)
+}
+
+/// Virtual time since the simulation began, inside a simulated host's tasks.
+pub(crate) fn elapsed() -> Option<std::time::Duration> {
+    let (world, _) = CURRENT.with(|c| c.borrow().clone())?;
+    let nanos = world.borrow().net.now().as_nanos();
+    Some(std::time::Duration::from_nanos(nanos))
 }
 
 /// Call into `host`'s stack at the current virtual time, then wake the tasks its events

@@ -3,8 +3,9 @@
 
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use impnet_core::tcp::{TcpError, TcpHandle, TcpInfo, TcpState};
@@ -12,6 +13,7 @@ use impnet_core::{Instant, Stack};
 use impnet_sim::HostId;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::ToSocketAddrs;
 use crate::world::{self, HostState, tcp_error};
 
 /// Connections a listener queues before further SYNs are dropped.
@@ -79,9 +81,7 @@ fn register(state: &mut HostState, handle: TcpHandle, write: bool, waker: &Waker
 }
 
 fn resolve(addr: impl ToSocketAddrs) -> io::Result<SocketAddr> {
-    addr.to_socket_addrs()?
-        .next()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))
+    addr.to_socket_addr()
 }
 
 /// A listening TCP socket of the current simulated host. Closed when dropped.
@@ -253,14 +253,10 @@ fn connect_outcome(
     }
 }
 
-impl AsyncRead for TcpStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let handle = self.socket.handle;
-        self.socket.poll(cx, false, |stack, now| {
+impl Socket {
+    fn poll_read(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let handle = self.handle;
+        self.poll(cx, false, |stack, now| {
             // Zero only as much of the buffer as there is to read (at least one byte,
             // so an empty read is never mistaken for the end of the stream).
             let ready = stack.tcp_readable(handle).max(1);
@@ -275,16 +271,10 @@ impl AsyncRead for TcpStream {
             }
         })
     }
-}
 
-impl AsyncWrite for TcpStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let handle = self.socket.handle;
-        self.socket.poll(cx, true, |stack, now| {
+    fn poll_write(&self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let handle = self.handle;
+        self.poll(cx, true, |stack, now| {
             match stack.tcp_send(now, handle, data) {
                 Ok(n) => Some(Ok(n)),
                 Err(TcpError::WouldBlock) => None,
@@ -294,18 +284,56 @@ impl AsyncWrite for TcpStream {
     }
 
     fn poll_write_vectored(
-        self: Pin<&mut Self>,
+        &self,
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let handle = self.socket.handle;
-        self.socket.poll(cx, true, |stack, now| {
+        let handle = self.handle;
+        self.poll(cx, true, |stack, now| {
             match stack.tcp_send_vectored(now, handle, bufs.iter().map(|b| &**b)) {
                 Ok(n) => Some(Ok(n)),
                 Err(TcpError::WouldBlock) => None,
                 Err(e) => Some(Err(tcp_error(e))),
             }
         })
+    }
+
+    /// Send our FIN.
+    fn shutdown(&self) -> io::Result<()> {
+        let handle = self.handle;
+        match self.call(|stack, now| stack.tcp_shutdown(now, handle)) {
+            // A connection that has already ended has nothing left to shut down.
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            other => other,
+        }
+    }
+}
+
+impl AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.socket.poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.socket.poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.socket.poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -318,17 +346,146 @@ impl AsyncWrite for TcpStream {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let handle = self.socket.handle;
-        Poll::Ready(
-            match self
-                .socket
-                .call(|stack, now| stack.tcp_shutdown(now, handle))
-            {
-                // A connection that has already ended has nothing left to shut down.
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
-                other => other,
+        Poll::Ready(self.socket.shutdown())
+    }
+}
+
+impl TcpStream {
+    /// Split the connection into a reading and a writing half that can move into
+    /// different tasks (tokio's `into_split`). Dropping the write half sends our FIN;
+    /// the connection closes when both halves are gone.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let stream = Arc::new(self);
+        (
+            OwnedReadHalf {
+                stream: Arc::clone(&stream),
+            },
+            OwnedWriteHalf {
+                stream,
+                shutdown_on_drop: true,
             },
         )
+    }
+}
+
+/// The reading half of a [`TcpStream`] ([`TcpStream::into_split`]).
+#[derive(Debug)]
+pub struct OwnedReadHalf {
+    stream: Arc<TcpStream>,
+}
+
+/// The writing half of a [`TcpStream`] ([`TcpStream::into_split`]): sends our FIN when
+/// dropped or shut down.
+#[derive(Debug)]
+pub struct OwnedWriteHalf {
+    stream: Arc<TcpStream>,
+    shutdown_on_drop: bool,
+}
+
+/// The halves given to [`OwnedReadHalf::reunite`] came from different streams.
+#[derive(Debug)]
+pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+impl std::fmt::Display for ReuniteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("tried to reunite halves that are not from the same socket")
+    }
+}
+
+impl std::error::Error for ReuniteError {}
+
+impl OwnedReadHalf {
+    /// The stream again, from both of its halves.
+    pub fn reunite(self, other: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
+        if !Arc::ptr_eq(&self.stream, &other.stream) {
+            return Err(ReuniteError(self, other));
+        }
+        let mut other = other;
+        other.shutdown_on_drop = false;
+        let stream = Arc::clone(&other.stream);
+        drop((self, other));
+        Ok(Arc::into_inner(stream).expect("both halves were dropped"))
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.peer_addr()
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
+}
+
+impl OwnedWriteHalf {
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.peer_addr()
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
+}
+
+impl AsyncRead for OwnedReadHalf {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.stream.socket.poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for OwnedWriteHalf {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.stream.socket.poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.stream.socket.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = self.stream.socket.shutdown();
+        if result.is_ok() {
+            self.shutdown_on_drop = false;
+        }
+        Poll::Ready(result)
+    }
+}
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        if self.shutdown_on_drop {
+            let handle = self.stream.socket.handle;
+            world::on_drop(
+                self.stream.socket.host,
+                self.stream.socket.incarnation,
+                |stack, now, _| {
+                    let _ = stack.tcp_shutdown(now, handle);
+                },
+            );
+        }
     }
 }
 

@@ -2,12 +2,14 @@
 
 use std::future::poll_fn;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use impnet_core::{Instant, Stack, UdpError, UdpHandle};
 use impnet_sim::HostId;
 
+use super::ToSocketAddrs;
 use crate::world::{self, udp_error};
 
 /// A UDP socket of the current simulated host. Closed when dropped.
@@ -17,15 +19,14 @@ pub struct UdpSocket {
     incarnation: u64,
     handle: UdpHandle,
     local: SocketAddr,
+    /// `SO_BROADCAST`: may send to 255.255.255.255.
+    broadcast: AtomicBool,
 }
 
 impl UdpSocket {
     /// Bind to `addr` (an address of this host or 0.0.0.0; port 0 takes an ephemeral one).
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        let local = addr
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))?;
+        let local = addr.to_socket_addr()?;
         let (host, incarnation) = world::current_host()?;
         let (handle, local) = world::with_stack(host, incarnation, |stack, _, _| {
             let handle = stack.udp_bind(local)?;
@@ -37,6 +38,7 @@ impl UdpSocket {
             incarnation,
             handle,
             local,
+            broadcast: AtomicBool::new(false),
         })
     }
 
@@ -45,12 +47,45 @@ impl UdpSocket {
         Ok(self.local)
     }
 
+    /// Allow (true) sending to the limited broadcast address 255.255.255.255
+    /// (`SO_BROADCAST`); without it such a send fails with `PermissionDenied`, as on
+    /// Linux. The datagram reaches the other end of the link it leaves by (links are
+    /// point to point; routers do not forward it).
+    pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
+        self.broadcast.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether [`UdpSocket::set_broadcast`] allowed broadcasts.
+    pub fn broadcast(&self) -> io::Result<bool> {
+        Ok(self.broadcast.load(Ordering::Relaxed))
+    }
+
+    /// Take datagrams sent to the IPv4 multicast group `multiaddr` on the interface with
+    /// address `interface` (0.0.0.0: the one the route to the group leaves by); the
+    /// stack reports the membership with IGMP. Links are point to point: a datagram to
+    /// a group reaches the other end of the link it is sent on, and routers do not
+    /// forward it.
+    pub fn join_multicast_v4(&self, multiaddr: Ipv4Addr, interface: Ipv4Addr) -> io::Result<()> {
+        let handle = self.handle;
+        world::with_stack(self.host, self.incarnation, |stack, now, _| {
+            stack.udp_join_multicast_v4(now, handle, multiaddr, interface)
+        })?
+        .map_err(udp_error)
+    }
+
+    /// Leave a group joined with [`UdpSocket::join_multicast_v4`].
+    pub fn leave_multicast_v4(&self, multiaddr: Ipv4Addr, interface: Ipv4Addr) -> io::Result<()> {
+        let handle = self.handle;
+        world::with_stack(self.host, self.incarnation, |stack, now, _| {
+            stack.udp_leave_multicast_v4(now, handle, multiaddr, interface)
+        })?
+        .map_err(udp_error)
+    }
+
     /// Send `data` as one datagram to `target`; waits while the stack has no room.
     pub async fn send_to(&self, data: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = target
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address given"))?;
+        let target = target.to_socket_addr()?;
         poll_fn(|cx| self.poll_send_to(cx, data, target)).await
     }
 
@@ -61,6 +96,12 @@ impl UdpSocket {
         data: &[u8],
         target: SocketAddr,
     ) -> Poll<io::Result<usize>> {
+        if target.ip() == Ipv4Addr::BROADCAST && !self.broadcast.load(Ordering::Relaxed) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "sending to 255.255.255.255 needs set_broadcast(true)",
+            )));
+        }
         let handle = self.handle;
         self.poll(cx, true, |stack, now| {
             match stack.udp_send_to(now, handle, target, data) {
