@@ -2921,6 +2921,10 @@ fn stale_handles_are_rejected() {
 #[path = "tests_push.rs"]
 mod push;
 
+/// The switches old TCPs are modelled with (`legacy.rs`).
+#[path = "tests_legacy.rs"]
+mod legacy;
+
 /// cwnd growth: not while unused, slow start on stretch ACKs, CUBIC's ssthresh.
 #[path = "tests_cwnd.rs"]
 mod cwnd;

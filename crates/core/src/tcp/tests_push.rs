@@ -95,7 +95,7 @@ fn sent_at(tcp: &mut Tcp, t: u64) -> Vec<(usize, bool)> {
 }
 
 /// An ACK from the peer of our first `acked` bytes, offering `window`.
-fn peer_ack(snd: u32, acked: u32, window: u16) -> Repr<'static> {
+pub(super) fn peer_ack(snd: u32, acked: u32, window: u16) -> Repr<'static> {
     Repr {
         seq: RISS + 1,
         ack: snd + acked,
