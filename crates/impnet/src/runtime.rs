@@ -183,6 +183,10 @@ pub(crate) struct State {
     async_drivers: usize,
     /// The device waiter was sent a wake-up it has not consumed yet.
     device_waiter_woken: bool,
+    /// Programs' event loops asleep in the kernel with the devices' descriptor among
+    /// theirs ([`Runtime::event_loop_enter`]): the loop thread leaves the devices to
+    /// them, as to async drivers.
+    event_loops: usize,
 }
 
 /// The shared half of a runtime that sockets keep alive.
@@ -546,10 +550,32 @@ impl Shared {
         self.wake_loop();
     }
 
+    /// An event loop goes to sleep watching the devices: take in what they hold (the
+    /// sockets' readiness then is current), and leave them to it until
+    /// [`Shared::event_loop_leave`].
+    fn event_loop_enter(&self) -> io::Result<()> {
+        let mut state = self.lock();
+        if state.stopped {
+            return Err(stopped(&state));
+        }
+        state.event_loops += 1;
+        let now = self.now();
+        self.receive_as_caller(&mut state, now);
+        self.flush_and_wake(&mut state, now);
+        Ok(())
+    }
+
+    /// The event loop woke: the loop thread watches the devices again after
+    /// [`RECEIVERS_GRACE`] (the program is usually back in its wait by then).
+    fn event_loop_leave(&self) {
+        let mut state = self.lock();
+        state.event_loops -= 1;
+        state.receivers_seen = Some(self.now());
+    }
+
     /// Take in what the devices hold, for an async driver on its executor's thread
     /// (the tasks it wakes are then woken from their own thread). True if a device may
     /// hold more; `NotConnected` once the runtime stopped.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn drive(&self) -> io::Result<bool> {
         let mut state = self.lock();
         if state.stopped {
@@ -750,7 +776,7 @@ impl State {
         if self.running_receivers > 0 {
             return Some(now + RECEIVERS_GRACE);
         }
-        if self.async_drivers > 0 {
+        if self.async_drivers > 0 || self.event_loops > 0 {
             return Some(now + ASYNC_DRIVER_RECHECK);
         }
         self.receivers_seen
@@ -891,6 +917,7 @@ impl Runtime {
                 device_waiter: false,
                 device_waiter_woken: false,
                 async_drivers: 0,
+                event_loops: 0,
             }),
             ready: Condvar::new(),
             waker,
@@ -912,6 +939,40 @@ impl Runtime {
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// For a program's own event loop that waits in the kernel (epoll, poll) on
+    /// descriptors that stand for imp sockets, as the `LD_PRELOAD` library does: a
+    /// descriptor that is readable when a device has a frame, for the loop to wait on
+    /// beside its own; then [`Runtime::event_loop_poll`] takes the frames in on the
+    /// program's thread, not on the runtime's (a frame then costs one thread switch
+    /// fewer). `None` when a device has no descriptor: the runtime's thread keeps them.
+    /// Pair each sleep with [`Runtime::event_loop_enter`] and
+    /// [`Runtime::event_loop_leave`].
+    pub fn event_loop_fd(&self) -> Option<RawFd> {
+        let state = self.shared.lock();
+        (state.callers_poll && !state.stopped).then(|| self.shared.callers.0.as_raw_fd())
+    }
+
+    /// Before the event loop sleeps with [`Runtime::event_loop_fd`] among its
+    /// descriptors: takes in what the devices hold (the sockets' readiness is then
+    /// current: look at it before sleeping), and leaves the devices to the loop while
+    /// it sleeps. Fails once the runtime stopped.
+    pub fn event_loop_enter(&self) -> io::Result<()> {
+        self.shared.event_loop_enter()
+    }
+
+    /// After the event loop woke (whatever woke it): the runtime's thread watches the
+    /// devices again unless the loop is back within a millisecond.
+    pub fn event_loop_leave(&self) {
+        self.shared.event_loop_leave();
+    }
+
+    /// [`Runtime::event_loop_fd`] was readable: take in what the devices hold, on
+    /// this thread.
+    pub fn event_loop_poll(&self) -> io::Result<()> {
+        while self.shared.drive()? {}
+        Ok(())
     }
 
     /// Add an interface to the stack, served by `device` (its file descriptor, if any,

@@ -8,13 +8,15 @@
 //! (`EPOLLET`) is reported when the socket was woken since the last look (or was just
 //! added or modified); `EPOLLONESHOT` disarms the interest until `EPOLL_CTL_MOD`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use libc::{c_int, epoll_event};
+
+use impnet::Runtime;
 
 use crate::real::real;
 use crate::socket::unsupported;
@@ -24,6 +26,9 @@ use crate::table;
 /// low 32 bits.
 const TAG: u64 = 0x696d_7065_0000_0000;
 const TAG_MASK: u64 = 0xffff_ffff_0000_0000;
+/// The kernel-side data of the runtime's device descriptor
+/// ([`Runtime::event_loop_fd`]) in an instance: no socket's (no descriptor is -1).
+const DEVICES: u64 = TAG | 0xffff_ffff;
 
 /// One imp socket's interest in one epoll instance.
 #[derive(Debug, Clone, Copy)]
@@ -40,8 +45,19 @@ struct Interest {
 
 /// Imp sockets in epoll instances; 0 lets `epoll_wait` go straight to the kernel.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Some instance holds the runtime's device descriptor (`close` then looks).
+static WATCHING_ANY: AtomicBool = AtomicBool::new(false);
 /// epoll descriptor -> imp descriptor -> interest.
 static INTERESTS: Mutex<BTreeMap<c_int, BTreeMap<c_int, Interest>>> = Mutex::new(BTreeMap::new());
+
+/// The epoll instances that hold the runtime's device descriptor.
+static WATCHING: Mutex<BTreeSet<c_int>> = Mutex::new(BTreeSet::new());
+
+fn watching() -> MutexGuard<'static, BTreeSet<c_int>> {
+    WATCHING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn interests() -> MutexGuard<'static, BTreeMap<c_int, BTreeMap<c_int, Interest>>> {
     INTERESTS
@@ -51,6 +67,9 @@ fn interests() -> MutexGuard<'static, BTreeMap<c_int, BTreeMap<c_int, Interest>>
 
 /// `fd` is closing: out of every instance (and, if it is an instance, its list).
 pub(crate) fn forget(fd: c_int) {
+    if WATCHING_ANY.load(Ordering::Acquire) {
+        watching().remove(&fd);
+    }
     if COUNT.load(Ordering::Acquire) == 0 {
         return;
     }
@@ -189,7 +208,42 @@ fn imp_events(epfd: c_int, room: usize) -> Vec<epoll_event> {
     out
 }
 
+/// The runtime, when `epfd` holds (now) its device descriptor, so that a frame wakes
+/// the program's thread in `epoll_wait` and is taken in there (see
+/// [`Runtime::event_loop_fd`]); `None` leaves the devices to the runtime's thread.
+fn event_loop(epfd: c_int) -> Option<&'static Runtime> {
+    let rt = crate::imp().ok().flatten()?;
+    let devices = rt.event_loop_fd()?;
+    let mut watching = watching();
+    if !watching.contains(&epfd) {
+        let mut kernel = epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: DEVICES,
+        };
+        // SAFETY: a live event; the descriptor is the runtime's, open while it runs.
+        let rc = unsafe {
+            real!(epoll_ctl: fn(c_int, c_int, c_int, *mut epoll_event) -> c_int)(
+                epfd,
+                libc::EPOLL_CTL_ADD,
+                devices,
+                &mut kernel,
+            )
+        };
+        if rc < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+            return None;
+        }
+        watching.insert(epfd);
+        WATCHING_ANY.store(true, Ordering::Release);
+    }
+    Some(rt)
+}
+
 /// `epoll_wait` on an instance that holds imp sockets.
+///
+/// When the instance holds the runtime's device descriptor too, the call takes in
+/// the frames that woke it itself, and before it sleeps, what the devices hold: a
+/// request then reaches the program in one wake-up, not two (device to runtime
+/// thread, runtime thread to program).
 fn wait(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int) -> io::Result<c_int> {
     let room = usize::try_from(max)
         .ok()
@@ -198,9 +252,21 @@ fn wait(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int) -> io
     let deadline = u64::try_from(timeout)
         .ok()
         .map(|ms| Instant::now() + Duration::from_millis(ms));
+    let driver = event_loop(epfd);
     let mut kernel = vec![epoll_event { events: 0, u64: 0 }; room];
     loop {
         let mut out = imp_events(epfd, room);
+        let mut entered = None;
+        if out.is_empty()
+            && let Some(rt) = driver
+            && rt.event_loop_enter().is_ok()
+        {
+            entered = Some(rt);
+            out = imp_events(epfd, room);
+        }
+        // The imp events are looked at again after the frames the wait took in only if
+        // there were none (a level-triggered socket must not be reported twice).
+        let imp_found = !out.is_empty();
         let wait_ms = if out.is_empty() {
             deadline.map_or(-1, |d| {
                 c_int::try_from(d.saturating_duration_since(Instant::now()).as_millis())
@@ -219,13 +285,33 @@ fn wait(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int) -> io
                 wait_ms,
             )
         };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
+        let failed = (n < 0).then(io::Error::last_os_error);
+        if let Some(rt) = entered {
+            rt.event_loop_leave();
         }
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        let mut frames = false;
         for event in &kernel[..n as usize] {
             let data = event.u64;
-            if data & TAG_MASK != TAG && out.len() < room {
-                out.push(*event);
+            if data == DEVICES {
+                frames = true;
+            } else if data & TAG_MASK != TAG {
+                if out.len() < room {
+                    out.push(*event);
+                }
+            } else if let Some(socket) = table::get((data & !TAG_MASK) as u32 as c_int) {
+                // Its eventfd is readable: empty it, or it would wake every wait; the
+                // wake-up counts for edge-triggered interest.
+                socket.drain_all();
+                socket.mark_woken();
+            }
+        }
+        if frames && let Some(rt) = driver {
+            let _ = rt.event_loop_poll();
+            if !imp_found && out.len() < room {
+                out.extend(imp_events(epfd, room - out.len()));
             }
         }
         if !out.is_empty() || wait_ms == 0 {

@@ -30,7 +30,7 @@ fn poll_mixed(
         for ((entry, k), sock) in fds.iter_mut().zip(kernel.iter_mut()).zip(socks) {
             match sock {
                 Some(s) => {
-                    let _ = s.drain();
+                    let _ = s.drain_all();
                     entry.revents = s.revents(entry.events);
                     ready += c_int::from(entry.revents != 0);
                     *k = pollfd {

@@ -24,8 +24,17 @@ use tokio::io::AsyncWrite;
 const RECHECK: Duration = Duration::from_millis(50);
 
 /// The eventfd behind a socket's descriptor; waking writes to it.
+///
+/// `pending` spares the system calls: a wake-up writes to the eventfd only when none
+/// is pending, and [`Socket::drain`] reads it only when one is. Both drains read
+/// before they clear `pending`, so a wake-up between the two finds `pending` set, does
+/// not write, and is seen by the look at the socket that follows the drain; a count
+/// left in the eventfd with `pending` clear (a wake-up that wrote while a drain ran)
+/// only makes the descriptor readable once more, and the kernel's report of it is
+/// answered with [`Socket::drain_all`].
 pub(crate) struct Notify {
     fd: OwnedFd,
+    pending: AtomicBool,
 }
 
 impl Wake for Notify {
@@ -34,6 +43,9 @@ impl Wake for Notify {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        if self.pending.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let one: u64 = 1;
         // A direct system call: `write` is this library's own, and the descriptor is in
         // its table. A full counter (EAGAIN) is still a wake-up.
@@ -106,6 +118,9 @@ pub(crate) struct Socket {
     /// Reads, writes and accepts the program made: edge-triggered epoll reports a
     /// socket again after any (see `epoll.rs`).
     ops: AtomicU64,
+    /// A wake-up taken by [`Socket::drain_all`] for epoll that its next
+    /// [`Socket::drain`] reports.
+    woken: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -141,6 +156,7 @@ impl Socket {
         // SAFETY: `fd` was just opened and nothing else owns it.
         let notify = Arc::new(Notify {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            pending: AtomicBool::new(false),
         });
         Ok(Socket {
             waker: Waker::from(Arc::clone(&notify)),
@@ -149,6 +165,7 @@ impl Socket {
             domain,
             nonblocking: AtomicBool::new(nonblocking),
             ops: AtomicU64::new(0),
+            woken: AtomicBool::new(false),
             state: Mutex::new(State {
                 conn,
                 bound: None,
@@ -184,9 +201,33 @@ impl Socket {
         self.nonblocking.store(on, Ordering::Relaxed);
     }
 
-    /// Empty the eventfd's counter (before looking at the socket, so a wake-up that
-    /// comes after the look is kept); whether there was a wake-up in it.
+    /// Take the pending wake-up, if any (before looking at the socket, so a wake-up
+    /// that comes after the look is kept): no system call when there is none.
     pub fn drain(&self) -> bool {
+        let woken = self.woken.swap(false, Ordering::SeqCst);
+        if !self.notify.pending.load(Ordering::SeqCst) {
+            return woken;
+        }
+        self.drain_all();
+        true
+    }
+
+    /// Keep a wake-up [`Socket::drain_all`] took for the next [`Socket::drain`].
+    pub fn mark_woken(&self) {
+        self.woken.store(true, Ordering::SeqCst);
+    }
+
+    /// Empty the eventfd's counter and take the pending wake-up: for a descriptor the
+    /// kernel reported readable, and before a blocking call sleeps on it. Whether the
+    /// counter held a wake-up.
+    pub fn drain_all(&self) -> bool {
+        let read = self.read_eventfd();
+        self.notify.pending.store(false, Ordering::SeqCst);
+        read
+    }
+
+    /// Read (and so empty) the eventfd's counter; whether it held a wake-up.
+    fn read_eventfd(&self) -> bool {
         let mut count: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 from a non-blocking eventfd we own.
         let read = unsafe {
@@ -225,7 +266,11 @@ impl Socket {
         let mut cx = Context::from_waker(&self.waker);
         self.ops.fetch_add(1, Ordering::Relaxed);
         loop {
-            let _ = self.drain();
+            if nonblocking {
+                let _ = self.drain();
+            } else {
+                let _ = self.drain_all();
+            }
             let result = {
                 let mut state = self.lock();
                 state.advance(&mut cx);
