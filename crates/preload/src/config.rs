@@ -9,7 +9,7 @@
 //! | `IMP_GW` | the IPv4 default gateway | none (only the local subnet) |
 //! | `IMP_MTU` | the device's MTU | the device's own |
 //! | `IMP_MAC` | imp's Ethernet address on a TAP, `02:69:6d:70:00:02` | that one |
-//! | `IMP_KERNEL_UDP` | `1`: UDP and other non-TCP inet sockets go to the kernel | refused |
+//! | `IMP_KERNEL_UDP` | `1`: UDP and other non-TCP inet sockets go to the kernel | imp's UDP; others refused |
 //!
 //! With neither `IMP_TAP` nor `IMP_TUN` set the library stays out of the way: every
 //! call goes to the kernel (one line on stderr says so at the first socket).

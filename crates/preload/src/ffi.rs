@@ -265,11 +265,17 @@ fn skip<'a>(bufs: &'a mut [&mut [u8]], mut n: usize) -> Vec<&'a mut [u8]> {
 
 /// A send on an imp socket with `send`'s flags; `EPIPE` raises `SIGPIPE` unless
 /// `MSG_NOSIGNAL`, as the kernel does.
-fn do_send(socket: &Socket, call: &str, bufs: &[IoSlice<'_>], flags: c_int) -> io::Result<isize> {
+fn do_send(
+    socket: &Socket,
+    call: &str,
+    bufs: &[IoSlice<'_>],
+    to: Option<SocketAddr>,
+    flags: c_int,
+) -> io::Result<isize> {
     if flags & !SEND_FLAGS != 0 {
         return Err(unsupported(&format!("{call} with flags {flags:#x}")));
     }
-    let result = socket.send(bufs, flags & libc::MSG_DONTWAIT != 0);
+    let result = socket.send(bufs, to, flags & libc::MSG_DONTWAIT != 0);
     if let Err(e) = &result
         && code_of(e) == libc::EPIPE
         && flags & libc::MSG_NOSIGNAL == 0
@@ -293,9 +299,21 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
     }
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
     let tcp = base == libc::SOCK_STREAM && (protocol == 0 || protocol == libc::IPPROTO_TCP);
+    let udp = base == libc::SOCK_DGRAM && (protocol == 0 || protocol == libc::IPPROTO_UDP);
     if !tcp {
         if crate::config::kernel_udp() {
             return kernel();
+        }
+        if udp {
+            return guard_int("socket", || {
+                let Some(rt) = crate::imp()? else {
+                    return Ok(kernel() as isize);
+                };
+                let nonblocking = ty & libc::SOCK_NONBLOCK != 0;
+                let cloexec = ty & libc::SOCK_CLOEXEC != 0;
+                let socket = Socket::new_datagram(rt, domain, nonblocking, cloexec)?;
+                Ok(table::insert(Arc::new(socket)) as isize)
+            });
         }
         return guard_int("socket", || match crate::imp()? {
             None => Ok(kernel() as isize),
@@ -327,7 +345,7 @@ fn refuse_once(ty: c_int) {
         said.push(ty);
         drop(said);
         crate::say(&format!(
-            "socket type {ty} is not covered yet (only TCP); refused with EPROTONOSUPPORT \
+            "socket type {ty} is not covered yet (only TCP and UDP); refused with EPROTONOSUPPORT \
              (IMP_KERNEL_UDP=1 leaves such sockets to the kernel)"
         ));
     }
@@ -511,7 +529,7 @@ pub unsafe extern "C" fn recvfrom(
     let r = on_imp(fd, "recvfrom", |s| {
         // SAFETY: the caller's buffer.
         let n = do_recv(s, "recvfrom", &mut [unsafe { buf_mut(buf, len) }], flags)?;
-        if let Ok(peer) = s.peer_addr() {
+        if let Ok(peer) = s.source() {
             // SAFETY: the caller's pointers.
             unsafe { write_addr(peer, s.domain, addr, addrlen) };
         }
@@ -560,7 +578,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
         // SAFETY: the caller's iovecs.
         let mut bufs = unsafe { iov_mut(m.msg_iov, m.msg_iovlen) };
         let n = do_recv(s, "recvmsg", &mut bufs, flags)?;
-        if let Ok(peer) = s.peer_addr() {
+        if let Ok(peer) = s.source() {
             // SAFETY: the caller's name buffer and its length.
             unsafe { write_addr(peer, s.domain, m.msg_name.cast(), &mut m.msg_namelen) };
         } else {
@@ -587,6 +605,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> 
             s,
             "write",
             &[IoSlice::new(unsafe { buf_ref(buf, count) })],
+            None,
             0,
         )
     });
@@ -602,7 +621,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> s
     let r = on_imp(fd, "writev", |s| {
         // SAFETY: the caller's iovecs.
         let bufs = unsafe { iov_ref(iov, usize::try_from(count).unwrap_or(0)) };
-        do_send(s, "writev", &bufs, 0)
+        do_send(s, "writev", &bufs, None, 0)
     });
     r.unwrap_or_else(|| unsafe {
         real!(writev: fn(c_int, *const iovec, c_int) -> ssize_t)(fd, iov, count)
@@ -619,6 +638,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, len: size_t, flags:
             s,
             "send",
             &[IoSlice::new(unsafe { buf_ref(buf, len) })],
+            None,
             flags,
         )
     });
@@ -639,10 +659,14 @@ pub unsafe extern "C" fn sendto(
     addrlen: socklen_t,
 ) -> ssize_t {
     let r = on_imp(fd, "sendto", |s| {
+        let mut to = None;
         if !addr.is_null() {
-            // Linux: a connected stream socket ignores the address; an unconnected
-            // one cannot send (TCP Fast Open's MSG_FASTOPEN is not covered).
-            if s.peer_addr().is_err() {
+            if s.datagram {
+                // SAFETY: the caller's address, as sendto(2) takes it.
+                to = Some(unsafe { read_addr(addr, addrlen) }?);
+            } else if s.peer_addr().is_err() {
+                // Linux: a connected stream socket ignores the address; an unconnected
+                // one cannot send (TCP Fast Open's MSG_FASTOPEN is not covered).
                 return Err(errno(libc::ENOTCONN));
             }
         }
@@ -651,6 +675,7 @@ pub unsafe extern "C" fn sendto(
             s,
             "sendto",
             &[IoSlice::new(unsafe { buf_ref(buf, len) })],
+            to,
             flags,
         )
     });
@@ -674,9 +699,15 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) ->
         if m.msg_controllen != 0 {
             return Err(unsupported("sendmsg with control messages"));
         }
+        let to = if s.datagram && !m.msg_name.is_null() {
+            // SAFETY: the caller's name and its length.
+            Some(unsafe { read_addr(m.msg_name.cast(), m.msg_namelen) }?)
+        } else {
+            None
+        };
         // SAFETY: the caller's iovecs.
         let bufs = unsafe { iov_ref(m.msg_iov, m.msg_iovlen) };
-        do_send(s, "sendmsg", &bufs, flags)
+        do_send(s, "sendmsg", &bufs, to, flags)
     });
     r.unwrap_or_else(|| unsafe {
         real!(sendmsg: fn(c_int, *const msghdr, c_int) -> ssize_t)(fd, msg, flags)
@@ -713,7 +744,7 @@ pub unsafe extern "C" fn sendfile(
             return Err(io::Error::last_os_error());
         }
         let n = n as usize;
-        let sent = do_send(s, "sendfile", &[IoSlice::new(&buf[..n])], 0)?;
+        let sent = do_send(s, "sendfile", &[IoSlice::new(&buf[..n])], None, 0)?;
         // SAFETY: the caller's offset; the file position when there is none.
         unsafe {
             if offset.is_null() {

@@ -17,9 +17,9 @@
 //! A call the library does not cover on an imp socket fails with `EOPNOTSUPP` and one
 //! line on stderr naming it; it never reaches the kernel with an imp descriptor.
 //! `poll`, `select` and epoll (level- and edge-triggered) wait on imp sockets and
-//! kernel descriptors together. Not covered yet: `dup`, UDP (refused, or the
-//! kernel's with `IMP_KERNEL_UDP=1`), imp's DNS resolver (`getaddrinfo` stays the C
-//! library's, which resolves over UDP: use addresses or `/etc/hosts`), and `fork`: a
+//! kernel descriptors together. UDP sockets are imp's too (the kernel's with
+//! `IMP_KERNEL_UDP=1`). Not covered yet: `dup`, imp's DNS resolver (`getaddrinfo`
+//! stays the C library's, which resolves over imp's UDP), and `fork`: a
 //! child's imp sockets fail (the runtime's thread is not copied into it), said on
 //! stderr. If imp cannot start (no such TAP, no permission, the TAP busy) the first
 //! socket says why on stderr and fails with `ENETDOWN`.
@@ -29,6 +29,7 @@
 #![allow(unsafe_code)]
 
 mod config;
+mod datagram;
 mod epoll;
 mod ffi;
 mod poll;

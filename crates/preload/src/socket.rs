@@ -15,9 +15,11 @@ use std::time::Duration;
 
 use impnet::Runtime;
 use impnet::core::tcp::SocketOption;
-use impnet::tokio::{TcpListener, TcpStream};
+use impnet::tokio::{TcpListener, TcpStream, UdpSocket};
 use libc::c_int;
 use tokio::io::AsyncWrite;
+
+use crate::datagram::Datagrams;
 
 /// How long a blocking call sleeps before it looks again without a wake-up: a guard
 /// against a wake-up another thread drained from the same eventfd.
@@ -76,6 +78,8 @@ pub(crate) enum Conn {
     Listening(TcpListener),
     /// A connect failed; its error waits in [`State::error`] for `SO_ERROR`.
     Failed,
+    /// A UDP socket, bound (by `bind`, or at its first `connect` or `sendto`).
+    Datagram(Datagrams),
 }
 
 /// Options the program set, applied to the connection when there is one.
@@ -105,15 +109,19 @@ pub(crate) struct State {
     /// `shutdown(SHUT_RD)` was called: reads return 0.
     pub read_shut: bool,
     pub options: Options,
+    /// The source of the last datagram received (`recvfrom`, `recvmsg`).
+    pub source: Option<SocketAddr>,
 }
 
-/// An imp TCP socket.
+/// An imp TCP or UDP socket.
 pub(crate) struct Socket {
     notify: Arc<Notify>,
     waker: Waker,
     rt: &'static Runtime,
     /// `AF_INET` or `AF_INET6`: how addresses are written back.
     pub domain: c_int,
+    /// A UDP socket (`SOCK_DGRAM`), else TCP.
+    pub datagram: bool,
     nonblocking: AtomicBool,
     /// Reads, writes and accepts the program made: edge-triggered epoll reports a
     /// socket again after any (see `epoll.rs`).
@@ -163,6 +171,7 @@ impl Socket {
             notify,
             rt,
             domain,
+            datagram: false,
             nonblocking: AtomicBool::new(nonblocking),
             ops: AtomicU64::new(0),
             woken: AtomicBool::new(false),
@@ -173,8 +182,43 @@ impl Socket {
                 accepted: VecDeque::new(),
                 read_shut: false,
                 options: Options::default(),
+                source: None,
             }),
         })
+    }
+
+    /// A UDP socket (unbound until `bind`, `connect` or `sendto`).
+    pub fn new_datagram(
+        rt: &'static Runtime,
+        domain: c_int,
+        nonblocking: bool,
+        cloexec: bool,
+    ) -> io::Result<Socket> {
+        let mut socket = Socket::new(rt, domain, Conn::Fresh, nonblocking, cloexec)?;
+        socket.datagram = true;
+        Ok(socket)
+    }
+
+    /// A UDP socket's state, bound first (to the wildcard address, a port of imp's
+    /// choosing) if it is not yet.
+    fn bound_datagrams<'a>(&self, state: &'a mut State) -> io::Result<&'a mut Datagrams> {
+        if matches!(state.conn, Conn::Fresh) {
+            let local = unspecified(self.domain);
+            state.conn = Conn::Datagram(Datagrams::new(UdpSocket::bind(self.rt, local)?));
+            state.bound = Some(local);
+        }
+        match &mut state.conn {
+            Conn::Datagram(datagrams) => Ok(datagrams),
+            _ => Err(errno(libc::EINVAL)),
+        }
+    }
+
+    /// The source to report for the last receive: the datagram's, or the peer's.
+    pub fn source(&self) -> io::Result<SocketAddr> {
+        if self.datagram {
+            return self.lock().source.ok_or_else(|| errno(libc::ENOTCONN));
+        }
+        self.peer_addr()
     }
 
     /// The descriptor the program holds.
@@ -289,6 +333,10 @@ impl Socket {
     pub fn revents(&self, want: i16) -> i16 {
         let mut cx = Context::from_waker(&self.waker);
         let mut state = self.lock();
+        if self.datagram && matches!(state.conn, Conn::Fresh) {
+            // Linux: an unbound UDP socket is writable, nothing more.
+            return want & libc::POLLOUT;
+        }
         state.advance(&mut cx);
         let read = want & (libc::POLLIN | libc::POLLRDNORM) != 0;
         let write = want & (libc::POLLOUT | libc::POLLWRNORM) != 0;
@@ -298,13 +346,17 @@ impl Socket {
 
     /// `connect`: starts imp's connect; `EINPROGRESS` when non-blocking and not done.
     pub fn connect(&self, remote: SocketAddr) -> io::Result<()> {
+        if self.datagram {
+            let mut state = self.lock();
+            return self.bound_datagrams(&mut state)?.socket.connect(remote);
+        }
         {
             let mut state = self.lock();
             match state.conn {
                 Conn::Fresh | Conn::Failed => {}
                 Conn::Connecting(_) => return Err(errno(libc::EALREADY)),
                 Conn::Connected(_) => return Err(errno(libc::EISCONN)),
-                Conn::Listening(_) => return Err(errno(libc::EINVAL)),
+                Conn::Listening(_) | Conn::Datagram(_) => return Err(errno(libc::EINVAL)),
             }
             if state.bound.is_some_and(|b| b.port() != 0) {
                 return Err(unsupported("connect from a bound port"));
@@ -332,6 +384,10 @@ impl Socket {
         let mut state = self.lock();
         if state.bound.is_some() || !matches!(state.conn, Conn::Fresh) {
             return Err(errno(libc::EINVAL));
+        }
+        if self.datagram {
+            let socket = UdpSocket::bind(self.rt, local)?;
+            state.conn = Conn::Datagram(Datagrams::new(socket));
         }
         state.bound = Some(local);
         Ok(())
@@ -399,7 +455,14 @@ impl Socket {
             if state.read_shut {
                 return Poll::Ready(Ok(0));
             }
-            match &state.conn {
+            match &mut state.conn {
+                Conn::Datagram(datagrams) => {
+                    let got = datagrams.poll_recv(cx, bufs, peek);
+                    got.map_ok(|(n, source)| {
+                        state.source = Some(source);
+                        n
+                    })
+                }
                 Conn::Connected(stream) => {
                     let mut copied = 0;
                     let polled = stream.poll_recv_with(cx, |data| {
@@ -414,12 +477,24 @@ impl Socket {
         })
     }
 
-    /// `send` of `bufs` in order (one call into the stack); `dontwait` for this call.
-    pub fn send(&self, bufs: &[IoSlice<'_>], dontwait: bool) -> io::Result<usize> {
+    /// `send` of `bufs` in order (one call into the stack; one datagram on a UDP
+    /// socket, to `to` or its peer); `dontwait` for this call.
+    pub fn send(
+        &self,
+        bufs: &[IoSlice<'_>],
+        to: Option<SocketAddr>,
+        dontwait: bool,
+    ) -> io::Result<usize> {
+        let nonblocking = dontwait || self.nonblocking();
+        if self.datagram {
+            return self.wait(nonblocking, |state, cx| match self.bound_datagrams(state) {
+                Ok(datagrams) => datagrams.poll_send(cx, bufs, to),
+                Err(e) => Poll::Ready(Err(e)),
+            });
+        }
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
-        let nonblocking = dontwait || self.nonblocking();
         self.wait(nonblocking, |state, cx| match &mut state.conn {
             Conn::Connected(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
             Conn::Connecting(_) => Poll::Pending,
@@ -452,6 +527,17 @@ impl Socket {
         match &state.conn {
             Conn::Connected(stream) => stream.local_addr(),
             Conn::Listening(listener) => listener.local_addr(),
+            Conn::Datagram(datagrams) => {
+                let local = datagrams.socket.local_addr()?;
+                // Connected from the wildcard: the address the route leaves from.
+                let routed = match datagrams.socket.peer_addr() {
+                    Ok(peer) if local.ip().is_unspecified() => self
+                        .rt
+                        .with_stack(|stack, now| stack.source_address_for(now, peer.ip())),
+                    _ => None,
+                };
+                Ok(routed.map_or(local, |ip| SocketAddr::new(ip, local.port())))
+            }
             _ => Ok(state.bound.unwrap_or_else(|| unspecified(self.domain))),
         }
     }
@@ -460,6 +546,7 @@ impl Socket {
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         match &self.lock().conn {
             Conn::Connected(stream) => stream.peer_addr(),
+            Conn::Datagram(datagrams) => datagrams.socket.peer_addr(),
             _ => Err(errno(libc::ENOTCONN)),
         }
     }
@@ -584,9 +671,27 @@ impl State {
     /// The poll events that hold, looking at reading and writing as asked.
     fn events(&mut self, cx: &mut Context<'_>, read: bool, write: bool) -> i16 {
         let all = libc::POLLIN | libc::POLLOUT | libc::POLLERR | libc::POLLHUP;
-        match &self.conn {
-            // Linux: an unconnected TCP socket is writable and hung up.
+        match &mut self.conn {
+            // Linux: an unconnected TCP socket is writable and hung up (an unbound UDP
+            // socket is not: `Socket::revents` says it is writable).
             Conn::Fresh => libc::POLLOUT | libc::POLLHUP,
+            Conn::Datagram(datagrams) => {
+                let mut events = 0;
+                if read {
+                    match datagrams.poll_readable(cx) {
+                        Poll::Ready(Ok(())) => events |= libc::POLLIN,
+                        Poll::Ready(Err(e)) => {
+                            self.error = Some(e);
+                            events |= libc::POLLIN | libc::POLLERR;
+                        }
+                        Poll::Pending => {}
+                    }
+                }
+                if write && datagrams.socket.poll_send_ready(cx).is_ready() {
+                    events |= libc::POLLOUT;
+                }
+                events
+            }
             Conn::Connecting(_) => 0,
             Conn::Failed => all,
             Conn::Listening(listener) => {
@@ -639,7 +744,7 @@ impl State {
 }
 
 /// Copy `data` into `bufs` in order; how much fit.
-fn scatter(data: &[u8], bufs: &mut [&mut [u8]]) -> usize {
+pub(crate) fn scatter(data: &[u8], bufs: &mut [&mut [u8]]) -> usize {
     let mut copied = 0;
     for buf in bufs.iter_mut() {
         let rest = &data[copied..];

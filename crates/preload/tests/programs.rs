@@ -470,3 +470,70 @@ fn iperf3_on_imp_sends_and_receives_against_the_kernel() {
         );
     }
 }
+
+/// A UDP client on imp (Python's socket module) against a UDP echo server on the
+/// kernel that answers each datagram reversed: unconnected `sendto`/`recvfrom` with
+/// the source reported, datagrams larger than the MTU (fragmented and reassembled),
+/// `select` readiness, and a connected socket's `send`/`recv` and `getsockname`. A
+/// datagram unanswered within 0.5 s is sent again (the first waits for ARP), and
+/// replies to earlier copies are skipped.
+#[test]
+fn udp_on_imp_exchanges_datagrams_with_the_kernel() {
+    let Some(ns) = Namespace::new(8, &["python3"]) else {
+        return;
+    };
+    let kernel = ns.kernel_addr();
+    let echo = format!(
+        "import socket\n\
+         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         s.bind(('{kernel}', 7007))\n\
+         while True:\n    d, a = s.recvfrom(65535)\n    s.sendto(d[::-1], a)\n"
+    );
+    let mut server = ns.command("python3", &["-c", &echo]);
+    server.stdout(Stdio::null()).stderr(Stdio::null());
+    let _server = Guard(server.spawn().expect("spawn the echo server"));
+    let client = format!(
+        "import socket, select, sys\n\
+         server = ('{kernel}', 7007)\n\
+         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         s.settimeout(0.5)\n\
+         for size in (1, 1400, 3000):\n\
+         \x20   data = bytes((i * 7 + size) % 251 for i in range(size))\n\
+         \x20   got = None\n\
+         \x20   for attempt in range(20):\n\
+         \x20       s.sendto(data, server)\n\
+         \x20       try:\n\
+         \x20           while got != data[::-1]:\n\
+         \x20               got, source = s.recvfrom(65535)\n\
+         \x20           break\n\
+         \x20       except socket.timeout:\n\
+         \x20           continue\n\
+         \x20   assert got == data[::-1], (size, got and len(got))\n\
+         \x20   assert source == server, source\n\
+         \x20   print('unconnected', size, 'ok')\n\
+         c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         c.connect(server)\n\
+         c.setblocking(False)\n\
+         c.send(b'imp over udp')\n\
+         r, _, _ = select.select([c], [], [], 5)\n\
+         assert r == [c], 'no reply within 5 s'\n\
+         assert c.recv(100) == b'pdu revo pmi'\n\
+         print('connected ok', c.getsockname()[0])\n"
+    );
+    let out = ns
+        .on_imp("python3", &["-c", &client])
+        .output()
+        .expect("run the client");
+    assert!(out.status.success(), "UDP client on imp: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for size in [1, 1400, 3000] {
+        assert!(
+            stdout.contains(&format!("unconnected {size} ok")),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains(&format!("connected ok {}", ns.imp_addr())),
+        "{stdout}"
+    );
+}

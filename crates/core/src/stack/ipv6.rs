@@ -279,6 +279,19 @@ impl Stack {
         }
     }
 
+    /// The source address a packet to `dst` leaves from (the route's interface's
+    /// address, as Linux picks it for an unbound socket's `getsockname` after
+    /// `connect`); `None` when no route leads there.
+    pub fn source_address_for(&self, now: Instant, dst: IpAddr) -> Option<IpAddr> {
+        match dst {
+            IpAddr::V4(dst) => self.route_output(dst, None).ok().map(|r| IpAddr::V4(r.src)),
+            IpAddr::V6(dst) => self
+                .route_output6(now, dst, None)
+                .ok()
+                .map(|r| IpAddr::V6(r.src)),
+        }
+    }
+
     /// The route to `dst`, from `src` when given (it must be ours and usable).
     pub(crate) fn route_output6(
         &self,
