@@ -280,7 +280,10 @@ fn run_seeds(args: &SimArgs, scenario: &Scenario, range: seeds::SeedRange) -> Re
         let path = dir.join("summary.json");
         std::fs::write(&path, format!("{json}\n"))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        let which = ["--seeds".to_string(), format!("{}..{}", range.first, range.last)];
+        let which = [
+            "--seeds".to_string(),
+            format!("{}..{}", range.first, range.last),
+        ];
         let command = replay_words(args, &which, dir);
         let description = summary.runs.first().map_or("", |r| r.description.as_str());
         let html = page::sweep_page(
@@ -383,7 +386,10 @@ fn tables(r: &Report) -> String {
     write_keystroke(&mut o, &of_kind("keystroke"));
     write_ping(&mut o, &of_kind("ping"));
     if let Some(index) = r.fairness {
-        put!(o, "\nJain's fairness index over the bulk flows' goodput: {index:.4}");
+        put!(
+            o,
+            "\nJain's fairness index over the bulk flows' goodput: {index:.4}"
+        );
     }
     write_cpus(&mut o, r);
     write_ladder(&mut o, r);
@@ -399,14 +405,19 @@ fn write_cpus(o: &mut String, r: &Report) {
         return;
     }
     put!(o);
-    put!(o, 
+    put!(
+        o,
         "{:<24} {:>12} {:>12} {:>16}",
-        "cpu (flow)", "sender busy", "recv busy", "no rx buffer"
+        "cpu (flow)",
+        "sender busy",
+        "recv busy",
+        "no rx buffer"
     );
     for f in flows {
         let Some(c) = &f.cpu else { continue };
         let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}%"));
-        put!(o, 
+        put!(
+            o,
             "{:<24} {:>12} {:>12} {:>16}",
             f.name,
             pct(c.sender_busy_pct),
@@ -422,12 +433,17 @@ fn write_ladder(o: &mut String, r: &Report) {
         return;
     }
     put!(o);
-    put!(o, 
+    put!(
+        o,
         "{:<68} {:>10} {:>10} {:>8}",
-        "ladder", "seed Mb/s", "imp Mb/s", "of seed"
+        "ladder",
+        "seed Mb/s",
+        "imp Mb/s",
+        "of seed"
     );
     for rung in &r.ladder {
-        put!(o, 
+        put!(
+            o,
             "{:<68} {:>10} {:>10.2} {:>8}",
             rung.step,
             rung.seed_mbit.map_or("-".to_string(), |v| format!("{v}")),
@@ -445,7 +461,8 @@ fn write_routers(o: &mut String, r: &Report) {
         return;
     }
     put!(o);
-    put!(o, 
+    put!(
+        o,
         "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
         "router interface",
         "rx",
@@ -466,7 +483,8 @@ fn write_routers(o: &mut String, r: &Report) {
                 continue;
             }
             let d = &i.drops;
-            put!(o, 
+            put!(
+                o,
                 "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
                 format!("{} -> {} ({})", router.name, i.peer, i.link),
                 i.rx_frames,
@@ -489,7 +507,8 @@ fn write_routers(o: &mut String, r: &Report) {
 fn write_bulk(o: &mut String, bulk: &[&FlowReport]) {
     if !bulk.is_empty() {
         put!(o);
-        put!(o, 
+        put!(
+            o,
             "{:<22} {:>12} {:>10} {:>15} {:>11} {:>7} {:>7} {:>7} {:>22}",
             "bulk flow",
             "bytes",
@@ -502,7 +521,8 @@ fn write_bulk(o: &mut String, bulk: &[&FlowReport]) {
             "rtt min/avg/max ms"
         );
         for f in bulk {
-            put!(o, 
+            put!(
+                o,
                 "{:<22} {:>12} {:>10} {:>15} {:>11.1} {:>6.1}% {:>6.1}% {:>7} {:>22}{}",
                 f.name,
                 f.bytes,
@@ -529,12 +549,18 @@ fn write_keystroke(o: &mut String, flows: &[&FlowReport]) {
         return;
     }
     put!(o);
-    put!(o, 
+    put!(
+        o,
         "{:<22} {:>10} {:>10} {:>18} {:>26}",
-        "keystroke", "echoed", "time (s)", "frames/keystroke", "echo min/avg/max ms"
+        "keystroke",
+        "echoed",
+        "time (s)",
+        "frames/keystroke",
+        "echo min/avg/max ms"
     );
     for f in flows {
-        put!(o, 
+        put!(
+            o,
             "{:<22} {:>10} {:>10} {:>18.2} {:>26}",
             f.name,
             f.transactions.unwrap_or(0),
@@ -548,7 +574,8 @@ fn write_keystroke(o: &mut String, flows: &[&FlowReport]) {
 fn write_rr(o: &mut String, rr: &[&FlowReport]) {
     if !rr.is_empty() {
         put!(o);
-        put!(o, 
+        put!(
+            o,
             "{:<22} {:>12} {:>10} {:>12} {:>12} {:>7} {:>7} {:>26}",
             "request/response",
             "transactions",
@@ -562,7 +589,8 @@ fn write_rr(o: &mut String, rr: &[&FlowReport]) {
         for f in rr {
             let tps = f.transactions_per_s.unwrap_or(0.0);
             let bound = f.transactions_bound_per_s.unwrap_or(0.0);
-            put!(o, 
+            put!(
+                o,
                 "{:<22} {:>12} {:>10} {:>12.2} {:>12.2} {:>6.1}% {:>7} {:>26}",
                 f.name,
                 f.transactions.unwrap_or(0),
@@ -585,12 +613,17 @@ fn write_rr(o: &mut String, rr: &[&FlowReport]) {
 fn write_ping(o: &mut String, ping: &[&FlowReport]) {
     if !ping.is_empty() {
         put!(o);
-        put!(o, 
+        put!(
+            o,
             "{:<22} {:>8} {:>8} {:>26}",
-            "ping", "sent", "received", "rtt min/avg/max ms"
+            "ping",
+            "sent",
+            "received",
+            "rtt min/avg/max ms"
         );
         for f in ping {
-            put!(o, 
+            put!(
+                o,
                 "{:<22} {:>8} {:>8} {:>26}",
                 f.name,
                 f.pings_sent.unwrap_or(0),
@@ -604,13 +637,20 @@ fn write_ping(o: &mut String, ping: &[&FlowReport]) {
 /// Each link direction's counters.
 fn write_links(o: &mut String, r: &Report) {
     put!(o);
-    put!(o, 
+    put!(
+        o,
         "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",
-        "link direction", "frames", "lost", "queue drop", "delivered", "bytes"
+        "link direction",
+        "frames",
+        "lost",
+        "queue drop",
+        "delivered",
+        "bytes"
     );
     for l in &r.links {
         for d in &l.directions {
-            put!(o, 
+            put!(
+                o,
                 "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",
                 format!("{} from {}", l.name, d.from),
                 d.submitted,

@@ -81,9 +81,16 @@ fn check_text(dir: &Path, needles: &[&str]) -> usize {
     );
     assert_eq!(html.matches("<img class=\"plot\"").count(), plots);
     for needle in needles {
-        assert!(html.contains(needle), "{needle:?} missing from {}", dir.display());
+        assert!(
+            html.contains(needle),
+            "{needle:?} missing from {}",
+            dir.display()
+        );
     }
-    assert!(!html.contains("<script>document.title"), "unescaped description");
+    assert!(
+        !html.contains("<script>document.title"),
+        "unescaped description"
+    );
     assert!(!html.contains("src=\"http") && !html.contains("src=\"//"));
     plots
 }
@@ -166,16 +173,35 @@ fn index_html_renders_every_plot_without_errors() {
     imp(&["sim", file, "--out", &path(&run)]);
     imp(&["sim", file, "--seeds", "1..3", "--out", &path(&sweep)]);
     for shard in ["1/2", "2/2"] {
-        imp(&["sim", file, "--seeds", "1..3", "--shard", shard, "--out", &path(&shards)]);
+        imp(&[
+            "sim",
+            file,
+            "--seeds",
+            "1..3",
+            "--shard",
+            shard,
+            "--out",
+            &path(&shards),
+        ]);
     }
     imp(&["sim", "merge", &path(&shards), "--out", &path(&merged)]);
     let pages = [
-        (&run, check_text(&run, &["--seed 5", "verdict", "bulk-tsg.svg", "ab.pcap"])),
-        (&sweep, check_text(&sweep, &["--seeds 1..3", "goodput Mbit/s", "std"])),
-        (&merged, check_text(&merged, &["imp sim merge", "goodput Mbit/s"])),
+        (
+            &run,
+            check_text(&run, &["--seed 5", "verdict", "bulk-tsg.svg", "ab.pcap"]),
+        ),
+        (
+            &sweep,
+            check_text(&sweep, &["--seeds 1..3", "goodput Mbit/s", "std"]),
+        ),
+        (
+            &merged,
+            check_text(&merged, &["imp sim merge", "goodput Mbit/s"]),
+        ),
     ];
     let Some(browser) = chromium() else {
-        let why = "chromium is not installed (Debian: chromium): the pages were checked as text only";
+        let why =
+            "chromium is not installed (Debian: chromium): the pages were checked as text only";
         assert!(
             std::env::var_os("IMP_REQUIRE_CHROMIUM").is_none(),
             "IMP_REQUIRE_CHROMIUM is set, so this test may not skip: {why}"

@@ -83,8 +83,7 @@ pub fn shell_words(args: &[String]) -> String {
 
 /// Standard base64 (RFC 4648 §4, with padding).
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let b = [
@@ -186,7 +185,10 @@ impl Page {
                     .split('|')
                     .map(|c| c.trim().to_string())
                     .collect();
-                if cells.iter().all(|c| !c.is_empty() && c.chars().all(|ch| ch == '-' || ch == ':')) {
+                if cells
+                    .iter()
+                    .all(|c| !c.is_empty() && c.chars().all(|ch| ch == '-' || ch == ':'))
+                {
                     head_rows = table.len();
                 } else {
                     table.push(cells);
@@ -218,7 +220,11 @@ impl Page {
             let tag = if i < *head_rows { "th" } else { "td" };
             self.body.push_str("<tr>");
             for cell in row {
-                let class = if tag == "td" && numeric(cell) { " class=\"n\"" } else { "" };
+                let class = if tag == "td" && numeric(cell) {
+                    " class=\"n\""
+                } else {
+                    ""
+                };
                 let _ = write!(self.body, "<{tag}{class}>{}</{tag}>", inline(cell));
             }
             self.body.push_str("</tr>\n");
@@ -268,11 +274,6 @@ impl Page {
         self.body.push_str("</ul>\n");
     }
 
-    /// How many plots the page embeds so far.
-    pub fn plots(&self) -> usize {
-        self.plots
-    }
-
     /// The whole document.
     pub fn finish(self) -> String {
         format!(
@@ -319,8 +320,13 @@ mod tests {
         // The page's own script is the only one.
         assert_eq!(html.matches("<script>").count(), 1, "{html}");
         assert!(!html.contains("alert('x')"), "{html}");
-        assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"));
-        assert!(html.contains("href=\"%3Cscript%3Ealert%28%27x%27%29"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;")
+        );
+        assert!(
+            html.contains("href=\"%3Cscript%3Ealert%28%27x%27%29"),
+            "{html}"
+        );
     }
 
     #[test]
@@ -340,7 +346,14 @@ mod tests {
 
     #[test]
     fn shell_words_read_back_as_given() {
-        let words = ["imp", "sim", "my file.toml", "--set", "flow[a'b].bytes=1M", ""];
+        let words = [
+            "imp",
+            "sim",
+            "my file.toml",
+            "--set",
+            "flow[a'b].bytes=1M",
+            "",
+        ];
         let line = shell_words(&words.map(String::from));
         assert_eq!(
             line,
@@ -354,7 +367,10 @@ mod tests {
         page.markdown("| a | b |\n|---|---|\n| x `y` | 1.5 |\n\nsome\ntext `z`\n");
         let html = page.finish();
         assert!(html.contains("<tr><th>a</th><th>b</th></tr>"), "{html}");
-        assert!(html.contains("<td>x <code>y</code></td><td class=\"n\">1.5</td>"), "{html}");
+        assert!(
+            html.contains("<td>x <code>y</code></td><td class=\"n\">1.5</td>"),
+            "{html}"
+        );
         assert!(html.contains("<p>some text <code>z</code></p>"), "{html}");
     }
 
@@ -370,15 +386,23 @@ mod tests {
         page.plot(&svg).unwrap();
         page.plot(&png).unwrap();
         assert!(page.plot(&dir.join("d.txt")).is_err());
-        assert_eq!(page.plots(), 2);
         let html = page.finish();
         assert!(html.contains("data-plots=\"2\""), "{html}");
         let coded = base64(b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
         assert!(html.contains(&format!("src=\"data:image/svg+xml;base64,{coded}\"")));
-        assert!(html.contains("src=\"data:image/png;base64,iVBORw==\""), "{html}");
-        assert!(html.contains("<figcaption>a&lt;b&gt;.svg</figcaption>"), "{html}");
+        assert!(
+            html.contains("src=\"data:image/png;base64,iVBORw==\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("<figcaption>a&lt;b&gt;.svg</figcaption>"),
+            "{html}"
+        );
         // Nothing on the page comes from elsewhere.
-        assert!(!html.contains("http:") && !html.contains("https:"), "{html}");
+        assert!(
+            !html.contains("http:") && !html.contains("https:"),
+            "{html}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 }

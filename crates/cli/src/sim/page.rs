@@ -170,7 +170,7 @@ pub fn sweep_page(
     page.paragraphs(notes);
     replay(&mut page, "the same figures", command);
     page.heading(2, "Statistics over the seeds");
-    let mut rows = Vec::new();
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for flow in &summary.flows {
         for (name, head, _) in seeds::FIGURES {
             let Some(s) = flow.figures.get(name) else {
