@@ -106,15 +106,21 @@ pub fn validate(args: &SimArgs) -> Result<(), String> {
         return Err("--jobs 0: give at least 1 thread".into());
     }
     if let Some(out) = &args.out {
-        if out.as_os_str().is_empty() {
-            return Err("--out is empty: give a directory".into());
-        }
-        if out.exists() && !out.is_dir() {
-            return Err(format!(
-                "--out {}: exists and is not a directory",
-                out.display()
-            ));
-        }
+        check_out("--out", out)?;
+    }
+    Ok(())
+}
+
+/// An error if `out`, the directory of `option`, is empty or a file.
+fn check_out(option: &str, out: &std::path::Path) -> Result<(), String> {
+    if out.as_os_str().is_empty() {
+        return Err(format!("{option} is empty: give a directory"));
+    }
+    if out.exists() && !out.is_dir() {
+        return Err(format!(
+            "{option} {}: exists and is not a directory",
+            out.display()
+        ));
     }
     Ok(())
 }

@@ -179,15 +179,7 @@ pub fn validate(args: &MergeArgs) -> Result<(), String> {
         return Err("merge: a DIR is empty: give shard directories or files".into());
     }
     if let Some(out) = &args.out {
-        if out.as_os_str().is_empty() {
-            return Err("merge --out is empty: give a directory".into());
-        }
-        if out.exists() && !out.is_dir() {
-            return Err(format!(
-                "merge --out {}: exists and is not a directory",
-                out.display()
-            ));
-        }
+        super::check_out("merge --out", out)?;
     }
     Ok(())
 }
