@@ -4,8 +4,12 @@
 //! changes a key of the file; `--seeds A..B` runs it once per seed, in parallel, and
 //! reports the spread of each flow's figures (`seeds.rs`); with `--shard I/N` it runs
 //! one slice of those seeds for a sweep over many machines, and `imp sim merge DIR...`
-//! joins the slices (`sweep.rs`).
+//! joins the slices (`sweep.rs`). With `--out DIR`, a run or a sweep also writes
+//! `DIR/index.html`, a self-contained report to open in a browser (`page.rs`, built
+//! with `html.rs`).
 
+mod html;
+mod page;
 mod seeds;
 mod sweep;
 
@@ -19,6 +23,17 @@ use impnet_sim::plot;
 use impnet_sim::scenario::{Override, Scenario};
 use impnet_sim::seed_tables;
 
+/// `println!` into a `String` (which cannot fail).
+macro_rules! put {
+    ($out:expr) => {
+        $out.push('\n')
+    };
+    ($out:expr, $($arg:tt)*) => {{
+        $out.push_str(&format!($($arg)*));
+        $out.push('\n');
+    }};
+}
+
 /// Options of `imp sim`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -29,7 +44,8 @@ pub struct SimArgs {
     /// The scenario file (TOML; see scenarios/README.md).
     #[arg(required = true)]
     pub file: Option<PathBuf>,
-    /// Write pcaps, summary.json and plots (SVG and PNG) into this directory.
+    /// Write pcaps, summary.json, plots (SVG and PNG) and index.html (a report to open in
+    /// a browser) into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Override the scenario's seed.
@@ -37,7 +53,8 @@ pub struct SimArgs {
     pub seed: Option<u64>,
     /// Run the scenario once per seed from A to B (both included, e.g. 1..10), in
     /// parallel on every core, and report min, max, mean and std of each flow's
-    /// figures (with --out: summary.json only, no pcaps or plots).
+    /// figures (with --out: summary.json, a plot per figure across the seeds and
+    /// index.html; no pcaps).
     #[arg(long, value_name = "A..B", value_parser = seeds::parse_seeds,
           conflicts_with_all = ["seed", "markdown"])]
     pub seeds: Option<seeds::SeedRange>,
@@ -59,7 +76,7 @@ pub struct SimArgs {
     /// Print the JSON summary on stdout instead of the tables.
     #[arg(long)]
     pub json: bool,
-    /// Skip the plots (pcaps and the summary are still written with --out).
+    /// Skip the plots (pcaps, the summary and index.html are still written with --out).
     #[arg(long)]
     pub no_plots: bool,
     /// Print the seed scenario's tables for scenarios/seeds/README.md (Markdown)
@@ -89,15 +106,21 @@ pub fn validate(args: &SimArgs) -> Result<(), String> {
         return Err("--jobs 0: give at least 1 thread".into());
     }
     if let Some(out) = &args.out {
-        if out.as_os_str().is_empty() {
-            return Err("--out is empty: give a directory".into());
-        }
-        if out.exists() && !out.is_dir() {
-            return Err(format!(
-                "--out {}: exists and is not a directory",
-                out.display()
-            ));
-        }
+        check_out("--out", out)?;
+    }
+    Ok(())
+}
+
+/// An error if `out`, the directory of `option`, is empty or a file.
+fn check_out(option: &str, out: &std::path::Path) -> Result<(), String> {
+    if out.as_os_str().is_empty() {
+        return Err(format!("{option} is empty: give a directory"));
+    }
+    if out.exists() && !out.is_dir() {
+        return Err(format!(
+            "{option} {}: exists and is not a directory",
+            out.display()
+        ));
     }
     Ok(())
 }
@@ -166,20 +189,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     }
     let json = serde_json::to_string_pretty(&outcome.report).expect("the report serialises");
     if let Some(dir) = &args.out {
-        let path = dir.join("summary.json");
-        std::fs::write(&path, format!("{json}\n"))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        if !args.no_plots {
-            let named: Vec<(&str, &impnet_sim::trace::FlowTrace)> = outcome
-                .report
-                .flows
-                .iter()
-                .map(|f| f.name.as_str())
-                .zip(&outcome.traces)
-                .collect();
-            plot::write_flow_plots(dir, &named)?;
-            plot::write_queue_plots(dir, &outcome.queues)?;
-        }
+        write_out(args, dir, &outcome, &json)?;
     }
     if args.json {
         println!("{json}");
@@ -209,6 +219,56 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     }
 }
 
+/// `--out DIR` of one run: summary.json, the plots (unless `--no-plots`) and
+/// index.html (the pcaps are written by the run).
+fn write_out(
+    args: &SimArgs,
+    dir: &std::path::Path,
+    outcome: &experiment::Outcome,
+    json: &str,
+) -> Result<(), String> {
+    let path = dir.join("summary.json");
+    std::fs::write(&path, format!("{json}\n"))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let mut plots = Vec::new();
+    if !args.no_plots {
+        let named: Vec<(&str, &impnet_sim::trace::FlowTrace)> = outcome
+            .report
+            .flows
+            .iter()
+            .map(|f| f.name.as_str())
+            .zip(&outcome.traces)
+            .collect();
+        plots.extend(plot::write_flow_plots(dir, &named)?);
+        plots.extend(plot::write_queue_plots(dir, &outcome.queues)?);
+    }
+    let report = &outcome.report;
+    let seed = ["--seed".to_string(), report.seed.to_string()];
+    let command = replay_words(args, &seed, dir);
+    let html = page::run_page(report, &tables(report), &command, dir, &plots)?;
+    page::write(dir, &html)?;
+    Ok(())
+}
+
+/// The words of the `imp sim` command that replays this one: the file, `which` (the
+/// seed or the seeds), every `--set`, `--no-plots` if given and `--out DIR`.
+fn replay_words(args: &SimArgs, which: &[String], dir: &std::path::Path) -> Vec<String> {
+    let mut words = vec![
+        "imp".to_string(),
+        "sim".to_string(),
+        file(args).display().to_string(),
+    ];
+    words.extend(which.iter().cloned());
+    for o in &args.set {
+        words.extend(["--set".to_string(), format!("{}={}", o.key, o.value)]);
+    }
+    if args.no_plots {
+        words.push("--no-plots".into());
+    }
+    words.extend(["--out".to_string(), dir.display().to_string()]);
+    words
+}
+
 /// `--seeds`: every run, then the spread of the figures (a table, or JSON); with
 /// `--shard`, the shard's runs and its file.
 fn run_seeds(args: &SimArgs, scenario: &Scenario, range: seeds::SeedRange) -> Result<(), String> {
@@ -221,17 +281,33 @@ fn run_seeds(args: &SimArgs, scenario: &Scenario, range: seeds::SeedRange) -> Re
     let all: Vec<u64> = (range.first..=range.last).collect();
     let summary = seeds::summarise(seeds::run_all(scenario, &all, threads)?)?;
     let json = serde_json::to_string_pretty(&summary).expect("the summary serialises");
+    let figures: Vec<seeds::RunFigures> = summary.runs.iter().map(seeds::RunFigures::of).collect();
     if let Some(dir) = &args.out {
         let path = dir.join("summary.json");
         std::fs::write(&path, format!("{json}\n"))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let which = [
+            "--seeds".to_string(),
+            format!("{}..{}", range.first, range.last),
+        ];
+        let command = replay_words(args, &which, dir);
+        let description = summary.runs.first().map_or("", |r| r.description.as_str());
+        let html = page::sweep_page(
+            &summary,
+            &figures,
+            description,
+            "",
+            &command,
+            dir,
+            args.no_plots,
+        )?;
+        page::write(dir, &html)?;
     }
     if args.json {
         println!("{json}");
     } else {
         seeds::print(&summary);
     }
-    let figures: Vec<seeds::RunFigures> = summary.runs.iter().map(seeds::RunFigures::of).collect();
     data_check(&figures)
 }
 
@@ -297,6 +373,12 @@ fn print_tables(r: &Report) {
     if !r.description.is_empty() {
         println!("{}", r.description.trim());
     }
+    print!("{}", tables(r));
+}
+
+/// The tables of a run, each after a blank line, as the terminal shows them.
+fn tables(r: &Report) -> String {
+    let mut o = String::new();
     let of_kind =
         |kind: &str| -> Vec<&FlowReport> { r.flows.iter().filter(|f| f.kind == kind).collect() };
     // An FTP flow's figures are a bulk transfer's (over its data connection).
@@ -305,34 +387,43 @@ fn print_tables(r: &Report) {
         .iter()
         .filter(|f| f.kind == "bulk" || f.kind == "ftp")
         .collect();
-    print_bulk(&bulk);
-    print_rr(&of_kind("rr"));
-    print_keystroke(&of_kind("keystroke"));
-    print_ping(&of_kind("ping"));
+    write_bulk(&mut o, &bulk);
+    write_rr(&mut o, &of_kind("rr"));
+    write_keystroke(&mut o, &of_kind("keystroke"));
+    write_ping(&mut o, &of_kind("ping"));
     if let Some(index) = r.fairness {
-        println!("\nJain's fairness index over the bulk flows' goodput: {index:.4}");
+        put!(
+            o,
+            "\nJain's fairness index over the bulk flows' goodput: {index:.4}"
+        );
     }
-    print_cpus(r);
-    print_ladder(r);
-    print_links(r);
-    print_routers(r);
+    write_cpus(&mut o, r);
+    write_ladder(&mut o, r);
+    write_links(&mut o, r);
+    write_routers(&mut o, r);
+    o
 }
 
 /// Where the hosts' time went, for flows whose hosts have a CPU model.
-fn print_cpus(r: &Report) {
+fn write_cpus(o: &mut String, r: &Report) {
     let flows: Vec<&FlowReport> = r.flows.iter().filter(|f| f.cpu.is_some()).collect();
     if flows.is_empty() {
         return;
     }
-    println!();
-    println!(
+    put!(o);
+    put!(
+        o,
         "{:<24} {:>12} {:>12} {:>16}",
-        "cpu (flow)", "sender busy", "recv busy", "no rx buffer"
+        "cpu (flow)",
+        "sender busy",
+        "recv busy",
+        "no rx buffer"
     );
     for f in flows {
         let Some(c) = &f.cpu else { continue };
         let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}%"));
-        println!(
+        put!(
+            o,
             "{:<24} {:>12} {:>12} {:>16}",
             f.name,
             pct(c.sender_busy_pct),
@@ -343,17 +434,22 @@ fn print_cpus(r: &Report) {
 }
 
 /// The scenario's ladder: each rung's goodput beside the historical figure.
-fn print_ladder(r: &Report) {
+fn write_ladder(o: &mut String, r: &Report) {
     if r.ladder.is_empty() {
         return;
     }
-    println!();
-    println!(
+    put!(o);
+    put!(
+        o,
         "{:<68} {:>10} {:>10} {:>8}",
-        "ladder", "seed Mb/s", "imp Mb/s", "of seed"
+        "ladder",
+        "seed Mb/s",
+        "imp Mb/s",
+        "of seed"
     );
     for rung in &r.ladder {
-        println!(
+        put!(
+            o,
             "{:<68} {:>10} {:>10.2} {:>8}",
             rung.step,
             rung.seed_mbit.map_or("-".to_string(), |v| format!("{v}")),
@@ -366,12 +462,13 @@ fn print_ladder(r: &Report) {
 
 /// Each router interface's forwarding, drops by reason and egress queue (nothing
 /// without routers). Interfaces that carried nothing are left out.
-fn print_routers(r: &Report) {
+fn write_routers(o: &mut String, r: &Report) {
     if r.routers.is_empty() {
         return;
     }
-    println!();
-    println!(
+    put!(o);
+    put!(
+        o,
         "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
         "router interface",
         "rx",
@@ -392,7 +489,8 @@ fn print_routers(r: &Report) {
                 continue;
             }
             let d = &i.drops;
-            println!(
+            put!(
+                o,
                 "{:<40} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
                 format!("{} -> {} ({})", router.name, i.peer, i.link),
                 i.rx_frames,
@@ -412,10 +510,11 @@ fn print_routers(r: &Report) {
 }
 
 /// The bulk flows' table (nothing if there are none).
-fn print_bulk(bulk: &[&FlowReport]) {
+fn write_bulk(o: &mut String, bulk: &[&FlowReport]) {
     if !bulk.is_empty() {
-        println!();
-        println!(
+        put!(o);
+        put!(
+            o,
             "{:<22} {:>12} {:>10} {:>15} {:>11} {:>7} {:>7} {:>7} {:>22}",
             "bulk flow",
             "bytes",
@@ -428,7 +527,8 @@ fn print_bulk(bulk: &[&FlowReport]) {
             "rtt min/avg/max ms"
         );
         for f in bulk {
-            println!(
+            put!(
+                o,
                 "{:<22} {:>12} {:>10} {:>15} {:>11.1} {:>6.1}% {:>6.1}% {:>7} {:>22}{}",
                 f.name,
                 f.bytes,
@@ -450,17 +550,23 @@ fn print_bulk(bulk: &[&FlowReport]) {
 
 /// The request/response flows' table (nothing if there are none).
 /// Keystroke flows: keystrokes echoed, echo latency, frames per keystroke.
-fn print_keystroke(flows: &[&FlowReport]) {
+fn write_keystroke(o: &mut String, flows: &[&FlowReport]) {
     if flows.is_empty() {
         return;
     }
-    println!();
-    println!(
+    put!(o);
+    put!(
+        o,
         "{:<22} {:>10} {:>10} {:>18} {:>26}",
-        "keystroke", "echoed", "time (s)", "frames/keystroke", "echo min/avg/max ms"
+        "keystroke",
+        "echoed",
+        "time (s)",
+        "frames/keystroke",
+        "echo min/avg/max ms"
     );
     for f in flows {
-        println!(
+        put!(
+            o,
             "{:<22} {:>10} {:>10} {:>18.2} {:>26}",
             f.name,
             f.transactions.unwrap_or(0),
@@ -471,10 +577,11 @@ fn print_keystroke(flows: &[&FlowReport]) {
     }
 }
 
-fn print_rr(rr: &[&FlowReport]) {
+fn write_rr(o: &mut String, rr: &[&FlowReport]) {
     if !rr.is_empty() {
-        println!();
-        println!(
+        put!(o);
+        put!(
+            o,
             "{:<22} {:>12} {:>10} {:>12} {:>12} {:>7} {:>7} {:>26}",
             "request/response",
             "transactions",
@@ -488,7 +595,8 @@ fn print_rr(rr: &[&FlowReport]) {
         for f in rr {
             let tps = f.transactions_per_s.unwrap_or(0.0);
             let bound = f.transactions_bound_per_s.unwrap_or(0.0);
-            println!(
+            put!(
+                o,
                 "{:<22} {:>12} {:>10} {:>12.2} {:>12.2} {:>6.1}% {:>7} {:>26}",
                 f.name,
                 f.transactions.unwrap_or(0),
@@ -508,15 +616,20 @@ fn print_rr(rr: &[&FlowReport]) {
 }
 
 /// The ping flows' table (nothing if there are none).
-fn print_ping(ping: &[&FlowReport]) {
+fn write_ping(o: &mut String, ping: &[&FlowReport]) {
     if !ping.is_empty() {
-        println!();
-        println!(
+        put!(o);
+        put!(
+            o,
             "{:<22} {:>8} {:>8} {:>26}",
-            "ping", "sent", "received", "rtt min/avg/max ms"
+            "ping",
+            "sent",
+            "received",
+            "rtt min/avg/max ms"
         );
         for f in ping {
-            println!(
+            put!(
+                o,
                 "{:<22} {:>8} {:>8} {:>26}",
                 f.name,
                 f.pings_sent.unwrap_or(0),
@@ -528,15 +641,22 @@ fn print_ping(ping: &[&FlowReport]) {
 }
 
 /// Each link direction's counters.
-fn print_links(r: &Report) {
-    println!();
-    println!(
+fn write_links(o: &mut String, r: &Report) {
+    put!(o);
+    put!(
+        o,
         "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",
-        "link direction", "frames", "lost", "queue drop", "delivered", "bytes"
+        "link direction",
+        "frames",
+        "lost",
+        "queue drop",
+        "delivered",
+        "bytes"
     );
     for l in &r.links {
         for d in &l.directions {
-            println!(
+            put!(
+                o,
                 "{:<22} {:>8} {:>10} {:>10} {:>12} {:>10}",
                 format!("{} from {}", l.name, d.from),
                 d.submitted,

@@ -595,6 +595,35 @@ pub fn write_flow_plots(dir: &Path, flows: &[(&str, &FlowTrace)]) -> Result<Vec<
     Ok(written)
 }
 
+/// Colours of [`spread_chart`]'s series, in turn.
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 0, 200),
+    RGBColor(220, 0, 0),
+    RGBColor(0, 150, 0),
+    RGBColor(220, 100, 0),
+    RGBColor(150, 0, 200),
+    RGBColor(0, 150, 150),
+];
+
+/// One figure of a sweep across its seeds: per named series (a flow), a mark at each
+/// `(seed, value)`.
+pub fn spread_chart(title: &str, y_label: &str, series: Vec<(String, Vec<(f64, f64)>)>) -> Chart {
+    Chart {
+        title: title.into(),
+        x_label: "seed".into(),
+        y_label: y_label.into(),
+        series: series
+            .into_iter()
+            .zip(PALETTE.iter().cycle())
+            .map(|((name, points), &color)| Series {
+                name,
+                color,
+                shape: Shape::Marks(points),
+            })
+            .collect(),
+    }
+}
+
 /// The queue-delay chart of one router egress queue: the queueing delay a frame
 /// arriving at each sample would have seen, and the backlog in KiB.
 pub fn queue_chart(queue: &QueueTrace) -> Chart {

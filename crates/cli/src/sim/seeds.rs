@@ -72,10 +72,10 @@ impl Spread {
 }
 
 /// A figure of a flow's report: its name in the JSON, its column head, its value.
-type Figure = (&'static str, &'static str, fn(&FlowReport) -> f64);
+pub(super) type Figure = (&'static str, &'static str, fn(&FlowReport) -> f64);
 
 /// The figures summarised per flow (seed 002's columns, and the capture's judgement).
-const FIGURES: [Figure; 8] = [
+pub(super) const FIGURES: [Figure; 8] = [
     ("goodput_mbps", "goodput Mbit/s", |f| f.goodput_bps / 1e6),
     ("seconds", "time s", |f| f.seconds),
     ("capacity_pct", "% link", |f| f.capacity_pct),
@@ -330,7 +330,7 @@ pub fn print(summary: &SeedsSummary) {
 }
 
 /// `v` with 4 significant digits (at most 6 decimals), so kbit/s and Gbit/s both read.
-fn figure(v: f64) -> String {
+pub(super) fn figure(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }

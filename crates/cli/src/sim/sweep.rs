@@ -167,12 +167,19 @@ pub struct MergeArgs {
     /// shard files) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Write index.html (the statistics table and a plot per figure across the seeds)
+    /// and the plots into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// Check the arguments of `imp sim merge` before anything is read.
 pub fn validate(args: &MergeArgs) -> Result<(), String> {
     if args.paths.iter().any(|p| p.as_os_str().is_empty()) {
         return Err("merge: a DIR is empty: give shard directories or files".into());
+    }
+    if let Some(out) = &args.out {
+        super::check_out("merge --out", out)?;
     }
     Ok(())
 }
@@ -188,6 +195,9 @@ pub fn merge(args: &MergeArgs) -> Result<(), String> {
     let runs = merged_runs(&shards)?;
     let scenario = shards.first().map_or("", |(_, s)| s.scenario.as_str());
     let summary = seeds::spread(scenario, &runs)?;
+    if let Some(dir) = &args.out {
+        write_page(args, dir, &shards, &summary, &runs)?;
+    }
     if args.json {
         let json = serde_json::to_string_pretty(&summary).expect("the summary serialises");
         println!("{json}");
@@ -195,6 +205,32 @@ pub fn merge(args: &MergeArgs) -> Result<(), String> {
         seeds::print(&summary);
     }
     super::data_check(&runs)
+}
+
+/// `merge --out DIR`: the sweep's page and plots.
+fn write_page(
+    args: &MergeArgs,
+    dir: &Path,
+    shards: &[(PathBuf, ShardFile)],
+    summary: &seeds::SeedsSummary,
+    runs: &[RunFigures],
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let first = &shards[0].1;
+    let notes = format!(
+        "Merged from {} shard files of {} shards, written by imp {}; scenario file and \
+         --set arguments with SHA-256 {}.",
+        shards.len(),
+        first.shard_count,
+        first.imp_version,
+        first.scenario_sha256
+    );
+    let mut command = vec!["imp".to_string(), "sim".into(), "merge".into()];
+    command.extend(args.paths.iter().map(|p| p.display().to_string()));
+    command.extend(["--out".to_string(), dir.display().to_string()]);
+    let html = super::page::sweep_page(summary, runs, "", &notes, &command, dir, false)?;
+    super::page::write(dir, &html)?;
+    Ok(())
 }
 
 /// The shard files named by `paths`: a file as given, a directory's `shard-*.json`
