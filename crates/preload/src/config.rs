@@ -9,12 +9,13 @@
 //! | `IMP_GW` | the IPv4 default gateway | none (only the local subnet) |
 //! | `IMP_MTU` | the device's MTU | the device's own |
 //! | `IMP_MAC` | imp's Ethernet address on a TAP, `02:69:6d:70:00:02` | that one |
+//! | `IMP_DNS` | name servers for imp's resolver behind `getaddrinfo`, `10.0.0.1[,ADDR...]` | none: the C library resolves (over imp's UDP) |
 //! | `IMP_KERNEL_UDP` | `1`: UDP and other non-TCP inet sockets go to the kernel | imp's UDP; others refused |
 //!
 //! With neither `IMP_TAP` nor `IMP_TUN` set the library stays out of the way: every
 //! call goes to the kernel (one line on stderr says so at the first socket).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use impnet::wire::ethernet;
 use impnet::wire::ipv4::Cidr;
@@ -36,6 +37,8 @@ pub(crate) struct Config {
     pub gateway: Option<Ipv4Addr>,
     pub mtu: Option<usize>,
     pub mac: ethernet::Address,
+    /// `IMP_DNS`: the servers imp's resolver asks.
+    pub dns: Vec<IpAddr>,
 }
 
 /// imp's Ethernet address unless `IMP_MAC` says otherwise (locally administered).
@@ -78,12 +81,21 @@ pub(crate) fn from_env() -> Result<Option<Config>, String> {
         Some(mac) => parse_mac(&mac).ok_or(format!("IMP_MAC={mac}: not six hex bytes"))?,
         None => DEFAULT_MAC,
     };
+    let dns = match var("IMP_DNS") {
+        Some(list) => list
+            .split(',')
+            .map(|a| a.trim().parse::<IpAddr>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| format!("IMP_DNS={list}: not a comma-separated list of addresses"))?,
+        None => Vec::new(),
+    };
     Ok(Some(Config {
         device,
         address,
         gateway,
         mtu,
         mac,
+        dns,
     }))
 }
 

@@ -113,7 +113,12 @@ unsafe fn read_addr(addr: *const sockaddr, len: socklen_t) -> io::Result<SocketA
 ///
 /// # Safety
 /// `addr` and `len` are null or valid, `addr` for `*len` bytes.
-unsafe fn write_addr(sa: SocketAddr, domain: c_int, addr: *mut sockaddr, len: *mut socklen_t) {
+pub(crate) unsafe fn write_addr(
+    sa: SocketAddr,
+    domain: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+) {
     if addr.is_null() || len.is_null() {
         return;
     }

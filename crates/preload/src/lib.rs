@@ -18,8 +18,9 @@
 //! line on stderr naming it; it never reaches the kernel with an imp descriptor.
 //! `poll`, `select` and epoll (level- and edge-triggered) wait on imp sockets and
 //! kernel descriptors together. UDP sockets are imp's too (the kernel's with
-//! `IMP_KERNEL_UDP=1`). Not covered yet: `dup`, imp's DNS resolver (`getaddrinfo`
-//! stays the C library's, which resolves over imp's UDP), and `fork`: a
+//! `IMP_KERNEL_UDP=1`). With `IMP_DNS` set, `getaddrinfo` asks imp's resolver
+//! (`resolve.rs`); without, the C library's, over imp's UDP. Not covered yet: `dup`,
+//! and `fork`: a
 //! child's imp sockets fail (the runtime's thread is not copied into it), said on
 //! stderr. If imp cannot start (no such TAP, no permission, the TAP busy) the first
 //! socket says why on stderr and fails with `ENETDOWN`.
@@ -34,6 +35,7 @@ mod epoll;
 mod ffi;
 mod poll;
 mod real;
+mod resolve;
 mod socket;
 mod sockopt;
 mod table;
@@ -111,6 +113,7 @@ fn start() -> Result<Option<Runtime>, String> {
     if let Some(gateway) = config.gateway {
         rt.add_default_route(gateway, iface);
     }
+    rt.set_dns_servers(&config.dns);
     // SAFETY: `linger_at_exit` and `in_child` are `extern "C" fn()`s that never unwind.
     unsafe {
         libc::atexit(linger_at_exit);

@@ -537,3 +537,70 @@ fn udp_on_imp_exchanges_datagrams_with_the_kernel() {
         "{stdout}"
     );
 }
+
+/// A name server on the kernel side, in Python: `*.imp.test` has the address given as
+/// its first argument (A), no IPv6 address; any other name does not exist (NXDOMAIN).
+const NAME_SERVER: &str = "import socket, struct, sys\n\
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+s.bind((sys.argv[1], 53))\n\
+answer = socket.inet_aton(sys.argv[1])\n\
+while True:\n\
+\x20   q, a = s.recvfrom(512)\n\
+\x20   ident, flags, qd = struct.unpack('>HHH', q[:6])\n\
+\x20   i, labels = 12, []\n\
+\x20   while q[i]:\n\
+\x20       labels.append(q[i + 1:i + 1 + q[i]].decode()); i += 1 + q[i]\n\
+\x20   qtype = struct.unpack('>H', q[i + 1:i + 3])[0]\n\
+\x20   question = q[12:i + 5]\n\
+\x20   known = '.'.join(labels).lower().endswith('imp.test')\n\
+\x20   rcode = 0 if known else 3\n\
+\x20   records = b''\n\
+\x20   if known and qtype == 1:\n\
+\x20       records = struct.pack('>HHHIH', 0xc00c, 1, 1, 60, 4) + answer\n\
+\x20   head = struct.pack('>HHHHHH', ident, 0x8180 | rcode, 1, 1 if records else 0, 0, 0)\n\
+\x20   s.sendto(head + question + records, a)\n";
+
+/// `getaddrinfo` on imp asks imp's resolver when `IMP_DNS` names a server: a name the
+/// server knows resolves to its address (one entry per socket type asked, three when
+/// none is), a name it does not know fails with `EAI_NONAME`, and an address literal
+/// still resolves (through the C library, without a query). The C library alone could
+/// not resolve these names: its name server is the host's.
+#[test]
+fn getaddrinfo_on_imp_asks_imps_resolver() {
+    let Some(ns) = Namespace::new(9, &["python3"]) else {
+        return;
+    };
+    let kernel = ns.kernel_addr();
+    let mut server = ns.command("python3", &["-c", NAME_SERVER, &kernel]);
+    server.stdout(Stdio::null()).stderr(Stdio::null());
+    let _server = Guard(server.spawn().expect("spawn the name server"));
+    let client = format!(
+        "import socket, time\n\
+         for attempt in range(40):\n\
+         \x20   try:\n\
+         \x20       found = socket.getaddrinfo('echo.imp.test', 7, socket.AF_INET, socket.SOCK_STREAM)\n\
+         \x20       break\n\
+         \x20   except socket.gaierror:\n\
+         \x20       time.sleep(0.25)\n\
+         print('found', found[0][4][0], found[0][4][1], len(found))\n\
+         print('kinds', len(socket.getaddrinfo('other.imp.test', 80)))\n\
+         try:\n\
+         \x20   socket.getaddrinfo('nowhere.example', 80)\n\
+         \x20   print('unknown resolved')\n\
+         except socket.gaierror as e:\n\
+         \x20   print('unknown', e.errno == socket.EAI_NONAME)\n\
+         print('literal', socket.getaddrinfo('{kernel}', 80, socket.AF_INET)[0][4][0])\n"
+    );
+    let out = ns
+        .on_imp("python3", &["-c", &client])
+        .env("IMP_DNS", &kernel)
+        .output()
+        .expect("run the client");
+    assert!(out.status.success(), "getaddrinfo on imp: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("found {kernel} 7 1")), "{stdout}");
+    // SOCK_STREAM, SOCK_DGRAM and SOCK_RAW for the one address, as glibc lists them.
+    assert!(stdout.contains("kinds 3"), "{stdout}");
+    assert!(stdout.contains("unknown True"), "{stdout}");
+    assert!(stdout.contains(&format!("literal {kernel}")), "{stdout}");
+}
