@@ -10,12 +10,12 @@ use std::sync::Arc;
 use clap::Args;
 use impnet::PollFd;
 use impnet::Runtime;
-use impnet::shard::{Exchange, ShardDevice};
 use impnet::core::{AddrState, IfaceConfig, IfaceId, StackConfig};
 use impnet::phy::{
     Checksums, Device, Framing, Impair, LinkConfig, LinkModel, Offload, Tap, TapConfig, TapError,
     Tun,
 };
+use impnet::shard::{Exchange, ShardDevice};
 use impnet::wire::ethernet;
 use impnet::wire::ipv4::Cidr;
 use impnet::wire::ipv6::Cidr as Cidr6;
@@ -634,7 +634,11 @@ impl TapArgs {
         let queues = match opened {
             Ok(queues) => queues,
             Err(TapError::NameTaken { .. }) if fallback => return single(),
-            Err(e) => return Err(format!("cannot open {kind} {name} with {shards} queues: {e}")),
+            Err(e) => {
+                return Err(format!(
+                    "cannot open {kind} {name} with {shards} queues: {e}"
+                ));
+            }
         };
         let key = RandomState::new().hash_one(std::process::id());
         let exchange = Exchange::new(shards, framing, key)
@@ -647,8 +651,8 @@ impl TapArgs {
             let iface = match queue {
                 Queue::Tap(tap) => {
                     let mac = mac_for_addrs(&self.addr, &name);
-                    let iface = IfaceConfig::new(mac, tap.ip_mtu())
-                        .with_offloads(tap.stack_offloads());
+                    let iface =
+                        IfaceConfig::new(mac, tap.ip_mtu()).with_offloads(tap.stack_offloads());
                     let device = ShardDevice::new(tap, shard, Arc::clone(&exchange));
                     self.add(&rt, device, iface, framing)
                 }

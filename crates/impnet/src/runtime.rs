@@ -224,7 +224,12 @@ impl Shared {
     fn forget_gone(&self, state: &mut State) -> bool {
         for port in state.ports.iter_mut().filter(|p| p.gone) {
             if std::mem::take(&mut port.watched) {
-                for fd in port.device.poll_fd().into_iter().chain(port.device.extra_poll_fd()) {
+                for fd in port
+                    .device
+                    .poll_fd()
+                    .into_iter()
+                    .chain(port.device.extra_poll_fd())
+                {
                     self.callers.remove(fd);
                     self.devices.remove(fd);
                 }

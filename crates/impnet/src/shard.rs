@@ -108,9 +108,7 @@ pub fn port_for_shard(
     let offset = u32::from(start) % COUNT;
     (0..COUNT)
         .map(|i| (FIRST + (offset + i) % COUNT) as u16)
-        .find(|&port| {
-            flow_owner(key, (local, port), (remote.ip(), remote.port()), shards) == shard
-        })
+        .find(|&port| flow_owner(key, (local, port), (remote.ip(), remote.port()), shards) == shard)
         .unwrap_or(start)
 }
 
@@ -305,7 +303,11 @@ impl Exchange {
     }
 
     /// The next frame in shard `shard`'s inbox, copied into `buf`.
-    fn take(&self, shard: usize, buf: &mut [u8]) -> Result<Option<(usize, RxOffload)>, DeviceError> {
+    fn take(
+        &self,
+        shard: usize,
+        buf: &mut [u8],
+    ) -> Result<Option<(usize, RxOffload)>, DeviceError> {
         let inbox = &self.inboxes[shard];
         let mut queue = lock(&inbox.queue);
         let Some((frame, len, rx)) = queue.frames.pop_front() else {
@@ -496,7 +498,10 @@ mod tests {
             }
             // Within 15% of an even share (1000 each).
             for (shard, n) in count.iter().enumerate() {
-                assert!((850..=1150).contains(n), "{shards} shards: shard {shard} has {n}");
+                assert!(
+                    (850..=1150).contains(n),
+                    "{shards} shards: shard {shard} has {n}"
+                );
             }
         }
     }
@@ -593,7 +598,10 @@ mod tests {
         assert!(feed.send(Instant::ZERO, &frame).unwrap());
         let mut buf = vec![0u8; 2048];
         assert_eq!(shard0.recv(Instant::ZERO, &mut buf).unwrap(), None);
-        assert_eq!(shard1.recv(Instant::ZERO, &mut buf).unwrap(), Some(frame.len()));
+        assert_eq!(
+            shard1.recv(Instant::ZERO, &mut buf).unwrap(),
+            Some(frame.len())
+        );
         assert_eq!(&buf[..frame.len()], &frame[..]);
         assert_eq!(shard1.recv(Instant::ZERO, &mut buf).unwrap(), None);
         assert_eq!(exchange.stats(0).handed_out, 1);

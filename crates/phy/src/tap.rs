@@ -407,11 +407,7 @@ impl Tap {
     }
 
     /// Open as `config` says, `extra` or-ed into the `TUNSETIFF` flags.
-    fn open_link_as(
-        config: &TapConfig,
-        link: Link,
-        extra: libc::c_short,
-    ) -> Result<Tap, TapError> {
+    fn open_link_as(config: &TapConfig, link: Link, extra: libc::c_short) -> Result<Tap, TapError> {
         check_name(&config.name)?;
         if config.offloads {
             match Tap::open_flags(config, link, true, extra) {
