@@ -523,8 +523,8 @@ impl TapArgs {
             .partial_checksums(true);
         let rt = Runtime::new(stack).map_err(|e| format!("cannot start the imp runtime: {e}"))?;
         let (iface, name, offloads, kind) = if self.tun.is_some() {
-            let tun =
-                Tun::open_with(&config).map_err(|e| format!("cannot open TUN {name}: {e}"))?;
+            let tun = either_queueing(|| Tun::open_with(&config), || Tun::open_queues(&config, 1))
+                .map_err(|e| format!("cannot open TUN {name}: {e}"))?;
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
             let iface_config = IfaceConfig::ip(tun.ip_mtu()).with_offloads(tun.stack_offloads());
             let iface = match self.impaired(&tun)? {
@@ -538,8 +538,8 @@ impl TapArgs {
             };
             (iface, name, offloads, "TUN")
         } else {
-            let tap =
-                Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
+            let tap = either_queueing(|| Tap::open_with(&config), || Tap::open_queues(&config, 1))
+                .map_err(|e| format!("cannot open TAP {name}: {e}"))?;
             let (name, offloads) = (tap.name().to_string(), tap.offloads());
             let mac = mac_for_addrs(addrs, &name);
             let iface_config = IfaceConfig::new(mac, tap.ip_mtu());
@@ -721,6 +721,21 @@ impl TapArgs {
             tx: model(config, seed)?,
             rx: model(config, seed.rotate_left(17) ^ 0x9e37)?,
         }))
+    }
+}
+
+/// A device opened single-queue, or, when the name is an existing multi-queue device
+/// (which refuses a single-queue open), as one queue of it.
+fn either_queueing<T>(
+    single: impl FnOnce() -> Result<T, TapError>,
+    queues: impl FnOnce() -> Result<Vec<T>, TapError>,
+) -> Result<T, TapError> {
+    match single() {
+        Err(TapError::NameTaken { name }) => match queues() {
+            Ok(mut one) if !one.is_empty() => Ok(one.swap_remove(0)),
+            _ => Err(TapError::NameTaken { name }),
+        },
+        other => other,
     }
 }
 
