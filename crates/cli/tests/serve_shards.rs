@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::Duration;
 
-use common::{NetNs, can_run};
+use common::{NetNs, can_run, have};
 
 const IMP: &str = env!("CARGO_BIN_EXE_imp");
 
@@ -45,7 +45,7 @@ fn echo_once(server: SocketAddr, i: usize) -> Vec<u8> {
 
 #[test]
 fn two_shards_echo_many_connections_byte_exact() {
-    if !can_run() {
+    if !can_run() || !have("ip") {
         return;
     }
     let ns = NetNs::new();

@@ -75,7 +75,7 @@ pub fn flow_owner(key: u64, a: (IpAddr, u16), b: (IpAddr, u16), shards: usize) -
         (lo.0 >> 64) as u64,
         hi.0 as u64,
         (hi.0 >> 64) as u64,
-        u64::from(lo.1) << 16 | u64::from(hi.1),
+        (u64::from(lo.1) << 16) | u64::from(hi.1),
     ] {
         h = mix(h ^ v);
     }

@@ -446,7 +446,7 @@ fn multi_queue_tap_spreads_the_kernels_flows_over_its_queues() {
     let mut seen = vec![0usize; usize::from(FLOWS)];
     let mut per_queue = [0usize; 2];
     let deadline = StdInstant::now() + Duration::from_secs(3);
-    while seen.iter().any(|&n| n == 0) && StdInstant::now() < deadline {
+    while seen.contains(&0) && StdInstant::now() < deadline {
         for (q, tap) in queues.iter_mut().enumerate() {
             let mut buf = vec![0u8; tap.mtu()];
             while let Some(n) = tap.recv(Instant::ZERO, &mut buf).expect("recv") {
