@@ -72,10 +72,20 @@ pub struct ServeArgs {
     /// QLEN (default 16) such connections per service wait for their handshake's end.
     #[arg(long, value_name = "QLEN", num_args = 0..=1, default_missing_value = "16")]
     pub fastopen: Option<usize>,
+    /// Run N shards: N stacks with the same addresses, one loop thread each, over N
+    /// queues of a multi-queue TAP or TUN, each flow served by the shard its 4-tuple
+    /// hashes to (default: the number of cores; 1 with --impair, --dhcp, --ftp or
+    /// --quic-echo, or on an existing single-queue device). 1 is one stack on a plain
+    /// device, as without shards.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 /// Connections served, over all services (for the closing line).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Connections accepted by each shard's TCP services (for the closing line).
+type ShardCounts = Arc<Vec<AtomicU64>>;
 
 /// A TCP service: what to do with each connection.
 type Handler = Arc<dyn Fn(TcpStream) -> io::Result<()> + Send + Sync>;
@@ -91,12 +101,44 @@ fn services(args: &ServeArgs) -> (bool, bool, bool) {
     }
 }
 
+/// What keeps `imp serve` on one stack: the flag, if any.
+fn unshardable(args: &ServeArgs) -> Option<&'static str> {
+    args.device.unshardable().or(if args.ftp.is_some() {
+        // A passive data connection would reach the shard its client's port picks,
+        // not the one listening for it.
+        Some("--ftp")
+    } else if args.quic_echo.is_some() {
+        Some("--quic-echo")
+    } else {
+        None
+    })
+}
+
+/// The number of shards: `--threads`, else the cores when nothing keeps imp on one.
+fn shard_count(args: &ServeArgs) -> usize {
+    match (args.threads, unshardable(args)) {
+        (Some(n), _) => n,
+        (None, Some(_)) => 1,
+        (None, None) => std::thread::available_parallelism().map_or(1, usize::from),
+    }
+}
+
 /// Check the arguments before anything opens (it only looks whether `--http` and
 /// `--ftp` name directories): every error names the option.
 pub fn validate(args: &ServeArgs) -> Result<(), String> {
     args.device.validate()?;
     args.device.required("serve")?;
     ftp_config(args)?;
+    match (args.threads, unshardable(args)) {
+        (Some(0), _) => return Err("--threads 0: give the number of shards (1 or more)".into()),
+        (Some(n), Some(flag)) if n > 1 => {
+            return Err(format!(
+                "--threads {n} with {flag}: {flag} runs on one stack; give --threads 1 or \
+                 drop {flag}"
+            ));
+        }
+        _ => {}
+    }
     match (args.quic_echo, &args.quic_cert) {
         (Some(0), _) => return Err("--quic-echo 0: give the UDP port for QUIC (1 to 65535)".into()),
         (Some(7), _) if services(args).0 => {
@@ -201,7 +243,6 @@ fn ftp_config(args: &ServeArgs) -> Result<Option<impnet_ftp::ServerConfig>, Stri
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     validate(args)?;
     args.device.required("serve")?;
-    let (echo, discard, chargen) = services(args);
     let root = match &args.http {
         Some(dir) => Some(
             dir.canonicalize()
@@ -214,60 +255,38 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let stack = args.device.start("serve")?;
-    let mut services: Vec<(&str, u16, Handler)> = Vec::new();
-    if echo {
-        services.push(("echo", 7, Arc::new(echo_tcp)));
-    }
-    if discard {
-        services.push(("discard", 9, Arc::new(discard_tcp)));
-    }
-    if chargen {
-        services.push(("chargen", 19, Arc::new(chargen_tcp)));
-    }
+    let shards = args.device.start_shards(
+        "serve",
+        &impnet::core::StackConfig::default(),
+        shard_count(args),
+        args.threads.is_none(),
+    )?;
+    let exchange = shards.exchange;
+    let mut stacks = shards.stacks.into_iter();
+    let stack = stacks.next().expect("at least one shard");
+    let others: Vec<_> = stacks.collect();
+    let counts: ShardCounts = Arc::new((0..=others.len()).map(|_| AtomicU64::new(0)).collect());
     let mut threads = Vec::new();
     let mut names = Vec::new();
-    if let Some(root) = root {
-        let port = args.http_port;
-        let site = http::Site::new(&root).map_err(|e| format!("--http {}: {e}", root.display()))?;
-        let local = stack.listen_addr(port);
-        let listener = impnet::tokio::TcpListener::bind(&stack.rt, local)
-            .map_err(|e| format!("cannot listen on {local} for http: {e}"))?;
-        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
-        names.push(format!("http ({port})"));
-        let driver = impnet::tokio::drive(&stack.rt);
-        threads.push(spawn("http", move || {
-            let counted = || {
-                CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-            };
-            if let Err(e) = http::run(driver, listener, site, counted) {
-                eprintln!("imp serve: http: {e}");
-            }
-        }));
+    for (shard, rt) in std::iter::once(&stack.rt)
+        .chain(others.iter().map(|s| &s.rt))
+        .enumerate()
+    {
+        let count = (Arc::clone(&counts), shard);
+        names = serve_shard(args, &stack, rt, root.as_deref(), count, &mut threads)?;
     }
     let ftp = ftp_listener(args, &stack, &mut names)?;
     if let Some(port) = args.quic_echo {
         threads.push(start_quic(args, port, &stack, &stop, &mut names)?);
     }
-    for (name, port, handler) in services {
-        let local = stack.listen_addr(port);
-        let listener = TcpListener::bind(&stack.rt, local)
-            .map_err(|e| format!("cannot listen on {local} for {name}: {e}"))?;
-        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
-        names.push(format!("{name} ({port})"));
-        threads.push(spawn(name, move || accept_loop(name, &listener, &handler)));
-    }
-    if let Some(ip) = stack.addr4().map(|c| c.address)
-        && echo
-    {
-        let socket = UdpSocket::bind(&stack.rt, SocketAddrV4::new(ip, 7))
-            .map_err(|e| format!("cannot bind UDP {ip}:7 for echo: {e}"))?;
-        threads.push(spawn("udp-echo", move || echo_udp(&socket)));
-    }
     // Bound before the startup line, so `imp ss` finds it once that is out.
     let control = crate::control::bind_or_warn("imp serve");
+    let sharded = match others.len() {
+        0 => String::new(),
+        n => format!(" in {} shards", n + 1),
+    };
     println!(
-        "imp serve: {} on {}; stop with Ctrl-C",
+        "imp serve: {} on {}{sharded}; stop with Ctrl-C",
         names.join(", "),
         stack.describe(args.device.impair.as_ref())
     );
@@ -278,9 +297,75 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         threads.push(start_ftp(ftp, &rt));
     }
     threads.extend(control.map(|control| start_control(control, &rt, &stop)));
-    let gone = wait_for_stop(&rt, &stop);
-    shutdown(&rt, threads);
+    let others: Vec<Runtime> = others.into_iter().map(|s| s.rt).collect();
+    let gone = wait_for_stop(&rt, &others, &stop);
+    shutdown(&rt, others, threads, (&counts, exchange.as_deref()));
     gone.map_or(Ok(()), Err)
+}
+
+/// Start the TCP services (echo, discard, chargen, HTTP) and UDP echo on one shard's
+/// runtime `rt` (`stack` describes the device and addresses, the same for every
+/// shard); `count` is where the shard's accepted connections are counted. The
+/// services' names, for the startup line.
+fn serve_shard(
+    args: &ServeArgs,
+    stack: &crate::tapargs::TapStack,
+    rt: &Runtime,
+    root: Option<&std::path::Path>,
+    (counts, shard): (ShardCounts, usize),
+    threads: &mut Vec<std::thread::JoinHandle<()>>,
+) -> Result<Vec<String>, String> {
+    let (echo, discard, chargen) = services(args);
+    let mut services: Vec<(&'static str, u16, Handler)> = Vec::new();
+    if echo {
+        services.push(("echo", 7, Arc::new(echo_tcp)));
+    }
+    if discard {
+        services.push(("discard", 9, Arc::new(discard_tcp)));
+    }
+    if chargen {
+        services.push(("chargen", 19, Arc::new(chargen_tcp)));
+    }
+    let mut names = Vec::new();
+    if let Some(root) = root {
+        let port = args.http_port;
+        let site = http::Site::new(root).map_err(|e| format!("--http {}: {e}", root.display()))?;
+        let local = stack.listen_addr(port);
+        let listener = impnet::tokio::TcpListener::bind(rt, local)
+            .map_err(|e| format!("cannot listen on {local} for http: {e}"))?;
+        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
+        names.push(format!("http ({port})"));
+        let driver = impnet::tokio::drive(rt);
+        let counts = Arc::clone(&counts);
+        threads.push(spawn("http", move || {
+            let counted = move || {
+                CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+                counts[shard].fetch_add(1, Ordering::Relaxed);
+            };
+            if let Err(e) = http::run(driver, listener, site, counted) {
+                eprintln!("imp serve: http: {e}");
+            }
+        }));
+    }
+    for (name, port, handler) in services {
+        let local = stack.listen_addr(port);
+        let listener = TcpListener::bind(rt, local)
+            .map_err(|e| format!("cannot listen on {local} for {name}: {e}"))?;
+        fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
+        names.push(format!("{name} ({port})"));
+        let counts = Arc::clone(&counts);
+        threads.push(spawn(name, move || {
+            accept_loop(name, &listener, &handler, &counts[shard]);
+        }));
+    }
+    if let Some(ip) = stack.addr4().map(|c| c.address)
+        && echo
+    {
+        let socket = UdpSocket::bind(rt, SocketAddrV4::new(ip, 7))
+            .map_err(|e| format!("cannot bind UDP {ip}:7 for echo: {e}"))?;
+        threads.push(spawn("udp-echo", move || echo_udp(&socket)));
+    }
+    Ok(names)
 }
 
 /// `--fastopen` on the listener on `local` (`set` turns it on with the queue length).
@@ -296,11 +381,12 @@ fn fast_open(
 
 /// Until Ctrl-C (or SIGTERM) or the runtime lost its devices (then why); `stop` is
 /// set on the way out, so that the threads watching it (the control socket's) end too.
-fn wait_for_stop(rt: &RwLock<Runtime>, stop: &AtomicBool) -> Option<String> {
+fn wait_for_stop(rt: &RwLock<Runtime>, others: &[Runtime], stop: &AtomicBool) -> Option<String> {
     let mut gone = None;
     while !stop.load(Ordering::Relaxed) && gone.is_none() {
         std::thread::sleep(Duration::from_millis(50));
         gone = rt.read().unwrap_or_else(|e| e.into_inner()).devices_gone();
+        gone = gone.or_else(|| others.iter().find_map(Runtime::devices_gone));
     }
     stop.store(true, Ordering::Relaxed);
     gone
@@ -386,29 +472,63 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHand
         .expect("spawning a service thread")
 }
 
-/// Stop the runtime: every blocked accept, read and write fails, so the threads end.
-fn shutdown(rt: &RwLock<Runtime>, threads: Vec<std::thread::JoinHandle<()>>) {
+/// Stop the runtimes (shard 0's in `rt`, the other shards'): every blocked accept,
+/// read and write fails, so the threads end.
+fn shutdown(
+    rt: &RwLock<Runtime>,
+    others: Vec<Runtime>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    (counts, exchange): (&ShardCounts, Option<&impnet::shard::Exchange>),
+) {
     let mut rt = rt.write().unwrap_or_else(|e| e.into_inner());
-    let (rx, tx) =
-        rt.with_stack(|stack, _| (stack.stats().tcp.rx_segments, stack.stats().tcp.tx_segments));
+    let segments = |rt: &Runtime| {
+        rt.with_stack(|stack, _| (stack.stats().tcp.rx_segments, stack.stats().tcp.tx_segments))
+    };
+    let (mut rx, mut tx) = segments(&rt);
+    for other in &others {
+        let (r, t) = segments(other);
+        rx += r;
+        tx += t;
+    }
     rt.shutdown();
     drop(rt);
+    for mut other in others {
+        other.shutdown();
+    }
     for thread in threads {
         let _ = thread.join();
     }
+    let per_shard = match counts.len() {
+        1 => String::new(),
+        _ => {
+            let each: Vec<String> = counts
+                .iter()
+                .enumerate()
+                .map(|(shard, n)| format!("{shard}: {}", n.load(Ordering::Relaxed)))
+                .collect();
+            let handed: u64 = exchange.map_or(0, |x| {
+                (0..x.shards()).map(|shard| x.stats(shard).handed_out).sum()
+            });
+            format!(
+                "; frames handed between shards: {handed}; accepted by shard {}",
+                each.join(", ")
+            )
+        }
+    };
     println!(
-        "imp serve: stopped after {} connections ({} TCP segments in, {} out)",
+        "imp serve: stopped after {} connections ({} TCP segments in, {} out){per_shard}",
         CONNECTIONS.load(Ordering::Relaxed),
         rx,
         tx
     );
 }
 
-fn accept_loop(name: &'static str, listener: &TcpListener, handler: &Handler) {
+fn accept_loop(name: &'static str, listener: &TcpListener, handler: &Handler, count: &AtomicU64) {
     loop {
         match listener.accept() {
             Ok((stream, peer)) => {
                 CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+                count.fetch_add(1, Ordering::Relaxed);
                 let handler = Arc::clone(handler);
                 let spawned = std::thread::Builder::new()
                     .name(format!("{name} {peer}"))

@@ -5,14 +5,17 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 
 use clap::Args;
 use impnet::PollFd;
 use impnet::Runtime;
 use impnet::core::{AddrState, IfaceConfig, IfaceId, StackConfig};
 use impnet::phy::{
-    Checksums, Device, Framing, Impair, LinkConfig, LinkModel, Offload, Tap, TapConfig, Tun,
+    Checksums, Device, Framing, Impair, LinkConfig, LinkModel, Offload, Tap, TapConfig, TapError,
+    Tun,
 };
+use impnet::shard::{Exchange, ShardDevice};
 use impnet::wire::ethernet;
 use impnet::wire::ipv4::Cidr;
 use impnet::wire::ipv6::Cidr as Cidr6;
@@ -241,6 +244,37 @@ pub fn check_host_addr6(flag: &str, cidr: Cidr6) -> Result<(), String> {
             "{flag}{cidr}: {why}; give imp's own address and prefix, e.g. fd00:1::2/64"
         )),
         None => Ok(()),
+    }
+}
+
+/// The stacks of a sharded device command: one per queue of a multi-queue TAP or
+/// TUN, each on its own runtime (one alone without shards).
+pub struct Shards {
+    /// The shards' stacks, shard 0 first.
+    pub stacks: Vec<TapStack>,
+    /// What the shards share (None for one shard on a plain device).
+    pub exchange: Option<Arc<Exchange>>,
+}
+
+/// One queue of a multi-queue device.
+enum Queue {
+    Tap(Tap),
+    Tun(Tun),
+}
+
+impl Queue {
+    fn name(&self) -> &str {
+        match self {
+            Queue::Tap(tap) => tap.name(),
+            Queue::Tun(tun) => tun.name(),
+        }
+    }
+
+    fn offloads(&self) -> bool {
+        match self {
+            Queue::Tap(tap) => tap.offloads(),
+            Queue::Tun(tun) => tun.offloads(),
+        }
     }
 }
 
@@ -489,8 +523,8 @@ impl TapArgs {
             .partial_checksums(true);
         let rt = Runtime::new(stack).map_err(|e| format!("cannot start the imp runtime: {e}"))?;
         let (iface, name, offloads, kind) = if self.tun.is_some() {
-            let tun =
-                Tun::open_with(&config).map_err(|e| format!("cannot open TUN {name}: {e}"))?;
+            let tun = either_queueing(|| Tun::open_with(&config), || Tun::open_queues(&config, 1))
+                .map_err(|e| format!("cannot open TUN {name}: {e}"))?;
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
             let iface_config = IfaceConfig::ip(tun.ip_mtu()).with_offloads(tun.stack_offloads());
             let iface = match self.impaired(&tun)? {
@@ -504,8 +538,8 @@ impl TapArgs {
             };
             (iface, name, offloads, "TUN")
         } else {
-            let tap =
-                Tap::open_with(&config).map_err(|e| format!("cannot open TAP {name}: {e}"))?;
+            let tap = either_queueing(|| Tap::open_with(&config), || Tap::open_queues(&config, 1))
+                .map_err(|e| format!("cannot open TAP {name}: {e}"))?;
             let (name, offloads) = (tap.name().to_string(), tap.offloads());
             let mac = mac_for_addrs(addrs, &name);
             let iface_config = IfaceConfig::new(mac, tap.ip_mtu());
@@ -519,9 +553,22 @@ impl TapArgs {
             };
             (iface, name, offloads, "TAP")
         };
+        self.finish(rt, iface, name, offloads, kind)
+    }
+
+    /// Configure the stack on `iface` (addresses, gateways, DHCP), wait for its IPv6
+    /// addresses, and describe it.
+    fn finish(
+        &self,
+        rt: Runtime,
+        iface: IfaceId,
+        name: String,
+        offloads: bool,
+        kind: &'static str,
+    ) -> Result<TapStack, String> {
         self.configure(&rt, iface);
-        wait_for_dad(&rt, iface, addrs)?;
-        let mut addrs = addrs.to_vec();
+        wait_for_dad(&rt, iface, &self.addr)?;
+        let mut addrs = self.addr.clone();
         if self.dhcp {
             addrs.insert(0, HostCidr::V4(dhcp_lease(&rt, iface, &name)?));
         }
@@ -533,6 +580,93 @@ impl TapArgs {
             kind,
             offloads,
             software: (self.gro, self.gso),
+        })
+    }
+
+    /// Whether these options can run on shards (several stacks over the queues of one
+    /// multi-queue device): not with `--impair` (one link model per device) nor
+    /// `--dhcp` (one lease per host). The flag that forbids it, if one does.
+    pub fn unshardable(&self) -> Option<&'static str> {
+        if self.impair.is_some() {
+            Some("--impair")
+        } else if self.dhcp {
+            Some("--dhcp")
+        } else {
+            None
+        }
+    }
+
+    /// Open `shards` queues of a multi-queue TAP (or TUN) and start a stack on each,
+    /// with the same addresses and MAC, joined by an [`Exchange`] that hands each
+    /// frame to the shard owning its flow. One shard is [`TapArgs::start_with`] (a
+    /// plain single-queue device, as without shards). When `fallback` is set and the
+    /// device exists single-queue, one shard on it.
+    pub fn start_shards(
+        &self,
+        command: &str,
+        stack: &StackConfig,
+        shards: usize,
+        fallback: bool,
+    ) -> Result<Shards, String> {
+        let single = || {
+            Ok(Shards {
+                stacks: vec![self.start_with(command, stack.clone())?],
+                exchange: None,
+            })
+        };
+        if shards <= 1 {
+            return single();
+        }
+        let (name, _) = self.required(command)?;
+        let config = TapConfig::new(name)
+            .offloads(!self.no_offloads)
+            .partial_checksums(true);
+        let (framing, kind) = match self.tun {
+            Some(_) => (Framing::Ip, "TUN"),
+            None => (Framing::Ethernet, "TAP"),
+        };
+        let opened = match framing {
+            Framing::Ip => Tun::open_queues(&config, shards)
+                .map(|queues| queues.into_iter().map(Queue::Tun).collect::<Vec<_>>()),
+            Framing::Ethernet => Tap::open_queues(&config, shards)
+                .map(|queues| queues.into_iter().map(Queue::Tap).collect()),
+        };
+        let queues = match opened {
+            Ok(queues) => queues,
+            Err(TapError::NameTaken { .. }) if fallback => return single(),
+            Err(e) => {
+                return Err(format!(
+                    "cannot open {kind} {name} with {shards} queues: {e}"
+                ));
+            }
+        };
+        let key = RandomState::new().hash_one(std::process::id());
+        let exchange = Exchange::new(shards, framing, key)
+            .map_err(|e| format!("cannot start the shards: {e}"))?;
+        let mut stacks = Vec::new();
+        for (shard, queue) in queues.into_iter().enumerate() {
+            let rt = Runtime::new(stack.clone())
+                .map_err(|e| format!("cannot start the imp runtime: {e}"))?;
+            let (name, offloads) = (queue.name().to_string(), queue.offloads());
+            let iface = match queue {
+                Queue::Tap(tap) => {
+                    let mac = mac_for_addrs(&self.addr, &name);
+                    let iface =
+                        IfaceConfig::new(mac, tap.ip_mtu()).with_offloads(tap.stack_offloads());
+                    let device = ShardDevice::new(tap, shard, Arc::clone(&exchange));
+                    self.add(&rt, device, iface, framing)
+                }
+                Queue::Tun(tun) => {
+                    let iface = IfaceConfig::ip(tun.ip_mtu()).with_offloads(tun.stack_offloads());
+                    let device = ShardDevice::new(tun, shard, Arc::clone(&exchange));
+                    self.add(&rt, device, iface, framing)
+                }
+            };
+            stacks.push(self.finish(rt, iface, name, offloads, kind)?);
+        }
+        Ok(Shards {
+            stacks,
+            exchange: Some(exchange),
         })
     }
 
@@ -587,6 +721,21 @@ impl TapArgs {
             tx: model(config, seed)?,
             rx: model(config, seed.rotate_left(17) ^ 0x9e37)?,
         }))
+    }
+}
+
+/// A device opened single-queue, or, when the name is an existing multi-queue device
+/// (which refuses a single-queue open), as one queue of it.
+fn either_queueing<T>(
+    single: impl FnOnce() -> Result<T, TapError>,
+    queues: impl FnOnce() -> Result<Vec<T>, TapError>,
+) -> Result<T, TapError> {
+    match single() {
+        Err(TapError::NameTaken { name }) => match queues() {
+            Ok(mut one) if !one.is_empty() => Ok(one.swap_remove(0)),
+            _ => Err(TapError::NameTaken { name }),
+        },
+        other => other,
     }
 }
 

@@ -86,6 +86,7 @@ mod error;
 mod icmp;
 mod raw;
 pub(crate) mod runtime;
+pub mod shard;
 mod sockopt;
 mod tcp;
 mod udp;
@@ -113,6 +114,13 @@ pub trait PollFd {
     /// time (the runtime registers it when the device is added and takes it out of its
     /// epoll instances when the device is gone).
     fn poll_fd(&self) -> Option<BorrowedFd<'_>>;
+
+    /// A second descriptor the runtime watches beside [`PollFd::poll_fd`], readable
+    /// when frames wait that did not come through the first (a shard's inbox:
+    /// [`shard::ShardDevice`]); none by default. Only with a `poll_fd`.
+    fn extra_poll_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -227,11 +227,16 @@ impl Shared {
     /// runtime stops and says why. Returns whether it stopped.
     fn forget_gone(&self, state: &mut State) -> bool {
         for port in state.ports.iter_mut().filter(|p| p.gone) {
-            if std::mem::take(&mut port.watched)
-                && let Some(fd) = port.device.poll_fd()
-            {
-                self.callers.remove(fd);
-                self.devices.remove(fd);
+            if std::mem::take(&mut port.watched) {
+                for fd in port
+                    .device
+                    .poll_fd()
+                    .into_iter()
+                    .chain(port.device.extra_poll_fd())
+                {
+                    self.callers.remove(fd);
+                    self.devices.remove(fd);
+                }
             }
             port.direct_fd = None;
             port.fdless = false;
@@ -993,11 +998,18 @@ impl Runtime {
         let first = state.ports.is_empty();
         state.gather = device.gathers() && (first || state.gather);
         let fd = device.poll_fd();
-        let in_callers = fd.is_some_and(|fd| self.shared.callers.add(fd, token, true).is_ok());
+        // An extra descriptor (a shard's inbox) goes with the first, never alone.
+        let extra = fd.and(device.extra_poll_fd());
+        let in_callers = fd.is_some_and(|fd| self.shared.callers.add(fd, token, true).is_ok())
+            && extra.is_none_or(|fd| self.shared.callers.add(fd, token, true).is_ok());
         state.callers_poll = in_callers && (first || state.callers_poll);
         let direct_fd = fd
             .filter(|&fd| self.shared.devices.add(fd, token, true).is_err())
             .map(|fd| fd.as_raw_fd());
+        if let Some(extra) = extra {
+            // An eventfd, which epoll always takes.
+            let _ = self.shared.devices.add(extra, token, true);
+        }
         let watched = fd.is_some();
         state.ports.push(Port {
             iface: id,
@@ -1265,7 +1277,7 @@ fn no_timer_slack() {
 }
 
 /// A new non-blocking eventfd.
-fn eventfd() -> io::Result<OwnedFd> {
+pub(crate) fn eventfd() -> io::Result<OwnedFd> {
     use rustix::event::EventfdFlags;
     Ok(rustix::event::eventfd(
         0,

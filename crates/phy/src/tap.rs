@@ -51,6 +51,9 @@ const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_TAP: libc::c_short = 0x0002;
 const IFF_NO_PI: libc::c_short = 0x1000;
+/// One descriptor per queue: each `TUNSETIFF` on a new descriptor attaches one more
+/// queue of the same device (`linux/if_tun.h`).
+const IFF_MULTI_QUEUE: libc::c_short = 0x0100;
 const IFF_VNET_HDR: libc::c_short = 0x4000;
 const TUN_F_CSUM: libc::c_uint = 0x01;
 const TUN_F_TSO4: libc::c_uint = 0x02;
@@ -362,25 +365,71 @@ impl Tap {
         Tap::open_link(config, Link::Ethernet)
     }
 
+    /// Create (or attach to) a multi-queue TAP (`IFF_MULTI_QUEUE`) as `config` says and
+    /// open `queues` of its queues, one descriptor each: the kernel spreads what it
+    /// sends over them by flow (and steers a flow to the queue that last wrote for it),
+    /// and any queue may be written. Every queue has the offloads the first one got. An
+    /// existing single-queue TAP of that name cannot be opened so
+    /// ([`TapError::NameTaken`]); `queues` 0 is taken as 1.
+    pub fn open_queues(config: &TapConfig, queues: usize) -> Result<Vec<Tap>, TapError> {
+        Tap::open_link_queues(config, Link::Ethernet, queues)
+    }
+
     /// Create (or attach to) a TAP (`Link::Ethernet`) or a TUN (`Link::Ip`).
     pub(crate) fn open_link(config: &TapConfig, link: Link) -> Result<Tap, TapError> {
+        Tap::open_link_as(config, link, 0)
+    }
+
+    /// [`Tap::open_queues`] for a TAP or a TUN.
+    pub(crate) fn open_link_queues(
+        config: &TapConfig,
+        link: Link,
+        queues: usize,
+    ) -> Result<Vec<Tap>, TapError> {
+        let first = Tap::open_link_as(config, link, IFF_MULTI_QUEUE)?;
+        // The rest as the first was opened (with or without the header), under the name
+        // the kernel gave it (a `%d` filled in).
+        let config = TapConfig {
+            name: first.name.clone(),
+            offloads: first.vnet_hdr,
+            ..config.clone()
+        };
+        let mut all = vec![first];
+        for _ in 1..queues.max(1) {
+            all.push(Tap::open_flags(
+                &config,
+                link,
+                config.offloads,
+                IFF_MULTI_QUEUE,
+            )?);
+        }
+        Ok(all)
+    }
+
+    /// Open as `config` says, `extra` or-ed into the `TUNSETIFF` flags.
+    fn open_link_as(config: &TapConfig, link: Link, extra: libc::c_short) -> Result<Tap, TapError> {
         check_name(&config.name)?;
         if config.offloads {
-            match Tap::open_flags(config, link, true) {
+            match Tap::open_flags(config, link, true, extra) {
                 Ok(tap) => return Ok(tap),
                 // An old kernel without IFF_VNET_HDR: fall back to plain frames.
                 Err(TapError::Io(e)) if e.raw_os_error() == Some(libc::EINVAL) => {}
                 Err(e) => return Err(e),
             }
         }
-        Tap::open_flags(config, link, false)
+        Tap::open_flags(config, link, false, extra)
     }
 
-    fn open_flags(config: &TapConfig, link: Link, vnet_hdr: bool) -> Result<Tap, TapError> {
+    fn open_flags(
+        config: &TapConfig,
+        link: Link,
+        vnet_hdr: bool,
+        extra: libc::c_short,
+    ) -> Result<Tap, TapError> {
         let fd = open_tun()?;
         let mut req = IfReq {
             name: [0; 16],
-            flags: link.flag() | IFF_NO_PI | if vnet_hdr { IFF_VNET_HDR } else { 0 },
+            flags: link.flag() | IFF_NO_PI | extra | if vnet_hdr { IFF_VNET_HDR } else { 0 },
             _pad: [0; 22],
         };
         for (dst, src) in req.name.iter_mut().zip(config.name.bytes()) {

@@ -45,6 +45,13 @@ impl Tun {
         })
     }
 
+    /// Create (or attach to) a multi-queue TUN and open `queues` of its queues, one
+    /// descriptor each (as [`Tap::open_queues`] does for a TAP).
+    pub fn open_queues(config: &TunConfig, queues: usize) -> Result<Vec<Tun>, TapError> {
+        let queues = Tap::open_link_queues(config, Link::Ip, queues)?;
+        Ok(queues.into_iter().map(|device| Tun { device }).collect())
+    }
+
     /// The interface name the kernel assigned.
     pub fn name(&self) -> &str {
         self.device.name()

@@ -401,3 +401,68 @@ fn frames_without_the_kernels_word_are_verified_by_the_tap() {
     assert_eq!(syn[30..34], [10, 201, 3, 2]);
     connector.join().expect("connector");
 }
+
+/// A multi-queue TAP: two queues of one device, one descriptor each. The kernel spreads
+/// its flows over them (32 UDP sockets, each its own flow hash, to a neighbour behind
+/// the TAP reach both queues, every datagram exactly once), and the name cannot be
+/// opened single-queue while it is multi-queue.
+#[test]
+fn multi_queue_tap_spreads_the_kernels_flows_over_its_queues() {
+    if !can_run() {
+        return;
+    }
+    let ns = NetNs::new();
+    let mut queues = ns
+        .enter(|| Tap::open_queues(&TapConfig::new("impmq%d").offloads(true), 2))
+        .expect("open a multi-queue TAP");
+    assert_eq!(queues.len(), 2);
+    let name = queues[0].name().to_string();
+    assert!(name.starts_with("impmq"), "{name}");
+    assert_eq!(queues[1].name(), name, "both queues are one device");
+    assert_ne!(queues[0].as_raw_fd(), queues[1].as_raw_fd());
+    let single = ns.enter(|| Tap::open_with(&TapConfig::new(name.clone())));
+    assert!(
+        matches!(single, Err(TapError::NameTaken { .. })),
+        "a multi-queue TAP is not opened single-queue: {single:?}"
+    );
+    ns.ip(&["addr", "add", "10.201.9.1/24", "dev", &name]);
+    ns.ip(&["link", "set", &name, "up"]);
+    ns.ip(&[
+        "neigh",
+        "add",
+        "10.201.9.2",
+        "lladdr",
+        "02:00:00:00:00:02",
+        "dev",
+        &name,
+    ]);
+    const FLOWS: u8 = 32;
+    ns.enter(|| {
+        for i in 0..FLOWS {
+            let socket = std::net::UdpSocket::bind("10.201.9.1:0").expect("bind");
+            socket.send_to(&[i; 8], "10.201.9.2:9").expect("send");
+        }
+    });
+    let mut seen = vec![0usize; usize::from(FLOWS)];
+    let mut per_queue = [0usize; 2];
+    let deadline = StdInstant::now() + Duration::from_secs(3);
+    while seen.contains(&0) && StdInstant::now() < deadline {
+        for (q, tap) in queues.iter_mut().enumerate() {
+            let mut buf = vec![0u8; tap.mtu()];
+            while let Some(n) = tap.recv(Instant::ZERO, &mut buf).expect("recv") {
+                let frame = &buf[..n];
+                // IPv4, UDP, to port 9: our datagrams (the kernel sends IPv6 noise too).
+                if n == 14 + 20 + 8 + 8 && frame[12..14] == [8, 0] && frame[23] == 17 {
+                    seen[usize::from(frame[42])] += 1;
+                    per_queue[q] += 1;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(seen.iter().all(|&n| n == 1), "each datagram once: {seen:?}");
+    assert!(
+        per_queue.iter().all(|&n| n > 0),
+        "the kernel used both queues: {per_queue:?}"
+    );
+}

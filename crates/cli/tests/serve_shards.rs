@@ -1,0 +1,102 @@
+//! `imp serve --threads 2` over a multi-queue TAP it creates in a network namespace
+//! the test makes: a Linux client (the test, on a thread inside the namespace) opens
+//! many connections to imp's echo service, each echoed byte for byte, and both shards
+//! accepted some (the kernel spreads the flows over the queues and imp hands each to
+//! the shard its 4-tuple hashes to). Needs root; skips, saying why, without it.
+#![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
+
+#[path = "../../impnet/tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::Duration;
+
+use common::{NetNs, can_run, have};
+
+const IMP: &str = env!("CARGO_BIN_EXE_imp");
+
+/// Connections the client opens.
+const CONNECTIONS: usize = 200;
+
+/// The bytes connection `i` sends: 1 to 6000 of them, different for each connection.
+fn payload(i: usize) -> Vec<u8> {
+    let len = 1 + (i * 7919) % 6000;
+    (0..len)
+        .map(|j| (j.wrapping_mul(31) ^ i.wrapping_mul(131)) as u8)
+        .collect()
+}
+
+/// One connection: send the payload, half-close, read the echo to its end.
+fn echo_once(server: SocketAddr, i: usize) -> Vec<u8> {
+    let mut stream = TcpStream::connect_timeout(&server, Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("connection {i}: connect: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&payload(i)).expect("send");
+    stream.shutdown(Shutdown::Write).expect("half-close");
+    let mut echoed = Vec::new();
+    stream
+        .read_to_end(&mut echoed)
+        .unwrap_or_else(|e| panic!("connection {i}: read: {e}"));
+    echoed
+}
+
+#[test]
+fn two_shards_echo_many_connections_byte_exact() {
+    if !can_run() || !have("ip") {
+        return;
+    }
+    let ns = NetNs::new();
+    let mut child = ns.spawn(
+        IMP,
+        &[
+            "serve",
+            "--tap",
+            "impsh0",
+            "--addr",
+            "10.211.1.2/24",
+            "--threads",
+            "2",
+            "--echo",
+        ],
+    );
+    let stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
+    let mut reader = BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("imp's startup line");
+    if line.is_empty() {
+        let out = child.wait();
+        panic!("imp serve exited: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(line.contains("in 2 shards"), "{line}");
+    ns.ip(&["addr", "add", "10.211.1.1/24", "dev", "impsh0"]);
+    ns.ip(&["link", "set", "impsh0", "up"]);
+    let server: SocketAddr = "10.211.1.2:7".parse().unwrap();
+    ns.enter(|| {
+        for i in 0..CONNECTIONS {
+            let echoed = echo_once(server, i);
+            assert!(echoed == payload(i), "connection {i}: the echo differs");
+        }
+    });
+    // SAFETY: kill has no memory arguments; the pid is our own live child (`ip netns
+    // exec` execs imp in place).
+    unsafe { libc::kill(child.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).expect("imp's last lines");
+    let out = child.wait();
+    assert!(out.status.success(), "imp serve: {rest}");
+    // "...; accepted by shard 0: A, 1: B"
+    let counts: Vec<usize> = rest
+        .split("accepted by shard ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-shard count in {rest:?}"))
+        .trim()
+        .split(", ")
+        .map(|part| part.split(": ").nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 2, "{rest}");
+    assert_eq!(counts.iter().sum::<usize>(), CONNECTIONS, "{rest}");
+    assert!(counts.iter().all(|&n| n > 0), "both shards served: {rest}");
+}
