@@ -85,19 +85,7 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
     let config = args.impair.unwrap_or_default();
-    let offloads = !args.no_offloads;
-    // A link that flips bits must hand on frames whose checksums show it: partial
-    // checksums are completed on the way in and never left to the receiver.
-    let corrupts = config.corrupt > 0.0;
-    let open = |name: &str| {
-        let tap = TapConfig::new(name)
-            .mtu(args.mtu)
-            .offloads(offloads)
-            .partial_checksums(!corrupts)
-            .complete_checksums(corrupts);
-        Tap::open_with(&tap).map_err(|e| format!("cannot open TAP {name}: {e}"))
-    };
-    let (tap_a, tap_b) = (open(a)?, open(b)?);
+    let (tap_a, tap_b) = (open(args, a, &config)?, open(args, b, &config)?);
     let config = fit_mtu(config, tap_a.wire_frame_limit());
     let seed = RandomState::new().hash_one(std::process::id());
     // Each wrapper's send model is the direction *into* its TAP.
@@ -156,6 +144,19 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
         println!("imp link: {errors} device errors (frames lost while a side was down)");
     }
     Ok(())
+}
+
+/// Open (or create) the TAP `name`, with offloads unless `--no-offloads`. A link that
+/// flips bits must hand on frames whose checksums show it: then partial checksums are
+/// completed on the way in and never left to the receiver.
+fn open(args: &LinkArgs, name: &str, config: &LinkConfig) -> Result<Tap, String> {
+    let corrupts = config.corrupt > 0.0;
+    let tap = TapConfig::new(name)
+        .mtu(args.mtu)
+        .offloads(!args.no_offloads)
+        .partial_checksums(!corrupts)
+        .complete_checksums(corrupts);
+    Tap::open_with(&tap).map_err(|e| format!("cannot open TAP {name}: {e}"))
 }
 
 /// Move up to `BATCH` frames the kernel wrote into `from`'s TAP onto the link towards

@@ -49,7 +49,10 @@ fn join(extra: &[&str]) -> Joined {
     let mut reader = BufReader::new(stdout);
     let mut line = String::new();
     reader.read_line(&mut line).expect("imp link's output");
-    assert!(line.contains("lka <-> lkb"), "imp link did not start: {line:?}");
+    assert!(
+        line.contains("lka <-> lkb"),
+        "imp link did not start: {line:?}"
+    );
     let (tx, output) = mpsc::channel();
     std::thread::spawn(move || {
         let mut rest = line;
@@ -83,7 +86,8 @@ fn transfer(a: &NetNs, b: &NetNs, len: u64) -> u64 {
                 let listener = TcpListener::bind("10.205.121.2:5201").expect("bind");
                 ready_tx.send(()).unwrap();
                 let (mut conn, _) = listener.accept().expect("accept");
-                conn.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                conn.set_read_timeout(Some(Duration::from_secs(60)))
+                    .unwrap();
                 let mut buf = vec![0u8; 1 << 16];
                 let mut at = 0u64;
                 loop {
@@ -150,7 +154,11 @@ fn a_large_transfer_crosses_a_lossy_offloaded_imp_link_byte_exact() {
     }
     const LEN: u64 = 96 << 20;
     let net = join(&[]);
-    assert_eq!(transfer(&net.a, &net.b, LEN), LEN, "the transfer arrived whole");
+    assert_eq!(
+        transfer(&net.a, &net.b, LEN),
+        LEN,
+        "the transfer arrived whole"
+    );
     let output = stop(net);
     assert!(output.contains("offloads: 64 KiB segments"), "{output}");
     // delivered, lost, queue drops, super-segments whole, super-segments cut
@@ -161,7 +169,10 @@ fn a_large_transfer_crosses_a_lossy_offloaded_imp_link_byte_exact() {
     assert!(delivered > LEN / 1500, "{output}");
     assert!(lost > 0, "the loss model dropped frames: {output}");
     assert!(whole > 0, "super-segments crossed whole: {output}");
-    assert!(cut > 0 && cut <= lost, "lost frames cut their super-segments: {output}");
+    assert!(
+        cut > 0 && cut <= lost,
+        "lost frames cut their super-segments: {output}"
+    );
 }
 
 #[test]
@@ -171,7 +182,11 @@ fn without_offloads_imp_link_moves_frame_by_frame() {
     }
     const LEN: u64 = 8 << 20;
     let net = join(&["--no-offloads"]);
-    assert_eq!(transfer(&net.a, &net.b, LEN), LEN, "the transfer arrived whole");
+    assert_eq!(
+        transfer(&net.a, &net.b, LEN),
+        LEN,
+        "the transfer arrived whole"
+    );
     let output = stop(net);
     assert!(output.contains("no offloads"), "{output}");
     let counts = counts_a_to_b(&output);

@@ -142,7 +142,12 @@ impl<D: Device> Impair<D> {
 
     /// [`Device::send`] and [`Device::send_segmented`] (`gso`): the frame enters the
     /// send model, and whatever is due goes to the inner device.
-    fn submit(&mut self, now: Instant, frame: &[u8], gso: Option<u16>) -> Result<bool, DeviceError> {
+    fn submit(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        gso: Option<u16>,
+    ) -> Result<bool, DeviceError> {
         let mtu = self.inner.mtu();
         if frame.len() > mtu {
             return Err(DeviceError::FrameTooLarge {
@@ -424,9 +429,8 @@ mod tests {
 
     #[test]
     fn super_segments_reach_the_inner_device_whole_or_cut_where_lost() {
-        let frame = crate::segmentation::tests::build(&crate::segmentation::tests::Spec::new(
-            60_000,
-        ));
+        let frame =
+            crate::segmentation::tests::build(&crate::segmentation::tests::Spec::new(60_000));
         let mut whole = Impair::new(Segmenting::default(), delayed(3));
         assert_eq!(whole.send_segmented(ms(0), &frame, 1448), Ok(true));
         whole.handle_timeout(ms(3)).unwrap();
@@ -439,7 +443,12 @@ mod tests {
         let lost = cut.tx_stats().dropped_loss;
         assert!(lost > 0);
         assert_eq!(cut.inner().sent.len() as u64, 42 - lost);
-        assert!(cut.inner().sent.iter().all(|(f, gso)| gso.is_none() && f.len() <= 1514));
+        assert!(
+            cut.inner()
+                .sent
+                .iter()
+                .all(|(f, gso)| gso.is_none() && f.len() <= 1514)
+        );
     }
 
     #[test]

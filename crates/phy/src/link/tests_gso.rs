@@ -47,10 +47,19 @@ fn a_super_segment_crosses_whole_charged_for_its_wire_frames() {
     );
     let arrives = departs + config.delay;
     assert_eq!(link.next_arrival(), Some(arrives));
-    assert_eq!(link.poll_deliver_segmented(arrives - Duration::from_nanos(1)), None);
-    assert_eq!(link.poll_deliver_segmented(arrives), Some((frame, Some(MSS))));
+    assert_eq!(
+        link.poll_deliver_segmented(arrives - Duration::from_nanos(1)),
+        None
+    );
+    assert_eq!(
+        link.poll_deliver_segmented(arrives),
+        Some((frame, Some(MSS)))
+    );
     let s = link.stats();
-    assert_eq!((s.submitted, s.delivered), (wire.count as u64, wire.count as u64));
+    assert_eq!(
+        (s.submitted, s.delivered),
+        (wire.count as u64, wire.count as u64)
+    );
     assert_eq!(s.bytes_delivered, wire.wire_bytes as u64);
     assert_eq!((s.super_segments, s.super_segments_cut), (1, 0));
 }
@@ -87,7 +96,10 @@ fn same_as_single_frames(config: LinkConfig, seed: u64) -> LinkStats {
 fn loss_is_drawn_per_wire_frame_as_for_single_frames() {
     let stats = same_as_single_frames(LinkConfig::default().with_loss(0.002), 3);
     assert!(stats.dropped_loss > 0, "{stats:?}");
-    assert!(stats.super_segments > 0 && stats.super_segments_cut > 0, "{stats:?}");
+    assert!(
+        stats.super_segments > 0 && stats.super_segments_cut > 0,
+        "{stats:?}"
+    );
     // Each cut super-segment lost at least one of its frames.
     assert!(stats.super_segments_cut <= stats.dropped_loss, "{stats:?}");
 }
@@ -105,14 +117,19 @@ fn bursty_loss_steps_its_chain_per_wire_frame() {
         .with_burst_loss(ge)
         .with_delay(Duration::from_millis(2));
     let stats = same_as_single_frames(config, 11);
-    assert!(stats.dropped_loss > 0 && stats.super_segments > 0, "{stats:?}");
+    assert!(
+        stats.dropped_loss > 0 && stats.super_segments > 0,
+        "{stats:?}"
+    );
 }
 
 #[test]
 fn lost_frames_are_cut_out_and_the_rest_arrive_valid() {
     let mut link = LinkModel::new(LinkConfig::default().with_loss(0.1), 5);
     let frame = super_segment(60_000, 1);
-    let count = segmentation::wire_frames(Framing::Ethernet, &frame, MSS).unwrap().count;
+    let count = segmentation::wire_frames(Framing::Ethernet, &frame, MSS)
+        .unwrap()
+        .count;
     link.submit_segmented(Instant::ZERO, &frame, MSS);
     let s = *link.stats();
     let delivered: Vec<_> = std::iter::from_fn(|| link.poll_deliver_segmented(ms(1))).collect();
@@ -121,7 +138,11 @@ fn lost_frames_are_cut_out_and_the_rest_arrive_valid() {
         return;
     }
     assert_eq!(delivered.len() as u64, count as u64 - s.dropped_loss);
-    assert!(delivered.iter().all(|(f, gso)| gso.is_none() && f.len() <= 1514));
+    assert!(
+        delivered
+            .iter()
+            .all(|(f, gso)| gso.is_none() && f.len() <= 1514)
+    );
     assert_eq!(link.stats().delivered + s.dropped_loss, count as u64);
 }
 
@@ -156,7 +177,11 @@ fn impairments_of_single_frames_cut_every_super_segment() {
     assert_eq!(s.submitted, 30_000u64.div_ceil(u64::from(MSS)));
     let delivered: Vec<_> = std::iter::from_fn(|| link.poll_deliver_segmented(ms(2))).collect();
     assert_eq!(delivered.len() as u64, s.submitted + s.duplicated);
-    assert!(delivered.iter().all(|(f, gso)| gso.is_none() && f.len() <= 1514));
+    assert!(
+        delivered
+            .iter()
+            .all(|(f, gso)| gso.is_none() && f.len() <= 1514)
+    );
 }
 
 #[test]
@@ -166,7 +191,10 @@ fn frames_that_are_not_super_segments_pass_as_single_frames() {
     link.submit_segmented(Instant::ZERO, &small, MSS);
     link.submit_segmented(Instant::ZERO, &[7; 100], MSS);
     assert_eq!(link.poll_deliver_segmented(ms(0)), Some((small, None)));
-    assert_eq!(link.poll_deliver_segmented(ms(0)), Some((vec![7; 100], None)));
+    assert_eq!(
+        link.poll_deliver_segmented(ms(0)),
+        Some((vec![7; 100], None))
+    );
     assert_eq!(link.stats().submitted, 2);
     assert_eq!(link.stats().super_segments, 0);
 }
