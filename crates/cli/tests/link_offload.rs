@@ -8,6 +8,7 @@
 //! Needs root; skips (saying why) without it, fails instead under `IMP_REQUIRE_ROOT`.
 
 #[path = "../../impnet/tests/common/mod.rs"]
+#[allow(unused_imports)]
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
