@@ -38,6 +38,20 @@
 //! (after the shaper, at the instant serialisation starts) and drops a non-conforming
 //! frame, which has used the link's time, or passes it marked (CE when the frame is
 //! ECN-capable IPv4; the link has no cell-loss-priority bit).
+//!
+//! # Super-segments
+//! A TCP frame larger than a wire frame, with the segment size a TAP's virtio-net
+//! header gave it ([`LinkModel::submit_segmented`]), crosses as the `n` wire frames it
+//! stands for, but whole: the MTU is checked per frame, serialisation is charged for
+//! all `n` frames' bytes (headers included), the drop-tail queue takes it only if all
+//! `n` fit (else it is cut and its frames offered one by one), and the loss models draw
+//! once per wire frame in the order [`submit`](LinkModel::submit) would for `n` frames,
+//! so losses are frame for frame what they are without offloads. When a draw loses a
+//! frame, the super-segment is cut into its frames (complete checksums) and only the
+//! lost ones are dropped. It arrives `delay` after its last frame departed (its first
+//! frames later than on a real wire by the time the others took to serialise).
+//! Reordering, duplication, corruption, a queue discipline, a shaper or a policer act
+//! on single frames: with any of them every super-segment is cut first.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};

@@ -31,9 +31,9 @@ use impnet_core::Instant;
 
 impl LinkModel {
     /// Offers a TCP frame larger than one wire frame, standing for the frames it is
-    /// cut into every `gso_size` payload bytes (a TAP's GSO frame: see the module
-    /// [`gso`](self)'s model). A frame that is not such a segment (or fits in one
-    /// frame) is [`submit`](LinkModel::submit)ted as it is. Collect it with
+    /// cut into every `gso_size` payload bytes (a TAP's GSO frame: see *Super-segments*
+    /// in the [`link`](crate::link) module). A frame that is not such a segment (or
+    /// fits in one frame) is [`submit`](LinkModel::submit)ted as it is. Collect it with
     /// [`poll_deliver_segmented`](LinkModel::poll_deliver_segmented). Returns what
     /// became of the super-segment, or, cut, of its last frame.
     pub fn submit_segmented(&mut self, now: Instant, frame: &[u8], gso_size: u16) -> Submit {
