@@ -3,6 +3,13 @@
 //! link model (one model per direction, same settings, own random stream), in real
 //! time. No IP stack is involved: two Linux hosts (namespaces) whose interfaces these
 //! TAPs are see one Ethernet segment with the delay, rate and losses asked for.
+//!
+//! Both TAPs are opened with the virtio-net header and offloads (unless
+//! `--no-offloads`): the kernel hands over 64 KiB TCP super-segments, the link model
+//! carries each whole, charged for and losing the wire frames it stands for
+//! (`LinkModel::submit_segmented`), and the other TAP gets it whole with its segment
+//! size, so the receiving kernel sees what a veth would give it. A super-segment the
+//! model loses a frame of is cut into its frames and the lost ones dropped.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -32,6 +39,10 @@ pub struct LinkArgs {
     /// IP MTU of both TAPs (the kernel sides should use the same).
     #[arg(long, default_value_t = 1500)]
     pub mtu: usize,
+    /// Open the TAPs without the virtio-net header and offloads: every frame crosses
+    /// the link as one wire frame, each a system call (the behaviour before offloads).
+    #[arg(long)]
+    pub no_offloads: bool,
 }
 
 /// Frames moved from one side per turn before the other side gets a turn.
@@ -73,21 +84,24 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let open = |name: &str| {
-        Tap::open_with(&TapConfig::new(name).mtu(args.mtu))
-            .map_err(|e| format!("cannot open TAP {name}: {e}"))
-    };
-    let (tap_a, tap_b) = (open(a)?, open(b)?);
-    let config = fit_mtu(args.impair.unwrap_or_default(), tap_a.mtu());
+    let config = args.impair.unwrap_or_default();
+    let (tap_a, tap_b) = (open(args, a, &config)?, open(args, b, &config)?);
+    let config = fit_mtu(config, tap_a.wire_frame_limit());
     let seed = RandomState::new().hash_one(std::process::id());
     // Each wrapper's send model is the direction *into* its TAP.
     let mut side_a = Impair::new(tap_a, model(config, seed)?);
     let mut side_b = Impair::new(tap_b, model(config, seed ^ 0x5eed_0b0b)?);
+    let offloaded = side_a.inner().offloads() && side_b.inner().offloads();
     println!(
-        "imp link: {} <-> {} ({}); stop with Ctrl-C",
+        "imp link: {} <-> {} ({}, {}); stop with Ctrl-C",
         side_a.inner().name(),
         side_b.inner().name(),
-        impair::describe(&config)
+        impair::describe(&config),
+        if offloaded {
+            "offloads: 64 KiB segments"
+        } else {
+            "no offloads"
+        }
     );
     let _ = std::io::stdout().flush();
     let epoch = StdInstant::now();
@@ -132,6 +146,19 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Open (or create) the TAP `name`, with offloads unless `--no-offloads`. A link that
+/// flips bits must hand on frames whose checksums show it: then partial checksums are
+/// completed on the way in and never left to the receiver.
+fn open(args: &LinkArgs, name: &str, config: &LinkConfig) -> Result<Tap, String> {
+    let corrupts = config.corrupt > 0.0;
+    let tap = TapConfig::new(name)
+        .mtu(args.mtu)
+        .offloads(!args.no_offloads)
+        .partial_checksums(!corrupts)
+        .complete_checksums(corrupts);
+    Tap::open_with(&tap).map_err(|e| format!("cannot open TAP {name}: {e}"))
+}
+
 /// Move up to `BATCH` frames the kernel wrote into `from`'s TAP onto the link towards
 /// `to`. True if more may be waiting.
 fn forward(
@@ -142,9 +169,14 @@ fn forward(
     errors: &mut u64,
 ) -> bool {
     for _ in 0..BATCH {
-        match from.recv(now, buf) {
-            Ok(Some(len)) => {
-                if to.send(now, &buf[..len]).is_err() {
+        match from.recv_offloaded(now, buf) {
+            Ok(Some((len, offload))) => {
+                let frame = &buf[..len];
+                let sent = match offload.gso_size {
+                    Some(gso_size) => to.send_segmented(now, frame, gso_size),
+                    None => to.send(now, frame),
+                };
+                if sent.is_err() {
                     *errors += 1;
                 }
             }
@@ -196,6 +228,12 @@ fn report_direction(from: &str, to: &str, s: &LinkStats) {
         marked.push_str(&format!(
             ", {} shaped, {} policed (dropped), {} policed (marked)",
             s.shaped, s.dropped_police, s.police_marked
+        ));
+    }
+    if s.super_segments + s.super_segments_cut > 0 {
+        marked.push_str(&format!(
+            "; {} super-segments carried whole, {} cut",
+            s.super_segments, s.super_segments_cut
         ));
     }
     println!(

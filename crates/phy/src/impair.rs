@@ -1,7 +1,7 @@
 //! [`Impair`]: a device wrapper that sends (and optionally receives) frames through a
 //! [`LinkModel`], in real time, to emulate a slow, distant or lossy link over any device.
 
-use impnet_core::Instant;
+use impnet_core::{Instant, RxOffload};
 
 use crate::device::{Device, DeviceError};
 use crate::link::{LinkModel, LinkStats};
@@ -22,8 +22,8 @@ pub struct Impair<D: Device> {
     tx: LinkModel,
     rx: Option<LinkModel>,
     /// A due outgoing frame the inner device refused (`Ok(false)`), with the time it was
-    /// refused; it goes before any other.
-    tx_blocked: Option<(Instant, Vec<u8>)>,
+    /// refused and its segment size if it is a super-segment; it goes before any other.
+    tx_blocked: Option<(Instant, Vec<u8>, Option<u16>)>,
     /// An arrived incoming frame that did not fit the caller's buffer, with the time it
     /// arrived; it goes before any other.
     rx_ready: Option<(Instant, Vec<u8>)>,
@@ -103,19 +103,19 @@ impl<D: Device> Impair<D> {
     /// first it refuses. A frame the inner device rejects with an error is lost, as on a
     /// wire, and the error returned.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), DeviceError> {
-        if let Some((since, frame)) = self.tx_blocked.take() {
-            if !self.inner.send(now, &frame)? {
-                self.tx_blocked = Some((since, frame));
+        if let Some((since, frame, gso)) = self.tx_blocked.take() {
+            if !self.send_inner(now, &frame, gso)? {
+                self.tx_blocked = Some((since, frame, gso));
                 return Ok(());
             }
             self.tx.recycle(frame);
         }
-        while let Some(frame) = self.tx.poll_deliver(now) {
-            let sent = self.inner.send(now, &frame);
+        while let Some((frame, gso)) = self.tx.poll_deliver_segmented(now) {
+            let sent = self.send_inner(now, &frame, gso);
             match sent {
                 Ok(true) => self.tx.recycle(frame),
                 Ok(false) => {
-                    self.tx_blocked = Some((now, frame));
+                    self.tx_blocked = Some((now, frame, gso));
                     return Ok(());
                 }
                 Err(e) => {
@@ -125,6 +125,43 @@ impl<D: Device> Impair<D> {
             }
         }
         Ok(())
+    }
+
+    /// Hands one frame to the inner device: a super-segment (`gso`) to be cut there.
+    fn send_inner(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        gso: Option<u16>,
+    ) -> Result<bool, DeviceError> {
+        match gso {
+            Some(gso_size) => self.inner.send_segmented(now, frame, gso_size),
+            None => self.inner.send(now, frame),
+        }
+    }
+
+    /// [`Device::send`] and [`Device::send_segmented`] (`gso`): the frame enters the
+    /// send model, and whatever is due goes to the inner device.
+    fn submit(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        gso: Option<u16>,
+    ) -> Result<bool, DeviceError> {
+        let mtu = self.inner.mtu();
+        if frame.len() > mtu {
+            return Err(DeviceError::FrameTooLarge {
+                len: frame.len(),
+                mtu,
+            });
+        }
+        self.handle_timeout(now)?;
+        match gso {
+            Some(gso_size) => self.tx.submit_segmented(now, frame, gso_size),
+            None => self.tx.submit(now, frame),
+        };
+        self.handle_timeout(now)?;
+        Ok(true)
     }
 
     /// Moves frames waiting in the inner device into the receive model. An inner error
@@ -179,17 +216,33 @@ impl<D: Device> Device for Impair<D> {
     /// Always takes the frame (`Ok(true)`) unless it exceeds the inner device's MTU: a
     /// frame the model drops is lost on the emulated wire, which the sender cannot know.
     fn send(&mut self, now: Instant, frame: &[u8]) -> Result<bool, DeviceError> {
-        let mtu = self.inner.mtu();
-        if frame.len() > mtu {
-            return Err(DeviceError::FrameTooLarge {
-                len: frame.len(),
-                mtu,
-            });
+        self.submit(now, frame, None)
+    }
+
+    /// As [`send`](Device::send) for a TCP super-segment: the send model carries it
+    /// whole, charged for its wire frames ([`LinkModel::submit_segmented`]), and the
+    /// inner device gets it whole too (or its frames, cut where the model lost one).
+    fn send_segmented(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        gso_size: u16,
+    ) -> Result<bool, DeviceError> {
+        self.submit(now, frame, Some(gso_size))
+    }
+
+    /// Without a receive model, the inner device's frames and what it knows of them;
+    /// with one, as [`recv`](Device::recv) (the model delivers plain frames).
+    fn recv_offloaded(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Result<Option<(usize, RxOffload)>, DeviceError> {
+        if self.rx.is_none() {
+            self.handle_timeout(now)?;
+            return self.inner.recv_offloaded(now, buf);
         }
-        self.handle_timeout(now)?;
-        self.tx.submit(now, frame);
-        self.handle_timeout(now)?;
-        Ok(true)
+        Ok(self.recv(now, buf)?.map(|len| (len, RxOffload::NONE)))
     }
 
     fn mtu(&self) -> usize {
@@ -203,7 +256,7 @@ impl<D: Device> Device for Impair<D> {
         [
             self.tx.next_arrival(),
             self.rx.as_ref().and_then(LinkModel::next_arrival),
-            self.tx_blocked.as_ref().map(|(t, _)| *t),
+            self.tx_blocked.as_ref().map(|(t, _, _)| *t),
             self.rx_ready.as_ref().map(|(t, _)| *t),
             self.inner.poll_at(),
         ]
@@ -349,6 +402,53 @@ mod tests {
         drop(a);
         assert_eq!(b.recv(ms(5), &mut buf), Ok(Some(3)));
         assert_eq!(b.recv(ms(6), &mut buf), Err(DeviceError::Closed));
+    }
+
+    /// A device taking super-segments, recording each frame with its segment size.
+    #[derive(Default)]
+    struct Segmenting {
+        sent: Vec<(Vec<u8>, Option<u16>)>,
+    }
+
+    impl Device for Segmenting {
+        fn recv(&mut self, _: Instant, _: &mut [u8]) -> Result<Option<usize>, DeviceError> {
+            Ok(None)
+        }
+        fn send(&mut self, _: Instant, frame: &[u8]) -> Result<bool, DeviceError> {
+            self.sent.push((frame.to_vec(), None));
+            Ok(true)
+        }
+        fn send_segmented(&mut self, _: Instant, f: &[u8], gso: u16) -> Result<bool, DeviceError> {
+            self.sent.push((f.to_vec(), Some(gso)));
+            Ok(true)
+        }
+        fn mtu(&self) -> usize {
+            65_550
+        }
+    }
+
+    #[test]
+    fn super_segments_reach_the_inner_device_whole_or_cut_where_lost() {
+        let frame =
+            crate::segmentation::tests::build(&crate::segmentation::tests::Spec::new(60_000));
+        let mut whole = Impair::new(Segmenting::default(), delayed(3));
+        assert_eq!(whole.send_segmented(ms(0), &frame, 1448), Ok(true));
+        whole.handle_timeout(ms(3)).unwrap();
+        assert_eq!(whole.inner().sent, vec![(frame.clone(), Some(1448))]);
+        assert_eq!(whole.tx_stats().delivered, 42);
+
+        let lossy = LinkModel::new(LinkConfig::default().with_loss(0.5), 2);
+        let mut cut = Impair::new(Segmenting::default(), lossy);
+        cut.send_segmented(ms(0), &frame, 1448).unwrap();
+        let lost = cut.tx_stats().dropped_loss;
+        assert!(lost > 0);
+        assert_eq!(cut.inner().sent.len() as u64, 42 - lost);
+        assert!(
+            cut.inner()
+                .sent
+                .iter()
+                .all(|(f, gso)| gso.is_none() && f.len() <= 1514)
+        );
     }
 
     #[test]

@@ -38,6 +38,20 @@
 //! (after the shaper, at the instant serialisation starts) and drops a non-conforming
 //! frame, which has used the link's time, or passes it marked (CE when the frame is
 //! ECN-capable IPv4; the link has no cell-loss-priority bit).
+//!
+//! # Super-segments
+//! A TCP frame larger than a wire frame, with the segment size a TAP's virtio-net
+//! header gave it ([`LinkModel::submit_segmented`]), crosses as the `n` wire frames it
+//! stands for, but whole: the MTU is checked per frame, serialisation is charged for
+//! all `n` frames' bytes (headers included), the drop-tail queue takes it only if all
+//! `n` fit (else it is cut and its frames offered one by one), and the loss models draw
+//! once per wire frame in the order [`submit`](LinkModel::submit) would for `n` frames,
+//! so losses are frame for frame what they are without offloads. When a draw loses a
+//! frame, the super-segment is cut into its frames (complete checksums) and only the
+//! lost ones are dropped. It arrives `delay` after its last frame departed (its first
+//! frames later than on a real wire by the time the others took to serialise).
+//! Reordering, duplication, corruption, a queue discipline, a shaper or a policer act
+//! on single frames: with any of them every super-segment is cut first.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -49,6 +63,7 @@ use impnet_core::{Duration, Instant};
 use crate::rng::Rng;
 
 pub mod gcra;
+mod gso;
 pub mod spec;
 
 pub use gcra::{Gcra, GcraConfig, GcraConfigError};
@@ -365,6 +380,12 @@ pub struct LinkStats {
     pub police_marked: u64,
     /// Frames the shaper made wait (they started later than the transmitter allowed).
     pub shaped: u64,
+    /// TCP super-segments ([`LinkModel::submit_segmented`]) carried whole; their
+    /// wire frames count in the frame counters above.
+    pub super_segments: u64,
+    /// Super-segments cut into their wire frames: one of them was lost, the queue
+    /// could not take them all, or an impairment acts on single frames.
+    pub super_segments_cut: u64,
 }
 
 /// Why the link dropped a frame.
@@ -404,6 +425,17 @@ struct InFlight {
     /// Submission order, breaking ties between equal arrival times.
     seq: u64,
     frame: Vec<u8>,
+    /// A TCP super-segment carried whole ([`LinkModel::submit_segmented`]), standing
+    /// for this many wire frames; `None` for one plain frame.
+    whole: Option<Whole>,
+}
+
+/// What a super-segment carried whole stands for on the wire.
+#[derive(Debug, Clone, Copy)]
+struct Whole {
+    gso_size: u16,
+    frames: u64,
+    wire_bytes: u64,
 }
 
 impl InFlight {
@@ -659,6 +691,12 @@ impl LinkModel {
     /// Serialises `frame` from `start` (scaled, at or after what the shaper allows),
     /// then polices it, loses it or launches its copies.
     fn transmit(&mut self, start: u128, frame: &[u8]) -> Submit {
+        self.transmit_fated(start, frame, None)
+    }
+
+    /// [`transmit`](LinkModel::transmit), with the loss models' decision already
+    /// drawn (`Some(lost)`) for a frame cut from a super-segment.
+    fn transmit_fated(&mut self, start: u128, frame: &[u8], fate: Option<bool>) -> Submit {
         let serialisation = if self.config.rate_bps == 0 {
             0
         } else {
@@ -688,8 +726,7 @@ impl LinkModel {
             }
             _ => false,
         };
-        let independent = self.streams.loss.chance(self.config.loss);
-        if independent | self.burst_lost() {
+        if fate.unwrap_or_else(|| self.draw_loss()) {
             self.stats.dropped_loss += 1;
             return Submit::Dropped(DropReason::Loss);
         }
@@ -760,6 +797,13 @@ impl LinkModel {
         self.stats.ce_marked += now.ce.saturating_sub(before.ce);
     }
 
+    /// Whether the wire loses the next frame: the independent draw, then a step of the
+    /// Gilbert-Elliott chain (both drawn, whatever the first says).
+    fn draw_loss(&mut self) -> bool {
+        let independent = self.streams.loss.chance(self.config.loss);
+        independent | self.burst_lost()
+    }
+
     /// Steps the Gilbert-Elliott chain for one frame and says whether it loses the frame.
     fn burst_lost(&mut self) -> bool {
         let Some(ge) = self.config.burst_loss else {
@@ -815,6 +859,7 @@ impl LinkModel {
             arrival,
             seq: self.next_seq,
             frame: buf,
+            whole: None,
         });
         self.next_seq += 1;
     }
@@ -823,16 +868,25 @@ impl LinkModel {
     /// in submission order), or `None` if none has arrived yet. Give the buffer back with
     /// [`LinkModel::recycle`] when done to avoid an allocation per frame.
     pub fn poll_deliver(&mut self, now: Instant) -> Option<Vec<u8>> {
+        self.poll_deliver_segmented(now).map(|(frame, _)| frame)
+    }
+
+    /// As [`poll_deliver`](LinkModel::poll_deliver), with the segment size of a TCP
+    /// super-segment [`submit_segmented`](LinkModel::submit_segmented) carried whole
+    /// (`None` for a plain frame): give it to the next device as such
+    /// (`Device::send_segmented`).
+    pub fn poll_deliver_segmented(&mut self, now: Instant) -> Option<(Vec<u8>, Option<u16>)> {
         if self.held.is_some() {
             self.start_held_frames(u128::from(now.as_nanos()).saturating_mul(self.scale()));
         }
         if self.in_flight.peek()?.arrival > now {
             return None;
         }
-        let InFlight { frame, .. } = self.in_flight.pop()?;
-        self.stats.delivered += 1;
-        self.stats.bytes_delivered += frame.len() as u64;
-        Some(frame)
+        let InFlight { frame, whole, .. } = self.in_flight.pop()?;
+        let (frames, bytes) = whole.map_or((1, frame.len() as u64), |w| (w.frames, w.wire_bytes));
+        self.stats.delivered += frames;
+        self.stats.bytes_delivered += bytes;
+        Some((frame, whole.map(|w| w.gso_size)))
     }
 
     /// When the next frame arrives, if any is in flight, or, with a queue discipline
@@ -908,6 +962,8 @@ fn saturate_u64(v: u128) -> u64 {
 mod tests;
 #[cfg(test)]
 mod tests_gcra;
+#[cfg(test)]
+mod tests_gso;
 #[cfg(test)]
 mod tests_qdisc;
 #[cfg(test)]

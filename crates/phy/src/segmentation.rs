@@ -455,5 +455,44 @@ pub fn segment(framing: Framing, frame: &[u8], mtu: usize) -> Option<Vec<Vec<u8>
     Some(out)
 }
 
+/// How one TCP frame larger than a wire frame goes onto a wire in segments of
+/// `gso_size` payload bytes (a virtio-net GSO frame, Linux's `gso_size`): what
+/// [`wire_frames`] finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireFrames {
+    /// Frames on the wire (at least 2).
+    pub count: usize,
+    /// Bytes in front of the payload in each frame (link, IP and TCP headers).
+    pub header_len: usize,
+    /// Length of the longest frame (the first: headers and `gso_size` bytes).
+    pub largest: usize,
+    /// Bytes of all the frames together: the payload plus one header per frame.
+    pub wire_bytes: usize,
+    /// The IP MTU at which [`segment`] cuts the frame into exactly these frames.
+    pub ip_mtu: usize,
+}
+
+/// The wire frames `frame` stands for when cut every `gso_size` payload bytes, as
+/// the kernel's GSO (and [`segment`] at [`WireFrames::ip_mtu`]) would cut it. `None`
+/// when it is not a plain TCP segment [`segment`] cuts (SYN, RST or URG set, not
+/// IPv4 without options or IPv6 without extension headers), `gso_size` is 0, or its
+/// payload fits in one frame: then it is one frame as it is.
+pub fn wire_frames(framing: Framing, frame: &[u8], gso_size: u16) -> Option<WireFrames> {
+    let seg = parse(framing, frame)?;
+    let gso = usize::from(gso_size);
+    let payload = seg.payload_len();
+    if gso == 0 || payload <= gso || seg.flags & (SYN | RST | URG) != 0 {
+        return None;
+    }
+    let count = payload.div_ceil(gso);
+    Some(WireFrames {
+        count,
+        header_len: seg.payload,
+        largest: seg.payload + gso,
+        wire_bytes: payload + count * seg.payload,
+        ip_mtu: seg.payload - seg.ip + gso,
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests;

@@ -548,6 +548,13 @@ impl Tap {
         self.link.frame_limit(self.mtu)
     }
 
+    /// The largest frame on the wire behind this device: its IP MTU plus a tagged
+    /// Ethernet header (a TUN: the IP MTU), whether or not [`Device::mtu`] takes
+    /// larger frames with offloads (the kernel cuts those into frames this long).
+    pub fn wire_frame_limit(&self) -> usize {
+        self.plain_frame_limit()
+    }
+
     fn recv_plain(&mut self, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
         match rustix::io::read(&self.fd, buf) {
             Ok(n) => Ok(Some(n)),

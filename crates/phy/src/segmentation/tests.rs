@@ -413,3 +413,40 @@ proptest! {
         prop_assert!(out.len() <= frames.len());
     }
 }
+
+#[test]
+fn wire_frames_counts_the_frames_segment_cuts() {
+    for (framing, v6) in [
+        (Framing::Ethernet, false),
+        (Framing::Ethernet, true),
+        (Framing::Ip, false),
+    ] {
+        let mut spec = Spec::new(10_000);
+        spec.framing = framing;
+        spec.v6 = v6;
+        spec.options = vec![1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+        let frame = build(&spec);
+        let wire = wire_frames(framing, &frame, 1448).expect("a super-segment");
+        let cut = segment(framing, &frame, wire.ip_mtu).expect("cut");
+        assert_eq!(wire.count, cut.len());
+        assert_eq!(wire.count, 10_000usize.div_ceil(1448));
+        assert_eq!(wire.wire_bytes, cut.iter().map(Vec::len).sum::<usize>());
+        assert_eq!(wire.largest, cut[0].len());
+        assert_eq!(wire.header_len, frame.len() - 10_000);
+        assert!(cut[..cut.len() - 1].iter().all(|f| f.len() == wire.largest));
+        assert!(cut.iter().all(|f| valid(framing, f)));
+    }
+}
+
+#[test]
+fn wire_frames_leaves_single_frames_and_other_segments_alone() {
+    let frame = build(&Spec::new(1448));
+    assert_eq!(wire_frames(Framing::Ethernet, &frame, 1448), None);
+    assert!(wire_frames(Framing::Ethernet, &frame, 1447).is_some());
+    assert_eq!(wire_frames(Framing::Ethernet, &frame, 0), None);
+    let mut syn = Spec::new(5000);
+    syn.flags |= SYN;
+    assert_eq!(wire_frames(Framing::Ethernet, &build(&syn), 1000), None);
+    assert_eq!(wire_frames(Framing::Ethernet, &[0u8; 3000], 1000), None);
+    assert_eq!(wire_frames(Framing::Ethernet, &frame[..30], 10), None);
+}
