@@ -50,6 +50,7 @@
 
 mod host;
 pub mod net;
+mod seeded;
 mod sim;
 mod world;
 
