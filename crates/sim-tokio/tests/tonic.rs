@@ -4,8 +4,9 @@
 //! service is written out as tonic's code generator writes it (so no `protoc` at build
 //! time). The pair exchanges messages byte for byte, a seed replays its run to the same
 //! capture byte for byte, a partition times a call out and the heal lets the next one
-//! through on the same connection, and a crashed server's client sees `Unavailable`
-//! until the restarted server answers its retry.
+//! through on the same connection, and a crashed server's client sees its call in
+//! flight fail on the reset and its retries refused (`Unavailable`) until the restarted
+//! server answers one.
 
 mod common;
 
@@ -314,9 +315,9 @@ fn tonic_partition_then_crash_and_restart() {
     let (client_app, generation) = sim.run_until_complete(task, Duration::from_secs(60)).unwrap();
     assert_eq!(generation.unwrap(), 1);
 
-    // A crash: the client's calls fail with `Unavailable` (its connection reset, then
-    // refused) and it retries every 200 ms; after 2 s the server restarts and the
-    // retry gets through to the new server.
+    // A crash: the client's calls fail (its connection reset, then new ones refused)
+    // and it retries every 200 ms; after 2 s the server restarts and the retry gets
+    // through to the new server.
     sim.crash(server);
     let task = sim.spawn(client, async move {
         let mut client = client_app;
@@ -324,7 +325,7 @@ fn tonic_partition_then_crash_and_restart() {
         loop {
             match call(&mut client, 3, 1_000).await {
                 Ok(generation) => return (failures, generation),
-                Err(status) => failures.push(status.code()),
+                Err(status) => failures.push((status.code(), io_error_kind(&status))),
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -334,9 +335,30 @@ fn tonic_partition_then_crash_and_restart() {
     let (failures, generation) = sim.run_until_complete(task, Duration::from_secs(90)).unwrap();
     assert_eq!(generation, 2, "answered by the server before its crash");
     assert_eq!(starts.get(), 2);
+    // The call in flight when the crash's reset arrives fails with tonic's transport
+    // error; the new connections after it are refused until the restart.
     assert!(failures.len() >= 5, "{} failures in 2 s of retries", failures.len());
-    assert!(
-        failures.iter().all(|&code| code == Code::Unavailable),
+    assert_eq!(
+        failures[0],
+        (Code::Unknown, Some(io::ErrorKind::ConnectionReset)),
         "{failures:?}"
     );
+    assert!(
+        failures[1..]
+            .iter()
+            .all(|f| *f == (Code::Unavailable, Some(io::ErrorKind::ConnectionRefused))),
+        "{failures:?}"
+    );
+}
+
+/// The kind of the I/O error under a failed call's status, if one caused it.
+fn io_error_kind(status: &Status) -> Option<io::ErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<io::Error>() {
+            return Some(io.kind());
+        }
+        source = error.source();
+    }
+    None
 }
