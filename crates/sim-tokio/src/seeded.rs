@@ -67,7 +67,11 @@ impl Sim {
 
 /// The seeds to run: `IMPNET_SIM_SEED` alone, or `IMPNET_SIM_SEEDS` of them from `seed`.
 fn seeds(seed: u64) -> std::ops::Range<u64> {
-    let var = |name| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok());
+    let var = |name| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
     match (var(SEED_VAR), var(SEEDS_VAR)) {
         (Some(one), _) => one..one.saturating_add(1),
         (None, Some(count)) => seed..seed.saturating_add(count.max(1)),
@@ -79,7 +83,10 @@ fn seeds(seed: u64) -> std::ops::Range<u64> {
 fn replay(seed: u64, sim: &Sim) -> String {
     let thread = std::thread::current();
     // libtest names each test's thread after the test.
-    let name = thread.name().filter(|n| *n != "main").unwrap_or("<test name>");
+    let name = thread
+        .name()
+        .filter(|n| *n != "main")
+        .unwrap_or("<test name>");
     let at = sim.world.try_borrow().map(|w| w.net.now().to_string());
     let at = at.unwrap_or_else(|_| "?".to_string());
     format!(

@@ -145,8 +145,9 @@ impl rustls::crypto::SupportedKxGroup for SeededX25519 {
         self.0.fill(&mut seed)?;
         #[allow(deprecated)] // ring's fixed-output generator lives in its `test` module
         let fixed = ring::test::rand::FixedSliceRandom { bytes: &seed };
-        let private = ring::agreement::EphemeralPrivateKey::generate(&ring::agreement::X25519, &fixed)
-            .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
+        let private =
+            ring::agreement::EphemeralPrivateKey::generate(&ring::agreement::X25519, &fixed)
+                .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
         let public = (private.compute_public_key())
             .map_err(|_| rustls::Error::FailedToGetRandomBytes)?
             .as_ref()
@@ -170,8 +171,10 @@ impl rustls::crypto::ActiveKeyExchange for X25519Exchange {
         peer: &[u8],
     ) -> Result<rustls::crypto::SharedSecret, rustls::Error> {
         let peer = ring::agreement::UnparsedPublicKey::new(&ring::agreement::X25519, peer);
-        ring::agreement::agree_ephemeral(self.private, &peer, rustls::crypto::SharedSecret::from)
-            .map_err(|_| rustls::PeerMisbehaved::InvalidKeyShare.into())
+        ring::agreement::agree_ephemeral(self.private, &peer, |secret: &[u8]| {
+            rustls::crypto::SharedSecret::from(secret)
+        })
+        .map_err(|_| rustls::PeerMisbehaved::InvalidKeyShare.into())
     }
 
     fn pub_key(&self) -> &[u8] {
@@ -272,12 +275,13 @@ async fn endpoint(
 async fn serve(seed: u64, generation: u32) {
     let start_seed = seed ^ (u64::from(generation) << 32);
     let (cert, key) = certificate();
-    let tls = rustls::ServerConfig::builder_with_details(provider(start_seed), Arc::new(VirtualClock))
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .unwrap();
+    let tls =
+        rustls::ServerConfig::builder_with_details(provider(start_seed), Arc::new(VirtualClock))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap();
     let mut token_key = [0; 64];
     rng(start_seed ^ 0x70c).fill_bytes(&mut token_key);
     let token_key = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token_key);
@@ -286,7 +290,12 @@ async fn serve(seed: u64, generation: u32) {
         Arc::new(token_key),
     );
     config.time_source(Arc::new(VirtualClock));
-    let endpoint = endpoint("10.0.0.1:4433", endpoint_config(start_seed, seed), Some(config)).await;
+    let endpoint = endpoint(
+        "10.0.0.1:4433",
+        endpoint_config(start_seed, seed),
+        Some(config),
+    )
+    .await;
     while let Some(incoming) = endpoint.accept().await {
         tokio::spawn(async move {
             let Ok(connection) = incoming.await else {
@@ -324,11 +333,12 @@ async fn client_endpoint(seed: u64) -> quinn::Endpoint {
     let client_seed = seed ^ 0xc11e47;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(certificate().0).unwrap();
-    let tls = rustls::ClientConfig::builder_with_details(provider(client_seed), Arc::new(VirtualClock))
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let tls =
+        rustls::ClientConfig::builder_with_details(provider(client_seed), Arc::new(VirtualClock))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
     let mut config = quinn::ClientConfig::new(Arc::new(QuicClientConfig::try_from(tls).unwrap()));
     let initial = Mutex::new(rng(client_seed ^ 0x1d));
     config.initial_dst_cid_provider(Arc::new(move || {
@@ -336,7 +346,12 @@ async fn client_endpoint(seed: u64) -> quinn::Endpoint {
         initial.lock().unwrap().fill_bytes(&mut id);
         ConnectionId::new(&id)
     }));
-    let mut endpoint = endpoint("10.0.0.2:0", endpoint_config(client_seed, client_seed), None).await;
+    let mut endpoint = endpoint(
+        "10.0.0.2:0",
+        endpoint_config(client_seed, client_seed),
+        None,
+    )
+    .await;
     endpoint.set_default_client_config(config);
     endpoint
 }
@@ -356,7 +371,11 @@ fn payload(seq: u32, len: usize) -> Vec<u8> {
 
 /// Request `seq` of `len` bytes on a new stream of `connection`; checks the answer is
 /// the request reversed and returns the generation of the server that answered.
-async fn request(connection: &quinn::Connection, seq: u32, len: usize) -> Result<u32, ConnectionError> {
+async fn request(
+    connection: &quinn::Connection,
+    seq: u32,
+    len: usize,
+) -> Result<u32, ConnectionError> {
     let lost = |connection: &quinn::Connection| {
         connection
             .close_reason()
@@ -383,7 +402,10 @@ async fn requests(seed: u64) -> Vec<u32> {
     let endpoint = client_endpoint(seed).await;
     let connection = connect(&endpoint).await.unwrap();
     let mut generations = Vec::new();
-    for (seq, len) in [0, 1, 100, 1_000, 16_384, 65_536, 200_000].into_iter().enumerate() {
+    for (seq, len) in [0, 1, 100, 1_000, 16_384, 65_536, 200_000]
+        .into_iter()
+        .enumerate()
+    {
         generations.push(request(&connection, seq as u32, len).await.unwrap());
     }
     connection.close(0u32.into(), b"done");
@@ -396,7 +418,9 @@ fn quinn_pair_exchanges_data() {
     let (mut sim, server, client, _) = common::pair(1, 10_000_000, 5, 0.0);
     let starts = install_server(&mut sim, server);
     let task = sim.spawn(client, requests(1));
-    let generations = sim.run_until_complete(task, Duration::from_secs(60)).unwrap();
+    let generations = sim
+        .run_until_complete(task, Duration::from_secs(60))
+        .unwrap();
     assert_eq!(generations, vec![1; 7]);
     assert_eq!(starts.get(), 1);
     // About 280 kB each way at 10 Mbit/s: at least 220 ms of virtual time.
@@ -409,7 +433,8 @@ fn lossy_run(seed: u64) -> Vec<u8> {
     let pcap = common::capture(&mut sim, link, "quinn");
     install_server(&mut sim, server);
     let task = sim.spawn(client, requests(seed));
-    sim.run_until_complete(task, Duration::from_secs(120)).unwrap();
+    sim.run_until_complete(task, Duration::from_secs(120))
+        .unwrap();
     common::take_capture(&mut sim, &pcap)
 }
 
@@ -417,8 +442,14 @@ fn lossy_run(seed: u64) -> Vec<u8> {
 fn quinn_same_seed_same_capture_other_seed_differs() {
     let first = lossy_run(31);
     assert!(first.len() > 400_000, "a capture of {} bytes", first.len());
-    assert!(first == lossy_run(31), "seed 31 did not replay byte for byte");
-    assert!(first != lossy_run(32), "seeds 31 and 32 gave the same capture");
+    assert!(
+        first == lossy_run(31),
+        "seed 31 did not replay byte for byte"
+    );
+    assert!(
+        first != lossy_run(32),
+        "seeds 31 and 32 gave the same capture"
+    );
 }
 
 #[test]
@@ -431,8 +462,9 @@ fn quinn_partition_then_crash_and_restart() {
         let generation = request(&connection, 0, 1_000).await;
         (endpoint, connection, generation)
     });
-    let (endpoint, connection, generation) =
-        sim.run_until_complete(task, Duration::from_secs(10)).unwrap();
+    let (endpoint, connection, generation) = sim
+        .run_until_complete(task, Duration::from_secs(10))
+        .unwrap();
     assert_eq!(generation, Ok(1));
 
     // A partition: the request times out (the client's own deadline, in virtual time).
@@ -442,7 +474,9 @@ fn quinn_partition_then_crash_and_restart() {
             tokio::time::timeout(Duration::from_secs(3), request(&connection, 1, 1_000)).await;
         (connection, outcome.is_err())
     });
-    let (connection, timed_out) = sim.run_until_complete(task, Duration::from_secs(30)).unwrap();
+    let (connection, timed_out) = sim
+        .run_until_complete(task, Duration::from_secs(30))
+        .unwrap();
     assert!(timed_out, "a request crossed the partition");
 
     // The heal: the next request goes through on the same connection.
@@ -451,7 +485,9 @@ fn quinn_partition_then_crash_and_restart() {
         let generation = request(&connection, 2, 20_000).await;
         (connection, generation)
     });
-    let (connection, generation) = sim.run_until_complete(task, Duration::from_secs(60)).unwrap();
+    let (connection, generation) = sim
+        .run_until_complete(task, Duration::from_secs(60))
+        .unwrap();
     assert_eq!(generation, Ok(1));
 
     // A crash: the client's request on its connection goes unanswered until the
@@ -466,7 +502,9 @@ fn quinn_partition_then_crash_and_restart() {
     });
     sim.run_for(Duration::from_secs(2)).unwrap();
     sim.restart(server);
-    let (lost, generation) = sim.run_until_complete(task, Duration::from_secs(90)).unwrap();
+    let (lost, generation) = sim
+        .run_until_complete(task, Duration::from_secs(90))
+        .unwrap();
     assert_eq!(lost, Err(ConnectionError::Reset));
     assert_eq!(generation, Ok(2));
     assert_eq!(starts.get(), 2);

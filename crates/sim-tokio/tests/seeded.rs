@@ -35,8 +35,14 @@ fn a_failing_run_names_its_seed_and_its_replay() {
     let payload = outcome.expect_err("the failing test passed");
     let message = payload.downcast_ref::<String>().expect("a message");
     let seed = expected(42);
-    assert!(message.starts_with("the service lost a write\n"), "{message}");
-    assert!(message.contains(&format!("seed {seed} failed at virtual time 1.5")), "{message}");
+    assert!(
+        message.starts_with("the service lost a write\n"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("seed {seed} failed at virtual time 1.5")),
+        "{message}"
+    );
     assert!(
         message.contains(&format!(
             "IMPNET_SIM_SEED={seed} cargo test a_failing_run_names_its_seed_and_its_replay"

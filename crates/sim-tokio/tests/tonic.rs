@@ -77,7 +77,8 @@ impl Service<http::Request<tonic::body::Body>> for EchoServer {
             return Box::pin(async { Ok(Status::unimplemented("no such method").into_http()) });
         }
         Box::pin(async move {
-            let mut grpc = tonic::server::Grpc::new(ProstCodec::<EchoReply, EchoRequest>::default());
+            let mut grpc =
+                tonic::server::Grpc::new(ProstCodec::<EchoReply, EchoRequest>::default());
             Ok(grpc.unary(Echo { generation }, request).await)
         })
     }
@@ -125,7 +126,8 @@ impl EchoClient {
             let stream = TcpStream::connect((host.as_str(), uri.port_u16().unwrap_or(80))).await?;
             Ok::<_, io::Error>(TokioIo::new(stream))
         });
-        let channel = Endpoint::from_static("http://server:50051").connect_with_connector_lazy(connector);
+        let channel =
+            Endpoint::from_static("http://server:50051").connect_with_connector_lazy(connector);
         EchoClient {
             inner: tonic::client::Grpc::new(channel),
         }
@@ -209,7 +211,10 @@ async fn serve(generation: u32) {
 }
 
 /// Give `server` the echo service; returns how many times it has started.
-fn install_server(sim: &mut impnet_sim_tokio::Sim, server: impnet_sim_tokio::HostId) -> Rc<Cell<u32>> {
+fn install_server(
+    sim: &mut impnet_sim_tokio::Sim,
+    server: impnet_sim_tokio::HostId,
+) -> Rc<Cell<u32>> {
     let starts = Rc::new(Cell::new(0));
     let counter = Rc::clone(&starts);
     sim.software(server, move || {
@@ -247,7 +252,10 @@ async fn call(client: &mut EchoClient, seq: u32, len: usize) -> Result<u32, Stat
 async fn calls() -> Vec<u32> {
     let mut client = EchoClient::new();
     let mut generations = Vec::new();
-    for (seq, len) in [0, 1, 100, 1_000, 16_384, 65_536, 200_000].into_iter().enumerate() {
+    for (seq, len) in [0, 1, 100, 1_000, 16_384, 65_536, 200_000]
+        .into_iter()
+        .enumerate()
+    {
         generations.push(call(&mut client, seq as u32, len).await.unwrap());
     }
     generations
@@ -258,7 +266,9 @@ fn tonic_pair_exchanges_messages() {
     let (mut sim, server, client, _) = common::pair(1, 10_000_000, 5, 0.0);
     let starts = install_server(&mut sim, server);
     let task = sim.spawn(client, calls());
-    let generations = sim.run_until_complete(task, Duration::from_secs(60)).unwrap();
+    let generations = sim
+        .run_until_complete(task, Duration::from_secs(60))
+        .unwrap();
     assert_eq!(generations, vec![1; 7]);
     assert_eq!(starts.get(), 1);
     // About 280 kB each way at 10 Mbit/s: at least 220 ms of virtual time.
@@ -271,7 +281,8 @@ fn lossy_run(seed: u64) -> Vec<u8> {
     let pcap = common::capture(&mut sim, link, "tonic");
     install_server(&mut sim, server);
     let task = sim.spawn(client, calls());
-    sim.run_until_complete(task, Duration::from_secs(120)).unwrap();
+    sim.run_until_complete(task, Duration::from_secs(120))
+        .unwrap();
     common::take_capture(&mut sim, &pcap)
 }
 
@@ -279,8 +290,14 @@ fn lossy_run(seed: u64) -> Vec<u8> {
 fn tonic_same_seed_same_capture_other_seed_differs() {
     let first = lossy_run(21);
     assert!(first.len() > 400_000, "a capture of {} bytes", first.len());
-    assert!(first == lossy_run(21), "seed 21 did not replay byte for byte");
-    assert!(first != lossy_run(22), "seeds 21 and 22 gave the same capture");
+    assert!(
+        first == lossy_run(21),
+        "seed 21 did not replay byte for byte"
+    );
+    assert!(
+        first != lossy_run(22),
+        "seeds 21 and 22 gave the same capture"
+    );
 }
 
 #[test]
@@ -292,17 +309,22 @@ fn tonic_partition_then_crash_and_restart() {
         let generation = call(&mut client, 0, 1_000).await;
         (client, generation)
     });
-    let (client_app, generation) = sim.run_until_complete(task, Duration::from_secs(10)).unwrap();
+    let (client_app, generation) = sim
+        .run_until_complete(task, Duration::from_secs(10))
+        .unwrap();
     assert_eq!(generation.unwrap(), 1);
 
     // A partition: the call times out (the client's own deadline, in virtual time).
     sim.partition(link);
     let task = sim.spawn(client, async move {
         let mut client = client_app;
-        let outcome = tokio::time::timeout(Duration::from_secs(3), call(&mut client, 1, 1_000)).await;
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(3), call(&mut client, 1, 1_000)).await;
         (client, outcome.is_err())
     });
-    let (client_app, timed_out) = sim.run_until_complete(task, Duration::from_secs(30)).unwrap();
+    let (client_app, timed_out) = sim
+        .run_until_complete(task, Duration::from_secs(30))
+        .unwrap();
     assert!(timed_out, "a call crossed the partition");
 
     // The heal: the next call goes through on the same connection.
@@ -312,7 +334,9 @@ fn tonic_partition_then_crash_and_restart() {
         let generation = call(&mut client, 2, 20_000).await;
         (client, generation)
     });
-    let (client_app, generation) = sim.run_until_complete(task, Duration::from_secs(60)).unwrap();
+    let (client_app, generation) = sim
+        .run_until_complete(task, Duration::from_secs(60))
+        .unwrap();
     assert_eq!(generation.unwrap(), 1);
 
     // A crash: the client's calls fail (its connection reset, then new ones refused)
@@ -332,12 +356,18 @@ fn tonic_partition_then_crash_and_restart() {
     });
     sim.run_for(Duration::from_secs(2)).unwrap();
     sim.restart(server);
-    let (failures, generation) = sim.run_until_complete(task, Duration::from_secs(90)).unwrap();
+    let (failures, generation) = sim
+        .run_until_complete(task, Duration::from_secs(90))
+        .unwrap();
     assert_eq!(generation, 2, "answered by the server before its crash");
     assert_eq!(starts.get(), 2);
     // The call in flight when the crash's reset arrives fails with tonic's transport
     // error; the new connections after it are refused until the restart.
-    assert!(failures.len() >= 5, "{} failures in 2 s of retries", failures.len());
+    assert!(
+        failures.len() >= 5,
+        "{} failures in 2 s of retries",
+        failures.len()
+    );
     assert_eq!(
         failures[0],
         (Code::Unknown, Some(io::ErrorKind::ConnectionReset)),
