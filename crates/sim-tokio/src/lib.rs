@@ -51,9 +51,10 @@
 //! NAME`) to the panic; `IMPNET_SIM_SEEDS=K` runs K seeds in a row.
 //!
 //! Application pairs run unmodified on simulated hosts, each with a test that they
-//! exchange data byte for byte, that a seed replays its run to the same capture byte
-//! for byte, and that they come through a partition and a server crash and restart
-//! as their code expects (the crate's tests/):
+//! exchange data byte for byte, that a seed replays its run (the same trace hash; for
+//! tonic and quinn the same pcap of the link, byte for byte), and that they come
+//! through a partition and a server crash and restart as their code expects (the
+//! crate's tests/):
 //! - hyper 1.x server and client (`hyper.rs`), axum server and hyper-util's pooled
 //!   client (`turmoil_axum.rs`);
 //! - tonic 0.14 gRPC server and client (`tonic.rs`): the server takes the accepted
