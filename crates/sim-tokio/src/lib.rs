@@ -46,9 +46,11 @@
 //! A string address may name a simulated host (`TcpStream::connect("server:80")`,
 //! [`net::lookup`]).
 //!
-//! In a `#[test]`, [`Sim::test`] builds the simulation from a seed and, when the test
-//! fails, adds the seed and the command that replays it (`IMPNET_SIM_SEED=N cargo test
-//! NAME`) to the panic; `IMPNET_SIM_SEEDS=K` runs K seeds in a row.
+//! A test is `#[impnet_sim_tokio::test(seed = 7)] fn name(sim: &mut Sim) { .. }`
+//! ([`test`]), or, in a plain `#[test]`, `Sim::test(7, |sim| { .. })` ([`Sim::test`]):
+//! either builds the simulation from the seed and, when the test fails, adds the seed
+//! and the command that replays it (`IMPNET_SIM_SEED=7 cargo test NAME -- --exact`) to
+//! the panic; `IMPNET_SIM_SEEDS=K` runs K seeds in a row.
 //!
 //! Application pairs run unmodified on simulated hosts, each with a test that they
 //! exchange data byte for byte, that a seed replays its run (the same trace hash; for
@@ -67,8 +69,7 @@
 //!   configuration (the test file lists each input).
 //!
 //! Not yet: IPv6 addresses on links, broadcast and multicast beyond one link (links are
-//! point to point, routers forward neither), a `#[impnet_sim_tokio::test]` attribute
-//! macro ([`Sim::test`] is the function form).
+//! point to point, routers forward neither).
 #![warn(missing_docs)]
 
 mod host;
@@ -78,6 +79,11 @@ mod sim;
 mod world;
 
 pub use impnet_sim::{HostId, LinkId};
+/// `#[impnet_sim_tokio::test]` / `#[impnet_sim_tokio::test(seed = N)]` on
+/// `fn name(sim: &mut Sim) { .. }`: a `#[test]` whose body [`Sim::test`] runs on a
+/// simulation of that seed (without one, a hash of the test's name), and which names
+/// the seed and the replay command when it fails.
+pub use impnet_sim_tokio_macros::test;
 pub use sim::{Sim, SimError, Task};
 
 /// Virtual time since the simulation began, as the current simulated host's task sees
