@@ -44,7 +44,10 @@ fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Failure> 
     };
     if tokens.len() > fn_at + 3 {
         let span = tokens[fn_at + 3].span();
-        return Err((span, "a simulation test returns nothing and is not generic".into()));
+        return Err((
+            span,
+            "a simulation test returns nothing and is not generic".into(),
+        ));
     }
     let name = name.clone();
     // The parameter's pattern (`sim`, `mut sim`): what stands before its `:`.
@@ -66,7 +69,10 @@ fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Failure> 
          }}"
     );
     let mut out = outer;
-    out.extend(replace_body(expanded.parse().expect("valid expansion"), &body));
+    out.extend(replace_body(
+        expanded.parse().expect("valid expansion"),
+        &body,
+    ));
     Ok(out)
 }
 
@@ -75,9 +81,11 @@ fn seed_argument(args: TokenStream) -> Result<Option<u64>, Failure> {
     let args: Vec<TokenTree> = args.into_iter().collect();
     match args.as_slice() {
         [] => Ok(None),
-        [TokenTree::Ident(key), TokenTree::Punct(eq), TokenTree::Literal(value)]
-            if key.to_string() == "seed" && eq.as_char() == '=' =>
-        {
+        [
+            TokenTree::Ident(key),
+            TokenTree::Punct(eq),
+            TokenTree::Literal(value),
+        ] if key.to_string() == "seed" && eq.as_char() == '=' => {
             let text = value.to_string();
             let digits = text.trim_end_matches("u64").replace('_', "");
             digits

@@ -362,13 +362,6 @@ async fn connect(endpoint: &quinn::Endpoint) -> Result<quinn::Connection, Connec
     endpoint.connect(addr, "server").unwrap().await
 }
 
-/// The payload of request `seq`: `len` bytes that no shifted copy of itself matches.
-fn payload(seq: u32, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seq).rotate_left(7) as u8)
-        .collect()
-}
-
 /// Request `seq` of `len` bytes on a new stream of `connection`; checks the answer is
 /// the request reversed and returns the generation of the server that answered.
 async fn request(
@@ -382,7 +375,7 @@ async fn request(
             .unwrap_or(ConnectionError::LocallyClosed)
     };
     let (mut send, mut recv) = connection.open_bi().await?;
-    let sent = payload(seq, len);
+    let sent = common::payload(seq, len);
     send.write_all(&sent).await.map_err(|_| lost(connection))?;
     send.finish().map_err(|_| lost(connection))?;
     let answer = recv
@@ -415,7 +408,7 @@ async fn requests(seed: u64) -> Vec<u32> {
 
 #[test]
 fn quinn_pair_exchanges_data() {
-    let (mut sim, server, client, _) = common::pair(1, 10_000_000, 5, 0.0);
+    let (mut sim, server, client, _) = common::pair(1, common::path(10_000_000, 5, 0.0));
     let starts = install_server(&mut sim, server);
     let task = sim.spawn(client, requests(1));
     let generations = sim
@@ -427,34 +420,21 @@ fn quinn_pair_exchanges_data() {
     assert!(sim.now().as_millis() >= 220, "virtual time {}", sim.now());
 }
 
-/// The requests over a lossy link; the capture of the link, byte for byte.
-fn lossy_run(seed: u64) -> Vec<u8> {
-    let (mut sim, server, client, link) = common::pair(seed, 5_000_000, 10, 0.02);
-    let pcap = common::capture(&mut sim, link, "quinn");
-    install_server(&mut sim, server);
-    let task = sim.spawn(client, requests(seed));
-    sim.run_until_complete(task, Duration::from_secs(120))
-        .unwrap();
-    common::take_capture(&mut sim, &pcap)
-}
-
 #[test]
 fn quinn_same_seed_same_capture_other_seed_differs() {
-    let first = lossy_run(31);
-    assert!(first.len() > 400_000, "a capture of {} bytes", first.len());
-    assert!(
-        first == lossy_run(31),
-        "seed 31 did not replay byte for byte"
-    );
-    assert!(
-        first != lossy_run(32),
-        "seeds 31 and 32 gave the same capture"
-    );
+    common::assert_replays(31, |seed| {
+        common::lossy_capture(
+            seed,
+            "quinn",
+            |sim, server| drop(install_server(sim, server)),
+            requests(seed),
+        )
+    });
 }
 
 #[test]
 fn quinn_partition_then_crash_and_restart() {
-    let (mut sim, server, client, link) = common::pair(3, 10_000_000, 20, 0.0);
+    let (mut sim, server, client, link) = common::pair(3, common::path(10_000_000, 20, 0.0));
     let starts = install_server(&mut sim, server);
     let task = sim.spawn(client, async {
         let endpoint = client_endpoint(3).await;

@@ -224,17 +224,10 @@ fn install_server(
     starts
 }
 
-/// The payload of call `seq`: `len` bytes that no shifted copy of itself matches.
-fn payload(seq: u32, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seq).rotate_left(7) as u8)
-        .collect()
-}
-
 /// Call `seq` with a `len`-byte payload and check the answer is the payload reversed;
 /// returns the generation of the server that answered.
 async fn call(client: &mut EchoClient, seq: u32, len: usize) -> Result<u32, Status> {
-    let sent = payload(seq, len);
+    let sent = common::payload(seq, len);
     let reply = client
         .echo(EchoRequest {
             seq,
@@ -263,7 +256,7 @@ async fn calls() -> Vec<u32> {
 
 #[test]
 fn tonic_pair_exchanges_messages() {
-    let (mut sim, server, client, _) = common::pair(1, 10_000_000, 5, 0.0);
+    let (mut sim, server, client, _) = common::pair(1, common::path(10_000_000, 5, 0.0));
     let starts = install_server(&mut sim, server);
     let task = sim.spawn(client, calls());
     let generations = sim
@@ -275,34 +268,21 @@ fn tonic_pair_exchanges_messages() {
     assert!(sim.now().as_millis() >= 220, "virtual time {}", sim.now());
 }
 
-/// The calls over a lossy link; the capture of the link, byte for byte.
-fn lossy_run(seed: u64) -> Vec<u8> {
-    let (mut sim, server, client, link) = common::pair(seed, 5_000_000, 10, 0.02);
-    let pcap = common::capture(&mut sim, link, "tonic");
-    install_server(&mut sim, server);
-    let task = sim.spawn(client, calls());
-    sim.run_until_complete(task, Duration::from_secs(120))
-        .unwrap();
-    common::take_capture(&mut sim, &pcap)
-}
-
 #[test]
 fn tonic_same_seed_same_capture_other_seed_differs() {
-    let first = lossy_run(21);
-    assert!(first.len() > 400_000, "a capture of {} bytes", first.len());
-    assert!(
-        first == lossy_run(21),
-        "seed 21 did not replay byte for byte"
-    );
-    assert!(
-        first != lossy_run(22),
-        "seeds 21 and 22 gave the same capture"
-    );
+    common::assert_replays(21, |seed| {
+        common::lossy_capture(
+            seed,
+            "tonic",
+            |sim, server| drop(install_server(sim, server)),
+            calls(),
+        )
+    });
 }
 
 #[test]
 fn tonic_partition_then_crash_and_restart() {
-    let (mut sim, server, client, link) = common::pair(3, 10_000_000, 20, 0.0);
+    let (mut sim, server, client, link) = common::pair(3, common::path(10_000_000, 20, 0.0));
     let starts = install_server(&mut sim, server);
     let task = sim.spawn(client, async {
         let mut client = EchoClient::new();

@@ -1,25 +1,32 @@
 //! What the application-pair tests (tests/tonic.rs, tests/quinn.rs) share: a server and
 //! a client joined by one link, and a capture of that link to compare runs byte for byte.
+//! tests/hyper.rs uses the pair.
 
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use impnet_phy::LinkConfig;
 use impnet_sim_tokio::{HostId, LinkId, Sim};
 
-/// A server ("server", 10.0.0.1) and a client ("client", 10.0.0.2) joined by one link
-/// of `delay_ms` each way, `rate_bps` and `loss`.
-pub fn pair(seed: u64, rate_bps: u64, delay_ms: u64, loss: f64) -> (Sim, HostId, HostId, LinkId) {
-    let mut sim = Sim::new(seed);
-    let server = sim.host("server");
-    let client = sim.host("client");
-    let config = LinkConfig {
+/// A link of `rate_bps` (0: unlimited), `delay_ms` each way and `loss`.
+pub fn path(rate_bps: u64, delay_ms: u64, loss: f64) -> LinkConfig {
+    LinkConfig {
         rate_bps,
         loss,
         ..LinkConfig::default().with_delay(impnet_core::Duration::from_millis(delay_ms))
-    };
+    }
+}
+
+/// A server ("server", 10.0.0.1) and a client ("client", 10.0.0.2) joined by one link
+/// of `config`.
+pub fn pair(seed: u64, config: LinkConfig) -> (Sim, HostId, HostId, LinkId) {
+    let mut sim = Sim::new(seed);
+    let server = sim.host("server");
+    let client = sim.host("client");
     let link = sim
         .link(
             server,
@@ -30,6 +37,49 @@ pub fn pair(seed: u64, rate_bps: u64, delay_ms: u64, loss: f64) -> (Sim, HostId,
         )
         .unwrap();
     (sim, server, client, link)
+}
+
+/// The payload of request `seq`: `len` bytes that no shifted copy of itself matches.
+pub fn payload(seq: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seq).rotate_left(7) as u8)
+        .collect()
+}
+
+/// One run over a lossy link (5 Mbit/s, 10 ms, 2% loss): `install` gives the server its
+/// software, `client` runs on the client; returns the capture of the link.
+pub fn lossy_capture<F>(
+    seed: u64,
+    name: &str,
+    install: impl FnOnce(&mut Sim, HostId),
+    client: F,
+) -> Vec<u8>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let (mut sim, server, client_host, link) = pair(seed, path(5_000_000, 10, 0.02));
+    let pcap = capture(&mut sim, link, name);
+    install(&mut sim, server);
+    let task = sim.spawn(client_host, client);
+    sim.run_until_complete(task, Duration::from_secs(120))
+        .unwrap();
+    take_capture(&mut sim, &pcap)
+}
+
+/// `run(seed)` twice gives the same capture, byte for byte, and `run(seed + 1)` another.
+pub fn assert_replays(seed: u64, run: impl Fn(u64) -> Vec<u8>) {
+    let first = run(seed);
+    assert!(first.len() > 400_000, "a capture of {} bytes", first.len());
+    assert!(
+        first == run(seed),
+        "seed {seed} did not replay byte for byte"
+    );
+    assert!(
+        first != run(seed + 1),
+        "seeds {seed} and {} gave the same capture",
+        seed + 1
+    );
 }
 
 /// A pcap file of `link` for this run, in the temporary directory (named by the test,
