@@ -395,10 +395,7 @@ async fn requests(seed: u64) -> Vec<u32> {
     let endpoint = client_endpoint(seed).await;
     let connection = connect(&endpoint).await.unwrap();
     let mut generations = Vec::new();
-    for (seq, len) in [0, 1, 100, 1_000, 16_384, 65_536, 200_000]
-        .into_iter()
-        .enumerate()
-    {
+    for (seq, len) in common::SIZES.into_iter().enumerate() {
         generations.push(request(&connection, seq as u32, len).await.unwrap());
     }
     connection.close(0u32.into(), b"done");
@@ -408,16 +405,7 @@ async fn requests(seed: u64) -> Vec<u32> {
 
 #[test]
 fn quinn_pair_exchanges_data() {
-    let (mut sim, server, client, _) = common::pair(1, common::path(10_000_000, 5, 0.0));
-    let starts = install_server(&mut sim, server);
-    let task = sim.spawn(client, requests(1));
-    let generations = sim
-        .run_until_complete(task, Duration::from_secs(60))
-        .unwrap();
-    assert_eq!(generations, vec![1; 7]);
-    assert_eq!(starts.get(), 1);
-    // About 280 kB each way at 10 Mbit/s: at least 220 ms of virtual time.
-    assert!(sim.now().as_millis() >= 220, "virtual time {}", sim.now());
+    common::assert_exchange(install_server, requests(1));
 }
 
 #[test]

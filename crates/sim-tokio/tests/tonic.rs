@@ -245,10 +245,7 @@ async fn call(client: &mut EchoClient, seq: u32, len: usize) -> Result<u32, Stat
 async fn calls() -> Vec<u32> {
     let mut client = EchoClient::new();
     let mut generations = Vec::new();
-    for (seq, len) in [0, 1, 100, 1_000, 16_384, 65_536, 200_000]
-        .into_iter()
-        .enumerate()
-    {
+    for (seq, len) in common::SIZES.into_iter().enumerate() {
         generations.push(call(&mut client, seq as u32, len).await.unwrap());
     }
     generations
@@ -256,16 +253,7 @@ async fn calls() -> Vec<u32> {
 
 #[test]
 fn tonic_pair_exchanges_messages() {
-    let (mut sim, server, client, _) = common::pair(1, common::path(10_000_000, 5, 0.0));
-    let starts = install_server(&mut sim, server);
-    let task = sim.spawn(client, calls());
-    let generations = sim
-        .run_until_complete(task, Duration::from_secs(60))
-        .unwrap();
-    assert_eq!(generations, vec![1; 7]);
-    assert_eq!(starts.get(), 1);
-    // About 280 kB each way at 10 Mbit/s: at least 220 ms of virtual time.
-    assert!(sim.now().as_millis() >= 220, "virtual time {}", sim.now());
+    common::assert_exchange(install_server, calls());
 }
 
 #[test]

@@ -4,8 +4,10 @@
 
 #![allow(dead_code)]
 
+use std::cell::Cell;
 use std::future::Future;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -44,6 +46,30 @@ pub fn payload(seq: u32, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seq).rotate_left(7) as u8)
         .collect()
+}
+
+/// The sizes of the requests `requests` sends, one after another on one connection:
+/// about 280 kB in all.
+pub const SIZES: [usize; 7] = [0, 1, 100, 1_000, 16_384, 65_536, 200_000];
+
+/// `requests` (which returns the start number of the server that answered each request
+/// of [`SIZES`]) on the client of a 10 Mbit/s, 5 ms pair whose server `install` set up
+/// (it returns the server's start count): every answer comes from the server's first
+/// start, and the bytes took the virtual time they must.
+pub fn assert_exchange<F>(install: impl FnOnce(&mut Sim, HostId) -> Rc<Cell<u32>>, requests: F)
+where
+    F: Future<Output = Vec<u32>> + 'static,
+{
+    let (mut sim, server, client, _) = pair(1, path(10_000_000, 5, 0.0));
+    let starts = install(&mut sim, server);
+    let task = sim.spawn(client, requests);
+    let generations = sim
+        .run_until_complete(task, Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(generations, vec![1; SIZES.len()]);
+    assert_eq!(starts.get(), 1);
+    // About 280 kB each way at 10 Mbit/s: at least 220 ms of virtual time.
+    assert!(sim.now().as_millis() >= 220, "virtual time {}", sim.now());
 }
 
 /// One run over a lossy link (5 Mbit/s, 10 ms, 2% loss): `install` gives the server its
