@@ -47,7 +47,7 @@
 //! [`net::lookup`]).
 //!
 //! A test is `#[impnet_sim_tokio::test(seed = 7)] fn name(sim: &mut Sim) { .. }`
-//! ([`test`]), or, in a plain `#[test]`, `Sim::test(7, |sim| { .. })` ([`Sim::test`]):
+//! ([`test`](macro@test)), or, in a plain `#[test]`, `Sim::test(7, |sim| { .. })` ([`Sim::test`]):
 //! either builds the simulation from the seed and, when the test fails, adds the seed
 //! and the command that replays it (`IMPNET_SIM_SEED=7 cargo test NAME -- --exact`) to
 //! the panic; `IMPNET_SIM_SEEDS=K` runs K seeds in a row.
