@@ -44,16 +44,46 @@
 //! ```
 //!
 //! A string address may name a simulated host (`TcpStream::connect("server:80")`,
-//! [`net::lookup`]). Not yet: IPv6 addresses on links, broadcast and multicast beyond
-//! one link (links are point to point, routers forward neither), a test attribute.
+//! [`net::lookup`]).
+//!
+//! A test is `#[impnet_sim_tokio::test(seed = 7)] fn name(sim: &mut Sim) { .. }`
+//! ([`test`](macro@test)), or, in a plain `#[test]`, `Sim::test(7, |sim| { .. })` ([`Sim::test`]):
+//! either builds the simulation from the seed and, when the test fails, adds the seed
+//! and the command that replays it (`IMPNET_SIM_SEED=7 cargo test NAME -- --exact`) to
+//! the panic; `IMPNET_SIM_SEEDS=K` runs K seeds in a row.
+//!
+//! Application pairs run unmodified on simulated hosts, each with a test that they
+//! exchange data byte for byte, that a seed replays its run (the same trace hash; for
+//! tonic and quinn the same pcap of the link, byte for byte), and that they come
+//! through a partition and a server crash and restart as their code expects (the
+//! crate's tests/):
+//! - hyper 1.x server and client (`hyper.rs`), axum server and hyper-util's pooled
+//!   client (`turmoil_axum.rs`);
+//! - tonic 0.14 gRPC server and client (`tonic.rs`): the server takes the accepted
+//!   [`net::TcpStream`]s as its incoming stream, the client's channel dials through a
+//!   connector; prost messages and a hand-written service, so no `protoc`;
+//! - quinn 0.11 endpoints (`quinn.rs`) over [`net::UdpSocket`] through quinn's
+//!   `AsyncUdpSocket` ([`net::UdpSocket::try_send_to`] and
+//!   [`net::UdpSocket::poll_send_ready`] are what it needs); quinn's and rustls's
+//!   randomness and wall clock come from the seed and the virtual clock through their
+//!   configuration (the test file lists each input).
+//!
+//! Not yet: IPv6 addresses on links, broadcast and multicast beyond one link (links are
+//! point to point, routers forward neither).
 #![warn(missing_docs)]
 
 mod host;
 pub mod net;
+mod seeded;
 mod sim;
 mod world;
 
 pub use impnet_sim::{HostId, LinkId};
+/// `#[impnet_sim_tokio::test]` / `#[impnet_sim_tokio::test(seed = N)]` on
+/// `fn name(sim: &mut Sim) { .. }`: a `#[test]` whose body [`Sim::test`] runs on a
+/// simulation of that seed (without one, a hash of the test's name), and which names
+/// the seed and the replay command when it fails.
+pub use impnet_sim_tokio_macros::test;
 pub use sim::{Sim, SimError, Task};
 
 /// Virtual time since the simulation began, as the current simulated host's task sees

@@ -115,7 +115,7 @@ struct Host {
 /// millisecond boundaries at which tokio timers can fire. No wall-clock time is spent
 /// waiting. The same seed and the same calls give the same run, frame for frame.
 pub struct Sim {
-    world: Rc<RefCell<World>>,
+    pub(crate) world: Rc<RefCell<World>>,
     hosts: Vec<Host>,
     seed: u64,
 }

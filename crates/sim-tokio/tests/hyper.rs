@@ -3,6 +3,8 @@
 //! and the heal lets the next one through, and a crashed server answers again after
 //! its restart.
 
+mod common;
+
 use std::cell::Cell;
 use std::convert::Infallible;
 use std::rc::Rc;
@@ -15,9 +17,10 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use impnet_phy::LinkConfig;
+use impnet_sim_tokio::SimError;
 use impnet_sim_tokio::net::{TcpListener, TcpStream};
-use impnet_sim_tokio::{HostId, LinkId, Sim, SimError};
+
+use common::{pair, path};
 
 const SERVER: &str = "10.0.0.1:80";
 
@@ -62,31 +65,6 @@ async fn get(path: &str) -> Result<(StatusCode, Bytes), Box<dyn std::error::Erro
     let status = response.status();
     let body = response.into_body().collect().await?.to_bytes();
     Ok((status, body))
-}
-
-/// A server and a client joined by one link of `config`.
-fn pair(seed: u64, config: LinkConfig) -> (Sim, HostId, HostId, LinkId) {
-    let mut sim = Sim::new(seed);
-    let server = sim.host("server");
-    let client = sim.host("client");
-    let link = sim
-        .link(
-            server,
-            "10.0.0.1/24".parse().unwrap(),
-            client,
-            "10.0.0.2/24".parse().unwrap(),
-            config,
-        )
-        .unwrap();
-    (sim, server, client, link)
-}
-
-fn path(rate_bps: u64, delay_ms: u64, loss: f64) -> LinkConfig {
-    LinkConfig {
-        rate_bps,
-        loss,
-        ..LinkConfig::default().with_delay(impnet_core::Duration::from_millis(delay_ms))
-    }
 }
 
 #[test]

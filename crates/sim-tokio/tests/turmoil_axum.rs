@@ -10,13 +10,14 @@
 //! crashed server refusing and its restart answering, and a partition timing a
 //! request out and the heal letting the next through.
 
+mod common;
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use axum::{Router, body::Body, extract::Path, http::Request, routing::get, serve::Listener};
 use http_body_util::BodyExt as _;
 use hyper_util::{client::legacy::Client, rt::TokioExecutor};
-use impnet_phy::LinkConfig;
 use impnet_sim_tokio::{HostId, LinkId, Sim, net};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -25,18 +26,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 fn setup(seed: u64) -> (Sim, HostId, HostId, LinkId) {
     let addr = (IpAddr::from(Ipv4Addr::UNSPECIFIED), 9999);
 
-    let mut sim = Sim::new(seed);
-    let server = sim.host("server");
-    let client = sim.host("client");
-    let link = sim
-        .link(
-            server,
-            "10.0.0.1/24".parse().unwrap(),
-            client,
-            "10.0.0.2/24".parse().unwrap(),
-            LinkConfig::default().with_delay(impnet_core::Duration::from_millis(10)),
-        )
-        .unwrap();
+    let (mut sim, server, client, link) = common::pair(seed, common::path(0, 10, 0.0));
 
     let router = Router::new().route(
         "/greet/{name}",

@@ -1,29 +1,15 @@
 //! UDP between simulated hosts: an echo across a lossy link, and a client that retries
 //! on its own timer until an answer comes.
 
+mod common;
+
 use std::time::Duration;
 
-use impnet_phy::LinkConfig;
-use impnet_sim_tokio::Sim;
 use impnet_sim_tokio::net::UdpSocket;
 
 /// One echo exchange with retries; the attempts it took.
 fn echo_with_retries(seed: u64) -> u64 {
-    let mut sim = Sim::new(seed);
-    let server = sim.host("server");
-    let client = sim.host("client");
-    let config = LinkConfig {
-        loss: 0.5,
-        ..LinkConfig::default().with_delay(impnet_core::Duration::from_millis(15))
-    };
-    sim.link(
-        server,
-        "10.0.0.1/24".parse().unwrap(),
-        client,
-        "10.0.0.2/24".parse().unwrap(),
-        config,
-    )
-    .unwrap();
+    let (mut sim, server, client, _) = common::pair(seed, common::path(0, 15, 0.5));
     sim.software(server, || async {
         let socket = UdpSocket::bind("10.0.0.1:53").await.unwrap();
         let mut buf = [0; 1500];

@@ -21,6 +21,9 @@ pub struct UdpSocket {
     local: SocketAddr,
     /// `SO_BROADCAST`: may send to 255.255.255.255.
     broadcast: AtomicBool,
+    /// The stack refused a [`UdpSocket::try_send_to`] for lack of room, and no
+    /// [`UdpSocket::poll_send_ready`] has waited for the network to move since.
+    send_blocked: AtomicBool,
 }
 
 impl UdpSocket {
@@ -39,6 +42,7 @@ impl UdpSocket {
             handle,
             local,
             broadcast: AtomicBool::new(false),
+            send_blocked: AtomicBool::new(false),
         })
     }
 
@@ -110,6 +114,34 @@ impl UdpSocket {
                 Err(e) => Some(Err(udp_error(e))),
             }
         })
+    }
+
+    /// Send `data` as one datagram to `target` if the stack has room now, else fail with
+    /// `WouldBlock` ([`UdpSocket::poll_send_ready`] then waits for room): for a caller
+    /// with its own send loop (quinn's `AsyncUdpSocket`).
+    pub fn try_send_to(&self, data: &[u8], target: SocketAddr) -> io::Result<usize> {
+        let waker = std::task::Waker::noop();
+        match self.poll_send_to(&mut Context::from_waker(waker), data, target) {
+            Poll::Ready(result) => result,
+            Poll::Pending => {
+                self.send_blocked.store(true, Ordering::Relaxed);
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+        }
+    }
+
+    /// Wait until a send may succeed: at once, unless the stack refused this socket's
+    /// last [`UdpSocket::try_send_to`] for lack of room; then until the network has
+    /// moved (frames left, so the queues may have room).
+    pub fn poll_send_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !self.send_blocked.swap(false, Ordering::Relaxed) {
+            return Poll::Ready(Ok(()));
+        }
+        let handle = self.handle;
+        world::with_stack(self.host, self.incarnation, |_, _, state| {
+            state.udp.entry(handle).or_default().1 = Some(cx.waker().clone());
+        })?;
+        Poll::Pending
     }
 
     /// Wait for a datagram; copy it into `buf` (truncated if longer) and return its
