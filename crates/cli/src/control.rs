@@ -1,9 +1,11 @@
 //! The control socket of a running `imp serve` or `imp route`: a Unix socket only its
 //! owner may use (`$XDG_RUNTIME_DIR/imp/PID.sock`, else `/tmp/imp-UID/PID.sock`; the
 //! directory 0700, the socket 0600) answering one request a connection, a line
-//! (`sockets` or `counters`), with one JSON document. `imp ss` (`ss.rs`) is its client.
+//! (`sockets`, `counters`, `kill PEER` or `set PEER KEY=VALUE`), with one JSON
+//! document. `imp ss` (`ss.rs`) is its client.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -12,6 +14,8 @@ use std::time::Duration;
 
 use impnet::Runtime;
 use impnet::core::Stack;
+use impnet::core::tcp::cc::CcAlgorithm;
+use impnet::core::tcp::{SocketOption, TcpError, TcpHandle};
 use serde_json::{Map, Value, json};
 
 /// How often the accept loop looks whether its program is stopping.
@@ -114,13 +118,104 @@ fn respond(stream: UnixStream, answer: &impl Fn(&str) -> Value) -> std::io::Resu
     stream.write_all(b"\n")
 }
 
-/// The answer to `request` about the stack of `rt`.
+/// The answer to `request` about the stack of `rt`: `sockets`, `counters`,
+/// `kill PEER` (reset every connection to PEER, `ADDR:PORT`) or `set PEER KEY=VALUE`
+/// (change a setting of every connection to PEER; see [`Setting::parse`]).
 pub fn answer(rt: &Runtime, request: &str) -> Value {
-    match request {
-        "sockets" => rt.with_stack(|stack, _| sockets(stack)),
-        "counters" => rt.with_stack(|stack, _| counters(stack)),
-        other => json!({ "error": format!("unknown request {other:?}: sockets or counters") }),
+    let words: Vec<&str> = request.split_whitespace().collect();
+    match words.as_slice() {
+        ["sockets"] => rt.with_stack(|stack, _| sockets(stack)),
+        ["counters"] => rt.with_stack(|stack, _| counters(stack)),
+        ["kill", peer] => match peer.parse::<SocketAddr>() {
+            Ok(peer) => rt.with_stack(|stack, now| {
+                let count =
+                    for_each_conn_to(stack, peer, |stack, handle| stack.tcp_kill(now, handle));
+                json!({ "pid": std::process::id(), "killed": count })
+            }),
+            Err(_) => json!({ "error": format!("kill {peer}: not ADDRESS:PORT") }),
+        },
+        ["set", peer, setting] => match (peer.parse::<SocketAddr>(), Setting::parse(setting)) {
+            (Ok(peer), Ok(setting)) => rt.with_stack(|stack, now| {
+                let count = for_each_conn_to(stack, peer, |stack, handle| match setting {
+                    Setting::Option(option) => stack.tcp_set_option(now, handle, option),
+                    Setting::NoDelay(on) => stack.tcp_set_nodelay(handle, on),
+                });
+                json!({ "pid": std::process::id(), "changed": count })
+            }),
+            (Err(_), _) => json!({ "error": format!("set {peer}: not ADDRESS:PORT") }),
+            (_, Err(e)) => json!({ "error": e }),
+        },
+        _ => json!({
+            "error": format!(
+                "unknown request {request:?}: sockets, counters, kill PEER or set PEER KEY=VALUE"
+            )
+        }),
     }
+}
+
+/// A connection setting `imp ss --set` changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Option(SocketOption),
+    NoDelay(bool),
+}
+
+impl Setting {
+    /// `KEY=VALUE`: `cc=NAME` (a congestion controller), `nodelay=0|1`,
+    /// `user-timeout=MS`, `notsent-lowat=BYTES`, `sndbuf=BYTES`, `rcvbuf=BYTES`.
+    pub fn parse(text: &str) -> Result<Setting, String> {
+        let (key, value) = text
+            .split_once('=')
+            .ok_or_else(|| format!("{text:?}: not KEY=VALUE"))?;
+        let number = || {
+            value
+                .parse::<u32>()
+                .map_err(|_| format!("{key}={value}: not a whole number"))
+        };
+        Ok(match key {
+            "cc" => Setting::Option(SocketOption::Congestion(
+                CcAlgorithm::from_name(value)
+                    .ok_or_else(|| format!("cc={value}: no such congestion controller"))?,
+            )),
+            "nodelay" => match value {
+                "0" => Setting::NoDelay(false),
+                "1" => Setting::NoDelay(true),
+                _ => return Err(format!("nodelay={value}: 0 or 1")),
+            },
+            "user-timeout" => Setting::Option(SocketOption::UserTimeout(
+                impnet::core::Duration::from_millis(u64::from(number()?)),
+            )),
+            "notsent-lowat" => Setting::Option(SocketOption::NotSentLowWater(number()?)),
+            "sndbuf" => Setting::Option(SocketOption::SendBuffer(number()? as usize)),
+            "rcvbuf" => Setting::Option(SocketOption::RecvBuffer(number()? as usize)),
+            other => {
+                return Err(format!(
+                    "{other}: not a setting (cc, nodelay, user-timeout, notsent-lowat, \
+                     sndbuf, rcvbuf)"
+                ));
+            }
+        })
+    }
+}
+
+/// Run `f` on every connection (not listener) whose peer is `peer`; how many it
+/// succeeded on.
+fn for_each_conn_to(
+    stack: &mut Stack,
+    peer: SocketAddr,
+    mut f: impl FnMut(&mut Stack, TcpHandle) -> Result<(), TcpError>,
+) -> usize {
+    let handles: Vec<TcpHandle> = stack
+        .tcp_handles()
+        .filter(|&(handle, listener)| {
+            !listener && stack.tcp_addresses(handle).is_some_and(|(_, p)| p == peer)
+        })
+        .map(|(handle, _)| handle)
+        .collect();
+    handles
+        .into_iter()
+        .filter(|&handle| f(stack, handle).is_ok())
+        .count()
 }
 
 /// Every TCP socket with what `ss -tin` shows.
@@ -170,4 +265,39 @@ fn counters(stack: &mut Stack) -> Value {
         }
     });
     json!({ "pid": std::process::id(), "counters": out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CcAlgorithm, Setting, SocketOption};
+
+    #[test]
+    fn settings_parse_and_bad_ones_say_why() {
+        assert_eq!(
+            Setting::parse("cc=bbr1"),
+            Ok(Setting::Option(SocketOption::Congestion(CcAlgorithm::Bbr1)))
+        );
+        assert_eq!(Setting::parse("nodelay=1"), Ok(Setting::NoDelay(true)));
+        assert_eq!(
+            Setting::parse("notsent-lowat=16384"),
+            Ok(Setting::Option(SocketOption::NotSentLowWater(16384)))
+        );
+        assert!(Setting::parse("cc=reno2").unwrap_err().contains("no such"));
+        assert!(
+            Setting::parse("nodelay=yes")
+                .unwrap_err()
+                .contains("0 or 1")
+        );
+        assert!(
+            Setting::parse("sndbuf=-1")
+                .unwrap_err()
+                .contains("whole number")
+        );
+        assert!(Setting::parse("window").unwrap_err().contains("KEY=VALUE"));
+        assert!(
+            Setting::parse("mtu=9000")
+                .unwrap_err()
+                .contains("not a setting")
+        );
+    }
 }

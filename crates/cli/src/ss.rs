@@ -24,15 +24,46 @@ pub struct SsArgs {
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Reset every connection to this peer (`ADDR:PORT`), as `ss -K` does: a RST to
+    /// the peer, and the program's next call on it fails with a reset.
+    #[arg(long, value_name = "PEER", conflicts_with_all = ["counters", "set"])]
+    pub kill: Option<String>,
+    /// Change a setting of every connection to PEER: `--set PEER KEY=VALUE`, KEY one of
+    /// cc (a congestion controller), nodelay (0/1), user-timeout (ms), notsent-lowat,
+    /// sndbuf, rcvbuf (bytes).
+    #[arg(long, num_args = 2, value_names = ["PEER", "KEY=VALUE"], conflicts_with = "counters")]
+    pub set: Option<Vec<String>>,
 }
 
 /// Run `imp ss`.
 pub fn run(args: &SsArgs) -> Result<(), String> {
     let path = find(args.pid)?;
-    let request = if args.counters { "counters" } else { "sockets" };
-    let answer = ask(&path, request)?;
+    let request = match (&args.kill, &args.set) {
+        (Some(peer), _) => format!("kill {peer}"),
+        (None, Some(set)) => format!("set {}", set.join(" ")),
+        (None, None) if args.counters => "counters".to_string(),
+        (None, None) => "sockets".to_string(),
+    };
+    let answer = ask(&path, &request)?;
     if let Some(error) = answer.get("error").and_then(Value::as_str) {
         return Err(format!("imp (pid {}) answered: {error}", pid_of(&path)));
+    }
+    if args.kill.is_some() || args.set.is_some() {
+        let (verb, key) = if args.kill.is_some() {
+            ("reset", "killed")
+        } else {
+            ("changed", "changed")
+        };
+        let count = answer[key].as_u64().unwrap_or(0);
+        println!(
+            "{verb} {count} connection{}",
+            if count == 1 { "" } else { "s" }
+        );
+        return if count == 0 {
+            Err("no connection to that peer took it".into())
+        } else {
+            Ok(())
+        };
     }
     if args.json {
         println!(

@@ -1,6 +1,7 @@
 //! `imp ss` against a running `imp serve` over a TAP in a namespace the test creates:
 //! its listeners and a connection from the kernel side, like `ss -tin`, as JSON, and
-//! its counters; the control socket is owner-only. Needs root (skips, saying why,
+//! its counters; `--set` and `--kill` on that connection; the control socket is
+//! owner-only. Needs root (skips, saying why,
 //! without it; fails instead under `IMP_REQUIRE_ROOT`). Run under
 //! `flock /tmp/imp-netns.lock` beside other namespace tests.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
@@ -78,6 +79,57 @@ fn imp_ss_lists_a_running_serves_sockets_and_counters() {
             ss(&runtime_dir, &["--pid", &pid]),
             ss(&runtime_dir, &["--pid", &pid, "--json"]),
             ss(&runtime_dir, &["--pid", &pid, "--counters"]),
+        );
+        // An operator changes the connection's congestion controller, then resets it:
+        // the kernel's end sees the RST.
+        let peer = stream.local_addr().expect("local address").to_string();
+        let set = ss(&runtime_dir, &["--pid", &pid, "--set", &peer, "cc=bbr1"]);
+        assert!(set.status.success(), "imp ss --set: {}", text(&set));
+        assert!(
+            text(&set).contains("changed 1 connection"),
+            "{}",
+            text(&set)
+        );
+        let after = ss(&runtime_dir, &["--pid", &pid, "--json"]);
+        let after: serde_json::Value = serde_json::from_slice(&after.stdout).expect("JSON");
+        let changed = after["tcp"]
+            .as_array()
+            .expect("tcp list")
+            .iter()
+            .find(|s| s["peer"] == peer.as_str())
+            .expect("the connection");
+        assert_eq!(changed["congestion"], "bbr1", "{changed}");
+        let bad = ss(
+            &runtime_dir,
+            &["--pid", &pid, "--set", &peer, "cc=none-such"],
+        );
+        assert!(!bad.status.success());
+        assert!(
+            text(&bad).contains("no such congestion controller"),
+            "{}",
+            text(&bad)
+        );
+        let kill = ss(&runtime_dir, &["--pid", &pid, "--kill", &peer]);
+        assert!(kill.status.success(), "imp ss --kill: {}", text(&kill));
+        assert!(
+            text(&kill).contains("reset 1 connection"),
+            "{}",
+            text(&kill)
+        );
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let read = stream.read(&mut byte);
+        assert!(
+            read.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "the kernel's end after imp ss --kill: {read:?}"
+        );
+        let none = ss(&runtime_dir, &["--pid", &pid, "--kill", &peer]);
+        assert!(
+            !none.status.success(),
+            "a second kill finds nothing to reset"
         );
         drop(stream);
         out

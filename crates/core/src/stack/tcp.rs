@@ -843,6 +843,12 @@ impl Stack {
         self.tcp.abort(now, handle)
     }
 
+    /// Reset a connection from outside its owner (`imp ss --kill`, Linux's `ss -K`):
+    /// RST to the peer; the owner's next call fails with `ConnectionReset`.
+    pub fn tcp_kill(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        self.tcp.kill(now, handle)
+    }
+
     /// Half-close: send FIN after queued data, keep receiving.
     pub fn tcp_shutdown(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
         self.tcp.shutdown_write(now, handle)

@@ -396,6 +396,50 @@ fn calls_after_the_peers_reset_report_connection_reset() {
 }
 
 #[test]
+fn a_killed_connection_resets_its_peer_and_its_owner_sees_the_reset() {
+    let mut pair = Pair::new();
+    let (listener, client, server) = connected(&mut pair);
+    // An operator's `imp ss --kill` on B's end: a RST to A, and B's owner keeps its
+    // handle, whose calls report the reset until it closes it.
+    pair.b.tcp_kill(pair.now, server).unwrap();
+    assert_eq!(pair.b.tcp_info(server).unwrap().state, TcpState::Closed);
+    check(
+        &mut pair.b,
+        pair.now,
+        server,
+        ended_with(TcpError::ConnectionReset),
+        "after the kill",
+    );
+    assert_eq!(
+        pair.b.tcp_kill(pair.now, server),
+        Err(TcpError::InvalidState),
+        "a connection already ended is not killed again"
+    );
+    pair.exchange();
+    assert_eq!(pair.a.tcp_info(client).unwrap().state, TcpState::Closed);
+    check(
+        &mut pair.a,
+        pair.now,
+        client,
+        ended_with(TcpError::ConnectionReset),
+        "the peer of a killed connection",
+    );
+    assert_eq!(
+        pair.b.tcp_kill(pair.now, listener),
+        Err(TcpError::InvalidState),
+        "a listener is not killed"
+    );
+    pair.b.tcp_close(pair.now, server).unwrap();
+    check(
+        &mut pair.b,
+        pair.now,
+        server,
+        STALE,
+        "closed after the kill",
+    );
+}
+
+#[test]
 fn calls_after_a_timeout_report_timed_out() {
     let mut pair = Pair::new();
     let (_, client, _) = connected(&mut pair);

@@ -718,6 +718,27 @@ impl Tcp {
         })
     }
 
+    /// Reset a connection from outside its owner (an operator's `imp ss --kill`, as
+    /// Linux's `ss -K`): a RST to the peer, and the connection ends with
+    /// `ConnectionReset`, which the owner's next call reports (its handle stays its
+    /// own until it closes it, unlike [`Tcp::abort`]). A listener is refused.
+    pub fn kill(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
+        if let Some(Socket::Listener(_)) = self.socket_mut(handle) {
+            return Err(TcpError::InvalidState);
+        }
+        self.with_conn(now, handle, |conn, ctx| {
+            if matches!(conn.state, State::Closed(_)) {
+                return Err(TcpError::InvalidState);
+            }
+            if let Some(reset) = conn.abort_reset(ctx.now) {
+                ctx.shared.stats.resets_sent += 1;
+                ctx.shared.reset(reset);
+            }
+            conn.enter_closed(ctx, Some(TcpError::ConnectionReset));
+            Ok(())
+        })
+    }
+
     /// Turn Nagle's algorithm off (true) or on for one connection.
     pub fn set_nodelay(&mut self, handle: TcpHandle, nodelay: bool) -> Result<(), TcpError> {
         let conn = match self.socket_mut(handle) {
