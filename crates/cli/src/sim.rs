@@ -621,20 +621,26 @@ fn write_ping(o: &mut String, ping: &[&FlowReport]) {
         put!(o);
         put!(
             o,
-            "{:<22} {:>8} {:>8} {:>26}",
+            "{:<22} {:>8} {:>8} {:>26} {:>18}",
             "ping",
             "sent",
             "received",
-            "rtt min/avg/max ms"
+            "rtt min/avg/max ms",
+            "srtt/mdev ms"
         );
         for f in ping {
+            let smoothed = f.ping_smoothed.map_or_else(
+                || "-".into(),
+                |s| format!("{:.0}/{:.0}", s.srtt_ms, s.mdev_ms),
+            );
             put!(
                 o,
-                "{:<22} {:>8} {:>8} {:>26}",
+                "{:<22} {:>8} {:>8} {:>26} {:>18}",
                 f.name,
                 f.pings_sent.unwrap_or(0),
                 f.pings_received.unwrap_or(0),
-                rtt(f)
+                rtt(f),
+                smoothed
             );
         }
     }

@@ -186,6 +186,33 @@ impl RttStats {
     }
 }
 
+/// A ping's smoothed round-trip time and mean deviation, the estimator of RFC 793's
+/// SRTT with Jacobson's (1988) gains, as 4.3BSD-Tahoe's TCP and KA9Q's ping kept them:
+/// the first sample sets `srtt` (and `mdev` to 0); each later sample `m` gives
+/// `err = m - srtt`, `srtt += err / 8`, `mdev += (|err| - mdev) / 4`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SmoothedRtt {
+    /// Smoothed RTT, ms.
+    pub srtt_ms: f64,
+    /// Mean deviation, ms.
+    pub mdev_ms: f64,
+}
+
+impl SmoothedRtt {
+    /// The estimate after `samples` (ms, in arrival order); `None` without samples.
+    pub fn of(mut samples: impl Iterator<Item = f64>) -> Option<SmoothedRtt> {
+        let first = samples.next()?;
+        let (srtt, mdev) = samples.fold((first, 0.0), |(srtt, mdev), m| {
+            let err: f64 = m - srtt;
+            (srtt + err / 8.0, mdev + (err.abs() - mdev) / 4.0)
+        });
+        Some(SmoothedRtt {
+            srtt_ms: round(srtt),
+            mdev_ms: round(mdev),
+        })
+    }
+}
+
 /// What one flow got.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowReport {
@@ -234,6 +261,10 @@ pub struct FlowReport {
     pub pings_sent: Option<u32>,
     /// Ping: replies received.
     pub pings_received: Option<u32>,
+    /// Ping: the smoothed RTT and mean deviation of the replies, in arrival order, as
+    /// 1990 pings printed them ([`SmoothedRtt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ping_smoothed: Option<SmoothedRtt>,
     /// Keystroke: frames on the flow's link, both directions (handshake and close
     /// included), per keystroke echoed.
     pub packets_per_keystroke: Option<f64>,
@@ -1239,6 +1270,7 @@ impl App {
             transactions_bound_per_s: None,
             pings_sent: None,
             pings_received: None,
+            ping_smoothed: None,
             packets_per_keystroke: None,
             data_ok: None,
             cpu: None,
@@ -1317,6 +1349,7 @@ impl App {
                 r.pings_sent = Some(p.sent_at.len() as u32);
                 r.pings_received = Some(p.received);
                 r.rtt = RttStats::of(p.rtts_ms.iter().copied());
+                r.ping_smoothed = SmoothedRtt::of(p.rtts_ms.iter().copied());
                 if let FlowKind::Ping { size, .. } = &self.spec.kind {
                     r.bytes = u64::from(p.received) * *size as u64;
                 }
@@ -1365,3 +1398,18 @@ fn fill_rates(r: &mut FlowReport, rate: u64, seconds: f64) {
 mod apps;
 mod ftp;
 mod routers;
+
+#[cfg(test)]
+mod tests {
+    use super::SmoothedRtt;
+
+    #[test]
+    fn smoothed_rtt_follows_jacobsons_gains() {
+        assert_eq!(SmoothedRtt::of(std::iter::empty()), None);
+        let one = SmoothedRtt::of([2000.0].into_iter()).unwrap();
+        assert_eq!((one.srtt_ms, one.mdev_ms), (2000.0, 0.0));
+        // 2000, then 2800: err 800, srtt 2100, mdev 200; then 2100: err 0, mdev 150.
+        let three = SmoothedRtt::of([2000.0, 2800.0, 2100.0].into_iter()).unwrap();
+        assert_eq!((three.srtt_ms, three.mdev_ms), (2100.0, 150.0));
+    }
+}

@@ -19,6 +19,7 @@ pub fn file_of(report: &Report) -> Option<&'static str> {
         "seed002-oc12-sack" => "002-oc12-sack.toml",
         "seed002-oc12-policing" => "002-oc12-policing.toml",
         "seed003-noisy-serial" => "003-noisy-serial.toml",
+        "seed003-nic-ping" => "003-nic-ping.toml",
         "seed004-selfloop" => "004-selfloop-letters.toml",
         _ => return None,
     })
@@ -34,6 +35,7 @@ pub fn markdown(report: &Report) -> Result<String, String> {
         "seed002-oc12-sack" => seed002(report),
         "seed002-oc12-policing" => seed002_policing(report),
         "seed003-noisy-serial" => seed003(report),
+        "seed003-nic-ping" => seed003_nic_ping(report),
         "seed004-selfloop" => seed004(report),
         other => Err(format!(
             "`{other}` is not one of the seed scenarios (scenarios/seeds/): no tables for it"
@@ -375,6 +377,26 @@ fn seed003(r: &Report) -> Result<String, String> {
     }
     out.push('\n');
     out.push_str(&seed003_judgement(r, &rows.map(|row| (row.0, row.1)))?);
+    Ok(out)
+}
+
+/// Seed 003's ping to NIC.DDN.MIL: srtt, mdev and the share of requests lost.
+fn seed003_nic_ping(r: &Report) -> Result<String, String> {
+    let f = flow(r, "nic-ping")?;
+    let smoothed = f.ping_smoothed.unwrap_or_default();
+    let sent = f.pings_sent.unwrap_or(0);
+    let received = f.pings_received.unwrap_or(0);
+    let lost = sent - received;
+    let mut out = String::from("| figure | 1990 | imp |\n|---|---|---|\n");
+    let srtt = format!("{:.3} s", smoothed.srtt_ms / 1e3);
+    let mdev = format!("{:.3} s", smoothed.mdev_ms / 1e3);
+    let loss = format!(
+        "{lost} of {sent} ({:.0}%)",
+        100.0 * f64::from(lost) / f64::from(sent.max(1))
+    );
+    push_row(&mut out, &["srtt", "2.420 s", &srtt]);
+    push_row(&mut out, &["mdev", "0.605 s", &mdev]);
+    push_row(&mut out, &["requests lost", "2/3", &loss]);
     Ok(out)
 }
 

@@ -466,6 +466,30 @@ fn seed002_a_router_ignoring_the_scr_is_policed_and_honouring_it_is_not() {
 }
 
 #[test]
+fn seed003_the_ping_to_nic_ddn_mil_sees_the_reports_srtt_and_loss() {
+    let out = run(&seed_scenario("003-nic-ping.toml"));
+    let r = &out.report;
+    check_readme_tables(r);
+    let ping = flow(r, "nic-ping");
+    // "I pinged it for 10 minutes, in 20 sec intervals": 30 requests.
+    assert_eq!(ping.pings_sent, Some(30), "{ping:?}");
+    let smoothed = ping.ping_smoothed.expect("a ping with replies has an srtt");
+    // "a srtt of 2.420 sec": not fitted (the queue and the line give it).
+    assert!(
+        (smoothed.srtt_ms - 2420.0).abs() <= 0.2 * 2420.0,
+        "{smoothed:?}"
+    );
+    // "and mdev of 0.605 sec": the queue's swings make it, of the same order.
+    assert!(
+        smoothed.mdev_ms > 100.0 && smoothed.mdev_ms < 1000.0,
+        "{smoothed:?}"
+    );
+    // "2/3 of the packets were lost": the one figure the crowd's load is fitted to.
+    let lost = 30 - ping.pings_received.unwrap_or(0);
+    assert!((15..=25).contains(&lost), "{lost} of 30 lost: {ping:?}");
+}
+
+#[test]
 fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
     let out = run(&seed_scenario("003-noisy-serial.toml"));
     let r = &out.report;
