@@ -481,7 +481,11 @@ fn iperf3_on_imp_sends_and_receives_against_the_kernel() {
         let started = Instant::now();
         let out = loop {
             let out = ns.on_imp("iperf3", &args).output().expect("run iperf3");
-            let refused = String::from_utf8_lossy(&out.stdout).contains("Connection refused");
+            // iperf3 says so on stderr ("unable to connect to server: Connection
+            // refused"); older versions on stdout.
+            let refused = [&out.stdout, &out.stderr]
+                .iter()
+                .any(|o| String::from_utf8_lossy(o).contains("Connection refused"));
             if !refused || started.elapsed().as_secs() > 10 {
                 break out;
             }
