@@ -1,9 +1,10 @@
 //! W7 over devices: forwarding between network namespaces the bench creates (and
 //! deletes), host A — router — host B, measured with iperf3 from A to B.
 //!
-//! - imp: `imp route` (the `imp` binary of `imp_bin.rs`, one runtime thread) between
-//!   two TAPs, opened in the router's namespace (with the kernel's offloads: TCP
-//!   segments cross whole, as over veth) and then moved into A's and B's.
+//! - imp: `imp route` (the `imp` binary of `imp_bin.rs`) between two TAPs, opened in
+//!   the router's namespace (with the kernel's offloads: TCP segments cross whole, as
+//!   over veth) and then moved into A's and B's; once with one shard (one runtime
+//!   thread) and once with two (`--threads 2`: two-queue TAPs, two router stacks).
 //! - Linux: the router namespace joined to A and B by two veth pairs, with
 //!   `net.ipv4.ip_forward=1` there.
 //!
@@ -11,7 +12,8 @@
 //! kpps), `W7-route-udp64-tx` (what A's iperf3 sent, kpps: when it is close to the
 //! received rate, the sender was the limit, not the router) and `W7-route-tcp` (one
 //! TCP stream, Gbit/s B received). imp's figures stand in the `imp` column, the
-//! kernel's in `linux`.
+//! kernel's in `linux`; imp's two-shard runs add the same rows with `-2shards`
+//! (the kernel forwards on every core in its rows).
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Output, Stdio};
@@ -72,8 +74,18 @@ impl Path {
     }
 }
 
-/// W7 on imp: `imp route` between two TAPs.
+/// W7 on imp: `imp route` between two TAPs, with one shard and with two.
 pub(crate) fn imp(secs: u32) -> Result<Vec<Sample>, String> {
+    let mut samples = imp_shards(secs, 1)?;
+    for sample in imp_shards(secs, 2)? {
+        let workload = format!("{}-2shards", sample.workload);
+        samples.push(Sample { workload, ..sample });
+    }
+    Ok(samples)
+}
+
+/// W7 on imp with `shards` router stacks.
+fn imp_shards(secs: u32, shards: usize) -> Result<Vec<Sample>, String> {
     let mut path = Path::new()?;
     let nets = ["10.211.1", "10.211.2"];
     let imp = imp_binary()?;
@@ -81,7 +93,16 @@ pub(crate) fn imp(secs: u32) -> Result<Vec<Sample>, String> {
         format!("w7a={}.2/24", nets[0]),
         format!("w7b={}.2/24", nets[1]),
     );
-    let args = ["route", "--tap", &tap_a, "--tap", &tap_b];
+    let threads = shards.to_string();
+    let args = [
+        "route",
+        "--tap",
+        &tap_a,
+        "--tap",
+        &tap_b,
+        "--threads",
+        &threads,
+    ];
     let mut child = ns_command(&path.router, imp.to_str().unwrap_or("imp"), &args)
         .stdout(Stdio::piped())
         .spawn()

@@ -194,6 +194,10 @@ fn bench_quick_json_has_every_workload() {
             for side in ["imp", "linux"] {
                 assert!(r[side].as_f64().is_some_and(|v| v > 0.0), "{side}: {r}");
             }
+            // The same rows with two shards of imp route.
+            let r = row(&format!("{name}-2shards"));
+            assert_eq!(r["unit"], unit, "{r}");
+            assert!(r["imp"].as_f64().is_some_and(|v| v > 0.0), "{r}");
         }
     }
     assert!(row("W4-1")["imp"].as_f64().unwrap() > 0.0);

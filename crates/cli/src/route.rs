@@ -26,7 +26,13 @@ use impnet::core::acl::{Acl, Action, Rule};
 use impnet::core::qdisc::QdiscConfig;
 use impnet::core::{Duration, ForwardStats, IfaceConfig, IfaceId, IfaceStats, StackConfig};
 use impnet::phy::pcap::{LINKTYPE_ETHERNET, LINKTYPE_RAW};
-use impnet::phy::{Device, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig, Tun};
+use impnet::phy::{
+    Device, Framing, Impair, LinkConfig, Pcap, PcapWriter, Tap, TapConfig, TapError, Tun,
+};
+use impnet::shard::{Exchange, ShardDevice};
+use impnet::wire::ethernet;
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 
 /// Options of `imp route`.
 #[derive(Debug, Args)]
@@ -88,6 +94,14 @@ pub struct RouteArgs {
     /// partial checksum stays partial, as over a Linux bridge or veth.
     #[arg(long)]
     pub no_offloads: bool,
+    /// Run N shards: N router stacks with the same addresses, routes and rules, one
+    /// loop thread each, over N queues of every interface (multi-queue TAPs and TUNs),
+    /// each flow forwarded by the shard its addresses and ports pick (both directions
+    /// by the same one). Default: the cores, or one with --impair, --pcap, --generate
+    /// or --ra (which run on one stack), or when an interface exists already as a
+    /// single-queue device.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 impl RouteArgs {
@@ -401,6 +415,16 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
                 .into(),
         );
     }
+    match (args.threads, unshardable(args)) {
+        (Some(0), _) => return Err("--threads 0: give the number of shards (1 or more)".into()),
+        (Some(n), Some(flag)) if n > 1 => {
+            return Err(format!(
+                "--threads {n} with {flag}: {flag} runs on one stack; give --threads 1 or \
+                 drop {flag}"
+            ));
+        }
+        _ => {}
+    }
     if let Some(seconds) = args.stats
         && !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_STATS_SECONDS)
     {
@@ -409,6 +433,32 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// What keeps `imp route` on one stack: the flag, if any. A link model and a capture
+/// belong to one device, a generator's flows to one stack, and router advertisements
+/// must come from one router.
+fn unshardable(args: &RouteArgs) -> Option<&'static str> {
+    if !args.impair.is_empty() {
+        Some("--impair")
+    } else if args.pcap.is_some() {
+        Some("--pcap")
+    } else if !args.generate.is_empty() {
+        Some("--generate")
+    } else if args.ra {
+        Some("--ra")
+    } else {
+        None
+    }
+}
+
+/// The number of shards: `--threads`, else the cores when nothing keeps imp on one.
+fn shard_count(args: &RouteArgs) -> usize {
+    match (args.threads, unshardable(args)) {
+        (Some(n), _) => n,
+        (None, Some(_)) => 1,
+        (None, None) => std::thread::available_parallelism().map_or(1, usize::from),
+    }
 }
 
 /// The checks of `--route` and `--ra` against the interfaces `taps`.
@@ -463,10 +513,7 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
     for (index, spec) in args.interfaces().iter().enumerate() {
         let impaired = args.impair.iter().any(|(name, _)| name == &spec.name);
         let offloads = !args.no_offloads && !impaired && args.pcap.is_none();
-        let config = TapConfig::new(&spec.name)
-            .mtu(spec.mtu)
-            .offloads(offloads)
-            .partial_checksums(offloads);
+        let config = tap_config(spec, offloads);
         let seed = 0x5eed_0000 + index as u64;
         let id = if spec.tun {
             let tun = Tun::open_with(&config)
@@ -476,42 +523,172 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
         } else {
             let tap = Tap::open_with(&config)
                 .map_err(|e| format!("cannot open TAP {}: {e}", spec.name))?;
-            let mut mac = mac_for_addrs(&spec.addrs, &spec.name);
-            // Two interfaces with the same MAC would share a link-local address:
-            // IPv6-only ones whose addresses end alike (fd00:1::1, fd00:2::1) get the
-            // interface's index in the MAC.
-            if macs.contains(&mac) {
-                mac.0[2] = 0x80 | index as u8;
-            }
-            macs.push(mac);
+            let mac = unique_mac(spec, index, &mut macs);
             let iface_config = IfaceConfig::new(mac, spec.mtu).with_offloads(tap.stack_offloads());
             add_interface(args, rt, spec, seed, tap, iface_config)?
         };
-        // Forwarding first: a router sends no router solicitations.
-        rt.with_stack(|stack, _| stack.set_forwarding(id, true));
-        rt.enable_ipv6(id);
-        for addr in &spec.addrs {
-            match *addr {
-                HostCidr::V4(c) => rt.add_address(id, c),
-                HostCidr::V6(c) => rt.add_address6(id, c),
-            }
+        ifaces.push(configure_iface(args, rt, spec, id));
+    }
+    wait_for_dad(rt, &ifaces)?;
+    Ok(ifaces)
+}
+
+/// The device options of `spec`'s interface.
+fn tap_config(spec: &TapSpec, offloads: bool) -> TapConfig {
+    TapConfig::new(&spec.name)
+        .mtu(spec.mtu)
+        .offloads(offloads)
+        .partial_checksums(offloads)
+}
+
+/// The MAC of the `index`th interface, `spec`, different from those in `macs` (where
+/// it is added).
+fn unique_mac(
+    spec: &TapSpec,
+    index: usize,
+    macs: &mut Vec<ethernet::Address>,
+) -> ethernet::Address {
+    let mut mac = mac_for_addrs(&spec.addrs, &spec.name);
+    // Two interfaces with the same MAC would share a link-local address: IPv6-only
+    // ones whose addresses end alike (fd00:1::1, fd00:2::1) get the interface's index
+    // in the MAC.
+    if macs.contains(&mac) {
+        mac.0[2] = 0x80 | index as u8;
+    }
+    macs.push(mac);
+    mac
+}
+
+/// Make `id` a forwarding interface with `spec`'s addresses (and router
+/// advertisements with `--ra`).
+fn configure_iface(args: &RouteArgs, rt: &Runtime, spec: &TapSpec, id: IfaceId) -> Iface {
+    // Forwarding first: a router sends no router solicitations.
+    rt.with_stack(|stack, _| stack.set_forwarding(id, true));
+    rt.enable_ipv6(id);
+    for addr in &spec.addrs {
+        match *addr {
+            HostCidr::V4(c) => rt.add_address(id, c),
+            HostCidr::V6(c) => rt.add_address6(id, c),
         }
-        if args.ra {
-            rt.with_stack(|stack, now| {
-                stack.set_router_advertisements(now, id, Some(RA_INTERVAL));
-            });
-        }
-        ifaces.push(Iface {
-            name: spec.name.clone(),
-            id,
-            addrs: spec.addrs.clone(),
+    }
+    if args.ra {
+        rt.with_stack(|stack, now| {
+            stack.set_router_advertisements(now, id, Some(RA_INTERVAL));
         });
     }
-    for iface in &ifaces {
+    Iface {
+        name: spec.name.clone(),
+        id,
+        addrs: spec.addrs.clone(),
+    }
+}
+
+fn wait_for_dad(rt: &Runtime, ifaces: &[Iface]) -> Result<(), String> {
+    for iface in ifaces {
         crate::tapargs::wait_for_dad(rt, iface.id, &iface.addrs)
             .map_err(|e| format!("{}: {e}", iface.name))?;
     }
-    Ok(ifaces)
+    Ok(())
+}
+
+/// One router stack and its interfaces.
+struct Shard {
+    rt: Runtime,
+    ifaces: Vec<Iface>,
+}
+
+/// Start `shards` router stacks over `shards` queues of every interface, each
+/// interface's queues joined by an [`Exchange`] that hands every frame to the shard
+/// that owns its flow. `None` when `fallback` and an interface exists already as a
+/// single-queue device (the caller then runs one stack).
+fn open_shards(
+    args: &RouteArgs,
+    shards: usize,
+    fallback: bool,
+) -> Result<Option<Vec<Shard>>, String> {
+    let key = RandomState::new().hash_one(std::process::id());
+    let specs = args.interfaces();
+    let offloads = !args.no_offloads;
+    let mut queues = Vec::new();
+    for spec in &specs {
+        let config = tap_config(spec, offloads);
+        let (framing, opened) = if spec.tun {
+            let tun = Tun::open_queues(&config, shards)
+                .map(|q| q.into_iter().map(Queue::Tun).collect::<Vec<_>>());
+            (Framing::Ip, tun)
+        } else {
+            let tap =
+                Tap::open_queues(&config, shards).map(|q| q.into_iter().map(Queue::Tap).collect());
+            (Framing::Ethernet, tap)
+        };
+        let opened = match opened {
+            Ok(opened) => opened,
+            Err(TapError::NameTaken { .. }) if fallback => return Ok(None),
+            Err(e) => {
+                return Err(format!(
+                    "cannot open {} {} with {shards} queues: {e}",
+                    spec.flag().trim_start_matches("--").to_uppercase(),
+                    spec.name
+                ));
+            }
+        };
+        let exchange = Exchange::new(shards, framing, key)
+            .map_err(|e| format!("cannot start the shards: {e}"))?;
+        queues.push((opened.into_iter(), exchange));
+    }
+    let mut stacks = Vec::new();
+    for shard in 0..shards {
+        let rt = new_runtime()?;
+        let (mut ifaces, mut macs) = (Vec::new(), Vec::new());
+        for (index, (spec, (queue, exchange))) in specs.iter().zip(&mut queues).enumerate() {
+            let exchange = Arc::clone(exchange);
+            let id = match queue.next() {
+                Some(Queue::Tun(tun)) => {
+                    let config = IfaceConfig::ip(spec.mtu).with_offloads(tun.stack_offloads());
+                    rt.add_device(ShardDevice::new(tun, shard, exchange), config)
+                }
+                Some(Queue::Tap(tap)) => {
+                    let mac = unique_mac(spec, index, &mut macs);
+                    let config =
+                        IfaceConfig::new(mac, spec.mtu).with_offloads(tap.stack_offloads());
+                    rt.add_device(ShardDevice::new(tap, shard, exchange), config)
+                }
+                None => return Err(format!("{}: fewer queues than shards", spec.name)),
+            };
+            ifaces.push(configure_iface(args, &rt, spec, id));
+        }
+        wait_for_dad(&rt, &ifaces)?;
+        stacks.push(Shard { rt, ifaces });
+    }
+    Ok(Some(stacks))
+}
+
+/// One queue of a multi-queue device.
+enum Queue {
+    Tap(Tap),
+    Tun(Tun),
+}
+
+/// A router stack's runtime.
+fn new_runtime() -> Result<Runtime, String> {
+    Runtime::new(StackConfig {
+        ut_offset_ms: ut_offset_ms(),
+        ..StackConfig::default()
+    })
+    .map_err(|e| format!("cannot start the imp runtime: {e}"))
+}
+
+/// The router's stacks: `--threads` shards, or one.
+fn open_stacks(args: &RouteArgs) -> Result<Vec<Shard>, String> {
+    let shards = shard_count(args);
+    if shards > 1
+        && let Some(stacks) = open_shards(args, shards, args.threads.is_none())?
+    {
+        return Ok(stacks);
+    }
+    let rt = new_runtime()?;
+    let ifaces = open_interfaces(args, &rt)?;
+    Ok(vec![Shard { rt, ifaces }])
 }
 
 /// `MaxRtrAdvInterval` of `--ra` (RFC 4861 §6.2.1's default, 600 s).
@@ -582,34 +759,12 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let rt = Runtime::new(StackConfig {
-        ut_offset_ms: ut_offset_ms(),
-        ..StackConfig::default()
-    })
-    .map_err(|e| format!("cannot start the imp runtime: {e}"))?;
-    let ifaces = open_interfaces(args, &rt)?;
-    if !args.acl.is_empty() {
-        let acl = Acl::new(args.acl.clone(), Action::Allow);
-        let names: Vec<(IfaceId, String)> = ifaces.iter().map(|i| (i.id, i.name.clone())).collect();
-        let unresolved = rt.with_stack(|stack, _| {
-            stack.set_acl(Some(acl), |id| {
-                names.iter().find(|(i, _)| *i == id).map(|(_, n)| n.clone())
-            })
-        });
-        if let Some(name) = unresolved.first() {
-            return Err(format!(
-                "--acl names interface {name}, which is no --tap or --tun"
-            ));
-        }
+    let stacks = open_stacks(args)?;
+    for Shard { rt, ifaces } in &stacks {
+        set_acl(args, rt, ifaces)?;
+        add_routes(args, rt, ifaces);
     }
-    for (cidr, gateway) in &args.routes {
-        let iface = ifaces[gateway_iface(&args.interfaces(), *gateway).unwrap_or(0)].id;
-        rt.with_stack(|stack, _| match (*cidr, *gateway) {
-            (HostCidr::V4(c), IpAddr::V4(g)) => stack.routes_mut().add(c, Some(g), iface),
-            (HostCidr::V6(c), IpAddr::V6(g)) => stack.routes6_mut().add(c, Some(g), iface),
-            _ => {} // parse_route refused mixed families
-        });
-    }
+    let (rt, ifaces) = (&stacks[0].rt, &stacks[0].ifaces);
     let names: Vec<String> = ifaces
         .iter()
         .zip(args.interfaces())
@@ -617,8 +772,12 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
         .collect();
     // Bound before the startup line, so `imp ss` finds it once that is out.
     let control = crate::control::bind_or_warn("imp route");
+    let sharded = match stacks.len() {
+        1 => String::new(),
+        n => format!(" in {n} shards"),
+    };
     println!(
-        "imp route: forwarding between {}; stop with Ctrl-C",
+        "imp route: forwarding between {}{sharded}; stop with Ctrl-C",
         names.join(", ")
     );
     let _ = std::io::stdout().flush();
@@ -627,15 +786,15 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
             .generate
             .iter()
             .map(|&generate| {
-                let (rt, stop) = (&rt, &stop);
+                let stop = &stop;
                 scope.spawn(move || run_generator(rt, generate, stop))
             })
             .collect();
         if let Some(control) = &control {
-            let (rt, stop) = (&rt, &stop);
+            let stop = &stop;
             scope.spawn(move || control.serve(stop, |request| crate::control::answer(rt, request)));
         }
-        serve(&rt, &ifaces, args, &stop);
+        serve(&stacks, args, &stop);
         generators
             .into_iter()
             .map(|g| {
@@ -644,18 +803,50 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
             })
             .collect::<Result<Vec<u64>, String>>()
     })?;
-    report(&rt, &ifaces, args.json);
+    report(&stacks, args.json);
     if !args.json {
         for sent in generated {
             println!("imp route: generated {sent} packets");
         }
     }
-    drop(rt);
+    drop(stacks);
     Ok(())
 }
 
+/// Install `--acl` on one router stack.
+fn set_acl(args: &RouteArgs, rt: &Runtime, ifaces: &[Iface]) -> Result<(), String> {
+    if args.acl.is_empty() {
+        return Ok(());
+    }
+    let acl = Acl::new(args.acl.clone(), Action::Allow);
+    let names: Vec<(IfaceId, String)> = ifaces.iter().map(|i| (i.id, i.name.clone())).collect();
+    let unresolved = rt.with_stack(|stack, _| {
+        stack.set_acl(Some(acl), |id| {
+            names.iter().find(|(i, _)| *i == id).map(|(_, n)| n.clone())
+        })
+    });
+    match unresolved.first() {
+        Some(name) => Err(format!(
+            "--acl names interface {name}, which is no --tap or --tun"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Add `--route`s to one router stack.
+fn add_routes(args: &RouteArgs, rt: &Runtime, ifaces: &[Iface]) {
+    for (cidr, gateway) in &args.routes {
+        let iface = ifaces[gateway_iface(&args.interfaces(), *gateway).unwrap_or(0)].id;
+        rt.with_stack(|stack, _| match (*cidr, *gateway) {
+            (HostCidr::V4(c), IpAddr::V4(g)) => stack.routes_mut().add(c, Some(g), iface),
+            (HostCidr::V6(c), IpAddr::V6(g)) => stack.routes6_mut().add(c, Some(g), iface),
+            _ => {} // parse_route refused mixed families
+        });
+    }
+}
+
 /// Report every `--stats` seconds until stopped.
-fn serve(rt: &Runtime, ifaces: &[Iface], args: &RouteArgs, stop: &AtomicBool) {
+fn serve(stacks: &[Shard], args: &RouteArgs, stop: &AtomicBool) {
     let interval = args.stats.map(StdDuration::from_secs_f64);
     let mut next_report = interval.map(|i| StdInstant::now() + i);
     while !stop.load(Ordering::Relaxed) {
@@ -663,21 +854,53 @@ fn serve(rt: &Runtime, ifaces: &[Iface], args: &RouteArgs, stop: &AtomicBool) {
         if let (Some(at), Some(every)) = (next_report, interval)
             && StdInstant::now() >= at
         {
-            report(rt, ifaces, args.json);
+            report(stacks, args.json);
             next_report = Some(at + every);
         }
     }
 }
 
-/// Print the statistics: a table, or one JSON object.
-fn report(rt: &Runtime, ifaces: &[Iface], json: bool) {
+/// Print the statistics, every shard's added up: a table, or one JSON object.
+fn report(stacks: &[Shard], json: bool) {
+    let mut shards = stacks
+        .iter()
+        .map(|shard| shard_report(&shard.rt, &shard.ifaces));
+    let (mut stats, mut routes, mut rules) = shards.next().unwrap_or_default();
+    for (more_stats, more_routes, more_rules) in shards {
+        for ((_, s), (_, more)) in stats.iter_mut().zip(more_stats) {
+            *s = add_stats(s, &more);
+        }
+        for (r, more) in routes.iter_mut().zip(more_routes) {
+            (r.packets, r.bytes) = (r.packets + more.packets, r.bytes + more.bytes);
+        }
+        for (r, more) in rules.iter_mut().zip(more_rules) {
+            (r.packets, r.bytes) = (r.packets + more.packets, r.bytes + more.bytes);
+        }
+    }
+    let ifaces = &stacks[0].ifaces;
+    let ipv6 = ifaces
+        .iter()
+        .any(|i| i.addrs.iter().any(|a| matches!(a, HostCidr::V6(_))));
+    if json {
+        println!("{}", stats_json(&stats, &routes, &rules));
+    } else {
+        print!("{}", stats_table(&stats, &routes, &rules, ipv6));
+    }
+    let _ = std::io::stdout().flush();
+}
+
+/// One stack's statistics, routes and rules (with their counters).
+type StackReport = (Vec<(String, IfaceStats)>, Vec<RouteRow>, Vec<RuleRow>);
+
+/// One router stack's counters, as [`report`] prints them.
+fn shard_report(rt: &Runtime, ifaces: &[Iface]) -> StackReport {
     let name_of = |id: IfaceId| {
         ifaces
             .iter()
             .find(|i| i.id == id)
             .map_or_else(|| format!("#{}", id.index()), |i| i.name.clone())
     };
-    let (stats, routes, rules) = rt.with_stack(|stack, _| {
+    rt.with_stack(|stack, _| {
         let stats: Vec<(String, IfaceStats)> = ifaces
             .iter()
             .map(|i| {
@@ -728,16 +951,19 @@ fn report(rt: &Runtime, ifaces: &[Iface], json: bool) {
             rows
         });
         (stats, routes, rules)
-    });
-    let ipv6 = ifaces
-        .iter()
-        .any(|i| i.addrs.iter().any(|a| matches!(a, HostCidr::V6(_))));
-    if json {
-        println!("{}", stats_json(&stats, &routes, &rules));
-    } else {
-        print!("{}", stats_table(&stats, &routes, &rules, ipv6));
+    })
+}
+
+/// Two sets of one interface's counters added up.
+fn add_stats(a: &IfaceStats, b: &IfaceStats) -> IfaceStats {
+    IfaceStats {
+        rx_frames: a.rx_frames + b.rx_frames,
+        rx_bytes: a.rx_bytes + b.rx_bytes,
+        tx_frames: a.tx_frames + b.tx_frames,
+        tx_bytes: a.tx_bytes + b.tx_bytes,
+        forward: a.forward.plus(&b.forward),
+        forward6: a.forward6.plus(&b.forward6),
     }
-    let _ = std::io::stdout().flush();
 }
 
 /// The IPv6 routes with their counters, by prefix.
@@ -1029,6 +1255,7 @@ mod tests {
             json: false,
             pcap: None,
             no_offloads: false,
+            threads: None,
         }
     }
 

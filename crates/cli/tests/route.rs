@@ -28,6 +28,8 @@ struct Routed {
     imp: Option<ChildGuard>,
     rest: Option<std::thread::JoinHandle<String>>,
     s: u8,
+    /// imp's first line ("imp route: forwarding between ...").
+    started: String,
 }
 
 impl Routed {
@@ -73,6 +75,7 @@ impl Routed {
             imp: Some(child),
             rest: Some(rest),
             s,
+            started: line,
         }
     }
 
@@ -381,6 +384,48 @@ fn tso_segments_cross_imp_route_whole_or_cut_and_the_download_arrives_byte_for_b
     assert!(frames > 20_000 && bytes / frames <= 1514, "{table}");
     assert_eq!(stat(&table, "ra", "toobig"), 0, "{table}");
     assert!(bytes > 32 << 20, "{table}");
+}
+
+#[test]
+fn concurrent_downloads_cross_a_sharded_imp_route_byte_for_byte() {
+    if !can_run() || !have("curl") || !have("python3") {
+        return;
+    }
+    // Two shards over two-queue TAPs: each flow is forwarded by the shard its
+    // addresses and ports pick, both ways; whatever queue the kernel hands a frame to,
+    // every byte of every download arrives, and the closing table adds up the shards.
+    let mut net = Routed::new(24, ["", ""], &["--threads", "2"]);
+    assert!(net.started.contains("in 2 shards"), "{}", net.started);
+    let site = Site::new("shards", 8 << 20);
+    let _server = serve_from_a(&net, &site, 8080);
+    let url = format!("http://{}:8080/file", net.a_addr());
+    let downloads: Vec<_> = (0..6)
+        .map(|i| {
+            site.dir
+                .join(format!("got{i}"))
+                .to_string_lossy()
+                .to_string()
+        })
+        .collect();
+    let outs: Vec<Output> = std::thread::scope(|scope| {
+        let handles: Vec<_> = downloads
+            .iter()
+            .map(|out| {
+                let (net, url) = (&net, &url);
+                scope.spawn(move || curl_from_b(net, url, out, "60"))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (out, got) in outs.iter().zip(&downloads) {
+        assert!(out.status.success(), "{}", text(out));
+        assert!(std::fs::read(got).unwrap() == site.file(), "{got} differs");
+    }
+    let (out, table) = net.stop();
+    assert!(out.status.success(), "{}", text(&out));
+    // Six files of 8 MiB crossed towards B, whichever shard carried each.
+    assert!(stat(&table, "ra", "forwarded") > 0, "{table}");
+    assert!(stat(&table, "rb", "tx bytes") > 6 * (8 << 20), "{table}");
 }
 
 /// Serve `site` from A on port `port` (python3's http.server).
