@@ -8,7 +8,9 @@
 //! [`ShardDevice`] around its queue: a frame it reads that another shard owns goes to
 //! that shard's inbox (a bounded queue of reused buffers: no allocation per frame once
 //! warm) and wakes it through an eventfd; the shard that owns it takes it in from there
-//! as if its own queue had delivered it. What belongs to no flow (ARP, NDP, ICMP echo)
+//! as if its own queue had delivered it. An ICMP or ICMPv6 error goes to the owner of
+//! the flow it quotes (so path MTU discovery and soft errors reach the connection).
+//! What belongs to no flow (ARP, NDP, ICMP echo)
 //! is taken in by whichever shard read it, and what every stack must learn (ARP
 //! replies, neighbour and router advertisements) is taken in by the reader and copied
 //! to every other shard.
@@ -158,8 +160,36 @@ fn ipv4(key: u64, ip: &[u8], shards: usize) -> Steer {
     match ip[9] {
         6 | 17 if fragment => Steer::Owner(flow_owner(key, (src, 0), (dst, 0), shards)),
         6 | 17 => ports(key, ip.get(header..), src, dst, shards),
+        // An ICMP error (destination unreachable, source quench, time exceeded,
+        // parameter problem: RFC 792) goes to the owner of the flow it quotes, which
+        // must learn of it (path MTU, soft errors); anything else to the reader.
+        1 if !fragment => match ip.get(header..) {
+            Some([3 | 4 | 11 | 12, _, _, _, _, _, _, _, quoted @ ..]) => match quoted.first() {
+                Some(v) if v >> 4 == 4 => quoted_ipv4(key, quoted, shards),
+                _ => Steer::Reader,
+            },
+            _ => Steer::Reader,
+        },
         _ => Steer::Reader,
     }
+}
+
+/// The owner of the flow of a datagram quoted in an ICMP error (its header and at
+/// least the first 8 bytes of its payload: the ports); the reader when the quote is
+/// short, a fragment past the first or of neither TCP nor UDP.
+fn quoted_ipv4(key: u64, quoted: &[u8], shards: usize) -> Steer {
+    if quoted.len() < 20 || !matches!(quoted[9], 6 | 17) {
+        return Steer::Reader;
+    }
+    // Past the first fragment there are no ports; the first (imp fragmented what it
+    // sent) carries them, and the flow is the whole datagram's.
+    if u16::from_be_bytes([quoted[6], quoted[7]]) & 0x1fff != 0 {
+        return Steer::Reader;
+    }
+    let header = usize::from(quoted[0] & 0x0f) * 4;
+    let src = IpAddr::from(<[u8; 4]>::try_from(&quoted[12..16]).unwrap_or_default());
+    let dst = IpAddr::from(<[u8; 4]>::try_from(&quoted[16..20]).unwrap_or_default());
+    ports(key, quoted.get(header..), src, dst, shards)
 }
 
 fn ipv6(key: u64, ip: &[u8], shards: usize) -> Steer {
@@ -170,9 +200,16 @@ fn ipv6(key: u64, ip: &[u8], shards: usize) -> Steer {
     let dst = IpAddr::from(<[u8; 16]>::try_from(&ip[24..40]).unwrap_or_default());
     match ip[6] {
         6 | 17 => ports(key, ip.get(40..), src, dst, shards),
-        // ICMPv6: router (134) and neighbour (136) advertisements to every stack.
-        58 => match ip.get(40) {
-            Some(134 | 136) => Steer::Everyone,
+        // ICMPv6: router (134) and neighbour (136) advertisements to every stack; an
+        // error (1-4: RFC 4443) to the owner of the flow it quotes.
+        58 => match ip.get(40..) {
+            Some([134 | 136, ..]) => Steer::Everyone,
+            Some([1..=4, _, _, _, _, _, _, _, quoted @ ..]) => match quoted.first() {
+                Some(v) if v >> 4 == 6 && matches!(quoted.get(6), Some(6 | 17)) => {
+                    ipv6(key, quoted, shards)
+                }
+                _ => Steer::Reader,
+            },
             _ => Steer::Reader,
         },
         _ => Steer::Reader,
@@ -580,6 +617,80 @@ mod tests {
         assert_eq!(steer(KEY, &na, Framing::Ethernet, 2), Steer::Everyone);
         na[54] = 135;
         assert_eq!(steer(KEY, &na, Framing::Ethernet, 2), Steer::Reader);
+    }
+
+    /// An ICMP error from `router` (10.0.0.`router`) quoting `frame` (an Ethernet frame
+    /// of `tcp4`): type 3 code 4, fragmentation needed.
+    fn icmp4_error(router: u8, frame: &[u8], kind: u8) -> Vec<u8> {
+        let mut f = tcp4((router, 0), (1, 0), 0);
+        f.truncate(14 + 20);
+        f[23] = 1;
+        f.extend_from_slice(&[kind, 4, 0, 0, 0, 0, 0x05, 0xdc]);
+        f.extend_from_slice(&frame[14..14 + 28]);
+        f
+    }
+
+    #[test]
+    fn icmp_errors_go_to_the_owner_of_the_flow_they_quote() {
+        for port in 40000..40050 {
+            let owner = flow_owner(KEY, (v4(1), port), (v4(2), 80), 2);
+            let sent = tcp4((1, port), (2, 80), 0);
+            for kind in [3, 4, 11, 12] {
+                let error = icmp4_error(9, &sent, kind);
+                assert_eq!(
+                    steer(KEY, &error, Framing::Ethernet, 2),
+                    Steer::Owner(owner)
+                );
+                assert_eq!(
+                    steer(KEY, &error[14..], Framing::Ip, 2),
+                    Steer::Owner(owner)
+                );
+            }
+            // Echo requests and replies (8, 0) belong to no flow.
+            for kind in [0, 8] {
+                let echo = icmp4_error(9, &sent, kind);
+                assert_eq!(steer(KEY, &echo, Framing::Ethernet, 2), Steer::Reader);
+            }
+            // The first fragment of a datagram imp fragmented carries the ports.
+            let first = icmp4_error(9, &tcp4((1, port), (2, 80), 0x2000), 3);
+            assert_eq!(
+                steer(KEY, &first, Framing::Ethernet, 2),
+                Steer::Owner(owner)
+            );
+        }
+        // A later fragment, a quote too short for the ports, a quoted ICMP: the reader.
+        let later = icmp4_error(9, &tcp4((1, 1), (2, 2), 0x0010), 3);
+        assert_eq!(steer(KEY, &later, Framing::Ethernet, 2), Steer::Reader);
+        let short = icmp4_error(9, &tcp4((1, 1), (2, 2), 0), 3);
+        assert_eq!(
+            steer(KEY, &short[..14 + 20 + 8 + 20 + 2], Framing::Ethernet, 2),
+            Steer::Reader
+        );
+        let mut quoted_icmp = tcp4((1, 1), (2, 2), 0);
+        quoted_icmp[23] = 1;
+        let error = icmp4_error(9, &quoted_icmp, 3);
+        assert_eq!(steer(KEY, &error, Framing::Ethernet, 2), Steer::Reader);
+        // ICMPv6: a packet too big (2) quoting a TCP segment between fd00::1 and fd00::2.
+        let (a, b) = (
+            Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
+            Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
+        );
+        let mut quoted = vec![0u8; 48];
+        quoted[0] = 0x60;
+        quoted[6] = 6;
+        quoted[8..24].copy_from_slice(&a.octets());
+        quoted[24..40].copy_from_slice(&b.octets());
+        quoted[40..42].copy_from_slice(&40123u16.to_be_bytes());
+        quoted[42..44].copy_from_slice(&443u16.to_be_bytes());
+        let mut error = vec![0u8; 40];
+        error[0] = 0x60;
+        error[6] = 58;
+        error.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0x05, 0x00]);
+        error.extend_from_slice(&quoted);
+        let owner = flow_owner(KEY, (a.into(), 40123), (b.into(), 443), 4);
+        assert_eq!(steer(KEY, &error, Framing::Ip, 4), Steer::Owner(owner));
+        error[40] = 128; // an echo request
+        assert_eq!(steer(KEY, &error, Framing::Ip, 4), Steer::Reader);
     }
 
     /// Two shards over in-memory queues: a frame read by the shard that does not own
