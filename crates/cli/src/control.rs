@@ -118,30 +118,50 @@ fn respond(stream: UnixStream, answer: &impl Fn(&str) -> Value) -> std::io::Resu
     stream.write_all(b"\n")
 }
 
-/// The answer to `request` about the stack of `rt`: `sockets`, `counters`,
-/// `kill PEER` (reset every connection to PEER, `ADDR:PORT`) or `set PEER KEY=VALUE`
-/// (change a setting of every connection to PEER; see [`Setting::parse`]).
-pub fn answer(rt: &Runtime, request: &str) -> Value {
+/// The answer to `request` about the stacks of `rts` (one program's: one, or every
+/// shard's): `sockets` (each with its `shard` when there are several), `counters`
+/// (added up), `kill PEER` (reset every connection to PEER, `ADDR:PORT`) or `set PEER
+/// KEY=VALUE` (change a setting of every connection to PEER; see [`Setting::parse`]).
+pub fn answer(rts: &[&Runtime], request: &str) -> Value {
     let words: Vec<&str> = request.split_whitespace().collect();
+    let pid = std::process::id();
     match words.as_slice() {
-        ["sockets"] => rt.with_stack(|stack, _| sockets(stack)),
-        ["counters"] => rt.with_stack(|stack, _| counters(stack)),
+        ["sockets"] => {
+            let mut list = Vec::new();
+            for (shard, rt) in rts.iter().enumerate() {
+                let shard = (rts.len() > 1).then_some(shard);
+                rt.with_stack(|stack, _| sockets(stack, shard, &mut list));
+            }
+            json!({ "pid": pid, "tcp": list })
+        }
+        ["counters"] => {
+            let mut out = Map::new();
+            for rt in rts {
+                rt.with_stack(|stack, _| counters(stack, &mut out));
+            }
+            json!({ "pid": pid, "counters": out })
+        }
         ["kill", peer] => match peer.parse::<SocketAddr>() {
-            Ok(peer) => rt.with_stack(|stack, now| {
-                let count =
-                    for_each_conn_to(stack, peer, |stack, handle| stack.tcp_kill(now, handle));
-                json!({ "pid": std::process::id(), "killed": count })
-            }),
+            Ok(peer) => {
+                let count: usize = rts
+                    .iter()
+                    .map(|rt| {
+                        rt.with_stack(|stack, now| {
+                            for_each_conn_to(stack, peer, |stack, handle| {
+                                stack.tcp_kill(now, handle)
+                            })
+                        })
+                    })
+                    .sum();
+                json!({ "pid": pid, "killed": count })
+            }
             Err(_) => json!({ "error": format!("kill {peer}: not ADDRESS:PORT") }),
         },
         ["set", peer, setting] => match (peer.parse::<SocketAddr>(), Setting::parse(setting)) {
-            (Ok(peer), Ok(setting)) => rt.with_stack(|stack, now| {
-                let count = for_each_conn_to(stack, peer, |stack, handle| match setting {
-                    Setting::Option(option) => stack.tcp_set_option(now, handle, option),
-                    Setting::NoDelay(on) => stack.tcp_set_nodelay(handle, on),
-                });
-                json!({ "pid": std::process::id(), "changed": count })
-            }),
+            (Ok(peer), Ok(setting)) => {
+                let count: usize = rts.iter().map(|rt| set_on(rt, peer, setting)).sum();
+                json!({ "pid": pid, "changed": count })
+            }
             (Err(_), _) => json!({ "error": format!("set {peer}: not ADDRESS:PORT") }),
             (_, Err(e)) => json!({ "error": e }),
         },
@@ -151,6 +171,16 @@ pub fn answer(rt: &Runtime, request: &str) -> Value {
             )
         }),
     }
+}
+
+/// Change `setting` on every connection of `rt`'s stack to `peer`; how many.
+fn set_on(rt: &Runtime, peer: SocketAddr, setting: Setting) -> usize {
+    rt.with_stack(|stack, now| {
+        for_each_conn_to(stack, peer, |stack, handle| match setting {
+            Setting::Option(option) => stack.tcp_set_option(now, handle, option),
+            Setting::NoDelay(on) => stack.tcp_set_nodelay(handle, on),
+        })
+    })
 }
 
 /// A connection setting `imp ss --set` changes.
@@ -218,15 +248,16 @@ fn for_each_conn_to(
         .count()
 }
 
-/// Every TCP socket with what `ss -tin` shows.
-fn sockets(stack: &mut Stack) -> Value {
+/// Every TCP socket with what `ss -tin` shows, added to `list` (with `shard`, if
+/// given).
+fn sockets(stack: &mut Stack, shard: Option<usize>, list: &mut Vec<Value>) {
     let stack: &Stack = stack;
-    let list: Vec<Value> = stack
+    let sockets = stack
         .tcp_handles()
         .filter_map(|(handle, listener)| {
             if listener {
                 let local = stack.tcp_listen_addr(handle)?;
-                return Some(json!({ "state": "LISTEN", "local": local.to_string(), "peer": "*", "recv_q": 0, "send_q": 0 }));
+                return Some(json!({ "state": "LISTEN", "local": local.to_string(), "peer": "*", "recv_q": 0, "send_q": 0, "shard": shard }));
             }
             let info = stack.tcp_info(handle)?;
             let (local, peer) = stack.tcp_addresses(handle)?;
@@ -249,22 +280,22 @@ fn sockets(stack: &mut Stack) -> Value {
                 "pacing_rate": info.pacing_rate,
                 "snd_wnd": info.snd_wnd,
                 "rcv_wnd": info.rcv_wnd,
+                "shard": shard,
             }))
-        })
-        .collect();
-    json!({ "pid": std::process::id(), "tcp": list })
+        });
+    list.extend(sockets);
 }
 
 /// The stack's non-zero counters by dotted name (`tcp.rx_segments`), as `nstat` lists
 /// the kernel's.
-fn counters(stack: &mut Stack) -> Value {
-    let mut out = Map::new();
+/// (Added to `out`, where another shard's may be.)
+fn counters(stack: &mut Stack, out: &mut Map<String, Value>) {
     stack.stats().for_each(&mut |name, value| {
         if value != 0 {
-            out.insert(name.to_string(), Value::from(value));
+            let sum = out.get(name).and_then(Value::as_u64).unwrap_or(0) + value;
+            out.insert(name.to_string(), Value::from(sum));
         }
     });
-    json!({ "pid": std::process::id(), "counters": out })
 }
 
 #[cfg(test)]

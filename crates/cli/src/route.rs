@@ -792,7 +792,10 @@ pub fn run(args: &RouteArgs) -> Result<(), String> {
             .collect();
         if let Some(control) = &control {
             let stop = &stop;
-            scope.spawn(move || control.serve(stop, |request| crate::control::answer(rt, request)));
+            let rts: Vec<&Runtime> = stacks.iter().map(|shard| &shard.rt).collect();
+            scope.spawn(move || {
+                control.serve(stop, |request| crate::control::answer(&rts, request))
+            });
         }
         serve(&stacks, args, &stop);
         generators

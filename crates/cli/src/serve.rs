@@ -296,10 +296,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if let Some(ftp) = ftp {
         threads.push(start_ftp(ftp, &rt));
     }
-    threads.extend(control.map(|control| start_control(control, &rt, &stop)));
-    let others: Vec<Runtime> = others.into_iter().map(|s| s.rt).collect();
-    let gone = wait_for_stop(&rt, &others, &stop);
-    shutdown(&rt, others, threads, (&counts, exchange.as_deref()));
+    // Every shard's runtime, shard 0's first: the control socket answers for all.
+    let all: Vec<Arc<RwLock<Runtime>>> = std::iter::once(rt)
+        .chain(others.into_iter().map(|s| Arc::new(RwLock::new(s.rt))))
+        .collect();
+    threads.extend(control.map(|control| start_control(control, &all, &stop)));
+    let gone = wait_for_stop(&all, &stop);
+    shutdown(&all, threads, (&counts, exchange.as_deref()));
     gone.map_or(Ok(()), Err)
 }
 
@@ -381,28 +384,33 @@ fn fast_open(
 
 /// Until Ctrl-C (or SIGTERM) or the runtime lost its devices (then why); `stop` is
 /// set on the way out, so that the threads watching it (the control socket's) end too.
-fn wait_for_stop(rt: &RwLock<Runtime>, others: &[Runtime], stop: &AtomicBool) -> Option<String> {
+fn wait_for_stop(all: &[Arc<RwLock<Runtime>>], stop: &AtomicBool) -> Option<String> {
     let mut gone = None;
     while !stop.load(Ordering::Relaxed) && gone.is_none() {
         std::thread::sleep(Duration::from_millis(50));
-        gone = rt.read().unwrap_or_else(|e| e.into_inner()).devices_gone();
-        gone = gone.or_else(|| others.iter().find_map(Runtime::devices_gone));
+        gone = all
+            .iter()
+            .find_map(|rt| rt.read().unwrap_or_else(|e| e.into_inner()).devices_gone());
     }
     stop.store(true, Ordering::Relaxed);
     gone
 }
 
-/// The control socket's thread (`imp ss` asks it).
+/// The control socket's thread (`imp ss` asks it about every shard).
 fn start_control(
     control: crate::control::Control,
-    rt: &Arc<RwLock<Runtime>>,
+    all: &[Arc<RwLock<Runtime>>],
     stop: &Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
-    let (rt, stop) = (Arc::clone(rt), Arc::clone(stop));
+    let (all, stop) = (all.to_vec(), Arc::clone(stop));
     spawn("control", move || {
         control.serve(&stop, |request| {
-            let rt = rt.read().unwrap_or_else(|e| e.into_inner());
-            crate::control::answer(&rt, request)
+            let guards: Vec<_> = all
+                .iter()
+                .map(|rt| rt.read().unwrap_or_else(|e| e.into_inner()))
+                .collect();
+            let rts: Vec<&Runtime> = guards.iter().map(|g| &**g).collect();
+            crate::control::answer(&rts, request)
         });
     })
 }
@@ -475,25 +483,17 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHand
 /// Stop the runtimes (shard 0's in `rt`, the other shards'): every blocked accept,
 /// read and write fails, so the threads end.
 fn shutdown(
-    rt: &RwLock<Runtime>,
-    others: Vec<Runtime>,
+    all: &[Arc<RwLock<Runtime>>],
     threads: Vec<std::thread::JoinHandle<()>>,
     (counts, exchange): (&ShardCounts, Option<&impnet::shard::Exchange>),
 ) {
-    let mut rt = rt.write().unwrap_or_else(|e| e.into_inner());
-    let segments = |rt: &Runtime| {
-        rt.with_stack(|stack, _| (stack.stats().tcp.rx_segments, stack.stats().tcp.tx_segments))
-    };
-    let (mut rx, mut tx) = segments(&rt);
-    for other in &others {
-        let (r, t) = segments(other);
-        rx += r;
-        tx += t;
-    }
-    rt.shutdown();
-    drop(rt);
-    for mut other in others {
-        other.shutdown();
+    let (mut rx, mut tx) = (0, 0);
+    for rt in all {
+        let mut rt = rt.write().unwrap_or_else(|e| e.into_inner());
+        let stats = rt.with_stack(|stack, _| stack.stats().tcp.clone());
+        rx += stats.rx_segments;
+        tx += stats.tx_segments;
+        rt.shutdown();
     }
     for thread in threads {
         let _ = thread.join();

@@ -216,6 +216,10 @@ fn details(socket: &Value) -> String {
         " snd_wnd:{} rcv_wnd:{}",
         socket["snd_wnd"], socket["rcv_wnd"]
     ));
+    // Which stack holds it, in a program running shards.
+    if let Some(shard) = socket["shard"].as_u64() {
+        line.push_str(&format!(" shard:{shard}"));
+    }
     line
 }
 

@@ -2,7 +2,8 @@
 //! the test makes: a Linux client (the test, on a thread inside the namespace) opens
 //! many connections to imp's echo service, each echoed byte for byte, and both shards
 //! accepted some (the kernel spreads the flows over the queues and imp hands each to
-//! the shard its 4-tuple hashes to). Needs root; skips, saying why, without it.
+//! the shard its 4-tuple hashes to); `imp ss` lists both shards' listeners and
+//! connections, each with its shard. Needs root; skips, saying why, without it.
 #![allow(clippy::too_many_lines)] // tests may be long; the lint is for library code
 
 #[path = "../../impnet/tests/common/mod.rs"]
@@ -10,9 +11,10 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{NetNs, can_run, have};
+use common::{ChildGuard, NetNs, can_run, have};
 
 const IMP: &str = env!("CARGO_BIN_EXE_imp");
 
@@ -49,19 +51,27 @@ fn two_shards_echo_many_connections_byte_exact() {
         return;
     }
     let ns = NetNs::new();
-    let mut child = ns.spawn(
-        IMP,
-        &[
-            "serve",
-            "--tap",
-            "impsh0",
-            "--addr",
-            "10.211.1.2/24",
-            "--threads",
-            "2",
-            "--echo",
-        ],
-    );
+    let runtime_dir = std::env::temp_dir().join(format!("imp-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&runtime_dir).unwrap();
+    let args = [
+        "serve",
+        "--tap",
+        "impsh0",
+        "--addr",
+        "10.211.1.2/24",
+        "--threads",
+        "2",
+        "--echo",
+    ];
+    let spawned = ns
+        .command(IMP, &args)
+        .env("XDG_RUNTIME_DIR", &runtime_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("imp serve");
+    let mut child = ChildGuard(Some(spawned));
     let stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
     let mut reader = BufReader::new(stdout);
     let mut line = String::new();
@@ -80,6 +90,47 @@ fn two_shards_echo_many_connections_byte_exact() {
             assert!(echoed == payload(i), "connection {i}: the echo differs");
         }
     });
+    // `imp ss` answers for both shards: a listener on each, and every open
+    // connection, each named with its shard.
+    let open: Vec<TcpStream> = ns.enter(|| {
+        (0..20)
+            .map(|_| {
+                // A byte echoed: imp's end is established.
+                let mut stream =
+                    TcpStream::connect_timeout(&server, Duration::from_secs(5)).expect("connect");
+                stream.write_all(b"x").expect("send");
+                let mut byte = [0u8];
+                stream.read_exact(&mut byte).expect("the echo");
+                stream
+            })
+            .collect()
+    });
+    let pid = child.0.as_ref().unwrap().id().to_string();
+    let ss = Command::new(IMP)
+        .args(["ss", "--pid", &pid, "--json"])
+        .env("XDG_RUNTIME_DIR", &runtime_dir)
+        .output()
+        .expect("imp ss");
+    let listed: serde_json::Value = serde_json::from_slice(&ss.stdout).expect("imp ss --json");
+    let sockets = listed["tcp"].as_array().expect("tcp list");
+    let shards_of = |state: &str| -> Vec<u64> {
+        let mut shards: Vec<u64> = sockets
+            .iter()
+            .filter(|s| s["state"] == state)
+            .map(|s| s["shard"].as_u64().expect("a shard"))
+            .collect();
+        shards.sort_unstable();
+        shards
+    };
+    assert_eq!(shards_of("LISTEN"), [0, 1], "{listed}");
+    let established = shards_of("Established");
+    assert_eq!(established.len(), open.len(), "{listed}");
+    assert!(
+        established.contains(&0) && established.contains(&1),
+        "{listed}"
+    );
+    drop(open);
+    let _ = std::fs::remove_dir_all(&runtime_dir);
     // SAFETY: kill has no memory arguments; the pid is our own live child (`ip netns
     // exec` execs imp in place).
     unsafe { libc::kill(child.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
@@ -97,6 +148,6 @@ fn two_shards_echo_many_connections_byte_exact() {
         .map(|part| part.split(": ").nth(1).unwrap().parse().unwrap())
         .collect();
     assert_eq!(counts.len(), 2, "{rest}");
-    assert_eq!(counts.iter().sum::<usize>(), CONNECTIONS, "{rest}");
+    assert_eq!(counts.iter().sum::<usize>(), CONNECTIONS + 20, "{rest}");
     assert!(counts.iter().all(|&n| n > 0), "both shards served: {rest}");
 }
