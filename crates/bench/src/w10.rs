@@ -16,11 +16,12 @@
 //! errors and non-2xx answers in both). Both
 //! proxies see the same plain TUN: tun2socks opens it without the virtio-net header
 //! (no offloads), so imp runs with `--no-offloads` in these rows. imp's default, with
-//! the TUN's checksum and TSO offloads, is in `W10-bulk-tso` / `W10-conn-tso`, beside
+//! the TUN's checksum and TSO offloads, is in `W10-bulk-tso` / `W10-conn-tso` (and with
+//! two shards, `imp proxy --threads 2` over a two-queue TUN, in `-tso-2shards`), beside
 //! tun2socks' plain figures; imp on the plain TUN with its own GRO and GSO
 //! (`--no-offloads --gro --gso`) in the `-soft` rows. Every other option is each proxy's default (tun2socks
 //! `--proxy direct://`, its MTU the device's, its TCP buffers gVisor's defaults;
-//! imp's limit of new connections per client, `--rate`, at its default of 20000/s).
+//! imp on one stack (`--threads 1`) but in the `-2shards` rows; imp's limit of new connections per client, `--rate`, at its default of 20000/s).
 //!
 //! The `-socks` rows put `imp proxy --no-offloads --socks5` beside hev-socks5-tunnel
 //! (C, on lwIP; from `$HEV_BIN`), both through the same SOCKS5 server (microsocks in
@@ -56,6 +57,9 @@ enum Proxy {
     ImpSocks,
     /// hev-socks5-tunnel through microsocks.
     Hev,
+    /// `imp proxy --threads 2` with its default offloads: two shards over a two-queue
+    /// TUN.
+    ImpTso2,
 }
 
 /// The figures of one run: bulk Gbit/s, connections/s in the first seconds and after,
@@ -135,7 +139,7 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
         eprintln!("imp-bench: W10 skipped: {reason}");
         return Vec::new();
     }
-    let mut proxies = vec![Proxy::Imp, Proxy::ImpTso, Proxy::ImpSoft];
+    let mut proxies = vec![Proxy::Imp, Proxy::ImpTso, Proxy::ImpSoft, Proxy::ImpTso2];
     match tun2socks_binary() {
         Ok(_) => proxies.push(Proxy::Tun2socks),
         Err(reason) => eprintln!("imp-bench: W10's tun2socks column skipped: {reason}"),
@@ -151,7 +155,7 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
             "imp-bench: W10's -socks rows skipped: microsocks not installed (apt-get install -y microsocks)"
         );
     }
-    let mut samples: Vec<[Vec<f64>; FIGURES]> = vec![Default::default(); 6];
+    let mut samples: Vec<[Vec<f64>; FIGURES]> = vec![Default::default(); 7];
     let started = StdInstant::now();
     for repeat in 0..repeats {
         for k in 0..proxies.len() {
@@ -187,6 +191,7 @@ fn rows(samples: &mut [[Vec<f64>; FIGURES]]) -> Vec<Row> {
         (Proxy::Imp, Proxy::Tun2socks, ""),
         (Proxy::ImpSoft, Proxy::Tun2socks, "-soft"),
         (Proxy::ImpTso, Proxy::Tun2socks, "-tso"),
+        (Proxy::ImpTso2, Proxy::Tun2socks, "-tso-2shards"),
         (Proxy::ImpSocks, Proxy::Hev, "-socks"),
     ] {
         if samples[proxy as usize][0].is_empty() {
@@ -512,10 +517,19 @@ fn start_proxy(proxy: Proxy, ns: &Netns, dir: &Path) -> Result<Server, String> {
     }
     let hev_conf = hev_conf.to_string_lossy();
     let (program, args): (&str, Vec<&str>) = match proxy {
-        Proxy::Imp | Proxy::ImpTso | Proxy::ImpSoft | Proxy::ImpSocks => {
+        Proxy::Imp | Proxy::ImpTso | Proxy::ImpSoft | Proxy::ImpSocks | Proxy::ImpTso2 => {
             // imp's defaults, as tun2socks' (its per-client limit of new connections,
-            // 20000/s, is above what wrk opens here).
-            let mut args = vec!["proxy", "--tun", "pt0", "--addr", "10.217.0.2/24"];
+            // 20000/s, is above what wrk opens here), on one stack but in `ImpTso2`.
+            let threads = if proxy == Proxy::ImpTso2 { "2" } else { "1" };
+            let mut args = vec![
+                "proxy",
+                "--tun",
+                "pt0",
+                "--addr",
+                "10.217.0.2/24",
+                "--threads",
+                threads,
+            ];
             match proxy {
                 Proxy::Imp => args.push("--no-offloads"),
                 Proxy::ImpSoft => args.extend(["--no-offloads", "--gro", "--gso"]),

@@ -53,6 +53,29 @@ pub struct ProxyArgs {
     /// tries again, as at a full backlog) and a new UDP flow's datagrams are dropped.
     #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes)]
     pub max_memory: Option<u64>,
+    /// Run N shards: N stacks over N queues of a multi-queue TUN, one loop thread and
+    /// one relay thread each, every flow relayed by the shard its addresses and ports
+    /// pick; `--rate` is shared out among them. Default: the cores, or one with
+    /// `--impair`, `--dhcp` or `--max-memory` (whose caps hold for one stack), or when
+    /// the TUN exists already as a single-queue device.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+/// What keeps `imp proxy` on one stack: the flag, if any.
+fn unshardable(args: &ProxyArgs) -> Option<&'static str> {
+    args.device
+        .unshardable()
+        .or(args.max_memory.map(|_| "--max-memory"))
+}
+
+/// The number of shards: `--threads`, else the cores when nothing keeps imp on one.
+fn shard_count(args: &ProxyArgs) -> usize {
+    match (args.threads, unshardable(args)) {
+        (Some(n), _) => n,
+        (None, Some(_)) => 1,
+        (None, None) => thread::available_parallelism().map_or(1, usize::from),
+    }
 }
 
 /// What the proxy holds before any connection: its code and tables, imp's runtime
@@ -126,6 +149,16 @@ pub fn validate(args: &ProxyArgs) -> Result<(), String> {
     if let Some(max) = args.max_memory {
         memory_caps(max, buffer_size(args))?;
     }
+    match (args.threads, unshardable(args)) {
+        (Some(0), _) => return Err("--threads 0: give the number of shards (1 or more)".into()),
+        (Some(n), Some(flag)) if n > 1 => {
+            return Err(format!(
+                "--threads {n} with {flag}: {flag} runs on one stack; give --threads 1 or \
+                 drop {flag}"
+            ));
+        }
+        _ => {}
+    }
     upstream(args)?;
     Ok(())
 }
@@ -164,19 +197,33 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
             "; --max-memory {max}: at most {connections} TCP connections and {flows} UDP flows"
         );
     }
-    let stack = args.device.start_with("proxy", config)?;
+    let shards =
+        args.device
+            .start_shards("proxy", &config, shard_count(args), args.threads.is_none())?;
+    let count = shards.stacks.len();
+    // A client's new connections spread over the shards: each takes its share.
+    let rate = (args.rate / count as u32).max(1);
     let mode = AcceptAny {
-        per_source_rate: args.rate,
-        per_source_burst: (args.rate / 5).max(16),
+        per_source_rate: rate,
+        per_source_burst: (rate / 5).max(16),
         ..AcceptAny::default()
     };
-    stack.rt.set_accept_any(stack.iface, Some(mode));
-    let listener = impnet::tokio::TcpListener::bind_any(&stack.rt, 1024, args.max_half_open)
-        .map_err(|e| format!("cannot listen for any destination: {e}"))?;
-    let udp = UdpSocket::bind_any(&stack.rt)
-        .map_err(|e| format!("cannot bind the catch-all UDP socket: {e}"))?;
+    let mut relays = Vec::new();
+    for stack in &shards.stacks {
+        stack.rt.set_accept_any(stack.iface, Some(mode));
+        let listener = impnet::tokio::TcpListener::bind_any(&stack.rt, 1024, args.max_half_open)
+            .map_err(|e| format!("cannot listen for any destination: {e}"))?;
+        let udp = UdpSocket::bind_any(&stack.rt)
+            .map_err(|e| format!("cannot bind the catch-all UDP socket: {e}"))?;
+        relays.push((listener, udp));
+    }
+    let stack = &shards.stacks[0];
+    let sharded = match count {
+        1 => String::new(),
+        n => format!(" in {n} shards"),
+    };
     println!(
-        "imp proxy: on {} {} ({}), relaying {}{caps}",
+        "imp proxy: on {} {} ({}){sharded}, relaying {}{caps}",
         stack.kind,
         stack.name,
         stack.describe(None),
@@ -186,6 +233,32 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
         }
     );
     let idle = Duration::from_secs(args.udp_idle);
+    let mut relays = relays.into_iter();
+    let first = relays.next().expect("at least one shard");
+    for (shard, (listener, udp)) in relays.enumerate() {
+        thread::Builder::new()
+            .name(format!("relay-{}", shard + 1))
+            .spawn(move || {
+                if let Err(e) = relay_shard(listener, udp, upstream, idle, max_flows) {
+                    eprintln!("imp proxy: shard {}: {e}", shard + 1);
+                    std::process::exit(1);
+                }
+            })
+            .map_err(|e| format!("cannot start a relay thread: {e}"))?;
+    }
+    let (listener, udp) = first;
+    relay_shard(listener, udp, upstream, idle, max_flows)
+}
+
+/// One shard's relays until killed: its UDP flows on a thread of their own, its TCP
+/// connections as tasks on this one.
+fn relay_shard(
+    listener: impnet::tokio::TcpListener,
+    udp: UdpSocket,
+    upstream: Upstream,
+    idle: Duration,
+    max_flows: usize,
+) -> Result<(), String> {
     thread::spawn(move || relay_udp(udp, upstream, idle, max_flows));
     // Every TCP relay is a task on this one thread: a connection costs its task and
     // the buffer of what one side has not taken yet, not two threads and their stacks.

@@ -212,7 +212,12 @@ fn setup(site: &[u8], proxy_args: &[&str]) -> Option<Setup> {
     children.push(start_ready(&server, "python3", &["-c", SOCKS5, SERVER]));
     wait_listening(&server, 8080);
     // The TUN: created in P, imp attaches, then it moves to C.
-    proxy.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun"]);
+    // With --threads, a multi-queue TUN: a queue for each shard.
+    let mut tuntap = vec!["tuntap", "add", "dev", "pt0", "mode", "tun"];
+    if proxy_args.contains(&"--threads") {
+        tuntap.push("multi_queue");
+    }
+    proxy.ip(&tuntap);
     let mut args = vec!["proxy", "--tun", "pt0", "--addr", "10.207.0.2/24"];
     args.extend_from_slice(proxy_args);
     let (imp, first_line) = start_with_line(&proxy, IMP, &args);
@@ -232,12 +237,11 @@ fn setup(site: &[u8], proxy_args: &[&str]) -> Option<Setup> {
 }
 
 /// curl in C downloads the file from S's HTTP server through imp; the DNS query from
-/// C is answered by S's dnsmasq through imp.
-fn download_and_resolve(proxy_args: &[&str]) {
+/// C is answered by S's dnsmasq through imp. The proxy's first line (None when the
+/// test cannot run here).
+fn download_and_resolve(proxy_args: &[&str]) -> Option<String> {
     let site = pattern(8 << 20);
-    let Some(setup) = setup(&site, proxy_args) else {
-        return;
-    };
+    let setup = setup(&site, proxy_args)?;
     let url = format!("http://{SERVER}:8080/file.bin");
     let out_file = setup.site.join("got.bin");
     let out_text = out_file.to_str().unwrap();
@@ -264,6 +268,7 @@ fn download_and_resolve(proxy_args: &[&str]) {
     let links = setup.proxy.exec("ip", &["-o", "link"]);
     assert!(!String::from_utf8_lossy(&links.stdout).contains("pt0"));
     let _ = &setup.server;
+    Some(setup.first_line.clone())
 }
 
 #[test]
@@ -275,6 +280,16 @@ fn curl_and_dns_through_imp_proxy() {
 fn curl_and_dns_through_imp_proxy_and_socks5() {
     let socks = format!("{SERVER}:1080");
     download_and_resolve(&["--socks5", &socks]);
+}
+
+/// Two shards over a two-queue TUN: each flow (the download, the DNS query) is
+/// relayed by the shard its addresses and ports pick, whichever queue the kernel
+/// gives its packets to.
+#[test]
+fn curl_and_dns_through_a_sharded_imp_proxy() {
+    if let Some(first_line) = download_and_resolve(&["--threads", "2"]) {
+        assert!(first_line.contains("in 2 shards"), "{first_line}");
+    }
 }
 
 /// Python in S: an echo server on port 9000 that keeps every connection open.
@@ -343,7 +358,7 @@ fn max_memory_caps_connections() {
 
 #[test]
 fn bad_options_are_named() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["proxy", "--addr", "10.0.0.2/24"], "--tun"),
         (&["proxy", "--tap", "t0", "--addr", "10.0.0.2/24"], "--tun"),
         (
@@ -393,6 +408,20 @@ fn bad_options_are_named() {
                 "10",
             ],
             "--buffer-size",
+        ),
+        (
+            &[
+                "proxy",
+                "--tun",
+                "t0",
+                "--addr",
+                "10.0.0.2/24",
+                "--max-memory",
+                "64M",
+                "--threads",
+                "2",
+            ],
+            "--threads 2 with --max-memory",
         ),
     ];
     for (args, named) in cases {
