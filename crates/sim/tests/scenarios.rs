@@ -879,3 +879,51 @@ fn ftp_sessions_run_in_every_data_mode_and_type() {
         assert!(e.contains(needle), "{flow}: {e}");
     }
 }
+
+#[test]
+fn seed002_on_a_shared_link_cross_traffic_spreads_the_goodput_as_the_reports_runs() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/seeds/002-oc12-shared-link.toml");
+    let full = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    // The stated models: cross traffic taking 187.5 Mbit/s on average, and 1-3 CRC
+    // glitches per 10 GB.
+    for link in &full.links {
+        let cross = link.config.cross.expect("cross traffic");
+        assert!((cross.mean_bps() - 187.5e6).abs() < 1e3, "{}", link.name);
+        let ge = link.config.burst_loss.expect("CRC glitches");
+        let segments = 10.0 * f64::from(1u32 << 30) / (link.config.mtu - 40) as f64;
+        assert!((1.0..=3.0).contains(&(segments * ge.good_to_bad)));
+    }
+    // A short form: 256 MB per flow, the cross traffic's periods 40 times shorter, so
+    // a transfer sees as many of them as a 10 GB one does; four seeds.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut sets: Vec<_> = ["sack", "sack-back", "nosack", "nosack-back"]
+        .iter()
+        .map(|f| format!("flow[{f}].bytes=256M").parse().unwrap())
+        .collect();
+    for link in &full.links {
+        for (key, value) in [("on", "375ms"), ("off", "225ms")] {
+            let set = format!("link[{}].cross.{key}={value}", link.name);
+            sets.push(set.parse().unwrap());
+        }
+    }
+    let mut goodputs = Vec::new();
+    for seed in 1..=4 {
+        let mut s = Scenario::parse_with(&text, "shared-link", &sets).unwrap();
+        s.seed = seed;
+        let r = run(&s).report;
+        for f in &r.flows {
+            assert!(f.completed && f.data_ok == Some(true), "seed {seed}: {f:?}");
+            goodputs.push(f.goodput_bps / 1e6);
+        }
+    }
+    // Every run below what the line allows alone, the mean near the report's 346-352,
+    // and a spread of tens of Mbit/s, as the report's.
+    let n = goodputs.len() as f64;
+    let mean = goodputs.iter().sum::<f64>() / n;
+    let std = (goodputs.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    eprintln!("shared link, Mbit/s: {goodputs:.0?}; mean {mean:.0}, std {std:.1}");
+    assert!(goodputs.iter().all(|&g| g < 500.0), "{goodputs:?}");
+    assert!((280.0..=420.0).contains(&mean), "mean {mean}: {goodputs:?}");
+    assert!((10.0..=80.0).contains(&std), "std {std}: {goodputs:?}");
+}
