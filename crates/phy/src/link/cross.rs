@@ -102,8 +102,8 @@ mod tests {
     fn the_share_of_time_on_is_the_duty_and_periods_vary() {
         let config = source();
         let mut state = CrossState::new(config, Rng::new(7));
-        let step = 1_000_000; // 1 ms
-        let steps = 600_000u64; // 600 s
+        let step = 10_000_000; // 10 ms
+        let steps = 300_000u64; // 3000 s
         let mut on = 0u64;
         let mut switches = 0;
         let mut last = state.rate_at(0);
@@ -116,8 +116,9 @@ mod tests {
         }
         let share = on as f64 / steps as f64;
         assert!((share - config.duty()).abs() < 0.03, "{share}");
-        // About two switches a second (a 1 s cycle), not a fixed pattern.
-        assert!((1000..1400).contains(&switches), "{switches}");
+        // About two switches a second (a 1 s cycle; a few periods are shorter than a
+        // step and go unseen).
+        assert!((5000..6600).contains(&switches), "{switches}");
         assert!((config.mean_bps() - 60e6).abs() < 1.0);
     }
 
