@@ -39,6 +39,10 @@
 //! frame, which has used the link's time, or passes it marked (CE when the frame is
 //! ECN-capable IPv4; the link has no cell-loss-priority bit).
 //!
+//! A link may be shared ([`LinkConfig::cross`], the [`CrossTraffic`] model): an
+//! on/off source of other traffic, its periods exponentially distributed, takes part of
+//! the rate while on, so a frame starting then is serialised at the rate left over.
+//!
 //! # Super-segments
 //! A TCP frame larger than a wire frame, with the segment size a TAP's virtio-net
 //! header gave it ([`LinkModel::submit_segmented`]), crosses as the `n` wire frames it
@@ -62,10 +66,12 @@ use impnet_core::{Duration, Instant};
 
 use crate::rng::Rng;
 
+mod cross;
 pub mod gcra;
 mod gso;
 pub mod spec;
 
+pub use cross::CrossTraffic;
 pub use gcra::{Gcra, GcraConfig, GcraConfigError};
 
 /// Nanoseconds per second, the factor between the model's time unit and bits per second.
@@ -108,6 +114,9 @@ pub struct LinkConfig {
     /// The contract a policer checks frames against as they go onto the wire, and what
     /// it does with those that break it (`None`: no policer).
     pub police: Option<Policer>,
+    /// Other traffic sharing the transmitter, on and off ([`CrossTraffic`]; `None`:
+    /// the link is the frames' own).
+    pub cross: Option<CrossTraffic>,
 }
 
 /// A policer: a traffic contract and what happens to frames that do not conform.
@@ -175,6 +184,7 @@ impl Default for LinkConfig {
             burst_loss: None,
             shape: None,
             police: None,
+            cross: None,
         }
     }
 }
@@ -274,6 +284,9 @@ impl LinkConfig {
                 reorder: self.reorder,
             });
         }
+        if let Some(cross) = self.cross {
+            cross_valid(&cross, self.rate_bps)?;
+        }
         let contracts = [
             ("shape", self.shape),
             ("police", self.police.map(|p| p.contract)),
@@ -295,6 +308,20 @@ impl LinkConfig {
         let scaled = bits_scaled(len);
         Duration::from_nanos(saturate_u64(scaled.div_ceil(u128::from(self.rate_bps))))
     }
+}
+
+/// Cross traffic needs a finite link rate above its own and periods of some length.
+fn cross_valid(cross: &CrossTraffic, link_bps: u64) -> Result<(), LinkConfigError> {
+    let reason = if link_bps == 0 {
+        "needs a link `rate`"
+    } else if cross.rate_bps == 0 || cross.rate_bps >= link_bps {
+        "its rate must be above 0 and below the link's"
+    } else if cross.mean_on == Duration::ZERO || cross.mean_off == Duration::ZERO {
+        "its mean on and off periods must be longer than 0"
+    } else {
+        return Ok(());
+    };
+    Err(LinkConfigError::Cross { reason })
 }
 
 /// What is wrong with a [`LinkConfig`].
@@ -322,6 +349,12 @@ pub enum LinkConfigError {
         /// What is wrong with it.
         error: GcraConfigError,
     },
+    /// The cross traffic would take the whole link (or more), or has a period of no
+    /// length.
+    Cross {
+        /// What is wrong.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for LinkConfigError {
@@ -339,6 +372,7 @@ impl fmt::Display for LinkConfigError {
                  would be overtaken; set a reorder delay"
             ),
             LinkConfigError::Contract { name, error } => write!(f, "link `{name}`: {error}"),
+            LinkConfigError::Cross { reason } => write!(f, "link `cross`: {reason}"),
         }
     }
 }
@@ -524,6 +558,10 @@ pub struct LinkModel {
     burst_bad: bool,
     /// The shaper's state, with `config.shape`.
     shaper: Option<Gcra>,
+    /// The cross traffic's state, with `config.cross`.
+    cross: Option<cross::CrossState>,
+    /// The stream the cross traffic's periods are drawn from.
+    cross_rng: Rng,
     /// The policer's state, with `config.police`.
     policer: Option<Gcra>,
     /// Buffers of delivered frames given back by [`LinkModel::recycle`].
@@ -566,6 +604,8 @@ impl LinkModel {
             burst: root.fork(),
         };
         let flow_key = root.fork().next_u64();
+        // Forked after the others, so a link without cross traffic draws as before.
+        let cross_rng = root.fork();
         Ok(LinkModel {
             config,
             streams,
@@ -580,6 +620,10 @@ impl LinkModel {
             burst_bad: false,
             shaper: config.shape.map(Gcra::new),
             policer: config.police.map(|p| Gcra::new(p.contract)),
+            cross: config
+                .cross
+                .map(|c| cross::CrossState::new(c, cross_rng.clone())),
+            cross_rng,
             free: Vec::new(),
             stats: LinkStats::default(),
         })
@@ -610,6 +654,11 @@ impl LinkModel {
         }
         if config.police != self.config.police {
             self.policer = config.police.map(|p| Gcra::new(p.contract));
+        }
+        if config.cross != self.config.cross {
+            self.cross = config
+                .cross
+                .map(|c| cross::CrossState::new(c, self.cross_rng.clone()));
         }
         if config.qdisc != self.config.qdisc {
             let held = self.held.as_ref().map_or(0, Qdisc::len_packets);
@@ -688,6 +737,23 @@ impl LinkModel {
         self.transmit(start, frame)
     }
 
+    /// The time (scaled) `len` bytes starting at `start` (scaled) take on the wire: at
+    /// the link's rate, or at what the cross traffic leaves of it while that is on.
+    fn serialisation(&mut self, start: u128, len: usize) -> u128 {
+        let rate = self.config.rate_bps;
+        if rate == 0 {
+            return 0;
+        }
+        let bits = bits_scaled(len);
+        let at = saturate_u64(start.div_ceil(self.scale()));
+        match self.cross.as_mut().map(|c| c.rate_at(at)) {
+            Some(cross) if cross > 0 && cross < rate => {
+                bits * u128::from(rate) / u128::from(rate - cross)
+            }
+            _ => bits,
+        }
+    }
+
     /// Serialises `frame` from `start` (scaled, at or after what the shaper allows),
     /// then polices it, loses it or launches its copies.
     fn transmit(&mut self, start: u128, frame: &[u8]) -> Submit {
@@ -697,12 +763,8 @@ impl LinkModel {
     /// [`transmit`](LinkModel::transmit), with the loss models' decision already
     /// drawn (`Some(lost)`) for a frame cut from a super-segment.
     fn transmit_fated(&mut self, start: u128, frame: &[u8], fate: Option<bool>) -> Submit {
-        let serialisation = if self.config.rate_bps == 0 {
-            0
-        } else {
-            bits_scaled(frame.len())
-        };
         let start_at = Instant::from_nanos(saturate_u64(start.div_ceil(self.scale())));
+        let serialisation = self.serialisation(start, frame.len());
         if let Some(shaper) = &mut self.shaper {
             shaper.accept(start_at, frame.len());
         }

@@ -47,6 +47,9 @@ pub struct CpuProfile {
     /// A hand-off between processes (the application switched in to make its calls):
     /// per batch of socket calls.
     pub handoff: Picos,
+    /// An application reading its file system, per byte (an `ftp` server reading the
+    /// file it sends): charged by the application, not counted by the stack.
+    pub file_byte: Picos,
     /// The device's receive buffers: frames waiting for the CPU beyond these are
     /// dropped ("no receive buffer").
     pub rx_buffers: usize,
@@ -143,6 +146,7 @@ impl CpuProfile {
             copy_byte: picos(syscall * assume.copy_share_of_syscall / measured.record as f64),
             call: picos(syscall * (1.0 - assume.copy_share_of_syscall)),
             handoff: 0,
+            file_byte: 0,
             rx_buffers: 32,
             checksum_offload: false,
             copy_on_send: true,
@@ -187,6 +191,7 @@ impl CpuProfile {
             copy_byte: scale(slow.copy_byte),
             call: scale(slow.call),
             handoff: scale(slow.handoff),
+            file_byte: scale(slow.file_byte),
             ..slow
         }
     }

@@ -284,6 +284,10 @@ pub struct FlowReport {
     /// The CPUs of the two ends, when the hosts have a cost model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<FlowCpu>,
+    /// FTP: the client's reads of the data that returned bytes (each at most a
+    /// `record`: with a CPU model, a message handed to the application).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_reads: Option<u64>,
 }
 
 /// Where the time of a flow's two hosts went (hosts with a `cpu` profile).
@@ -1276,6 +1280,10 @@ impl App {
             cpu: None,
             analysis: None,
             control_analysis: None,
+            data_reads: match &self.state {
+                AppState::Ftp(f) => Some(f.reads()),
+                _ => None,
+            },
         };
         self.fill_by_kind(&mut r, trace, seconds, rate);
         fill_rates(&mut r, rate, seconds);

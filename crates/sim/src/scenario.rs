@@ -15,7 +15,7 @@ use impnet_core::tcp::cc::CcAlgorithm;
 use impnet_core::tcp::{EcnMode, LegacyProfile, MtuProbing, RtoRule, TcpConfig};
 use impnet_phy::LinkConfig;
 use impnet_phy::link::spec::{QdiscKeys, UnknownAction};
-use impnet_phy::link::{GcraConfig, GilbertElliott, PoliceAction, Policer};
+use impnet_phy::link::{CrossTraffic, GcraConfig, GilbertElliott, PoliceAction, Policer};
 use impnet_wire::ipv4::Cidr;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
@@ -198,7 +198,8 @@ pub enum FlowKind {
         record: usize,
         /// TYPE A (LF to CRLF at the server and back at the client) instead of TYPE I.
         text_mode: bool,
-        /// Application CPU time per byte at each end.
+        /// Application CPU time per byte at each end (charged to the host's CPU when
+        /// it has a cost model).
         cpu_per_byte: Duration,
         /// Extra CPU time per byte at each end for the TYPE A translation.
         translate_per_byte: Duration,
@@ -551,6 +552,7 @@ struct RawLink {
     queue: Option<Bytes>,
     loss: Option<Prob>,
     burst_loss: Option<RawBurst>,
+    cross: Option<RawCross>,
     shape: Option<Spanned<RawContract>>,
     police: Option<Spanned<RawContract>>,
     reorder: Option<Prob>,
@@ -568,6 +570,15 @@ struct RawBurst {
     bad_to_good: Prob,
     loss_good: Option<Prob>,
     loss_bad: Option<Prob>,
+}
+
+/// A link's `cross` table: an on/off cross-traffic source.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCross {
+    rate: Rate,
+    on: Dur,
+    off: Dur,
 }
 
 /// A `shape` or `police` table: a GCRA traffic contract (`action` only for `police`).
@@ -1220,6 +1231,11 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
         }),
         shape: None,
         police: None,
+        cross: link.cross.as_ref().map(|c| CrossTraffic {
+            rate_bps: c.rate.0,
+            mean_on: c.on.0,
+            mean_off: c.off.0,
+        }),
     };
     let config = LinkConfig {
         qdisc: qdisc(ctx, spanned, &config)?,
@@ -1232,6 +1248,7 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
         let field = match e {
             impnet_phy::LinkConfigError::ProbabilityOutOfRange { name, .. } => name,
             impnet_phy::LinkConfigError::ZeroMtu => "mtu",
+            impnet_phy::LinkConfigError::Cross { .. } => "cross",
             _ => "reorder_delay",
         };
         let key = field.rsplit('.').next().unwrap_or(field);

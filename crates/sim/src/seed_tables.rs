@@ -148,39 +148,90 @@ fn seed000(r: &Report) -> Result<String, String> {
     Ok(out)
 }
 
+/// Seed 001's rows: (flow, the report's row, its kB/s, fitted or predicted).
+const SEED001_RATES: [(&str, &str, f64, &str); 5] = [
+    ("1985-binary", "TCP BYTE 8, UNIX 750", 43.7, "fitted"),
+    ("1985-text", "TCP ASCII, UNIX 750", 9.2, "fitted"),
+    ("lispm-binary", "TCP BYTE 8, LISPM", 22.2, "predicted"),
+    ("lispm-text", "TCP ASCII, LISPM", 7.0, "predicted"),
+    ("lispm-chaos", "EX CHAOS, LAM3 LISPM", 5.9, "predicted"),
+];
+
+/// Seed 001's packets-per-second column: (flow, the report's row, its figure).
+const SEED001_MESSAGES: [(&str, &str, f64); 3] = [
+    ("1985-binary", "TCP BYTE 8, UNIX 750", 21.0),
+    ("lispm-binary", "TCP BYTE 8, LISPM", 11.0),
+    ("lispm-chaos", "EX CHAOS, LAM3 LISPM", 12.0),
+];
+
+/// Messages handed to the reading application per second: its reads of the data.
+pub fn seed001_messages_per_s(f: &FlowReport) -> Option<f64> {
+    f.data_reads
+        .map(|n| n as f64 / f.seconds)
+        .filter(|v| v.is_finite())
+}
+
 fn seed001(r: &Report) -> Result<String, String> {
-    let rows = [
-        (
-            "1985-binary",
-            "binary (BYTE 8), 1985 CPU",
-            "43.7 kB/s (UNIX 750); 22.2 kB/s (LISPM)",
-            "",
-        ),
-        (
-            "1985-text",
-            "text (ASCII), 1985 CPU",
-            "9.2 kB/s (UNIX 750); 7.0 kB/s (LISPM)",
-            "",
-        ),
-        ("today-binary", "binary, today", "", ""),
-        ("today-text", "text, today", "", " (the CR bytes)"),
-    ];
     let kb = |v: f64| significant(v / 1e3, 3);
-    let mut out = String::from("| run | 1985 figure | imp | bound |\n|---|---|---|---|\n");
-    for (i, (name, run, figure, note)) in rows.into_iter().enumerate() {
+    let mut out = String::from(
+        "| 1985 row | 1985 | imp (the Lambda model) | imp / 1985 | | client / server CPU busy |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for (name, row, figure, role) in SEED001_RATES {
         let f = flow(r, name)?;
-        let wire = if i == 0 { " (the wire)" } else { "" };
+        let busy = f.cpu.as_ref().map_or(String::new(), |c| {
+            let p = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}%"));
+            format!("{} / {}", p(c.sender_busy_pct), p(c.receiver_busy_pct))
+        });
+        let ratio = f.goodput_bytes_per_s / 1e3 / figure;
+        push_row(
+            &mut out,
+            &[
+                row,
+                &format!("{figure} kB/s"),
+                &format!("{} kB/s", kb(f.goodput_bytes_per_s)),
+                &format!("{ratio:.2}"),
+                role,
+                &busy,
+            ],
+        );
+    }
+    out.push_str(
+        "\n| packets/s column | 1985 | imp (messages read per second) | imp / 1985 |\n\
+         |---|---|---|---|\n",
+    );
+    for (name, row, figure) in SEED001_MESSAGES {
+        let f = flow(r, name)?;
+        let imp = seed001_messages_per_s(f).ok_or_else(|| format!("{name}: no reads"))?;
+        push_row(
+            &mut out,
+            &[
+                row,
+                &format!("{figure}"),
+                &significant(imp, 3),
+                &format!("{:.2}", imp / figure),
+            ],
+        );
+    }
+    out.push_str("\n| without CPU cost (today) | imp | bound |\n|---|---|---|\n");
+    for (name, run, note) in [
+        ("today-binary", "binary", ""),
+        ("today-text", "text", " (the CR bytes)"),
+    ] {
+        let f = flow(r, name)?;
         let imp = format!("{} kB/s{note}", kb(f.goodput_bytes_per_s));
-        let bound = format!("{:.0} kB/s{wire}", f.bound_bps / 8e3);
-        push_row(&mut out, &[run, figure, &imp, &bound]);
+        let bound = format!("{:.0} kB/s", f.bound_bps / 8e3);
+        push_row(&mut out, &[run, &imp, &bound]);
     }
     let ratio = |binary: &str, text: &str| -> Result<f64, String> {
         Ok(flow(r, binary)?.goodput_bps / flow(r, text)?.goodput_bps)
     };
     let _ = writeln!(
         out,
-        "\nRatio binary/text: report 4.75 (UNIX) and 3.2 (LISPM); imp {:.1} with 1985 costs, {:.2} without.",
+        "\nRatio binary/text: report 4.75 (UNIX) and 3.2 (LISPM); imp {:.2} and {:.2} with \
+         the 1985 model, {:.2} without CPU cost.",
         ratio("1985-binary", "1985-text")?,
+        ratio("lispm-binary", "lispm-text")?,
         ratio("today-binary", "today-text")?
     );
     Ok(out)

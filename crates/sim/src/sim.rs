@@ -576,13 +576,23 @@ impl Sim {
         self.hosts[host.0].cpu.as_ref().map(|c| c.report)
     }
 
-    /// Charge `host`'s CPU for application work (a translation, a computation): the
-    /// CPU is busy that much longer. Nothing happens to a host without a cost model.
-    pub fn charge_cpu(&mut self, host: HostId, cost: Duration) {
+    /// `host`'s CPU cost model (None: the host costs no time).
+    pub fn cpu_profile(&self, host: HostId) -> Option<&CpuProfile> {
+        self.hosts[host.0].cpu.as_ref().map(|c| &c.profile)
+    }
+
+    /// Charge `host`'s CPU for application work (a translation, a computation): first
+    /// the work its stack did since the CPU last charged (the calls the application
+    /// just made, what they sent stamped with the end of that work), then `cost`.
+    /// Returns when the CPU is done with both; None (and nothing happens) for a host
+    /// without a cost model.
+    pub fn charge_cpu(&mut self, host: HostId, cost: Duration) -> Option<Instant> {
+        self.hosts[host.0].cpu.as_ref()?;
+        // Frames go to the outbox; a capture error shows again at the next drain.
+        self.drain_cpu_host(host.0).ok();
         let now = self.now;
-        if let Some(cpu) = &mut self.hosts[host.0].cpu {
-            cpu.spend(now, cost);
-        }
+        let cpu = self.hosts[host.0].cpu.as_mut()?;
+        Some(cpu.spend(now, cost))
     }
 
     /// Join two hosts with a point-to-point link: a new interface on each side (MTU

@@ -25,7 +25,7 @@
 //! queue discipline, a shaper or a policer) cut every super-segment into its frames
 //! first, so they behave as without offloads.
 
-use super::{LinkModel, Submit, Whole, bits_scaled, saturate_u64};
+use super::{LinkModel, Submit, Whole, saturate_u64};
 use crate::segmentation::{self, Framing, WireFrames};
 use impnet_core::Instant;
 
@@ -132,11 +132,7 @@ impl LinkModel {
         gso_size: u16,
         wire: &WireFrames,
     ) -> Submit {
-        let serialisation = if self.config.rate_bps == 0 {
-            0
-        } else {
-            bits_scaled(wire.wire_bytes)
-        };
+        let serialisation = self.serialisation(start, wire.wire_bytes);
         self.busy_until_scaled = start.saturating_add(serialisation);
         let departs =
             Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));

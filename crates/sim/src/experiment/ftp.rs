@@ -4,7 +4,11 @@
 //! the simulated stacks, exactly as `imp serve --ftp` and `imp ftp` run them over a
 //! TAP. The CPU costs per byte of a `bulk` flow apply to the data: the server pays
 //! for each record it reads (and translates) before writing it, the client for each
-//! read (and its translation back).
+//! read (and its translation back). At a host with a CPU model those costs, and the
+//! server's [`CpuProfile::file_byte`](crate::cpu::CpuProfile::file_byte) for reading
+//! the file, are charged to its CPU, after the stack work of the calls made so far;
+//! the next record is read or written when the CPU is done, so each record is a batch
+//! of socket calls of its own (a process switch each, where the profile prices one).
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -39,6 +43,21 @@ pub(super) struct Costs {
     /// The client reads a record at a time (its host has a CPU model, or bytes cost
     /// time), rather than all that is there.
     record_reads: bool,
+    /// The server's file system, per byte read (picoseconds; 0 without a CPU model).
+    file_byte: u64,
+}
+
+impl Costs {
+    /// What reading (or writing) `n` bytes of the file costs at an end, the server's
+    /// file system read included when `server`.
+    fn of(&self, n: usize, server: bool) -> Duration {
+        let file = if server {
+            Duration::from_nanos(self.file_byte.saturating_mul(n as u64) / 1000)
+        } else {
+            Duration::ZERO
+        };
+        self.per_byte.saturating_mul(n as u64) + file
+    }
 }
 
 /// Both ends of one `ftp` flow.
@@ -101,6 +120,8 @@ struct ClientEnd {
     text: FromNetwork,
     pub(super) received: StreamHash,
     pub(super) read_bytes: u64,
+    /// Reads of the data that returned bytes.
+    pub(super) reads: u64,
     busy_until: Instant,
     done: bool,
 }
@@ -170,6 +191,7 @@ impl FtpApp {
                 text: FromNetwork::new(),
                 received: StreamHash::default(),
                 read_bytes: 0,
+                reads: 0,
                 busy_until: Instant::ZERO,
                 done: false,
             },
@@ -213,6 +235,11 @@ impl FtpApp {
         self.client.read_bytes
     }
 
+    /// Reads of the data that returned bytes (a record each at most).
+    pub(super) fn reads(&self) -> u64 {
+        self.client.reads
+    }
+
     /// The data connection's sender: the server's handle.
     pub(super) fn data_sender(&self) -> Option<TcpHandle> {
         self.server.data.as_ref().and_then(|d| d.handle)
@@ -253,6 +280,7 @@ impl App {
                 cpu_per_byte
             },
             record_reads: sim.cpu_report(from).is_some(),
+            file_byte: sim.cpu_profile(to).map_or(0, |p| p.file_byte),
         };
         let (link, addrs) = (self.link, self.addrs);
         let AppState::Ftp(f) = &mut self.state else {
@@ -283,6 +311,18 @@ fn send_pending(stack: &mut Stack, now: Instant, handle: TcpHandle, out: &mut Ve
         }
     }
     Ok(())
+}
+
+/// A whole record can be read, or the peer has finished sending: a host with a CPU
+/// model takes its data a record at a time, as a board handing over full DMA buffers.
+fn whole_record_or_end(stack: &Stack, handle: TcpHandle, record: usize) -> bool {
+    stack.tcp_readable(handle) >= record
+        || stack.tcp_info(handle).is_none_or(|i| {
+            !matches!(
+                i.state,
+                TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2
+            )
+        })
 }
 
 fn established(stack: &Stack, handle: TcpHandle) -> bool {
@@ -447,7 +487,10 @@ impl FtpApp {
                 if now < d.busy_until {
                     return Ok(Some(d.busy_until));
                 }
-                match stack.tcp_send(now, handle, &d.record[d.offset..]) {
+                match sim
+                    .host_mut(to)
+                    .tcp_send(now, handle, &d.record[d.offset..])
+                {
                     Ok(0) | Err(TcpError::WouldBlock) => return Ok(None),
                     Ok(n) => d.offset += n,
                     Err(e) => return Err(tcp_err("send", e)),
@@ -470,9 +513,12 @@ impl FtpApp {
             }
             d.sent += d.record.len() as u64;
             d.file_done = n < costs.record;
-            d.busy_until = now.max(d.busy_until) + costs.per_byte.saturating_mul(n as u64);
+            let work = costs.of(n, true);
+            d.busy_until = sim
+                .charge_cpu(to, work)
+                .unwrap_or_else(|| now.max(d.busy_until) + work);
         }
-        stack
+        sim.host_mut(to)
             .tcp_close(now, handle)
             .map_err(|e| tcp_err("close", e))?;
         let reply = s
@@ -524,7 +570,8 @@ impl FtpApp {
                 Err(e) => return Err(tcp_err("recv", e)),
             }
         }
-        let wake = self.client_data(stack, now, costs)?;
+        let wake = self.client_data(sim, from, now, costs)?;
+        let stack = sim.host_mut(from);
         self.client_actions(stack, now, follow)?;
         let c = &mut self.client;
         send_pending(stack, now, control, &mut c.out)?;
@@ -591,11 +638,13 @@ impl FtpApp {
     /// time when bytes cost CPU time, translate back, hash; at its end, tell the client.
     fn client_data(
         &mut self,
-        stack: &mut Stack,
+        sim: &mut Sim,
+        from: HostId,
         now: Instant,
         costs: Costs,
     ) -> Result<Option<Instant>, String> {
         let c = &mut self.client;
+        let stack = sim.host_mut(from);
         if !c.transferring || c.eof {
             return Ok(None);
         }
@@ -619,6 +668,10 @@ impl FtpApp {
             if now < c.busy_until {
                 return Ok(Some(c.busy_until));
             }
+            let stack = sim.host_mut(from);
+            if costs.record_reads && !whole_record_or_end(stack, handle, chunk) {
+                return Ok(None);
+            }
             match stack.tcp_recv(now, handle, &mut buf[..chunk]) {
                 Ok(0) => {
                     file.clear();
@@ -641,7 +694,9 @@ impl FtpApp {
                         file.extend_from_slice(&buf[..n]);
                     }
                     c.received.update(&file);
-                    c.busy_until = now + costs.per_byte.saturating_mul(n as u64);
+                    c.reads += 1;
+                    let work = costs.of(n, false);
+                    c.busy_until = sim.charge_cpu(from, work).unwrap_or(now + work);
                 }
                 Err(TcpError::WouldBlock) => return Ok(None),
                 Err(e) => return Err(tcp_err("recv", e)),

@@ -25,6 +25,7 @@ pub(super) struct RawCpuProfile {
     copy_byte: Option<Cost>,
     call: Option<Cost>,
     handoff: Option<Cost>,
+    file_byte: Option<Cost>,
     rx_buffers: Option<Spanned<u32>>,
 }
 
@@ -129,6 +130,7 @@ pub(super) fn profiles(
                 copy_byte: 0,
                 call: 0,
                 handoff: 0,
+                file_byte: 0,
                 rx_buffers: 32,
                 checksum_offload: false,
                 copy_on_send: true,
@@ -145,6 +147,7 @@ pub(super) fn profiles(
             (&mut p.copy_byte, r.copy_byte),
             (&mut p.call, r.call),
             (&mut p.handoff, r.handoff),
+            (&mut p.file_byte, r.file_byte),
         ];
         for (field, value) in costs {
             if let Some(Cost(v)) = value {
