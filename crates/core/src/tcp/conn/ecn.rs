@@ -50,10 +50,17 @@ impl Conn {
     /// within the window still take their congestion-avoidance share, at most about
     /// one segment per window, where §6.1.2 says the sender "SHOULD NOT increase the
     /// congestion window in response to the receipt of an ECN-Echo ACK packet").
+    #[inline]
     pub(super) fn ecn_on_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        if !self.opts.ecn || !seg.flags.contains(Flags::ECE) {
-            return;
+        if self.opts.ecn && seg.flags.contains(Flags::ECE) {
+            self.ecn_echoed(ctx);
         }
+    }
+
+    /// [`Conn::ecn_on_ack`] for an ACK with ECE on a connection with ECN, out of line.
+    #[cold]
+    #[inline(never)]
+    fn ecn_echoed(&mut self, ctx: &mut Ctx<'_>) {
         ctx.shared.stats.ecn_ece_received += 1;
         let state = self.ecn();
         let Some(snd) = self.state.snd_mut() else {

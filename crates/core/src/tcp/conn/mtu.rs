@@ -264,6 +264,7 @@ impl Conn {
     /// Whether the segment planned at `seq` of `len` bytes is the probe, and fits
     /// `room` bytes of payload and options for `opt` bytes of options; a probe that no
     /// longer fits (SACK blocks took its room) is given up.
+    #[inline(never)]
     pub(super) fn mtu_probe_goes(
         &mut self,
         seq: SeqNumber,
