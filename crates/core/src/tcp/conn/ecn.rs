@@ -3,7 +3,7 @@
 //! the negotiation rule are in [`crate::tcp::ecn`].
 
 use super::output::{Kind, Plan};
-use super::{Conn, Ctx};
+use super::{Conn, Ctx, new_cold};
 use crate::tcp::TcpStats;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::Ecn;
@@ -73,7 +73,7 @@ impl Conn {
             return;
         }
         snd.cc.on_ecn(ctx.now, snd.outstanding());
-        let ecn = &mut self.cold.get_or_insert_with(Default::default).ecn;
+        let ecn = &mut self.cold.get_or_insert_with(new_cold).ecn;
         ecn.reduced = true;
         ecn.reduced_at = snd.snd_max;
         // "the TCP sender sets the CWR flag in the TCP header of the first new data

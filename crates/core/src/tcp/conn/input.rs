@@ -347,7 +347,12 @@ impl Conn {
     /// [`Conn::sequence_ok`] for a segment that failed the test (out of line: rare).
     #[cold]
     #[inline(never)]
-    fn unacceptable(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, (rcv_nxt, len): (SeqNumber, usize)) {
+    fn unacceptable(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        seg: &Repr<'_>,
+        (rcv_nxt, len): (SeqNumber, usize),
+    ) {
         let seq = SeqNumber(seg.seq);
         // TIME-WAIT: "The only thing that can arrive in this state is a retransmission
         // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout."
@@ -620,7 +625,14 @@ impl Conn {
         let in_flight = snd.outstanding();
         let usage = snd.cwnd_usage.usage();
         match snd.loss.recovery().copied() {
-            Some(r) => new_ack_in_recovery(snd, r, (ack, acked), now, (cc_sample, in_flight, usage), sack),
+            Some(r) => new_ack_in_recovery(
+                snd,
+                r,
+                (ack, acked),
+                now,
+                (cc_sample, in_flight, usage),
+                sack,
+            ),
             None if snd.tso && snd.cc.in_slow_start() => {
                 stretch_ack(snd, now, grow, cc_sample, smss)
             }

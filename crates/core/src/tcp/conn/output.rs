@@ -655,11 +655,7 @@ impl Conn {
 /// Out of line, as it is rare.
 #[cold]
 #[inline(never)]
-fn count_retransmit(
-    snd: &mut Snd,
-    cold: &mut Option<alloc::boxed::Box<Cold>>,
-    ctx: &mut Ctx<'_>,
-) {
+fn count_retransmit(snd: &mut Snd, cold: &mut Option<alloc::boxed::Box<Cold>>, ctx: &mut Ctx<'_>) {
     ctx.shared.stats.retransmitted += 1;
     Conn::count_retransmit(cold);
     if let Some(loss) = snd.loss.allocated_mut()
