@@ -397,28 +397,39 @@ impl Stack {
             FlowRoute::V4(_) => self.neighbors.generation(),
             FlowRoute::V6(_) => self.v6.neighbors.generation(),
         };
-        let dst_mac = match path.next_hop_mac {
-            Some((mac, until, seen)) if seen == generation && now < until => mac,
-            _ => {
-                let (found, generation) = match path.route {
-                    FlowRoute::V4(route) => (
-                        self.neighbors
-                            .lookup_until(now, route.iface, route.next_hop),
-                        self.neighbors.generation(),
-                    ),
-                    // The lookup may move the entry from STALE to DELAY, a new
-                    // generation: read after it.
-                    FlowRoute::V6(route) => (
-                        self.v6
-                            .neighbors
-                            .lookup_until(now, route.iface, route.next_hop),
-                        self.v6.neighbors.generation(),
-                    ),
-                };
-                path.next_hop_mac = found.map(|(mac, until)| (mac, until, generation));
-                found?.0
+        match path.next_hop_mac {
+            Some((_, until, seen)) if seen == generation && now < until => {
+                // The MAC already in the template.
+                path.src_mac?;
+                Some(path.header_sum)
             }
+            _ => self.refresh_next_hop_mac(now),
+        }
+    }
+
+    /// [`Stack::tcp_frame_template`] when the cached MAC is out of date: a neighbour
+    /// lookup, then the MAC into the template (out of line, as it is rare).
+    #[cold]
+    #[inline(never)]
+    fn refresh_next_hop_mac(&mut self, now: Instant) -> Option<u16> {
+        let path = self.tcp_egress.as_mut()?;
+        let (found, generation) = match path.route {
+            FlowRoute::V4(route) => (
+                self.neighbors
+                    .lookup_until(now, route.iface, route.next_hop),
+                self.neighbors.generation(),
+            ),
+            // The lookup may move the entry from STALE to DELAY, a new
+            // generation: read after it.
+            FlowRoute::V6(route) => (
+                self.v6
+                    .neighbors
+                    .lookup_until(now, route.iface, route.next_hop),
+                self.v6.neighbors.generation(),
+            ),
         };
+        path.next_hop_mac = found.map(|(mac, until)| (mac, until, generation));
+        let dst_mac = found?.0;
         path.src_mac?;
         path.headers[..6].copy_from_slice(&dst_mac.0);
         Some(path.header_sum)
@@ -519,7 +530,10 @@ impl Stack {
     }
 
     /// The route, offloads, size limit and headers for segments from `src` to `dst`,
-    /// as a new cache entry (no MAC yet); None without a route.
+    /// as a new cache entry (no MAC yet); None without a route. Out of line: the
+    /// cache serves a flow's segments after its first.
+    #[cold]
+    #[inline(never)]
     fn egress_cache_entry(&self, now: Instant, src: IpAddr, dst: IpAddr) -> Option<EgressCache> {
         let mut headers = [0; HEADROOM6];
         let (route, egress, expires, header_sum) = match (src, dst) {

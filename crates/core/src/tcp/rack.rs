@@ -629,9 +629,7 @@ impl RackCell {
     /// handshake (nothing changes it before, and SND.UNA moves only once data or a FIN
     /// was sent).
     pub fn get_mut(&mut self, snd_una: SeqNumber, send_buffer: usize) -> &mut Rack {
-        self.0.get_or_insert_with(|| {
-            alloc::boxed::Box::new(Rack::new(snd_una, split_limit(send_buffer)))
-        })
+        self.0.get_or_insert_with(|| new_rack(snd_una, send_buffer))
     }
 
     /// [`RackCell::get_mut`] on `spare`'s allocation (a connection's that ended, see
@@ -644,13 +642,9 @@ impl RackCell {
         send_buffer: usize,
     ) -> &mut Rack {
         if self.0.is_none()
-            && let Some(mut rack) = spare
+            && let Some(rack) = spare
         {
-            let mut runs = core::mem::take(&mut rack.log.runs);
-            runs.clear();
-            *rack = Rack::new(snd_una, split_limit(send_buffer));
-            rack.log.runs = runs;
-            self.0 = Some(rack);
+            self.0 = Some(renew_rack(rack, snd_una, send_buffer));
         }
         self.get_mut(snd_una, send_buffer)
     }
@@ -660,6 +654,30 @@ impl RackCell {
     pub fn take(&mut self) -> Option<alloc::boxed::Box<Rack>> {
         self.0.take()
     }
+}
+
+/// A fresh [`Rack`] in a new box ([`RackCell::get_mut`]), out of line: made once per
+/// connection at most.
+#[cold]
+#[inline(never)]
+fn new_rack(snd_una: SeqNumber, send_buffer: usize) -> alloc::boxed::Box<Rack> {
+    alloc::boxed::Box::new(Rack::new(snd_una, split_limit(send_buffer)))
+}
+
+/// `rack`'s box and sent log's storage made fresh for another connection
+/// ([`RackCell::get_mut_reusing`]), out of line.
+#[cold]
+#[inline(never)]
+fn renew_rack(
+    mut rack: alloc::boxed::Box<Rack>,
+    snd_una: SeqNumber,
+    send_buffer: usize,
+) -> alloc::boxed::Box<Rack> {
+    let mut runs = core::mem::take(&mut rack.log.runs);
+    runs.clear();
+    *rack = Rack::new(snd_una, split_limit(send_buffer));
+    rack.log.runs = runs;
+    rack
 }
 
 #[cfg(test)]

@@ -256,7 +256,7 @@ impl LossCell {
     /// The state to change, made now if it was not.
     #[inline]
     pub fn get_mut(&mut self) -> &mut Loss {
-        self.0.get_or_insert_with(Default::default)
+        self.0.get_or_insert_with(new_loss)
     }
     /// The state to change when it was made; `None` when it was not, for changes that
     /// leave fresh state as it is (clearing, a sampler's retransmission).
@@ -271,6 +271,14 @@ impl LossCell {
             .as_deref()
             .is_some_and(|l| l.rexmit.is_some() || l.recovery.is_some())
     }
+}
+
+/// A fresh [`Loss`] in a new box ([`LossCell::get_mut`]), out of line: made once a
+/// connection first needs it.
+#[cold]
+#[inline(never)]
+fn new_loss() -> alloc::boxed::Box<Loss> {
+    alloc::boxed::Box::default()
 }
 
 /// The sending half of a synchronized connection.

@@ -1679,29 +1679,10 @@ impl Tcp {
         mut egress: impl FnMut(IpAddr, IpAddr) -> Egress,
     ) -> Option<TcpTransmit> {
         self.pending = None;
-        while let Some(reset) = self.shared.resets.pop_front() {
-            let out = egress(reset.local.ip(), reset.remote.ip());
-            if let Some(len) = reset.write(behind(buf, out.headroom), out.checksum) {
-                self.shared.stats.segments_out += 1;
-                return Some(TcpTransmit {
-                    src: reset.local.ip(),
-                    dst: reset.remote.ip(),
-                    len,
-                    ecn: Ecn::NotEct,
-                });
-            }
-        }
-        while let Some(syn_ack) = self.shared.syn_acks.pop_front() {
-            let out = egress(syn_ack.local.ip(), syn_ack.remote.ip());
-            if let Some(len) = syn_ack.write(behind(buf, out.headroom), out.checksum) {
-                self.shared.stats.segments_out += 1;
-                return Some(TcpTransmit {
-                    src: syn_ack.local.ip(),
-                    dst: syn_ack.remote.ip(),
-                    len,
-                    ecn: Ecn::NotEct,
-                });
-            }
+        if !(self.shared.resets.is_empty() && self.shared.syn_acks.is_empty())
+            && let Some(transmit) = self.poll_control_segment(buf, &mut egress)
+        {
+            return Some(transmit);
         }
         while let Some(handle) = self.output_queue.pop_front() {
             let Some(conn) = self.conn_mut(handle) else {
@@ -1729,6 +1710,41 @@ impl Tcp {
             }
             if let Some(conn) = self.conn_mut(handle) {
                 conn.queued = false;
+            }
+        }
+        None
+    }
+
+    /// The queued RSTs, then SYN-ACKs, of [`Tcp::poll_transmit_with`]: out of line
+    /// (an established connection's segment, the common one, needs none of it).
+    #[inline(never)]
+    fn poll_control_segment(
+        &mut self,
+        buf: &mut [u8],
+        egress: &mut dyn FnMut(IpAddr, IpAddr) -> Egress,
+    ) -> Option<TcpTransmit> {
+        while let Some(reset) = self.shared.resets.pop_front() {
+            let out = egress(reset.local.ip(), reset.remote.ip());
+            if let Some(len) = reset.write(behind(buf, out.headroom), out.checksum) {
+                self.shared.stats.segments_out += 1;
+                return Some(TcpTransmit {
+                    src: reset.local.ip(),
+                    dst: reset.remote.ip(),
+                    len,
+                    ecn: Ecn::NotEct,
+                });
+            }
+        }
+        while let Some(syn_ack) = self.shared.syn_acks.pop_front() {
+            let out = egress(syn_ack.local.ip(), syn_ack.remote.ip());
+            if let Some(len) = syn_ack.write(behind(buf, out.headroom), out.checksum) {
+                self.shared.stats.segments_out += 1;
+                return Some(TcpTransmit {
+                    src: syn_ack.local.ip(),
+                    dst: syn_ack.remote.ip(),
+                    len,
+                    ecn: Ecn::NotEct,
+                });
             }
         }
         None

@@ -3,7 +3,7 @@
 //! the negotiation rule are in [`crate::tcp::ecn`].
 
 use super::output::{Kind, Plan};
-use super::{Conn, Ctx};
+use super::{Conn, Ctx, new_cold};
 use crate::tcp::TcpStats;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::Ecn;
@@ -50,10 +50,17 @@ impl Conn {
     /// within the window still take their congestion-avoidance share, at most about
     /// one segment per window, where §6.1.2 says the sender "SHOULD NOT increase the
     /// congestion window in response to the receipt of an ECN-Echo ACK packet").
+    #[inline]
     pub(super) fn ecn_on_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        if !self.opts.ecn || !seg.flags.contains(Flags::ECE) {
-            return;
+        if self.opts.ecn && seg.flags.contains(Flags::ECE) {
+            self.ecn_echoed(ctx);
         }
+    }
+
+    /// [`Conn::ecn_on_ack`] for an ACK with ECE on a connection with ECN, out of line.
+    #[cold]
+    #[inline(never)]
+    fn ecn_echoed(&mut self, ctx: &mut Ctx<'_>) {
         ctx.shared.stats.ecn_ece_received += 1;
         let state = self.ecn();
         let Some(snd) = self.state.snd_mut() else {
@@ -66,7 +73,7 @@ impl Conn {
             return;
         }
         snd.cc.on_ecn(ctx.now, snd.outstanding());
-        let ecn = &mut self.cold.get_or_insert_with(Default::default).ecn;
+        let ecn = &mut self.cold.get_or_insert_with(new_cold).ecn;
         ecn.reduced = true;
         ecn.reduced_at = snd.snd_max;
         // "the TCP sender sets the CWR flag in the TCP header of the first new data

@@ -2,7 +2,7 @@
 //! RFC 5461): path MTU discovery, and hard and soft errors.
 
 use super::mtu::resend_in_flight;
-use super::{Conn, Ctx};
+use super::{Conn, Ctx, new_cold};
 use crate::tcp::IcmpNotice;
 use crate::tcp::fastopen::SynFastOpen;
 use crate::tcp::seq::SeqNumber;
@@ -27,7 +27,7 @@ impl Conn {
             }
             // RFC 5461: an open connection does not die of an ICMP error.
             IcmpNotice::Hard(error) | IcmpNotice::Soft(error) => {
-                self.cold.get_or_insert_with(Default::default).soft_error = Some(error)
+                self.cold.get_or_insert_with(new_cold).soft_error = Some(error)
             }
         }
         true

@@ -188,15 +188,7 @@ impl Conn {
     #[inline(never)]
     fn input_other(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         // A retransmitted SYN in SYN-RECEIVED: answer with our SYN-ACK again.
-        if let State::SynRcvd(s) = &mut self.state
-            && seg.flags.syn()
-            && !seg.flags.ack()
-            && SeqNumber(seg.seq) == s.rcv.irs
-        {
-            s.snd_nxt = s.iss;
-            // RFC 3168 §6.1.1.1: a peer that sends its SYN again without ECE and CWR
-            // gave ECN up; our SYN-ACK follows.
-            self.opts.ecn &= ecn::peer_agrees(seg);
+        if seg.flags.syn() && !seg.flags.ack() && self.syn_again(seg) {
             return;
         }
         if !self.paws_ok(ctx, seg) || !self.sequence_ok(ctx, seg) {
@@ -234,6 +226,23 @@ impl Conn {
         self.on_fin(ctx, seg);
     }
 
+    /// A SYN without ACK in SYN-RECEIVED that is the peer's SYN again: the SYN-ACK
+    /// goes again; returns whether it was so.
+    #[cold]
+    #[inline(never)]
+    fn syn_again(&mut self, seg: &Repr<'_>) -> bool {
+        if let State::SynRcvd(s) = &mut self.state
+            && SeqNumber(seg.seq) == s.rcv.irs
+        {
+            s.snd_nxt = s.iss;
+            // RFC 3168 §6.1.1.1: a peer that sends its SYN again without ECE and CWR
+            // gave ECN up; our SYN-ACK follows.
+            self.opts.ecn &= ecn::peer_agrees(seg);
+            return true;
+        }
+        false
+    }
+
     /// Whether `seg` is an ACK (no RST or SYN) of data not yet sent (SEG.ACK > SND.NXT,
     /// SND.NXT being the highest sent) in a state with a sending half.
     fn acks_unsent(&self, seg: &Repr<'_>) -> bool {
@@ -264,6 +273,8 @@ impl Conn {
     /// in FIN-WAIT-1/2 once closed, then `tcp_v4_send_reset`): the RST answers the
     /// segment (RFC 9293 §3.10.7.1's form, <SEQ=SEG.ACK><CTL=RST>) and the connection
     /// ends.
+    #[cold]
+    #[inline(never)]
     fn reset_data_after_close(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         ctx.shared.stats.resets_sent += 1;
         ctx.shared
@@ -329,6 +340,20 @@ impl Conn {
         if acceptable {
             return true;
         }
+        self.unacceptable(ctx, seg, (rcv_nxt, len));
+        false
+    }
+
+    /// [`Conn::sequence_ok`] for a segment that failed the test (out of line: rare).
+    #[cold]
+    #[inline(never)]
+    fn unacceptable(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        seg: &Repr<'_>,
+        (rcv_nxt, len): (SeqNumber, usize),
+    ) {
+        let seq = SeqNumber(seg.seq);
         // TIME-WAIT: "The only thing that can arrive in this state is a retransmission
         // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout."
         if let State::TimeWait(_) = self.state
@@ -344,7 +369,7 @@ impl Conn {
         // reply (unless the RST bit is set, if so drop the segment and return)".
         ctx.shared.stats.bad_seq += 1;
         if seg.flags.rst() || self.resend_fast_open_syn_ack(ctx, seg) {
-            return false;
+            return;
         }
         // Data a peer may legitimately send again lies within one receive buffer (the
         // largest window we can have advertised) below RCV.NXT. After our receiving half
@@ -369,13 +394,12 @@ impl Conn {
             if self.challenge_allowed(ctx.shared, ctx.now) {
                 self.ack = AckState::Now;
             }
-            return false;
+            return;
         }
         self.ack = AckState::Now;
         if seq + seg.payload.len() <= rcv_nxt {
             self.note_duplicate(&mut ctx.shared.stats, seq, seq + seg.payload.len());
         }
-        false
     }
 
     /// "second, check the RST bit", with RFC 5961 §3.2: "If the RST bit is set and the
@@ -383,6 +407,8 @@ impl Conn {
     /// TCP MUST reset the connection ... If the RST bit is set and the sequence number
     /// does not exactly match ... but is within the acceptable window, then TCP MUST send
     /// an ACK (challenge ACK)".
+    #[cold]
+    #[inline(never)]
     fn on_rst(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         if Some(SeqNumber(seg.seq)) != self.state.rcv_nxt() {
             if self.challenge_allowed(ctx.shared, ctx.now) {
@@ -411,6 +437,8 @@ impl Conn {
     }
 
     /// "fourth, check the SYN bit".
+    #[cold]
+    #[inline(never)]
     fn on_syn(&mut self, ctx: &mut Ctx<'_>) {
         // "SYN-RECEIVED STATE: If the connection was initiated with a passive OPEN, then
         // return this connection to the LISTEN state and return."
@@ -455,6 +483,8 @@ impl Conn {
 
     /// RFC 5961 §5.2: an ACK outside [SND.UNA - MAX.SND.WND, SND.NXT] is dropped and
     /// answered with a (rate-limited) ACK.
+    #[cold]
+    #[inline(never)]
     fn bad_ack(&mut self, ctx: &mut Ctx<'_>) -> bool {
         ctx.shared.stats.bad_ack += 1;
         if self.challenge_allowed(ctx.shared, ctx.now) {
@@ -595,27 +625,14 @@ impl Conn {
         let in_flight = snd.outstanding();
         let usage = snd.cwnd_usage.usage();
         match snd.loss.recovery().copied() {
-            // RFC 6582 §3.2 (5): "If this ACK acknowledges all of the data up to and
-            // including recover, then the ACK acknowledges all the intermediate segments
-            // sent between the original transmission of the lost segment and the receipt
-            // of the third duplicate ACK. ... exit the fast recovery procedure."
-            Some(r) if ack >= r.recover => {
-                snd.loss.get_mut().recovery = None;
-                if r.after_rto {
-                    snd.cc.on_ack(now, acked, cc_sample, in_flight, usage);
-                } else {
-                    snd.cc.on_exit_recovery(now, in_flight);
-                }
-            }
-            // Repairing after a timeout: the window keeps growing as in slow start.
-            Some(r) if r.after_rto => snd.cc.on_ack(now, acked, cc_sample, in_flight, usage),
-            // "(Partial ACKs) ... retransmit the first unacknowledged segment ... deflate
-            // the congestion window by the amount of new data acknowledged".
-            Some(_) if !sack => {
-                snd.cc.on_partial_ack(acked);
-                snd.loss.get_mut().rexmit = Some(ack);
-            }
-            Some(_) => {}
+            Some(r) => new_ack_in_recovery(
+                snd,
+                r,
+                (ack, acked),
+                now,
+                (cc_sample, in_flight, usage),
+                sack,
+            ),
             None if snd.tso && snd.cc.in_slow_start() => {
                 stretch_ack(snd, now, grow, cc_sample, smss)
             }
@@ -804,25 +821,14 @@ impl Conn {
         // SYN-SENT starts at SEG.SEQ+1, not at SEG.SEQ (found by fuzz target tcp_conn).
         let seq = SeqNumber(seg.seq) + usize::from(seg.flags.syn());
         let (offset, data, start) = if seq < rcv.rcv_nxt {
-            let skip = rcv.rcv_nxt - seq;
-            let old_end = seq + skip.min(seg.payload.len());
-            self.note_duplicate(&mut ctx.shared.stats, seq, old_end);
-            let Some(rcv) = self.state.rcv_mut() else {
+            let Some(rest) = self.text_before_window(ctx, seq, seg.payload) else {
                 return;
             };
-            if skip >= seg.payload.len() {
-                self.ack = AckState::Now;
-                return;
-            }
-            (0, &seg.payload[skip..], rcv.rcv_nxt)
+            rest
         } else {
             let offset = seq - rcv.rcv_nxt;
-            if rcv
-                .buffer
-                .out_of_order_ranges()
-                .any(|(s, e)| s <= offset && offset + seg.payload.len() <= e)
-            {
-                self.note_duplicate(&mut ctx.shared.stats, seq, seq + seg.payload.len());
+            if rcv.buffer.has_out_of_order() {
+                self.note_held_again(ctx, seq, offset, seg.payload.len());
             }
             (offset, seg.payload, seq)
         };
@@ -856,6 +862,44 @@ impl Conn {
         }
         let window = rcv.buffer.capacity();
         self.ack_data(ctx, immediate, data.len(), window);
+    }
+
+    /// [`Conn::on_text`] for text that starts at `seq`, below RCV.NXT: the part
+    /// already taken noted as a duplicate; the rest as (offset 0, bytes, RCV.NXT), or
+    /// None (an ACK due) when nothing is new. Out of line: rare.
+    #[cold]
+    #[inline(never)]
+    fn text_before_window<'a>(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        seq: SeqNumber,
+        payload: &'a [u8],
+    ) -> Option<(usize, &'a [u8], SeqNumber)> {
+        let rcv_nxt = self.state.rcv_nxt()?;
+        let skip = rcv_nxt - seq;
+        let old_end = seq + skip.min(payload.len());
+        self.note_duplicate(&mut ctx.shared.stats, seq, old_end);
+        let rcv = self.state.rcv_mut()?;
+        if skip >= payload.len() {
+            self.ack = AckState::Now;
+            return None;
+        }
+        Some((0, &payload[skip..], rcv.rcv_nxt))
+    }
+
+    /// [`Conn::on_text`] with out-of-order data held: `len` bytes at `seq`
+    /// (`offset` past RCV.NXT) all held already are a duplicate. Out of line: rare.
+    #[cold]
+    #[inline(never)]
+    fn note_held_again(&mut self, ctx: &mut Ctx<'_>, seq: SeqNumber, offset: usize, len: usize) {
+        let held = self.state.rcv().is_some_and(|rcv| {
+            rcv.buffer
+                .out_of_order_ranges()
+                .any(|(s, e)| s <= offset && offset + len <= e)
+        });
+        if held {
+            self.note_duplicate(&mut ctx.shared.stats, seq, seq + len);
+        }
     }
 
     /// Decide when to acknowledge `bytes` of new data (a receive buffer of `window`
@@ -981,6 +1025,40 @@ impl Conn {
             }
             other => other,
         };
+    }
+}
+
+/// [`Conn::on_new_ack`]'s congestion control during loss recovery `r` (out of line:
+/// rare), for an ACK to `ack` of `acked` new bytes.
+#[cold]
+#[inline(never)]
+fn new_ack_in_recovery(
+    snd: &mut Snd,
+    r: Recovery,
+    (ack, acked): (SeqNumber, usize),
+    now: Instant,
+    (cc_sample, in_flight, usage): (Option<Duration>, usize, crate::tcp::cc::CwndUsage),
+    sack: bool,
+) {
+    // RFC 6582 §3.2 (5): "If this ACK acknowledges all of the data up to and including
+    // recover, then the ACK acknowledges all the intermediate segments sent between the
+    // original transmission of the lost segment and the receipt of the third duplicate
+    // ACK. ... exit the fast recovery procedure."
+    if ack >= r.recover {
+        snd.loss.get_mut().recovery = None;
+        if r.after_rto {
+            snd.cc.on_ack(now, acked, cc_sample, in_flight, usage);
+        } else {
+            snd.cc.on_exit_recovery(now, in_flight);
+        }
+    } else if r.after_rto {
+        // Repairing after a timeout: the window keeps growing as in slow start.
+        snd.cc.on_ack(now, acked, cc_sample, in_flight, usage);
+    } else if !sack {
+        // "(Partial ACKs) ... retransmit the first unacknowledged segment ... deflate
+        // the congestion window by the amount of new data acknowledged".
+        snd.cc.on_partial_ack(acked);
+        snd.loss.get_mut().rexmit = Some(ack);
     }
 }
 

@@ -408,6 +408,15 @@ pub(crate) struct Conn {
     pub cold: Option<alloc::boxed::Box<Cold>>,
 }
 
+/// A connection's [`Cold`] part, made when it first needs one: out of line (the
+/// box and the zeroed state are a large inlined copy at every place that may make it,
+/// most of them on hot paths that almost never do).
+#[cold]
+#[inline(never)]
+pub(super) fn new_cold() -> alloc::boxed::Box<Cold> {
+    alloc::boxed::Box::default()
+}
+
 impl Conn {
     /// Retransmission timeouts in a row without progress (RFC 9293 §3.8.3 R2).
     #[inline]
@@ -451,7 +460,7 @@ impl Conn {
             .as_ref()
             .map_or(SendLimit::Idle, |cold| cold.chronograph.current);
         if limit != current {
-            let cold = self.cold.get_or_insert_with(Default::default);
+            let cold = self.cold.get_or_insert_with(new_cold);
             cold.chronograph.set(limit, now);
         }
     }
@@ -473,7 +482,7 @@ impl Conn {
     }
     /// One more segment retransmitted ([`Cold::retransmits`]).
     fn count_retransmit(cold: &mut Option<alloc::boxed::Box<Cold>>) {
-        let cold = cold.get_or_insert_with(Default::default);
+        let cold = cold.get_or_insert_with(new_cold);
         cold.retransmits = cold.retransmits.saturating_add(1);
     }
     /// The last soft ICMP error (RFC 1122 §4.2.3.9, [`Cold::soft_error`]).
@@ -490,11 +499,11 @@ impl Conn {
     }
     /// The ECN state, to change (the cold part is made if needed).
     pub fn ecn_mut(&mut self) -> &mut EcnState {
-        &mut self.cold.get_or_insert_with(Default::default).ecn
+        &mut self.cold.get_or_insert_with(new_cold).ecn
     }
     /// The cork, to change.
     fn cork_mut(&mut self) -> &mut Cork {
-        &mut self.cold.get_or_insert_with(Default::default).cork
+        &mut self.cold.get_or_insert_with(new_cold).cork
     }
     /// Our address.
     #[inline]
@@ -510,7 +519,7 @@ impl Conn {
     /// connection may send one more now (and counts it).
     pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
         let limit = shared.config.challenge_ack_limit;
-        let cold = self.cold.get_or_insert_with(Default::default);
+        let cold = self.cold.get_or_insert_with(new_cold);
         let allowed = cold.challenge.allow(now, &mut shared.challenge_rng, limit);
         if allowed {
             shared.stats.challenge_acks += 1;
@@ -664,7 +673,7 @@ impl Conn {
             if buffer.readable() == 0 && self.cold.is_none() {
                 return;
             }
-            let cold = self.cold.get_or_insert_with(Default::default);
+            let cold = self.cold.get_or_insert_with(new_cold);
             cold.unread = alloc::vec![0; buffer.readable()];
             buffer.read(&mut cold.unread);
         }
@@ -770,7 +779,7 @@ impl Conn {
             return;
         }
         if let Some(end) = self.state.snd().map(|snd| snd.data_end() - taken) {
-            let cold = self.cold.get_or_insert_with(Default::default);
+            let cold = self.cold.get_or_insert_with(new_cold);
             cold.push_at.get_or_insert(end);
         }
     }
@@ -781,7 +790,7 @@ impl Conn {
         if let Some(snd) = self.state.snd() {
             let start = snd.data_end() - taken;
             if taken > snd.max_snd_wnd as usize / 2 {
-                self.cold.get_or_insert_with(Default::default).forced_from = Some(start);
+                self.cold.get_or_insert_with(new_cold).forced_from = Some(start);
             } else if let Some(cold) = self.cold.as_mut() {
                 cold.forced_from = None;
             }
@@ -800,7 +809,7 @@ impl Conn {
         if end <= snd_una {
             return;
         }
-        let cold = self.cold.get_or_insert_with(Default::default);
+        let cold = self.cold.get_or_insert_with(new_cold);
         cold.records.retain(|&at| at > snd_una);
         if cold.records.last().is_none_or(|&last| last < end) {
             cold.records.push(end);
@@ -1130,7 +1139,7 @@ impl Conn {
                 .and_then(|o| o.syn_retries)
                 .map_or(config.syn_retransmits, u32::from)
         };
-        let cold = self.cold.get_or_insert_with(Default::default);
+        let cold = self.cold.get_or_insert_with(new_cold);
         if cold.retries >= limit {
             return self.time_out(ctx);
         }
@@ -1148,7 +1157,7 @@ impl Conn {
             self.suspect_black_hole(ctx);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
-        let cold = self.cold.get_or_insert_with(Default::default);
+        let cold = self.cold.get_or_insert_with(new_cold);
         cold.backoff = self
             .rtt
             .backed_off(cold.backoff, ctx.shared.config.rto_bounds().max);
@@ -1228,7 +1237,7 @@ impl Conn {
         ) {
             return;
         }
-        let cold = self.cold.get_or_insert_with(Default::default);
+        let cold = self.cold.get_or_insert_with(new_cold);
         if cold.keepalive_sent >= ka.count {
             return self.time_out(ctx);
         }

@@ -7,7 +7,7 @@
 //! ([`Cold::mtu`]), made on first use: a connection that never met a black hole (with
 //! [`MtuProbing::OnBlackHole`]) holds none and pays one test per RTO.
 
-use super::{Cold, Conn, Ctx, Negotiated};
+use super::{Cold, Conn, Ctx, Negotiated, new_cold};
 use crate::tcp::TcpConfig;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::seq::SeqNumber;
@@ -138,7 +138,7 @@ impl Conn {
         let config = &ctx.shared.config;
         let low = config.base_mss.min(self.opts.seg_mss()).max(64);
         let search = MtuSearch::new(low, &self.opts, ctx.now);
-        let cold = self.cold.get_or_insert_with(Default::default);
+        let cold = self.cold.get_or_insert_with(new_cold);
         cold.mtu = Some(alloc::boxed::Box::new(search));
         self.opts.set_path_mss(low);
     }
@@ -164,7 +164,7 @@ impl Conn {
         let (base, now) = (config.base_mss, ctx.now);
         let floor = BLACK_HOLE_FLOOR.min(base);
         let opts = self.opts;
-        let cold = self.cold.get_or_insert_with(Default::default);
+        let cold = self.cold.get_or_insert_with(new_cold);
         let low = match cold.mtu.as_deref_mut() {
             Some(search) => {
                 search.probe = None;
@@ -264,6 +264,7 @@ impl Conn {
     /// Whether the segment planned at `seq` of `len` bytes is the probe, and fits
     /// `room` bytes of payload and options for `opt` bytes of options; a probe that no
     /// longer fits (SACK blocks took its room) is given up.
+    #[inline(never)]
     pub(super) fn mtu_probe_goes(
         &mut self,
         seq: SeqNumber,

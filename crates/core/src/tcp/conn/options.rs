@@ -1,7 +1,7 @@
 //! One connection's own settings ([`SocketOptions`]): what each changes when set, and
 //! the values the rest of the connection reads (its own, else the stack's).
 
-use super::{Cold, Conn, our_wscale};
+use super::{Conn, new_cold, our_wscale};
 use crate::tcp::TcpConfig;
 use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller};
@@ -18,15 +18,13 @@ impl Conn {
 
     /// The connection's settings, to change (the cold part is made if needed).
     fn options_mut(&mut self) -> &mut SocketOptions {
-        &mut self.cold.get_or_insert_with(Default::default).options
+        &mut self.cold.get_or_insert_with(new_cold).options
     }
 
     /// A new connection takes `options` (a listener's, for its child).
     pub(super) fn inherit(&mut self, options: &SocketOptions) {
         if !options.is_default() {
-            let cold = self
-                .cold
-                .get_or_insert_with(alloc::boxed::Box::<Cold>::default);
+            let cold = self.cold.get_or_insert_with(new_cold);
             cold.options = *options;
         }
     }

@@ -371,42 +371,20 @@ impl Conn {
             }
             (false, _) => Fill::Partial,
         };
-        let ends = self.ends.ips();
+        // The fields of every segment; a SYN's or SACK blocks take the whole writer.
+        let header = PlainHeader {
+            src_port: self.ends.local_port(),
+            dst_port: self.ends.remote_port(),
+            seq: plan.seq.0,
+            ack,
+            flags,
+            window,
+            timestamps,
+        };
         let len = if !syn && sack_n == 0 && ctx.shared.fast_paths {
-            let header = PlainHeader {
-                src_port: self.ends.local_port(),
-                dst_port: self.ends.remote_port(),
-                seq: plan.seq.0,
-                ack,
-                flags,
-                window,
-                timestamps,
-            };
-            write_plain_segment(&header, payload, ends, buf, fill)?
+            write_plain_segment(&header, payload, self.ends.ips(), buf, fill)?
         } else {
-            let mut options = Options::default();
-            if syn {
-                syn_options(&self.opts, self.syn_fast_open_option(), &mut options);
-            }
-            options.timestamps = timestamps;
-            if sack_n > 0
-                && let Some(rcv) = self.state.rcv()
-            {
-                let (blocks, count) = rcv.sack.blocks(rcv.rcv_nxt, &rcv.buffer, sack_n);
-                options.sack_blocks = blocks;
-                options.sack_len = count as u8;
-            }
-            let repr = Repr {
-                src_port: self.ends.local_port(),
-                dst_port: self.ends.remote_port(),
-                seq: plan.seq.0,
-                ack,
-                flags,
-                window,
-                options,
-                ..Repr::default()
-            };
-            write_segment(&repr, payload, ends, buf, fill)?
+            self.write_with_options(&header, (syn, sack_n), payload, buf, fill)?
         };
         ctx.shared.stats.segments_out += 1;
         if plan.len > 0 && ctx.shared.config.interactive_delayed_ack {
@@ -426,6 +404,43 @@ impl Conn {
             self.timers.stop(Timer::DelayedAck);
         }
         Some(len)
+    }
+
+    /// [`Conn::write`]'s segment with options beyond timestamps (a SYN's, SACK
+    /// blocks), through a whole `Repr`: out of line, the plain segment being the
+    /// common one.
+    #[inline(never)]
+    fn write_with_options(
+        &self,
+        header: &PlainHeader,
+        (syn, sack_n): (bool, usize),
+        payload: Slices<'_>,
+        buf: &mut [u8],
+        fill: Fill,
+    ) -> Option<usize> {
+        let mut options = Options::default();
+        if syn {
+            syn_options(&self.opts, self.syn_fast_open_option(), &mut options);
+        }
+        options.timestamps = header.timestamps;
+        if sack_n > 0
+            && let Some(rcv) = self.state.rcv()
+        {
+            let (blocks, count) = rcv.sack.blocks(rcv.rcv_nxt, &rcv.buffer, sack_n);
+            options.sack_blocks = blocks;
+            options.sack_len = count as u8;
+        }
+        let repr = Repr {
+            src_port: header.src_port,
+            dst_port: header.dst_port,
+            seq: header.seq,
+            ack: header.ack,
+            flags: header.flags,
+            window: header.window,
+            options,
+            ..Repr::default()
+        };
+        write_segment(&repr, payload, self.ends.ips(), buf, fill)
     }
 
     /// Data went out at `now` ([`TcpConfig::interactive_delayed_ack`](crate::tcp::TcpConfig::interactive_delayed_ack)
@@ -478,6 +493,17 @@ impl Conn {
         if end == push_at || record_end_after(self.cold.as_ref(), plan.seq) == Some(end) {
             return Push::Yes;
         }
+        self.push_within_write(plan, now, push_at)
+    }
+
+    /// [`Conn::push_due`] for a segment that does not end the write (out of line: the
+    /// small write, all in one segment, is the common case).
+    #[inline(never)]
+    fn push_within_write(&self, plan: &Plan, now: Instant, push_at: SeqNumber) -> Push {
+        let Some(snd) = self.state.snd() else {
+            return Push::No;
+        };
+        let end = plan.seq + plan.len;
         if plan.seq < snd.snd_max {
             return Push::No;
         }
@@ -576,13 +602,7 @@ impl Conn {
                     snd.pair_open = !plan.flags.psh() && !again;
                 }
                 if again {
-                    ctx.shared.stats.retransmitted += 1;
-                    Conn::count_retransmit(&mut self.cold);
-                    if let Some(loss) = snd.loss.allocated_mut()
-                        && ctx.shared.config.karn
-                    {
-                        loss.sampler.on_retransmit();
-                    }
+                    count_retransmit(snd, &mut self.cold, ctx);
                 } else if !timestamps {
                     snd.loss.get_mut().sampler.start(end, now);
                 }
@@ -628,6 +648,20 @@ impl Conn {
         if let Some((range, again)) = sent {
             self.on_sent(ctx, range, again);
         }
+    }
+}
+
+/// A retransmission went out: counted, and the RTT sample it spoils dropped (Karn).
+/// Out of line, as it is rare.
+#[cold]
+#[inline(never)]
+fn count_retransmit(snd: &mut Snd, cold: &mut Option<alloc::boxed::Box<Cold>>, ctx: &mut Ctx<'_>) {
+    ctx.shared.stats.retransmitted += 1;
+    Conn::count_retransmit(cold);
+    if let Some(loss) = snd.loss.allocated_mut()
+        && ctx.shared.config.karn
+    {
+        loss.sampler.on_retransmit();
     }
 }
 
@@ -700,8 +734,25 @@ fn forced_push_back(seq: SeqNumber, end: SeqNumber, push_at: SeqNumber, max_wind
 }
 
 /// A retransmission out of order: NewReno's one segment, or RFC 6675 NextSeg(); never
-/// past a record boundary (`Cold::records`).
+/// past a record boundary (`Cold::records`). None at once unless a repair is due (the
+/// common case, kept inline; the rest is out of line).
+#[inline]
 fn plan_repair(
+    snd: &mut Snd,
+    opts: &Negotiated,
+    fin_queued: bool,
+    cold: Option<&alloc::boxed::Box<Cold>>,
+) -> Option<Plan> {
+    if !snd.loss.repairing() {
+        return None;
+    }
+    plan_repair_due(snd, opts, fin_queued, cold)
+}
+
+/// [`plan_repair`] with a retransmission queued or recovery in progress.
+#[cold]
+#[inline(never)]
+fn plan_repair_due(
     snd: &mut Snd,
     opts: &Negotiated,
     fin_queued: bool,
@@ -864,12 +915,18 @@ fn restart_after_idle(snd: &mut Snd, now: Instant, rto: impl FnOnce() -> Duratio
 /// originals were still arriving, and the SACKs of those originals, taken for the
 /// copies' (the RTT far above the handshake's min_RTT), marked the copies' predecessors
 /// lost again and again.
+#[inline]
 fn skip_recent_after_rto(snd: &mut Snd, now: Instant, srtt: Option<Duration>, mss: usize) {
-    if !snd.rack_enabled
-        || snd.loss.rto_recover().is_none()
-        || snd.snd_nxt <= snd.snd_una
-        || snd.snd_nxt >= snd.snd_max
-    {
+    if snd.rack_enabled && snd.loss.rto_recover().is_some() {
+        skip_recent_in_rto_recovery(snd, now, srtt, mss);
+    }
+}
+
+/// [`skip_recent_after_rto`] once a timeout's recovery is on, out of line.
+#[cold]
+#[inline(never)]
+fn skip_recent_in_rto_recovery(snd: &mut Snd, now: Instant, srtt: Option<Duration>, mss: usize) {
+    if snd.snd_nxt <= snd.snd_una || snd.snd_nxt >= snd.snd_max {
         return;
     }
     let segs_sacked = snd.scoreboard.sacked_bytes() / mss.max(1);
@@ -950,6 +1007,8 @@ fn plan_next(
 
 /// A path MTU probe at SND.NXT, when one is due (`mtu::plan_probe`): one segment of new
 /// data larger than the size in use, never past a record boundary or with the FIN.
+#[cold]
+#[inline(never)]
 fn plan_mtu_probe(
     search: &mut super::mtu::MtuSearch,
     snd: &Snd,
@@ -1068,7 +1127,24 @@ fn note_cwnd_usage(snd: &mut Snd, sack: bool, mss: usize, sent: bool) {
 /// Delivery-rate stamps, loss accounting and the pacing deadline for data `[seq, end)`
 /// sent at `now` (`again`: a retransmission, which counts its bytes as lost), the
 /// connection's SRTT and MSS given.
+#[inline]
 fn on_data_sent(
+    snd: &mut Snd,
+    now: Instant,
+    range: (SeqNumber, SeqNumber),
+    again: bool,
+    srtt_mss: (Option<Duration>, usize),
+) {
+    if again || snd.rate.is_some() || snd.pacing {
+        on_data_sent_noted(snd, now, range, again, srtt_mss);
+    }
+}
+
+/// [`on_data_sent`] when there is something to note (out of line: a first
+/// transmission without rate sampling or pacing, the common case, notes nothing).
+#[cold]
+#[inline(never)]
+fn on_data_sent_noted(
     snd: &mut Snd,
     now: Instant,
     (seq, end): (SeqNumber, SeqNumber),

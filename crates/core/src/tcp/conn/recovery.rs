@@ -45,6 +45,33 @@ impl AckBefore {
     }
 }
 
+/// [`Conn::on_sent`]'s part for a connection with loss state: the undo's count of
+/// retransmissions (with the Eifel timestamp `tsval` of the first) and PRR's count of
+/// what went out. Out of line: the loss state exists only once a loss was seen.
+#[cold]
+#[inline(never)]
+fn sent_in_loss(
+    loss: &mut crate::tcp::state::Loss,
+    (seq, end): (SeqNumber, SeqNumber),
+    again: bool,
+    tsval: Option<u32>,
+) {
+    if again && let Some(undo) = loss.undo.as_mut() {
+        if undo.retrans == 0
+            && undo.eifel.is_none()
+            && let Some(tsval) = tsval
+        {
+            undo.eifel = Some((seq, tsval));
+        }
+        undo.retrans += 1;
+    }
+    if let Some(r) = loss.recovery.as_mut() {
+        let len = end - seq;
+        r.prr.out += len;
+        r.prr.sndcnt = r.prr.sndcnt.saturating_sub(len);
+    }
+}
+
 impl Conn {
     /// Loss detection, spurious-retransmission undo and PRR for an acceptable ACK.
     pub(super) fn on_ack_recovery(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, before: AckBefore) {
@@ -236,16 +263,8 @@ impl Conn {
         if snd.rack_enabled {
             ctx.shared.rack_mut(snd).log.on_send(seq, end, now);
         }
-        if again && let Some(undo) = snd.loss.allocated_mut().and_then(|l| l.undo.as_mut()) {
-            if undo.retrans == 0 && undo.eifel.is_none() && timestamps {
-                undo.eifel = Some((seq, tsval(now)));
-            }
-            undo.retrans += 1;
-        }
-        if let Some(r) = snd.loss.allocated_mut().and_then(|l| l.recovery.as_mut()) {
-            let len = end - seq;
-            r.prr.out += len;
-            r.prr.sndcnt = r.prr.sndcnt.saturating_sub(len);
+        if let Some(loss) = snd.loss.allocated_mut() {
+            sent_in_loss(loss, (seq, end), again, timestamps.then(|| tsval(now)));
         }
         if snd.rack().probe_due {
             let end_seq = snd.snd_max;
