@@ -40,7 +40,9 @@ mod stages;
 mod ucl;
 
 pub use stages::{LetterStages, TABLE_IV, TABLE_V, letter_stages};
-pub use ucl::{ATLANTIC_BPS, ATLANTIC_DELAY, ATLANTIC_LOSS, UCL_LETTER, UCL_TIMEOUT, UclRun, ucl_run};
+pub use ucl::{
+    ATLANTIC_BPS, ATLANTIC_DELAY, ATLANTIC_LOSS, UCL_LETTER, UCL_TIMEOUT, UclRun, ucl_run,
+};
 
 /// Tables IV and V beside imp's looped letters ([`letter_stages`]).
 pub fn stages_markdown(runs: &[LetterStages]) -> String {
@@ -208,8 +210,9 @@ pub struct LetterRun {
     pub counters: Counters,
     /// Table III's directions.
     pub directions: Vec<Direction>,
-    /// The CPU's bound on letters per second (see [`cpu_bound_per_s`]); None without a
-    /// CPU model.
+    /// Letters per second the CPU allows when each letter goes alone (see
+    /// [`cpu_bound_per_s`]); None without a CPU model. Letters of a pipeline that share
+    /// a segment and a call go faster, up to [`PIPELINE`] times this.
     pub cpu_bound_per_s: Option<f64>,
     /// The busiest exerciser or echoer host's CPU busy share of the letters' time, %.
     pub cpu_busy_pct: Option<f64>,
@@ -245,10 +248,12 @@ pub fn plan_cpu(test: Test) -> CpuProfile {
     }
 }
 
-/// The most letters per second `cpu` allows in `test` with `letter`-byte letters: the
-/// busiest host's work for one letter with nothing else (each letter a SEND and a
-/// RECEIVE and a segment out and in at each end; a4 and a5 carry both ends on one
-/// host; a frame or a loop passage with each segment; no ACK on its own).
+/// Letters per second `cpu` allows in `test` with `letter`-byte letters each going
+/// alone: the busiest host's work for one letter with nothing else (each letter a SEND
+/// and a RECEIVE and a segment out and in at each end; a4 and a5 carry both ends on one
+/// host; a frame or a loop passage with each segment; no ACK on its own). Letters that
+/// share a segment and a call (a pipeline written at once) share that work, so the
+/// bound on a run is [`PIPELINE`] times this.
 pub fn cpu_bound_per_s(test: Test, letter: usize, cpu: &CpuProfile) -> f64 {
     let passes = match test {
         Test::TwoSelf | Test::TwoLoopback => 4,
@@ -702,7 +707,7 @@ fn letter_name(letter: usize) -> String {
 /// share and the bounds of the line and of the CPU.
 pub fn letters_table(runs: &[LetterRun]) -> String {
     let mut out = String::from(
-        "| test | path | letter | letters | virtual time | letters/s | CPU busy | line bound | CPU bound |\n\
+        "| test | path | letter | letters | virtual time | letters/s | CPU busy | line bound | CPU, a letter alone |\n\
          |---|---|---|---|---|---|---|---|---|\n",
     );
     let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));

@@ -294,8 +294,15 @@ fn a_driver_that_carries_the_loopback_gets_each_looped_packet_and_hands_it_back(
         }
     }
     assert_eq!(state(&stack, conn), TcpState::Established);
-    assert!(carried >= 2, "the SYN and the SYN-ACK went through the driver");
+    assert!(
+        carried >= 2,
+        "the SYN and the SYN-ACK went through the driver"
+    );
     assert_eq!(stack.loopback_stats().tx_frames, carried as u64);
     assert_eq!(stack.loopback_stats().rx_frames, carried as u64);
-    assert_eq!(stack.poll_timeout().filter(|&t| t <= now), None, "no loopback timer");
+    assert_eq!(
+        stack.poll_timeout().filter(|&t| t <= now),
+        None,
+        "no loopback timer"
+    );
 }

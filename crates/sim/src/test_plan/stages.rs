@@ -22,7 +22,10 @@ const WARM_UP: usize = 3;
 
 /// Seed 004's Table IV, cumulative: (milestone, ms since the user's SEND).
 pub const TABLE_IV: [(&str, f64); 4] = [
-    ("letter handed to the line (TCP Send 18.5 ms, RTP 9.9 ms)", 28.4),
+    (
+        "letter handed to the line (TCP Send 18.5 ms, RTP 9.9 ms)",
+        28.4,
+    ),
     ("letter received, user signalled", 110.5),
     ("user's RECEIVE done", 177.8),
     ("letter sent and acknowledged", 1259.0),
@@ -140,7 +143,10 @@ fn one_letter(
     for _ in 0..1_000_000 {
         let now = sim.now();
         if read < letter && cpu_free(sim, host) {
-            let got = sim.host_mut(host).tcp_recv(now, conn, &mut buf).unwrap_or(0);
+            let got = sim
+                .host_mut(host)
+                .tcp_recv(now, conn, &mut buf)
+                .unwrap_or(0);
             read += got;
             if read >= letter {
                 sim.transmit_now().map_err(|e| e.to_string())?;
@@ -148,7 +154,10 @@ fn one_letter(
                 receive = Some((now, done, report(sim)));
             }
         }
-        let acked = sim.host(host).tcp_info(conn).is_some_and(|i| i.bytes_in_flight == 0);
+        let acked = sim
+            .host(host)
+            .tcp_info(conn)
+            .is_some_and(|i| i.bytes_in_flight == 0);
         if let Some((receive_call, receive_done, at_receive)) = receive
             && acked
             && cpu_free(sim, host)

@@ -202,7 +202,8 @@ pub fn ucl_run(letters_per_s: f64, seconds: u64, seed: u64) -> Result<UclRun, St
     while sim.now() < stop && !(sim.now() >= end && t.round_trips.len() == t.typed_at.len()) {
         t.drive(&mut sim, &mut next_letter, gap, end);
         sim.transmit_now().map_err(|e| e.to_string())?;
-        let letter = (next_letter < end).then_some(next_letter);
+        // The next letter to type (one due now waits for the CPU: its wake-up below).
+        let letter = (next_letter < end && next_letter > sim.now()).then_some(next_letter);
         let wake = [letter, cpu_wake(&sim, [su, ucl].into_iter()), Some(stop)]
             .into_iter()
             .flatten()
