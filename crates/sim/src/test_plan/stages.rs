@@ -62,6 +62,12 @@ pub struct LetterStages {
 }
 
 impl LetterStages {
+    /// Table IV's milestones, in its order: into the loop, received, RECEIVE done,
+    /// acknowledged.
+    pub fn milestones(&self) -> [Duration; 4] {
+        [self.into_loop, self.received, self.receive_done, self.acked]
+    }
+
     /// Table V's three stages, ms: TCP (with IP and checksums), the driver (the loop's
     /// way in and out), the user (the calls and copies).
     pub fn table_v_ms(&self) -> [f64; 3] {
@@ -72,7 +78,8 @@ impl LetterStages {
 }
 
 /// Time one `letter`-byte letter of `test` (a1 or a2: a connection to itself) after
-/// [`WARM_UP`] others, on the plan's CPU. An error says what failed.
+/// three others (the connection's first round trips set its timers up), on the
+/// plan's CPU. An error says what failed.
 pub fn letter_stages(test: Test, letter: usize, seed: u64) -> Result<LetterStages, String> {
     if !matches!(test, Test::SelfConnection | Test::Loopback) {
         return Err(format!("{}: stages are timed on a1 or a2", test.label()));
@@ -229,17 +236,10 @@ pub fn markdown(runs: &[LetterStages]) -> String {
         rule.push_str("---|");
     }
     let _ = writeln!(out, "\n{rule}");
-    let rows: [(usize, fn(&LetterStages) -> Duration); 4] = [
-        (0, |r| r.into_loop),
-        (1, |r| r.received),
-        (2, |r| r.receive_done),
-        (3, |r| r.acked),
-    ];
-    for (i, get) in rows {
-        let (what, then) = TABLE_IV[i];
+    for (i, (what, then)) in TABLE_IV.iter().enumerate() {
         let _ = write!(out, "| {what} | {then:.1} ms |");
         for r in runs {
-            let _ = write!(out, " {} |", ms(get(r)));
+            let _ = write!(out, " {} |", ms(r.milestones()[i]));
         }
         out.push('\n');
     }

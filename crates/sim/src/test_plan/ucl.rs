@@ -143,7 +143,7 @@ impl Terminals {
                     break;
                 }
                 self.typed_at.push(*next_letter);
-                *next_letter = *next_letter + gap;
+                *next_letter += gap;
             }
             while let Ok(n @ 1..) = sim.host_mut(self.su).tcp_recv(now, self.conn, &mut buf) {
                 self.read += n;
