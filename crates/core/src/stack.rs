@@ -619,6 +619,12 @@ impl Stack {
     fn pop_frame(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         while let Some(frame) = self.tx_queue.pop_front() {
             let Some(interface) = self.ifaces.get(frame.iface.index()) else {
+                // A looped packet the driver carries (`set_loopback_by_driver`).
+                if frame.iface == IfaceId::LOOPBACK
+                    && let Some(transmit) = self.pop_looped(frame, buf)
+                {
+                    return Some(transmit);
+                }
                 continue;
             };
             let link_header = if interface.is_ip_level() {

@@ -12,6 +12,16 @@
 //! leaves when the work is done. A saturated host therefore slows its flows down, and
 //! its idle share is what is left of the run.
 //!
+//! The loopback interface is charged too: a host with a CPU carries its own looped
+//! datagrams (datagrams to its own addresses and 127/8; see
+//! [`impnet_core::Stack::set_loopback_by_driver`]). A looped datagram costs what any
+//! datagram costs at IP and TCP (both ways: out and in), plus the loop's own work,
+//! [`CpuProfile::loopback`], once into the loop and once out of it: by default a device
+//! frame's cost (`frame`, and `frame_byte` per byte), the driver's code run on a loop
+//! that has no wire. The loop has no rate, no delay and no loss: a datagram is in the
+//! host's receive buffers the moment the work that sent it is done, and waits there for
+//! the CPU like any frame.
+//!
 //! The profiles `vax-11/750` and `vax-11/780` are derived from seed 000 alone (see
 //! [`CpuProfile::from_breakdown`]): the 1981 kernel profile of a 1024-byte-record
 //! transfer (Ethernet 20%, IP 10%, TCP 30%, checksum 25%, user system calls 15%) and
@@ -20,7 +30,7 @@
 
 use std::collections::VecDeque;
 
-use impnet_core::{Duration, IfaceId, Instant, Stats};
+use impnet_core::{Duration, IfaceId, IfaceStats, Instant, Stats};
 
 /// Picoseconds (costs per byte of a fast machine are fractions of a nanosecond).
 pub type Picos = u64;
@@ -34,6 +44,11 @@ pub struct CpuProfile {
     pub frame: Picos,
     /// Device, per byte of a frame received or sent (programmed I/O; 0 for DMA).
     pub frame_byte: Picos,
+    /// The loopback interface, per datagram put into the loop and per datagram taken
+    /// from it. None: as a device frame (`frame`, plus `frame_byte` per byte), the
+    /// driver's code run on a loop without a wire; `Some(0)`: a cross-patch inside the
+    /// stack that costs nothing beyond IP and TCP.
+    pub loopback: Option<Picos>,
     /// IP, per packet (each fragment) received or sent.
     pub packet: Picos,
     /// TCP, per segment received or sent.
@@ -140,6 +155,7 @@ impl CpuProfile {
             name: name.to_string(),
             frame: picos(breakdown.ethernet * per_record / units),
             frame_byte: 0,
+            loopback: None,
             packet: picos(breakdown.ip * per_record / units),
             segment: picos(breakdown.tcp * per_record / units),
             checksum_byte: picos(breakdown.checksum * per_record / checksummed),
@@ -205,8 +221,40 @@ impl CpuProfile {
         }
     }
 
+    /// The 1975 ELF machine of seed 004 (a PDP-11/20 running the SU-DSL TCP), from the
+    /// report's delay budget of one looped letter alone (Table V, corrected for the
+    /// timestamps' overhead): TCP 46.1 ms, the RTP (the VDH line's driver) 50.1 ms, the
+    /// user 49.7 ms. A looped letter passes TCP twice (out and in), the driver twice
+    /// and the user twice (SEND, RECEIVE), so 23.05 ms per segment, 25.05 ms per
+    /// frame, 24.85 ms per socket call; 8 receive buffers (the VDH's). The same
+    /// figures as the `elf-1975` profile of `scenarios/seeds/004-selfloop-letters.toml`.
+    pub fn elf_1975() -> CpuProfile {
+        CpuProfile {
+            name: "elf-1975".to_string(),
+            frame: picos(25_050.0),
+            frame_byte: 0,
+            loopback: None,
+            packet: 0,
+            segment: picos(23_050.0),
+            checksum_byte: 0,
+            copy_byte: 0,
+            call: picos(24_850.0),
+            handoff: 0,
+            rx_buffers: 8,
+            checksum_offload: false,
+            copy_on_send: true,
+            copy_on_receive: true,
+        }
+    }
+
     /// The CPU time `work` costs.
     pub fn cost(&self, work: &Work) -> Duration {
+        let total = self.cost_by_stage(work).total();
+        Duration::from_nanos(u64::try_from(total.div_ceil(1000)).unwrap_or(u64::MAX))
+    }
+
+    /// What `work` costs, stage by stage, in picoseconds.
+    pub fn cost_by_stage(&self, work: &Work) -> Stages {
         let copied = if self.copy_on_send {
             work.copied_from_user
         } else {
@@ -222,20 +270,73 @@ impl CpuProfile {
             work.checksummed_bytes
         };
         let handoffs = u64::from(work.socket_calls > 0);
-        let total: u128 = [
-            (work.frames, self.frame),
-            (work.frame_bytes, self.frame_byte),
-            (work.packets, self.packet),
-            (work.segments, self.segment),
-            (checksummed, self.checksum_byte),
-            (copied, self.copy_byte),
-            (work.socket_calls, self.call),
-            (handoffs, self.handoff),
-        ]
-        .iter()
-        .map(|&(count, cost)| u128::from(count) * u128::from(cost))
-        .sum();
-        Duration::from_nanos(u64::try_from(total.div_ceil(1000)).unwrap_or(u64::MAX))
+        let (loop_each, loop_byte) = match self.loopback {
+            None => (self.frame, self.frame_byte),
+            Some(each) => (each, 0),
+        };
+        let sum = |terms: &[(u64, Picos)]| -> u128 {
+            terms
+                .iter()
+                .map(|&(count, cost)| u128::from(count) * u128::from(cost))
+                .sum()
+        };
+        Stages {
+            driver: sum(&[
+                (work.frames, self.frame),
+                (work.frame_bytes, self.frame_byte),
+                (work.looped, loop_each),
+                (work.looped_bytes, loop_byte),
+            ]),
+            ip: sum(&[(work.packets, self.packet)]),
+            tcp: sum(&[(work.segments, self.segment)]),
+            checksum: sum(&[(checksummed, self.checksum_byte)]),
+            user: sum(&[
+                (copied, self.copy_byte),
+                (work.socket_calls, self.call),
+                (handoffs, self.handoff),
+            ]),
+        }
+    }
+}
+
+/// CPU time by stage, picoseconds: where a host's time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stages {
+    /// The device's driver, and the loopback interface's own work.
+    pub driver: u128,
+    /// IP, per packet.
+    pub ip: u128,
+    /// TCP, per segment.
+    pub tcp: u128,
+    /// Checksums computed in software.
+    pub checksum: u128,
+    /// The user's side: socket calls, copies, hand-offs.
+    pub user: u128,
+}
+
+impl Stages {
+    /// All of it.
+    pub fn total(&self) -> u128 {
+        self.driver + self.ip + self.tcp + self.checksum + self.user
+    }
+
+    /// What was spent since `before`.
+    pub fn since(&self, before: &Stages) -> Stages {
+        Stages {
+            driver: self.driver - before.driver,
+            ip: self.ip - before.ip,
+            tcp: self.tcp - before.tcp,
+            checksum: self.checksum - before.checksum,
+            user: self.user - before.user,
+        }
+    }
+
+    fn add(&mut self, other: &Stages) {
+        self.driver += other.driver;
+        self.ip += other.ip;
+        self.tcp += other.tcp;
+        self.checksum += other.checksum;
+        self.user += other.user;
     }
 }
 
@@ -246,6 +347,10 @@ pub struct Work {
     pub frames: u64,
     /// Bytes of those frames.
     pub frame_bytes: u64,
+    /// Datagrams put into the loopback interface and taken from it.
+    pub looped: u64,
+    /// Bytes of those datagrams.
+    pub looped_bytes: u64,
     /// IPv4 packets (fragments) received and sent.
     pub packets: u64,
     /// TCP segments received and sent.
@@ -262,11 +367,19 @@ pub struct Work {
 
 impl Work {
     /// The running totals in a stack's counters (`tx_frames` and `tx_bytes` summed
-    /// over its interfaces, which the caller passes).
-    pub fn totals(stats: &Stats, tx_frames: u64, tx_bytes: u64, rx_bytes: u64) -> Work {
+    /// over its interfaces, which the caller passes, and the loopback interface's).
+    pub fn totals(
+        stats: &Stats,
+        tx_frames: u64,
+        tx_bytes: u64,
+        rx_bytes: u64,
+        looped: &IfaceStats,
+    ) -> Work {
         Work {
             frames: stats.link.rx_frames + tx_frames,
             frame_bytes: rx_bytes + tx_bytes,
+            looped: looped.tx_frames + looped.rx_frames,
+            looped_bytes: looped.tx_bytes + looped.rx_bytes,
             packets: stats.ipv4.rx_packets + stats.ipv4.tx_packets,
             segments: stats.tcp.rx_segments + stats.tcp.tx_segments,
             checksummed_bytes: stats.work.checksummed_bytes,
@@ -281,6 +394,8 @@ impl Work {
         Work {
             frames: self.frames.saturating_sub(before.frames),
             frame_bytes: self.frame_bytes.saturating_sub(before.frame_bytes),
+            looped: self.looped.saturating_sub(before.looped),
+            looped_bytes: self.looped_bytes.saturating_sub(before.looped_bytes),
             packets: self.packets.saturating_sub(before.packets),
             segments: self.segments.saturating_sub(before.segments),
             checksummed_bytes: self
@@ -306,6 +421,24 @@ pub struct CpuReport {
     pub max_backlog: usize,
     /// The work done, summed.
     pub work: Work,
+    /// The busy time by stage, picoseconds (`busy` is their sum, rounded up per
+    /// charge to the nanosecond).
+    pub stages: Stages,
+}
+
+/// One looped datagram's passage through a host with a CPU (kept when asked:
+/// [`crate::Sim::record_loopback`]): the model's own timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopRecord {
+    /// The datagram's length (IP header included).
+    pub bytes: usize,
+    /// The work that sent it was done: it went into the loop (and at once into a
+    /// receive buffer: the loop has no delay).
+    pub looped: Instant,
+    /// The CPU took it from its receive buffer (later than `looped` when busy).
+    pub taken: Option<Instant>,
+    /// The CPU was done with it and with what taking it in made the stack send.
+    pub done: Option<Instant>,
 }
 
 /// A simulated host's CPU: its profile and its state.
@@ -322,6 +455,10 @@ pub(crate) struct Cpu {
     /// Buffers to reuse.
     pub(crate) spare: Vec<Vec<u8>>,
     pub(crate) report: CpuReport,
+    /// Looped datagrams' timestamps (None: not kept).
+    pub(crate) loop_log: Option<Vec<LoopRecord>>,
+    /// Index in `loop_log` of the next looped datagram the CPU will take.
+    pub(crate) loop_next: usize,
 }
 
 impl Cpu {
@@ -334,6 +471,41 @@ impl Cpu {
             outbox: VecDeque::new(),
             spare: Vec::new(),
             report: CpuReport::default(),
+            loop_log: None,
+            loop_next: 0,
+        }
+    }
+
+    /// A looped datagram whose sending work is done, `now`: into a receive buffer.
+    pub(crate) fn receive_looped(&mut self, now: Instant, packet: &[u8]) {
+        let before = self.report.no_rx_buffer;
+        self.receive(IfaceId::LOOPBACK, packet);
+        if let Some(log) = &mut self.loop_log
+            && self.report.no_rx_buffer == before
+        {
+            log.push(LoopRecord {
+                bytes: packet.len(),
+                looped: now,
+                taken: None,
+                done: None,
+            });
+        }
+    }
+
+    /// The CPU takes the next looped datagram at `now`; the index of its record.
+    pub(crate) fn take_looped(&mut self, now: Instant) -> Option<usize> {
+        let log = self.loop_log.as_mut()?;
+        let record = log.get_mut(self.loop_next)?;
+        record.taken = Some(now);
+        self.loop_next += 1;
+        Some(self.loop_next - 1)
+    }
+
+    /// The CPU is done with the looped datagram of record `index`.
+    pub(crate) fn done_looped(&mut self, index: usize) {
+        let done = self.busy_until;
+        if let Some(record) = self.loop_log.as_mut().and_then(|l| l.get_mut(index)) {
+            record.done = Some(done);
         }
     }
 
@@ -343,6 +515,7 @@ impl Cpu {
         let work = totals.since(&self.seen);
         self.seen = totals;
         let cost = self.profile.cost(&work);
+        self.report.stages.add(&self.profile.cost_by_stage(&work));
         self.add_work(&work);
         self.spend(now, cost)
     }
@@ -360,6 +533,8 @@ impl Cpu {
         let r = &mut self.report.work;
         r.frames += w.frames;
         r.frame_bytes += w.frame_bytes;
+        r.looped += w.looped;
+        r.looped_bytes += w.looped_bytes;
         r.packets += w.packets;
         r.segments += w.segments;
         r.checksummed_bytes += w.checksummed_bytes;
@@ -405,6 +580,8 @@ mod tests {
         let per_record = Work {
             frames: 3,
             frame_bytes: 0,
+            looped: 0,
+            looped_bytes: 0,
             packets: 3,
             segments: 3,
             checksummed_bytes: 2 * 1064 + 40,
@@ -450,5 +627,34 @@ mod tests {
         };
         let saved = slow.cost(&work).as_nanos() - zero_copy.cost(&work).as_nanos();
         assert!(saved.abs_diff(slow.copy_byte * 4000 / 1000) <= 1);
+    }
+
+    #[test]
+    fn a_looped_datagram_costs_a_frame_each_way_unless_the_loop_is_priced_apart() {
+        let elf = CpuProfile::elf_1975();
+        // One looped 10-character letter: a segment out and in, into and out of the
+        // loop, a SEND and a RECEIVE: Table V's 145.9 ms.
+        let letter = Work {
+            looped: 2,
+            looped_bytes: 2 * 62,
+            segments: 2,
+            socket_calls: 2,
+            copied_from_user: 10,
+            copied_to_user: 10,
+            ..Work::default()
+        };
+        let ms = elf.cost(&letter).as_secs_f64() * 1e3;
+        assert!((ms - 145.9).abs() < 1e-6, "{ms}");
+        let stages = elf.cost_by_stage(&letter);
+        assert_eq!(stages.driver, 2 * elf.frame as u128);
+        assert_eq!(stages.tcp, 2 * elf.segment as u128);
+        assert_eq!(stages.user, 2 * elf.call as u128);
+        // A cross-patch that bypasses the driver costs TCP and the user only.
+        let patch = CpuProfile {
+            loopback: Some(0),
+            ..elf.clone()
+        };
+        assert_eq!(patch.cost_by_stage(&letter).driver, 0);
+        assert!(patch.cost(&letter) < elf.cost(&letter));
     }
 }

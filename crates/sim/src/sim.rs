@@ -12,7 +12,7 @@ use impnet_phy::{LinkConfig, LinkConfigError, LinkModel, LinkStats, PcapWriter};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
 
-use crate::cpu::{Cpu, CpuProfile, CpuReport, Work};
+use crate::cpu::{Cpu, CpuProfile, CpuReport, LoopRecord, Work};
 
 /// Index of a host in the simulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -117,7 +117,8 @@ impl Host {
                 rx_bytes += s.rx_bytes;
             }
         }
-        Work::totals(self.stack.stats(), tx_frames, tx_bytes, rx_bytes)
+        let looped = self.stack.loopback_stats();
+        Work::totals(self.stack.stats(), tx_frames, tx_bytes, rx_bytes, looped)
     }
 
     /// When the host next needs the simulator: its stack's timer, or its CPU's next
@@ -557,6 +558,11 @@ impl Sim {
                 stack.set_forwarding(made, true);
             }
         }
+        if let Some(cpu) = &mut self.hosts[host.0].cpu {
+            // The new stack's counters start again from zero.
+            stack.set_loopback_by_driver(true);
+            cpu.seen = Work::default();
+        }
         self.hosts[host.0].stack = stack;
         self.mark_dirty(host.0);
     }
@@ -564,11 +570,37 @@ impl Sim {
     /// Give `host` a CPU with this cost model (None: the host costs no time, the
     /// default). From now on the work its stack does is charged (see [`crate::cpu`]):
     /// received frames wait in its receive buffers for the CPU, and what it sends
-    /// leaves when the work that sent it is done.
+    /// leaves when the work that sent it is done. The host carries its own looped
+    /// datagrams then (see [`crate::cpu`]): they are charged, and wait for the CPU.
     pub fn set_cpu(&mut self, host: HostId, profile: Option<CpuProfile>) {
         let h = &mut self.hosts[host.0];
+        h.stack.set_loopback_by_driver(profile.is_some());
         h.cpu = profile.map(|p| Cpu::new(p, h.work_totals()));
         self.mark_dirty(host.0);
+    }
+
+    /// When `host`'s CPU is done with the work charged so far (None without a cost
+    /// model): an application on the host runs when its CPU is free.
+    pub fn cpu_busy_until(&self, host: HostId) -> Option<Instant> {
+        self.hosts[host.0].cpu.as_ref().map(|c| c.busy_until)
+    }
+
+    /// Keep the timestamps of every datagram `host` loops from now on (a host with a
+    /// CPU; nothing happens to one without): [`Sim::loopback_log`].
+    pub fn record_loopback(&mut self, host: HostId) {
+        if let Some(cpu) = &mut self.hosts[host.0].cpu {
+            cpu.loop_next = 0;
+            cpu.loop_log = Some(Vec::new());
+        }
+    }
+
+    /// The looped datagrams' timestamps kept since [`Sim::record_loopback`].
+    pub fn loopback_log(&self, host: HostId) -> &[LoopRecord] {
+        self.hosts[host.0]
+            .cpu
+            .as_ref()
+            .and_then(|c| c.loop_log.as_deref())
+            .unwrap_or(&[])
     }
 
     /// What `host`'s CPU did so far (None without a cost model).
@@ -795,6 +827,12 @@ impl Sim {
             let Some((_, iface, frame)) = cpu.outbox.pop_front() else {
                 return Ok(());
             };
+            if iface == IfaceId::LOOPBACK {
+                // The loop: straight into a receive buffer, the CPU takes it in turn.
+                cpu.receive_looped(now, &frame);
+                cpu.spare.push(frame);
+                continue;
+            }
             let result = self.put_on_link(index, iface, &frame);
             if let Some(cpu) = self.hosts[index].cpu.as_mut() {
                 cpu.spare.push(frame);
@@ -819,12 +857,22 @@ impl Sim {
             let Some((iface, frame)) = cpu.rx.pop_front() else {
                 return;
             };
-            host.stack.handle_frame(now, iface, &frame);
+            let looped = if iface == IfaceId::LOOPBACK {
+                let record = cpu.take_looped(now);
+                host.stack.handle_looped_packet(now, &frame);
+                record
+            } else {
+                host.stack.handle_frame(now, iface, &frame);
+                None
+            };
             if let Some(cpu) = host.cpu.as_mut() {
                 cpu.spare.push(frame);
             }
             self.bump_activity(index);
             self.drain_cpu_host(index).ok();
+            if let (Some(record), Some(cpu)) = (looped, self.hosts[index].cpu.as_mut()) {
+                cpu.done_looped(record);
+            }
         }
     }
 

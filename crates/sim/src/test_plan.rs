@@ -10,9 +10,16 @@
 //! | a3 | loop through the local packet switch (IMP) | an exerciser and an echoer host on two sides of an imp router, 50 kbit/s lines (an IP host cannot route to itself through a router) |
 //! | a4-a6 | as a1-a3 with two connections at once | two exerciser-to-echoer connections at once: on the host's own address, on 127.0.0.1, through the router |
 //!
-//! Looped runs take no virtual time (the loopback interface has no rate and the core
-//! has no CPU model): they move a fixed number of letters. Runs through the router last
-//! [`ROUTED_SECONDS`] of virtual time, the report's one minute.
+//! Every exerciser and echoer host runs on the 1975 machine's CPU model
+//! ([`CpuProfile::elf_1975`], from the report's Table V; the router, the IMP, costs
+//! nothing), so looped letters take virtual time: the CPU charges the loopback as it
+//! charges a line's frames ([`crate::cpu`]). [`plan_cpu`] prices the loop per test: a1
+//! and a4, the "internal cross-patch (to avoid network entirely)", cost IP and TCP and
+//! no driver; a2 and a5, "loop the network interface", run the driver's code once into
+//! the loop and once out, a frame's cost each way. An application runs when its host's
+//! CPU is free. Looped runs move a fixed number of letters; runs through the router last
+//! [`ROUTED_SECONDS`] of virtual time, the report's one minute. [`letter_stages`] times
+//! one looped letter stage by stage from the model's timestamps (Tables IV and V).
 //!
 //! [`markdown`] prints the tables of `scenarios/seeds/README.md`'s test-plan section;
 //! `crates/sim/tests/test_plan.rs` checks the committed copy and the reliability tests
@@ -26,7 +33,26 @@ use impnet_core::{Duration, Instant, SegmentKind, SegmentKinds, StackConfig, Sta
 use impnet_phy::LinkConfig;
 use impnet_wire::ipv4::Cidr;
 
+use crate::cpu::{CpuProfile, Work};
 use crate::{HostId, LinkId, Sim};
+
+mod stages;
+mod ucl;
+
+pub use stages::{LetterStages, TABLE_IV, TABLE_V, letter_stages};
+pub use ucl::{
+    ATLANTIC_BPS, ATLANTIC_DELAY, ATLANTIC_LOSS, UCL_LETTER, UCL_TIMEOUT, UclRun, ucl_run,
+};
+
+/// Tables IV and V beside imp's looped letters ([`letter_stages`]).
+pub fn stages_markdown(runs: &[LetterStages]) -> String {
+    stages::markdown(runs)
+}
+
+/// The UCL runs beside the report's figures ([`ucl_run`]).
+pub fn ucl_markdown(runs: &[UclRun]) -> String {
+    ucl::markdown(runs)
+}
 
 /// Letters each connection keeps in flight ("three TCP letters were allowed to enter
 /// the pipeline before requiring an acknowledgment").
@@ -184,10 +210,16 @@ pub struct LetterRun {
     pub counters: Counters,
     /// Table III's directions.
     pub directions: Vec<Direction>,
+    /// Letters per second the CPU allows when each letter goes alone (see
+    /// [`cpu_bound_per_s`]); None without a CPU model. Letters of a pipeline that share
+    /// a segment and a call go faster, up to [`PIPELINE`] times this.
+    pub cpu_bound_per_s: Option<f64>,
+    /// The busiest exerciser or echoer host's CPU busy share of the letters' time, %.
+    pub cpu_busy_pct: Option<f64>,
 }
 
 impl LetterRun {
-    /// Letters per virtual second (None for looped runs, which take no virtual time).
+    /// Letters per virtual second (None when the run took no virtual time: no CPU).
     pub fn letters_per_s(&self) -> Option<f64> {
         (self.seconds > 0.0).then(|| self.letters as f64 / self.seconds)
     }
@@ -198,6 +230,56 @@ impl LetterRun {
             .routed()
             .then(|| LINE_BPS as f64 / (8 * (HEADER_BYTES + self.letter)) as f64)
     }
+}
+
+/// The CPU of the plan's exerciser and echoer hosts in `test`: the 1975 machine
+/// ([`CpuProfile::elf_1975`]), its loop priced as the test says: nothing beyond IP and
+/// TCP for the cross-patch (a1, a4), a frame each way for the looped interface (a2, a5);
+/// the routed tests send real frames.
+pub fn plan_cpu(test: Test) -> CpuProfile {
+    let elf = CpuProfile::elf_1975();
+    match test {
+        Test::SelfConnection | Test::TwoSelf => CpuProfile {
+            name: "elf-1975, cross-patch".into(),
+            loopback: Some(0),
+            ..elf
+        },
+        _ => elf,
+    }
+}
+
+/// Letters per second `cpu` allows in `test` with `letter`-byte letters each going
+/// alone: the busiest host's work for one letter with nothing else (each letter a SEND
+/// and a RECEIVE and a segment out and in at each end; a4 and a5 carry both ends on one
+/// host; a frame or a loop passage with each segment; no ACK on its own). Letters that
+/// share a segment and a call (a pipeline written at once) share that work, so the
+/// bound on a run is [`PIPELINE`] times this.
+pub fn cpu_bound_per_s(test: Test, letter: usize, cpu: &CpuProfile) -> f64 {
+    let passes = match test {
+        Test::TwoSelf | Test::TwoLoopback => 4,
+        _ => 2,
+    };
+    let ip_bytes = (HEADER_BYTES - 14 + letter) as u64;
+    let (frames, frame_bytes, looped, looped_bytes) = if test.routed() {
+        (1, ip_bytes + 14, 0, 0)
+    } else {
+        (0, 0, 1, ip_bytes)
+    };
+    // One passage: a segment with its packet and frame (or loop passage), and one of
+    // the letter's two socket calls (half a send's and half a receive's copy).
+    let pass = Work {
+        frames,
+        frame_bytes,
+        looped,
+        looped_bytes,
+        packets: 1,
+        segments: 1,
+        checksummed_bytes: ip_bytes,
+        socket_calls: 1,
+        copied_from_user: letter as u64 / 2,
+        copied_to_user: letter as u64 - letter as u64 / 2,
+    };
+    1.0 / (passes as f64 * cpu.cost(&pass).as_secs_f64())
 }
 
 /// One connection's exerciser: keeps [`PIPELINE`] letters written and not yet echoed.
@@ -330,7 +412,15 @@ struct Network {
     target: Ipv4Addr,
 }
 
-fn network(test: Test, seed: u64) -> Network {
+fn network(test: Test, seed: u64, cpu: Option<&CpuProfile>) -> Network {
+    let mut network = network_of(test, seed);
+    for host in [network.exerciser, network.echoer] {
+        network.sim.set_cpu(host, cpu.cloned());
+    }
+    network
+}
+
+fn network_of(test: Test, seed: u64) -> Network {
     let mut sim = Sim::new(seed);
     if !test.routed() {
         // One host; its interface joins a silent peer so it has an address.
@@ -384,15 +474,27 @@ fn network(test: Test, seed: u64) -> Network {
     }
 }
 
-/// Run `test` with `letter`-byte letters: `letters` per connection when looped, or
-/// [`ROUTED_SECONDS`] through the router. An error says what failed.
+/// Run `test` with `letter`-byte letters on the plan's CPU ([`plan_cpu`]): `letters`
+/// per connection when looped, or [`ROUTED_SECONDS`] through the router. An error says
+/// what failed.
 pub fn run(test: Test, letter: usize, letters: u64, seed: u64) -> Result<LetterRun, String> {
+    run_on(test, letter, letters, seed, Some(&plan_cpu(test)))
+}
+
+/// As [`run`], on `cpu` (None: hosts that cost no time, so looped letters take none).
+pub fn run_on(
+    test: Test,
+    letter: usize,
+    letters: u64,
+    seed: u64,
+    cpu: Option<&CpuProfile>,
+) -> Result<LetterRun, String> {
     let Network {
         mut sim,
         exerciser,
         echoer,
         target,
-    } = network(test, seed);
+    } = network(test, seed, cpu);
     let start = sim.now();
     let self_connected = matches!(test, Test::SelfConnection | Test::Loopback);
     let mut exercisers = Vec::new();
@@ -436,6 +538,12 @@ pub fn run(test: Test, letter: usize, letters: u64, seed: u64) -> Result<LetterR
         test.routed().then_some(end),
     )?;
     let letters = exercisers.iter().map(Exerciser::letters).sum();
+    let cpu_busy_pct = [exerciser, echoer]
+        .iter()
+        .filter_map(|&h| sim.cpu_report(h))
+        .map(|r| 100.0 * r.busy.as_secs_f64() / seconds.max(f64::MIN_POSITIVE))
+        .reduce(f64::max)
+        .map(|p| p.min(100.0));
     // Line use over the letters' time; the counters after the close too.
     let directions = directions(&sim, test, [exerciser, echoer]);
     close(&mut sim, &exercisers, &echoers)?;
@@ -456,6 +564,8 @@ pub fn run(test: Test, letter: usize, letters: u64, seed: u64) -> Result<LetterR
         seconds,
         counters,
         directions,
+        cpu_bound_per_s: cpu.map(|c| cpu_bound_per_s(test, letter, c)),
+        cpu_busy_pct,
     })
 }
 
@@ -473,10 +583,14 @@ fn drive(
     for _ in 0..50_000_000u64 {
         let mut moved = false;
         for e in exercisers.iter_mut() {
-            moved |= e.drive(sim, &mut buf)?;
+            if cpu_free(sim, e.host) {
+                moved |= e.drive(sim, &mut buf)?;
+            }
         }
         for e in echoers.iter_mut() {
-            moved |= e.drive(sim, &mut buf)?;
+            if cpu_free(sim, e.host) {
+                moved |= e.drive(sim, &mut buf)?;
+            }
         }
         // What the calls sent leaves now (a looped packet is taken in at once), and
         // the applications see it before time moves on.
@@ -491,10 +605,17 @@ fn drive(
         if moved {
             continue;
         }
-        if let Some(end) = end
-            && sim.next_event().is_none_or(|t| t > end)
+        // An application waiting for its CPU wakes when the CPU is free.
+        let hosts = exercisers.iter().map(|e| e.host);
+        let wake = cpu_wake(sim, hosts.chain(echoers.iter().map(|e| e.host)));
+        let wake = match (wake, end) {
+            (Some(w), Some(end)) => Some(w.min(end)),
+            (w, e) => w.or(e),
+        };
+        if let Some(wake) = wake
+            && sim.next_event().is_none_or(|t| t > wake)
         {
-            sim.run_until(end, 1).map_err(|e| e.to_string())?;
+            sim.run_until(wake, 1).map_err(|e| e.to_string())?;
             continue;
         }
         if !sim.step() {
@@ -506,6 +627,20 @@ fn drive(
         }
     }
     Err(format!("step cap reached (seed {})", sim.seed()))
+}
+
+/// True when `host`'s CPU (if it has one) is done with the work charged so far: its
+/// applications run only then.
+fn cpu_free(sim: &Sim, host: HostId) -> bool {
+    sim.cpu_busy_until(host).is_none_or(|t| t <= sim.now())
+}
+
+/// The earliest instant one of `hosts`' CPUs, busy now, is free.
+fn cpu_wake(sim: &Sim, hosts: impl Iterator<Item = HostId>) -> Option<Instant> {
+    hosts
+        .filter_map(|h| sim.cpu_busy_until(h))
+        .filter(|&t| t > sim.now())
+        .min()
 }
 
 /// Close every connection (the exercisers first, the echoers after) and let the FINs
@@ -568,26 +703,29 @@ fn letter_name(letter: usize) -> String {
     }
 }
 
-/// The letters table: letters, virtual time, letters per second and the line's bound.
+/// The letters table: letters, virtual time, letters per second, the busiest CPU's
+/// share and the bounds of the line and of the CPU.
 pub fn letters_table(runs: &[LetterRun]) -> String {
     let mut out = String::from(
-        "| test | path | letter | letters | virtual time | letters/s | bound |\n\
-         |---|---|---|---|---|---|---|\n",
+        "| test | path | letter | letters | virtual time | letters/s | CPU busy | line bound | CPU, a letter alone |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
+    let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
     for r in runs {
         let rate = r
             .letters_per_s()
-            .filter(|_| r.test.routed())
             .map_or("(no clock)".into(), |v| format!("{v:.2}"));
-        let bound = r.bound_per_s().map_or("-".into(), |v| format!("{v:.2}"));
+        let busy = r.cpu_busy_pct.map_or("-".into(), |v| format!("{v:.0}%"));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.3} s | {rate} | {bound} |",
+            "| {} | {} | {} | {} | {:.3} s | {rate} | {busy} | {} | {} |",
             r.test.label(),
             r.test.path(),
             letter_name(r.letter),
             r.letters,
-            r.seconds
+            r.seconds,
+            cell(r.bound_per_s()),
+            cell(r.cpu_bound_per_s),
         );
     }
     out
@@ -666,7 +804,7 @@ pub fn line_table(runs: &[LetterRun]) -> String {
 /// The bandwidth tables in one block, with headings.
 pub fn markdown(runs: &[LetterRun]) -> String {
     format!(
-        "Letters (looped runs move {} letters per connection in no virtual time; routed runs last {ROUTED_SECONDS} s):\n\n{}\n\
+        "Letters (exerciser and echoer hosts on the 1975 CPU model, `elf-1975`; looped runs move {} letters per connection; routed runs last {ROUTED_SECONDS} s):\n\n{}\n\
          Counters (Table I), all hosts together, the close included:\n\n{}\n\
          Line use per direction by packet kind (Table III), over the letters' time:\n\n{}",
         runs.iter()
@@ -699,7 +837,7 @@ pub fn open_close(test: Test, cycles: u64, seed: u64) -> Result<OpenClose, Strin
         exerciser,
         echoer,
         target,
-    } = network(test, seed);
+    } = network(test, seed, None);
     let remote = SocketAddrV4::new(target, PORT);
     let listener = sim
         .host_mut(echoer)

@@ -9,13 +9,23 @@
 //! [`LOOPBACK_ROUNDS`] rounds (each the packets queued when it began), so one call
 //! always returns even if two sockets answer each other for ever. What is left is due
 //! at once: [`Stack::poll_timeout`] gives the instant it was queued.
+//!
+//! A driver that models the loopback's cost (the simulator, for a host with a CPU)
+//! carries it instead ([`Stack::set_loopback_by_driver`]): then a looped packet is
+//! returned by [`Stack::poll_transmit`] on [`IfaceId::LOOPBACK`](crate::IfaceId::LOOPBACK)
+//! as a bare IP packet, and the driver hands it back with [`Stack::handle_looped_packet`]
+//! when it chooses. The stack stays clock-free either way; only who holds the queue
+//! changes.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use crate::stack::Stack;
+use impnet_wire::ethernet::{self, EtherType};
+
+use crate::iface::IfaceId;
 use crate::stack::ip::OutputError;
+use crate::stack::{Outgoing, Stack, Transmit};
 use crate::stats::IfaceStats;
 use crate::time::Instant;
 
@@ -41,6 +51,9 @@ pub(crate) struct Loopback {
     since: Option<Instant>,
     /// Counters: a looped packet counts as sent and, when taken in, as received.
     pub(crate) stats: IfaceStats,
+    /// The driver carries looped packets ([`Stack::set_loopback_by_driver`]): they go
+    /// on the transmit queue, `queue` stays empty.
+    by_driver: bool,
 }
 
 impl Loopback {
@@ -62,8 +75,60 @@ impl Stack {
         &self.loopback.stats
     }
 
+    /// Let the driver carry looped packets (true) or take them in inside
+    /// [`Stack::poll_transmit`] (false, the default). When true, `poll_transmit` returns
+    /// each looped packet as a [`Transmit`] on [`IfaceId::LOOPBACK`], the bare IP packet
+    /// in the buffer (no link header), and the driver gives it back with
+    /// [`Stack::handle_looped_packet`] whenever it models the loop to be done: a
+    /// simulator charging the host's CPU for it, say. Packets already looped when it
+    /// changes are taken in as before.
+    pub fn set_loopback_by_driver(&mut self, on: bool) {
+        self.loopback.by_driver = on;
+    }
+
+    /// A packet [`Stack::poll_transmit`] returned on [`IfaceId::LOOPBACK`] (see
+    /// [`Stack::set_loopback_by_driver`]), taken in as if it had arrived.
+    pub fn handle_looped_packet(&mut self, now: Instant, packet: &[u8]) {
+        self.handle_looped(now, packet);
+    }
+
+    /// Write a looped packet from the transmit queue into `buf` for the driver (None:
+    /// it does not fit, counted as for any frame).
+    pub(crate) fn pop_looped(&mut self, frame: Outgoing, buf: &mut [u8]) -> Option<Transmit> {
+        let len = frame.payload.len();
+        let Some(out) = buf.get_mut(..len) else {
+            self.stats.link.tx_buffer_too_small += 1;
+            self.pool.give(frame.payload);
+            return None;
+        };
+        out.copy_from_slice(&frame.payload);
+        self.pool.give(frame.payload);
+        Some(Transmit {
+            iface: IfaceId::LOOPBACK,
+            len,
+        })
+    }
+
     /// Put an IPv4 packet for one of our addresses on the loopback queue.
     pub(crate) fn loop_back(&mut self, now: Instant, packet: Vec<u8>) -> Result<(), OutputError> {
+        if self.loopback.by_driver {
+            let len = packet.len() as u64;
+            let ethertype = if packet.first().is_some_and(|b| b >> 4 == 6) {
+                EtherType::Ipv6
+            } else {
+                EtherType::Ipv4
+            };
+            self.enqueue_frame(Outgoing {
+                iface: IfaceId::LOOPBACK,
+                dst_mac: ethernet::Address::BROADCAST,
+                ethertype,
+                payload: packet,
+                gso_size: 0,
+            })?;
+            self.loopback.stats.tx_frames += 1;
+            self.loopback.stats.tx_bytes += len;
+            return Ok(());
+        }
         if self.loopback.queue.len() >= self.config.tx_queue_limit {
             self.stats.link.tx_queue_full += 1;
             self.pool.give(packet);

@@ -19,6 +19,7 @@ pub(super) struct RawCpuProfile {
     base: Option<Spanned<String>>,
     frame: Option<Cost>,
     frame_byte: Option<Cost>,
+    loopback: Option<Cost>,
     packet: Option<Cost>,
     segment: Option<Cost>,
     checksum_byte: Option<Cost>,
@@ -124,6 +125,7 @@ pub(super) fn profiles(
                 name: String::new(),
                 frame: 0,
                 frame_byte: 0,
+                loopback: None,
                 packet: 0,
                 segment: 0,
                 checksum_byte: 0,
@@ -153,6 +155,9 @@ pub(super) fn profiles(
             if let Some(Cost(v)) = value {
                 *field = v;
             }
+        }
+        if let Some(Cost(v)) = r.loopback {
+            p.loopback = Some(v);
         }
         if let Some(n) = &r.rx_buffers {
             if *n.get_ref() == 0 {
