@@ -88,7 +88,7 @@ fn drive(
         last_progress: Instant::ZERO,
     };
     let end = Instant::ZERO + until;
-    sim.run(u64::MAX / 4, end, |sim| {
+    sim.run(u64::MAX / 4, end + Duration::from_secs(1), |sim| {
         let now = sim.now();
         if now >= Instant::ZERO + DEAD_AT && sim.is_link_up(link) {
             sim.set_link_up(link, false);
@@ -111,6 +111,9 @@ fn drive(
                 out.delivered += n;
                 out.last_progress = now;
             }
+        }
+        if now >= end {
+            return Flow::Done;
         }
         // Look at least once a second, so the abort is seen when it happens.
         Flow::WakeAt((now + Duration::from_secs(1)).min(end))
