@@ -10,8 +10,8 @@ use impnet_sim::experiment::{self, FlowReport, Report};
 use impnet_sim::scenario::Scenario;
 
 fn report() -> Report {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/seeds/004-serial-arq.toml");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds/004-serial-arq.toml");
     let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
     experiment::run(&scenario, None, &mut |_| {})
         .unwrap_or_else(|e| panic!("{e}"))
@@ -51,7 +51,11 @@ fn link_level_retransmission_spares_tcp_the_noisy_lines_losses() {
     assert!(large_arq.retransmits > 0 && large_arq.retransmits <= large.retransmits);
     for link in r.links.iter().filter(|l| l.name.ends_with("-arq")) {
         let d = &link.directions[0];
-        assert!(d.lost > 0 && d.arq_retransmitted > 0, "{}: {d:?}", link.name);
+        assert!(
+            d.lost > 0 && d.arq_retransmitted > 0,
+            "{}: {d:?}",
+            link.name
+        );
         assert_eq!(d.arq_abandoned, 0, "{}: {d:?}", link.name);
     }
     for link in r.links.iter().filter(|l| !l.name.ends_with("-arq")) {
