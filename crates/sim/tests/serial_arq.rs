@@ -62,3 +62,36 @@ fn link_level_retransmission_spares_tcp_the_noisy_lines_losses() {
         assert_eq!(link.directions[0].arq_retransmitted, 0, "{}", link.name);
     }
 }
+
+#[test]
+fn scenario_files_name_what_is_wrong_with_arq_and_list() {
+    let base = r#"
+name = "t"
+duration = "1s"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[link]]
+a = "a"
+b = "b"
+"#;
+    let parse = |extra: &str| Scenario::parse(&format!("{base}{extra}"), "t.toml");
+    let ok = parse("arq = { window = 3, timeout = \"500ms\" }\n").unwrap();
+    let arq = ok.links[0].config.arq.unwrap();
+    assert_eq!((arq.window, arq.tries), (3, 10));
+    let e = parse("arq = { window = 0 }\n").unwrap_err().to_string();
+    assert!(e.contains("arq") && e.contains("window"), "{e}");
+    let e = parse("arq = {}\nqdisc = \"codel\"\n").unwrap_err().to_string();
+    assert!(e.contains("arq"), "{e}");
+    let flow = "[[flow]]\ntype = \"ftp\"\nfrom = \"a\"\nto = \"b\"\n";
+    let e = parse(&format!("{flow}list = 5\nbytes = 100\n")).unwrap_err().to_string();
+    assert!(e.contains("bytes"), "{e}");
+    let ok = parse(&format!("{flow}list = 5\n")).unwrap();
+    let listing = impnet_sim::scenario::ftp_listing(5);
+    assert_eq!(listing.lines().count(), 5);
+    assert!(matches!(
+        ok.flows[0].kind,
+        impnet_sim::scenario::FlowKind::Ftp { bytes, list: Some(5), .. } if bytes == listing.len() as u64
+    ));
+}
