@@ -77,15 +77,25 @@ a = "a"
 b = "b"
 "#;
     let parse = |extra: &str| Scenario::parse(&format!("{base}{extra}"), "t.toml");
-    let ok = parse("arq = { window = 3, timeout = \"500ms\" }\n").unwrap();
+    let ping = "[[flow]]\ntype = \"ping\"\nfrom = \"a\"\nto = \"b\"\n";
+    let ok = parse(&format!(
+        "arq = {{ window = 3, timeout = \"500ms\" }}\n{ping}"
+    ))
+    .unwrap();
     let arq = ok.links[0].config.arq.unwrap();
     assert_eq!((arq.window, arq.tries), (3, 10));
-    let e = parse("arq = { window = 0 }\n").unwrap_err().to_string();
+    let e = parse(&format!("arq = {{ window = 0 }}\n{ping}"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("arq") && e.contains("window"), "{e}");
-    let e = parse("arq = {}\nqdisc = \"codel\"\n").unwrap_err().to_string();
+    let e = parse(&format!("arq = {{}}\nqdisc = \"codel\"\n{ping}"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("arq"), "{e}");
     let flow = "[[flow]]\ntype = \"ftp\"\nfrom = \"a\"\nto = \"b\"\n";
-    let e = parse(&format!("{flow}list = 5\nbytes = 100\n")).unwrap_err().to_string();
+    let e = parse(&format!("{flow}list = 5\nbytes = 100\n"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("bytes"), "{e}");
     let ok = parse(&format!("{flow}list = 5\n")).unwrap();
     let listing = impnet_sim::scenario::ftp_listing(5);
