@@ -70,6 +70,14 @@ pub fn validate(args: &LinkArgs) -> Result<(), String> {
     if !(68..=65535).contains(&args.mtu) {
         return Err(format!("--mtu {}: give 68 to 65535", args.mtu));
     }
+    if args.impair.is_some_and(|c| c.arq.is_some()) {
+        return Err(
+            "--impair arq=...: imp link's two directions run apart, so a line's \
+                    acknowledgements could not cross; link-level retransmission runs in \
+                    imp sim (a link's `arq`) and on one device's both directions (--impair)"
+                .into(),
+        );
+    }
     Ok(())
 }
 

@@ -434,15 +434,7 @@ impl<F: FileTree> Session<F> {
                 meta,
             }]
         };
-        let mut text = String::new();
-        for e in &entries {
-            if long {
-                text.push_str(&list_line(&e.name, &e.meta));
-            } else {
-                text.push_str(&e.name);
-            }
-            text.push_str("\r\n");
-        }
+        let text = listing(&entries, long);
         // The listing is written in the network form already: no translation.
         self.transfer(
             Direction::Send(Box::new(std::io::Cursor::new(text.into_bytes()))),
@@ -533,6 +525,21 @@ fn ascii_len(mut reader: Reader) -> std::io::Result<u64> {
 }
 
 /// One `ls -l` line, as FTP clients parse them.
+/// What LIST (`long`: `ls -l` lines) or NLST (names) sends for `entries`: a line each,
+/// ending in CRLF.
+pub fn listing(entries: &[crate::fs::Entry], long: bool) -> String {
+    let mut text = String::new();
+    for e in entries {
+        if long {
+            text.push_str(&list_line(&e.name, &e.meta));
+        } else {
+            text.push_str(&e.name);
+        }
+        text.push_str("\r\n");
+    }
+    text
+}
+
 fn list_line(name: &str, meta: &Meta) -> String {
     let (kind, mode) = if meta.is_dir {
         ('d', "rwxr-xr-x")

@@ -124,7 +124,17 @@ impl<D: Device> Impair<D> {
                 }
             }
         }
+        self.exchange_arq(now);
         Ok(())
+    }
+
+    /// With link-level retransmission, moves the acknowledgements between the send
+    /// and receive models ([`LinkModel::exchange_arq`]); without a receive model, a
+    /// line with ARQ hears no acknowledgement and gives up on every frame.
+    fn exchange_arq(&mut self, now: Instant) {
+        if let Some(rx) = &mut self.rx {
+            LinkModel::exchange_arq(&mut self.tx, rx, now);
+        }
     }
 
     /// Hands one frame to the inner device: a super-segment (`gso`) to be cut there.
@@ -197,9 +207,14 @@ impl<D: Device> Device for Impair<D> {
             Some(ready) => ready,
             None => match rx.poll_deliver(now) {
                 Some(frame) => (now, frame),
-                None => return Ok(None),
+                None => {
+                    self.exchange_arq(now);
+                    return Ok(None);
+                }
             },
         };
+        self.exchange_arq(now);
+        let rx = self.rx.as_mut().expect("checked above");
         let len = frame.len();
         if len > buf.len() {
             self.rx_ready = Some((arrived, frame));

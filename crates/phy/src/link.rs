@@ -42,6 +42,12 @@
 //! A link may be shared ([`LinkConfig::cross`], the [`CrossTraffic`] model): an
 //! on/off source of other traffic, its periods exponentially distributed, takes part of
 //! the rate while on, so a frame starting then is serialised at the rate left over.
+//! A point-to-point line may retransmit frames itself ([`LinkConfig::arq`]): HDLC's
+//! numbered frames with a window and go-back-N, the acknowledgements taking line time
+//! on the reverse direction and the line's loss and corruption acting on every frame,
+//! and a frame given up on after a number of tries lost. The [`arq`] module documents
+//! the protocol and how the two directions exchange acknowledgements
+//! ([`LinkModel::exchange_arq`]).
 //!
 //! # Super-segments
 //! A TCP frame larger than a wire frame, with the segment size a TAP's virtio-net
@@ -54,7 +60,7 @@
 //! frame, the super-segment is cut into its frames (complete checksums) and only the
 //! lost ones are dropped. It arrives `delay` after its last frame departed (its first
 //! frames later than on a real wire by the time the others took to serialise).
-//! Reordering, duplication, corruption, a queue discipline, a shaper or a policer act
+//! Reordering, duplication, corruption, a queue discipline, a shaper, a policer or ARQ act
 //! on single frames: with any of them every super-segment is cut first.
 
 use std::cmp::Ordering;
@@ -66,11 +72,13 @@ use impnet_core::{Duration, Instant};
 
 use crate::rng::Rng;
 
+pub mod arq;
 mod cross;
 pub mod gcra;
 mod gso;
 pub mod spec;
 
+pub use arq::{ARQ_ACK_BYTES, ARQ_HEADER_BYTES, ArqConfig};
 pub use cross::CrossTraffic;
 pub use gcra::{Gcra, GcraConfig, GcraConfigError};
 
@@ -117,6 +125,9 @@ pub struct LinkConfig {
     /// Other traffic sharing the transmitter, on and off ([`CrossTraffic`]; `None`:
     /// the link is the frames' own).
     pub cross: Option<CrossTraffic>,
+    /// Link-level retransmission of numbered frames, go-back-N (the [`arq`] module's
+    /// protocol; `None`: frames cross once, as without).
+    pub arq: Option<ArqConfig>,
 }
 
 /// A policer: a traffic contract and what happens to frames that do not conform.
@@ -185,6 +196,7 @@ impl Default for LinkConfig {
             shape: None,
             police: None,
             cross: None,
+            arq: None,
         }
     }
 }
@@ -252,6 +264,10 @@ impl LinkConfig {
     pub fn with_police(self, police: Option<Policer>) -> LinkConfig {
         LinkConfig { police, ..self }
     }
+    /// This configuration with link-level retransmission (`None`: none).
+    pub fn with_arq(self, arq: Option<ArqConfig>) -> LinkConfig {
+        LinkConfig { arq, ..self }
+    }
 
     /// Checks that every probability is a number in `0..=1`, the MTU is not zero, a
     /// reorder probability comes with a reorder delay, and the shaper's and policer's
@@ -295,6 +311,9 @@ impl LinkConfig {
             if let Some(Err(error)) = contract.map(|c| c.validate()) {
                 return Err(LinkConfigError::Contract { name, error });
             }
+        }
+        if let Some(problem) = self.arq.and_then(|arq| arq.problem_on(self)) {
+            return Err(LinkConfigError::Arq { problem });
         }
         Ok(())
     }
@@ -342,6 +361,11 @@ pub enum LinkConfigError {
         /// The reorder probability given.
         reorder: f64,
     },
+    /// The link-level retransmission's settings are impossible.
+    Arq {
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// A shaper's or policer's traffic contract is invalid.
     Contract {
         /// `shape` or `police`.
@@ -373,6 +397,7 @@ impl fmt::Display for LinkConfigError {
             ),
             LinkConfigError::Contract { name, error } => write!(f, "link `{name}`: {error}"),
             LinkConfigError::Cross { reason } => write!(f, "link `cross`: {reason}"),
+            LinkConfigError::Arq { problem } => write!(f, "link `arq`: {problem}"),
         }
     }
 }
@@ -383,6 +408,11 @@ impl std::error::Error for LinkConfigError {}
 ///
 /// Once every frame has been delivered: `submitted + duplicated == delivered +
 /// dropped_loss + dropped_queue + dropped_aqm + dropped_oversize + dropped_police`.
+/// With ARQ the wire counters (`dropped_loss`, `duplicated`, `corrupted`) count
+/// transmissions, retransmissions and supervisory frames included, and once the sender
+/// is idle: `submitted == delivered + dropped_queue + dropped_oversize + arq_abandoned`
+/// (less one for each frame given up on that had in fact arrived, its acknowledgements
+/// lost).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
     /// Frames offered to [`LinkModel::submit`].
@@ -420,6 +450,15 @@ pub struct LinkStats {
     /// Super-segments cut into their wire frames: one of them was lost, the queue
     /// could not take them all, or an impairment acts on single frames.
     pub super_segments_cut: u64,
+    /// With ARQ: I-frames sent again (after a REJ or the timer T1).
+    pub arq_retransmitted: u64,
+    /// With ARQ: frames the link gave up on after `tries` transmissions (lost).
+    pub arq_abandoned: u64,
+    /// With ARQ: frames the receiving end discarded (damaged, out of sequence,
+    /// duplicate).
+    pub arq_discarded: u64,
+    /// With ARQ: supervisory frames (RR, REJ) this direction carried for the other.
+    pub arq_acks_sent: u64,
 }
 
 /// Why the link dropped a frame.
@@ -462,6 +501,8 @@ struct InFlight {
     /// A TCP super-segment carried whole ([`LinkModel::submit_segmented`]), standing
     /// for this many wire frames; `None` for one plain frame.
     whole: Option<Whole>,
+    /// An ARQ frame's number or acknowledgement (`None` without ARQ).
+    tag: Option<arq::Tag>,
 }
 
 /// What a super-segment carried whole stands for on the wire.
@@ -564,6 +605,8 @@ pub struct LinkModel {
     cross_rng: Rng,
     /// The policer's state, with `config.police`.
     policer: Option<Gcra>,
+    /// The link-level retransmission's state, with `config.arq`.
+    arq: Option<Box<arq::Arq>>,
     /// Buffers of delivered frames given back by [`LinkModel::recycle`].
     free: Vec<Vec<u8>>,
     stats: LinkStats,
@@ -624,6 +667,7 @@ impl LinkModel {
                 .cross
                 .map(|c| cross::CrossState::new(c, cross_rng.clone())),
             cross_rng,
+            arq: config.arq.map(|c| Box::new(arq::Arq::new(c))),
             free: Vec::new(),
             stats: LinkStats::default(),
         })
@@ -660,6 +704,10 @@ impl LinkModel {
                 .cross
                 .map(|c| cross::CrossState::new(c, self.cross_rng.clone()));
         }
+        match (&mut self.arq, config.arq) {
+            (Some(arq), Some(new)) => arq.set_config(new),
+            (state, new) => *state = new.map(|c| Box::new(arq::Arq::new(c))),
+        }
         if config.qdisc != self.config.qdisc {
             let held = self.held.as_ref().map_or(0, Qdisc::len_packets);
             self.stats.dropped_queue += held as u64;
@@ -692,6 +740,9 @@ impl LinkModel {
         if len > self.config.mtu {
             self.stats.dropped_oversize += 1;
             return Submit::Dropped(DropReason::Oversize);
+        }
+        if self.arq.is_some() {
+            return self.submit_arq(now, frame);
         }
         let now_scaled = u128::from(now.as_nanos()).saturating_mul(self.scale());
         if self.held.is_some() {
@@ -793,10 +844,10 @@ impl LinkModel {
             return Submit::Dropped(DropReason::Loss);
         }
         let arrives = departs + self.config.delay;
-        self.launch_copy(arrives, frame, mark);
+        self.launch_copy(arrives, frame, mark, None);
         if self.streams.duplicate.chance(self.config.duplicate) {
             self.stats.duplicated += 1;
-            self.launch_copy(arrives, frame, mark);
+            self.launch_copy(arrives, frame, mark, None);
         }
         Submit::Queued { departs }
     }
@@ -900,7 +951,13 @@ impl LinkModel {
 
     /// Puts one copy of `frame` on the wire, due at `arrives` unless held back, maybe
     /// with one bit flipped, CE-marked if `mark` says so and it is ECN-capable IPv4.
-    fn launch_copy(&mut self, arrives: Instant, frame: &[u8], mark: bool) {
+    fn launch_copy(
+        &mut self,
+        arrives: Instant,
+        frame: &[u8],
+        mark: bool,
+        mut tag: Option<arq::Tag>,
+    ) {
         let mut arrival = arrives;
         if self.streams.reorder.chance(self.config.reorder) {
             arrival += self.config.reorder_delay;
@@ -916,12 +973,16 @@ impl LinkModel {
             let bit = self.streams.corrupt.below(buf.len() as u64 * 8);
             buf[(bit / 8) as usize] ^= 1 << (bit % 8);
             self.stats.corrupted += 1;
+            if let Some(tag) = &mut tag {
+                tag.damaged = true;
+            }
         }
         self.in_flight.push(InFlight {
             arrival,
             seq: self.next_seq,
             frame: buf,
             whole: None,
+            tag,
         });
         self.next_seq += 1;
     }
@@ -941,10 +1002,21 @@ impl LinkModel {
         if self.held.is_some() {
             self.start_held_frames(u128::from(now.as_nanos()).saturating_mul(self.scale()));
         }
-        if self.in_flight.peek()?.arrival > now {
-            return None;
+        if self.arq.is_some() {
+            self.serve_arq(now);
         }
-        let InFlight { frame, whole, .. } = self.in_flight.pop()?;
+        let (frame, whole) = loop {
+            if self.in_flight.peek()?.arrival > now {
+                return None;
+            }
+            let InFlight {
+                frame, whole, tag, ..
+            } = self.in_flight.pop()?;
+            match tag {
+                Some(tag) if !self.receive_arq(tag) => self.recycle(frame),
+                _ => break (frame, whole),
+            }
+        };
         let (frames, bytes) = whole.map_or((1, frame.len() as u64), |w| (w.frames, w.wire_bytes));
         self.stats.delivered += frames;
         self.stats.bytes_delivered += bytes;
@@ -955,7 +1027,10 @@ impl LinkModel {
     /// holding frames, when the transmitter takes the next one if that is earlier: call
     /// [`poll_deliver`](LinkModel::poll_deliver) then (it may return nothing).
     pub fn next_arrival(&self) -> Option<Instant> {
-        let arrival = self.in_flight.peek().map(|f| f.arrival);
+        let mut arrival = self.in_flight.peek().map(|f| f.arrival);
+        if let Some(t) = self.next_arq_event() {
+            arrival = Some(arrival.map_or(t, |a| a.min(t)));
+        }
         match &self.held {
             Some(queue) if !queue.is_empty() => {
                 let free = self.busy_until();
@@ -973,9 +1048,12 @@ impl LinkModel {
     }
 
     /// Bytes held by the spare frame buffers kept for reuse (at most 256 of them, each
-    /// as large as the largest frame it carried): memory a leak check subtracts.
+    /// as large as the largest frame it carried) and, with ARQ, by the frames its
+    /// sender holds (its queue and window, bounded by the queue limit and the window):
+    /// memory a leak check subtracts.
     pub fn cached_bytes(&self) -> usize {
-        self.free.iter().map(Vec::capacity).sum()
+        let held = self.arq.as_ref().map_or(0, |arq| arq.cached_bytes());
+        self.free.iter().map(Vec::capacity).sum::<usize>() + held
     }
 
     /// Copies in flight (submitted, not lost, not yet delivered).
@@ -1022,6 +1100,8 @@ fn saturate_u64(v: u128) -> u64 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_arq;
 #[cfg(test)]
 mod tests_gcra;
 #[cfg(test)]

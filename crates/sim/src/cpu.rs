@@ -233,6 +233,7 @@ impl CpuProfile {
             name: "elf-1975".to_string(),
             frame: picos(25_050.0),
             frame_byte: 0,
+            file_byte: 0,
             loopback: None,
             packet: 0,
             segment: picos(23_050.0),

@@ -126,6 +126,10 @@ pub struct DirectionReport {
     pub police_marked: u64,
     /// Frames the shaper made wait (`shape` in the file).
     pub shaped: u64,
+    /// With link-level retransmission (`arq` in the file): I-frames sent again.
+    pub arq_retransmitted: u64,
+    /// With link-level retransmission: frames the link gave up on (lost).
+    pub arq_abandoned: u64,
 }
 
 /// One host's TCP counters.
@@ -817,6 +821,8 @@ fn link_reports(scenario: &Scenario, sim: &Sim, links: &[LinkId]) -> Vec<LinkRep
                         police_drops: s.dropped_police,
                         police_marked: s.police_marked,
                         shaped: s.shaped,
+                        arq_retransmitted: s.arq_retransmitted,
+                        arq_abandoned: s.arq_abandoned,
                     }
                 })
                 .collect(),

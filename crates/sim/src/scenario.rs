@@ -190,10 +190,14 @@ pub enum FlowKind {
     /// client (`from`) logs in anonymously, sets TYPE A or I, sets up the data
     /// connection as `data` says, RETRieves a text file of `bytes` bytes that the
     /// server (`to`) sends in `record`-byte writes, and QUITs. Goodput is the data
-    /// transfer's, from RETR to the end of the data, as an FTP client reports it.
+    /// transfer's, from RETR to the end of the data, as an FTP client reports it. With
+    /// `list`, the request is a LIST of a directory of that many files instead, and
+    /// `bytes` the listing's length.
     Ftp {
-        /// Bytes of the file (lines of printable ASCII).
+        /// Bytes of the file (lines of printable ASCII), or of the listing.
         bytes: u64,
+        /// LIST a directory of this many files ([`ftp_directory`]) instead of RETR.
+        list: Option<u32>,
         /// Bytes per server write.
         record: usize,
         /// TYPE A (LF to CRLF at the server and back at the client) instead of TYPE I.
@@ -561,6 +565,16 @@ struct RawLink {
     corrupt: Option<Prob>,
     mtu: Option<Spanned<Bytes>>,
     seed: Option<u64>,
+    arq: Option<RawArq>,
+}
+
+/// An `arq` table: link-level retransmission (each field defaults to LAPB's).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArq {
+    window: Option<u16>,
+    timeout: Option<Dur>,
+    tries: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -610,6 +624,7 @@ struct RawFlow {
     translate_per_byte: Option<Dur>,
     // ftp
     data: Option<Spanned<String>>,
+    list: Option<u32>,
     // rr
     request: Option<Bytes>,
     response: Option<Bytes>,
@@ -1236,6 +1251,14 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
             mean_on: c.on.0,
             mean_off: c.off.0,
         }),
+        arq: link.arq.as_ref().map(|a| {
+            let lapb = impnet_phy::link::ArqConfig::default();
+            impnet_phy::link::ArqConfig {
+                window: a.window.unwrap_or(lapb.window),
+                timeout: a.timeout.map_or(lapb.timeout, |d| d.0),
+                tries: a.tries.unwrap_or(lapb.tries),
+            }
+        }),
     };
     let config = LinkConfig {
         qdisc: qdisc(ctx, spanned, &config)?,
@@ -1249,6 +1272,7 @@ fn link_config(ctx: &Ctx<'_>, spanned: &Spanned<RawLink>) -> Result<LinkConfig, 
             impnet_phy::LinkConfigError::ProbabilityOutOfRange { name, .. } => name,
             impnet_phy::LinkConfigError::ZeroMtu => "mtu",
             impnet_phy::LinkConfigError::Cross { .. } => "cross",
+            impnet_phy::LinkConfigError::Arq { .. } => "arq",
             _ => "reorder_delay",
         };
         let key = field.rsplit('.').next().unwrap_or(field);
@@ -1705,6 +1729,7 @@ fn check_flow_fields(
         ("cpu_per_byte", flow.cpu_per_byte.is_some()),
         ("translate_per_byte", flow.translate_per_byte.is_some()),
         ("data", flow.data.is_some()),
+        ("list", flow.list.is_some()),
         ("request", flow.request.is_some()),
         ("response", flow.response.is_some()),
         ("count", flow.count.is_some()),
@@ -1729,6 +1754,7 @@ fn check_flow_fields(
             "cpu_per_byte",
             "translate_per_byte",
             "data",
+            "list",
         ],
         "rr" => &[
             "request",
@@ -1765,18 +1791,57 @@ fn check_flow_fields(
 /// The largest file an `ftp` flow serves (the server holds it in memory).
 const MAX_FTP_FILE: u64 = 256 << 20;
 
+/// One more than the most files a LIST flow's directory holds.
+const MAX_FTP_LIST: u32 = 100_000;
+
+/// The directory an `ftp` flow with `list = files` LISTs: `/pub`, holding
+/// `rfc1.txt` ... `rfcN.txt`, the kth of `(k * 7919) % 60 + 1` KiB (RFC-like sizes,
+/// 1 to 60 KiB, the same for every run), as the server's file system.
+pub fn ftp_directory(files: u32) -> impnet_ftp::MemFs {
+    let fs = impnet_ftp::MemFs::new();
+    for k in 1..=files {
+        let len = ((u64::from(k) * 7919) % 60 + 1) * 1024;
+        fs.insert(&format!("/pub/rfc{k}.txt"), vec![b'x'; len as usize]);
+    }
+    fs
+}
+
+/// The listing a LIST of [`ftp_directory`]`(files)` sends (`ls -l` lines, CRLF).
+pub fn ftp_listing(files: u32) -> String {
+    use impnet_ftp::fs::FileTree;
+    let entries = ftp_directory(files).list("/pub").unwrap_or_default();
+    impnet_ftp::server::listing(&entries, true)
+}
+
 /// An `ftp` flow's settings: the file (`bytes`, required), the server's writes
 /// (`record`, default 8 KiB), TYPE A or I (`text_mode`), the CPU costs, and the data
 /// connection (`data`: "passive" (the default), "epsv", "active" or "eprt").
 fn ftp_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, ScenarioError> {
     let flow = spanned.get_ref();
-    let bytes = flow.bytes.ok_or_else(|| {
-        ctx.error(
-            spanned.span(),
-            "bytes",
-            "an ftp flow needs `bytes`, the size of the file (e.g. \"60K\")",
-        )
-    })?;
+    let bytes = match (flow.list, flow.bytes) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.field_error(
+                spanned.span(),
+                "bytes",
+                "a LIST (`list`) sends the directory's listing: give no `bytes`",
+            ));
+        }
+        (Some(0 | MAX_FTP_LIST..), _) => {
+            return Err(ctx.field_error(
+                spanned.span(),
+                "list",
+                format!("give 1 to {} files", MAX_FTP_LIST - 1),
+            ));
+        }
+        (Some(files), None) => Bytes(ftp_listing(files).len() as u64),
+        (None, bytes) => bytes.ok_or_else(|| {
+            ctx.error(
+                spanned.span(),
+                "bytes",
+                "an ftp flow needs `bytes`, the size of the file (e.g. \"60K\"), or `list`",
+            )
+        })?,
+    };
     if bytes.0 > MAX_FTP_FILE {
         return Err(ctx.field_error(
             spanned.span(),
@@ -1809,6 +1874,7 @@ fn ftp_kind(ctx: &Ctx<'_>, spanned: &Spanned<RawFlow>) -> Result<FlowKind, Scena
     let dur = |d: Option<Dur>| d.map_or(Duration::ZERO, |d| d.0);
     Ok(FlowKind::Ftp {
         bytes: bytes.0,
+        list: flow.list,
         record: record as usize,
         text_mode: flow.text_mode.unwrap_or(false),
         cpu_per_byte: dur(flow.cpu_per_byte),

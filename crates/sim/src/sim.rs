@@ -1146,6 +1146,19 @@ impl Sim {
             self.is_dirty[dst_host.0] = true;
             self.dirty.push(dst_host.0);
         }
+        // Link-level retransmission: acknowledgements cross to the other direction,
+        // whose next event may move.
+        if link.models[side].config().arq.is_some() {
+            let other = link.models[1 - side].next_arrival();
+            let [m0, m1] = &mut link.models;
+            if crate::alloc_count::uncounted(|| LinkModel::exchange_arq(m0, m1, now))
+                && let Some(t) = link.models[1 - side].next_arrival()
+                && Some(t) != other
+            {
+                self.push_arrival(t, 2 * index + 1 - side);
+            }
+        }
+        let link = &self.links[index];
         if let Some(t) = link.models[side].next_arrival() {
             self.push_arrival(t, 2 * index + side);
         }

@@ -614,6 +614,22 @@ fn seed003_a_good_tcp_reaches_80_percent_of_the_line_on_a_noisy_9600_line() {
         assert!(server.combined_acks > 0, "{name}: {server:?}");
     }
     assert!(good_data.longest_stall_ms < 5_000.0, "{good_data:?}");
+    // The directory LIST ("excruciatingly slow" on the VM): the listing arrives
+    // intact over the data connection, its control exchange judged as the RETR's; the
+    // VM's 100-byte writes of it leave as small segments.
+    let listing = impnet_sim::scenario::ftp_listing(200).len() as u64;
+    for name in ["good-9600-list", "vm-like-list"] {
+        let f = flow(r, name);
+        assert!(f.completed && f.data_ok == Some(true), "{name}: {f:?}");
+        assert_eq!(f.bytes, listing, "{name}");
+    }
+    let vm_list = judged(flow(r, "vm-like-list"));
+    assert!(vm_list.directions[0].verdict.small_segments, "{vm_list:?}");
+    assert!(
+        control(flow(r, "vm-like-list")).directions[1]
+            .verdict
+            .uncombined_acks
+    );
     // The capture holds the whole transfer: as much new data as was delivered.
     for name in ["good-9600-small-window", "vm-like-9600"] {
         let f = flow(r, name);

@@ -22,7 +22,7 @@
 //!   the link's rate, nothing on a link without a rate).
 //!
 //! Impairments that act on single frames (reordering, duplication, corruption, a
-//! queue discipline, a shaper or a policer) cut every super-segment into its frames
+//! queue discipline, a shaper, a policer or link-level retransmission) cut every super-segment into its frames
 //! first, so they behave as without offloads.
 
 use super::{LinkModel, Submit, Whole, saturate_u64};
@@ -81,6 +81,7 @@ impl LinkModel {
     fn carries_whole(&self, wire: &WireFrames) -> bool {
         let c = &self.config;
         self.held.is_none()
+            && self.arq.is_none()
             && self.shaper.is_none()
             && self.policer.is_none()
             && c.reorder == 0.0
@@ -148,6 +149,7 @@ impl LinkModel {
                 frames: wire.count as u64,
                 wire_bytes: wire.wire_bytes as u64,
             }),
+            tag: None,
         });
         self.next_seq += 1;
         self.stats.super_segments += 1;

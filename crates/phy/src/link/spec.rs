@@ -5,14 +5,16 @@
 //! `queue`, `target` and `interval` ([`QdiscKeys`]).
 //!
 //! Keys: `delay`, `rate`, `loss`, `queue`, `reorder`, `reorder-delay`, `duplicate`,
-//! `corrupt`, `mtu`, `qdisc`, `target`, `interval`, `shape`, `police`. `reorder` takes
+//! `corrupt`, `mtu`, `qdisc`, `target`, `interval`, `shape`, `police`, `arq`. `reorder` takes
 //! `P` or `P/DELAY` (held-back frames wait DELAY more, default 10 ms). `qdisc` is
 //! `fifo` (the default drop-tail queue), `codel` or `fq_codel`; `target` and `interval`
 //! set CoDel's and need one of the last two; `queue` then limits the discipline in
 //! bytes. `shape` and `police` take a GCRA traffic contract as `PEAK/SUSTAINED/BURST`
 //! (rates and a size: `shape=622mbit/100mbit/64K`); `police` may end in `/drop` (the
-//! default) or `/mark`. `mtu` is the largest frame (Ethernet header included). Every
-//! error names the key and value it could not use.
+//! default) or `/mark`. `mtu` is the largest frame (Ethernet header included). `arq`
+//! turns on link-level retransmission ([`super::arq`]): `WINDOW/TIMEOUT/TRIES`
+//! (`arq=7/1s/10`: 7 frames outstanding, T1 of 1 s, given up after 10 tries), `on`
+//! (LAPB's 7/3s/10) or `off`. Every error names the key and value it could not use.
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,12 +22,14 @@ use std::str::FromStr;
 use impnet_core::Duration;
 use impnet_core::qdisc::{Limit, QdiscConfig, UnknownQdisc};
 
-use super::{GcraConfig, GcraConfigError, LinkConfig, LinkConfigError, PoliceAction, Policer};
+use super::{
+    ArqConfig, GcraConfig, GcraConfigError, LinkConfig, LinkConfigError, PoliceAction, Policer,
+};
 use crate::units::{self, QuantityError};
 
 /// The keys a specification takes, for messages.
 const KEYS: &str = "delay, rate, loss, queue, reorder, reorder-delay, duplicate, corrupt, mtu, \
-                    qdisc, target, interval, shape, police";
+                    qdisc, target, interval, shape, police, arq";
 
 /// How long a reordered frame is held back when `reorder=P` gives no delay.
 pub const DEFAULT_REORDER_DELAY: Duration = Duration::from_millis(10);
@@ -104,6 +108,9 @@ pub enum ValueError {
     UnknownQdisc(UnknownQdisc),
     /// A `shape` or `police` contract that does not parse or is not valid.
     Contract(ContractError),
+    /// An `arq` setting that is not `WINDOW/TIMEOUT/TRIES`, `on` or `off`, or not
+    /// possible.
+    Arq(String),
 }
 
 impl fmt::Display for ValueError {
@@ -114,6 +121,9 @@ impl fmt::Display for ValueError {
             ValueError::Zero => f.write_str("must be more than 0"),
             ValueError::UnknownQdisc(e) => e.fmt(f),
             ValueError::Contract(e) => e.fmt(f),
+            ValueError::Arq(why) => {
+                write!(f, "{why}; give WINDOW/TIMEOUT/TRIES (7/1s/10), on or off")
+            }
         }
     }
 }
@@ -223,6 +233,28 @@ fn parse_contract(
     };
     config.validate().map_err(ContractError::Invalid)?;
     Ok((config, action))
+}
+
+/// An `arq` value: `WINDOW/TIMEOUT/TRIES`, `on` (LAPB's settings) or `off`.
+pub fn parse_arq(value: &str) -> Result<Option<ArqConfig>, ValueError> {
+    let bad = |what: &str| ValueError::Arq(what.to_string());
+    let parts: Vec<&str> = value.split('/').map(str::trim).collect();
+    let config = match parts[..] {
+        ["off"] => return Ok(None),
+        ["on"] => ArqConfig::default(),
+        [window, timeout, tries] => ArqConfig {
+            window: window
+                .parse()
+                .map_err(|_| bad("window: not a number of frames"))?,
+            timeout: units::parse_duration(timeout)?,
+            tries: tries.parse().map_err(|_| bad("tries: not a number"))?,
+        },
+        _ => return Err(bad("not three parts")),
+    };
+    match config.problem() {
+        Some(problem) => Err(bad(problem)),
+        None => Ok(Some(config)),
+    }
 }
 
 /// What a link's `queue`, `target` and `interval` add to its queue discipline, the
@@ -345,6 +377,7 @@ fn set(
             let (contract, action) = parse_contract(value, true).map_err(ValueError::Contract)?;
             config.police = Some(Policer { contract, action });
         }
+        "arq" => config.arq = parse_arq(value)?,
         "reorder-delay" | "reorder_delay" => {
             pending.reorder_delay = Some(units::parse_duration(value)?);
         }

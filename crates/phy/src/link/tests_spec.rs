@@ -49,7 +49,7 @@ fn errors_name_the_bad_key_or_value() {
         message("delay=20ms,jitter=5ms"),
         "unknown impairment `jitter` in `jitter=5ms` (keys: delay, rate, loss, queue, \
          reorder, reorder-delay, duplicate, corrupt, mtu, qdisc, target, interval, shape, \
-         police)"
+         police, arq)"
     );
     assert_eq!(
         message("loss=150%"),

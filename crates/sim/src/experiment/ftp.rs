@@ -1,6 +1,6 @@
 //! The `ftp` flow: a real FTP session in virtual time. Both ends run `impnet-ftp`'s
 //! state machines (the server's [`Session`] over a [`MemFs`] holding the file, the
-//! [`Client`] running one RETR), over a control connection and a data connection of
+//! [`Client`] running one RETR, or a LIST of a directory), over a control connection and a data connection of
 //! the simulated stacks, exactly as `imp serve --ftp` and `imp ftp` run them over a
 //! TAP. The CPU costs per byte of a `bulk` flow apply to the data: the server pays
 //! for each record it reads (and translates) before writing it, the client for each
@@ -32,6 +32,9 @@ use crate::{HostId, LinkId, Sim};
 
 /// The file's name on the server.
 const FILE: &str = "/pub/file.txt";
+
+/// The directory a LIST flow lists ([`crate::scenario::ftp_directory`]).
+const DIRECTORY: &str = "/pub";
 
 /// What an `ftp` flow pays per byte, and how the server writes.
 #[derive(Debug, Clone, Copy)]
@@ -70,7 +73,7 @@ pub(super) struct FtpApp {
     active_port: u16,
     /// The hash of the file as the server read it, and its length.
     pub(super) sent: StreamHash,
-    /// When RETR went out and when the data's end arrived.
+    /// When RETR (or LIST) went out and when the data's end arrived.
     pub(super) transfer: (Option<Instant>, Option<Instant>),
     /// The tracer's index of the data connection, once it is followed.
     pub(super) traced: Option<usize>,
@@ -137,6 +140,7 @@ impl FtpApp {
     ) -> FtpApp {
         let FlowKind::Ftp {
             bytes,
+            list,
             text_mode,
             data,
             ..
@@ -144,15 +148,24 @@ impl FtpApp {
         else {
             unreachable!("an ftp app for a flow of another kind")
         };
-        let mut file = vec![0u8; bytes as usize];
-        TextSource {
-            pattern: Pattern::new(seed ^ (index as u64) << 32),
-            text: true,
-            column: 0,
-        }
-        .fill(&mut file);
-        let fs = MemFs::new();
-        fs.insert(FILE, file);
+        let (fs, request) = match list {
+            Some(files) => (
+                crate::scenario::ftp_directory(files),
+                Request::List(Some(DIRECTORY.into())),
+            ),
+            None => {
+                let mut file = vec![0u8; bytes as usize];
+                TextSource {
+                    pattern: Pattern::new(seed ^ (index as u64) << 32),
+                    text: true,
+                    column: 0,
+                }
+                .fill(&mut file);
+                let fs = MemFs::new();
+                fs.insert(FILE, file);
+                (fs, Request::Retr(FILE.into()))
+            }
+        };
         let config = ServerConfig {
             anonymous: true,
             ..ServerConfig::default()
@@ -162,7 +175,7 @@ impl FtpApp {
             pass: "imp@".into(),
             ascii: text_mode,
             mode: data,
-            request: Request::Retr(FILE.into()),
+            request,
         };
         let index = index as u16;
         FtpApp {
@@ -594,7 +607,7 @@ impl FtpApp {
         loop {
             match c.client.poll() {
                 ClientAction::Send(line) => {
-                    if line.starts_with("RETR ") {
+                    if line.starts_with("RETR ") || line.starts_with("LIST") {
                         self.transfer.0 = Some(now);
                     }
                     c.out.extend(line.as_bytes());
