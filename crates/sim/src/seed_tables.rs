@@ -564,17 +564,94 @@ const fn run(
 /// Table VI (17 November 1975), row by row (the two priorities of the 4 s groups as a
 /// range). The last row "blew up after running out of message storage" at 27 letters.
 pub const TABLE_VI: [Run1975; 11] = [
-    run("t6-timer-p2", "timer", (2, 10), ("0.5 s", "0.5 s"), (176.0, 176.0), Some((72, 72))),
-    run("t6-timer-p2-w25", "timer", (2, 10), ("0.5 s", "0.25 s"), (171.0, 171.0), Some((72, 72))),
-    run("t6-timer-p3", "timer", (3, 10), ("0.5 s", "0.5 s"), (119.0, 119.0), Some((172, 172))),
-    run("t6-timer-p3-w25", "timer", (3, 10), ("0.5 s", "0.25 s"), (139.0, 139.0), Some((148, 148))),
-    run("t6-forced-p2", "forced", (2, 10), ("0.5 s", "0.5 s"), (108.0, 108.0), Some((113, 113))),
-    run("t6-forced-p2-w25", "forced", (2, 10), ("0.5 s", "0.25 s"), (107.0, 107.0), Some((114, 114))),
-    run("t6-forced-p3", "forced", (3, 10), ("0.5 s", "0.5 s"), (81.0, 81.0), Some((187, 187))),
-    run("t6-forced-p3-w25", "forced", (3, 10), ("0.5 s", "0.25 s"), (76.0, 76.0), Some((182, 182))),
-    run("t6-forced-p3-4s", "forced", (3, 10), ("4 s", "4 s"), (173.0, 178.0), Some((0, 0))),
-    run("t6-forced-p3-4s-70", "forced", (3, 70), ("4 s", "4 s"), (164.0, 170.0), Some((0, 0))),
-    run("t6-forced-p5-4s", "forced", (5, 10), ("4 s", "4 s"), (170.0, 170.0), Some((1, 1))),
+    run(
+        "t6-timer-p2",
+        "timer",
+        (2, 10),
+        ("0.5 s", "0.5 s"),
+        (176.0, 176.0),
+        Some((72, 72)),
+    ),
+    run(
+        "t6-timer-p2-w25",
+        "timer",
+        (2, 10),
+        ("0.5 s", "0.25 s"),
+        (171.0, 171.0),
+        Some((72, 72)),
+    ),
+    run(
+        "t6-timer-p3",
+        "timer",
+        (3, 10),
+        ("0.5 s", "0.5 s"),
+        (119.0, 119.0),
+        Some((172, 172)),
+    ),
+    run(
+        "t6-timer-p3-w25",
+        "timer",
+        (3, 10),
+        ("0.5 s", "0.25 s"),
+        (139.0, 139.0),
+        Some((148, 148)),
+    ),
+    run(
+        "t6-forced-p2",
+        "forced",
+        (2, 10),
+        ("0.5 s", "0.5 s"),
+        (108.0, 108.0),
+        Some((113, 113)),
+    ),
+    run(
+        "t6-forced-p2-w25",
+        "forced",
+        (2, 10),
+        ("0.5 s", "0.25 s"),
+        (107.0, 107.0),
+        Some((114, 114)),
+    ),
+    run(
+        "t6-forced-p3",
+        "forced",
+        (3, 10),
+        ("0.5 s", "0.5 s"),
+        (81.0, 81.0),
+        Some((187, 187)),
+    ),
+    run(
+        "t6-forced-p3-w25",
+        "forced",
+        (3, 10),
+        ("0.5 s", "0.25 s"),
+        (76.0, 76.0),
+        Some((182, 182)),
+    ),
+    run(
+        "t6-forced-p3-4s",
+        "forced",
+        (3, 10),
+        ("4 s", "4 s"),
+        (173.0, 178.0),
+        Some((0, 0)),
+    ),
+    run(
+        "t6-forced-p3-4s-70",
+        "forced",
+        (3, 70),
+        ("4 s", "4 s"),
+        (164.0, 170.0),
+        Some((0, 0)),
+    ),
+    run(
+        "t6-forced-p5-4s",
+        "forced",
+        (5, 10),
+        ("4 s", "4 s"),
+        (170.0, 170.0),
+        Some((1, 1)),
+    ),
 ];
 
 /// Tables VII (29 December 1975, forced ACKs; the 60 s line), VIII (30 December, no
@@ -582,16 +659,116 @@ pub const TABLE_VI: [Run1975; 11] = [
 /// after the TCP's "pick send connection" and "pick receive connection" were rewritten;
 /// the 60 s line): (table, run).
 pub const TABLES_VII_IX: [(&str, Run1975); 10] = [
-    ("VII", run("t7-10-p1", "forced", (1, 10), ("0.5 s", "0.5 s"), (151.0, 151.0), None)),
-    ("VII", run("t7-10-p1-4s", "forced", (1, 10), ("4 s", "4 s"), (155.0, 155.0), None)),
-    ("VII", run("t7-10-p3-4s", "forced", (3, 10), ("4 s", "4 s"), (188.0, 188.0), None)),
-    ("VII", run("t7-50-p1", "forced", (1, 50), ("0.5 s", "0.5 s"), (148.0, 148.0), None)),
-    ("VII", run("t7-50-p1-4s", "forced", (1, 50), ("4 s", "4 s"), (152.0, 152.0), None)),
-    ("VII", run("t7-50-p3-4s", "forced", (3, 50), ("4 s", "4 s"), (180.0, 180.0), None)),
-    ("VIII", run("t8-10-p3-4s", "timer", (3, 10), ("4 s", "4 s"), (288.0, 288.0), None)),
-    ("VIII", run("t8-50-p3-4s", "timer", (3, 50), ("4 s", "4 s"), (256.0, 256.0), None)),
-    ("IX", run("t8-10-p3-4s", "timer", (3, 10), ("4 s", "4 s"), (386.0, 386.0), None)),
-    ("IX", run("t8-50-p3-4s", "timer", (3, 50), ("4 s", "4 s"), (340.0, 340.0), None)),
+    (
+        "VII",
+        run(
+            "t7-10-p1",
+            "forced",
+            (1, 10),
+            ("0.5 s", "0.5 s"),
+            (151.0, 151.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-10-p1-4s",
+            "forced",
+            (1, 10),
+            ("4 s", "4 s"),
+            (155.0, 155.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-10-p3-4s",
+            "forced",
+            (3, 10),
+            ("4 s", "4 s"),
+            (188.0, 188.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-50-p1",
+            "forced",
+            (1, 50),
+            ("0.5 s", "0.5 s"),
+            (148.0, 148.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-50-p1-4s",
+            "forced",
+            (1, 50),
+            ("4 s", "4 s"),
+            (152.0, 152.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-50-p3-4s",
+            "forced",
+            (3, 50),
+            ("4 s", "4 s"),
+            (180.0, 180.0),
+            None,
+        ),
+    ),
+    (
+        "VIII",
+        run(
+            "t8-10-p3-4s",
+            "timer",
+            (3, 10),
+            ("4 s", "4 s"),
+            (288.0, 288.0),
+            None,
+        ),
+    ),
+    (
+        "VIII",
+        run(
+            "t8-50-p3-4s",
+            "timer",
+            (3, 50),
+            ("4 s", "4 s"),
+            (256.0, 256.0),
+            None,
+        ),
+    ),
+    (
+        "IX",
+        run(
+            "t8-10-p3-4s",
+            "timer",
+            (3, 10),
+            ("4 s", "4 s"),
+            (386.0, 386.0),
+            None,
+        ),
+    ),
+    (
+        "IX",
+        run(
+            "t8-50-p3-4s",
+            "timer",
+            (3, 50),
+            ("4 s", "4 s"),
+            (340.0, 340.0),
+            None,
+        ),
+    ),
 ];
 
 /// What imp's run of a [`Run1975`] gave.
@@ -682,9 +859,9 @@ fn seed004_table_vi(r: &Report) -> Result<String, String> {
                 &range(run.letters.0, run.letters.1),
                 &format!("{:.0}", m.letters_per_min),
                 &ratio(m.letters_per_min, run.letters),
-                &run
-                    .retransmits
-                    .map_or(String::new(), |(lo, hi)| range(f64::from(lo), f64::from(hi))),
+                &run.retransmits.map_or(String::new(), |(lo, hi)| {
+                    range(f64::from(lo), f64::from(hi))
+                }),
                 &format!("{:.0}", m.retransmits_per_min),
                 &format!("{:.0}", m.process_acks_per_min),
                 &busy,
