@@ -619,7 +619,7 @@ impl Conn {
         if !self.timers.is_set(Timer::Retransmit) {
             let config = &ctx.shared.config;
             let rto = self.rto(config.rto_bounds().max);
-            let at = self.retransmit_deadline(config, now, rto);
+            let at = Conn::send_deadline(config, now, rto);
             self.timers.set(Timer::Retransmit, at);
         }
         if let Some(timeout) = self.user_timeout(&ctx.shared.config) {

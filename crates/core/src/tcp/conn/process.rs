@@ -19,9 +19,10 @@ pub(crate) fn next_wakeup(at: Instant, period: Duration) -> Instant {
 }
 
 impl Conn {
-    /// When the retransmission timer should fire, armed at `now` for a timeout of
-    /// `rto`: RFC 6298's `now + rto`, or with a retransmission process the oldest
-    /// unacknowledged segment's send time plus `rto`, at the process's next wakeup.
+    /// When the retransmission timer should fire, re-armed at `now` by an ACK for a
+    /// timeout of `rto`: RFC 6298's `now + rto`, or with a retransmission process the
+    /// oldest unacknowledged segment's send time plus `rto`, at the process's next
+    /// wakeup.
     pub(super) fn retransmit_deadline(
         &self,
         config: &TcpConfig,
@@ -37,6 +38,16 @@ impl Conn {
             .and_then(|cold| cold.letters.front())
             .map_or(now, |&(_, at)| at);
         next_wakeup(sent + rto, period)
+    }
+
+    /// When the retransmission timer should fire, started at `now` by a segment going
+    /// out (the oldest unacknowledged one, or one sent again after a timeout, which is
+    /// the oldest): `now + rto`, with a retransmission process at its next wakeup.
+    pub(super) fn send_deadline(config: &TcpConfig, now: Instant, rto: Duration) -> Instant {
+        match config.retransmit_process {
+            Some(period) => next_wakeup(now + rto, period),
+            None => now + rto,
+        }
     }
 
     /// With a retransmission process, `[seq, end)` went out at `now` (`again`: a
