@@ -641,15 +641,12 @@ impl Conn {
         // data, restart the retransmission timer so that it will expire after RTO".
         // With a 1975 retransmission process (`process.rs`) the timer is the oldest
         // unacknowledged letter's own instead.
-        self.letters_acked(&ctx.shared.config, ack);
+        let rto_at = self.acked_deadline(&ctx.shared.config, ack, now);
         if outstanding == 0 {
             self.timers.stop(Timer::Retransmit);
             self.timers.stop(Timer::UserTimeout);
         } else {
-            let config = &ctx.shared.config;
-            let rto = self.rto(config.rto_bounds().max);
-            let at = self.retransmit_deadline(config, now, rto);
-            self.timers.set(Timer::Retransmit, at);
+            self.timers.set(Timer::Retransmit, rto_at);
             if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
                 self.timers.set(Timer::UserTimeout, now + timeout);
             }

@@ -40,6 +40,20 @@ impl Conn {
         next_wakeup(sent + rto, period)
     }
 
+    /// Everything before `ack` was acknowledged at `now`: the letters leave the queue,
+    /// and the retransmission timer, if data is still outstanding, fires then
+    /// ([`Conn::retransmit_deadline`]).
+    pub(super) fn acked_deadline(
+        &mut self,
+        config: &TcpConfig,
+        ack: SeqNumber,
+        now: Instant,
+    ) -> Instant {
+        self.letters_acked(config, ack);
+        let rto = self.rto(config.rto_bounds().max);
+        self.retransmit_deadline(config, now, rto)
+    }
+
     /// When the retransmission timer should fire, started at `now` by a segment going
     /// out (the oldest unacknowledged one, or one sent again after a timeout, which is
     /// the oldest): `now + rto`, with a retransmission process at its next wakeup.
