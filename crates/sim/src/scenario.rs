@@ -534,6 +534,8 @@ struct RawTcp {
     mtu_probing: Option<Spanned<String>>,
     profile: Option<Spanned<String>>,
     retransmit_timer: Option<Dur>,
+    retransmit_process: Option<Dur>,
+    ack_on_wakeup: Option<bool>,
     karn: Option<bool>,
     segment_per_write: Option<bool>,
     quick_acks: Option<u32>,
@@ -1038,7 +1040,9 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
 
 /// `profile` (an old TCP's algorithms, `LegacyProfile`), applied before every other
 /// key so they can change it, and the switches old TCPs differ by: `retransmit_timer`
-/// (a fixed RTO, never backed off), `karn`, `segment_per_write`.
+/// (a fixed RTO, never backed off), `retransmit_process` (the period of a 1975
+/// retransmission process, `TcpConfig::retransmit_process`), `ack_on_wakeup`, `karn`,
+/// `segment_per_write`.
 fn legacy_settings(ctx: &Ctx<'_>, raw: &RawTcp, tcp: &mut TcpConfig) -> Result<(), ScenarioError> {
     if let Some(name) = &raw.profile {
         let profile = LegacyProfile::from_name(name.get_ref()).ok_or_else(|| {
@@ -1065,6 +1069,15 @@ fn legacy_settings(ctx: &Ctx<'_>, raw: &RawTcp, tcp: &mut TcpConfig) -> Result<(
         tcp.initial_rto = timer.0;
         tcp.min_rto = timer.0;
         tcp.max_rto = timer.0;
+        if tcp.retransmit_process.is_some() {
+            tcp.retransmit_process = Some(timer.0);
+        }
+    }
+    if let Some(period) = raw.retransmit_process {
+        tcp.retransmit_process = Some(period.0);
+    }
+    if let Some(v) = raw.ack_on_wakeup {
+        tcp.ack_on_wakeup = v;
     }
     if let Some(v) = raw.karn {
         tcp.karn = v;

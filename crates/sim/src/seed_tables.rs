@@ -583,72 +583,378 @@ fn seed004(r: &Report) -> Result<String, String> {
     Ok(out)
 }
 
-/// Table VI's settings on the exerciser with the 1975 CPU model.
-fn seed004_table_vi(r: &Report) -> Result<String, String> {
-    let rows = [
-        (
-            "t6-timer-p2",
-            "on the 0.5 s timer",
-            "2",
-            "0.5 s",
-            "176 (2.9/s)",
-        ),
-        (
-            "t6-timer-p3",
-            "on the 0.5 s timer",
-            "3",
-            "0.5 s",
-            "119-139 (2.0-2.3/s)",
-        ),
-        ("t6-forced-p2", "forced", "2", "0.5 s", "107-108 (1.8/s)"),
-        ("t6-forced-p3", "forced", "3", "0.5 s", "76-81 (1.3/s)"),
-        (
-            "t6-forced-p3-4s",
+/// One row of a 1975-1976 table run on the exerciser with the 1975 CPU model: the
+/// flow, its settings as the report gives them, and the report's letters a minute (a
+/// range where two runs differ only by what the model does not have, the user's
+/// priority) and retransmissions a minute.
+pub struct Run1975 {
+    /// The flow (and `x-`, `e-` hosts, `imp-` link) in `004-selfloop-letters.toml`.
+    pub flow: &'static str,
+    /// ACKs: "timer" (on the retransmission process's wakeup) or "forced".
+    pub acks: &'static str,
+    /// Letters in the pipeline (on the send queue).
+    pub pipeline: u32,
+    /// Letter length in characters.
+    pub letter: u32,
+    /// Retransmission timeout and wakeup, as printed.
+    pub timeout: &'static str,
+    /// The retransmission process's wakeup, as printed.
+    pub wakeup: &'static str,
+    /// The report's letters a minute: lowest and highest.
+    pub letters: (f64, f64),
+    /// The report's retransmissions a minute (Table VI only).
+    pub retransmits: Option<(u32, u32)>,
+}
+
+const fn run(
+    flow: &'static str,
+    acks: &'static str,
+    (pipeline, letter): (u32, u32),
+    (timeout, wakeup): (&'static str, &'static str),
+    letters: (f64, f64),
+    retransmits: Option<(u32, u32)>,
+) -> Run1975 {
+    Run1975 {
+        flow,
+        acks,
+        pipeline,
+        letter,
+        timeout,
+        wakeup,
+        letters,
+        retransmits,
+    }
+}
+
+/// Table VI (17 November 1975), row by row (the two priorities of the 4 s groups as a
+/// range). The last row "blew up after running out of message storage" at 27 letters.
+pub const TABLE_VI: [Run1975; 11] = [
+    run(
+        "t6-timer-p2",
+        "timer",
+        (2, 10),
+        ("0.5 s", "0.5 s"),
+        (176.0, 176.0),
+        Some((72, 72)),
+    ),
+    run(
+        "t6-timer-p2-w25",
+        "timer",
+        (2, 10),
+        ("0.5 s", "0.25 s"),
+        (171.0, 171.0),
+        Some((72, 72)),
+    ),
+    run(
+        "t6-timer-p3",
+        "timer",
+        (3, 10),
+        ("0.5 s", "0.5 s"),
+        (119.0, 119.0),
+        Some((172, 172)),
+    ),
+    run(
+        "t6-timer-p3-w25",
+        "timer",
+        (3, 10),
+        ("0.5 s", "0.25 s"),
+        (139.0, 139.0),
+        Some((148, 148)),
+    ),
+    run(
+        "t6-forced-p2",
+        "forced",
+        (2, 10),
+        ("0.5 s", "0.5 s"),
+        (108.0, 108.0),
+        Some((113, 113)),
+    ),
+    run(
+        "t6-forced-p2-w25",
+        "forced",
+        (2, 10),
+        ("0.5 s", "0.25 s"),
+        (107.0, 107.0),
+        Some((114, 114)),
+    ),
+    run(
+        "t6-forced-p3",
+        "forced",
+        (3, 10),
+        ("0.5 s", "0.5 s"),
+        (81.0, 81.0),
+        Some((187, 187)),
+    ),
+    run(
+        "t6-forced-p3-w25",
+        "forced",
+        (3, 10),
+        ("0.5 s", "0.25 s"),
+        (76.0, 76.0),
+        Some((182, 182)),
+    ),
+    run(
+        "t6-forced-p3-4s",
+        "forced",
+        (3, 10),
+        ("4 s", "4 s"),
+        (173.0, 178.0),
+        Some((0, 0)),
+    ),
+    run(
+        "t6-forced-p3-4s-70",
+        "forced",
+        (3, 70),
+        ("4 s", "4 s"),
+        (164.0, 170.0),
+        Some((0, 0)),
+    ),
+    run(
+        "t6-forced-p5-4s",
+        "forced",
+        (5, 10),
+        ("4 s", "4 s"),
+        (170.0, 170.0),
+        Some((1, 1)),
+    ),
+];
+
+/// Tables VII (29 December 1975, forced ACKs; the 60 s line), VIII (30 December, no
+/// forced ACKs; 150 s, as letters a minute) and IX (31 December, Table VIII's settings
+/// after the TCP's "pick send connection" and "pick receive connection" were rewritten;
+/// the 60 s line): (table, run).
+pub const TABLES_VII_IX: [(&str, Run1975); 10] = [
+    (
+        "VII",
+        run(
+            "t7-10-p1",
             "forced",
-            "3",
-            "4 s",
-            "164-178 (2.7-3.0/s)",
+            (1, 10),
+            ("0.5 s", "0.5 s"),
+            (151.0, 151.0),
+            None,
         ),
-        ("t6-forced-p5-4s", "forced", "5", "4 s", "170 (2.8/s)"),
-    ];
-    let mut out = String::from(
-        "\nTable VI's settings, the exerciser with the 1975 CPU model (`elf-1975`, from Table V), \
-         10-character letters, 60 s:\n\n\
-         | ACKs | in pipeline | timeout | 1975 letters/min | imp letters/min | imp letters/s | \
-         exerciser CPU busy | frames per letter | retransmissions |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
-    );
-    for (name, acks, pipe, timeout, figure) in rows {
-        let f = flow(r, name)?;
-        let letters = f.transactions.unwrap_or(0);
-        let link = r
-            .links
-            .iter()
-            .find(|l| l.name == format!("imp-{name}"))
-            .ok_or_else(|| format!("no link imp-{name}"))?;
-        let frames = link.directions.first().map_or(0, |d| d.submitted);
-        let per_letter = if letters > 0 {
+    ),
+    (
+        "VII",
+        run(
+            "t7-10-p1-4s",
+            "forced",
+            (1, 10),
+            ("4 s", "4 s"),
+            (155.0, 155.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-10-p3-4s",
+            "forced",
+            (3, 10),
+            ("4 s", "4 s"),
+            (188.0, 188.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-50-p1",
+            "forced",
+            (1, 50),
+            ("0.5 s", "0.5 s"),
+            (148.0, 148.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-50-p1-4s",
+            "forced",
+            (1, 50),
+            ("4 s", "4 s"),
+            (152.0, 152.0),
+            None,
+        ),
+    ),
+    (
+        "VII",
+        run(
+            "t7-50-p3-4s",
+            "forced",
+            (3, 50),
+            ("4 s", "4 s"),
+            (180.0, 180.0),
+            None,
+        ),
+    ),
+    (
+        "VIII",
+        run(
+            "t8-10-p3-4s",
+            "timer",
+            (3, 10),
+            ("4 s", "4 s"),
+            (288.0, 288.0),
+            None,
+        ),
+    ),
+    (
+        "VIII",
+        run(
+            "t8-50-p3-4s",
+            "timer",
+            (3, 50),
+            ("4 s", "4 s"),
+            (256.0, 256.0),
+            None,
+        ),
+    ),
+    (
+        "IX",
+        run(
+            "t8-10-p3-4s",
+            "timer",
+            (3, 10),
+            ("4 s", "4 s"),
+            (386.0, 386.0),
+            None,
+        ),
+    ),
+    (
+        "IX",
+        run(
+            "t8-50-p3-4s",
+            "timer",
+            (3, 50),
+            ("4 s", "4 s"),
+            (340.0, 340.0),
+            None,
+        ),
+    ),
+];
+
+/// What imp's run of a [`Run1975`] gave.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured1975 {
+    /// Letters a minute (letters in the run over its minutes).
+    pub letters_per_min: f64,
+    /// Retransmissions a minute, both ends (the two halves of the looped connection).
+    pub retransmits_per_min: f64,
+    /// ACKs sent by the retransmission process's wakeup a minute, both ends.
+    pub process_acks_per_min: f64,
+    /// The exerciser's CPU busy, %.
+    pub busy_pct: Option<f64>,
+    /// Frames the exerciser sent per letter.
+    pub frames_per_letter: f64,
+}
+
+/// imp's figures for `run` in report `r`.
+pub fn measured_1975(r: &Report, run: &Run1975) -> Result<Measured1975, String> {
+    let f = flow(r, run.flow)?;
+    let minutes = (f.seconds / 60.0).max(1e-9);
+    let letters = f.transactions.unwrap_or(0);
+    let link = r
+        .links
+        .iter()
+        .find(|l| l.name == format!("imp-{}", run.flow))
+        .ok_or_else(|| format!("no link imp-{}", run.flow))?;
+    let frames = link.directions.first().map_or(0, |d| d.submitted);
+    let ends = [format!("x-{}", run.flow), format!("e-{}", run.flow)];
+    let (retransmits, acks) = r
+        .hosts
+        .iter()
+        .filter(|h| ends.contains(&h.name))
+        .fold((0, 0), |(re, ack), h| {
+            (re + h.retransmitted, ack + h.delayed_acks)
+        });
+    Ok(Measured1975 {
+        letters_per_min: letters as f64 / minutes,
+        retransmits_per_min: retransmits as f64 / minutes,
+        process_acks_per_min: acks as f64 / minutes,
+        busy_pct: f.cpu.as_ref().and_then(|c| c.sender_busy_pct),
+        frames_per_letter: if letters > 0 {
             frames as f64 / letters as f64
         } else {
             0.0
-        };
-        let busy = f
-            .cpu
-            .as_ref()
-            .and_then(|c| c.sender_busy_pct)
-            .map_or(String::new(), |b| format!("{b:.0}%"));
+        },
+    })
+}
+
+/// imp's letters over the report's, against the report's lowest and highest.
+fn ratio(imp: f64, (lo, hi): (f64, f64)) -> String {
+    if (hi - lo).abs() < f64::EPSILON {
+        format!("{:.2}", imp / lo)
+    } else {
+        format!("{:.2}-{:.2}", imp / hi, imp / lo)
+    }
+}
+
+fn range(lo: f64, hi: f64) -> String {
+    if (hi - lo).abs() < f64::EPSILON {
+        format!("{lo:.0}")
+    } else {
+        format!("{lo:.0}-{hi:.0}")
+    }
+}
+
+/// Table VI's settings on the exerciser with the 1975 CPU model, then Tables VII-IX.
+fn seed004_table_vi(r: &Report) -> Result<String, String> {
+    let mut out = String::from(
+        "\nTable VI (17 November 1975), the exerciser with the 1975 CPU model (`elf-1975`, from \
+         Table V), 60 s; letters and retransmissions a minute:\n\n\
+         | ACKs | in pipeline | letter | timeout | wakeup | 1975 letters | imp letters | \
+         imp / 1975 | 1975 retransmissions | imp retransmissions | imp ACKs on wakeup | \
+         exerciser CPU busy | frames per letter |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for run in &TABLE_VI {
+        let m = measured_1975(r, run)?;
+        let busy = m.busy_pct.map_or(String::new(), |b| format!("{b:.0}%"));
         push_row(
             &mut out,
             &[
-                acks,
-                pipe,
-                timeout,
-                figure,
-                &letters.to_string(),
-                &significant(f.transactions_per_s.unwrap_or(0.0), 3),
+                run.acks,
+                &run.pipeline.to_string(),
+                &run.letter.to_string(),
+                run.timeout,
+                run.wakeup,
+                &range(run.letters.0, run.letters.1),
+                &format!("{:.0}", m.letters_per_min),
+                &ratio(m.letters_per_min, run.letters),
+                &run.retransmits.map_or(String::new(), |(lo, hi)| {
+                    range(f64::from(lo), f64::from(hi))
+                }),
+                &format!("{:.0}", m.retransmits_per_min),
+                &format!("{:.0}", m.process_acks_per_min),
                 &busy,
-                &format!("{per_letter:.2}"),
-                &f.retransmits.to_string(),
+                &format!("{:.2}", m.frames_per_letter),
+            ],
+        );
+    }
+    out.push_str(
+        "\nTables VII-IX (29-31 December 1975) on the same model; letters a minute (Table \
+         VIII's 150 s runs scaled to a minute; Table IX's settings are Table VIII's):\n\n\
+         | table | ACKs | in pipeline | letter | timeout | 1975 letters | imp letters | \
+         imp / 1975 | imp retransmissions |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (table, run) in &TABLES_VII_IX {
+        let m = measured_1975(r, run)?;
+        push_row(
+            &mut out,
+            &[
+                table,
+                run.acks,
+                &run.pipeline.to_string(),
+                &run.letter.to_string(),
+                run.timeout,
+                &range(run.letters.0, run.letters.1),
+                &format!("{:.0}", m.letters_per_min),
+                &ratio(m.letters_per_min, run.letters),
+                &format!("{:.0}", m.retransmits_per_min),
             ],
         );
     }

@@ -27,9 +27,14 @@ pub enum LegacyProfile {
     /// "at least 100 seconds", the report's 10 minutes).
     Vm1990,
     /// A 1975 TCP (seed 004's exerciser, Cerf's specification of December 1974): a
-    /// fixed retransmission timer of the given length, never backed off; no congestion
-    /// control; a segment per write (a letter) and an immediate ACK for each segment;
-    /// no options.
+    /// fixed retransmission timer of the given length, never backed off, run by a
+    /// retransmission process ([`TcpConfig::retransmit_process`]) that wakes every
+    /// timeout (the report's Table VI ran both at 0.5 s and both at 4 s) and
+    /// retransmits each letter older than the timeout, each letter timed from its own
+    /// send; no congestion control; a segment per write (a letter); an immediate ACK
+    /// for each segment, or with a delayed ACK one only when the process wakes
+    /// ([`TcpConfig::ack_on_wakeup`], the report's "acknowledgment only when the
+    /// retransmission process woke up"); no options.
     Exerciser1975 {
         /// The retransmission timeout (the seed's runs: 0.5 s and 4 s).
         timeout: Duration,
@@ -95,6 +100,8 @@ impl LegacyProfile {
                 config.min_rto = timeout;
                 config.max_rto = timeout;
                 config.segment_per_write = true;
+                config.retransmit_process = Some(timeout);
+                config.ack_on_wakeup = true;
             }
             LegacyProfile::Lispm1985 => {
                 config.rto_rule = RtoRule::Rfc793 {
@@ -129,5 +136,7 @@ mod tests {
         LegacyProfile::Exerciser1975 { timeout }.apply(&mut config);
         assert_eq!(config.rto_rule, RtoRule::Fixed(timeout));
         assert_eq!(config.max_rto, timeout);
+        assert_eq!(config.retransmit_process, Some(timeout));
+        assert!(config.ack_on_wakeup);
     }
 }

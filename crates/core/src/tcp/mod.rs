@@ -178,6 +178,22 @@ pub struct TcpConfig {
     /// program that writes 100 bytes at a time sends segments of 100 bytes whatever the
     /// window holds, as TCPs that built a segment per write did. Off by default.
     pub segment_per_write: bool,
+    /// A 1975 TCP's retransmission process (seed 004's exerciser: "the retransmission
+    /// process awakened asynchronously every 4 seconds", Table VI's "Wakeup Timeout"):
+    /// a process that wakes every this long and retransmits the letters on the
+    /// retransmission queue that were sent longer than the retransmission timeout ago.
+    /// With it the retransmission timer is the oldest unacknowledged segment's own: it
+    /// runs from when that segment was (last) sent, an ACK of new data does not
+    /// restart it (RFC 6298 §5.3 does), and it fires at the process's first wakeup
+    /// after it expires (wakeups at multiples of the period from the clock's zero).
+    /// None (the default): RFC 6298's timer.
+    pub retransmit_process: Option<Duration>,
+    /// With [`TcpConfig::retransmit_process`]: a delayed ACK (a nonzero
+    /// [`TcpConfig::delayed_ack`]) is sent when the process next wakes, the 1975
+    /// exerciser's "acknowledgment only when the retransmission process woke up and
+    /// found a NEWRECEIVE flag set" (however long that is; [`MAX_ACK_DELAY`] does not
+    /// apply). Off by default.
+    pub ack_on_wakeup: bool,
     /// What a reset leaves (default false: RFC 9293 §3.10.7.4, "All segment queues
     /// should be flushed"). True as Linux's `tcp_reset`: the data that arrived before
     /// the RST stays readable and the reset is reported after it, and a child the
@@ -378,6 +394,8 @@ impl Default for TcpConfig {
             rto_rule: RtoRule::Rfc6298,
             karn: true,
             segment_per_write: false,
+            retransmit_process: None,
+            ack_on_wakeup: false,
             reset_keeps_data: false,
             unsent_ack_silent: false,
             syn_sent_tsecr_check: false,

@@ -102,3 +102,58 @@ fn without_karn_a_retransmissions_ack_samples_from_the_first_send() {
     assert!(srtt.is_some_and(|s| s >= eighth), "{srtt:?}");
     assert_ne!(srtts[0].1, srtt);
 }
+
+/// A 1975 retransmission process waking every 500 ms over a 500 ms fixed timeout.
+fn process_1975() -> TcpConfig {
+    let mut config = config();
+    crate::tcp::legacy::LegacyProfile::Exerciser1975 {
+        timeout: Duration::from_millis(500),
+    }
+    .apply(&mut config);
+    config
+}
+
+#[test]
+fn a_retransmission_process_times_each_letter_from_its_own_send() {
+    // The process wakes every 100 ms here.
+    let (mut tcp, c, snd) = established_with(TcpConfig {
+        retransmit_process: Some(Duration::from_millis(100)),
+        ..process_1975()
+    });
+    // Letter 1 at 20 ms, letter 2 at 300 ms; letter 1 is acknowledged at 400 ms.
+    tcp.send(ms(20), c, &[1u8; 10]).unwrap();
+    assert_eq!(lengths_at(&mut tcp, 20), [10]);
+    tcp.send(ms(300), c, &[2u8; 10]).unwrap();
+    assert_eq!(lengths_at(&mut tcp, 300), [10]);
+    send!(tcp, 400, peer_ack(snd, 10, 64000));
+    // RFC 6298 would restart the timer at the ACK (due at 900 ms), a timer for the
+    // whole queue would not (due at 520 ms, found at 600); here letter 2's own timeout
+    // is due at 800 ms.
+    let t = fire_rto(&mut tcp);
+    assert_eq!(t, 800);
+    assert_eq!(lengths_at(&mut tcp, t), [10]);
+    // The letter sent again is timed from then.
+    assert_eq!(fire_rto(&mut tcp), 1300);
+}
+
+#[test]
+fn a_delayed_ack_waits_for_the_process_to_wake() {
+    let (mut tcp, _c, snd) = established_with(TcpConfig {
+        delayed_ack: Duration::from_millis(40),
+        ..process_1975()
+    });
+    // A letter from the peer at 20 ms: no ACK at 60 ms (the delayed-ACK timer's
+    // 40 ms), one at the process's wakeup at 500 ms.
+    send!(
+        tcp,
+        20,
+        Repr {
+            seq: RISS + 1,
+            ack: snd,
+            payload: &[5u8; 10],
+            ..SEND_TEMPL
+        }
+    );
+    recv_nothing!(tcp, 60);
+    assert_eq!(tcp.poll_timeout(), Some(ms(500)));
+}

@@ -90,8 +90,14 @@ impl App {
                 s.issued += 1;
                 s.client_owed += request;
             }
+            // A write per request (a letter a SEND, as the 1975 exerciser), or what is
+            // left of one a full send buffer cut short.
             while s.client_owed > 0 {
-                let n = s.client_owed.min(s.payload.len());
+                let left = match s.client_owed % request {
+                    0 => request,
+                    part => part,
+                };
+                let n = left.min(s.payload.len());
                 match stack.tcp_send(now, client, &s.payload[..n]) {
                     Ok(0) | Err(TcpError::WouldBlock) => break,
                     Ok(n) => s.client_owed -= n,

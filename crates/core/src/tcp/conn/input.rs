@@ -656,14 +656,14 @@ impl Conn {
         // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
         // retransmission timer." §5.3: "When an ACK is received that acknowledges new
         // data, restart the retransmission timer so that it will expire after RTO".
+        // With a 1975 retransmission process (`process.rs`) the timer is the oldest
+        // unacknowledged letter's own instead.
+        let rto_at = self.acked_deadline(&ctx.shared.config, ack, now);
         if outstanding == 0 {
             self.timers.stop(Timer::Retransmit);
             self.timers.stop(Timer::UserTimeout);
         } else {
-            self.timers.set(
-                Timer::Retransmit,
-                now + self.rto(ctx.shared.config.rto_bounds().max),
-            );
+            self.timers.set(Timer::Retransmit, rto_at);
             if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
                 self.timers.set(Timer::UserTimeout, now + timeout);
             }
@@ -931,7 +931,8 @@ impl Conn {
             _ if unacked >= 2 * rcv_mss => AckState::Now,
             AckState::Delayed(_) => delayed,
             AckState::Idle => {
-                self.timers.set(Timer::DelayedAck, ctx.now + delay);
+                let at = Conn::delayed_ack_deadline(&ctx.shared.config, ctx.now, delay);
+                self.timers.set(Timer::DelayedAck, at);
                 delayed
             }
         };

@@ -15,6 +15,7 @@ mod mtu;
 mod options;
 mod output;
 mod predict;
+mod process;
 mod recovery;
 mod share;
 mod zero_copy;
@@ -297,6 +298,9 @@ pub(crate) struct Cold {
     /// Packetization-layer path MTU discovery's search (`mtu.rs`): here, boxed again,
     /// as only a connection that met a black hole (or probes from the start) has one.
     pub mtu: Option<alloc::boxed::Box<mtu::MtuSearch>>,
+    /// With `TcpConfig::retransmit_process` (`process.rs`): the end and (last) send
+    /// time of each segment not yet acknowledged, oldest first.
+    pub letters: alloc::collections::VecDeque<(SeqNumber, Instant)>,
 }
 
 impl Cold {

@@ -637,10 +637,10 @@ impl Conn {
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
         if !self.timers.is_set(Timer::Retransmit) {
-            self.timers.set(
-                Timer::Retransmit,
-                now + self.rto(ctx.shared.config.rto_bounds().max),
-            );
+            let config = &ctx.shared.config;
+            let rto = self.rto(config.rto_bounds().max);
+            let at = Conn::send_deadline(config, now, rto);
+            self.timers.set(Timer::Retransmit, at);
         }
         if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);

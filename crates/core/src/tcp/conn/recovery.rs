@@ -256,6 +256,7 @@ impl Conn {
         again: bool,
     ) {
         let now = ctx.now;
+        self.note_letter_sent(&ctx.shared.config, (seq, end), again, now);
         let timestamps = self.opts.ts.is_some();
         let Some(snd) = self.state.snd_mut() else {
             return;
