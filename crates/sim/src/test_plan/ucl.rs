@@ -12,8 +12,9 @@
 //! terrestrial hops on both sides) and 1% of frames lost (an assumption: the report
 //! gives no loss figure), a 4 KiB queue; UCL's host on the same CPU model (the report
 //! gives none for it). Both TCPs are the 1975 model (`LegacyProfile::Exerciser1975`):
-//! a segment per letter, an immediate ACK for each segment, a fixed 4 s retransmission
-//! timer (the ELF's retransmission process ran every 4 s, Table IV). SU-DSL types
+//! a segment per letter, and the ELF's retransmission process waking every 4 s (Table
+//! IV), resending each letter unacknowledged for 4 s and sending the ACKs no data
+//! carried. SU-DSL types
 //! 10-character letters at a fixed rate, whatever came back; UCL echoes each.
 
 use std::fmt::Write;
