@@ -71,11 +71,7 @@ fn unshardable(args: &ProxyArgs) -> Option<&'static str> {
 
 /// The number of shards: `--threads`, else the cores when nothing keeps imp on one.
 fn shard_count(args: &ProxyArgs) -> usize {
-    match (args.threads, unshardable(args)) {
-        (Some(n), _) => n,
-        (None, Some(_)) => 1,
-        (None, None) => thread::available_parallelism().map_or(1, usize::from),
-    }
+    crate::tapargs::shard_count(args.threads, unshardable(args))
 }
 
 /// What the proxy holds before any connection: its code and tables, imp's runtime
@@ -149,16 +145,7 @@ pub fn validate(args: &ProxyArgs) -> Result<(), String> {
     if let Some(max) = args.max_memory {
         memory_caps(max, buffer_size(args))?;
     }
-    match (args.threads, unshardable(args)) {
-        (Some(0), _) => return Err("--threads 0: give the number of shards (1 or more)".into()),
-        (Some(n), Some(flag)) if n > 1 => {
-            return Err(format!(
-                "--threads {n} with {flag}: {flag} runs on one stack; give --threads 1 or \
-                 drop {flag}"
-            ));
-        }
-        _ => {}
-    }
+    crate::tapargs::check_threads(args.threads, unshardable(args))?;
     upstream(args)?;
     Ok(())
 }

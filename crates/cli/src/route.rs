@@ -415,16 +415,7 @@ pub fn validate(args: &RouteArgs) -> Result<(), String> {
                 .into(),
         );
     }
-    match (args.threads, unshardable(args)) {
-        (Some(0), _) => return Err("--threads 0: give the number of shards (1 or more)".into()),
-        (Some(n), Some(flag)) if n > 1 => {
-            return Err(format!(
-                "--threads {n} with {flag}: {flag} runs on one stack; give --threads 1 or \
-                 drop {flag}"
-            ));
-        }
-        _ => {}
-    }
+    crate::tapargs::check_threads(args.threads, unshardable(args))?;
     if let Some(seconds) = args.stats
         && !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_STATS_SECONDS)
     {
@@ -454,11 +445,7 @@ fn unshardable(args: &RouteArgs) -> Option<&'static str> {
 
 /// The number of shards: `--threads`, else the cores when nothing keeps imp on one.
 fn shard_count(args: &RouteArgs) -> usize {
-    match (args.threads, unshardable(args)) {
-        (Some(n), _) => n,
-        (None, Some(_)) => 1,
-        (None, None) => std::thread::available_parallelism().map_or(1, usize::from),
-    }
+    crate::tapargs::shard_count(args.threads, unshardable(args))
 }
 
 /// The checks of `--route` and `--ra` against the interfaces `taps`.
@@ -1365,6 +1352,21 @@ mod tests {
             gateway_iface(&good.taps, IpAddr::V4(Ipv4Addr::new(10, 0, 2, 7))),
             Some(1)
         );
+        // Shards: none is no number of them, and a link model runs on one stack.
+        let mut sharded = args(&["a=10.0.1.1/24", "b=10.0.2.1/24"]);
+        sharded.threads = Some(0);
+        assert!(validate(&sharded).unwrap_err().contains("--threads 0"));
+        sharded.threads = Some(2);
+        assert_eq!(validate(&sharded), Ok(()));
+        assert_eq!(shard_count(&sharded), 2);
+        sharded
+            .impair
+            .push(parse_named_impair("a:delay=1ms").unwrap());
+        let e = validate(&sharded).unwrap_err();
+        assert!(e.contains("--threads 2 with --impair"), "{e}");
+        sharded.threads = None;
+        assert_eq!(validate(&sharded), Ok(()));
+        assert_eq!(shard_count(&sharded), 1);
     }
 
     #[test]

@@ -116,11 +116,7 @@ fn unshardable(args: &ServeArgs) -> Option<&'static str> {
 
 /// The number of shards: `--threads`, else the cores when nothing keeps imp on one.
 fn shard_count(args: &ServeArgs) -> usize {
-    match (args.threads, unshardable(args)) {
-        (Some(n), _) => n,
-        (None, Some(_)) => 1,
-        (None, None) => std::thread::available_parallelism().map_or(1, usize::from),
-    }
+    crate::tapargs::shard_count(args.threads, unshardable(args))
 }
 
 /// Check the arguments before anything opens (it only looks whether `--http` and
@@ -129,16 +125,7 @@ pub fn validate(args: &ServeArgs) -> Result<(), String> {
     args.device.validate()?;
     args.device.required("serve")?;
     ftp_config(args)?;
-    match (args.threads, unshardable(args)) {
-        (Some(0), _) => return Err("--threads 0: give the number of shards (1 or more)".into()),
-        (Some(n), Some(flag)) if n > 1 => {
-            return Err(format!(
-                "--threads {n} with {flag}: {flag} runs on one stack; give --threads 1 or \
-                 drop {flag}"
-            ));
-        }
-        _ => {}
-    }
+    crate::tapargs::check_threads(args.threads, unshardable(args))?;
     match (args.quic_echo, &args.quic_cert) {
         (Some(0), _) => return Err("--quic-echo 0: give the UDP port for QUIC (1 to 65535)".into()),
         (Some(7), _) if services(args).0 => {

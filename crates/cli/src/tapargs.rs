@@ -724,6 +724,27 @@ impl TapArgs {
     }
 }
 
+/// The number of shards a device command runs: `threads` (`--threads`), else the
+/// cores when no flag (`unshardable`) keeps it on one stack.
+pub fn shard_count(threads: Option<usize>, unshardable: Option<&str>) -> usize {
+    match (threads, unshardable) {
+        (Some(n), _) => n,
+        (None, Some(_)) => 1,
+        (None, None) => std::thread::available_parallelism().map_or(1, usize::from),
+    }
+}
+
+/// Check `--threads` against the flag that keeps the command on one stack, if any.
+pub fn check_threads(threads: Option<usize>, unshardable: Option<&str>) -> Result<(), String> {
+    match (threads, unshardable) {
+        (Some(0), _) => Err("--threads 0: give the number of shards (1 or more)".into()),
+        (Some(n), Some(flag)) if n > 1 => Err(format!(
+            "--threads {n} with {flag}: {flag} runs on one stack; give --threads 1 or drop {flag}"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A device opened single-queue, or, when the name is an existing multi-queue device
 /// (which refuses a single-queue open), as one queue of it.
 fn either_queueing<T>(
