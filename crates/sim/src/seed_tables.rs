@@ -331,13 +331,8 @@ fn police_drops(r: &Report, f: &FlowReport) -> Result<u64, String> {
 fn seed002_policing(r: &Report) -> Result<String, String> {
     let rows = [
         (
-            "scr-ignored-256k",
-            "router shapes to the PCR only (SCR ignored), MBS 256 KB",
-            "(MBS not reported)",
-        ),
-        (
-            "scr-ignored-4m",
-            "router shapes to the PCR only (SCR ignored), MBS 4 MB",
+            "scr-ignored",
+            "router shapes to the PCR only (SCR ignored)",
             "300-480 Mbit/s with SACK; 3-4 packet losses per 3-5 min test",
         ),
         (

@@ -485,11 +485,11 @@ fn seed002_a_router_ignoring_the_scr_is_policed_and_honouring_it_is_not() {
             .map(|d| d.police_drops)
             .unwrap()
     };
-    let (small, large) = (flow(r, "scr-ignored-256k"), flow(r, "scr-ignored-4m"));
+    let large = flow(r, "scr-ignored");
     let (fixed, free) = (flow(r, "scr-honoured"), flow(r, "scr-unpoliced"));
     // The bug: frames beyond the SCR and MBS are policed, and TCP pays for each.
-    assert!(drops("scr-ignored-256k") > 0 && drops("scr-ignored-4m") > 0);
-    assert!(small.retransmits > 0 && large.retransmits > 0);
+    assert!(drops("scr-ignored") > 0);
+    assert!(large.retransmits > 0);
     // The fix: shaped to the contract, nothing is policed and the SCR is nearly filled.
     assert_eq!(drops("scr-honoured"), 0);
     assert_eq!(drops("scr-unpoliced"), 0);
@@ -500,14 +500,8 @@ fn seed002_a_router_ignoring_the_scr_is_policed_and_honouring_it_is_not() {
         "honoured {} vs SCR payload {scr_payload}",
         fixed.goodput_bps
     );
-    // Ordering: a small MBS costs most; honouring the SCR beats ignoring it; no SCR at
-    // all is faster still.
-    assert!(
-        small.goodput_bps < large.goodput_bps,
-        "{} {}",
-        small.goodput_bps,
-        large.goodput_bps
-    );
+    // Ordering, under one contract: honouring the SCR beats ignoring it; no SCR at all
+    // is faster still.
     assert!(
         large.goodput_bps < fixed.goodput_bps,
         "{} {}",
