@@ -13,6 +13,9 @@
 //! - W5 TAP: imp -> Linux and Linux -> imp over a TAP in a namespace, with and without
 //!   the virtio-net offloads; smoltcp over the same TAP; Linux -> Linux over veth.
 //!   Gbit/s. Needs root and `ip`; skipped (saying why) otherwise.
+//! - W3-tap (`w3_tap.rs`, root): W3's churn from the kernel, across a multi-queue TAP,
+//!   to `imp serve --echo` with one shard and with two, against the kernel serving it
+//!   over veth; connections/s. Runs with no `--only` or `--only W3-tap`.
 //! - W6 HTTP: `wrk` against `imp serve --http` over a TAP and against nginx (one
 //!   worker) over veth, 1 KiB and 1 MiB files, keep-alive at 1 and 50 connections and
 //!   one connection per request; requests/s, Gbit/s, errors, p99 latency (nginx in the
@@ -57,6 +60,7 @@ mod ladder;
 mod linux;
 pub mod smol;
 mod w10;
+mod w3_tap;
 mod w5;
 mod w6;
 pub mod w7;
@@ -294,7 +298,7 @@ struct Row {
 }
 
 /// The workloads, in the order they run within one repetition.
-const WORKLOADS: [&str; 16] = [
+const WORKLOADS: [&str; 17] = [
     "W1a",
     "W1b",
     "W2",
@@ -305,6 +309,7 @@ const WORKLOADS: [&str; 16] = [
     "W3-v6",
     "W4",
     "W5",
+    "W3-tap",
     "W6",
     "W7-fwd-udp",
     "W7-fwd-lpm",
@@ -338,6 +343,8 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
         ("W5", Impl::Imp) => w5::imp(sizes.tap),
         ("W5", Impl::Smoltcp) => w5::smoltcp(sizes.tap),
         ("W5", Impl::Linux) => w5::linux(sizes.tap),
+        ("W3-tap", Impl::Imp) => w3_tap::imp(sizes.route_secs),
+        ("W3-tap", Impl::Linux) => w3_tap::linux(sizes.route_secs),
         ("W6", Impl::Imp) => w6::imp(sizes.http_secs),
         ("W6", Impl::Linux) => w6::nginx(sizes.http_secs),
         // No smoltcp: it does not forward.
@@ -539,9 +546,11 @@ fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
     let selected: Vec<&str> = WORKLOADS
         .into_iter()
         .filter(|w| args.only.is_empty() || args.only.iter().any(|o| w.starts_with(o.as_str())))
+        .filter(|&w| w != "W3-tap" || w3_tap::named(&args.only))
         .filter(|&w| {
             let reason = match w {
                 "W5" => w5::unavailable(),
+                "W3-tap" => w3_tap::unavailable(),
                 "W6" => w6::unavailable(),
                 "W7-route" => w7_route::unavailable(),
                 _ => None,

@@ -6,15 +6,16 @@
 //! SIGINT or SIGTERM, then stops the runtime (which fails every blocked socket call,
 //! so all threads wind down) and exits 0.
 
+use std::future::Future;
 use std::io::{self, Write};
-use std::net::{Shutdown, SocketAddr, SocketAddrV4};
+use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use clap::Args;
-use impnet::{Runtime, TcpListener, TcpStream, UdpSocket};
+use impnet::{Runtime, TcpListener, UdpSocket};
 
 use crate::ftp_serve;
 use crate::http;
@@ -87,8 +88,13 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 /// Connections accepted by each shard's TCP services (for the closing line).
 type ShardCounts = Arc<Vec<AtomicU64>>;
 
-/// A TCP service: what to do with each connection.
-type Handler = Arc<dyn Fn(TcpStream) -> io::Result<()> + Send + Sync>;
+/// One of the small TCP services.
+#[derive(Debug, Clone, Copy)]
+enum Small {
+    Echo,
+    Discard,
+    Chargen,
+}
 
 /// The services asked for: (echo, discard, chargen); all three when none (and no
 /// HTTP) is named.
@@ -306,15 +312,15 @@ fn serve_shard(
     threads: &mut Vec<std::thread::JoinHandle<()>>,
 ) -> Result<Vec<String>, String> {
     let (echo, discard, chargen) = services(args);
-    let mut services: Vec<(&'static str, u16, Handler)> = Vec::new();
-    if echo {
-        services.push(("echo", 7, Arc::new(echo_tcp)));
-    }
-    if discard {
-        services.push(("discard", 9, Arc::new(discard_tcp)));
-    }
-    if chargen {
-        services.push(("chargen", 19, Arc::new(chargen_tcp)));
+    let mut services = Vec::new();
+    for (on, name, port, small) in [
+        (echo, "echo", 7, Small::Echo),
+        (discard, "discard", 9, Small::Discard),
+        (chargen, "chargen", 19, Small::Chargen),
+    ] {
+        if on {
+            services.push((name, port, small));
+        }
     }
     let mut names = Vec::new();
     if let Some(root) = root {
@@ -337,15 +343,21 @@ fn serve_shard(
             }
         }));
     }
-    for (name, port, handler) in services {
+    let mut listeners = Vec::new();
+    for (name, port, small) in services {
         let local = stack.listen_addr(port);
-        let listener = TcpListener::bind(rt, local)
+        let listener = impnet::tokio::TcpListener::bind(rt, local)
             .map_err(|e| format!("cannot listen on {local} for {name}: {e}"))?;
         fast_open(args, local, |qlen| listener.set_fast_open(qlen))?;
         names.push(format!("{name} ({port})"));
-        let counts = Arc::clone(&counts);
-        threads.push(spawn(name, move || {
-            accept_loop(name, &listener, &handler, &counts[shard]);
+        listeners.push((name, listener, small));
+    }
+    if !listeners.is_empty() {
+        let driver = impnet::tokio::drive(rt);
+        threads.push(spawn("services", move || {
+            if let Err(e) = run_small(driver, listeners, &counts[shard]) {
+                eprintln!("imp serve: {e}");
+            }
         }));
     }
     if let Some(ip) = stack.addr4().map(|c| c.address)
@@ -510,45 +522,113 @@ fn shutdown(
     );
 }
 
-fn accept_loop(name: &'static str, listener: &TcpListener, handler: &Handler, count: &AtomicU64) {
+/// The small TCP services of one shard as tasks on one tokio current-thread runtime,
+/// which also takes in the shard's frames (`driver`), until the imp runtime stops: a
+/// connection costs a task, not a thread, so connection churn is not thread churn.
+fn run_small(
+    driver: impl Future<Output = io::Result<()>> + Send + 'static,
+    listeners: Vec<(&'static str, impnet::tokio::TcpListener, Small)>,
+    count: &AtomicU64,
+) -> io::Result<()> {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .enable_io()
+        .build()?;
+    tokio.spawn(driver);
+    tokio.block_on(async {
+        let loops = listeners
+            .into_iter()
+            .map(|(name, listener, small)| accept_loop(name, listener, small, count));
+        join_all(loops).await;
+    });
+    Ok(())
+}
+
+/// Run every future to its end, concurrently on this task.
+async fn join_all(futures: impl Iterator<Item = impl Future<Output = ()>>) {
+    let mut futures: Vec<_> = futures.map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        futures.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if futures.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+}
+
+/// Accept connections for one small service, each served on a task of its own, until
+/// the runtime is shut down.
+async fn accept_loop(
+    name: &'static str,
+    listener: impnet::tokio::TcpListener,
+    small: Small,
+    count: &AtomicU64,
+) {
     loop {
-        match listener.accept() {
+        match listener.accept().await {
             Ok((stream, peer)) => {
                 CONNECTIONS.fetch_add(1, Ordering::Relaxed);
                 count.fetch_add(1, Ordering::Relaxed);
-                let handler = Arc::clone(handler);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("{name} {peer}"))
-                    .spawn(move || {
-                        // NotConnected: the runtime stopped under the connection.
-                        if let Err(e) = handler(stream)
-                            && e.kind() != io::ErrorKind::NotConnected
-                        {
-                            eprintln!("imp serve: {name} with {peer}: {e}");
-                        }
-                    });
-                if let Err(e) = spawned {
-                    eprintln!("imp serve: {name}: cannot start a thread for {peer}: {e}");
-                }
+                tokio::spawn(async move {
+                    // NotConnected: the runtime stopped under the connection.
+                    if let Err(e) = small.serve(stream).await
+                        && e.kind() != io::ErrorKind::NotConnected
+                    {
+                        eprintln!("imp serve: {name} with {peer}: {e}");
+                    }
+                });
             }
             // The runtime was shut down.
             Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
             Err(e) => {
                 eprintln!("imp serve: {name}: accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(100));
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     }
 }
 
-fn echo_tcp(stream: TcpStream) -> io::Result<()> {
-    let (mut reader, mut writer) = (&stream, &stream);
-    io::copy(&mut reader, &mut writer)?;
-    stream.shutdown(Shutdown::Write)
-}
-
-fn discard_tcp(mut stream: TcpStream) -> io::Result<()> {
-    io::copy(&mut stream, &mut io::sink()).map(|_| ())
+impl Small {
+    /// Serve one connection: echo it back (then close), read it to its end, or send
+    /// RFC 864's lines until the peer goes away.
+    async fn serve(self, mut stream: impnet::tokio::TcpStream) -> io::Result<()> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        match self {
+            Small::Echo => {
+                let mut buf = vec![0u8; 16 * 1024];
+                loop {
+                    let n = stream.read(&mut buf).await?;
+                    if n == 0 {
+                        return stream.shutdown().await;
+                    }
+                    stream.write_all(&buf[..n]).await?;
+                }
+            }
+            Small::Discard => tokio::io::copy(&mut stream, &mut tokio::io::sink())
+                .await
+                .map(|_| ()),
+            Small::Chargen => {
+                let lines = chargen_lines();
+                loop {
+                    match stream.write_all(&lines).await {
+                        Ok(()) => {}
+                        // The peer went away: the normal end of a chargen session.
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                            ) =>
+                        {
+                            return Ok(());
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// RFC 864: 72-character lines, each starting one character further along the 95
@@ -561,25 +641,6 @@ fn chargen_lines() -> Vec<u8> {
         out.extend_from_slice(b"\r\n");
     }
     out
-}
-
-fn chargen_tcp(mut stream: TcpStream) -> io::Result<()> {
-    let lines = chargen_lines();
-    loop {
-        match stream.write_all(&lines) {
-            Ok(()) => {}
-            // The peer went away: the normal end of a chargen session.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
-                ) =>
-            {
-                return Ok(());
-            }
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 fn echo_udp(socket: &UdpSocket) {
