@@ -257,6 +257,75 @@ fn curl_downloads_100_mb_from_imp_serve() {
     );
 }
 
+/// Many keep-alive connections at once, each fetching a large file several times over
+/// it (the W6 cell whose tail latency was the worst): every response arrives whole and
+/// byte-exact, every client keeps its one connection, and imp counts exactly those.
+#[test]
+fn many_keep_alive_connections_each_get_every_large_response() {
+    const CLIENTS: usize = 24;
+    const REQUESTS: usize = 4;
+    let Some(net) = Net::new(11) else { return };
+    if !have("curl") {
+        return;
+    }
+    let site = Site::new("many", 1 << 20);
+    let (server, line, rest) = net.start_imp_output(&[
+        "serve",
+        "--tap",
+        "imp0",
+        "--addr",
+        &net.addr_arg(),
+        "--http",
+        site.dir.to_str().unwrap(),
+    ]);
+    assert!(line.contains("http (80)"), "{line}");
+    let url = format!("http://{}/file.bin", net.imp);
+    let outputs = |client: usize| -> Vec<PathBuf> {
+        (0..REQUESTS)
+            .map(|i| site.dir.with_extension(format!("c{client}-{i}")))
+            .collect()
+    };
+    // All the clients at once; each asks REQUESTS times over one connection.
+    let clients: Vec<ChildGuard> = (0..CLIENTS)
+        .map(|client| {
+            let paths = outputs(client);
+            let mut args = vec!["-sS", "--max-time", "120", "-w", "%{num_connects}\n"];
+            for path in &paths {
+                args.extend(["-o", path.to_str().unwrap(), url.as_str()]);
+            }
+            net.ns.spawn("curl", &args)
+        })
+        .collect();
+    let mut connections = 0;
+    for client in clients {
+        let out = wait_limited(client, Duration::from_secs(150));
+        assert!(out.status.success(), "curl: {}", text(&out));
+        let connects: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect();
+        assert_eq!(connects.len(), REQUESTS, "{}", text(&out));
+        connections += connects.iter().sum::<usize>();
+    }
+    let mut whole = 0;
+    for client in 0..CLIENTS {
+        for path in outputs(client) {
+            whole += usize::from(sha256_file(&path) == site.sha256);
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    assert_eq!(whole, CLIENTS * REQUESTS, "responses whole and byte-exact");
+    assert_eq!(connections, CLIENTS, "one keep-alive connection per client");
+    signal(&server, libc::SIGTERM);
+    let out = wait_limited(server, Duration::from_secs(5));
+    assert!(out.status.success(), "{}", text(&out));
+    let rest = rest.join().unwrap();
+    assert!(
+        rest.contains(&format!("imp serve: stopped after {CLIENTS} connections")),
+        "{rest}"
+    );
+}
+
 /// curl asks for byte ranges (bytes checked against the file) and for paths that
 /// climb out of the served directory (refused, whatever the encoding).
 fn check_range_and_traversal(net: &Net, site: &Site) {
