@@ -30,6 +30,8 @@ pub mod segmentation;
 pub mod tap;
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub mod tun;
+#[cfg(all(feature = "tap", target_os = "linux"))]
+mod uring;
 pub mod units;
 
 #[cfg(test)]
