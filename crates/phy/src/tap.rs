@@ -1394,6 +1394,39 @@ mod tests {
     }
 
     #[test]
+    fn a_batched_tap_falls_back_to_plain_reads_and_writes_without_io_uring() {
+        // As on a kernel without io_uring (or a seccomp filter refusing it).
+        crate::uring::tests::REFUSE.with(|r| r.set(true));
+        let opened = Tap::open_with(&TapConfig::new("impbfb%d").batched(true));
+        crate::uring::tests::REFUSE.with(|r| r.set(false));
+        let mut tap = match opened {
+            Ok(tap) => tap,
+            Err(e @ (TapError::NotPermitted | TapError::NoTunDevice)) => {
+                assert!(
+                    std::env::var_os("IMP_REQUIRE_ROOT").is_none(),
+                    "IMP_REQUIRE_ROOT is set, so this test may not skip: {e}"
+                );
+                eprintln!("skipped: cannot open a TAP here ({e})");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert!(!tap.batched());
+        let why = tap.batch_refused().expect("says why");
+        assert!(why.contains("not implemented"), "{why}");
+        // Plain reads: nothing waits on a new TAP, and no batch was made.
+        let mut buf = vec![0; tap.mtu()];
+        assert_eq!(tap.recv(Instant::ZERO, &mut buf), Ok(None));
+        assert_eq!(tap.flush(Instant::ZERO), Ok(()));
+        let stats = tap.stats();
+        assert_eq!((stats.rx_batches, stats.tx_batches), (0, 0));
+        // Without the fallback forced, the same TAP config batches (this kernel has
+        // io_uring) or says why not.
+        let tap = Tap::open_with(&TapConfig::new("impbfb%d").batched(true)).expect("open");
+        assert!(tap.batched() != tap.batch_refused().is_some());
+    }
+
+    #[test]
     fn names_are_checked_like_the_kernel() {
         assert!(check_name("imp0").is_ok());
         assert!(check_name("imp%d").is_ok());
