@@ -468,7 +468,10 @@ fn many_flows_cross_imp_route_in_io_uring_batches_byte_for_byte() {
             println!("batched I/O unavailable here: {stderr}");
         }
         assert!(stat(&table, "rb", "tx bytes") > 16 * (2 << 20), "{table}");
-        assert!(stat(&table, "rb", "tx frames") > 16 * (2 << 20) / 1514, "{table}");
+        assert!(
+            stat(&table, "rb", "tx frames") > 16 * (2 << 20) / 1514,
+            "{table}"
+        );
     }
 }
 

@@ -28,7 +28,8 @@
 //!
 //! All of imp's `unsafe` for the device lives in this file: three `ioctl`s and an
 //! `if_nametoindex`, each with its SAFETY argument (reads and writes go through
-//! rustix's safe `read`, `readv`, `write` and `writev`).
+//! rustix's safe `read`, `readv`, `write` and `writev`), and in `uring.rs` (the
+//! buffers handed to io_uring for batched reads and writes, [`TapConfig::batched`]).
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
@@ -175,8 +176,8 @@ pub struct TapConfig {
     ///
     /// [`Pcap`]: crate::Pcap
     pub complete_checksums: bool,
-    /// Read and write many frames per system call through io_uring (see
-    /// [`crate::uring`]'s design notes in `ARCHITECTURE.md`): reads in batches of up
+    /// Read and write many frames per system call through io_uring (the design is in
+    /// `ARCHITECTURE.md`, *Devices*): reads in batches of up
     /// to 32, writes queued until [`Device::flush`] and sent together. Only for a
     /// driver that calls [`Device::flush`] after sending (imp's runtime does, every
     /// turn of its loop): until then written frames wait in the device. Where the

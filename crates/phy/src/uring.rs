@@ -168,11 +168,7 @@ impl Uring {
     /// The next frame read, its first `head.len()` bytes (the virtio-net header) into
     /// `head` and the rest into `buf`, batching reads as the module documentation
     /// says; `None` when the queue is empty. The length is the whole read's.
-    pub(crate) fn recv(
-        &mut self,
-        head: &mut [u8],
-        buf: &mut [u8],
-    ) -> io::Result<Option<Received>> {
+    pub(crate) fn recv(&mut self, head: &mut [u8], buf: &mut [u8]) -> io::Result<Option<Received>> {
         if self.rx_ready.is_empty() && self.rx_in_flight == 0 {
             if self.rx_drained {
                 self.rx_drained = false;
@@ -208,7 +204,8 @@ impl Uring {
     fn submit_reads(&mut self, want: usize) -> io::Result<()> {
         let want = want.clamp(1, RX_SLOTS);
         while self.rx_slots.len() < want {
-            self.rx_slots.push(vec![0; self.frame_len].into_boxed_slice());
+            self.rx_slots
+                .push(vec![0; self.frame_len].into_boxed_slice());
         }
         for slot in 0..want {
             let buf = &mut self.rx_slots[slot];
@@ -422,11 +419,20 @@ pub(crate) mod tests {
         tx.queue(&[&[8u8; 10]]).expect("queue");
         tx.flush().expect("flush");
         let mut small = [0u8; 100];
-        assert_eq!(rx.recv(&mut [], &mut small).expect("recv"), Some(Received::TooLarge(300)));
+        assert_eq!(
+            rx.recv(&mut [], &mut small).expect("recv"),
+            Some(Received::TooLarge(300))
+        );
         let mut buf = [0u8; 400];
-        assert_eq!(rx.recv(&mut [], &mut buf).expect("recv"), Some(Received::Frame(300)));
+        assert_eq!(
+            rx.recv(&mut [], &mut buf).expect("recv"),
+            Some(Received::Frame(300))
+        );
         assert_eq!(buf[..300], [7u8; 300]);
-        assert_eq!(rx.recv(&mut [], &mut buf).expect("recv"), Some(Received::Frame(10)));
+        assert_eq!(
+            rx.recv(&mut [], &mut buf).expect("recv"),
+            Some(Received::Frame(10))
+        );
         assert_eq!(buf[..10], [8u8; 10]);
     }
 
