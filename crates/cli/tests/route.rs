@@ -397,30 +397,7 @@ fn concurrent_downloads_cross_a_sharded_imp_route_byte_for_byte() {
     let mut net = Routed::new(24, ["", ""], &["--threads", "2"]);
     assert!(net.started.contains("in 2 shards"), "{}", net.started);
     let site = Site::new("shards", 8 << 20);
-    let _server = serve_from_a(&net, &site, 8080);
-    let url = format!("http://{}:8080/file", net.a_addr());
-    let downloads: Vec<_> = (0..6)
-        .map(|i| {
-            site.dir
-                .join(format!("got{i}"))
-                .to_string_lossy()
-                .to_string()
-        })
-        .collect();
-    let outs: Vec<Output> = std::thread::scope(|scope| {
-        let handles: Vec<_> = downloads
-            .iter()
-            .map(|out| {
-                let (net, url) = (&net, &url);
-                scope.spawn(move || curl_from_b(net, url, out, "60"))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    for (out, got) in outs.iter().zip(&downloads) {
-        assert!(out.status.success(), "{}", text(out));
-        assert!(std::fs::read(got).unwrap() == site.file(), "{got} differs");
-    }
+    downloads_arrive_whole(&net, &site, 6);
     let (out, table) = net.stop();
     assert!(out.status.success(), "{}", text(&out));
     // Six files of 8 MiB crossed towards B, whichever shard carried each.
@@ -441,25 +418,7 @@ fn many_flows_cross_imp_route_in_io_uring_batches_byte_for_byte() {
     for (s, threads) in [(26, "1"), (28, "2")] {
         let mut net = Routed::new(s, ["", ""], &["--no-offloads", "--threads", threads]);
         let site = Site::new(&format!("batch{s}"), 2 << 20);
-        let _server = serve_from_a(&net, &site, 8080);
-        let url = format!("http://{}:8080/file", net.a_addr());
-        let downloads: Vec<String> = (0..16)
-            .map(|i| site.dir.join(format!("got{i}")).to_string_lossy().into())
-            .collect();
-        let outs: Vec<Output> = std::thread::scope(|scope| {
-            let handles: Vec<_> = downloads
-                .iter()
-                .map(|out| {
-                    let (net, url) = (&net, &url);
-                    scope.spawn(move || curl_from_b(net, url, out, "60"))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for (out, got) in outs.iter().zip(&downloads) {
-            assert!(out.status.success(), "{}", text(out));
-            assert!(std::fs::read(got).unwrap() == site.file(), "{got} differs");
-        }
+        downloads_arrive_whole(&net, &site, 16);
         let (out, table) = net.stop();
         assert!(out.status.success(), "{}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -472,6 +431,30 @@ fn many_flows_cross_imp_route_in_io_uring_batches_byte_for_byte() {
             stat(&table, "rb", "tx frames") > 16 * (2 << 20) / 1514,
             "{table}"
         );
+    }
+}
+
+/// B downloads `site`'s file from A `count` times at once, through imp route; every
+/// copy arrives byte for byte.
+fn downloads_arrive_whole(net: &Routed, site: &Site, count: usize) {
+    let _server = serve_from_a(net, site, 8080);
+    let url = format!("http://{}:8080/file", net.a_addr());
+    let downloads: Vec<String> = (0..count)
+        .map(|i| site.dir.join(format!("got{i}")).to_string_lossy().into())
+        .collect();
+    let outs: Vec<Output> = std::thread::scope(|scope| {
+        let handles: Vec<_> = downloads
+            .iter()
+            .map(|out| {
+                let url = &url;
+                scope.spawn(move || curl_from_b(net, url, out, "60"))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (out, got) in outs.iter().zip(&downloads) {
+        assert!(out.status.success(), "{}", text(out));
+        assert!(std::fs::read(got).unwrap() == site.file(), "{got} differs");
     }
 }
 
