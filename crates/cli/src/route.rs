@@ -94,6 +94,12 @@ pub struct RouteArgs {
     /// partial checksum stays partial, as over a Linux bridge or veth.
     #[arg(long)]
     pub no_offloads: bool,
+    /// Read and write the TAPs and TUNs one frame per system call. By default frames
+    /// go in batches through io_uring: up to 32 reads per call, and the frames of one
+    /// turn of the loop written in one call (large TCP segments, and everything where
+    /// the kernel has no io_uring or refuses it, go one per call: a note says so).
+    #[arg(long)]
+    pub no_batch: bool,
     /// Run N shards: N router stacks with the same addresses, routes and rules, one
     /// loop thread each, over N queues of every interface (multi-queue TAPs and TUNs),
     /// each flow forwarded by the shard its addresses and ports pick (both directions
@@ -500,16 +506,18 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
     for (index, spec) in args.interfaces().iter().enumerate() {
         let impaired = args.impair.iter().any(|(name, _)| name == &spec.name);
         let offloads = !args.no_offloads && !impaired && args.pcap.is_none();
-        let config = tap_config(spec, offloads);
+        let config = tap_config(spec, offloads).batched(!args.no_batch);
         let seed = 0x5eed_0000 + index as u64;
         let id = if spec.tun {
             let tun = Tun::open_with(&config)
                 .map_err(|e| format!("cannot open TUN {}: {e}", spec.name))?;
+            note_unbatched(spec, tun.batch_refused());
             let iface_config = IfaceConfig::ip(spec.mtu).with_offloads(tun.stack_offloads());
             add_interface(args, rt, spec, seed, tun, iface_config)?
         } else {
             let tap = Tap::open_with(&config)
                 .map_err(|e| format!("cannot open TAP {}: {e}", spec.name))?;
+            note_unbatched(spec, tap.batch_refused());
             let mac = unique_mac(spec, index, &mut macs);
             let iface_config = IfaceConfig::new(mac, spec.mtu).with_offloads(tap.stack_offloads());
             add_interface(args, rt, spec, seed, tap, iface_config)?
@@ -518,6 +526,17 @@ fn open_interfaces(args: &RouteArgs, rt: &Runtime) -> Result<Vec<Iface>, String>
     }
     wait_for_dad(rt, &ifaces)?;
     Ok(ifaces)
+}
+
+/// Say on standard error that `spec`'s device reads and writes one frame per system
+/// call although batches were asked for, and why.
+fn note_unbatched(spec: &TapSpec, refused: Option<&str>) {
+    if let Some(why) = refused {
+        eprintln!(
+            "imp route: {}: one frame per system call (no io_uring: {why})",
+            spec.name
+        );
+    }
 }
 
 /// The device options of `spec`'s interface.
@@ -598,7 +617,7 @@ fn open_shards(
     let offloads = !args.no_offloads;
     let mut queues = Vec::new();
     for spec in &specs {
-        let config = tap_config(spec, offloads);
+        let config = tap_config(spec, offloads).batched(!args.no_batch);
         let (framing, opened) = if spec.tun {
             let tun = Tun::open_queues(&config, shards)
                 .map(|q| q.into_iter().map(Queue::Tun).collect::<Vec<_>>());
@@ -631,10 +650,12 @@ fn open_shards(
             let exchange = Arc::clone(exchange);
             let id = match queue.next() {
                 Some(Queue::Tun(tun)) => {
+                    note_unbatched(spec, tun.batch_refused());
                     let config = IfaceConfig::ip(spec.mtu).with_offloads(tun.stack_offloads());
                     rt.add_device(ShardDevice::new(tun, shard, exchange), config)
                 }
                 Some(Queue::Tap(tap)) => {
+                    note_unbatched(spec, tap.batch_refused());
                     let mac = unique_mac(spec, index, &mut macs);
                     let config =
                         IfaceConfig::new(mac, spec.mtu).with_offloads(tap.stack_offloads());
@@ -1245,6 +1266,7 @@ mod tests {
             json: false,
             pcap: None,
             no_offloads: false,
+            no_batch: false,
             threads: None,
         }
     }

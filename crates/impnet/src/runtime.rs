@@ -654,6 +654,12 @@ impl State {
             }
             frames_out = true;
         }
+        // Devices that batch their writes send them now, in one system call each.
+        for port in &mut self.ports {
+            if !port.gone && port.device.flush(now).is_err() {
+                self.stats.tx_dropped += 1;
+            }
+        }
         if frames_out {
             self.wake_blocked_udp_senders();
         }

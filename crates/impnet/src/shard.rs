@@ -478,6 +478,10 @@ impl<D: Device> Device for ShardDevice<D> {
         self.queue.gathers()
     }
 
+    fn flush(&mut self, now: Instant) -> Result<(), DeviceError> {
+        self.queue.flush(now)
+    }
+
     fn mtu(&self) -> usize {
         self.queue.mtu()
     }

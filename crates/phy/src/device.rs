@@ -63,6 +63,16 @@ pub trait Device {
         false
     }
 
+    /// Send what earlier sends left queued in the device: a device that batches its
+    /// writes (a [`Tap`](crate::Tap) with [`TapConfig::batched`](crate::TapConfig))
+    /// hands them to the kernel here, many in one system call. A driver calls it after
+    /// each round of sends (imp's runtime: every turn of its loop). The default has
+    /// nothing queued; a wrapper passes it on to the device it wraps.
+    fn flush(&mut self, now: Instant) -> Result<(), DeviceError> {
+        let _ = now;
+        Ok(())
+    }
+
     /// Largest frame (Ethernet header included, FCS excluded) the device carries.
     fn mtu(&self) -> usize;
 

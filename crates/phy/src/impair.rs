@@ -260,6 +260,10 @@ impl<D: Device> Device for Impair<D> {
         Ok(self.recv(now, buf)?.map(|len| (len, RxOffload::NONE)))
     }
 
+    fn flush(&mut self, now: Instant) -> Result<(), DeviceError> {
+        self.inner.flush(now)
+    }
+
     fn mtu(&self) -> usize {
         self.inner.mtu()
     }

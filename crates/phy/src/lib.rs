@@ -12,7 +12,10 @@
 //!   pure functions: [`segmentation::coalesce`], [`segmentation::segment`]).
 //! - [`Pcap`]: records every frame a device passes to a pcap file ([`PcapWriter`]).
 //! - [`Tap`] (feature `tap`, on by default; Linux): a TAP device, with optional
-//!   virtio-net offloads. The only `unsafe` of the crate lives there.
+//!   virtio-net offloads, and optionally batched reads and writes through io_uring
+//!   (`TapConfig::batched`, many frames per system call; plain `read`/`write` where
+//!   the kernel has no io_uring). The only `unsafe` of the crate lives there and in
+//!   the io_uring module beside it.
 //! - [`Tun`] (feature `tap`; Linux): a TUN device (bare IP packets), the TAP's code
 //!   opened with `IFF_TUN`.
 #![warn(missing_docs)]
@@ -31,6 +34,8 @@ pub mod tap;
 #[cfg(all(feature = "tap", target_os = "linux"))]
 pub mod tun;
 pub mod units;
+#[cfg(all(feature = "tap", target_os = "linux"))]
+mod uring;
 
 #[cfg(test)]
 mod testutil;

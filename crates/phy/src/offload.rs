@@ -286,6 +286,10 @@ impl<D: Device> Device for Offload<D> {
 
     /// With GRO or GSO, a whole IP packet (64 KiB) in one frame; else the inner
     /// device's.
+    fn flush(&mut self, now: Instant) -> Result<(), DeviceError> {
+        self.inner.flush(now)
+    }
+
     fn mtu(&self) -> usize {
         let large = self.framing.header_len() + MAX_MERGED_IP_LEN;
         match self.gro || self.gso {

@@ -179,6 +179,10 @@ impl<D: Device, W: Write> Device for Pcap<D, W> {
         Ok(taken)
     }
 
+    fn flush(&mut self, now: Instant) -> Result<(), DeviceError> {
+        self.inner.flush(now)
+    }
+
     fn mtu(&self) -> usize {
         self.inner.mtu()
     }

@@ -28,7 +28,8 @@
 //!
 //! All of imp's `unsafe` for the device lives in this file: three `ioctl`s and an
 //! `if_nametoindex`, each with its SAFETY argument (reads and writes go through
-//! rustix's safe `read`, `readv`, `write` and `writev`).
+//! rustix's safe `read`, `readv`, `write` and `writev`), and in `uring.rs` (the
+//! buffers handed to io_uring for batched reads and writes, [`TapConfig::batched`]).
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
@@ -41,6 +42,7 @@ use impnet_core::{Instant, Offloads, RxOffload};
 use impnet_wire::checksum;
 
 use crate::device::{Device, DeviceError};
+use crate::uring::{Received, Uring};
 
 /// `linux/if_tun.h`: `TUNSETIFF = _IOW('T', 202, int)`.
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
@@ -174,6 +176,15 @@ pub struct TapConfig {
     ///
     /// [`Pcap`]: crate::Pcap
     pub complete_checksums: bool,
+    /// Read and write many frames per system call through io_uring (the design is in
+    /// `ARCHITECTURE.md`, *Devices*): reads in batches of up
+    /// to 32, writes queued until [`Device::flush`] and sent together. Only for a
+    /// driver that calls [`Device::flush`] after sending (imp's runtime does, every
+    /// turn of its loop): until then written frames wait in the device. Where the
+    /// kernel has no io_uring (before 5.1, or a seccomp filter refuses it) the device
+    /// falls back to one `read`/`write` per frame: [`Tap::batched`] says which it got.
+    /// Off by default.
+    pub batched: bool,
 }
 
 impl TapConfig {
@@ -185,7 +196,14 @@ impl TapConfig {
             offloads: false,
             partial_checksums: false,
             complete_checksums: false,
+            batched: false,
         }
+    }
+
+    /// This configuration with batched I/O through io_uring on or off (see
+    /// [`TapConfig::batched`]).
+    pub fn batched(self, batched: bool) -> TapConfig {
+        TapConfig { batched, ..self }
     }
 
     /// This configuration with partial checksums of received frames completed or not
@@ -328,12 +346,24 @@ pub struct TapStats {
     pub tx_tso: u64,
     /// Frames the kernel could not take right now (`EAGAIN`).
     pub tx_full: u64,
+    /// Batched writes the kernel refused with another error (the frame is lost, as on
+    /// a wire).
+    pub tx_errors: u64,
+    /// With [`TapConfig::batched`]: system calls that carried a batch of reads.
+    pub rx_batches: u64,
+    /// With [`TapConfig::batched`]: system calls that carried a batch of writes.
+    pub tx_batches: u64,
 }
 
 /// A Linux TAP device: Ethernet frames to and from the kernel. Non-blocking: wait for
 /// its file descriptor ([`AsRawFd`]) to become readable.
 #[derive(Debug)]
 pub struct Tap {
+    /// Batched reads and writes ([`TapConfig::batched`], where the kernel has
+    /// io_uring). Before `fd`: dropped first, its last writes sent while `fd` is open.
+    uring: Option<Uring>,
+    /// Why batching was asked for and is off.
+    batch_refused: Option<String>,
     fd: OwnedFd,
     /// Ethernet frames (a TAP) or IP packets (a TUN, see [`Tun`](crate::Tun)).
     link: Link,
@@ -449,6 +479,8 @@ impl Tap {
             .collect();
         let name = String::from_utf8_lossy(&name_bytes).into_owned();
         let mut tap = Tap {
+            uring: None,
+            batch_refused: None,
             fd,
             link,
             name,
@@ -473,7 +505,31 @@ impl Tap {
         }
         tap.partial = tap.offloads && config.partial_checksums;
         tap.complete = tap.offloads && config.complete_checksums;
+        if config.batched {
+            let frame_len = tap.header_len() + tap.mtu();
+            match Uring::new(tap.fd.as_raw_fd(), frame_len) {
+                Ok(uring) => tap.uring = Some(uring),
+                Err(e) => tap.batch_refused = Some(e.to_string()),
+            }
+        }
         Ok(tap)
+    }
+
+    /// Bytes of virtio-net header before every frame on the descriptor.
+    fn header_len(&self) -> usize {
+        if self.vnet_hdr { VNET_HDR_LEN } else { 0 }
+    }
+
+    /// True when reads and writes go in batches through io_uring
+    /// ([`TapConfig::batched`] asked for it and the kernel has it).
+    pub fn batched(&self) -> bool {
+        self.uring.is_some()
+    }
+
+    /// Why [`TapConfig::batched`] was asked for and the device fell back to one
+    /// system call per frame (the kernel has no io_uring, or refused it), if it did.
+    pub fn batch_refused(&self) -> Option<&str> {
+        self.batch_refused.as_deref()
     }
 
     fn set_vnet_hdr_len(&self) -> Result<(), TapError> {
@@ -540,7 +596,14 @@ impl Tap {
 
     /// Counters.
     pub fn stats(&self) -> TapStats {
-        self.stats
+        let mut stats = self.stats;
+        if let Some(uring) = &self.uring {
+            stats.rx_batches = uring.stats.rx_batches;
+            stats.tx_batches = uring.stats.tx_batches;
+            stats.tx_full += uring.stats.tx_full;
+            stats.tx_errors = uring.stats.tx_errors - uring.stats.tx_full;
+        }
+        stats
     }
 
     /// The largest frame `send` takes without offloads: MTU plus a tagged Ethernet header.
@@ -556,10 +619,25 @@ impl Tap {
     }
 
     fn recv_plain(&mut self, buf: &mut [u8]) -> Result<Option<usize>, DeviceError> {
-        match rustix::io::read(&self.fd, buf) {
+        if let Some(uring) = self.uring.as_mut().filter(|u| !u.reads_direct()) {
+            return match uring.recv(&mut [], buf) {
+                Ok(Some(Received::Frame(len))) => Ok(Some(len)),
+                Ok(Some(Received::TooLarge(len))) => Err(DeviceError::BufferTooSmall {
+                    len,
+                    capacity: buf.len(),
+                }),
+                Ok(None) => Ok(None),
+                Err(e) => would_block_or(e),
+            };
+        }
+        let read = match rustix::io::read(&self.fd, buf) {
             Ok(n) => Ok(Some(n)),
             Err(e) => would_block_or(e.into()),
+        };
+        if let (Some(uring), Ok(Some(n))) = (&mut self.uring, &read) {
+            uring.frame_read(*n);
         }
+        read
     }
 
     /// Read frames until one passes [`check_received`] (or none is left).
@@ -608,14 +686,28 @@ impl Tap {
         buf: &mut [u8],
     ) -> Result<Option<(Option<VnetHeader>, usize)>, DeviceError> {
         let mut header = [0u8; VNET_HDR_LEN];
-        let mut iov = [IoSliceMut::new(&mut header), IoSliceMut::new(buf)];
-        let n = match rustix::io::readv(&self.fd, &mut iov) {
-            Ok(n) => n,
-            Err(e) => {
-                return match would_block_or(e.into()) {
-                    Ok(_) => Ok(None),
-                    Err(e) => Err(e),
-                };
+        let n = if let Some(uring) = self.uring.as_mut().filter(|u| !u.reads_direct()) {
+            match uring.recv(&mut header, buf) {
+                Ok(Some(Received::Frame(len))) => len,
+                Ok(Some(Received::TooLarge(len))) => {
+                    return Err(DeviceError::BufferTooSmall {
+                        len: len - VNET_HDR_LEN,
+                        capacity: buf.len(),
+                    });
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => return would_block_or(e).map(|_| None),
+            }
+        } else {
+            let mut iov = [IoSliceMut::new(&mut header), IoSliceMut::new(buf)];
+            match rustix::io::readv(&self.fd, &mut iov) {
+                Ok(n) => {
+                    if let Some(uring) = &mut self.uring {
+                        uring.frame_read(n);
+                    }
+                    n
+                }
+                Err(e) => return would_block_or(e.into()).map(|_| None),
             }
         };
         Ok(Some(match n.checked_sub(VNET_HDR_LEN) {
@@ -626,8 +718,26 @@ impl Tap {
 
     fn send_with_header(&mut self, header: &VnetHeader, frame: &[u8]) -> io::Result<usize> {
         let bytes = header.emit();
-        let iov = [IoSlice::new(&bytes), IoSlice::new(frame)];
-        Ok(rustix::io::writev(&self.fd, &iov)?)
+        self.write_pieces(&[&bytes, frame])
+    }
+
+    /// Write one frame given in pieces: queued in the batch when the device batches
+    /// and the frame is small ([`Uring::batches`]), else at once (after the writes
+    /// queued before it, which keeps the order).
+    fn write_pieces(&mut self, pieces: &[&[u8]]) -> io::Result<usize> {
+        let len = pieces.iter().map(|p| p.len()).sum();
+        if let Some(uring) = &mut self.uring {
+            if Uring::batches(len) {
+                uring.queue(pieces)?;
+                return Ok(len);
+            }
+            uring.flush()?;
+        }
+        let mut iov = [IoSlice::new(&[]); 4];
+        for (slot, piece) in iov.iter_mut().zip(pieces) {
+            *slot = IoSlice::new(piece);
+        }
+        Ok(rustix::io::writev(&self.fd, &iov[..pieces.len().min(4)])?)
     }
 
     /// As [`Tap::send_with_header`] for a frame in pieces (`head`, then the payload).
@@ -638,8 +748,7 @@ impl Tap {
         (a, b): (&[u8], &[u8]),
     ) -> io::Result<usize> {
         let bytes = header.emit();
-        let iov = [&bytes[..], head, a, b].map(IoSlice::new);
-        Ok(rustix::io::writev(&self.fd, &iov)?)
+        self.write_pieces(&[&bytes[..], head, a, b])
     }
 
     /// The outcome of a write as `Device::send` reports it, counted.
@@ -658,7 +767,7 @@ impl Tap {
     }
 
     fn send_plain(&mut self, frame: &[u8]) -> io::Result<usize> {
-        Ok(rustix::io::write(&self.fd, frame)?)
+        self.write_pieces(&[frame])
     }
 }
 
@@ -789,6 +898,15 @@ impl Device for Tap {
 
     fn gathers(&self) -> bool {
         self.vnet_hdr && self.partial
+    }
+
+    /// With [`TapConfig::batched`], submit the writes queued since the last flush, in
+    /// one system call.
+    fn flush(&mut self, _now: Instant) -> Result<(), DeviceError> {
+        match &mut self.uring {
+            Some(uring) if uring.pending() => uring.flush().map_err(device_error),
+            _ => Ok(()),
+        }
     }
 
     /// With offloads, a whole IPv4 packet (64 KiB) in one frame; else the MTU plus a
@@ -1274,6 +1392,39 @@ mod tests {
             would_block_or(io::Error::from_raw_os_error(libc::EFAULT)),
             Err(DeviceError::Io(..))
         ));
+    }
+
+    #[test]
+    fn a_batched_tap_falls_back_to_plain_reads_and_writes_without_io_uring() {
+        // As on a kernel without io_uring (or a seccomp filter refusing it).
+        crate::uring::tests::REFUSE.with(|r| r.set(true));
+        let opened = Tap::open_with(&TapConfig::new("impbfb%d").batched(true));
+        crate::uring::tests::REFUSE.with(|r| r.set(false));
+        let mut tap = match opened {
+            Ok(tap) => tap,
+            Err(e @ (TapError::NotPermitted | TapError::NoTunDevice)) => {
+                assert!(
+                    std::env::var_os("IMP_REQUIRE_ROOT").is_none(),
+                    "IMP_REQUIRE_ROOT is set, so this test may not skip: {e}"
+                );
+                eprintln!("skipped: cannot open a TAP here ({e})");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert!(!tap.batched());
+        let why = tap.batch_refused().expect("says why");
+        assert!(why.contains("not implemented"), "{why}");
+        // Plain reads: nothing waits on a new TAP, and no batch was made.
+        let mut buf = vec![0; tap.mtu()];
+        assert_eq!(tap.recv(Instant::ZERO, &mut buf), Ok(None));
+        assert_eq!(tap.flush(Instant::ZERO), Ok(()));
+        let stats = tap.stats();
+        assert_eq!((stats.rx_batches, stats.tx_batches), (0, 0));
+        // Without the fallback forced, the same TAP config batches (this kernel has
+        // io_uring) or says why not.
+        let tap = Tap::open_with(&TapConfig::new("impbfb%d").batched(true)).expect("open");
+        assert!(tap.batched() != tap.batch_refused().is_some());
     }
 
     #[test]

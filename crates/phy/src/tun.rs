@@ -78,6 +78,16 @@ impl Tun {
     pub fn stats(&self) -> TapStats {
         self.device.stats()
     }
+
+    /// True when reads and writes go in batches through io_uring ([`Tap::batched`]).
+    pub fn batched(&self) -> bool {
+        self.device.batched()
+    }
+
+    /// Why batching was asked for and is off ([`Tap::batch_refused`]).
+    pub fn batch_refused(&self) -> Option<&str> {
+        self.device.batch_refused()
+    }
 }
 
 impl Device for Tun {
@@ -105,6 +115,10 @@ impl Device for Tun {
     }
 
     /// With offloads, a whole IPv4 packet (64 KiB); else the MTU.
+    fn flush(&mut self, now: Instant) -> Result<(), DeviceError> {
+        self.device.flush(now)
+    }
+
     fn mtu(&self) -> usize {
         self.device.mtu()
     }

@@ -163,6 +163,44 @@ fn arp_request_gets_the_kernels_reply() {
     }
 }
 
+/// As [`arp_exchange`] with [`TapConfig::batched`]: the request waits in the device
+/// until `flush` sends it (one system call carrying the batch), and the reply comes
+/// back through a batch of reads.
+fn arp_exchange_batched(offloads: bool, subnet: u8) {
+    let config = TapConfig::new("impt0").offloads(offloads).batched(true);
+    let (_ns, mut tap) = setup(config, subnet);
+    if let Some(why) = tap.batch_refused() {
+        // The fallback: plain reads and writes, which the other tests cover.
+        println!("no io_uring here ({why}): the TAP reads and writes frame by frame");
+        assert!(!tap.batched());
+        return;
+    }
+    assert!(tap.batched());
+    let request = arp_request([10, 201, subnet, 2], [10, 201, subnet, 1]);
+    for _ in 0..3 {
+        assert!(tap.send(Instant::ZERO, &request).expect("send"));
+    }
+    assert_eq!(tap.stats().tx_batches, 0, "queued until flush");
+    tap.flush(Instant::ZERO).expect("flush");
+    assert_eq!(tap.stats().tx_batches, 1, "three frames, one system call");
+    assert_eq!((tap.stats().tx_frames, tap.stats().tx_errors), (3, 0));
+    let reply = wait_for(&mut tap, Duration::from_secs(3), |f| {
+        is_arp_reply_from(f, [10, 201, subnet, 1])
+    })
+    .expect("the kernel answers our ARP request");
+    assert_eq!(reply[0..6], OUR_MAC, "the reply is addressed to us");
+    assert_eq!(reply[38..42], [10, 201, subnet, 2]);
+    assert!(tap.stats().rx_batches >= 1, "{:?}", tap.stats());
+}
+
+#[test]
+fn arp_request_and_reply_cross_a_batched_tap() {
+    if can_run() {
+        arp_exchange_batched(false, 41);
+        arp_exchange_batched(true, 42);
+    }
+}
+
 #[test]
 fn arp_request_gets_the_kernels_reply_with_offloads() {
     if can_run() {
