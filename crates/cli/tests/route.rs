@@ -410,13 +410,17 @@ fn many_flows_cross_imp_route_in_io_uring_batches_byte_for_byte() {
     if !can_run() || !have("curl") || !have("python3") {
         return;
     }
-    // Without the kernel's offloads every frame is at most 1514 bytes, so every read
+    // With `--batch` and without the kernel's offloads every frame is at most 1514 bytes, so every read
     // and write of both TAPs goes through the io_uring batches (only larger frames go
     // one per call), and sixteen downloads at once fill them: reads come back many
     // per call, a turn's frames leave in one. Every byte of every download arrives, in
     // one stack and in two shards.
     for (s, threads) in [(26, "1"), (28, "2")] {
-        let mut net = Routed::new(s, ["", ""], &["--no-offloads", "--threads", threads]);
+        let mut net = Routed::new(
+            s,
+            ["", ""],
+            &["--no-offloads", "--batch", "--threads", threads],
+        );
         let site = Site::new(&format!("batch{s}"), 2 << 20);
         downloads_arrive_whole(&net, &site, 16);
         let (out, table) = net.stop();
