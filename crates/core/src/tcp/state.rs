@@ -19,6 +19,12 @@ use crate::time::Instant;
 use impnet_wire::tcp::{FastOpenCookie, SackBlock};
 
 /// A connection's protocol state.
+///
+/// Layout for speed: every state with a sending half ([`Snd`]) holds it first, in C
+/// order, so it sits at one offset in all five and [`State::snd`] is a test of the tag,
+/// not a jump per state (a segment asks for it a dozen times); the receiving half
+/// ([`Rcv`]) likewise comes first in SYN-RECEIVED and FIN-WAIT-2 and second (after
+/// `snd`) in ESTABLISHED and FIN-WAIT-1.
 #[derive(Debug)]
 pub(crate) enum State {
     /// We sent a SYN and wait for the peer's SYN.
@@ -62,17 +68,10 @@ pub(crate) struct SynSent {
 }
 
 /// SYN-RECEIVED: the peer's ISN is known (so the receiving half exists); ours is sent.
+/// `rcv` first, in C order: at the offset of FIN-WAIT-2's (see [`State`]).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct SynRcvd {
-    /// Our initial sequence number.
-    pub iss: SeqNumber,
-    /// `iss` while the SYN-ACK is due, `iss + 1` once sent.
-    pub snd_nxt: SeqNumber,
-    /// The peer's window from its SYN (unscaled: RFC 7323 §2.2, a SYN's window is never scaled).
-    pub snd_wnd: u32,
-    /// True when this connection came from a listener (RFC 9293: a RST or SYN then
-    /// returns it to LISTEN instead of refusing a user's open).
-    pub passive: bool,
     /// The receiving half.
     pub rcv: Rcv,
     /// Data written before the connection is established.
@@ -82,10 +81,20 @@ pub(crate) struct SynRcvd {
     /// The Fast Open cookie our SYN-ACK grants (RFC 7413 §4.1.2), on a listener with
     /// Fast Open that got a cookie request or an invalid cookie.
     pub cookie: Option<FastOpenCookie>,
+    /// Our initial sequence number.
+    pub iss: SeqNumber,
+    /// `iss` while the SYN-ACK is due, `iss + 1` once sent.
+    pub snd_nxt: SeqNumber,
+    /// The peer's window from its SYN (unscaled: RFC 7323 §2.2, a SYN's window is never scaled).
+    pub snd_wnd: u32,
+    /// True when this connection came from a listener (RFC 9293: a RST or SYN then
+    /// returns it to LISTEN instead of refusing a user's open).
+    pub passive: bool,
 }
 
 /// ESTABLISHED.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Established {
     /// Sending half.
     pub snd: Snd,
@@ -95,6 +104,7 @@ pub(crate) struct Established {
 
 /// FIN-WAIT-1: our FIN follows the buffered data in `snd`.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct FinWait1 {
     /// Sending half; the FIN sits at `snd_una + buffer.len()`.
     pub snd: Snd,
@@ -104,15 +114,17 @@ pub(crate) struct FinWait1 {
 
 /// FIN-WAIT-2.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct FinWait2 {
-    /// What is left of the sending half.
-    pub snd: SndClosed,
     /// Receiving half.
     pub rcv: Rcv,
+    /// What is left of the sending half.
+    pub snd: SndClosed,
 }
 
 /// CLOSING.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Closing {
     /// Sending half; the FIN sits at `snd_una + buffer.len()`.
     pub snd: Snd,
@@ -133,6 +145,7 @@ pub(crate) struct TimeWait {
 
 /// CLOSE-WAIT.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct CloseWait {
     /// Sending half.
     pub snd: Snd,
@@ -142,6 +155,7 @@ pub(crate) struct CloseWait {
 
 /// LAST-ACK.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct LastAck {
     /// Sending half; the FIN sits at `snd_una + buffer.len()`.
     pub snd: Snd,
