@@ -30,8 +30,9 @@ pub enum LegacyProfile {
     /// fixed retransmission timer of the given length, never backed off, run by a
     /// retransmission process ([`TcpConfig::retransmit_process`]) that wakes every
     /// timeout (the report's Table VI ran both at 0.5 s and both at 4 s) and
-    /// retransmits each letter older than the timeout, each letter timed from its own
-    /// send; no congestion control; a segment per write (a letter); an immediate ACK
+    /// retransmits each letter older than the timeout and no other
+    /// ([`TcpConfig::retransmit_due_only`]), each letter timed from its own send; no
+    /// congestion control; a segment per write (a letter); an immediate ACK
     /// for each segment, or with a delayed ACK one only when the process wakes
     /// ([`TcpConfig::ack_on_wakeup`], the report's "acknowledgment only when the
     /// retransmission process woke up"); no options.
@@ -102,6 +103,7 @@ impl LegacyProfile {
                 config.segment_per_write = true;
                 config.retransmit_process = Some(timeout);
                 config.ack_on_wakeup = true;
+                config.retransmit_due_only = true;
             }
             LegacyProfile::Lispm1985 => {
                 config.rto_rule = RtoRule::Rfc793 {
@@ -137,6 +139,6 @@ mod tests {
         assert_eq!(config.rto_rule, RtoRule::Fixed(timeout));
         assert_eq!(config.max_rto, timeout);
         assert_eq!(config.retransmit_process, Some(timeout));
-        assert!(config.ack_on_wakeup);
+        assert!(config.ack_on_wakeup && config.retransmit_due_only);
     }
 }
