@@ -458,7 +458,7 @@ fn ledger_rows(
     let mut rows = Vec::new();
     let a3 = runs
         .iter()
-        .find(|r| r.test == Test::Routed && r.letter == 1)
+        .find(|r| r.test == Test::Router && r.letter == 1)
         .expect("a3 with 1-byte letters");
     let rate = a3.letters_per_s().unwrap_or(0.0);
     rows.push(Figure::new(

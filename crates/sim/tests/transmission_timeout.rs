@@ -45,14 +45,18 @@ struct Run {
     delivered: usize,
     /// When the receiver last read new data.
     last_progress: Instant,
-    /// `imp analyze` on every frame the sender sent (the line dead or not).
+    /// `imp analyze` on a capture at the sender's end of the line: every frame it sent
+    /// (the line dead or not) and every frame that reached it.
     analysis: Analysis,
 }
 
 /// A sender with `config` writes 100 bytes at a time (the VM's FTP server's records)
 /// to a receiver with imp's defaults (a 384-byte window, as in seed 003); the line dies
 /// at [`DEAD_AT`]; the run lasts until `until`.
-fn run(config: StackConfig, until: Duration) -> Run {
+fn run(mut config: StackConfig, until: Duration) -> Run {
+    // A serial line has no ARP: the sender keeps its peer's mapping for the run (else,
+    // the line dead, its retransmissions would wait for ARP replies that never come).
+    config.arp.entry_lifetime = Duration::from_secs(3600);
     let mut sim = Sim::new(1990);
     let sender = sim.add_host("sender", config);
     let mut receiver_config = StackConfig::default();
@@ -70,7 +74,12 @@ fn run(config: StackConfig, until: Duration) -> Run {
     let analyzer = Rc::new(RefCell::new(Analyzer::new()));
     let capture = Rc::clone(&analyzer);
     sim.set_observer(Some(Box::new(move |event| {
-        if event.from_side == 0 && matches!(event.kind, impnet_sim::FrameKind::Sent) {
+        // At the sender's end: what it sent, and what reached it.
+        let seen = match event.kind {
+            impnet_sim::FrameKind::Sent => event.from_side == 0,
+            impnet_sim::FrameKind::Delivered => event.from_side == 1,
+        };
+        if seen {
             let ts = event.time.as_nanos();
             capture
                 .borrow_mut()
