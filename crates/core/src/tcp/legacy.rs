@@ -35,7 +35,8 @@ pub enum LegacyProfile {
     /// congestion control; a segment per write (a letter); an immediate ACK
     /// for each segment, or with a delayed ACK one only when the process wakes
     /// ([`TcpConfig::ack_on_wakeup`], the report's "acknowledgment only when the
-    /// retransmission process woke up"); no options.
+    /// retransmission process woke up"); no options; no giving up (the report describes
+    /// none).
     Exerciser1975 {
         /// The retransmission timeout (the seed's runs: 0.5 s and 4 s).
         timeout: Duration,
@@ -104,6 +105,10 @@ impl LegacyProfile {
                 config.retransmit_process = Some(timeout);
                 config.ack_on_wakeup = true;
                 config.retransmit_due_only = true;
+                // The report describes no giving up: a letter is resent until it is
+                // acknowledged (a timeout per letter due, so R2's count would be
+                // reached within seconds on a busy CPU).
+                config.max_retransmits = u32::MAX;
             }
             LegacyProfile::Lispm1985 => {
                 config.rto_rule = RtoRule::Rfc793 {

@@ -104,6 +104,29 @@ impl Conn {
         }
     }
 
+    /// With `TcpConfig::retransmit_due_only`, the timer fired at `now` and no letter
+    /// was sent longer than the timeout ago (one was sent again since the timer was
+    /// set, as a fast retransmission does): the process found nothing to do, and the
+    /// timer is set again for the least recently sent letter. True then.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn process_finds_nothing_due(&mut self, config: &TcpConfig, now: Instant) -> bool {
+        let rto = self.rto(config.rto_bounds().max);
+        let oldest = self
+            .cold
+            .as_ref()
+            .and_then(|cold| cold.letters.iter().map(|&(_, at)| at).min());
+        match oldest {
+            Some(at) if at + rto > now => {
+                let deadline = self.retransmit_deadline(config, now, rto);
+                self.timers
+                    .set(crate::tcp::timer::Timer::Retransmit, deadline);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// When a delayed ACK wanted at `now` goes: after `delay`, or with
     /// `TcpConfig::ack_on_wakeup` at the retransmission process's next wakeup.
     pub(super) fn delayed_ack_deadline(
