@@ -182,9 +182,11 @@ mod tests {
         });
         assert_eq!(
             verdict_lines(&d),
-            ["verdict 10.0.0.1:21 -> 10.0.0.2:4000: connection aborted after the transmission \
+            [
+                "verdict 10.0.0.1:21 -> 10.0.0.2:4000: connection aborted after the transmission \
               timeout: 9 retransmissions of the same data over 10.0 min without progress, \
-              then a RST"]
+              then a RST"
+            ]
         );
     }
 }

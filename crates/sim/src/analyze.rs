@@ -539,7 +539,11 @@ impl Analyzer {
         let first = self.first_ts.unwrap_or(0);
         let end = self.last_ts;
         Analysis {
-            connections: self.conns.into_iter().map(|c| c.report(first, end)).collect(),
+            connections: self
+                .conns
+                .into_iter()
+                .map(|c| c.report(first, end))
+                .collect(),
             frames: self.frames,
             tcp_segments: self.tcp_segments,
             not_tcp: self.not_tcp,

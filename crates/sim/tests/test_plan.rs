@@ -496,11 +496,7 @@ fn ledger_rows(
         "imp ACKs at once; the 1975 TCP waited for its retransmission process (\"about 1.1 \
          seconds\")",
     ];
-    for (((what, ms), imp), why) in test_plan::TABLE_IV
-        .iter()
-        .zip(a2.milestones())
-        .zip(why_iv)
-    {
+    for (((what, ms), imp), why) in test_plan::TABLE_IV.iter().zip(a2.milestones()).zip(why_iv) {
         let imp_ms = imp.as_secs_f64() * 1e3;
         rows.push(Figure::new(
             "004",

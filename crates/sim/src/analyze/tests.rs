@@ -405,19 +405,30 @@ fn a_sender_that_gives_up_after_its_transmission_timeout_is_reported() {
         t.report()
     };
     let reset = trace(Some((60_000, true)));
-    let gave_up = reset.directions[0].gave_up.expect("a RST after the retries");
+    let gave_up = reset.directions[0]
+        .gave_up
+        .expect("a RST after the retries");
     assert_eq!(gave_up.retransmissions, 5);
     assert!(gave_up.reset);
     // From the last ACK that advanced (30 ms) to the RST.
     assert!((gave_up.seconds - 59.97).abs() < 1e-9, "{gave_up:?}");
-    assert!(gave_up.describe().contains("5 retransmissions of the same data"));
+    assert!(
+        gave_up
+            .describe()
+            .contains("5 retransmissions of the same data")
+    );
     // The capture ends at the last retransmission: still trying, nothing to report.
     assert_eq!(trace(None).directions[0].gave_up, None);
     // Silence for the rest of a capture that goes on (the peer's frame at 200 s).
     let silent = trace(Some((200_000, false)));
-    let gave_up = silent.directions[0].gave_up.expect("silence after the retries");
+    let gave_up = silent.directions[0]
+        .gave_up
+        .expect("silence after the retries");
     assert!(!gave_up.reset);
-    assert!((gave_up.seconds - (16.02 - 0.03)).abs() < 1e-9, "{gave_up:?}");
+    assert!(
+        (gave_up.seconds - (16.02 - 0.03)).abs() < 1e-9,
+        "{gave_up:?}"
+    );
     // A retransmission that gets through is progress.
     let mut t = Trace::new();
     t.data(20, 0, 1000);
