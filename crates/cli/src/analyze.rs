@@ -1,7 +1,9 @@
 //! `imp analyze FILE [--json]`: judge every TCP connection in a capture (pcap or pcapng,
 //! from imp, tcpdump or tshark): retransmissions counted as Wireshark counts them,
 //! spurious ones, RTOs, the longest stall, segments below the MSS, ACK kinds, zero
-//! windows, RTT and goodput. The work is `impnet_sim::analyze`.
+//! windows, RTT and goodput; a verdict line per direction for seed 003's failings and
+//! for a connection given up after its transmission timeout. The work is
+//! `impnet_sim::analyze`.
 
 use std::path::PathBuf;
 
@@ -119,11 +121,34 @@ fn print_connection(c: &Connection) {
         );
     }
     for d in &c.directions {
-        let failings = d.verdict.failings();
-        if !failings.is_empty() {
-            println!("verdict {} -> {}: {}", d.from, d.to, failings.join("; "));
+        for line in verdict_lines(d) {
+            println!("{line}");
         }
     }
+}
+
+/// The verdict lines of one direction: seed 003's failings, and a connection given up
+/// after its transmission timeout.
+fn verdict_lines(d: &Direction) -> Vec<String> {
+    let mut out = Vec::new();
+    let failings = d.verdict.failings();
+    if !failings.is_empty() {
+        out.push(format!(
+            "verdict {} -> {}: {}",
+            d.from,
+            d.to,
+            failings.join("; ")
+        ));
+    }
+    if let Some(gave_up) = &d.gave_up {
+        out.push(format!(
+            "verdict {} -> {}: {}",
+            d.from,
+            d.to,
+            gave_up.describe()
+        ));
+    }
+    out
 }
 
 fn rtt(d: &Direction) -> String {
@@ -134,4 +159,34 @@ fn rtt(d: &Direction) -> String {
         "{:.2}/{:.2}/{:.2}",
         d.rtt_ms.min, d.rtt_ms.avg, d.rtt_ms.max
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use impnet_sim::analyze::GaveUp;
+
+    use super::*;
+
+    #[test]
+    fn a_connection_given_up_gets_a_verdict_line() {
+        let mut d = Direction {
+            from: "10.0.0.1:21".into(),
+            to: "10.0.0.2:4000".into(),
+            ..Direction::default()
+        };
+        assert!(verdict_lines(&d).is_empty());
+        d.gave_up = Some(GaveUp {
+            retransmissions: 9,
+            seconds: 599.6,
+            reset: true,
+        });
+        assert_eq!(
+            verdict_lines(&d),
+            [
+                "verdict 10.0.0.1:21 -> 10.0.0.2:4000: connection aborted after the transmission \
+              timeout: 9 retransmissions of the same data over 10.0 min without progress, \
+              then a RST"
+            ]
+        );
+    }
 }

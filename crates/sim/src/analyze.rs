@@ -35,6 +35,14 @@
 //! - **Verdict** ([`Verdict`]): seed 003's four failings ("less than MSS sized
 //!   packets, too many retransmissions, timeouts of 20 seconds or more, and failure to
 //!   combine ACKs with bidirectional data"), each judged from the counts above.
+//! - **Given up** ([`GaveUp`]): the sender's last segments with data were at least
+//!   [`GAVE_UP_RETRANSMISSIONS`] retransmissions of the same unacknowledged data, with
+//!   no progress after, and then it sent a RST, or fell silent for the rest of the
+//!   capture (at least twice the last gap between its retransmissions, and a minute):
+//!   the connection was aborted by its transmission (user) timeout, as seed 003's
+//!   "10 minute transmission timeout". The span runs from the last acknowledgment that
+//!   advanced (or the first transmission of the data) to the RST or the last
+//!   retransmission.
 //! - **Zero-window events**: the sender starts advertising a zero window (segments
 //!   repeating it are counted in `zero_window_segments`).
 //! - **RTT**: from a segment with new data (or SYN/FIN) to the first ACK covering it,
@@ -62,6 +70,12 @@ pub const RTO_GAP_NS: u64 = 200_000_000;
 pub const COMBINE_WINDOW_NS: u64 = 200_000_000;
 /// Seed 003's "timeouts of 20 seconds or more".
 pub const LONG_TIMEOUT_MS: f64 = 20_000.0;
+/// Retransmissions of the same data, with nothing acknowledged after, that make a
+/// sender's end a give-up ([`GaveUp`]) rather than a loss repaired.
+pub const GAVE_UP_RETRANSMISSIONS: u64 = 3;
+/// The least silence after the last retransmission that counts as giving up, when no
+/// RST says so.
+pub const GAVE_UP_SILENCE_NS: u64 = 60_000_000_000;
 /// The MSS assumed when the peer's SYN was not captured (RFC 9293 §3.7.1).
 pub const DEFAULT_MSS: u16 = 536;
 
@@ -165,6 +179,43 @@ pub struct Direction {
     pub rtt_ms: Rtt,
     /// New-data bits per second between the first and the last data segment.
     pub goodput_bps: f64,
+    /// The sender gave the connection up after retransmitting the same data (the
+    /// transmission timeout), if it did.
+    pub gave_up: Option<GaveUp>,
+}
+
+/// A sender that retransmitted the same data with no progress and then stopped: a
+/// connection aborted by its transmission (user) timeout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct GaveUp {
+    /// Retransmissions of the data at SND.UNA, one after another, nothing acknowledged.
+    pub retransmissions: u64,
+    /// Seconds from the last progress (an acknowledgment that advanced, or the data's
+    /// first transmission) to the RST or, without one, the last retransmission.
+    pub seconds: f64,
+    /// Whether it ended with a RST (else with silence).
+    pub reset: bool,
+}
+
+impl GaveUp {
+    /// The verdict line: "aborted after the transmission timeout: ...".
+    pub fn describe(&self) -> String {
+        let span = if self.seconds >= 120.0 {
+            format!("{:.1} min", self.seconds / 60.0)
+        } else {
+            format!("{:.1} s", self.seconds)
+        };
+        let end = if self.reset {
+            "then a RST"
+        } else {
+            "then silence"
+        };
+        format!(
+            "connection aborted after the transmission timeout: {} retransmissions of the \
+             same data over {span} without progress, {end}",
+            self.retransmissions
+        )
+    }
 }
 
 /// Seed 003's four failings of a TCP, judged per direction from a trace.
@@ -364,6 +415,14 @@ struct Side {
     last_ack: Option<u32>,
     /// Segments waiting for an ACK: (end, sent at, sent again).
     rtt_queue: VecDeque<(u32, u64, bool)>,
+    /// When data last became outstanding or an ACK last advanced with data still
+    /// outstanding: the last progress.
+    progress: Option<u64>,
+    /// The run of retransmissions of the data at SND.UNA since the last progress:
+    /// (sequence number, count, time between the last two, the last one's time).
+    stuck: Option<(u32, u64, u64, u64)>,
+    /// When this side sent a RST after such a run.
+    reset_at: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -393,6 +452,8 @@ pub struct Analyzer {
     conns: Vec<Conn>,
     by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
     first_ts: Option<u64>,
+    /// The last frame's time: the end of the capture.
+    last_ts: u64,
     frames: u64,
     tcp_segments: u64,
     not_tcp: u64,
@@ -410,6 +471,7 @@ impl Analyzer {
     pub fn frame(&mut self, ts: u64, linktype: u32, frame: &[u8]) {
         self.frames += 1;
         self.first_ts.get_or_insert(ts);
+        self.last_ts = self.last_ts.max(ts);
         let Some(ip) = ip_payload(linktype, frame) else {
             self.not_tcp += 1;
             return;
@@ -431,6 +493,7 @@ impl Analyzer {
     pub fn segment(&mut self, ts: u64, src: SocketAddr, dst: SocketAddr, seg: &Segment) {
         self.tcp_segments += 1;
         self.first_ts.get_or_insert(ts);
+        self.last_ts = self.last_ts.max(ts);
         let index = self.conn_for(ts, src, dst, seg);
         let conn = &mut self.conns[index];
         let dir = usize::from(conn.sides[0].addr != Some(src));
@@ -474,8 +537,13 @@ impl Analyzer {
     /// The report.
     pub fn finish(self) -> Analysis {
         let first = self.first_ts.unwrap_or(0);
+        let end = self.last_ts;
         Analysis {
-            connections: self.conns.into_iter().map(|c| c.report(first)).collect(),
+            connections: self
+                .conns
+                .into_iter()
+                .map(|c| c.report(first, end))
+                .collect(),
             frames: self.frames,
             tcp_segments: self.tcp_segments,
             not_tcp: self.not_tcp,
@@ -634,9 +702,9 @@ impl Conn {
         }
     }
 
-    fn report(self, first: u64) -> Connection {
+    fn report(self, first: u64, end: u64) -> Connection {
         let [a, b] = &self.sides;
-        let dirs = [a.report(b), b.report(a)];
+        let dirs = [a.report(b, end), b.report(a, end)];
         let sum = |f: fn(&Direction) -> u64| f(&dirs[0]) + f(&dirs[1]);
         let main = usize::from(dirs[1].unique_bytes > dirs[0].unique_bytes);
         Connection {
@@ -691,6 +759,9 @@ impl Side {
         if s.flags.fin() {
             self.pending_small = false;
         }
+        if s.flags.rst() && self.stuck.is_some() && self.reset_at.is_none() {
+            self.reset_at = Some(s.ts);
+        }
     }
 
     /// A segment with data, SYN or FIN: stalls, RTOs, RTT bookkeeping.
@@ -700,6 +771,13 @@ impl Side {
             .wrapping_add(s.len)
             .wrapping_add(u32::from(s.flags.0 & 0x03 != 0));
         let outstanding = self.outstanding();
+        if !outstanding {
+            self.progress = Some(s.ts);
+            self.stuck = None;
+        }
+        if class & wireshark::ANY_RETRANSMISSION != 0 {
+            self.note_stuck(s);
+        }
         if let Some(last) = self.last_send {
             let gap = s.ts.saturating_sub(last);
             if outstanding {
@@ -725,6 +803,38 @@ impl Side {
             self.rtt_queue.push_back((end, s.ts, false));
         }
         self.snd_max = Some(seq_max(self.snd_max, end));
+    }
+
+    /// A retransmission of `s.seq`: when it is the data at SND.UNA (the peer's last
+    /// acknowledgment), the run of its retransmissions grows, or starts at a new
+    /// SND.UNA; the rest of a go-back-N resend leaves the run as it is.
+    fn note_stuck(&mut self, s: &Seg) {
+        if self.acked.is_some_and(|una| una != s.seq) {
+            return;
+        }
+        self.stuck = match self.stuck {
+            Some((seq, n, _, last)) if seq == s.seq => {
+                Some((seq, n + 1, s.ts.saturating_sub(last), s.ts))
+            }
+            _ => Some((s.seq, 1, 0, s.ts)),
+        };
+    }
+
+    /// Whether this side gave up (see [`GaveUp`]), the capture ending at `end`.
+    fn gave_up(&self, end: u64) -> Option<GaveUp> {
+        let (_, count, gap, last) = self.stuck?;
+        if count < GAVE_UP_RETRANSMISSIONS || !self.outstanding() {
+            return None;
+        }
+        let silence = end.saturating_sub(last);
+        let stopped = self.reset_at.map(|at| (at, true)).or_else(|| {
+            (silence >= GAVE_UP_SILENCE_NS && silence >= 2 * gap).then_some((last, false))
+        })?;
+        Some(GaveUp {
+            retransmissions: count,
+            seconds: stopped.0.saturating_sub(self.progress.unwrap_or(0)) as f64 / 1e9,
+            reset: stopped.1,
+        })
     }
 
     fn on_data(&mut self, s: &Seg, class: u32, mss: u16) {
@@ -766,6 +876,8 @@ impl Side {
         }
         let was_outstanding = self.outstanding();
         self.acked = Some(ack);
+        self.progress = Some(ts);
+        self.stuck = None;
         if was_outstanding
             && !self.outstanding()
             && let Some(last) = self.last_send
@@ -827,7 +939,7 @@ impl Side {
         self.last_ack = Some(seg.ack);
     }
 
-    fn report(&self, peer: &Side) -> Direction {
+    fn report(&self, peer: &Side, end: u64) -> Direction {
         let addr = |s: &Side| s.addr.map(|a| a.to_string()).unwrap_or_default();
         let mut stats = self.stats.clone();
         stats.from = addr(self);
@@ -841,6 +953,7 @@ impl Side {
             stats.mss = effective_mss(self, peer);
         }
         stats.verdict = Verdict::judge(&stats);
+        stats.gave_up = self.gave_up(end);
         stats
     }
 }

@@ -536,6 +536,7 @@ struct RawTcp {
     retransmit_timer: Option<Dur>,
     retransmit_process: Option<Dur>,
     ack_on_wakeup: Option<bool>,
+    retransmit_due_only: Option<bool>,
     karn: Option<bool>,
     segment_per_write: Option<bool>,
     quick_acks: Option<u32>,
@@ -1041,8 +1042,8 @@ fn tcp_config(ctx: &Ctx<'_>, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
 /// `profile` (an old TCP's algorithms, `LegacyProfile`), applied before every other
 /// key so they can change it, and the switches old TCPs differ by: `retransmit_timer`
 /// (a fixed RTO, never backed off), `retransmit_process` (the period of a 1975
-/// retransmission process, `TcpConfig::retransmit_process`), `ack_on_wakeup`, `karn`,
-/// `segment_per_write`.
+/// retransmission process, `TcpConfig::retransmit_process`), `ack_on_wakeup`,
+/// `retransmit_due_only`, `karn`, `segment_per_write`.
 fn legacy_settings(ctx: &Ctx<'_>, raw: &RawTcp, tcp: &mut TcpConfig) -> Result<(), ScenarioError> {
     if let Some(name) = &raw.profile {
         let profile = LegacyProfile::from_name(name.get_ref()).ok_or_else(|| {
@@ -1078,6 +1079,9 @@ fn legacy_settings(ctx: &Ctx<'_>, raw: &RawTcp, tcp: &mut TcpConfig) -> Result<(
     }
     if let Some(v) = raw.ack_on_wakeup {
         tcp.ack_on_wakeup = v;
+    }
+    if let Some(v) = raw.retransmit_due_only {
+        tcp.retransmit_due_only = v;
     }
     if let Some(v) = raw.karn {
         tcp.karn = v;

@@ -7,6 +7,8 @@
 //! differs from what the run prints. The historical figures are text kept here, next to
 //! the rows they belong to; imp's figures and the bounds come from the [`Report`].
 
+pub mod ledger;
+
 use std::fmt::Write;
 
 use crate::experiment::{FlowReport, Report};

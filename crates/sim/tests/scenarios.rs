@@ -81,35 +81,45 @@ fn seed_scenario(file: &str) -> Scenario {
 }
 
 /// The README's generated tables for this seed (`scenarios/seeds/README.md`, between
-/// its markers) are exactly what `imp sim FILE --markdown` prints for this run. With
+/// its markers) are exactly what `imp sim FILE --markdown` prints for this run, and its
+/// rows of the figures ledger what `seed_tables::ledger::ledger` gives. With
 /// `IMP_UPDATE_SEED_TABLES=1` the README is rewritten instead.
 fn check_readme_tables(report: &Report) {
-    static README: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let file = seed_tables::file_of(report).expect("a seed scenario");
     let tables = seed_tables::markdown(report).unwrap_or_else(|e| panic!("{e}"));
+    check_block(&seed_tables::begin_marker(file), &tables, file);
+    if let Some(rows) = seed_tables::ledger::ledger(report) {
+        let rows = rows.unwrap_or_else(|e| panic!("{e}"));
+        check_block(&seed_tables::ledger::begin_marker(file), &rows, file);
+    }
+}
+
+/// The README's block after the marker line `begin` is `text` (or is rewritten to it
+/// with `IMP_UPDATE_SEED_TABLES=1`).
+fn check_block(begin: &str, text: &str, file: &str) {
+    static README: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds/README.md");
     // The seed tests run in parallel; each reads (and may rewrite) the one file.
     let _guard = README.lock().unwrap_or_else(|e| e.into_inner());
     let readme = std::fs::read_to_string(&path).unwrap();
-    let committed = seed_tables::committed(&readme, file).unwrap_or_else(|| {
+    let committed = seed_tables::committed_block(&readme, begin).unwrap_or_else(|| {
         panic!(
-            "scenarios/seeds/README.md has no `{}` ... `{}` block",
-            seed_tables::begin_marker(file),
+            "scenarios/seeds/README.md has no `{begin}` ... `{}` block",
             seed_tables::END_MARKER
         )
     });
-    if committed == tables {
+    if committed == text {
         return;
     }
     if std::env::var_os("IMP_UPDATE_SEED_TABLES").is_some() {
-        let updated = seed_tables::replace(&readme, file, &tables).unwrap();
+        let updated = seed_tables::replace_block(&readme, begin, text).unwrap();
         std::fs::write(&path, updated).unwrap();
-        eprintln!("updated the {file} tables in scenarios/seeds/README.md");
+        eprintln!("updated `{begin}` in scenarios/seeds/README.md");
         return;
     }
     panic!(
-        "scenarios/seeds/README.md: the tables for {file} differ from what the scenario gives \
-         now.\n--- committed:\n{committed}--- now:\n{tables}---\nRegenerate them with \
+        "scenarios/seeds/README.md: the block `{begin}` differs from what the scenario gives \
+         now.\n--- committed:\n{committed}--- now:\n{text}---\nRegenerate it with \
          `IMP_UPDATE_SEED_TABLES=1 cargo test -p impnet-sim --test scenarios seed`, or paste \
          the output of `cargo run --release -p impnet-cli -- sim scenarios/seeds/{file} \
          --markdown` between the markers; then reread the prose around them."
@@ -685,13 +695,16 @@ fn seed004_letters_per_second_are_line_bound_and_piggy_backed_acks_win() {
     for name in ["t6-forced-p3", "t6-forced-p3-w25"] {
         let collapsed = measured(name);
         let (four, two) = (measured("t6-forced-p3-4s"), measured("t6-forced-p2"));
+        // The process resends only the letters older than the timeout (as in 1975), so
+        // the collapse is shallower than a go-back-N one: under two thirds of the 4 s
+        // row's letters, with retransmissions in the hundreds a minute.
         assert!(
-            collapsed.letters_per_min < 0.6 * four.letters_per_min,
+            collapsed.letters_per_min < 0.67 * four.letters_per_min,
             "{name}: {collapsed:?} against 4 s {four:?}"
         );
-        assert!(collapsed.letters_per_min < 0.6 * two.letters_per_min);
+        assert!(collapsed.letters_per_min < 0.67 * two.letters_per_min);
         assert!(collapsed.retransmits_per_min > 100.0, "{collapsed:?}");
-        // Within a factor of 2 of 1975's letters (1.5-1.7 here).
+        // Within a factor of 2 of 1975's letters (1.9 here).
         assert!(collapsed.letters_per_min < 2.0 * 81.0, "{collapsed:?}");
     }
     assert!(measured("t6-forced-p3-4s").retransmits_per_min < 0.5);

@@ -5,13 +5,18 @@
 //! ([`LegacyProfile::Vm1990`]) goes on retransmitting with RFC 793's backoff and aborts
 //! the connection 10 minutes after it last got data through; a TCP with imp's defaults
 //! on the same line is still retrying then (it gives up after its retransmission
-//! count, RFC 1122's R2, which at this line's RTO comes later).
+//! count, RFC 1122's R2, which at this line's RTO comes later). `imp analyze`, on
+//! the frames the sender sent (a capture on its interface), reports the abort.
 
+use std::cell::RefCell;
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
 
 use impnet_core::tcp::{LegacyProfile, TcpError, TcpHandle};
 use impnet_core::{Duration, Instant, StackConfig};
 use impnet_phy::LinkConfig;
+use impnet_phy::pcap::LINKTYPE_ETHERNET;
+use impnet_sim::analyze::{Analysis, Analyzer};
 use impnet_sim::{Flow, HostId, LinkId, Sim};
 use impnet_wire::ipv4::Cidr;
 
@@ -40,12 +45,18 @@ struct Run {
     delivered: usize,
     /// When the receiver last read new data.
     last_progress: Instant,
+    /// `imp analyze` on a capture at the sender's end of the line: every frame it sent
+    /// (the line dead or not) and every frame that reached it.
+    analysis: Analysis,
 }
 
 /// A sender with `config` writes 100 bytes at a time (the VM's FTP server's records)
 /// to a receiver with imp's defaults (a 384-byte window, as in seed 003); the line dies
 /// at [`DEAD_AT`]; the run lasts until `until`.
-fn run(config: StackConfig, until: Duration) -> Run {
+fn run(mut config: StackConfig, until: Duration) -> Run {
+    // A serial line has no ARP: the sender keeps its peer's mapping for the run (else,
+    // the line dead, its retransmissions would wait for ARP replies that never come).
+    config.arp.entry_lifetime = Duration::from_secs(3600);
     let mut sim = Sim::new(1990);
     let sender = sim.add_host("sender", config);
     let mut receiver_config = StackConfig::default();
@@ -60,6 +71,21 @@ fn run(config: StackConfig, until: Duration) -> Run {
             line(),
         )
         .unwrap();
+    let analyzer = Rc::new(RefCell::new(Analyzer::new()));
+    let capture = Rc::clone(&analyzer);
+    sim.set_observer(Some(Box::new(move |event| {
+        // At the sender's end: what it sent, and what reached it.
+        let seen = match event.kind {
+            impnet_sim::FrameKind::Sent => event.from_side == 0,
+            impnet_sim::FrameKind::Delivered => event.from_side == 1,
+        };
+        if seen {
+            let ts = event.time.as_nanos();
+            capture
+                .borrow_mut()
+                .frame(ts, LINKTYPE_ETHERNET, event.frame);
+        }
+    })));
     let listener = sim
         .host_mut(receiver)
         .tcp_listen(SocketAddrV4::new(RECEIVER, PORT), 4)
@@ -72,7 +98,13 @@ fn run(config: StackConfig, until: Duration) -> Run {
             SocketAddrV4::new(RECEIVER, PORT),
         )
         .unwrap();
-    drive(&mut sim, (sender, receiver, link), (conn, listener), until)
+    let mut out = drive(&mut sim, (sender, receiver, link), (conn, listener), until);
+    sim.set_observer(None);
+    out.analysis = Rc::try_unwrap(analyzer)
+        .expect("the observer is gone")
+        .into_inner()
+        .finish();
+    out
 }
 
 fn drive(
@@ -86,6 +118,7 @@ fn drive(
         ended: None,
         delivered: 0,
         last_progress: Instant::ZERO,
+        analysis: Analysis::default(),
     };
     let end = Instant::ZERO + until;
     sim.run(u64::MAX / 4, end + Duration::from_secs(1), |sim| {
@@ -147,6 +180,18 @@ fn the_vm_model_aborts_ten_minutes_after_the_line_went_dead() {
         since_dead >= Duration::from_secs(595) && since_dead <= Duration::from_secs(601),
         "aborted {since_dead:?} after the line died"
     );
+    // `imp analyze` sees it in the sender's frames: the same data sent again and again
+    // with nothing acknowledged, then a RST, some 10 minutes after the last progress.
+    let data = &r.analysis.connections[0].directions[0];
+    let gave_up = data.gave_up.expect("the analyzer reports the abort");
+    println!("imp analyze: {}", gave_up.describe());
+    assert!(gave_up.reset, "{gave_up:?}");
+    assert!(gave_up.retransmissions >= 3, "{gave_up:?}");
+    assert!(
+        (590.0..=605.0).contains(&gave_up.seconds),
+        "{gave_up:?} against {silent:?}"
+    );
+    assert_eq!(r.analysis.connections[0].directions[1].gave_up, None);
 }
 
 #[test]
@@ -156,4 +201,8 @@ fn a_modern_tcp_is_still_retrying_at_ten_minutes() {
     let r = run(good, DEAD_AT + Duration::from_secs(610));
     assert!(r.delivered > 20_000, "{} bytes", r.delivered);
     assert_eq!(r.ended, None, "a TCP without a user timeout");
+    // Still retrying when the capture ends: no abort to report.
+    let data = &r.analysis.connections[0].directions[0];
+    assert!(data.retransmissions >= 3, "{data:?}");
+    assert_eq!(data.gave_up, None, "{data:?}");
 }

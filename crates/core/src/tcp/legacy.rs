@@ -30,11 +30,13 @@ pub enum LegacyProfile {
     /// fixed retransmission timer of the given length, never backed off, run by a
     /// retransmission process ([`TcpConfig::retransmit_process`]) that wakes every
     /// timeout (the report's Table VI ran both at 0.5 s and both at 4 s) and
-    /// retransmits each letter older than the timeout, each letter timed from its own
-    /// send; no congestion control; a segment per write (a letter); an immediate ACK
+    /// retransmits each letter older than the timeout and no other
+    /// ([`TcpConfig::retransmit_due_only`]), each letter timed from its own send; no
+    /// congestion control; a segment per write (a letter); an immediate ACK
     /// for each segment, or with a delayed ACK one only when the process wakes
     /// ([`TcpConfig::ack_on_wakeup`], the report's "acknowledgment only when the
-    /// retransmission process woke up"); no options.
+    /// retransmission process woke up"); no options; no giving up (the report describes
+    /// none).
     Exerciser1975 {
         /// The retransmission timeout (the seed's runs: 0.5 s and 4 s).
         timeout: Duration,
@@ -102,6 +104,11 @@ impl LegacyProfile {
                 config.segment_per_write = true;
                 config.retransmit_process = Some(timeout);
                 config.ack_on_wakeup = true;
+                config.retransmit_due_only = true;
+                // The report describes no giving up: a letter is resent until it is
+                // acknowledged (a timeout per letter due, so R2's count would be
+                // reached within seconds on a busy CPU).
+                config.max_retransmits = u32::MAX;
             }
             LegacyProfile::Lispm1985 => {
                 config.rto_rule = RtoRule::Rfc793 {
@@ -137,6 +144,6 @@ mod tests {
         assert_eq!(config.rto_rule, RtoRule::Fixed(timeout));
         assert_eq!(config.max_rto, timeout);
         assert_eq!(config.retransmit_process, Some(timeout));
-        assert!(config.ack_on_wakeup);
+        assert!(config.ack_on_wakeup && config.retransmit_due_only);
     }
 }

@@ -194,6 +194,12 @@ pub struct TcpConfig {
     /// found a NEWRECEIVE flag set" (however long that is; [`MAX_ACK_DELAY`] does not
     /// apply). Off by default.
     pub ack_on_wakeup: bool,
+    /// With [`TcpConfig::retransmit_process`]: a timeout resends only the letters
+    /// (segments) sent longer than the retransmission timeout ago, as the 1975 process
+    /// that scanned its retransmission queue did, where go-back-N (false, the default)
+    /// sends everything outstanding again. The timer then runs from the least recently
+    /// sent letter's send time.
+    pub retransmit_due_only: bool,
     /// What a reset leaves (default false: RFC 9293 §3.10.7.4, "All segment queues
     /// should be flushed"). True as Linux's `tcp_reset`: the data that arrived before
     /// the RST stays readable and the reset is reported after it, and a child the
@@ -396,6 +402,7 @@ impl Default for TcpConfig {
             segment_per_write: false,
             retransmit_process: None,
             ack_on_wakeup: false,
+            retransmit_due_only: false,
             reset_keeps_data: false,
             unsent_ack_silent: false,
             syn_sent_tsecr_check: false,

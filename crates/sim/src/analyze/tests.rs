@@ -378,3 +378,64 @@ fn a_bulk_sender_of_small_segments_and_long_timeouts_is_judged() {
     assert!(d.verdict.small_segments && d.verdict.long_timeouts, "{d:?}");
     assert!(!d.verdict.too_many_retransmissions, "{d:?}");
 }
+
+#[test]
+fn a_sender_that_gives_up_after_its_transmission_timeout_is_reported() {
+    // Go back N over two segments, the timer doubled from 1 s, no ACK after 30 ms;
+    // then a RST (the user timeout) or silence.
+    let trace = |end: Option<(u64, bool)>| {
+        let mut t = Trace::new();
+        t.data(20, 0, 1000);
+        t.data(20, 1000, 1000);
+        t.ack(30, 1000, 65535);
+        let mut at = 1_020;
+        for backoff in 0..5 {
+            t.data(at, 1000, 1000);
+            at += 1000 << backoff;
+        }
+        match end {
+            Some((when, true)) => {
+                let s = seg(CISN + 2001, SISN + 1, Flags::RST | Flags::ACK, 0, 65535);
+                t.a.segment(when * MS, C, S, &s);
+            }
+            // The peer's frame, acknowledging nothing new.
+            Some((when, false)) => t.ack(when, 1000, 65535),
+            None => {}
+        }
+        t.report()
+    };
+    let reset = trace(Some((60_000, true)));
+    let gave_up = reset.directions[0]
+        .gave_up
+        .expect("a RST after the retries");
+    assert_eq!(gave_up.retransmissions, 5);
+    assert!(gave_up.reset);
+    // From the last ACK that advanced (30 ms) to the RST.
+    assert!((gave_up.seconds - 59.97).abs() < 1e-9, "{gave_up:?}");
+    assert!(
+        gave_up
+            .describe()
+            .contains("5 retransmissions of the same data")
+    );
+    // The capture ends at the last retransmission: still trying, nothing to report.
+    assert_eq!(trace(None).directions[0].gave_up, None);
+    // Silence for the rest of a capture that goes on (the peer's frame at 200 s).
+    let silent = trace(Some((200_000, false)));
+    let gave_up = silent.directions[0]
+        .gave_up
+        .expect("silence after the retries");
+    assert!(!gave_up.reset);
+    assert!(
+        (gave_up.seconds - (16.02 - 0.03)).abs() < 1e-9,
+        "{gave_up:?}"
+    );
+    // A retransmission that gets through is progress.
+    let mut t = Trace::new();
+    t.data(20, 0, 1000);
+    for at in [1_020, 2_020, 4_020] {
+        t.data(at, 0, 1000);
+    }
+    t.ack(4_030, 1000, 65535);
+    t.ack(200_000, 1000, 65535);
+    assert_eq!(t.report().directions[0].gave_up, None);
+}

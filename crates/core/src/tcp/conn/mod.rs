@@ -1136,6 +1136,9 @@ impl Conn {
     /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.
     fn on_retransmit_timeout(&mut self, ctx: &mut Ctx<'_>) {
         let config = &ctx.shared.config;
+        if config.retransmit_due_only && self.process_finds_nothing_due(config, ctx.now) {
+            return;
+        }
         let limit = if self.state.synchronized() {
             config.max_retransmits
         } else {

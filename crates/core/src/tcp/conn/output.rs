@@ -225,6 +225,10 @@ impl Conn {
             rtt.rto(backoff_of(cold), config.rto_bounds().max)
         });
         skip_recent_after_rto(snd, ctx.now, self.rtt.srtt(), opts.snd_mss());
+        if config.retransmit_due_only && snd.snd_nxt < snd.snd_max {
+            let rto = rtt.rto(backoff_of(cold), config.rto_bounds().max);
+            super::process::skip_letters_not_due(snd, cold.map(|c| &**c), ctx.now, rto);
+        }
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
         } else {
@@ -639,7 +643,11 @@ impl Conn {
         if !self.timers.is_set(Timer::Retransmit) {
             let config = &ctx.shared.config;
             let rto = self.rto(config.rto_bounds().max);
-            let at = Conn::send_deadline(config, now, rto);
+            let at = if config.retransmit_due_only {
+                self.retransmit_deadline(config, now, rto)
+            } else {
+                Conn::send_deadline(config, now, rto)
+            };
             self.timers.set(Timer::Retransmit, at);
         }
         if let Some(timeout) = self.user_timeout(&ctx.shared.config) {

@@ -1,9 +1,11 @@
 //! A 1975 TCP's retransmission process (`TcpConfig::retransmit_process`, seed 004's
 //! exerciser): a process that wakes periodically, retransmits each letter sent longer
 //! than the retransmission timeout ago and, with `TcpConfig::ack_on_wakeup`, sends the
-//! ACKs due. Modelled as two rules on the ordinary timers: the retransmission timer is
-//! the oldest unacknowledged segment's own (from when it was last sent, not restarted by
-//! the ACK of another), and both timers fire only at the process's wakeups.
+//! ACKs due. Modelled as rules on the ordinary timers: the retransmission timer is the
+//! least recently sent unacknowledged segment's own (from when it was last sent, not
+//! restarted by the ACK of another), both timers fire only at the process's wakeups,
+//! and with `TcpConfig::retransmit_due_only` a timeout resends only the segments sent
+//! longer than the timeout ago ([`skip_letters_not_due`]).
 
 use crate::tcp::TcpConfig;
 use crate::tcp::seq::SeqNumber;
@@ -19,10 +21,10 @@ pub(crate) fn next_wakeup(at: Instant, period: Duration) -> Instant {
 }
 
 impl Conn {
-    /// When the retransmission timer should fire, re-armed at `now` by an ACK for a
-    /// timeout of `rto`: RFC 6298's `now + rto`, or with a retransmission process the
-    /// oldest unacknowledged segment's send time plus `rto`, at the process's next
-    /// wakeup.
+    /// When the retransmission timer should fire, re-armed at `now` for a timeout of
+    /// `rto`: RFC 6298's `now + rto`, or with a retransmission process the least
+    /// recently sent unacknowledged segment's send time plus `rto`, at the process's
+    /// next wakeup.
     pub(super) fn retransmit_deadline(
         &self,
         config: &TcpConfig,
@@ -35,8 +37,8 @@ impl Conn {
         let sent = self
             .cold
             .as_ref()
-            .and_then(|cold| cold.letters.front())
-            .map_or(now, |&(_, at)| at);
+            .and_then(|cold| cold.letters.iter().map(|&(_, at)| at).min())
+            .map_or(now, |at| at.min(now));
         next_wakeup(sent + rto, period)
     }
 
@@ -102,6 +104,29 @@ impl Conn {
         }
     }
 
+    /// With `TcpConfig::retransmit_due_only`, the timer fired at `now` and no letter
+    /// was sent longer than the timeout ago (one was sent again since the timer was
+    /// set, as a fast retransmission does): the process found nothing to do, and the
+    /// timer is set again for the least recently sent letter. True then.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn process_finds_nothing_due(&mut self, config: &TcpConfig, now: Instant) -> bool {
+        let rto = self.rto(config.rto_bounds().max);
+        let oldest = self
+            .cold
+            .as_ref()
+            .and_then(|cold| cold.letters.iter().map(|&(_, at)| at).min());
+        match oldest {
+            Some(at) if at + rto > now => {
+                let deadline = self.retransmit_deadline(config, now, rto);
+                self.timers
+                    .set(crate::tcp::timer::Timer::Retransmit, deadline);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// When a delayed ACK wanted at `now` goes: after `delay`, or with
     /// `TcpConfig::ack_on_wakeup` at the retransmission process's next wakeup.
     pub(super) fn delayed_ack_deadline(
@@ -115,6 +140,30 @@ impl Conn {
             }
             _ => now + delay,
         }
+    }
+}
+
+/// With `TcpConfig::retransmit_due_only`, while `snd` resends after a timeout
+/// (SND.NXT below SND.MAX): SND.NXT moves past each letter sent less than `rto` before
+/// `now`, so that only the letters due go again, the 1975 process's "retransmit what is
+/// older than the timeout". Out of line: only the 1975 model runs it.
+#[cold]
+#[inline(never)]
+pub(super) fn skip_letters_not_due(
+    snd: &mut crate::tcp::state::Snd,
+    cold: Option<&super::Cold>,
+    now: Instant,
+    rto: Duration,
+) {
+    let Some(cold) = cold else { return };
+    while snd.snd_nxt < snd.snd_max {
+        let Some(&(end, at)) = cold.letters.iter().find(|&&(end, _)| end > snd.snd_nxt) else {
+            return;
+        };
+        if at + rto <= now {
+            return;
+        }
+        snd.snd_nxt = end.min(snd.snd_max);
     }
 }
 
