@@ -256,7 +256,7 @@ impl Conn {
             return Some(plan);
         }
         mark_app_limited(snd, opts.sack, opts.snd_mss());
-        note_cwnd_usage(snd, opts.sack, opts.snd_mss(), false);
+        note_cwnd_usage(snd, opts.snd_mss(), false);
         if partial == Partial::Corked && snd.snd_wnd > 0 {
             self.hold_cork(ctx.now);
         } else {
@@ -621,7 +621,7 @@ impl Conn {
                 } else {
                     snd.high_rxt = snd.high_rxt.max(end);
                 }
-                note_cwnd_usage(snd, self.opts.sack, self.opts.snd_mss(), true);
+                note_cwnd_usage(snd, self.opts.snd_mss(), true);
                 sent = Some(((plan.seq, end), again));
                 self.timers.stop(Timer::Persist);
             }
@@ -890,6 +890,18 @@ impl Room {
         }
     }
 
+    /// [`Room::at_snd_nxt`]'s `cwnd` outside loss recovery (no recovery room, and the
+    /// flight SND.NXT - SND.UNA).
+    #[inline]
+    fn cwnd_outside_recovery(snd: &Snd, mss: usize) -> usize {
+        let in_flight = snd.snd_nxt - snd.snd_una;
+        let limited = snd.dup_acks.min(2) as usize * mss;
+        let probe = if snd.rack().probe_due { mss } else { 0 };
+        (snd.cc.cwnd() + limited)
+            .saturating_sub(in_flight)
+            .max(probe)
+    }
+
     /// The payload of the next segment, at most `largest`.
     fn segment_len(&self, largest: usize, mss: usize) -> usize {
         let mut len = self.available.min(largest).min(self.cwnd).min(self.wnd);
@@ -1111,7 +1123,7 @@ fn mark_app_limited(snd: &mut Snd, sack: bool, mss: usize) {
 /// size of segment is limited), or when the window holds back data waiting; either way
 /// the most outstanding in this window of data. In loss recovery the recovery's own
 /// window (PRR) paces every send, which counts as limited.
-fn note_cwnd_usage(snd: &mut Snd, sack: bool, mss: usize, sent: bool) {
+fn note_cwnd_usage(snd: &mut Snd, mss: usize, sent: bool) {
     if !sent && snd.snd_nxt >= snd.data_end() {
         // Nothing waits: the window held nothing back.
         return;
@@ -1119,11 +1131,15 @@ fn note_cwnd_usage(snd: &mut Snd, sack: bool, mss: usize, sent: bool) {
     let limited = if snd.loss.in_recovery() {
         sent
     } else {
-        let room = Room::at_snd_nxt(snd, sack, mss);
+        // Outside recovery, `Room::at_snd_nxt`'s window room without the rest of it
+        // (worked out again after every send).
+        let cwnd = Room::cwnd_outside_recovery(snd, mss);
         if sent {
-            room.cwnd < mss
+            cwnd < mss
         } else {
-            room.available > 0 && room.cwnd < room.available.min(mss)
+            // Data waits (the test above): SND.NXT is below its end.
+            let available = snd.data_end() - snd.snd_nxt;
+            cwnd < available.min(mss)
         }
     };
     if !sent && !limited {
