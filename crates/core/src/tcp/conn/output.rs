@@ -637,11 +637,6 @@ impl Conn {
             }
             _ => return,
         }
-        // (Noted first: a retransmission process times the timer from the letters'
-        // send times, this one's included.)
-        if let Some((range, again)) = sent {
-            self.on_sent(ctx, range, again);
-        }
         // RFC 6298 §5.1: "Every time a packet containing data is sent (including a
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
@@ -657,6 +652,9 @@ impl Conn {
         }
         if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
+        }
+        if let Some((range, again)) = sent {
+            self.on_sent(ctx, range, again);
         }
     }
 }
