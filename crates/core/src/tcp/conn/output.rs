@@ -644,6 +644,11 @@ impl Conn {
             let config = &ctx.shared.config;
             let rto = self.rto(config.rto_bounds().max);
             let at = if config.retransmit_due_only {
+                // Timed from the letters' send times, this one's included (noted
+                // here first; `on_sent` notes it again, which changes nothing).
+                if let Some((range, again)) = sent {
+                    self.note_letter_sent(config, range, again, now);
+                }
                 self.retransmit_deadline(config, now, rto)
             } else {
                 Conn::send_deadline(config, now, rto)
