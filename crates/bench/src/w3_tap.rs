@@ -104,22 +104,7 @@ fn imp_shards(secs: u32, shards: usize) -> Result<f64, String> {
 pub(crate) fn linux(secs: u32) -> Result<Vec<Sample>, String> {
     let server_ns = Netns::new()?;
     let client_ns = Netns::new()?;
-    server_ns.ip(&[
-        "link",
-        "add",
-        "va",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "vb",
-        "netns",
-        &client_ns.name,
-    ])?;
-    server_ns.ip(&["addr", "add", "10.214.2.1/24", "dev", "va"])?;
-    client_ns.ip(&["addr", "add", "10.214.2.2/24", "dev", "vb"])?;
-    server_ns.ip(&["link", "set", "va", "up"])?;
-    client_ns.ip(&["link", "set", "vb", "up"])?;
+    server_ns.veth_to(&client_ns, "10.214.2")?;
     client_sysctls(&client_ns)?;
     let stop = Arc::new(AtomicBool::new(false));
     let listener = server_ns

@@ -71,6 +71,19 @@ impl Netns {
         Ok(ns)
     }
 
+    /// Two namespaces joined by a veth pair, `va` here with `net`.1/24 and `vb` in
+    /// `peer` with `net`.2/24, both up.
+    pub(super) fn veth_to(&self, peer: &Netns, net: &str) -> Result<(), String> {
+        let peer_ns = peer.name.as_str();
+        self.ip(&[
+            "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", peer_ns,
+        ])?;
+        self.ip(&["addr", "add", &format!("{net}.1/24"), "dev", "va"])?;
+        peer.ip(&["addr", "add", &format!("{net}.2/24"), "dev", "vb"])?;
+        self.ip(&["link", "set", "va", "up"])?;
+        peer.ip(&["link", "set", "vb", "up"])
+    }
+
     /// `ip -n NS args...`.
     pub(super) fn ip(&self, args: &[&str]) -> Result<(), String> {
         let mut all = vec!["-n", self.name.as_str()];

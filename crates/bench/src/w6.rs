@@ -150,22 +150,7 @@ pub(crate) fn nginx(secs: u32) -> Result<Vec<Sample>, String> {
     let files = Files::new()?;
     let server_ns = Netns::new()?;
     let client_ns = Netns::new()?;
-    server_ns.ip(&[
-        "link",
-        "add",
-        "va",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "vb",
-        "netns",
-        &client_ns.name,
-    ])?;
-    server_ns.ip(&["addr", "add", "10.209.2.1/24", "dev", "va"])?;
-    client_ns.ip(&["addr", "add", "10.209.2.2/24", "dev", "vb"])?;
-    server_ns.ip(&["link", "set", "va", "up"])?;
-    client_ns.ip(&["link", "set", "vb", "up"])?;
+    server_ns.veth_to(&client_ns, "10.209.2")?;
     let conf = nginx_conf(&files.0, &files.www(), "10.209.2.1:80")?;
     let child = ns_command(
         &server_ns,
