@@ -15,16 +15,15 @@
 //! it serves on every core). It runs when named (`--only W3-tap`) or with no `--only`,
 //! not with `--only W3`, which stays in process.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant as StdInstant};
 
 use super::Sample;
 use super::w5::Netns;
-use super::w6::{Server, imp_binary, ns_command};
+use super::w6::{imp_binary, imp_serve, ns_command};
 
 /// The echo port (imp serve's `--echo` listens on 7).
 const PORT: u16 = 7;
@@ -75,22 +74,7 @@ fn imp_shards(secs: u32, shards: usize) -> Result<f64, String> {
         "--threads",
         &threads,
     ];
-    let mut child = ns_command(&ns, imp.to_str().unwrap_or("imp"), &args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start imp serve: {e}"))?;
-    let stdout = child.stdout.take().ok_or("imp serve has no stdout")?;
-    let server = Server(child);
-    let mut stdout = BufReader::new(stdout);
-    let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .map_err(|e| format!("imp serve: {e}"))?;
-    if !line.contains("echo (7)") {
-        return Err(format!("imp serve did not start: {line:?}"));
-    }
-    // Keep reading, so imp serve's closing line finds its pipe open.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let server = imp_serve(&ns, &imp, &args, "echo (7)")?;
     ns.ip(&["addr", "add", "10.214.1.1/24", "dev", "w3t"])?;
     ns.ip(&["link", "set", "w3t", "up"])?;
     client_sysctls(&ns)?;

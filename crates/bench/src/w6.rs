@@ -124,7 +124,21 @@ pub(crate) fn imp(secs: u32) -> Result<Vec<Sample>, String> {
         "--http",
         www.to_str().ok_or("the temporary directory is not UTF-8")?,
     ];
-    let mut child = ns_command(&ns, imp.to_str().unwrap_or("imp"), &args)
+    let server = imp_serve(&ns, &imp, &args, "http (80)")?;
+    let samples = cells(&ns, "10.209.1.2", secs);
+    drop(server);
+    samples
+}
+
+/// Start `imp args...` (an `imp serve`) in `ns`; its startup line must name `service`.
+/// Its output is read on to the end, so its closing line finds the pipe open.
+pub(super) fn imp_serve(
+    ns: &Netns,
+    imp: &Path,
+    args: &[&str],
+    service: &str,
+) -> Result<Server, String> {
+    let mut child = ns_command(ns, imp.to_str().unwrap_or("imp"), args)
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start imp serve: {e}"))?;
@@ -135,14 +149,11 @@ pub(crate) fn imp(secs: u32) -> Result<Vec<Sample>, String> {
     stdout
         .read_line(&mut line)
         .map_err(|e| format!("imp serve: {e}"))?;
-    if !line.contains("http (80)") {
+    if !line.contains(service) {
         return Err(format!("imp serve did not start: {line:?}"));
     }
-    // Keep reading, so imp serve's closing line finds its pipe open.
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let samples = cells(&ns, "10.209.1.2", secs);
-    drop(server);
-    samples
+    Ok(server)
 }
 
 /// W6 on nginx: nginx in one namespace, wrk in another, joined by a veth pair.
