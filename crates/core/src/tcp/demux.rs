@@ -5,33 +5,49 @@
 //! peer that cannot predict the hash cannot pick tuples that collide) and cheap: the
 //! tuple packs into 96 bits, mixed with two multiplications.
 //!
-//! An entry is the handle alone, 8 bytes; the tuple itself is the connection's own
-//! `(local, remote)`, which the caller looks up through its handle (`has_tuple`), and
-//! the hash is worked out again from it when the table grows (`tuple_of`). A map
-//! holding the tuples (64 bytes of two `SocketAddr`s) cost 95 bytes per connection at
-//! 100k; entries with their hash beside the handle (16 bytes) 22; this costs 11. The
-//! table's own 7-bit tags filter the candidates, so a lookup compares about one tuple
-//! (one in eight lookups at full load looks at a second connection).
+//! An entry is 8 bytes: the connection's slot index and the high 32 bits of its tuple's
+//! hash (its tag). The tuple itself is the connection's own `(local, remote)`, which
+//! the caller compares through the index (`matches`). A map holding the tuples (64
+//! bytes of two `SocketAddr`s) cost 95 bytes per connection at 100k; entries with the
+//! whole hash beside the handle (16 bytes) 22; this costs 11. The tag is what the
+//! table hashes by (`spread`), so growing the table never looks at a connection (it
+//! did when the entry was the handle and the hash had to be worked out again from
+//! the connection's tuple: a cache miss per entry, 5% of W3's time at 16k
+//! connections in TIME-WAIT), and a lookup compares a tuple only when the 32-bit tags
+//! agree.
 
 use core::cell::Cell;
 use core::net::SocketAddr;
 
 use hashbrown::HashTable;
-use hashbrown::hash_table::Entry;
+use hashbrown::hash_table::Entry as Slot;
 
 use super::{FourTuple, TcpHandle};
+
+/// One connection in the table: its slot index and its tuple's tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    index: u32,
+    tag: u32,
+}
+
+/// The hash the table files a tag under: the tag in both halves, so that both the
+/// bucket (low bits) and hashbrown's 7-bit control tag (top bits) come from it.
+#[inline]
+fn spread(tag: u32) -> u64 {
+    u64::from(tag) << 32 | u64::from(tag)
+}
 
 /// Connections by (local, remote).
 #[derive(Debug)]
 pub(crate) struct ConnMap {
-    table: HashTable<TcpHandle>,
+    table: HashTable<Entry>,
     build: TupleHash,
-    /// The entry `get` found last, with its tuple's hash, tried first (a segment's
-    /// connection is most often the one of the segment before; 4.3BSD's one-behind PCB
-    /// cache). Cleared by every insert and remove, so it is always an entry of `table`;
-    /// a tuple has at most one entry, so a match here is what the table's search would
-    /// find.
-    last: Cell<Option<(u64, TcpHandle)>>,
+    /// The entry `get` found last, tried first (a segment's connection is most often
+    /// the one of the segment before; 4.3BSD's one-behind PCB cache). Cleared by every
+    /// insert and remove, so it is always an entry of `table`; a tuple has at most one
+    /// entry, so a match here is what the table's search would find.
+    last: Cell<Option<Entry>>,
 }
 
 impl ConnMap {
@@ -49,6 +65,12 @@ impl ConnMap {
     #[inline]
     fn hash(&self, tuple: &FourTuple) -> u64 {
         self.build.hash(tuple)
+    }
+
+    /// The tag of `tuple`: the high half of its hash.
+    #[inline]
+    fn tag(&self, tuple: &FourTuple) -> u32 {
+        (self.hash(tuple) >> 32) as u32
     }
 }
 
@@ -75,24 +97,30 @@ impl TupleHash {
 }
 
 impl ConnMap {
-    /// The connection of `tuple`. `has_tuple(handle, tuple)` says whether `handle` names
-    /// a connection whose tuple is `tuple`.
+    /// The connection of `tuple`. `matches(index, tuple)` gives the handle of the
+    /// connection in slot `index` if its tuple is `tuple`.
     #[inline]
     pub(crate) fn get(
         &self,
         tuple: &FourTuple,
-        has_tuple: impl Fn(TcpHandle, &FourTuple) -> bool,
+        matches: impl Fn(u32, &FourTuple) -> Option<TcpHandle>,
     ) -> Option<TcpHandle> {
-        let hash = self.hash(tuple);
-        if let Some((last_hash, last)) = self.last.get()
-            && last_hash == hash
-            && has_tuple(last, tuple)
+        let tag = self.tag(tuple);
+        if let Some(last) = self.last.get()
+            && last.tag == tag
+            && let Some(handle) = matches(last.index, tuple)
         {
-            return Some(last);
+            return Some(handle);
         }
-        let found = self.table.find(hash, |&h| has_tuple(h, tuple)).copied();
-        if let Some(handle) = found {
-            self.last.set(Some((hash, handle)));
+        let mut found = None;
+        let entry = self.table.find(spread(tag), |e| {
+            e.tag == tag && {
+                found = matches(e.index, tuple);
+                found.is_some()
+            }
+        });
+        if let Some(&entry) = entry {
+            self.last.set(Some(entry));
         }
         found
     }
@@ -101,31 +129,33 @@ impl ConnMap {
     pub(crate) fn contains(
         &self,
         tuple: &FourTuple,
-        has_tuple: impl Fn(TcpHandle, &FourTuple) -> bool,
+        matches: impl Fn(u32, &FourTuple) -> Option<TcpHandle>,
     ) -> bool {
-        self.get(tuple, has_tuple).is_some()
+        self.get(tuple, matches).is_some()
     }
 
-    /// `handle` is the connection of `tuple` (replacing any other; `tuple_of(handle)`
-    /// must already be `tuple`, and `tuple_of` give every entry's tuple, to hash them
-    /// again when the table grows).
+    /// `handle` is the connection of `tuple` (replacing any other; `matches` as for
+    /// [`ConnMap::get`]).
     pub(crate) fn insert(
         &mut self,
         tuple: FourTuple,
         handle: TcpHandle,
-        tuple_of: impl Fn(TcpHandle) -> Option<FourTuple>,
+        matches: impl Fn(u32, &FourTuple) -> Option<TcpHandle>,
     ) {
         self.last.set(None);
-        let hash = self.hash(&tuple);
-        let build = self.build;
+        let tag = self.tag(&tuple);
+        let new = Entry {
+            index: handle.index,
+            tag,
+        };
         match self.table.entry(
-            hash,
-            |&h| tuple_of(h) == Some(tuple),
-            |&h| tuple_of(h).map_or(0, |t| build.hash(&t)),
+            spread(tag),
+            |e| e.tag == tag && matches(e.index, &tuple).is_some(),
+            |e| spread(e.tag),
         ) {
-            Entry::Occupied(mut entry) => *entry.get_mut() = handle,
-            Entry::Vacant(entry) => {
-                entry.insert(handle);
+            Slot::Occupied(mut entry) => *entry.get_mut() = new,
+            Slot::Vacant(entry) => {
+                entry.insert(new);
             }
         }
     }
@@ -133,8 +163,11 @@ impl ConnMap {
     /// Forget `tuple` if `handle` is its connection; whether it was.
     pub(crate) fn remove(&mut self, tuple: &FourTuple, handle: TcpHandle) -> bool {
         self.last.set(None);
-        let hash = self.hash(tuple);
-        match self.table.find_entry(hash, |&h| h == handle) {
+        let tag = self.tag(tuple);
+        match self
+            .table
+            .find_entry(spread(tag), |e| e.index == handle.index && e.tag == tag)
+        {
             Ok(entry) => {
                 entry.remove();
                 true
@@ -148,20 +181,14 @@ impl ConnMap {
         self.table.len()
     }
 
-    /// Give back room beyond what `min` entries need (`tuple_of` as for `insert`).
-    pub(crate) fn shrink_to(
-        &mut self,
-        min: usize,
-        tuple_of: impl Fn(TcpHandle) -> Option<FourTuple>,
-    ) {
-        let build = self.build;
-        self.table
-            .shrink_to(min, |&h| tuple_of(h).map_or(0, |t| build.hash(&t)));
+    /// Give back room beyond what `min` entries need.
+    pub(crate) fn shrink_to(&mut self, min: usize) {
+        self.table.shrink_to(min, |e| spread(e.tag));
     }
 
-    /// Every connection's handle, in no particular order.
-    pub(crate) fn handles(&self) -> impl Iterator<Item = TcpHandle> + '_ {
-        self.table.iter().copied()
+    /// Every connection's slot index, in no particular order.
+    pub(crate) fn indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.table.iter().map(|e| e.index)
     }
 }
 
@@ -230,7 +257,7 @@ mod tests {
     }
 
     #[test]
-    fn entries_find_their_connection_through_the_handle_only() {
+    fn entries_find_their_connection_through_the_index_only() {
         let tuple = |port: u16| -> FourTuple {
             (
                 SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80).into(),
@@ -239,38 +266,54 @@ mod tests {
         };
         let handle = |index: u32| TcpHandle {
             index,
-            generation: 0,
+            generation: 3,
         };
-        // The "slab": handle i has tuple(1000 + i), while `live` says so.
+        // The "slab": slot i holds tuple(1000 + i), while `live` says so.
         let mut live = [true; 300];
         let mut map = ConnMap::new(99);
+        let of = |live: &[bool; 300], i: u32, t: &FourTuple| {
+            (live[i as usize] && tuple(1000 + i as u16) == *t).then(|| handle(i))
+        };
+        // Growing the table (300 entries from empty) looks at no connection: the
+        // stored tags are what it hashes by, and no other entry's tag is a new tuple's.
+        let asked = Cell::new(0);
         for i in 0..300u32 {
-            let tuple_of =
-                |h: TcpHandle| live[h.index as usize].then(|| tuple(1000 + h.index as u16));
-            map.insert(tuple(1000 + i as u16), handle(i), tuple_of);
+            map.insert(tuple(1000 + i as u16), handle(i), |j, t| {
+                asked.set(asked.get() + 1);
+                of(&live, j, t)
+            });
         }
         assert_eq!(map.len(), 300);
-        let of = |h: TcpHandle, t: &FourTuple| {
-            live[h.index as usize] && tuple(1000 + h.index as u16) == *t
-        };
+        assert_eq!(asked.get(), 0);
         for i in 0..300u32 {
-            assert_eq!(map.get(&tuple(1000 + i as u16), of), Some(handle(i)));
+            assert_eq!(
+                map.get(&tuple(1000 + i as u16), |j, t| of(&live, j, t)),
+                Some(handle(i))
+            );
         }
-        assert_eq!(map.get(&tuple(999), of), None);
-        // A handle that names no connection any more matches nothing.
+        assert_eq!(map.get(&tuple(999), |j, t| of(&live, j, t)), None);
+        // A slot that holds no connection any more matches nothing.
         live[7] = false;
-        let of = |h: TcpHandle, t: &FourTuple| {
-            live[h.index as usize] && tuple(1000 + h.index as u16) == *t
-        };
-        assert_eq!(map.get(&tuple(1007), of), None);
+        assert_eq!(map.get(&tuple(1007), |j, t| of(&live, j, t)), None);
         // Removal is by tuple and handle: another handle does not remove the entry.
         assert!(!map.remove(&tuple(1008), handle(9)));
         assert!(map.remove(&tuple(1008), handle(8)));
-        assert_eq!(map.get(&tuple(1008), of), None);
-        assert_eq!(map.get(&tuple(1009), of), Some(handle(9)));
+        assert_eq!(map.get(&tuple(1008), |j, t| of(&live, j, t)), None);
+        assert_eq!(
+            map.get(&tuple(1009), |j, t| of(&live, j, t)),
+            Some(handle(9))
+        );
         assert_eq!(map.len(), 299);
-        let tuple_of = |h: TcpHandle| live[h.index as usize].then(|| tuple(1000 + h.index as u16));
-        map.shrink_to(0, tuple_of);
-        assert_eq!(map.handles().count(), 299);
+        // Inserting a tuple again replaces its entry.
+        map.insert(tuple(1009), handle(9), |j, t| of(&live, j, t));
+        assert_eq!(map.len(), 299);
+        map.shrink_to(0);
+        assert_eq!(map.indices().count(), 299);
+        for i in (0..300u32).filter(|&i| i != 7 && i != 8) {
+            assert_eq!(
+                map.get(&tuple(1000 + i as u16), |j, t| of(&live, j, t)),
+                Some(handle(i))
+            );
+        }
     }
 }

@@ -101,18 +101,40 @@ fn conn_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Conn> {
     }
 }
 
-/// Whether `handle` names a connection whose (local, remote) is `tuple`: what the
-/// demultiplexing table asks of each candidate (compared in place, not copied out).
+/// The handle of the connection in slot `index` if its (local, remote) is `tuple`: what
+/// the demultiplexing table asks of each candidate (compared in place, not copied out).
 #[inline]
-fn has_tuple(slots: &Slab<Slot>, handle: TcpHandle, (local, remote): &super::FourTuple) -> bool {
-    conn_in(slots, handle).is_some_and(|c| c.ends.is(local, remote))
+fn matching(
+    slots: &Slab<Slot>,
+    index: u32,
+    (local, remote): &super::FourTuple,
+) -> Option<TcpHandle> {
+    let slot = slots.get(index as usize)?;
+    match slot.socket.as_ref()? {
+        Socket::Conn(c) if c.ends.is(local, remote) => Some(TcpHandle {
+            index,
+            generation: slot.generation,
+        }),
+        _ => None,
+    }
 }
 
-/// The (local, remote) of the connection `handle` names, if it names one: what the
-/// demultiplexing table compares a segment's tuple with.
+/// The (local, remote) of the connection `handle` names, if it names one.
 #[inline]
 fn tuple_of(slots: &Slab<Slot>, handle: TcpHandle) -> Option<super::FourTuple> {
     conn_in(slots, handle).map(|c| c.ends.tuple())
+}
+
+/// The handle of the connection in slot `index`, if one is there.
+fn conn_handle_at(slots: &Slab<Slot>, index: u32) -> Option<TcpHandle> {
+    let slot = slots.get(index as usize)?;
+    match slot.socket.as_ref()? {
+        Socket::Conn(_) => Some(TcpHandle {
+            index,
+            generation: slot.generation,
+        }),
+        Socket::Listener(_) => None,
+    }
 }
 
 /// All TCP state of one stack. See the module docs for the call order.
@@ -434,9 +456,7 @@ impl Tcp {
             self.slots.shrink();
             self.free.retain(|&i| (i as usize) < len);
             self.free.shrink_to(len.max(MIN_SLOTS));
-            let slots = &self.slots;
-            self.conns
-                .shrink_to(2 * self.conns.len(), |h| tuple_of(slots, h));
+            self.conns.shrink_to(2 * self.conns.len());
             self.deadlines.shrink(len);
             self.output_queue.shrink_to(2 * self.output_queue.len());
         }
@@ -482,7 +502,7 @@ impl Tcp {
     fn port_free(&self, local: SocketAddr, remote: SocketAddr) -> bool {
         !self
             .conns
-            .contains(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
+            .contains(&(local, remote), |i, t| matching(&self.slots, i, t))
             && !self.listeners.contains_key(&local)
             && !super::wildcards(local)
                 .iter()
@@ -524,7 +544,7 @@ impl Tcp {
             0 => SocketAddr::new(local.ip(), self.ephemeral_port(local.ip(), remote)?),
             _ if self
                 .conns
-                .contains(&(local, remote), |h, t| has_tuple(&self.slots, h, t)) =>
+                .contains(&(local, remote), |i, t| matching(&self.slots, i, t)) =>
             {
                 return Err(TcpError::AddrInUse);
             }
@@ -534,7 +554,7 @@ impl Tcp {
         let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
+            .insert((local, remote), handle, |i, t| matching(&self.slots, i, t));
         self.shared.stats.active_opens += 1;
         self.sync_conn(handle);
         Ok(handle)
@@ -677,7 +697,8 @@ impl Tcp {
         self.remove(handle);
         let pending: Vec<TcpHandle> = self
             .conns
-            .handles()
+            .indices()
+            .filter_map(|i| conn_handle_at(&self.slots, i))
             .filter(|&h| matches!(self.conn_ref(h).map(|c| c.owner), Some(Owner::Pending(l)) if l == handle))
             .collect();
         for child in queued.into_iter().chain(pending) {
@@ -1040,7 +1061,7 @@ impl Tcp {
         let (local, remote) = (local.into(), remote.into());
         let accepted = self
             .conns
-            .get(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
+            .get(&(local, remote), |i, t| matching(&self.slots, i, t))
             .is_some_and(|handle| {
                 self.with_conn(now, handle, |conn, ctx| {
                     Ok(conn.handle_icmp(ctx, crate::tcp::seq::SeqNumber(seq), notice))
@@ -1067,7 +1088,8 @@ impl Tcp {
     ) -> usize {
         let handles: alloc::vec::Vec<TcpHandle> = self
             .conns
-            .handles()
+            .indices()
+            .filter_map(|i| conn_handle_at(&self.slots, i))
             .filter(|&h| {
                 tuple_of(&self.slots, h).is_some_and(|(_, remote)| unreachable(remote.ip()))
             })
@@ -1128,7 +1150,7 @@ impl Tcp {
         let remote = SocketAddr::new(src, segment.src_port);
         if let Some(handle) = self
             .conns
-            .get(&(local, remote), |h, t| has_tuple(&self.slots, h, t))
+            .get(&(local, remote), |i, t| matching(&self.slots, i, t))
             && !self.time_wait_reuse(handle, segment)
         {
             let _ = self.with_conn(now, handle, |conn, ctx| {
@@ -1232,7 +1254,7 @@ impl Tcp {
         }
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert((local, remote), handle, |h| tuple_of(&self.slots, h));
+            .insert((local, remote), handle, |i, t| matching(&self.slots, i, t));
         if fast_open == ServerVerdict::Accept {
             if let Some(Socket::Listener(Listener {
                 fast_open: Some(f), ..
@@ -1579,7 +1601,7 @@ impl Tcp {
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
         self.conns
-            .insert(ends, handle, |h| tuple_of(&self.slots, h));
+            .insert(ends, handle, |i, t| matching(&self.slots, i, t));
         self.sync_conn(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
             conn.handle_segment(ctx, seg, Ecn::NotEct);
