@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 
-use super::w8_path::CellPath;
+use super::w8_path::{CellPath, Outcome};
 use super::w8_sim::{self, SimReport};
 
 /// The congestion controls compared: imp's name, the kernel's.
@@ -80,35 +80,6 @@ impl Plan {
             rates: vec![10],
             secs: |_| 1,
             sim_bytes: 4 << 20,
-        }
-    }
-}
-
-/// One run's result: numbers, or why there are none.
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Outcome {
-    /// Goodput at the receiver, Mbit/s.
-    pub goodput_mbps: Option<f64>,
-    /// Segments the sender retransmitted (when it says).
-    pub retransmits: Option<u64>,
-    /// Why there is no goodput.
-    pub reason: Option<String>,
-}
-
-impl Outcome {
-    pub(super) fn measured(goodput_mbps: f64, retransmits: Option<u64>) -> Outcome {
-        Outcome {
-            goodput_mbps: Some(goodput_mbps),
-            retransmits,
-            reason: None,
-        }
-    }
-
-    pub(super) fn failed(reason: impl Into<String>) -> Outcome {
-        Outcome {
-            goodput_mbps: None,
-            retransmits: None,
-            reason: Some(reason.into()),
         }
     }
 }

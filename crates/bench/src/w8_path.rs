@@ -18,10 +18,40 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant as StdInstant};
 
+use serde::Serialize;
+
 use super::w5::Netns;
 use super::w6::{Server, imp_binary, ns_command};
 use super::w7_route::{iperf, tcp_rate, wait_limited, wait_listening};
-use super::w8::Outcome;
+
+/// One run's result: numbers, or why there are none.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Outcome {
+    /// Goodput at the receiver, Mbit/s.
+    pub goodput_mbps: Option<f64>,
+    /// Segments the sender retransmitted (when it says).
+    pub retransmits: Option<u64>,
+    /// Why there is no goodput.
+    pub reason: Option<String>,
+}
+
+impl Outcome {
+    pub(super) fn measured(goodput_mbps: f64, retransmits: Option<u64>) -> Outcome {
+        Outcome {
+            goodput_mbps: Some(goodput_mbps),
+            retransmits,
+            reason: None,
+        }
+    }
+
+    pub(super) fn failed(reason: impl Into<String>) -> Outcome {
+        Outcome {
+            goodput_mbps: None,
+            retransmits: None,
+            reason: Some(reason.into()),
+        }
+    }
+}
 
 /// The Linux hosts' network on the `imp link` path, and imp's on its TAP.
 const LINK_NET: &str = "10.213.1";

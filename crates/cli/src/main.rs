@@ -77,6 +77,7 @@ const USAGE: i32 = 2;
 fn validate(command: &Command) -> Result<(), String> {
     match command {
         Command::Ping(args) => ping::validate(args),
+        Command::Ttcp(args) if args.device.is_set() => ttcp_tap::validate(args),
         Command::Ttcp(args) => ttcp::validate(args),
         Command::Sim(args) => sim::validate(args),
         Command::Serve(args) => serve::validate(args),
@@ -105,6 +106,7 @@ fn main() {
     }
     let result = match &cli.command {
         Command::Ping(args) => ping::run(args),
+        Command::Ttcp(args) if args.device.is_set() => ttcp_tap::run(args),
         Command::Ttcp(args) => ttcp::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Serve(args) => serve::run(args),

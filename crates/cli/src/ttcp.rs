@@ -115,38 +115,35 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 /// The largest `--record`: one application write (a buffer of this size is allocated).
 const MAX_RECORD: u64 = 64 << 20;
 
-/// Check the arguments before anything runs (no I/O, no simulation): every error
-/// names the option.
+/// Check the arguments of a transfer on the simulated network (no `--tap`; the
+/// transfers over a device are `ttcp_tap`'s) before anything runs (no I/O, no
+/// simulation): every error names the option.
 pub fn validate(args: &TtcpArgs) -> Result<(), String> {
     args.device.validate()?;
-    if args.device.is_set() {
-        crate::ttcp_tap::validate(args)?;
-    } else {
-        let mut given = Vec::new();
-        if args.connect.is_some() {
-            given.push("--connect");
-        }
-        if args.listen.is_some() {
-            given.push("--listen");
-        }
-        if args.time.is_some() {
-            given.push("--time");
-        }
-        if args.fastopen {
-            given.push("--fastopen");
-        }
-        given.extend(args.device.given());
-        if !given.is_empty() {
-            return Err(format!(
-                "{} {} for transfers over a TAP: add --tap NAME (without it imp ttcp runs on \
-                 its simulated network)",
-                given.join(", "),
-                if given.len() == 1 { "is" } else { "are" }
-            ));
-        }
-        if args.bytes == 0 {
-            return Err("--bytes 0: nothing to transfer (give at least 1 byte)".into());
-        }
+    let mut given = Vec::new();
+    if args.connect.is_some() {
+        given.push("--connect");
+    }
+    if args.listen.is_some() {
+        given.push("--listen");
+    }
+    if args.time.is_some() {
+        given.push("--time");
+    }
+    if args.fastopen {
+        given.push("--fastopen");
+    }
+    given.extend(args.device.given());
+    if !given.is_empty() {
+        return Err(format!(
+            "{} {} for transfers over a TAP: add --tap NAME (without it imp ttcp runs on \
+             its simulated network)",
+            given.join(", "),
+            if given.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    if args.bytes == 0 {
+        return Err("--bytes 0: nothing to transfer (give at least 1 byte)".into());
     }
     config(args).map(|_| ())
 }
@@ -198,12 +195,9 @@ pub fn config(args: &TtcpArgs) -> Result<BulkConfig, String> {
     Ok(bulk)
 }
 
-/// Run `imp ttcp`.
+/// Run `imp ttcp` on the simulated network.
 pub fn run(args: &TtcpArgs) -> Result<(), String> {
     validate(args)?;
-    if args.device.is_set() {
-        return crate::ttcp_tap::run(args);
-    }
     let bulk = config(args)?;
     let result = run_bulk(&bulk).map_err(|e| e.to_string())?;
     if args.json {

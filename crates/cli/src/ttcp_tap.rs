@@ -30,8 +30,10 @@ struct Report {
     ecn: Option<bool>,
 }
 
-/// Check the arguments of a transfer over a TAP before anything opens.
+/// Check the arguments of a transfer over a TAP before anything opens (no I/O): every
+/// error names the option.
 pub fn validate(args: &TtcpArgs) -> Result<(), String> {
+    args.device.validate()?;
     args.device.required("ttcp")?;
     match (args.connect.as_deref(), args.listen) {
         (Some(peer), None) => check_peer(peer)?,
@@ -59,7 +61,7 @@ pub fn validate(args: &TtcpArgs) -> Result<(), String> {
     if args.time.is_some_and(|t| t.as_nanos() == 0) {
         return Err("--time 0: give a time longer than 0".into());
     }
-    Ok(())
+    crate::ttcp::config(args).map(|_| ())
 }
 
 /// `--connect HOST:PORT`: a unicast address and a non-zero port, or a name and a port

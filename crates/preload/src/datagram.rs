@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use impnet::tokio::UdpSocket;
 
-use crate::socket::errno;
+use crate::errno::errno;
 
 /// The largest UDP payload (over IPv4: 65,535 less the IP and UDP headers).
 const MAX_DATAGRAM: usize = 65_507;
@@ -49,7 +49,7 @@ impl Datagrams {
         let Some((data, source)) = self.held.take() else {
             return Poll::Pending;
         };
-        let copied = crate::socket::scatter(&data, bufs);
+        let copied = scatter(&data, bufs);
         if peek {
             self.held = Some((data, source));
         }
@@ -113,5 +113,35 @@ impl Datagrams {
             return Poll::Ready(Err(errno(libc::EMSGSIZE)));
         }
         self.socket.poll_send_to(cx, data, target)
+    }
+}
+
+/// Copy `data` into `bufs` in order; how much fit.
+pub(crate) fn scatter(data: &[u8], bufs: &mut [&mut [u8]]) -> usize {
+    let mut copied = 0;
+    for buf in bufs.iter_mut() {
+        let rest = &data[copied..];
+        if rest.is_empty() {
+            break;
+        }
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        copied += n;
+    }
+    copied
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scatter;
+
+    #[test]
+    fn scatter_fills_buffers_in_order_and_stops_when_full() {
+        let (mut a, mut b) = ([0u8; 2], [0u8; 3]);
+        let n = scatter(b"hello!", &mut [&mut a[..], &mut b[..]]);
+        assert_eq!((n, &a, &b), (5, b"he", b"llo"));
+        let (mut a, mut b) = ([0u8; 2], [0u8; 3]);
+        let n = scatter(b"hi", &mut [&mut a[..], &mut b[..]]);
+        assert_eq!((n, &a, &b), (2, b"hi", &[0u8; 3]));
     }
 }

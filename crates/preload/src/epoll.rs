@@ -18,8 +18,8 @@ use libc::{c_int, epoll_event};
 
 use impnet::Runtime;
 
+use crate::errno::{guarded, unsupported};
 use crate::real::real;
-use crate::socket::unsupported;
 use crate::table;
 
 /// The kernel-side data of an imp socket's eventfd: this tag, the descriptor in the
@@ -338,7 +338,7 @@ pub unsafe extern "C" fn epoll_ctl(
             )
         };
     }
-    crate::poll::guarded("epoll_ctl", || {
+    guarded("epoll_ctl", || {
         crate::check_not_forked("epoll_ctl")?;
         ctl(epfd, op, fd, event).map(|()| 0)
     })
@@ -365,7 +365,7 @@ pub unsafe extern "C" fn epoll_wait(
             )
         };
     }
-    crate::poll::guarded("epoll_wait", || wait(epfd, events, max, timeout))
+    guarded("epoll_wait", || wait(epfd, events, max, timeout))
 }
 
 /// `epoll_pwait`: with imp sockets, only without a signal mask.
@@ -387,7 +387,7 @@ pub unsafe extern "C" fn epoll_pwait(
             )
         };
     }
-    crate::poll::guarded("epoll_pwait", || {
+    guarded("epoll_pwait", || {
         if !sigmask.is_null() {
             return Err(unsupported("epoll_pwait with a signal mask"));
         }

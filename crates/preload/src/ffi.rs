@@ -9,39 +9,15 @@ use std::sync::Arc;
 
 use libc::{c_int, c_ulong, c_void, iovec, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t};
 
+use crate::errno::{code_of, errno, unsupported};
 use crate::real::real;
-use crate::socket::{Conn, Socket, errno, unsupported};
+use crate::socket::{Conn, Socket};
 use crate::table;
 
 /// Set `errno`.
 fn set_errno(code: c_int) {
     // SAFETY: `__errno_location` returns this thread's errno, always valid.
     unsafe { *libc::__errno_location() = code };
-}
-
-/// The `errno` for an error: its own if it has one, else by kind.
-pub(crate) fn code_of(e: &io::Error) -> c_int {
-    if let Some(code) = e.raw_os_error() {
-        return code;
-    }
-    use io::ErrorKind as K;
-    match e.kind() {
-        K::WouldBlock => libc::EAGAIN,
-        K::ConnectionRefused => libc::ECONNREFUSED,
-        K::ConnectionReset => libc::ECONNRESET,
-        K::ConnectionAborted => libc::ECONNABORTED,
-        K::BrokenPipe => libc::EPIPE,
-        K::TimedOut => libc::ETIMEDOUT,
-        K::NetworkUnreachable => libc::ENETUNREACH,
-        K::HostUnreachable => libc::EHOSTUNREACH,
-        K::NotConnected => libc::ENOTCONN,
-        K::AddrNotAvailable => libc::EADDRNOTAVAIL,
-        K::AddrInUse => libc::EADDRINUSE,
-        K::InvalidInput => libc::EINVAL,
-        K::Unsupported => libc::EOPNOTSUPP,
-        K::Interrupted => libc::EINTR,
-        _ => libc::EIO,
-    }
 }
 
 /// Run `f` for `call`: its value, or -1 with `errno` set; a panic becomes `EIO` and a

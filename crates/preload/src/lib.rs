@@ -32,6 +32,7 @@
 mod config;
 mod datagram;
 mod epoll;
+mod errno;
 mod ffi;
 mod poll;
 mod real;

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use libc::{c_int, nfds_t, pollfd};
 
+use crate::errno::{guarded, unsupported};
 use crate::real::real;
-use crate::socket::{Socket, unsupported};
+use crate::socket::Socket;
 use crate::table;
 
 /// `poll` over `fds`, some of them imp's (`socks[i]`); `timeout` as `poll` has it
@@ -98,24 +99,6 @@ unsafe fn entries<'a>(fds: *mut pollfd, nfds: nfds_t) -> &'a mut [pollfd] {
     }
     // SAFETY: the caller's.
     unsafe { std::slice::from_raw_parts_mut(fds, nfds as usize) }
-}
-
-/// Run `f`, setting errno and returning -1 on error or panic.
-pub(crate) fn guarded(call: &str, f: impl FnOnce() -> io::Result<c_int>) -> c_int {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(n)) => n,
-        Ok(Err(e)) => {
-            // SAFETY: this thread's errno.
-            unsafe { *libc::__errno_location() = crate::ffi::code_of(&e) };
-            -1
-        }
-        Err(_) => {
-            crate::say(&format!("{call}: panicked (EIO)"));
-            // SAFETY: as above.
-            unsafe { *libc::__errno_location() = libc::EIO };
-            -1
-        }
-    }
 }
 
 /// # Safety

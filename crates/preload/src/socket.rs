@@ -19,7 +19,8 @@ use impnet::tokio::{TcpListener, TcpStream, UdpSocket};
 use libc::c_int;
 use tokio::io::AsyncWrite;
 
-use crate::datagram::Datagrams;
+use crate::datagram::{Datagrams, scatter};
+use crate::errno::{errno, unsupported};
 
 /// How long a blocking call sleeps before it looks again without a wake-up: a guard
 /// against a wake-up another thread drained from the same eventfd.
@@ -130,19 +131,6 @@ pub(crate) struct Socket {
     /// [`Socket::drain`] reports.
     woken: AtomicBool,
     state: Mutex<State>,
-}
-
-/// `errno` as an `io::Error`.
-pub(crate) fn errno(code: c_int) -> io::Error {
-    io::Error::from_raw_os_error(code)
-}
-
-/// `EOPNOTSUPP` and one line on stderr naming what is not covered.
-pub(crate) fn unsupported(what: &str) -> io::Error {
-    crate::say(&format!(
-        "{what}: not supported on an imp socket (EOPNOTSUPP)"
-    ));
-    errno(libc::EOPNOTSUPP)
 }
 
 impl Socket {
@@ -743,41 +731,11 @@ impl State {
     }
 }
 
-/// Copy `data` into `bufs` in order; how much fit.
-pub(crate) fn scatter(data: &[u8], bufs: &mut [&mut [u8]]) -> usize {
-    let mut copied = 0;
-    for buf in bufs.iter_mut() {
-        let rest = &data[copied..];
-        if rest.is_empty() {
-            break;
-        }
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        copied += n;
-    }
-    copied
-}
-
 /// The wildcard address of a domain, port 0.
 pub(crate) fn unspecified(domain: c_int) -> SocketAddr {
     if domain == libc::AF_INET6 {
         SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
     } else {
         SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::scatter;
-
-    #[test]
-    fn scatter_fills_buffers_in_order_and_stops_when_full() {
-        let (mut a, mut b) = ([0u8; 2], [0u8; 3]);
-        let n = scatter(b"hello!", &mut [&mut a[..], &mut b[..]]);
-        assert_eq!((n, &a, &b), (5, b"he", b"llo"));
-        let (mut a, mut b) = ([0u8; 2], [0u8; 3]);
-        let n = scatter(b"hi", &mut [&mut a[..], &mut b[..]]);
-        assert_eq!((n, &a, &b), (2, b"hi", &[0u8; 3]));
     }
 }

@@ -12,7 +12,8 @@ use std::io;
 use impnet::core::tcp::SocketOption;
 use libc::c_int;
 
-use crate::socket::{Socket, unsupported};
+use crate::errno::{code_of, unsupported};
+use crate::socket::Socket;
 
 /// The buffer size reported when the program set none (Linux's default `SO_RCVBUF`).
 const DEFAULT_BUFFER: c_int = 131_072;
@@ -39,9 +40,7 @@ pub(crate) fn get(s: &Socket, level: c_int, name: c_int) -> io::Result<c_int> {
         })
     };
     Ok(match (level, name) {
-        (libc::SOL_SOCKET, libc::SO_ERROR) => {
-            s.take_error()?.map_or(0, |e| crate::ffi::code_of(&e))
-        }
+        (libc::SOL_SOCKET, libc::SO_ERROR) => s.take_error()?.map_or(0, |e| code_of(&e)),
         (libc::SOL_SOCKET, libc::SO_TYPE) => libc::SOCK_STREAM,
         (libc::SOL_SOCKET, libc::SO_DOMAIN) => s.domain,
         (libc::SOL_SOCKET, libc::SO_PROTOCOL) => libc::IPPROTO_TCP,

@@ -12,7 +12,7 @@ use core::fmt;
 use core::net::Ipv6Addr;
 
 use crate::group_record::{self, GroupAddress};
-use crate::icmpv6::{Message, Packet};
+use crate::icmpv6::packet::{Message, Packet};
 use crate::{Error, Result};
 
 pub use crate::group_record::RecordType;

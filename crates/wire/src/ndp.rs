@@ -16,7 +16,7 @@ use core::fmt;
 use core::net::Ipv6Addr;
 
 use crate::ethernet::Address;
-use crate::icmpv6::{HEADER_LEN, Message, Packet};
+use crate::icmpv6::packet::{HEADER_LEN, Message, Packet};
 use crate::{Error, Result, ipv6};
 
 /// Option types (IANA "IPv6 Neighbor Discovery Option Formats").
