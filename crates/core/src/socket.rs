@@ -246,7 +246,10 @@ mod tests {
         let address = big.as_ptr();
         pool.give(big);
         assert_eq!(pool.len(), 1, "a 64 KiB buffer is kept");
-        assert!(pool.take().capacity() == 0, "a small take gets no large buffer");
+        assert!(
+            pool.take().capacity() == 0,
+            "a small take gets no large buffer"
+        );
         let again = pool.take_for(60_000);
         assert_eq!(again.as_ptr(), address, "the kept buffer is taken again");
         assert!(again.is_empty());

@@ -291,7 +291,10 @@ fn large_segments_forwarded_in_a_row_reuse_kept_buffers_and_arrive_intact() {
         assert_eq!(out.len(), queued, "round {round}: one frame a segment");
         for (index, ((iface, bytes, gso), want)) in out.iter().zip(&expected).enumerate() {
             assert_eq!((*iface, *gso), (OUT, Some(MSS as u16)), "round {round}");
-            assert!(bytes == want, "round {round}, segment {index}: bytes changed");
+            assert!(
+                bytes == want,
+                "round {round}, segment {index}: bytes changed"
+            );
         }
         let large = stack.pool.len();
         assert!(large >= 1, "round {round}: the segment's buffer is kept");
