@@ -139,16 +139,32 @@ impl<M> RecvQueue<M> {
 }
 
 /// Packet buffers kept for reuse, so the steady state allocates nothing per packet.
+///
+/// Two free lists: buffers of up to [`POOL_BUFFER_LIMIT`] bytes (frames at an MTU), and
+/// a few of up to [`LARGE_BUFFER_LIMIT`] for the 64 KiB TCP segments a device's
+/// offloads carry through forwarding ([`BufferPool::take_for`]), so that a gateway
+/// forwarding them allocates and faults in no 64 KiB buffer per segment.
 #[derive(Debug)]
 pub(crate) struct BufferPool {
     free: Vec<Vec<u8>>,
     /// Buffers kept at most (`StackConfig::pool_buffers`); more are freed.
     limit: usize,
+    /// Emptied buffers larger than [`POOL_BUFFER_LIMIT`], at most `limit / LARGE_SHARE`.
+    large: Vec<Vec<u8>>,
 }
 
-/// Buffers bigger than this are freed rather than kept (a reassembled 64 KiB datagram
-/// should not pin its memory forever).
+/// Buffers bigger than this go to the large list, or are freed when it is full (a
+/// reassembled 64 KiB datagram should not pin its memory forever).
 const POOL_BUFFER_LIMIT: usize = 16 * 1024;
+
+/// The largest buffer the pool keeps: an IP packet of 64 KiB with room to spare (an
+/// IPv4 datagram is at most 65,535 bytes, an IPv6 packet without jumbograms 65,575).
+const LARGE_BUFFER_LIMIT: usize = 66 * 1024;
+
+/// One large buffer is kept for this many small ones (8 of the default 128: enough for
+/// the segments one receive round of a runtime holds, 256 KiB a device, at most 528
+/// KiB kept).
+const LARGE_SHARE: usize = 16;
 
 impl BufferPool {
     /// An empty pool keeping up to `limit` buffers.
@@ -156,13 +172,14 @@ impl BufferPool {
         BufferPool {
             free: Vec::new(),
             limit,
+            large: Vec::new(),
         }
     }
 
     /// Buffers kept now.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.free.len()
+        self.free.len() + self.large.len()
     }
 
     /// An empty buffer, recycled when one is available.
@@ -170,16 +187,37 @@ impl BufferPool {
         self.free.pop().unwrap_or_default()
     }
 
+    /// An empty buffer that holds `len` bytes: a kept large one for a packet larger
+    /// than [`POOL_BUFFER_LIMIT`], else as [`BufferPool::take`].
+    pub(crate) fn take_for(&mut self, len: usize) -> Vec<u8> {
+        let mut buffer = if len > POOL_BUFFER_LIMIT {
+            self.large.pop().unwrap_or_default()
+        } else {
+            self.take()
+        };
+        // Exact, so that the buffer stays under `LARGE_BUFFER_LIMIT` and is kept.
+        buffer.reserve_exact(len);
+        buffer
+    }
+
     /// Bytes the kept buffers hold (their capacities).
     pub(crate) fn cached_bytes(&self) -> usize {
-        self.free.iter().map(Vec::capacity).sum()
+        let small: usize = self.free.iter().map(Vec::capacity).sum();
+        small + self.large.iter().map(Vec::capacity).sum::<usize>()
     }
 
     /// Give a buffer back.
     pub(crate) fn give(&mut self, mut buffer: Vec<u8>) {
-        if self.free.len() < self.limit && buffer.capacity() <= POOL_BUFFER_LIMIT {
+        let capacity = buffer.capacity();
+        let list = if capacity <= POOL_BUFFER_LIMIT {
+            (self.free.len() < self.limit).then_some(&mut self.free)
+        } else {
+            (capacity <= LARGE_BUFFER_LIMIT && self.large.len() < self.limit / LARGE_SHARE)
+                .then_some(&mut self.large)
+        };
+        if let Some(list) = list {
             buffer.clear();
-            self.free.push(buffer);
+            list.push(buffer);
         }
     }
 }
@@ -198,6 +236,36 @@ mod tests {
         assert_eq!(slab.get(b), Some(&2));
         assert_eq!(slab.remove(a), None);
         assert_eq!(slab.get(b), Some(&2));
+    }
+
+    #[test]
+    fn pool_keeps_a_few_large_buffers_for_large_packets() {
+        let mut pool = BufferPool::new(32);
+        let big = pool.take_for(65_535);
+        assert!(big.capacity() >= 65_535);
+        let address = big.as_ptr();
+        pool.give(big);
+        assert_eq!(pool.len(), 1, "a 64 KiB buffer is kept");
+        assert!(
+            pool.take().capacity() == 0,
+            "a small take gets no large buffer"
+        );
+        let again = pool.take_for(60_000);
+        assert_eq!(again.as_ptr(), address, "the kept buffer is taken again");
+        assert!(again.is_empty());
+        pool.give(again);
+        // Larger than any IP packet: freed.
+        pool.give(Vec::with_capacity(200_000));
+        assert_eq!(pool.len(), 1);
+        // At most limit / LARGE_SHARE (2 of 32) large buffers.
+        for _ in 0..4 {
+            pool.give(Vec::with_capacity(65_535));
+        }
+        assert_eq!(pool.len(), 32 / LARGE_SHARE);
+        // Small buffers are kept as before.
+        pool.give(Vec::with_capacity(1_500));
+        assert_eq!(pool.len(), 3);
+        assert!(pool.take_for(100).capacity() >= 1_500);
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub(crate) struct Uring {
     rx_slots: Vec<Box<[u8]>>,
     /// Read buffers holding a frame not yet handed out: (buffer, length), in order.
     rx_ready: VecDeque<(usize, usize)>,
+    /// Reads `reap` took in, (buffer, length) before they are put in order: kept, so
+    /// that a batch allocates nothing.
+    rx_reaped: Vec<(usize, usize)>,
     /// Reads submitted whose completion has not been reaped.
     rx_in_flight: usize,
     /// Reads the next batch asks for.
@@ -125,6 +128,7 @@ impl Uring {
             frame_len,
             rx_slots: Vec::new(),
             rx_ready: VecDeque::new(),
+            rx_reaped: Vec::with_capacity(RX_SLOTS),
             rx_in_flight: 0,
             rx_want: 1,
             rx_drained: false,
@@ -245,7 +249,7 @@ impl Uring {
     /// order), write outcomes counted.
     fn reap(&mut self) -> io::Result<()> {
         let mut rx_error = None;
-        let mut frames = Vec::new();
+        let mut frames = core::mem::take(&mut self.rx_reaped);
         for cqe in self.ring.completion() {
             let data = cqe.user_data();
             let result = cqe.result();
@@ -267,7 +271,8 @@ impl Uring {
             }
         }
         frames.sort_unstable_by_key(|&(slot, _)| slot);
-        self.rx_ready.extend(frames);
+        self.rx_ready.extend(frames.drain(..));
+        self.rx_reaped = frames;
         if self.tx_in_flight == 0 && self.tx_queued == 0 {
             self.tx_used = 0;
         }

@@ -187,7 +187,8 @@ impl Stack {
             let reply = ErrorReply::Unreachable(DstUnreachable::FragRequired, mtu as u16);
             return Err((Refusal::FragNeeded, Some(reply)));
         }
-        let mut out_packet = self.pool.take();
+        // A kept buffer of the datagram's size, a 64 KiB segment's too: no allocation.
+        let mut out_packet = self.pool.take_for(total);
         out_packet.extend_from_slice(bytes);
         let mut view = ipv4::Packet::new_unchecked(&mut out_packet[..]);
         view.decrement_ttl();

@@ -264,3 +264,44 @@ fn partial_checksums_stay_partial_where_the_device_completes_them_and_are_comple
         assert!(out[0].1 == segment(63, 9, 0, 500, ACK, leaves));
     }
 }
+
+/// Large segments forwarded one after another, and several queued at once, each leave
+/// byte for byte as they came (TTL less one), a shorter one after a longer one too:
+/// the 64 KiB buffers the pool keeps for them (`BufferPool::take_for`) carry nothing
+/// over from the segment before. Once one round has gone, the next allocates none:
+/// the pool holds buffers of a segment's size, and no more of them than it keeps.
+#[test]
+fn large_segments_forwarded_in_a_row_reuse_kept_buffers_and_arrive_intact() {
+    let mut stack = router(Offloads::CHECKSUM.with_tso(65535), 1500);
+    let rx = RxOffload {
+        gso_size: Some(MSS as u16),
+        partial_checksum: true,
+    };
+    let lengths = [SEGMENTS * MSS, 12 * MSS, SEGMENTS * MSS - 7, 30 * MSS];
+    for (round, queued) in [1, 1, 3, 12].into_iter().enumerate() {
+        let mut expected = Vec::new();
+        for index in 0..queued {
+            let len = lengths[(round + index) % lengths.len()];
+            let (ident, from) = ((round * 16 + index) as u16, round * 1000 + index * 7);
+            let big = segment(64, ident, from, len, ACK, true);
+            stack.handle_frame_offloaded(Instant::from_nanos(0), IN, &big, rx);
+            expected.push(segment(63, ident, from, len, ACK, true));
+        }
+        let out = sent(&mut stack);
+        assert_eq!(out.len(), queued, "round {round}: one frame a segment");
+        for (index, ((iface, bytes, gso), want)) in out.iter().zip(&expected).enumerate() {
+            assert_eq!((*iface, *gso), (OUT, Some(MSS as u16)), "round {round}");
+            assert!(
+                bytes == want,
+                "round {round}, segment {index}: bytes changed"
+            );
+        }
+        let large = stack.pool.len();
+        assert!(large >= 1, "round {round}: the segment's buffer is kept");
+        assert!(
+            stack.pool.cached_bytes() <= 8 * 66 * 1024,
+            "round {round}: at most 8 large buffers kept, not {} bytes",
+            stack.pool.cached_bytes()
+        );
+    }
+}
