@@ -65,8 +65,9 @@ pub struct StackConfig {
     /// the oldest is dropped for each new one (default 4096). TCP's events have their
     /// own limit, [`TcpConfig::event_limit`](tcp_core::TcpConfig::event_limit).
     pub event_limit: usize,
-    /// Emptied packet buffers kept for reuse, of at most 16 KiB each (default 128);
-    /// more are freed.
+    /// Emptied packet buffers kept for reuse (default 128): up to this many of at most
+    /// 16 KiB, and one for every 16 of them of up to 66 KiB, for forwarded 64 KiB TCP
+    /// segments; more are freed.
     pub pool_buffers: usize,
     /// Milliseconds since midnight UT at `Instant` zero, for the IPv4 Timestamp option
     /// (RFC 791). None (the default): stamps are milliseconds of the stack's clock with
