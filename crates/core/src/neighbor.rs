@@ -168,7 +168,7 @@ struct Confirmed {
     mac: ethernet::Address,
     expires_at: Instant,
     /// `expires_at` differs from the map's copy.
-    dirty: bool,
+    unflushed: bool,
 }
 
 impl NeighborCache {
@@ -229,7 +229,7 @@ impl NeighborCache {
     /// [`NeighborCache::flush_confirmed`] for one slot.
     fn flush_slot(&mut self, slot: usize) {
         if let Some(Some(confirmed)) = self.confirmed.get_mut(slot).map(Option::take)
-            && confirmed.dirty
+            && confirmed.unflushed
             && let Some(Entry::Reachable { mac, expires_at }) = self.entries.get_mut(&confirmed.key)
             && *mac == confirmed.mac
         {
@@ -376,7 +376,7 @@ impl NeighborCache {
             // The entry holds `confirmed.mac` (the invariant): another MAC changes nothing.
             if confirmed.mac == mac {
                 confirmed.expires_at = now + self.config.entry_lifetime;
-                confirmed.dirty = true;
+                confirmed.unflushed = true;
             }
             return;
         }
@@ -404,7 +404,7 @@ impl NeighborCache {
                 key,
                 mac,
                 expires_at: *expires_at,
-                dirty: false,
+                unflushed: false,
             };
             if let Some(held) = self.confirmed.get_mut(slot) {
                 *held = Some(confirmed);
