@@ -1044,6 +1044,11 @@ impl Sim {
         self.steps += 1;
         self.deliver_due();
         self.fire_timers();
+        // The heaps' tops are made exact once per step: by the drain when a host was
+        // touched, else here.
+        if self.dirty.is_empty() {
+            self.clean_tops();
+        }
         self.drain_transmits().ok();
         true
     }
@@ -1081,7 +1086,6 @@ impl Sim {
         }
         due.clear();
         self.due = due;
-        self.clean_tops();
     }
 
     /// Delivers every frame due now, link by link (in link order, then side).
@@ -1104,7 +1108,6 @@ impl Sim {
         }
         due.clear();
         self.due = due;
-        self.clean_tops();
     }
 
     /// Delivers the frames due now on one direction of one link.
