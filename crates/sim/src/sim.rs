@@ -241,7 +241,18 @@ fn bump(activity: &mut [u64], touched: &mut Vec<usize>, mark: &mut [bool], host:
 /// a cryptographic hash, and eight times fewer multiplications than byte-wise FNV-1a
 /// on the megabytes a run delivers.
 fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
-    let mut words = bytes.chunks_exact(8);
+    // Four words a round: the same sequence of steps, with a quarter of the loop's
+    // overhead.
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        for word in block.chunks_exact(8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            hash ^= u64::from_le_bytes(w);
+            hash = hash.wrapping_mul(FNV_PRIME);
+        }
+    }
+    let mut words = blocks.remainder().chunks_exact(8);
     for word in &mut words {
         let mut w = [0u8; 8];
         w.copy_from_slice(word);
