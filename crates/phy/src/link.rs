@@ -64,7 +64,7 @@
 //! on single frames: with any of them every super-segment is cut first.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use impnet_core::qdisc::{PacketMeta, Qdisc, QdiscConfig, mark_ce};
@@ -77,6 +77,7 @@ mod cross;
 pub mod gcra;
 mod gso;
 pub mod spec;
+mod wire;
 
 pub use arq::{ARQ_ACK_BYTES, ARQ_HEADER_BYTES, ArqConfig};
 pub use cross::CrossTraffic;
@@ -593,7 +594,8 @@ pub struct LinkModel {
     /// The frames are bare IP packets (a TUN, an IP-level link), not Ethernet: how
     /// the queue discipline and CE marking find the IP header.
     ip_level: bool,
-    in_flight: BinaryHeap<InFlight>,
+    /// The copies on the wire, in arrival order.
+    in_flight: wire::Wire,
     next_seq: u64,
     /// The Gilbert-Elliott chain is in its bad state.
     burst_bad: bool,
@@ -658,7 +660,7 @@ impl LinkModel {
             held: config.qdisc.map(Qdisc::new),
             flow_key,
             ip_level: false,
-            in_flight: BinaryHeap::new(),
+            in_flight: wire::Wire::default(),
             next_seq: 0,
             burst_bad: false,
             shaper: config.shape.map(Gcra::new),
@@ -966,7 +968,8 @@ impl LinkModel {
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);
-        if let Some(offset) = classify(self.ip_level, &buf, 0).ip_offset.filter(|_| mark) {
+        // Only a marked copy needs its IP header found.
+        if mark && let Some(offset) = classify(self.ip_level, &buf, 0).ip_offset {
             mark_ce(&mut buf, offset);
         }
         if self.streams.corrupt.chance(self.config.corrupt) && !buf.is_empty() {

@@ -451,6 +451,9 @@ fn seq_max(a: Option<u32>, b: u32) -> u32 {
 pub struct Analyzer {
     conns: Vec<Conn>,
     by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    /// The last pair looked up in `by_pair` and its entry: a capture of one
+    /// connection (the simulator's followed flows) finds it without hashing.
+    last_pair: Option<((SocketAddr, SocketAddr), usize)>,
     first_ts: Option<u64>,
     /// The last frame's time: the end of the capture.
     last_ts: u64,
@@ -508,7 +511,12 @@ impl Analyzer {
         } else {
             (dst, src)
         };
-        if let Some(&index) = self.by_pair.get(&key) {
+        let found = match self.last_pair {
+            Some((pair, index)) if pair == key => Some(index),
+            _ => self.by_pair.get(&key).copied(),
+        };
+        if let Some(index) = found {
+            self.last_pair = Some((key, index));
             let conn = &self.conns[index];
             let side = &conn.sides[usize::from(conn.sides[0].addr != Some(src))];
             let reused =
@@ -531,6 +539,7 @@ impl Analyzer {
         conn.sides[1].addr = Some(server);
         self.conns.push(conn);
         self.by_pair.insert(key, self.conns.len() - 1);
+        self.last_pair = Some((key, self.conns.len() - 1));
         self.conns.len() - 1
     }
 

@@ -199,6 +199,31 @@ impl Pattern {
         }
     }
 
+    /// [`Pattern::fill`], then `hash.update(out)`, in one pass: each word is hashed as
+    /// it is made instead of read back. The same bytes and the same hash.
+    pub fn fill_hashed(&mut self, out: &mut [u8], hash: &mut StreamHash) {
+        if !hash.len.is_multiple_of(8) {
+            self.fill(out);
+            hash.update(out);
+            return;
+        }
+        let mut words = out.chunks_exact_mut(8);
+        let mut whole = 0u64;
+        for word in &mut words {
+            let next = self.step();
+            word.copy_from_slice(&next.to_le_bytes());
+            hash.hash = (hash.hash ^ next).wrapping_mul(STREAM_PRIME);
+            whole += 8;
+        }
+        hash.len += whole;
+        let rest = words.into_remainder();
+        if !rest.is_empty() {
+            let len = rest.len();
+            rest.copy_from_slice(&self.step().to_le_bytes()[..len]);
+            hash.update(rest);
+        }
+    }
+
     /// The next xorshift64 state.
     #[inline]
     fn step(&mut self) -> u64 {
@@ -383,8 +408,7 @@ fn drive_sender(
     while s.written < config.bytes || s.offset < s.filled {
         if s.offset == s.filled {
             let n = (config.bytes - s.written).min(config.record as u64) as usize;
-            s.pattern.fill(&mut s.record[..n]);
-            s.hash.update(&s.record[..n]);
+            s.pattern.fill_hashed(&mut s.record[..n], &mut s.hash);
             s.written += n as u64;
             s.filled = n;
             s.offset = 0;
@@ -555,6 +579,22 @@ mod tests {
         }
         assert_eq!(got, expected);
         assert!(got.iter().any(|&b| b != 0));
+    }
+
+    #[test]
+    fn filling_and_hashing_in_one_pass_gives_the_bytes_and_hash_of_two() {
+        let mut one = (Pattern::new(99), StreamHash::default());
+        let mut two = (Pattern::new(99), StreamHash::default());
+        // Word-aligned and cut lengths, so both the one-pass and the fallback run.
+        for len in [64usize, 8, 13, 1448, 0, 7, 65536, 3, 16] {
+            let (mut a, mut b) = (vec![0u8; len], vec![0u8; len]);
+            one.0.fill_hashed(&mut a, &mut one.1);
+            two.0.fill(&mut b);
+            two.1.update(&b);
+            assert_eq!(a, b, "bytes, length {len}");
+            assert_eq!(one.1.finish(), two.1.finish(), "hash, length {len}");
+            assert_eq!(one.1.len(), two.1.len());
+        }
     }
 
     #[test]

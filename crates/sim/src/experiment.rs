@@ -898,6 +898,16 @@ struct TextSource {
 }
 
 impl TextSource {
+    /// `fill(out)`, then `hash.update(out)`: binary bytes in one pass.
+    fn fill_hashed(&mut self, out: &mut [u8], hash: &mut StreamHash) {
+        if self.text {
+            self.fill(out);
+            hash.update(out);
+        } else {
+            self.pattern.fill_hashed(out, hash);
+        }
+    }
+
     fn fill(&mut self, out: &mut [u8]) {
         self.pattern.fill(out);
         if !self.text {

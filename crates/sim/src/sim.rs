@@ -241,7 +241,18 @@ fn bump(activity: &mut [u64], touched: &mut Vec<usize>, mark: &mut [bool], host:
 /// a cryptographic hash, and eight times fewer multiplications than byte-wise FNV-1a
 /// on the megabytes a run delivers.
 fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
-    let mut words = bytes.chunks_exact(8);
+    // Four words a round: the same sequence of steps, with a quarter of the loop's
+    // overhead.
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        for word in block.chunks_exact(8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            hash ^= u64::from_le_bytes(w);
+            hash = hash.wrapping_mul(FNV_PRIME);
+        }
+    }
+    let mut words = blocks.remainder().chunks_exact(8);
     for word in &mut words {
         let mut w = [0u8; 8];
         w.copy_from_slice(word);
@@ -1044,6 +1055,11 @@ impl Sim {
         self.steps += 1;
         self.deliver_due();
         self.fire_timers();
+        // The heaps' tops are made exact once per step: by the drain when a host was
+        // touched, else here.
+        if self.dirty.is_empty() {
+            self.clean_tops();
+        }
         self.drain_transmits().ok();
         true
     }
@@ -1081,7 +1097,6 @@ impl Sim {
         }
         due.clear();
         self.due = due;
-        self.clean_tops();
     }
 
     /// Delivers every frame due now, link by link (in link order, then side).
@@ -1104,7 +1119,6 @@ impl Sim {
         }
         due.clear();
         self.due = due;
-        self.clean_tops();
     }
 
     /// Delivers the frames due now on one direction of one link.

@@ -158,6 +158,15 @@ impl Tracer {
 
     /// Look at one frame.
     pub(crate) fn observe(&mut self, event: &FrameEvent<'_>) {
+        // Most links carry no followed flow (a dumbbell's bottleneck and far access
+        // links): their frames are not parsed at all.
+        let followed = self
+            .by_link
+            .get(event.link.0)
+            .is_some_and(|f| !f.is_empty());
+        if !followed && !self.hosts_judges.iter().any(|h| h.link == event.link) {
+            return;
+        }
         let Ok(frame) = ethernet::Frame::new_checked(event.frame) else {
             return;
         };

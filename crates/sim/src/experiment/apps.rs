@@ -281,8 +281,7 @@ fn bulk_send(
                 s.buf.resize(n, 0);
             }
             s.out.resize(n, 0);
-            s.text.fill(&mut s.out);
-            s.sent_hash.update(&s.out);
+            s.text.fill_hashed(&mut s.out, &mut s.sent_hash);
         }
         s.offset = 0;
         s.sender_busy_until = now.max(s.sender_busy_until) + file.per_byte.saturating_mul(n as u64);
