@@ -271,8 +271,13 @@ fn curl_downloads_from_imp_serve_ftp_in_both_types_and_every_data_mode() {
         talk.contains("> REST 1000") && talk.contains("> ABOR"),
         "{talk}"
     );
+    // The transfer ends with a 426 and the ABOR gets a 226 (RFC 959 §4.1.3). Which
+    // one ends the transfer is a race: the ABOR ("226 ABOR successful") or curl's
+    // close of the data connection before the server reads the ABOR ("226 No
+    // transfer to abort"); both are the RFC's replies.
+    let after_426 = talk.find("< 426 ").map(|at| &talk[at..]);
     assert!(
-        talk.contains("< 426 ") && talk.contains("< 226 ABOR"),
+        after_426.is_some_and(|rest| rest.contains("< 226 ")),
         "{talk}"
     );
     assert!(read(&out) == site.binary[1000..2000], "range bytes");
