@@ -633,6 +633,26 @@ impl RecvBuffer {
         self.ring.into_vec()
     }
 
+    /// `(capacity, max_ranges)` when the buffer holds nothing and no storage (not
+    /// even for out-of-order ranges): then `with_max_ranges` of those gives it back.
+    pub(crate) fn bare_shape(&self) -> Option<(u32, u32)> {
+        (self.ring.is_empty()
+            && self.readable == 0
+            && self.head == 0
+            && self.ranges.is_unallocated())
+        .then_some((self.capacity, self.max_ranges))
+    }
+
+    /// [`RecvBuffer::take_storage_if_empty`], and the out-of-order ranges' storage
+    /// too: for a receiving half that has closed (nothing more can arrive).
+    pub(crate) fn shed_if_empty(&mut self) -> Vec<u8> {
+        let storage = self.take_storage_if_empty();
+        if self.readable == 0 && self.ranges.is_empty() {
+            self.ranges = LazyVec::default();
+        }
+        storage
+    }
+
     /// The storage, for another buffer to reuse, when nothing is held (empty
     /// otherwise); this buffer then holds no storage until written again.
     pub fn take_storage_if_empty(&mut self) -> Vec<u8> {

@@ -176,6 +176,19 @@ impl ConnMap {
         }
     }
 
+    /// The entry of `tuple` at index `from` now names index `to` (the connection
+    /// moved: parked or unparked, `time_wait.rs`).
+    pub(crate) fn repoint(&mut self, tuple: &FourTuple, from: u32, to: u32) {
+        self.last.set(None);
+        let tag = self.tag(tuple);
+        if let Some(entry) = self
+            .table
+            .find_mut(spread(tag), |e| e.index == from && e.tag == tag)
+        {
+            entry.index = to;
+        }
+    }
+
     /// Connections in the table.
     pub(crate) fn len(&self) -> usize {
         self.table.len()

@@ -43,6 +43,11 @@ impl<T> LazyVec<T> {
         self.0.as_deref_mut().map_or(&mut [], Vec::as_mut_slice)
     }
 
+    /// Whether nothing is allocated (never used, or given back).
+    pub(crate) fn is_unallocated(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// Remove every element (the allocation stays).
     pub(crate) fn clear(&mut self) {
         if let Some(v) = self.0.as_deref_mut() {

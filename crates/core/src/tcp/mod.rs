@@ -47,6 +47,7 @@ mod slab;
 mod socket_options;
 mod state;
 mod table;
+mod time_wait;
 mod timer;
 mod zero_copy;
 

@@ -8,7 +8,7 @@ use core::net::{IpAddr, SocketAddr};
 use impnet_wire::tcp::{Flags, Options, Repr};
 
 use super::challenge::challenge_rng;
-use super::conn::{Conn, Ctx, Owner};
+use super::conn::{Conn, Ctx, Owner, Parked};
 use super::conn::{DEFAULT_MSS, our_wscale};
 use super::cookie::{CookieJar, CookieSynAck, decode_ts, encode_ts};
 use super::deadlines::Deadlines;
@@ -23,6 +23,7 @@ use super::shared::Shared;
 use super::slab::Slab;
 use super::socket_options::SocketOption;
 use super::state::{Closed, State};
+use super::time_wait::{PARKED, TimeWaits};
 use super::{
     Ecn, EcnMode, Egress, MtuProbing, TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats,
     TcpTransmit,
@@ -105,10 +106,13 @@ fn conn_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Conn> {
 /// the demultiplexing table asks of each candidate (compared in place, not copied out).
 #[inline]
 fn matching(
-    slots: &Slab<Slot>,
+    (slots, time_waits): (&Slab<Slot>, &TimeWaits),
     index: u32,
     (local, remote): &super::FourTuple,
 ) -> Option<TcpHandle> {
+    if index & PARKED != 0 {
+        return matching_parked(time_waits, index, (local, remote));
+    }
     let slot = slots.get(index as usize)?;
     match slot.socket.as_ref()? {
         Socket::Conn(c) if c.ends.is(local, remote) => Some(TcpHandle {
@@ -116,6 +120,29 @@ fn matching(
             generation: slot.generation,
         }),
         _ => None,
+    }
+}
+
+/// [`matching`] for a parked TIME-WAIT record's index (out of line: rare).
+#[cold]
+#[inline(never)]
+fn matching_parked(
+    time_waits: &TimeWaits,
+    index: u32,
+    (local, remote): (&SocketAddr, &SocketAddr),
+) -> Option<TcpHandle> {
+    let (handle, record) = time_waits.handle_at(index)?;
+    record.ends.is(local, remote).then_some(handle)
+}
+
+/// Whether the SYN `seg` may reopen a TIME-WAIT connection with TS.Recent `ts_recent`
+/// and RCV.NXT `rcv_nxt` (RFC 6191: a newer timestamp; without timestamps, RFC 1122
+/// §4.2.2.13: a sequence number above RCV.NXT).
+fn reopens(ts_recent: Option<u32>, rcv_nxt: SeqNumber, seg: &Repr<'_>) -> bool {
+    match (ts_recent, seg.options.timestamps) {
+        (Some(recent), Some((tsval, _))) => (tsval.wrapping_sub(recent) as i32) > 0,
+        (Some(_), None) => false,
+        (None, _) => SeqNumber(seg.seq) > rcv_nxt,
     }
 }
 
@@ -156,6 +183,14 @@ pub struct Tcp {
     listeners: BTreeMap<SocketAddr, TcpHandle>,
     /// Each connection's earliest deadline (`Conn::scheduled`).
     deadlines: Deadlines,
+    /// TIME-WAIT connections the application closed, parked out of `slots`
+    /// (`conn/park.rs`); counted in `connections`.
+    time_waits: TimeWaits,
+    /// Park them (off only in tests that compare against the connections kept whole).
+    park_time_wait: bool,
+    /// The connection last unparked: (its slot's handle, the handle it had when
+    /// parked), so that parked again its events name the handle they always did.
+    unparked: Option<(TcpHandle, TcpHandle)>,
     /// Connections that may have something to send (`Conn::queued` marks those in it),
     /// in the order `poll_transmit` visits them.
     output_queue: VecDeque<TcpHandle>,
@@ -208,6 +243,9 @@ impl Tcp {
             conns: ConnMap::new(secret.derive(b"tcp demux")),
             listeners: BTreeMap::new(),
             deadlines: Deadlines::new(),
+            time_waits: TimeWaits::default(),
+            park_time_wait: true,
+            unparked: None,
             output_queue: VecDeque::new(),
             isn: IsnGenerator::new(secret),
             cookies: CookieJar::new(secret),
@@ -221,6 +259,12 @@ impl Tcp {
     #[cfg(test)]
     pub(crate) fn set_fast_paths(&mut self, on: bool) {
         self.shared.fast_paths = on;
+    }
+
+    /// Keep TIME-WAIT connections whole (false) or park them, to compare the two.
+    #[cfg(test)]
+    pub(crate) fn set_park_time_wait(&mut self, on: bool) {
+        self.park_time_wait = on;
     }
 
     /// The settings.
@@ -295,22 +339,26 @@ impl Tcp {
 
     /// Sockets in the table (listeners, connections, dead handles not yet closed).
     pub fn socket_count(&self) -> usize {
-        self.slots.iter().filter(|s| s.socket.is_some()).count()
+        self.slots.iter().filter(|s| s.socket.is_some()).count() + self.time_waits.len()
     }
 
     /// Every open socket, listeners (`true`) and connections (`false`), in table order
     /// (for listing them, as `ss` does).
     pub fn handles(&self) -> impl Iterator<Item = (TcpHandle, bool)> + '_ {
-        self.slots.iter().enumerate().filter_map(|(index, slot)| {
-            let handle = TcpHandle {
-                index: index as u32,
-                generation: slot.generation,
-            };
-            match slot.socket.as_ref()? {
-                Socket::Listener(_) => Some((handle, true)),
-                Socket::Conn(_) => Some((handle, false)),
-            }
-        })
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| {
+                let handle = TcpHandle {
+                    index: index as u32,
+                    generation: slot.generation,
+                };
+                match slot.socket.as_ref()? {
+                    Socket::Listener(_) => Some((handle, true)),
+                    Socket::Conn(_) => Some((handle, false)),
+                }
+            })
+            .chain(self.time_waits.handles().map(|handle| (handle, false)))
     }
 
     /// The address a listener listens on (None for connections and stale handles).
@@ -346,7 +394,7 @@ impl Tcp {
 
     /// Connections with a timer running.
     pub fn timer_count(&self) -> usize {
-        self.deadlines.len()
+        self.deadlines.len() + self.time_waits.len()
     }
 
     /// Whether one more connection fits under [`TcpConfig::max_connections`], making
@@ -355,6 +403,11 @@ impl Tcp {
     /// beyond `tcp_max_tw_buckets`).
     fn make_room(&mut self) -> bool {
         if self.connections < self.shared.config.max_connections {
+            return true;
+        }
+        if let Some((_, oldest)) = self.time_waits.first() {
+            self.forget_parked(oldest);
+            self.shared.stats.time_wait_recycled += 1;
             return true;
         }
         let victim = self.deadlines.queued_first(TIME_WAIT_SCAN).find(|&h| {
@@ -500,10 +553,9 @@ impl Tcp {
     }
 
     fn port_free(&self, local: SocketAddr, remote: SocketAddr) -> bool {
-        !self
-            .conns
-            .contains(&(local, remote), |i, t| matching(&self.slots, i, t))
-            && !self.listeners.contains_key(&local)
+        !self.conns.contains(&(local, remote), |i, t| {
+            matching((&self.slots, &self.time_waits), i, t)
+        }) && !self.listeners.contains_key(&local)
             && !super::wildcards(local)
                 .iter()
                 .any(|any| self.listeners.contains_key(any))
@@ -542,9 +594,9 @@ impl Tcp {
         }
         let local = match local.port() {
             0 => SocketAddr::new(local.ip(), self.ephemeral_port(local.ip(), remote)?),
-            _ if self
-                .conns
-                .contains(&(local, remote), |i, t| matching(&self.slots, i, t)) =>
+            _ if self.conns.contains(&(local, remote), |i, t| {
+                matching((&self.slots, &self.time_waits), i, t)
+            }) =>
             {
                 return Err(TcpError::AddrInUse);
             }
@@ -553,8 +605,9 @@ impl Tcp {
         let iss = self.isn.isn(now, local, remote);
         let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
         let handle = self.insert(Socket::Conn(conn));
-        self.conns
-            .insert((local, remote), handle, |i, t| matching(&self.slots, i, t));
+        self.conns.insert((local, remote), handle, |i, t| {
+            matching((&self.slots, &self.time_waits), i, t)
+        });
         self.shared.stats.active_opens += 1;
         self.sync_conn(handle);
         Ok(handle)
@@ -583,6 +636,11 @@ impl Tcp {
         handle: TcpHandle,
         f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> Result<R, TcpError>,
     ) -> Result<R, TcpError> {
+        let handle = if handle.index & PARKED == 0 {
+            handle
+        } else {
+            self.unpark(handle).ok_or(TcpError::InvalidHandle)?
+        };
         let slot = self
             .slots
             .get_mut(handle.index as usize)
@@ -609,7 +667,7 @@ impl Tcp {
         // lookup): still open and not a listener's child, so only the deadline and the
         // output queue can need an update; anything else takes the full `sync_conn`.
         if !self.shared.fast_paths
-            || matches!(conn.state, State::Closed(_))
+            || matches!(conn.state, State::Closed(_) | State::TimeWait(_))
             || matches!(conn.owner, Owner::Pending(_))
         {
             self.sync_conn(handle);
@@ -929,7 +987,30 @@ impl Tcp {
 
     /// A snapshot of a connection (None for listeners and stale handles).
     pub fn info(&self, handle: TcpHandle) -> Option<TcpInfo> {
+        if let Some(record) = self.time_waits.get(handle) {
+            return Some(Conn::parked_copy(record).info(&self.shared.config));
+        }
         Some(self.conn_ref(handle)?.info(&self.shared.config))
+    }
+
+    /// [`Tcp::info`], also for a handle the application released whose connection
+    /// waits parked in TIME-WAIT (tests look at it there).
+    #[cfg(test)]
+    pub(crate) fn info_parked_too(&self, handle: TcpHandle) -> Option<TcpInfo> {
+        self.info(handle).or_else(|| {
+            if let Some((now, first)) = self.unparked
+                && first == handle
+                && let Some(info) = self.info(now)
+            {
+                return Some(info);
+            }
+            let parked = self.time_waits.handles().find(|&h| {
+                self.time_waits
+                    .get(h)
+                    .is_some_and(|record| record.handle == handle)
+            })?;
+            self.info(parked)
+        })
     }
 
     /// The error a connection ended with (reset, refused, timed out, an ICMP error);
@@ -950,6 +1031,9 @@ impl Tcp {
 
     /// Local and remote address of a connection.
     pub fn addresses(&self, handle: TcpHandle) -> Option<(SocketAddr, SocketAddr)> {
+        if let Some(record) = self.time_waits.get(handle) {
+            return Some(record.ends.tuple());
+        }
         self.conn_ref(handle).map(|c| c.ends.tuple())
     }
 
@@ -958,6 +1042,9 @@ impl Tcp {
     /// and `Closed` event once it closed, its listener's accept queue, its release.
     #[inline(never)]
     fn sync_conn(&mut self, handle: TcpHandle) {
+        if self.park(handle) {
+            return;
+        }
         let Some(conn) = self.conn_mut(handle) else {
             return;
         };
@@ -1047,6 +1134,79 @@ impl Tcp {
         self.remove(handle);
     }
 
+    /// Park the connection `handle` if it is a TIME-WAIT one the application closed
+    /// and owes nothing (`conn/park.rs`): its slot is freed, its record takes its
+    /// 4-tuple entry. Whether it was parked.
+    fn park(&mut self, handle: TcpHandle) -> bool {
+        if !self.park_time_wait {
+            return false;
+        }
+        let Some(conn) = self.conn_mut(handle) else {
+            return false;
+        };
+        let Some(deadline) = conn.parkable() else {
+            return false;
+        };
+        self.park_now(handle, deadline);
+        true
+    }
+
+    /// [`Tcp::park`] once it is decided (out of line: once per connection at most).
+    #[inline(never)]
+    fn park_now(&mut self, handle: TcpHandle, deadline: Instant) {
+        let first = match self.unparked {
+            Some((now, first)) if now == handle => first,
+            _ => handle,
+        };
+        let Some(conn) = self.conn_mut(handle) else {
+            return;
+        };
+        let record = conn.park(first, deadline);
+        if conn.scheduled.take().is_some() {
+            self.deadlines.set(handle, None, false);
+        }
+        let tuple = record.ends.tuple();
+        self.remove(handle);
+        self.connections += 1;
+        let parked = self.time_waits.insert(record);
+        self.conns.repoint(&tuple, handle.index, parked.index);
+    }
+
+    /// The parked record `handle` names back in a slot, whole: its new handle.
+    #[cold]
+    #[inline(never)]
+    fn unpark(&mut self, handle: TcpHandle) -> Option<TcpHandle> {
+        let record = self.time_waits.remove(handle)?;
+        let tuple = record.ends.tuple();
+        self.connections -= 1;
+        let first = record.handle;
+        let new = self.insert(Socket::Conn(Conn::unpark(record)));
+        self.conns.repoint(&tuple, handle.index, new.index);
+        self.unparked = Some((new, first));
+        Some(new)
+    }
+
+    /// Drop the parked record `handle` names (its 4-tuple entry too); the record.
+    fn forget_parked(&mut self, handle: TcpHandle) -> Option<Parked> {
+        let record = self.time_waits.remove(handle)?;
+        self.conns.remove(&record.ends.tuple(), handle);
+        self.connections -= 1;
+        Some(record)
+    }
+
+    /// A parked record's 2*MSL ended: what a whole connection's TIME-WAIT timeout
+    /// does ("delete the TCB, enter the CLOSED state"), its events included.
+    #[cold]
+    #[inline(never)]
+    fn expire_parked(&mut self, handle: TcpHandle) {
+        if let Some(record) = self.forget_parked(handle) {
+            let h = record.handle;
+            self.shared.event(TcpEvent::Readable(h));
+            self.shared.event(TcpEvent::Writable(h));
+            self.shared.event(TcpEvent::Closed(h));
+        }
+    }
+
     /// An ICMP error quoted one of our segments from `local` to `remote` with sequence
     /// number `seq`. The connection takes it only when `seq` is in flight (RFC 5927
     /// §4.1); returns whether it did.
@@ -1061,7 +1221,9 @@ impl Tcp {
         let (local, remote) = (local.into(), remote.into());
         let accepted = self
             .conns
-            .get(&(local, remote), |i, t| matching(&self.slots, i, t))
+            .get(&(local, remote), |i, t| {
+                matching((&self.slots, &self.time_waits), i, t)
+            })
             .is_some_and(|handle| {
                 self.with_conn(now, handle, |conn, ctx| {
                     Ok(conn.handle_icmp(ctx, crate::tcp::seq::SeqNumber(seq), notice))
@@ -1148,10 +1310,9 @@ impl Tcp {
         self.shared.stats.segments_in += 1;
         let local = SocketAddr::new(dst, segment.dst_port);
         let remote = SocketAddr::new(src, segment.src_port);
-        if let Some(handle) = self
-            .conns
-            .get(&(local, remote), |i, t| matching(&self.slots, i, t))
-            && !self.time_wait_reuse(handle, segment)
+        if let Some(handle) = self.conns.get(&(local, remote), |i, t| {
+            matching((&self.slots, &self.time_waits), i, t)
+        }) && !self.time_wait_reuse(handle, segment)
         {
             let _ = self.with_conn(now, handle, |conn, ctx| {
                 conn.handle_segment(ctx, segment, ecn);
@@ -1253,8 +1414,9 @@ impl Tcp {
             conn.grant_fast_open_cookie(cookie);
         }
         let handle = self.insert(Socket::Conn(conn));
-        self.conns
-            .insert((local, remote), handle, |i, t| matching(&self.slots, i, t));
+        self.conns.insert((local, remote), handle, |i, t| {
+            matching((&self.slots, &self.time_waits), i, t)
+        });
         if fast_open == ServerVerdict::Accept {
             if let Some(Socket::Listener(Listener {
                 fast_open: Some(f), ..
@@ -1600,8 +1762,9 @@ impl Tcp {
         );
         conn.syn_ack_sent();
         let handle = self.insert(Socket::Conn(conn));
-        self.conns
-            .insert(ends, handle, |i, t| matching(&self.slots, i, t));
+        self.conns.insert(ends, handle, |i, t| {
+            matching((&self.slots, &self.time_waits), i, t)
+        });
         self.sync_conn(handle);
         let _ = self.with_conn(now, handle, |conn, ctx| {
             conn.handle_segment(ctx, seg, Ecn::NotEct);
@@ -1643,17 +1806,25 @@ impl Tcp {
     /// [`Tcp::time_wait_reuse`] for a plain SYN.
     #[inline(never)]
     fn time_wait_reopen(&mut self, handle: TcpHandle, seg: &Repr<'_>) -> bool {
+        if let Some(record) = self.time_waits.get(handle) {
+            if !(reopens(record.ts_recent, record.rcv_nxt, seg)
+                && self.has_listener(record.ends.local()))
+            {
+                return false;
+            }
+            self.shared.stats.time_wait_reuses += 1;
+            if let Some(record) = self.forget_parked(handle) {
+                self.shared.event(TcpEvent::Closed(record.handle));
+            }
+            return true;
+        }
         let Some(conn) = self.conn_mut(handle) else {
             return false;
         };
         let State::TimeWait(tw) = &conn.state else {
             return false;
         };
-        let newer = match (tw.ts_recent, seg.options.timestamps) {
-            (Some(recent), Some((tsval, _))) => (tsval.wrapping_sub(recent) as i32) > 0,
-            (Some(_), None) => false,
-            (None, _) => SeqNumber(seg.seq) > tw.rcv.rcv_nxt,
-        };
+        let newer = reopens(tw.ts_recent, tw.rcv.rcv_nxt, seg);
         let local = conn.local();
         if !newer || !self.has_listener(local) {
             return false;
@@ -1725,6 +1896,10 @@ impl Tcp {
                         self.output_queue.push_back(handle);
                     } else {
                         conn.queued = false;
+                        // TIME-WAIT's last ACK went: it may be parked now.
+                        if matches!(conn.state, State::TimeWait(_)) {
+                            self.park(handle);
+                        }
                     }
                 }
                 let ecn = core::mem::take(&mut self.shared.ecn);
@@ -1732,6 +1907,9 @@ impl Tcp {
             }
             if let Some(conn) = self.conn_mut(handle) {
                 conn.queued = false;
+                if matches!(conn.state, State::TimeWait(_)) {
+                    self.park(handle);
+                }
             }
         }
         None
@@ -1774,14 +1952,27 @@ impl Tcp {
 
     /// The earliest time `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(at, _)| at)
+        self.first_deadline().map(|(at, _)| at)
+    }
+
+    /// The earliest deadline, a connection's or a parked record's.
+    #[inline]
+    fn first_deadline(&self) -> Option<(Instant, TcpHandle)> {
+        match (self.deadlines.first(), self.time_waits.first()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Fire the timers that are due.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some((at, handle)) = self.deadlines.first() {
+        while let Some((at, handle)) = self.first_deadline() {
             if at > now {
                 break;
+            }
+            if handle.index & PARKED != 0 {
+                self.expire_parked(handle);
+                continue;
             }
             let _ = self.with_conn(now, handle, |conn, ctx| {
                 while let Some(timer) = conn.timers.pop_due(now) {

@@ -573,7 +573,7 @@ fn active_open_and_data_then_active_close() {
         }
     );
     recv!(tcp, 40, ack_templ(iss + 7, RISS + 2));
-    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.info_parked_too(c).unwrap().state, TcpState::TimeWait);
     // A retransmitted FIN in TIME-WAIT is acknowledged again.
     send!(
         tcp,
@@ -2341,7 +2341,7 @@ fn simultaneous_close() {
             ..SEND_TEMPL
         }
     );
-    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.info_parked_too(c).unwrap().state, TcpState::TimeWait);
     tcp.handle_timeout(ms(2022));
     assert_eq!(tcp.socket_count(), 0);
 }
@@ -2481,7 +2481,7 @@ fn time_wait() -> (Tcp, TcpHandle, u32) {
         }
     );
     recv!(tcp, 21);
-    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.info_parked_too(c).unwrap().state, TcpState::TimeWait);
     (tcp, c, snd)
 }
 
@@ -2502,7 +2502,7 @@ fn a_new_syn_to_time_wait_without_a_listener_keeps_time_wait() {
     );
     recv!(tcp, 30, ack_templ(snd + 1, RISS + 2));
     recv_nothing!(tcp, 30);
-    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.info_parked_too(c).unwrap().state, TcpState::TimeWait);
     assert_eq!(tcp.stats().time_wait_reuses, 0);
     assert_eq!(tcp.stats().resets_sent, 0);
 }
@@ -2541,7 +2541,7 @@ fn with_timestamps_time_wait_reuse_follows_the_timestamp_not_the_sequence_number
         }
     );
     recv!(tcp, 21);
-    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.info_parked_too(c).unwrap().state, TcpState::TimeWait);
     let l = tcp.listen(LOCAL, 4).unwrap();
     // A sequence number far above RCV.NXT but an older timestamp: no reuse.
     send!(
@@ -2555,7 +2555,7 @@ fn with_timestamps_time_wait_reuse_follows_the_timestamp_not_the_sequence_number
         }
     );
     assert_eq!(tcp.stats().time_wait_reuses, 0);
-    assert_eq!(tcp.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(tcp.info_parked_too(c).unwrap().state, TcpState::TimeWait);
     while poll(&mut tcp, 30).is_some() {}
     // A sequence number below RCV.NXT but a newer timestamp: reuse.
     send!(

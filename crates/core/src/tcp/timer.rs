@@ -171,6 +171,17 @@ impl Timers {
     pub fn is_set(&self, timer: Timer) -> bool {
         self.deadline_of(timer) != IDLE
     }
+    /// When `timer` fires, if it is the only one armed.
+    pub fn only(&self, timer: Timer) -> Option<Instant> {
+        let at = self.get(timer)?;
+        let others = self
+            .common
+            .deadlines
+            .iter()
+            .enumerate()
+            .any(|(i, &d)| i != timer as usize && d != IDLE);
+        (!others && self.rare.is_none()).then_some(at)
+    }
     /// The earliest deadline.
     pub fn next(&self) -> Option<Instant> {
         instant(self.common.next)

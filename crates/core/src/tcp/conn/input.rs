@@ -800,7 +800,7 @@ impl Conn {
         // Nothing can arrive any more: once the user read everything, the receive
         // ring's storage is free for the next connection (TIME-WAIT lasts 2*MSL).
         if let State::TimeWait(tw) = &mut self.state {
-            ctx.shared.recycle(tw.rcv.buffer.take_storage_if_empty());
+            ctx.shared.recycle(tw.rcv.buffer.shed_if_empty());
         }
         self.timers.stop_all();
         self.timers.set(

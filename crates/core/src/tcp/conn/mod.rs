@@ -14,6 +14,7 @@ mod input;
 mod mtu;
 mod options;
 mod output;
+mod park;
 mod predict;
 mod process;
 mod recovery;
@@ -21,6 +22,7 @@ mod share;
 mod zero_copy;
 
 pub use mtu::MtuProbing;
+pub(crate) use park::Parked;
 pub use zero_copy::SendOwnedError;
 
 use core::net::SocketAddr;
