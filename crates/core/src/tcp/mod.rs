@@ -64,6 +64,8 @@ mod tests_loop;
 #[cfg(test)]
 mod tests_mtu_probe;
 #[cfg(test)]
+mod tests_park;
+#[cfg(test)]
 mod tests_predict;
 #[cfg(test)]
 mod tests_recovery;

@@ -146,6 +146,16 @@ fn reopens(ts_recent: Option<u32>, rcv_nxt: SeqNumber, seg: &Repr<'_>) -> bool {
     }
 }
 
+/// The handle the connection in slot `handle` is known by: the one it had before it
+/// was parked, if it is the connection `unparked` last (`Tcp::unparked`).
+#[inline]
+fn named(unparked: Option<(TcpHandle, TcpHandle)>, handle: TcpHandle) -> TcpHandle {
+    match unparked {
+        Some((slot, first)) if slot == handle => first,
+        _ => handle,
+    }
+}
+
 /// The (local, remote) of the connection `handle` names, if it names one.
 #[inline]
 fn tuple_of(slots: &Slab<Slot>, handle: TcpHandle) -> Option<super::FourTuple> {
@@ -656,7 +666,7 @@ impl Tcp {
         };
         let mut ctx = Ctx {
             now,
-            handle,
+            handle: named(self.unparked, handle),
             shared: &mut self.shared,
         };
         let result = f(conn, &mut ctx);
@@ -993,6 +1003,12 @@ impl Tcp {
         Some(self.conn_ref(handle)?.info(&self.shared.config))
     }
 
+    /// TIME-WAIT connections parked out of the slots.
+    #[cfg(test)]
+    pub(crate) fn parked_count(&self) -> usize {
+        self.time_waits.len()
+    }
+
     /// [`Tcp::info`], also for a handle the application released whose connection
     /// waits parked in TIME-WAIT (tests look at it there).
     #[cfg(test)]
@@ -1071,7 +1087,8 @@ impl Tcp {
         if let Some(tuple) = tuple {
             self.conns.remove(&tuple, handle);
             if owner == Owner::User || owner == Owner::Released {
-                self.shared.event(TcpEvent::Closed(handle));
+                self.shared
+                    .event(TcpEvent::Closed(named(self.unparked, handle)));
             }
         }
         self.sync_owner(handle, owner, closed, synchronized);
@@ -1154,10 +1171,7 @@ impl Tcp {
     /// [`Tcp::park`] once it is decided (out of line: once per connection at most).
     #[inline(never)]
     fn park_now(&mut self, handle: TcpHandle, deadline: Instant) {
-        let first = match self.unparked {
-            Some((now, first)) if now == handle => first,
-            _ => handle,
-        };
+        let first = named(self.unparked, handle);
         let Some(conn) = self.conn_mut(handle) else {
             return;
         };

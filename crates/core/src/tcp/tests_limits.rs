@@ -337,7 +337,10 @@ fn at_max_connections_a_new_connection_takes_a_closed_time_wait_place() {
             }
         );
         while poll(&mut tcp, 3).is_some() {}
-        assert_eq!(tcp.info_parked_too(c).map(|i| i.state), Some(TcpState::TimeWait));
+        assert_eq!(
+            tcp.info_parked_too(c).map(|i| i.state),
+            Some(TcpState::TimeWait)
+        );
     }
     assert_eq!(tcp.connection_count(), 2, "both wait in TIME-WAIT");
     send!(tcp, 4, syn(40_002, 100));
