@@ -640,17 +640,40 @@ impl Tcp {
 
     /// Run `f` on a connection with its context, then bring the table in line with it (`sync_conn`). A stale handle is
     /// `InvalidHandle`, a listener's `InvalidState`.
+    /// A parked connection's handle (`time_wait.rs`) names no slot: `InvalidHandle`
+    /// here (the application released it); [`Tcp::with_unparked`] takes one.
+    #[inline(always)]
     pub(super) fn with_conn<R>(
         &mut self,
         now: Instant,
         handle: TcpHandle,
         f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> Result<R, TcpError>,
     ) -> Result<R, TcpError> {
-        let handle = if handle.index & PARKED == 0 {
-            handle
-        } else {
-            self.unpark(handle).ok_or(TcpError::InvalidHandle)?
-        };
+        self.with_conn_named(now, (handle, handle), f)
+    }
+
+    /// [`Tcp::with_conn`] on the parked connection a segment or ICMP error found:
+    /// it comes back whole first, its events naming the handle it had.
+    #[cold]
+    #[inline(never)]
+    fn with_unparked<R>(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> Result<R, TcpError>,
+    ) -> Result<R, TcpError> {
+        let new = self.unpark(handle).ok_or(TcpError::InvalidHandle)?;
+        self.with_conn_named(now, (new, named(self.unparked, new)), f)
+    }
+
+    /// [`Tcp::with_conn`] on slot `handle`, whose events name `name`.
+    #[inline(always)]
+    fn with_conn_named<R>(
+        &mut self,
+        now: Instant,
+        (handle, name): (TcpHandle, TcpHandle),
+        f: impl FnOnce(&mut Conn, &mut Ctx<'_>) -> Result<R, TcpError>,
+    ) -> Result<R, TcpError> {
         let slot = self
             .slots
             .get_mut(handle.index as usize)
@@ -666,7 +689,7 @@ impl Tcp {
         };
         let mut ctx = Ctx {
             now,
-            handle: named(self.unparked, handle),
+            handle: name,
             shared: &mut self.shared,
         };
         let result = f(conn, &mut ctx);
@@ -1058,12 +1081,14 @@ impl Tcp {
     /// and `Closed` event once it closed, its listener's accept queue, its release.
     #[inline(never)]
     fn sync_conn(&mut self, handle: TcpHandle) {
-        if self.park(handle) {
-            return;
-        }
+        let park = self.park_time_wait;
         let Some(conn) = self.conn_mut(handle) else {
             return;
         };
+        if park && let Some(deadline) = conn.parkable() {
+            self.park_now(handle, deadline);
+            return;
+        }
         let next = conn.timers.next();
         let old = core::mem::replace(&mut conn.scheduled, next);
         let queue = !conn.queued && conn.may_send();
@@ -1239,9 +1264,14 @@ impl Tcp {
                 matching((&self.slots, &self.time_waits), i, t)
             })
             .is_some_and(|handle| {
-                self.with_conn(now, handle, |conn, ctx| {
+                let icmp = |conn: &mut Conn, ctx: &mut Ctx<'_>| {
                     Ok(conn.handle_icmp(ctx, crate::tcp::seq::SeqNumber(seq), notice))
-                })
+                };
+                if handle.index & PARKED == 0 {
+                    self.with_conn(now, handle, icmp)
+                } else {
+                    self.with_unparked(now, handle, icmp)
+                }
                 .unwrap_or(false)
             });
         if accepted {
@@ -1328,10 +1358,15 @@ impl Tcp {
             matching((&self.slots, &self.time_waits), i, t)
         }) && !self.time_wait_reuse(handle, segment)
         {
-            let _ = self.with_conn(now, handle, |conn, ctx| {
+            let input = |conn: &mut Conn, ctx: &mut Ctx<'_>| {
                 conn.handle_segment(ctx, segment, ecn);
                 Ok(())
-            });
+            };
+            let _ = if handle.index & PARKED == 0 {
+                self.with_conn(now, handle, input)
+            } else {
+                self.with_unparked(now, handle, input)
+            };
             return;
         }
         self.segment_for_listener(now, (local, remote), segment, local_mss);
@@ -1966,7 +2001,11 @@ impl Tcp {
 
     /// The earliest time `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.first_deadline().map(|(at, _)| at)
+        let first = self.deadlines.first().map(|(at, _)| at);
+        match self.time_waits.first_at() {
+            None => first,
+            Some(parked) => Some(first.map_or(parked, |at| at.min(parked))),
+        }
     }
 
     /// The earliest deadline, a connection's or a parked record's.

@@ -132,6 +132,12 @@ impl TimeWaits {
         ))
     }
 
+    /// The earliest deadline.
+    #[inline]
+    pub fn first_at(&self) -> Option<Instant> {
+        self.queue.front().map(|&(at, ..)| at)
+    }
+
     /// Every record's handle, in slab order.
     pub fn handles(&self) -> impl Iterator<Item = TcpHandle> + '_ {
         self.entries
