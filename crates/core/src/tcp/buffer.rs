@@ -91,6 +91,15 @@ fn relinearise(ring: &[u8], head: usize, size: usize) -> Box<[u8]> {
     storage
 }
 
+/// `ring` grown to `size` bytes (`size >= ring.len()`), its bytes where they were: what
+/// [`relinearise`] gives from head 0, by reallocation instead of a copy.
+fn grow(ring: Box<[u8]>, size: usize) -> Box<[u8]> {
+    let mut storage = ring.into_vec();
+    storage.reserve_exact(size - storage.len());
+    storage.resize(size, 0);
+    storage.into_boxed_slice()
+}
+
 /// Copy two slices one after the other into `out` (which holds exactly both).
 fn copy_pair(out: &mut [u8], (a, b): (&[u8], &[u8])) -> usize {
     copy_bytes(&mut out[..a.len()], a);
@@ -267,7 +276,13 @@ impl SendBuffer {
         let ring_len = self.ring_len as usize;
         if ring_len + n > self.ring.len() {
             let size = storage_for(ring_len + n, self.capacity());
-            self.ring = relinearise(&self.ring, self.head as usize, size);
+            self.ring = if self.head == 0 && !self.ring.is_empty() {
+                // Already in order from the start (a writer filling a new buffer):
+                // the same storage, grown in place where the allocator can.
+                grow(core::mem::take(&mut self.ring), size)
+            } else {
+                relinearise(&self.ring, self.head as usize, size)
+            };
             self.head = 0;
         }
         if n > 0 {
