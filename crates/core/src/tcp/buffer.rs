@@ -1038,6 +1038,29 @@ mod tests {
         assert_eq!(b.capacity(), 10);
     }
 
+    /// Growth keeps the stream whether the ring grows in place (its bytes start at the
+    /// front of the storage) or is copied out in order (they start further in, maybe
+    /// wrapped), and the storage is the same power of two either way.
+    #[test]
+    fn send_buffer_grown_in_place_or_by_copy_keeps_the_stream() {
+        let data = stream(200_000);
+        for consumed in [0, 300] {
+            let mut b = SendBuffer::new(1 << 20);
+            assert_eq!(b.write(&data[..400]), 400);
+            b.consume(consumed);
+            let mut at = 400;
+            for chunk in [200, 1000, 5000, 60_000, 100_000] {
+                assert_eq!(b.write(&data[at..at + chunk]), chunk);
+                at += chunk;
+                let held = at - consumed;
+                let mut out = vec![0; held];
+                assert_eq!(b.peek(0, &mut out), held);
+                assert_eq!(out, &data[consumed..at], "consumed {consumed}, at {at}");
+                assert_eq!(b.storage(), storage_for(held, 1 << 20));
+            }
+        }
+    }
+
     #[test]
     fn storage_grows_on_demand_up_to_the_capacity() {
         let mut send = SendBuffer::new(1 << 20);
