@@ -375,7 +375,9 @@ impl Stack {
         }));
         // The set starts at the interface that reaches the threshold (if it has no
         // address of its own, those of the others).
-        self.index_local_addrs();
+        if self.ifaces.len() == LOCAL_SET_MIN_IFACES {
+            self.index_local_addrs();
+        }
         for cidr in addrs {
             self.add_address(Instant::from_nanos(0), id, cidr);
         }
@@ -394,7 +396,11 @@ impl Stack {
         if !interface.addrs.contains(&cidr) {
             interface.addrs.push(cidr);
         }
-        self.index_local_addrs();
+        if self.ifaces.len() >= LOCAL_SET_MIN_IFACES
+            && let Err(at) = self.local_v4.binary_search(&cidr.address)
+        {
+            self.local_v4.insert(at, cidr.address);
+        }
         self.routes.add(cidr, None, iface);
         self.send_arp_announcement(iface, cidr.address);
     }
@@ -409,7 +415,10 @@ impl Stack {
         self.index_local_addrs();
     }
 
-    /// Rebuilds `local_v4` from the interfaces (see the field).
+    /// Rebuilds `local_v4` from the interfaces (see the field): when it starts, and
+    /// when an address goes (another interface may still have it). An added address is
+    /// inserted in place (a router of thousands of links is built without a rebuild per
+    /// link).
     fn index_local_addrs(&mut self) {
         self.local_v4.clear();
         if self.ifaces.len() < LOCAL_SET_MIN_IFACES {
