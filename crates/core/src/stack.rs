@@ -148,6 +148,10 @@ pub(crate) struct Outgoing {
     pub(crate) gso_size: u16,
 }
 
+/// From this many interfaces on, a stack keeps its IPv4 addresses in a sorted set
+/// (`Stack::local_v4`) instead of asking each interface.
+const LOCAL_SET_MIN_IFACES: usize = 4;
+
 /// A user-space TCP/IP stack: a pure state machine. Bytes and time go in, bytes and
 /// deadlines come out. `Stack` is the one API: every socket is a handle, and every call
 /// on it is a method here, grouped below by topic.
@@ -267,6 +271,11 @@ pub struct Stack {
     pub(crate) config: StackConfig,
     pub(crate) rng: Rng,
     pub(crate) ifaces: Vec<Interface>,
+    /// Every interface's IPv4 addresses, sorted, once a stack has
+    /// [`LOCAL_SET_MIN_IFACES`] interfaces (a router of many links): the "is it ours?"
+    /// test of every forwarded datagram then costs a binary search, not a pass over
+    /// the interfaces. Empty (and unallocated) below that; rebuilt when addresses change.
+    local_v4: Vec<Ipv4Addr>,
     pub(crate) routes: Routes,
     pub(crate) neighbors: NeighborCache,
     pub(crate) reassembly: Reassembler,
@@ -323,6 +332,7 @@ impl Stack {
         Stack {
             rng,
             ifaces: Vec::new(),
+            local_v4: Vec::new(),
             routes: Routes::new(),
             neighbors: NeighborCache::new(config.arp.clone()),
             reassembly: Reassembler::new(config.reassembly.clone()),
@@ -363,6 +373,11 @@ impl Stack {
             addrs: Vec::new(),
             ..config
         }));
+        // The set starts at the interface that reaches the threshold (if it has no
+        // address of its own, those of the others).
+        if self.ifaces.len() == LOCAL_SET_MIN_IFACES {
+            self.index_local_addrs();
+        }
         for cidr in addrs {
             self.add_address(Instant::from_nanos(0), id, cidr);
         }
@@ -381,6 +396,11 @@ impl Stack {
         if !interface.addrs.contains(&cidr) {
             interface.addrs.push(cidr);
         }
+        if self.ifaces.len() >= LOCAL_SET_MIN_IFACES
+            && let Err(at) = self.local_v4.binary_search(&cidr.address)
+        {
+            self.local_v4.insert(at, cidr.address);
+        }
         self.routes.add(cidr, None, iface);
         self.send_arp_announcement(iface, cidr.address);
     }
@@ -392,6 +412,22 @@ impl Stack {
             interface.addrs.retain(|c| *c != cidr);
             self.routes.remove_connected(cidr, iface);
         }
+        self.index_local_addrs();
+    }
+
+    /// Rebuilds `local_v4` from the interfaces (see the field): when it starts, and
+    /// when an address goes (another interface may still have it). An added address is
+    /// inserted in place (a router of thousands of links is built without a rebuild per
+    /// link).
+    fn index_local_addrs(&mut self) {
+        self.local_v4.clear();
+        if self.ifaces.len() < LOCAL_SET_MIN_IFACES {
+            return;
+        }
+        let addrs = self.ifaces.iter().flat_map(|i| i.addrs.iter());
+        self.local_v4.extend(addrs.map(|c| c.address));
+        self.local_v4.sort_unstable();
+        self.local_v4.dedup();
     }
 
     /// The routing table.
@@ -415,7 +451,13 @@ impl Stack {
     /// arrived on), or is in 127.0.0.0/8, the loopback interface's (all of it, as on
     /// Linux).
     pub(crate) fn is_local_addr(&self, addr: Ipv4Addr) -> bool {
-        self::loopback::is_loopback_addr(addr) || self.ifaces.iter().any(|i| i.has_addr(addr))
+        if self::loopback::is_loopback_addr(addr) {
+            return true;
+        }
+        if self.ifaces.len() < LOCAL_SET_MIN_IFACES {
+            return self.ifaces.iter().any(|i| i.has_addr(addr));
+        }
+        self.local_v4.binary_search(&addr).is_ok()
     }
 
     /// Queue an event; at `StackConfig::event_limit` the oldest goes (events are

@@ -891,7 +891,13 @@ impl Sim {
     fn put_on_link(&mut self, index: usize, iface: IfaceId, frame: &[u8]) -> io::Result<()> {
         let now = self.now;
         let host = &self.hosts[index];
-        let Some(&(_, link, side, _)) = host.ports.iter().find(|(i, _, _, _)| *i == iface) else {
+        // The simulator made the host's interfaces in order, so `iface` is usually at
+        // its own index (a router of many links: no search).
+        let port = match host.ports.get(iface.index()) {
+            Some(port) if port.0 == iface => Some(port),
+            _ => host.ports.iter().find(|(i, _, _, _)| *i == iface),
+        };
+        let Some(&(_, link, side, _)) = port else {
             return Ok(());
         };
         if let Some(observer) = &mut self.observer {

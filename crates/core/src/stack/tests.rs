@@ -259,6 +259,41 @@ fn gratuitous_arp_updates_a_neighbours_cache() {
     );
 }
 
+/// From `LOCAL_SET_MIN_IFACES` interfaces on, "is it ours?" is answered from a sorted
+/// set of the addresses: it must say what asking each interface says as interfaces and
+/// addresses come and go (one interface comes without an address).
+#[test]
+fn local_addresses_of_many_interfaces_follow_adds_and_removals() {
+    let mut stack = Stack::new(StackConfig::default(), crate::testutil::secret(0));
+    let addr = |i: u8| Ipv4Addr::new(10, 0, i, 1);
+    let cidr = |i: u8| Cidr {
+        address: addr(i),
+        prefix_len: 24,
+    };
+    let mut ifaces = Vec::new();
+    for i in 0..6u8 {
+        let mut config = IfaceConfig::new(ethernet::Address([2, 0, 0, 0, 0, i]), 1500);
+        if i != 4 {
+            config.addrs.push(cidr(i));
+        }
+        ifaces.push(stack.add_interface(config));
+        for j in 0..=i {
+            assert_eq!(
+                stack.is_local_addr(addr(j)),
+                j != 4,
+                "{i} interfaces, 10.0.{j}.1"
+            );
+        }
+        assert!(!stack.is_local_addr(addr(i + 1)));
+    }
+    stack.add_address(Instant::ZERO, ifaces[4], cidr(4));
+    assert!(stack.is_local_addr(addr(4)));
+    stack.remove_address(ifaces[1], cidr(1));
+    assert!(!stack.is_local_addr(addr(1)));
+    assert!(stack.is_local_addr(addr(2)));
+    assert!(stack.is_local_addr(Ipv4Addr::LOCALHOST));
+}
+
 #[test]
 fn longest_prefix_route_and_default_route_pick_interface_and_gateway() {
     let mut stack = Stack::new(StackConfig::default(), crate::testutil::secret(0));

@@ -91,6 +91,15 @@ fn relinearise(ring: &[u8], head: usize, size: usize) -> Box<[u8]> {
     storage
 }
 
+/// `ring` grown to `size` bytes (`size >= ring.len()`), its bytes where they were: what
+/// [`relinearise`] gives from head 0, by reallocation instead of a copy.
+fn grow(ring: Box<[u8]>, size: usize) -> Box<[u8]> {
+    let mut storage = ring.into_vec();
+    storage.reserve_exact(size - storage.len());
+    storage.resize(size, 0);
+    storage.into_boxed_slice()
+}
+
 /// Copy two slices one after the other into `out` (which holds exactly both).
 fn copy_pair(out: &mut [u8], (a, b): (&[u8], &[u8])) -> usize {
     copy_bytes(&mut out[..a.len()], a);
@@ -267,7 +276,13 @@ impl SendBuffer {
         let ring_len = self.ring_len as usize;
         if ring_len + n > self.ring.len() {
             let size = storage_for(ring_len + n, self.capacity());
-            self.ring = relinearise(&self.ring, self.head as usize, size);
+            self.ring = if self.head == 0 && !self.ring.is_empty() {
+                // Already in order from the start (a writer filling a new buffer):
+                // the same storage, grown in place where the allocator can.
+                grow(core::mem::take(&mut self.ring), size)
+            } else {
+                relinearise(&self.ring, self.head as usize, size)
+            };
             self.head = 0;
         }
         if n > 0 {
@@ -1041,6 +1056,29 @@ mod tests {
         assert_eq!(b.write(b"0123456789"), 6);
         b.grow(3); // never shrinks
         assert_eq!(b.capacity(), 10);
+    }
+
+    /// Growth keeps the stream whether the ring grows in place (its bytes start at the
+    /// front of the storage) or is copied out in order (they start further in, maybe
+    /// wrapped), and the storage is the same power of two either way.
+    #[test]
+    fn send_buffer_grown_in_place_or_by_copy_keeps_the_stream() {
+        let data = stream(200_000);
+        for consumed in [0, 300] {
+            let mut b = SendBuffer::new(1 << 20);
+            assert_eq!(b.write(&data[..400]), 400);
+            b.consume(consumed);
+            let mut at = 400;
+            for chunk in [200, 1000, 5000, 60_000, 100_000] {
+                assert_eq!(b.write(&data[at..at + chunk]), chunk);
+                at += chunk;
+                let held = at - consumed;
+                let mut out = vec![0; held];
+                assert_eq!(b.peek(0, &mut out), held);
+                assert_eq!(out, &data[consumed..at], "consumed {consumed}, at {at}");
+                assert_eq!(b.storage(), storage_for(held, 1 << 20));
+            }
+        }
     }
 
     #[test]
