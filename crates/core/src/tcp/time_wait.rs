@@ -154,8 +154,12 @@ impl TimeWaits {
 
     fn drop_stale_front(&mut self) {
         while let Some(&(_, index, generation)) = self.queue.front() {
-            let entry = &self.entries[index as usize];
-            if entry.record.is_some() && entry.generation == generation {
+            // An entry given back by `compact_tail` is gone from the slab.
+            if self
+                .entries
+                .get(index as usize)
+                .is_some_and(|e| e.record.is_some() && e.generation == generation)
+            {
                 return;
             }
             self.queue.pop_front();
@@ -182,5 +186,49 @@ impl TimeWaits {
         self.entries.shrink_to(2 * self.entries.len());
         self.free.shrink_to(2 * self.free.len());
         self.queue.shrink_to(2 * self.queue.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Duration;
+
+    fn at(ms: u64) -> Instant {
+        Instant::ZERO + Duration::from_millis(ms)
+    }
+
+    /// Records removed out of order, the slab given back from its end while older
+    /// queue entries still name the entries it gave back: the queue skips them, the
+    /// earliest deadline is always a live record's, and old handles stay stale.
+    #[test]
+    fn the_queue_survives_the_slab_shrinking_under_it() {
+        let mut waits = TimeWaits::default();
+        let handles: Vec<TcpHandle> = (0..300)
+            .map(|i| waits.insert(Parked::dummy(at(i))))
+            .collect();
+        // Everything but the first, last first: the slab shrinks from its end while
+        // the first (the queue's front) keeps every later queue entry behind it.
+        for &h in handles[1..].iter().rev() {
+            assert!(waits.remove(h).is_some());
+            assert_eq!(waits.first().map(|(t, _)| t), Some(at(0)));
+        }
+        assert!(waits.entries.len() < 300, "the slab gave entries back");
+        // New records at the indices given back; the old handles name none of them.
+        let new: Vec<TcpHandle> = (0..50)
+            .map(|i| waits.insert(Parked::dummy(at(1000 + i))))
+            .collect();
+        for &h in &handles[1..] {
+            assert!(waits.get(h).is_none());
+        }
+        assert!(waits.remove(handles[0]).is_some());
+        assert_eq!(waits.first(), Some((at(1000), new[0])));
+        // Out of order: an earlier deadline goes in its place.
+        let early = waits.insert(Parked::dummy(at(5)));
+        assert_eq!(waits.first(), Some((at(5), early)));
+        for h in new.into_iter().chain([early]) {
+            assert!(waits.remove(h).is_some());
+        }
+        assert_eq!((waits.len(), waits.first()), (0, None));
     }
 }

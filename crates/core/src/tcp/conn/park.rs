@@ -54,6 +54,36 @@ pub(crate) struct Parked {
     quick_acks: u8,
 }
 
+impl Parked {
+    /// A record of no connection in particular, whose wait ends at `deadline`.
+    #[cfg(test)]
+    pub(crate) fn dummy(deadline: Instant) -> Parked {
+        let config = crate::tcp::TcpConfig::default();
+        let addr = core::net::SocketAddr::from(([10, 0, 0, 1], 80));
+        Parked {
+            handle: TcpHandle {
+                index: 0,
+                generation: 0,
+            },
+            ends: Ends::new(addr, addr),
+            deadline,
+            snd_nxt: SeqNumber(0),
+            rcv_nxt: SeqNumber(0),
+            ts_recent: None,
+            rcv_shape: (0, 0),
+            opts: Negotiated::offer(&config, 1460, config.recv_buffer),
+            rtt: RttEstimator::new(config.initial_rto, config.rto_bounds()),
+            last_data_at: None,
+            cold: None,
+            nodelay: false,
+            more: false,
+            more_held: false,
+            interactive: false,
+            quick_acks: 0,
+        }
+    }
+}
+
 impl Conn {
     /// When this connection's 2*MSL wait ends, if it may be parked: in TIME-WAIT,
     /// released by the application, owing nothing (no ACK, no probe, not in the output
