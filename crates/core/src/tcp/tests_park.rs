@@ -244,6 +244,19 @@ fn a_released_time_wait_connection_leaves_its_slot() {
     assert_eq!(world.b.parked_count(), 1);
     assert_eq!(world.b.connection_count(), 1);
     assert!(world.b.info(world.server).is_none(), "the slot is free");
+    // Listed as `ss` lists sockets: its handle, addresses and state.
+    let listed: Vec<TcpHandle> = world
+        .b
+        .handles()
+        .filter(|&(_, listener)| !listener)
+        .map(|(h, _)| h)
+        .collect();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(world.b.addresses(listed[0]), Some((B.into(), A.into())));
+    assert_eq!(
+        world.b.info(listed[0]).map(|i| i.state),
+        Some(TcpState::TimeWait)
+    );
     let whole = World::new(&TcpConfig::default(), false);
     assert_eq!(whole.b.parked_count(), 0);
     assert_eq!(
