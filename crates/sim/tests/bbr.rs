@@ -55,6 +55,25 @@ fn bbr_fills_a_clean_link_with_a_small_queue() {
     assert!(srtt(&cubic) > srtt(&bbr), "CUBIC srtt {}", srtt(&cubic));
 }
 
+/// 100 Mbit/s, 20 ms, a drop-tail queue of one BDP (250 KB), the W8 paths' size:
+/// Startup overflows it and a retransmission timeout follows the recovery. After the
+/// timeout SND.NXT is back at SND.UNA and the flight beyond it is lost; counted as in
+/// flight, it held BBR in Drain at a third of its rate while each round's losses cut
+/// its lower bounds: 32 MB took 18.2 s (14.7 Mbit/s). Now 4.3 s (62.9 Mbit/s, Startup's
+/// losses and the timeout included); the test asks for half the link's rate.
+#[test]
+fn bbr_leaves_drain_after_a_timeout_on_a_one_bdp_queue() {
+    let mut path = link(100_000_000, 20, 0.0);
+    path.queue_limit_bytes = 250_000;
+    let bbr = transfer(32 * MB, path, 1, CcAlgorithm::Bbr);
+    assert!(
+        bbr.goodput_bps >= 0.5 * 100e6,
+        "BBR {} bit/s over {} s",
+        bbr.goodput_bps,
+        bbr.seconds
+    );
+}
+
 /// 100 Mbit/s, 100 ms, 1% random loss each way: CUBIC halves its window at every
 /// loss and crawls; BBR's model ignores loss below 2% and keeps the pipe full.
 #[test]

@@ -50,7 +50,8 @@ struct Sent {
 /// [`CongestionControl::on_rate_sample`]: super::cc::CongestionControl::on_rate_sample
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RateSample {
-    /// `rs.delivery_rate` in bytes per second (0 when the interval is not valid).
+    /// `rs.delivery_rate` in bytes per second (0 when the interval is not valid: zero,
+    /// or shorter than the smallest RTT seen).
     pub delivery_rate: u64,
     /// `rs.delivered`: bytes delivered between the sampled segment's send and this ACK.
     pub delivered: u64,
@@ -93,6 +94,9 @@ pub(crate) struct RateSampler {
     lost: u64,
     /// `C.lost` at the previous ACK (for `rs.newly_lost`).
     lost_reported: u64,
+    /// The smallest RTT of the samples so far (`now - P.send_time` of a segment sent
+    /// once): the draft's `MinRTT`, which a sample's interval may not undercut.
+    min_rtt: Option<Duration>,
 }
 
 impl RateSampler {
@@ -230,8 +234,19 @@ impl RateSampler {
         // "Use the longer of the send_elapsed and ack_elapsed".
         let interval = send_elapsed.max(ack_elapsed);
         let delivered = self.delivered - p.delivered;
+        let rtt = (!p.retransmitted).then(|| now - p.send_time);
+        if let Some(rtt) = rtt {
+            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        }
+        // "Normally we expect interval >= MinRTT ... if (rs.interval < MinRTT(tp)) ...
+        // return false /* no reliable sample */": a flight delivered in less than a
+        // round trip says how bunched its ACKs came back (a device handing over a
+        // batch, a receiver's stretch ACK), not what the path carries; such a rate
+        // runs above the path's (Linux's `tcp_rate_gen` drops it too).
+        let reliable = self.min_rtt.is_none_or(|min| interval >= min);
         let delivery_rate = match interval.as_nanos() {
             0 => 0,
+            _ if !reliable => 0,
             nanos => (u128::from(delivered) * 1_000_000_000 / u128::from(nanos)) as u64,
         };
         let newly_lost = self.lost - self.lost_reported;
@@ -240,7 +255,7 @@ impl RateSampler {
             delivery_rate,
             delivered,
             interval,
-            rtt: (!p.retransmitted).then(|| now - p.send_time),
+            rtt,
             prior_delivered: p.delivered,
             total_delivered: self.delivered,
             is_app_limited: p.app_limited,
@@ -333,6 +348,39 @@ mod tests {
         assert_eq!(rs.rtt, None);
         assert_eq!(rs.newly_lost, 100);
         assert_eq!(r.delivered(), 400);
+    }
+
+    /// After a spurious retransmission timeout each resent segment is acknowledged (for
+    /// its original) just after it goes: a sample from one of them spans a few
+    /// milliseconds, shorter than any round trip, and would claim many times the
+    /// path's rate. Below the smallest RTT seen it gives no rate (the draft's
+    /// `rs.interval < MinRTT` test); the ones before it and after it still do.
+    #[test]
+    fn an_interval_shorter_than_the_min_rtt_gives_no_rate() {
+        let mut r = RateSampler::default();
+        let seg = |i: u32| (SeqNumber(i * 1000), SeqNumber((i + 1) * 1000));
+        // A first segment takes 100 ms: the smallest RTT.
+        r.on_send(at(0), seg(0), 0, 1000);
+        let rs = r.on_ack(at(100), seg(0).1, &[]).unwrap();
+        assert_eq!(rs.rtt, Some(MS(100)));
+        assert_eq!(rs.delivery_rate, 10_000);
+        // Two more at 100 and 101 ms; the timer fires early and both go again.
+        r.on_send(at(100), seg(1), 0, 1000);
+        r.on_send(at(101), seg(2), 1000, 2000);
+        r.on_send(at(198), seg(1), 2000, 2000);
+        // The first one's original arrived: a sample over the 100 ms since it was sent.
+        let rs = r.on_ack(at(200), seg(1).1, &[]).unwrap();
+        assert_eq!(rs.interval, MS(100));
+        assert_eq!(rs.delivery_rate, 10_000);
+        // The second is resent after that ACK and acknowledged a millisecond later: 1000
+        // bytes over the 3 ms since the first resend went, 333 kB/s against the path's
+        // 10 kB/s.
+        r.on_send(at(201), seg(2), 1000, 1000);
+        let rs = r.on_ack(at(202), seg(2).1, &[]).unwrap();
+        assert_eq!(rs.interval, MS(3));
+        assert_eq!(rs.rtt, None);
+        assert_eq!(rs.delivery_rate, 0);
+        assert_eq!(rs.delivered, 1000);
     }
 
     /// Segments sent while app-limited give app-limited samples until the bubble is

@@ -1113,6 +1113,11 @@ fn rate_sample(
     } else {
         snd.outstanding()
     };
+    // After a retransmission timeout SND.NXT went back to SND.UNA (go-back-N): what
+    // lies beyond it counts as lost until it is sent again (RFC 8985 §6.3: the timeout
+    // marks every outstanding segment lost), so only what was sent since is in flight.
+    // Counting the rest kept BBR in Drain, waiting for a flight that was gone.
+    let in_flight = in_flight.min(snd.snd_nxt - snd.snd_una);
     snd.cc.on_rate_sample(now, &sample, in_flight);
 }
 
