@@ -79,15 +79,11 @@ impl Conn {
     /// data goes again after the handshake, as any unacknowledged data would). After
     /// a timeout, an answer that carries no cookie and leaves the data unacknowledged
     /// counts as a lost SYN (Linux's `syn_drop`).
-    pub(super) fn on_fast_open_syn_ack(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        seg: &Repr<'_>,
-        iss: SeqNumber,
-    ) {
+    pub(super) fn on_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let State::SynSent(s) = &self.state else {
             return;
         };
+        let iss = s.iss;
         if s.fast_open == SynFastOpen::Off {
             return;
         }
