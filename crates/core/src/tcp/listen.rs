@@ -88,6 +88,7 @@ impl Listener {
     }
 
     /// The MSS its children announce: at most the listener's TCP_MAXSEG, when set.
+    #[inline]
     pub fn child_mss(&self, local_mss: u16) -> u16 {
         match &self.options {
             Some(options) => options.mss.map_or(local_mss, |mss| mss.min(local_mss)),
@@ -98,6 +99,7 @@ impl Listener {
     /// RFC 9293 §3.10.7.2, "If the state is LISTEN", with SYN cookies (RFC 4987 §3.6):
     /// what to do with `seg`, from `remote` to `local`. `syn_cookies`: a SYN beyond the
     /// backlog is answered with a cookie.
+    #[inline]
     pub fn on_segment(
         &self,
         now: Instant,
@@ -139,6 +141,8 @@ impl Listener {
 
     /// An ACK (and no RST) to the listener: a RST, unless a SYN cookie went lately and
     /// the ACK (no SYN) may return one.
+    #[cold]
+    #[inline(never)]
     fn on_ack(
         &self,
         now: Instant,

@@ -92,6 +92,7 @@ impl SynSent {
     /// `local`, calls for. `tsecr_check`: `Some(now)` when our SYN offered timestamps
     /// and `TcpConfig::syn_sent_tsecr_check` is on (an ACK echoing a timestamp none of
     /// our SYNs carried is not acceptable).
+    #[inline]
     pub fn on_segment(
         &self,
         seg: &Repr<'_>,

@@ -151,11 +151,14 @@ impl Conn {
     /// IRS - 1 marks the SYN-ACK unacknowledged until the peer's first ACK.
     pub fn accept_fast_open(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let State::SynRcvd(SynRcvd {
-            iss,
-            snd_wnd,
             rcv,
             buffer,
-            ..
+            timer: _,
+            cookie: _,
+            iss,
+            snd_nxt: _,
+            snd_wnd,
+            passive: _,
         }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
         else {
             return;

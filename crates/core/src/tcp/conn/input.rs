@@ -52,20 +52,15 @@ impl Conn {
                 ctx.shared.stats.resets_received += 1;
                 self.enter_closed(ctx, Some(TcpError::ConnectionRefused));
             }
-            SynSentDisposition::Establish => {
-                self.on_fast_open_syn_ack(ctx, seg);
-                let rcv = self.rcv_from_syn(ctx, seg);
-                self.establish_from_syn_sent(ctx, seg, rcv);
-            }
-            SynSentDisposition::SimultaneousOpen => {
-                let rcv = self.rcv_from_syn(ctx, seg);
-                self.simultaneous_open(seg, rcv);
-            }
+            SynSentDisposition::Establish => self.establish_from_syn_sent(ctx, seg),
+            SynSentDisposition::SimultaneousOpen => self.simultaneous_open(ctx, seg),
         }
     }
 
     /// The receiving half the peer's SYN `seg` opens, once the options it answered
-    /// with are agreed.
+    /// with are agreed. (Inlined, as the two transitions below are into
+    /// `input_syn_sent`: the halves are then built in place, not copied between calls.)
+    #[inline(always)]
     fn rcv_from_syn(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> Rcv {
         self.opts.agree(seg);
         let recv_size = self.recv_buffer_size(&ctx.shared.config);
@@ -77,8 +72,11 @@ impl Conn {
     }
 
     /// SYN-SENT -> ESTABLISHED: the peer's SYN `seg` acknowledged ours (and the data a
-    /// Fast Open SYN carried, or some of it); `rcv` is the receiving half it opened.
-    fn establish_from_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, rcv: Rcv) {
+    /// Fast Open SYN carried, or some of it).
+    #[inline(always)]
+    fn establish_from_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        self.on_fast_open_syn_ack(ctx, seg);
+        let rcv = self.rcv_from_syn(ctx, seg);
         let State::SynSent(SynSent {
             iss,
             snd_nxt: _,
@@ -128,8 +126,10 @@ impl Conn {
     }
 
     /// SYN-SENT -> SYN-RECEIVED (simultaneous open): the peer's SYN `seg` did not
-    /// acknowledge ours; `rcv` is the receiving half it opened.
-    fn simultaneous_open(&mut self, seg: &Repr<'_>, rcv: Rcv) {
+    /// acknowledge ours.
+    #[inline(always)]
+    fn simultaneous_open(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let rcv = self.rcv_from_syn(ctx, seg);
         let State::SynSent(SynSent {
             iss,
             snd_nxt: _,
@@ -505,12 +505,14 @@ impl Conn {
         // The halves are taken out and the rest copied, not the whole state moved out
         // (all of it copied); the state is replaced below.
         let State::SynRcvd(SynRcvd {
-            iss,
-            snd_wnd,
             rcv,
             buffer,
             timer,
-            ..
+            cookie: _,
+            iss,
+            snd_nxt: _,
+            snd_wnd,
+            passive: _,
         }) = &mut self.state
         else {
             return;
