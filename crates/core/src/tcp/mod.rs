@@ -56,6 +56,8 @@ mod zero_copy;
 #[allow(clippy::too_many_lines)]
 mod tests;
 #[cfg(test)]
+mod tests_dispositions;
+#[cfg(test)]
 mod tests_ecn;
 #[cfg(test)]
 mod tests_fuzz;

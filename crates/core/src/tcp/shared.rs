@@ -167,6 +167,7 @@ impl Shared {
         SendBuffer::with_storage(capacity, self.spare_storage(capacity))
     }
     /// A receive ring of `capacity` bytes, on spare storage when there is some.
+    #[inline]
     pub fn recv_buffer_of(&mut self, capacity: usize) -> RecvBuffer {
         let storage = self.spare_storage(capacity);
         RecvBuffer::with_storage(capacity, self.config.max_ooo_ranges, storage)

@@ -7,6 +7,8 @@
 //! LISTEN is not here: a listener is a different kind of socket (`listen.rs`), and
 //! CLOSED is [`State::Closed`], which remembers why the connection ended.
 
+use core::net::SocketAddr;
+
 use super::TcpError;
 use super::buffer::{RecvBuffer, SackRecorder, SendBuffer};
 use super::cc::{CongestionControl, Controller, UsageTracker};
@@ -14,9 +16,10 @@ use super::fastopen::SynFastOpen;
 use super::rack::{Rack, RackCell, Undo};
 use super::rtt::{HandshakeTimer, RttSampler};
 use super::sack::Scoreboard;
+use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
 use crate::time::Instant;
-use impnet_wire::tcp::{FastOpenCookie, SackBlock};
+use impnet_wire::tcp::{FastOpenCookie, Repr, SackBlock};
 
 /// A connection's protocol state.
 ///
@@ -65,6 +68,91 @@ pub(crate) struct SynSent {
     /// Bytes of `buffer` the last SYN carried (Fast Open): the SYN-ACK may acknowledge
     /// up to ISS + 1 + this.
     pub syn_data: usize,
+}
+
+/// What a segment in SYN-SENT calls for (RFC 9293 §3.10.7.3): [`SynSent::on_segment`]
+/// decides from the state and the segment alone, the connection carries it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SynSentDisposition {
+    /// Drop the segment.
+    Drop,
+    /// An unacceptable ACK: answer with this RST, stay in SYN-SENT.
+    Reset(Reset),
+    /// An acceptable RST: the peer refused; enter CLOSED.
+    Refused,
+    /// The peer's SYN, acknowledging ours: enter ESTABLISHED and send an ACK.
+    Establish,
+    /// The peer's SYN without an ACK of ours (simultaneous open): enter SYN-RECEIVED
+    /// and send a SYN-ACK.
+    SimultaneousOpen,
+}
+
+impl SynSent {
+    /// RFC 9293 §3.10.7.3 "If the state is SYN-SENT": what `seg`, from `remote` to
+    /// `local`, calls for. `tsecr_check`: `Some(now)` when our SYN offered timestamps
+    /// and `TcpConfig::syn_sent_tsecr_check` is on (an ACK echoing a timestamp none of
+    /// our SYNs carried is not acceptable).
+    #[inline]
+    pub fn on_segment(
+        &self,
+        seg: &Repr<'_>,
+        (local, remote): (SocketAddr, SocketAddr),
+        tsecr_check: Option<Instant>,
+    ) -> SynSentDisposition {
+        let SynSent {
+            iss,
+            snd_nxt: _,
+            buffer: _,
+            timer,
+            fast_open: _,
+            syn_data,
+        } = self;
+        let ack = SeqNumber(seg.ack);
+        // "If SEG.ACK =< ISS or SEG.ACK > SND.NXT, send a reset (unless the RST bit is
+        // set, if so drop the segment and return) <SEQ=SEG.ACK><CTL=RST>". SND.NXT
+        // counts the data a Fast Open SYN carried (RFC 7413 §4.2.2).
+        let ack_ok = seg.flags.ack()
+            && ack > *iss
+            && ack <= *iss + 1 + *syn_data
+            && !tsecr_check.is_some_and(|now| foreign_echo(timer, seg, now));
+        if seg.flags.ack() && !ack_ok {
+            return if seg.flags.rst() {
+                SynSentDisposition::Drop
+            } else {
+                SynSentDisposition::Reset(Reset::for_segment(local, remote, seg))
+            };
+        }
+        if seg.flags.rst() {
+            // "If the ACK was acceptable, then signal to the user "error: connection
+            // reset", drop the segment, enter CLOSED state ... Otherwise (no ACK), drop".
+            return if ack_ok {
+                SynSentDisposition::Refused
+            } else {
+                SynSentDisposition::Drop
+            };
+        }
+        // "If neither of the SYN or RST bits is set, then drop the segment and return."
+        if !seg.flags.syn() {
+            return SynSentDisposition::Drop;
+        }
+        // "If SND.UNA > ISS (our SYN has been ACKed), change the connection state to
+        // ESTABLISHED ... Otherwise, enter SYN-RECEIVED".
+        if ack_ok {
+            SynSentDisposition::Establish
+        } else {
+            SynSentDisposition::SimultaneousOpen
+        }
+    }
+}
+
+/// `TcpConfig::syn_sent_tsecr_check`: `seg` echoes a timestamp (not zero) none of our
+/// SYNs carried, one before the first (`timer`) or after `now` (Linux's check).
+fn foreign_echo(timer: &HandshakeTimer, seg: &Repr<'_>, now: Instant) -> bool {
+    let (Some((_, ecr)), Some(first)) = (seg.options.timestamps, timer.first_sent()) else {
+        return false;
+    };
+    let (from, to) = (tsval(first), tsval(now));
+    ecr != 0 && ecr.wrapping_sub(from) > to.wrapping_sub(from)
 }
 
 /// SYN-RECEIVED: the peer's ISN is known (so the receiving half exists); ours is sent.

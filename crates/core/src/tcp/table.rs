@@ -16,7 +16,7 @@ use super::demux::ConnMap;
 use super::ecn;
 use super::fastopen::{CookieKey, ListenFastOpen, ServerVerdict};
 use super::isn::IsnGenerator;
-use super::listen::{ListenAction, Listener};
+use super::listen::{ListenDisposition, Listener};
 use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
 use super::shared::Shared;
@@ -36,8 +36,6 @@ use crate::time::{Duration, Instant};
 /// The key of the catch-all listener: port 0 of `[::]`, which no `listen` can take.
 const CATCH_ALL: SocketAddr = SocketAddr::new(IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED), 0);
 
-/// How long after its last SYN cookie a listener still accepts one (two cookie periods).
-const COOKIE_LIFETIME: crate::time::Duration = crate::time::Duration::from_secs(128);
 const EPHEMERAL_MIN: u16 = 49152;
 /// TIME-WAIT connections looked at, oldest first, for one to end when the table is
 /// full (those the application still holds are skipped).
@@ -91,14 +89,26 @@ fn sync_open_conn(
 /// slot reused since).
 #[inline]
 fn conn_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Conn> {
-    let slot = slots.get(handle.index as usize)?;
-    match slot
-        .socket
-        .as_ref()
-        .filter(|_| slot.generation == handle.generation)?
-    {
+    match socket_in(slots, handle)? {
         Socket::Conn(c) => Some(c),
         Socket::Listener(_) => None,
+    }
+}
+
+/// The socket `handle` names in `slots`, if its slot was not reused since.
+#[inline]
+fn socket_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Socket> {
+    let slot = slots.get(handle.index as usize)?;
+    slot.socket
+        .as_ref()
+        .filter(|_| slot.generation == handle.generation)
+}
+
+/// The listener `handle` names in `slots`, if it names one.
+fn listener_in(slots: &Slab<Slot>, handle: TcpHandle) -> Option<&Listener> {
+    match socket_in(slots, handle)? {
+        Socket::Listener(l) => Some(l),
+        Socket::Conn(_) => None,
     }
 }
 
@@ -1400,31 +1410,33 @@ impl Tcp {
         else {
             return self.no_socket(local, remote, segment);
         };
-        let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
+        let Some(l) = listener_in(&self.slots, listener) else {
             return;
         };
         // TCP_MAXSEG on the listener: its children announce at most that.
-        let local_mss = match &l.options {
-            Some(options) => options.mss.map_or(local_mss, |mss| mss.min(local_mss)),
-            None => local_mss,
-        };
-        match l.on_segment(local, remote, segment) {
-            ListenAction::Drop => {}
-            ListenAction::Reset(reset) => {
-                if !self.accept_cookie(now, listener, (local, remote), segment, local_mss) {
-                    self.queue_reset(reset);
-                }
+        let local_mss = l.child_mss(local_mss);
+        let ends = (local, remote);
+        let cookies = (&self.cookies, self.shared.config.syn_cookies);
+        // The one place a listener's disposition is carried out.
+        match l.on_segment(now, ends, segment, cookies) {
+            ListenDisposition::Drop => {}
+            ListenDisposition::Reset(reset) => self.queue_reset(reset),
+            ListenDisposition::RejectCookie(reset) => {
+                self.shared.stats.syn_cookies_rejected += 1;
+                self.queue_reset(reset);
             }
-            ListenAction::Overflow => {
+            ListenDisposition::CookieOverflow | ListenDisposition::Overflow => {
                 self.shared.stats.listen_overflows += 1;
-                if self.shared.config.syn_cookies {
-                    self.send_cookie(now, listener, (local, remote), segment, local_mss);
-                }
             }
-            ListenAction::HalfOpenFull => self.shared.stats.half_open_drops += 1,
-            ListenAction::Open => {
-                self.open_child(now, listener, (local, remote), segment, local_mss)
+            ListenDisposition::AcceptCookie { peer_mss } => {
+                self.accept_cookie(now, listener, ends, segment, (peer_mss, local_mss));
             }
+            ListenDisposition::SendCookie => {
+                self.shared.stats.listen_overflows += 1;
+                self.send_cookie(now, listener, ends, segment, local_mss);
+            }
+            ListenDisposition::HalfOpenFull => self.shared.stats.half_open_drops += 1,
+            ListenDisposition::Open => self.open_child(now, listener, ends, segment, local_mss),
         }
     }
 
@@ -1712,9 +1724,9 @@ impl Tcp {
         }
     }
 
-    /// An ACK to a listener that sent SYN cookies lately: when it returns a valid cookie
-    /// (SEG.ACK - 1) the connection opens with the options the cookie kept, as if it had
-    /// waited in SYN-RECEIVED; returns false when the caller should answer with a RST.
+    /// An ACK that returned a valid SYN cookie, with room in the listener's accept
+    /// queue: the connection opens with the options the cookie kept, as if it had
+    /// waited in SYN-RECEIVED, when the table has room for it.
     #[cold]
     #[inline(never)]
     fn accept_cookie(
@@ -1723,40 +1735,16 @@ impl Tcp {
         listener: TcpHandle,
         ends: (SocketAddr, SocketAddr),
         seg: &Repr<'_>,
-        local_mss: u16,
-    ) -> bool {
-        let Some(Socket::Listener(l)) = self.socket_mut(listener) else {
-            return false;
-        };
-        let recent = l
-            .cookie_sent_at
-            .is_some_and(|t| now.saturating_duration_since(t) < COOKIE_LIFETIME);
-        if !recent || seg.flags.syn() || seg.flags.rst() {
-            return false;
-        }
-        let full = l.queue.len() >= l.backlog;
-        let peer_isn = seg.seq.wrapping_sub(1);
-        let Some(mss) = self
-            .cookies
-            .check(now, ends, peer_isn, seg.ack.wrapping_sub(1))
-        else {
-            self.shared.stats.syn_cookies_rejected += 1;
-            return false;
-        };
-        if full {
-            // Nowhere to queue it for accept: drop the ACK; the peer's retransmission
-            // (or its data) brings the cookie again.
-            self.shared.stats.listen_overflows += 1;
-            return true;
-        }
+        mss: (u16, u16),
+    ) {
         if !self.make_room() {
-            // No room in the table either: the same.
+            // No room in the table: drop the ACK; the peer's retransmission (or its
+            // data) brings the cookie again.
             self.shared.stats.connection_limit_drops += 1;
-            return true;
+            return;
         }
         self.shared.stats.syn_cookies_accepted += 1;
-        self.open_from_cookie(now, listener, ends, seg, (mss, local_mss));
-        true
+        self.open_from_cookie(now, listener, ends, seg, mss);
     }
 
     /// The child of a valid cookie: SYN-RECEIVED rebuilt from the cookie, then the ACK.

@@ -79,15 +79,11 @@ impl Conn {
     /// data goes again after the handshake, as any unacknowledged data would). After
     /// a timeout, an answer that carries no cookie and leaves the data unacknowledged
     /// counts as a lost SYN (Linux's `syn_drop`).
-    pub(super) fn on_fast_open_syn_ack(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        seg: &Repr<'_>,
-        iss: SeqNumber,
-    ) {
+    pub(super) fn on_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let State::SynSent(s) = &self.state else {
             return;
         };
+        let iss = s.iss;
         if s.fast_open == SynFastOpen::Off {
             return;
         }
@@ -155,11 +151,14 @@ impl Conn {
     /// IRS - 1 marks the SYN-ACK unacknowledged until the peer's first ACK.
     pub fn accept_fast_open(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let State::SynRcvd(SynRcvd {
-            iss,
-            snd_wnd,
             rcv,
             buffer,
-            ..
+            timer: _,
+            cookie: _,
+            iss,
+            snd_nxt: _,
+            snd_wnd,
+            passive: _,
         }) = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }))
         else {
             return;

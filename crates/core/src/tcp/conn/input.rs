@@ -36,119 +36,126 @@ impl Conn {
         }
     }
 
-    /// RFC 9293 §3.10.7.3 "If the state is SYN-SENT".
+    /// RFC 9293 §3.10.7.3 "If the state is SYN-SENT": [`SynSent::on_segment`] decides,
+    /// and this is the one place its disposition is carried out.
     #[inline(never)]
     fn input_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         let State::SynSent(s) = &self.state else {
             return;
         };
-        let (iss, syn_data) = (s.iss, s.syn_data);
-        let ack = SeqNumber(seg.ack);
-        // "If SEG.ACK =< ISS or SEG.ACK > SND.NXT, send a reset (unless the RST bit is
-        // set, if so drop the segment and return) <SEQ=SEG.ACK><CTL=RST>". SND.NXT
-        // counts the data a Fast Open SYN carried (RFC 7413 §4.2.2).
-        let ack_ok = seg.flags.ack()
-            && ack > iss
-            && ack <= iss + 1 + s.syn_data
-            && !(ctx.shared.config.syn_sent_tsecr_check && self.foreign_echo(s, seg, ctx.now));
-        if seg.flags.ack() && !ack_ok {
-            if !seg.flags.rst() {
-                ctx.shared
-                    .reset(Reset::for_segment(self.local(), self.remote(), seg));
-            }
-            return;
-        }
-        if seg.flags.rst() {
-            // "If the ACK was acceptable, then signal to the user "error: connection
-            // reset", drop the segment, enter CLOSED state ... Otherwise (no ACK), drop".
-            if ack_ok {
+        let tsecr_check =
+            (ctx.shared.config.syn_sent_tsecr_check && self.opts.ts.is_some()).then_some(ctx.now);
+        match s.on_segment(seg, (self.local(), self.remote()), tsecr_check) {
+            SynSentDisposition::Drop => {}
+            SynSentDisposition::Reset(reset) => ctx.shared.reset(reset),
+            SynSentDisposition::Refused => {
                 ctx.shared.stats.resets_received += 1;
                 self.enter_closed(ctx, Some(TcpError::ConnectionRefused));
             }
-            return;
+            SynSentDisposition::Establish => self.establish_from_syn_sent(ctx, seg),
+            SynSentDisposition::SimultaneousOpen => self.simultaneous_open(ctx, seg),
         }
-        if !seg.flags.syn() {
-            return;
-        }
-        if ack_ok {
-            self.on_fast_open_syn_ack(ctx, seg, iss);
-        }
+    }
+
+    /// The receiving half the peer's SYN `seg` opens, once the options it answered
+    /// with are agreed. (Inlined, as the two transitions below are into
+    /// `input_syn_sent`: the halves are then built in place, not copied between calls.)
+    #[inline(always)]
+    fn rcv_from_syn(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> Rcv {
         self.opts.agree(seg);
         let recv_size = self.recv_buffer_size(&ctx.shared.config);
-        let rcv = Rcv::new(
+        Rcv::new(
             ctx.shared.recv_buffer_of(recv_size),
             SeqNumber(seg.seq),
             self.opts.rcv_shift(),
-        );
-        // Only the buffer is taken out (the rest is small and copied): moving the whole
-        // state out would copy all of it. Both branches below replace the state.
+        )
+    }
+
+    /// SYN-SENT -> ESTABLISHED: the peer's SYN `seg` acknowledged ours (and the data a
+    /// Fast Open SYN carried, or some of it).
+    #[inline(always)]
+    fn establish_from_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        self.on_fast_open_syn_ack(ctx, seg);
+        let rcv = self.rcv_from_syn(ctx, seg);
         let State::SynSent(SynSent {
-            iss, buffer, timer, ..
+            iss,
+            snd_nxt: _,
+            buffer,
+            timer,
+            fast_open: _,
+            syn_data,
         }) = &mut self.state
         else {
             return;
         };
-        let (iss, timer) = (*iss, *timer);
+        let (iss, timer, syn_data) = (*iss, *timer, *syn_data);
+        // The buffer is moved out, an empty one (no allocation) left for the moment
+        // until the state is replaced below: moving the whole state out instead would
+        // copy all of it, and safe Rust leaves something behind either way.
         let mut buffer = core::mem::replace(buffer, SendBuffer::new(0));
-        if ack_ok {
-            // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
-            // the rest goes again (RFC 7413 §4.2.2).
-            let syn_data_acked = ack - (iss + 1);
-            buffer.consume(syn_data_acked);
-            // Linux delays nothing after a SYN whose data was not all acknowledged
-            // (`tcp_rcv_fastopen_synack` fails first).
-            let write_pending = syn_data_acked == syn_data && !buffer.is_empty();
-            let iss = iss + syn_data_acked;
-            // "If SND.UNA > ISS (our SYN has been ACKed), change the connection state to
-            // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
-            // send it." A SYN's window is never scaled (RFC 7323 §2.2).
-            let mut snd = new_snd(
-                (&ctx.shared.config, self.congestion(&ctx.shared.config)),
-                &self.opts,
-                iss,
-                buffer,
-                u32::from(seg.window),
-                SeqNumber(seg.seq),
-            );
-            self.start_snd(ctx, &mut snd);
-            self.state = State::Established(Established { snd, rcv });
-            self.on_established(ctx, seg, timer);
-            self.ack = AckState::Now;
-            if write_pending && ctx.shared.config.interactive_delayed_ack {
-                self.await_reply(ctx);
-            }
-            // "If there are other controls or text in the segment, then continue
-            // processing at the sixth step below where the URG bit is checked".
-            self.on_text(ctx, seg);
-            self.on_fin(ctx, seg);
-        } else {
-            // "Otherwise, enter SYN-RECEIVED, form a SYN,ACK segment
-            // <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK> and send it." (simultaneous open)
-            let snd_wnd = u32::from(seg.window);
-            self.state = State::SynRcvd(SynRcvd {
-                iss,
-                snd_nxt: iss,
-                snd_wnd,
-                passive: false,
-                rcv,
-                buffer,
-                timer: HandshakeTimer::ambiguous(),
-                cookie: None,
-            });
-            self.timers.stop(Timer::Retransmit);
+        // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
+        // the rest goes again (RFC 7413 §4.2.2).
+        let syn_data_acked = SeqNumber(seg.ack) - (iss + 1);
+        buffer.consume(syn_data_acked);
+        // Linux delays nothing after a SYN whose data was not all acknowledged
+        // (`tcp_rcv_fastopen_synack` fails first).
+        let write_pending = syn_data_acked == syn_data && !buffer.is_empty();
+        let iss = iss + syn_data_acked;
+        // "If SND.UNA > ISS (our SYN has been ACKed), change the connection state to
+        // ESTABLISHED, form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> and
+        // send it." A SYN's window is never scaled (RFC 7323 §2.2).
+        let mut snd = new_snd(
+            (&ctx.shared.config, self.congestion(&ctx.shared.config)),
+            &self.opts,
+            iss,
+            buffer,
+            u32::from(seg.window),
+            SeqNumber(seg.seq),
+        );
+        self.start_snd(ctx, &mut snd);
+        self.state = State::Established(Established { snd, rcv });
+        self.on_established(ctx, seg, timer);
+        self.ack = AckState::Now;
+        if write_pending && ctx.shared.config.interactive_delayed_ack {
+            self.await_reply(ctx);
         }
+        // "If there are other controls or text in the segment, then continue
+        // processing at the sixth step below where the URG bit is checked".
+        self.on_text(ctx, seg);
+        self.on_fin(ctx, seg);
     }
 
-    /// `TcpConfig::syn_sent_tsecr_check`: `seg` echoes a timestamp (not zero) none of
-    /// our SYNs carried, one before the first or after `now` (Linux's check).
-    fn foreign_echo(&self, s: &SynSent, seg: &Repr<'_>, now: Instant) -> bool {
-        let (Some(_), Some((_, ecr)), Some(first)) =
-            (self.opts.ts, seg.options.timestamps, s.timer.first_sent())
+    /// SYN-SENT -> SYN-RECEIVED (simultaneous open): the peer's SYN `seg` did not
+    /// acknowledge ours.
+    #[inline(always)]
+    fn simultaneous_open(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let rcv = self.rcv_from_syn(ctx, seg);
+        let State::SynSent(SynSent {
+            iss,
+            snd_nxt: _,
+            buffer,
+            timer: _,
+            fast_open: _,
+            syn_data: _,
+        }) = &mut self.state
         else {
-            return false;
+            return;
         };
-        let (from, to) = (tsval(first), tsval(now));
-        ecr != 0 && ecr.wrapping_sub(from) > to.wrapping_sub(from)
+        // As in `establish_from_syn_sent`: only the buffer is moved out.
+        let (iss, buffer) = (*iss, core::mem::replace(buffer, SendBuffer::new(0)));
+        // "Otherwise, enter SYN-RECEIVED, form a SYN,ACK segment
+        // <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK> and send it."
+        self.state = State::SynRcvd(SynRcvd {
+            iss,
+            snd_nxt: iss,
+            snd_wnd: u32::from(seg.window),
+            passive: false,
+            rcv,
+            buffer,
+            timer: HandshakeTimer::ambiguous(),
+            cookie: None,
+        });
+        self.timers.stop(Timer::Retransmit);
     }
 
     /// The handshake completed: reset the retransmission state, take an RTT sample
@@ -498,12 +505,14 @@ impl Conn {
         // The halves are taken out and the rest copied, not the whole state moved out
         // (all of it copied); the state is replaced below.
         let State::SynRcvd(SynRcvd {
-            iss,
-            snd_wnd,
             rcv,
             buffer,
             timer,
-            ..
+            cookie: _,
+            iss,
+            snd_nxt: _,
+            snd_wnd,
+            passive: _,
         }) = &mut self.state
         else {
             return;
