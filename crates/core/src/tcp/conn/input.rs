@@ -1116,9 +1116,11 @@ fn rate_sample(
     let Some(sample) = rate.on_ack(now, snd.snd_una, seg.options.sack()) else {
         return;
     };
+    // RACK's pipe when RACK decides what is lost, as in the recovery's own sums: the
+    // scoreboard's RFC 6675 pipe counts every hole below HighRxt twice, and a tail loss
+    // probe of the last segment moves HighRxt to the top.
     let in_flight = if sack && !snd.scoreboard.is_empty() {
-        snd.scoreboard
-            .pipe(snd.snd_una, snd.snd_max, snd.high_rxt, mss)
+        super::recovery::pipe(snd, mss)
     } else {
         snd.outstanding()
     };
