@@ -273,6 +273,38 @@ impl SendBuffer {
     /// Append as much of `data` as fits; returns how many bytes were taken.
     pub fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
+        self.make_room(n);
+        if n > 0 {
+            let tail = wrap(self.head as usize + self.ring_len as usize, self.ring.len());
+            ring_write(&mut self.ring, tail, &data[..n]);
+            self.appended(n);
+        }
+        n
+    }
+
+    /// Append up to `len` bytes (as many as fit) that `fill` writes straight into the
+    /// ring: it is called with the space they go to, in stream order (one piece, or two
+    /// where the ring wraps), and must write every byte of it. Returns how many bytes
+    /// were taken. The same as [`SendBuffer::write`] of those bytes, without the copy.
+    pub fn write_with(&mut self, len: usize, mut fill: impl FnMut(&mut [u8])) -> usize {
+        let n = len.min(self.free());
+        self.make_room(n);
+        if n > 0 {
+            let tail = wrap(self.head as usize + self.ring_len as usize, self.ring.len());
+            let first = n.min(self.ring.len() - tail);
+            fill(&mut self.ring[tail..tail + first]);
+            if first < n {
+                fill(&mut self.ring[..n - first]);
+            }
+            self.appended(n);
+        }
+        n
+    }
+
+    /// Grows the ring (up to the capacity) so that `n` more bytes fit after those it
+    /// holds (`n <= free()`).
+    #[inline]
+    fn make_room(&mut self, n: usize) {
         let ring_len = self.ring_len as usize;
         if ring_len + n > self.ring.len() {
             let size = storage_for(ring_len + n, self.capacity());
@@ -285,22 +317,22 @@ impl SendBuffer {
             };
             self.head = 0;
         }
-        if n > 0 {
-            let tail = wrap(self.head as usize + ring_len, self.ring.len());
-            ring_write(&mut self.ring, tail, &data[..n]);
-            // `n <= free() < 2^32`.
-            let n32 = n as u32;
-            self.ring_len += n32;
-            self.len += n32;
-            if !self.pieces.is_empty() {
-                let pieces = self.pieces.make_mut();
-                match pieces.back_mut() {
-                    Some(Piece::Ring(k)) => *k += n,
-                    _ => pieces.push_back(Piece::Ring(n)),
-                }
+    }
+
+    /// Counts `n` bytes (`0 < n <= free()`) just written after the ring's last.
+    #[inline]
+    fn appended(&mut self, n: usize) {
+        // `n <= free() < 2^32`.
+        let n32 = n as u32;
+        self.ring_len += n32;
+        self.len += n32;
+        if !self.pieces.is_empty() {
+            let pieces = self.pieces.make_mut();
+            match pieces.back_mut() {
+                Some(Piece::Ring(k)) => *k += n,
+                _ => pieces.push_back(Piece::Ring(n)),
             }
         }
-        n
     }
 
     /// Append all of `data`, keeping the buffer itself (no copy; one shorter than
