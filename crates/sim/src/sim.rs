@@ -201,6 +201,8 @@ pub struct Sim {
     /// it is (`LinkModel::submit_owned`, no copy) and comes back here once delivered.
     /// At most `SPARE_FRAMES`; each `frame_room` long when handed out.
     spare: Vec<Vec<u8>>,
+    /// The buffer the next frame a host sends is written into.
+    next_frame: Vec<u8>,
     /// The largest frame any link takes (its MTU, Ethernet header included): the
     /// largest a host's interface sends, as the interfaces are made for their links.
     frame_room: usize,
@@ -333,7 +335,9 @@ impl Sim {
             steps: 0,
             trace_hash: FNV_OFFSET,
             frame: vec![0; 65536 + 64],
-            spare: Vec::new(),
+            // Its own allocation is the simulation's too.
+            spare: crate::alloc_count::uncounted(|| Vec::with_capacity(SPARE_FRAMES)),
+            next_frame: Vec::new(),
             frame_room: ethernet::HEADER_LEN + 1500,
             observer: None,
             dirty: Vec::new(),
@@ -536,7 +540,8 @@ impl Sim {
             .flat_map(|l| l.models.iter())
             .map(LinkModel::cached_bytes)
             .sum();
-        let spare: usize = self.spare.iter().map(Vec::capacity).sum();
+        let spare: usize =
+            self.spare.iter().map(Vec::capacity).sum::<usize>() + self.next_frame.capacity();
         stacks + links + spare
     }
 
@@ -805,28 +810,35 @@ impl Sim {
             return self.drain_cpu_host(index);
         }
         let now = self.now;
+        // The stack writes each frame into the buffer the link then carries; the last
+        // poll (which finds nothing) leaves its buffer for the next drain.
+        let mut buf = std::mem::take(&mut self.next_frame);
         loop {
-            // The stack writes the frame into the buffer the link then carries.
-            let mut buf = self.spare_frame();
+            self.size_frame(&mut buf);
             let Some(tx) = self.hosts[index].stack.poll_transmit(now, &mut buf) else {
-                self.spare.push(buf);
+                self.next_frame = buf;
                 return Ok(());
             };
             buf.truncate(tx.len);
-            self.put_on_link_owned(index, tx.iface, buf)?;
+            let next = self.spare.pop().unwrap_or_default();
+            self.put_on_link_owned(index, tx.iface, std::mem::replace(&mut buf, next))?;
         }
     }
 
-    /// A buffer for a frame, `frame_room` long (its old bytes left in it). The link
-    /// model's memory is the simulation's: not counted (`alloc_count`).
-    fn spare_frame(&mut self) -> Vec<u8> {
+    /// Makes `buf` `frame_room` long (its old bytes left in it). A frame buffer is the
+    /// simulation's memory, not the host's: its allocation is not counted
+    /// (`alloc_count`).
+    #[inline]
+    fn size_frame(&self, buf: &mut Vec<u8>) {
         let room = self.frame_room;
-        let buf = self.spare.pop();
-        crate::alloc_count::uncounted(|| {
-            let mut buf = buf.unwrap_or_default();
+        if buf.len() == room {
+            return;
+        }
+        if buf.capacity() >= room {
             buf.resize(room, 0);
-            buf
-        })
+        } else {
+            crate::alloc_count::uncounted(|| buf.resize(room, 0));
+        }
     }
 
     /// Takes back a delivered frame's buffer: into `spare`, or its link model's spare
@@ -947,7 +959,11 @@ impl Sim {
         frame: Vec<u8>,
     ) -> io::Result<()> {
         let Some((link, side)) = self.link_for(index, iface, &frame)? else {
-            self.spare.push(frame);
+            if self.spare.len() < SPARE_FRAMES {
+                self.spare.push(frame);
+            } else {
+                crate::alloc_count::uncounted(|| drop(frame));
+            }
             return Ok(());
         };
         let now = self.now;
