@@ -602,7 +602,36 @@ impl std::error::Error for BulkError {}
 
 #[cfg(test)]
 mod tests {
-    use super::{Pattern, StreamHash};
+    use super::{Pattern, RecordCursor, StreamHash};
+
+    #[test]
+    fn a_record_made_in_pieces_is_the_record_made_at_once() {
+        // Records of whole words and cut ones, written in pieces of every kind of length
+        // (the send ring's free space, cut where it wraps): the same bytes, the same hash.
+        let mut whole = (Pattern::new(5), StreamHash::default());
+        let mut pieces = (Pattern::new(5), StreamHash::default());
+        let (mut expected, mut got) = (Vec::new(), Vec::new());
+        let cuts = [1usize, 7, 8, 3, 16, 5, 1448, 2, 9, 64];
+        let mut cut = cuts.iter().cycle();
+        for record in [65536usize, 1000, 13, 4097, 8, 1, 2920] {
+            let mut out = vec![0u8; record];
+            whole.0.fill_hashed(&mut out, &mut whole.1);
+            expected.extend_from_slice(&out);
+            let mut cursor = RecordCursor::default();
+            let mut left = record;
+            while left > 0 {
+                let mut piece = vec![0u8; (*cut.next().unwrap()).min(left)];
+                pieces
+                    .0
+                    .fill_piece_hashed(&mut piece, &mut cursor, &mut pieces.1);
+                got.extend_from_slice(&piece);
+                left -= piece.len();
+            }
+        }
+        assert_eq!(got, expected);
+        assert_eq!(pieces.1.finish(), whole.1.finish());
+        assert_eq!(pieces.0.state, whole.0.state);
+    }
 
     #[test]
     fn the_pattern_is_one_xorshift_step_per_eight_bytes_and_a_cut_word_is_not_carried() {

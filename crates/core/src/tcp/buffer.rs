@@ -1013,6 +1013,40 @@ fn push_block(
 
 #[cfg(test)]
 mod tests {
+    /// `write_with` leaves the buffer as `write` of the same bytes does: across growth,
+    /// acknowledgements that move the head, and a ring that wraps (two pieces).
+    #[test]
+    fn write_with_is_write_without_the_copy() {
+        let mut copied = super::SendBuffer::new(1 << 14);
+        let mut direct = super::SendBuffer::new(1 << 14);
+        let mut pieces_seen = 0;
+        for round in 0..200usize {
+            let len = (round * 997) % 5000 + 1;
+            let data: alloc::vec::Vec<u8> = (0..len).map(|i| (round + i) as u8).collect();
+            let n = copied.write(&data);
+            let mut at = 0;
+            let m = direct.write_with(len, |piece| {
+                piece.copy_from_slice(&data[at..at + piece.len()]);
+                at += piece.len();
+                pieces_seen += 1;
+            });
+            assert_eq!((n, at), (m, m), "round {round}");
+            let ack = (round * 1301) % 7000;
+            copied.consume(ack.min(copied.len()));
+            direct.consume(ack.min(direct.len()));
+        }
+        assert!(pieces_seen > 200, "the ring wrapped under write_with");
+        assert_eq!(copied.len(), direct.len());
+        let (mut a, mut b) = (alloc::vec::Vec::new(), alloc::vec::Vec::new());
+        for s in copied.slices(0, copied.len()) {
+            a.extend_from_slice(s);
+        }
+        for s in direct.slices(0, direct.len()) {
+            b.extend_from_slice(s);
+        }
+        assert_eq!(a, b);
+    }
+
     /// The short-copy fast path writes what `copy_from_slice` writes, and nothing else.
     #[test]
     fn copy_bytes_is_copy_from_slice() {

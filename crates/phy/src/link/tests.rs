@@ -554,3 +554,53 @@ fn gilbert_elliott_probabilities_are_validated() {
     assert!(err.to_string().contains("burst_loss.good_to_bad"), "{err}");
     assert!(bursty(0.1, 0.5).validate().is_ok());
 }
+
+/// `submit_owned` (the link keeps the caller's buffer) and `submit` (it copies the
+/// bytes) of the same frames on two links of the same seed: the same outcomes, the same
+/// frames delivered at the same instants (lost, duplicated, reordered, corrupted and
+/// queue-dropped alike), the same statistics.
+#[test]
+fn submit_owned_is_submit_without_the_copy() {
+    let config = LinkConfig {
+        loss: 0.05,
+        duplicate: 0.1,
+        reorder: 0.1,
+        reorder_delay: Duration::from_micros(300),
+        corrupt: 0.05,
+        ..LinkConfig::default()
+            .with_rate_bps(100_000_000)
+            .with_delay(Duration::from_millis(2))
+            .with_queue_limit_bytes(20_000)
+    };
+    let mut copied = LinkModel::new(config, 7);
+    let mut owned = LinkModel::new(config, 7);
+    let (mut got_copied, mut got_owned) = (Vec::new(), Vec::new());
+    for i in 0..3000u32 {
+        let now = Instant::from_nanos(u64::from(i) * 60_000);
+        // Data, ACKs and an oversize frame now and then.
+        let len = match i % 7 {
+            0 => 66,
+            6 if i % 5 == 0 => 1600,
+            _ => 1514,
+        };
+        let frame = numbered(i, len);
+        assert_eq!(
+            copied.submit(now, &frame),
+            owned.submit_owned(now, frame),
+            "frame {i}"
+        );
+        for (link, got) in [(&mut copied, &mut got_copied), (&mut owned, &mut got_owned)] {
+            while let Some(f) = link.poll_deliver(now) {
+                got.push((now, f));
+            }
+        }
+    }
+    let end = ms(1000);
+    got_copied.extend(drain(&mut copied, end).into_iter().map(|f| (end, f)));
+    got_owned.extend(drain(&mut owned, end).into_iter().map(|f| (end, f)));
+    assert_eq!(got_copied, got_owned);
+    assert_eq!(copied.stats(), owned.stats());
+    let s = copied.stats();
+    assert!(s.dropped_loss > 0 && s.duplicated > 0 && s.reordered > 0 && s.corrupted > 0);
+    assert!(s.dropped_queue > 0 && s.dropped_oversize > 0, "{s:?}");
+}
