@@ -737,44 +737,18 @@ impl LinkModel {
 
     /// Offers one frame to the link at `now`.
     pub fn submit(&mut self, now: Instant, frame: &[u8]) -> Submit {
-        match self.admit(now, frame) {
-            Ok(start) => self.transmit(start, frame),
-            Err(done) => done,
-        }
-    }
-
-    /// [`submit`](LinkModel::submit) of a frame in a buffer the link may keep: when
-    /// the frame goes on the wire, the buffer itself is what
-    /// [`poll_deliver`](LinkModel::poll_deliver) hands out (no copy); otherwise (lost,
-    /// dropped, held by a queue discipline, ARQ) it joins the spare buffers. The same
-    /// outcome, statistics and random draws as `submit` of its bytes.
-    pub fn submit_owned(&mut self, now: Instant, frame: Vec<u8>) -> Submit {
-        match self.admit(now, &frame) {
-            Ok(start) => self.transmit_owned(start, frame),
-            Err(done) => {
-                self.recycle(frame);
-                done
-            }
-        }
-    }
-
-    /// What [`submit`](LinkModel::submit) does before the frame is serialised: counts
-    /// it, drops it if oversize or the queue is full, or hands it to ARQ or the queue
-    /// discipline (`Err`: done with it); else `Ok` with the scaled time its
-    /// transmission starts.
-    fn admit(&mut self, now: Instant, frame: &[u8]) -> Result<u128, Submit> {
         self.stats.submitted += 1;
         let len = frame.len();
         if len > self.config.mtu {
             self.stats.dropped_oversize += 1;
-            return Err(Submit::Dropped(DropReason::Oversize));
+            return Submit::Dropped(DropReason::Oversize);
         }
         if self.arq.is_some() {
-            return Err(self.submit_arq(now, frame));
+            return self.submit_arq(now, frame);
         }
         let now_scaled = u128::from(now.as_nanos()).saturating_mul(self.scale());
         if self.held.is_some() {
-            return Err(self.submit_held(now, now_scaled, frame));
+            return self.submit_held(now, now_scaled, frame);
         }
         self.start_waiting_frames(now_scaled);
 
@@ -784,13 +758,13 @@ impl LinkModel {
         if must_wait {
             if self.waiting_bytes.saturating_add(len) > self.config.queue_limit_bytes {
                 self.stats.dropped_queue += 1;
-                return Err(Submit::Dropped(DropReason::QueueFull));
+                return Submit::Dropped(DropReason::QueueFull);
             }
             self.waiting.push_back((start, len));
             self.waiting_bytes += len;
         }
         self.stats.shaped += u64::from(start > free);
-        Ok(start)
+        self.transmit(start, frame)
     }
 
     /// When a frame the transmitter could start at `free` (scaled) may start under the
@@ -842,78 +816,24 @@ impl LinkModel {
     /// [`transmit`](LinkModel::transmit), with the loss models' decision already
     /// drawn (`Some(lost)`) for a frame cut from a super-segment.
     fn transmit_fated(&mut self, start: u128, frame: &[u8], fate: Option<bool>) -> Submit {
-        let (arrives, mark) = match self.serialise(start, frame.len(), fate) {
-            Ok(go) => go,
-            Err(dropped) => return dropped,
-        };
-        self.launch_copy(arrives, frame, mark, None);
-        if self.streams.duplicate.chance(self.config.duplicate) {
-            self.stats.duplicated += 1;
-            self.launch_copy(arrives, frame, mark, None);
-        }
-        Submit::Queued {
-            departs: self.departs(),
-        }
-    }
-
-    /// [`transmit`](LinkModel::transmit) of a frame in a buffer the link keeps: the
-    /// buffer is the first copy on the wire (a duplicate is copied from it first). The
-    /// random streams are independent, so drawing the duplicate's chance before the
-    /// first copy's reordering and corruption draws the same numbers.
-    fn transmit_owned(&mut self, start: u128, frame: Vec<u8>) -> Submit {
-        let (arrives, mark) = match self.serialise(start, frame.len(), None) {
-            Ok(go) => go,
-            Err(dropped) => {
-                self.recycle(frame);
-                return dropped;
-            }
-        };
-        let duplicate = self
-            .streams
-            .duplicate
-            .chance(self.config.duplicate)
-            .then(|| self.copy_of(&frame));
-        self.launch(arrives, frame, mark, None);
-        if let Some(copy) = duplicate {
-            self.stats.duplicated += 1;
-            self.launch(arrives, copy, mark, None);
-        }
-        Submit::Queued {
-            departs: self.departs(),
-        }
-    }
-
-    /// When the frame being transmitted has left the transmitter.
-    fn departs(&self) -> Instant {
-        Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())))
-    }
-
-    /// Serialises a frame of `len` bytes from `start` (scaled), then polices it and
-    /// draws its loss (or takes `fate`): `Ok((arrival, CE mark))` when it is to go on
-    /// the wire, else how it was dropped.
-    fn serialise(
-        &mut self,
-        start: u128,
-        len: usize,
-        fate: Option<bool>,
-    ) -> Result<(Instant, bool), Submit> {
         let start_at = Instant::from_nanos(saturate_u64(start.div_ceil(self.scale())));
-        let serialisation = self.serialisation(start, len);
+        let serialisation = self.serialisation(start, frame.len());
         if let Some(shaper) = &mut self.shaper {
-            shaper.accept(start_at, len);
+            shaper.accept(start_at, frame.len());
         }
         self.busy_until_scaled = start.saturating_add(serialisation);
-        let departs = self.departs();
+        let departs =
+            Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));
 
         let conforms = self
             .policer
             .as_mut()
-            .is_none_or(|policer| policer.police(start_at, len));
+            .is_none_or(|policer| policer.police(start_at, frame.len()));
         let action = self.config.police.map(|p| p.action);
         let mark = match action {
             Some(PoliceAction::Drop) if !conforms => {
                 self.stats.dropped_police += 1;
-                return Err(Submit::Dropped(DropReason::Policed));
+                return Submit::Dropped(DropReason::Policed);
             }
             Some(PoliceAction::Mark) if !conforms => {
                 self.stats.police_marked += 1;
@@ -923,9 +843,15 @@ impl LinkModel {
         };
         if fate.unwrap_or_else(|| self.draw_loss()) {
             self.stats.dropped_loss += 1;
-            return Err(Submit::Dropped(DropReason::Loss));
+            return Submit::Dropped(DropReason::Loss);
         }
-        Ok((departs + self.config.delay, mark))
+        let arrives = departs + self.config.delay;
+        self.launch_copy(arrives, frame, mark, None);
+        if self.streams.duplicate.chance(self.config.duplicate) {
+            self.stats.duplicated += 1;
+            self.launch_copy(arrives, frame, mark, None);
+        }
+        Submit::Queued { departs }
     }
 
     /// [`submit`](LinkModel::submit) with a queue discipline: the frame starts at once
@@ -1025,26 +951,12 @@ impl LinkModel {
         }
     }
 
-    /// Puts one copy of `frame` on the wire: [`launch`](LinkModel::launch) of a copy.
-    fn launch_copy(&mut self, arrives: Instant, frame: &[u8], mark: bool, tag: Option<arq::Tag>) {
-        let buf = self.copy_of(frame);
-        self.launch(arrives, buf, mark, tag);
-    }
-
-    /// `frame` in a spare buffer (or a new one).
-    fn copy_of(&mut self, frame: &[u8]) -> Vec<u8> {
-        let mut buf = self.free.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(frame);
-        buf
-    }
-
-    /// Puts `buf` (a frame) on the wire, due at `arrives` unless held back, maybe with
-    /// one bit flipped, CE-marked if `mark` says so and it is ECN-capable IPv4.
-    fn launch(
+    /// Puts one copy of `frame` on the wire, due at `arrives` unless held back, maybe
+    /// with one bit flipped, CE-marked if `mark` says so and it is ECN-capable IPv4.
+    fn launch_copy(
         &mut self,
         arrives: Instant,
-        mut buf: Vec<u8>,
+        frame: &[u8],
         mark: bool,
         mut tag: Option<arq::Tag>,
     ) {
@@ -1053,6 +965,9 @@ impl LinkModel {
             arrival += self.config.reorder_delay;
             self.stats.reordered += 1;
         }
+        let mut buf = self.free.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(frame);
         // Only a marked copy needs its IP header found.
         if mark && let Some(offset) = classify(self.ip_level, &buf, 0).ip_offset {
             mark_ce(&mut buf, offset);

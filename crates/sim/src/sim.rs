@@ -197,15 +197,6 @@ pub struct Sim {
     steps: u64,
     trace_hash: u64,
     frame: Vec<u8>,
-    /// Frame buffers for hosts without a CPU to write into: each goes on its link as
-    /// it is (`LinkModel::submit_owned`, no copy) and comes back here once delivered.
-    /// At most `SPARE_FRAMES`; each `frame_room` long when handed out.
-    spare: Vec<Vec<u8>>,
-    /// The buffer the next frame a host sends is written into.
-    next_frame: Vec<u8>,
-    /// The largest frame any link takes (its MTU, Ethernet header included): the
-    /// largest a host's interface sends, as the interfaces are made for their links.
-    frame_room: usize,
     observer: Option<FrameObserver>,
     /// Hosts that may have frames to send or a changed timer, in no order.
     dirty: Vec<usize>,
@@ -233,9 +224,6 @@ pub struct Sim {
 /// `STALE_MIN`), so that a run whose timers move constantly (a flood) does not grow it.
 const STALE_FACTOR: usize = 4;
 const STALE_MIN: usize = 64;
-
-/// Most spare frame buffers kept (`Sim::spare`), as a link model keeps its own.
-const SPARE_FRAMES: usize = 256;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -335,10 +323,6 @@ impl Sim {
             steps: 0,
             trace_hash: FNV_OFFSET,
             frame: vec![0; 65536 + 64],
-            // Its own allocation is the simulation's too.
-            spare: crate::alloc_count::uncounted(|| Vec::with_capacity(SPARE_FRAMES)),
-            next_frame: Vec::new(),
-            frame_room: ethernet::HEADER_LEN + 1500,
             observer: None,
             dirty: Vec::new(),
             is_dirty: Vec::new(),
@@ -514,8 +498,6 @@ impl Sim {
         let model = &mut self.links[link.0].models[side];
         let before = model.next_arrival();
         model.set_config(config)?;
-        // A host made again (`reset_host`) sizes its interface by the new MTU.
-        self.frame_room = self.frame_room.max(config.mtu);
         // A queue discipline's next departure may have moved: register it (the heap is
         // lazy, so the entry that no longer matches is skipped).
         let after = model.next_arrival();
@@ -540,9 +522,7 @@ impl Sim {
             .flat_map(|l| l.models.iter())
             .map(LinkModel::cached_bytes)
             .sum();
-        let spare: usize =
-            self.spare.iter().map(Vec::capacity).sum::<usize>() + self.next_frame.capacity();
-        stacks + links + spare
+        stacks + links
     }
 
     /// The host's name.
@@ -689,7 +669,6 @@ impl Sim {
     ) -> Result<LinkId, LinkConfigError> {
         config.validate()?;
         let link = LinkId(self.links.len());
-        self.frame_room = self.frame_room.max(config.mtu);
         let ip_mtu = config.mtu.saturating_sub(ethernet::HEADER_LEN);
         let mut ends = Vec::with_capacity(2);
         for (side, (host, addr)) in [(a, a_addr), (b, b_addr)].into_iter().enumerate() {
@@ -810,45 +789,16 @@ impl Sim {
             return self.drain_cpu_host(index);
         }
         let now = self.now;
-        // The stack writes each frame into the buffer the link then carries; the last
-        // poll (which finds nothing) leaves its buffer for the next drain.
-        let mut buf = std::mem::take(&mut self.next_frame);
-        loop {
-            self.size_frame(&mut buf);
-            let Some(tx) = self.hosts[index].stack.poll_transmit(now, &mut buf) else {
-                self.next_frame = buf;
-                return Ok(());
-            };
-            buf.truncate(tx.len);
-            let next = self.spare.pop().unwrap_or_default();
-            self.put_on_link_owned(index, tx.iface, std::mem::replace(&mut buf, next))?;
+        let mut buf = std::mem::take(&mut self.frame);
+        let mut result = Ok(());
+        while let Some(tx) = self.hosts[index].stack.poll_transmit(now, &mut buf) {
+            result = self.put_on_link(index, tx.iface, &buf[..tx.len]);
+            if result.is_err() {
+                break;
+            }
         }
-    }
-
-    /// Makes `buf` `frame_room` long (its old bytes left in it). A frame buffer is the
-    /// simulation's memory, not the host's: its allocation is not counted
-    /// (`alloc_count`).
-    #[inline]
-    fn size_frame(&self, buf: &mut Vec<u8>) {
-        let room = self.frame_room;
-        if buf.len() == room {
-            return;
-        }
-        if buf.capacity() >= room {
-            buf.resize(room, 0);
-        } else {
-            crate::alloc_count::uncounted(|| buf.resize(room, 0));
-        }
-    }
-
-    /// Takes back a delivered frame's buffer: into `spare`, or its link model's spare
-    /// buffers when `spare` is full.
-    fn take_back(spare: &mut Vec<Vec<u8>>, model: &mut LinkModel, frame: Vec<u8>) {
-        if spare.len() < SPARE_FRAMES {
-            spare.push(frame);
-        } else {
-            crate::alloc_count::uncounted(|| model.recycle(frame));
-        }
+        self.frame = buf;
+        result
     }
 
     /// A host with a CPU: what it sends goes to its outbox, stamped with the time its
@@ -939,50 +889,6 @@ impl Sim {
 
     /// Put a frame a host sent on the link its interface `iface` is on.
     fn put_on_link(&mut self, index: usize, iface: IfaceId, frame: &[u8]) -> io::Result<()> {
-        let Some((link, side)) = self.link_for(index, iface, frame)? else {
-            return Ok(());
-        };
-        let now = self.now;
-        let model = &mut self.links[link.0].models[side];
-        let before = model.next_arrival();
-        crate::alloc_count::uncounted(|| model.submit(now, frame));
-        self.submitted(link, side, before);
-        Ok(())
-    }
-
-    /// [`Sim::put_on_link`] of a frame in its own buffer, which the link carries as
-    /// it is (`LinkModel::submit_owned`): one copy less per frame.
-    fn put_on_link_owned(
-        &mut self,
-        index: usize,
-        iface: IfaceId,
-        frame: Vec<u8>,
-    ) -> io::Result<()> {
-        let Some((link, side)) = self.link_for(index, iface, &frame)? else {
-            if self.spare.len() < SPARE_FRAMES {
-                self.spare.push(frame);
-            } else {
-                crate::alloc_count::uncounted(|| drop(frame));
-            }
-            return Ok(());
-        };
-        let now = self.now;
-        let model = &mut self.links[link.0].models[side];
-        let before = model.next_arrival();
-        crate::alloc_count::uncounted(|| model.submit_owned(now, frame));
-        self.submitted(link, side, before);
-        Ok(())
-    }
-
-    /// The link and side a frame host `index` sends on `iface` goes to, shown to the
-    /// observer and the link's capture; None when it goes nowhere (no link, the link
-    /// down, an ICMP filter), counted on the link.
-    fn link_for(
-        &mut self,
-        index: usize,
-        iface: IfaceId,
-        frame: &[u8],
-    ) -> io::Result<Option<(LinkId, usize)>> {
         let now = self.now;
         let host = &self.hosts[index];
         // The simulator made the host's interfaces in order, so `iface` is usually at
@@ -992,7 +898,7 @@ impl Sim {
             _ => host.ports.iter().find(|(i, _, _, _)| *i == iface),
         };
         let Some(&(_, link, side, _)) = port else {
-            return Ok(None);
+            return Ok(());
         };
         if let Some(observer) = &mut self.observer {
             observer(&FrameEvent {
@@ -1006,27 +912,25 @@ impl Sim {
         let l = &mut self.links[link.0];
         if l.down {
             l.lost_down[side] += 1;
-            return Ok(None);
+            return Ok(());
         }
         if l.block_icmp && is_icmp(frame) {
             l.filtered[side] += 1;
-            return Ok(None);
+            return Ok(());
         }
         if let Some(pcap) = &mut l.pcap {
             write_capture(pcap, now, frame, l.snaplen)?;
         }
-        Ok(Some((link, side)))
-    }
-
-    /// After a frame was submitted to `link`'s `side`: its next arrival in the heap if
-    /// it moved from `before`.
-    fn submitted(&mut self, link: LinkId, side: usize, before: Option<Instant>) {
-        let after = self.links[link.0].models[side].next_arrival();
+        let model = &mut l.models[side];
+        let before = model.next_arrival();
+        crate::alloc_count::uncounted(|| model.submit(now, frame));
+        let after = model.next_arrival();
         if let Some(t) = after
             && after != before
         {
             Sim::push_arrival_in(&mut self.arrivals, &self.links, t, 2 * link.0 + side);
         }
+        Ok(())
     }
 
     /// Put `frame` on `link` as if the host on `side` (0: the link's `a`) had sent it
@@ -1256,7 +1160,7 @@ impl Sim {
                     dst_host.0,
                 );
             }
-            Sim::take_back(&mut self.spare, &mut link.models[side], frame);
+            crate::alloc_count::uncounted(|| link.models[side].recycle(frame));
         }
         if !self.is_dirty[dst_host.0] {
             self.is_dirty[dst_host.0] = true;
