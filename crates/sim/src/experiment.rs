@@ -14,7 +14,7 @@ use impnet_core::{Duration, IcmpHandle, Instant, StackConfig};
 use serde::Serialize;
 
 use crate::analyze::{Analyzer, Connection};
-use crate::bulk::{Pattern, StreamHash};
+use crate::bulk::{Pattern, RecordCursor, StreamHash};
 use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
 use crate::trace::{FlowTrace, QueueTrace, Tracer};
 
@@ -872,9 +872,13 @@ struct BulkApp {
     client: Option<TcpHandle>,
     server: Option<TcpHandle>,
     text: TextSource,
-    /// The current record as written to TCP (after translation).
+    /// The current record as written to TCP (after translation; text mode only).
     out: Vec<u8>,
     offset: usize,
+    /// Binary mode: bytes of the current record not yet written. They are made where
+    /// TCP keeps them (`Stack::tcp_send_with`), `cursor` saying where the record stands.
+    record_left: usize,
+    cursor: RecordCursor,
     /// File bytes consumed into records so far.
     written: u64,
     sent_hash: StreamHash,
@@ -898,16 +902,6 @@ struct TextSource {
 }
 
 impl TextSource {
-    /// `fill(out)`, then `hash.update(out)`: binary bytes in one pass.
-    fn fill_hashed(&mut self, out: &mut [u8], hash: &mut StreamHash) {
-        if self.text {
-            self.fill(out);
-            hash.update(out);
-        } else {
-            self.pattern.fill_hashed(out, hash);
-        }
-    }
-
     fn fill(&mut self, out: &mut [u8]) {
         self.pattern.fill(out);
         if !self.text {
@@ -1012,9 +1006,7 @@ impl App {
             (IpAddr::V4(addrs.0), IpAddr::V4(addrs.1))
         };
         let state = match &spec.kind {
-            FlowKind::Bulk {
-                record, text_mode, ..
-            } => AppState::Bulk(Box::new(BulkApp {
+            FlowKind::Bulk { text_mode, .. } => AppState::Bulk(Box::new(BulkApp {
                 listener: None,
                 client: None,
                 server: None,
@@ -1023,8 +1015,10 @@ impl App {
                     text: *text_mode,
                     column: 0,
                 },
-                out: Vec::with_capacity(record * 2),
+                out: Vec::new(),
                 offset: 0,
+                record_left: 0,
+                cursor: RecordCursor::default(),
                 written: 0,
                 sent_hash: StreamHash::default(),
                 received_hash: StreamHash::default(),

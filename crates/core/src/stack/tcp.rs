@@ -778,6 +778,23 @@ impl Stack {
         Ok(sent)
     }
 
+    /// Write up to `len` bytes straight into the send buffer: `fill` is given the
+    /// space they go to, in stream order (one piece, or two where the ring wraps), and
+    /// must write all of it. Returns how much fit; the same as [`Stack::tcp_send`] of
+    /// those bytes (counted as copied in, as they are written there), without an
+    /// application buffer between (the simulator's bulk sender makes its data so).
+    pub fn tcp_send_with(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        len: usize,
+        fill: impl FnMut(&mut [u8]),
+    ) -> Result<usize, TcpError> {
+        let sent = self.tcp.send_with(now, handle, len, fill)?;
+        self.count_copy_in(sent);
+        Ok(sent)
+    }
+
     /// Counts a socket call that copied `bytes` into the stack.
     fn count_copy_in(&mut self, bytes: usize) {
         self.stats.work.socket_calls += 1;

@@ -273,6 +273,38 @@ impl SendBuffer {
     /// Append as much of `data` as fits; returns how many bytes were taken.
     pub fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
+        self.make_room(n);
+        if n > 0 {
+            let tail = wrap(self.head as usize + self.ring_len as usize, self.ring.len());
+            ring_write(&mut self.ring, tail, &data[..n]);
+            self.appended(n);
+        }
+        n
+    }
+
+    /// Append up to `len` bytes (as many as fit) that `fill` writes straight into the
+    /// ring: it is called with the space they go to, in stream order (one piece, or two
+    /// where the ring wraps), and must write every byte of it. Returns how many bytes
+    /// were taken. The same as [`SendBuffer::write`] of those bytes, without the copy.
+    pub fn write_with(&mut self, len: usize, mut fill: impl FnMut(&mut [u8])) -> usize {
+        let n = len.min(self.free());
+        self.make_room(n);
+        if n > 0 {
+            let tail = wrap(self.head as usize + self.ring_len as usize, self.ring.len());
+            let first = n.min(self.ring.len() - tail);
+            fill(&mut self.ring[tail..tail + first]);
+            if first < n {
+                fill(&mut self.ring[..n - first]);
+            }
+            self.appended(n);
+        }
+        n
+    }
+
+    /// Grows the ring (up to the capacity) so that `n` more bytes fit after those it
+    /// holds (`n <= free()`).
+    #[inline]
+    fn make_room(&mut self, n: usize) {
         let ring_len = self.ring_len as usize;
         if ring_len + n > self.ring.len() {
             let size = storage_for(ring_len + n, self.capacity());
@@ -285,22 +317,22 @@ impl SendBuffer {
             };
             self.head = 0;
         }
-        if n > 0 {
-            let tail = wrap(self.head as usize + ring_len, self.ring.len());
-            ring_write(&mut self.ring, tail, &data[..n]);
-            // `n <= free() < 2^32`.
-            let n32 = n as u32;
-            self.ring_len += n32;
-            self.len += n32;
-            if !self.pieces.is_empty() {
-                let pieces = self.pieces.make_mut();
-                match pieces.back_mut() {
-                    Some(Piece::Ring(k)) => *k += n,
-                    _ => pieces.push_back(Piece::Ring(n)),
-                }
+    }
+
+    /// Counts `n` bytes (`0 < n <= free()`) just written after the ring's last.
+    #[inline]
+    fn appended(&mut self, n: usize) {
+        // `n <= free() < 2^32`.
+        let n32 = n as u32;
+        self.ring_len += n32;
+        self.len += n32;
+        if !self.pieces.is_empty() {
+            let pieces = self.pieces.make_mut();
+            match pieces.back_mut() {
+                Some(Piece::Ring(k)) => *k += n,
+                _ => pieces.push_back(Piece::Ring(n)),
             }
         }
-        n
     }
 
     /// Append all of `data`, keeping the buffer itself (no copy; one shorter than
@@ -981,6 +1013,40 @@ fn push_block(
 
 #[cfg(test)]
 mod tests {
+    /// `write_with` leaves the buffer as `write` of the same bytes does: across growth,
+    /// acknowledgements that move the head, and a ring that wraps (two pieces).
+    #[test]
+    fn write_with_is_write_without_the_copy() {
+        let mut copied = super::SendBuffer::new(1 << 14);
+        let mut direct = super::SendBuffer::new(1 << 14);
+        let mut pieces_seen = 0;
+        for round in 0..200usize {
+            let len = (round * 997) % 5000 + 1;
+            let data: alloc::vec::Vec<u8> = (0..len).map(|i| (round + i) as u8).collect();
+            let n = copied.write(&data);
+            let mut at = 0;
+            let m = direct.write_with(len, |piece| {
+                piece.copy_from_slice(&data[at..at + piece.len()]);
+                at += piece.len();
+                pieces_seen += 1;
+            });
+            assert_eq!((n, at), (m, m), "round {round}");
+            let ack = (round * 1301) % 7000;
+            copied.consume(ack.min(copied.len()));
+            direct.consume(ack.min(direct.len()));
+        }
+        assert!(pieces_seen > 200, "the ring wrapped under write_with");
+        assert_eq!(copied.len(), direct.len());
+        let (mut a, mut b) = (alloc::vec::Vec::new(), alloc::vec::Vec::new());
+        for s in copied.slices(0, copied.len()) {
+            a.extend_from_slice(s);
+        }
+        for s in direct.slices(0, direct.len()) {
+            b.extend_from_slice(s);
+        }
+        assert_eq!(a, b);
+    }
+
     /// The short-copy fast path writes what `copy_from_slice` writes, and nothing else.
     #[test]
     fn copy_bytes_is_copy_from_slice() {

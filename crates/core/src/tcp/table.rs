@@ -754,6 +754,25 @@ impl Tcp {
         })
     }
 
+    /// Up to `len` bytes that `fill` writes straight into the send buffer (see
+    /// `Conn::send_with`): [`Tcp::send`] without the copy. Returns
+    /// how much fit.
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        len: usize,
+        fill: impl FnMut(&mut [u8]),
+    ) -> Result<usize, TcpError> {
+        self.with_conn(now, handle, |conn, ctx| {
+            let sent = conn.send_with(len, fill);
+            if ctx.shared.config.segment_per_write {
+                conn.end_record();
+            }
+            sent
+        })
+    }
+
     /// Copy received data out; `Ok(0)` means the peer closed (EOF).
     pub fn recv(
         &mut self,

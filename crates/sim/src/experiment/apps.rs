@@ -8,6 +8,7 @@ use impnet_core::{Duration, IcmpError, Instant, Stack};
 use super::{App, AppState, BulkApp, RrApp, Step, tcp_err};
 use crate::HostId;
 use crate::Sim;
+use crate::bulk::RecordCursor;
 use crate::scenario::{FlowKind, ResponseWrite};
 
 impl App {
@@ -240,6 +241,20 @@ fn bulk_send(
 ) -> Result<Option<Instant>, String> {
     let client = s.client.ok_or("no connection")?;
     while !s.closed {
+        if s.record_left > 0 {
+            if now < s.sender_busy_until {
+                return Ok(Some(s.sender_busy_until));
+            }
+            // Binary mode: the record is made in the send buffer as TCP takes it.
+            let (pattern, cursor, hash) = (&mut s.text.pattern, &mut s.cursor, &mut s.sent_hash);
+            let fill = |piece: &mut [u8]| pattern.fill_piece_hashed(piece, cursor, hash);
+            match stack.tcp_send_with(now, client, s.record_left, fill) {
+                Ok(0) | Err(TcpError::WouldBlock) => break,
+                Ok(n) => s.record_left -= n,
+                Err(e) => return Err(tcp_err("send", e)),
+            }
+            continue;
+        }
         if s.offset < s.out.len() {
             if now < s.sender_busy_until {
                 return Ok(Some(s.sender_busy_until));
@@ -275,13 +290,15 @@ fn bulk_send(
             }
             s.buf = raw;
         } else {
-            // The record is written where TCP takes it from (no copy between). The
-            // receiver reads into `buf`, which grows to the largest record as before.
+            // The record is made where TCP keeps it (above: no buffer, no copy
+            // between). The receiver reads into `buf`, which grows to the largest
+            // record as before.
             if s.buf.len() < n {
                 s.buf.resize(n, 0);
             }
-            s.out.resize(n, 0);
-            s.text.fill_hashed(&mut s.out, &mut s.sent_hash);
+            s.out.clear();
+            s.record_left = n;
+            s.cursor = RecordCursor::default();
         }
         s.offset = 0;
         s.sender_busy_until = now.max(s.sender_busy_until) + file.per_byte.saturating_mul(n as u64);

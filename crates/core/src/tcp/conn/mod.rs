@@ -730,21 +730,8 @@ impl Conn {
         &mut self,
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
-        // Computed only when the socket set TCP_NOTSENT_LOWAT.
-        let mut room = self
-            .cold
-            .as_ref()
-            .map_or(usize::MAX, |_| self.notsent_room().unwrap_or(usize::MAX));
-        let buffer = match &mut self.state {
-            State::SynSent(s) => &mut s.buffer,
-            State::SynRcvd(s) => &mut s.buffer,
-            State::Established(s) => &mut s.snd.buffer,
-            State::CloseWait(s) => &mut s.snd.buffer,
-            State::Closed(Closed { error: Some(e) }) => return Err(*e),
-            // "FIN-WAIT-1 STATE ... Return "error: connection closing" and do not service
-            // request." (Also after a clean end: our FIN went.)
-            _ => return Err(TcpError::Closing),
-        };
+        let mut room = self.send_room();
+        let buffer = self.send_buffer()?;
         let (mut taken, mut offered) = (0, false);
         for data in slices {
             if data.is_empty() {
@@ -764,6 +751,54 @@ impl Conn {
         match taken {
             0 if offered => Err(TcpError::WouldBlock),
             n => Ok(n),
+        }
+    }
+
+    /// SEND of up to `len` bytes the application writes straight into the send buffer
+    /// ([`SendBuffer::write_with`]: `fill` is given the space they go to, one piece or
+    /// two, and writes all of it): [`Conn::send`] without the copy. Returns the bytes
+    /// taken; `WouldBlock` when `len` was not zero and there was no room for any.
+    pub fn send_with(
+        &mut self,
+        len: usize,
+        fill: impl FnMut(&mut [u8]),
+    ) -> Result<usize, TcpError> {
+        let room = self.send_room();
+        let buffer = self.send_buffer()?;
+        let taken = match len.min(room) {
+            0 => 0,
+            n => buffer.write_with(n, fill),
+        };
+        if taken > 0 {
+            self.move_push_point(taken);
+        }
+        match taken {
+            0 if len > 0 => Err(TcpError::WouldBlock),
+            n => Ok(n),
+        }
+    }
+
+    /// How much a write may queue: unlimited but when the socket set
+    /// TCP_NOTSENT_LOWAT (computed only then).
+    #[inline]
+    fn send_room(&self) -> usize {
+        self.cold
+            .as_ref()
+            .map_or(usize::MAX, |_| self.notsent_room().unwrap_or(usize::MAX))
+    }
+
+    /// The send buffer a write goes to, or why the connection takes no more data.
+    #[inline]
+    fn send_buffer(&mut self) -> Result<&mut SendBuffer, TcpError> {
+        match &mut self.state {
+            State::SynSent(s) => Ok(&mut s.buffer),
+            State::SynRcvd(s) => Ok(&mut s.buffer),
+            State::Established(s) => Ok(&mut s.snd.buffer),
+            State::CloseWait(s) => Ok(&mut s.snd.buffer),
+            State::Closed(Closed { error: Some(e) }) => Err(*e),
+            // "FIN-WAIT-1 STATE ... Return "error: connection closing" and do not service
+            // request." (Also after a clean end: our FIN went.)
+            _ => Err(TcpError::Closing),
         }
     }
 
