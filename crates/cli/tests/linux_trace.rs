@@ -240,12 +240,18 @@ fn imp_analyze_agrees_with_tshark_on_linux_tcp_through_a_lossy_imp_link() {
             args.push("-R");
         }
         // The server takes a moment to finish one test before it accepts the next
-        // ("the server is busy running a test"): ask again until it is free.
+        // ("the server is busy running a test"): ask again until it is free. It may
+        // also close the control connection with our request still unread, which its
+        // kernel answers with a reset ("unable to receive control message: Connection
+        // reset by peer"): the same refusal, told the other way.
         let mut out = net
             .a
             .exec("timeout", &[&["60", "iperf3"], &args[..]].concat());
         for _ in 0..50 {
-            if out.status.success() || !text(&out).contains("server is busy") {
+            let said = text(&out);
+            let busy = said.contains("server is busy")
+                || said.contains("unable to receive control message");
+            if out.status.success() || !busy {
                 break;
             }
             std::thread::sleep(Duration::from_millis(200));
