@@ -24,6 +24,7 @@ use std::cell::RefCell;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::rc::Rc;
 
+use impnet_core::tcp::buffer::RecvBuffer;
 use impnet_core::tcp::{TcpConfig, TcpError, TcpHandle};
 use impnet_core::{Duration, Instant, StackConfig};
 use impnet_phy::LinkConfig;
@@ -770,7 +771,12 @@ fn out_of_order_flood(scale: u32, seed: u64) {
     );
     // The victim's receive ring and range list, and the victim connection at both
     // ends.
-    let flood_bound = config.tcp.recv_buffer + config.tcp.max_ooo_ranges * 16 + 2 * CONN_COST;
+    // The range list doubles as it grows, so its room may reach the power of two at or
+    // above the buffer's limit.
+    let ranges = RecvBuffer::with_max_ranges(config.tcp.recv_buffer, config.tcp.max_ooo_ranges)
+        .range_limit()
+        .next_power_of_two();
+    let flood_bound = config.tcp.recv_buffer + ranges * 16 + 2 * CONN_COST;
     let bound = FIXED + legit_bound(&config.tcp) + flood_bound;
     // The victim's ring, grown to its full size by the flood, waits for another
     // connection among the spare rings when it closes.

@@ -596,9 +596,25 @@ impl<'a> Iterator for Slices<'a> {
     }
 }
 
-/// How many separate out-of-order ranges a [`RecvBuffer`] keeps by default. Beyond that,
-/// a segment that would open a new range is dropped (the peer will resend it).
-pub const DEFAULT_MAX_RANGES: usize = 32;
+/// How many separate out-of-order ranges a [`RecvBuffer`] keeps at most by default
+/// ([`TcpConfig::max_ooo_ranges`](super::TcpConfig::max_ooo_ranges)). Beyond its limit
+/// ([`RecvBuffer::range_limit`]), a segment that would open a new range is dropped (the
+/// peer will resend it).
+pub const DEFAULT_MAX_RANGES: usize = 16384;
+
+/// Out-of-order ranges a receive buffer may always hold (within its `max_ranges`).
+const MIN_RANGE_LIMIT: usize = 32;
+
+/// Bytes of receive buffer per out-of-order range it may hold beyond
+/// [`MIN_RANGE_LIMIT`]: a window of full-sized segments of which every other one was
+/// lost (a drop-tail queue overflowing under a sender paced at twice its rate or more)
+/// has a hole per 2 segments, and the buffer keeps them all, as Linux's out-of-order
+/// queue does; a peer sending a byte or two per range cannot make the list (16 bytes a
+/// range) and the time to shift it outgrow the buffer's sixty-fourth.
+const BYTES_PER_RANGE: usize = 1024;
+
+/// Ranges the list has room for when its first range arrives; it doubles from there.
+const INITIAL_RANGE_ROOM: usize = 32;
 
 /// What [`RecvBuffer::insert`] did with a segment's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -636,11 +652,11 @@ pub struct RecvBuffer {
     readable: u32,
     /// Out-of-order data held, as `(start, end)` offsets from RCV.NXT: ascending, disjoint
     /// and not adjacent, every start `> 0`, every end `<= window()`,
-    /// `len() <= max_ranges` (so the Vec, which reserves that capacity when the first
-    /// range arrives, never reallocates; a connection that never sees a hole never
+    /// `len() <= range_limit()` (room for 32 is reserved when the first range arrives,
+    /// and the Vec doubles from there; a connection that never sees a hole never
     /// allocates it).
     ranges: LazyVec<(usize, usize)>,
-    /// Most out-of-order ranges kept at once.
+    /// The configured cap on out-of-order ranges (`range_limit` scales below it).
     max_ranges: u32,
 }
 
@@ -731,9 +747,17 @@ impl RecvBuffer {
         (self.capacity - self.readable) as usize
     }
 
-    /// Most out-of-order ranges kept at once.
+    /// The configured cap on out-of-order ranges.
     pub fn max_ranges(&self) -> usize {
         self.max_ranges as usize
+    }
+
+    /// Most out-of-order ranges kept at once: one per [`BYTES_PER_RANGE`] bytes of
+    /// capacity (at least 32), and no more than [`max_ranges`](Self::max_ranges).
+    pub fn range_limit(&self) -> usize {
+        (self.capacity() / BYTES_PER_RANGE)
+            .max(MIN_RANGE_LIMIT)
+            .min(self.max_ranges())
     }
 
     /// Whether any out-of-order data is held.
@@ -783,7 +807,7 @@ impl RecvBuffer {
         // Ranges that overlap or touch [offset, end) merge with it.
         let first = self.ranges.partition_point(|&(_, e)| e < offset);
         let past = self.ranges.partition_point(|&(s, _)| s <= end);
-        if offset > 0 && first == past && self.ranges.len() >= self.max_ranges() {
+        if offset > 0 && first == past && self.ranges.len() >= self.range_limit() {
             return Insert {
                 advanced: 0,
                 stored: false,
@@ -794,12 +818,12 @@ impl RecvBuffer {
         if first < past {
             merged.0 = merged.0.min(self.ranges[first].0);
             merged.1 = merged.1.max(self.ranges[past - 1].1);
-            self.ranges.make_mut(self.max_ranges()).drain(first..past);
+            self.ranges.make_mut(INITIAL_RANGE_ROOM).drain(first..past);
         }
         if merged.0 > 0 {
             // Storage for the ranges comes with the first hole, all at once.
             self.ranges
-                .make_mut(self.max_ranges())
+                .make_mut(INITIAL_RANGE_ROOM.min(self.range_limit()))
                 .insert(first, merged);
             return Insert {
                 advanced: 0,
@@ -1323,6 +1347,39 @@ mod tests {
         let mut z = RecvBuffer::with_max_ranges(8, 0);
         assert!(!z.insert(1, b"a").stored);
         assert_eq!(z.insert(0, b"a").advanced, 1);
+    }
+
+    /// Every other full-sized segment of a 256 KiB window missing (a drop-tail queue
+    /// overflowing under a fast-paced sender): 90 holes, all kept, where 32 ranges
+    /// dropped every segment past the 32nd hole and the sender resent them. A 16 KiB
+    /// buffer keeps 32 ranges, and the configured cap holds below both.
+    #[test]
+    fn recv_range_limit_scales_with_the_buffer() {
+        const SEG: usize = 1448;
+        let alternate = |r: &mut RecvBuffer| {
+            let (data, capacity) = ([7u8; SEG], r.capacity());
+            let held = (1..)
+                .step_by(2)
+                .map(|i| i * SEG)
+                .take_while(|&at| at + SEG <= capacity)
+                .filter(|&at| r.insert(at, &data).stored)
+                .count();
+            (held, r.out_of_order_ranges().count())
+        };
+        let mut big = RecvBuffer::new(256 << 10);
+        assert_eq!(big.range_limit(), 256);
+        assert_eq!(alternate(&mut big), (90, 90));
+        // The holes filled in turn deliver the whole window, in order.
+        let data = [7u8; SEG];
+        let advanced: usize = (0..90).map(|_| big.insert(0, &data).advanced).sum();
+        assert_eq!(advanced, 180 * SEG);
+        assert!(!big.has_out_of_order());
+        let mut small = RecvBuffer::new(16 << 10);
+        assert_eq!(small.range_limit(), 32);
+        assert_eq!(alternate(&mut small), (5, 5));
+        let mut capped = RecvBuffer::with_max_ranges(256 << 10, 40);
+        assert_eq!(capped.range_limit(), 40);
+        assert_eq!(alternate(&mut capped), (40, 40));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A `Vec` that costs 8 bytes, not 24, in a structure that rarely uses it: no
-//! allocation until the first push, and then room for all it may hold at once. The
-//! out-of-order ranges of a receive buffer and the SACK scoreboard are such vectors:
-//! every connection has them, few ever see a hole.
+//! allocation until the first push, and then the room its user asks for (the SACK
+//! scoreboard all it may hold at once; a receive buffer's out-of-order ranges room for
+//! 32, grown as a `Vec` grows). Every connection has such vectors, few ever see a hole.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

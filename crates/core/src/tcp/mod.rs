@@ -317,9 +317,12 @@ pub struct TcpConfig {
     /// can count on (CVE-2016-5696). Challenges beyond it are counted in
     /// `TcpStats::challenge_acks_limited` and not sent.
     pub challenge_ack_limit: u32,
-    /// Most out-of-order ranges a receive buffer holds (default 32). A segment that
-    /// would open one more is dropped (the peer sends it again); the out-of-order bytes
-    /// themselves sit inside the receive ring, so `recv_buffer` bounds them.
+    /// Cap on the out-of-order ranges a receive buffer holds (default 16384). Below it,
+    /// a buffer holds one range per KiB of its size (at least 32: 256 for the default
+    /// 256 KiB, so every other segment of a full window may be missing), allocated as
+    /// holes appear. A segment that would open one more is dropped (the peer sends it
+    /// again); the out-of-order bytes themselves sit inside the receive ring, so
+    /// `recv_buffer` bounds them.
     pub max_ooo_ranges: usize,
     /// Most connections the table holds at once, in every state from SYN-SENT to
     /// TIME-WAIT, closed ones whose handle the application still holds included;
@@ -789,7 +792,8 @@ pub struct TcpStats {
     /// block, the same window (the "unnecessary acknowledgments" of seed 004).
     pub redundant_acks: u64,
     /// Out-of-order segments dropped because they would have opened one range more
-    /// than [`TcpConfig::max_ooo_ranges`] (the peer sends them again).
+    /// than the receive buffer holds ([`TcpConfig::max_ooo_ranges`]; the peer sends them
+    /// again).
     pub out_of_order_dropped: u64,
     /// Delayed ACKs sent by the timer.
     pub delayed_acks: u64,
