@@ -703,7 +703,11 @@ impl Conn {
         } else {
             0
         };
-        if newly_sacked > 0 {
+        // The rate sampler keeps its own delivered marks: a block the scoreboard had no
+        // room for (more holes than its ranges) still delivers there, or the bytes
+        // would count at the cumulative ACK that covers them, all at once, and the
+        // sample taken then would run above the path's rate.
+        if newly_sacked > 0 || (sack && !seg.options.sack().is_empty()) {
             rate_sample(snd, ctx.now, seg, (sack, mss));
         }
         let same_window = u32::from(seg.window) << shift == snd.snd_wnd;
