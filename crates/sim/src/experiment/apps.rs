@@ -37,6 +37,7 @@ impl App {
             } else {
                 cpu_per_byte
             },
+            lazy: !text_mode && cpu_per_byte.is_zero() && sim.cpu_profile(from).is_none(),
         };
         let mut wake = bulk_send(s, sim.host_mut(from), now, &file)?;
         // The receiver: read (paying CPU time per byte), translate back, hash.
@@ -229,6 +230,10 @@ struct BulkFile {
     text_mode: bool,
     /// CPU time per byte at each end (with the translation in text mode).
     per_byte: Duration,
+    /// Binary mode, no CPU cost per byte and no CPU at the sender (whose socket calls
+    /// it would price as they come): write as TCP can send, not all the send buffer
+    /// takes at once (`lazy_room`).
+    lazy: bool,
 }
 
 /// The bulk sender: prepare a record (paying its CPU time), then write it; close after
@@ -245,10 +250,21 @@ fn bulk_send(
             if now < s.sender_busy_until {
                 return Ok(Some(s.sender_busy_until));
             }
-            // Binary mode: the record is made in the send buffer as TCP takes it.
+            // Binary mode: the record is made in the send buffer as TCP takes it, and
+            // (with no CPU cost per byte) only as far ahead as TCP can send soon.
+            let made = s.written - s.record_left as u64;
+            let len = if file.lazy && !s.eager {
+                match lazy_room(stack, client, made) {
+                    Ok(Some(room)) => s.record_left.min(room),
+                    Ok(None) => break,
+                    Err(e) => return Err(tcp_err("send", e)),
+                }
+            } else {
+                s.record_left
+            };
             let (pattern, cursor, hash) = (&mut s.text.pattern, &mut s.cursor, &mut s.sent_hash);
             let fill = |piece: &mut [u8]| pattern.fill_piece_hashed(piece, cursor, hash);
-            match stack.tcp_send_with(now, client, s.record_left, fill) {
+            match stack.tcp_send_with(now, client, len, fill) {
                 Ok(0) | Err(TcpError::WouldBlock) => break,
                 Ok(n) => s.record_left -= n,
                 Err(e) => return Err(tcp_err("send", e)),
@@ -304,6 +320,43 @@ fn bulk_send(
         s.sender_busy_until = now.max(s.sender_busy_until) + file.per_byte.saturating_mul(n as u64);
     }
     Ok(None)
+}
+
+/// What a lazy bulk sender keeps queued before the handshake is done (its first
+/// flight goes from it as the SYN-ACK arrives).
+const LAZY_START: u64 = 256 << 10;
+/// Unsent bytes a lazy bulk sender keeps beyond what TCP can send before the sender
+/// runs again, and how much more it writes at a time once below that.
+const LAZY_MARGIN: usize = 64 << 10;
+
+/// How many bytes the bulk sender writes now (`made` so far), where it writes the
+/// file as TCP can take it rather than filling the send buffer at once: the same
+/// segments go out, the pattern is made only for what is sent (a flow sends a few
+/// MB in a run whose send buffers hold 2 MB each).
+///
+/// TCP never waits for data the eager sender would have had queued: the new data it
+/// sends before the application next runs (after any frame or timer at either host)
+/// is within the congestion window then, at most today's plus the bytes acknowledged
+/// meanwhile, themselves at most what is in flight; so the sender keeps at least
+/// `cwnd + max(cwnd, in flight)` and [`LAZY_MARGIN`] unsent (or, capped by the send
+/// buffer, all it holds, as the eager sender). No segment so ends the queued data
+/// early (the one that does carries PSH). With no sending half (before the handshake
+/// is done, or after an error) it writes up to [`LAZY_START`] in all; past that, the
+/// connection's error is the one a write would have returned. Ok(None): nothing to
+/// write now.
+fn lazy_room(stack: &Stack, client: TcpHandle, made: u64) -> Result<Option<usize>, TcpError> {
+    match stack.tcp_send_progress(client) {
+        Some(p) => {
+            let in_flight = p.queued - p.unsent;
+            let need = p.cwnd + p.cwnd.max(in_flight) + LAZY_MARGIN;
+            Ok((p.unsent < need).then(|| need + LAZY_MARGIN - p.unsent))
+        }
+        None if made < LAZY_START => Ok(Some((LAZY_START - made) as usize)),
+        None => match stack.tcp_error(client) {
+            Ok(None) => Ok(None),
+            Ok(Some(e)) | Err(e) => Err(e),
+        },
+    }
 }
 
 /// The bulk receiver: read (paying CPU time per byte), translate back, hash; close at
