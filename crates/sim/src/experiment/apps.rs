@@ -37,7 +37,15 @@ impl App {
             } else {
                 cpu_per_byte
             },
-            lazy: !text_mode && cpu_per_byte.is_zero() && sim.cpu_profile(from).is_none(),
+            lazy: !text_mode
+                && cpu_per_byte.is_zero()
+                && sim.cpu_profile(from).is_none()
+                && lazy_keeps_the_wire(
+                    bytes,
+                    record,
+                    sim.host(from).tcp_config().send_buffer,
+                    sim.host(to).tcp_config().recv_buffer,
+                ),
         };
         let mut wake = bulk_send(s, sim.host_mut(from), now, &file)?;
         // The receiver: read (paying CPU time per byte), translate back, hash.
@@ -230,9 +238,10 @@ struct BulkFile {
     text_mode: bool,
     /// CPU time per byte at each end (with the translation in text mode).
     per_byte: Duration,
-    /// Binary mode, no CPU cost per byte and no CPU at the sender (whose socket calls
-    /// it would price as they come): write as TCP can send, not all the send buffer
-    /// takes at once (`lazy_room`).
+    /// Write as TCP can send, not all the send buffer takes at once (`lazy_room`):
+    /// binary mode with no CPU cost per byte, no CPU at the sender (whose socket
+    /// calls it would price as they come), and buffers for which
+    /// `lazy_keeps_the_wire`.
     lazy: bool,
 }
 
@@ -328,6 +337,26 @@ const LAZY_START: u64 = 256 << 10;
 /// Unsent bytes a lazy bulk sender keeps beyond what TCP can send before the sender
 /// runs again, and how much more it writes at a time once below that.
 const LAZY_MARGIN: usize = 64 << 10;
+
+/// Whether the lazy bulk sender puts on the wire what filling the send buffer at once
+/// does, given the file's and the record's length and the two ends' buffers. What it
+/// could change is where Linux's forced push falls (PSH within a write every half of
+/// the peer's largest window, counted from the start of a write longer than that or
+/// back from the end of the queued data, `Conn::push_due`):
+/// - with a receive buffer at least twice the send buffer and the record, the
+///   peer's window once scaled is too: no write is long enough, and never more than
+///   half of it is queued, so no push is forced, however the data was written;
+/// - the first flight goes under the SYN-ACK's unscaled window (65,535: half of it
+///   is 32,767), its forced pushes counted back from the end of what was queued
+///   before the handshake, the whole first fill (the file or the send buffer) or
+///   [`LAZY_START`]: the same when that first fill is no more than `LAZY_START`
+///   (written whole either way) or, as `LAZY_START`, a whole number *m* of 32 KiB
+///   below 32 MiB (counted back, *m* bytes from the start: in the first segment).
+fn lazy_keeps_the_wire(bytes: u64, record: usize, send_buffer: usize, recv_buffer: usize) -> bool {
+    let first_fill = bytes.min(send_buffer as u64);
+    2 * send_buffer.max(record) <= recv_buffer
+        && (first_fill <= LAZY_START || (first_fill % (32 << 10) == 0 && first_fill < 32 << 20))
+}
 
 /// How many bytes the bulk sender writes now (`made` so far), where it writes the
 /// file as TCP can take it rather than filling the send buffer at once: the same
