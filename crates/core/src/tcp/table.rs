@@ -1023,7 +1023,7 @@ impl Tcp {
             queued,
             // SND.MAX - SND.UNA counts a FIN sent too (not in the buffer).
             unsent: queued.saturating_sub(snd.outstanding()),
-            cwnd: snd.cc.cwnd(),
+            cwnd: super::cc::CongestionControl::cwnd(&snd.cc),
         })
     }
 

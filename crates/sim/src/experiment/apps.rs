@@ -38,7 +38,7 @@ impl App {
                 cpu_per_byte
             },
             lazy: !text_mode
-                && cpu_per_byte.is_zero()
+                && cpu_per_byte == Duration::ZERO
                 && sim.cpu_profile(from).is_none()
                 && lazy_keeps_the_wire(
                     bytes,
