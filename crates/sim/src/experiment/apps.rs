@@ -355,7 +355,8 @@ const LAZY_MARGIN: usize = 64 << 10;
 fn lazy_keeps_the_wire(bytes: u64, record: usize, send_buffer: usize, recv_buffer: usize) -> bool {
     let first_fill = bytes.min(send_buffer as u64);
     2 * send_buffer.max(record) <= recv_buffer
-        && (first_fill <= LAZY_START || (first_fill % (32 << 10) == 0 && first_fill < 32 << 20))
+        && (first_fill <= LAZY_START
+            || (first_fill.is_multiple_of(32 << 10) && first_fill < 32 << 20))
 }
 
 /// How many bytes the bulk sender writes now (`made` so far), where it writes the
