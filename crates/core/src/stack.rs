@@ -228,6 +228,7 @@ const LOCAL_SET_MIN_IFACES: usize = 4;
 /// - Look (no side effects): [`tcp_info`](Stack::tcp_info),
 ///   [`tcp_error`](Stack::tcp_error), [`tcp_readable`](Stack::tcp_readable),
 ///   [`tcp_send_queued`](Stack::tcp_send_queued),
+///   [`tcp_send_progress`](Stack::tcp_send_progress),
 ///   [`tcp_congestion`](Stack::tcp_congestion),
 ///   [`tcp_addresses`](Stack::tcp_addresses), [`tcp_listen_addr`](Stack::tcp_listen_addr),
 ///   [`tcp_handles`](Stack::tcp_handles), [`tcp_config`](Stack::tcp_config); of the

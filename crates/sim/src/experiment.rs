@@ -366,6 +366,18 @@ pub fn run(
     pcap_dir: Option<&Path>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, ExperimentError> {
+    run_filling(scenario, pcap_dir, progress, false)
+}
+
+/// [`run`], the bulk senders filling their send buffers at once (`eager`, as they did
+/// before they wrote only what TCP can send soon) or not: the tests check that the
+/// wire is the same either way.
+fn run_filling(
+    scenario: &Scenario,
+    pcap_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&Progress),
+    eager: bool,
+) -> Result<Outcome, ExperimentError> {
     let (mut sim, hosts, links) = build(scenario, pcap_dir)?;
     let tracer = Rc::new(RefCell::new(Tracer::new(sim.now())));
     let observer = Rc::clone(&tracer);
@@ -378,6 +390,11 @@ pub fn run(
         .enumerate()
         .map(|(i, f)| App::new(scenario, f, i, &links))
         .collect::<Result<_, _>>()?;
+    for app in &mut apps {
+        if let AppState::Bulk(bulk) = &mut app.state {
+            bulk.eager = eager;
+        }
+    }
     let mut queues = queue_traces(scenario);
     let mut driven = Driven {
         hosts: &hosts,
@@ -879,6 +896,9 @@ struct BulkApp {
     /// TCP keeps them (`Stack::tcp_send_with`), `cursor` saying where the record stands.
     record_left: usize,
     cursor: RecordCursor,
+    /// Binary mode with no CPU cost per byte: fill the send buffer at once rather than
+    /// write only what TCP can send soon (`apps::lazy_room`; the same wire, tests).
+    eager: bool,
     /// File bytes consumed into records so far.
     written: u64,
     sent_hash: StreamHash,
@@ -1019,6 +1039,7 @@ impl App {
                 offset: 0,
                 record_left: 0,
                 cursor: RecordCursor::default(),
+                eager: false,
                 written: 0,
                 sent_hash: StreamHash::default(),
                 received_hash: StreamHash::default(),
@@ -1420,6 +1441,62 @@ mod routers;
 #[cfg(test)]
 mod tests {
     use super::SmoothedRtt;
+
+    /// The bulk sender writing only what TCP can send soon puts on the wire what it
+    /// put there filling the send buffer at once: the same frames at the same times
+    /// (the trace hash covers every frame delivered and when) and the same summary,
+    /// every stream intact. A byte lost, repeated or moved by the lazy writer changes
+    /// the frames; a segment cut short for want of data changes them too. Flows
+    /// whose send buffer limits them in slow start, flows through random loss with
+    /// and without SACK, and short files that end (the close) with small buffers.
+    #[test]
+    fn the_lazy_bulk_sender_puts_the_eager_ones_frames_on_the_wire() {
+        let dumbbell = |name: &str, flow: &str, tcp: &str, loss: &str| {
+            format!(
+                "name = \"{name}\"\nduration = \"3s\"\nseed = 7\n[dumbbell]\npairs = 3\n\
+                 stagger = \"150ms\"\naccess = {{ rate = \"1gbit\", delay = \"1ms\" }}\n\
+                 bottleneck = {{ rate = \"100mbit\", delay = \"20ms\", queue = \"500K\"{loss} }}\n\
+                 flow = {{ type = \"bulk\", {flow} }}\ntcp = {{ {tcp} }}\n"
+            )
+        };
+        let cases = [
+            dumbbell(
+                "buffer-limited",
+                "bytes = \"1G\", record = \"64K\"",
+                "send_buffer = \"2M\", recv_buffer = \"4M\"",
+                "",
+            ),
+            dumbbell(
+                "lossy-sack",
+                "bytes = \"1G\", record = \"64K\"",
+                "send_buffer = \"1M\", recv_buffer = \"4M\"",
+                ", loss = \"0.5%\"",
+            ),
+            dumbbell(
+                "lossy-newreno-short-files",
+                "bytes = \"700K\", record = \"3000\"",
+                "send_buffer = \"96K\", recv_buffer = \"256K\", sack = false",
+                ", loss = \"1%\"",
+            ),
+        ];
+        for text in &cases {
+            let scenario = crate::scenario::Scenario::parse(text, "lazy").unwrap();
+            let run = |eager| {
+                let outcome = super::run_filling(&scenario, None, &mut |_| {}, eager)
+                    .unwrap_or_else(|e| panic!("{}: {e}", scenario.name));
+                serde_json::to_string_pretty(&outcome.report).unwrap()
+            };
+            let (eager, lazy) = (run(true), run(false));
+            assert_eq!(lazy, eager, "{}: the summaries differ", scenario.name);
+            let report: serde_json::Value = serde_json::from_str(&lazy).unwrap();
+            for flow in report["flows"].as_array().unwrap() {
+                assert!(flow["bytes"].as_u64().unwrap() > 0, "{}", scenario.name);
+                if scenario.name.contains("short") {
+                    assert_eq!(flow["data_ok"], true, "{}: {flow}", scenario.name);
+                }
+            }
+        }
+    }
 
     #[test]
     fn smoothed_rtt_follows_jacobsons_gains() {

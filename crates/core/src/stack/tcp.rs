@@ -976,6 +976,15 @@ impl Stack {
         self.tcp.send_queued(handle)
     }
 
+    /// Bytes queued, never sent, and the congestion window of a connection (None for
+    /// listeners, stale handles and connections without a sending half: SYN-SENT,
+    /// SYN-RECEIVED, FIN-WAIT-2 and after): enough to write only what TCP can send
+    /// soon (the simulator's bulk sender does), where [`Stack::tcp_info`] takes a
+    /// whole snapshot.
+    pub fn tcp_send_progress(&self, handle: TcpHandle) -> Option<crate::tcp::SendProgress> {
+        self.tcp.send_progress(handle)
+    }
+
     /// Every open TCP socket, listeners (`true`) and connections (`false`), in table
     /// order (for listing them, as `ss` does).
     pub fn tcp_handles(&self) -> impl Iterator<Item = (TcpHandle, bool)> + '_ {

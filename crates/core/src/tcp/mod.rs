@@ -614,6 +614,21 @@ pub struct TcpTransmit {
     pub ecn: Ecn,
 }
 
+/// How far a connection's sending has got, cheaply (no snapshot of the rest of
+/// [`TcpInfo`]): what an application that keeps its send buffer topped up as TCP
+/// takes the data, rather than filling it at once, needs to know
+/// ([`crate::Stack::tcp_send_progress`]). Linux shows the first two as the SIOCOUTQ
+/// and SIOCOUTQNSD ioctls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendProgress {
+    /// Bytes queued and not yet acknowledged, sent or not.
+    pub queued: usize,
+    /// Of those, bytes never sent (above SND.MAX).
+    pub unsent: usize,
+    /// The congestion window, bytes.
+    pub cwnd: usize,
+}
+
 /// A snapshot of one connection, like Linux's `struct tcp_info`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TcpInfo {

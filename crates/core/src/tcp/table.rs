@@ -1013,6 +1013,20 @@ impl Tcp {
             .map_or(0, |snd| snd.buffer.len())
     }
 
+    /// Bytes queued, never sent, and the congestion window (None for listeners, stale
+    /// handles and connections without a sending half: before the handshake is done,
+    /// and once it closed).
+    pub fn send_progress(&self, handle: TcpHandle) -> Option<super::SendProgress> {
+        let snd = self.conn_ref(handle)?.state.snd()?;
+        let queued = snd.buffer.len();
+        Some(super::SendProgress {
+            queued,
+            // SND.MAX - SND.UNA counts a FIN sent too (not in the buffer).
+            unsent: queued.saturating_sub(snd.outstanding()),
+            cwnd: super::cc::CongestionControl::cwnd(&snd.cc),
+        })
+    }
+
     /// Let `poll_transmit_with` leave the payload of plain segments whose checksum the
     /// device completes in the send buffer (only the headers are written, the buffer
     /// must still have room for all): the driver then sends the headers and

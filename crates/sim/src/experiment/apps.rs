@@ -37,6 +37,15 @@ impl App {
             } else {
                 cpu_per_byte
             },
+            lazy: !text_mode
+                && cpu_per_byte == Duration::ZERO
+                && sim.cpu_profile(from).is_none()
+                && lazy_keeps_the_wire(
+                    bytes,
+                    record,
+                    sim.host(from).tcp_config().send_buffer,
+                    sim.host(to).tcp_config().recv_buffer,
+                ),
         };
         let mut wake = bulk_send(s, sim.host_mut(from), now, &file)?;
         // The receiver: read (paying CPU time per byte), translate back, hash.
@@ -229,6 +238,11 @@ struct BulkFile {
     text_mode: bool,
     /// CPU time per byte at each end (with the translation in text mode).
     per_byte: Duration,
+    /// Write as TCP can send, not all the send buffer takes at once (`lazy_room`):
+    /// binary mode with no CPU cost per byte, no CPU at the sender (whose socket
+    /// calls it would price as they come), and buffers for which
+    /// `lazy_keeps_the_wire`.
+    lazy: bool,
 }
 
 /// The bulk sender: prepare a record (paying its CPU time), then write it; close after
@@ -245,10 +259,21 @@ fn bulk_send(
             if now < s.sender_busy_until {
                 return Ok(Some(s.sender_busy_until));
             }
-            // Binary mode: the record is made in the send buffer as TCP takes it.
+            // Binary mode: the record is made in the send buffer as TCP takes it, and
+            // (with no CPU cost per byte) only as far ahead as TCP can send soon.
+            let made = s.written - s.record_left as u64;
+            let len = if file.lazy && !s.eager {
+                match lazy_room(stack, client, made) {
+                    Ok(Some(room)) => s.record_left.min(room),
+                    Ok(None) => break,
+                    Err(e) => return Err(tcp_err("send", e)),
+                }
+            } else {
+                s.record_left
+            };
             let (pattern, cursor, hash) = (&mut s.text.pattern, &mut s.cursor, &mut s.sent_hash);
             let fill = |piece: &mut [u8]| pattern.fill_piece_hashed(piece, cursor, hash);
-            match stack.tcp_send_with(now, client, s.record_left, fill) {
+            match stack.tcp_send_with(now, client, len, fill) {
                 Ok(0) | Err(TcpError::WouldBlock) => break,
                 Ok(n) => s.record_left -= n,
                 Err(e) => return Err(tcp_err("send", e)),
@@ -304,6 +329,64 @@ fn bulk_send(
         s.sender_busy_until = now.max(s.sender_busy_until) + file.per_byte.saturating_mul(n as u64);
     }
     Ok(None)
+}
+
+/// What a lazy bulk sender keeps queued before the handshake is done (its first
+/// flight goes from it as the SYN-ACK arrives).
+const LAZY_START: u64 = 256 << 10;
+/// Unsent bytes a lazy bulk sender keeps beyond what TCP can send before the sender
+/// runs again, and how much more it writes at a time once below that.
+const LAZY_MARGIN: usize = 64 << 10;
+
+/// Whether the lazy bulk sender puts on the wire what filling the send buffer at once
+/// does, given the file's and the record's length and the two ends' buffers. What it
+/// could change is where Linux's forced push falls (PSH within a write every half of
+/// the peer's largest window, counted from the start of a write longer than that or
+/// back from the end of the queued data, `Conn::push_due`):
+/// - with a receive buffer at least twice the send buffer and the record, the
+///   peer's window once scaled is too: no write is long enough, and never more than
+///   half of it is queued, so no push is forced, however the data was written;
+/// - the first flight goes under the SYN-ACK's unscaled window (65,535: half of it
+///   is 32,767), its forced pushes counted back from the end of what was queued
+///   before the handshake, the whole first fill (the file or the send buffer) or
+///   [`LAZY_START`]: the same when that first fill is no more than `LAZY_START`
+///   (written whole either way) or, as `LAZY_START`, a whole number *m* of 32 KiB
+///   below 32 MiB (counted back, *m* bytes from the start: in the first segment).
+fn lazy_keeps_the_wire(bytes: u64, record: usize, send_buffer: usize, recv_buffer: usize) -> bool {
+    let first_fill = bytes.min(send_buffer as u64);
+    2 * send_buffer.max(record) <= recv_buffer
+        && (first_fill <= LAZY_START
+            || (first_fill.is_multiple_of(32 << 10) && first_fill < 32 << 20))
+}
+
+/// How many bytes the bulk sender writes now (`made` so far), where it writes the
+/// file as TCP can take it rather than filling the send buffer at once: the same
+/// segments go out, the pattern is made only for what is sent (a flow sends a few
+/// MB in a run whose send buffers hold 2 MB each).
+///
+/// TCP never waits for data the eager sender would have had queued: the new data it
+/// sends before the application next runs (after any frame or timer at either host)
+/// is within the congestion window then, at most today's plus the bytes acknowledged
+/// meanwhile, themselves at most what is in flight; so the sender keeps at least
+/// `cwnd + max(cwnd, in flight)` and [`LAZY_MARGIN`] unsent (or, capped by the send
+/// buffer, all it holds, as the eager sender). No segment so ends the queued data
+/// early (the one that does carries PSH). With no sending half (before the handshake
+/// is done, or after an error) it writes up to [`LAZY_START`] in all; past that, the
+/// connection's error is the one a write would have returned. Ok(None): nothing to
+/// write now.
+fn lazy_room(stack: &Stack, client: TcpHandle, made: u64) -> Result<Option<usize>, TcpError> {
+    match stack.tcp_send_progress(client) {
+        Some(p) => {
+            let in_flight = p.queued - p.unsent;
+            let need = p.cwnd + p.cwnd.max(in_flight) + LAZY_MARGIN;
+            Ok((p.unsent < need).then(|| need + LAZY_MARGIN - p.unsent))
+        }
+        None if made < LAZY_START => Ok(Some((LAZY_START - made) as usize)),
+        None => match stack.tcp_error(client) {
+            Ok(None) => Ok(None),
+            Ok(Some(e)) | Err(e) => Err(e),
+        },
+    }
 }
 
 /// The bulk receiver: read (paying CPU time per byte), translate back, hash; close at
