@@ -237,24 +237,7 @@ impl Tcp {
     /// 4-tuple hash.
     pub fn new(config: TcpConfig, secret: &Secret) -> Tcp {
         Tcp {
-            shared: Shared {
-                config,
-                stats: TcpStats::default(),
-                events: VecDeque::new(),
-                resets: VecDeque::new(),
-                syn_acks: VecDeque::new(),
-                challenge_rng: challenge_rng(secret),
-                fast_paths: true,
-                spare: Vec::new(),
-                large_spare: Vec::new(),
-                spare_racks: Vec::new(),
-                spare_rounds: Vec::new(),
-                gather: false,
-                deferred: None,
-                ecn: Ecn::NotEct,
-                blocks: Default::default(),
-                fast_open: Default::default(),
-            },
+            shared: Shared::new(config, challenge_rng(secret)),
             pending: None,
             slots: Slab::new(),
             free: Vec::new(),
@@ -294,8 +277,8 @@ impl Tcp {
 
     /// See [`crate::Stack::tcp_fast_open_syn_room`].
     pub fn fast_open_syn_room(&self, now: Instant, server: IpAddr, mss: u16) -> Option<usize> {
-        let known = self.shared.fast_open.get(server);
-        if self.shared.fast_open.no_cookie
+        let known = self.shared.peers.fast_open.get(server);
+        if self.shared.peers.fast_open.no_cookie
             && known.is_none_or(|e| e.off_until.is_none_or(|t| now >= t))
         {
             // No cookie needed: the MSS the server announced last, else ours, bounds it.
@@ -314,7 +297,7 @@ impl Tcp {
 
     /// See [`crate::Stack::tcp_set_fast_open_client_no_cookie`].
     pub fn set_fast_open_client_no_cookie(&mut self, on: bool) {
-        self.shared.fast_open.no_cookie = on;
+        self.shared.peers.fast_open.no_cookie = on;
     }
 
     /// Offer timestamps (RFC 7323) on connections opened from now on, or not.
@@ -403,13 +386,16 @@ impl Tcp {
     /// Ring storages kept for reuse: (small, large).
     #[cfg(test)]
     pub(crate) fn spare_ring_counts(&self) -> (usize, usize) {
-        (self.shared.spare.len(), self.shared.large_spare.len())
+        (
+            self.shared.pool.spare.len(),
+            self.shared.pool.large_spare.len(),
+        )
     }
 
     /// HyStart++ boxes kept for reuse.
     #[cfg(test)]
     pub(crate) fn spare_rounds_count(&self) -> usize {
-        self.shared.spare_rounds.len()
+        self.shared.pool.spare_rounds.len()
     }
 
     /// Connections with a timer running.
@@ -449,17 +435,19 @@ impl Tcp {
     pub fn cached_bytes(&self) -> usize {
         let shared = &self.shared;
         shared
+            .pool
             .spare
             .iter()
-            .chain(&shared.large_spare)
+            .chain(&shared.pool.large_spare)
             .map(alloc::vec::Vec::capacity)
             .sum::<usize>()
             + shared
+                .pool
                 .spare_racks
                 .iter()
                 .map(|rack| rack.heap_bytes())
                 .sum::<usize>()
-            + shared.spare_rounds.len() * core::mem::size_of::<super::cc::hystart::Rounds>()
+            + shared.pool.spare_rounds.len() * core::mem::size_of::<super::cc::hystart::Rounds>()
     }
 
     fn insert(&mut self, socket: Socket) -> TcpHandle {
@@ -623,7 +611,14 @@ impl Tcp {
             _ => local,
         };
         let iss = self.isn.isn(now, local, remote);
-        let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
+        let conn = Conn::connect(
+            &self.shared.config,
+            &mut self.shared.pool,
+            local,
+            remote,
+            iss,
+            mss,
+        );
         let handle = self.insert(Socket::Conn(conn));
         self.conns.insert((local, remote), handle, |i, t| {
             matching((&self.slots, &self.time_waits), i, t)
@@ -849,11 +844,11 @@ impl Tcp {
         self.with_conn(now, handle, |conn, ctx| {
             if let Some(reset) = conn.abort_reset(ctx.now) {
                 ctx.shared.stats.resets_sent += 1;
-                ctx.shared.reset(reset);
+                ctx.shared.out.reset(reset);
             }
             conn.owner = Owner::Released;
             let old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
-            ctx.shared.recycle_state(old);
+            ctx.shared.pool.recycle_state(old);
             conn.timers.stop_all();
             Ok(())
         })
@@ -873,7 +868,7 @@ impl Tcp {
             }
             if let Some(reset) = conn.abort_reset(ctx.now) {
                 ctx.shared.stats.resets_sent += 1;
-                ctx.shared.reset(reset);
+                ctx.shared.out.reset(reset);
             }
             conn.enter_closed(ctx, Some(TcpError::ConnectionReset));
             Ok(())
@@ -957,7 +952,7 @@ impl Tcp {
             return Ok(());
         }
         self.with_conn(now, handle, |conn, ctx| {
-            conn.set_option(ctx.shared, option);
+            conn.set_option(&ctx.shared.config, &mut ctx.shared.pool, option);
             Ok(())
         })
     }
@@ -1018,7 +1013,7 @@ impl Tcp {
     /// must still have room for all): the driver then sends the headers and
     /// [`Tcp::deferred_payload`] in one gather write, saving a copy. Off by default.
     pub fn set_gather(&mut self, on: bool) {
-        self.shared.gather = on;
+        self.shared.out.gather = on;
     }
 
     /// The payload the segment `poll_transmit_with` last returned left in the send
@@ -1141,8 +1136,10 @@ impl Tcp {
         if let Some(tuple) = tuple {
             self.conns.remove(&tuple, handle);
             if owner == Owner::User || owner == Owner::Released {
-                self.shared
-                    .event(TcpEvent::Closed(named(self.unparked, handle)));
+                self.shared.out.event(
+                    &mut self.shared.stats,
+                    TcpEvent::Closed(named(self.unparked, handle)),
+                );
             }
         }
         self.sync_owner(handle, owner, closed, synchronized);
@@ -1156,7 +1153,9 @@ impl Tcp {
                     listener.pending = listener.pending.saturating_sub(1);
                     if !closed {
                         listener.queue.push_back(handle);
-                        self.shared.event(TcpEvent::Readable(l));
+                        self.shared
+                            .out
+                            .event(&mut self.shared.stats, TcpEvent::Readable(l));
                     }
                 }
                 if let Some(conn) = self.conn_mut(handle) {
@@ -1269,9 +1268,15 @@ impl Tcp {
     fn expire_parked(&mut self, handle: TcpHandle) {
         if let Some(record) = self.forget_parked(handle) {
             let h = record.handle;
-            self.shared.event(TcpEvent::Readable(h));
-            self.shared.event(TcpEvent::Writable(h));
-            self.shared.event(TcpEvent::Closed(h));
+            self.shared
+                .out
+                .event(&mut self.shared.stats, TcpEvent::Readable(h));
+            self.shared
+                .out
+                .event(&mut self.shared.stats, TcpEvent::Writable(h));
+            self.shared
+                .out
+                .event(&mut self.shared.stats, TcpEvent::Closed(h));
         }
     }
 
@@ -1483,7 +1488,8 @@ impl Tcp {
         };
         let iss = self.isn.isn(now, local, remote);
         let mut conn = Conn::accept_syn(
-            &mut self.shared,
+            &self.shared.config,
+            &mut self.shared.pool,
             (local, remote),
             iss,
             segment,
@@ -1735,7 +1741,7 @@ impl Tcp {
             },
             ecn,
         };
-        if self.shared.syn_ack(syn_ack) {
+        if self.shared.out.syn_ack(syn_ack) {
             self.shared.stats.syn_cookies_sent += 1;
             if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
                 l.cookie_sent_at = Some(now);
@@ -1809,7 +1815,8 @@ impl Tcp {
         };
         let iss = SeqNumber(seg.ack.wrapping_sub(1));
         let mut conn = Conn::accept_syn(
-            &mut self.shared,
+            &self.shared.config,
+            &mut self.shared.pool,
             ends,
             iss,
             &syn,
@@ -1841,7 +1848,7 @@ impl Tcp {
 
     fn queue_reset(&mut self, reset: Reset) {
         self.shared.stats.resets_sent += 1;
-        self.shared.reset(reset);
+        self.shared.out.reset(reset);
     }
 
     /// RFC 9293 §3.6.1 and RFC 6191: a SYN to a connection in TIME-WAIT reopens it when
@@ -1870,7 +1877,9 @@ impl Tcp {
             }
             self.shared.stats.time_wait_reuses += 1;
             if let Some(record) = self.forget_parked(handle) {
-                self.shared.event(TcpEvent::Closed(record.handle));
+                self.shared
+                    .out
+                    .event(&mut self.shared.stats, TcpEvent::Closed(record.handle));
             }
             return true;
         }
@@ -1905,8 +1914,8 @@ impl Tcp {
     /// and no connection is in the output queue.
     #[inline]
     pub fn may_transmit(&self) -> bool {
-        !self.shared.resets.is_empty()
-            || !self.shared.syn_acks.is_empty()
+        !self.shared.out.resets.is_empty()
+            || !self.shared.out.syn_acks.is_empty()
             || !self.output_queue.is_empty()
     }
 
@@ -1928,7 +1937,7 @@ impl Tcp {
         mut egress: impl FnMut(IpAddr, IpAddr) -> Egress,
     ) -> Option<TcpTransmit> {
         self.pending = None;
-        if !(self.shared.resets.is_empty() && self.shared.syn_acks.is_empty())
+        if !(self.shared.out.resets.is_empty() && self.shared.out.syn_acks.is_empty())
             && let Some(transmit) = self.poll_control_segment(buf, &mut egress)
         {
             return Some(transmit);
@@ -1945,7 +1954,12 @@ impl Tcp {
                 Ok(conn.poll_transmit(ctx, behind(buf, out.headroom), out))
             });
             if let Ok(Some(len)) = sent {
-                self.pending = self.shared.deferred.take().map(|(at, n)| (handle, at, n));
+                self.pending = self
+                    .shared
+                    .out
+                    .deferred
+                    .take()
+                    .map(|(at, n)| (handle, at, n));
                 // When it has more: back of the queue, behind the others.
                 if let Some(conn) = self.conn_mut(handle) {
                     if conn.may_send() {
@@ -1958,7 +1972,7 @@ impl Tcp {
                         }
                     }
                 }
-                let ecn = core::mem::take(&mut self.shared.ecn);
+                let ecn = core::mem::take(&mut self.shared.out.ecn);
                 return Some(TcpTransmit { src, dst, len, ecn });
             }
             if let Some(conn) = self.conn_mut(handle) {
@@ -1979,7 +1993,7 @@ impl Tcp {
         buf: &mut [u8],
         egress: &mut dyn FnMut(IpAddr, IpAddr) -> Egress,
     ) -> Option<TcpTransmit> {
-        while let Some(reset) = self.shared.resets.pop_front() {
+        while let Some(reset) = self.shared.out.resets.pop_front() {
             let out = egress(reset.local.ip(), reset.remote.ip());
             if let Some(len) = reset.write(behind(buf, out.headroom), out.checksum) {
                 self.shared.stats.segments_out += 1;
@@ -1991,7 +2005,7 @@ impl Tcp {
                 });
             }
         }
-        while let Some(syn_ack) = self.shared.syn_acks.pop_front() {
+        while let Some(syn_ack) = self.shared.out.syn_acks.pop_front() {
             let out = egress(syn_ack.local.ip(), syn_ack.remote.ip());
             if let Some(len) = syn_ack.write(behind(buf, out.headroom), out.checksum) {
                 self.shared.stats.segments_out += 1;
@@ -2052,6 +2066,6 @@ impl Tcp {
 
     /// The next readiness change.
     pub fn poll_event(&mut self) -> Option<TcpEvent> {
-        self.shared.events.pop_front()
+        self.shared.out.events.pop_front()
     }
 }

@@ -8,7 +8,7 @@ use crate::tcp::TcpStats;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::Ecn;
 use crate::tcp::seq::SeqNumber;
-use crate::tcp::shared::Shared;
+use crate::tcp::shared::Outbox;
 use crate::tcp::state::{AckState, State};
 use impnet_wire::tcp::{Flags, Repr};
 
@@ -83,10 +83,16 @@ impl Conn {
     }
 
     /// The ECN flags of the segment `plan` (written with the ACK bit when `ack_bit`);
-    /// the IP codepoint it goes with is left in `shared.ecn`.
-    pub(super) fn ecn_output(&mut self, shared: &mut Shared, plan: &Plan, ack_bit: bool) -> Flags {
-        let (flags, ecn) = self.ecn_codepoint(&mut shared.stats, plan, ack_bit);
-        shared.ecn = ecn;
+    /// the IP codepoint it goes with is left in `out.ecn`.
+    pub(super) fn ecn_output(
+        &mut self,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        plan: &Plan,
+        ack_bit: bool,
+    ) -> Flags {
+        let (flags, ecn) = self.ecn_codepoint(stats, plan, ack_bit);
+        out.ecn = ecn;
         flags
     }
 

@@ -26,12 +26,12 @@ impl Conn {
         if s.snd_nxt != s.iss || s.fast_open != SynFastOpen::Off {
             return Err(TcpError::InvalidState);
         }
-        let known = ctx.shared.fast_open.get(self.ends.remote().ip());
+        let known = ctx.shared.peers.fast_open.get(self.ends.remote().ip());
         s.fast_open = match known {
             Some(e) if e.off_until.is_some_and(|t| ctx.now < t) => SynFastOpen::Off,
             // Linux's TFO_CLIENT_NO_COOKIE: the data goes on the SYN, bounded by the
             // MSS the server announced last if it is known.
-            _ if ctx.shared.fast_open.no_cookie => {
+            _ if ctx.shared.peers.fast_open.no_cookie => {
                 if let Some(e) = known.filter(|e| e.mss != 0) {
                     self.opts.set_mss_peer(e.mss.max(super::DEFAULT_MSS));
                 } else {
@@ -96,11 +96,11 @@ impl Conn {
             .filter(|c| !c.is_request() && solicited);
         let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
         let server = self.remote().ip();
-        ctx.shared.fast_open.store(server, cookie, mss);
+        ctx.shared.peers.fast_open.store(server, cookie, mss);
         let retried = s.fast_open == SynFastOpen::Dropped;
         let data_acked = s.syn_data > 0 && SeqNumber(seg.ack) > iss + 1;
         let lost = retried && cookie.is_none() && s.syn_data > 0 && !data_acked;
-        ctx.shared.fast_open.syn_lost(server, lost, ctx.now);
+        ctx.shared.peers.fast_open.syn_lost(server, lost, ctx.now);
         // A SYN that timed out was counted as failed then.
         if s.syn_data > 0 && !retried {
             if data_acked {
@@ -134,6 +134,7 @@ impl Conn {
         s.fast_open = SynFastOpen::Dropped;
         ctx.shared.stats.fast_open_active_fail += 1;
         ctx.shared
+            .peers
             .fast_open
             .syn_lost(self.remote().ip(), true, ctx.now);
     }
@@ -172,7 +173,8 @@ impl Conn {
             snd_wnd,
             irs - 1,
         );
-        snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
+        snd.cc
+            .lend_hystart_rounds(&mut ctx.shared.pool.spare_rounds);
         self.state = State::Established(Established { snd, rcv });
         self.opts.syn_data_acked = !seg.payload.is_empty();
         self.on_text(ctx, seg);
@@ -233,7 +235,7 @@ impl Conn {
             ecn: opts.ecn,
         };
         let rcv_nxt = rcv.rcv_nxt;
-        if ctx.shared.syn_ack(syn_ack)
+        if ctx.shared.out.syn_ack(syn_ack)
             && let Some(ts) = &mut self.opts.ts
         {
             ts.last_ack_sent = rcv_nxt;

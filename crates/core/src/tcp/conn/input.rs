@@ -47,7 +47,7 @@ impl Conn {
             (ctx.shared.config.syn_sent_tsecr_check && self.opts.ts.is_some()).then_some(ctx.now);
         match s.on_segment(seg, (self.local(), self.remote()), tsecr_check) {
             SynSentDisposition::Drop => {}
-            SynSentDisposition::Reset(reset) => ctx.shared.reset(reset),
+            SynSentDisposition::Reset(reset) => ctx.shared.out.reset(reset),
             SynSentDisposition::Refused => {
                 ctx.shared.stats.resets_received += 1;
                 self.enter_closed(ctx, Some(TcpError::ConnectionRefused));
@@ -65,7 +65,9 @@ impl Conn {
         self.opts.agree(seg);
         let recv_size = self.recv_buffer_size(&ctx.shared.config);
         Rcv::new(
-            ctx.shared.recv_buffer_of(recv_size),
+            ctx.shared
+                .pool
+                .recv_buffer_of(recv_size, ctx.shared.config.max_ooo_ranges),
             SeqNumber(seg.seq),
             self.opts.rcv_shift(),
         )
@@ -184,7 +186,9 @@ impl Conn {
         self.timers.stop(Timer::UserTimeout);
         self.restart_keepalive(&ctx.shared.config, ctx.now);
         if matches!(self.owner, Owner::User | Owner::Released) {
-            ctx.shared.event(TcpEvent::Writable(ctx.handle));
+            ctx.shared
+                .out
+                .event(&mut ctx.shared.stats, TcpEvent::Writable(ctx.handle));
         }
         if self.owner == Owner::Released {
             let _ = self.shutdown_write(ctx);
@@ -285,6 +289,7 @@ impl Conn {
     fn reset_data_after_close(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         ctx.shared.stats.resets_sent += 1;
         ctx.shared
+            .out
             .reset(Reset::for_segment(self.local(), self.remote(), seg));
         self.enter_closed(ctx, Some(TcpError::ConnectionReset));
     }
@@ -398,7 +403,12 @@ impl Conn {
             // an ACK for each (Linux rate-limits the first two the same way,
             // `tcp_oow_rate_limited`). Recent data below the window (a retransmission
             // whose ACK was lost) is always answered: the peer needs that ACK.
-            if self.challenge_allowed(ctx.shared, ctx.now) {
+            if self.challenge_allowed(
+                ctx.now,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.challenge_rng,
+            ) {
                 self.ack = AckState::Now;
             }
             return;
@@ -418,7 +428,12 @@ impl Conn {
     #[inline(never)]
     fn on_rst(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         if Some(SeqNumber(seg.seq)) != self.state.rcv_nxt() {
-            if self.challenge_allowed(ctx.shared, ctx.now) {
+            if self.challenge_allowed(
+                ctx.now,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.challenge_rng,
+            ) {
                 self.ack = AckState::Now;
             }
             return;
@@ -456,7 +471,12 @@ impl Conn {
         }
         // "If the SYN bit is set, irrespective of the sequence number, TCP MUST send an
         // ACK (also referred to as challenge ACK) to the remote peer" (RFC 5961 §4.2).
-        if self.challenge_allowed(ctx.shared, ctx.now) {
+        if self.challenge_allowed(
+            ctx.now,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.challenge_rng,
+        ) {
             self.ack = AckState::Now;
         }
     }
@@ -472,6 +492,7 @@ impl Conn {
                 if !(ack > s.iss && ack <= s.iss + 1) {
                     ctx.shared.stats.bad_ack += 1;
                     ctx.shared
+                        .out
                         .reset(Reset::for_segment(self.local(), self.remote(), seg));
                     return false;
                 }
@@ -494,7 +515,12 @@ impl Conn {
     #[inline(never)]
     fn bad_ack(&mut self, ctx: &mut Ctx<'_>) -> bool {
         ctx.shared.stats.bad_ack += 1;
-        if self.challenge_allowed(ctx.shared, ctx.now) {
+        if self.challenge_allowed(
+            ctx.now,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.challenge_rng,
+        ) {
             self.ack = AckState::Now;
         }
         false
@@ -594,7 +620,9 @@ impl Conn {
                 }
             }
             if opened {
-                ctx.shared.event(TcpEvent::Writable(ctx.handle));
+                ctx.shared
+                    .out
+                    .event(&mut ctx.shared.stats, TcpEvent::Writable(ctx.handle));
             }
         }
     }
@@ -678,7 +706,9 @@ impl Conn {
             }
         }
         if data > 0 && matches!(self.state, State::Established(_) | State::CloseWait(_)) {
-            ctx.shared.event(TcpEvent::Writable(ctx.handle));
+            ctx.shared
+                .out
+                .event(&mut ctx.shared.stats, TcpEvent::Writable(ctx.handle));
         }
     }
 
@@ -770,14 +800,14 @@ impl Conn {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
             State::FinWait1(FinWait1 { snd, rcv }) => {
-                let snd = ctx.shared.close_send(snd);
+                let snd = ctx.shared.pool.close_send(snd);
                 let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), rcv.irs, 0));
                 self.state = State::FinWait2(FinWait2 { snd, rcv });
             }
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
             State::Closing(Closing { snd, rcv }) => {
-                let snd = ctx.shared.close_send(snd);
+                let snd = ctx.shared.pool.close_send(snd);
                 let rcv = RcvClosed {
                     rcv_nxt: rcv.rcv_nxt,
                     buffer: core::mem::replace(&mut rcv.buffer, RecvBuffer::new(0)),
@@ -809,7 +839,7 @@ impl Conn {
         // Nothing can arrive any more: once the user read everything, the receive
         // ring's storage is free for the next connection (TIME-WAIT lasts 2*MSL).
         if let State::TimeWait(tw) = &mut self.state {
-            ctx.shared.recycle(tw.rcv.buffer.shed_if_empty());
+            ctx.shared.pool.recycle(tw.rcv.buffer.shed_if_empty());
         }
         self.timers.stop_all();
         self.timers.set(
@@ -856,7 +886,9 @@ impl Conn {
         rcv.rcv_nxt += insert.advanced;
         rcv.sack.record(start, data.len(), rcv.rcv_nxt);
         if insert.advanced > 0 {
-            ctx.shared.event(TcpEvent::Readable(ctx.handle));
+            ctx.shared
+                .out
+                .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
         }
         // RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
         // out-of-order segment arrives ... [and] an immediate ACK when the incoming
@@ -1006,7 +1038,9 @@ impl Conn {
         }
         // "advance RCV.NXT over the FIN, and send an acknowledgment for the FIN".
         self.ack = AckState::Now;
-        ctx.shared.event(TcpEvent::Readable(ctx.handle));
+        ctx.shared
+            .out
+            .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
         let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
         self.state = match state {
             // "SYN-RECEIVED STATE, ESTABLISHED STATE: Enter the CLOSE-WAIT state."

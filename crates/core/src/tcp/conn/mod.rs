@@ -29,6 +29,7 @@ use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
 
+use crate::rng::Rng;
 use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller, UsageTracker};
 use crate::tcp::challenge::ChallengeBudget;
@@ -39,11 +40,11 @@ use crate::tcp::rtt::{HandshakeTimer, RttEstimator};
 use crate::tcp::sack::Scoreboard;
 use crate::tcp::segment::{Reset, tsval};
 use crate::tcp::seq::SeqNumber;
-use crate::tcp::shared::Shared;
+use crate::tcp::shared::{Pool, Shared};
 use crate::tcp::socket_options::SocketOptions;
 use crate::tcp::state::*;
 use crate::tcp::timer::{Timer, Timers};
-use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo};
+use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats};
 use crate::time::Instant;
 
 /// RFC 9293 §3.7.1: "the default ... [MSS] is 536" when the peer sends no MSS option.
@@ -523,14 +524,20 @@ impl Conn {
     }
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
     /// connection may send one more now (and counts it).
-    pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
-        let limit = shared.config.challenge_ack_limit;
+    pub fn challenge_allowed(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        rng: &mut Rng,
+    ) -> bool {
+        let limit = config.challenge_ack_limit;
         let cold = self.cold.get_or_insert_with(new_cold);
-        let allowed = cold.challenge.allow(now, &mut shared.challenge_rng, limit);
+        let allowed = cold.challenge.allow(now, rng, limit);
         if allowed {
-            shared.stats.challenge_acks += 1;
+            stats.challenge_acks += 1;
         } else {
-            shared.stats.challenge_acks_limited += 1;
+            stats.challenge_acks_limited += 1;
         }
         allowed
     }
@@ -568,14 +575,14 @@ impl Conn {
     /// Send a SYN segment of the form <SEQ=ISS><CTL=SYN>. Set SND.UNA to ISS, SND.NXT
     /// to ISS+1, enter SYN-SENT state".
     pub fn connect(
-        shared: &mut Shared,
+        config: &TcpConfig,
+        pool: &mut Pool,
         local: SocketAddr,
         remote: SocketAddr,
         iss: SeqNumber,
         mss: u16,
     ) -> Conn {
-        let buffer = shared.send_buffer();
-        let config = &shared.config;
+        let buffer = pool.send_buffer_of(config.send_buffer);
         let state = State::SynSent(SynSent {
             iss,
             snd_nxt: iss,
@@ -594,7 +601,8 @@ impl Conn {
     /// SYN"): "Set RCV.NXT to SEG.SEQ+1, IRS is set to SEG.SEQ ... ISS should be selected
     /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
     pub fn accept_syn(
-        shared: &mut Shared,
+        config: &TcpConfig,
+        pool: &mut Pool,
         (local, remote): (SocketAddr, SocketAddr),
         iss: SeqNumber,
         seg: &Repr<'_>,
@@ -603,16 +611,15 @@ impl Conn {
     ) -> Conn {
         let recv_size = options
             .and_then(|o| o.recv_buffer)
-            .map_or(shared.config.recv_buffer, |b| b as usize);
+            .map_or(config.recv_buffer, |b| b as usize);
         let send_size = options
             .and_then(|o| o.send_buffer)
-            .map_or(shared.config.send_buffer, |b| b as usize);
-        let rcv_buffer = shared.recv_buffer_of(recv_size);
-        let buffer = shared.send_buffer_of(send_size);
-        let mut opts = Negotiated::offer(&shared.config, mss, recv_size);
+            .map_or(config.send_buffer, |b| b as usize);
+        let rcv_buffer = pool.recv_buffer_of(recv_size, config.max_ooo_ranges);
+        let buffer = pool.send_buffer_of(send_size);
+        let mut opts = Negotiated::offer(config, mss, recv_size);
         opts.agree(seg);
         let rcv = Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift());
-        let config = &shared.config;
         let state = State::SynRcvd(SynRcvd {
             iss,
             snd_nxt: iss,
@@ -655,13 +662,17 @@ impl Conn {
         if error.is_none() || reset_keeps {
             self.keep_unread(&mut old, reset_keeps);
         }
-        ctx.shared.recycle_state(old);
+        ctx.shared.pool.recycle_state(old);
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
         // Wake readers and writers: their calls now report the end.
-        ctx.shared.event(TcpEvent::Readable(ctx.handle));
-        ctx.shared.event(TcpEvent::Writable(ctx.handle));
+        ctx.shared
+            .out
+            .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
+        ctx.shared
+            .out
+            .event(&mut ctx.shared.stats, TcpEvent::Writable(ctx.handle));
     }
 
     /// A clean close must not lose what the user has not read yet (found by fuzz
@@ -1160,7 +1171,7 @@ impl Conn {
         if self.state.synchronized()
             && let Some(reset) = self.abort_reset(ctx.now)
         {
-            ctx.shared.reset(reset);
+            ctx.shared.out.reset(reset);
         }
         // RFC 1122 §4.2.3.9: a soft ICMP error seen on the way is the better report.
         let error = self.soft_error().unwrap_or(TcpError::TimedOut);

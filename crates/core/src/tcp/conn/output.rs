@@ -358,7 +358,8 @@ impl Conn {
             .opts
             .ts
             .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
-        let mut flags = plan.flags | self.ecn_output(ctx.shared, plan, ack_bit);
+        let mut flags =
+            plan.flags | self.ecn_output(&mut ctx.shared.stats, &mut ctx.shared.out, plan, ack_bit);
         if ack_bit {
             flags = flags | Flags::ACK;
         }
@@ -368,9 +369,11 @@ impl Conn {
             (true, _) => Fill::Checksum,
             // Gathered from at most two slices (the driver's `writev` takes two).
             (false, Some(at))
-                if ctx.shared.gather && plan.len >= DEFER_MIN && payload.as_pair().is_some() =>
+                if ctx.shared.out.gather
+                    && plan.len >= DEFER_MIN
+                    && payload.as_pair().is_some() =>
             {
-                ctx.shared.deferred = Some((at, plan.len));
+                ctx.shared.out.deferred = Some((at, plan.len));
                 Fill::Deferred
             }
             (false, _) => Fill::Partial,

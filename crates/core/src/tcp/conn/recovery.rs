@@ -262,7 +262,7 @@ impl Conn {
             return;
         };
         if snd.rack_enabled {
-            ctx.shared.rack_mut(snd).log.on_send(seq, end, now);
+            ctx.shared.pool.rack_mut(snd).log.on_send(seq, end, now);
         }
         if let Some(loss) = snd.loss.allocated_mut() {
             sent_in_loss(loss, (seq, end), again, timestamps.then(|| tsval(now)));

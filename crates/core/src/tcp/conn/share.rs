@@ -35,7 +35,10 @@ impl Conn {
             cwnd: in_pipe,
             ssthresh,
         };
-        ctx.shared.blocks.store(ctx.now, self.remote().ip(), block);
+        ctx.shared
+            .peers
+            .blocks
+            .store(ctx.now, self.remote().ip(), block);
         ctx.shared.stats.shared_blocks_stored += 1;
     }
 
@@ -44,7 +47,8 @@ impl Conn {
     /// one that ended (`Shared::spare_rounds`).
     pub(crate) fn start_snd(&mut self, ctx: &mut Ctx<'_>, snd: &mut Snd) {
         self.start_from_block(ctx, snd);
-        snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
+        snd.cc
+            .lend_hystart_rounds(&mut ctx.shared.pool.spare_rounds);
     }
 
     /// The handshake is done and `snd` is new: start it, and the RTT estimator, from
@@ -59,6 +63,7 @@ impl Conn {
         let initial = config.initial_window as usize * mss;
         let Some(block) = ctx
             .shared
+            .peers
             .blocks
             .lookup(ctx.now, self.remote().ip(), initial)
         else {
