@@ -775,13 +775,13 @@ impl Tcp {
         handle: TcpHandle,
         buf: &mut [u8],
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.recv(ctx, buf))
+        self.with_conn(now, handle, |conn, ctx| conn.recv(&ctx.shared.config, buf))
     }
 
     /// Send our FIN after the queued data but keep the handle (half-close): the peer
     /// may go on sending and `recv` keeps working.
     pub fn shutdown_write(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.shutdown_write(ctx))
+        self.with_conn(now, handle, |conn, _| conn.shutdown_write())
     }
 
     /// Close gracefully (send FIN after queued data); the handle stays valid until `Closed`.
@@ -792,12 +792,12 @@ impl Tcp {
         }
         self.with_conn(now, handle, |conn, ctx| {
             conn.owner = Owner::Released;
-            let result = match conn.shutdown_write(ctx) {
+            let result = match conn.shutdown_write() {
                 Err(TcpError::InvalidState) => Ok(()),
                 other => other,
             };
             // Half-closed earlier and already in FIN-WAIT-2: the limit starts now.
-            conn.arm_fin_wait_2(ctx);
+            conn.arm_fin_wait_2(ctx.now, &ctx.shared.config);
             result
         })
     }
@@ -870,7 +870,14 @@ impl Tcp {
                 ctx.shared.stats.resets_sent += 1;
                 ctx.shared.out.reset(reset);
             }
-            conn.enter_closed(ctx, Some(TcpError::ConnectionReset));
+            conn.enter_closed(
+                ctx.handle,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.out,
+                &mut ctx.shared.pool,
+                Some(TcpError::ConnectionReset),
+            );
             Ok(())
         })
     }
@@ -1338,7 +1345,14 @@ impl Tcp {
         for handle in handles {
             let _ = self.with_conn(now, handle, |conn, ctx| {
                 if matches!(conn.state, super::state::State::SynSent(_)) {
-                    conn.enter_closed(ctx, Some(error));
+                    conn.enter_closed(
+                        ctx.handle,
+                        &ctx.shared.config,
+                        &mut ctx.shared.stats,
+                        &mut ctx.shared.out,
+                        &mut ctx.shared.pool,
+                        Some(error),
+                    );
                     ended += 1;
                 }
                 Ok(())
@@ -1621,7 +1635,9 @@ impl Tcp {
         handle: TcpHandle,
         data: &[u8],
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.start_fast_open(ctx, data))
+        self.with_conn(now, handle, |conn, ctx| {
+            conn.start_fast_open(ctx.now, &mut ctx.shared.peers, data)
+        })
     }
 
     /// What a listener does with a SYN's Fast Open option (RFC 7413 §4.2.2), the SYN

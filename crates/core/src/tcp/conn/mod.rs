@@ -25,6 +25,7 @@ pub use mtu::MtuProbing;
 pub(crate) use park::Parked;
 pub use zero_copy::SendOwnedError;
 
+use crate::tcp::shared::Outbox;
 use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
@@ -646,33 +647,37 @@ impl Conn {
     }
 
     /// Enter CLOSED, remembering why.
-    pub fn enter_closed(&mut self, ctx: &mut Ctx<'_>, error: Option<TcpError>) {
+    pub fn enter_closed(
+        &mut self,
+        handle: TcpHandle,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        pool: &mut Pool,
+        error: Option<TcpError>,
+    ) {
         if let Some(err) = error {
             if matches!(self.state, State::SynSent(_) | State::SynRcvd(_)) {
-                ctx.shared.stats.failed_opens += 1;
+                stats.failed_opens += 1;
             }
             if err == TcpError::TimedOut {
-                ctx.shared.stats.timed_out += 1;
+                stats.timed_out += 1;
             }
         }
         let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
         let reset_keeps = error == Some(TcpError::ConnectionReset)
-            && ctx.shared.config.reset_keeps_data
+            && config.reset_keeps_data
             && matches!(self.owner, Owner::User | Owner::Queued(_));
         if error.is_none() || reset_keeps {
             self.keep_unread(&mut old, reset_keeps);
         }
-        ctx.shared.pool.recycle_state(old);
+        pool.recycle_state(old);
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
         // Wake readers and writers: their calls now report the end.
-        ctx.shared
-            .out
-            .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
-        ctx.shared
-            .out
-            .event(&mut ctx.shared.stats, TcpEvent::Writable(ctx.handle));
+        out.event(stats, TcpEvent::Readable(handle));
+        out.event(stats, TcpEvent::Writable(handle));
     }
 
     /// A clean close must not lose what the user has not read yet (found by fuzz
@@ -894,7 +899,7 @@ impl Conn {
     }
 
     /// RFC 9293 §3.10.3 RECEIVE.
-    pub fn recv(&mut self, ctx: &mut Ctx<'_>, out: &mut [u8]) -> Result<usize, TcpError> {
+    pub fn recv(&mut self, config: &TcpConfig, out: &mut [u8]) -> Result<usize, TcpError> {
         let fin_received = matches!(
             self.state,
             State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
@@ -922,7 +927,7 @@ impl Conn {
                 Err(TcpError::WouldBlock)
             };
         }
-        self.maybe_window_update(ctx.shared.config.recv_buffer, n);
+        self.maybe_window_update(config.recv_buffer, n);
         Ok(n)
     }
 
@@ -961,8 +966,7 @@ impl Conn {
     }
 
     /// RFC 9293 §3.10.4 CLOSE, as a half-close: queue our FIN after the data.
-    pub fn shutdown_write(&mut self, ctx: &mut Ctx<'_>) -> Result<(), TcpError> {
-        let _ = ctx;
+    pub fn shutdown_write(&mut self) -> Result<(), TcpError> {
         match &self.state {
             // "SYN-SENT STATE: Delete the TCB and return "error: closing" responses to any
             // queued SENDs, or RECEIVEs." We delete it only when nothing was sent yet;
@@ -1107,13 +1111,11 @@ pub(crate) fn new_snd(
 impl Conn {
     /// Start the FIN-WAIT-2 limit of a connection the application has closed
     /// (`TcpConfig::fin_wait_2_timeout`); nothing in any other case.
-    pub fn arm_fin_wait_2(&mut self, ctx: &mut Ctx<'_>) {
-        if let (State::FinWait2(_), Owner::Released, Some(limit)) = (
-            &self.state,
-            self.owner,
-            ctx.shared.config.fin_wait_2_timeout,
-        ) {
-            self.timers.set(Timer::TimeWait, ctx.now + limit);
+    pub fn arm_fin_wait_2(&mut self, now: Instant, config: &TcpConfig) {
+        if let (State::FinWait2(_), Owner::Released, Some(limit)) =
+            (&self.state, self.owner, config.fin_wait_2_timeout)
+        {
+            self.timers.set(Timer::TimeWait, now + limit);
         }
     }
 
@@ -1156,13 +1158,22 @@ impl Conn {
                 if let State::FinWait2(_) = self.state {
                     ctx.shared.stats.fin_wait_2_timeouts += 1;
                 }
-                self.enter_closed(ctx, None);
+                self.enter_closed(
+                    ctx.handle,
+                    &ctx.shared.config,
+                    &mut ctx.shared.stats,
+                    &mut ctx.shared.out,
+                    &mut ctx.shared.pool,
+                    None,
+                );
             }
             // "If a timeout occurs, flush all queues, signal the user "error: connection
             // aborted due to user timeout" ..., enter the CLOSED state, and return."
             Timer::UserTimeout => self.time_out(ctx),
-            Timer::Reorder => self.on_reorder_timeout(ctx),
-            Timer::LossProbe => self.on_probe_timeout(ctx),
+            Timer::Reorder => {
+                self.on_reorder_timeout(ctx.now, &ctx.shared.config, &mut ctx.shared.stats)
+            }
+            Timer::LossProbe => self.on_probe_timeout(ctx.now, &ctx.shared.config),
         }
     }
 
@@ -1178,7 +1189,14 @@ impl Conn {
         if error != TcpError::TimedOut {
             ctx.shared.stats.timed_out += 1;
         }
-        self.enter_closed(ctx, Some(error));
+        self.enter_closed(
+            ctx.handle,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.out,
+            &mut ctx.shared.pool,
+            Some(error),
+        );
     }
 
     /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.
@@ -1205,11 +1223,11 @@ impl Conn {
             .as_ref()
             .is_some_and(|search| search.probe.is_some())
         {
-            self.mtu_probe_timed_out(ctx);
+            self.mtu_probe_timed_out(ctx.now, &ctx.shared.config);
         }
         let retries = self.cold.as_ref().map_or(0, |cold| cold.retries);
         if retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
-            self.suspect_black_hole(ctx);
+            self.suspect_black_hole(ctx.now, &ctx.shared.config, &mut ctx.shared.stats);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
         let cold = self.cold.get_or_insert_with(new_cold);
@@ -1217,7 +1235,7 @@ impl Conn {
             .rtt
             .backed_off(cold.backoff, ctx.shared.config.rto_bounds().max);
         if let State::SynSent(_) = self.state {
-            self.fast_open_timed_out(ctx);
+            self.fast_open_timed_out(ctx.now, &mut ctx.shared.stats, &mut ctx.shared.peers);
         }
         let cut = match &mut self.state {
             State::SynSent(s) => {
