@@ -6,6 +6,11 @@
 //! recovery), `ecn.rs`, `icmp.rs`, `share.rs` (RFC 9040) and `zero_copy.rs`. What they
 //! work on (states, buffers, RACK, congestion control, the segment writer) stands
 //! outside it and never imports `Conn`.
+//!
+//! A method takes what it uses: `now`, the `handle` its events name, `&TcpConfig`,
+//! `&mut TcpStats`, the `Outbox` (events, RSTs, cookie SYN-ACKs), the `Pool` of
+//! spare storage, the `PeerCaches`, the challenge-ACK RNG. Only the dispatchers,
+//! which reach nearly all of them, take a `Ctx`.
 
 mod ecn;
 mod fastopen;
@@ -53,7 +58,9 @@ pub(crate) const DEFAULT_MSS: u16 = 536;
 /// RFC 7323 §2.3: "the shift count must be limited to 14".
 pub(crate) const MAX_WSCALE: u8 = 14;
 
-/// The context of one call into a connection.
+/// The context of one call into a connection's dispatchers (segment arrival, a
+/// timeout, output, an ICMP error, a Fast Open SYN), which reach nearly all of
+/// [`Shared`]; the methods they call take the parts they use instead.
 pub(crate) struct Ctx<'a> {
     /// Current time.
     pub now: Instant,
