@@ -145,15 +145,10 @@ impl Conn {
             &mut snd,
         );
         self.state = State::Established(Established { snd, rcv });
-        self.on_established(
-            ctx.now,
-            ctx.handle,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.out,
-            seg,
-            timer,
-        );
+        if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
+            let writable = TcpEvent::Writable(ctx.handle);
+            ctx.shared.out.event(&mut ctx.shared.stats, writable);
+        }
         self.ack = AckState::Now;
         if write_pending && ctx.shared.config.interactive_delayed_ack {
             self.await_reply(ctx.now, &ctx.shared.config);
@@ -206,17 +201,15 @@ impl Conn {
 
     /// The handshake completed: reset the retransmission state, take an RTT sample
     /// (from the timestamps, or from `timer` when the SYN went out once: RFC 6298
-    /// §2.1), wake the user, and apply a close requested before.
+    /// §2.1), and apply a close requested before. Returns whether the user is to be
+    /// woken (a writable event).
     fn on_established(
         &mut self,
         now: Instant,
-        handle: TcpHandle,
         config: &TcpConfig,
-        stats: &mut TcpStats,
-        out: &mut Outbox,
         seg: &Repr<'_>,
         timer: HandshakeTimer,
-    ) {
+    ) -> bool {
         if let (Some(_), Some((_, tsecr))) = (self.opts.ts, seg.options.timestamps)
             && tsecr != 0
         {
@@ -236,12 +229,10 @@ impl Conn {
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
         self.restart_keepalive(config, now);
-        if matches!(self.owner, Owner::User | Owner::Released) {
-            out.event(stats, TcpEvent::Writable(handle));
-        }
         if self.owner == Owner::Released {
             let _ = self.shutdown_write();
         }
+        matches!(self.owner, Owner::User | Owner::Released)
     }
 
     /// RFC 9293 §3.10.7.4 "Otherwise" (SYN-RECEIVED and the synchronized states).
@@ -445,7 +436,7 @@ impl Conn {
         if acceptable {
             return true;
         }
-        self.unacceptable(now, config, stats, out, rng, seg, (rcv_nxt, len));
+        self.unacceptable(now, config, stats, out, rng, seg);
         false
     }
 
@@ -460,8 +451,10 @@ impl Conn {
         out: &mut Outbox,
         rng: &mut Rng,
         seg: &Repr<'_>,
-        (rcv_nxt, len): (SeqNumber, usize),
     ) {
+        let (Some(rcv_nxt), len) = (self.state.rcv_nxt(), seg_len(seg)) else {
+            return;
+        };
         let seq = SeqNumber(seg.seq);
         // TIME-WAIT: "The only thing that can arrive in this state is a retransmission
         // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout."
@@ -675,15 +668,10 @@ impl Conn {
             &mut snd,
         );
         self.state = State::Established(Established { snd, rcv });
-        self.on_established(
-            ctx.now,
-            ctx.handle,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.out,
-            seg,
-            timer,
-        );
+        if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
+            let writable = TcpEvent::Writable(ctx.handle);
+            ctx.shared.out.event(&mut ctx.shared.stats, writable);
+        }
     }
 
     /// ACK processing in the states with a sending half.
