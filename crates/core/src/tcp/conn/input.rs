@@ -716,7 +716,10 @@ impl Conn {
                 before.in_recovery,
             );
         }
-        self.update_window(ctx.handle, &mut ctx.shared.stats, &mut ctx.shared.out, seg);
+        if self.update_window(seg) {
+            let writable = TcpEvent::Writable(ctx.handle);
+            ctx.shared.out.event(&mut ctx.shared.stats, writable);
+        }
         self.ecn_on_ack(ctx.now, &mut ctx.shared.stats, seg);
         // Our FIN is acknowledged when SND.UNA passed it.
         let fin_acked = fin_at.is_some_and(|at| ack > at);
@@ -728,17 +731,12 @@ impl Conn {
 
     /// RFC 9293: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be updated. If
     /// (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)), set SND.WND <-
-    /// SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
-    pub(super) fn update_window(
-        &mut self,
-        handle: TcpHandle,
-        stats: &mut TcpStats,
-        out: &mut Outbox,
-        seg: &Repr<'_>,
-    ) {
+    /// SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK." Returns whether
+    /// the window opened from zero (writers to wake).
+    pub(super) fn update_window(&mut self, seg: &Repr<'_>) -> bool {
         let shift = self.opts.snd_shift();
         let Some(snd) = self.state.snd_mut() else {
-            return;
+            return false;
         };
         let (seq, ack) = (SeqNumber(seg.seq), SeqNumber(seg.ack));
         if snd.snd_wl1 < seq || (snd.snd_wl1 == seq && snd.snd_wl2 <= ack) {
@@ -755,10 +753,9 @@ impl Conn {
                     self.probe = None;
                 }
             }
-            if opened {
-                out.event(stats, TcpEvent::Writable(handle));
-            }
+            return opened;
         }
+        false
     }
 
     /// An ACK that advances SND.UNA.

@@ -13,10 +13,10 @@
 //! path runs through the same functions. `tests_predict.rs` feeds random exchanges to
 //! connections with prediction on and off and requires the same bytes out.
 
-use crate::tcp::TcpConfig;
 use crate::tcp::TcpHandle;
 use crate::tcp::TcpStats;
 use crate::tcp::shared::Outbox;
+use crate::tcp::{TcpConfig, TcpEvent};
 use crate::time::Instant;
 use impnet_wire::tcp::{Flags, Repr};
 
@@ -55,7 +55,9 @@ impl Conn {
         if let Some(before) = before {
             self.on_ack_recovery(now, stats, seg, before);
         }
-        self.update_window(handle, stats, out, seg);
+        if self.update_window(seg) {
+            out.event(stats, TcpEvent::Writable(handle));
+        }
         // "seventh, process the segment text"; no FIN ("eighth") by the prediction.
         self.on_text(now, handle, config, stats, out, seg);
         true
