@@ -237,24 +237,7 @@ impl Tcp {
     /// 4-tuple hash.
     pub fn new(config: TcpConfig, secret: &Secret) -> Tcp {
         Tcp {
-            shared: Shared {
-                config,
-                stats: TcpStats::default(),
-                events: VecDeque::new(),
-                resets: VecDeque::new(),
-                syn_acks: VecDeque::new(),
-                challenge_rng: challenge_rng(secret),
-                fast_paths: true,
-                spare: Vec::new(),
-                large_spare: Vec::new(),
-                spare_racks: Vec::new(),
-                spare_rounds: Vec::new(),
-                gather: false,
-                deferred: None,
-                ecn: Ecn::NotEct,
-                blocks: Default::default(),
-                fast_open: Default::default(),
-            },
+            shared: Shared::new(config, challenge_rng(secret)),
             pending: None,
             slots: Slab::new(),
             free: Vec::new(),
@@ -294,8 +277,8 @@ impl Tcp {
 
     /// See [`crate::Stack::tcp_fast_open_syn_room`].
     pub fn fast_open_syn_room(&self, now: Instant, server: IpAddr, mss: u16) -> Option<usize> {
-        let known = self.shared.fast_open.get(server);
-        if self.shared.fast_open.no_cookie
+        let known = self.shared.peers.fast_open.get(server);
+        if self.shared.peers.fast_open.no_cookie
             && known.is_none_or(|e| e.off_until.is_none_or(|t| now >= t))
         {
             // No cookie needed: the MSS the server announced last, else ours, bounds it.
@@ -314,7 +297,7 @@ impl Tcp {
 
     /// See [`crate::Stack::tcp_set_fast_open_client_no_cookie`].
     pub fn set_fast_open_client_no_cookie(&mut self, on: bool) {
-        self.shared.fast_open.no_cookie = on;
+        self.shared.peers.fast_open.no_cookie = on;
     }
 
     /// Offer timestamps (RFC 7323) on connections opened from now on, or not.
@@ -403,13 +386,16 @@ impl Tcp {
     /// Ring storages kept for reuse: (small, large).
     #[cfg(test)]
     pub(crate) fn spare_ring_counts(&self) -> (usize, usize) {
-        (self.shared.spare.len(), self.shared.large_spare.len())
+        (
+            self.shared.pool.spare.len(),
+            self.shared.pool.large_spare.len(),
+        )
     }
 
     /// HyStart++ boxes kept for reuse.
     #[cfg(test)]
     pub(crate) fn spare_rounds_count(&self) -> usize {
-        self.shared.spare_rounds.len()
+        self.shared.pool.spare_rounds.len()
     }
 
     /// Connections with a timer running.
@@ -449,17 +435,19 @@ impl Tcp {
     pub fn cached_bytes(&self) -> usize {
         let shared = &self.shared;
         shared
+            .pool
             .spare
             .iter()
-            .chain(&shared.large_spare)
+            .chain(&shared.pool.large_spare)
             .map(alloc::vec::Vec::capacity)
             .sum::<usize>()
             + shared
+                .pool
                 .spare_racks
                 .iter()
                 .map(|rack| rack.heap_bytes())
                 .sum::<usize>()
-            + shared.spare_rounds.len() * core::mem::size_of::<super::cc::hystart::Rounds>()
+            + shared.pool.spare_rounds.len() * core::mem::size_of::<super::cc::hystart::Rounds>()
     }
 
     fn insert(&mut self, socket: Socket) -> TcpHandle {
@@ -623,7 +611,14 @@ impl Tcp {
             _ => local,
         };
         let iss = self.isn.isn(now, local, remote);
-        let conn = Conn::connect(&mut self.shared, local, remote, iss, mss);
+        let conn = Conn::connect(
+            &self.shared.config,
+            &mut self.shared.pool,
+            local,
+            remote,
+            iss,
+            mss,
+        );
         let handle = self.insert(Socket::Conn(conn));
         self.conns.insert((local, remote), handle, |i, t| {
             matching((&self.slots, &self.time_waits), i, t)
@@ -780,13 +775,13 @@ impl Tcp {
         handle: TcpHandle,
         buf: &mut [u8],
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.recv(ctx, buf))
+        self.with_conn(now, handle, |conn, ctx| conn.recv(&ctx.shared.config, buf))
     }
 
     /// Send our FIN after the queued data but keep the handle (half-close): the peer
     /// may go on sending and `recv` keeps working.
     pub fn shutdown_write(&mut self, now: Instant, handle: TcpHandle) -> Result<(), TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.shutdown_write(ctx))
+        self.with_conn(now, handle, |conn, _| conn.shutdown_write())
     }
 
     /// Close gracefully (send FIN after queued data); the handle stays valid until `Closed`.
@@ -797,12 +792,12 @@ impl Tcp {
         }
         self.with_conn(now, handle, |conn, ctx| {
             conn.owner = Owner::Released;
-            let result = match conn.shutdown_write(ctx) {
+            let result = match conn.shutdown_write() {
                 Err(TcpError::InvalidState) => Ok(()),
                 other => other,
             };
             // Half-closed earlier and already in FIN-WAIT-2: the limit starts now.
-            conn.arm_fin_wait_2(ctx);
+            conn.arm_fin_wait_2(ctx.now, &ctx.shared.config);
             result
         })
     }
@@ -849,11 +844,11 @@ impl Tcp {
         self.with_conn(now, handle, |conn, ctx| {
             if let Some(reset) = conn.abort_reset(ctx.now) {
                 ctx.shared.stats.resets_sent += 1;
-                ctx.shared.reset(reset);
+                ctx.shared.out.reset(reset);
             }
             conn.owner = Owner::Released;
             let old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
-            ctx.shared.recycle_state(old);
+            ctx.shared.pool.recycle_state(old);
             conn.timers.stop_all();
             Ok(())
         })
@@ -873,9 +868,16 @@ impl Tcp {
             }
             if let Some(reset) = conn.abort_reset(ctx.now) {
                 ctx.shared.stats.resets_sent += 1;
-                ctx.shared.reset(reset);
+                ctx.shared.out.reset(reset);
             }
-            conn.enter_closed(ctx, Some(TcpError::ConnectionReset));
+            conn.enter_closed(
+                ctx.handle,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.out,
+                &mut ctx.shared.pool,
+                Some(TcpError::ConnectionReset),
+            );
             Ok(())
         })
     }
@@ -957,7 +959,7 @@ impl Tcp {
             return Ok(());
         }
         self.with_conn(now, handle, |conn, ctx| {
-            conn.set_option(ctx.shared, option);
+            conn.set_option(&ctx.shared.config, &mut ctx.shared.pool, option);
             Ok(())
         })
     }
@@ -1032,7 +1034,7 @@ impl Tcp {
     /// must still have room for all): the driver then sends the headers and
     /// [`Tcp::deferred_payload`] in one gather write, saving a copy. Off by default.
     pub fn set_gather(&mut self, on: bool) {
-        self.shared.gather = on;
+        self.shared.out.gather = on;
     }
 
     /// The payload the segment `poll_transmit_with` last returned left in the send
@@ -1155,8 +1157,10 @@ impl Tcp {
         if let Some(tuple) = tuple {
             self.conns.remove(&tuple, handle);
             if owner == Owner::User || owner == Owner::Released {
-                self.shared
-                    .event(TcpEvent::Closed(named(self.unparked, handle)));
+                self.shared.out.event(
+                    &mut self.shared.stats,
+                    TcpEvent::Closed(named(self.unparked, handle)),
+                );
             }
         }
         self.sync_owner(handle, owner, closed, synchronized);
@@ -1170,7 +1174,9 @@ impl Tcp {
                     listener.pending = listener.pending.saturating_sub(1);
                     if !closed {
                         listener.queue.push_back(handle);
-                        self.shared.event(TcpEvent::Readable(l));
+                        self.shared
+                            .out
+                            .event(&mut self.shared.stats, TcpEvent::Readable(l));
                     }
                 }
                 if let Some(conn) = self.conn_mut(handle) {
@@ -1283,9 +1289,15 @@ impl Tcp {
     fn expire_parked(&mut self, handle: TcpHandle) {
         if let Some(record) = self.forget_parked(handle) {
             let h = record.handle;
-            self.shared.event(TcpEvent::Readable(h));
-            self.shared.event(TcpEvent::Writable(h));
-            self.shared.event(TcpEvent::Closed(h));
+            self.shared
+                .out
+                .event(&mut self.shared.stats, TcpEvent::Readable(h));
+            self.shared
+                .out
+                .event(&mut self.shared.stats, TcpEvent::Writable(h));
+            self.shared
+                .out
+                .event(&mut self.shared.stats, TcpEvent::Closed(h));
         }
     }
 
@@ -1347,7 +1359,14 @@ impl Tcp {
         for handle in handles {
             let _ = self.with_conn(now, handle, |conn, ctx| {
                 if matches!(conn.state, super::state::State::SynSent(_)) {
-                    conn.enter_closed(ctx, Some(error));
+                    conn.enter_closed(
+                        ctx.handle,
+                        &ctx.shared.config,
+                        &mut ctx.shared.stats,
+                        &mut ctx.shared.out,
+                        &mut ctx.shared.pool,
+                        Some(error),
+                    );
                     ended += 1;
                 }
                 Ok(())
@@ -1497,7 +1516,8 @@ impl Tcp {
         };
         let iss = self.isn.isn(now, local, remote);
         let mut conn = Conn::accept_syn(
-            &mut self.shared,
+            &self.shared.config,
+            &mut self.shared.pool,
             (local, remote),
             iss,
             segment,
@@ -1629,7 +1649,9 @@ impl Tcp {
         handle: TcpHandle,
         data: &[u8],
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.start_fast_open(ctx, data))
+        self.with_conn(now, handle, |conn, ctx| {
+            conn.start_fast_open(ctx.now, &mut ctx.shared.peers, data)
+        })
     }
 
     /// What a listener does with a SYN's Fast Open option (RFC 7413 §4.2.2), the SYN
@@ -1749,7 +1771,7 @@ impl Tcp {
             },
             ecn,
         };
-        if self.shared.syn_ack(syn_ack) {
+        if self.shared.out.syn_ack(syn_ack) {
             self.shared.stats.syn_cookies_sent += 1;
             if let Some(Socket::Listener(l)) = self.socket_mut(listener) {
                 l.cookie_sent_at = Some(now);
@@ -1823,7 +1845,8 @@ impl Tcp {
         };
         let iss = SeqNumber(seg.ack.wrapping_sub(1));
         let mut conn = Conn::accept_syn(
-            &mut self.shared,
+            &self.shared.config,
+            &mut self.shared.pool,
             ends,
             iss,
             &syn,
@@ -1855,7 +1878,7 @@ impl Tcp {
 
     fn queue_reset(&mut self, reset: Reset) {
         self.shared.stats.resets_sent += 1;
-        self.shared.reset(reset);
+        self.shared.out.reset(reset);
     }
 
     /// RFC 9293 §3.6.1 and RFC 6191: a SYN to a connection in TIME-WAIT reopens it when
@@ -1884,7 +1907,9 @@ impl Tcp {
             }
             self.shared.stats.time_wait_reuses += 1;
             if let Some(record) = self.forget_parked(handle) {
-                self.shared.event(TcpEvent::Closed(record.handle));
+                self.shared
+                    .out
+                    .event(&mut self.shared.stats, TcpEvent::Closed(record.handle));
             }
             return true;
         }
@@ -1919,8 +1944,8 @@ impl Tcp {
     /// and no connection is in the output queue.
     #[inline]
     pub fn may_transmit(&self) -> bool {
-        !self.shared.resets.is_empty()
-            || !self.shared.syn_acks.is_empty()
+        !self.shared.out.resets.is_empty()
+            || !self.shared.out.syn_acks.is_empty()
             || !self.output_queue.is_empty()
     }
 
@@ -1942,7 +1967,7 @@ impl Tcp {
         mut egress: impl FnMut(IpAddr, IpAddr) -> Egress,
     ) -> Option<TcpTransmit> {
         self.pending = None;
-        if !(self.shared.resets.is_empty() && self.shared.syn_acks.is_empty())
+        if !(self.shared.out.resets.is_empty() && self.shared.out.syn_acks.is_empty())
             && let Some(transmit) = self.poll_control_segment(buf, &mut egress)
         {
             return Some(transmit);
@@ -1959,7 +1984,12 @@ impl Tcp {
                 Ok(conn.poll_transmit(ctx, behind(buf, out.headroom), out))
             });
             if let Ok(Some(len)) = sent {
-                self.pending = self.shared.deferred.take().map(|(at, n)| (handle, at, n));
+                self.pending = self
+                    .shared
+                    .out
+                    .deferred
+                    .take()
+                    .map(|(at, n)| (handle, at, n));
                 // When it has more: back of the queue, behind the others.
                 if let Some(conn) = self.conn_mut(handle) {
                     if conn.may_send() {
@@ -1972,7 +2002,7 @@ impl Tcp {
                         }
                     }
                 }
-                let ecn = core::mem::take(&mut self.shared.ecn);
+                let ecn = core::mem::take(&mut self.shared.out.ecn);
                 return Some(TcpTransmit { src, dst, len, ecn });
             }
             if let Some(conn) = self.conn_mut(handle) {
@@ -1993,7 +2023,7 @@ impl Tcp {
         buf: &mut [u8],
         egress: &mut dyn FnMut(IpAddr, IpAddr) -> Egress,
     ) -> Option<TcpTransmit> {
-        while let Some(reset) = self.shared.resets.pop_front() {
+        while let Some(reset) = self.shared.out.resets.pop_front() {
             let out = egress(reset.local.ip(), reset.remote.ip());
             if let Some(len) = reset.write(behind(buf, out.headroom), out.checksum) {
                 self.shared.stats.segments_out += 1;
@@ -2005,7 +2035,7 @@ impl Tcp {
                 });
             }
         }
-        while let Some(syn_ack) = self.shared.syn_acks.pop_front() {
+        while let Some(syn_ack) = self.shared.out.syn_acks.pop_front() {
             let out = egress(syn_ack.local.ip(), syn_ack.remote.ip());
             if let Some(len) = syn_ack.write(behind(buf, out.headroom), out.checksum) {
                 self.shared.stats.segments_out += 1;
@@ -2066,6 +2096,6 @@ impl Tcp {
 
     /// The next readiness change.
     pub fn poll_event(&mut self) -> Option<TcpEvent> {
-        self.shared.events.pop_front()
+        self.shared.out.events.pop_front()
     }
 }

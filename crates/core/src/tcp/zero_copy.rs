@@ -51,7 +51,9 @@ impl Tcp {
         handle: TcpHandle,
         f: impl FnOnce(&[u8]) -> usize,
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.recv_with(ctx, f))
+        self.with_conn(now, handle, |conn, ctx| {
+            conn.recv_with(&ctx.shared.config, f)
+        })
     }
 }
 

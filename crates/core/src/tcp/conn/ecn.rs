@@ -3,13 +3,14 @@
 //! the negotiation rule are in [`crate::tcp::ecn`].
 
 use super::output::{Kind, Plan};
-use super::{Conn, Ctx, new_cold};
+use super::{Conn, new_cold};
 use crate::tcp::TcpStats;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::Ecn;
 use crate::tcp::seq::SeqNumber;
-use crate::tcp::shared::Shared;
+use crate::tcp::shared::Outbox;
 use crate::tcp::state::{AckState, State};
+use crate::time::Instant;
 use impnet_wire::tcp::{Flags, Repr};
 
 impl Conn {
@@ -18,7 +19,7 @@ impl Conn {
     /// or non-CE data packets) until it receives a CWR packet". A change between CE and
     /// not-CE on data is acknowledged at once (RFC 8311 allows it; Linux does so), so
     /// the sender learns of the mark without waiting for the delayed-ACK timer.
-    pub(super) fn ecn_input(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, ecn: Ecn) {
+    pub(super) fn ecn_input(&mut self, stats: &mut TcpStats, seg: &Repr<'_>, ecn: Ecn) {
         if !self.opts.ecn || matches!(self.state, State::SynSent(_)) || seg.flags.syn() {
             return;
         }
@@ -32,7 +33,7 @@ impl Conn {
         // packets" (a spoofed one would halve the sender's window).
         let ce = ecn == Ecn::Ce && self.in_window(seg);
         if ce {
-            ctx.shared.stats.ecn_ce_received += 1;
+            stats.ecn_ce_received += 1;
             self.ecn_mut().echo = true;
         }
         if !seg.payload.is_empty() && ce != state.last_ce {
@@ -51,17 +52,17 @@ impl Conn {
     /// one segment per window, where §6.1.2 says the sender "SHOULD NOT increase the
     /// congestion window in response to the receipt of an ECN-Echo ACK packet").
     #[inline]
-    pub(super) fn ecn_on_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    pub(super) fn ecn_on_ack(&mut self, now: Instant, stats: &mut TcpStats, seg: &Repr<'_>) {
         if self.opts.ecn && seg.flags.contains(Flags::ECE) {
-            self.ecn_echoed(ctx);
+            self.ecn_echoed(now, stats);
         }
     }
 
     /// [`Conn::ecn_on_ack`] for an ACK with ECE on a connection with ECN, out of line.
     #[cold]
     #[inline(never)]
-    fn ecn_echoed(&mut self, ctx: &mut Ctx<'_>) {
-        ctx.shared.stats.ecn_ece_received += 1;
+    fn ecn_echoed(&mut self, now: Instant, stats: &mut TcpStats) {
+        stats.ecn_ece_received += 1;
         let state = self.ecn();
         let Some(snd) = self.state.snd_mut() else {
             return;
@@ -72,21 +73,27 @@ impl Conn {
         if snd.loss.in_repair() {
             return;
         }
-        snd.cc.on_ecn(ctx.now, snd.outstanding());
+        snd.cc.on_ecn(now, snd.outstanding());
         let ecn = &mut self.cold.get_or_insert_with(new_cold).ecn;
         ecn.reduced = true;
         ecn.reduced_at = snd.snd_max;
         // "the TCP sender sets the CWR flag in the TCP header of the first new data
         // packet sent after the window reduction".
         ecn.cwr_due = true;
-        ctx.shared.stats.ecn_cuts += 1;
+        stats.ecn_cuts += 1;
     }
 
     /// The ECN flags of the segment `plan` (written with the ACK bit when `ack_bit`);
-    /// the IP codepoint it goes with is left in `shared.ecn`.
-    pub(super) fn ecn_output(&mut self, shared: &mut Shared, plan: &Plan, ack_bit: bool) -> Flags {
-        let (flags, ecn) = self.ecn_codepoint(&mut shared.stats, plan, ack_bit);
-        shared.ecn = ecn;
+    /// the IP codepoint it goes with is left in `out.ecn`.
+    pub(super) fn ecn_output(
+        &mut self,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        plan: &Plan,
+        ack_bit: bool,
+    ) -> Flags {
+        let (flags, ecn) = self.ecn_codepoint(stats, plan, ack_bit);
+        out.ecn = ecn;
         flags
     }
 

@@ -2,6 +2,11 @@
 //! and its fallbacks, the server's child opened by a valid cookie. The types and the
 //! reasoning are in `tcp/fastopen.rs`.
 
+use crate::tcp::TcpConfig;
+use crate::tcp::TcpStats;
+use crate::tcp::shared::Outbox;
+use crate::tcp::shared::PeerCaches;
+use crate::time::Instant;
 use impnet_wire::tcp::{FastOpenCookie, Options, Repr};
 
 use super::{Conn, Ctx, new_snd};
@@ -19,19 +24,24 @@ impl Conn {
     /// and the data (RFC 7413 §4.1.2); without one it asks for a cookie and the data
     /// goes after the handshake; towards a server where Fast Open failed lately, a
     /// plain SYN. Returns the bytes of `data` taken.
-    pub fn start_fast_open(&mut self, ctx: &mut Ctx<'_>, data: &[u8]) -> Result<usize, TcpError> {
+    pub fn start_fast_open(
+        &mut self,
+        now: Instant,
+        peers: &mut PeerCaches,
+        data: &[u8],
+    ) -> Result<usize, TcpError> {
         let State::SynSent(s) = &mut self.state else {
             return Err(TcpError::InvalidState);
         };
         if s.snd_nxt != s.iss || s.fast_open != SynFastOpen::Off {
             return Err(TcpError::InvalidState);
         }
-        let known = ctx.shared.fast_open.get(self.ends.remote().ip());
+        let known = peers.fast_open.get(self.ends.remote().ip());
         s.fast_open = match known {
-            Some(e) if e.off_until.is_some_and(|t| ctx.now < t) => SynFastOpen::Off,
+            Some(e) if e.off_until.is_some_and(|t| now < t) => SynFastOpen::Off,
             // Linux's TFO_CLIENT_NO_COOKIE: the data goes on the SYN, bounded by the
             // MSS the server announced last if it is known.
-            _ if ctx.shared.fast_open.no_cookie => {
+            _ if peers.fast_open.no_cookie => {
                 if let Some(e) = known.filter(|e| e.mss != 0) {
                     self.opts.set_mss_peer(e.mss.max(super::DEFAULT_MSS));
                 } else {
@@ -79,7 +89,13 @@ impl Conn {
     /// data goes again after the handshake, as any unacknowledged data would). After
     /// a timeout, an answer that carries no cookie and leaves the data unacknowledged
     /// counts as a lost SYN (Linux's `syn_drop`).
-    pub(super) fn on_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    pub(super) fn on_fast_open_syn_ack(
+        &mut self,
+        now: Instant,
+        stats: &mut TcpStats,
+        peers: &mut PeerCaches,
+        seg: &Repr<'_>,
+    ) {
         let State::SynSent(s) = &self.state else {
             return;
         };
@@ -96,18 +112,18 @@ impl Conn {
             .filter(|c| !c.is_request() && solicited);
         let mss = seg.options.mss.unwrap_or(super::DEFAULT_MSS);
         let server = self.remote().ip();
-        ctx.shared.fast_open.store(server, cookie, mss);
+        peers.fast_open.store(server, cookie, mss);
         let retried = s.fast_open == SynFastOpen::Dropped;
         let data_acked = s.syn_data > 0 && SeqNumber(seg.ack) > iss + 1;
         let lost = retried && cookie.is_none() && s.syn_data > 0 && !data_acked;
-        ctx.shared.fast_open.syn_lost(server, lost, ctx.now);
+        peers.fast_open.syn_lost(server, lost, now);
         // A SYN that timed out was counted as failed then.
         if s.syn_data > 0 && !retried {
             if data_acked {
                 self.opts.syn_data_acked = true;
-                ctx.shared.stats.fast_open_active += 1;
+                stats.fast_open_active += 1;
             } else {
-                ctx.shared.stats.fast_open_active_fail += 1;
+                stats.fast_open_active_fail += 1;
             }
         }
     }
@@ -117,7 +133,12 @@ impl Conn {
     /// drop SYNs with data or unknown options); two such losses in a row leave Fast
     /// Open off towards that server for a while (Linux's `tcp_write_timeout` counts
     /// each, [`crate::tcp::fastopen::blackhole_timeout`]).
-    pub(super) fn fast_open_timed_out(&mut self, ctx: &mut Ctx<'_>) {
+    pub(super) fn fast_open_timed_out(
+        &mut self,
+        now: Instant,
+        stats: &mut TcpStats,
+        peers: &mut PeerCaches,
+    ) {
         let State::SynSent(s) = &mut self.state else {
             return;
         };
@@ -128,14 +149,12 @@ impl Conn {
             // Linux's no-cookie SYN is no Fast Open attempt of its cache's: it goes
             // again plain and counts no loss.
             s.fast_open = SynFastOpen::Off;
-            ctx.shared.stats.fast_open_active_fail += 1;
+            stats.fast_open_active_fail += 1;
             return;
         }
         s.fast_open = SynFastOpen::Dropped;
-        ctx.shared.stats.fast_open_active_fail += 1;
-        ctx.shared
-            .fast_open
-            .syn_lost(self.remote().ip(), true, ctx.now);
+        stats.fast_open_active_fail += 1;
+        peers.fast_open.syn_lost(self.remote().ip(), true, now);
     }
 
     /// Server: a SYN-RECEIVED child grants `cookie` in its SYN-ACK.
@@ -172,16 +191,24 @@ impl Conn {
             snd_wnd,
             irs - 1,
         );
-        snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
+        snd.cc
+            .lend_hystart_rounds(&mut ctx.shared.pool.spare_rounds);
         self.state = State::Established(Established { snd, rcv });
         self.opts.syn_data_acked = !seg.payload.is_empty();
-        self.on_text(ctx, seg);
+        self.on_text(
+            ctx.now,
+            ctx.handle,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.out,
+            seg,
+        );
         // The SYN-ACK acknowledges the data; no ACK of its own follows.
         self.ack = AckState::Idle;
         self.timers.stop(Timer::DelayedAck);
         self.restart_keepalive(&ctx.shared.config, ctx.now);
         ctx.shared.stats.fast_open_accepted += 1;
-        self.queue_fast_open_syn_ack(ctx);
+        self.queue_fast_open_syn_ack(ctx.now, &ctx.shared.config, &mut ctx.shared.out);
     }
 
     /// Server: a Fast Open child whose SYN-ACK the peer has not acknowledged yet.
@@ -195,7 +222,13 @@ impl Conn {
     /// Server: the peer sent its SYN `seg` again while our Fast Open child's SYN-ACK is
     /// unacknowledged (it was lost): the SYN-ACK goes again, as in SYN-RECEIVED.
     /// Returns false, having done nothing, for any other connection or segment.
-    pub(super) fn resend_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+    pub(super) fn resend_fast_open_syn_ack(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        out: &mut Outbox,
+        seg: &Repr<'_>,
+    ) -> bool {
         let resend = seg.flags.syn()
             && !seg.flags.ack()
             && self.fast_open_awaits_ack()
@@ -204,15 +237,15 @@ impl Conn {
                 .rcv()
                 .is_some_and(|r| r.irs == SeqNumber(seg.seq));
         if resend {
-            self.queue_fast_open_syn_ack(ctx);
+            self.queue_fast_open_syn_ack(now, config, out);
         }
         resend
     }
 
     /// Queue the Fast Open child's SYN-ACK: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK> with
     /// the options the SYN negotiated.
-    fn queue_fast_open_syn_ack(&mut self, ctx: &mut Ctx<'_>) {
-        let window = self.advertise(true, ctx.shared.config.recv_buffer);
+    fn queue_fast_open_syn_ack(&mut self, now: Instant, config: &TcpConfig, out: &mut Outbox) {
+        let window = self.advertise(true, config.recv_buffer);
         let State::Established(Established { snd, rcv }) = &self.state else {
             return;
         };
@@ -227,13 +260,13 @@ impl Conn {
                 mss: Some(opts.mss_ours),
                 window_scale: opts.wscale.map(|w| w.0),
                 sack_permitted: opts.sack,
-                timestamps: opts.ts.map(|ts| (tsval(ctx.now), ts.recent)),
+                timestamps: opts.ts.map(|ts| (tsval(now), ts.recent)),
                 ..Options::default()
             },
             ecn: opts.ecn,
         };
         let rcv_nxt = rcv.rcv_nxt;
-        if ctx.shared.syn_ack(syn_ack)
+        if out.syn_ack(syn_ack)
             && let Some(ts) = &mut self.opts.ts
         {
             ts.last_ack_sent = rcv_nxt;

@@ -4,9 +4,12 @@
 use super::mtu::resend_in_flight;
 use super::{Conn, Ctx, new_cold};
 use crate::tcp::IcmpNotice;
+use crate::tcp::TcpConfig;
+use crate::tcp::TcpStats;
 use crate::tcp::fastopen::SynFastOpen;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
+use crate::time::Instant;
 
 /// The smallest path MTU a fragmentation-needed message may set (Linux's
 /// `min_pmtu`): a forged message cannot shrink segments below 512 bytes of data.
@@ -21,9 +24,18 @@ impl Conn {
             return false;
         }
         match notice {
-            IcmpNotice::PacketTooBig { mtu } => self.on_packet_too_big(ctx, mtu),
+            IcmpNotice::PacketTooBig { mtu } => {
+                self.on_packet_too_big(ctx.now, &ctx.shared.config, &mut ctx.shared.stats, mtu)
+            }
             IcmpNotice::Hard(error) if !self.state.synchronized() => {
-                self.enter_closed(ctx, Some(error));
+                self.enter_closed(
+                    ctx.handle,
+                    &ctx.shared.config,
+                    &mut ctx.shared.stats,
+                    &mut ctx.shared.out,
+                    &mut ctx.shared.pool,
+                    Some(error),
+                );
             }
             // RFC 5461: an open connection does not die of an ICMP error.
             IcmpNotice::Hard(error) | IcmpNotice::Soft(error) => {
@@ -51,11 +63,17 @@ impl Conn {
     /// (which follows the handshake, as after a SYN that timed out: RFC 7413 §4.1.3) and
     /// announcing the MSS the path carries, as Linux's `tcp_simple_retransmit` resends
     /// its SYN.
-    fn on_packet_too_big(&mut self, ctx: &mut Ctx<'_>, mtu: u16) {
+    fn on_packet_too_big(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        mtu: u16,
+    ) {
         let mss = mtu.max(MIN_PATH_MTU) - 40;
         // A probe bigger than the path (RFC 8899 §4.6.2: a PTB "MAY" end the probe) is
         // lost: resend what is in flight in the size in use.
-        let probe_lost = self.mtu_search_on_packet_too_big(ctx, mss);
+        let probe_lost = self.mtu_search_on_packet_too_big(now, config, mss);
         if mss >= self.opts.seg_mss() {
             if probe_lost && let Some(snd) = self.state.snd_mut() {
                 resend_in_flight(snd);
@@ -63,7 +81,7 @@ impl Conn {
             return;
         }
         self.opts.set_path_mss(mss);
-        ctx.shared.stats.path_mtu_drops += 1;
+        stats.path_mtu_drops += 1;
         if let State::SynSent(s) = &mut self.state
             && s.snd_nxt != s.iss
             && s.syn_data > 0
@@ -72,7 +90,7 @@ impl Conn {
             s.snd_nxt = s.iss;
             s.fast_open = SynFastOpen::Dropped;
             self.opts.lower_mss_ours(mss);
-            ctx.shared.stats.fast_open_active_fail += 1;
+            stats.fast_open_active_fail += 1;
             return;
         }
         if let Some(snd) = self.state.snd_mut() {

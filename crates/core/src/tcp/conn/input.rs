@@ -1,6 +1,12 @@
 //! Segment arrival, split along RFC 9293 §3.10.7: SYN-SENT (§3.10.7.3), then for the
 //! other states (§3.10.7.4) the sequence check, RST, SYN, ACK, (URG ignored), text, FIN.
 
+use crate::rng::Rng;
+use crate::tcp::TcpConfig;
+use crate::tcp::TcpHandle;
+use crate::tcp::TcpStats;
+use crate::tcp::shared::Outbox;
+use crate::tcp::shared::Pool;
 use impnet_wire::tcp::Repr;
 
 use super::recovery::{AckBefore, enter_recovery};
@@ -25,8 +31,17 @@ impl Conn {
         if self.more_held {
             self.release_more();
         }
-        self.ecn_input(ctx, seg, ecn);
-        if ctx.shared.fast_paths && self.input_predicted(ctx, seg) {
+        self.ecn_input(&mut ctx.shared.stats, seg, ecn);
+        if ctx.shared.fast_paths
+            && self.input_predicted(
+                ctx.now,
+                ctx.handle,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.out,
+                seg,
+            )
+        {
             return;
         }
         match self.state {
@@ -47,13 +62,22 @@ impl Conn {
             (ctx.shared.config.syn_sent_tsecr_check && self.opts.ts.is_some()).then_some(ctx.now);
         match s.on_segment(seg, (self.local(), self.remote()), tsecr_check) {
             SynSentDisposition::Drop => {}
-            SynSentDisposition::Reset(reset) => ctx.shared.reset(reset),
+            SynSentDisposition::Reset(reset) => ctx.shared.out.reset(reset),
             SynSentDisposition::Refused => {
                 ctx.shared.stats.resets_received += 1;
-                self.enter_closed(ctx, Some(TcpError::ConnectionRefused));
+                self.enter_closed(
+                    ctx.handle,
+                    &ctx.shared.config,
+                    &mut ctx.shared.stats,
+                    &mut ctx.shared.out,
+                    &mut ctx.shared.pool,
+                    Some(TcpError::ConnectionRefused),
+                );
             }
             SynSentDisposition::Establish => self.establish_from_syn_sent(ctx, seg),
-            SynSentDisposition::SimultaneousOpen => self.simultaneous_open(ctx, seg),
+            SynSentDisposition::SimultaneousOpen => {
+                self.simultaneous_open(&ctx.shared.config, &mut ctx.shared.pool, seg)
+            }
         }
     }
 
@@ -61,11 +85,11 @@ impl Conn {
     /// with are agreed. (Inlined, as the two transitions below are into
     /// `input_syn_sent`: the halves are then built in place, not copied between calls.)
     #[inline(always)]
-    fn rcv_from_syn(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> Rcv {
+    fn rcv_from_syn(&mut self, config: &TcpConfig, pool: &mut Pool, seg: &Repr<'_>) -> Rcv {
         self.opts.agree(seg);
-        let recv_size = self.recv_buffer_size(&ctx.shared.config);
+        let recv_size = self.recv_buffer_size(config);
         Rcv::new(
-            ctx.shared.recv_buffer_of(recv_size),
+            pool.recv_buffer_of(recv_size, config.max_ooo_ranges),
             SeqNumber(seg.seq),
             self.opts.rcv_shift(),
         )
@@ -75,8 +99,8 @@ impl Conn {
     /// Fast Open SYN carried, or some of it).
     #[inline(always)]
     fn establish_from_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        self.on_fast_open_syn_ack(ctx, seg);
-        let rcv = self.rcv_from_syn(ctx, seg);
+        self.on_fast_open_syn_ack(ctx.now, &mut ctx.shared.stats, &mut ctx.shared.peers, seg);
+        let rcv = self.rcv_from_syn(&ctx.shared.config, &mut ctx.shared.pool, seg);
         let State::SynSent(SynSent {
             iss,
             snd_nxt: _,
@@ -112,24 +136,41 @@ impl Conn {
             u32::from(seg.window),
             SeqNumber(seg.seq),
         );
-        self.start_snd(ctx, &mut snd);
+        self.start_snd(
+            ctx.now,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.pool,
+            &mut ctx.shared.peers,
+            &mut snd,
+        );
         self.state = State::Established(Established { snd, rcv });
-        self.on_established(ctx, seg, timer);
+        if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
+            let writable = TcpEvent::Writable(ctx.handle);
+            ctx.shared.out.event(&mut ctx.shared.stats, writable);
+        }
         self.ack = AckState::Now;
         if write_pending && ctx.shared.config.interactive_delayed_ack {
-            self.await_reply(ctx);
+            self.await_reply(ctx.now, &ctx.shared.config);
         }
         // "If there are other controls or text in the segment, then continue
         // processing at the sixth step below where the URG bit is checked".
-        self.on_text(ctx, seg);
+        self.on_text(
+            ctx.now,
+            ctx.handle,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.out,
+            seg,
+        );
         self.on_fin(ctx, seg);
     }
 
     /// SYN-SENT -> SYN-RECEIVED (simultaneous open): the peer's SYN `seg` did not
     /// acknowledge ours.
     #[inline(always)]
-    fn simultaneous_open(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        let rcv = self.rcv_from_syn(ctx, seg);
+    fn simultaneous_open(&mut self, config: &TcpConfig, pool: &mut Pool, seg: &Repr<'_>) {
+        let rcv = self.rcv_from_syn(config, pool, seg);
         let State::SynSent(SynSent {
             iss,
             snd_nxt: _,
@@ -160,35 +201,38 @@ impl Conn {
 
     /// The handshake completed: reset the retransmission state, take an RTT sample
     /// (from the timestamps, or from `timer` when the SYN went out once: RFC 6298
-    /// §2.1), wake the user, and apply a close requested before.
-    fn on_established(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, timer: HandshakeTimer) {
+    /// §2.1), and apply a close requested before. Returns whether the user is to be
+    /// woken (a writable event).
+    fn on_established(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        seg: &Repr<'_>,
+        timer: HandshakeTimer,
+    ) -> bool {
         if let (Some(_), Some((_, tsecr))) = (self.opts.ts, seg.options.timestamps)
             && tsecr != 0
         {
-            let ms = tsval(ctx.now).wrapping_sub(tsecr);
-            self.rtt.sample(
-                Duration::from_millis(u64::from(ms)),
-                ctx.shared.config.rto_bounds(),
-            );
+            let ms = tsval(now).wrapping_sub(tsecr);
+            self.rtt
+                .sample(Duration::from_millis(u64::from(ms)), config.rto_bounds());
         } else if self.opts.ts.is_none()
-            && let Some(rtt) = timer.sample(ctx.now)
+            && let Some(rtt) = timer.sample(now)
         {
-            self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
+            self.rtt.sample(rtt, config.rto_bounds());
         }
         self.clear_retries();
-        if ctx.shared.config.mtu_probing == super::MtuProbing::Always {
-            self.start_mtu_search(ctx);
+        if config.mtu_probing == super::MtuProbing::Always {
+            self.start_mtu_search(now, config);
         }
         self.reset_backoff();
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
-        self.restart_keepalive(&ctx.shared.config, ctx.now);
-        if matches!(self.owner, Owner::User | Owner::Released) {
-            ctx.shared.event(TcpEvent::Writable(ctx.handle));
-        }
+        self.restart_keepalive(config, now);
         if self.owner == Owner::Released {
-            let _ = self.shutdown_write(ctx);
+            let _ = self.shutdown_write();
         }
+        matches!(self.owner, Owner::User | Owner::Released)
     }
 
     /// RFC 9293 §3.10.7.4 "Otherwise" (SYN-RECEIVED and the synchronized states).
@@ -198,7 +242,16 @@ impl Conn {
         if seg.flags.syn() && !seg.flags.ack() && self.syn_again(seg) {
             return;
         }
-        if !self.paws_ok(ctx, seg) || !self.sequence_ok(ctx, seg) {
+        if !self.paws_ok(&mut ctx.shared.stats, seg)
+            || !self.sequence_ok(
+                ctx.now,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.out,
+                &mut ctx.shared.challenge_rng,
+                seg,
+            )
+        {
             return;
         }
         if ctx.shared.config.unsent_ack_silent && self.acks_unsent(seg) {
@@ -225,11 +278,25 @@ impl Conn {
             return;
         }
         if self.data_after_close(seg) {
-            return self.reset_data_after_close(ctx, seg);
+            return self.reset_data_after_close(
+                ctx.handle,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.out,
+                &mut ctx.shared.pool,
+                seg,
+            );
         }
         // "sixth, check the URG bit": urgent data is not supported (RFC 6093 deprecates
         // it for new applications); the data is delivered inline.
-        self.on_text(ctx, seg);
+        self.on_text(
+            ctx.now,
+            ctx.handle,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.out,
+            seg,
+        );
         self.on_fin(ctx, seg);
     }
 
@@ -282,25 +349,39 @@ impl Conn {
     /// ends.
     #[cold]
     #[inline(never)]
-    fn reset_data_after_close(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        ctx.shared.stats.resets_sent += 1;
-        ctx.shared
-            .reset(Reset::for_segment(self.local(), self.remote(), seg));
-        self.enter_closed(ctx, Some(TcpError::ConnectionReset));
+    fn reset_data_after_close(
+        &mut self,
+        handle: TcpHandle,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        pool: &mut Pool,
+        seg: &Repr<'_>,
+    ) {
+        stats.resets_sent += 1;
+        out.reset(Reset::for_segment(self.local(), self.remote(), seg));
+        self.enter_closed(
+            handle,
+            config,
+            stats,
+            out,
+            pool,
+            Some(TcpError::ConnectionReset),
+        );
     }
 
     /// RFC 7323 §5.3 R1: "If there is a Timestamps option in the arriving segment,
     /// SEG.TSval < TS.Recent, TS.Recent is valid (see later discussion), and if the RST
     /// bit is not set, then treat the arriving segment as not acceptable: Send an
     /// acknowledgment in reply ... and drop the segment."
-    fn paws_ok(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+    fn paws_ok(&mut self, stats: &mut TcpStats, seg: &Repr<'_>) -> bool {
         let (Some(ts), Some((seg_tsval, _))) = (self.opts.ts, seg.options.timestamps) else {
             return true;
         };
         if seg.flags.rst() || (seg_tsval.wrapping_sub(ts.recent) as i32) >= 0 {
             return true;
         }
-        ctx.shared.stats.paws_drops += 1;
+        stats.paws_drops += 1;
         self.ack = AckState::Now;
         false
     }
@@ -328,7 +409,15 @@ impl Conn {
     }
 
     /// RFC 9293 §3.10.7.4 "first, check sequence number": the four cases.
-    fn sequence_ok(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+    fn sequence_ok(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        rng: &mut Rng,
+        seg: &Repr<'_>,
+    ) -> bool {
         let Some(rcv_nxt) = self.state.rcv_nxt() else {
             return false;
         };
@@ -347,7 +436,7 @@ impl Conn {
         if acceptable {
             return true;
         }
-        self.unacceptable(ctx, seg, (rcv_nxt, len));
+        self.unacceptable(now, config, stats, out, rng, seg);
         false
     }
 
@@ -356,10 +445,16 @@ impl Conn {
     #[inline(never)]
     fn unacceptable(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        rng: &mut Rng,
         seg: &Repr<'_>,
-        (rcv_nxt, len): (SeqNumber, usize),
     ) {
+        let (Some(rcv_nxt), len) = (self.state.rcv_nxt(), seg_len(seg)) else {
+            return;
+        };
         let seq = SeqNumber(seg.seq);
         // TIME-WAIT: "The only thing that can arrive in this state is a retransmission
         // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout."
@@ -367,15 +462,13 @@ impl Conn {
             && seg.flags.fin()
             && seq + len == rcv_nxt
         {
-            self.timers.set(
-                Timer::TimeWait,
-                ctx.now + ctx.shared.config.msl.saturating_mul(2),
-            );
+            self.timers
+                .set(Timer::TimeWait, now + config.msl.saturating_mul(2));
         }
         // "If an incoming segment is not acceptable, an acknowledgment should be sent in
         // reply (unless the RST bit is set, if so drop the segment and return)".
-        ctx.shared.stats.bad_seq += 1;
-        if seg.flags.rst() || self.resend_fast_open_syn_ack(ctx, seg) {
+        stats.bad_seq += 1;
+        if seg.flags.rst() || self.resend_fast_open_syn_ack(now, config, out, seg) {
             return;
         }
         // Data a peer may legitimately send again lies within one receive buffer (the
@@ -385,7 +478,7 @@ impl Conn {
             .state
             .rcv()
             .map_or(0, |r| r.buffer.capacity())
-            .max(ctx.shared.config.recv_buffer);
+            .max(config.recv_buffer);
         let recent = seq < rcv_nxt && rcv_nxt - seq <= capacity;
         if seg.flags.syn() || len == 0 || !recent {
             // A SYN gets a challenge ACK "irrespective of the sequence number" (RFC 5961
@@ -398,14 +491,14 @@ impl Conn {
             // an ACK for each (Linux rate-limits the first two the same way,
             // `tcp_oow_rate_limited`). Recent data below the window (a retransmission
             // whose ACK was lost) is always answered: the peer needs that ACK.
-            if self.challenge_allowed(ctx.shared, ctx.now) {
+            if self.challenge_allowed(now, config, stats, rng) {
                 self.ack = AckState::Now;
             }
             return;
         }
         self.ack = AckState::Now;
         if seq + seg.payload.len() <= rcv_nxt {
-            self.note_duplicate(&mut ctx.shared.stats, seq, seq + seg.payload.len());
+            self.note_duplicate(stats, seq, seq + seg.payload.len());
         }
     }
 
@@ -418,7 +511,12 @@ impl Conn {
     #[inline(never)]
     fn on_rst(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         if Some(SeqNumber(seg.seq)) != self.state.rcv_nxt() {
-            if self.challenge_allowed(ctx.shared, ctx.now) {
+            if self.challenge_allowed(
+                ctx.now,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.challenge_rng,
+            ) {
                 self.ack = AckState::Now;
             }
             return;
@@ -440,7 +538,14 @@ impl Conn {
             // "CLOSING, LAST-ACK, TIME-WAIT: ... enter the CLOSED state".
             _ => None,
         };
-        self.enter_closed(ctx, error);
+        self.enter_closed(
+            ctx.handle,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.out,
+            &mut ctx.shared.pool,
+            error,
+        );
     }
 
     /// "fourth, check the SYN bit".
@@ -452,11 +557,23 @@ impl Conn {
         if let State::SynRcvd(s) = &self.state
             && s.passive
         {
-            return self.enter_closed(ctx, None);
+            return self.enter_closed(
+                ctx.handle,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.out,
+                &mut ctx.shared.pool,
+                None,
+            );
         }
         // "If the SYN bit is set, irrespective of the sequence number, TCP MUST send an
         // ACK (also referred to as challenge ACK) to the remote peer" (RFC 5961 §4.2).
-        if self.challenge_allowed(ctx.shared, ctx.now) {
+        if self.challenge_allowed(
+            ctx.now,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.challenge_rng,
+        ) {
             self.ack = AckState::Now;
         }
     }
@@ -472,6 +589,7 @@ impl Conn {
                 if !(ack > s.iss && ack <= s.iss + 1) {
                     ctx.shared.stats.bad_ack += 1;
                     ctx.shared
+                        .out
                         .reset(Reset::for_segment(self.local(), self.remote(), seg));
                     return false;
                 }
@@ -479,7 +597,12 @@ impl Conn {
             }
             State::FinWait2(FinWait2 { snd: s, .. }) | State::TimeWait(TimeWait { snd: s, .. }) => {
                 if ack > s.snd_nxt {
-                    return self.bad_ack(ctx);
+                    return self.bad_ack(
+                        ctx.now,
+                        &ctx.shared.config,
+                        &mut ctx.shared.stats,
+                        &mut ctx.shared.challenge_rng,
+                    );
                 }
                 return true;
             }
@@ -492,9 +615,15 @@ impl Conn {
     /// answered with a (rate-limited) ACK.
     #[cold]
     #[inline(never)]
-    fn bad_ack(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        ctx.shared.stats.bad_ack += 1;
-        if self.challenge_allowed(ctx.shared, ctx.now) {
+    fn bad_ack(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        rng: &mut Rng,
+    ) -> bool {
+        stats.bad_ack += 1;
+        if self.challenge_allowed(now, config, stats, rng) {
             self.ack = AckState::Now;
         }
         false
@@ -530,9 +659,19 @@ impl Conn {
             SeqNumber(seg.seq),
         );
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
-        self.start_snd(ctx, &mut snd);
+        self.start_snd(
+            ctx.now,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.pool,
+            &mut ctx.shared.peers,
+            &mut snd,
+        );
         self.state = State::Established(Established { snd, rcv });
-        self.on_established(ctx, seg, timer);
+        if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
+            let writable = TcpEvent::Writable(ctx.handle);
+            ctx.shared.out.event(&mut ctx.shared.stats, writable);
+        }
     }
 
     /// ACK processing in the states with a sending half.
@@ -545,23 +684,43 @@ impl Conn {
         // RFC 5961 §5.2: "(SND.UNA - MAX.SND.WND) =< SEG.ACK =< SND.NXT" (SND.NXT here is
         // the highest sent, SND.MAX, since we may have gone back after a timeout).
         if ack > snd.snd_max || ack < snd.snd_una - snd.max_snd_wnd as usize {
-            return self.bad_ack(ctx);
+            return self.bad_ack(
+                ctx.now,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.challenge_rng,
+            );
         }
         let fin_at = fin_queued.then(|| snd.data_end());
         let before = AckBefore::of(snd);
         if ack > snd.snd_una {
-            self.on_new_ack(ctx, seg);
+            self.on_new_ack(
+                ctx.now,
+                ctx.handle,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                &mut ctx.shared.out,
+                seg,
+            );
         } else if ack == snd.snd_una {
-            self.maybe_dup_ack(ctx, seg);
+            self.maybe_dup_ack(ctx.now, &mut ctx.shared.stats, seg);
         }
         if ack >= before.snd_una {
-            self.on_ack_recovery(ctx, seg, before);
+            self.on_ack_recovery(ctx.now, &mut ctx.shared.stats, seg, before);
         }
         if self.cold.is_some() {
-            self.mtu_probe_on_recovery(ctx, before.in_recovery);
+            self.mtu_probe_on_recovery(
+                ctx.now,
+                &ctx.shared.config,
+                &mut ctx.shared.stats,
+                before.in_recovery,
+            );
         }
-        self.update_window(ctx, seg);
-        self.ecn_on_ack(ctx, seg);
+        if self.update_window(seg) {
+            let writable = TcpEvent::Writable(ctx.handle);
+            ctx.shared.out.event(&mut ctx.shared.stats, writable);
+        }
+        self.ecn_on_ack(ctx.now, &mut ctx.shared.stats, seg);
         // Our FIN is acknowledged when SND.UNA passed it.
         let fin_acked = fin_at.is_some_and(|at| ack > at);
         if fin_acked {
@@ -572,11 +731,12 @@ impl Conn {
 
     /// RFC 9293: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be updated. If
     /// (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)), set SND.WND <-
-    /// SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
-    pub(super) fn update_window(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    /// SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK." Returns whether
+    /// the window opened from zero (writers to wake).
+    pub(super) fn update_window(&mut self, seg: &Repr<'_>) -> bool {
         let shift = self.opts.snd_shift();
         let Some(snd) = self.state.snd_mut() else {
-            return;
+            return false;
         };
         let (seq, ack) = (SeqNumber(seg.seq), SeqNumber(seg.ack));
         if snd.snd_wl1 < seq || (snd.snd_wl1 == seq && snd.snd_wl2 <= ack) {
@@ -593,15 +753,21 @@ impl Conn {
                     self.probe = None;
                 }
             }
-            if opened {
-                ctx.shared.event(TcpEvent::Writable(ctx.handle));
-            }
+            return opened;
         }
+        false
     }
 
     /// An ACK that advances SND.UNA.
-    pub(super) fn on_new_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        let now = ctx.now;
+    pub(super) fn on_new_ack(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        seg: &Repr<'_>,
+    ) {
         let timestamps = self.opts.ts.is_some();
         let sack = self.opts.sack;
         let smss = usize::from(self.opts.seg_mss());
@@ -620,10 +786,10 @@ impl Conn {
             snd.high_rxt = ack;
         }
         let sample = ack_rtt_sample(snd, seg, timestamps, now);
-        let cc_sample = cc_rtt_sample(snd, sample, ack, now, &ctx.shared.config);
+        let cc_sample = cc_rtt_sample(snd, sample, ack, now, config);
         // `TcpConfig::cwnd_growth_newly_delivered`: what the ACK delivered that no SACK
         // or duplicate ACK reported before.
-        let grow = if ctx.shared.config.cwnd_growth_newly_delivered {
+        let grow = if config.cwnd_growth_newly_delivered {
             acked.saturating_sub(reported_before(snd, sack, ack, smss))
         } else {
             acked
@@ -658,27 +824,27 @@ impl Conn {
         }
         let outstanding = snd.outstanding();
         if let Some(rtt) = sample {
-            self.rtt.sample(rtt, ctx.shared.config.rto_bounds());
+            self.rtt.sample(rtt, config.rto_bounds());
             clear_backoff(&mut self.cold);
         }
-        self.on_progress(ack, now, ctx.shared.config.probe_threshold);
+        self.on_progress(ack, now, config.probe_threshold);
         // RFC 6298 §5.2: "When all outstanding data has been acknowledged, turn off the
         // retransmission timer." §5.3: "When an ACK is received that acknowledges new
         // data, restart the retransmission timer so that it will expire after RTO".
         // With a 1975 retransmission process (`process.rs`) the timer is the oldest
         // unacknowledged letter's own instead.
-        let rto_at = self.acked_deadline(&ctx.shared.config, ack, now);
+        let rto_at = self.acked_deadline(config, ack, now);
         if outstanding == 0 {
             self.timers.stop(Timer::Retransmit);
             self.timers.stop(Timer::UserTimeout);
         } else {
             self.timers.set(Timer::Retransmit, rto_at);
-            if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
+            if let Some(timeout) = self.user_timeout(config) {
                 self.timers.set(Timer::UserTimeout, now + timeout);
             }
         }
         if data > 0 && matches!(self.state, State::Established(_) | State::CloseWait(_)) {
-            ctx.shared.event(TcpEvent::Writable(ctx.handle));
+            out.event(stats, TcpEvent::Writable(handle));
         }
     }
 
@@ -689,7 +855,7 @@ impl Conn {
     /// the advertised window in the incoming acknowledgment equals the advertised window
     /// in the last incoming acknowledgment." With SACK, RFC 6675 §5 also counts ACKs
     /// that SACK new data.
-    fn maybe_dup_ack(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    fn maybe_dup_ack(&mut self, now: Instant, stats: &mut TcpStats, seg: &Repr<'_>) {
         let shift = self.opts.snd_shift();
         let sack = self.opts.sack;
         let mss = self.opts.snd_mss();
@@ -708,11 +874,11 @@ impl Conn {
         // would count at the cumulative ACK that covers them, all at once, and the
         // sample taken then would run above the path's rate.
         if newly_sacked > 0 || (sack && !seg.options.sack().is_empty()) {
-            rate_sample(snd, ctx.now, seg, (sack, mss));
+            rate_sample(snd, now, seg, (sack, mss));
         }
         let same_window = u32::from(seg.window) << shift == snd.snd_wnd;
         if seg.payload.is_empty() && !seg.flags.syn() && !seg.flags.fin() && same_window {
-            ctx.shared.stats.redundant_acks += u64::from(newly_sacked == 0);
+            stats.redundant_acks += u64::from(newly_sacked == 0);
         }
         let dup = snd.outstanding() > 0
             && seg.payload.is_empty()
@@ -752,20 +918,25 @@ impl Conn {
         if !(lost_by_sack || (lost_by_dupacks && !after_rto)) {
             return;
         }
-        ctx.shared.stats.fast_retransmits += 1;
+        stats.fast_retransmits += 1;
         // RFC 6582 §3.2 (2): "record the highest sequence number transmitted in the
         // variable recover"; RFC 6675 §5 (4.1): "RecoveryPoint = HighData". After a
         // timeout, which already answered this loss episode (RFC 5681 §3.1 cut cwnd to
         // one segment and halved ssthresh): repair the holes SACK shows, but no second
         // reduction, which RFC 6675 §5.1's rule exists to prevent.
-        enter_recovery(snd, ctx.now, sack, after_rto);
+        enter_recovery(snd, now, sack, after_rto);
         // RFC 5681 §3.2 (3): "The lost segment starting at SND.UNA MUST be retransmitted".
         snd.loss.get_mut().rexmit = Some(snd.snd_una);
     }
 
     /// Our FIN was acknowledged. Returns whether to go on with the text and FIN.
     fn on_fin_acked(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        self.store_block(ctx);
+        self.store_block(
+            ctx.now,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.peers,
+        );
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
         // What survives is taken out of the state in place (the closed sending half is
@@ -774,14 +945,14 @@ impl Conn {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
             State::FinWait1(FinWait1 { snd, rcv }) => {
-                let snd = ctx.shared.close_send(snd);
+                let snd = ctx.shared.pool.close_send(snd);
                 let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), rcv.irs, 0));
                 self.state = State::FinWait2(FinWait2 { snd, rcv });
             }
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
             State::Closing(Closing { snd, rcv }) => {
-                let snd = ctx.shared.close_send(snd);
+                let snd = ctx.shared.pool.close_send(snd);
                 let rcv = RcvClosed {
                     rcv_nxt: rcv.rcv_nxt,
                     buffer: core::mem::replace(&mut rcv.buffer, RecvBuffer::new(0)),
@@ -791,7 +962,7 @@ impl Conn {
                     rcv,
                     ts_recent: self.opts.ts.map(|t| t.recent),
                 });
-                self.enter_time_wait(ctx);
+                self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
                 return false;
             }
             // "LAST-ACK STATE: The only thing that can arrive in this state is an
@@ -799,31 +970,44 @@ impl Conn {
             // enter the CLOSED state, and return." (`enter_closed` keeps what the user
             // has not read.)
             State::LastAck(_) => {
-                self.enter_closed(ctx, None);
+                self.enter_closed(
+                    ctx.handle,
+                    &ctx.shared.config,
+                    &mut ctx.shared.stats,
+                    &mut ctx.shared.out,
+                    &mut ctx.shared.pool,
+                    None,
+                );
                 return false;
             }
             _ => {}
         }
-        self.arm_fin_wait_2(ctx);
+        self.arm_fin_wait_2(ctx.now, &ctx.shared.config);
         true
     }
 
     /// Start the 2*MSL wait (RFC 9293 §3.6.1).
-    fn enter_time_wait(&mut self, ctx: &mut Ctx<'_>) {
+    fn enter_time_wait(&mut self, now: Instant, config: &TcpConfig, pool: &mut Pool) {
         // Nothing can arrive any more: once the user read everything, the receive
         // ring's storage is free for the next connection (TIME-WAIT lasts 2*MSL).
         if let State::TimeWait(tw) = &mut self.state {
-            ctx.shared.recycle(tw.rcv.buffer.shed_if_empty());
+            pool.recycle(tw.rcv.buffer.shed_if_empty());
         }
         self.timers.stop_all();
-        self.timers.set(
-            Timer::TimeWait,
-            ctx.now + ctx.shared.config.msl.saturating_mul(2),
-        );
+        self.timers
+            .set(Timer::TimeWait, now + config.msl.saturating_mul(2));
     }
 
     /// "seventh, process the segment text" (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2).
-    pub(crate) fn on_text(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+    pub(crate) fn on_text(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        seg: &Repr<'_>,
+    ) {
         if seg.payload.is_empty() {
             return;
         }
@@ -834,14 +1018,14 @@ impl Conn {
         // SYN-SENT starts at SEG.SEQ+1, not at SEG.SEQ (found by fuzz target tcp_conn).
         let seq = SeqNumber(seg.seq) + usize::from(seg.flags.syn());
         let (offset, data, start) = if seq < rcv.rcv_nxt {
-            let Some(rest) = self.text_before_window(ctx, seq, seg.payload) else {
+            let Some(rest) = self.text_before_window(stats, seq, seg.payload) else {
                 return;
             };
             rest
         } else {
             let offset = seq - rcv.rcv_nxt;
             if rcv.buffer.has_out_of_order() {
-                self.note_held_again(ctx, seq, offset, seg.payload.len());
+                self.note_held_again(stats, seq, offset, seg.payload.len());
             }
             (offset, seg.payload, seq)
         };
@@ -860,7 +1044,7 @@ impl Conn {
         rcv.rcv_nxt += insert.advanced;
         rcv.sack.record(start, data.len(), rcv.rcv_nxt);
         if insert.advanced > 0 {
-            ctx.shared.event(TcpEvent::Readable(ctx.handle));
+            out.event(stats, TcpEvent::Readable(handle));
         }
         // RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
         // out-of-order segment arrives ... [and] an immediate ACK when the incoming
@@ -868,13 +1052,13 @@ impl Conn {
         let immediate =
             offset > 0 || had_holes || offset + data.len() > insert.advanced || !insert.stored;
         if offset > 0 {
-            ctx.shared.stats.out_of_order += 1;
+            stats.out_of_order += 1;
         }
         if !insert.stored {
-            ctx.shared.stats.out_of_order_dropped += 1;
+            stats.out_of_order_dropped += 1;
         }
         let window = rcv.buffer.capacity();
-        self.ack_data(ctx, immediate, data.len(), window);
+        self.ack_data(now, config, immediate, data.len(), window);
     }
 
     /// [`Conn::on_text`] for text that starts at `seq`, below RCV.NXT: the part
@@ -884,14 +1068,14 @@ impl Conn {
     #[inline(never)]
     fn text_before_window<'a>(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        stats: &mut TcpStats,
         seq: SeqNumber,
         payload: &'a [u8],
     ) -> Option<(usize, &'a [u8], SeqNumber)> {
         let rcv_nxt = self.state.rcv_nxt()?;
         let skip = rcv_nxt - seq;
         let old_end = seq + skip.min(payload.len());
-        self.note_duplicate(&mut ctx.shared.stats, seq, old_end);
+        self.note_duplicate(stats, seq, old_end);
         let rcv = self.state.rcv_mut()?;
         if skip >= payload.len() {
             self.ack = AckState::Now;
@@ -904,29 +1088,36 @@ impl Conn {
     /// (`offset` past RCV.NXT) all held already are a duplicate. Out of line: rare.
     #[cold]
     #[inline(never)]
-    fn note_held_again(&mut self, ctx: &mut Ctx<'_>, seq: SeqNumber, offset: usize, len: usize) {
+    fn note_held_again(&mut self, stats: &mut TcpStats, seq: SeqNumber, offset: usize, len: usize) {
         let held = self.state.rcv().is_some_and(|rcv| {
             rcv.buffer
                 .out_of_order_ranges()
                 .any(|(s, e)| s <= offset && offset + len <= e)
         });
         if held {
-            self.note_duplicate(&mut ctx.shared.stats, seq, seq + len);
+            self.note_duplicate(stats, seq, seq + len);
         }
     }
 
     /// Decide when to acknowledge `bytes` of new data (a receive buffer of `window`
     /// bytes): at once when `immediate` (out of order, filling a hole), in quick-ACK
     /// mode, or for every 2*RMSS bytes; else after the delayed-ACK timer.
-    fn ack_data(&mut self, ctx: &mut Ctx<'_>, immediate: bool, bytes: usize, window: usize) {
-        let delay = ctx.shared.config.delayed_ack.min(MAX_ACK_DELAY);
+    fn ack_data(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        immediate: bool,
+        bytes: usize,
+        window: usize,
+    ) {
+        let delay = config.delayed_ack.min(MAX_ACK_DELAY);
         // The largest segment the peer sends us: what we announced, bounded by what
         // its side of the path carries (the MSS it announced), less the options on
         // every segment (RFC 9293 §3.7.1 Eff.snd.MSS, seen from the peer). Both ends
         // see the same value, so it is our `snd_mss`.
         let rcv_mss = self.opts.snd_mss();
         // Linux's `tcp_in_quickack_mode`: no quick ACK in interactive mode.
-        let quick = self.quick_ack(ctx, window, rcv_mss) && !self.interactive;
+        let quick = self.quick_ack(now, config, window, rcv_mss) && !self.interactive;
         // RFC 9293 §3.8.6.3 (RFC 1122 §4.2.3.2): "An ACK SHOULD be generated for at
         // least every second full-sized segment or 2*RMSS bytes of new data (where
         // RMSS is the MSS specified by the TCP endpoint receiving the segments to be
@@ -944,7 +1135,7 @@ impl Conn {
             _ if unacked >= 2 * rcv_mss => AckState::Now,
             AckState::Delayed(_) => delayed,
             AckState::Idle => {
-                let at = Conn::delayed_ack_deadline(&ctx.shared.config, ctx.now, delay);
+                let at = Conn::delayed_ack_deadline(config, now, delay);
                 self.timers.set(Timer::DelayedAck, at);
                 delayed
             }
@@ -957,15 +1148,20 @@ impl Conn {
     /// over 2*RMSS (`rcv_mss`), worked out only then, at least 2, at most [`TcpConfig::quick_acks`](crate::tcp::TcpConfig::quick_acks)), so a
     /// sender in slow start is not clocked by our delayed-ACK timer. Returns whether
     /// this segment is one of them.
-    fn quick_ack(&mut self, ctx: &mut Ctx<'_>, window: usize, rcv_mss: usize) -> bool {
-        let now = ctx.now;
-        let rto = self.rto(ctx.shared.config.rto_bounds().max);
+    fn quick_ack(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        window: usize,
+        rcv_mss: usize,
+    ) -> bool {
+        let rto = self.rto(config.rto_bounds().max);
         let idle = self
             .last_data_at
             .is_none_or(|at| now.saturating_duration_since(at) > rto);
         self.last_data_at = Some(now);
         if idle {
-            self.quick_acks = quick_ack_quota(window / (2 * rcv_mss), ctx.shared.config.quick_acks);
+            self.quick_acks = quick_ack_quota(window / (2 * rcv_mss), config.quick_acks);
         }
         if self.quick_acks == 0 {
             return false;
@@ -981,13 +1177,13 @@ impl Conn {
     /// (`tcp_finish_connect` sets `lrcvtime`, `tcp_enter_quickack_mode` starts the
     /// delayed-ACK engine), so the data that goes with our ACK is a reply and the
     /// connection turns interactive ([`Conn::note_data_sent`]).
-    fn await_reply(&mut self, ctx: &mut Ctx<'_>) {
+    fn await_reply(&mut self, now: Instant, config: &TcpConfig) {
         let Some(rcv) = self.state.rcv() else {
             return;
         };
         let window_segments = rcv.buffer.capacity() / (2 * self.opts.snd_mss());
-        self.last_data_at = Some(ctx.now);
-        self.quick_acks = quick_ack_quota(window_segments, ctx.shared.config.quick_acks);
+        self.last_data_at = Some(now);
+        self.quick_acks = quick_ack_quota(window_segments, config.quick_acks);
         self.interactive = false;
     }
 
@@ -1010,7 +1206,9 @@ impl Conn {
         }
         // "advance RCV.NXT over the FIN, and send an acknowledgment for the FIN".
         self.ack = AckState::Now;
-        ctx.shared.event(TcpEvent::Readable(ctx.handle));
+        ctx.shared
+            .out
+            .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
         let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
         self.state = match state {
             // "SYN-RECEIVED STATE, ESTABLISHED STATE: Enter the CLOSE-WAIT state."
@@ -1034,7 +1232,7 @@ impl Conn {
                     rcv: rcv.close(),
                     ts_recent,
                 });
-                self.enter_time_wait(ctx);
+                self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
                 return;
             }
             other => other,

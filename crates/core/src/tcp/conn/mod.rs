@@ -6,6 +6,11 @@
 //! recovery), `ecn.rs`, `icmp.rs`, `share.rs` (RFC 9040) and `zero_copy.rs`. What they
 //! work on (states, buffers, RACK, congestion control, the segment writer) stands
 //! outside it and never imports `Conn`.
+//!
+//! A method takes what it uses: `now`, the `handle` its events name, `&TcpConfig`,
+//! `&mut TcpStats`, the `Outbox` (events, RSTs, cookie SYN-ACKs), the `Pool` of
+//! spare storage, the `PeerCaches`, the challenge-ACK RNG. Only the dispatchers,
+//! which reach nearly all of them, take a `Ctx`.
 
 mod ecn;
 mod fastopen;
@@ -25,10 +30,12 @@ pub use mtu::MtuProbing;
 pub(crate) use park::Parked;
 pub use zero_copy::SendOwnedError;
 
+use crate::tcp::shared::Outbox;
 use core::net::SocketAddr;
 
 use impnet_wire::tcp::Repr;
 
+use crate::rng::Rng;
 use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller, UsageTracker};
 use crate::tcp::challenge::ChallengeBudget;
@@ -39,11 +46,11 @@ use crate::tcp::rtt::{HandshakeTimer, RttEstimator};
 use crate::tcp::sack::Scoreboard;
 use crate::tcp::segment::{Reset, tsval};
 use crate::tcp::seq::SeqNumber;
-use crate::tcp::shared::Shared;
+use crate::tcp::shared::{Pool, Shared};
 use crate::tcp::socket_options::SocketOptions;
 use crate::tcp::state::*;
 use crate::tcp::timer::{Timer, Timers};
-use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo};
+use crate::tcp::{TcpConfig, TcpError, TcpEvent, TcpHandle, TcpInfo, TcpStats};
 use crate::time::Instant;
 
 /// RFC 9293 §3.7.1: "the default ... [MSS] is 536" when the peer sends no MSS option.
@@ -51,7 +58,9 @@ pub(crate) const DEFAULT_MSS: u16 = 536;
 /// RFC 7323 §2.3: "the shift count must be limited to 14".
 pub(crate) const MAX_WSCALE: u8 = 14;
 
-/// The context of one call into a connection.
+/// The context of one call into a connection's dispatchers (segment arrival, a
+/// timeout, output, an ICMP error, a Fast Open SYN), which reach nearly all of
+/// [`Shared`]; the methods they call take the parts they use instead.
 pub(crate) struct Ctx<'a> {
     /// Current time.
     pub now: Instant,
@@ -523,14 +532,20 @@ impl Conn {
     }
     /// RFC 5961 §7: "limit the number of challenge ACKs sent per second": true when this
     /// connection may send one more now (and counts it).
-    pub fn challenge_allowed(&mut self, shared: &mut Shared, now: Instant) -> bool {
-        let limit = shared.config.challenge_ack_limit;
+    pub fn challenge_allowed(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        rng: &mut Rng,
+    ) -> bool {
+        let limit = config.challenge_ack_limit;
         let cold = self.cold.get_or_insert_with(new_cold);
-        let allowed = cold.challenge.allow(now, &mut shared.challenge_rng, limit);
+        let allowed = cold.challenge.allow(now, rng, limit);
         if allowed {
-            shared.stats.challenge_acks += 1;
+            stats.challenge_acks += 1;
         } else {
-            shared.stats.challenge_acks_limited += 1;
+            stats.challenge_acks_limited += 1;
         }
         allowed
     }
@@ -568,14 +583,14 @@ impl Conn {
     /// Send a SYN segment of the form <SEQ=ISS><CTL=SYN>. Set SND.UNA to ISS, SND.NXT
     /// to ISS+1, enter SYN-SENT state".
     pub fn connect(
-        shared: &mut Shared,
+        config: &TcpConfig,
+        pool: &mut Pool,
         local: SocketAddr,
         remote: SocketAddr,
         iss: SeqNumber,
         mss: u16,
     ) -> Conn {
-        let buffer = shared.send_buffer();
-        let config = &shared.config;
+        let buffer = pool.send_buffer_of(config.send_buffer);
         let state = State::SynSent(SynSent {
             iss,
             snd_nxt: iss,
@@ -594,7 +609,8 @@ impl Conn {
     /// SYN"): "Set RCV.NXT to SEG.SEQ+1, IRS is set to SEG.SEQ ... ISS should be selected
     /// and a SYN segment sent of the form: <SEQ=ISS><ACK=RCV.NXT><CTL=SYN,ACK>".
     pub fn accept_syn(
-        shared: &mut Shared,
+        config: &TcpConfig,
+        pool: &mut Pool,
         (local, remote): (SocketAddr, SocketAddr),
         iss: SeqNumber,
         seg: &Repr<'_>,
@@ -603,16 +619,15 @@ impl Conn {
     ) -> Conn {
         let recv_size = options
             .and_then(|o| o.recv_buffer)
-            .map_or(shared.config.recv_buffer, |b| b as usize);
+            .map_or(config.recv_buffer, |b| b as usize);
         let send_size = options
             .and_then(|o| o.send_buffer)
-            .map_or(shared.config.send_buffer, |b| b as usize);
-        let rcv_buffer = shared.recv_buffer_of(recv_size);
-        let buffer = shared.send_buffer_of(send_size);
-        let mut opts = Negotiated::offer(&shared.config, mss, recv_size);
+            .map_or(config.send_buffer, |b| b as usize);
+        let rcv_buffer = pool.recv_buffer_of(recv_size, config.max_ooo_ranges);
+        let buffer = pool.send_buffer_of(send_size);
+        let mut opts = Negotiated::offer(config, mss, recv_size);
         opts.agree(seg);
         let rcv = Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift());
-        let config = &shared.config;
         let state = State::SynRcvd(SynRcvd {
             iss,
             snd_nxt: iss,
@@ -639,29 +654,37 @@ impl Conn {
     }
 
     /// Enter CLOSED, remembering why.
-    pub fn enter_closed(&mut self, ctx: &mut Ctx<'_>, error: Option<TcpError>) {
+    pub fn enter_closed(
+        &mut self,
+        handle: TcpHandle,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        pool: &mut Pool,
+        error: Option<TcpError>,
+    ) {
         if let Some(err) = error {
             if matches!(self.state, State::SynSent(_) | State::SynRcvd(_)) {
-                ctx.shared.stats.failed_opens += 1;
+                stats.failed_opens += 1;
             }
             if err == TcpError::TimedOut {
-                ctx.shared.stats.timed_out += 1;
+                stats.timed_out += 1;
             }
         }
         let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
         let reset_keeps = error == Some(TcpError::ConnectionReset)
-            && ctx.shared.config.reset_keeps_data
+            && config.reset_keeps_data
             && matches!(self.owner, Owner::User | Owner::Queued(_));
         if error.is_none() || reset_keeps {
             self.keep_unread(&mut old, reset_keeps);
         }
-        ctx.shared.recycle_state(old);
+        pool.recycle_state(old);
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
         // Wake readers and writers: their calls now report the end.
-        ctx.shared.event(TcpEvent::Readable(ctx.handle));
-        ctx.shared.event(TcpEvent::Writable(ctx.handle));
+        out.event(stats, TcpEvent::Readable(handle));
+        out.event(stats, TcpEvent::Writable(handle));
     }
 
     /// A clean close must not lose what the user has not read yet (found by fuzz
@@ -883,7 +906,7 @@ impl Conn {
     }
 
     /// RFC 9293 §3.10.3 RECEIVE.
-    pub fn recv(&mut self, ctx: &mut Ctx<'_>, out: &mut [u8]) -> Result<usize, TcpError> {
+    pub fn recv(&mut self, config: &TcpConfig, out: &mut [u8]) -> Result<usize, TcpError> {
         let fin_received = matches!(
             self.state,
             State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
@@ -911,7 +934,7 @@ impl Conn {
                 Err(TcpError::WouldBlock)
             };
         }
-        self.maybe_window_update(ctx.shared.config.recv_buffer, n);
+        self.maybe_window_update(config.recv_buffer, n);
         Ok(n)
     }
 
@@ -950,8 +973,7 @@ impl Conn {
     }
 
     /// RFC 9293 §3.10.4 CLOSE, as a half-close: queue our FIN after the data.
-    pub fn shutdown_write(&mut self, ctx: &mut Ctx<'_>) -> Result<(), TcpError> {
-        let _ = ctx;
+    pub fn shutdown_write(&mut self) -> Result<(), TcpError> {
         match &self.state {
             // "SYN-SENT STATE: Delete the TCB and return "error: closing" responses to any
             // queued SENDs, or RECEIVEs." We delete it only when nothing was sent yet;
@@ -1096,13 +1118,11 @@ pub(crate) fn new_snd(
 impl Conn {
     /// Start the FIN-WAIT-2 limit of a connection the application has closed
     /// (`TcpConfig::fin_wait_2_timeout`); nothing in any other case.
-    pub fn arm_fin_wait_2(&mut self, ctx: &mut Ctx<'_>) {
-        if let (State::FinWait2(_), Owner::Released, Some(limit)) = (
-            &self.state,
-            self.owner,
-            ctx.shared.config.fin_wait_2_timeout,
-        ) {
-            self.timers.set(Timer::TimeWait, ctx.now + limit);
+    pub fn arm_fin_wait_2(&mut self, now: Instant, config: &TcpConfig) {
+        if let (State::FinWait2(_), Owner::Released, Some(limit)) =
+            (&self.state, self.owner, config.fin_wait_2_timeout)
+        {
+            self.timers.set(Timer::TimeWait, now + limit);
         }
     }
 
@@ -1145,13 +1165,22 @@ impl Conn {
                 if let State::FinWait2(_) = self.state {
                     ctx.shared.stats.fin_wait_2_timeouts += 1;
                 }
-                self.enter_closed(ctx, None);
+                self.enter_closed(
+                    ctx.handle,
+                    &ctx.shared.config,
+                    &mut ctx.shared.stats,
+                    &mut ctx.shared.out,
+                    &mut ctx.shared.pool,
+                    None,
+                );
             }
             // "If a timeout occurs, flush all queues, signal the user "error: connection
             // aborted due to user timeout" ..., enter the CLOSED state, and return."
             Timer::UserTimeout => self.time_out(ctx),
-            Timer::Reorder => self.on_reorder_timeout(ctx),
-            Timer::LossProbe => self.on_probe_timeout(ctx),
+            Timer::Reorder => {
+                self.on_reorder_timeout(ctx.now, &ctx.shared.config, &mut ctx.shared.stats)
+            }
+            Timer::LossProbe => self.on_probe_timeout(ctx.now, &ctx.shared.config),
         }
     }
 
@@ -1160,14 +1189,21 @@ impl Conn {
         if self.state.synchronized()
             && let Some(reset) = self.abort_reset(ctx.now)
         {
-            ctx.shared.reset(reset);
+            ctx.shared.out.reset(reset);
         }
         // RFC 1122 §4.2.3.9: a soft ICMP error seen on the way is the better report.
         let error = self.soft_error().unwrap_or(TcpError::TimedOut);
         if error != TcpError::TimedOut {
             ctx.shared.stats.timed_out += 1;
         }
-        self.enter_closed(ctx, Some(error));
+        self.enter_closed(
+            ctx.handle,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.out,
+            &mut ctx.shared.pool,
+            Some(error),
+        );
     }
 
     /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.
@@ -1194,11 +1230,11 @@ impl Conn {
             .as_ref()
             .is_some_and(|search| search.probe.is_some())
         {
-            self.mtu_probe_timed_out(ctx);
+            self.mtu_probe_timed_out(ctx.now, &ctx.shared.config);
         }
         let retries = self.cold.as_ref().map_or(0, |cold| cold.retries);
         if retries.is_multiple_of(2) && ctx.shared.config.black_hole_detection {
-            self.suspect_black_hole(ctx);
+            self.suspect_black_hole(ctx.now, &ctx.shared.config, &mut ctx.shared.stats);
         }
         // "(5.5) The host MUST set RTO <- RTO * 2 ("back off the timer")."
         let cold = self.cold.get_or_insert_with(new_cold);
@@ -1206,7 +1242,7 @@ impl Conn {
             .rtt
             .backed_off(cold.backoff, ctx.shared.config.rto_bounds().max);
         if let State::SynSent(_) = self.state {
-            self.fast_open_timed_out(ctx);
+            self.fast_open_timed_out(ctx.now, &mut ctx.shared.stats, &mut ctx.shared.peers);
         }
         let cut = match &mut self.state {
             State::SynSent(s) => {

@@ -7,8 +7,9 @@
 //! ([`Cold::mtu`]), made on first use: a connection that never met a black hole (with
 //! [`MtuProbing::OnBlackHole`]) holds none and pays one test per RTO.
 
-use super::{Cold, Conn, Ctx, Negotiated, new_cold};
+use super::{Cold, Conn, Negotiated, new_cold};
 use crate::tcp::TcpConfig;
+use crate::tcp::TcpStats;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::Snd;
@@ -134,10 +135,9 @@ impl Conn {
 
     /// [`MtuProbing::Always`] on an opened connection: start at the base size and
     /// search upwards (RFC 4821 §7.2).
-    pub(super) fn start_mtu_search(&mut self, ctx: &mut Ctx<'_>) {
-        let config = &ctx.shared.config;
+    pub(super) fn start_mtu_search(&mut self, now: Instant, config: &TcpConfig) {
         let low = config.base_mss.min(self.opts.seg_mss()).max(64);
-        let search = MtuSearch::new(low, &self.opts, ctx.now);
+        let search = MtuSearch::new(low, &self.opts, now);
         let cold = self.cold.get_or_insert_with(new_cold);
         cold.mtu = Some(alloc::boxed::Box::new(search));
         self.opts.set_path_mss(low);
@@ -150,18 +150,22 @@ impl Conn {
     /// size, and on later detections halve what passed (down to the floor); the
     /// search climbs back. The go-back that follows the timeout resends in the
     /// smaller size.
-    pub(super) fn suspect_black_hole(&mut self, ctx: &mut Ctx<'_>) {
+    pub(super) fn suspect_black_hole(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+    ) {
         let current = self.opts.seg_mss();
         if !self.state.synchronized() || current <= BLACK_HOLE_FLOOR {
             return;
         }
-        ctx.shared.stats.black_holes += 1;
-        let config = &ctx.shared.config;
+        stats.black_holes += 1;
         if config.mtu_probing == MtuProbing::Off {
             self.opts.set_path_mss((current / 2).max(BLACK_HOLE_FLOOR));
             return;
         }
-        let (base, now) = (config.base_mss, ctx.now);
+        let (base, now) = (config.base_mss, now);
         let floor = BLACK_HOLE_FLOOR.min(base);
         let opts = self.opts;
         let cold = self.cold.get_or_insert_with(new_cold);
@@ -182,8 +186,8 @@ impl Conn {
     }
 
     /// A retransmission timeout with the probe in flight: it counts as lost.
-    pub(super) fn mtu_probe_timed_out(&mut self, ctx: &mut Ctx<'_>) {
-        let (now, threshold) = (ctx.now, ctx.shared.config.probe_threshold);
+    pub(super) fn mtu_probe_timed_out(&mut self, now: Instant, config: &TcpConfig) {
+        let threshold = config.probe_threshold;
         if let Some(search) = self.mtu_search_mut() {
             search.probe_failed(now, threshold);
         }
@@ -221,8 +225,14 @@ impl Conn {
     /// reduce the congestion window"). Undo the window cut and resend what is in
     /// flight in the size in use, as Linux's `tcp_simple_retransmit`. A recovery that
     /// starts at an earlier loss is congestion: the probe is given up without a verdict.
-    pub(super) fn mtu_probe_on_recovery(&mut self, ctx: &mut Ctx<'_>, was_in_recovery: bool) {
-        let (now, threshold) = (ctx.now, ctx.shared.config.probe_threshold);
+    pub(super) fn mtu_probe_on_recovery(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        was_in_recovery: bool,
+    ) {
+        let threshold = config.probe_threshold;
         let Some(search) = self.cold.as_deref_mut().and_then(|c| c.mtu.as_deref_mut()) else {
             return;
         };
@@ -238,15 +248,20 @@ impl Conn {
             return;
         }
         search.probe_failed(now, threshold);
-        ctx.shared.stats.mtu_probes_lost += 1;
+        stats.mtu_probes_lost += 1;
         undo_probe_cut(snd);
         resend_in_flight(snd);
     }
 
     /// A Packet Too Big / fragmentation-needed for `mss`: the search's top falls to it,
     /// and a probe larger than it failed (returns whether one did).
-    pub(super) fn mtu_search_on_packet_too_big(&mut self, ctx: &mut Ctx<'_>, mss: u16) -> bool {
-        let (now, threshold) = (ctx.now, ctx.shared.config.probe_threshold);
+    pub(super) fn mtu_search_on_packet_too_big(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        mss: u16,
+    ) -> bool {
+        let threshold = config.probe_threshold;
         let Some(search) = self.mtu_search_mut() else {
             return false;
         };

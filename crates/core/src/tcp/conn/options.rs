@@ -5,7 +5,7 @@ use super::{Conn, new_cold, our_wscale};
 use crate::tcp::TcpConfig;
 use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller};
-use crate::tcp::shared::Shared;
+use crate::tcp::shared::Pool;
 use crate::tcp::socket_options::{SocketOption, SocketOptions};
 use crate::tcp::state::State;
 use crate::time::Duration;
@@ -81,16 +81,16 @@ impl Conn {
     }
 
     /// Set one of the connection's own settings (see [`SocketOption`]).
-    pub fn set_option(&mut self, shared: &mut Shared, option: SocketOption) {
+    pub fn set_option(&mut self, config: &TcpConfig, pool: &mut Pool, option: SocketOption) {
         self.options_mut().set(option);
         let options = *self.options_mut();
         match option {
-            SocketOption::Congestion(algorithm) => self.set_congestion(&shared.config, algorithm),
+            SocketOption::Congestion(algorithm) => self.set_congestion(config, algorithm),
             SocketOption::RecvBuffer(_) => {
                 self.set_recv_buffer(options.recv_buffer.map_or(0, |b| b as usize));
             }
             SocketOption::SendBuffer(_) => {
-                self.set_send_buffer(shared, options.send_buffer.map_or(1, |b| b as usize));
+                self.set_send_buffer(pool, options.send_buffer.map_or(1, |b| b as usize));
             }
             _ => {}
         }
@@ -132,7 +132,7 @@ impl Conn {
     }
 
     /// SO_SNDBUF: an empty send buffer takes the new size, one holding data only grows.
-    fn set_send_buffer(&mut self, shared: &mut Shared, bytes: usize) {
+    fn set_send_buffer(&mut self, pool: &mut Pool, bytes: usize) {
         let buffer = match &mut self.state {
             State::SynSent(s) => &mut s.buffer,
             State::SynRcvd(s) => &mut s.buffer,
@@ -142,9 +142,9 @@ impl Conn {
             },
         };
         if buffer.is_empty() && buffer.owned() == 0 {
-            let fresh = SendBuffer::with_storage(bytes, shared.spare_storage(bytes));
+            let fresh = SendBuffer::with_storage(bytes, pool.spare_storage(bytes));
             let old = core::mem::replace(buffer, fresh);
-            shared.recycle(old.into_storage());
+            pool.recycle(old.into_storage());
         } else {
             buffer.grow(bytes);
         }

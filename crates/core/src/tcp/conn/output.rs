@@ -1,5 +1,8 @@
 //! What a connection sends now (RFC 9293 §3.8.6, RFC 5681, RFC 6675), and writing it.
 
+use crate::tcp::TcpConfig;
+use crate::tcp::TcpStats;
+use crate::tcp::shared::Pool;
 use impnet_wire::tcp::{FastOpenCookie, Flags, Options, PlainHeader, Repr};
 
 use super::recovery::{pipe, recovery_room};
@@ -73,7 +76,7 @@ impl Conn {
             .filter(|_| self.opts.seg_mss() >= self.opts.mss_ours)
             .map(|max| max.min(usize::from(u16::MAX)).saturating_sub(headers + opt))
             .map(|room| room.min(self.burst_limit()));
-        let mut plan = self.plan(ctx, tso_room)?;
+        let mut plan = self.plan(ctx.now, &ctx.shared.config, tso_room)?;
         // Payload room: the MSS (or the TSO size) minus this segment's options, and
         // what the buffer holds.
         let syn_opt = if plan.flags.syn() { 12 } else { 0 };
@@ -107,7 +110,13 @@ impl Conn {
         {
             snd.tso = true;
         }
-        self.after_send(ctx, &plan);
+        self.after_send(
+            ctx.now,
+            &ctx.shared.config,
+            &mut ctx.shared.stats,
+            &mut ctx.shared.pool,
+            &plan,
+        );
         // A push forced within a long write opens a pair as a segment without PSH
         // would: the burst's segments still pair up as Linux's TSO packets, so the
         // burst ends with PSH whatever the write's length.
@@ -159,7 +168,7 @@ impl Conn {
     }
 
     /// Decide what goes next, if anything.
-    fn plan(&mut self, ctx: &mut Ctx<'_>, tso_room: Option<usize>) -> Option<Plan> {
+    fn plan(&mut self, now: Instant, config: &TcpConfig, tso_room: Option<usize>) -> Option<Plan> {
         let ack_now = self.ack == AckState::Now;
         let ack_plan = |seq: SeqNumber| Plan {
             seq,
@@ -198,12 +207,17 @@ impl Conn {
                 _ => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
             },
             State::TimeWait(s) => ack_now.then_some(ack_plan(s.snd.snd_nxt)),
-            _ => self.plan_synchronized(ctx, tso_room),
+            _ => self.plan_synchronized(now, config, tso_room),
         }
     }
 
     /// Data, FIN, ACK or probe in a state with a sending half.
-    fn plan_synchronized(&mut self, ctx: &mut Ctx<'_>, tso_room: Option<usize>) -> Option<Plan> {
+    fn plan_synchronized(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        tso_room: Option<usize>,
+    ) -> Option<Plan> {
         let fin_queued = self.state.fin_queued();
         let opts = self.opts;
         let snd = self.state.snd_mut()?;
@@ -211,7 +225,7 @@ impl Conn {
             && let Some(at) = snd.pacer.next_send
             && !snd
                 .pacer
-                .may_send(ctx.now, release(snd, opts.snd_mss(), self.rtt.srtt()).ahead)
+                .may_send(now, release(snd, opts.snd_mss(), self.rtt.srtt()).ahead)
         {
             self.timers.set(Timer::Pace, at);
             return self.plan_control();
@@ -220,14 +234,14 @@ impl Conn {
         if let Some(plan) = plan_repair(snd, &opts, fin_queued, cold) {
             return Some(plan);
         }
-        let (rtt, config) = (&self.rtt, &ctx.shared.config);
-        restart_after_idle(snd, ctx.now, || {
+        let (rtt, config) = (&self.rtt, config);
+        restart_after_idle(snd, now, || {
             rtt.rto(backoff_of(cold), config.rto_bounds().max)
         });
-        skip_recent_after_rto(snd, ctx.now, self.rtt.srtt(), opts.snd_mss());
+        skip_recent_after_rto(snd, now, self.rtt.srtt(), opts.snd_mss());
         if config.retransmit_due_only && snd.snd_nxt < snd.snd_max {
             let rto = rtt.rto(backoff_of(cold), config.rto_bounds().max);
-            super::process::skip_letters_not_due(snd, cold.map(|c| &**c), ctx.now, rto);
+            super::process::skip_letters_not_due(snd, cold.map(|c| &**c), now, rto);
         }
         let partial = if self.probe == Some(Probe::Window) && snd.snd_wnd > 0 {
             Partial::Override
@@ -243,7 +257,7 @@ impl Conn {
             .filter(|cold| cold.records.is_empty())
             .and_then(|cold| cold.mtu.as_deref_mut());
         if let Some(search) = search
-            && let Some(plan) = plan_mtu_probe(search, snd, &opts, config, ctx.now)
+            && let Some(plan) = plan_mtu_probe(search, snd, &opts, config, now)
         {
             return Some(plan);
         }
@@ -258,9 +272,9 @@ impl Conn {
         mark_app_limited(snd, opts.sack, opts.snd_mss());
         note_cwnd_usage(snd, opts.snd_mss(), false);
         if partial == Partial::Corked && snd.snd_wnd > 0 {
-            self.hold_cork(ctx.now);
+            self.hold_cork(now);
         } else {
-            self.arm_persist(ctx, fin_queued);
+            self.arm_persist(now, config, fin_queued);
         }
         self.plan_control()
     }
@@ -268,7 +282,7 @@ impl Conn {
     /// Blocked by a zero window with data waiting and nothing in flight: RFC 9293
     /// §3.8.6.1 "The sending TCP must regularly retransmit to the receiving TCP even
     /// when the window is zero" — the persist timer.
-    fn arm_persist(&mut self, ctx: &mut Ctx<'_>, fin_queued: bool) {
+    fn arm_persist(&mut self, now: Instant, config: &TcpConfig, fin_queued: bool) {
         let Some(snd) = self.state.snd() else { return };
         let waiting = snd.data_end() > snd.snd_nxt || (fin_queued && snd.snd_nxt <= snd.data_end());
         if waiting
@@ -279,13 +293,10 @@ impl Conn {
             let backoff = 1u64 << snd.probe_count.min(16);
             let delay = self
                 .rtt
-                .rto(
-                    backoff_of(self.cold.as_ref()),
-                    ctx.shared.config.rto_bounds().max,
-                )
+                .rto(backoff_of(self.cold.as_ref()), config.rto_bounds().max)
                 .saturating_mul(backoff)
-                .min(ctx.shared.config.max_rto);
-            self.timers.set(Timer::Persist, ctx.now + delay);
+                .min(config.max_rto);
+            self.timers.set(Timer::Persist, now + delay);
         }
     }
 
@@ -358,7 +369,8 @@ impl Conn {
             .opts
             .ts
             .map(|ts| (tsval(ctx.now), if ack_bit { ts.recent } else { 0 }));
-        let mut flags = plan.flags | self.ecn_output(ctx.shared, plan, ack_bit);
+        let mut flags =
+            plan.flags | self.ecn_output(&mut ctx.shared.stats, &mut ctx.shared.out, plan, ack_bit);
         if ack_bit {
             flags = flags | Flags::ACK;
         }
@@ -368,9 +380,11 @@ impl Conn {
             (true, _) => Fill::Checksum,
             // Gathered from at most two slices (the driver's `writev` takes two).
             (false, Some(at))
-                if ctx.shared.gather && plan.len >= DEFER_MIN && payload.as_pair().is_some() =>
+                if ctx.shared.out.gather
+                    && plan.len >= DEFER_MIN
+                    && payload.as_pair().is_some() =>
             {
-                ctx.shared.deferred = Some((at, plan.len));
+                ctx.shared.out.deferred = Some((at, plan.len));
                 Fill::Deferred
             }
             (false, _) => Fill::Partial,
@@ -583,8 +597,14 @@ impl Conn {
     }
 
     /// Bookkeeping after a segment went out.
-    fn after_send(&mut self, ctx: &mut Ctx<'_>, plan: &Plan) {
-        let now = ctx.now;
+    fn after_send(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        pool: &mut Pool,
+        plan: &Plan,
+    ) {
         let mss = self.opts.snd_mss();
         let timestamps = self.opts.ts.is_some();
         let mut sent = None;
@@ -606,7 +626,7 @@ impl Conn {
                     snd.pair_open = !plan.flags.psh() && !again;
                 }
                 if again {
-                    count_retransmit(snd, &mut self.cold, ctx);
+                    count_retransmit(snd, &mut self.cold, config, stats);
                 } else if !timestamps {
                     snd.loss.get_mut().sampler.start(end, now);
                 }
@@ -628,10 +648,10 @@ impl Conn {
             (state, Kind::Probe) => {
                 match state.snd_mut() {
                     Some(snd) if snd.snd_wnd == 0 => {
-                        ctx.shared.stats.window_probes += 1;
+                        stats.window_probes += 1;
                         snd.probe_count = snd.probe_count.saturating_add(1);
                     }
-                    _ => ctx.shared.stats.keepalive_probes += 1,
+                    _ => stats.keepalive_probes += 1,
                 }
                 return;
             }
@@ -641,7 +661,6 @@ impl Conn {
         // retransmission), if the timer is not running, start it running so that it
         // will expire after RTO seconds".
         if !self.timers.is_set(Timer::Retransmit) {
-            let config = &ctx.shared.config;
             let rto = self.rto(config.rto_bounds().max);
             let at = if config.retransmit_due_only {
                 // Timed from the letters' send times, this one's included (noted
@@ -655,11 +674,11 @@ impl Conn {
             };
             self.timers.set(Timer::Retransmit, at);
         }
-        if let Some(timeout) = self.user_timeout(&ctx.shared.config) {
+        if let Some(timeout) = self.user_timeout(config) {
             self.timers.set_if_idle(Timer::UserTimeout, now + timeout);
         }
         if let Some((range, again)) = sent {
-            self.on_sent(ctx, range, again);
+            self.on_sent(now, config, stats, pool, range, again);
         }
     }
 }
@@ -668,11 +687,16 @@ impl Conn {
 /// Out of line, as it is rare.
 #[cold]
 #[inline(never)]
-fn count_retransmit(snd: &mut Snd, cold: &mut Option<alloc::boxed::Box<Cold>>, ctx: &mut Ctx<'_>) {
-    ctx.shared.stats.retransmitted += 1;
+fn count_retransmit(
+    snd: &mut Snd,
+    cold: &mut Option<alloc::boxed::Box<Cold>>,
+    config: &TcpConfig,
+    stats: &mut TcpStats,
+) {
+    stats.retransmitted += 1;
     Conn::count_retransmit(cold);
     if let Some(loss) = snd.loss.allocated_mut()
-        && ctx.shared.config.karn
+        && config.karn
     {
         loss.sampler.on_retransmit();
     }

@@ -13,38 +13,53 @@
 //! path runs through the same functions. `tests_predict.rs` feeds random exchanges to
 //! connections with prediction on and off and requires the same bytes out.
 
+use crate::tcp::TcpHandle;
+use crate::tcp::TcpStats;
+use crate::tcp::shared::Outbox;
+use crate::tcp::{TcpConfig, TcpEvent};
+use crate::time::Instant;
 use impnet_wire::tcp::{Flags, Repr};
 
+use super::Conn;
 use super::recovery::AckBefore;
-use super::{Conn, Ctx};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::{Established, State};
 
 impl Conn {
     /// Handle `seg` on the predicted path when it fits the prediction (see the module
     /// docs); returns false, having changed nothing, when it does not.
-    pub(super) fn input_predicted(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) -> bool {
+    pub(super) fn input_predicted(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        out: &mut Outbox,
+        seg: &Repr<'_>,
+    ) -> bool {
         let Some(new_ack) = self.prediction(seg) else {
             return false;
         };
-        ctx.shared.stats.predicted += 1;
+        stats.predicted += 1;
         // RFC 7323 §4.3 (2), then RFC 1122 §4.2.3.6: activity restarts keep-alive.
         self.update_ts_recent(seg);
-        self.restart_keepalive(&ctx.shared.config, ctx.now);
+        self.restart_keepalive(config, now);
         // "fifth, check the ACK field": "If SND.UNA < SEG.ACK =< SND.NXT, then set
         // SND.UNA <- SEG.ACK" (an ACK equal to SND.UNA with data changes nothing: it is
         // no duplicate ACK, RFC 5681 §2 (b), and the scoreboard is empty).
         let before = self.state.snd().map(AckBefore::of);
         if new_ack {
-            self.on_new_ack(ctx, seg);
+            self.on_new_ack(now, handle, config, stats, out, seg);
         }
         // Loss detection runs on every acceptable ACK, as on the full path.
         if let Some(before) = before {
-            self.on_ack_recovery(ctx, seg, before);
+            self.on_ack_recovery(now, stats, seg, before);
         }
-        self.update_window(ctx, seg);
+        if self.update_window(seg) {
+            out.event(stats, TcpEvent::Writable(handle));
+        }
         // "seventh, process the segment text"; no FIN ("eighth") by the prediction.
-        self.on_text(ctx, seg);
+        self.on_text(now, handle, config, stats, out, seg);
         true
     }
 

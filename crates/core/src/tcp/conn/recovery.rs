@@ -10,9 +10,11 @@
 //! timestamp; the TLP episode is settled; RACK marks losses (starting recovery) and
 //! arms the reorder timer; PRR computes what may go; the loss probe is re-armed.
 
+use crate::tcp::TcpConfig;
+use crate::tcp::shared::Pool;
 use impnet_wire::tcp::Repr;
 
-use super::{Conn, Ctx};
+use super::Conn;
 use crate::tcp::TcpStats;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::rack::{Delivered, Tlp, Undo, pto};
@@ -74,8 +76,13 @@ fn sent_in_loss(
 
 impl Conn {
     /// Loss detection, spurious-retransmission undo and PRR for an acceptable ACK.
-    pub(super) fn on_ack_recovery(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>, before: AckBefore) {
-        let now = ctx.now;
+    pub(super) fn on_ack_recovery(
+        &mut self,
+        now: Instant,
+        stats: &mut TcpStats,
+        seg: &Repr<'_>,
+        before: AckBefore,
+    ) {
         let mss = self.opts.snd_mss();
         let sack = self.opts.sack;
         let tsecr = match (self.opts.ts, seg.options.timestamps) {
@@ -83,7 +90,6 @@ impl Conn {
             _ => None,
         };
         let (srtt, min_rtt) = (self.rtt.srtt(), self.rtt.min_rtt());
-        let stats = &mut ctx.shared.stats;
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -161,8 +167,12 @@ impl Conn {
     }
 
     /// RFC 8985 §6.3: "When the reordering timer expires ... RACK_detect_loss()".
-    pub(super) fn on_reorder_timeout(&mut self, ctx: &mut Ctx<'_>) {
-        let now = ctx.now;
+    pub(super) fn on_reorder_timeout(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+    ) {
         let mss = self.opts.snd_mss();
         let srtt = self.rtt.srtt();
         let Some(snd) = self.state.snd_mut() else {
@@ -172,23 +182,23 @@ impl Conn {
             return;
         }
         let was_in_recovery = snd.loss.in_recovery();
-        let (reorder, _) = detect_loss(snd, &mut ctx.shared.stats, now, srtt, mss);
+        let (reorder, _) = detect_loss(snd, stats, now, srtt, mss);
         prr_on_ack(snd, 0, mss, false);
         if let Some(wait) = reorder {
             self.timers.set(Timer::Reorder, now + wait);
         }
         if self.cold.is_some() {
-            self.mtu_probe_on_recovery(ctx, was_in_recovery);
+            self.mtu_probe_on_recovery(now, config, stats, was_in_recovery);
         }
     }
 
     /// RFC 8985 §7.3: the PTO fired. "If a previously unsent segment exists AND the
     /// receive window allows new data to be sent: Transmit that new segment ... Else:
     /// Retransmit the last segment". The probe goes even if cwnd is full.
-    pub(super) fn on_probe_timeout(&mut self, ctx: &mut Ctx<'_>) {
+    pub(super) fn on_probe_timeout(&mut self, now: Instant, config: &TcpConfig) {
         let mss = self.opts.snd_mss();
-        let rto = self.rto(ctx.shared.config.rto_bounds().max);
-        let lone_fin_as_linux = ctx.shared.config.lone_fin_as_linux;
+        let rto = self.rto(config.rto_bounds().max);
+        let lone_fin_as_linux = config.lone_fin_as_linux;
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
@@ -216,7 +226,7 @@ impl Conn {
         }
         snd.rack_mut().probe_due = true;
         // The probe takes the timeout's place when both were due.
-        self.timers.set(Timer::Retransmit, ctx.now + rto);
+        self.timers.set(Timer::Retransmit, now + rto);
     }
 
     /// RFC 8985 §7.2: arm the PTO "after transmitting new data (that was not itself a
@@ -251,18 +261,20 @@ impl Conn {
     /// sent before.
     pub(super) fn on_sent(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        pool: &mut Pool,
         (seq, end): (SeqNumber, SeqNumber),
         again: bool,
     ) {
-        let now = ctx.now;
-        self.note_letter_sent(&ctx.shared.config, (seq, end), again, now);
+        self.note_letter_sent(config, (seq, end), again, now);
         let timestamps = self.opts.ts.is_some();
         let Some(snd) = self.state.snd_mut() else {
             return;
         };
         if snd.rack_enabled {
-            ctx.shared.rack_mut(snd).log.on_send(seq, end, now);
+            pool.rack_mut(snd).log.on_send(seq, end, now);
         }
         if let Some(loss) = snd.loss.allocated_mut() {
             sent_in_loss(loss, (seq, end), again, timestamps.then(|| tsval(now)));
@@ -275,10 +287,10 @@ impl Conn {
                 end_seq,
                 is_retrans: again,
             });
-            ctx.shared.stats.tlp_probes += 1;
+            stats.tlp_probes += 1;
             // §7.3: "the sender MUST rearm the RTO timer, not the PTO timer".
             self.timers.stop(Timer::LossProbe);
-            let rto = self.rto(ctx.shared.config.rto_bounds().max);
+            let rto = self.rto(config.rto_bounds().max);
             self.timers.set(Timer::Retransmit, now + rto);
         } else if !again {
             let eligible = probe_eligible(snd);

@@ -1,17 +1,28 @@
 //! Temporal sharing on one connection (RFC 9040): what it leaves in the
 //! [`BlockCache`](crate::tcp::share::BlockCache) when it closes, and how a new one starts from it.
 
-use super::{Conn, Ctx, clear_backoff};
+use super::{Conn, clear_backoff};
+use crate::tcp::TcpConfig;
+use crate::tcp::TcpStats;
 use crate::tcp::cc::{CongestionControl, Controller};
 use crate::tcp::share::Block;
+use crate::tcp::shared::PeerCaches;
+use crate::tcp::shared::Pool;
 use crate::tcp::state::Snd;
+use crate::time::Instant;
 
 impl Conn {
     /// Our FIN was acknowledged: leave what this connection learned about its peer's
     /// host for the next connection to it (RFC 9040 §5 Table 4, "temporal sharing:
     /// cache update ... at connection close"), if it measured an RTT.
-    pub(crate) fn store_block(&self, ctx: &mut Ctx<'_>) {
-        if !ctx.shared.config.share_control_blocks {
+    pub(crate) fn store_block(
+        &self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        peers: &mut PeerCaches,
+    ) {
+        if !config.share_control_blocks {
             return;
         }
         let (Some(snd), Some(srtt)) = (self.state.snd(), self.rtt.srtt()) else {
@@ -35,37 +46,46 @@ impl Conn {
             cwnd: in_pipe,
             ssthresh,
         };
-        ctx.shared.blocks.store(ctx.now, self.remote().ip(), block);
-        ctx.shared.stats.shared_blocks_stored += 1;
+        peers.blocks.store(now, self.remote().ip(), block);
+        stats.shared_blocks_stored += 1;
     }
 
     /// The handshake is done and `snd` is new: start it from what an earlier connection
     /// to the same host left ([`Conn::start_from_block`]), and lend HyStart++ the box of
     /// one that ended (`Shared::spare_rounds`).
-    pub(crate) fn start_snd(&mut self, ctx: &mut Ctx<'_>, snd: &mut Snd) {
-        self.start_from_block(ctx, snd);
-        snd.cc.lend_hystart_rounds(&mut ctx.shared.spare_rounds);
+    pub(crate) fn start_snd(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        pool: &mut Pool,
+        peers: &mut PeerCaches,
+        snd: &mut Snd,
+    ) {
+        self.start_from_block(now, config, stats, peers, snd);
+        snd.cc.lend_hystart_rounds(&mut pool.spare_rounds);
     }
 
     /// The handshake is done and `snd` is new: start it, and the RTT estimator, from
     /// what an earlier connection to the same host left, if one did and it beats the
     /// initial window.
-    pub(crate) fn start_from_block(&mut self, ctx: &mut Ctx<'_>, snd: &mut Snd) {
-        let config = &ctx.shared.config;
+    pub(crate) fn start_from_block(
+        &mut self,
+        now: Instant,
+        config: &TcpConfig,
+        stats: &mut TcpStats,
+        peers: &mut PeerCaches,
+        snd: &mut Snd,
+    ) {
         if !config.share_control_blocks {
             return;
         }
         let mss = self.opts.snd_mss();
         let initial = config.initial_window as usize * mss;
-        let Some(block) = ctx
-            .shared
-            .blocks
-            .lookup(ctx.now, self.remote().ip(), initial)
-        else {
+        let Some(block) = peers.blocks.lookup(now, self.remote().ip(), initial) else {
             return;
         };
-        self.rtt
-            .seed(block.srtt, block.rttvar, ctx.shared.config.rto_bounds());
+        self.rtt.seed(block.srtt, block.rttvar, config.rto_bounds());
         clear_backoff(&mut self.cold);
         // The window in whole segments of this connection's MSS, rounded down: never
         // more than the old cwnd.
@@ -79,6 +99,6 @@ impl Conn {
         if block.ssthresh != usize::MAX {
             snd.cc.set_ssthresh(block.ssthresh);
         }
-        ctx.shared.stats.shared_blocks_used += 1;
+        stats.shared_blocks_used += 1;
     }
 }

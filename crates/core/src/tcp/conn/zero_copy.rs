@@ -1,7 +1,8 @@
 //! The zero-copy calls on one connection ([`Tcp::send_owned`](crate::tcp::Tcp::send_owned),
 //! [`Tcp::recv_with`](crate::tcp::Tcp::recv_with)).
 
-use super::{Conn, Ctx};
+use super::Conn;
+use crate::tcp::TcpConfig;
 use crate::tcp::TcpError;
 use crate::tcp::buffer::SendBuffer;
 use crate::tcp::state::{Closed, State};
@@ -50,7 +51,7 @@ impl Conn {
     /// to read yet, `WouldBlock` and `f` is not called.
     pub fn recv_with(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        config: &TcpConfig,
         f: impl FnOnce(&[u8]) -> usize,
     ) -> Result<usize, TcpError> {
         let fin_received = matches!(
@@ -85,7 +86,7 @@ impl Conn {
         }
         let n = f(first).min(first.len());
         buffer.consume(n);
-        self.maybe_window_update(ctx.shared.config.recv_buffer, n);
+        self.maybe_window_update(config.recv_buffer, n);
         Ok(n)
     }
 }
