@@ -752,7 +752,7 @@ impl RecvBuffer {
         self.max_ranges as usize
     }
 
-    /// Most out-of-order ranges kept at once: one per [`BYTES_PER_RANGE`] bytes of
+    /// Most out-of-order ranges kept at once: one per KiB of
     /// capacity (at least 32), and no more than [`max_ranges`](Self::max_ranges).
     pub fn range_limit(&self) -> usize {
         (self.capacity() / BYTES_PER_RANGE)
