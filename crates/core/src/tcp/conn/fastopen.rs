@@ -195,14 +195,7 @@ impl Conn {
             .lend_hystart_rounds(&mut ctx.shared.pool.spare_rounds);
         self.state = State::Established(Established { snd, rcv });
         self.opts.syn_data_acked = !seg.payload.is_empty();
-        self.on_text(
-            ctx.now,
-            ctx.handle,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.out,
-            seg,
-        );
+        self.on_text_in(ctx, seg);
         // The SYN-ACK acknowledges the data; no ACK of its own follows.
         self.ack = AckState::Idle;
         self.timers.stop(Timer::DelayedAck);

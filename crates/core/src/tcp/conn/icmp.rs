@@ -28,14 +28,7 @@ impl Conn {
                 self.on_packet_too_big(ctx.now, &ctx.shared.config, &mut ctx.shared.stats, mtu)
             }
             IcmpNotice::Hard(error) if !self.state.synchronized() => {
-                self.enter_closed(
-                    ctx.handle,
-                    &ctx.shared.config,
-                    &mut ctx.shared.stats,
-                    &mut ctx.shared.out,
-                    &mut ctx.shared.pool,
-                    Some(error),
-                );
+                self.close_in(ctx, Some(error));
             }
             // RFC 5461: an open connection does not die of an ICMP error.
             IcmpNotice::Hard(error) | IcmpNotice::Soft(error) => {

@@ -65,14 +65,7 @@ impl Conn {
             SynSentDisposition::Reset(reset) => ctx.shared.out.reset(reset),
             SynSentDisposition::Refused => {
                 ctx.shared.stats.resets_received += 1;
-                self.enter_closed(
-                    ctx.handle,
-                    &ctx.shared.config,
-                    &mut ctx.shared.stats,
-                    &mut ctx.shared.out,
-                    &mut ctx.shared.pool,
-                    Some(TcpError::ConnectionRefused),
-                );
+                self.close_in(ctx, Some(TcpError::ConnectionRefused));
             }
             SynSentDisposition::Establish => self.establish_from_syn_sent(ctx, seg),
             SynSentDisposition::SimultaneousOpen => {
@@ -136,14 +129,7 @@ impl Conn {
             u32::from(seg.window),
             SeqNumber(seg.seq),
         );
-        self.start_snd(
-            ctx.now,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.pool,
-            &mut ctx.shared.peers,
-            &mut snd,
-        );
+        self.start_snd_in(ctx, &mut snd);
         self.state = State::Established(Established { snd, rcv });
         if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
             let writable = TcpEvent::Writable(ctx.handle);
@@ -155,14 +141,7 @@ impl Conn {
         }
         // "If there are other controls or text in the segment, then continue
         // processing at the sixth step below where the URG bit is checked".
-        self.on_text(
-            ctx.now,
-            ctx.handle,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.out,
-            seg,
-        );
+        self.on_text_in(ctx, seg);
         self.on_fin(ctx, seg);
     }
 
@@ -289,14 +268,7 @@ impl Conn {
         }
         // "sixth, check the URG bit": urgent data is not supported (RFC 6093 deprecates
         // it for new applications); the data is delivered inline.
-        self.on_text(
-            ctx.now,
-            ctx.handle,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.out,
-            seg,
-        );
+        self.on_text_in(ctx, seg);
         self.on_fin(ctx, seg);
     }
 
@@ -538,14 +510,7 @@ impl Conn {
             // "CLOSING, LAST-ACK, TIME-WAIT: ... enter the CLOSED state".
             _ => None,
         };
-        self.enter_closed(
-            ctx.handle,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.out,
-            &mut ctx.shared.pool,
-            error,
-        );
+        self.close_in(ctx, error);
     }
 
     /// "fourth, check the SYN bit".
@@ -557,14 +522,7 @@ impl Conn {
         if let State::SynRcvd(s) = &self.state
             && s.passive
         {
-            return self.enter_closed(
-                ctx.handle,
-                &ctx.shared.config,
-                &mut ctx.shared.stats,
-                &mut ctx.shared.out,
-                &mut ctx.shared.pool,
-                None,
-            );
+            return self.close_in(ctx, None);
         }
         // "If the SYN bit is set, irrespective of the sequence number, TCP MUST send an
         // ACK (also referred to as challenge ACK) to the remote peer" (RFC 5961 §4.2).
@@ -659,14 +617,7 @@ impl Conn {
             SeqNumber(seg.seq),
         );
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
-        self.start_snd(
-            ctx.now,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.pool,
-            &mut ctx.shared.peers,
-            &mut snd,
-        );
+        self.start_snd_in(ctx, &mut snd);
         self.state = State::Established(Established { snd, rcv });
         if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
             let writable = TcpEvent::Writable(ctx.handle);
@@ -970,14 +921,7 @@ impl Conn {
             // enter the CLOSED state, and return." (`enter_closed` keeps what the user
             // has not read.)
             State::LastAck(_) => {
-                self.enter_closed(
-                    ctx.handle,
-                    &ctx.shared.config,
-                    &mut ctx.shared.stats,
-                    &mut ctx.shared.out,
-                    &mut ctx.shared.pool,
-                    None,
-                );
+                self.close_in(ctx, None);
                 return false;
             }
             _ => {}

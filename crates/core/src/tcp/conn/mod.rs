@@ -653,6 +653,51 @@ impl Conn {
         }
     }
 
+    /// [`enter_closed`](Self::enter_closed) from a dispatcher that holds the whole
+    /// context of the call.
+    #[inline]
+    pub(super) fn close_in(&mut self, ctx: &mut Ctx<'_>, error: Option<TcpError>) {
+        let shared = &mut *ctx.shared;
+        self.enter_closed(
+            ctx.handle,
+            &shared.config,
+            &mut shared.stats,
+            &mut shared.out,
+            &mut shared.pool,
+            error,
+        );
+    }
+
+    /// [`on_text`](Self::on_text) from a dispatcher that holds the whole context of
+    /// the call.
+    #[inline]
+    pub(super) fn on_text_in(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
+        let shared = &mut *ctx.shared;
+        self.on_text(
+            ctx.now,
+            ctx.handle,
+            &shared.config,
+            &mut shared.stats,
+            &mut shared.out,
+            seg,
+        );
+    }
+
+    /// [`start_snd`](Self::start_snd) from a dispatcher that holds the whole context
+    /// of the call.
+    #[inline]
+    pub(super) fn start_snd_in(&mut self, ctx: &mut Ctx<'_>, snd: &mut Snd) {
+        let shared = &mut *ctx.shared;
+        self.start_snd(
+            ctx.now,
+            &shared.config,
+            &mut shared.stats,
+            &mut shared.pool,
+            &mut shared.peers,
+            snd,
+        );
+    }
+
     /// Enter CLOSED, remembering why.
     pub fn enter_closed(
         &mut self,
@@ -1165,14 +1210,7 @@ impl Conn {
                 if let State::FinWait2(_) = self.state {
                     ctx.shared.stats.fin_wait_2_timeouts += 1;
                 }
-                self.enter_closed(
-                    ctx.handle,
-                    &ctx.shared.config,
-                    &mut ctx.shared.stats,
-                    &mut ctx.shared.out,
-                    &mut ctx.shared.pool,
-                    None,
-                );
+                self.close_in(ctx, None);
             }
             // "If a timeout occurs, flush all queues, signal the user "error: connection
             // aborted due to user timeout" ..., enter the CLOSED state, and return."
@@ -1196,14 +1234,7 @@ impl Conn {
         if error != TcpError::TimedOut {
             ctx.shared.stats.timed_out += 1;
         }
-        self.enter_closed(
-            ctx.handle,
-            &ctx.shared.config,
-            &mut ctx.shared.stats,
-            &mut ctx.shared.out,
-            &mut ctx.shared.pool,
-            Some(error),
-        );
+        self.close_in(ctx, Some(error));
     }
 
     /// RFC 6298 §5.4-5.7 and RFC 5681 §3.1 on a retransmission timeout.
