@@ -870,14 +870,7 @@ impl Tcp {
                 ctx.shared.stats.resets_sent += 1;
                 ctx.shared.out.reset(reset);
             }
-            conn.enter_closed(
-                ctx.handle,
-                &ctx.shared.config,
-                &mut ctx.shared.stats,
-                &mut ctx.shared.out,
-                &mut ctx.shared.pool,
-                Some(TcpError::ConnectionReset),
-            );
+            conn.close_in(ctx, Some(TcpError::ConnectionReset));
             Ok(())
         })
     }
@@ -1359,14 +1352,7 @@ impl Tcp {
         for handle in handles {
             let _ = self.with_conn(now, handle, |conn, ctx| {
                 if matches!(conn.state, super::state::State::SynSent(_)) {
-                    conn.enter_closed(
-                        ctx.handle,
-                        &ctx.shared.config,
-                        &mut ctx.shared.stats,
-                        &mut ctx.shared.out,
-                        &mut ctx.shared.pool,
-                        Some(error),
-                    );
+                    conn.close_in(ctx, Some(error));
                     ended += 1;
                 }
                 Ok(())
