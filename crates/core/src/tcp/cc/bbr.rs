@@ -821,7 +821,11 @@ impl CongestionControl for Bbr {
         self.cwnd
     }
     fn ssthresh(&self) -> usize {
-        if self.filled_pipe {
+        // In recovery the connection's PRR sends by ssthresh, not cwnd: at cwnd it sends
+        // one segment for each one delivered (Linux's packet conservation). Startup's
+        // recoveries too: unbounded, PRR's segment on every ACK would double what is in
+        // flight each round, past cwnd and the queue.
+        if self.filled_pipe || self.in_recovery {
             self.cwnd
         } else {
             usize::MAX
