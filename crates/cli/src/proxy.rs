@@ -386,8 +386,11 @@ async fn host_to_client(
         }
         host.readable().await?;
         let read = SCRATCH.with_borrow_mut(|scratch| {
-            scratch.resize(HOST_READ, 0);
-            let n = match host.try_read(scratch) {
+            // Into the spare capacity: no page of the buffer is written (resident)
+            // before a read needs it.
+            scratch.clear();
+            scratch.reserve(HOST_READ);
+            let n = match host.try_read_buf(scratch) {
                 Ok(0) => return Ok(None),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Some(())),
