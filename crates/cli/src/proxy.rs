@@ -246,13 +246,17 @@ fn relay_shard(
     idle: Duration,
     max_flows: usize,
 ) -> Result<(), String> {
-    thread::spawn(move || relay_udp(udp, upstream, idle, max_flows));
+    // The buffer comes from this thread's heap: zeroed by a new thread, in an arena of
+    // its own, its 64 KiB would be resident from the start.
+    let buf = vec![0u8; UDP_BUFFER];
+    thread::spawn(move || relay_udp(udp, buf, upstream, idle, max_flows));
     // Every TCP relay is a task on this one thread: a connection costs its task and
     // the buffer of what one side has not taken yet, not two threads and their stacks.
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
         .map_err(|e| format!("cannot start the relay runtime: {e}"))?;
+    trim_heap();
     // The device stays with imp's own thread (no `impnet::tokio::drive`): it takes in
     // the client's frames and ACKs while this one reads the hosts and sends, on two
     // cores (a 1 GiB download took 6.0-6.5 s so, 7.0-8.5 s with both on this thread).
@@ -269,6 +273,17 @@ fn relay_shard(
             });
         }
     })
+}
+
+/// Give back to the system the heap pages start-up used and freed (the command line's
+/// parser, the device's setup): glibc keeps them otherwise, resident, for allocations
+/// an idle proxy does not make.
+fn trim_heap() {
+    // SAFETY: malloc_trim takes no pointers and only releases free memory.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// The size of each of a connection's buffers in imp.
@@ -371,8 +386,11 @@ async fn host_to_client(
         }
         host.readable().await?;
         let read = SCRATCH.with_borrow_mut(|scratch| {
-            scratch.resize(HOST_READ, 0);
-            let n = match host.try_read(scratch) {
+            // Into the spare capacity: no page of the buffer is written (resident)
+            // before a read needs it.
+            scratch.clear();
+            scratch.reserve(HOST_READ);
+            let n = match host.try_read_buf(scratch) {
                 Ok(0) => return Ok(None),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Some(())),
@@ -508,10 +526,15 @@ const UDP_STACK: usize = 128 * 1024;
 
 /// Relay every UDP flow of the catch-all socket; flows idle for `idle` are closed, and
 /// no more than `max_flows` are open at once.
-fn relay_udp(udp: UdpSocket, upstream: Upstream, idle: Duration, max_flows: usize) {
+fn relay_udp(
+    udp: UdpSocket,
+    mut buf: Vec<u8>,
+    upstream: Upstream,
+    idle: Duration,
+    max_flows: usize,
+) {
     let udp = Arc::new(udp);
     let flows: Flows = Arc::default();
-    let mut buf = vec![0u8; UDP_BUFFER];
     let _ = udp.set_read_timeout(Some(Duration::from_secs(1)));
     loop {
         let (n, src, dst) = match udp.recv_from_to(&mut buf) {
