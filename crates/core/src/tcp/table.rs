@@ -19,7 +19,7 @@ use super::isn::IsnGenerator;
 use super::listen::{ListenDisposition, Listener};
 use super::segment::{Reset, tsval};
 use super::seq::SeqNumber;
-use super::shared::{Pool, Shared};
+use super::shared::Shared;
 use super::slab::Slab;
 use super::socket_options::SocketOption;
 use super::state::{Closed, State};
@@ -454,44 +454,24 @@ impl Tcp {
         if matches!(socket, Socket::Conn(_)) {
             self.connections += 1;
         }
-        let index = self.vacant_index();
-        let slot = &mut self.slots[index as usize];
-        slot.socket = Some(socket);
-        TcpHandle {
-            index,
-            generation: slot.generation,
-        }
-    }
-
-    /// [`Tcp::insert`] of the connection `make` builds, called once its slot is
-    /// chosen so that it may be built there, not built apart and then copied in.
-    #[inline(always)]
-    fn insert_conn(&mut self, make: impl FnOnce(&TcpConfig, &mut Pool) -> Conn) -> TcpHandle {
-        self.connections += 1;
-        let index = self.vacant_index();
-        let slot = &mut self.slots[index as usize];
-        slot.socket = Some(Socket::Conn(make(
-            &self.shared.config,
-            &mut self.shared.pool,
-        )));
-        TcpHandle {
-            index,
-            generation: slot.generation,
-        }
-    }
-
-    /// The index of a slot with no socket, to fill: a free one first, else a new one
-    /// at the end (whose generation is `fresh_generation`).
-    #[inline]
-    fn vacant_index(&mut self) -> u32 {
         while let Some(index) = self.free.pop() {
-            if (index as usize) < self.slots.len() {
-                return index;
+            if index as usize >= self.slots.len() {
+                continue;
             }
+            let slot = &mut self.slots[index as usize];
+            slot.socket = Some(socket);
+            return TcpHandle {
+                index,
+                generation: slot.generation,
+            };
         }
         let slot = self.slots.push_default();
         slot.generation = self.fresh_generation;
-        (self.slots.len() - 1) as u32
+        slot.socket = Some(socket);
+        TcpHandle {
+            index: (self.slots.len() - 1) as u32,
+            generation: self.fresh_generation,
+        }
     }
 
     fn socket_mut(&mut self, handle: TcpHandle) -> Option<&mut Socket> {
@@ -517,12 +497,9 @@ impl Tcp {
         // Dropped where it lies (`take` would move the kilobyte out first).
         slot.socket = None;
         slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(handle.index);
         if handle.index as usize + 1 == self.slots.len() {
-            // The last slot: `shrink` pops it, so it is not listed as free (it would be
-            // a stale index, skipped by the next `insert`).
             self.shrink();
-        } else {
-            self.free.push(handle.index);
         }
     }
 
@@ -635,8 +612,15 @@ impl Tcp {
             _ => local,
         };
         let iss = self.isn.isn(now, local, remote);
-        let handle =
-            self.insert_conn(|config, pool| Conn::connect(config, pool, local, remote, iss, mss));
+        let conn = Conn::connect(
+            &self.shared.config,
+            &mut self.shared.pool,
+            local,
+            remote,
+            iss,
+            mss,
+        );
+        let handle = self.insert(Socket::Conn(conn));
         self.conns.insert((local, remote), handle, |i, t| {
             matching((&self.slots, &self.time_waits), i, t)
         });
@@ -1518,21 +1502,19 @@ impl Tcp {
             _ => None,
         };
         let iss = self.isn.isn(now, local, remote);
-        let handle = self.insert_conn(|config, pool| {
-            let mut conn = Conn::accept_syn(
-                config,
-                pool,
-                (local, remote),
-                iss,
-                segment,
-                (listener, options.as_ref()),
-                local_mss,
-            );
-            if let ServerVerdict::Grant(cookie) = fast_open {
-                conn.grant_fast_open_cookie(cookie);
-            }
-            conn
-        });
+        let mut conn = Conn::accept_syn(
+            &self.shared.config,
+            &mut self.shared.pool,
+            (local, remote),
+            iss,
+            segment,
+            (listener, options.as_ref()),
+            local_mss,
+        );
+        if let ServerVerdict::Grant(cookie) = fast_open {
+            conn.grant_fast_open_cookie(cookie);
+        }
+        let handle = self.insert(Socket::Conn(conn));
         self.conns.insert((local, remote), handle, |i, t| {
             matching((&self.slots, &self.time_waits), i, t)
         });

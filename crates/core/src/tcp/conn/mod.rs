@@ -550,9 +550,6 @@ impl Conn {
         allowed
     }
 
-    // Inlined into its two callers, so that the state they build is written in the
-    // connection in place, not built apart and copied in (W3 churn: once per end).
-    #[inline(always)]
     fn new(
         config: &TcpConfig,
         local: SocketAddr,
