@@ -14,8 +14,9 @@ use alloc::vec::Vec;
 pub(crate) const CHUNK: usize = 8;
 
 /// A growable sequence of `T` stored in chunks of [`CHUNK`]. Every slot of a chunk
-/// holds a `T`: those at or past `len` hold what `pop` left (`T::default()`), and
-/// [`Slab::get`] returns them too (the table finds no socket there).
+/// holds a `T`: those at or past `len` hold what `pop` left (`T::default()`) or what
+/// `pop_emptied` left (an element its caller emptied), and [`Slab::get`] returns them
+/// too (the table finds no socket there).
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
     /// The chunks holding `0..len`, and at most one more (kept so that a table that
@@ -94,11 +95,27 @@ impl<T: Default> Slab<T> {
     /// Remove the last element, dropped where it is (its slot holds `T::default()`
     /// again; nothing is moved out, a connection's slot being most of a kilobyte), and
     /// free the chunks past the one it was in. False when there is none.
+    #[cfg(test)]
     pub fn pop(&mut self) -> bool {
         let Some(index) = self.len.checked_sub(1) else {
             return false;
         };
         self.chunks[index / CHUNK][index % CHUNK] = T::default();
+        self.len = index;
+        self.chunks.truncate(index / CHUNK + 1);
+        true
+    }
+
+    /// Remove the last element, which the caller has emptied already (it owns nothing
+    /// more): left where it is as it is, to be overwritten by the next
+    /// [`Slab::push_default`] or dropped with its chunk. [`Slab::pop`] writes a
+    /// default over it, a copy of the whole element (most of a kilobyte for a socket
+    /// slot) on every connection that ends in the table's last slot (W3 churn).
+    /// False when there is none.
+    pub fn pop_emptied(&mut self) -> bool {
+        let Some(index) = self.len.checked_sub(1) else {
+            return false;
+        };
         self.len = index;
         self.chunks.truncate(index / CHUNK + 1);
         true
@@ -164,5 +181,28 @@ mod tests {
         while slab.pop() {}
         assert!(!slab.pop());
         assert_eq!((slab.len(), slab.capacity()), (0, CHUNK));
+    }
+
+    #[test]
+    fn pop_emptied_leaves_the_element_until_the_next_push_overwrites_it() {
+        let mut slab = Slab::new();
+        for i in 1..=CHUNK + 2 {
+            slab.push(i);
+        }
+        *slab.get_mut(CHUNK + 1).unwrap() = 0;
+        assert!(slab.pop_emptied());
+        assert_eq!(slab.len(), CHUNK + 1);
+        assert_eq!(slab.last(), Some(&(CHUNK + 1)));
+        assert_eq!(slab.capacity(), 2 * CHUNK, "the chunk it was in is kept");
+        assert_eq!(*slab.push_default(), 0, "pushed anew: a default");
+        assert!(slab.pop_emptied() && slab.pop_emptied());
+        assert_eq!(slab.last(), Some(&CHUNK));
+        assert_eq!(slab.capacity(), 2 * CHUNK);
+        assert!(slab.pop_emptied());
+        assert_eq!(slab.capacity(), CHUNK, "chunks past the spare one go");
+        while slab.pop_emptied() {}
+        assert!(!slab.pop_emptied());
+        assert_eq!((slab.len(), slab.capacity()), (0, CHUNK));
+        assert_eq!(*slab.push_default(), 0);
     }
 }

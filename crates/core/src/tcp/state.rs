@@ -666,15 +666,24 @@ pub enum TcpState {
 impl State {
     /// The user closed the sending side: ESTABLISHED becomes FIN-WAIT-1 and CLOSE-WAIT
     /// becomes LAST-ACK, keeping both halves (one move of the state out and one in);
-    /// other states are left as they are.
+    /// other states are left as they are, unmoved. Each arm writes its state itself:
+    /// one `*self = match ..` joining the arms costs two more copies of the whole
+    /// state (W3 churn closes both ends through here).
     #[inline(never)]
     pub fn queue_fin(&mut self) {
+        if !matches!(self, State::Established(_) | State::CloseWait(_)) {
+            return;
+        }
         let placeholder = State::Closed(Closed { error: None });
-        *self = match core::mem::replace(self, placeholder) {
-            State::Established(Established { snd, rcv }) => State::FinWait1(FinWait1 { snd, rcv }),
-            State::CloseWait(CloseWait { snd, rcv }) => State::LastAck(LastAck { snd, rcv }),
-            other => other,
-        };
+        match core::mem::replace(self, placeholder) {
+            State::Established(Established { snd, rcv }) => {
+                *self = State::FinWait1(FinWait1 { snd, rcv });
+            }
+            State::CloseWait(CloseWait { snd, rcv }) => {
+                *self = State::LastAck(LastAck { snd, rcv });
+            }
+            other => *self = other,
+        }
     }
 
     /// The state's public name.

@@ -510,7 +510,8 @@ impl Tcp {
     fn shrink(&mut self) {
         while let Some(slot) = self.slots.last().filter(|s| s.socket.is_none()) {
             self.fresh_generation = self.fresh_generation.max(slot.generation);
-            self.slots.pop();
+            // Its socket is gone already: nothing to drop, nothing to copy over it.
+            self.slots.pop_emptied();
         }
         let len = self.slots.len();
         if len * 4 <= self.slots.reserved() && self.slots.reserved() > MIN_SLOTS {
