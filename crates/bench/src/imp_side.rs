@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::time::Instant as StdInstant;
 
 use impnet_core::tcp::{TcpConfig, TcpError, TcpHandle};
-use impnet_core::{IfaceConfig, IfaceId, Instant, Offloads, Stack, StackConfig};
+use impnet_core::{Duration, IfaceConfig, IfaceId, Instant, Offloads, Stack, StackConfig};
 use impnet_wire::ethernet;
 use impnet_wire::ipv4::Cidr;
 use impnet_wire::ipv6;
@@ -354,7 +354,15 @@ impl<const V6: bool> workload::Churn for Churn<V6> {
 
 /// W4 on imp: `n` idle connections between the pair (B listening on enough ports for
 /// one client address), and a round trip on one of them at a time, a stride through
-/// the table so each lands on a different connection than the last.
+/// the table ([`workload::scale_stride`]) so each lands on a different connection than
+/// the last and `n` of them visit every connection.
+///
+/// Every data segment is acknowledged at once (delayed ACKs off, on both stacks), so a
+/// round trip is the same four segments at every size. With the default policy how
+/// long a connection sat idle would decide it instead: revisited every 100 round trips
+/// (100 connections) its ACKs ride on the data, revisited after seconds (100k) it is in
+/// quick-ACK mode (idle longer than the RTO) and acknowledges each segment apart, and
+/// W4 would compare two ACK policies rather than two table sizes.
 pub struct Scale {
     pair: Pair,
     conns: Vec<(TcpHandle, TcpHandle)>,
@@ -376,6 +384,7 @@ impl Scale {
         // Up to millions of connections: beyond the default bound on connections.
         let tcp = TcpConfig {
             max_connections: n.max(16) * 2,
+            delayed_ack: Duration::ZERO,
             ..small_config()
         };
         let mut pair = Pair::with_clock(1500, false, tcp, clock);
@@ -389,7 +398,7 @@ impl Scale {
         let scale = Scale {
             pair,
             conns: Vec::with_capacity(n),
-            stride: 7919 % n.max(1) + 1,
+            stride: super::workload::scale_stride(n),
             at: 0,
         };
         (scale, listeners)
@@ -458,4 +467,28 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
         ));
     }
     samples
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Clock, Scale};
+
+    /// W4's round trip moves the same four segments (request, its ACK, reply, its ACK)
+    /// whether a connection was last used a moment ago (4 connections, warm: past
+    /// quick-ACK mode) or long ago (12,000: each revisited after 240 ms, longer than
+    /// the RTO, which would put it back in quick-ACK mode).
+    #[test]
+    fn a_w4_round_trip_is_four_segments_at_every_size() {
+        for (n, warm_laps) in [(4, 20), (12_000, 1)] {
+            let mut scale = Scale::open_with(n, Clock::Virtual(10_000));
+            for _ in 0..warm_laps * n {
+                scale.round_trip();
+            }
+            let before = scale.pair.frames;
+            for _ in 0..2 * n {
+                scale.round_trip();
+            }
+            assert_eq!(scale.pair.frames - before, 4 * 2 * n as u64, "n = {n}");
+        }
+    }
 }

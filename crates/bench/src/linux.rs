@@ -137,7 +137,7 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Result<Vec<Sample>, String
             }
             let mut byte = [0u8; 1];
             // Serve in the order the client uses them.
-            let stride = 7919 % n + 1;
+            let stride = super::workload::scale_stride(n);
             let mut at = 0usize;
             loop {
                 if streams[at].read(&mut byte)? == 0 {
@@ -153,7 +153,7 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Result<Vec<Sample>, String
             c.set_nodelay(true).map_err(|e| e.to_string())?;
             conns.push(c);
         }
-        let stride = 7919 % n + 1;
+        let stride = super::workload::scale_stride(n);
         let mut at = 0usize;
         let mut byte = [0u8; 1];
         let watch = Stopwatch::start();

@@ -124,3 +124,65 @@ pub(crate) fn churn<C: Churn>(name: &str, count: u64) -> Vec<Sample> {
     let (wall, _) = watch.stop();
     vec![Sample::new(name, "connections/s", count as f64 / wall)]
 }
+
+/// W4's step through `n` connections: the next round trip goes to `(at + stride) % n`.
+/// The stride is coprime with `n`, so `n` steps visit every connection once (a stride
+/// sharing a factor with `n` would cycle through only `n / gcd` of them: the former
+/// `7919 % n + 1` is 7920 at every size above 7919 and at 100, and shared 80 with 100k,
+/// so W4 "at 100k" touched 1,250 connections and "at 100" five). Near 7919 (a prime),
+/// so consecutive round trips land far apart in the table.
+pub fn scale_stride(n: usize) -> usize {
+    if n <= 1 {
+        return 1;
+    }
+    let mut stride = 7919 % n;
+    while stride == 0 || gcd(stride, n) != 1 {
+        stride = (stride + 1) % n;
+    }
+    stride
+}
+
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scale_stride;
+
+    /// Whether walking `n` steps of `stride` from 0 visits each of `n` connections once.
+    fn visits_all(n: usize, stride: usize) -> bool {
+        let mut seen = vec![false; n];
+        let mut at = 0;
+        for _ in 0..n {
+            if seen[at] {
+                return false;
+            }
+            seen[at] = true;
+            at = (at + stride) % n;
+        }
+        true
+    }
+
+    #[test]
+    fn the_stride_visits_every_connection_at_every_size() {
+        for n in [
+            1, 2, 3, 10, 100, 7919, 7920, 10_000, 16_000, 100_000, 1_000_000,
+        ] {
+            assert!(visits_all(n, scale_stride(n)), "n = {n}");
+        }
+        // The former stride did not (it shares 20 with 100, 80 with 100k).
+        assert!(!visits_all(100, 7919 % 100 + 1));
+        assert!(!visits_all(100_000, 7919 % 100_000 + 1));
+    }
+
+    #[test]
+    fn the_stride_is_near_7919_when_the_table_is_larger() {
+        assert_eq!(scale_stride(100_000), 7919);
+        assert_eq!(scale_stride(10_000_000), 7919);
+        assert_eq!(scale_stride(100), 19);
+    }
+}
