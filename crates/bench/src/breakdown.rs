@@ -487,9 +487,7 @@ fn same(bytes: u64) -> (u64, u64) {
 /// each).
 fn child_scale(connections: usize, amount: u64) -> u64 {
     let mut scale = imp_side::Scale::open_with(connections, Clock::Virtual(PING_TICK_NS));
-    for _ in 0..100 {
-        scale.round_trip();
-    }
+    scale.warm();
     measured_scale(&mut scale, amount);
     2 * amount
 }
