@@ -31,8 +31,10 @@ enum Source {
     /// Instructions of a child's measured loop over `amount` of work, per unit the
     /// child reports (`units N`).
     Instructions { child: Workload, amount: u64 },
-    /// Heap bytes per idle connection end with this many connections open.
-    IdleBytes { connections: usize },
+    /// Heap bytes per idle connection end with this many connections open; `used`:
+    /// after one round trip on every connection (what a connection that carried data
+    /// and went quiet keeps), else before any (the table's and the handshake's part).
+    IdleBytes { connections: usize, used: bool },
 }
 
 /// One figure of the budget.
@@ -75,7 +77,7 @@ const fn on_smoltcp(of: &'static str, what: &'static str, child: Workload, amoun
 /// The budget's figures. The amounts are large enough that set-up is not counted and
 /// the per-unit figure is stable, small enough that the whole budget runs in minutes
 /// under callgrind.
-const METRICS: [Metric; 12] = [
+const METRICS: [Metric; 13] = [
     instructions(
         "w1a_instructions_per_byte",
         "W1a bulk, MTU 1500: instructions per payload byte",
@@ -121,7 +123,10 @@ const METRICS: [Metric; 12] = [
     Metric {
         key: "idle_bytes_100",
         what: "heap bytes per idle connection end, 100 connections",
-        source: Source::IdleBytes { connections: 100 },
+        source: Source::IdleBytes {
+            connections: 100,
+            used: false,
+        },
         beside: None,
     },
     Metric {
@@ -129,6 +134,16 @@ const METRICS: [Metric; 12] = [
         what: "heap bytes per idle connection end, 100k connections",
         source: Source::IdleBytes {
             connections: 100_000,
+            used: false,
+        },
+        beside: None,
+    },
+    Metric {
+        key: "used_bytes_100k",
+        what: "heap bytes per connection end after a round trip, 100k connections",
+        source: Source::IdleBytes {
+            connections: 100_000,
+            used: true,
         },
         beside: None,
     },
@@ -305,7 +320,7 @@ fn measure(metric: Metric, dir: &Path) -> Result<f64, String> {
         }
         // Measured in a child too: the counting allocator is process-wide, and the
         // other figures' threads must not allocate while this one counts.
-        Source::IdleBytes { connections } => {
+        Source::IdleBytes { connections, used } => {
             let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let out = Command::new(exe)
                 .args(["--budget-idle-child", &connections.to_string()])
@@ -319,19 +334,22 @@ fn measure(metric: Metric, dir: &Path) -> Result<f64, String> {
                     String::from_utf8_lossy(&out.stderr).trim()
                 ));
             }
+            let prefix = if used { "used " } else { "bytes " };
             stdout
                 .lines()
-                .find_map(|l| l.strip_prefix("bytes ")?.trim().parse().ok())
+                .find_map(|l| l.strip_prefix(prefix)?.trim().parse().ok())
                 .ok_or_else(|| format!("the idle-connection child printed no bytes: {stdout}"))
         }
     }
 }
 
 /// The hidden `imp-bench --budget-idle-child N`: heap bytes per idle connection end
-/// with N connections open, on a virtual clock.
+/// with N connections open, on a virtual clock, before any data (`bytes`) and after a
+/// round trip on each (`used`).
 pub fn idle_child(connections: usize) -> Result<(), String> {
-    let (_scale, bytes) = imp_side::idle_bytes(connections, Clock::Virtual(10_000));
+    let (mut scale, bytes) = imp_side::idle_bytes(connections, Clock::Virtual(10_000));
     println!("bytes {bytes}");
+    println!("used {}", imp_side::used_bytes(&mut scale, bytes));
     Ok(())
 }
 

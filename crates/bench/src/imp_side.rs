@@ -441,6 +441,16 @@ pub(crate) fn idle_bytes(n: usize, clock: Clock) -> (Scale, f64) {
     (scale, grown as f64 / (2 * n) as f64)
 }
 
+/// Heap bytes per connection end once each has carried a round trip and gone quiet:
+/// `idle` (what [`idle_bytes`] gave for the same connections) and what warming them
+/// ([`Scale::warm`]) left allocated.
+pub(crate) fn used_bytes(scale: &mut Scale, idle: f64) -> f64 {
+    let base = live_bytes();
+    scale.warm();
+    let grown = live_bytes() - base;
+    idle + grown as f64 / (2 * scale.conns.len().max(1)) as f64
+}
+
 /// W4: for each n, n idle connections, then `rounds` round trips spread over all of
 /// them (a stride through the table); ns per packet. Memory per idle connection
 /// end ([`idle_bytes`]).
@@ -448,7 +458,7 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
     let mut samples = Vec::new();
     for &n in counts {
         let (mut scale, bytes) = idle_bytes(n, Clock::Wall);
-        scale.warm();
+        let used = used_bytes(&mut scale, bytes);
         let watch = Stopwatch::start();
         for _ in 0..rounds {
             scale.round_trip();
@@ -471,6 +481,11 @@ pub(crate) fn scale(counts: &[usize], rounds: u64) -> Vec<Sample> {
             format!("{label}-mem"),
             "bytes/idle conn",
             bytes,
+        ));
+        samples.push(Sample::new(
+            format!("{label}-mem-used"),
+            "bytes/used conn",
+            used,
         ));
     }
     samples

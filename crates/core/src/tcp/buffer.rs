@@ -239,6 +239,30 @@ impl SendBuffer {
         self.ring.into_vec()
     }
 
+    /// The ring's storage, for another buffer to reuse, when the buffer holds nothing
+    /// (empty otherwise): everything written was acknowledged. The buffer then holds no
+    /// storage until written again ([`SendBuffer::adopt_storage`], or a new allocation).
+    pub(crate) fn take_storage_if_empty(&mut self) -> Vec<u8> {
+        if self.len == 0 && self.ring_len == 0 {
+            self.head = 0;
+            core::mem::take(&mut self.ring).into_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Put `storage` (spare, contents irrelevant, at most the capacity) under a buffer
+    /// that holds no storage, so the next write need not allocate. Gives `storage`
+    /// back when the buffer has storage already or it is too long.
+    pub(crate) fn adopt_storage(&mut self, storage: Vec<u8>) -> Vec<u8> {
+        if !self.ring.is_empty() || self.ring_len != 0 || storage.len() > self.capacity() {
+            return storage;
+        }
+        self.head = 0;
+        self.ring = storage.into_boxed_slice();
+        Vec::new()
+    }
+
     /// How many bytes it can hold.
     pub fn capacity(&self) -> usize {
         self.capacity as usize
@@ -725,6 +749,22 @@ impl RecvBuffer {
         } else {
             Vec::new()
         }
+    }
+
+    /// Put `storage` (spare, contents irrelevant, at most the capacity) under a buffer
+    /// that holds nothing and no storage, so the next data need not allocate. Gives
+    /// `storage` back when the buffer has storage or data already, or it is too long.
+    pub(crate) fn adopt_storage(&mut self, storage: Vec<u8>) -> Vec<u8> {
+        if !self.ring.is_empty()
+            || self.readable != 0
+            || !self.ranges.is_empty()
+            || storage.len() > self.capacity()
+        {
+            return storage;
+        }
+        self.head = 0;
+        self.ring = storage.into_boxed_slice();
+        Vec::new()
     }
 
     /// Total size in bytes.

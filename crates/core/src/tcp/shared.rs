@@ -81,6 +81,10 @@ pub(crate) struct Pool {
     pub spare_rounds: alloc::vec::Vec<alloc::boxed::Box<super::cc::hystart::Rounds>>,
     /// `TcpConfig::spare_rings`.
     spare_rings: usize,
+    /// Connections give their empty rings' storage back (more connections are open
+    /// than `TcpConfig::release_rings_above`); set by the table before each call into
+    /// a connection.
+    pub release_rings: bool,
     /// `TcpConfig::large_spare_rings`.
     large_spare_rings: usize,
 }
@@ -116,6 +120,7 @@ impl Shared {
                 spare_rounds: alloc::vec::Vec::new(),
                 spare_rings: config.spare_rings,
                 large_spare_rings: config.large_spare_rings,
+                release_rings: false,
             },
             config,
             stats: TcpStats::default(),
@@ -139,6 +144,16 @@ impl Pool {
             self.spare.push(storage);
         } else if len > MAX_SPARE_STORAGE && self.large_spare.len() < self.large_spare_rings {
             self.large_spare.push(storage);
+        }
+    }
+    /// Whether [`Pool::recycle`] would keep storage of `len` bytes now (a large ring
+    /// it would drop is better kept where it is: its connection moves bulk data).
+    #[inline]
+    pub fn would_keep(&self, len: usize) -> bool {
+        if len <= MAX_SPARE_STORAGE {
+            true
+        } else {
+            self.large_spare.len() < self.large_spare_rings
         }
     }
     /// The sending half closed (our FIN is acknowledged), keeping the send ring's

@@ -693,6 +693,9 @@ impl Tcp {
             Some(Socket::Listener(_)) => return Err(TcpError::InvalidState),
             None => return Err(TcpError::InvalidHandle),
         };
+        // Connections in slots: the parked TIME-WAIT ones hold no rings.
+        let open = self.connections - self.time_waits.len();
+        self.shared.pool.release_rings = open > self.shared.config.release_rings_above;
         let mut ctx = Ctx {
             now,
             handle: name,
@@ -724,6 +727,7 @@ impl Tcp {
         data: &[u8],
     ) -> Result<usize, TcpError> {
         self.with_conn(now, handle, |conn, ctx| {
+            conn.supply_send_ring(&mut ctx.shared.pool);
             let sent = conn.send(data);
             if ctx.shared.config.segment_per_write {
                 conn.end_record();
@@ -742,6 +746,7 @@ impl Tcp {
         slices: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<usize, TcpError> {
         self.with_conn(now, handle, |conn, ctx| {
+            conn.supply_send_ring(&mut ctx.shared.pool);
             let sent = conn.send_vectored(slices);
             if ctx.shared.config.segment_per_write {
                 conn.end_record();
@@ -761,6 +766,7 @@ impl Tcp {
         fill: impl FnMut(&mut [u8]),
     ) -> Result<usize, TcpError> {
         self.with_conn(now, handle, |conn, ctx| {
+            conn.supply_send_ring(&mut ctx.shared.pool);
             let sent = conn.send_with(len, fill);
             if ctx.shared.config.segment_per_write {
                 conn.end_record();
@@ -776,7 +782,11 @@ impl Tcp {
         handle: TcpHandle,
         buf: &mut [u8],
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, ctx| conn.recv(&ctx.shared.config, buf))
+        self.with_conn(now, handle, |conn, ctx| {
+            let read = conn.recv(&ctx.shared.config, buf);
+            conn.shed_rings(&mut ctx.shared.pool);
+            read
+        })
     }
 
     /// Send our FIN after the queued data but keep the handle (half-close): the peer
@@ -835,6 +845,16 @@ impl Tcp {
     pub(crate) fn rack_allocated(&self, handle: TcpHandle) -> Option<bool> {
         let snd = self.conn_ref(handle)?.state.snd()?;
         Some(snd.rack.is_allocated())
+    }
+
+    /// Bytes of ring storage the connection holds: (send ring, receive ring).
+    #[cfg(test)]
+    pub(crate) fn ring_storage(&self, handle: TcpHandle) -> Option<(usize, usize)> {
+        let state = &self.conn_ref(handle)?.state;
+        Some((
+            state.snd().map_or(0, |snd| snd.buffer.storage()),
+            state.recv_buffer().map_or(0, |rcv| rcv.storage()),
+        ))
     }
 
     /// Abort: send RST and release at once.

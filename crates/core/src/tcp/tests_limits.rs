@@ -1,5 +1,6 @@
 //! The settings that bound TCP's memory whatever peers send: `max_connections`,
-//! `event_limit`, `reset_queue`, `spare_rings` and `large_spare_rings`. A child of
+//! `event_limit`, `reset_queue`, `spare_rings`, `large_spare_rings` and
+//! `release_rings_above`. A child of
 //! `tests`, whose helpers and macros it uses.
 
 use super::*;
@@ -432,4 +433,61 @@ fn out_of_order_segments_beyond_the_range_limit_are_dropped_and_counted() {
     );
     let mut buf = [0u8; 4000];
     assert_eq!(tcp.recv(ms(3), c, &mut buf), Ok(200));
+}
+
+/// `release_rings_above`: with more connections than it, a connection whose rings are
+/// empty (all it wrote acknowledged, all it received read) holds none, and the next
+/// exchange, on storage from the spare rings, carries its bytes as before; at or below
+/// it the rings stay.
+#[test]
+fn a_quiet_connection_gives_its_rings_back_when_many_are_open() {
+    for (above, released) in [(0, true), (1, false)] {
+        let config = TcpConfig {
+            release_rings_above: above,
+            ..config()
+        };
+        let (mut tcp, c, iss) = established_with(config);
+        let mut seq = RISS + 1;
+        let mut ours = iss;
+        for (t, request, reply) in [
+            (20, &b"GET /a"[..], &b"first reply"[..]),
+            (40, b"GET /b", b"2"),
+        ] {
+            send!(
+                tcp,
+                t,
+                Repr {
+                    seq,
+                    ack: ours,
+                    payload: request,
+                    ..SEND_TEMPL
+                }
+            );
+            seq += request.len() as u32;
+            let mut buf = [0u8; 64];
+            let n = tcp.recv(ms(t), c, &mut buf).unwrap();
+            assert_eq!(&buf[..n], request);
+            tcp.send(ms(t), c, reply).unwrap();
+            let out = recv!(tcp, t);
+            let seg = parse(&out);
+            assert_eq!((seg.seq, seg.ack, seg.payload), (ours, seq, reply));
+            ours += reply.len() as u32;
+            // The peer acknowledges the reply: nothing is left in either ring.
+            send!(
+                tcp,
+                t + 5,
+                Repr {
+                    seq,
+                    ack: ours,
+                    ..SEND_TEMPL
+                }
+            );
+            let (send, recv) = tcp.ring_storage(c).unwrap();
+            if released {
+                assert_eq!((send, recv), (0, 0), "at {t} ms");
+            } else {
+                assert!(send > 0 && recv > 0, "at {t} ms: {send}, {recv}");
+            }
+        }
+    }
 }

@@ -32,7 +32,10 @@ impl Conn {
             self.release_more();
         }
         self.ecn_input(&mut ctx.shared.stats, seg, ecn);
-        if ctx.shared.fast_paths
+        if !seg.payload.is_empty() {
+            self.supply_recv_ring(&mut ctx.shared.pool);
+        }
+        let predicted = ctx.shared.fast_paths
             && self.input_predicted(
                 ctx.now,
                 ctx.handle,
@@ -40,15 +43,16 @@ impl Conn {
                 &mut ctx.shared.stats,
                 &mut ctx.shared.out,
                 seg,
-            )
-        {
-            return;
+            );
+        if !predicted {
+            match self.state {
+                State::Closed(_) => {}
+                State::SynSent(_) => self.input_syn_sent(ctx, seg),
+                _ => self.input_other(ctx, seg),
+            }
         }
-        match self.state {
-            State::Closed(_) => {}
-            State::SynSent(_) => self.input_syn_sent(ctx, seg),
-            _ => self.input_other(ctx, seg),
-        }
+        // An ACK that took the last unacknowledged byte leaves the send ring empty.
+        self.shed_rings(&mut ctx.shared.pool);
     }
 
     /// RFC 9293 §3.10.7.3 "If the state is SYN-SENT": [`SynSent::on_segment`] decides,

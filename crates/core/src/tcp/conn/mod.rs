@@ -855,6 +855,69 @@ impl Conn {
             .map_or(usize::MAX, |_| self.notsent_room().unwrap_or(usize::MAX))
     }
 
+    /// With [`Pool::release_rings`] (many connections open): give the rings' storage
+    /// back to `pool` where a ring holds nothing: the send ring
+    /// once everything written is acknowledged, the receive ring once everything
+    /// received is read. A connection that carried data and went quiet then holds no
+    /// ring (as Linux frees a socket's buffers once they are empty), and the next
+    /// connection to write or receive takes the storage from the pool
+    /// ([`Conn::supply_send_ring`], [`Conn::supply_recv_ring`]) instead of allocating.
+    /// A large ring the pool would not keep stays (its connection moves bulk data).
+    #[inline]
+    pub(crate) fn shed_rings(&mut self, pool: &mut Pool) {
+        if !pool.release_rings {
+            return;
+        }
+        if let Some(snd) = self.state.snd_mut()
+            && snd.buffer.storage() != 0
+            && snd.buffer.is_empty()
+            && pool.would_keep(snd.buffer.storage())
+        {
+            pool.recycle(snd.buffer.take_storage_if_empty());
+        }
+        if let Some(buffer) = self.state.recv_buffer_mut()
+            && buffer.storage() != 0
+            && buffer.readable() == 0
+            && pool.would_keep(buffer.storage())
+        {
+            pool.recycle(buffer.take_storage_if_empty());
+        }
+    }
+
+    /// Before a write, with [`Pool::release_rings`]: spare storage from `pool` under a
+    /// send ring that has none.
+    #[inline]
+    pub(crate) fn supply_send_ring(&mut self, pool: &mut Pool) {
+        if !pool.release_rings {
+            return;
+        }
+        if let Some(snd) = self.state.snd_mut()
+            && snd.buffer.storage() == 0
+        {
+            let spare = pool.spare_storage(snd.buffer.capacity());
+            if !spare.is_empty() {
+                pool.recycle(snd.buffer.adopt_storage(spare));
+            }
+        }
+    }
+
+    /// Before data arrives, with [`Pool::release_rings`]: spare storage from `pool`
+    /// under a receive ring that has none.
+    #[inline]
+    pub(crate) fn supply_recv_ring(&mut self, pool: &mut Pool) {
+        if !pool.release_rings {
+            return;
+        }
+        if let Some(rcv) = self.state.rcv_mut()
+            && rcv.buffer.storage() == 0
+        {
+            let spare = pool.spare_storage(rcv.buffer.capacity());
+            if !spare.is_empty() {
+                pool.recycle(rcv.buffer.adopt_storage(spare));
+            }
+        }
+    }
+
     /// The send buffer a write goes to, or why the connection takes no more data.
     #[inline]
     fn send_buffer(&mut self) -> Result<&mut SendBuffer, TcpError> {
