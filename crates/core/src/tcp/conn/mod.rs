@@ -550,6 +550,7 @@ impl Conn {
         allowed
     }
 
+    #[inline(always)]
     fn new(
         config: &TcpConfig,
         local: SocketAddr,
@@ -716,14 +717,15 @@ impl Conn {
                 stats.timed_out += 1;
             }
         }
-        let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
         let reset_keeps = error == Some(TcpError::ConnectionReset)
             && config.reset_keeps_data
             && matches!(self.owner, Owner::User | Owner::Queued(_));
         if error.is_none() || reset_keeps {
-            self.keep_unread(&mut old, reset_keeps);
+            keep_unread_of(self.owner, &mut self.cold, &mut self.state, reset_keeps);
         }
-        pool.recycle_state(old);
+        // The state left is emptied and written over where it lies, not moved out.
+        pool.recycle_state(&mut self.state);
+        self.state = State::Closed(Closed { error });
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
@@ -738,19 +740,7 @@ impl Conn {
     /// With `queued_too` (a reset under `TcpConfig::reset_keeps_data`), also for a
     /// child still in its listener's accept queue.
     pub fn keep_unread(&mut self, old: &mut State, queued_too: bool) {
-        let owned = match self.owner {
-            Owner::User => true,
-            Owner::Queued(_) => queued_too,
-            _ => false,
-        };
-        if let (true, Some(buffer)) = (owned, old.recv_buffer_mut()) {
-            if buffer.readable() == 0 && self.cold.is_none() {
-                return;
-            }
-            let cold = self.cold.get_or_insert_with(new_cold);
-            cold.unread = alloc::vec![0; buffer.readable()];
-            buffer.read(&mut cold.unread);
-        }
+        keep_unread_of(self.owner, &mut self.cold, old, queued_too);
     }
 
     /// What [`Conn::keep_unread`] kept and `recv` has not returned yet.
@@ -1108,6 +1098,29 @@ impl Conn {
                 s.cc.pacing_rate().or_else(|| self.rtt.srtt().map(window))
             }),
         }
+    }
+}
+
+/// [`Conn::keep_unread`] on the parts it reads, so that a connection can keep what
+/// its own state holds before that state is written over.
+fn keep_unread_of(
+    owner: Owner,
+    cold: &mut Option<alloc::boxed::Box<Cold>>,
+    old: &mut State,
+    queued_too: bool,
+) {
+    let owned = match owner {
+        Owner::User => true,
+        Owner::Queued(_) => queued_too,
+        _ => false,
+    };
+    if let (true, Some(buffer)) = (owned, old.recv_buffer_mut()) {
+        if buffer.readable() == 0 && cold.is_none() {
+            return;
+        }
+        let cold = cold.get_or_insert_with(new_cold);
+        cold.unread = alloc::vec![0; buffer.readable()];
+        buffer.read(&mut cold.unread);
     }
 }
 
