@@ -557,6 +557,8 @@ impl Conn {
         remote: SocketAddr,
         state: State,
         opts: Negotiated,
+        owner: Owner,
+        cold: Option<alloc::boxed::Box<Cold>>,
     ) -> Conn {
         Conn {
             ends: Ends::new(local, remote),
@@ -564,7 +566,7 @@ impl Conn {
             timers: Timers::default(),
             rtt: RttEstimator::new(config.initial_rto, config.rto_bounds()),
             opts,
-            owner: Owner::User,
+            owner,
             ack: AckState::Idle,
             nodelay: config.nodelay,
             more: false,
@@ -576,7 +578,7 @@ impl Conn {
             queued: false,
             scheduled: None,
             in_demux: true,
-            cold: None,
+            cold,
         }
     }
 
@@ -603,7 +605,7 @@ impl Conn {
         let mut opts = Negotiated::offer(config, mss, config.recv_buffer);
         // Our own SYN asks for ECN only in `Request` mode (RFC 3168 §6.1.1).
         opts.ecn = config.ecn == EcnMode::Request;
-        Conn::new(config, local, remote, state, opts)
+        Conn::new(config, local, remote, state, opts, Owner::User, None)
     }
 
     /// A listener's child for the SYN `seg` (RFC 9293 §3.10.7.2, "third, check for a
@@ -628,23 +630,28 @@ impl Conn {
         let buffer = pool.send_buffer_of(send_size);
         let mut opts = Negotiated::offer(config, mss, recv_size);
         opts.agree(seg);
-        let rcv = Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift());
         let state = State::SynRcvd(SynRcvd {
             iss,
             snd_nxt: iss,
             snd_wnd: u32::from(seg.window),
             passive: true,
-            rcv,
+            rcv: Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift()),
             buffer,
             timer: HandshakeTimer::new(),
             cookie: None,
         });
-        let mut conn = Conn::new(config, local, remote, state, opts);
-        conn.owner = Owner::Pending(listener);
-        if let Some(options) = options {
-            conn.inherit(options);
-        }
-        conn
+        // The connection is what the function returns, built there: a connection
+        // changed after `Conn::new` is copied to the caller whole.
+        let cold = Conn::inherited(options);
+        Conn::new(
+            config,
+            local,
+            remote,
+            state,
+            opts,
+            Owner::Pending(listener),
+            cold,
+        )
     }
 
     /// A child opened from a SYN cookie: its SYN-ACK already went (statelessly).
