@@ -263,6 +263,12 @@ impl SendBuffer {
         Vec::new()
     }
 
+    /// The ring's storage taken out, for another buffer to reuse; the buffer is left
+    /// with none, to be dropped where it is (no move of the state holding it).
+    pub fn take_storage(&mut self) -> Vec<u8> {
+        core::mem::take(&mut self.ring).into_vec()
+    }
+
     /// How many bytes it can hold.
     pub fn capacity(&self) -> usize {
         self.capacity as usize
@@ -718,6 +724,12 @@ impl RecvBuffer {
     /// The storage, for another buffer to reuse.
     pub fn into_storage(self) -> Vec<u8> {
         self.ring.into_vec()
+    }
+
+    /// The storage taken out, for another buffer to reuse; the buffer is left with
+    /// none, to be dropped where it is.
+    pub fn take_storage(&mut self) -> Vec<u8> {
+        core::mem::take(&mut self.ring).into_vec()
     }
 
     /// `(capacity, max_ranges)` when the buffer holds nothing and no storage (not

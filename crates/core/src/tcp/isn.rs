@@ -9,7 +9,7 @@ use core::fmt;
 use core::net::SocketAddr;
 
 use crate::secret::Secret;
-use crate::siphash::siphash24;
+use crate::siphash::{siphash24, siphash24_array};
 use crate::time::Instant;
 
 use super::seq::SeqNumber;
@@ -37,7 +37,17 @@ impl IsnGenerator {
     /// F(localip, localport, remoteip, remoteport, secretkey) of RFC 6528 §3, all 64
     /// bits (the ISN uses the low 32).
     pub fn connection_hash(&self, local: SocketAddr, remote: SocketAddr) -> u64 {
-        // IPv4: 4 + 2 + 4 + 2 bytes; IPv6: 16 + 2 + 16 + 2.
+        if let (SocketAddr::V4(l), SocketAddr::V4(r)) = (local, remote) {
+            // IPv4: 4 + 2 + 4 + 2 bytes, at offsets fixed at compile time (the same
+            // bytes the general loop below lays out, hashed by the same function).
+            let mut tuple = [0u8; 12];
+            tuple[..4].copy_from_slice(&l.ip().octets());
+            tuple[4..6].copy_from_slice(&l.port().to_be_bytes());
+            tuple[6..10].copy_from_slice(&r.ip().octets());
+            tuple[10..].copy_from_slice(&r.port().to_be_bytes());
+            return siphash24_array(self.key.0, self.key.1, &tuple);
+        }
+        // IPv6 (or a mixed pair): 16 + 2 + 16 + 2 bytes.
         let mut tuple = [0u8; 36];
         let mut ip = [0u8; 16];
         let mut at = 0;
@@ -102,6 +112,33 @@ mod tests {
         // M wraps modulo 2^32 (about every 4.77 hours) without panicking.
         let late = Instant::from_nanos(u64::MAX);
         let _ = g.isn(late, addr(1, 80), addr(2, 5000));
+    }
+
+    #[test]
+    fn the_hash_is_siphash_of_the_tuples_bytes() {
+        let secret = Secret::from_bytes([42; 16]);
+        let g = IsnGenerator::new(&secret);
+        let key = secret.key();
+        // IPv4 (the fixed-offset path): local address, port, remote address, port.
+        let v4 = [10, 0, 0, 1, 0, 80, 10, 0, 0, 2, 0x13, 0x88];
+        assert_eq!(
+            g.connection_hash(addr(1, 80), addr(2, 5000)),
+            siphash24(key.0, key.1, &v4)
+        );
+        // IPv6: the same layout with 16-byte addresses.
+        let (l6, r6) = (
+            core::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
+            core::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
+        );
+        let mut v6 = [0u8; 36];
+        v6[..16].copy_from_slice(&l6.octets());
+        v6[16..18].copy_from_slice(&80u16.to_be_bytes());
+        v6[18..34].copy_from_slice(&r6.octets());
+        v6[34..].copy_from_slice(&5000u16.to_be_bytes());
+        assert_eq!(
+            g.connection_hash((l6, 80).into(), (r6, 5000).into()),
+            siphash24(key.0, key.1, &v6)
+        );
     }
 
     #[test]

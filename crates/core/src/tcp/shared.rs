@@ -193,29 +193,31 @@ impl Pool {
         let (snd_una, capacity) = (snd.snd_una, snd.buffer.capacity());
         snd.rack.get_mut_reusing(spare, snd_una, capacity)
     }
-    /// Recycle the ring storage a state owns (before dropping it).
-    pub fn recycle_state(&mut self, state: State) {
+    /// Recycle the ring storage a state owns, taken out of it where it lies (the
+    /// caller then writes the next state over it: moving the state out to recycle it
+    /// would copy it whole).
+    pub fn recycle_state(&mut self, state: &mut State) {
         match state {
-            State::SynSent(s) => self.recycle(s.buffer.into_storage()),
+            State::SynSent(s) => self.recycle(s.buffer.take_storage()),
             State::SynRcvd(s) => {
-                self.recycle(s.buffer.into_storage());
-                self.recycle(s.rcv.buffer.into_storage());
+                self.recycle(s.buffer.take_storage());
+                self.recycle(s.rcv.buffer.take_storage());
             }
-            State::Established(Established { mut snd, rcv })
-            | State::FinWait1(FinWait1 { mut snd, rcv }) => {
-                self.recycle_boxes(&mut snd);
-                self.recycle(snd.buffer.into_storage());
-                self.recycle(rcv.buffer.into_storage());
+            State::Established(Established { snd, rcv })
+            | State::FinWait1(FinWait1 { snd, rcv }) => {
+                self.recycle_boxes(snd);
+                self.recycle(snd.buffer.take_storage());
+                self.recycle(rcv.buffer.take_storage());
             }
-            State::FinWait2(s) => self.recycle(s.rcv.buffer.into_storage()),
-            State::Closing(Closing { mut snd, rcv })
-            | State::CloseWait(CloseWait { mut snd, rcv })
-            | State::LastAck(LastAck { mut snd, rcv }) => {
-                self.recycle_boxes(&mut snd);
-                self.recycle(snd.buffer.into_storage());
-                self.recycle(rcv.buffer.into_storage());
+            State::FinWait2(s) => self.recycle(s.rcv.buffer.take_storage()),
+            State::Closing(Closing { snd, rcv })
+            | State::CloseWait(CloseWait { snd, rcv })
+            | State::LastAck(LastAck { snd, rcv }) => {
+                self.recycle_boxes(snd);
+                self.recycle(snd.buffer.take_storage());
+                self.recycle(rcv.buffer.take_storage());
             }
-            State::TimeWait(s) => self.recycle(s.rcv.buffer.into_storage()),
+            State::TimeWait(s) => self.recycle(s.rcv.buffer.take_storage()),
             State::Closed(_) => {}
         }
     }

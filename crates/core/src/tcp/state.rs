@@ -190,15 +190,11 @@ pub(crate) struct Established {
     pub rcv: Rcv,
 }
 
-/// FIN-WAIT-1: our FIN follows the buffered data in `snd`.
-#[derive(Debug)]
-#[repr(C)]
-pub(crate) struct FinWait1 {
-    /// Sending half; the FIN sits at `snd_una + buffer.len()`.
-    pub snd: Snd,
-    /// Receiving half.
-    pub rcv: Rcv,
-}
+/// FIN-WAIT-1: our FIN follows the buffered data in `snd` (at `snd_una +
+/// buffer.len()`). The same halves as ESTABLISHED, in the same type, so that
+/// [`State::queue_fin`] moves the state once out and once back, not through a second
+/// struct (two more copies of the whole state on every active close).
+pub(crate) type FinWait1 = Established;
 
 /// FIN-WAIT-2.
 #[derive(Debug)]
@@ -241,15 +237,9 @@ pub(crate) struct CloseWait {
     pub rcv: RcvClosed,
 }
 
-/// LAST-ACK.
-#[derive(Debug)]
-#[repr(C)]
-pub(crate) struct LastAck {
-    /// Sending half; the FIN sits at `snd_una + buffer.len()`.
-    pub snd: Snd,
-    /// What is left of the receiving half.
-    pub rcv: RcvClosed,
-}
+/// LAST-ACK: our FIN follows the buffered data in `snd` (at `snd_una +
+/// buffer.len()`). The same halves as CLOSE-WAIT, in the same type (see [`FinWait1`]).
+pub(crate) type LastAck = CloseWait;
 
 /// CLOSED.
 #[derive(Debug, Clone, Copy)]
@@ -676,12 +666,8 @@ impl State {
         }
         let placeholder = State::Closed(Closed { error: None });
         match core::mem::replace(self, placeholder) {
-            State::Established(Established { snd, rcv }) => {
-                *self = State::FinWait1(FinWait1 { snd, rcv });
-            }
-            State::CloseWait(CloseWait { snd, rcv }) => {
-                *self = State::LastAck(LastAck { snd, rcv });
-            }
+            State::Established(halves) => *self = State::FinWait1(halves),
+            State::CloseWait(halves) => *self = State::LastAck(halves),
             other => *self = other,
         }
     }

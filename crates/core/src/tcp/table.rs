@@ -868,8 +868,8 @@ impl Tcp {
                 ctx.shared.out.reset(reset);
             }
             conn.owner = Owner::Released;
-            let old = core::mem::replace(&mut conn.state, State::Closed(Closed { error: None }));
-            ctx.shared.pool.recycle_state(old);
+            ctx.shared.pool.recycle_state(&mut conn.state);
+            conn.state = State::Closed(Closed { error: None });
             conn.timers.stop_all();
             Ok(())
         })

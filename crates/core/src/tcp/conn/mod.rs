@@ -550,12 +550,15 @@ impl Conn {
         allowed
     }
 
+    #[inline(always)]
     fn new(
         config: &TcpConfig,
         local: SocketAddr,
         remote: SocketAddr,
         state: State,
         opts: Negotiated,
+        owner: Owner,
+        cold: Option<alloc::boxed::Box<Cold>>,
     ) -> Conn {
         Conn {
             ends: Ends::new(local, remote),
@@ -563,7 +566,7 @@ impl Conn {
             timers: Timers::default(),
             rtt: RttEstimator::new(config.initial_rto, config.rto_bounds()),
             opts,
-            owner: Owner::User,
+            owner,
             ack: AckState::Idle,
             nodelay: config.nodelay,
             more: false,
@@ -575,7 +578,7 @@ impl Conn {
             queued: false,
             scheduled: None,
             in_demux: true,
-            cold: None,
+            cold,
         }
     }
 
@@ -602,7 +605,7 @@ impl Conn {
         let mut opts = Negotiated::offer(config, mss, config.recv_buffer);
         // Our own SYN asks for ECN only in `Request` mode (RFC 3168 §6.1.1).
         opts.ecn = config.ecn == EcnMode::Request;
-        Conn::new(config, local, remote, state, opts)
+        Conn::new(config, local, remote, state, opts, Owner::User, None)
     }
 
     /// A listener's child for the SYN `seg` (RFC 9293 §3.10.7.2, "third, check for a
@@ -627,23 +630,28 @@ impl Conn {
         let buffer = pool.send_buffer_of(send_size);
         let mut opts = Negotiated::offer(config, mss, recv_size);
         opts.agree(seg);
-        let rcv = Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift());
         let state = State::SynRcvd(SynRcvd {
             iss,
             snd_nxt: iss,
             snd_wnd: u32::from(seg.window),
             passive: true,
-            rcv,
+            rcv: Rcv::new(rcv_buffer, SeqNumber(seg.seq), opts.rcv_shift()),
             buffer,
             timer: HandshakeTimer::new(),
             cookie: None,
         });
-        let mut conn = Conn::new(config, local, remote, state, opts);
-        conn.owner = Owner::Pending(listener);
-        if let Some(options) = options {
-            conn.inherit(options);
-        }
-        conn
+        // The connection is what the function returns, built there: a connection
+        // changed after `Conn::new` is copied to the caller whole.
+        let cold = Conn::inherited(options);
+        Conn::new(
+            config,
+            local,
+            remote,
+            state,
+            opts,
+            Owner::Pending(listener),
+            cold,
+        )
     }
 
     /// A child opened from a SYN cookie: its SYN-ACK already went (statelessly).
@@ -716,14 +724,15 @@ impl Conn {
                 stats.timed_out += 1;
             }
         }
-        let mut old = core::mem::replace(&mut self.state, State::Closed(Closed { error }));
         let reset_keeps = error == Some(TcpError::ConnectionReset)
             && config.reset_keeps_data
             && matches!(self.owner, Owner::User | Owner::Queued(_));
         if error.is_none() || reset_keeps {
-            self.keep_unread(&mut old, reset_keeps);
+            keep_unread_of(self.owner, &mut self.cold, &mut self.state, reset_keeps);
         }
-        pool.recycle_state(old);
+        // The state left is emptied and written over where it lies, not moved out.
+        pool.recycle_state(&mut self.state);
+        self.state = State::Closed(Closed { error });
         self.timers.stop_all();
         self.ack = AckState::Idle;
         self.probe = None;
@@ -738,19 +747,7 @@ impl Conn {
     /// With `queued_too` (a reset under `TcpConfig::reset_keeps_data`), also for a
     /// child still in its listener's accept queue.
     pub fn keep_unread(&mut self, old: &mut State, queued_too: bool) {
-        let owned = match self.owner {
-            Owner::User => true,
-            Owner::Queued(_) => queued_too,
-            _ => false,
-        };
-        if let (true, Some(buffer)) = (owned, old.recv_buffer_mut()) {
-            if buffer.readable() == 0 && self.cold.is_none() {
-                return;
-            }
-            let cold = self.cold.get_or_insert_with(new_cold);
-            cold.unread = alloc::vec![0; buffer.readable()];
-            buffer.read(&mut cold.unread);
-        }
+        keep_unread_of(self.owner, &mut self.cold, old, queued_too);
     }
 
     /// What [`Conn::keep_unread`] kept and `recv` has not returned yet.
@@ -1171,6 +1168,29 @@ impl Conn {
                 s.cc.pacing_rate().or_else(|| self.rtt.srtt().map(window))
             }),
         }
+    }
+}
+
+/// [`Conn::keep_unread`] on the parts it reads, so that a connection can keep what
+/// its own state holds before that state is written over.
+fn keep_unread_of(
+    owner: Owner,
+    cold: &mut Option<alloc::boxed::Box<Cold>>,
+    old: &mut State,
+    queued_too: bool,
+) {
+    let owned = match owner {
+        Owner::User => true,
+        Owner::Queued(_) => queued_too,
+        _ => false,
+    };
+    if let (true, Some(buffer)) = (owned, old.recv_buffer_mut()) {
+        if buffer.readable() == 0 && cold.is_none() {
+            return;
+        }
+        let cold = cold.get_or_insert_with(new_cold);
+        cold.unread = alloc::vec![0; buffer.readable()];
+        buffer.read(&mut cold.unread);
     }
 }
 

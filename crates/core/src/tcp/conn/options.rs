@@ -1,7 +1,7 @@
 //! One connection's own settings ([`SocketOptions`]): what each changes when set, and
 //! the values the rest of the connection reads (its own, else the stack's).
 
-use super::{Conn, new_cold, our_wscale};
+use super::{Cold, Conn, new_cold, our_wscale};
 use crate::tcp::TcpConfig;
 use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::{CcAlgorithm, CongestionControl, Controller};
@@ -21,12 +21,13 @@ impl Conn {
         &mut self.cold.get_or_insert_with(new_cold).options
     }
 
-    /// A new connection takes `options` (a listener's, for its child).
-    pub(super) fn inherit(&mut self, options: &SocketOptions) {
-        if !options.is_default() {
-            let cold = self.cold.get_or_insert_with(new_cold);
-            cold.options = *options;
-        }
+    /// The cold part a new connection starts with when it takes `options` (a
+    /// listener's, for its child): none while they are the defaults.
+    pub(super) fn inherited(options: Option<&SocketOptions>) -> Option<alloc::boxed::Box<Cold>> {
+        let options = options.filter(|o| !o.is_default())?;
+        let mut cold = new_cold();
+        cold.options = *options;
+        Some(cold)
     }
 
     /// The congestion controller to start with.
