@@ -8,8 +8,9 @@
 //! - W2 ping-pong: 1-byte request and response; round trips/s.
 //! - W3 churn: connect, 1 byte, close (the server closes first and keeps TIME-WAIT);
 //!   connections/s.
-//! - W4 scale: n idle connections, ping-pong spread over all of them; ns per packet,
-//!   and memory per idle connection.
+//! - W4 scale: n idle connections, ping-pong spread over all of them (a stride that
+//!   visits every one); ns per packet, and memory per idle connection end before any
+//!   data and after a round trip on each.
 //! - W5 TAP: imp -> Linux and Linux -> imp over a TAP in a namespace, with and without
 //!   the virtio-net offloads; smoltcp over the same TAP; Linux -> Linux over veth.
 //!   Gbit/s. Needs root and `ip`; skipped (saying why) otherwise.
