@@ -13,6 +13,8 @@ mod ftp;
 mod ftp_serve;
 mod http;
 mod impair;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod libm;
 mod link;
 mod ping;
 mod proxy;
