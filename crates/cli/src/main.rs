@@ -13,6 +13,8 @@ mod ftp;
 mod ftp_serve;
 mod http;
 mod impair;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod libm;
 mod link;
 mod ping;
 mod proxy;
@@ -39,6 +41,16 @@ struct Cli {
     command: Command,
 }
 
+impl Cli {
+    /// `imp` with no command under it, as far as a command's help and errors show it.
+    fn root() -> clap::Command {
+        clap::Command::new("imp")
+            .version(env!("CARGO_PKG_VERSION"))
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Send ICMP echo requests across a simulated two-host network and print the replies.
@@ -54,8 +66,7 @@ enum Command {
     Ftp(ftp::FtpArgs),
     /// Join two TAP devices by an emulated link (delay, rate, loss, ...) in real time.
     Link(link::LinkArgs),
-    /// A transparent proxy on a TUN (tun2socks): relay every TCP connection and UDP flow,
-    /// to any address, through the host's sockets or a SOCKS5 server.
+    #[command(about = PROXY_ABOUT)]
     Proxy(proxy::ProxyArgs),
     /// Forward IPv4 between two or more TAP devices: imp as a gateway (RFC 1812).
     Route(route::RouteArgs),
@@ -65,6 +76,11 @@ enum Command {
     /// (`--counters`: its counters like `nstat`).
     Ss(ss::SsArgs),
 }
+
+/// `imp proxy`'s line in `imp --help` (and atop `imp proxy --help`).
+const PROXY_ABOUT: &str = "A transparent proxy on a TUN (tun2socks): relay every TCP \
+                           connection and UDP flow, to any address, through the host's \
+                           sockets or a SOCKS5 server";
 
 /// Exit status of a command line that is wrong: clap's own parse errors and the
 /// checks each command makes of its arguments before it does anything
@@ -99,6 +115,30 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    match proxy_only(std::env::args_os()) {
+        Some(args) => run_proxy(&args),
+        None => run_any(),
+    }
+}
+
+/// `imp proxy`: its checks, then the proxy. Out of line, as [`run_any`].
+#[inline(never)]
+fn run_proxy(args: &proxy::ProxyArgs) {
+    if let Err(message) = proxy::validate(args) {
+        eprintln!("imp: {message}");
+        std::process::exit(USAGE);
+    }
+    if let Err(message) = proxy::run(args) {
+        eprintln!("imp: {message}");
+        std::process::exit(1);
+    }
+}
+
+/// Any command: its command line among every command's, its checks, the command.
+/// Out of line: an `imp proxy` does not run this code, nor keep it resident (see
+/// [`proxy_only`]).
+#[inline(never)]
+fn run_any() {
     let cli = Cli::parse();
     if let Err(message) = validate(&cli.command) {
         eprintln!("imp: {message}");
@@ -120,5 +160,82 @@ fn main() {
     if let Err(message) = result {
         eprintln!("imp: {message}");
         std::process::exit(1);
+    }
+}
+
+/// `imp` with only the `proxy` command: what [`Cli`] parses, for the same command
+/// lines, with the same help and errors (`tests` below compares them).
+fn proxy_command() -> clap::Command {
+    use clap::Args;
+    let proxy = proxy::ProxyArgs::augment_args(clap::Command::new("proxy"))
+        .about(PROXY_ABOUT)
+        .long_about(None);
+    Cli::root().subcommand(proxy)
+}
+
+/// The command line of `imp proxy ...` (None for any other), built and parsed with
+/// the proxy's options alone: clap builds every command's otherwise, and the code
+/// that builds them, some 0.4 MB, would stay resident in an idle proxy.
+fn proxy_only(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<proxy::ProxyArgs> {
+    use clap::FromArgMatches;
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    if args.get(1).is_none_or(|word| word != "proxy") {
+        return None;
+    }
+    let matches = proxy_command().get_matches_from(args);
+    let (_, sub) = matches.subcommand()?;
+    Some(proxy::ProxyArgs::from_arg_matches(sub).unwrap_or_else(|e| e.exit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn words(line: &str) -> Vec<std::ffi::OsString> {
+        line.split_whitespace().map(Into::into).collect()
+    }
+
+    /// What a command line comes to: the parsed command, or clap's message and kind.
+    fn outcome(command: clap::Command, line: &str) -> String {
+        use clap::FromArgMatches;
+        match command.try_get_matches_from(words(line)) {
+            Ok(matches) => format!("{:?}", Cli::from_arg_matches(&matches).map(|c| c.command)),
+            Err(e) => format!("{:?}: {}", e.kind(), e.render()),
+        }
+    }
+
+    /// The proxy's command line alone parses, helps and fails as the whole one does.
+    #[test]
+    fn proxy_only_same_as_every_command() {
+        for line in [
+            "imp proxy --help",
+            "imp proxy -h",
+            "imp proxy",
+            "imp proxy --bogus",
+            "imp proxy --tun t0 --rate x",
+            "imp proxy --tun t0 --addr 10.0.0.2/24",
+            "imp proxy --tun t0 --addr 10.0.0.2/24 --socks5 127.0.0.1:1080 --threads 2 \
+             --udp-idle 5 --rate 100 --max-half-open 9 --buffer-size 64K --max-memory 64M",
+            "imp proxy --tun t0 extra",
+            "imp proxy --version",
+            "imp proxy -V",
+        ] {
+            assert_eq!(
+                outcome(proxy_command(), line),
+                outcome(Cli::command(), line),
+                "{line}"
+            );
+        }
+    }
+
+    /// Only `imp proxy ...` takes the short way.
+    #[test]
+    fn proxy_only_for_proxy_alone() {
+        assert!(proxy_only(words("imp ping --help")).is_none());
+        assert!(proxy_only(words("imp")).is_none());
+        assert!(proxy_only(words("imp --proxy")).is_none());
+        let args = proxy_only(words("imp proxy --tun t0 --addr 10.0.0.2/24")).unwrap();
+        assert_eq!(args.device.tun.as_deref(), Some("t0"));
     }
 }

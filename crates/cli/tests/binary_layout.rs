@@ -138,3 +138,41 @@ fn relocations_packed_and_ordered_functions_together() {
         end - start
     );
 }
+
+/// The shared libraries imp needs (its `DT_NEEDED` entries).
+fn needed(elf: &[u8], sections: &[Section]) -> Vec<String> {
+    const DT_NULL: u64 = 0;
+    const DT_NEEDED: u64 = 1;
+    let dynamic = sections
+        .iter()
+        .find(|s| s.name == ".dynamic")
+        .expect("imp is dynamically linked");
+    let dynstr = &sections[dynamic.link];
+    elf[dynamic.offset..dynamic.offset + dynamic.size]
+        .chunks_exact(16)
+        .map(|entry| (u64_at(entry, 0), u64_at(entry, 8)))
+        .take_while(|&(tag, _)| tag != DT_NULL)
+        .filter(|&(tag, _)| tag == DT_NEEDED)
+        .map(|(_, at)| c_str(elf, dynstr.offset + usize::try_from(at).unwrap()))
+        .collect()
+}
+
+/// imp takes `pow`, `log` and `log10` from libm only when one runs (src/libm.rs):
+/// libm is not among the libraries loaded at every start, while libc is.
+#[test]
+fn libm_not_loaded_at_start() {
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+        eprintln!("skipped: src/libm.rs is for Linux with glibc");
+        return;
+    }
+    let elf = std::fs::read(IMP).expect("read the imp binary");
+    let needed = needed(&elf, &sections(&elf));
+    assert!(
+        needed.iter().any(|n| n.starts_with("libc.so")),
+        "imp's DT_NEEDED {needed:?} do not list libc: not read right"
+    );
+    assert!(
+        !needed.iter().any(|n| n.starts_with("libm.so")),
+        "imp needs libm at start: {needed:?}"
+    );
+}
