@@ -308,7 +308,13 @@ fn once(proxy: Proxy, bulk: u64, secs: u32) -> Result<[f64; FIGURES], String> {
         Proxy::ImpSocks | Proxy::Hev => Some(start_microsocks(&middle)?),
         _ => None,
     };
-    middle.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun"])?;
+    // Two shards open one queue each: the device must have been made multi-queue
+    // (a single-queue open of such a device fails, so only for them).
+    if proxy == Proxy::ImpTso2 {
+        middle.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun", "multi_queue"])?;
+    } else {
+        middle.ip(&["tuntap", "add", "dev", "pt0", "mode", "tun"])?;
+    }
     // Up in P too, so that its carrier shows when the proxy attaches.
     middle.ip(&["link", "set", "pt0", "up"])?;
     let running = start_proxy(proxy, &middle, &site.0)?;
