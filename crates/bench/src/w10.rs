@@ -25,7 +25,9 @@
 //!
 //! The `-socks` rows put `imp proxy --no-offloads --socks5` beside hev-socks5-tunnel
 //! (C, on lwIP; from `$HEV_BIN`), both through the same SOCKS5 server (microsocks in
-//! P, on 127.0.0.1:1080), the plain TUN, hev's defaults but the MTU (1500). Every
+//! P, on 127.0.0.1:1080), the plain TUN, hev's defaults but the MTU (1500); the
+//! `-socks-tso` rows put `imp proxy --socks5` with its defaults (the TUN's offloads,
+//! which hev does not use) beside the same hev runs. Every
 //! variant also reports its CPU seconds per GiB of the download (`-cpu`), its
 //! resident memory once ready (`-rss-idle`), with 1,000 connections held open through
 //! it to a server in S that keeps them (`-rss-1000`; python3), and its peak over the
@@ -60,6 +62,9 @@ enum Proxy {
     /// `imp proxy --threads 2` with its default offloads: two shards over a two-queue
     /// TUN.
     ImpTso2,
+    /// `imp proxy --socks5` with its default offloads (the TUN's): what a user of
+    /// `imp proxy --socks5` gets, beside hev on the same plain path to microsocks.
+    ImpSocksTso,
 }
 
 /// The figures of one run: bulk Gbit/s, connections/s in the first seconds and after,
@@ -145,7 +150,7 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
         Err(reason) => eprintln!("imp-bench: W10's tun2socks column skipped: {reason}"),
     }
     if installed("microsocks") {
-        proxies.push(Proxy::ImpSocks);
+        proxies.extend([Proxy::ImpSocks, Proxy::ImpSocksTso]);
         match hev_binary() {
             Ok(_) => proxies.push(Proxy::Hev),
             Err(reason) => eprintln!("imp-bench: W10's hev-socks5-tunnel column skipped: {reason}"),
@@ -155,7 +160,7 @@ pub(crate) fn run(bulk: u64, secs: u32, repeats: usize, progress: bool) -> Vec<R
             "imp-bench: W10's -socks rows skipped: microsocks not installed (apt-get install -y microsocks)"
         );
     }
-    let mut samples: Vec<[Vec<f64>; FIGURES]> = vec![Default::default(); 7];
+    let mut samples: Vec<[Vec<f64>; FIGURES]> = vec![Default::default(); 8];
     let started = StdInstant::now();
     for repeat in 0..repeats {
         for k in 0..proxies.len() {
@@ -193,6 +198,7 @@ fn rows(samples: &mut [[Vec<f64>; FIGURES]]) -> Vec<Row> {
         (Proxy::ImpTso, Proxy::Tun2socks, "-tso"),
         (Proxy::ImpTso2, Proxy::Tun2socks, "-tso-2shards"),
         (Proxy::ImpSocks, Proxy::Hev, "-socks"),
+        (Proxy::ImpSocksTso, Proxy::Hev, "-socks-tso"),
     ] {
         if samples[proxy as usize][0].is_empty() {
             continue;
@@ -227,7 +233,8 @@ pub(crate) fn print(rows: &[Row], repeats: usize, bulk: u64, secs: u32) {
     println!(
         "W10 rows: imp --no-offloads (as tun2socks: no TUN offloads); -soft rows: with imp's own \
          --gro --gso; -tso rows: imp's default, the TUN's offloads; -socks rows: imp and \
-         hev-socks5-tunnel (in the 'other' column) through microsocks"
+         hev-socks5-tunnel (in the 'other' column) through microsocks; -socks-tso rows: imp's \
+         default offloads beside the same hev"
     );
     println!(
         "{:<20} {:<8} {:>10} {:>10} {:>14}",
@@ -305,7 +312,7 @@ fn once(proxy: Proxy, bulk: u64, secs: u32) -> Result<[f64; FIGURES], String> {
     let _nginx = start_nginx(&server, &site.0)?;
     let _hold = start_hold_server(&server)?;
     let _socks = match proxy {
-        Proxy::ImpSocks | Proxy::Hev => Some(start_microsocks(&middle)?),
+        Proxy::ImpSocks | Proxy::ImpSocksTso | Proxy::Hev => Some(start_microsocks(&middle)?),
         _ => None,
     };
     // Two shards open one queue each: the device must have been made multi-queue
@@ -523,7 +530,12 @@ fn start_proxy(proxy: Proxy, ns: &Netns, dir: &Path) -> Result<Server, String> {
     }
     let hev_conf = hev_conf.to_string_lossy();
     let (program, args): (&str, Vec<&str>) = match proxy {
-        Proxy::Imp | Proxy::ImpTso | Proxy::ImpSoft | Proxy::ImpSocks | Proxy::ImpTso2 => {
+        Proxy::Imp
+        | Proxy::ImpTso
+        | Proxy::ImpSoft
+        | Proxy::ImpSocks
+        | Proxy::ImpTso2
+        | Proxy::ImpSocksTso => {
             // imp's defaults, as tun2socks' (its per-client limit of new connections,
             // 20000/s, is above what wrk opens here), on one stack but in `ImpTso2`.
             let threads = if proxy == Proxy::ImpTso2 { "2" } else { "1" };
@@ -540,6 +552,7 @@ fn start_proxy(proxy: Proxy, ns: &Netns, dir: &Path) -> Result<Server, String> {
                 Proxy::Imp => args.push("--no-offloads"),
                 Proxy::ImpSoft => args.extend(["--no-offloads", "--gro", "--gso"]),
                 Proxy::ImpSocks => args.extend(["--no-offloads", "--socks5", "127.0.0.1:1080"]),
+                Proxy::ImpSocksTso => args.extend(["--socks5", "127.0.0.1:1080"]),
                 _ => {}
             }
             (&imp, args)
