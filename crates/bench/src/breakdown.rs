@@ -13,7 +13,7 @@
 //! machine's one-core memcpy and checksum rates (measured here, in process) and what
 //! fraction of each imp's W1a reaches.
 
-mod callgrind;
+pub(crate) mod callgrind;
 mod layers;
 
 use std::collections::BTreeMap;
@@ -302,6 +302,28 @@ pub(crate) fn measured_instructions(
     )?;
     let profile = callgrind::parse(&read(&cg)?)?;
     Ok((profile.sum(), stdout))
+}
+
+/// The text of callgrind's output, with a cost for every instruction
+/// (`--dump-instr=yes`), for the measured loop of `workload` (`amount` of work), and
+/// what the child printed.
+pub(crate) fn measured_instruction_profile(
+    workload: Workload,
+    amount: u64,
+    dir: &Path,
+) -> Result<(String, String), String> {
+    let cg = dir.join(format!("callgrind-instr.{}", workload.name()));
+    let stdout = child_under_valgrind(
+        workload,
+        amount,
+        &[
+            "--tool=callgrind".into(),
+            format!("--callgrind-out-file={}", cg.display()),
+            "--toggle-collect=*breakdown::measured_*".into(),
+            "--dump-instr=yes".into(),
+        ],
+    )?;
+    Ok((read(&cg)?, stdout))
 }
 
 fn read(path: &Path) -> Result<String, String> {

@@ -615,6 +615,15 @@ fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
     Ok(report)
 }
 
+/// How this binary was built: imp and smoltcp in it alike, so the ratios compare like
+/// with like either way; the rates themselves differ (README, "Profile-guided builds").
+pub fn build_note() -> &'static str {
+    match env!("IMP_BENCH_BUILD") {
+        "profile-guided" => "profile-guided build (scripts/pgo)",
+        _ => "release build without a profile (scripts/pgo builds a profile-guided one)",
+    }
+}
+
 fn print_table(report: &[Row], sizes: &Sizes) {
     let cell = |v: Option<f64>| match v {
         None => "-".to_string(),
@@ -627,7 +636,8 @@ fn print_table(report: &[Row], sizes: &Sizes) {
         _ => "-".to_string(),
     };
     println!(
-        "medians of {} run(s); bulk {} MiB, {} round trips, {} connections, TAP {} MiB",
+        "{}; medians of {} run(s); bulk {} MiB, {} round trips, {} connections, TAP {} MiB",
+        build_note(),
         sizes.repeats,
         sizes.bulk >> 20,
         sizes.rounds,

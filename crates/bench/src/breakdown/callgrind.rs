@@ -157,6 +157,77 @@ pub fn parse(text: &str) -> Result<Profile, String> {
     Ok(Profile { costs, total })
 }
 
+/// The size of a cache line, in bytes.
+pub const LINE: u64 = 64;
+
+/// The distinct [`LINE`]-byte lines of code holding an instruction that ran (its own
+/// cost, `Ir`) at least `min_count` times, in the text of a callgrind output file
+/// written with `--dump-instr=yes` (`positions: instr line`): the code a workload runs
+/// once per unit of work when `min_count` is about the units, which is what has to fit
+/// the instruction cache for the loop to run from it.
+///
+/// Addresses are compressed as callgrind writes them: `0x…` absolute, `+n`/`-n`
+/// relative to the previous cost line's, `*` the same. The cost line after a
+/// `calls=` line is the call's inclusive cost, not the caller's own, and is skipped.
+pub fn hot_lines(text: &str, min_count: u64) -> Result<usize, String> {
+    let mut by_address: HashMap<u64, u64> = HashMap::new();
+    let mut address: u64 = 0;
+    let mut after_calls = false;
+    let mut instr = false;
+    for (index, line) in text.lines().enumerate() {
+        let at = index + 1;
+        if let Some(positions) = line.strip_prefix("positions:") {
+            instr = positions.split_whitespace().next() == Some("instr");
+            continue;
+        }
+        if !is_cost_line(line) {
+            after_calls = line.starts_with("calls=");
+            continue;
+        }
+        if !instr {
+            return Err(
+                "callgrind output: no `positions: instr` (run with --dump-instr=yes)".into(),
+            );
+        }
+        let mut fields = line.split_whitespace();
+        let position = fields.next().unwrap_or("");
+        address = next_address(address, position)
+            .ok_or_else(|| format!("callgrind output, line {at}: bad address `{position}`"))?;
+        let ir = match fields.nth(1) {
+            None => 0,
+            Some(cost) => cost
+                .parse::<u64>()
+                .map_err(|_| format!("callgrind output, line {at}: bad cost `{cost}`"))?,
+        };
+        if after_calls {
+            after_calls = false;
+        } else {
+            *by_address.entry(address).or_default() += ir;
+        }
+    }
+    let mut lines: Vec<u64> = (by_address.into_iter())
+        .filter(|&(_, ir)| ir >= min_count)
+        .map(|(address, _)| address / LINE)
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    Ok(lines.len())
+}
+
+/// The address a cost line's first position gives, after `previous`.
+fn next_address(previous: u64, position: &str) -> Option<u64> {
+    let number = |s: &str| match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    };
+    match position.as_bytes().first()? {
+        b'*' => Some(previous),
+        b'+' => previous.checked_add(number(&position[1..])?),
+        b'-' => previous.checked_sub(number(&position[1..])?),
+        _ => number(position),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +282,41 @@ calls=1 0
         assert_eq!(get("checksum.rs", "impnet_wire::checksum::data"), Some(500));
         assert_eq!(p.sum(), 975);
         assert_eq!(p.total, Some(1000));
+    }
+
+    const INSTR: &str = "# callgrind format
+positions: instr line
+events: Ir
+fn=(1) f
+0x1000 10 20
++4 11 20
++60 12 20
++4 * 5
+cfn=(2) g
+calls=20 0x2000 5
++3 12 9999
+fn=(2)
+0x2000 5 20
+-0x40 6 19
+";
+
+    #[test]
+    fn hot_lines_count_the_cache_lines_of_instructions_that_ran_enough() {
+        // 0x1000 and 0x1004 share a line; 0x1040 is the next; 0x1044 ran only 5 times
+        // and 0x1047's cost is a call's, not its own; 0x2000 is a third line and
+        // 0x1fc0 ran 19 times.
+        assert_eq!(hot_lines(INSTR, 20), Ok(3));
+        assert_eq!(hot_lines(INSTR, 19), Ok(4));
+        assert_eq!(hot_lines(INSTR, 5), Ok(4));
+        assert_eq!(hot_lines(INSTR, 21), Ok(0));
+        // Without instruction positions there is nothing to count by.
+        assert!(hot_lines(SAMPLE, 1).is_err());
+        for text in [
+            "positions: instr line\n-5 1 1\n",
+            "positions: instr line\n0xzz 1 1\n",
+        ] {
+            assert!(hot_lines(text, 1).is_err());
+        }
     }
 
     #[test]
