@@ -290,39 +290,30 @@ pub(crate) fn measured_instructions(
     amount: u64,
     dir: &Path,
 ) -> Result<(u64, String), String> {
-    let cg = dir.join(format!("callgrind.{}", workload.name()));
-    let stdout = child_under_valgrind(
-        workload,
-        amount,
-        &[
-            "--tool=callgrind".into(),
-            format!("--callgrind-out-file={}", cg.display()),
-            "--toggle-collect=*breakdown::measured_*".into(),
-        ],
-    )?;
-    let profile = callgrind::parse(&read(&cg)?)?;
-    Ok((profile.sum(), stdout))
+    let (text, stdout) = measured_callgrind(workload, amount, dir, false)?;
+    Ok((callgrind::parse(&text)?.sum(), stdout))
 }
 
-/// The text of callgrind's output, with a cost for every instruction
-/// (`--dump-instr=yes`), for the measured loop of `workload` (`amount` of work), and
-/// what the child printed.
-pub(crate) fn measured_instruction_profile(
+/// The text of callgrind's output for the measured loop of `workload` (`amount` of
+/// work), with a cost for every instruction (`--dump-instr=yes`) when `per_instruction`,
+/// and what the child printed.
+pub(crate) fn measured_callgrind(
     workload: Workload,
     amount: u64,
     dir: &Path,
+    per_instruction: bool,
 ) -> Result<(String, String), String> {
-    let cg = dir.join(format!("callgrind-instr.{}", workload.name()));
-    let stdout = child_under_valgrind(
-        workload,
-        amount,
-        &[
-            "--tool=callgrind".into(),
-            format!("--callgrind-out-file={}", cg.display()),
-            "--toggle-collect=*breakdown::measured_*".into(),
-            "--dump-instr=yes".into(),
-        ],
-    )?;
+    let which = if per_instruction { "instr." } else { "" };
+    let cg = dir.join(format!("callgrind.{which}{}", workload.name()));
+    let mut args = vec![
+        "--tool=callgrind".into(),
+        format!("--callgrind-out-file={}", cg.display()),
+        "--toggle-collect=*breakdown::measured_*".into(),
+    ];
+    if per_instruction {
+        args.push("--dump-instr=yes".into());
+    }
+    let stdout = child_under_valgrind(workload, amount, &args)?;
     Ok((read(&cg)?, stdout))
 }
 

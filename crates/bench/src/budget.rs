@@ -396,7 +396,7 @@ fn measure(metric: Metric, dir: &Path) -> Result<f64, String> {
             Ok(instructions as f64 / units as f64)
         }
         Source::HotCode { child, amount } => {
-            let (text, stdout) = breakdown::measured_instruction_profile(child, amount, dir)?;
+            let (text, stdout) = breakdown::measured_callgrind(child, amount, dir, true)?;
             let units = breakdown::child_count(&stdout, "units")?;
             if units == 0 {
                 return Err(format!("{stdout}: no work was done"));
