@@ -408,7 +408,14 @@ fn bulk_receive(
             return Ok(Some(s.receiver_busy_until));
         }
         let mut buf = std::mem::take(&mut s.buf);
-        let read = stack.tcp_recv(now, server, &mut buf[..chunk]);
+        // Binary mode hashes the bytes where the stack keeps them (the same read,
+        // without the copy into `buf`); text mode translates them in `buf`.
+        let read = if file.text_mode {
+            stack.tcp_recv(now, server, &mut buf[..chunk])
+        } else {
+            let hash = &mut s.received_hash;
+            stack.tcp_recv_each(now, server, chunk, |piece| hash.update(piece))
+        };
         let result = match read {
             Ok(0) => {
                 if s.pending_cr {
@@ -424,8 +431,6 @@ fn bulk_receive(
                 s.read_bytes += n as u64;
                 if file.text_mode {
                     receive_text(s, &buf[..n]);
-                } else {
-                    s.received_hash.update(&buf[..n]);
                 }
                 s.receiver_busy_until = now + file.per_byte.saturating_mul(n as u64);
                 Ok(())
