@@ -208,6 +208,10 @@ pub struct Sim {
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     /// (arrival, 2 * link + side) of the link models' next arrivals.
     arrivals: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Each link model's next arrival (by 2 * link + side), kept equal to its
+    /// [`LinkModel::next_arrival`] after every change the simulator makes to it: what
+    /// an entry of `arrivals` is checked against, without asking the model.
+    arrival_at: Vec<Option<Instant>>,
     /// Per host: frames and timers it has handled (see [`Sim::activity`]).
     activity: Vec<u64>,
     /// Hosts whose `activity` moved since [`Sim::take_touched`] last ran, once each
@@ -329,6 +333,7 @@ impl Sim {
             timer_at: Vec::new(),
             timers: BinaryHeap::new(),
             arrivals: BinaryHeap::new(),
+            arrival_at: Vec::new(),
             activity: Vec::new(),
             touched: Vec::new(),
             touched_mark: Vec::new(),
@@ -496,15 +501,17 @@ impl Sim {
         config: LinkConfig,
     ) -> Result<(), LinkConfigError> {
         let model = &mut self.links[link.0].models[side];
-        let before = model.next_arrival();
+        let index = 2 * link.0 + side;
+        let before = self.arrival_at[index];
         model.set_config(config)?;
         // A queue discipline's next departure may have moved: register it (the heap is
         // lazy, so the entry that no longer matches is skipped).
         let after = model.next_arrival();
+        self.arrival_at[index] = after;
         if let Some(t) = after
             && after != before
         {
-            self.arrivals.push(Reverse((t, 2 * link.0 + side)));
+            self.arrivals.push(Reverse((t, index)));
         }
         self.clean_tops();
         Ok(())
@@ -696,6 +703,8 @@ impl Sim {
             LinkModel::new(config, link_seed),
             LinkModel::new(config, reverse),
         ];
+        self.arrival_at
+            .extend(models.iter().map(LinkModel::next_arrival));
         self.links.push(Link {
             ends,
             models,
@@ -922,13 +931,15 @@ impl Sim {
             write_capture(pcap, now, frame, l.snaplen)?;
         }
         let model = &mut l.models[side];
-        let before = model.next_arrival();
+        let index = 2 * link.0 + side;
+        let before = self.arrival_at[index];
         crate::alloc_count::uncounted(|| model.submit(now, frame));
         let after = model.next_arrival();
+        self.arrival_at[index] = after;
         if let Some(t) = after
             && after != before
         {
-            Sim::push_arrival_in(&mut self.arrivals, &self.links, t, 2 * link.0 + side);
+            Sim::push_arrival_in(&mut self.arrivals, &self.links, t, index);
         }
         Ok(())
     }
@@ -946,13 +957,15 @@ impl Sim {
             let _ = write_capture(pcap, now, frame, l.snaplen);
         }
         let model = &mut l.models[side];
-        let before = model.next_arrival();
+        let index = 2 * link.0 + side;
+        let before = self.arrival_at[index];
         crate::alloc_count::uncounted(|| model.submit(now, frame));
         let after = model.next_arrival();
+        self.arrival_at[index] = after;
         if let Some(t) = after
             && after != before
         {
-            self.push_arrival(t, 2 * link.0 + side);
+            self.push_arrival(t, index);
         }
     }
 
@@ -1015,7 +1028,7 @@ impl Sim {
             self.timers.pop();
         }
         while let Some(&Reverse((t, model))) = self.arrivals.peek() {
-            if self.links[model / 2].models[model % 2].next_arrival() == Some(t) {
+            if self.arrival_at[model] == Some(t) {
                 break;
             }
             self.arrivals.pop();
@@ -1114,7 +1127,7 @@ impl Sim {
                 break;
             }
             self.arrivals.pop();
-            if self.links[model / 2].models[model % 2].next_arrival() == Some(t) {
+            if self.arrival_at[model] == Some(t) {
                 due.push(model);
             }
         }
@@ -1169,17 +1182,22 @@ impl Sim {
         // Link-level retransmission: acknowledgements cross to the other direction,
         // whose next event may move.
         if link.models[side].config().arq.is_some() {
-            let other = link.models[1 - side].next_arrival();
+            let reverse = 2 * index + 1 - side;
+            let other = self.arrival_at[reverse];
             let [m0, m1] = &mut link.models;
-            if crate::alloc_count::uncounted(|| LinkModel::exchange_arq(m0, m1, now))
-                && let Some(t) = link.models[1 - side].next_arrival()
+            let moved = crate::alloc_count::uncounted(|| LinkModel::exchange_arq(m0, m1, now));
+            let after = link.models[1 - side].next_arrival();
+            self.arrival_at[reverse] = after;
+            if moved
+                && let Some(t) = after
                 && Some(t) != other
             {
-                self.push_arrival(t, 2 * index + 1 - side);
+                self.push_arrival(t, reverse);
             }
         }
-        let link = &self.links[index];
-        if let Some(t) = link.models[side].next_arrival() {
+        let next = self.links[index].models[side].next_arrival();
+        self.arrival_at[2 * index + side] = next;
+        if let Some(t) = next {
             self.push_arrival(t, 2 * index + side);
         }
     }
