@@ -798,9 +798,12 @@ impl LinkModel {
             return 0;
         }
         let bits = bits_scaled(len);
-        let at = saturate_u64(start.div_ceil(self.scale()));
-        match self.cross.as_mut().map(|c| c.rate_at(at)) {
-            Some(cross) if cross > 0 && cross < rate => {
+        let Some(cross) = self.cross.as_mut() else {
+            return bits;
+        };
+        let at = saturate_u64(start.div_ceil(scale_of(&self.config)));
+        match cross.rate_at(at) {
+            cross if cross > 0 && cross < rate => {
                 bits * u128::from(rate) / u128::from(rate - cross)
             }
             _ => bits,
@@ -816,19 +819,22 @@ impl LinkModel {
     /// [`transmit`](LinkModel::transmit), with the loss models' decision already
     /// drawn (`Some(lost)`) for a frame cut from a super-segment.
     fn transmit_fated(&mut self, start: u128, frame: &[u8], fate: Option<bool>) -> Submit {
-        let start_at = Instant::from_nanos(saturate_u64(start.div_ceil(self.scale())));
+        // The start in nanoseconds, for a shaper or a policer (a division spared
+        // without them).
+        let start_at = || Instant::from_nanos(saturate_u64(start.div_ceil(self.scale())));
+        let start_at = (self.shaper.is_some() || self.policer.is_some()).then(start_at);
         let serialisation = self.serialisation(start, frame.len());
-        if let Some(shaper) = &mut self.shaper {
+        if let (Some(shaper), Some(start_at)) = (&mut self.shaper, start_at) {
             shaper.accept(start_at, frame.len());
         }
         self.busy_until_scaled = start.saturating_add(serialisation);
         let departs =
             Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));
 
-        let conforms = self
-            .policer
-            .as_mut()
-            .is_none_or(|policer| policer.police(start_at, frame.len()));
+        let conforms = match (&mut self.policer, start_at) {
+            (Some(policer), Some(start_at)) => policer.police(start_at, frame.len()),
+            _ => true,
+        };
         let action = self.config.police.map(|p| p.action);
         let mark = match action {
             Some(PoliceAction::Drop) if !conforms => {
