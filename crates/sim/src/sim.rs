@@ -198,6 +198,8 @@ pub struct Sim {
     trace_hash: u64,
     frame: Vec<u8>,
     observer: Option<FrameObserver>,
+    /// `observed[link]`: the observer is shown the link's frames ([`Sim::set_observed`]).
+    observed: Vec<bool>,
     /// Hosts that may have frames to send or a changed timer, in no order.
     dirty: Vec<usize>,
     /// `is_dirty[h]`: host `h` is in `dirty`.
@@ -328,6 +330,7 @@ impl Sim {
             trace_hash: FNV_OFFSET,
             frame: vec![0; 65536 + 64],
             observer: None,
+            observed: Vec::new(),
             dirty: Vec::new(),
             is_dirty: Vec::new(),
             timer_at: Vec::new(),
@@ -705,6 +708,7 @@ impl Sim {
         ];
         self.arrival_at
             .extend(models.iter().map(LinkModel::next_arrival));
+        self.observed.push(true);
         self.links.push(Link {
             ends,
             models,
@@ -737,6 +741,13 @@ impl Sim {
     /// traces, per-flow statistics); `None` removes it. Observing changes nothing.
     pub fn set_observer(&mut self, observer: Option<FrameObserver>) {
         self.observer = observer;
+    }
+
+    /// Show the observer the frames of `link` (true, every link's default) or not: an
+    /// observer that ignores most links (a tracer following a few flows) is not called
+    /// for their frames at all.
+    pub fn set_observed(&mut self, link: LinkId, on: bool) {
+        self.observed[link.0] = on;
     }
 
     /// Flush every capture file.
@@ -909,7 +920,9 @@ impl Sim {
         let Some(&(_, link, side, _)) = port else {
             return Ok(());
         };
-        if let Some(observer) = &mut self.observer {
+        if let Some(observer) = &mut self.observer
+            && self.observed[link.0]
+        {
             observer(&FrameEvent {
                 time: now,
                 link,
@@ -1145,6 +1158,7 @@ impl Sim {
         let now = self.now;
         let link = &mut self.links[index];
         let (dst_host, dst_iface) = link.ends[1 - side];
+        let observed = self.observed[index];
         // The link's memory (frames on the wire, its queues) is the simulation's, not
         // the hosts': memory measurements (`alloc_count`) leave it out.
         while let Some(frame) =
@@ -1152,7 +1166,9 @@ impl Sim {
         {
             self.trace_hash = fnv1a(self.trace_hash, &now.as_nanos().to_le_bytes());
             self.trace_hash = fnv1a(self.trace_hash, &frame);
-            if let Some(observer) = &mut self.observer {
+            if let Some(observer) = &mut self.observer
+                && observed
+            {
                 observer(&FrameEvent {
                     time: now,
                     link: LinkId(index),
