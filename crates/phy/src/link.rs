@@ -774,7 +774,7 @@ impl LinkModel {
         let Some(shaper) = &self.shaper else {
             return free;
         };
-        let free_at = Instant::from_nanos(saturate_u64(free.div_ceil(scale)));
+        let free_at = Instant::from_nanos(nanos_ceil(free, scale));
         let eligible = shaper.earliest(free_at);
         if eligible == free_at {
             return free;
@@ -798,9 +798,12 @@ impl LinkModel {
             return 0;
         }
         let bits = bits_scaled(len);
-        let at = saturate_u64(start.div_ceil(self.scale()));
-        match self.cross.as_mut().map(|c| c.rate_at(at)) {
-            Some(cross) if cross > 0 && cross < rate => {
+        let Some(cross) = self.cross.as_mut() else {
+            return bits;
+        };
+        let at = nanos_ceil(start, scale_of(&self.config));
+        match cross.rate_at(at) {
+            cross if cross > 0 && cross < rate => {
                 bits * u128::from(rate) / u128::from(rate - cross)
             }
             _ => bits,
@@ -816,19 +819,21 @@ impl LinkModel {
     /// [`transmit`](LinkModel::transmit), with the loss models' decision already
     /// drawn (`Some(lost)`) for a frame cut from a super-segment.
     fn transmit_fated(&mut self, start: u128, frame: &[u8], fate: Option<bool>) -> Submit {
-        let start_at = Instant::from_nanos(saturate_u64(start.div_ceil(self.scale())));
+        // The start in nanoseconds, for a shaper or a policer (a division spared
+        // without them).
+        let start_at = || Instant::from_nanos(nanos_ceil(start, self.scale()));
+        let start_at = (self.shaper.is_some() || self.policer.is_some()).then(start_at);
         let serialisation = self.serialisation(start, frame.len());
-        if let Some(shaper) = &mut self.shaper {
+        if let (Some(shaper), Some(start_at)) = (&mut self.shaper, start_at) {
             shaper.accept(start_at, frame.len());
         }
         self.busy_until_scaled = start.saturating_add(serialisation);
-        let departs =
-            Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));
+        let departs = Instant::from_nanos(nanos_ceil(self.busy_until_scaled, self.scale()));
 
-        let conforms = self
-            .policer
-            .as_mut()
-            .is_none_or(|policer| policer.police(start_at, frame.len()));
+        let conforms = match (&mut self.policer, start_at) {
+            (Some(policer), Some(start_at)) => policer.police(start_at, frame.len()),
+            _ => true,
+        };
         let action = self.config.police.map(|p| p.action);
         let mark = match action {
             Some(PoliceAction::Drop) if !conforms => {
@@ -889,7 +894,7 @@ impl LinkModel {
                 return;
             }
             let start = self.busy_until_scaled;
-            let free_at = Instant::from_nanos(saturate_u64(start.div_ceil(scale)));
+            let free_at = Instant::from_nanos(nanos_ceil(start, scale));
             let before = QdiscCounters::of(queue);
             let next = queue.dequeue(free_at);
             self.absorb_counters(before);
@@ -1081,7 +1086,7 @@ impl LinkModel {
     /// When the transmitter finishes the frames accepted so far (rounded up to the
     /// nanosecond).
     pub fn busy_until(&self) -> Instant {
-        Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())))
+        Instant::from_nanos(nanos_ceil(self.busy_until_scaled, self.scale()))
     }
 }
 
@@ -1095,6 +1100,17 @@ fn scale_of(config: &LinkConfig) -> u128 {
 /// `1e9 / rate` ns, that is `1e9` units of `1 / rate` ns.
 fn bits_scaled(len: usize) -> u128 {
     (len as u128) * 8 * NANOS_PER_SEC
+}
+
+/// `scaled.div_ceil(scale)` in nanoseconds, saturated: by a 64-bit division when both
+/// fit in 64 bits (a run's first 2^64 scaled units, minutes to hours), the same result
+/// without the 128-bit division's call.
+#[inline]
+fn nanos_ceil(scaled: u128, scale: u128) -> u64 {
+    match (u64::try_from(scaled), u64::try_from(scale)) {
+        (Ok(scaled), Ok(scale)) => scaled.div_ceil(scale),
+        _ => saturate_u64(scaled.div_ceil(scale)),
+    }
 }
 
 fn saturate_u64(v: u128) -> u64 {

@@ -379,11 +379,7 @@ fn run_filling(
     eager: bool,
 ) -> Result<Outcome, ExperimentError> {
     let (mut sim, hosts, links) = build(scenario, pcap_dir)?;
-    let tracer = Rc::new(RefCell::new(Tracer::new(sim.now())));
-    let observer = Rc::clone(&tracer);
-    sim.set_observer(Some(Box::new(move |event| {
-        observer.borrow_mut().observe(event);
-    })));
+    let tracer = trace(&mut sim, &links);
     let mut apps: Vec<App> = scenario
         .flows
         .iter()
@@ -457,6 +453,21 @@ fn run_filling(
         traces,
         queues,
     })
+}
+
+/// A tracer, set as `sim`'s observer. It looks only at the links its flows are
+/// followed on (`App::drive` shows it each flow's link before the flow opens): the
+/// other links' frames are not handed to it.
+fn trace(sim: &mut Sim, links: &[LinkId]) -> Rc<RefCell<Tracer>> {
+    let tracer = Rc::new(RefCell::new(Tracer::new(sim.now())));
+    let observer = Rc::clone(&tracer);
+    sim.set_observer(Some(Box::new(move |event| {
+        observer.borrow_mut().observe(event);
+    })));
+    for &link in links {
+        sim.set_observed(link, false);
+    }
+    tracer
 }
 
 /// The connection an analyzer saw (the one with the most segments, should the ports
@@ -1150,6 +1161,9 @@ impl App {
         let (from, to) = (hosts[self.spec.from], hosts[self.spec.to]);
         if self.started.is_none() {
             self.started = Some(now);
+            // Every connection the tracer follows or judges for this flow is on its
+            // link.
+            sim.set_observed(self.link, true);
             self.open(sim, from, to, tracer)?;
         }
         match &mut self.state {

@@ -198,6 +198,8 @@ pub struct Sim {
     trace_hash: u64,
     frame: Vec<u8>,
     observer: Option<FrameObserver>,
+    /// `observed[link]`: the observer is shown the link's frames ([`Sim::set_observed`]).
+    observed: Vec<bool>,
     /// Hosts that may have frames to send or a changed timer, in no order.
     dirty: Vec<usize>,
     /// `is_dirty[h]`: host `h` is in `dirty`.
@@ -208,6 +210,10 @@ pub struct Sim {
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     /// (arrival, 2 * link + side) of the link models' next arrivals.
     arrivals: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Each link model's next arrival (by 2 * link + side), kept equal to its
+    /// [`LinkModel::next_arrival`] after every change the simulator makes to it: what
+    /// an entry of `arrivals` is checked against, without asking the model.
+    arrival_at: Vec<Option<Instant>>,
     /// Per host: frames and timers it has handled (see [`Sim::activity`]).
     activity: Vec<u64>,
     /// Hosts whose `activity` moved since [`Sim::take_touched`] last ran, once each
@@ -324,11 +330,13 @@ impl Sim {
             trace_hash: FNV_OFFSET,
             frame: vec![0; 65536 + 64],
             observer: None,
+            observed: Vec::new(),
             dirty: Vec::new(),
             is_dirty: Vec::new(),
             timer_at: Vec::new(),
             timers: BinaryHeap::new(),
             arrivals: BinaryHeap::new(),
+            arrival_at: Vec::new(),
             activity: Vec::new(),
             touched: Vec::new(),
             touched_mark: Vec::new(),
@@ -496,15 +504,17 @@ impl Sim {
         config: LinkConfig,
     ) -> Result<(), LinkConfigError> {
         let model = &mut self.links[link.0].models[side];
-        let before = model.next_arrival();
+        let index = 2 * link.0 + side;
+        let before = self.arrival_at[index];
         model.set_config(config)?;
         // A queue discipline's next departure may have moved: register it (the heap is
         // lazy, so the entry that no longer matches is skipped).
         let after = model.next_arrival();
+        self.arrival_at[index] = after;
         if let Some(t) = after
             && after != before
         {
-            self.arrivals.push(Reverse((t, 2 * link.0 + side)));
+            self.arrivals.push(Reverse((t, index)));
         }
         self.clean_tops();
         Ok(())
@@ -696,6 +706,9 @@ impl Sim {
             LinkModel::new(config, link_seed),
             LinkModel::new(config, reverse),
         ];
+        self.arrival_at
+            .extend(models.iter().map(LinkModel::next_arrival));
+        self.observed.push(true);
         self.links.push(Link {
             ends,
             models,
@@ -728,6 +741,13 @@ impl Sim {
     /// traces, per-flow statistics); `None` removes it. Observing changes nothing.
     pub fn set_observer(&mut self, observer: Option<FrameObserver>) {
         self.observer = observer;
+    }
+
+    /// Show the observer the frames of `link` (true, every link's default) or not: an
+    /// observer that ignores most links (a tracer following a few flows) is not called
+    /// for their frames at all.
+    pub fn set_observed(&mut self, link: LinkId, on: bool) {
+        self.observed[link.0] = on;
     }
 
     /// Flush every capture file.
@@ -900,7 +920,9 @@ impl Sim {
         let Some(&(_, link, side, _)) = port else {
             return Ok(());
         };
-        if let Some(observer) = &mut self.observer {
+        if let Some(observer) = &mut self.observer
+            && self.observed[link.0]
+        {
             observer(&FrameEvent {
                 time: now,
                 link,
@@ -922,13 +944,15 @@ impl Sim {
             write_capture(pcap, now, frame, l.snaplen)?;
         }
         let model = &mut l.models[side];
-        let before = model.next_arrival();
+        let index = 2 * link.0 + side;
+        let before = self.arrival_at[index];
         crate::alloc_count::uncounted(|| model.submit(now, frame));
         let after = model.next_arrival();
+        self.arrival_at[index] = after;
         if let Some(t) = after
             && after != before
         {
-            Sim::push_arrival_in(&mut self.arrivals, &self.links, t, 2 * link.0 + side);
+            Sim::push_arrival_in(&mut self.arrivals, &self.links, t, index);
         }
         Ok(())
     }
@@ -946,13 +970,15 @@ impl Sim {
             let _ = write_capture(pcap, now, frame, l.snaplen);
         }
         let model = &mut l.models[side];
-        let before = model.next_arrival();
+        let index = 2 * link.0 + side;
+        let before = self.arrival_at[index];
         crate::alloc_count::uncounted(|| model.submit(now, frame));
         let after = model.next_arrival();
+        self.arrival_at[index] = after;
         if let Some(t) = after
             && after != before
         {
-            self.push_arrival(t, 2 * link.0 + side);
+            self.push_arrival(t, index);
         }
     }
 
@@ -1015,7 +1041,7 @@ impl Sim {
             self.timers.pop();
         }
         while let Some(&Reverse((t, model))) = self.arrivals.peek() {
-            if self.links[model / 2].models[model % 2].next_arrival() == Some(t) {
+            if self.arrival_at[model] == Some(t) {
                 break;
             }
             self.arrivals.pop();
@@ -1114,7 +1140,7 @@ impl Sim {
                 break;
             }
             self.arrivals.pop();
-            if self.links[model / 2].models[model % 2].next_arrival() == Some(t) {
+            if self.arrival_at[model] == Some(t) {
                 due.push(model);
             }
         }
@@ -1132,6 +1158,7 @@ impl Sim {
         let now = self.now;
         let link = &mut self.links[index];
         let (dst_host, dst_iface) = link.ends[1 - side];
+        let observed = self.observed[index];
         // The link's memory (frames on the wire, its queues) is the simulation's, not
         // the hosts': memory measurements (`alloc_count`) leave it out.
         while let Some(frame) =
@@ -1139,7 +1166,9 @@ impl Sim {
         {
             self.trace_hash = fnv1a(self.trace_hash, &now.as_nanos().to_le_bytes());
             self.trace_hash = fnv1a(self.trace_hash, &frame);
-            if let Some(observer) = &mut self.observer {
+            if let Some(observer) = &mut self.observer
+                && observed
+            {
                 observer(&FrameEvent {
                     time: now,
                     link: LinkId(index),
@@ -1169,17 +1198,22 @@ impl Sim {
         // Link-level retransmission: acknowledgements cross to the other direction,
         // whose next event may move.
         if link.models[side].config().arq.is_some() {
-            let other = link.models[1 - side].next_arrival();
+            let reverse = 2 * index + 1 - side;
+            let other = self.arrival_at[reverse];
             let [m0, m1] = &mut link.models;
-            if crate::alloc_count::uncounted(|| LinkModel::exchange_arq(m0, m1, now))
-                && let Some(t) = link.models[1 - side].next_arrival()
+            let moved = crate::alloc_count::uncounted(|| LinkModel::exchange_arq(m0, m1, now));
+            let after = link.models[1 - side].next_arrival();
+            self.arrival_at[reverse] = after;
+            if moved
+                && let Some(t) = after
                 && Some(t) != other
             {
-                self.push_arrival(t, 2 * index + 1 - side);
+                self.push_arrival(t, reverse);
             }
         }
-        let link = &self.links[index];
-        if let Some(t) = link.models[side].next_arrival() {
+        let next = self.links[index].models[side].next_arrival();
+        self.arrival_at[2 * index + side] = next;
+        if let Some(t) = next {
             self.push_arrival(t, 2 * index + side);
         }
     }

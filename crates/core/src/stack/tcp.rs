@@ -828,6 +828,24 @@ impl Stack {
         Ok(read)
     }
 
+    /// [`Stack::tcp_recv`] of up to `max` bytes, shown to `f` where they lie (one piece,
+    /// or two where the ring wraps) instead of copied out: the same reads, window
+    /// updates and counters as `tcp_recv` into a buffer of `max` bytes (the bytes
+    /// count as copied to the user, as the application read them), without the buffer
+    /// (the simulator's bulk receiver hashes what it reads).
+    pub fn tcp_recv_each(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        max: usize,
+        f: impl FnMut(&[u8]),
+    ) -> Result<usize, TcpError> {
+        let read = self.tcp.recv_each(now, handle, max, f)?;
+        self.stats.work.socket_calls += 1;
+        self.stats.work.copied_to_user += read as u64;
+        Ok(read)
+    }
+
     /// Hand the connection a buffer to send without copying it (kept until
     /// acknowledged; all of it or none, given back with the reason when refused). See
     /// [`Tcp::send_owned`](crate::tcp::Tcp::send_owned).

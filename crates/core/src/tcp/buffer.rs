@@ -946,6 +946,23 @@ impl RecvBuffer {
         n
     }
 
+    /// [`RecvBuffer::read`] of up to `max` bytes without the copy: `f` is shown them
+    /// where they lie (one piece, or two where the ring wraps), then they are consumed.
+    /// Returns how many (0 when nothing is readable, and `f` is not called).
+    pub fn read_each(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        let n = max.min(self.readable());
+        if n == 0 {
+            return 0;
+        }
+        let (a, b) = ring_slices(&self.ring, self.head as usize, n);
+        f(a);
+        if !b.is_empty() {
+            f(b);
+        }
+        self.consume(n);
+        n
+    }
+
     /// Raise the capacity to `new_capacity` (at most [`MAX_CAPACITY`]; the window grows
     /// by the difference), keeping all data (storage follows on demand); a smaller or
     /// equal capacity does nothing.
@@ -1482,6 +1499,27 @@ mod tests {
         let mut all = [0u8; 8];
         assert_eq!(r.read(&mut all), 6);
         assert_eq!(&all[..6], b"fuvxyz");
+    }
+
+    #[test]
+    fn read_each_shows_what_read_copies_across_the_wrap() {
+        let mut r = RecvBuffer::new(8);
+        r.insert(0, b"abcdef");
+        r.read(&mut [0; 5]); // head at 5
+        r.insert(0, b"ghijk"); // ring positions 6..11 -> wraps to 0..3
+        let mut copied = r.clone();
+        let mut out = [0u8; 4];
+        assert_eq!(copied.read(&mut out), 4);
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        assert_eq!(r.read_each(4, |p| pieces.push(p.to_vec())), 4);
+        assert_eq!(pieces, [b"fgh".to_vec(), b"i".to_vec()]);
+        assert_eq!(pieces.concat(), out);
+        assert_eq!(r.readable(), 2);
+        assert_eq!(r.window(), copied.window());
+        let mut rest = Vec::new();
+        assert_eq!(r.read_each(100, |p| rest.extend_from_slice(p)), 2);
+        assert_eq!(rest, b"jk");
+        assert_eq!(r.read_each(100, |_| panic!("nothing to show")), 0);
     }
 
     #[test]

@@ -55,6 +55,23 @@ impl Tcp {
             conn.recv_with(&ctx.shared.config, f)
         })
     }
+
+    /// [`Tcp::recv`] of up to `max` bytes without the copy: `f` is shown them where
+    /// they lie (one piece, or two where the ring wraps), in order; everything else as
+    /// `recv` into a buffer of `max` bytes (the same window updates and results).
+    pub fn recv_each(
+        &mut self,
+        now: Instant,
+        handle: TcpHandle,
+        max: usize,
+        f: impl FnMut(&[u8]),
+    ) -> Result<usize, TcpError> {
+        self.with_conn(now, handle, |conn, ctx| {
+            let read = conn.recv_each(&ctx.shared.config, max, f);
+            conn.shed_rings(&mut ctx.shared.pool);
+            read
+        })
+    }
 }
 
 #[cfg(test)]

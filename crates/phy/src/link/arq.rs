@@ -56,7 +56,7 @@ use std::fmt;
 
 use impnet_core::{Duration, Instant};
 
-use super::{DropReason, LinkConfig, LinkModel, Submit, bits_scaled, saturate_u64};
+use super::{DropReason, LinkConfig, LinkModel, Submit, bits_scaled, nanos_ceil};
 
 /// Bytes an I-frame carries beyond the host's frame: HDLC's control field with
 /// extended (modulo 128) numbering. The host frame's own 14-byte header stands for the
@@ -417,8 +417,7 @@ impl LinkModel {
             bits_scaled(frame.len() + extra)
         };
         self.busy_until_scaled = start.saturating_add(serialisation);
-        let departs =
-            Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));
+        let departs = Instant::from_nanos(nanos_ceil(self.busy_until_scaled, self.scale()));
         if self.draw_loss() {
             self.stats.dropped_loss += 1;
             return departs;

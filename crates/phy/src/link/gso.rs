@@ -25,7 +25,7 @@
 //! queue discipline, a shaper, a policer or link-level retransmission) cut every super-segment into its frames
 //! first, so they behave as without offloads.
 
-use super::{LinkModel, Submit, Whole, saturate_u64};
+use super::{LinkModel, Submit, Whole, nanos_ceil};
 use crate::segmentation::{self, Framing, WireFrames};
 use impnet_core::Instant;
 
@@ -135,8 +135,7 @@ impl LinkModel {
     ) -> Submit {
         let serialisation = self.serialisation(start, wire.wire_bytes);
         self.busy_until_scaled = start.saturating_add(serialisation);
-        let departs =
-            Instant::from_nanos(saturate_u64(self.busy_until_scaled.div_ceil(self.scale())));
+        let departs = Instant::from_nanos(nanos_ceil(self.busy_until_scaled, self.scale()));
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);

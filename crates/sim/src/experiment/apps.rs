@@ -47,7 +47,7 @@ impl App {
                     sim.host(to).tcp_config().recv_buffer,
                 ),
         };
-        let mut wake = bulk_send(s, sim.host_mut(from), now, &file)?;
+        let mut wake = bulk_send(s, sim, from, now, &file)?;
         // The receiver: read (paying CPU time per byte), translate back, hash.
         let stack = sim.host_mut(to);
         let server = match s.server {
@@ -245,11 +245,14 @@ struct BulkFile {
     lazy: bool,
 }
 
-/// The bulk sender: prepare a record (paying its CPU time), then write it; close after
-/// the last. Returns when the sender is next free, if it is busy now.
+/// The bulk sender at `from`: prepare a record (paying its CPU time), then write it;
+/// close after the last. Returns when the sender is next free, if it is busy now. The
+/// host is marked touched ([`Sim::host_mut`]) only by a call that may change its stack:
+/// a sender with nothing to write (the receiver's turn) costs the simulator no drain.
 fn bulk_send(
     s: &mut BulkApp,
-    stack: &mut Stack,
+    sim: &mut Sim,
+    from: HostId,
     now: Instant,
     file: &BulkFile,
 ) -> Result<Option<Instant>, String> {
@@ -263,7 +266,7 @@ fn bulk_send(
             // (with no CPU cost per byte) only as far ahead as TCP can send soon.
             let made = s.written - s.record_left as u64;
             let len = if file.lazy && !s.eager {
-                match lazy_room(stack, client, made) {
+                match lazy_room(sim.host(from), client, made) {
                     Ok(Some(room)) => s.record_left.min(room),
                     Ok(None) => break,
                     Err(e) => return Err(tcp_err("send", e)),
@@ -273,7 +276,7 @@ fn bulk_send(
             };
             let (pattern, cursor, hash) = (&mut s.text.pattern, &mut s.cursor, &mut s.sent_hash);
             let fill = |piece: &mut [u8]| pattern.fill_piece_hashed(piece, cursor, hash);
-            match stack.tcp_send_with(now, client, len, fill) {
+            match sim.host_mut(from).tcp_send_with(now, client, len, fill) {
                 Ok(0) | Err(TcpError::WouldBlock) => break,
                 Ok(n) => s.record_left -= n,
                 Err(e) => return Err(tcp_err("send", e)),
@@ -284,7 +287,7 @@ fn bulk_send(
             if now < s.sender_busy_until {
                 return Ok(Some(s.sender_busy_until));
             }
-            match stack.tcp_send(now, client, &s.out[s.offset..]) {
+            match sim.host_mut(from).tcp_send(now, client, &s.out[s.offset..]) {
                 Ok(0) | Err(TcpError::WouldBlock) => break,
                 Ok(n) => s.offset += n,
                 Err(e) => return Err(tcp_err("send", e)),
@@ -292,7 +295,7 @@ fn bulk_send(
             continue;
         }
         if s.written >= file.bytes {
-            stack
+            sim.host_mut(from)
                 .tcp_close(now, client)
                 .map_err(|e| tcp_err("close", e))?;
             s.closed = true;
@@ -408,7 +411,14 @@ fn bulk_receive(
             return Ok(Some(s.receiver_busy_until));
         }
         let mut buf = std::mem::take(&mut s.buf);
-        let read = stack.tcp_recv(now, server, &mut buf[..chunk]);
+        // Binary mode hashes the bytes where the stack keeps them (the same read,
+        // without the copy into `buf`); text mode translates them in `buf`.
+        let read = if file.text_mode {
+            stack.tcp_recv(now, server, &mut buf[..chunk])
+        } else {
+            let hash = &mut s.received_hash;
+            stack.tcp_recv_each(now, server, chunk, |piece| hash.update(piece))
+        };
         let result = match read {
             Ok(0) => {
                 if s.pending_cr {
@@ -424,8 +434,6 @@ fn bulk_receive(
                 s.read_bytes += n as u64;
                 if file.text_mode {
                     receive_text(s, &buf[..n]);
-                } else {
-                    s.received_hash.update(&buf[..n]);
                 }
                 s.receiver_busy_until = now + file.per_byte.saturating_mul(n as u64);
                 Ok(())

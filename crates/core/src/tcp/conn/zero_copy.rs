@@ -89,4 +89,44 @@ impl Conn {
         self.maybe_window_update(config.recv_buffer, n);
         Ok(n)
     }
+
+    /// [`Conn::recv`] of up to `max` bytes without the copy: `f` is shown them where
+    /// they lie (one piece, or two where the ring wraps), in order. The same reads, the
+    /// same window updates, the same results as `recv` into a buffer of `max` bytes.
+    pub fn recv_each(
+        &mut self,
+        config: &TcpConfig,
+        max: usize,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<usize, TcpError> {
+        let fin_received = matches!(
+            self.state,
+            State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
+        );
+        if let State::Closed(Closed { error }) = self.state {
+            if let Some(unread) = self.unread_mut() {
+                let n = max.min(unread.len());
+                f(&unread[..n]);
+                unread.drain(..n);
+                return Ok(n);
+            }
+            return match error {
+                Some(e) => Err(e),
+                None => Ok(0),
+            };
+        }
+        let Some(buffer) = self.state.recv_buffer_mut() else {
+            return Err(TcpError::WouldBlock);
+        };
+        let n = buffer.read_each(max, f);
+        if n == 0 && max != 0 {
+            return if fin_received {
+                Ok(0)
+            } else {
+                Err(TcpError::WouldBlock)
+            };
+        }
+        self.maybe_window_update(config.recv_buffer, n);
+        Ok(n)
+    }
 }
