@@ -11,12 +11,14 @@
 //! size, so the receiving kernel sees what a veth would give it. A super-segment the
 //! model loses a frame of is cut into its frames and the lost ones dropped.
 //!
-//! Each direction runs on its own thread (reading one TAP, writing the other through a
-//! second descriptor of it), so the receiving kernel's work that a write runs (its
-//! TCP, for the data one way and the acknowledgements the other) runs on two cores. A
-//! super-segment travels through the model in the buffer it was read into
-//! (`LinkModel::submit_segmented_owned`): one read and one write per 64 KiB, no copy
-//! in between.
+//! Each direction reads one TAP through a second descriptor of it and writes the
+//! other. Both run on one thread, or with `--threads 2` each on its own, so that the
+//! receiving kernel's work a write runs (its TCP, for the data one way and the
+//! acknowledgements the other) runs on two cores: that gains when other work competes
+//! for the cores, and costs wake-ups (an acknowledgement written by one thread wakes
+//! the other) when it does not. A super-segment travels through the model in the
+//! buffer it was read into (`LinkModel::submit_segmented_owned`): one read and one
+//! write per 64 KiB, no copy in between.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -50,6 +52,10 @@ pub struct LinkArgs {
     /// the link as one wire frame, each a system call (the behaviour before offloads).
     #[arg(long)]
     pub no_offloads: bool,
+    /// 1: one thread moves both directions; 2: a thread per direction, which gains
+    /// when other work competes for the cores and costs wake-ups when it does not.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }
 
 /// Frames read from one side per turn before the frames due are written out.
@@ -76,6 +82,12 @@ pub fn validate(args: &LinkArgs) -> Result<(), String> {
     if a == b {
         return Err(format!(
             "imp link needs two different TAP devices, not {a} twice"
+        ));
+    }
+    if !(1..=2).contains(&args.threads) {
+        return Err(format!(
+            "--threads {}: give 1 (both directions on one thread) or 2 (one each)",
+            args.threads
         ));
     }
     if !(68..=65535).contains(&args.mtu) {
@@ -127,22 +139,31 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
         side_a.inner().name().to_owned(),
         side_b.inner().name().to_owned(),
     );
-    // One thread per direction, each reading one TAP and writing the other through its
-    // own handle: the receiving kernel's work for the data (run by the write) and for
-    // the acknowledgements coming back run on two cores at once.
+    // Each direction reads one TAP through a handle of its own and writes the other.
     let clone = |side: &Impair<Tap>| {
         side.inner()
             .try_clone()
             .map_err(|e| format!("cannot share TAP {}: {e}", side.inner().name()))
     };
     let (read_a, read_b) = (clone(&side_a)?, clone(&side_b)?);
+    let (a_to_b, b_to_a) = (
+        Direction::new(read_a, side_b),
+        Direction::new(read_b, side_a),
+    );
     let epoch = StdInstant::now();
-    let (b_to_a, a_to_b) = std::thread::scope(|s| {
-        let stop = &stop;
-        let a_to_b = s.spawn(move || Direction::new(read_a, side_b).run(epoch, stop));
-        let b_to_a = Direction::new(read_b, side_a).run(epoch, stop);
-        (b_to_a, a_to_b.join())
-    });
+    let (a_to_b, b_to_a) = if args.threads == 1 {
+        let (a_to_b, b_to_a) = both_on_one_thread(a_to_b, b_to_a, epoch, &stop);
+        (Ok(a_to_b), b_to_a)
+    } else {
+        // The receiving kernel's work for the data (run by the write) and for the
+        // acknowledgements coming back run on two cores at once.
+        std::thread::scope(|s| {
+            let stop = &stop;
+            let a_to_b = s.spawn(move || a_to_b.run(epoch, stop));
+            let b_to_a = b_to_a.run(epoch, stop);
+            (a_to_b.join(), b_to_a)
+        })
+    };
     let a_to_b = a_to_b.map_err(|_| "imp link's a -> b thread panicked".to_owned())?;
     report_direction(&names.0, &names.1, a_to_b.to.tx_stats());
     report_direction(&names.1, &names.0, b_to_a.to.tx_stats());
@@ -183,17 +204,24 @@ impl Direction {
         while !stop.load(Ordering::Relaxed) {
             let more = readable && self.forward(now());
             let t = now();
-            if self.to.handle_timeout(t).is_err() {
-                self.errors += 1;
-            }
-            readable = more || {
-                let wait = self.to.poll_at().map_or(MAX_WAIT, |d| {
-                    StdDuration::from_nanos(d.saturating_duration_since(t).as_nanos()).min(MAX_WAIT)
-                });
-                wait_readable(self.from.as_raw_fd(), wait)
-            };
+            self.deliver(t);
+            readable = more || wait_readable(&[self.from.as_raw_fd()], self.wait(t))[0];
         }
         self
+    }
+
+    /// Hands the frames due by `t` to `to`'s TAP.
+    fn deliver(&mut self, t: Instant) {
+        if self.to.handle_timeout(t).is_err() {
+            self.errors += 1;
+        }
+    }
+
+    /// How long to sleep from `t` at most: until the next frame is due.
+    fn wait(&self, t: Instant) -> StdDuration {
+        self.to.poll_at().map_or(MAX_WAIT, |d| {
+            StdDuration::from_nanos(d.saturating_duration_since(t).as_nanos()).min(MAX_WAIT)
+        })
     }
 
     /// Move up to `BATCH` frames the kernel wrote into `from`'s TAP onto the link
@@ -228,6 +256,33 @@ impl Direction {
     }
 }
 
+/// Both directions on the calling thread until `stop` is set: each TAP is read when it
+/// may hold frames, and the thread sleeps until either is readable or a frame is due.
+fn both_on_one_thread(
+    mut a_to_b: Direction,
+    mut b_to_a: Direction,
+    epoch: StdInstant,
+    stop: &AtomicBool,
+) -> (Direction, Direction) {
+    let now = || Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
+    let mut readable = [true, true];
+    while !stop.load(Ordering::Relaxed) {
+        let more_a = readable[0] && a_to_b.forward(now());
+        let more_b = readable[1] && b_to_a.forward(now());
+        let t = now();
+        a_to_b.deliver(t);
+        b_to_a.deliver(t);
+        // While either side has more, both are read each turn (neither starves).
+        readable = if more_a || more_b {
+            [true, true]
+        } else {
+            let fds = [a_to_b.from.as_raw_fd(), b_to_a.from.as_raw_fd()];
+            wait_readable(&fds, a_to_b.wait(t).min(b_to_a.wait(t)))
+        };
+    }
+    (a_to_b, b_to_a)
+}
+
 /// Open (or create) the TAP `name`, with offloads unless `--no-offloads`. A link that
 /// flips bits must hand on frames whose checksums show it: then partial checksums are
 /// completed on the way in and never left to the receiver.
@@ -241,22 +296,33 @@ fn open(args: &LinkArgs, name: &str, config: &LinkConfig) -> Result<Tap, String>
     Tap::open_with(&tap).map_err(|e| format!("cannot open TAP {name}: {e}"))
 }
 
-/// Sleep until `fd` is readable or `timeout` has passed (`ppoll`, ns precision). False
-/// when the time passed with nothing to read; true otherwise (also when interrupted).
-fn wait_readable(fd: i32, timeout: StdDuration) -> bool {
-    let mut pollfd = libc::pollfd {
+/// Sleep until one of `fds` is readable or `timeout` has passed (`ppoll`, ns
+/// precision). Which may hold frames: none when the time passed with nothing to read,
+/// all when the wait was interrupted.
+fn wait_readable<const N: usize>(fds: &[i32; N], timeout: StdDuration) -> [bool; N] {
+    let mut pollfds = fds.map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    };
+    });
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
     };
-    // SAFETY: `pollfd` is one live pollfd, `ts` a live timespec, and a null signal mask
-    // is allowed.
-    let ready = unsafe { libc::ppoll(&mut pollfd, 1, &ts, std::ptr::null()) };
-    ready != 0
+    // SAFETY: `pollfds` is a live array of the given length, `ts` a live timespec, and
+    // a null signal mask is allowed.
+    let ready = unsafe {
+        libc::ppoll(
+            pollfds.as_mut_ptr(),
+            N as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if ready < 0 {
+        return [true; N];
+    }
+    pollfds.map(|p| p.revents != 0)
 }
 
 /// What one direction of the link did: frames delivered, lost, dropped, marked CE.

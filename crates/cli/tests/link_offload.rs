@@ -205,16 +205,25 @@ fn without_offloads_imp_link_moves_frame_by_frame() {
     assert!(counts[0] > LEN / 1500, "{output}");
 }
 
-/// Each direction has its own thread in `imp link`: two transfers at once, one each
-/// way, both arrive whole, and each direction carried super-segments whole and lost
-/// frames of its own.
+/// Two transfers at once, one each way, both arrive whole, and each direction carried
+/// super-segments whole and lost frames of its own: both directions on one thread.
 #[test]
 fn transfers_both_ways_at_once_cross_byte_exact() {
+    both_ways(&[]);
+}
+
+/// As above with a thread per direction (`--threads 2`).
+#[test]
+fn transfers_both_ways_cross_byte_exact_with_a_thread_per_direction() {
+    both_ways(&["--threads", "2"]);
+}
+
+fn both_ways(extra: &[&str]) {
     if !can_run() {
         return;
     }
     const LEN: u64 = 48 << 20;
-    let net = join(&[]);
+    let net = join(extra);
     let (a_to_b, b_to_a) = std::thread::scope(|s| {
         let a_to_b = s.spawn(|| transfer_to(&net.a, &net.b, "10.205.121.2:5202", LEN));
         let b_to_a = transfer_to(&net.b, &net.a, "10.205.121.1:5203", LEN);
