@@ -10,6 +10,15 @@
 //! (`LinkModel::submit_segmented`), and the other TAP gets it whole with its segment
 //! size, so the receiving kernel sees what a veth would give it. A super-segment the
 //! model loses a frame of is cut into its frames and the lost ones dropped.
+//!
+//! Each direction reads one TAP through a second descriptor of it and writes the
+//! other. Both run on one thread, or with `--threads 2` each on its own, so that the
+//! receiving kernel's work a write runs (its TCP, for the data one way and the
+//! acknowledgements the other) runs on two cores: that gains when other work competes
+//! for the cores, and costs wake-ups (an acknowledgement written by one thread wakes
+//! the other) when it does not. A super-segment travels through the model in the
+//! buffer it was read into (`LinkModel::submit_segmented_owned`): one read and one
+//! write per 64 KiB, no copy in between.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -43,10 +52,18 @@ pub struct LinkArgs {
     /// the link as one wire frame, each a system call (the behaviour before offloads).
     #[arg(long)]
     pub no_offloads: bool,
+    /// 1: one thread moves both directions; 2: a thread per direction, which gains
+    /// when other work competes for the cores and costs wake-ups when it does not.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }
 
-/// Frames moved from one side per turn before the other side gets a turn.
+/// Frames read from one side per turn before the frames due are written out.
 const BATCH: usize = 64;
+
+/// Frames at least this long (the 64 KiB super-segments) go onto the link in the
+/// buffer they were read into; shorter ones are copied into one of the link's.
+const MOVE_MIN: usize = 4096;
 
 /// Longest sleep, so a signal is noticed.
 const MAX_WAIT: StdDuration = StdDuration::from_millis(100);
@@ -65,6 +82,12 @@ pub fn validate(args: &LinkArgs) -> Result<(), String> {
     if a == b {
         return Err(format!(
             "imp link needs two different TAP devices, not {a} twice"
+        ));
+    }
+    if !(1..=2).contains(&args.threads) {
+        return Err(format!(
+            "--threads {}: give 1 (both directions on one thread) or 2 (one each)",
+            args.threads
         ));
     }
     if !(68..=65535).contains(&args.mtu) {
@@ -97,8 +120,8 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
     let config = fit_mtu(config, tap_a.wire_frame_limit());
     let seed = RandomState::new().hash_one(std::process::id());
     // Each wrapper's send model is the direction *into* its TAP.
-    let mut side_a = Impair::new(tap_a, model(config, seed)?);
-    let mut side_b = Impair::new(tap_b, model(config, seed ^ 0x5eed_0b0b)?);
+    let side_a = Impair::new(tap_a, model(config, seed)?);
+    let side_b = Impair::new(tap_b, model(config, seed ^ 0x5eed_0b0b)?);
     let offloaded = side_a.inner().offloads() && side_b.inner().offloads();
     println!(
         "imp link: {} <-> {} ({}, {}); stop with Ctrl-C",
@@ -112,46 +135,152 @@ pub fn run(args: &LinkArgs) -> Result<(), String> {
         }
     );
     let _ = std::io::stdout().flush();
+    let names = (
+        side_a.inner().name().to_owned(),
+        side_b.inner().name().to_owned(),
+    );
+    // Each direction reads one TAP through a handle of its own and writes the other.
+    let clone = |side: &Impair<Tap>| {
+        side.inner()
+            .try_clone()
+            .map_err(|e| format!("cannot share TAP {}: {e}", side.inner().name()))
+    };
+    let (read_a, read_b) = (clone(&side_a)?, clone(&side_b)?);
+    let (a_to_b, b_to_a) = (
+        Direction::new(read_a, side_b),
+        Direction::new(read_b, side_a),
+    );
     let epoch = StdInstant::now();
-    let now = || Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
-    let mut buf = vec![0u8; side_a.mtu().max(side_b.mtu())];
-    let mut errors = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        let more_a = forward(now(), &mut side_a, &mut side_b, &mut buf, &mut errors);
-        let more_b = forward(now(), &mut side_b, &mut side_a, &mut buf, &mut errors);
-        let t = now();
-        for side in [&mut side_a, &mut side_b] {
-            if side.handle_timeout(t).is_err() {
-                errors += 1;
-            }
-        }
-        let deadline = side_a.poll_at().into_iter().chain(side_b.poll_at()).min();
-        let wait = if more_a || more_b {
-            StdDuration::ZERO
-        } else {
-            deadline.map_or(MAX_WAIT, |d| {
-                StdDuration::from_nanos(d.saturating_duration_since(t).as_nanos()).min(MAX_WAIT)
-            })
-        };
-        wait_readable(
-            &[side_a.inner().as_raw_fd(), side_b.inner().as_raw_fd()],
-            wait,
-        );
-    }
-    report_direction(
-        side_a.inner().name(),
-        side_b.inner().name(),
-        side_b.tx_stats(),
-    );
-    report_direction(
-        side_b.inner().name(),
-        side_a.inner().name(),
-        side_a.tx_stats(),
-    );
+    let (a_to_b, b_to_a) = if args.threads == 1 {
+        let (a_to_b, b_to_a) = both_on_one_thread(a_to_b, b_to_a, epoch, &stop);
+        (Ok(a_to_b), b_to_a)
+    } else {
+        // The receiving kernel's work for the data (run by the write) and for the
+        // acknowledgements coming back run on two cores at once.
+        std::thread::scope(|s| {
+            let stop = &stop;
+            let a_to_b = s.spawn(move || a_to_b.run(epoch, stop));
+            let b_to_a = b_to_a.run(epoch, stop);
+            (a_to_b.join(), b_to_a)
+        })
+    };
+    let a_to_b = a_to_b.map_err(|_| "imp link's a -> b thread panicked".to_owned())?;
+    report_direction(&names.0, &names.1, a_to_b.to.tx_stats());
+    report_direction(&names.1, &names.0, b_to_a.to.tx_stats());
+    let errors = a_to_b.errors + b_to_a.errors;
     if errors > 0 {
         println!("imp link: {errors} device errors (frames lost while a side was down)");
     }
     Ok(())
+}
+
+/// One direction of the link: frames read from `from` pass `to`'s send model into
+/// `to`'s TAP.
+struct Direction {
+    from: Tap,
+    to: Impair<Tap>,
+    /// What the next frame is read into (`from`'s MTU long).
+    buf: Vec<u8>,
+    errors: u64,
+}
+
+impl Direction {
+    fn new(from: Tap, to: Impair<Tap>) -> Direction {
+        let buf = vec![0u8; from.mtu()];
+        Direction {
+            from,
+            to,
+            buf,
+            errors: 0,
+        }
+    }
+
+    /// Forward until `stop` is set, on the clock that started at `epoch`. The TAP is
+    /// read only when it may hold frames: not after a sleep that ended at a deadline
+    /// with nothing to read (one `readv` less per due frame on a delayed link).
+    fn run(mut self, epoch: StdInstant, stop: &AtomicBool) -> Direction {
+        let now = || Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
+        let mut readable = true;
+        while !stop.load(Ordering::Relaxed) {
+            let more = readable && self.forward(now());
+            let t = now();
+            self.deliver(t);
+            readable = more || wait_readable(&[self.from.as_raw_fd()], self.wait(t))[0];
+        }
+        self
+    }
+
+    /// Hands the frames due by `t` to `to`'s TAP.
+    fn deliver(&mut self, t: Instant) {
+        if self.to.handle_timeout(t).is_err() {
+            self.errors += 1;
+        }
+    }
+
+    /// How long to sleep from `t` at most: until the next frame is due.
+    fn wait(&self, t: Instant) -> StdDuration {
+        self.to.poll_at().map_or(MAX_WAIT, |d| {
+            StdDuration::from_nanos(d.saturating_duration_since(t).as_nanos()).min(MAX_WAIT)
+        })
+    }
+
+    /// Move up to `BATCH` frames the kernel wrote into `from`'s TAP onto the link
+    /// towards `to`. True if more may be waiting. A super-segment goes onto the link in
+    /// the buffer it was read into (the model keeps it while it travels, and the next
+    /// frame is read into a spare one), not copied.
+    fn forward(&mut self, now: Instant) -> bool {
+        for _ in 0..BATCH {
+            let sent = match self.from.recv_offloaded(now, &mut self.buf) {
+                Ok(Some((len, offload))) => match offload.gso_size {
+                    Some(gso_size) if len >= MOVE_MIN => {
+                        let spare = self.to.spare_buffer(self.buf.len());
+                        let mut frame = std::mem::replace(&mut self.buf, spare);
+                        frame.truncate(len);
+                        self.to.send_segmented_owned(now, frame, gso_size)
+                    }
+                    Some(gso_size) => self.to.send_segmented(now, &self.buf[..len], gso_size),
+                    None => self.to.send(now, &self.buf[..len]),
+                },
+                Ok(None) => return false,
+                // A side whose interface is down, or a frame too large: lost, as on a wire.
+                Err(_) => {
+                    self.errors += 1;
+                    return false;
+                }
+            };
+            if sent.is_err() {
+                self.errors += 1;
+            }
+        }
+        true
+    }
+}
+
+/// Both directions on the calling thread until `stop` is set: each TAP is read when it
+/// may hold frames, and the thread sleeps until either is readable or a frame is due.
+fn both_on_one_thread(
+    mut a_to_b: Direction,
+    mut b_to_a: Direction,
+    epoch: StdInstant,
+    stop: &AtomicBool,
+) -> (Direction, Direction) {
+    let now = || Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
+    let mut readable = [true, true];
+    while !stop.load(Ordering::Relaxed) {
+        let more_a = readable[0] && a_to_b.forward(now());
+        let more_b = readable[1] && b_to_a.forward(now());
+        let t = now();
+        a_to_b.deliver(t);
+        b_to_a.deliver(t);
+        // While either side has more, both are read each turn (neither starves).
+        readable = if more_a || more_b {
+            [true, true]
+        } else {
+            let fds = [a_to_b.from.as_raw_fd(), b_to_a.from.as_raw_fd()];
+            wait_readable(&fds, a_to_b.wait(t).min(b_to_a.wait(t)))
+        };
+    }
+    (a_to_b, b_to_a)
 }
 
 /// Open (or create) the TAP `name`, with offloads unless `--no-offloads`. A link that
@@ -167,62 +296,33 @@ fn open(args: &LinkArgs, name: &str, config: &LinkConfig) -> Result<Tap, String>
     Tap::open_with(&tap).map_err(|e| format!("cannot open TAP {name}: {e}"))
 }
 
-/// Move up to `BATCH` frames the kernel wrote into `from`'s TAP onto the link towards
-/// `to`. True if more may be waiting.
-fn forward(
-    now: Instant,
-    from: &mut Impair<Tap>,
-    to: &mut Impair<Tap>,
-    buf: &mut [u8],
-    errors: &mut u64,
-) -> bool {
-    for _ in 0..BATCH {
-        match from.recv_offloaded(now, buf) {
-            Ok(Some((len, offload))) => {
-                let frame = &buf[..len];
-                let sent = match offload.gso_size {
-                    Some(gso_size) => to.send_segmented(now, frame, gso_size),
-                    None => to.send(now, frame),
-                };
-                if sent.is_err() {
-                    *errors += 1;
-                }
-            }
-            Ok(None) => return false,
-            // A side whose interface is down, or a frame too large: lost, as on a wire.
-            Err(_) => {
-                *errors += 1;
-                return false;
-            }
-        }
-    }
-    true
-}
-
-/// Sleep until one of `fds` is readable or `timeout` has passed (`ppoll`, ns precision).
-fn wait_readable(fds: &[i32], timeout: StdDuration) {
-    let mut pollfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+/// Sleep until one of `fds` is readable or `timeout` has passed (`ppoll`, ns
+/// precision). Which may hold frames: none when the time passed with nothing to read,
+/// all when the wait was interrupted.
+fn wait_readable<const N: usize>(fds: &[i32; N], timeout: StdDuration) -> [bool; N] {
+    let mut pollfds = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
     };
     // SAFETY: `pollfds` is a live array of the given length, `ts` a live timespec, and
     // a null signal mask is allowed.
-    unsafe {
+    let ready = unsafe {
         libc::ppoll(
             pollfds.as_mut_ptr(),
-            pollfds.len() as libc::nfds_t,
+            N as libc::nfds_t,
             &ts,
             std::ptr::null(),
         )
     };
+    if ready < 0 {
+        return [true; N];
+    }
+    pollfds.map(|p| p.revents != 0)
 }
 
 /// What one direction of the link did: frames delivered, lost, dropped, marked CE.

@@ -80,11 +80,16 @@ fn join(extra: &[&str]) -> Joined {
 /// Sends `len` bytes of the pattern from `a` to `b` over TCP; returns how many bytes
 /// `b` received before the first that differed (all `len` when the transfer is exact).
 fn transfer(a: &NetNs, b: &NetNs, len: u64) -> u64 {
+    transfer_to(a, b, "10.205.121.2:5201", len)
+}
+
+/// As [`transfer`], from `a` to `b` listening on `addr`.
+fn transfer_to(a: &NetNs, b: &NetNs, addr: &str, len: u64) -> u64 {
     let (ready_tx, ready) = mpsc::channel();
     std::thread::scope(|s| {
         let receiver = s.spawn(|| {
             b.enter(|| {
-                let listener = TcpListener::bind("10.205.121.2:5201").expect("bind");
+                let listener = TcpListener::bind(addr).expect("bind");
                 ready_tx.send(()).unwrap();
                 let (mut conn, _) = listener.accept().expect("accept");
                 conn.set_read_timeout(Some(Duration::from_secs(60)))
@@ -107,7 +112,7 @@ fn transfer(a: &NetNs, b: &NetNs, len: u64) -> u64 {
         });
         ready.recv().expect("the receiver listens");
         a.enter(|| {
-            let mut conn = TcpStream::connect("10.205.121.2:5201").expect("connect");
+            let mut conn = TcpStream::connect(addr).expect("connect");
             let mut buf = vec![0u8; 1 << 16];
             let mut at = 0u64;
             while at < len {
@@ -139,10 +144,15 @@ fn stop(net: Joined) -> String {
 
 /// The numbers in `imp link`'s line for `lka -> lkb`, in order.
 fn counts_a_to_b(output: &str) -> Vec<u64> {
+    counts(output, "lka -> lkb")
+}
+
+/// The numbers in `imp link`'s line for `direction` ("lka -> lkb"), in order.
+fn counts(output: &str, direction: &str) -> Vec<u64> {
     let line = output
         .lines()
-        .find(|l| l.contains("lka -> lkb"))
-        .unwrap_or_else(|| panic!("no lka -> lkb counts in {output:?}"));
+        .find(|l| l.contains(direction))
+        .unwrap_or_else(|| panic!("no {direction} counts in {output:?}"));
     line.split(|c: char| !c.is_ascii_digit())
         .filter_map(|w| w.parse().ok())
         .collect()
@@ -193,4 +203,40 @@ fn without_offloads_imp_link_moves_frame_by_frame() {
     let counts = counts_a_to_b(&output);
     assert_eq!(counts.len(), 3, "no super-segments: {output}");
     assert!(counts[0] > LEN / 1500, "{output}");
+}
+
+/// Two transfers at once, one each way, both arrive whole, and each direction carried
+/// super-segments whole and lost frames of its own: both directions on one thread.
+#[test]
+fn transfers_both_ways_at_once_cross_byte_exact() {
+    both_ways(&[]);
+}
+
+/// As above with a thread per direction (`--threads 2`).
+#[test]
+fn transfers_both_ways_cross_byte_exact_with_a_thread_per_direction() {
+    both_ways(&["--threads", "2"]);
+}
+
+fn both_ways(extra: &[&str]) {
+    if !can_run() {
+        return;
+    }
+    const LEN: u64 = 48 << 20;
+    let net = join(extra);
+    let (a_to_b, b_to_a) = std::thread::scope(|s| {
+        let a_to_b = s.spawn(|| transfer_to(&net.a, &net.b, "10.205.121.2:5202", LEN));
+        let b_to_a = transfer_to(&net.b, &net.a, "10.205.121.1:5203", LEN);
+        (a_to_b.join().expect("a -> b"), b_to_a)
+    });
+    assert_eq!((a_to_b, b_to_a), (LEN, LEN), "both transfers arrived whole");
+    let output = stop(net);
+    for direction in ["lka -> lkb", "lkb -> lka"] {
+        let counts = counts(&output, direction);
+        let [delivered, lost, _queue, whole, _cut] = counts[..] else {
+            panic!("unexpected counts {counts:?} for {direction} in {output}");
+        };
+        assert!(delivered > LEN / 1500, "{direction}: {output}");
+        assert!(lost > 0 && whole > 0, "{direction}: {output}");
+    }
 }

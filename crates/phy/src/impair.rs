@@ -174,6 +174,36 @@ impl<D: Device> Impair<D> {
         Ok(true)
     }
 
+    /// As [`send_segmented`](Device::send_segmented), taking the frame's buffer: a
+    /// super-segment the send model carries whole travels in it, not copied
+    /// ([`LinkModel::submit_segmented_owned`]). Take the buffer to read into from
+    /// [`spare_buffer`](Impair::spare_buffer).
+    pub fn send_segmented_owned(
+        &mut self,
+        now: Instant,
+        frame: Vec<u8>,
+        gso_size: u16,
+    ) -> Result<bool, DeviceError> {
+        let mtu = self.inner.mtu();
+        if frame.len() > mtu {
+            return Err(DeviceError::FrameTooLarge {
+                len: frame.len(),
+                mtu,
+            });
+        }
+        self.handle_timeout(now)?;
+        self.tx.submit_segmented_owned(now, frame, gso_size);
+        self.handle_timeout(now)?;
+        Ok(true)
+    }
+
+    /// A buffer `len` bytes long for [`send_segmented_owned`](Impair::send_segmented_owned),
+    /// reused from the frames the send model delivered when one is large enough
+    /// ([`LinkModel::spare_buffer`]).
+    pub fn spare_buffer(&mut self, len: usize) -> Vec<u8> {
+        self.tx.spare_buffer(len)
+    }
+
     /// Moves frames waiting in the inner device into the receive model. An inner error
     /// is returned only when the model has nothing left to deliver, so frames already
     /// on the emulated wire still arrive after the peer has closed.

@@ -515,6 +515,28 @@ impl Tap {
         Ok(tap)
     }
 
+    /// A second handle on the same device: a duplicate of the descriptor (`dup`), with
+    /// the same header, offloads and checksum settings, its own counters and no
+    /// batching. One thread may read through one handle while another writes through
+    /// the other (as `imp link` does, one thread per direction); two readers would
+    /// share the device's frames between them.
+    pub fn try_clone(&self) -> io::Result<Tap> {
+        Ok(Tap {
+            uring: None,
+            batch_refused: None,
+            fd: self.fd.try_clone()?,
+            link: self.link,
+            name: self.name.clone(),
+            mtu: self.mtu,
+            vnet_hdr: self.vnet_hdr,
+            offloads: self.offloads,
+            partial: self.partial,
+            complete: self.complete,
+            scratch: Vec::new(),
+            stats: TapStats::default(),
+        })
+    }
+
     /// Bytes of virtio-net header before every frame on the descriptor.
     fn header_len(&self) -> usize {
         if self.vnet_hdr { VNET_HDR_LEN } else { 0 }

@@ -25,9 +25,21 @@
 //! queue discipline, a shaper, a policer or link-level retransmission) cut every super-segment into its frames
 //! first, so they behave as without offloads.
 
+use std::borrow::Cow;
+
 use super::{LinkModel, Submit, Whole, nanos_ceil};
 use crate::segmentation::{self, Framing, WireFrames};
 use impnet_core::Instant;
+
+/// A super-segment about to travel whole: where its serialisation starts (scaled), its
+/// segment size, and the wire frames and bytes it stands for.
+#[derive(Debug, Clone, Copy)]
+struct WholeStart {
+    start: u128,
+    gso_size: u16,
+    frames: usize,
+    wire_bytes: usize,
+}
 
 impl LinkModel {
     /// Offers a TCP frame larger than one wire frame, standing for the frames it is
@@ -37,35 +49,97 @@ impl LinkModel {
     /// [`poll_deliver_segmented`](LinkModel::poll_deliver_segmented). Returns what
     /// became of the super-segment, or, cut, of its last frame.
     pub fn submit_segmented(&mut self, now: Instant, frame: &[u8], gso_size: u16) -> Submit {
+        self.submit_segmented_in(now, Cow::Borrowed(frame), gso_size)
+    }
+
+    /// As [`submit_segmented`](LinkModel::submit_segmented), taking the frame's buffer:
+    /// a super-segment that travels whole travels in it, not copied (64 KiB less to
+    /// copy per segment); otherwise the buffer is kept for reuse, as
+    /// [`recycle`](LinkModel::recycle) does. Decisions and timing are those of
+    /// `submit_segmented` with the same bytes. Take buffers to read into from
+    /// [`spare_buffer`](LinkModel::spare_buffer).
+    pub fn submit_segmented_owned(
+        &mut self,
+        now: Instant,
+        frame: Vec<u8>,
+        gso_size: u16,
+    ) -> Submit {
+        self.submit_segmented_in(now, Cow::Owned(frame), gso_size)
+    }
+
+    /// A buffer `len` bytes long to read a frame into before
+    /// [`submit_segmented_owned`](LinkModel::submit_segmented_owned): one of the
+    /// delivered frames' buffers given back ([`recycle`](LinkModel::recycle)) that holds
+    /// `len` bytes without growing, if there is one, else a new one. Its contents are
+    /// unspecified (zeros or an old frame's bytes).
+    pub fn spare_buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut buf = match self.free.iter().rposition(|b| b.capacity() >= len) {
+            Some(at) => self.free.swap_remove(at),
+            None => Vec::with_capacity(len),
+        };
+        buf.resize(len, 0);
+        buf
+    }
+
+    /// [`submit_segmented`](LinkModel::submit_segmented) of a borrowed or an owned frame;
+    /// an owned one not carried whole is recycled.
+    fn submit_segmented_in(&mut self, now: Instant, frame: Cow<'_, [u8]>, gso_size: u16) -> Submit {
+        let submit = self.submit_segmented_ref(now, &frame, gso_size);
+        match submit {
+            Ok(submit) => {
+                if let Cow::Owned(buf) = frame {
+                    self.recycle(buf);
+                }
+                submit
+            }
+            Err(whole) => self.transmit_whole(whole, frame),
+        }
+    }
+
+    /// What [`submit_segmented`](LinkModel::submit_segmented) does up to putting a
+    /// super-segment on the wire whole: `Ok` when it is done (the frame submitted plain
+    /// or cut), `Err` with what `transmit_whole` needs when the frame travels whole.
+    fn submit_segmented_ref(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        gso_size: u16,
+    ) -> Result<Submit, WholeStart> {
         let framing = if self.ip_level {
             Framing::Ip
         } else {
             Framing::Ethernet
         };
         let Some(wire) = segmentation::wire_frames(framing, frame, gso_size) else {
-            return self.submit(now, frame);
+            return Ok(self.submit(now, frame));
         };
         if !self.carries_whole(&wire) {
-            return self.submit_cut(now, framing, frame, &wire);
+            return Ok(self.submit_cut(now, framing, frame, &wire));
         }
         let now_scaled = u128::from(now.as_nanos()).saturating_mul(self.scale());
         self.start_waiting_frames(now_scaled);
         let start = now_scaled.max(self.busy_until_scaled);
         if start > now_scaled {
             if self.waiting_bytes.saturating_add(wire.wire_bytes) > self.config.queue_limit_bytes {
-                return self.submit_cut(now, framing, frame, &wire);
+                return Ok(self.submit_cut(now, framing, frame, &wire));
             }
             self.waiting.push_back((start, wire.wire_bytes));
             self.waiting_bytes += wire.wire_bytes;
         }
         self.stats.submitted += wire.count as u64;
+        let whole = WholeStart {
+            start,
+            gso_size,
+            frames: wire.count,
+            wire_bytes: wire.wire_bytes,
+        };
         let fates = self.draw_fates(wire.count);
         if fates.is_empty() {
-            return self.transmit_whole(start, frame, gso_size, &wire);
+            return Err(whole);
         }
         self.stats.super_segments_cut += 1;
         let Some(frames) = segmentation::segment(framing, frame, wire.ip_mtu) else {
-            return self.transmit_whole(start, frame, gso_size, &wire);
+            return Err(whole);
         };
         let mut outcome = Submit::Dropped(super::DropReason::Loss);
         let mut at = start;
@@ -73,7 +147,7 @@ impl LinkModel {
             outcome = self.transmit_fated(at, piece, Some(lost));
             at = self.busy_until_scaled;
         }
-        outcome
+        Ok(outcome)
     }
 
     /// Whether a super-segment of `wire` frames may cross whole: no impairment that
@@ -125,28 +199,35 @@ impl LinkModel {
     }
 
     /// Serialises the super-segment's wire bytes from `start` and puts it on the wire
-    /// whole, to arrive `delay` after its last frame departed.
-    fn transmit_whole(
-        &mut self,
-        start: u128,
-        frame: &[u8],
-        gso_size: u16,
-        wire: &WireFrames,
-    ) -> Submit {
-        let serialisation = self.serialisation(start, wire.wire_bytes);
+    /// whole (in its own buffer when owned), to arrive `delay` after its last frame
+    /// departed.
+    fn transmit_whole(&mut self, whole: WholeStart, frame: Cow<'_, [u8]>) -> Submit {
+        let WholeStart {
+            start,
+            gso_size,
+            frames,
+            wire_bytes,
+        } = whole;
+        let serialisation = self.serialisation(start, wire_bytes);
         self.busy_until_scaled = start.saturating_add(serialisation);
         let departs = Instant::from_nanos(nanos_ceil(self.busy_until_scaled, self.scale()));
-        let mut buf = self.free.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(frame);
+        let buf = match frame {
+            Cow::Owned(buf) => buf,
+            Cow::Borrowed(frame) => {
+                let mut buf = self.free.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(frame);
+                buf
+            }
+        };
         self.in_flight.push(super::InFlight {
             arrival: departs + self.config.delay,
             seq: self.next_seq,
             frame: buf,
             whole: Some(Whole {
                 gso_size,
-                frames: wire.count as u64,
-                wire_bytes: wire.wire_bytes as u64,
+                frames: frames as u64,
+                wire_bytes: wire_bytes as u64,
             }),
             tag: None,
         });
