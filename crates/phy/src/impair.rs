@@ -158,13 +158,7 @@ impl<D: Device> Impair<D> {
         frame: &[u8],
         gso: Option<u16>,
     ) -> Result<bool, DeviceError> {
-        let mtu = self.inner.mtu();
-        if frame.len() > mtu {
-            return Err(DeviceError::FrameTooLarge {
-                len: frame.len(),
-                mtu,
-            });
-        }
+        self.check_mtu(frame.len())?;
         self.handle_timeout(now)?;
         match gso {
             Some(gso_size) => self.tx.submit_segmented(now, frame, gso_size),
@@ -184,17 +178,20 @@ impl<D: Device> Impair<D> {
         frame: Vec<u8>,
         gso_size: u16,
     ) -> Result<bool, DeviceError> {
-        let mtu = self.inner.mtu();
-        if frame.len() > mtu {
-            return Err(DeviceError::FrameTooLarge {
-                len: frame.len(),
-                mtu,
-            });
-        }
+        self.check_mtu(frame.len())?;
         self.handle_timeout(now)?;
         self.tx.submit_segmented_owned(now, frame, gso_size);
         self.handle_timeout(now)?;
         Ok(true)
+    }
+
+    /// A frame of `len` bytes fits the inner device's MTU, or the error that says not.
+    fn check_mtu(&self, len: usize) -> Result<(), DeviceError> {
+        let mtu = self.inner.mtu();
+        if len > mtu {
+            return Err(DeviceError::FrameTooLarge { len, mtu });
+        }
+        Ok(())
     }
 
     /// A buffer `len` bytes long for [`send_segmented_owned`](Impair::send_segmented_owned),

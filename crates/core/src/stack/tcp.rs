@@ -822,10 +822,8 @@ impl Stack {
         handle: TcpHandle,
         buf: &mut [u8],
     ) -> Result<usize, TcpError> {
-        let read = self.tcp.recv(now, handle, buf)?;
-        self.stats.work.socket_calls += 1;
-        self.stats.work.copied_to_user += read as u64;
-        Ok(read)
+        let max = buf.len();
+        self.tcp_recv_each(now, handle, max, crate::tcp::copy_into(buf))
     }
 
     /// [`Stack::tcp_recv`] of up to `max` bytes, shown to `f` where they lie (one piece,

@@ -78,6 +78,7 @@ use core::net::{IpAddr, SocketAddr};
 
 use crate::time::{Duration, Instant};
 
+pub(crate) use conn::copy_into;
 pub use conn::{MtuProbing, SendOwnedError};
 pub use ecn::{Ecn, EcnMode};
 pub use legacy::LegacyProfile;

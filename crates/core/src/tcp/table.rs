@@ -782,11 +782,8 @@ impl Tcp {
         handle: TcpHandle,
         buf: &mut [u8],
     ) -> Result<usize, TcpError> {
-        self.with_conn(now, handle, |conn, ctx| {
-            let read = conn.recv(&ctx.shared.config, buf);
-            conn.shed_rings(&mut ctx.shared.pool);
-            read
-        })
+        let max = buf.len();
+        self.recv_each(now, handle, max, super::copy_into(buf))
     }
 
     /// Send our FIN after the queued data but keep the handle (half-close): the peer

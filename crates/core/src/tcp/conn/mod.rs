@@ -423,6 +423,17 @@ pub(crate) struct Conn {
     pub cold: Option<alloc::boxed::Box<Cold>>,
 }
 
+/// A reader for the `recv_each` forms that copies what it is shown into `out`, in
+/// order (never more than `out` holds: they show at most `out.len()` bytes).
+#[inline(always)]
+pub(crate) fn copy_into(out: &mut [u8]) -> impl FnMut(&[u8]) + '_ {
+    let mut at = 0;
+    move |piece: &[u8]| {
+        out[at..at + piece.len()].copy_from_slice(piece);
+        at += piece.len();
+    }
+}
+
 /// A connection's [`Cold`] part, made when it first needs one: out of line (the
 /// box and the zeroed state are a large inlined copy at every place that may make it,
 /// most of them on hot paths that almost never do).
@@ -1008,39 +1019,6 @@ impl Conn {
                 self.timers.stop(Timer::Cork);
             }
         }
-    }
-
-    /// RFC 9293 §3.10.3 RECEIVE.
-    pub fn recv(&mut self, config: &TcpConfig, out: &mut [u8]) -> Result<usize, TcpError> {
-        let fin_received = matches!(
-            self.state,
-            State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
-        );
-        if let State::Closed(Closed { error }) = self.state {
-            if let Some(unread) = self.unread_mut() {
-                let n = out.len().min(unread.len());
-                out[..n].copy_from_slice(&unread[..n]);
-                unread.drain(..n);
-                return Ok(n);
-            }
-            return match error {
-                Some(e) => Err(e),
-                None => Ok(0),
-            };
-        }
-        let Some(buffer) = self.state.recv_buffer_mut() else {
-            return Err(TcpError::WouldBlock);
-        };
-        let n = buffer.read(out);
-        if n == 0 && !out.is_empty() {
-            return if fin_received {
-                Ok(0)
-            } else {
-                Err(TcpError::WouldBlock)
-            };
-        }
-        self.maybe_window_update(config.recv_buffer, n);
-        Ok(n)
     }
 
     /// After the user read `freed` bytes: RFC 9293 §3.8.6.2.2, send a window update

@@ -90,9 +90,9 @@ impl Conn {
         Ok(n)
     }
 
-    /// [`Conn::recv`] of up to `max` bytes without the copy: `f` is shown them where
-    /// they lie (one piece, or two where the ring wraps), in order. The same reads, the
-    /// same window updates, the same results as `recv` into a buffer of `max` bytes.
+    /// RFC 9293 §3.10.3 RECEIVE of up to `max` bytes: `f` is shown them where they lie
+    /// (one piece, or two where the ring wraps), in order ([`copy_into`](super::copy_into)
+    /// copies them out, which is `Tcp::recv`).
     pub fn recv_each(
         &mut self,
         config: &TcpConfig,
