@@ -4,7 +4,7 @@
 use super::Conn;
 use crate::tcp::TcpConfig;
 use crate::tcp::TcpError;
-use crate::tcp::buffer::SendBuffer;
+use crate::tcp::buffer::{RecvBuffer, SendBuffer};
 use crate::tcp::state::{Closed, State};
 use alloc::vec::Vec;
 
@@ -45,6 +45,29 @@ impl Conn {
             .or_else(|data| refuse(TcpError::WouldBlock, data))
     }
 
+    /// Where a read finds its bytes: the unread data a clean close kept, or the
+    /// receive ring (None before the connection has one), with what an empty read
+    /// reports.
+    fn readable(&mut self) -> Result<Readable<'_>, TcpError> {
+        let fin_received = matches!(
+            self.state,
+            State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
+        );
+        if let State::Closed(Closed { error }) = self.state {
+            return match self.unread_mut() {
+                Some(unread) => Ok(Readable::Unread(unread)),
+                None => error.map_or(Ok(Readable::End), Err),
+            };
+        }
+        match self.state.recv_buffer_mut() {
+            Some(buffer) => Ok(Readable::Ring {
+                buffer,
+                fin_received,
+            }),
+            None => Err(TcpError::WouldBlock),
+        }
+    }
+
     /// RFC 9293 §3.10.3 RECEIVE without a copy: `f` gets the readable bytes (the part
     /// up to the ring's end; call again for the rest) and returns how many it used.
     /// At end of stream `f` gets an empty slice and the result is `Ok(0)`; with nothing
@@ -54,38 +77,31 @@ impl Conn {
         config: &TcpConfig,
         f: impl FnOnce(&[u8]) -> usize,
     ) -> Result<usize, TcpError> {
-        let fin_received = matches!(
-            self.state,
-            State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
-        );
-        if let State::Closed(Closed { error }) = self.state {
-            if let Some(unread) = self.unread_mut() {
+        let n = match self.readable()? {
+            Readable::Unread(unread) => {
                 let n = f(unread).min(unread.len());
                 unread.drain(..n);
                 return Ok(n);
             }
-            return match error {
-                Some(e) => Err(e),
-                None => {
-                    f(&[]);
-                    Ok(0)
-                }
-            };
-        }
-        let Some(buffer) = self.state.recv_buffer_mut() else {
-            return Err(TcpError::WouldBlock);
-        };
-        let (first, _) = buffer.readable_slices();
-        if first.is_empty() {
-            return if fin_received {
+            Readable::End => {
                 f(&[]);
-                Ok(0)
-            } else {
-                Err(TcpError::WouldBlock)
-            };
-        }
-        let n = f(first).min(first.len());
-        buffer.consume(n);
+                return Ok(0);
+            }
+            Readable::Ring {
+                buffer,
+                fin_received,
+            } => {
+                let (first, _) = buffer.readable_slices();
+                if first.is_empty() {
+                    return at_end(fin_received, || {
+                        f(&[]);
+                    });
+                }
+                let n = f(first).min(first.len());
+                buffer.consume(n);
+                n
+            }
+        };
         self.maybe_window_update(config.recv_buffer, n);
         Ok(n)
     }
@@ -99,34 +115,51 @@ impl Conn {
         max: usize,
         mut f: impl FnMut(&[u8]),
     ) -> Result<usize, TcpError> {
-        let fin_received = matches!(
-            self.state,
-            State::CloseWait(_) | State::Closing(_) | State::LastAck(_) | State::TimeWait(_)
-        );
-        if let State::Closed(Closed { error }) = self.state {
-            if let Some(unread) = self.unread_mut() {
+        let n = match self.readable()? {
+            Readable::Unread(unread) => {
                 let n = max.min(unread.len());
                 f(&unread[..n]);
                 unread.drain(..n);
                 return Ok(n);
             }
-            return match error {
-                Some(e) => Err(e),
-                None => Ok(0),
-            };
-        }
-        let Some(buffer) = self.state.recv_buffer_mut() else {
-            return Err(TcpError::WouldBlock);
+            Readable::End => return Ok(0),
+            Readable::Ring {
+                buffer,
+                fin_received,
+            } => {
+                let n = buffer.read_each(max, f);
+                if n == 0 && max != 0 {
+                    return at_end(fin_received, || {});
+                }
+                n
+            }
         };
-        let n = buffer.read_each(max, f);
-        if n == 0 && max != 0 {
-            return if fin_received {
-                Ok(0)
-            } else {
-                Err(TcpError::WouldBlock)
-            };
-        }
         self.maybe_window_update(config.recv_buffer, n);
         Ok(n)
+    }
+}
+
+/// What [`Conn::readable`] found.
+enum Readable<'a> {
+    /// The bytes a clean close left unread (never empty).
+    Unread(&'a mut Vec<u8>),
+    /// Closed cleanly with nothing left: end of stream.
+    End,
+    /// The receive ring, and whether the peer's FIN came (an empty ring is then the
+    /// end of the stream).
+    Ring {
+        buffer: &'a mut RecvBuffer,
+        fin_received: bool,
+    },
+}
+
+/// An empty read: the end of the stream after the peer's FIN (`end` runs, `Ok(0)`),
+/// else nothing yet.
+fn at_end(fin_received: bool, end: impl FnOnce()) -> Result<usize, TcpError> {
+    if fin_received {
+        end();
+        Ok(0)
+    } else {
+        Err(TcpError::WouldBlock)
     }
 }
