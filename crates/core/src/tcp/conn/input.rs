@@ -1157,38 +1157,38 @@ impl Conn {
         ctx.shared
             .out
             .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
-        // Each arm writes the state it enters itself: a `self.state = match ..` joining
-        // the arms copies the whole state twice more (W3 churn passes here twice).
-        let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
-        match state {
+        // Each arm writes the state it enters itself, over the CLOSED that `take` left
+        // ([`State::put`]: not dropped, no call): a `self.state = match ..` joining the
+        // arms copies the whole state twice more (W3 churn passes here twice).
+        match self.state.take() {
             // "SYN-RECEIVED STATE, ESTABLISHED STATE: Enter the CLOSE-WAIT state."
             State::Established(Established { snd, rcv }) => {
-                self.state = State::CloseWait(CloseWait {
+                self.state.put(State::CloseWait(CloseWait {
                     snd,
                     rcv: rcv.close(),
-                });
+                }));
             }
             // "FIN-WAIT-1 STATE: If our FIN has been ACKed (perhaps in this segment), then
             // enter TIME-WAIT, start the time-wait timer, turn off the other timers;
             // otherwise, enter the CLOSING state." (ACKed went to FIN-WAIT-2 already.)
             State::FinWait1(FinWait1 { snd, rcv }) => {
-                self.state = State::Closing(Closing {
+                self.state.put(State::Closing(Closing {
                     snd,
                     rcv: rcv.close(),
-                });
+                }));
             }
             // "FIN-WAIT-2 STATE: Enter the TIME-WAIT state. Start the time-wait timer,
             // turn off the other timers."
             State::FinWait2(FinWait2 { snd, rcv }) => {
                 let ts_recent = self.opts.ts.map(|t| t.recent);
-                self.state = State::TimeWait(TimeWait {
+                self.state.put(State::TimeWait(TimeWait {
                     snd,
                     rcv: rcv.close(),
                     ts_recent,
-                });
+                }));
                 self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
             }
-            other => self.state = other,
+            other => self.state.put(other),
         }
     }
 }
