@@ -98,22 +98,22 @@ impl Conn {
     fn establish_from_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         self.on_fast_open_syn_ack(ctx.now, &mut ctx.shared.stats, &mut ctx.shared.peers, seg);
         let rcv = self.rcv_from_syn(&ctx.shared.config, &mut ctx.shared.pool, seg);
+        // The state is moved out ([`State::take`]) and ESTABLISHED written over the
+        // CLOSED left behind ([`State::put`]): no call to drop the old state where it lies.
+        if !matches!(self.state, State::SynSent(_)) {
+            return;
+        }
         let State::SynSent(SynSent {
             iss,
             snd_nxt: _,
-            buffer,
+            mut buffer,
             timer,
             fast_open: _,
             syn_data,
-        }) = &mut self.state
+        }) = self.state.take()
         else {
-            return;
+            unreachable!("SYN-SENT, tested above");
         };
-        let (iss, timer, syn_data) = (*iss, *timer, *syn_data);
-        // The buffer is moved out, an empty one (no allocation) left for the moment
-        // until the state is replaced below: moving the whole state out instead would
-        // copy all of it, and safe Rust leaves something behind either way.
-        let mut buffer = core::mem::replace(buffer, SendBuffer::new(0));
         // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
         // the rest goes again (RFC 7413 §4.2.2).
         let syn_data_acked = SeqNumber(seg.ack) - (iss + 1);
@@ -134,7 +134,7 @@ impl Conn {
             SeqNumber(seg.seq),
         );
         self.start_snd_in(ctx, &mut snd);
-        self.state = State::Established(Established { snd, rcv });
+        self.state.put(State::Established(Established { snd, rcv }));
         if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
             let writable = TcpEvent::Writable(ctx.handle);
             ctx.shared.out.event(&mut ctx.shared.stats, writable);
