@@ -656,30 +656,32 @@ pub enum TcpState {
 impl State {
     /// The user closed the sending side: ESTABLISHED becomes FIN-WAIT-1 and CLOSE-WAIT
     /// becomes LAST-ACK, keeping both halves; other states are left as they are,
-    /// unmoved. The halves are moved out once and in once ([`State::take`],
-    /// [`State::put`]): an arm that matched the moved-out state by value, or wrote
-    /// `*self` (dropping what it held), cost a third copy and a call.
+    /// unmoved. The halves are copied out once and in once ([`State::take`],
+    /// [`State::put`]).
     #[inline(never)]
     pub fn queue_fin(&mut self) {
         match self {
-            State::Established(_) => {
-                let State::Established(halves) = self.take() else {
-                    unreachable!("matched above")
-                };
-                self.put(State::FinWait1(halves));
-            }
-            State::CloseWait(_) => {
-                let State::CloseWait(halves) = self.take() else {
-                    unreachable!("matched above")
-                };
-                self.put(State::LastAck(halves));
-            }
+            State::Established(_) => match self.take() {
+                State::Established(halves) => self.put(State::FinWait1(halves)),
+                // Matched above: cannot happen (see `take`).
+                other => core::mem::forget(other),
+            },
+            State::CloseWait(_) => match self.take() {
+                State::CloseWait(halves) => self.put(State::LastAck(halves)),
+                // Matched above: cannot happen (see `take`).
+                other => core::mem::forget(other),
+            },
             _ => {}
         }
     }
 
     /// The state, moved out for a transition; CLOSED (which owns nothing) is left in
     /// its place until [`State::put`] writes the next state.
+    ///
+    /// A caller that matched the variant just before takes it out with a `match` whose
+    /// other arm (which cannot happen) forgets what it got: dropping it there, or
+    /// panicking, makes the compiler keep a copy of the whole state for that arm, one
+    /// more copy on every transition.
     #[inline(always)]
     pub fn take(&mut self) -> State {
         core::mem::replace(self, State::Closed(Closed { error: None }))

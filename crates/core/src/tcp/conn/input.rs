@@ -103,16 +103,17 @@ impl Conn {
         if !matches!(self.state, State::SynSent(_)) {
             return;
         }
-        let State::SynSent(SynSent {
+        let SynSent {
             iss,
             snd_nxt: _,
             mut buffer,
             timer,
             fast_open: _,
             syn_data,
-        }) = self.state.take()
-        else {
-            unreachable!("SYN-SENT, tested above");
+        } = match self.state.take() {
+            State::SynSent(s) => s,
+            // Tested above: cannot happen (see `State::take`).
+            other => return core::mem::forget(other),
         };
         // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
         // the rest goes again (RFC 7413 §4.2.2).
@@ -1157,38 +1158,47 @@ impl Conn {
         ctx.shared
             .out
             .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
-        // Each arm writes the state it enters itself, over the CLOSED that `take` left
-        // ([`State::put`]: not dropped, no call): a `self.state = match ..` joining the
-        // arms copies the whole state twice more (W3 churn passes here twice).
-        match self.state.take() {
+        // Each arm moves the state out ([`State::take`], forgetting the arm that cannot
+        // happen) and writes the one it enters over the CLOSED left behind
+        // ([`State::put`]): one copy out, one in (W3 churn passes here twice).
+        match &self.state {
             // "SYN-RECEIVED STATE, ESTABLISHED STATE: Enter the CLOSE-WAIT state."
-            State::Established(Established { snd, rcv }) => {
-                self.state.put(State::CloseWait(CloseWait {
-                    snd,
-                    rcv: rcv.close(),
-                }));
-            }
+            State::Established(_) => match self.state.take() {
+                State::Established(Established { snd, rcv }) => {
+                    self.state.put(State::CloseWait(CloseWait {
+                        snd,
+                        rcv: rcv.close(),
+                    }));
+                }
+                other => core::mem::forget(other),
+            },
             // "FIN-WAIT-1 STATE: If our FIN has been ACKed (perhaps in this segment), then
             // enter TIME-WAIT, start the time-wait timer, turn off the other timers;
             // otherwise, enter the CLOSING state." (ACKed went to FIN-WAIT-2 already.)
-            State::FinWait1(FinWait1 { snd, rcv }) => {
-                self.state.put(State::Closing(Closing {
-                    snd,
-                    rcv: rcv.close(),
-                }));
-            }
+            State::FinWait1(_) => match self.state.take() {
+                State::FinWait1(FinWait1 { snd, rcv }) => {
+                    self.state.put(State::Closing(Closing {
+                        snd,
+                        rcv: rcv.close(),
+                    }));
+                }
+                other => core::mem::forget(other),
+            },
             // "FIN-WAIT-2 STATE: Enter the TIME-WAIT state. Start the time-wait timer,
             // turn off the other timers."
-            State::FinWait2(FinWait2 { snd, rcv }) => {
-                let ts_recent = self.opts.ts.map(|t| t.recent);
-                self.state.put(State::TimeWait(TimeWait {
-                    snd,
-                    rcv: rcv.close(),
-                    ts_recent,
-                }));
-                self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
-            }
-            other => self.state.put(other),
+            State::FinWait2(_) => match self.state.take() {
+                State::FinWait2(FinWait2 { snd, rcv }) => {
+                    let ts_recent = self.opts.ts.map(|t| t.recent);
+                    self.state.put(State::TimeWait(TimeWait {
+                        snd,
+                        rcv: rcv.close(),
+                        ts_recent,
+                    }));
+                    self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
+                }
+                other => core::mem::forget(other),
+            },
+            _ => {}
         }
     }
 }
