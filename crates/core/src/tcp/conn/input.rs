@@ -594,9 +594,13 @@ impl Conn {
 
     /// SYN-RECEIVED -> ESTABLISHED.
     fn establish_from_syn_rcvd(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        // The halves are taken out and the rest copied, not the whole state moved out
-        // (all of it copied); the state is replaced below.
-        let State::SynRcvd(SynRcvd {
+        // The state is moved out ([`State::take`]) and ESTABLISHED written over the
+        // CLOSED left behind ([`State::put`]): no placeholder halves to build, no call
+        // to drop the old state where it lies.
+        if !matches!(self.state, State::SynRcvd(_)) {
+            return;
+        }
+        let SynRcvd {
             rcv,
             buffer,
             timer,
@@ -605,13 +609,11 @@ impl Conn {
             snd_nxt: _,
             snd_wnd,
             passive: _,
-        }) = &mut self.state
-        else {
-            return;
+        } = match self.state.take() {
+            State::SynRcvd(s) => s,
+            // Tested above: cannot happen (see `State::take`).
+            other => return core::mem::forget(other),
         };
-        let (iss, snd_wnd, timer) = (*iss, *snd_wnd, *timer);
-        let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), iss, 0));
-        let buffer = core::mem::replace(buffer, SendBuffer::new(0));
         // The SYN's window was unscaled; the window update below replaces it.
         let mut snd = new_snd(
             (&ctx.shared.config, self.congestion(&ctx.shared.config)),
@@ -623,7 +625,7 @@ impl Conn {
         );
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
         self.start_snd_in(ctx, &mut snd);
-        self.state = State::Established(Established { snd, rcv });
+        self.state.put(State::Established(Established { snd, rcv }));
         if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
             let writable = TcpEvent::Writable(ctx.handle);
             ctx.shared.out.event(&mut ctx.shared.stats, writable);
