@@ -11,7 +11,7 @@ use impnet_wire::tcp::Repr;
 
 use super::recovery::{AckBefore, enter_recovery};
 use super::{Conn, Ctx, Owner, clear_backoff, new_snd};
-use crate::tcp::buffer::{RecvBuffer, SendBuffer};
+use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
@@ -897,29 +897,33 @@ impl Conn {
         );
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
-        // What survives is taken out of the state in place (the closed sending half is
-        // a sequence number): moving the whole state out and back would copy it twice.
-        match &mut self.state {
+        // The state is moved out ([`State::take`], the arm that cannot happen forgotten)
+        // and the next written over the CLOSED left behind ([`State::put`]): no
+        // placeholder halves to build, no call to drop the old state where it lies.
+        match &self.state {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
-            State::FinWait1(FinWait1 { snd, rcv }) => {
-                let snd = ctx.shared.pool.close_send(snd);
-                let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), rcv.irs, 0));
-                self.state = State::FinWait2(FinWait2 { snd, rcv });
-            }
+            State::FinWait1(_) => match self.state.take() {
+                State::FinWait1(FinWait1 { mut snd, rcv }) => {
+                    let snd = ctx.shared.pool.close_send(&mut snd);
+                    self.state.put(State::FinWait2(FinWait2 { snd, rcv }));
+                }
+                other => core::mem::forget(other),
+            },
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
-            State::Closing(Closing { snd, rcv }) => {
-                let snd = ctx.shared.pool.close_send(snd);
-                let rcv = RcvClosed {
-                    rcv_nxt: rcv.rcv_nxt,
-                    buffer: core::mem::replace(&mut rcv.buffer, RecvBuffer::new(0)),
-                };
-                self.state = State::TimeWait(TimeWait {
-                    snd,
-                    rcv,
-                    ts_recent: self.opts.ts.map(|t| t.recent),
-                });
+            State::Closing(_) => {
+                match self.state.take() {
+                    State::Closing(Closing { mut snd, rcv }) => {
+                        let snd = ctx.shared.pool.close_send(&mut snd);
+                        self.state.put(State::TimeWait(TimeWait {
+                            snd,
+                            rcv,
+                            ts_recent: self.opts.ts.map(|t| t.recent),
+                        }));
+                    }
+                    other => core::mem::forget(other),
+                }
                 self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
                 return false;
             }
