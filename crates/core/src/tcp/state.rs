@@ -655,21 +655,44 @@ pub enum TcpState {
 
 impl State {
     /// The user closed the sending side: ESTABLISHED becomes FIN-WAIT-1 and CLOSE-WAIT
-    /// becomes LAST-ACK, keeping both halves (one move of the state out and one in);
-    /// other states are left as they are, unmoved. Each arm writes its state itself:
-    /// one `*self = match ..` joining the arms costs two more copies of the whole
-    /// state (W3 churn closes both ends through here).
+    /// becomes LAST-ACK, keeping both halves; other states are left as they are,
+    /// unmoved. The halves are copied out once and in once ([`State::take`],
+    /// [`State::put`]).
     #[inline(never)]
     pub fn queue_fin(&mut self) {
-        if !matches!(self, State::Established(_) | State::CloseWait(_)) {
-            return;
+        match self {
+            State::Established(_) => match self.take() {
+                State::Established(halves) => self.put(State::FinWait1(halves)),
+                // Matched above: cannot happen (see `take`).
+                other => core::mem::forget(other),
+            },
+            State::CloseWait(_) => match self.take() {
+                State::CloseWait(halves) => self.put(State::LastAck(halves)),
+                // Matched above: cannot happen (see `take`).
+                other => core::mem::forget(other),
+            },
+            _ => {}
         }
-        let placeholder = State::Closed(Closed { error: None });
-        match core::mem::replace(self, placeholder) {
-            State::Established(halves) => *self = State::FinWait1(halves),
-            State::CloseWait(halves) => *self = State::LastAck(halves),
-            other => *self = other,
-        }
+    }
+
+    /// The state, moved out for a transition; CLOSED (which owns nothing) is left in
+    /// its place until [`State::put`] writes the next state.
+    ///
+    /// A caller that matched the variant just before takes it out with a `match` whose
+    /// other arm (which cannot happen) forgets what it got: dropping it there, or
+    /// panicking, makes the compiler keep a copy of the whole state for that arm, one
+    /// more copy on every transition.
+    #[inline(always)]
+    pub fn take(&mut self) -> State {
+        core::mem::replace(self, State::Closed(Closed { error: None }))
+    }
+
+    /// Write `next` over the CLOSED that [`State::take`] left, without dropping it
+    /// (it owns nothing; `*self = next` calls the state's drop glue first, out of line).
+    #[inline(always)]
+    pub fn put(&mut self, next: State) {
+        debug_assert!(matches!(self, State::Closed(_)));
+        core::mem::forget(core::mem::replace(self, next));
     }
 
     /// The state's public name.

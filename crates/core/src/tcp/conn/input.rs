@@ -11,7 +11,7 @@ use impnet_wire::tcp::Repr;
 
 use super::recovery::{AckBefore, enter_recovery};
 use super::{Conn, Ctx, Owner, clear_backoff, new_snd};
-use crate::tcp::buffer::{RecvBuffer, SendBuffer};
+use crate::tcp::buffer::SendBuffer;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::ecn::{self, Ecn};
 use crate::tcp::rtt::HandshakeTimer;
@@ -98,22 +98,23 @@ impl Conn {
     fn establish_from_syn_sent(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
         self.on_fast_open_syn_ack(ctx.now, &mut ctx.shared.stats, &mut ctx.shared.peers, seg);
         let rcv = self.rcv_from_syn(&ctx.shared.config, &mut ctx.shared.pool, seg);
-        let State::SynSent(SynSent {
+        // The state is moved out ([`State::take`]) and ESTABLISHED written over the
+        // CLOSED left behind ([`State::put`]): no call to drop the old state where it lies.
+        if !matches!(self.state, State::SynSent(_)) {
+            return;
+        }
+        let SynSent {
             iss,
             snd_nxt: _,
-            buffer,
+            mut buffer,
             timer,
             fast_open: _,
             syn_data,
-        }) = &mut self.state
-        else {
-            return;
+        } = match self.state.take() {
+            State::SynSent(s) => s,
+            // Tested above: cannot happen (see `State::take`).
+            other => return core::mem::forget(other),
         };
-        let (iss, timer, syn_data) = (*iss, *timer, *syn_data);
-        // The buffer is moved out, an empty one (no allocation) left for the moment
-        // until the state is replaced below: moving the whole state out instead would
-        // copy all of it, and safe Rust leaves something behind either way.
-        let mut buffer = core::mem::replace(buffer, SendBuffer::new(0));
         // Fast Open: what the SYN-ACK acknowledged of the SYN's data is delivered;
         // the rest goes again (RFC 7413 §4.2.2).
         let syn_data_acked = SeqNumber(seg.ack) - (iss + 1);
@@ -134,7 +135,7 @@ impl Conn {
             SeqNumber(seg.seq),
         );
         self.start_snd_in(ctx, &mut snd);
-        self.state = State::Established(Established { snd, rcv });
+        self.state.put(State::Established(Established { snd, rcv }));
         if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
             let writable = TcpEvent::Writable(ctx.handle);
             ctx.shared.out.event(&mut ctx.shared.stats, writable);
@@ -593,9 +594,13 @@ impl Conn {
 
     /// SYN-RECEIVED -> ESTABLISHED.
     fn establish_from_syn_rcvd(&mut self, ctx: &mut Ctx<'_>, seg: &Repr<'_>) {
-        // The halves are taken out and the rest copied, not the whole state moved out
-        // (all of it copied); the state is replaced below.
-        let State::SynRcvd(SynRcvd {
+        // The state is moved out ([`State::take`]) and ESTABLISHED written over the
+        // CLOSED left behind ([`State::put`]): no placeholder halves to build, no call
+        // to drop the old state where it lies.
+        if !matches!(self.state, State::SynRcvd(_)) {
+            return;
+        }
+        let SynRcvd {
             rcv,
             buffer,
             timer,
@@ -604,13 +609,11 @@ impl Conn {
             snd_nxt: _,
             snd_wnd,
             passive: _,
-        }) = &mut self.state
-        else {
-            return;
+        } = match self.state.take() {
+            State::SynRcvd(s) => s,
+            // Tested above: cannot happen (see `State::take`).
+            other => return core::mem::forget(other),
         };
-        let (iss, snd_wnd, timer) = (*iss, *snd_wnd, *timer);
-        let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), iss, 0));
-        let buffer = core::mem::replace(buffer, SendBuffer::new(0));
         // The SYN's window was unscaled; the window update below replaces it.
         let mut snd = new_snd(
             (&ctx.shared.config, self.congestion(&ctx.shared.config)),
@@ -622,7 +625,7 @@ impl Conn {
         );
         snd.snd_wl1 = SeqNumber(seg.seq) - 1;
         self.start_snd_in(ctx, &mut snd);
-        self.state = State::Established(Established { snd, rcv });
+        self.state.put(State::Established(Established { snd, rcv }));
         if self.on_established(ctx.now, &ctx.shared.config, seg, timer) {
             let writable = TcpEvent::Writable(ctx.handle);
             ctx.shared.out.event(&mut ctx.shared.stats, writable);
@@ -894,29 +897,33 @@ impl Conn {
         );
         self.timers.stop(Timer::Retransmit);
         self.timers.stop(Timer::UserTimeout);
-        // What survives is taken out of the state in place (the closed sending half is
-        // a sequence number): moving the whole state out and back would copy it twice.
-        match &mut self.state {
+        // The state is moved out ([`State::take`], the arm that cannot happen forgotten)
+        // and the next written over the CLOSED left behind ([`State::put`]): no
+        // placeholder halves to build, no call to drop the old state where it lies.
+        match &self.state {
             // "FIN-WAIT-1 STATE: ... if the FIN segment is now acknowledged, then enter
             // FIN-WAIT-2 and continue processing in that state."
-            State::FinWait1(FinWait1 { snd, rcv }) => {
-                let snd = ctx.shared.pool.close_send(snd);
-                let rcv = core::mem::replace(rcv, Rcv::new(RecvBuffer::new(0), rcv.irs, 0));
-                self.state = State::FinWait2(FinWait2 { snd, rcv });
-            }
+            State::FinWait1(_) => match self.state.take() {
+                State::FinWait1(FinWait1 { mut snd, rcv }) => {
+                    let snd = ctx.shared.pool.close_send(&mut snd);
+                    self.state.put(State::FinWait2(FinWait2 { snd, rcv }));
+                }
+                other => core::mem::forget(other),
+            },
             // "CLOSING STATE: ... if the ACK acknowledges our FIN, then enter the
             // TIME-WAIT state; otherwise, ignore the segment."
-            State::Closing(Closing { snd, rcv }) => {
-                let snd = ctx.shared.pool.close_send(snd);
-                let rcv = RcvClosed {
-                    rcv_nxt: rcv.rcv_nxt,
-                    buffer: core::mem::replace(&mut rcv.buffer, RecvBuffer::new(0)),
-                };
-                self.state = State::TimeWait(TimeWait {
-                    snd,
-                    rcv,
-                    ts_recent: self.opts.ts.map(|t| t.recent),
-                });
+            State::Closing(_) => {
+                match self.state.take() {
+                    State::Closing(Closing { mut snd, rcv }) => {
+                        let snd = ctx.shared.pool.close_send(&mut snd);
+                        self.state.put(State::TimeWait(TimeWait {
+                            snd,
+                            rcv,
+                            ts_recent: self.opts.ts.map(|t| t.recent),
+                        }));
+                    }
+                    other => core::mem::forget(other),
+                }
                 self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
                 return false;
             }
@@ -1157,38 +1164,47 @@ impl Conn {
         ctx.shared
             .out
             .event(&mut ctx.shared.stats, TcpEvent::Readable(ctx.handle));
-        // Each arm writes the state it enters itself: a `self.state = match ..` joining
-        // the arms copies the whole state twice more (W3 churn passes here twice).
-        let state = core::mem::replace(&mut self.state, State::Closed(Closed { error: None }));
-        match state {
+        // Each arm moves the state out ([`State::take`], forgetting the arm that cannot
+        // happen) and writes the one it enters over the CLOSED left behind
+        // ([`State::put`]): one copy out, one in (W3 churn passes here twice).
+        match &self.state {
             // "SYN-RECEIVED STATE, ESTABLISHED STATE: Enter the CLOSE-WAIT state."
-            State::Established(Established { snd, rcv }) => {
-                self.state = State::CloseWait(CloseWait {
-                    snd,
-                    rcv: rcv.close(),
-                });
-            }
+            State::Established(_) => match self.state.take() {
+                State::Established(Established { snd, rcv }) => {
+                    self.state.put(State::CloseWait(CloseWait {
+                        snd,
+                        rcv: rcv.close(),
+                    }));
+                }
+                other => core::mem::forget(other),
+            },
             // "FIN-WAIT-1 STATE: If our FIN has been ACKed (perhaps in this segment), then
             // enter TIME-WAIT, start the time-wait timer, turn off the other timers;
             // otherwise, enter the CLOSING state." (ACKed went to FIN-WAIT-2 already.)
-            State::FinWait1(FinWait1 { snd, rcv }) => {
-                self.state = State::Closing(Closing {
-                    snd,
-                    rcv: rcv.close(),
-                });
-            }
+            State::FinWait1(_) => match self.state.take() {
+                State::FinWait1(FinWait1 { snd, rcv }) => {
+                    self.state.put(State::Closing(Closing {
+                        snd,
+                        rcv: rcv.close(),
+                    }));
+                }
+                other => core::mem::forget(other),
+            },
             // "FIN-WAIT-2 STATE: Enter the TIME-WAIT state. Start the time-wait timer,
             // turn off the other timers."
-            State::FinWait2(FinWait2 { snd, rcv }) => {
-                let ts_recent = self.opts.ts.map(|t| t.recent);
-                self.state = State::TimeWait(TimeWait {
-                    snd,
-                    rcv: rcv.close(),
-                    ts_recent,
-                });
-                self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
-            }
-            other => self.state = other,
+            State::FinWait2(_) => match self.state.take() {
+                State::FinWait2(FinWait2 { snd, rcv }) => {
+                    let ts_recent = self.opts.ts.map(|t| t.recent);
+                    self.state.put(State::TimeWait(TimeWait {
+                        snd,
+                        rcv: rcv.close(),
+                        ts_recent,
+                    }));
+                    self.enter_time_wait(ctx.now, &ctx.shared.config, &mut ctx.shared.pool);
+                }
+                other => core::mem::forget(other),
+            },
+            _ => {}
         }
     }
 }
