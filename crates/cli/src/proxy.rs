@@ -60,8 +60,11 @@ pub struct ProxyArgs {
     /// the TUN exists already as a single-queue device.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Read and write the TUN one packet per system call, not in batches through
-    /// io_uring (a kernel without io_uring falls back to that by itself).
+    /// Without the TUN's offloads (--no-offloads, --impair), read and write it one
+    /// packet per system call, not in batches through io_uring (a kernel without
+    /// io_uring falls back to that by itself). With offloads it is never batched: its
+    /// large segments go one per call anyway, and each batched read would need a
+    /// buffer of 64 KiB.
     #[arg(long)]
     pub no_batch: bool,
 }
@@ -188,10 +191,12 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
             "; --max-memory {max}: at most {connections} TCP connections and {flows} UDP flows"
         );
     }
-    // The TUN in batches (io_uring): a download's packets leave a turn's worth per
-    // system call, the client's ACKs come in up to 32 per call.
+    // A plain TUN in batches (io_uring): a download's packets leave a turn's worth per
+    // system call, the client's ACKs come in up to 32 per call. With offloads, 64 KiB
+    // segments go one per call either way, and the 32 read buffers would hold 2 MiB.
     let mut device = args.device.clone();
-    device.batched = !args.no_batch;
+    let plain = args.device.no_offloads || args.device.impair.is_some();
+    device.batched = plain && !args.no_batch;
     let shards =
         device.start_shards("proxy", &config, shard_count(args), args.threads.is_none())?;
     let count = shards.stacks.len();
