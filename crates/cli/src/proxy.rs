@@ -13,8 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use impnet::UdpSocket;
 use impnet::core::{AcceptAny, StackConfig};
+use impnet::tokio::UdpSocket;
 use tokio::io::AsyncWriteExt;
 
 use crate::tapargs::TapArgs;
@@ -60,6 +60,13 @@ pub struct ProxyArgs {
     /// the TUN exists already as a single-queue device.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Without the TUN's offloads (--no-offloads, --impair), read and write it one
+    /// packet per system call, not in batches through io_uring (a kernel without
+    /// io_uring falls back to that by itself). With offloads it is never batched: its
+    /// large segments go one per call anyway, and each batched read would need a
+    /// buffer of 64 KiB.
+    #[arg(long)]
+    pub no_batch: bool,
 }
 
 /// What keeps `imp proxy` on one stack: the flag, if any.
@@ -184,9 +191,14 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
             "; --max-memory {max}: at most {connections} TCP connections and {flows} UDP flows"
         );
     }
+    // A plain TUN in batches (io_uring): a download's packets leave a turn's worth per
+    // system call, the client's ACKs come in up to 32 per call. With offloads, 64 KiB
+    // segments go one per call either way, and the 32 read buffers would hold 2 MiB.
+    let mut device = args.device.clone();
+    let plain = args.device.no_offloads || args.device.impair.is_some();
+    device.batched = plain && !args.no_batch;
     let shards =
-        args.device
-            .start_shards("proxy", &config, shard_count(args), args.threads.is_none())?;
+        device.start_shards("proxy", &config, shard_count(args), args.threads.is_none())?;
     let count = shards.stacks.len();
     // A client's new connections spread over the shards: each takes its share.
     let rate = (args.rate / count as u32).max(1);
@@ -202,7 +214,8 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot listen for any destination: {e}"))?;
         let udp = UdpSocket::bind_any(&stack.rt)
             .map_err(|e| format!("cannot bind the catch-all UDP socket: {e}"))?;
-        relays.push((listener, udp));
+        let driver: Driver = Box::pin(impnet::tokio::drive(&stack.rt));
+        relays.push((listener, udp, driver));
     }
     let stack = &shards.stacks[0];
     let sharded = match count {
@@ -222,34 +235,42 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
     let idle = Duration::from_secs(args.udp_idle);
     let mut relays = relays.into_iter();
     let first = relays.next().expect("at least one shard");
-    for (shard, (listener, udp)) in relays.enumerate() {
+    for (shard, (listener, udp, driver)) in relays.enumerate() {
         thread::Builder::new()
             .name(format!("relay-{}", shard + 1))
             .spawn(move || {
-                if let Err(e) = relay_shard(listener, udp, upstream, idle, max_flows) {
+                if let Err(e) = relay_shard(listener, udp, driver, upstream, idle, max_flows) {
                     eprintln!("imp proxy: shard {}: {e}", shard + 1);
                     std::process::exit(1);
                 }
             })
             .map_err(|e| format!("cannot start a relay thread: {e}"))?;
     }
-    let (listener, udp) = first;
-    relay_shard(listener, udp, upstream, idle, max_flows)
+    let (listener, udp, driver) = first;
+    relay_shard(listener, udp, driver, upstream, idle, max_flows)
 }
 
-/// One shard's relays until killed: its UDP flows on a thread of their own, its TCP
-/// connections as tasks on this one.
+/// A shard's device driver ([`impnet::tokio::drive`]), to spawn on its relay runtime.
+type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + Send>>;
+
+/// One shard's relays until killed: its TCP connections and the catch-all UDP socket's
+/// reads as tasks on this thread, which also takes in the device's packets (`driver`);
+/// its UDP flows on a thread of their own.
 fn relay_shard(
     listener: impnet::tokio::TcpListener,
     udp: UdpSocket,
+    driver: Driver,
     upstream: Upstream,
     idle: Duration,
     max_flows: usize,
 ) -> Result<(), String> {
     // The buffer comes from this thread's heap: zeroed by a new thread, in an arena of
     // its own, its 64 KiB would be resident from the start.
-    let buf = vec![0u8; UDP_BUFFER];
-    thread::spawn(move || relay_udp(udp, buf, upstream, idle, max_flows));
+    let mut buf = vec![0u8; UDP_BUFFER];
+    let udp = Arc::new(udp);
+    let (datagrams, received) = std::sync::mpsc::sync_channel(UDP_QUEUE);
+    let answers = Arc::clone(&udp);
+    thread::spawn(move || relay_udp(received, answers, upstream, idle, max_flows));
     // Every TCP relay is a task on this one thread: a connection costs its task and
     // the buffer of what one side has not taken yet, not two threads and their stacks.
     let tokio = tokio::runtime::Builder::new_current_thread()
@@ -257,10 +278,28 @@ fn relay_shard(
         .build()
         .map_err(|e| format!("cannot start the relay runtime: {e}"))?;
     trim_heap();
-    // The device stays with imp's own thread (no `impnet::tokio::drive`): it takes in
-    // the client's frames and ACKs while this one reads the hosts and sends, on two
-    // cores (a 1 GiB download took 6.0-6.5 s so, 7.0-8.5 s with both on this thread).
+    // The device is driven from this thread: the client's ACKs are taken in where the
+    // relays wait for them, and the catch-all UDP socket is read by a task, not by a
+    // blocking call on the flows' thread (which, waiting on the device itself, took
+    // in every packet there and woke this thread for each batch).
     tokio.block_on(async move {
+        tokio::spawn(driver);
+        tokio::spawn(async move {
+            loop {
+                match udp.recv_from_to(&mut buf).await {
+                    // Past the queue's bound a datagram is dropped, as a full socket
+                    // buffer would drop it.
+                    Ok((n, src, dst)) => match datagrams.try_send((buf[..n].to_vec(), src, dst)) {
+                        Ok(()) | Err(std::sync::mpsc::TrySendError::Full(_)) => {}
+                        Err(std::sync::mpsc::TrySendError::Disconnected(_)) => break,
+                    },
+                    // The runtime stopped.
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected => break,
+                    // An error an earlier datagram met, reported once.
+                    Err(_) => tokio::task::yield_now().await,
+                }
+            }
+        });
         loop {
             let (client, _) = listener
                 .accept()
@@ -524,39 +563,45 @@ const UDP_BUFFER: usize = 65536;
 /// The stack of a UDP flow's reader thread.
 const UDP_STACK: usize = 128 * 1024;
 
-/// Relay every UDP flow of the catch-all socket; flows idle for `idle` are closed, and
-/// no more than `max_flows` are open at once.
+/// Datagrams of the catch-all socket read and not yet taken by the UDP flows' thread
+/// (which may be opening a flow through SOCKS5): at most this many wait.
+const UDP_QUEUE: usize = 64;
+
+/// A datagram of the catch-all socket: (payload, source, destination).
+type Datagram = (Vec<u8>, SocketAddr, SocketAddr);
+
+/// Relay every UDP flow of the catch-all socket (its datagrams as `received` hands
+/// them over; the answers go out through `udp`); flows idle for `idle` are closed,
+/// and no more than `max_flows` are open at once.
 fn relay_udp(
-    udp: UdpSocket,
-    mut buf: Vec<u8>,
+    received: std::sync::mpsc::Receiver<Datagram>,
+    udp: Arc<UdpSocket>,
     upstream: Upstream,
     idle: Duration,
     max_flows: usize,
 ) {
-    let udp = Arc::new(udp);
     let flows: Flows = Arc::default();
-    let _ = udp.set_read_timeout(Some(Duration::from_secs(1)));
     loop {
-        let (n, src, dst) = match udp.recv_from_to(&mut buf) {
+        let (buf, src, dst) = match received.recv_timeout(Duration::from_secs(1)) {
             Ok(got) => got,
-            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 flows
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .retain(|_, f| !expired(f, idle));
                 continue;
             }
-            Err(_) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
         };
         let flow = flow_for(&flows, &udp, (src, dst), (upstream, max_flows), idle);
         let Some(flow) = flow else { continue };
         *flow.last.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         let _ = match upstream {
-            Upstream::Direct => flow.socket.send(&buf[..n]),
+            Upstream::Direct => flow.socket.send(&buf),
             Upstream::Socks5(_) => {
                 let mut packet = vec![0, 0, 0];
                 socks5_addr(dst, &mut packet);
-                packet.extend_from_slice(&buf[..n]);
+                packet.extend_from_slice(&buf);
                 flow.socket.send(&packet)
             }
         };

@@ -53,6 +53,10 @@ pub struct TapArgs {
     /// Open the TAP without the virtio-net header (no checksum offload or large segments).
     #[arg(long)]
     pub no_offloads: bool,
+    /// Read and write the device in batches through io_uring (`TapConfig::batched`):
+    /// set by a command, not an option of its own (`imp proxy` turns it on).
+    #[arg(skip)]
+    pub batched: bool,
     /// imp's own generic receive offload: consecutive in-order TCP segments of a flow
     /// are joined into one large segment before the stack takes them. For a device
     /// without the kernel's offloads (--no-offloads, --impair, or refused).
@@ -520,7 +524,8 @@ impl TapArgs {
         let offloads = !self.no_offloads && self.impair.is_none();
         let config = TapConfig::new(name)
             .offloads(offloads)
-            .partial_checksums(true);
+            .partial_checksums(true)
+            .batched(self.batched);
         let rt = Runtime::new(stack).map_err(|e| format!("cannot start the imp runtime: {e}"))?;
         let (iface, name, offloads, kind) = if self.tun.is_some() {
             let tun = either_queueing(|| Tun::open_with(&config), || Tun::open_queues(&config, 1))
@@ -620,7 +625,8 @@ impl TapArgs {
         let (name, _) = self.required(command)?;
         let config = TapConfig::new(name)
             .offloads(!self.no_offloads)
-            .partial_checksums(true);
+            .partial_checksums(true)
+            .batched(self.batched);
         let (framing, kind) = match self.tun {
             Some(_) => (Framing::Ip, "TUN"),
             None => (Framing::Ethernet, "TAP"),
@@ -926,6 +932,7 @@ mod tests {
             gateway: gateways.iter().map(|g| g.parse().unwrap()).collect(),
             impair: None,
             no_offloads: false,
+            batched: false,
             gro: false,
             gso: false,
             dhcp: false,

@@ -282,6 +282,16 @@ fn curl_and_dns_through_imp_proxy_and_socks5() {
     download_and_resolve(&["--socks5", &socks]);
 }
 
+/// A plain TUN (no offloads), which the proxy reads and writes in io_uring batches
+/// (where the kernel has io_uring), through SOCKS5; and the same one packet per
+/// system call (`--no-batch`).
+#[test]
+fn curl_and_dns_through_imp_proxy_on_a_plain_tun() {
+    let socks = format!("{SERVER}:1080");
+    download_and_resolve(&["--no-offloads", "--socks5", &socks]);
+    download_and_resolve(&["--no-offloads", "--no-batch", "--socks5", &socks]);
+}
+
 /// Two shards over a two-queue TUN: each flow (the download, the DNS query) is
 /// relayed by the shard its addresses and ports pick, whichever queue the kernel
 /// gives its packets to.

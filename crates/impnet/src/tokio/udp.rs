@@ -55,6 +55,58 @@ impl UdpSocket {
         })
     }
 
+    /// The catch-all socket of a transparent proxy, for async tasks: datagrams to any
+    /// address and port no other socket holds, read with
+    /// [`UdpSocket::recv_from_to`] and answered with [`UdpSocket::send_from`] (see the
+    /// blocking [`crate::UdpSocket::bind_any`]).
+    pub fn bind_any(rt: &Runtime) -> io::Result<UdpSocket> {
+        let shared = Arc::clone(rt.shared());
+        let handle = shared
+            .with(|state, _| state.stack.udp_bind_any())?
+            .map_err(error::udp)?;
+        Ok(UdpSocket {
+            shared,
+            handle,
+            local: SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)),
+            peer: Mutex::new(None),
+        })
+    }
+
+    /// Receive one datagram (truncated to `buf`) of a catch-all socket:
+    /// `(length, source, destination)`.
+    pub async fn recv_from_to(
+        &self,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, SocketAddr, SocketAddr)> {
+        std::future::poll_fn(|cx| self.poll_recv_from_to(cx, buf)).await
+    }
+
+    /// [`UdpSocket::recv_from_to`] as a poll: `Pending` (the task woken when a
+    /// datagram arrives) while none is queued.
+    pub fn poll_recv_from_to(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<(usize, SocketAddr, SocketAddr)>> {
+        self.shared.poll_udp(cx, self.handle, false, |state, _| {
+            match state.stack.udp_recv_from_to(self.handle, buf) {
+                Ok(got) => Some(Ok(got)),
+                Err(UdpError::WouldBlock) => None,
+                Err(e) => Some(Err(error::udp(e))),
+            }
+        })
+    }
+
+    /// Send one datagram from `src` (address and port) to `dst`: a catch-all socket's
+    /// answer, from the destination the datagram it answers was sent to. Never waits
+    /// (a plain function: threads without an executor may answer too).
+    pub fn send_from(&self, buf: &[u8], src: SocketAddr, dst: SocketAddr) -> io::Result<usize> {
+        self.shared
+            .with(|state, now| state.stack.udp_send_from(now, self.handle, src, dst, buf))?
+            .map_err(error::udp)?;
+        Ok(buf.len())
+    }
+
     /// Join the IPv4 multicast group `multiaddr` on the interface with address
     /// `interface` (0.0.0.0: the interface the route to the group leaves by, else the
     /// first with an address), as `IP_ADD_MEMBERSHIP`; the stack reports it with IGMP.
