@@ -57,21 +57,23 @@ pub(crate) struct SentLog {
     /// that does not fall on run edges marks only the runs it covers whole: a peer
     /// sending blocks of a byte or two cannot make the log (and the time to walk it)
     /// grow to a run per byte in flight.
-    split_limit: usize,
+    split_limit: u32,
     /// Invariant: the bytes of the runs neither SACKed nor marked lost, what
     /// [`SentLog::pipe`] reports: kept as the runs change rather than summed over the
     /// log on every ACK and every send of a recovery (the simulator's lossy flows spent
-    /// 1% of their instructions in that sum).
-    flight: usize,
+    /// 1% of their instructions in that sum). A `u32` (as `split_limit`): the runs
+    /// span at most the largest window, 1 GiB, and the log stays 40 bytes.
+    flight: u32,
 }
 
 /// The bytes of `run` that count in flight: sent, neither SACKed nor marked lost.
 #[inline]
-fn in_flight(run: &Run) -> usize {
+fn in_flight(run: &Run) -> u32 {
     if run.sacked || run.lost {
         0
     } else {
-        run.end - run.start
+        // Within the window (at most 1 GiB): the cast loses nothing.
+        (run.end - run.start) as u32
     }
 }
 
@@ -153,7 +155,7 @@ impl SentLog {
     fn append(&mut self, start: SeqNumber, end: SeqNumber, now: Instant) {
         // Either way the bytes are new in flight (the run extended is neither SACKed
         // nor lost).
-        self.flight += end - start;
+        self.flight += (end - start) as u32;
         match self.runs.back_mut() {
             Some(last)
                 if last.end == start
@@ -264,7 +266,7 @@ impl SentLog {
         }
         // Without room for the cuts, only the runs inside the block are marked.
         let whole_only =
-            !cumulative && self.split_limit != 0 && self.runs.len() + 2 > self.split_limit;
+            !cumulative && self.split_limit != 0 && self.runs.len() + 2 > self.split_limit as usize;
         if !cumulative && !whole_only {
             self.split_at(start);
             self.split_at(end);
@@ -354,11 +356,11 @@ impl SentLog {
     #[inline]
     pub fn pipe(&self) -> usize {
         debug_assert_eq!(self.flight, self.pipe_by_walk());
-        self.flight
+        self.flight as usize
     }
 
     /// [`SentLog::pipe`] summed over the runs.
-    fn pipe_by_walk(&self) -> usize {
+    fn pipe_by_walk(&self) -> u32 {
         self.runs.iter().map(in_flight).sum()
     }
 
@@ -511,7 +513,12 @@ impl Rack {
         Rack {
             log: SentLog {
                 runs: VecDeque::new(),
-                split_limit,
+                // At most `u32::MAX` runs (the log could not hold more anyway).
+                split_limit: if split_limit > u32::MAX as usize {
+                    u32::MAX
+                } else {
+                    split_limit as u32
+                },
                 flight: 0,
             },
             latest: None,
