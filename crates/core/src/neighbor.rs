@@ -384,7 +384,9 @@ impl NeighborCache {
     }
 
     /// [`NeighborCache::confirm`] of an entry not in its slot of `confirmed`: it takes
-    /// the slot.
+    /// the slot. A source with no reachable entry of that MAC (most often no neighbour
+    /// at all: a routed datagram's source is the far host) leaves the slot to the
+    /// neighbour holding it (a router's every forwarded frame used to evict it).
     #[inline(never)]
     fn confirm_slow(
         &mut self,
@@ -392,6 +394,10 @@ impl NeighborCache {
         (slot, key): (usize, (IfaceId, Ipv4Addr)),
         mac: ethernet::Address,
     ) {
+        if !matches!(self.entries.get(&key), Some(Entry::Reachable { mac: known, .. }) if *known == mac)
+        {
+            return;
+        }
         self.flush_slot(slot);
         if let Some(Entry::Reachable {
             mac: known,
@@ -579,6 +585,24 @@ mod tests {
         cache.handle_mapping(t, i, a, mac, true);
         assert_eq!(cache.lookup(t, i, a), Some(mac));
         assert_eq!(cache.lookup(t + config.entry_lifetime, i, a), None);
+    }
+
+    /// A datagram from a host that is no neighbour (a routed one's source) confirms
+    /// nothing and leaves the neighbour whose refreshed expiry its slot holds in place.
+    #[test]
+    fn a_far_source_leaves_the_neighbours_slot_alone() {
+        let mut cache = NeighborCache::new(ArpConfig::default());
+        let (t, i) = (Instant::from_nanos(0), IfaceId(0));
+        let (near, far) = (Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(10, 9, 9, 10));
+        assert_eq!(confirmed_slot((i, near)), confirmed_slot((i, far)));
+        let mac = ethernet::Address([2, 0, 0, 0, 0, 2]);
+        cache.handle_mapping(t, i, near, mac, true);
+        cache.confirm(t + Duration::from_secs(1), i, near, mac);
+        let slot = confirmed_slot((i, near));
+        assert!(cache.confirmed[slot].is_some_and(|c| c.key == (i, near)));
+        cache.confirm(t + Duration::from_secs(2), i, far, mac);
+        assert!(cache.confirmed[slot].is_some_and(|c| c.key == (i, near)));
+        assert!(!cache.entries.contains_key(&(i, far)));
     }
 
     /// Frames from a neighbour restart its entry's lifetime, whether they come back to
