@@ -9,7 +9,7 @@ use std::time::Duration;
 use impnet_core::{UdpError, UdpHandle};
 
 use crate::error;
-use crate::runtime::{Awaits, Runtime, Shared};
+use crate::runtime::{Awaits, Runtime, Shared, State};
 
 /// Per-socket options, changed through `&self` as std allows.
 #[derive(Debug, Default, Clone, Copy)]
@@ -78,25 +78,16 @@ impl UdpSocket {
     pub fn recv_from_to(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
         let options = self.options();
         let deadline = crate::deadline(options.read_timeout);
-        self.shared.block_on(
-            deadline,
-            options.nonblocking,
-            Awaits::Input,
-            |state, _| match state.stack.udp_recv_from_to(self.handle, buf) {
-                Ok(got) => Some(Ok(got)),
-                Err(UdpError::WouldBlock) => None,
-                Err(e) => Some(Err(error::udp(e))),
-            },
-        )
+        self.shared
+            .block_on(deadline, options.nonblocking, Awaits::Input, |state, _| {
+                try_recv_from_to(state, self.handle, buf)
+            })
     }
 
     /// Send one datagram from `src` (address and port) to `dst`: a catch-all
     /// socket's answer, from the destination the datagram it answers was sent to.
     pub fn send_from(&self, buf: &[u8], src: SocketAddr, dst: SocketAddr) -> io::Result<usize> {
-        self.shared
-            .with(|state, now| state.stack.udp_send_from(now, self.handle, src, dst, buf))?
-            .map_err(error::udp)?;
-        Ok(buf.len())
+        send_from(&self.shared, self.handle, buf, (src, dst))
     }
 
     fn options(&self) -> Options {
@@ -264,6 +255,34 @@ impl Drop for UdpSocket {
             .shared
             .with(|state, _| state.stack.udp_close(self.handle));
     }
+}
+
+/// One look for a datagram on `handle` with its source and the destination it was sent
+/// to: None while none is queued (the blocking and the async forms wait then).
+pub(crate) fn try_recv_from_to(
+    state: &mut State,
+    handle: UdpHandle,
+    buf: &mut [u8],
+) -> Option<io::Result<(usize, SocketAddr, SocketAddr)>> {
+    match state.stack.udp_recv_from_to(handle, buf) {
+        Ok(got) => Some(Ok(got)),
+        Err(UdpError::WouldBlock) => None,
+        Err(e) => Some(Err(error::udp(e))),
+    }
+}
+
+/// Send `buf` on `handle` from `src` to `dst` (never waits): the std-like and the
+/// tokio socket's `send_from`.
+pub(crate) fn send_from(
+    shared: &Shared,
+    handle: UdpHandle,
+    buf: &[u8],
+    (src, dst): (SocketAddr, SocketAddr),
+) -> io::Result<usize> {
+    shared
+        .with(|state, now| state.stack.udp_send_from(now, handle, src, dst, buf))?
+        .map_err(error::udp)?;
+    Ok(buf.len())
 }
 
 pub(crate) fn zero_timeout() -> io::Error {

@@ -89,11 +89,7 @@ impl UdpSocket {
         buf: &mut [u8],
     ) -> Poll<io::Result<(usize, SocketAddr, SocketAddr)>> {
         self.shared.poll_udp(cx, self.handle, false, |state, _| {
-            match state.stack.udp_recv_from_to(self.handle, buf) {
-                Ok(got) => Some(Ok(got)),
-                Err(UdpError::WouldBlock) => None,
-                Err(e) => Some(Err(error::udp(e))),
-            }
+            crate::udp::try_recv_from_to(state, self.handle, buf)
         })
     }
 
@@ -101,10 +97,7 @@ impl UdpSocket {
     /// answer, from the destination the datagram it answers was sent to. Never waits
     /// (a plain function: threads without an executor may answer too).
     pub fn send_from(&self, buf: &[u8], src: SocketAddr, dst: SocketAddr) -> io::Result<usize> {
-        self.shared
-            .with(|state, now| state.stack.udp_send_from(now, self.handle, src, dst, buf))?
-            .map_err(error::udp)?;
-        Ok(buf.len())
+        crate::udp::send_from(&self.shared, self.handle, buf, (src, dst))
     }
 
     /// Join the IPv4 multicast group `multiaddr` on the interface with address
