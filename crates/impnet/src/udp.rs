@@ -63,9 +63,7 @@ impl UdpSocket {
     /// and answered with [`UdpSocket::send_from`].
     pub fn bind_any(rt: &Runtime) -> io::Result<UdpSocket> {
         let shared = Arc::clone(rt.shared());
-        let handle = shared
-            .with(|state, _| state.stack.udp_bind_any())?
-            .map_err(error::udp)?;
+        let handle = bind_any_handle(&shared)?;
         Ok(UdpSocket {
             shared,
             handle,
@@ -255,6 +253,13 @@ impl Drop for UdpSocket {
             .shared
             .with(|state, _| state.stack.udp_close(self.handle));
     }
+}
+
+/// The stack's catch-all UDP socket (the std-like and the tokio `bind_any`).
+pub(crate) fn bind_any_handle(shared: &Shared) -> io::Result<UdpHandle> {
+    shared
+        .with(|state, _| state.stack.udp_bind_any())?
+        .map_err(error::udp)
 }
 
 /// One look for a datagram on `handle` with its source and the destination it was sent

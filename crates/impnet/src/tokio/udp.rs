@@ -61,9 +61,7 @@ impl UdpSocket {
     /// blocking [`crate::UdpSocket::bind_any`]).
     pub fn bind_any(rt: &Runtime) -> io::Result<UdpSocket> {
         let shared = Arc::clone(rt.shared());
-        let handle = shared
-            .with(|state, _| state.stack.udp_bind_any())?
-            .map_err(error::udp)?;
+        let handle = crate::udp::bind_any_handle(&shared)?;
         Ok(UdpSocket {
             shared,
             handle,
