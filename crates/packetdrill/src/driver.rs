@@ -21,17 +21,15 @@ use std::time::Duration as RealDuration;
 
 use impnet_core::{Duration, Instant};
 
+use crate::errno::{Errno, TIMED_OUT};
 use crate::shim::{Sent, Shim};
-use crate::socket::{Errno, Fd};
+use crate::socket::Fd;
 
 /// Real time a blocked call on the second thread waits for any activity before it
 /// moves the clock itself.
 const IDLE_GRACE: RealDuration = RealDuration::from_millis(250);
 /// Real time `netdev_receive` gives a blocked call to look again.
 const CATCH_UP: RealDuration = RealDuration::from_millis(200);
-
-/// The errno-like result of a wait whose deadline passed (poll's timeout).
-pub const TIMED_OUT: Errno = -1;
 
 /// The shim behind a lock, and the waits.
 #[derive(Debug)]

@@ -18,11 +18,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use impnet_core::Duration;
 use libc::{epoll_event, iovec, msghdr, pollfd, sockaddr, socklen_t, timeval, timezone};
 
-use crate::driver::{Driver, TIMED_OUT};
+use crate::driver::Driver;
+use crate::errno::{Errno, TIMED_OUT};
 use crate::fastopen::MSG_FASTOPEN;
 use crate::flags::Flags;
+use crate::gather::skip;
 use crate::shim::{EPOCH_SECS, Shim};
-use crate::socket::Errno;
 
 /// `struct packetdrill_interface`, in the header's order.
 #[repr(C)]
@@ -550,34 +551,6 @@ fn fast_open_write(
         return Ok(taken + do_write(d, fd, &skip(bufs, taken), 0).unwrap_or(0));
     }
     Ok(taken)
-}
-
-/// The first `n` bytes of `bufs`.
-pub(crate) fn take<'a>(bufs: &[&'a [u8]], mut n: usize) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    for buf in bufs {
-        if n == 0 {
-            break;
-        }
-        let part = &buf[..buf.len().min(n)];
-        n -= part.len();
-        out.push(part);
-    }
-    out
-}
-
-/// `bufs` without their first `n` bytes.
-fn skip<'a>(bufs: &[&'a [u8]], mut n: usize) -> Vec<&'a [u8]> {
-    let mut out = Vec::new();
-    for buf in bufs {
-        if n >= buf.len() {
-            n -= buf.len();
-        } else {
-            out.push(&buf[n..]);
-            n = 0;
-        }
-    }
-    out
 }
 
 fn as_const(bufs: &[&mut [u8]]) -> Vec<&'static [u8]> {

@@ -8,6 +8,20 @@
 //!
 //! The link: packetdrill hands over and expects bare IP packets, which is what an
 //! IP-level interface (`Medium::Ip`, no Ethernet, no ARP) takes and gives.
+//!
+//! The files of its methods are in `shim/`: the socket calls (`socket.rs`),
+//! `getsockopt` and `setsockopt` (`sockopt.rs`), poll and epoll (`poll.rs`), and the
+//! shim's side of the send-buffer model, the error queue and Fast Open (`sndbuf.rs`,
+//! `errqueue.rs`, `fastopen.rs`). The types they work on are in leaves that never import
+//! `Shim` ([`crate::socket`], [`crate::sndbuf`], [`crate::errqueue`],
+//! [`crate::fastopen`], [`crate::poll`]).
+
+mod errqueue;
+mod fastopen;
+mod poll;
+mod sndbuf;
+mod socket;
+mod sockopt;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};

@@ -1,16 +1,13 @@
 //! `getsockopt` and `setsockopt`; Linux's `struct tcp_info` is the core's
 //! ([`LinuxTcpInfo`], filled from imp's `TcpInfo`).
 
-use impnet_core::tcp::TcpState;
+use impnet_core::tcp::{LinuxTcpInfo, SocketOption, TcpHandle, TcpState, linux_state};
 
+use crate::errno::Errno;
 use crate::errqueue::{SO_TIMESTAMPING, SO_ZEROCOPY};
-use crate::shim::Shim;
-use impnet_core::tcp::TcpHandle;
+use crate::socket::{Options, Phase, receive_window_space};
 
-use crate::socket::{Errno, Options, Phase, receive_window_space};
-use impnet_core::tcp::SocketOption;
-
-pub use impnet_core::tcp::{LinuxTcpInfo, linux_state};
+use super::Shim;
 
 /// A size as a C int, saturated.
 fn clamp_int(n: usize) -> i32 {
