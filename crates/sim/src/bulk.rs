@@ -242,39 +242,6 @@ impl Pattern {
         }
     }
 
-    /// The next bytes of the record `cursor` is in, into `out` (a piece of any length):
-    /// a record written in pieces gets the same bytes, and `hash` the same value, as
-    /// [`Pattern::fill_hashed`] of the whole record at once. A new record starts with
-    /// a new [`RecordCursor`].
-    pub fn fill_piece_hashed(
-        &mut self,
-        mut out: &mut [u8],
-        cursor: &mut RecordCursor,
-        hash: &mut StreamHash,
-    ) {
-        // First what is left of the word the last piece began.
-        let have = 8 - cursor.used;
-        if have > 0 && !out.is_empty() {
-            let take = have.min(out.len());
-            let used = cursor.used;
-            out[..take].copy_from_slice(&cursor.word[used..used + take]);
-            hash.update(&out[..take]);
-            cursor.used += take;
-            out = &mut out[take..];
-        }
-        let whole = out.len() - out.len() % 8;
-        let (words, rest) = out.split_at_mut(whole);
-        self.fill_hashed(words, hash);
-        if !rest.is_empty() {
-            // A step begun: its first bytes now, the rest in the next piece (or, at
-            // the end of the record, never, as `fill` leaves them).
-            cursor.word = self.step().to_le_bytes();
-            cursor.used = rest.len();
-            rest.copy_from_slice(&cursor.word[..rest.len()]);
-            hash.update(rest);
-        }
-    }
-
     /// The next xorshift64 state.
     #[inline]
     fn step(&mut self) -> u64 {
@@ -282,25 +249,6 @@ impl Pattern {
         self.state ^= self.state >> 7;
         self.state ^= self.state << 17;
         self.state
-    }
-}
-
-/// Where a record of a [`Pattern`] written in pieces stands
-/// ([`Pattern::fill_piece_hashed`]): the step a piece ended inside of.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordCursor {
-    word: [u8; 8],
-    /// Bytes of `word` already written (8: none left).
-    used: usize,
-}
-
-impl Default for RecordCursor {
-    /// At the start of a record.
-    fn default() -> Self {
-        RecordCursor {
-            word: [0; 8],
-            used: 8,
-        }
     }
 }
 
@@ -620,36 +568,7 @@ impl std::error::Error for BulkError {}
 
 #[cfg(test)]
 mod tests {
-    use super::{Pattern, RecordCursor, StreamHash};
-
-    #[test]
-    fn a_record_made_in_pieces_is_the_record_made_at_once() {
-        // Records of whole words and cut ones, written in pieces of every kind of length
-        // (the send ring's free space, cut where it wraps): the same bytes, the same hash.
-        let mut whole = (Pattern::new(5), StreamHash::default());
-        let mut pieces = (Pattern::new(5), StreamHash::default());
-        let (mut expected, mut got) = (Vec::new(), Vec::new());
-        let cuts = [1usize, 7, 8, 3, 16, 5, 1448, 2, 9, 64];
-        let mut cut = cuts.iter().cycle();
-        for record in [65536usize, 1000, 13, 4097, 8, 1, 2920] {
-            let mut out = vec![0u8; record];
-            whole.0.fill_hashed(&mut out, &mut whole.1);
-            expected.extend_from_slice(&out);
-            let mut cursor = RecordCursor::default();
-            let mut left = record;
-            while left > 0 {
-                let mut piece = vec![0u8; (*cut.next().unwrap()).min(left)];
-                pieces
-                    .0
-                    .fill_piece_hashed(&mut piece, &mut cursor, &mut pieces.1);
-                got.extend_from_slice(&piece);
-                left -= piece.len();
-            }
-        }
-        assert_eq!(got, expected);
-        assert_eq!(pieces.1.finish(), whole.1.finish());
-        assert_eq!(pieces.0.state, whole.0.state);
-    }
+    use super::{Pattern, StreamHash};
 
     #[test]
     fn the_pattern_is_one_xorshift_step_per_eight_bytes_and_a_cut_word_is_not_carried() {

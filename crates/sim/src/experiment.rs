@@ -14,8 +14,9 @@ use impnet_core::{Duration, IcmpHandle, Instant, StackConfig};
 use serde::Serialize;
 
 use crate::analyze::{Analyzer, Connection};
-use crate::bulk::{Pattern, RecordCursor, StreamHash};
+use crate::bulk::{Pattern, StreamHash};
 use crate::scenario::{FlowKind, FlowSpec, NodeKind, Scenario};
+use crate::stream::{StreamCheck, StreamPattern};
 use crate::trace::{FlowTrace, QueueTrace, Tracer};
 
 use crate::cpu::CpuReport;
@@ -904,14 +905,19 @@ struct BulkApp {
     out: Vec<u8>,
     offset: usize,
     /// Binary mode: bytes of the current record not yet written. They are made where
-    /// TCP keeps them (`Stack::tcp_send_with`), `cursor` saying where the record stands.
+    /// TCP keeps them (`Stack::tcp_send_with`), from `stream` at offset `sent`.
     record_left: usize,
-    cursor: RecordCursor,
+    /// Binary mode: the stream's bytes, and how many of them TCP took.
+    stream: StreamPattern,
+    sent: u64,
+    /// Binary mode: what the receiver read, checked against `stream`.
+    check: StreamCheck,
     /// Binary mode with no CPU cost per byte: fill the send buffer at once rather than
     /// write only what TCP can send soon (`apps::lazy_room`; the same wire, tests).
     eager: bool,
     /// File bytes consumed into records so far.
     written: u64,
+    /// Text mode: the file's hash as made, and as the receiver translated it back.
     sent_hash: StreamHash,
     received_hash: StreamHash,
     /// A CR seen at the end of the last read, not yet known to start a CRLF.
@@ -922,6 +928,27 @@ struct BulkApp {
     receiver_busy_until: Instant,
     read_bytes: u64,
     buf: Vec<u8>,
+}
+
+impl BulkApp {
+    /// Bytes the receiver read (in text mode, of the file: translated back).
+    fn received(&self) -> u64 {
+        if self.text.text {
+            self.received_hash.len()
+        } else {
+            self.check.len()
+        }
+    }
+
+    /// What the receiver read so far is what the sender wrote (length and bytes).
+    fn data_ok(&self) -> bool {
+        if self.text.text {
+            self.sent_hash.finish() == self.received_hash.finish()
+                && self.sent_hash.len() == self.received_hash.len()
+        } else {
+            self.check.intact() && self.check.len() == self.sent
+        }
+    }
 }
 
 /// The file a bulk flow sends: seeded binary bytes, or in text mode seeded lines of
@@ -1049,7 +1076,9 @@ impl App {
                 out: Vec::new(),
                 offset: 0,
                 record_left: 0,
-                cursor: RecordCursor::default(),
+                stream: StreamPattern::new(scenario.seed ^ (index as u64) << 32),
+                sent: 0,
+                check: StreamCheck::new(StreamPattern::new(scenario.seed ^ (index as u64) << 32)),
                 eager: false,
                 written: 0,
                 sent_hash: StreamHash::default(),
@@ -1111,7 +1140,7 @@ impl App {
 
     fn bytes_done(&self) -> u64 {
         match &self.state {
-            AppState::Bulk(b) => b.received_hash.len(),
+            AppState::Bulk(b) => b.received(),
             AppState::Ftp(f) => f.received().len(),
             _ => 0,
         }
@@ -1364,12 +1393,8 @@ impl App {
     fn fill_by_kind(&self, r: &mut FlowReport, trace: Option<&FlowTrace>, seconds: f64, rate: u64) {
         match &self.state {
             AppState::Bulk(s) => {
-                r.bytes = s.received_hash.len();
-                r.data_ok = Some(
-                    s.eof
-                        && s.sent_hash.finish() == s.received_hash.finish()
-                        && s.sent_hash.len() == s.received_hash.len(),
-                );
+                r.bytes = s.received();
+                r.data_ok = Some(s.eof && s.data_ok());
             }
             AppState::Ftp(f) => {
                 r.bytes = f.received().len();

@@ -20,6 +20,7 @@ pub mod plot;
 pub mod scenario;
 pub mod seed_tables;
 mod sim;
+pub mod stream;
 pub mod test_plan;
 pub mod trace;
 pub mod units;

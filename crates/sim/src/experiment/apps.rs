@@ -8,7 +8,6 @@ use impnet_core::{Duration, IcmpError, Instant, Stack};
 use super::{App, AppState, BulkApp, RrApp, Step, tcp_err};
 use crate::HostId;
 use crate::Sim;
-use crate::bulk::RecordCursor;
 use crate::scenario::{FlowKind, ResponseWrite};
 
 impl App {
@@ -48,7 +47,7 @@ impl App {
                 ),
         };
         let mut wake = bulk_send(s, sim, from, now, &file)?;
-        // The receiver: read (paying CPU time per byte), translate back, hash.
+        // The receiver: read (paying CPU time per byte), check (text: translate back, hash).
         let stack = sim.host_mut(to);
         let server = match s.server {
             Some(c) => c,
@@ -274,8 +273,11 @@ fn bulk_send(
             } else {
                 s.record_left
             };
-            let (pattern, cursor, hash) = (&mut s.text.pattern, &mut s.cursor, &mut s.sent_hash);
-            let fill = |piece: &mut [u8]| pattern.fill_piece_hashed(piece, cursor, hash);
+            let (stream, sent) = (s.stream, &mut s.sent);
+            let fill = |piece: &mut [u8]| {
+                stream.fill(*sent, piece);
+                *sent += piece.len() as u64;
+            };
             match sim.host_mut(from).tcp_send_with(now, client, len, fill) {
                 Ok(0) | Err(TcpError::WouldBlock) => break,
                 Ok(n) => s.record_left -= n,
@@ -326,7 +328,6 @@ fn bulk_send(
             }
             s.out.clear();
             s.record_left = n;
-            s.cursor = RecordCursor::default();
         }
         s.offset = 0;
         s.sender_busy_until = now.max(s.sender_busy_until) + file.per_byte.saturating_mul(n as u64);
@@ -392,8 +393,8 @@ fn lazy_room(stack: &Stack, client: TcpHandle, made: u64) -> Result<Option<usize
     }
 }
 
-/// The bulk receiver: read (paying CPU time per byte), translate back, hash; close at
-/// the end of the stream. Returns when the receiver is next free, if it is busy now.
+/// The bulk receiver: read (paying CPU time per byte) and check what it read against the
+/// stream (text mode: translate back and hash); close at the end of the stream. Returns when the receiver is next free, if it is busy now.
 fn bulk_receive(
     s: &mut BulkApp,
     stack: &mut Stack,
@@ -411,13 +412,13 @@ fn bulk_receive(
             return Ok(Some(s.receiver_busy_until));
         }
         let mut buf = std::mem::take(&mut s.buf);
-        // Binary mode hashes the bytes where the stack keeps them (the same read,
+        // Binary mode checks the bytes where the stack keeps them (the same read,
         // without the copy into `buf`); text mode translates them in `buf`.
         let read = if file.text_mode {
             stack.tcp_recv(now, server, &mut buf[..chunk])
         } else {
-            let hash = &mut s.received_hash;
-            stack.tcp_recv_each(now, server, chunk, |piece| hash.update(piece))
+            let check = &mut s.check;
+            stack.tcp_recv_each(now, server, chunk, |piece| check.update(piece))
         };
         let result = match read {
             Ok(0) => {
