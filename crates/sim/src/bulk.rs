@@ -2,9 +2,11 @@
 //! `imp ttcp`, the TCP acceptance matrix and the seed-paper scenarios.
 //!
 //! Host `a` (10.0.0.1) connects to host `b` (10.0.0.2) port 5001 and writes `bytes`
-//! bytes of a seeded pseudo-random stream in `record`-byte writes, then closes. `b`
-//! reads until end of stream, hashing what it gets. The transfer is good when `b` saw
-//! exactly the stream `a` wrote: same length, same hash.
+//! bytes of a seeded pseudo-random stream ([`StreamPattern`]) in `record`-byte writes,
+//! then closes. `b` reads until end of stream, comparing what it gets with the stream
+//! ([`StreamCheck`]). The transfer is good when `b` saw exactly the stream `a` wrote:
+//! same length, same bytes. [`Pattern`] and [`StreamHash`] are for streams made
+//! elsewhere (the simulator's text-mode flows, the tests' own senders).
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
@@ -14,6 +16,7 @@ use impnet_core::{Duration, Instant, StackConfig};
 use impnet_phy::LinkConfig;
 use impnet_wire::ipv4::Cidr;
 
+use crate::stream::{StreamCheck, StreamPattern};
 use crate::{Flow, HostId, LinkId, Sim, SimError};
 
 /// Sender's address.
@@ -76,11 +79,8 @@ pub struct BulkResult {
     pub capacity_pct: f64,
     /// Segments the sender retransmitted.
     pub retransmits: u64,
-    /// Hash of the stream the sender wrote.
-    pub sent_hash: u64,
-    /// Hash of the stream the receiver read.
-    pub received_hash: u64,
-    /// Sent and received streams are identical (length and hash).
+    /// Sent and received streams are identical: the same length, and every byte read
+    /// compared with the one written there ([`StreamCheck`]).
     pub hash_ok: bool,
     /// Hash over every frame and its delivery time: equal runs have equal hashes.
     pub trace_hash: u64,
@@ -199,49 +199,6 @@ impl Pattern {
         }
     }
 
-    /// [`Pattern::fill`], then `hash.update(out)`, in one pass: each word is hashed as
-    /// it is made instead of read back. The same bytes and the same hash.
-    pub fn fill_hashed(&mut self, out: &mut [u8], hash: &mut StreamHash) {
-        if !hash.len.is_multiple_of(8) {
-            self.fill(out);
-            hash.update(out);
-            return;
-        }
-        // Four words a round, the state and the hash in locals: the same steps with a
-        // quarter of the loop's overhead.
-        let (mut state, mut h) = (self.state, hash.hash);
-        let mut next = |word: &mut [u8]| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&state.to_le_bytes());
-            word.copy_from_slice(&w);
-            h = (h ^ state).wrapping_mul(STREAM_PRIME);
-        };
-        let whole = out.len() - out.len() % 8;
-        let mut blocks = out[..whole].chunks_exact_mut(32);
-        for block in &mut blocks {
-            let (a, b) = block.split_at_mut(16);
-            let ((w0, w1), (w2, w3)) = (a.split_at_mut(8), b.split_at_mut(8));
-            next(w0);
-            next(w1);
-            next(w2);
-            next(w3);
-        }
-        for word in blocks.into_remainder().chunks_exact_mut(8) {
-            next(word);
-        }
-        (self.state, hash.hash) = (state, h);
-        hash.len += whole as u64;
-        let rest = &mut out[whole..];
-        if !rest.is_empty() {
-            let len = rest.len();
-            rest.copy_from_slice(&self.step().to_le_bytes()[..len]);
-            hash.update(rest);
-        }
-    }
-
     /// The next xorshift64 state.
     #[inline]
     fn step(&mut self) -> u64 {
@@ -254,21 +211,22 @@ impl Pattern {
 
 struct Sender {
     handle: TcpHandle,
-    pattern: Pattern,
+    /// The stream: record `n` is its bytes from `written` when it was made.
+    stream: StreamPattern,
     record: Vec<u8>,
     /// Bytes of the current record in `record`.
     filled: usize,
     /// Bytes of the current record the stack has accepted.
     offset: usize,
     written: u64,
-    hash: StreamHash,
     closed: bool,
 }
 
 struct Receiver {
     listener: TcpHandle,
     conn: Option<TcpHandle>,
-    hash: StreamHash,
+    /// What was read, checked against the sender's stream.
+    check: StreamCheck,
     eof: bool,
     tenth_at: Option<Instant>,
     done_at: Option<Instant>,
@@ -307,18 +265,17 @@ where
     let (mut sim, (a, b), link, listener, handle, start) = setup(config)?;
     let mut sender = Sender {
         handle,
-        pattern: Pattern::new(config.seed),
+        stream: StreamPattern::new(config.seed),
         record: vec![0; config.record],
         filled: 0,
         offset: 0,
         written: 0,
-        hash: StreamHash::default(),
         closed: false,
     };
     let mut receiver = Receiver {
         listener,
         conn: None,
-        hash: StreamHash::default(),
+        check: StreamCheck::new(StreamPattern::new(config.seed)),
         eof: false,
         tenth_at: None,
         done_at: None,
@@ -426,7 +383,7 @@ fn drive_sender(
     while s.written < config.bytes || s.offset < s.filled {
         if s.offset == s.filled {
             let n = (config.bytes - s.written).min(config.record as u64) as usize;
-            s.pattern.fill_hashed(&mut s.record[..n], &mut s.hash);
+            s.stream.fill(s.written, &mut s.record[..n]);
             s.written += n as u64;
             s.filled = n;
             s.offset = 0;
@@ -469,8 +426,8 @@ fn drive_receiver(
                 stack.tcp_close(now, conn)?;
             }
             Ok(n) => {
-                r.hash.update(&buf[..n]);
-                if r.tenth_at.is_none() && r.hash.len() * 10 >= expected {
+                r.check.update(&buf[..n]);
+                if r.tenth_at.is_none() && r.check.len() * 10 >= expected {
                     r.tenth_at = Some(now);
                 }
             }
@@ -478,7 +435,7 @@ fn drive_receiver(
             Err(e) => return Err(e),
         }
     }
-    if r.half_stats.is_none() && r.hash.len() * 2 >= expected {
+    if r.half_stats.is_none() && r.check.len() * 2 >= expected {
         r.half_stats = Some(sim.host(a).tcp_stats().clone());
     }
     Ok(())
@@ -494,7 +451,7 @@ fn measure(
 ) -> BulkResult {
     let end = r.done_at.unwrap_or(sim.now());
     let seconds = (end - start).as_secs_f64().max(1e-9);
-    let bytes = r.hash.len();
+    let bytes = r.check.len();
     let goodput_bps = bytes as f64 * 8.0 / seconds;
     let tenth = r.tenth_at.unwrap_or(start);
     let steady_secs = (end - tenth).as_secs_f64();
@@ -517,9 +474,7 @@ fn measure(
             0.0
         },
         retransmits: sim.host(a).tcp_stats().retransmitted,
-        sent_hash: s.hash.finish(),
-        received_hash: r.hash.finish(),
-        hash_ok: s.hash.finish() == r.hash.finish() && s.hash.len() == bytes,
+        hash_ok: r.check.intact() && s.written == bytes,
         trace_hash: sim.trace_hash(),
         steps: sim.steps(),
         frames_sender_to_receiver: sim.link_stats(crate::LinkId(0), 0).delivered,
@@ -597,22 +552,6 @@ mod tests {
         }
         assert_eq!(got, expected);
         assert!(got.iter().any(|&b| b != 0));
-    }
-
-    #[test]
-    fn filling_and_hashing_in_one_pass_gives_the_bytes_and_hash_of_two() {
-        let mut one = (Pattern::new(99), StreamHash::default());
-        let mut two = (Pattern::new(99), StreamHash::default());
-        // Word-aligned and cut lengths, so both the one-pass and the fallback run.
-        for len in [64usize, 8, 13, 1448, 0, 7, 65536, 3, 16] {
-            let (mut a, mut b) = (vec![0u8; len], vec![0u8; len]);
-            one.0.fill_hashed(&mut a, &mut one.1);
-            two.0.fill(&mut b);
-            two.1.update(&b);
-            assert_eq!(a, b, "bytes, length {len}");
-            assert_eq!(one.1.finish(), two.1.finish(), "hash, length {len}");
-            assert_eq!(one.1.len(), two.1.len());
-        }
     }
 
     #[test]
