@@ -691,7 +691,7 @@ impl Stack {
                 };
                 repr.emit(&mut ethernet::Frame::new_unchecked(&mut buf[..len]));
             }
-            buf[link_header..len].copy_from_slice(&frame.payload);
+            crate::tcp::buffer::copy_bytes(&mut buf[link_header..len], &frame.payload);
             self.pool.give(frame.payload);
             self.stats.link.tx_frames += 1;
             self.tx_gso_size = frame.gso_size;

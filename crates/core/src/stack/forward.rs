@@ -189,7 +189,7 @@ impl Stack {
         }
         // A kept buffer of the datagram's size, a 64 KiB segment's too: no allocation.
         let mut out_packet = self.pool.take_for(total);
-        out_packet.extend_from_slice(bytes);
+        crate::tcp::buffer::extend_bytes(&mut out_packet, bytes);
         let mut view = ipv4::Packet::new_unchecked(&mut out_packet[..]);
         view.decrement_ttl();
         if view.header_len() > ipv4::HEADER_LEN {

@@ -101,7 +101,7 @@ impl Stack {
             self.pool.give(frame.payload);
             return None;
         };
-        out.copy_from_slice(&frame.payload);
+        crate::tcp::buffer::copy_bytes(out, &frame.payload);
         self.pool.give(frame.payload);
         Some(Transmit {
             iface: IfaceId::LOOPBACK,

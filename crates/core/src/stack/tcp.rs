@@ -18,6 +18,7 @@ use crate::stack::ipv4::{OutputRoute, SendOptions};
 use crate::stack::ipv6::{HEADROOM6, OutputRoute6};
 use crate::stack::{Stack, Transmit};
 use crate::stats::SegmentKind;
+use crate::tcp::buffer::extend_bytes;
 use crate::tcp::{Ecn, Egress, TcpError, TcpHandle, TcpTransmit};
 use crate::time::Instant;
 
@@ -463,14 +464,14 @@ impl Stack {
                     &mut buf[ethernet::HEADER_LEN..frame_len],
                 ));
                 let mut packet = self.pool.take();
-                packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
+                extend_bytes(&mut packet, &buf[ethernet::HEADER_LEN..frame_len]);
                 let _ = self.dispatch(now, route.iface, route.next_hop, packet, Origin::Tcp);
             }
             FlowRoute::V6(route) => {
                 let len = segment.len as u16;
                 write_frame_headers6(&mut buf[..HEADROOM6], &template, len, segment.ecn);
                 let mut packet = self.pool.take();
-                packet.extend_from_slice(&buf[ethernet::HEADER_LEN..frame_len]);
+                extend_bytes(&mut packet, &buf[ethernet::HEADER_LEN..frame_len]);
                 let _ = self.dispatch6(now, route.iface, route.next_hop, packet, Origin::Tcp);
             }
         }
@@ -501,7 +502,7 @@ impl Stack {
         let start = ethernet::HEADER_LEN + ip_len;
         let mut packet = self.pool.take();
         packet.resize(ip_len, 0);
-        packet.extend_from_slice(&buf[start..start + segment.len]);
+        extend_bytes(&mut packet, &buf[start..start + segment.len]);
         // A device completes the checksum of a packet, not of a datagram cut into
         // fragments: the whole sum is ours (as Linux's `skb_checksum_help` before
         // `ip_fragment`).

@@ -429,7 +429,7 @@ pub(crate) struct Conn {
 pub(crate) fn copy_into(out: &mut [u8]) -> impl FnMut(&[u8]) + '_ {
     let mut at = 0;
     move |piece: &[u8]| {
-        out[at..at + piece.len()].copy_from_slice(piece);
+        crate::tcp::buffer::copy_bytes(&mut out[at..at + piece.len()], piece);
         at += piece.len();
     }
 }
