@@ -1,7 +1,7 @@
 //! The loop thread while a blocking read waits for input over a device with a file
 //! descriptor (two runtimes on a Unix datagram socket pair, one frame a datagram): the
-//! reader takes in the frames itself, so the loop thread does not take a turn every
-//! millisecond meanwhile, and once no read runs it serves the device again; a bulk read
+//! reader takes in the frames itself, and once no read runs the loop thread serves the
+//! device again; a bulk read
 //! whose waits on the device poll it first (`DEVICE_SPIN`) gets the stream byte-exact.
 
 use std::io::{ErrorKind, Read, Write};
@@ -75,7 +75,7 @@ fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 }
 
 #[test]
-fn a_blocked_read_leaves_the_loop_thread_asleep_and_then_the_device_to_it() {
+fn after_a_blocked_read_the_loop_thread_takes_in_the_device_again() {
     let (a_end, b_end) = UnixDatagram::pair().expect("socket pair");
     let a = runtime(a_end, 1);
     let b = runtime(b_end, 2);
@@ -86,17 +86,15 @@ fn a_blocked_read_leaves_the_loop_thread_asleep_and_then_the_device_to_it() {
     client
         .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
-    let turns = b.stats().turns;
+    // Meanwhile the loop thread looks whether the reader still runs every millisecond
+    // without the lock, and takes a turn only every `RECEIVERS_HORIZON` (10 ms): about
+    // 30 turns in 300 ms where it took 300. How many is a matter of time, measured by
+    // the W5 benchmark, not asserted here.
     let err = client.read(&mut [0u8; 16]).expect_err("nothing to read");
     assert!(
         matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
         "{err}"
     );
-    let turns = b.stats().turns - turns;
-    // The loop thread looks whether the reader still runs every millisecond without
-    // the lock, and takes a turn only every `RECEIVERS_HORIZON` (10 ms) of it: about
-    // 30 in 300 ms (a turn every millisecond, 300, before).
-    assert!(turns <= 75, "{turns} loop turns during a 300 ms read");
     // With no read running on B, its loop thread takes in what A sends.
     let frames = b.stats().rx_frames;
     server.write_all(b"after the read").unwrap();
