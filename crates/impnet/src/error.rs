@@ -30,19 +30,6 @@ pub(crate) fn tcp(e: TcpError) -> Error {
     Error::new(kind, e)
 }
 
-/// True for the errors a connection ends with (the core repeats them to every call).
-fn ends_connection(e: TcpError) -> bool {
-    matches!(
-        e,
-        TcpError::ConnectionReset
-            | TcpError::ConnectionRefused
-            | TcpError::TimedOut
-            | TcpError::HostUnreachable
-            | TcpError::NetUnreachable
-            | TcpError::Prohibited
-    )
-}
-
 /// Whether a connection's ending error has been reported to the application yet:
 /// Linux reports it once (to the first read, write or `SO_ERROR`), then reads see
 /// the end of the stream and writes a broken pipe. Shared by every clone of a stream.
@@ -57,7 +44,7 @@ impl Ended {
 
     /// What a read gets for the core's error `e` (not `WouldBlock`).
     pub(crate) fn read(&self, e: TcpError) -> std::io::Result<usize> {
-        if ends_connection(e) && !self.first() {
+        if e.ends_connection() && !self.first() {
             return Ok(0);
         }
         Err(tcp(e))
@@ -65,7 +52,7 @@ impl Ended {
 
     /// What a write gets for the core's error `e` (not `WouldBlock`).
     pub(crate) fn write(&self, e: TcpError) -> Error {
-        if ends_connection(e) && !self.first() {
+        if e.ends_connection() && !self.first() {
             return Error::new(
                 ErrorKind::BrokenPipe,
                 format!("broken pipe: the connection has ended ({e})"),

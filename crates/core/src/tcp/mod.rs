@@ -517,6 +517,23 @@ pub enum TcpError {
     BufferTooLarge,
 }
 
+impl TcpError {
+    /// Whether the error is one a connection ends with (reset, refused, timed out, an
+    /// unreachable host or network, prohibited): what the stack reports once and then
+    /// repeats to every later call on the handle, where the others are about one call.
+    pub fn ends_connection(self) -> bool {
+        matches!(
+            self,
+            TcpError::ConnectionReset
+                | TcpError::ConnectionRefused
+                | TcpError::TimedOut
+                | TcpError::HostUnreachable
+                | TcpError::NetUnreachable
+                | TcpError::Prohibited
+        )
+    }
+}
+
 impl core::fmt::Display for TcpError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {

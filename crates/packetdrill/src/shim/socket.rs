@@ -15,19 +15,6 @@ use crate::socket::{Fd, Phase, TcpSocket};
 
 use super::Shim;
 
-/// True for the errors a connection ends with (reported once).
-fn is_ending(error: TcpError) -> bool {
-    matches!(
-        error,
-        TcpError::ConnectionReset
-            | TcpError::ConnectionRefused
-            | TcpError::TimedOut
-            | TcpError::HostUnreachable
-            | TcpError::NetUnreachable
-            | TcpError::Prohibited
-    )
-}
-
 impl Shim {
     pub(crate) fn tcp_socket(&mut self, fd: i32) -> Result<&mut TcpSocket, Errno> {
         match self.fds.get_mut(&fd) {
@@ -274,7 +261,7 @@ impl Shim {
         error: TcpError,
         then: Result<usize, Errno>,
     ) -> Result<usize, Errno> {
-        if !is_ending(error) {
+        if !error.ends_connection() {
             return Err(errno_of(error));
         }
         let socket = self.tcp_socket(fd)?;
