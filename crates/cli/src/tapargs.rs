@@ -280,6 +280,22 @@ impl Queue {
             Queue::Tun(tun) => tun.offloads(),
         }
     }
+
+    /// Whether the queue reads and writes in batches, and why not if it was asked to.
+    fn batching(&self) -> (bool, Option<&str>) {
+        match self {
+            Queue::Tap(tap) => (tap.batched(), tap.batch_refused()),
+            Queue::Tun(tun) => (tun.batched(), tun.batch_refused()),
+        }
+    }
+}
+
+/// Say on standard error that `name` reads and writes one frame per system call
+/// although batches were asked for, and why (`refused`; nothing when it batches).
+fn note_unbatched(command: &str, name: &str, refused: Option<&str>) {
+    if let Some(why) = refused {
+        eprintln!("imp {command}: {name}: one frame per system call (no io_uring: {why})");
+    }
 }
 
 /// A running imp stack on a TAP.
@@ -298,6 +314,8 @@ pub struct TapStack {
     pub offloads: bool,
     /// imp's own GRO and GSO (`--gro`, `--gso`).
     pub software: (bool, bool),
+    /// Whether the device reads and writes in batches through io_uring.
+    pub batched: bool,
 }
 
 impl TapStack {
@@ -354,6 +372,9 @@ impl TapStack {
                     .collect();
                 text.push_str(&format!(", software {}", on.join(" and ")));
             }
+        }
+        if self.batched {
+            text.push_str(", batched through io_uring");
         }
         if let Some(config) = impairment {
             text.push_str(", impaired both ways: ");
@@ -531,6 +552,8 @@ impl TapArgs {
             let tun = either_queueing(|| Tun::open_with(&config), || Tun::open_queues(&config, 1))
                 .map_err(|e| format!("cannot open TUN {name}: {e}"))?;
             let (name, offloads) = (tun.name().to_string(), tun.offloads());
+            note_unbatched(command, &name, tun.batch_refused());
+            let batched = tun.batched();
             let iface_config = IfaceConfig::ip(tun.ip_mtu()).with_offloads(tun.stack_offloads());
             let iface = match self.impaired(&tun)? {
                 Some(mut model) => {
@@ -541,11 +564,13 @@ impl TapArgs {
                 }
                 None => self.add(&rt, tun, iface_config, Framing::Ip),
             };
-            (iface, name, offloads, "TUN")
+            (iface, name, (offloads, batched), "TUN")
         } else {
             let tap = either_queueing(|| Tap::open_with(&config), || Tap::open_queues(&config, 1))
                 .map_err(|e| format!("cannot open TAP {name}: {e}"))?;
             let (name, offloads) = (tap.name().to_string(), tap.offloads());
+            note_unbatched(command, &name, tap.batch_refused());
+            let batched = tap.batched();
             let mac = mac_for_addrs(addrs, &name);
             let iface_config = IfaceConfig::new(mac, tap.ip_mtu());
             let iface = match self.impaired(&tap)? {
@@ -556,19 +581,19 @@ impl TapArgs {
                     self.add(&rt, tap, iface_config, Framing::Ethernet)
                 }
             };
-            (iface, name, offloads, "TAP")
+            (iface, name, (offloads, batched), "TAP")
         };
         self.finish(rt, iface, name, offloads, kind)
     }
 
     /// Configure the stack on `iface` (addresses, gateways, DHCP), wait for its IPv6
-    /// addresses, and describe it.
+    /// addresses, and describe it; `offloads` and `batched` say how the device runs.
     fn finish(
         &self,
         rt: Runtime,
         iface: IfaceId,
         name: String,
-        offloads: bool,
+        (offloads, batched): (bool, bool),
         kind: &'static str,
     ) -> Result<TapStack, String> {
         self.configure(&rt, iface);
@@ -585,6 +610,7 @@ impl TapArgs {
             kind,
             offloads,
             software: (self.gro, self.gso),
+            batched,
         })
     }
 
@@ -654,6 +680,10 @@ impl TapArgs {
             let rt = Runtime::new(stack.clone())
                 .map_err(|e| format!("cannot start the imp runtime: {e}"))?;
             let (name, offloads) = (queue.name().to_string(), queue.offloads());
+            let (batched, refused) = queue.batching();
+            if shard == 0 {
+                note_unbatched(command, &name, refused);
+            }
             let iface = match queue {
                 Queue::Tap(tap) => {
                     let mac = mac_for_addrs(&self.addr, &name);
@@ -668,7 +698,7 @@ impl TapArgs {
                     self.add(&rt, device, iface, framing)
                 }
             };
-            stacks.push(self.finish(rt, iface, name, offloads, kind)?);
+            stacks.push(self.finish(rt, iface, name, (offloads, batched), kind)?);
         }
         Ok(Shards {
             stacks,

@@ -326,6 +326,114 @@ fn many_keep_alive_connections_each_get_every_large_response() {
     );
 }
 
+/// `imp serve --batch` reads and writes its TAP in io_uring batches (up to 32 frames a
+/// read call, a turn's frames in one write call): curl's exchanges through it arrive
+/// byte for byte, a 1 MiB file and small responses over one keep-alive connection, as
+/// do several clients at once. Where the kernel has no io_uring imp says so on
+/// standard error and serves one frame per call (`IMP_REQUIRE_IO_URING` makes that a
+/// failure).
+#[test]
+fn curl_gets_every_byte_through_a_batched_tap() {
+    const CLIENTS: usize = 8;
+    let Some(net) = Net::new(12) else { return };
+    if !have("curl") {
+        return;
+    }
+    let site = Site::new("batched", 1 << 20);
+    let (server, line, rest) = net.start_imp_output(&[
+        "serve",
+        "--tap",
+        "imp0",
+        "--addr",
+        &net.addr_arg(),
+        "--http",
+        site.dir.to_str().unwrap(),
+        "--batch",
+    ]);
+    assert!(line.contains("http (80)"), "{line}");
+    let batched = line.contains("batched through io_uring");
+    assert!(
+        batched || std::env::var_os("IMP_REQUIRE_IO_URING").is_none(),
+        "not batched: {line}"
+    );
+    curl_file(&net, &site, 60);
+    // The index and a 404 over the same connection: small frames both ways.
+    let base = format!("http://{}", net.imp);
+    let index_path = site.dir.with_extension("index");
+    let out = net.exec(
+        "curl",
+        &[
+            "-sS",
+            "--max-time",
+            "10",
+            "-w",
+            "%{http_code} %{num_connects}\n",
+            "-o",
+            index_path.to_str().unwrap(),
+            &format!("{base}/"),
+            "-o",
+            "/dev/null",
+            &format!("{base}/missing"),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "200 1\n404 0\n",
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read(&index_path).unwrap(), b"<h1>imp</h1>\n");
+    let _ = std::fs::remove_file(&index_path);
+    // Several clients at once: their frames share the batches.
+    let url = format!("http://{}/file.bin", net.imp);
+    let paths: Vec<PathBuf> = (0..CLIENTS)
+        .map(|c| site.dir.with_extension(format!("b{c}")))
+        .collect();
+    let clients: Vec<ChildGuard> = paths
+        .iter()
+        .map(|path| {
+            net.ns.spawn(
+                "curl",
+                &[
+                    "-sS",
+                    "--max-time",
+                    "60",
+                    "-o",
+                    path.to_str().unwrap(),
+                    &url,
+                ],
+            )
+        })
+        .collect();
+    for client in clients {
+        let out = wait_limited(client, Duration::from_secs(90));
+        assert!(out.status.success(), "curl: {}", text(&out));
+    }
+    for path in &paths {
+        assert_eq!(sha256_file(path), site.sha256, "{}", path.display());
+        let _ = std::fs::remove_file(path);
+    }
+    signal(&server, libc::SIGTERM);
+    let out = wait_limited(server, Duration::from_secs(5));
+    assert!(out.status.success(), "{}", text(&out));
+    if !batched {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("imp serve: imp0: one frame per system call (no io_uring"),
+            "{stderr}"
+        );
+        println!("not batched here: {stderr}");
+    }
+    let rest = rest.join().unwrap();
+    assert!(
+        rest.contains(&format!(
+            "imp serve: stopped after {} connections",
+            CLIENTS + 2
+        )),
+        "{rest}"
+    );
+}
+
 /// curl asks for byte ranges (bytes checked against the file) and for paths that
 /// climb out of the served directory (refused, whatever the encoding).
 fn check_range_and_traversal(net: &Net, site: &Site) {
