@@ -11,7 +11,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use common::{ChildGuard, NetNs, can_run, have};
@@ -131,22 +131,7 @@ fn two_shards_echo_many_connections_byte_exact() {
     );
     drop(open);
     let _ = std::fs::remove_dir_all(&runtime_dir);
-    // SAFETY: kill has no memory arguments; the pid is our own live child (`ip netns
-    // exec` execs imp in place).
-    unsafe { libc::kill(child.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
-    let mut rest = String::new();
-    reader.read_to_string(&mut rest).expect("imp's last lines");
-    let out = child.wait();
-    assert!(out.status.success(), "imp serve: {rest}");
-    // "...; accepted by shard 0: A, 1: B"
-    let counts: Vec<usize> = rest
-        .split("accepted by shard ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no per-shard count in {rest:?}"))
-        .trim()
-        .split(", ")
-        .map(|part| part.split(": ").nth(1).unwrap().parse().unwrap())
-        .collect();
+    let (rest, counts) = stop_counting(child, reader);
     assert_eq!(counts.len(), 2, "{rest}");
     assert_eq!(counts.iter().sum::<usize>(), CONNECTIONS + 20, "{rest}");
     assert!(counts.iter().all(|&n| n > 0), "both shards served: {rest}");
@@ -240,21 +225,7 @@ fn two_batched_shards_serve_http_byte_exact() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    // SAFETY: kill has no memory arguments; the pid is our own live child (`ip netns
-    // exec` execs imp in place).
-    unsafe { libc::kill(child.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
-    let mut rest = String::new();
-    reader.read_to_string(&mut rest).expect("imp's last lines");
-    let out = child.wait();
-    assert!(out.status.success(), "imp serve: {rest}");
-    let counts: Vec<usize> = rest
-        .split("accepted by shard ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no per-shard count in {rest:?}"))
-        .trim()
-        .split(", ")
-        .map(|part| part.split(": ").nth(1).unwrap().parse().unwrap())
-        .collect();
+    let (rest, counts) = stop_counting(child, reader);
     // Keep-alive clients one connection each, the others one per request.
     assert_eq!(
         counts.iter().sum::<usize>(),
@@ -262,4 +233,29 @@ fn two_batched_shards_serve_http_byte_exact() {
         "{rest}"
     );
     assert!(counts.iter().all(|&n| n > 0), "both shards served: {rest}");
+}
+
+/// Stops `imp serve` (`child`, whose startup line was read from `reader`) with SIGTERM:
+/// it exits cleanly. Its last lines, and the connections each shard accepted, from
+/// "...; accepted by shard 0: A, 1: B".
+fn stop_counting(
+    child: ChildGuard,
+    mut reader: BufReader<ChildStdout>,
+) -> (String, Vec<usize>) {
+    // SAFETY: kill has no memory arguments; the pid is our own live child (`ip netns
+    // exec` execs imp in place).
+    unsafe { libc::kill(child.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).expect("imp's last lines");
+    let out = child.wait();
+    assert!(out.status.success(), "imp serve: {rest}");
+    let counts = rest
+        .split("accepted by shard ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-shard count in {rest:?}"))
+        .trim()
+        .split(", ")
+        .map(|part| part.split(": ").nth(1).unwrap().parse().unwrap())
+        .collect();
+    (rest, counts)
 }

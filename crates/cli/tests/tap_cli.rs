@@ -200,16 +200,7 @@ fn curl_downloads_100_mb_from_imp_serve() {
     }
     let size = 100 << 20;
     let site = Site::new("plain", size);
-    let (server, line, rest) = net.start_imp_output(&[
-        "serve",
-        "--tap",
-        "imp0",
-        "--addr",
-        &net.addr_arg(),
-        "--http",
-        site.dir.to_str().unwrap(),
-    ]);
-    assert!(line.contains("http (80)"), "{line}");
+    let (server, _, rest) = serve_http(&net, &site, &[]);
     // A hang guard, not a throughput test: generous for a loaded machine.
     let secs = curl_file(&net, &site, 180);
     println!(
@@ -247,14 +238,7 @@ fn curl_downloads_100_mb_from_imp_serve() {
     assert!(head.contains("accept-ranges: bytes"), "{head}");
     check_range_and_traversal(&net, &site);
     // A clean stop on SIGTERM.
-    signal(&server, libc::SIGTERM);
-    let out = wait_limited(server, Duration::from_secs(5));
-    assert!(out.status.success(), "{}", text(&out));
-    let rest = rest.join().unwrap();
-    assert!(
-        rest.contains("imp serve: stopped after 9 connections"),
-        "{rest}"
-    );
+    stop_serve(server, rest, 9);
 }
 
 /// Many keep-alive connections at once, each fetching a large file several times over
@@ -269,16 +253,7 @@ fn many_keep_alive_connections_each_get_every_large_response() {
         return;
     }
     let site = Site::new("many", 1 << 20);
-    let (server, line, rest) = net.start_imp_output(&[
-        "serve",
-        "--tap",
-        "imp0",
-        "--addr",
-        &net.addr_arg(),
-        "--http",
-        site.dir.to_str().unwrap(),
-    ]);
-    assert!(line.contains("http (80)"), "{line}");
+    let (server, _, rest) = serve_http(&net, &site, &[]);
     let url = format!("http://{}/file.bin", net.imp);
     let outputs = |client: usize| -> Vec<PathBuf> {
         (0..REQUESTS)
@@ -316,14 +291,7 @@ fn many_keep_alive_connections_each_get_every_large_response() {
     }
     assert_eq!(whole, CLIENTS * REQUESTS, "responses whole and byte-exact");
     assert_eq!(connections, CLIENTS, "one keep-alive connection per client");
-    signal(&server, libc::SIGTERM);
-    let out = wait_limited(server, Duration::from_secs(5));
-    assert!(out.status.success(), "{}", text(&out));
-    let rest = rest.join().unwrap();
-    assert!(
-        rest.contains(&format!("imp serve: stopped after {CLIENTS} connections")),
-        "{rest}"
-    );
+    stop_serve(server, rest, CLIENTS);
 }
 
 /// `imp serve --batch` reads and writes its TAP in io_uring batches (up to 32 frames a
@@ -340,17 +308,7 @@ fn curl_gets_every_byte_through_a_batched_tap() {
         return;
     }
     let site = Site::new("batched", 1 << 20);
-    let (server, line, rest) = net.start_imp_output(&[
-        "serve",
-        "--tap",
-        "imp0",
-        "--addr",
-        &net.addr_arg(),
-        "--http",
-        site.dir.to_str().unwrap(),
-        "--batch",
-    ]);
-    assert!(line.contains("http (80)"), "{line}");
+    let (server, line, rest) = serve_http(&net, &site, &["--batch"]);
     let batched = line.contains("batched through io_uring");
     assert!(
         batched || std::env::var_os("IMP_REQUIRE_IO_URING").is_none(),
@@ -413,9 +371,7 @@ fn curl_gets_every_byte_through_a_batched_tap() {
         assert_eq!(sha256_file(path), site.sha256, "{}", path.display());
         let _ = std::fs::remove_file(path);
     }
-    signal(&server, libc::SIGTERM);
-    let out = wait_limited(server, Duration::from_secs(5));
-    assert!(out.status.success(), "{}", text(&out));
+    let out = stop_serve(server, rest, CLIENTS + 2);
     if !batched {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -424,14 +380,45 @@ fn curl_gets_every_byte_through_a_batched_tap() {
         );
         println!("not batched here: {stderr}");
     }
+}
+
+/// `imp serve --http` of `site` on the namespace's TAP, with `extra` arguments: the
+/// server, its first line (checked to name the HTTP service) and the rest of its output.
+fn serve_http(
+    net: &Net,
+    site: &Site,
+    extra: &[&str],
+) -> (ChildGuard, String, std::thread::JoinHandle<String>) {
+    let addr = net.addr_arg();
+    let mut args = vec![
+        "serve",
+        "--tap",
+        "imp0",
+        "--addr",
+        &addr,
+        "--http",
+        site.dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (server, line, rest) = net.start_imp_output(&args);
+    assert!(line.contains("http (80)"), "{line}");
+    (server, line, rest)
+}
+
+/// Stops `imp serve` with SIGTERM: it exits cleanly, saying it served `connections`
+/// connections. Its output, for more checks.
+fn stop_serve(
+    server: ChildGuard,
+    rest: std::thread::JoinHandle<String>,
+    connections: usize,
+) -> Output {
+    signal(&server, libc::SIGTERM);
+    let out = wait_limited(server, Duration::from_secs(5));
+    assert!(out.status.success(), "{}", text(&out));
     let rest = rest.join().unwrap();
-    assert!(
-        rest.contains(&format!(
-            "imp serve: stopped after {} connections",
-            CLIENTS + 2
-        )),
-        "{rest}"
-    );
+    let said = format!("imp serve: stopped after {connections} connections");
+    assert!(rest.contains(&said), "{rest}");
+    out
 }
 
 /// curl asks for byte ranges (bytes checked against the file) and for paths that
