@@ -71,16 +71,7 @@ fn two_shards_echo_many_connections_byte_exact() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("imp serve");
-    let mut child = ChildGuard(Some(spawned));
-    let stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
-    let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("imp's startup line");
-    if line.is_empty() {
-        let out = child.wait();
-        panic!("imp serve exited: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    assert!(line.contains("in 2 shards"), "{line}");
+    let (child, reader, _) = started_in_two_shards(ChildGuard(Some(spawned)));
     ns.ip(&["addr", "add", "10.211.1.1/24", "dev", "impsh0"]);
     ns.ip(&["link", "set", "impsh0", "up"]);
     let server: SocketAddr = "10.211.1.2:7".parse().unwrap();
@@ -168,16 +159,7 @@ fn two_batched_shards_serve_http_byte_exact() {
         "--http",
         dir.to_str().unwrap(),
     ];
-    let mut child = ns.spawn(IMP, &args);
-    let stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
-    let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("imp's startup line");
-    if line.is_empty() {
-        let out = child.wait();
-        panic!("imp serve exited: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    assert!(line.contains("in 2 shards"), "{line}");
+    let (child, reader, line) = started_in_two_shards(ns.spawn(IMP, &args));
     assert!(
         line.contains("batched through io_uring")
             || std::env::var_os("IMP_REQUIRE_IO_URING").is_none(),
@@ -238,10 +220,7 @@ fn two_batched_shards_serve_http_byte_exact() {
 /// Stops `imp serve` (`child`, whose startup line was read from `reader`) with SIGTERM:
 /// it exits cleanly. Its last lines, and the connections each shard accepted, from
 /// "...; accepted by shard 0: A, 1: B".
-fn stop_counting(
-    child: ChildGuard,
-    mut reader: BufReader<ChildStdout>,
-) -> (String, Vec<usize>) {
+fn stop_counting(child: ChildGuard, mut reader: BufReader<ChildStdout>) -> (String, Vec<usize>) {
     // SAFETY: kill has no memory arguments; the pid is our own live child (`ip netns
     // exec` execs imp in place).
     unsafe { libc::kill(child.0.as_ref().unwrap().id() as i32, libc::SIGTERM) };
@@ -258,4 +237,20 @@ fn stop_counting(
         .map(|part| part.split(": ").nth(1).unwrap().parse().unwrap())
         .collect();
     (rest, counts)
+}
+
+/// `imp serve` just spawned (`child`): its startup line, which says it runs in two
+/// shards (or, if it exited instead, a panic with its standard error), and the reader
+/// of the rest of its output.
+fn started_in_two_shards(mut child: ChildGuard) -> (ChildGuard, BufReader<ChildStdout>, String) {
+    let stdout = child.0.as_mut().unwrap().stdout.take().unwrap();
+    let mut reader = BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("imp's startup line");
+    if line.is_empty() {
+        let out = child.wait();
+        panic!("imp serve exited: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(line.contains("in 2 shards"), "{line}");
+    (child, reader, line)
 }
