@@ -91,8 +91,8 @@ const COPY_WHOLE: usize = 2048;
 /// The pieces of a longer copy (1 KiB pieces moved 40-43 GB/s here, 2 KiB ones 35).
 const COPY_PIECE: usize = 1024;
 
-/// `out.extend_from_slice(bytes)`, in pieces as [`copy_bytes`] copies: for the packets a stack queues whole (forwarded, looped,
-/// cut into fragments), up to 64 KiB.
+/// `out.extend_from_slice(bytes)`, in pieces as [`copy_bytes`] copies: for the packets
+/// a stack queues whole (forwarded, looped, cut into fragments), up to 64 KiB.
 pub(crate) fn extend_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     if bytes.len() <= COPY_WHOLE {
         out.extend_from_slice(bytes);
