@@ -278,6 +278,29 @@ fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
     step(hash, bytes.len() as u64)
 }
 
+/// How much of a frame delivered to a router the trace hash takes: every header a
+/// router reads or quotes (Ethernet, IPv6 or IPv4 with options, TCP with options, the
+/// start of an ICMP error's quote), not the payload it forwards unread.
+const ROUTER_SEEN: usize = 128;
+
+/// The trace hash `hash` chained over one delivery: the time, the frame's length and
+/// its bytes. A frame delivered to a router adds only its first [`ROUTER_SEEN`] bytes:
+/// the payload it carries on is taken in whole where it is delivered to a host (or,
+/// dropped on the way, its loss shows in what the hosts send after), so a byte that
+/// differs still changes the hash, and a data segment's 1,460 bytes are not chained
+/// again at every hop (three times across a dumbbell, most of the hash's time).
+fn fingerprint_delivery(hash: u64, now: Instant, frame: &[u8], to_router: bool) -> u64 {
+    let mut head = [0u8; 16];
+    head[..8].copy_from_slice(&now.as_nanos().to_le_bytes());
+    head[8..].copy_from_slice(&(frame.len() as u64).to_le_bytes());
+    let seen = if to_router {
+        &frame[..frame.len().min(ROUTER_SEEN)]
+    } else {
+        frame
+    };
+    fnv1a(fnv1a(hash, &head), seen)
+}
+
 /// Records `frame` at `now`, cut to `snaplen` bytes (pcap's incl_len < orig_len).
 fn write_capture(
     pcap: &mut PcapWriter<BufWriter<File>>,
@@ -364,8 +387,9 @@ impl Sim {
         self.steps
     }
 
-    /// A hash over every frame delivered so far and when: two runs with the same seed
-    /// and the same application behaviour have the same trace hash.
+    /// A hash over every frame delivered so far and when (frames delivered to a
+    /// router: their length and headers, the first 128 bytes): two runs with the same
+    /// seed and the same application behaviour have the same trace hash.
     pub fn trace_hash(&self) -> u64 {
         self.trace_hash
     }
@@ -1164,13 +1188,13 @@ impl Sim {
         let link = &mut self.links[index];
         let (dst_host, dst_iface) = link.ends[1 - side];
         let observed = self.observed[index];
+        let to_router = self.hosts[dst_host.0].router;
         // The link's memory (frames on the wire, its queues) is the simulation's, not
         // the hosts': memory measurements (`alloc_count`) leave it out.
         while let Some(frame) =
             crate::alloc_count::uncounted(|| link.models[side].poll_deliver(now))
         {
-            self.trace_hash = fnv1a(self.trace_hash, &now.as_nanos().to_le_bytes());
-            self.trace_hash = fnv1a(self.trace_hash, &frame);
+            self.trace_hash = fingerprint_delivery(self.trace_hash, now, &frame, to_router);
             if let Some(observer) = &mut self.observer
                 && observed
             {
@@ -1324,7 +1348,32 @@ fn iface_mac(host: HostId, link: LinkId) -> ethernet::Address {
 
 #[cfg(test)]
 mod tests {
-    use super::fnv1a;
+    use super::{ROUTER_SEEN, fingerprint_delivery, fnv1a};
+    use impnet_core::Instant;
+
+    #[test]
+    fn a_delivery_to_a_router_sees_its_headers_and_length_a_host_every_byte() {
+        let frame: Vec<u8> = (0..1514u32).map(|i| (i * 7 + 3) as u8).collect();
+        let at = Instant::from_nanos(1_000_000);
+        for to_router in [false, true] {
+            let whole = fingerprint_delivery(1, at, &frame, to_router);
+            let later = fingerprint_delivery(1, Instant::from_nanos(1_000_001), &frame, to_router);
+            assert_ne!(whole, later, "the time (router: {to_router})");
+            let mut header = frame.clone();
+            header[ROUTER_SEEN - 1] ^= 1;
+            assert_ne!(whole, fingerprint_delivery(1, at, &header, to_router));
+            let shorter = fingerprint_delivery(1, at, &frame[..1513], to_router);
+            assert_ne!(whole, shorter, "the length (router: {to_router})");
+            let mut payload = frame.clone();
+            payload[1000] ^= 1;
+            let changed = fingerprint_delivery(1, at, &payload, to_router);
+            assert_eq!(
+                whole == changed,
+                to_router,
+                "a payload byte (router: {to_router})"
+            );
+        }
+    }
 
     #[test]
     fn the_fingerprint_sees_every_byte_its_place_and_the_length() {
