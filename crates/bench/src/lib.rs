@@ -359,6 +359,40 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
     }
 }
 
+/// The workloads [`run_paired`] runs.
+const PAIRED: [&str; 4] = ["W2", "W2-v6", "W3", "W3-v6"];
+
+/// W2 and W3 (and their IPv6 rows) on imp and smoltcp together, in blocks taken in
+/// turn ([`workload::interleaved`]): [imp's sample, smoltcp's]. None for the other
+/// workloads, which each stack runs on its own.
+fn run_paired(workload: &str, sizes: &Sizes) -> Option<[Sample; 2]> {
+    use workload::{Conns, Ping, interleaved};
+    let (rounds, churn) = (sizes.rounds, sizes.churn);
+    Some(match workload {
+        "W2" => interleaved::<Ping<imp_side::PingPong>, Ping<smol::PingPong>>(
+            workload,
+            "round trips/s",
+            rounds,
+        ),
+        "W2-v6" => interleaved::<Ping<imp_side::PingPong<true>>, Ping<smol::PingPong<true>>>(
+            workload,
+            "round trips/s",
+            rounds,
+        ),
+        "W3" => interleaved::<Conns<imp_side::Churn>, Conns<smol::Churn>>(
+            workload,
+            "connections/s",
+            churn,
+        ),
+        "W3-v6" => interleaved::<Conns<imp_side::Churn<true>>, Conns<smol::Churn<true>>>(
+            workload,
+            "connections/s",
+            churn,
+        ),
+        _ => return None,
+    })
+}
+
 /// W1-W3 over IPv6 (row `name`, the IPv4 row `v4` with `-v6`): imp and smoltcp
 /// between 2001:db8::1 and ::2, Linux over `::1`.
 fn run_v6(v4: &str, name: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, String> {
@@ -574,9 +608,24 @@ fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
                 if !args.impls.is_empty() && !args.impls.contains(&name) {
                     continue;
                 }
-                let samples = run_one(workload, which, sizes)
-                    .map_err(|e| format!("{workload} on {which:?}: {e}"))?;
-                for s in samples {
+                let both = |i: Impl| {
+                    let name = format!("{i:?}").to_lowercase();
+                    args.impls.is_empty() || args.impls.contains(&name)
+                };
+                let paired = both(Impl::Imp) && both(Impl::Smoltcp);
+                let samples: Vec<(Impl, Sample)> = match which {
+                    Impl::Imp if paired && let Some([i, s]) = run_paired(workload, sizes) => {
+                        vec![(Impl::Imp, i), (Impl::Smoltcp, s)]
+                    }
+                    // Already run beside imp's.
+                    Impl::Smoltcp if paired && PAIRED.contains(workload) => Vec::new(),
+                    _ => run_one(workload, which, sizes)
+                        .map_err(|e| format!("{workload} on {which:?}: {e}"))?
+                        .into_iter()
+                        .map(|s| (which, s))
+                        .collect(),
+                };
+                for (which, s) in samples {
                     let at = match rows.iter().position(|r| r.0 == s.workload) {
                         Some(at) => at,
                         None => {

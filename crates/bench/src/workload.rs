@@ -114,6 +114,66 @@ pub(crate) fn ping_pong<P: PingPong>(name: &str, rounds: u64) -> Vec<Sample> {
     vec![Sample::new(name, "round trips/s", rounds as f64 / wall)]
 }
 
+/// How many blocks each of two stacks runs in [`interleaved`].
+const BLOCKS: u64 = 50;
+
+/// One unit of W2 or W3 (a round trip, a connection), whichever stack runs it.
+pub(crate) trait Unit {
+    fn open() -> Self;
+    fn unit(&mut self);
+}
+
+impl<P: PingPong> Unit for Ping<P> {
+    fn open() -> Self {
+        Ping(P::open())
+    }
+    fn unit(&mut self) {
+        self.0.round_trip();
+    }
+}
+
+impl<C: Churn> Unit for Conns<C> {
+    fn open() -> Self {
+        Conns(C::open())
+    }
+    fn unit(&mut self) {
+        self.0.connection();
+    }
+}
+
+/// W2 as a [`Unit`].
+pub(crate) struct Ping<P>(P);
+
+/// W3 as a [`Unit`].
+pub(crate) struct Conns<C>(C);
+
+/// W2 or W3 (row `name`, `unit` per second) on two stacks at once: both set up, then
+/// `count` units each in [`BLOCKS`] blocks taken in turn (A B, B A, A B, ...), each
+/// stack's rate its units over the time of its own blocks. On a shared machine whose
+/// speed drifts by 2x from one second to the next, two stacks run one after the other
+/// see different machines; in blocks of milliseconds taken in turn they see the same
+/// one, so their ratio holds from run to run where the rates do not.
+pub(crate) fn interleaved<A: Unit, B: Unit>(
+    name: &str,
+    unit: &'static str,
+    count: u64,
+) -> [Sample; 2] {
+    let (mut a, mut b) = (A::open(), B::open());
+    let per_block = (count / BLOCKS).max(1);
+    let mut seconds = [0.0f64; 2];
+    for block in 0..2 * BLOCKS {
+        // A B, B A, A B, ...: neither always goes first.
+        let b_turn = (block % 2 == 1) != ((block / 2) % 2 == 1);
+        let watch = Stopwatch::start();
+        for _ in 0..per_block {
+            if b_turn { b.unit() } else { a.unit() }
+        }
+        seconds[usize::from(b_turn)] += watch.wall_elapsed().as_secs_f64();
+    }
+    let units = (per_block * BLOCKS) as f64;
+    seconds.map(|s| Sample::new(name, unit, units / s))
+}
+
 /// W3 (row `name`): `count` connections; connections/s.
 pub(crate) fn churn<C: Churn>(name: &str, count: u64) -> Vec<Sample> {
     let mut server = C::open();
@@ -151,7 +211,7 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::scale_stride;
+    use super::{BLOCKS, Unit, interleaved, scale_stride};
 
     /// Whether walking `n` steps of `stride` from 0 visits each of `n` connections once.
     fn visits_all(n: usize, stride: usize) -> bool {
@@ -177,6 +237,52 @@ mod tests {
         // The former stride did not (it shares 20 with 100, 80 with 100k).
         assert!(!visits_all(100, 7919 % 100 + 1));
         assert!(!visits_all(100_000, 7920));
+    }
+
+    thread_local! {
+        /// Which stack ran each unit, in order.
+        static RAN: std::cell::RefCell<Vec<char>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    struct A;
+    struct B;
+
+    impl Unit for A {
+        fn open() -> A {
+            A
+        }
+        fn unit(&mut self) {
+            RAN.with(|ran| ran.borrow_mut().push('a'));
+        }
+    }
+
+    impl Unit for B {
+        fn open() -> B {
+            B
+        }
+        fn unit(&mut self) {
+            RAN.with(|ran| ran.borrow_mut().push('b'));
+        }
+    }
+
+    #[test]
+    fn interleaved_runs_each_stack_its_units_in_blocks_taken_in_turn() {
+        RAN.with(|ran| ran.borrow_mut().clear());
+        let [a, b] = interleaved::<A, B>("W2", "round trips/s", 3 * BLOCKS);
+        let ran = RAN.with(|ran| ran.borrow().clone());
+        assert_eq!(ran.len() as u64, 6 * BLOCKS);
+        assert_eq!(ran.iter().filter(|&&c| c == 'a').count() as u64, 3 * BLOCKS);
+        // Blocks of three: a b, b a, a b, ...
+        let blocks: String = ran.chunks(3).map(|block| block[0]).collect();
+        assert!(
+            ran.chunks(3)
+                .all(|block| block.iter().all(|&c| c == block[0]))
+        );
+        assert!(blocks.starts_with("abbaabba"), "{blocks}");
+        for sample in [&a, &b] {
+            assert_eq!(sample.workload, "W2");
+            assert!(sample.value.is_finite() && sample.value > 0.0);
+        }
     }
 
     #[test]
