@@ -360,35 +360,48 @@ fn run_one(workload: &str, which: Impl, sizes: &Sizes) -> Result<Vec<Sample>, St
 }
 
 /// The workloads [`run_paired`] runs.
-const PAIRED: [&str; 4] = ["W2", "W2-v6", "W3", "W3-v6"];
+const PAIRED: [&str; 8] = [
+    "W1a", "W1b", "W2", "W3", "W1a-v6", "W1b-v6", "W2-v6", "W3-v6",
+];
 
-/// W2 and W3 (and their IPv6 rows) on imp and smoltcp together, in blocks taken in
-/// turn ([`workload::interleaved`]): [imp's sample, smoltcp's]. None for the other
-/// workloads, which each stack runs on its own.
-fn run_paired(workload: &str, sizes: &Sizes) -> Option<[Sample; 2]> {
-    use workload::{Conns, Ping, interleaved};
-    let (rounds, churn) = (sizes.rounds, sizes.churn);
+/// W1-W3 (and their IPv6 rows) on imp and smoltcp together, in blocks taken in turn
+/// ([`workload::interleaved`], [`workload::interleaved_bulk`]): [imp's samples,
+/// smoltcp's]. None for the other workloads, which each stack runs on its own.
+fn run_paired(workload: &str, sizes: &Sizes) -> Option<[Vec<Sample>; 2]> {
+    use workload::{Conns, Ping, interleaved, interleaved_bulk};
+    let (rounds, churn, bulk) = (sizes.rounds, sizes.churn, sizes.bulk);
+    let (mtu, offload) = match workload {
+        "W1b" | "W1b-v6" => (65535, true),
+        _ => (1500, false),
+    };
+    let one = |[i, s]: [Sample; 2]| [vec![i], vec![s]];
     Some(match workload {
-        "W2" => interleaved::<Ping<imp_side::PingPong>, Ping<smol::PingPong>>(
-            workload,
-            "round trips/s",
-            rounds,
+        "W1a" | "W1b" => {
+            interleaved_bulk::<imp_side::Bulk, smol::Bulk>(workload, mtu, offload, bulk)
+        }
+        "W1a-v6" | "W1b-v6" => {
+            interleaved_bulk::<imp_side::Bulk<true>, smol::Bulk<true>>(workload, mtu, offload, bulk)
+        }
+        "W2" => one(
+            interleaved::<Ping<imp_side::PingPong>, Ping<smol::PingPong>>(
+                workload,
+                "round trips/s",
+                rounds,
+            ),
         ),
-        "W2-v6" => interleaved::<Ping<imp_side::PingPong<true>>, Ping<smol::PingPong<true>>>(
-            workload,
-            "round trips/s",
-            rounds,
-        ),
-        "W3" => interleaved::<Conns<imp_side::Churn>, Conns<smol::Churn>>(
+        "W2-v6" => one(interleaved::<
+            Ping<imp_side::PingPong<true>>,
+            Ping<smol::PingPong<true>>,
+        >(workload, "round trips/s", rounds)),
+        "W3" => one(interleaved::<Conns<imp_side::Churn>, Conns<smol::Churn>>(
             workload,
             "connections/s",
             churn,
-        ),
-        "W3-v6" => interleaved::<Conns<imp_side::Churn<true>>, Conns<smol::Churn<true>>>(
-            workload,
-            "connections/s",
-            churn,
-        ),
+        )),
+        "W3-v6" => one(interleaved::<
+            Conns<imp_side::Churn<true>>,
+            Conns<smol::Churn<true>>,
+        >(workload, "connections/s", churn)),
         _ => return None,
     })
 }
@@ -577,6 +590,36 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
 }
 
 /// The workloads W1-W7 that `--only` selects, repeated; the medians.
+/// What one turn of `which` on `workload` gives, each sample with its implementation:
+/// with imp and smoltcp both asked for, imp's turn of a [`PAIRED`] workload runs both
+/// ([`run_paired`]) and smoltcp's runs nothing.
+fn samples_of(
+    args: &BenchArgs,
+    workload: &str,
+    which: Impl,
+    sizes: &Sizes,
+) -> Result<Vec<(Impl, Sample)>, String> {
+    let asked = |i: Impl| {
+        let name = format!("{i:?}").to_lowercase();
+        args.impls.is_empty() || args.impls.contains(&name)
+    };
+    let paired = asked(Impl::Imp) && asked(Impl::Smoltcp);
+    Ok(match which {
+        Impl::Imp if paired && let Some([i, s]) = run_paired(workload, sizes) => {
+            let imp = i.into_iter().map(|i| (Impl::Imp, i));
+            imp.chain(s.into_iter().map(|s| (Impl::Smoltcp, s)))
+                .collect()
+        }
+        // Already run beside imp's.
+        Impl::Smoltcp if paired && PAIRED.contains(&workload) => Vec::new(),
+        _ => run_one(workload, which, sizes)
+            .map_err(|e| format!("{workload} on {which:?}: {e}"))?
+            .into_iter()
+            .map(|s| (which, s))
+            .collect(),
+    })
+}
+
 fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
     let selected: Vec<&str> = WORKLOADS
         .into_iter()
@@ -608,23 +651,7 @@ fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
                 if !args.impls.is_empty() && !args.impls.contains(&name) {
                     continue;
                 }
-                let both = |i: Impl| {
-                    let name = format!("{i:?}").to_lowercase();
-                    args.impls.is_empty() || args.impls.contains(&name)
-                };
-                let paired = both(Impl::Imp) && both(Impl::Smoltcp);
-                let samples: Vec<(Impl, Sample)> = match which {
-                    Impl::Imp if paired && let Some([i, s]) = run_paired(workload, sizes) => {
-                        vec![(Impl::Imp, i), (Impl::Smoltcp, s)]
-                    }
-                    // Already run beside imp's.
-                    Impl::Smoltcp if paired && PAIRED.contains(workload) => Vec::new(),
-                    _ => run_one(workload, which, sizes)
-                        .map_err(|e| format!("{workload} on {which:?}: {e}"))?
-                        .into_iter()
-                        .map(|s| (which, s))
-                        .collect(),
-                };
+                let samples = samples_of(args, workload, which, sizes)?;
                 for (which, s) in samples {
                     let at = match rows.iter().position(|r| r.0 == s.workload) {
                         Some(at) => at,

@@ -103,6 +103,52 @@ pub(crate) fn bulk<F: Bulk>(workload: &str, mtu: usize, offload: bool, total: u6
     bulk_samples(workload, total, times, allocs)
 }
 
+/// W1 (row `workload`) on two stacks at once, as [`interleaved`] does W2 and W3: both
+/// connections open, then at least `total` bytes each in [`BLOCKS`] blocks taken in
+/// turn, each block a stack's steps until it has received its share so far. The
+/// stream has no end, so no block drains the pipe with a short last segment (which
+/// Nagle and delayed ACKs would hold); between steps nothing is in flight. Each
+/// stack's throughput and CPU per GiB are over its own blocks, its allocations per GiB
+/// over its blocks after the first eighth.
+pub(crate) fn interleaved_bulk<A: Bulk, B: Bulk>(
+    workload: &str,
+    mtu: usize,
+    offload: bool,
+    total: u64,
+) -> [Vec<Sample>; 2] {
+    let (mut a, mut b) = (A::open(mtu, offload), B::open(mtu, offload));
+    let per_block = (total / BLOCKS).max(1);
+    let mut times = [(0.0f64, 0.0f64); 2];
+    let mut received = [0u64; 2];
+    // Allocations and the bytes received while they were counted.
+    let mut allocs = [(0u64, 0u64); 2];
+    for block in 0..2 * BLOCKS {
+        let b_turn = (block % 2 == 1) != ((block / 2) % 2 == 1);
+        let side = usize::from(b_turn);
+        let end = per_block * (block / 2 + 1);
+        let (from, at) = (received[side], allocations());
+        let watch = Stopwatch::start();
+        while received[side] < end {
+            received[side] = if b_turn {
+                b.step(u64::MAX)
+            } else {
+                a.step(u64::MAX)
+            };
+        }
+        let (wall, cpu) = watch.stop();
+        times[side] = (times[side].0 + wall, times[side].1 + cpu);
+        if block / 2 >= BLOCKS / 8 {
+            let (count, bytes) = allocs[side];
+            allocs[side] = (count + allocations() - at, bytes + received[side] - from);
+        }
+    }
+    [0, 1].map(|side| {
+        let (count, bytes) = allocs[side];
+        let per_gib = count as f64 / bytes.max(1) as f64 * (1u64 << 30) as f64;
+        bulk_samples(workload, received[side], times[side], Some(per_gib))
+    })
+}
+
 /// W2 (row `name`): `rounds` 1-byte round trips; round trips/s.
 pub(crate) fn ping_pong<P: PingPong>(name: &str, rounds: u64) -> Vec<Sample> {
     let mut connection = P::open();
