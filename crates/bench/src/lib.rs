@@ -589,7 +589,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The workloads W1-W7 that `--only` selects, repeated; the medians.
 /// What one turn of `which` on `workload` gives, each sample with its implementation:
 /// with imp and smoltcp both asked for, imp's turn of a [`PAIRED`] workload runs both
 /// ([`run_paired`]) and smoltcp's runs nothing.
@@ -620,6 +619,7 @@ fn samples_of(
     })
 }
 
+/// The workloads W1-W7 that `--only` selects, repeated; the medians.
 fn run_workloads(args: &BenchArgs, sizes: &Sizes) -> Result<Vec<Row>, String> {
     let selected: Vec<&str> = WORKLOADS
         .into_iter()
