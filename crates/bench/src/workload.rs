@@ -257,7 +257,7 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{BLOCKS, Unit, interleaved, scale_stride};
+    use super::{BLOCKS, Bulk, Unit, interleaved, interleaved_bulk, scale_stride};
 
     /// Whether walking `n` steps of `stride` from 0 visits each of `n` connections once.
     fn visits_all(n: usize, stride: usize) -> bool {
@@ -328,6 +328,45 @@ mod tests {
         for sample in [&a, &b] {
             assert_eq!(sample.workload, "W2");
             assert!(sample.value.is_finite() && sample.value > 0.0);
+        }
+    }
+
+    /// A bulk flow that delivers 1,000 bytes a step, logging its side's letter.
+    struct Flow<const SECOND: bool>(u64);
+
+    impl<const SECOND: bool> Bulk for Flow<SECOND> {
+        fn open(_: usize, _: bool) -> Self {
+            Flow(0)
+        }
+        fn step(&mut self, limit: u64) -> u64 {
+            assert_eq!(limit, u64::MAX, "the interleaved stream has no end");
+            RAN.with(|ran| ran.borrow_mut().push(if SECOND { 'b' } else { 'a' }));
+            self.0 += 1000;
+            self.0
+        }
+    }
+
+    #[test]
+    fn interleaved_bulk_gives_each_stack_its_share_per_block_in_turn() {
+        RAN.with(|ran| ran.borrow_mut().clear());
+        // 2,500 bytes a block: three steps each (the last one past the share).
+        let [a, b] = interleaved_bulk::<Flow<false>, Flow<true>>("W1a", 1500, false, 2500 * BLOCKS);
+        let ran = RAN.with(|ran| ran.borrow().clone());
+        // Block k ends once the side has 2,500 * k bytes: steps 3, 2, 3, 2, ... (the
+        // overshoot counts towards the next block).
+        let steps = |side: char| ran.iter().filter(|&&c| c == side).count() as u64;
+        assert_eq!(steps('a'), 2500 * BLOCKS / 1000);
+        assert_eq!(steps('b'), steps('a'));
+        let mut turns: Vec<char> = ran.clone();
+        turns.dedup();
+        assert!(
+            turns.iter().collect::<String>().starts_with("abab"),
+            "{turns:?}"
+        );
+        for samples in [&a, &b] {
+            assert_eq!(samples[0].workload, "W1a");
+            assert_eq!(samples[0].unit, "Gbit/s");
+            assert!(samples[0].value.is_finite() && samples[0].value > 0.0);
         }
     }
 
