@@ -68,6 +68,11 @@
 //!   randomness and wall clock come from the seed and the virtual clock through their
 //!   configuration (the test file lists each input).
 //!
+//! The wall clock is the one input a simulation cannot hand an application: hyper's
+//! servers stamp each response that has no `Date` header with the wall clock's second,
+//! so the HTTP tests' handlers set it from the virtual clock ([`elapsed`]), or two runs
+//! of a seed would differ whenever they straddled a second.
+//!
 //! Not yet: IPv6 addresses on links, broadcast and multicast beyond one link (links are
 //! point to point, routers forward neither).
 #![warn(missing_docs)]

@@ -35,7 +35,7 @@ fn pattern(len: usize) -> Bytes {
 /// `GET /n` answers `pattern(n)`.
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let len = req.uri().path()[1..].parse().unwrap_or(0);
-    Ok(Response::new(Full::new(pattern(len))))
+    Ok(common::dated(Response::new(Full::new(pattern(len)))))
 }
 
 /// A hyper server: a task per connection, as hyper's examples write it.

@@ -74,12 +74,18 @@ impl Service<http::Request<tonic::body::Body>> for EchoServer {
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
         let generation = self.generation;
         if request.uri().path() != METHOD_PATH {
-            return Box::pin(async { Ok(Status::unimplemented("no such method").into_http()) });
+            return Box::pin(async {
+                Ok(common::dated(
+                    Status::unimplemented("no such method").into_http(),
+                ))
+            });
         }
         Box::pin(async move {
             let mut grpc =
                 tonic::server::Grpc::new(ProstCodec::<EchoReply, EchoRequest>::default());
-            Ok(grpc.unary(Echo { generation }, request).await)
+            Ok(common::dated(
+                grpc.unary(Echo { generation }, request).await,
+            ))
         })
     }
 }

@@ -28,10 +28,15 @@ fn setup(seed: u64) -> (Sim, HostId, HostId, LinkId) {
 
     let (mut sim, server, client, link) = common::pair(seed, common::path(0, 10, 0.0));
 
-    let router = Router::new().route(
-        "/greet/{name}",
-        get(|Path(name): Path<String>| async move { format!("Hello {name}!") }),
-    );
+    let router = Router::new()
+        .route(
+            "/greet/{name}",
+            get(|Path(name): Path<String>| async move { format!("Hello {name}!") }),
+        )
+        // The date from the virtual clock, so that a seed replays (common::dated).
+        .layer(axum::middleware::map_response(
+            |response: axum::response::Response| async { common::dated(response) },
+        ));
 
     sim.software(server, move || {
         let router = router.clone();

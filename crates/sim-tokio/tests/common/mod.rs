@@ -1,6 +1,7 @@
 //! What the application-pair tests (tests/tonic.rs, tests/quinn.rs) share: a server and
 //! a client joined by one link, and a capture of that link to compare runs byte for byte.
-//! tests/hyper.rs uses the pair.
+//! tests/hyper.rs uses the pair. The HTTP servers' responses carry a date from the
+//! virtual clock ([`dated`]).
 
 #![allow(dead_code)]
 
@@ -9,7 +10,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use impnet_phy::LinkConfig;
 use impnet_sim_tokio::{HostId, LinkId, Sim};
@@ -128,4 +129,17 @@ pub fn take_capture(sim: &mut Sim, path: &PathBuf) -> Vec<u8> {
     let bytes = std::fs::read(path).unwrap();
     let _ = std::fs::remove_file(path);
     bytes
+}
+
+/// `response` with a `Date` header from the virtual clock (a fixed date plus the
+/// virtual time). hyper stamps every response that has none with the wall clock's
+/// second, so two runs of one seed would differ whenever they straddled one.
+pub fn dated<B>(mut response: hyper::Response<B>) -> hyper::Response<B> {
+    let now = SystemTime::UNIX_EPOCH
+        + Duration::from_secs(1_800_000_000)
+        + impnet_sim_tokio::elapsed().unwrap_or_default();
+    let date = hyper::header::HeaderValue::from_str(&httpdate::fmt_http_date(now))
+        .expect("an HTTP date is a valid header value");
+    response.headers_mut().insert(hyper::header::DATE, date);
+    response
 }
