@@ -901,10 +901,7 @@ impl State {
     /// woken here starved behind those the driver woke (W6, 50 connections fetching
     /// 1 MiB: a p99 of 389 ms against a mean of 33).
     fn driven_recently(&self, now: Instant) -> bool {
-        self.async_drivers > 0
-            && self
-                .driven_at
-                .is_some_and(|t| now.saturating_duration_since(t) < ASYNC_DRIVER_RECHECK)
+        driven_recently(self.async_drivers, self.driven_at, now)
     }
 
     /// The earliest time the loop must look again: the stack's timers and the devices'
@@ -1423,6 +1420,13 @@ fn wait_while_receivers_run(
     }
 }
 
+/// [`State::driven_recently`]'s rule: an async driver runs and took in frames less
+/// than [`ASYNC_DRIVER_RECHECK`] before `now`.
+fn driven_recently(async_drivers: usize, driven_at: Option<Instant>, now: Instant) -> bool {
+    async_drivers > 0
+        && driven_at.is_some_and(|t| now.saturating_duration_since(t) < ASYNC_DRIVER_RECHECK)
+}
+
 /// Ask the kernel to wake this thread at its deadlines without the timer slack it
 /// adds by default (50 µs, to batch wake-ups). The loop's deadlines include pacing
 /// releases about a millisecond apart (`impnet_core`'s `tcp::pacing`), and every
@@ -1552,6 +1556,25 @@ fn wait_fds(fds: &mut [libc::pollfd], timeout: Option<StdDuration>) {
             std::ptr::null(),
         )
     };
+}
+
+#[cfg(test)]
+mod driver_tests {
+    use super::{ASYNC_DRIVER_RECHECK, Duration, Instant, driven_recently};
+
+    #[test]
+    fn the_loop_leaves_the_devices_only_to_a_driver_that_took_in_frames_lately() {
+        let at = Instant::from_nanos(1_000_000_000);
+        let just_before_recheck = at + ASYNC_DRIVER_RECHECK - Duration::from_nanos(1);
+        // A running driver that took in frames within the recheck interval.
+        assert!(driven_recently(1, Some(at), at));
+        assert!(driven_recently(2, Some(at), just_before_recheck));
+        // Its executor stalled for the whole interval: the loop looks again.
+        assert!(!driven_recently(1, Some(at), at + ASYNC_DRIVER_RECHECK));
+        // A driver that has taken in nothing yet, or none running.
+        assert!(!driven_recently(1, None, at));
+        assert!(!driven_recently(0, Some(at), at));
+    }
 }
 
 #[cfg(test)]
